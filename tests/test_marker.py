@@ -1,0 +1,82 @@
+"""The stage_boundary marker: identity under every transformation, survives lowering."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import hlopipe
+from hlopipe.marker import ATTRIBUTE, is_stage_boundary_attrs, stage_boundary, stage_boundary_p
+
+
+def _model(w, x):
+    h = jnp.tanh(x @ w[0])
+    h = stage_boundary(h)
+    return jnp.sum(jnp.sin(h @ w[1]))
+
+
+def _unmarked(w, x):
+    return jnp.sum(jnp.sin(jnp.tanh(x @ w[0]) @ w[1]))
+
+
+@pytest.fixture
+def args():
+    k1, k2, k3 = jax.random.split(jax.random.key(0), 3)
+    w = [jax.random.normal(k1, (3, 4)), jax.random.normal(k2, (4, 2))]
+    return w, jax.random.normal(k3, (5, 3))
+
+
+def _count(jaxpr):
+    return sum(e.primitive is stage_boundary_p for e in jaxpr.jaxpr.eqns)
+
+
+def test_identity_on_pytrees():
+    tree = {"a": jnp.arange(3.0), "b": (jnp.ones(2), 4)}
+    out = stage_boundary(tree)
+    assert jax.tree_util.tree_structure(out) == jax.tree_util.tree_structure(tree)
+    for a, b in zip(jax.tree_util.tree_leaves(out), jax.tree_util.tree_leaves(tree)):
+        np.testing.assert_array_equal(a, b)
+    x, y = stage_boundary(jnp.ones(2), jnp.zeros(3))
+    assert x.shape == (2,) and y.shape == (3,)
+    assert hlopipe.stage_boundary is stage_boundary
+
+
+def test_jit_grad_vmap_jvp_linearize(args):
+    w, x = args
+    np.testing.assert_allclose(jax.jit(_model)(w, x), _unmarked(w, x), rtol=1e-6)
+    g, g0 = jax.grad(_model)(w, x), jax.grad(_unmarked)(w, x)
+    for a, b in zip(g, g0):
+        np.testing.assert_allclose(a, b, rtol=1e-5)
+    v = jax.vmap(_model, (None, 0))(w, x[:, None])
+    np.testing.assert_allclose(v, jax.vmap(_unmarked, (None, 0))(w, x[:, None]), rtol=1e-6)
+    t = jax.jvp(lambda x: _model(w, x), (x,), (jnp.ones_like(x),))
+    t0 = jax.jvp(lambda x: _unmarked(w, x), (x,), (jnp.ones_like(x),))
+    np.testing.assert_allclose(t[1], t0[1], rtol=1e-5)
+    # derived programs keep the stage structure: one marker forward, one on tangents / cotangents
+    assert _count(jax.make_jaxpr(jax.grad(_model))(w, x)) == 2
+    lin = jax.make_jaxpr(lambda x: jax.linearize(lambda x: _model(w, x), x)[1](x))(x)
+    assert _count(lin) == 2
+    assert _count(jax.make_jaxpr(jax.vmap(_model, (None, 0)))(w, x[:, None])) == 1
+
+
+def test_lowers_to_attributed_barrier(args):
+    w, x = args
+    lowered = jax.jit(_model).lower(w, x)
+    text = lowered.as_text()
+    assert "stablehlo.optimization_barrier" in text
+    assert f'{ATTRIBUTE} = "true"' in text
+    hlo = lowered.as_text(dialect="hlo")
+    lines = [ln for ln in hlo.splitlines() if "opt-barrier" in ln]
+    assert lines and f'frontend_attributes={{{ATTRIBUTE}="true"}}' in lines[0]
+    np.testing.assert_allclose(lowered.compile()(w, x), _unmarked(w, x), rtol=1e-6)
+
+
+def test_named_marker_and_attribute_check():
+    lowered = jax.jit(lambda x: stage_boundary(x * 2, name="s1")).lower(jnp.ones(3))
+    assert f'{ATTRIBUTE}="s1"' in lowered.as_text(dialect="hlo")
+    module = lowered.compiler_ir("stablehlo")
+    ops = module.body.operations[0].regions[0].blocks[0].operations
+    flags = {op.name: is_stage_boundary_attrs(op) for op in ops}
+    assert flags["stablehlo.optimization_barrier"] and not flags["stablehlo.multiply"]
+    assert is_stage_boundary_attrs({ATTRIBUTE: "true"})
+    assert not is_stage_boundary_attrs({"other": "x"})
