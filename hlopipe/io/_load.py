@@ -1,0 +1,373 @@
+"""Reading every XLA program format into a :class:`Program`.
+
+The format is detected from the content, not the file name: MLIR bytecode starts with
+``ML\\xefR``; HLO text starts with ``HloModule``; MLIR text has ``func.func``/``module``; of the
+binary formats, a serialized HloModuleProto is a protobuf whose wire format we check in Python
+before XLA's C++ parser sees it, and a ``jax.export`` artifact is a flatbuffer.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+from typing import Any
+
+from jaxlib.mlir import ir
+
+from hlopipe.errors import LoadError
+from hlopipe.io import _xla
+from hlopipe.io._program import Program, pick_entry
+
+MLIR_BYTECODE_MAGIC = b"ML\xefR"
+
+FORMATS = (
+    "hlo-text",
+    "hlo-proto",
+    "stablehlo-text",
+    "mlir-bytecode",
+    "jax-export",
+    "xla-dump",
+)
+
+
+def load(
+    source: str | bytes | bytearray | os.PathLike[str],
+    *,
+    format: str | None = None,
+    module: str | None = None,
+    entry: str | None = None,
+) -> Program:
+    """Load an XLA program from a file, a dump folder, or a str/bytes holding one.
+
+    Args:
+      source: a path (file or XLA dump folder), or the program itself as ``str`` or ``bytes``.
+      format: skip detection and read as this format (one of ``FORMATS``).
+      module: in a dump folder, the module to pick (a substring of its name, e.g. ``jit_f``).
+      entry: the entry function (default ``main``, or the only public function).
+
+    Returns:
+      a :class:`Program`.
+
+    Raises:
+      LoadError: the input is in no known format, or its parser rejected it (the message says
+        which format was tried, and the parser's line and column).
+
+    Example:
+      >>> prog = hlopipe.load("train_step.hlo")
+      >>> prog = hlopipe.load(jax.jit(f).lower(x).as_text())
+    """
+    name = "<bytes>"
+    if isinstance(source, os.PathLike) or (isinstance(source, str) and _looks_like_path(source)):
+        path = Path(source)
+        name = str(path)
+        if path.is_dir():
+            return _load_dump_dir(path, module=module, entry=entry)
+        if not path.exists():
+            raise LoadError(f"{path}: no such file or folder")
+        try:
+            data: bytes = path.read_bytes()
+        except OSError as e:
+            raise LoadError(f"{path}: cannot read: {e.strerror}") from e
+    elif isinstance(source, str):
+        data = source.encode()
+    elif isinstance(source, bytes | bytearray | memoryview):
+        data = bytes(source)
+    else:
+        raise LoadError(f"cannot load a {type(source).__name__}: pass a path, a str or bytes")
+    return load_bytes(data, name=name, format=format, entry=entry)
+
+
+def _looks_like_path(s: str) -> bool:
+    return "\n" not in s and len(s) < 4096 and not s.lstrip().startswith(("HloModule", "module"))
+
+
+def detect_format(data: bytes) -> str:
+    """The format of a program held in ``data`` (see ``FORMATS``); LoadError when none fits."""
+    if not data.strip():
+        raise LoadError("empty input: expected an HLO or StableHLO program")
+    if data.startswith(MLIR_BYTECODE_MAGIC):
+        return "mlir-bytecode"
+    text = _as_text(data)
+    if text is not None:
+        body = _strip_comments(text)
+        if body.startswith("HloModule"):
+            return "hlo-text"
+        if re.search(r"\bfunc\.func\b|^\s*module\b|\bstablehlo\.|\bmhlo\.", body, re.M):
+            return "stablehlo-text"
+        raise LoadError(
+            "input is text but neither HLO text (starts with 'HloModule') nor MLIR text "
+            f"(has 'func.func' or 'module'); it starts with {body[:40]!r}"
+        )
+    if _is_hlo_proto(data):
+        return "hlo-proto"
+    if _is_flatbuffer_export(data):
+        return "jax-export"
+    raise LoadError(
+        "input is in no known format: not MLIR bytecode (no 'ML\\xefR' magic), not text, not a "
+        "serialized HloModuleProto (bad protobuf wire format), not a jax.export artifact"
+    )
+
+
+def load_bytes(
+    data: bytes, *, name: str = "<bytes>", format: str | None = None, entry: str | None = None
+) -> Program:
+    fmt = format or detect_format(data)
+    if fmt == "hlo-text":
+        text = _as_text(data)
+        if text is None:
+            raise LoadError(f"{name}: not UTF-8 text, so not HLO text")
+        return _from_hlo_text(text, name, entry)
+    if fmt == "hlo-proto":
+        return _from_hlo_proto(data, name, entry)
+    if fmt == "stablehlo-text":
+        return _from_mlir(data, name, "stablehlo-text", entry)
+    if fmt == "mlir-bytecode":
+        return _from_mlir(data, name, "mlir-bytecode", entry)
+    if fmt == "jax-export":
+        return _from_export(data, name, entry)
+    raise LoadError(f"unknown format {fmt!r}; choose one of {', '.join(FORMATS[:-1])}")
+
+
+# ---- HLO ------------------------------------------------------------------------------------
+
+
+_ELIDED = re.compile(r"^\s*(?:ROOT\s+)?(%?[\w.\-]+)\s*=.*\bconstant\(\{\.\.\.\}\)", re.M)
+
+
+def _from_hlo_text(text: str, name: str, entry: str | None) -> Program:
+    m = _ELIDED.search(text)
+    if m:
+        line = text.count("\n", 0, m.start()) + 1
+        raise LoadError(
+            f"{name}:{line}: constant {m.group(1)} is elided as 'constant({{...}})', so its values "
+            "are not in this text and computing with it would give wrong answers. Load the "
+            "HloModuleProto (.pb) instead, or dump with --xla_dump_large_constants"
+        )
+    try:
+        hlo = _xla.hlo_module_from_text(text)
+    except _xla.JaxRuntimeError as e:
+        raise LoadError(f"{name}: not valid HLO text: {_clean(e)}") from None
+    return _from_hlo_module(hlo, name, "hlo-text", entry)
+
+
+def _from_hlo_proto(data: bytes, name: str, entry: str | None) -> Program:
+    if not _is_hlo_proto(data):
+        raise LoadError(f"{name}: not a serialized HloModuleProto (protobuf wire format broken)")
+    try:
+        hlo = _xla.hlo_module_from_proto(data)
+    except (_xla.JaxRuntimeError, ValueError, RuntimeError) as e:
+        raise LoadError(f"{name}: not a valid HloModuleProto: {_clean(e)}") from None
+    return _from_hlo_module(hlo, name, "hlo-proto", entry)
+
+
+def _from_hlo_module(hlo: Any, name: str, fmt: str, entry: str | None) -> Program:
+    try:
+        data = _xla.hlo_module_to_stablehlo_bytes(hlo)
+    except (_xla.JaxRuntimeError, ValueError, RuntimeError) as e:
+        raise LoadError(
+            f"{name}: XLA could not convert the HLO to StableHLO: {_clean(e)}"
+        ) from None
+    prog = _from_mlir(data, name, fmt, entry)
+    prog.hlo_module = hlo
+    return prog
+
+
+# ---- MLIR -----------------------------------------------------------------------------------
+
+
+def _from_mlir(data: bytes, name: str, fmt: str, entry: str | None) -> Program:
+    ctx = _xla.make_context()
+    with ctx:
+        try:
+            module = ir.Module.parse(data if fmt != "stablehlo-text" else data.decode())
+        except (ir.MLIRError, ValueError, UnicodeDecodeError) as e:
+            if fmt == "mlir-bytecode":
+                try:  # a VHLO portable artifact (what jax.export stores)
+                    text = _xla.deserialize_portable_artifact(data)
+                    module = ir.Module.parse(text)
+                    fmt = "vhlo-artifact"
+                except Exception:
+                    raise LoadError(f"{name}: not valid MLIR bytecode: {_clean(e)}") from None
+            else:
+                raise LoadError(f"{name}: not valid StableHLO/MLIR text: {_clean(e)}") from None
+        if fmt in ("stablehlo-text", "mlir-bytecode"):
+            module = _normalise_mhlo(module, ctx)
+        entry_name = entry or pick_entry(module, ctx)
+    return Program(format=fmt, module=module, context=ctx, entry=entry_name, source=name)
+
+
+# MHLO ops that XLA's HLO -> StableHLO conversion leaves in place; the interpreter runs them.
+_MHLO_KEEP = {"mhlo.fusion", "mhlo.return", "mhlo.copy"}
+
+
+def _normalise_mhlo(module: ir.Module, ctx: ir.Context) -> ir.Module:
+    """MHLO text (legacy JAX/TF) -> StableHLO, with XLA's legalisation."""
+    text = str(module)
+    ops = {n for n in re.findall(r"[\"\s](mhlo\.[a-z_]+)[\"\s(]", text)} - _MHLO_KEEP
+    if not ops:
+        return module
+    from jax._src.interpreters import mlir as jax_mlir
+
+    try:
+        converted = _xla.mhlo_to_stablehlo(jax_mlir.module_to_bytecode(module))
+        return ir.Module.parse(converted)
+    except Exception:
+        return module  # the interpreter reports the ops it cannot run
+
+
+def _from_export(data: bytes, name: str, entry: str | None) -> Program:
+    from jax import export as jax_export
+
+    try:
+        exp = jax_export.deserialize(bytearray(data))
+        text = exp.mlir_module()
+    except Exception as e:
+        raise LoadError(f"{name}: not a valid jax.export artifact: {_clean(e)}") from None
+    prog = _from_mlir(text.encode(), name, "stablehlo-text", entry)
+    prog.format = "jax-export"
+    prog.extra["exported"] = exp
+    return prog
+
+
+# ---- dump folders ---------------------------------------------------------------------------
+
+
+_DUMP_RE = re.compile(r"^module_(\d+)\.(.+?)\.(before_optimizations|after_optimizations|.+?)\.")
+
+
+def dump_modules(path: str | os.PathLike[str]) -> dict[str, dict[str, Path]]:
+    """The modules of an XLA dump folder: name -> {stage: file}, e.g. 'jit_f' ->
+    {'before_optimizations.pb': ..., 'before_optimizations.txt': ...}."""
+    out: dict[str, dict[str, Path]] = {}
+    for f in sorted(Path(path).iterdir()):
+        m = _DUMP_RE.match(f.name)
+        if not m:
+            continue
+        key = f"module_{m.group(1)}.{m.group(2)}"
+        rest = f.name[len(key) + 1 :]
+        if rest.endswith((".txt", ".pb", ".mlir", ".hlo")) and "buffer-assignment" not in rest:
+            out.setdefault(key, {})[rest] = f
+    return out
+
+
+def _load_dump_dir(path: Path, module: str | None, entry: str | None) -> Program:
+    modules = dump_modules(path)
+    if not modules:
+        raise LoadError(f"{path}: a folder, but not an XLA dump folder (no module_*.* files)")
+    if module is not None:
+        picked = [k for k in modules if module in k]
+        if not picked:
+            raise LoadError(f"{path}: no module matches {module!r}; modules: {', '.join(modules)}")
+    else:
+        picked = list(modules)
+    if len(picked) > 1:
+        exact = [k for k in picked if k.split(".", 1)[1] == module]
+        if len(exact) == 1:
+            picked = exact
+        else:
+            raise LoadError(
+                f"{path}: {len(picked)} modules, pick one with module=NAME (--module NAME): "
+                + ", ".join(picked)
+            )
+    files = modules[picked[0]]
+    order = [
+        "before_optimizations.hlo.pb",
+        "before_optimizations.pb",
+        "before_optimizations.txt",
+        "after_optimizations.hlo.pb",
+        "after_optimizations.pb",
+        "after_optimizations.txt",
+    ]
+    for want in order:
+        if want in files:
+            prog = load(files[want], entry=entry)
+            prog.format = f"xla-dump/{prog.format}"
+            prog.extra["dump_file"] = str(files[want])
+            return prog
+    raise LoadError(
+        f"{path}: module {picked[0]} has no HLO text or proto file ({', '.join(files)})"
+    )
+
+
+# ---- helpers ---------------------------------------------------------------------------------
+
+
+def _as_text(data: bytes) -> str | None:
+    if b"\x00" in data[:4096]:
+        return None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+
+
+def _strip_comments(text: str) -> str:
+    lines = []
+    for line in text.splitlines():
+        s = line.strip()
+        if not s or s.startswith(("//", "#")):
+            continue
+        lines.append(line)
+    return "\n".join(lines).lstrip()
+
+
+def _clean(e: BaseException) -> str:
+    msg = str(e)
+    msg = msg.replace("INVALID_ARGUMENT: ", "")
+    return " ".join(msg.split())[:2000]
+
+
+def _read_varint(data: bytes, pos: int) -> tuple[int, int]:
+    result = shift = 0
+    while True:
+        if pos >= len(data) or shift > 63:
+            raise ValueError("bad varint")
+        b = data[pos]
+        pos += 1
+        result |= (b & 0x7F) << shift
+        if not b & 0x80:
+            return result, pos
+        shift += 7
+
+
+def _wire_ok(data: bytes, start: int, end: int, depth: int) -> bool:
+    """Whether data[start:end] is a well-formed protobuf message (nested messages checked to a
+    few levels where a length-delimited field parses as one; strings are not)."""
+    pos = start
+    while pos < end:
+        key, pos = _read_varint(data, pos)
+        field, wire = key >> 3, key & 7
+        if field == 0:
+            return False
+        if wire == 0:
+            _, pos = _read_varint(data, pos)
+        elif wire == 1:
+            pos += 8
+        elif wire == 5:
+            pos += 4
+        elif wire == 2:
+            n, pos = _read_varint(data, pos)
+            pos += n
+        else:
+            return False
+        if pos > end:
+            return False
+    return pos == end
+
+
+def _is_hlo_proto(data: bytes) -> bool:
+    # HloModuleProto starts with field 1 (name, a string) as XLA writes it.
+    if not data or data[0] != 0x0A:
+        return False
+    try:
+        return _wire_ok(data, 0, len(data), 0)
+    except ValueError:
+        return False
+
+
+def _is_flatbuffer_export(data: bytes) -> bool:
+    if len(data) < 8:
+        return False
+    root = int.from_bytes(data[:4], "little")
+    return 4 <= root < len(data)

@@ -1,0 +1,119 @@
+"""MLIR types -> numpy/JAX dtypes and avals."""
+
+from __future__ import annotations
+
+import re
+
+import jax
+import ml_dtypes
+import numpy as np
+
+from hlopipe.errors import UnsupportedOpError
+
+_DTYPES: dict[str, np.dtype] = {
+    "i1": np.dtype(bool),
+    "i8": np.dtype(np.int8),
+    "i16": np.dtype(np.int16),
+    "i32": np.dtype(np.int32),
+    "i64": np.dtype(np.int64),
+    "ui8": np.dtype(np.uint8),
+    "ui16": np.dtype(np.uint16),
+    "ui32": np.dtype(np.uint32),
+    "ui64": np.dtype(np.uint64),
+    "f16": np.dtype(np.float16),
+    "bf16": np.dtype(ml_dtypes.bfloat16),
+    "f32": np.dtype(np.float32),
+    "f64": np.dtype(np.float64),
+    "complex<f32>": np.dtype(np.complex64),
+    "complex<f64>": np.dtype(np.complex128),
+}
+# Sub-byte and fp8 types, where ml_dtypes has them.
+for _name, _attr in [
+    ("i2", "int2"),
+    ("ui2", "uint2"),
+    ("i4", "int4"),
+    ("ui4", "uint4"),
+    ("f8E4M3FN", "float8_e4m3fn"),
+    ("f8E5M2", "float8_e5m2"),
+    ("f8E4M3FNUZ", "float8_e4m3fnuz"),
+    ("f8E5M2FNUZ", "float8_e5m2fnuz"),
+    ("f8E4M3B11FNUZ", "float8_e4m3b11fnuz"),
+    ("f8E4M3", "float8_e4m3"),
+    ("f8E3M4", "float8_e3m4"),
+    ("f8E8M0FNU", "float8_e8m0fnu"),
+    ("f4E2M1FN", "float4_e2m1fn"),
+    ("f6E2M3FN", "float6_e2m3fn"),
+    ("f6E3M2FN", "float6_e3m2fn"),
+]:
+    if hasattr(ml_dtypes, _attr):
+        _DTYPES[_name] = np.dtype(getattr(ml_dtypes, _attr))
+
+_NAMES = {v: k for k, v in _DTYPES.items()}
+
+TOKEN = "!stablehlo.token"
+
+
+class TokenType:
+    """Stands for `!stablehlo.token` in signatures (a token is an empty array at run time)."""
+
+    def __repr__(self) -> str:
+        return "token"
+
+
+def dtype_of(element_type: str) -> np.dtype:
+    try:
+        return _DTYPES[element_type]
+    except KeyError:
+        raise UnsupportedOpError(
+            f"element type {element_type!r} is not supported (supported: {', '.join(_DTYPES)})"
+        ) from None
+
+
+def mlir_name(dtype: np.dtype) -> str:
+    return _NAMES[np.dtype(dtype)]
+
+
+_TENSOR = re.compile(r"^tensor<(?P<body>.*)>$", re.S)
+
+
+def parse_tensor_type(text: str) -> tuple[tuple[int, ...], np.dtype]:
+    """'tensor<2x3xf32>' -> ((2, 3), float32). Encodings (`, #sdy...`) are ignored."""
+    text = text.strip()
+    m = _TENSOR.match(text)
+    if m is None:
+        raise UnsupportedOpError(f"type {text} is not a ranked tensor type")
+    body = m.group("body")
+    # Drop an encoding after a top-level comma.
+    depth = 0
+    for i, ch in enumerate(body):
+        if ch in "<([{":
+            depth += 1
+        elif ch in ">)]}":
+            depth -= 1
+        elif ch == "," and depth == 0:
+            body = body[:i]
+            break
+    parts = []
+    rest = body
+    while True:
+        m2 = re.match(r"^(\?|\d+)x", rest)
+        if not m2:
+            break
+        if m2.group(1) == "?":
+            raise UnsupportedOpError(
+                f"dynamic shape in {text}: refine the shapes first (jax.export with concrete shapes)"
+            )
+        parts.append(int(m2.group(1)))
+        rest = rest[m2.end() :]
+    return tuple(parts), dtype_of(rest)
+
+
+def aval_of_type(t: object) -> jax.ShapeDtypeStruct | TokenType:
+    """An MLIR type (object or text) -> jax.ShapeDtypeStruct, or TokenType for tokens."""
+    text = str(t)
+    if text == TOKEN:
+        return TokenType()
+    if text.startswith("tuple<"):
+        raise UnsupportedOpError(f"tuple type {text} in a signature: flatten it first")
+    shape, dtype = parse_tensor_type(text)
+    return jax.ShapeDtypeStruct(shape, dtype)

@@ -1,0 +1,91 @@
+"""Every private jax/jaxlib name hlopipe uses, in one place.
+
+A jax upgrade that moves one of these touches this file only.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jax
+from jax.extend import mlir as jex_mlir
+from jaxlib import _hlo
+from jaxlib import _jax as _jaxlib_jax
+from jaxlib.mlir import ir
+
+JaxRuntimeError = jax.errors.JaxRuntimeError
+
+
+def make_context() -> ir.Context:
+    """An MLIR context with every dialect JAX registers (stablehlo, chlo, mhlo, sdy, func...)."""
+    from jax._src.interpreters import mlir as jax_mlir
+
+    ctx = jax_mlir.make_ir_context()
+    # Ops of dialects we do not know (e.g. the `check` dialect of StableHLO's tests) still parse.
+    ctx.allow_unregistered_dialects = True
+    return ctx
+
+
+def hlo_module_from_text(text: str) -> Any:
+    """Parse HLO text with XLA's own parser (raises JaxRuntimeError with line:column)."""
+    return _hlo.hlo_module_from_text(text)
+
+
+def hlo_module_from_proto(data: bytes) -> Any:
+    """Parse a serialized HloModuleProto with XLA's own parser."""
+    return _hlo.HloModule.from_serialized_hlo_module_proto(data)
+
+
+def hlo_module_to_stablehlo_bytes(module: Any) -> bytes:
+    """HLO module -> StableHLO MLIR bytecode, with XLA's converter."""
+    return jex_mlir.hlo_to_stablehlo(module.as_serialized_hlo_module_proto())
+
+
+def mhlo_to_stablehlo(data: bytes) -> bytes:
+    return _jaxlib_jax.mlir.mhlo_to_stablehlo(data)
+
+
+def deserialize_portable_artifact(data: bytes) -> str:
+    """A VHLO portable artifact (what jax.export stores) -> StableHLO text."""
+    return jex_mlir.deserialize_portable_artifact(data)
+
+
+def stablehlo_to_hlo_text(module_text: str) -> str:
+    """StableHLO module text -> HLO text, with XLA's converter."""
+    comp = _jaxlib_jax.mlir.mlir_module_to_xla_computation(
+        module_text, use_tuple_args=False, return_tuple=False
+    )
+    return comp.as_hlo_text()
+
+
+def stablehlo_to_hlo_module(module_text: str) -> Any:
+    return hlo_module_from_text(stablehlo_to_hlo_text(module_text))
+
+
+def cost_analysis(hlo_module: Any) -> dict[str, float]:
+    """XLA's cost analysis (flops, bytes accessed, ...) of an HLO module on the CPU backend."""
+    from jax._src import xla_bridge
+
+    backend = xla_bridge.get_backend("cpu")
+    return dict(_jaxlib_jax.hlo_module_cost_analysis(backend, hlo_module))
+
+
+def compile_stablehlo(module_text: str, num_devices: int = 1) -> Any:
+    """Compile a StableHLO module directly with XLA on CPU devices (the --reference xla path)."""
+    from jax._src import xla_bridge
+    from jax._src.interpreters import mlir as jax_mlir
+
+    backend = xla_bridge.get_backend("cpu")
+    devices = backend.local_devices()[:num_devices]
+    options = _jaxlib_jax.CompileOptions()
+    build = options.executable_build_options
+    build.num_replicas = 1
+    build.num_partitions = num_devices
+    if num_devices > 1:
+        build.use_spmd_partitioning = True
+    device_list = _jaxlib_jax.DeviceList(tuple(devices))
+    with make_context() as ctx:
+        del ctx
+        mod = ir.Module.parse(module_text)
+        data = jax_mlir.module_to_bytecode(mod)
+    return backend.compile_and_load(data, device_list, options)

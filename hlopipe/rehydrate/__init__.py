@@ -1,0 +1,21 @@
+"""Rehydration: turn a StableHLO module back into a JAX function, one ``jax.lax`` rule per op."""
+
+from hlopipe.rehydrate._interpreter import Interpreter, scan_unsupported
+from hlopipe.rehydrate._ir import ModuleIR
+from hlopipe.rehydrate._rehydrate import module_ir, rehydrate
+from hlopipe.rehydrate.custom_calls import CUSTOM_CALLS, register_custom_call
+from hlopipe.rehydrate.registry import RULES, Region, RuleContext, rule
+
+__all__ = [
+    "CUSTOM_CALLS",
+    "RULES",
+    "Interpreter",
+    "ModuleIR",
+    "Region",
+    "RuleContext",
+    "module_ir",
+    "register_custom_call",
+    "rehydrate",
+    "rule",
+    "scan_unsupported",
+]

@@ -1,0 +1,227 @@
+"""The interpreter: walks a module's entry function and runs one rule per op.
+
+Shaped like ``torch.fx.Interpreter``: :meth:`Interpreter.run` runs a function,
+:meth:`Interpreter.run_block` a block, :meth:`Interpreter.run_op` one op through its rule.
+Values live in an environment keyed by SSA value id and are dropped after their last use.
+Subclasses override the hooks (``run_op``, ``call_rule``) to estimate costs, trace or debug.
+"""
+
+from __future__ import annotations
+
+import collections
+from collections.abc import Sequence
+from typing import Any
+
+import jax
+import numpy as np
+
+from hlopipe.errors import HlopipeError, RehydrateError, UnsupportedOpError
+from hlopipe.io._types import TokenType
+from hlopipe.rehydrate._ir import Block, Func, ModuleIR, Op
+from hlopipe.rehydrate.registry import FAMILY_HINTS, RULES, Region, RuleContext
+
+
+class _Env(dict):
+    """A block's values; a region's block sees its enclosing blocks' values through parent."""
+
+    __slots__ = ("parent",)
+
+    def __init__(self, parent: _Env | None = None):
+        super().__init__()
+        self.parent = parent
+
+    def __missing__(self, key: int) -> Any:
+        if self.parent is None:
+            raise KeyError(key)
+        return self.parent[key]
+
+
+class Interpreter:
+    """Runs the functions of a :class:`ModuleIR` with one ``jax.lax`` rule per op.
+
+    Args:
+      module: the module, read into Python records.
+      options: free-form settings rules may read (``mesh``, ``axis``, ``loops``...).
+    """
+
+    def __init__(self, module: ModuleIR, **options: Any):
+        self.module = module
+        self.options = options
+
+    # ---- entry points ---------------------------------------------------------------------
+    def run(self, func: str | Func, *args: Any) -> tuple[Any, ...]:
+        """Run a function on its arguments; returns its results as a tuple."""
+        if isinstance(func, str):
+            func = self.module.funcs[func]
+        return self.run_block(func.block, args, None)
+
+    def run_block(self, block: Block, args: Sequence[Any], parent: _Env | None) -> tuple:
+        env = _Env(parent)
+        if len(args) != len(block.args):
+            raise RehydrateError(
+                f"a block takes {len(block.args)} arguments, {len(args)} were given"
+            )
+        for vid, value in zip(block.args, args):
+            env[vid] = value
+        for op, drops in zip(block.ops, block.drop_after):
+            operands = [env[v] for v in op.operands]
+            results = self.run_op(op, operands, env)
+            for vid, value in zip(op.results, results):
+                env[vid] = value
+            for vid in drops:
+                env.pop(vid, None)
+        return tuple(env[v] for v in block.returns)
+
+    # ---- hooks ----------------------------------------------------------------------------
+    def run_op(self, op: Op, operands: list[Any], env: _Env) -> Sequence[Any]:
+        """Run one op: find its rule, call it, check its results against the op's types."""
+        rule = RULES.get(op.name)
+        if rule is None:
+            raise UnsupportedOpError(missing_rule_message(op.name, 1, op.loc))
+        regions = tuple(Region(self, b, env) for b in op.regions)
+        ctx = RuleContext(op.name, op.loc, op.result_avals, op.operand_avals, regions, op, self)
+        try:
+            out = self.call_rule(rule, ctx, operands, op.attrs)
+        except HlopipeError:
+            raise
+        except Exception as e:
+            raise RehydrateError(
+                f"while rehydrating {op.name} at {op.loc}: {type(e).__name__}: {e}"
+            ) from e
+        results = _as_results(out, len(op.results), op)
+        _check_results(results, op)
+        return results
+
+    def call_rule(self, rule: Any, ctx: RuleContext, operands: list[Any], attrs: dict) -> Any:
+        return rule(ctx, *operands, **attrs)
+
+
+def _as_results(out: Any, n: int, op: Op) -> Sequence[Any]:
+    if n == 1 and not isinstance(out, tuple | list):
+        return (out,)
+    if not isinstance(out, tuple | list):
+        if n == 0 and out is None:
+            return ()
+        raise RehydrateError(f"rule for {op.name} at {op.loc} returned one value for {n} results")
+    if len(out) != n:
+        raise RehydrateError(
+            f"rule for {op.name} at {op.loc} returned {len(out)} values for {n} results"
+        )
+    return out
+
+
+def _check_results(results: Sequence[Any], op: Op) -> None:
+    for i, (value, aval) in enumerate(zip(results, op.result_avals)):
+        if isinstance(aval, TokenType) or not hasattr(aval, "shape"):
+            continue
+        shape = getattr(value, "shape", None)
+        dtype = getattr(value, "dtype", None)
+        if shape is None or tuple(shape) != tuple(aval.shape) or np.dtype(dtype) != aval.dtype:
+            if dtype is not None and _x64_narrowed(np.dtype(dtype), aval.dtype):
+                raise RehydrateError(
+                    f"{op.name} at {op.loc} needs {aval.dtype} but 64-bit types are disabled: "
+                    'call jax.config.update("jax_enable_x64", True) first'
+                )
+            raise RehydrateError(
+                f"rule for {op.name} at {op.loc} produced result {i} as "
+                f"{dtype}{list(shape) if shape is not None else '?'}, the program says "
+                f"{aval.dtype}{list(aval.shape)}"
+            )
+
+
+def _x64_narrowed(got: np.dtype, want: np.dtype) -> bool:
+    return (want.itemsize == 8 and got.itemsize == 4 and got.kind == want.kind) or (
+        want == np.complex128 and got == np.complex64
+    )
+
+
+# ---- the scan for missing ops ---------------------------------------------------------------
+
+
+def missing_rule_message(name: str, count: int, loc: str) -> str:
+    family = FAMILY_HINTS.get(name) or _guess_family(name)
+    uses = "1 use" if count == 1 else f"{count} uses"
+    return (
+        f"no rehydration rule for {name!r} ({uses}, first at {loc}). "
+        f'Add @rule("{name}") in hlopipe/rehydrate/ops/{family}.py'
+    )
+
+
+def _guess_family(name: str) -> str:
+    short = name.split(".", 1)[-1]
+    if short.startswith(("all_", "collective", "reduce_scatter", "replica", "partition")):
+        return "collectives"
+    if short in ("custom_call",):
+        return "custom_calls"
+    if "reduce" in short:
+        return "reduce"
+    if short in ("while", "case", "if", "call", "map"):
+        return "control_flow"
+    if "gather" in short or "scatter" in short or "slice" in short or short == "pad":
+        return "slicing"
+    if short.startswith("rng"):
+        return "random"
+    return "elementwise"
+
+
+def scan_unsupported(module: ModuleIR, entry: str) -> list[tuple[str, int, str]]:
+    """Every op reachable from ``entry`` without a rule: (name, count, first location).
+
+    Custom calls whose target has no implementation are reported as
+    ``stablehlo.custom_call @target``.
+    """
+    from hlopipe.rehydrate.custom_calls import CUSTOM_CALLS
+
+    counts: collections.Counter[str] = collections.Counter()
+    first: dict[str, str] = {}
+    seen_funcs: set[str] = set()
+
+    def visit_block(block: Block) -> None:
+        for op in block.ops:
+            key = None
+            if op.name not in RULES:
+                key = op.name
+            elif op.name == "stablehlo.custom_call":
+                target = op.attrs.get("call_target_name", "")
+                if target not in CUSTOM_CALLS:
+                    key = f"stablehlo.custom_call @{target}"
+            elif op.name == "func.call":
+                callee = op.attrs.get("callee")
+                if callee in module.funcs and callee not in seen_funcs:
+                    seen_funcs.add(callee)
+                    visit_block(module.funcs[callee].block)
+            if key is not None:
+                counts[key] += 1
+                first.setdefault(key, op.loc)
+            for region in op.regions:
+                visit_block(region)
+
+    seen_funcs.add(entry)
+    visit_block(module.funcs[entry].block)
+    return [(name, n, first[name]) for name, n in counts.most_common()]
+
+
+def raise_if_unsupported(module: ModuleIR, entry: str) -> None:
+    missing = scan_unsupported(module, entry)
+    if not missing:
+        return
+    lines = []
+    for name, n, loc in missing:
+        if name.startswith("stablehlo.custom_call @"):
+            target = name.split("@", 1)[1]
+            uses = "1 use" if n == 1 else f"{n} uses"
+            lines.append(
+                f"no implementation for custom call target {target!r} ({uses}, first at {loc}). "
+                f"Register one with hlopipe.register_custom_call({target!r}, fn)"
+            )
+        else:
+            lines.append(missing_rule_message(name, n, loc))
+    total = len(missing)
+    head = f"the program uses {total} unsupported operation{'s' if total > 1 else ''}:\n  "
+    raise UnsupportedOpError(head + "\n  ".join(lines))
+
+
+def _is_concrete(x: Any) -> bool:
+    return isinstance(x, np.ndarray | np.generic) or (
+        isinstance(x, jax.Array) and not isinstance(x, jax.core.Tracer)
+    )

@@ -1,0 +1,124 @@
+"""Loop recovery: the static trip count of a ``stablehlo.while``.
+
+JAX lowers ``fori_loop`` and ``scan`` to ``stablehlo.while``, and XLA's optimisation passes
+reshape the loop further; ``lax.while_loop`` cannot be reverse-differentiated. Instead of
+matching those shapes one by one, we find the loop's *control state*: the carried values the
+condition depends on, closed under the body's data flow. When that state starts from values
+known at trace time (constants, possibly through a few small constant-folded ops) and the
+condition and the body's control part read nothing else that is traced, the trip count is a
+fact of the program: we compute it by running only the control part (jitted, on the concrete
+values) and rehydrate the loop as a ``lax.scan`` of that length. Nested loops, several
+induction variables, counting down, ``<=``/``!=`` bounds, bounds carried in the state (as
+post-optimisation HLO has them) and conditions that call functions all fall out of this.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jax
+import numpy as np
+
+from hlopipe.rehydrate._ir import Block, Op
+
+# A loop whose control part runs longer than this is treated as dynamic.
+MAX_TRIP_COUNT = (1 << 31) - 1
+
+
+def _needed_ops(block: Block, outputs: list[int]) -> tuple[list[Op], set[int]]:
+    """The ops of ``block`` the given values depend on (in order), and the block arguments
+    and outside values they read."""
+    need = set(outputs)
+    keep: list[Op] = []
+    for op in reversed(block.ops):
+        if need.intersection(op.results):
+            keep.append(op)
+            need.update(op.operands)
+            need.update(op.captures)
+    keep.reverse()
+    defined = {r for op in keep for r in op.results}
+    return keep, need - defined
+
+
+def control_state(cond: Block, body: Block) -> tuple[list[int], Block, Block, set[int]] | None:
+    """The carried indices the loop condition depends on, the condition and body sliced to
+    them, and the outside values those slices read. None when the body's control part is
+    not separable (it should always be: data flow is explicit)."""
+    n = len(cond.args)
+    cond_ops, cond_reads = _needed_ops(cond, list(cond.returns))
+    state = {i for i, a in enumerate(cond.args) if a in cond_reads}
+    while True:
+        body_ops, body_reads = _needed_ops(body, [body.returns[i] for i in sorted(state)])
+        grown = state | {i for i, a in enumerate(body.args) if a in body_reads}
+        if grown == state:
+            break
+        state = grown
+    idx = sorted(state)
+    outside = (cond_reads - set(cond.args)) | (body_reads - set(body.args))
+    cond_slice = Block(cond.args, cond.arg_avals, cond_ops, cond.returns, cond.terminator)
+    body_slice = Block(
+        body.args,
+        body.arg_avals,
+        body_ops,
+        tuple(body.returns[i] if i in state else body.args[i] for i in range(n)),
+        body.terminator,
+    )
+    from hlopipe.rehydrate._ir import _liveness
+
+    _liveness(cond_slice)
+    _liveness(body_slice)
+    return idx, cond_slice, body_slice, outside
+
+
+def is_concrete(x: Any) -> bool:
+    if isinstance(x, np.ndarray | np.generic | int | float | bool):
+        return True
+    return isinstance(x, jax.Array) and not isinstance(x, jax.core.Tracer)
+
+
+def static_trip_count(interpreter: Any, op: Op, inits: list[Any], env: Any) -> int | None:
+    """The number of iterations of the while ``op`` when it is fixed at trace time."""
+    cond, body = op.regions
+    analysis = op.cache.get("control_state")
+    if analysis is None:
+        analysis = op.cache["control_state"] = control_state(cond, body)
+    idx, cond_slice, body_slice, outside = analysis
+    if not all(is_concrete(inits[i]) for i in idx):
+        return None
+    try:
+        captured = {v: env[v] for v in outside}
+    except KeyError:
+        return None
+    if not all(is_concrete(v) for v in captured.values()):
+        return None
+    n = len(cond.args)
+    avals = cond.arg_avals
+
+    def count(state: tuple) -> Any:
+        def full(s: tuple) -> list:
+            it = iter(s)
+            return [
+                next(it) if i in idx else np.zeros(avals[i].shape, avals[i].dtype) for i in range(n)
+            ]
+
+        def c(carry: tuple) -> Any:
+            k, s = carry
+            (pred,) = interpreter.run_block(cond_slice, full(s), env)
+            return jax.numpy.logical_and(pred, k < MAX_TRIP_COUNT)
+
+        def b(carry: tuple) -> tuple:
+            k, s = carry
+            out = interpreter.run_block(body_slice, full(s), env)
+            return k + 1, tuple(out[i] for i in idx)
+
+        k, _ = jax.lax.while_loop(
+            c, b, (np.int64(0) if jax.config.jax_enable_x64 else np.int32(0), state)
+        )
+        return k
+
+    with jax.ensure_compile_time_eval():
+        state = tuple(np.asarray(inits[i]) for i in idx)
+        k = int(jax.jit(count)(state))
+    if k >= MAX_TRIP_COUNT:
+        return None
+    return k

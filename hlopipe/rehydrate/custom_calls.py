@@ -1,0 +1,67 @@
+"""The custom-call registry: JAX implementations of ``stablehlo.custom_call`` targets.
+
+``register_custom_call(target, fn)`` lets a user supply any target; the built-in ones (the
+targets JAX itself emits on CPU, sharding markers) are registered by
+``hlopipe.rehydrate.ops.custom_calls``. An implementation has the rule signature
+``fn(ctx, *operands, **attrs)``, where attrs holds the op's attributes
+(``backend_config``, ``api_version``, ...).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+CustomCallImpl = Callable[..., Any]
+
+CUSTOM_CALLS: dict[str, CustomCallImpl] = {}
+
+
+def register_custom_call(target: str, fn: CustomCallImpl, *, replace: bool = False) -> None:
+    """Supply a JAX implementation for the custom-call ``target``.
+
+    Args:
+      target: the ``call_target_name`` of the custom call.
+      fn: ``fn(ctx, *operands, **attrs)`` returning one array or a tuple of arrays; ``ctx`` is
+        a :class:`~hlopipe.rehydrate.registry.RuleContext` (``ctx.result_avals`` has the
+        expected result shapes). A plain ``fn(*operands)`` is accepted too.
+      replace: allow replacing an existing implementation (a built-in one included).
+
+    Example:
+      >>> hlopipe.register_custom_call("my_gelu", lambda x: jax.nn.gelu(x))
+    """
+    if target in CUSTOM_CALLS and not replace:
+        raise ValueError(f"custom call {target!r} already has an implementation; pass replace=True")
+    CUSTOM_CALLS[target] = _adapt(fn)
+
+
+def _adapt(fn: CustomCallImpl) -> CustomCallImpl:
+    import inspect
+
+    try:
+        params = list(inspect.signature(fn).parameters.values())
+    except (TypeError, ValueError):
+        return fn
+    takes_ctx = bool(params) and params[0].name == "ctx"
+    if takes_ctx:
+        return fn
+
+    def call(ctx: Any, *operands: Any, **attrs: Any) -> Any:
+        del ctx, attrs
+        return fn(*operands)
+
+    call.__wrapped__ = fn  # type: ignore[attr-defined]
+    return call
+
+
+def builtin(*targets: str) -> Callable[[CustomCallImpl], CustomCallImpl]:
+    """Register a built-in implementation (used by ops/custom_calls.py)."""
+
+    def deco(fn: CustomCallImpl) -> CustomCallImpl:
+        for t in targets:
+            if t in CUSTOM_CALLS:
+                raise ValueError(f"custom call {t!r} registered twice")
+            CUSTOM_CALLS[t] = fn
+        return fn
+
+    return deco

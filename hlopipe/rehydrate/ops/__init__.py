@@ -1,0 +1,13 @@
+"""Every op family module; importing this package registers every rule.
+
+A test checks that each module under ``ops/`` is imported here.
+"""
+
+from hlopipe.rehydrate.ops import (  # noqa: F401
+    control_flow,
+    custom_calls,
+    elementwise,
+    linalg,
+    reduce,
+    shape,
+)
