@@ -1,0 +1,311 @@
+"""Per-stage autodiff: forward with residuals, backward, and backward split into I and W.
+
+One jaxpr is traced per stage, the *merged* step ``(params, inputs, out_cts) -> (outputs,
+input_cts, param_grads)`` (``jax.vjp`` of the stage), and then cut by dataflow:
+
+* equations that do not depend on the cotangents and that the outputs need, or that
+  depend on the inputs and the backward needs, form the **forward**; the values the backward
+  needs from it are the **residuals** (saved, never recomputed);
+* equations that depend on the cotangents, plus those that depend only on parameters (cheap
+  to redo, e.g. a weight's transpose) form the **backward** — so residuals never duplicate
+  parameters, which backward takes directly;
+* the backward equations the input cotangents need form **I** (``backward_input``); the rest,
+  needed for the parameter gradients, form **W** (``backward_weight``); the values W reads from
+  I's world (intermediate cotangents, forward residuals, output cotangents) are W's residuals.
+
+With ``remat=True`` the residuals are the stage's inputs only and the backward recomputes
+the forward. Nothing is ever recomputed across stages.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import jax
+import jax.numpy as jnp
+from jax.extend.core import jaxpr_as_fun
+
+from hlopipe.errors import StageError
+from hlopipe.stages import _jaxpr as J
+
+if TYPE_CHECKING:
+    from hlopipe.stages._split import Stage, StagedProgram
+
+
+@dataclass(eq=False)
+class StageAutodiff:
+    """Forward and backward functions of one stage, for a pipeline runtime to jit.
+
+    Every function takes and returns flat lists of arrays. With ``P`` the stage's parameters
+    (``stage.params_needed`` order), ``X`` its received inputs (``stage.receives`` order) and
+    ``Y`` its outputs (``stage.outputs`` order):
+
+    * ``forward(params, inputs) -> (outputs, residuals)``: ``params`` has ``len(P)`` arrays,
+      ``inputs`` ``len(X)``; ``residuals`` has the avals in ``residual_avals``.
+    * ``backward(params, residuals, out_cts) -> (input_cts, param_grads)``: ``out_cts`` are the
+      cotangents of the differentiable outputs ``diff_outputs`` (indices into ``Y``);
+      ``input_cts`` are those of ``diff_inputs`` (indices into ``X``); ``param_grads`` those of
+      ``diff_params`` (indices into ``P``).
+    * ``backward_input(params, residuals, out_cts) -> (input_cts, w_residuals)``: the I part.
+    * ``backward_weight(params, w_residuals) -> param_grads``: the W part; ``w_residuals``
+      (avals ``w_residual_avals``) hold the intermediate cotangents (and any forward
+      residuals) W needs, so ``residuals`` can be freed after I.
+
+    The underlying jaxprs are ``forward_jaxpr``, ``backward_jaxpr``, ``input_jaxpr``,
+    ``weight_jaxpr`` and ``merged_jaxpr`` (inputs ``P + X + cts``, outputs
+    ``Y + input_cts + param_grads``).
+
+    Example:
+      >>> fb = staged.stage(0).forward_backward()                  # doctest: +SKIP
+      >>> ys, res = jax.jit(fb.forward)(params, xs)                # doctest: +SKIP
+      >>> xcts, wres = jax.jit(fb.backward_input)(params, res, ycts)  # doctest: +SKIP
+      >>> grads = jax.jit(fb.backward_weight)(params, wres)        # doctest: +SKIP
+    """
+
+    stage_index: int
+    remat: bool
+    diff_params: tuple[int, ...]
+    diff_inputs: tuple[int, ...]
+    diff_outputs: tuple[int, ...]
+    merged_jaxpr: Any
+    forward_jaxpr: Any
+    backward_jaxpr: Any
+    input_jaxpr: Any
+    weight_jaxpr: Any
+    num_params: int
+    num_inputs: int
+    num_outputs: int
+
+    @property
+    def residual_avals(self) -> list[jax.ShapeDtypeStruct]:
+        return [J.sds(a) for a in self.forward_jaxpr.out_avals[self.num_outputs :]]
+
+    @property
+    def w_residual_avals(self) -> list[jax.ShapeDtypeStruct]:
+        return [J.sds(a) for a in self.weight_jaxpr.in_avals[self.num_params :]]
+
+    @property
+    def num_residuals(self) -> int:
+        return len(self.forward_jaxpr.out_avals) - self.num_outputs
+
+    def forward(self, params: Sequence[Any], inputs: Sequence[Any]) -> tuple[list[Any], list[Any]]:
+        """``(params, inputs) -> (outputs, residuals)``."""
+        out = jaxpr_as_fun(self.forward_jaxpr)(*params, *inputs)
+        return list(out[: self.num_outputs]), list(out[self.num_outputs :])
+
+    def backward(
+        self, params: Sequence[Any], residuals: Sequence[Any], out_cts: Sequence[Any]
+    ) -> tuple[list[Any], list[Any]]:
+        """``(params, residuals, out_cts) -> (input_cts, param_grads)``."""
+        out = jaxpr_as_fun(self.backward_jaxpr)(*params, *residuals, *out_cts)
+        k = len(self.diff_inputs)
+        return list(out[:k]), list(out[k:])
+
+    def backward_input(
+        self, params: Sequence[Any], residuals: Sequence[Any], out_cts: Sequence[Any]
+    ) -> tuple[list[Any], list[Any]]:
+        """``(params, residuals, out_cts) -> (input_cts, w_residuals)`` (the I step)."""
+        out = jaxpr_as_fun(self.input_jaxpr)(*params, *residuals, *out_cts)
+        k = len(self.diff_inputs)
+        return list(out[:k]), list(out[k:])
+
+    def backward_weight(self, params: Sequence[Any], w_residuals: Sequence[Any]) -> list[Any]:
+        """``(params, w_residuals) -> param_grads`` (the W step)."""
+        return list(jaxpr_as_fun(self.weight_jaxpr)(*params, *w_residuals))
+
+    def merged(
+        self, params: Sequence[Any], inputs: Sequence[Any], out_cts: Sequence[Any]
+    ) -> tuple[list[Any], list[Any], list[Any]]:
+        """Forward and backward in one function: ``-> (outputs, input_cts, param_grads)``."""
+        out = jaxpr_as_fun(self.merged_jaxpr)(*params, *inputs, *out_cts)
+        a, b = self.num_outputs, self.num_outputs + len(self.diff_inputs)
+        return list(out[:a]), list(out[a:b]), list(out[b:])
+
+
+def build_autodiff(stage: Stage, diff_mask: Sequence[bool], *, remat: bool = False) -> StageAutodiff:
+    """Trace the merged forward+backward of ``stage`` and cut it into its parts."""
+    sj = stage.jaxpr
+    P, X = len(stage.params_needed), len(stage.receives)
+    in_avals = sj.in_avals
+    out_avals = sj.out_avals
+    diff_params = tuple(i for i in range(P) if diff_mask[i] and J.is_inexact(in_avals[i]))
+    diff_inputs = tuple(i for i in range(X) if J.is_inexact(in_avals[P + i]))
+    diff_outputs = tuple(i for i, a in enumerate(out_avals) if J.is_inexact(a))
+    fun = jaxpr_as_fun(sj)
+
+    def merged(params, inputs, cts):
+        def f(dp, di):
+            p = list(params)
+            x = list(inputs)
+            for k, i in enumerate(diff_params):
+                p[i] = dp[k]
+            for k, i in enumerate(diff_inputs):
+                x[i] = di[k]
+            outs = fun(*p, *x)
+            return [outs[i] for i in diff_outputs], outs
+
+        dp = [params[i] for i in diff_params]
+        di = [inputs[i] for i in diff_inputs]
+        _, vjp, outs = jax.vjp(f, dp, di, has_aux=True)
+        gp, gi = vjp(list(cts))
+        return list(outs), list(gi), list(gp)
+
+    p_avals = [J.sds(a) for a in in_avals[:P]]
+    x_avals = [J.sds(a) for a in in_avals[P:]]
+    ct_avals = [J.sds(out_avals[i]) for i in diff_outputs]
+    mj = jax.make_jaxpr(merged)(p_avals, x_avals, ct_avals)
+    jaxpr = mj.jaxpr
+    eqns = jaxpr.eqns
+    pvars = jaxpr.invars[:P]
+    xvars = jaxpr.invars[P : P + X]
+    cvars = jaxpr.invars[P + X :]
+    O, GI = len(out_avals), len(diff_inputs)
+    outs_v = jaxpr.outvars[:O]
+    gi_v = jaxpr.outvars[O : O + GI]
+    gp_v = jaxpr.outvars[O + GI :]
+
+    # taint: does a value depend on the cotangents / on the inputs?
+    ct_dep = set(cvars)
+    x_dep = set(xvars)
+    eqn_ct = [False] * len(eqns)
+    eqn_x = [False] * len(eqns)
+    for i, e in enumerate(eqns):
+        ins = [v for v in e.invars if not isinstance(v, J.Literal)]
+        eqn_ct[i] = any(v in ct_dep for v in ins)
+        eqn_x[i] = any(v in x_dep for v in ins)
+        if eqn_ct[i]:
+            ct_dep.update(e.outvars)
+        if eqn_x[i]:
+            x_dep.update(e.outvars)
+
+    need_out = J.needed_eqns(eqns, outs_v)
+    need_bwd = J.needed_eqns(eqns, [*gi_v, *gp_v])
+    # backward: cotangent work + recomputable forward work (param-only, or everything if remat)
+    in_bwd = [need_bwd[i] and (eqn_ct[i] or remat or not eqn_x[i]) for i in range(len(eqns))]
+    in_fwd = [
+        (need_out[i] or (need_bwd[i] and not in_bwd[i])) and not eqn_ct[i] for i in range(len(eqns))
+    ]
+    fwd_eqns = [e for e, m in zip(eqns, in_fwd) if m]
+    bwd_eqns = [e for e, m in zip(eqns, in_bwd) if m]
+    fwd_defined = {v for e in fwd_eqns for v in e.outvars} | set(xvars)
+    bwd_defined = {v for e in bwd_eqns for v in e.outvars}
+
+    def used_by(eqs, outvars):
+        seen: dict[Any, None] = {}
+        for e in eqs:
+            for v in e.invars:
+                if not isinstance(v, J.Literal):
+                    seen[v] = None
+        for v in outvars:
+            if not isinstance(v, J.Literal):
+                seen[v] = None
+        return seen
+
+    bwd_outs = [*gi_v, *gp_v]
+    residuals = [
+        v for v in used_by(bwd_eqns, bwd_outs) if v in fwd_defined and v not in bwd_defined
+    ]
+    fwd = J.make_closed(mj, [*pvars, *xvars], fwd_eqns, [*outs_v, *residuals])
+    bwd = J.make_closed(mj, [*pvars, *residuals, *cvars], bwd_eqns, bwd_outs)
+
+    # I / W split of the backward
+    need_i = J.needed_eqns(bwd_eqns, gi_v)
+    i_eqns = [e for e, m in zip(bwd_eqns, need_i) if m]
+    i_defined = {v for e in i_eqns for v in e.outvars}
+    consts = set(mj.jaxpr.constvars)
+    param_only: set[Any] = set(pvars) | consts
+    for e in bwd_eqns:
+        if all(isinstance(v, J.Literal) or v in param_only for v in e.invars):
+            param_only.update(e.outvars)
+    need_w = J.needed_eqns(bwd_eqns, gp_v)
+    in_i = {id(e) for e in i_eqns}
+    # W recomputes the parameter-only values it needs rather than receiving them from I
+    w_eqns = [
+        e
+        for e, m in zip(bwd_eqns, need_w)
+        if m and (id(e) not in in_i or all(v in param_only for v in e.outvars))
+    ]
+    w_defined = {v for e in w_eqns for v in e.outvars}
+    pset = set(pvars)
+    w_res = [
+        v
+        for v in used_by(w_eqns, gp_v)
+        if v not in w_defined and v not in pset and v not in consts
+    ]
+    provided = i_defined | set(residuals) | set(cvars)
+    for v in w_res:
+        if v not in provided:
+            raise AssertionError(f"hlopipe internal: W needs {v}, which I does not provide")
+    i_jaxpr = J.make_closed(mj, [*pvars, *residuals, *cvars], i_eqns, [*gi_v, *w_res])
+    w_jaxpr = J.make_closed(mj, [*pvars, *w_res], w_eqns, gp_v)
+    return StageAutodiff(
+        stage_index=stage.index,
+        remat=remat,
+        diff_params=diff_params,
+        diff_inputs=diff_inputs,
+        diff_outputs=diff_outputs,
+        merged_jaxpr=mj,
+        forward_jaxpr=fwd,
+        backward_jaxpr=bwd,
+        input_jaxpr=i_jaxpr,
+        weight_jaxpr=w_jaxpr,
+        num_params=P,
+        num_inputs=X,
+        num_outputs=O,
+    )
+
+
+def chain_value_and_grad(
+    staged: StagedProgram,
+    args: Sequence[Any],
+    argnums: int | Sequence[int],
+    *,
+    remat: bool = False,
+    split_backward: bool = False,
+) -> tuple[Any, Any]:
+    """All forwards, then all backwards (see :meth:`StagedProgram.value_and_grad`)."""
+    nums = (argnums,) if isinstance(argnums, int) else tuple(argnums)
+    flat = staged._flatten(args)
+    if not staged.out_avals or staged.out_avals[0].shape != ():
+        raise StageError("value_and_grad needs the program's first output to be a scalar loss")
+    loss_src = staged.out_sources[0]
+    fbs = [st.forward_backward(nums, remat=remat) for st in staged.stages]
+    outs: list[list[Any]] = []
+    res: list[list[Any]] = []
+    for st, fb in zip(staged.stages, fbs):
+        params = [flat[i] for i in st.params_needed]
+        inputs = [outs[r.src][r.output] for r in st.receives]
+        y, r = jax.jit(fb.forward)(params, inputs)
+        outs.append(y)
+        res.append(r)
+    loss = staged._output(loss_src, flat, outs)
+    cts: dict[tuple[int, int], Any] = {}
+    if loss_src.kind == "stage":
+        cts[(loss_src.stage, loss_src.index)] = jnp.ones((), staged.out_avals[0].dtype)
+    grads: dict[int, Any] = {}
+    for st, fb, r in reversed(list(zip(staged.stages, fbs, res))):
+        params = [flat[i] for i in st.params_needed]
+        out_cts = [
+            cts.get((st.index, k), jnp.zeros(st.outputs[k].shape, st.outputs[k].dtype))
+            for k in fb.diff_outputs
+        ]
+        if split_backward:
+            gi, wres = jax.jit(fb.backward_input)(params, r, out_cts)
+            gp = jax.jit(fb.backward_weight)(params, wres)
+        else:
+            gi, gp = jax.jit(fb.backward)(params, r, out_cts)
+        for k, g in zip(fb.diff_inputs, gi):
+            rc = st.receives[k]
+            key = (rc.src, rc.output)
+            cts[key] = g if key not in cts else cts[key] + g
+        for k, g in zip(fb.diff_params, gp):
+            i = st.params_needed[k]
+            grads[i] = g if i not in grads else grads[i] + g
+    flat_grads = [
+        grads.get(i, jnp.zeros(a.shape, a.dtype)) for i, a in enumerate(staged.in_avals)
+    ]
+    tree = jax.tree_util.tree_unflatten(staged.in_tree, flat_grads)
+    g_out = tuple(tree[i] for i in nums)
+    return loss, (g_out[0] if isinstance(argnums, int) else g_out)

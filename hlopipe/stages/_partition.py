@@ -1,0 +1,261 @@
+"""Choosing cut points: an exact bottleneck dynamic programme and repeated-layer detection.
+
+The programme works on *atoms* (contiguous runs of equations between candidate cut points).
+A stage made of atoms ``[i, j)`` costs ``compute[i:j].sum() + comm[i]``: its compute plus the
+time to receive what crosses its first cut (``comm[0] = 0``). The partition into exactly
+``num_stages`` non-empty stages minimising the most expensive stage is found exactly, in
+``O(num_stages · n²)`` vectorised steps over the ``n`` atoms; optional per-atom memory with a
+per-stage cap excludes stages that do not fit.
+
+Candidate cut points come from the program: when the same block of equations repeats (the
+layers of a network), only the boundaries between repetitions are candidates inside the
+repeated region, so cuts fall between layers; elsewhere every equation boundary is a candidate,
+thinned (keeping the boundary with the fewest crossing bytes in each window) when there are
+more than ``max_candidates``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from hlopipe.errors import StageError
+
+
+@dataclass(frozen=True)
+class Partition:
+    """The result of :func:`partition`.
+
+    Attributes:
+      bounds: ``num_stages + 1`` atom indices; stage ``s`` holds atoms ``bounds[s]:bounds[s+1]``.
+      stage_costs: predicted cost of each stage (compute + incoming transfer).
+      bottleneck: ``max(stage_costs)``, the minimised objective.
+    """
+
+    bounds: tuple[int, ...]
+    stage_costs: tuple[float, ...]
+    bottleneck: float
+
+
+def partition(
+    compute: Sequence[float] | np.ndarray,
+    comm: Sequence[float] | np.ndarray | None,
+    num_stages: int,
+    *,
+    memory: Sequence[float] | np.ndarray | None = None,
+    memory_cap: float | None = None,
+) -> Partition:
+    """Split ``len(compute)`` atoms into ``num_stages`` contiguous stages, minimising the slowest.
+
+    Args:
+      compute: cost of each atom.
+      comm: ``len(compute) + 1`` transfer costs, ``comm[b]`` charged to the stage that starts
+        at boundary ``b`` (``comm[0]`` and ``comm[-1]`` are ignored); ``None`` for no transfers.
+      num_stages: number of non-empty stages.
+      memory: per-atom memory, summed per stage and checked against ``memory_cap``.
+      memory_cap: largest memory a stage may hold.
+
+    Returns:
+      the optimal :class:`Partition` (ties broken towards earlier cuts).
+
+    Example:
+      >>> partition([1, 1, 1, 1], None, 2).bounds
+      (0, 2, 4)
+    """
+    c = np.asarray(compute, dtype=np.float64)
+    n = len(c)
+    if num_stages < 1:
+        raise StageError(f"num_stages must be at least 1, got {num_stages}")
+    if n < num_stages:
+        raise StageError(
+            f"cannot make {num_stages} stages from {n} indivisible pieces of work "
+            f"(equations or layers); ask for at most {n} stages"
+        )
+    a = np.zeros(n + 1) if comm is None else np.asarray(comm, dtype=np.float64).copy()
+    a[0] = 0.0
+    prefix = np.concatenate([[0.0], np.cumsum(c)])
+    # cost[i, j]: stage of atoms [i, j), for i < j
+    cost = prefix[None, :] - prefix[:, None] + a[:, None]
+    idx = np.arange(n + 1)
+    invalid = idx[:, None] >= idx[None, :]
+    if memory is not None and memory_cap is not None:
+        mp = np.concatenate([[0.0], np.cumsum(np.asarray(memory, dtype=np.float64))])
+        invalid |= (mp[None, :] - mp[:, None]) > memory_cap
+    cost = np.where(invalid, np.inf, cost)
+
+    best = cost[0].copy()  # best[j]: bottleneck of the best 1-stage split of atoms [0, j)
+    choices = []
+    for _ in range(1, num_stages):
+        cand = np.maximum(best[:, None], cost)  # stage k-1 ends at i, stage k = [i, j)
+        arg = np.argmin(cand, axis=0)
+        best = cand[arg, idx]
+        choices.append(arg)
+    if not np.isfinite(best[n]):
+        raise StageError(
+            f"no split into {num_stages} stages fits the memory cap of {memory_cap:g} bytes"
+        )
+    bounds = [n]
+    j = n
+    for arg in reversed(choices):
+        j = int(arg[j])
+        bounds.append(j)
+    bounds.append(0)
+    bounds.reverse()
+    stage_costs = tuple(float(cost[i, j]) for i, j in zip(bounds[:-1], bounds[1:]))
+    return Partition(tuple(bounds), stage_costs, float(best[n]))
+
+
+# --- repeated layers ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class RepeatedRun:
+    """``count`` repetitions of a ``period``-equation block; layer ``k`` starts at
+    ``start + k * period`` (equation index)."""
+
+    start: int
+    period: int
+    count: int
+
+    @property
+    def boundaries(self) -> list[int]:
+        return [self.start + k * self.period for k in range(self.count + 1)]
+
+
+def _token(eqn: Any, table: dict[Any, int]) -> int:
+    params = []
+    for k, v in eqn.params.items():
+        if isinstance(v, (int, float, str, bool, type(None))):
+            params.append((k, v))
+        elif isinstance(v, tuple) and len(v) < 16:
+            params.append((k, repr(v)[:80]))
+        else:
+            params.append((k, id(v) if hasattr(v, "eqns") or hasattr(v, "jaxpr") else 0))
+    key = (
+        eqn.primitive.name,
+        tuple((getattr(v.aval, "shape", None), str(getattr(v.aval, "dtype", ""))) for v in eqn.invars),
+        tuple((getattr(v.aval, "shape", None), str(getattr(v.aval, "dtype", ""))) for v in eqn.outvars),
+        tuple(params),
+    )
+    return table.setdefault(key, len(table))
+
+
+def find_repeated_run(eqns: Sequence[Any], crossing: np.ndarray) -> RepeatedRun | None:
+    """The longest stretch of equations made of one block repeated (at least twice).
+
+    Periods are proposed from the distances between equal equations (same primitive, avals and
+    simple parameters), verified in one vectorised pass each; the phase (where a layer starts)
+    is the one whose boundaries carry the fewest crossing bytes, earliest on ties.
+    """
+    n = len(eqns)
+    if n < 4:
+        return None
+    table: dict[Any, int] = {}
+    tok = np.fromiter((_token(e, table) for e in eqns), dtype=np.int64, count=n)
+    order = np.lexsort((np.arange(n), tok))
+    ts, ps = tok[order], order
+    diffs = []
+    for lag in range(1, 5):
+        if lag >= n:
+            break
+        same = ts[lag:] == ts[:-lag]
+        diffs.append(ps[lag:][same] - ps[:-lag][same])
+    alld = np.concatenate(diffs) if diffs else np.zeros(0, dtype=np.int64)
+    alld = alld[(alld >= 2) & (alld <= n // 2)]
+    if len(alld) == 0:
+        return None
+    counts = np.bincount(alld)
+    periods = np.argsort(counts)[::-1][:8]
+    best: tuple[int, int, int, int, int] | None = None  # (coverage, -period, start, period, len)
+    for p in periods:
+        p = int(p)
+        if counts[p] == 0:
+            continue
+        match = np.concatenate([[False], tok[p:] == tok[:-p], [False]])
+        edges = np.flatnonzero(np.diff(match.astype(np.int8)))
+        if len(edges) < 2:
+            continue
+        starts, ends = edges[::2], edges[1::2]
+        k = int(np.argmax(ends - starts))
+        s, length = int(starts[k]), int(ends[k] - starts[k])
+        count = (length + p) // p
+        if count < 2:
+            continue
+        key = (count * p, -p, s, p, length)
+        if best is None or key[:2] > best[:2]:
+            best = key
+    if best is None:
+        return None
+    _, _, s, p, length = best
+    region_end = min(s + length + p, n)  # equations [s, region_end) are periodic
+    # phase: among offsets within one period, fewest bytes across its layer boundaries
+    scores = []
+    for off in range(p):
+        bs = np.arange(s + off, region_end + 1, p)
+        scores.append(crossing[bs].sum() / max(len(bs), 1))
+    off = int(np.argmin(np.asarray(scores)))
+    start = s + off
+    real_count = (region_end - start) // p
+    if real_count < 2:
+        return None
+    return RepeatedRun(start, p, real_count)
+
+
+def crossing_bytes(
+    eqns: Sequence[Any], outvars: Sequence[Any], sizes: dict[Any, int] | None = None
+) -> np.ndarray:
+    """Bytes of values defined by an equation and used after boundary ``b`` (``n + 1`` entries).
+
+    Boundary ``b`` lies between equations ``b - 1`` and ``b``. Program inputs and constants
+    are not counted (they are fed to each stage directly); program outputs stay live to the end.
+    """
+    n = len(eqns)
+    defined: dict[Any, int] = {}
+    last: dict[Any, int] = {}
+    for i, eqn in enumerate(eqns):
+        for v in eqn.invars:
+            if v in defined:
+                last[v] = i
+        for v in eqn.outvars:
+            defined[v] = i
+    for v in outvars:
+        if v in defined:
+            last[v] = n
+    delta = np.zeros(n + 2)
+    from hlopipe.stages._jaxpr import aval_bytes
+
+    for v, d in defined.items():
+        u = last.get(v)
+        if u is None or u <= d:
+            continue
+        nb = aval_bytes(v.aval)
+        delta[d + 1] += nb
+        delta[u + 1] -= nb
+    return np.cumsum(delta)[: n + 1]
+
+
+def candidate_boundaries(
+    n: int, crossing: np.ndarray, run: RepeatedRun | None, max_candidates: int = 512
+) -> list[int]:
+    """Boundaries (0 and ``n`` included) where the partitioner may cut."""
+
+    def thin(lo: int, hi: int) -> list[int]:
+        span = list(range(lo, hi + 1))
+        if len(span) <= max_candidates:
+            return span
+        edges = np.linspace(lo, hi + 1, max_candidates + 1).astype(int)
+        out = []
+        for a, b in zip(edges[:-1], edges[1:]):
+            if b > a:
+                out.append(a + int(np.argmin(crossing[a:b])))
+        return out
+
+    if run is None:
+        cands = thin(0, n)
+    else:
+        layer = run.boundaries
+        cands = thin(0, layer[0]) + layer + thin(layer[-1], n)
+    return sorted(set(cands) | {0, n})

@@ -1,0 +1,505 @@
+"""Splitting a program into pipeline stages: at its markers, or at cost-balanced cut points."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import jax
+import numpy as np
+
+from hlopipe.errors import StageError
+from hlopipe.stages import _jaxpr as J
+from hlopipe.stages._cost import CostModel, eqn_cost, eqn_costs
+from hlopipe.stages._partition import (
+    Partition,
+    RepeatedRun,
+    candidate_boundaries,
+    crossing_bytes,
+    find_repeated_run,
+    partition,
+)
+
+if TYPE_CHECKING:
+    from hlopipe.stages._autodiff import StageAutodiff
+
+
+@dataclass(frozen=True)
+class Receive:
+    """One input of a stage: output ``output`` of the earlier stage ``src``."""
+
+    src: int
+    output: int
+    aval: jax.ShapeDtypeStruct
+
+
+@dataclass(frozen=True)
+class Send:
+    """Output ``output`` of this stage goes to input ``input`` of the later stage ``dst``."""
+
+    dst: int
+    output: int
+    input: int
+    aval: jax.ShapeDtypeStruct
+
+
+@dataclass(frozen=True)
+class StageCost:
+    """Predicted cost of a stage under a :class:`CostModel`.
+
+    ``compute_time`` sums the roofline time of its equations; ``transfer_time`` is the time
+    to receive ``recv_bytes`` of activations; ``memory_bytes`` is the bytes of its parameters
+    plus every value its equations produce (an upper bound on one microbatch's activations).
+    """
+
+    flops: float
+    bytes: float
+    compute_time: float
+    recv_bytes: int
+    transfer_time: float
+    param_bytes: int
+    memory_bytes: int
+
+    @property
+    def time(self) -> float:
+        return self.compute_time + self.transfer_time
+
+
+@dataclass(frozen=True)
+class OutputSource:
+    """Where a flat program output comes from: ``kind`` is ``"stage"`` (output ``index`` of
+    stage ``stage``), ``"arg"`` (flat argument ``index``) or ``"const"`` (``value``)."""
+
+    kind: str
+    stage: int = -1
+    index: int = -1
+    value: Any = None
+
+
+@dataclass(eq=False)
+class Stage:
+    """One pipeline stage.
+
+    ``jaxpr`` computes the stage: its inputs are the flat original arguments in
+    ``params_needed`` (fed directly, never through earlier stages) followed by the values in
+    ``receives``; its outputs are ``outputs`` (values sent to later stages and/or program
+    outputs, see ``sends`` and ``program_outputs``).
+
+    Example:
+      >>> st = staged.stage(1)                                      # doctest: +SKIP
+      >>> outs = st([flat_args[i] for i in st.params_needed], received)  # doctest: +SKIP
+    """
+
+    index: int
+    jaxpr: Any
+    params_needed: tuple[int, ...]
+    param_paths: tuple[str, ...]
+    param_argnums: tuple[int, ...]
+    receives: tuple[Receive, ...]
+    outputs: tuple[jax.ShapeDtypeStruct, ...]
+    sends: tuple[Send, ...] = ()
+    program_outputs: tuple[tuple[int, int], ...] = ()
+    cost: StageCost | None = None
+    num_eqns: int = 0
+    _jitted: Any = field(default=None, repr=False)
+    _fb_cache: dict[Any, Any] = field(default_factory=dict, repr=False)
+
+    @property
+    def param_avals(self) -> list[jax.ShapeDtypeStruct]:
+        return [J.sds(a) for a in self.jaxpr.in_avals[: len(self.params_needed)]]
+
+    @property
+    def input_avals(self) -> list[jax.ShapeDtypeStruct]:
+        return [r.aval for r in self.receives]
+
+    def fn(self, *flat: Any) -> list[Any]:
+        """The stage as a plain function ``(*params, *inputs) -> list of outputs``."""
+        return jax.extend.core.jaxpr_as_fun(self.jaxpr)(*flat)
+
+    def __call__(self, params: Sequence[Any], inputs: Sequence[Any]) -> list[Any]:
+        """Run the stage (jitted) on its parameters and received inputs."""
+        if self._jitted is None:
+            self._jitted = jax.jit(self.fn)
+        return list(self._jitted(*params, *inputs))
+
+    def forward_backward(
+        self, argnums: int | Sequence[int] = 0, *, remat: bool = False
+    ) -> StageAutodiff:
+        """Forward, backward and the input/weight split of backward for this stage.
+
+        Args:
+          argnums: which positional arguments of the original function are differentiated
+            (as in ``jax.grad``); only this stage's inexact parameters among them get gradients.
+          remat: save only the stage's inputs and recompute its forward inside backward.
+
+        Returns:
+          a :class:`~hlopipe.stages.StageAutodiff` (see there for the function signatures).
+
+        Example:
+          >>> fb = staged.stage(0).forward_backward(argnums=0)       # doctest: +SKIP
+          >>> outs, res = fb.forward(params, inputs)                 # doctest: +SKIP
+          >>> in_cts, grads = fb.backward(params, res, out_cts)      # doctest: +SKIP
+        """
+        from hlopipe.stages._autodiff import build_autodiff
+
+        nums = (argnums,) if isinstance(argnums, int) else tuple(argnums)
+        key = (nums, remat)
+        if key not in self._fb_cache:
+            diff = [a in nums for a in self.param_argnums]
+            self._fb_cache[key] = build_autodiff(self, diff, remat=remat)
+        return self._fb_cache[key]
+
+
+@dataclass(eq=False)
+class StagedProgram:
+    """A program cut into pipeline stages; calling it runs the stages in order.
+
+    Attributes:
+      stages: the :class:`Stage` list, in pipeline order.
+      jaxpr: the whole program as one flat ClosedJaxpr (markers included).
+      in_avals / out_avals: flat argument / output avals of the original function.
+      out_sources: for each flat output, an :class:`OutputSource`.
+      partition: the :class:`Partition` when cut points were chosen automatically.
+      repeated: the repeated-layer structure found, if any.
+
+    Example:
+      >>> staged = hlopipe.split(model, params, x)                 # doctest: +SKIP
+      >>> staged(params, x)          # == model(params, x)          # doctest: +SKIP
+    """
+
+    stages: list[Stage]
+    jaxpr: Any
+    in_tree: Any
+    out_tree: Any
+    in_avals: list[jax.ShapeDtypeStruct]
+    in_paths: list[str]
+    out_avals: list[jax.ShapeDtypeStruct]
+    out_sources: list[OutputSource]
+    cost_model: CostModel
+    partition: Partition | None = None
+    repeated: RepeatedRun | None = None
+
+    @property
+    def num_stages(self) -> int:
+        return len(self.stages)
+
+    def stage(self, i: int) -> Stage:
+        """Stage ``i`` (negative indices count from the end)."""
+        return self.stages[i]
+
+    def _flatten(self, args: Sequence[Any]) -> list[Any]:
+        flat, tree = jax.tree_util.tree_flatten(tuple(args))
+        if tree != self.in_tree:
+            raise StageError(f"arguments have structure {tree}, the program was split for {self.in_tree}")
+        return flat
+
+    def run_forward(self, flat: Sequence[Any]) -> tuple[list[list[Any]], list[Any]]:
+        """Run every stage on flat arguments: ``(per-stage outputs, flat program outputs)``."""
+        outs: list[list[Any]] = []
+        for st in self.stages:
+            params = [flat[i] for i in st.params_needed]
+            inputs = [outs[r.src][r.output] for r in st.receives]
+            outs.append(st(params, inputs))
+        return outs, [self._output(src, flat, outs) for src in self.out_sources]
+
+    @staticmethod
+    def _output(src: OutputSource, flat: Sequence[Any], outs: list[list[Any]]) -> Any:
+        if src.kind == "stage":
+            return outs[src.stage][src.index]
+        if src.kind == "arg":
+            return flat[src.index]
+        return src.value
+
+    def __call__(self, *args: Any) -> Any:
+        """Run the stages one after the other; equals the original function."""
+        _, flat_out = self.run_forward(self._flatten(args))
+        return jax.tree_util.tree_unflatten(self.out_tree, flat_out)
+
+    def value_and_grad(
+        self,
+        *args: Any,
+        argnums: int | Sequence[int] = 0,
+        remat: bool = False,
+        split_backward: bool = False,
+    ) -> tuple[Any, Any]:
+        """Reference pipeline step: all stage forwards, then all backwards, on one device.
+
+        The program's first flat output must be a scalar loss (others get zero cotangents).
+        With ``split_backward`` each backward runs as I (``backward_input``) then W
+        (``backward_weight``). Equals ``jax.value_and_grad(fn, argnums)(*args)``.
+
+        Example:
+          >>> loss, grads = staged.value_and_grad(params, x, y)      # doctest: +SKIP
+        """
+        from hlopipe.stages._autodiff import chain_value_and_grad
+
+        return chain_value_and_grad(self, args, argnums, remat=remat, split_backward=split_backward)
+
+    def export(self, directory: str, format: str = "hlo", *, argnums: int | Sequence[int] | None = 0) -> str:  # noqa: A002
+        """Write each stage (and its forward/backward parts) plus ``manifest.json``.
+
+        Args:
+          directory: output folder (created).
+          format: ``"hlo"`` (HLO text) or ``"stablehlo"`` (StableHLO MLIR text).
+          argnums: arguments differentiated for the forward/backward files; ``None`` skips them.
+
+        Returns:
+          the path of ``manifest.json``.
+
+        Example:
+          >>> staged.export("out", format="stablehlo")               # doctest: +SKIP
+          'out/manifest.json'
+        """
+        from hlopipe.stages._export import export
+
+        return export(self, directory, format=format, argnums=argnums)
+
+    def table(self) -> str:
+        """The stage table as text (what ``hlopipe inspect manifest.json`` shows)."""
+        from hlopipe.stages._export import manifest_dict, render_manifest
+
+        return render_manifest(manifest_dict(self, files={}))
+
+
+# --- splitting ------------------------------------------------------------------------------
+
+
+def split(
+    fn_or_program: Any,
+    *example_args: Any,
+    num_stages: int | None = None,
+    cost_model: CostModel | None = None,
+    memory_cap: float | None = None,
+    max_candidates: int = 512,
+) -> StagedProgram:
+    """Cut a function (or a loaded :class:`hlopipe.Program`) into pipeline stages.
+
+    With ``stage_boundary`` markers in the program, the cuts are at the markers (a marker ends
+    the stage before it); ``num_stages``, if given, must equal the number of markers + 1.
+    Without markers, ``num_stages`` cost-balanced cut points are chosen by an exact dynamic
+    programme minimising the slowest stage (compute + bytes received / link bandwidth), cutting
+    between repeated layers when there are some, under an optional per-stage ``memory_cap``.
+
+    Args:
+      fn_or_program: a JAX-traceable function, or a ``Program`` from ``hlopipe.load`` (its
+        ``as_function()`` and ``in_avals`` are used; no example arguments needed).
+      *example_args: arguments (arrays or ``jax.ShapeDtypeStruct``) to trace ``fn`` with.
+      num_stages: number of stages; required when there are no markers.
+      cost_model: the :class:`CostModel` for predicted costs and automatic cuts.
+      memory_cap: largest per-stage memory (bytes, see :class:`StageCost`) allowed.
+      max_candidates: most candidate cut points considered outside repeated layers.
+
+    Returns:
+      a :class:`StagedProgram`.
+
+    Example:
+      >>> staged = hlopipe.split(model, params, x, num_stages=4)   # doctest: +SKIP
+      >>> [st.cost.time for st in staged.stages]                   # doctest: +SKIP
+    """
+    cm = cost_model or CostModel()
+    fn: Callable[..., Any]
+    if hasattr(fn_or_program, "as_function") and hasattr(fn_or_program, "in_avals"):
+        fn = fn_or_program.as_function()
+        if not example_args:
+            example_args = tuple(
+                jax.ShapeDtypeStruct(a.shape, a.dtype) for a in fn_or_program.in_avals
+            )
+    elif callable(fn_or_program):
+        fn = fn_or_program
+    else:
+        raise StageError(
+            f"split expects a function or a hlopipe Program, got {type(fn_or_program).__name__}"
+        )
+    closed, in_tree, out_tree = J.trace(fn, example_args)
+    paths = [
+        jax.tree_util.keystr(p)
+        for p, _ in jax.tree_util.tree_flatten_with_path(tuple(example_args))[0]
+    ]
+    argnum_of = [_argnum(p) for p, _ in jax.tree_util.tree_flatten_with_path(tuple(example_args))[0]]
+
+    J.check_markers_placeable(closed.jaxpr)
+    closed = J.inline(closed, lambda e: any(J.contains_marker(j) for j in J.sub_jaxprs(e)))
+    eqns = closed.jaxpr.eqns
+    markers = [i for i, e in enumerate(eqns) if J.is_marker(e)]
+    part = run = None
+    if markers:
+        if num_stages is not None and num_stages != len(markers) + 1:
+            raise StageError(
+                f"num_stages={num_stages} was asked for, but the program has {len(markers)} "
+                f"stage_boundary markers ({len(markers) + 1} stages; first marker at "
+                f"{J.where(eqns[markers[0]])}); remove num_stages or the markers"
+            )
+        starts = [0] + [m + 1 for m in markers]
+    else:
+        if num_stages is None:
+            raise StageError(
+                "the program has no stage_boundary markers; pass num_stages=N to choose cut "
+                "points automatically"
+            )
+        closed = _inline_heavy(closed, num_stages)
+        eqns = closed.jaxpr.eqns
+        starts, part, run = _auto_starts(closed, num_stages, cm, memory_cap, max_candidates)
+    return _build(closed, starts, in_tree, out_tree, paths, argnum_of, cm, part, run)
+
+
+def _argnum(path: Any) -> int:
+    first = path[0]
+    return int(getattr(first, "idx", 0))
+
+
+def _inline_heavy(closed: Any, num_stages: int) -> Any:
+    """Open up call equations heavy enough to need cutting through (e.g. a jitted model)."""
+    for _ in range(8):
+        costs = [eqn_cost(e)[0] for e in closed.jaxpr.eqns]
+        total = sum(costs)
+        if total == 0:
+            return closed
+        limit = total / (2 * num_stages)
+        heavy = {id(e) for e, c in zip(closed.jaxpr.eqns, costs) if c > limit}
+        new = J.inline(closed, lambda e, h=heavy: id(e) in h and e.primitive.name in J.CALL_PRIMITIVES)
+        if new is closed:
+            return closed
+        closed = new
+    return closed
+
+
+def _auto_starts(
+    closed: Any, num_stages: int, cm: CostModel, memory_cap: float | None, max_candidates: int
+) -> tuple[list[int], Partition, RepeatedRun | None]:
+    jaxpr = closed.jaxpr
+    eqns = jaxpr.eqns
+    n = len(eqns)
+    if n == 0:
+        raise StageError("the program has no equations to split")
+    flops, nbytes = eqn_costs(eqns)
+    times = np.maximum(flops / cm.flops_per_s, nbytes / cm.bytes_per_s)
+    cross = crossing_bytes(eqns, jaxpr.outvars)
+    run = find_repeated_run(eqns, cross)
+    cands = candidate_boundaries(n, cross, run, max_candidates)
+    prefix = np.concatenate([[0.0], np.cumsum(times)])
+    cb = np.asarray(cands)
+    compute = np.diff(prefix[cb])
+    comm = cross[cb] / cm.link_bytes_per_s
+    memory = None
+    if memory_cap is not None:
+        invars = set(jaxpr.invars)
+        mem_eqn = np.array(
+            [
+                sum(J.aval_bytes(v.aval) for v in e.outvars)
+                + sum(J.aval_bytes(v.aval) for v in e.invars if v in invars)
+                for e in eqns
+            ],
+            dtype=np.float64,
+        )
+        mp = np.concatenate([[0.0], np.cumsum(mem_eqn)])
+        memory = np.diff(mp[cb])
+    part = partition(compute, comm, num_stages, memory=memory, memory_cap=memory_cap)
+    starts = [int(cb[b]) for b in part.bounds[:-1]]
+    return starts, part, run
+
+
+def _build(
+    closed: Any,
+    starts: list[int],
+    in_tree: Any,
+    out_tree: Any,
+    paths: list[str],
+    argnum_of: list[int],
+    cm: CostModel,
+    part: Partition | None,
+    run: RepeatedRun | None,
+) -> StagedProgram:
+    jaxpr = closed.jaxpr
+    eqns = jaxpr.eqns
+    S = len(starts)
+    bounds = [*starts, len(eqns)]
+    arg_index = {v: i for i, v in enumerate(jaxpr.invars)}
+    const_index = {v: i for i, v in enumerate(jaxpr.constvars)}
+    owner: dict[Any, int] = {}
+    def_order: dict[Any, int] = {}
+    for s in range(S):
+        for e in eqns[bounds[s] : bounds[s + 1]]:
+            for v in e.outvars:
+                owner[v] = s
+                def_order[v] = len(def_order)
+
+    params_of: list[dict[Any, None]] = [{} for _ in range(S)]
+    recv_of: list[dict[Any, None]] = [{} for _ in range(S)]
+    for s in range(S):
+        for e in eqns[bounds[s] : bounds[s + 1]]:
+            for v in e.invars:
+                if isinstance(v, J.Literal):
+                    continue
+                if v in arg_index:
+                    params_of[s][v] = None
+                elif v in owner and owner[v] != s:
+                    recv_of[s][v] = None
+    out_vars_of: list[dict[Any, None]] = [{} for _ in range(S)]
+    for s in range(S):
+        for v in recv_of[s]:
+            out_vars_of[owner[v]][v] = None
+    for v in jaxpr.outvars:
+        if not isinstance(v, J.Literal) and v in owner:
+            out_vars_of[owner[v]][v] = None
+
+    flops, nbytes = eqn_costs(eqns)
+    stages: list[Stage] = []
+    out_pos: list[dict[Any, int]] = []
+    for s in range(S):
+        pvars = sorted(params_of[s], key=lambda v: arg_index[v])
+        rvars = sorted(recv_of[s], key=lambda v: def_order[v])
+        ovars = sorted(out_vars_of[s], key=lambda v: def_order[v])
+        out_pos.append({v: k for k, v in enumerate(ovars)})
+        sj = J.make_closed(closed, [*pvars, *rvars], eqns[bounds[s] : bounds[s + 1]], ovars)
+        receives = tuple(Receive(owner[v], out_pos[owner[v]][v], J.sds(v.aval)) for v in rvars)
+        lo, hi = bounds[s], bounds[s + 1]
+        sf, sb = float(flops[lo:hi].sum()), float(nbytes[lo:hi].sum())
+        ct = float(np.maximum(flops[lo:hi] / cm.flops_per_s, nbytes[lo:hi] / cm.bytes_per_s).sum())
+        recv_bytes = sum(J.aval_bytes(v.aval) for v in rvars)
+        param_bytes = sum(J.aval_bytes(v.aval) for v in pvars)
+        act = sum(J.aval_bytes(v.aval) for e in eqns[lo:hi] for v in e.outvars)
+        cost = StageCost(sf, sb, ct, recv_bytes, cm.transfer_time(recv_bytes), param_bytes,
+                         param_bytes + act)  # fmt: skip
+        stages.append(
+            Stage(
+                index=s,
+                jaxpr=sj,
+                params_needed=tuple(arg_index[v] for v in pvars),
+                param_paths=tuple(paths[arg_index[v]] for v in pvars),
+                param_argnums=tuple(argnum_of[arg_index[v]] for v in pvars),
+                receives=receives,
+                outputs=tuple(J.sds(v.aval) for v in ovars),
+                cost=cost,
+                num_eqns=hi - lo,
+            )
+        )
+    for st in stages:
+        for k, r in enumerate(st.receives):
+            src = stages[r.src]
+            src.sends = (*src.sends, Send(st.index, r.output, k, r.aval))
+    out_sources: list[OutputSource] = []
+    for k, v in enumerate(jaxpr.outvars):
+        if isinstance(v, J.Literal):
+            out_sources.append(OutputSource("const", value=v.val))
+        elif v in owner:
+            s = owner[v]
+            out_sources.append(OutputSource("stage", s, out_pos[s][v]))
+            stages[s].program_outputs = (*stages[s].program_outputs, (out_pos[s][v], k))
+        elif v in arg_index:
+            out_sources.append(OutputSource("arg", index=arg_index[v]))
+        else:
+            out_sources.append(OutputSource("const", value=closed.consts[const_index[v]]))
+    return StagedProgram(
+        stages=stages,
+        jaxpr=closed,
+        in_tree=in_tree,
+        out_tree=out_tree,
+        in_avals=[J.sds(a) for a in closed.in_avals],
+        in_paths=paths,
+        out_avals=[J.sds(a) for a in closed.out_avals],
+        out_sources=out_sources,
+        cost_model=cm,
+        partition=part,
+        repeated=run,
+    )
