@@ -1,0 +1,61 @@
+"""Pipeline schedules as data: generators, lowering, validator, simulator, plots.
+
+Pure Python: imports nothing of hlopipe but :mod:`hlopipe.errors`, and no JAX.
+
+>>> from hlopipe import schedules
+>>> s = schedules.get("1f1b", num_ranks=4, num_microbatches=8)
+>>> str(s.actions[0][0]), schedules.validate(s)[3]
+('0F0', 3)
+>>> round(schedules.simulate(s, {"F": 1, "B": 1}).bubble_fraction, 3)
+0.273
+"""
+
+from hlopipe.schedules._generators import (
+    GENERATORS,
+    get,
+    gpipe,
+    inference,
+    interleaved_1f1b,
+    looped_bfs,
+    names,
+    one_f_one_b,
+    zb_h1,
+    zb_h2,
+    zb_v,
+)
+from hlopipe.schedules._grid import format_grid
+from hlopipe.schedules._ir import Action, Kind, Schedule
+from hlopipe.schedules._lower import lower
+from hlopipe.schedules._plot import plot, to_chrome_trace
+from hlopipe.schedules._simulate import Timeline, align, parse_costs, resolve_costs, simulate
+from hlopipe.schedules._validate import validate
+
+available = names
+
+__all__ = [
+    "GENERATORS",
+    "Action",
+    "Kind",
+    "Schedule",
+    "Timeline",
+    "align",
+    "available",
+    "format_grid",
+    "get",
+    "gpipe",
+    "inference",
+    "interleaved_1f1b",
+    "looped_bfs",
+    "lower",
+    "names",
+    "one_f_one_b",
+    "parse_costs",
+    "plot",
+    "resolve_costs",
+    "simulate",
+    "to_chrome_trace",
+    "validate",
+    "zb_h1",
+    "zb_h2",
+    "zb_v",
+]

@@ -1,0 +1,150 @@
+"""Execute a schedule's lists in order, as soon as each action's inputs are there.
+
+Shared by the validator (which only asks "does it finish?") and the simulator (which asks
+"when does each action run?"). Sends are non-blocking: a SEND takes no time on its rank and the
+data lands ``send_cost`` later; a RECV blocks its rank until the data has landed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from hlopipe.schedules._grid import schedule_error
+from hlopipe.schedules._ir import Action, Kind, Schedule
+
+Event = tuple[Action, float, float]
+_BACKWARD = (Kind.B, Kind.I)
+
+
+def run(
+    schedule: Schedule,
+    duration: Callable[[Action], float],
+    send_cost: float = 0.0,
+) -> dict[int, list[Event]]:
+    """Per rank, ``(action, start, end)`` of each action in list order.
+
+    Raises ScheduleError, with the partial grid, when the ranks deadlock.
+    """
+    place = schedule.stage_to_rank
+    last = schedule.num_stages - 1
+    end: dict[tuple[int, Kind, int], float] = {}
+    events: dict[int, list[Event]] = {r: [] for r in range(schedule.num_ranks)}
+    pos = dict.fromkeys(range(schedule.num_ranks), 0)
+    free = dict.fromkeys(range(schedule.num_ranks), 0.0)
+
+    def done(stage: int, kinds: tuple[Kind, ...], mb: int) -> float | None:
+        for k in kinds:
+            t = end.get((stage, k, mb))
+            if t is not None:
+                return t
+        return None
+
+    def ready(rank: int, a: Action) -> float | None:
+        """When ``a``'s inputs are on ``rank``; None while one is missing."""
+        s, k, mb = a
+        if k is Kind.F:
+            if s == 0:
+                return 0.0
+            t = done(s - 1, (Kind.F,), mb)
+            return None if t is None else t + (send_cost if place[s - 1] != rank else 0.0)
+        if k in _BACKWARD:
+            t = done(s, (Kind.F,), mb)
+            if t is None or s == last:
+                return t
+            u = done(s + 1, _BACKWARD, mb)
+            if u is None:
+                return None
+            return max(t, u + (send_cost if place[s + 1] != rank else 0.0))
+        if k is Kind.W:
+            return done(s, (Kind.I,), mb)
+        if k is Kind.SEND_F:
+            return done(s, (Kind.F,), mb)
+        if k is Kind.SEND_B:
+            return done(s, _BACKWARD, mb)
+        if k is Kind.RECV_F:
+            t = done(s - 1, (Kind.SEND_F,), mb)
+            return None if t is None else t + send_cost
+        t = done(s + 1, (Kind.SEND_B,), mb)  # RECV_B
+        return None if t is None else t + send_cost
+
+    rows = schedule.actions
+    progress = True
+    while progress:
+        progress = False
+        for r in range(schedule.num_ranks):
+            row = rows[r]
+            i = pos[r]
+            while i < len(row):
+                a = row[i]
+                if a is None:
+                    i += 1
+                    continue
+                t = ready(r, a)
+                if t is None:
+                    break
+                if a.kind is Kind.RECV_F or a.kind is Kind.RECV_B:
+                    start, stop = free[r], max(free[r], t)
+                else:
+                    start = max(free[r], t)
+                    stop = start + duration(a)
+                events[r].append((a, start, stop))
+                end[a] = stop
+                free[r] = stop
+                i += 1
+                progress = True
+            pos[r] = i
+    blocked = {r: pos[r] for r in range(schedule.num_ranks) if pos[r] < len(rows[r])}
+    if blocked:
+        raise _deadlock(schedule, blocked, end)
+    return events
+
+
+def _needs(schedule: Schedule, a: Action) -> list[tuple[int, Kind, int]]:
+    """The actions ``a`` waits for (any one of those with the same stage and microbatch)."""
+    s, k, mb = a
+    if k is Kind.F:
+        return [(s - 1, Kind.F, mb)] if s > 0 else []
+    if k in _BACKWARD:
+        deps = [(s, Kind.F, mb)]
+        if s < schedule.num_stages - 1:
+            deps += [(s + 1, Kind.B, mb), (s + 1, Kind.I, mb)]
+        return deps
+    if k is Kind.W:
+        return [(s, Kind.I, mb)]
+    if k is Kind.SEND_F:
+        return [(s, Kind.F, mb)]
+    if k is Kind.SEND_B:
+        return [(s, Kind.B, mb), (s, Kind.I, mb)]
+    if k is Kind.RECV_F:
+        return [(s - 1, Kind.SEND_F, mb)]
+    return [(s + 1, Kind.SEND_B, mb)]
+
+
+def _deadlock(schedule: Schedule, blocked: dict[int, int], end: dict) -> Exception:
+    where: dict[tuple[int, Kind, int], tuple[int, int]] = {}
+    for r, row in schedule.actions.items():
+        for t, a in enumerate(row):
+            if a is not None:
+                where.setdefault(tuple(a), (r, t))  # type: ignore[arg-type]
+    lines = []
+    for r, step in blocked.items():
+        a = schedule.actions[r][step]
+        assert a is not None
+        missing = [d for d in _needs(schedule, a) if d not in end]
+        # Two alternatives (B or I of a stage): name the one that exists, if any.
+        if len(missing) == 2:
+            missing = [next((d for d in missing if d in where), missing[0])]
+        waits = []
+        for d in missing:
+            name = Action(*d).describe()
+            if d in where:
+                dr, dt = where[d]
+                waits.append(f"{name} (rank {dr}, step {dt})")
+            else:
+                waits.append(f"{name}, which no rank runs")
+        lines.append(f"rank {r}, step {step}: {a.describe()} waits for {' and '.join(waits)}")
+    first_rank, first_step = next(iter(blocked.items()))
+    message = lines[0].split(": ", 1)[1] + " -- deadlock"
+    if len(lines) > 1:
+        message += "; also blocked:\n  " + "\n  ".join(lines[1:])
+    return schedule_error(schedule, first_rank, first_step, message, marks=blocked, upto=blocked)

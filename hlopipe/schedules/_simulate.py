@@ -1,0 +1,227 @@
+"""The simulator: when each action of a schedule runs, given what each action costs."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from hlopipe.errors import ScheduleError
+from hlopipe.schedules import _engine
+from hlopipe.schedules._ir import COMPUTE_KINDS, Action, Kind, Schedule
+
+DEFAULT_COSTS: dict[str, float] = {"F": 1.0, "B": 2.0, "I": 1.0, "W": 1.0, "send": 0.0}
+
+
+def resolve_costs(costs: Mapping[str, float] | None) -> dict[str, float]:
+    """Fill in the costs not given, keeping B = I + W when two of the three are given.
+
+    Keys: ``F``, ``B``, ``I``, ``W``, ``send``, and ``<kind>@<stage>`` (say ``F@3``) for one
+    stage's cost. Given only B, I = W = B / 2; given I and W, B = I + W; given B and one of
+    I, W, the other is the rest of B. Defaults: F=1, B=2, I=1, W=1, send=0.
+
+    >>> resolve_costs({"B": 3, "W": 1})["I"]
+    2.0
+    """
+    given: dict[str, float] = {}
+    for key, value in (costs or {}).items():
+        base, _, stage = str(key).partition("@")
+        if base not in DEFAULT_COSTS or (stage and (base == "send" or not stage.isdigit())):
+            raise ScheduleError(
+                f"unknown cost {key!r}; use F, B, I, W, send, or <kind>@<stage> such as F@3"
+            )
+        try:
+            number = float(value)
+        except (TypeError, ValueError) as e:
+            raise ScheduleError(f"cost {key}={value!r} is not a number") from e
+        if not number >= 0 or number == float("inf"):
+            raise ScheduleError(f"cost {key}={value!r} must be a finite number >= 0")
+        given[str(key)] = number
+    out = dict(DEFAULT_COSTS)
+    out.update(given)
+    b, i, w = given.get("B"), given.get("I"), given.get("W")
+    if b is not None and i is None and w is None:
+        out["I"] = out["W"] = b / 2
+    elif b is not None and (i is None) != (w is None):
+        rest = b - (i if i is not None else w)  # type: ignore[operator]
+        if rest < 0:
+            raise ScheduleError(f"costs: B={b} is smaller than I or W")
+        out["W" if w is None else "I"] = rest
+    elif b is None and (i is not None or w is not None):
+        out["B"] = out["I"] + out["W"]
+    return out
+
+
+def parse_costs(text: str) -> dict[str, float]:
+    """``"F=1,B=2,send=0.1"`` as a cost mapping (for the command line).
+
+    >>> parse_costs("F=1, B=2, F@3=1.5")
+    {'F': 1.0, 'B': 2.0, 'F@3': 1.5}
+    """
+    out: dict[str, float] = {}
+    for item in text.split(","):
+        if not item.strip():
+            continue
+        key, sep, value = item.partition("=")
+        if not sep:
+            raise ScheduleError(f"costs: expected KEY=NUMBER, got {item.strip()!r}")
+        try:
+            out[key.strip()] = float(value)
+        except ValueError as e:
+            raise ScheduleError(
+                f"costs: {value.strip()!r} is not a number (in {item.strip()!r})"
+            ) from e
+    resolve_costs(out)  # reject unknown keys now
+    return out
+
+
+@dataclass
+class Timeline:
+    """What :func:`simulate` works out.
+
+    Attributes:
+      schedule: the schedule simulated.
+      costs: the costs used (see :func:`resolve_costs`).
+      events: per rank, ``(action, start, end)`` in list order. Sends last no time; a receive
+        spans from when its rank reaches it to when the data lands.
+      makespan: the end of the last action (the schedule starts at 0).
+      busy: per rank, the time spent in F, B, I and W.
+      idle: per rank, ``makespan - busy``.
+      peak_activations: per rank, the most (stage, microbatch) pairs alive at once: from the
+        start of the F to the end of the B (or of the W when the backward is split). In a
+        forward-only schedule an activation lives for its F only.
+    """
+
+    schedule: Schedule
+    costs: dict[str, float]
+    events: dict[int, list[tuple[Action, float, float]]]
+    makespan: float
+    busy: dict[int, float]
+    idle: dict[int, float]
+    peak_activations: dict[int, int] = field(default_factory=dict)
+
+    @property
+    def bubble_fraction(self) -> float:
+        """Idle share of the whole step: ``sum(idle) / (num_ranks * makespan)``.
+
+        Every rank counts from 0 to the common makespan, as in a training step that ends with
+        a synchronised optimizer step. With F = B = 1 and free transfers this is
+        (p - 1) / (m + p - 1) for GPipe and 1F1B and (p - 1) / (v m + p - 1) for interleaved
+        1F1B when p divides m.
+        """
+        if self.makespan == 0:
+            return 0.0
+        return sum(self.idle.values()) / (self.schedule.num_ranks * self.makespan)
+
+    @property
+    def span_bubble_fraction(self) -> float:
+        """Idle share within each rank's own span (its first start to its last end).
+
+        This leaves out the start-up skew (rank r cannot start before r forwards) and the
+        tail, as when ranks do not wait for each other at the end of a step; it is the sense
+        in which ZB-H2 is "zero bubble". ``sum(span idle) / sum(spans)``.
+        """
+        spans = idle = 0.0
+        for r, evs in self.events.items():
+            compute = [(s, e) for a, s, e in evs if a.kind in COMPUTE_KINDS]
+            if not compute:
+                continue
+            span = compute[-1][1] - compute[0][0]
+            spans += span
+            idle += span - self.busy[r]
+        return idle / spans if spans else 0.0
+
+
+def simulate(
+    schedule: Schedule,
+    costs: Mapping[str, float] | None = None,
+) -> Timeline:
+    """Simulate ``schedule`` and return its :class:`Timeline`.
+
+    What it models: each rank runs its list in order, one action at a time; an action starts
+    when its rank is free and its inputs are there (F after the previous stage's F, B or I
+    after the next stage's B or I and this stage's F, W after this stage's I); a transfer
+    between ranks takes ``costs["send"]`` and overlaps with compute (sends do not block the
+    sender; receives block the receiver). Costs are per kind, or per stage and kind
+    (``"F@3"``) for unbalanced stages. Compute-only and lowered schedules give the same times.
+
+    What it does not model: memory limits, transfers competing for links, launch overheads,
+    variation between microbatches, the optimizer step. Idle slots (``None``) take no time.
+
+    A schedule that cannot finish raises ScheduleError with the partial grid, each blocked
+    rank marked ``<-- here``.
+
+    >>> from hlopipe.schedules import get
+    >>> t = simulate(get("1f1b", 4, 8), {"F": 1, "B": 1})
+    >>> t.makespan, round(t.bubble_fraction, 4), t.peak_activations[0]
+    (22.0, 0.2727, 4)
+    """
+    c = resolve_costs(costs)
+    by_stage = {
+        (int(k.partition("@")[2]), k.partition("@")[0]): v for k, v in c.items() if "@" in k
+    }
+    for stage, _ in by_stage:
+        if stage >= schedule.num_stages:
+            raise ScheduleError(
+                f"cost for stage {stage}, but the schedule has {schedule.num_stages}"
+            )
+
+    def duration(a: Action) -> float:
+        if a.kind not in COMPUTE_KINDS:
+            return 0.0
+        return by_stage.get((a.stage, a.kind.value), c[a.kind.value])
+
+    events = _engine.run(schedule, duration, c["send"])
+    makespan = max((e for evs in events.values() for _, _, e in evs), default=0.0)
+    busy = {
+        r: sum(e - s for a, s, e in evs if a.kind in COMPUTE_KINDS) for r, evs in events.items()
+    }
+    idle = {r: makespan - b for r, b in busy.items()}
+    return Timeline(schedule, c, events, makespan, busy, idle, _peaks(schedule, events))
+
+
+def _peaks(
+    schedule: Schedule, events: dict[int, list[tuple[Action, float, float]]]
+) -> dict[int, int]:
+    training = schedule.has_backward
+    peaks: dict[int, int] = {}
+    for r, evs in events.items():
+        born: dict[tuple[int, int], float] = {}
+        changes: list[tuple[float, int]] = []
+        for a, s, e in evs:
+            key = (a.stage, a.microbatch)
+            if a.kind is Kind.F:
+                born[key] = s
+                if not training:
+                    changes += [(s, +1), (e, -1)]
+            elif a.kind in (Kind.B, Kind.W):
+                changes += [(born[key], +1), (e, -1)]
+        # At equal times a release comes before an allocation.
+        changes.sort()
+        live = peak = 0
+        for _, delta in changes:
+            live += delta
+            peak = max(peak, live)
+        peaks[r] = peak
+    return peaks
+
+
+def align(schedule: Schedule) -> Schedule:
+    """The compute actions laid out in time: with every action one step, where each runs.
+
+    Idle steps become ``None``, so the grid shows the bubbles as the papers draw them.
+
+    >>> from hlopipe.schedules import get
+    >>> [str(a) if a else "." for a in align(get("gpipe", 2, 1)).actions[0]]
+    ['0F0', '.', '.', '0B0']
+    """
+    compute = schedule.compute_only()
+    ones = {"F": 1.0, "B": 1.0, "I": 1.0, "W": 1.0, "send": 0.0}
+    events = simulate(compute, ones).events
+    rows: dict[int, list[Action | None]] = {}
+    for r, evs in events.items():
+        row: list[Action | None] = []
+        for a, s, _ in evs:
+            row += [None] * (int(s) - len(row))
+            row.append(a)
+        rows[r] = row
+    return compute.replace_actions(rows)
