@@ -79,3 +79,85 @@ def _one_line(e: BaseException) -> str:
 # inspect, run (io/rehydrate) · schedule (schedules) · conformance (rehydrate) ·
 # split (stages) · train, demo (runtime) · launch (distributed).
 # ---------------------------------------------------------------------------------------------
+
+
+# -- schedule (schedules) ---------------------------------------------------------------------
+
+
+def _add_schedule(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "name",
+        help="schedule name: gpipe, 1f1b, interleaved-1f1b, looped-bfs, "
+        "zb-h1, zb-h2, zb-v, inference (case-insensitive)",
+    )
+    p.add_argument("--ranks", type=int, default=4, help="pipeline ranks (default 4)")
+    p.add_argument("--microbatches", type=int, default=8, help="microbatches (default 8)")
+    p.add_argument(
+        "--virtual", type=int, default=None, help="stages per rank (default: the schedule's own)"
+    )
+    p.add_argument(
+        "--costs", default=None, help="costs such as F=1,B=2,W=1,send=0.1 (F@3=1.5: stage 3's F)"
+    )
+    p.add_argument("--plot", default=None, metavar="PATH", help="write a Gantt chart (.png/.svg)")
+    p.add_argument("--trace", default=None, metavar="PATH", help="write a Chrome trace (.json)")
+    p.add_argument("--json", action="store_true", help="print JSON instead of the grid")
+
+
+@_register("schedule", help="generate, check and simulate a pipeline schedule")(_add_schedule)
+def _cmd_schedule(args: argparse.Namespace) -> int:
+    import json
+
+    from hlopipe import schedules
+
+    costs = schedules.parse_costs(args.costs) if args.costs else None
+    schedule = schedules.get(args.name, args.ranks, args.microbatches, args.virtual)
+    schedules.validate(schedule)
+    lowered = schedules.lower(schedule)
+    schedules.validate(lowered)
+    timeline = schedules.simulate(lowered, costs)
+    if args.plot:
+        schedules.plot(timeline, args.plot)
+    if args.trace:
+        schedules.to_chrome_trace(timeline, args.trace)
+    summary = {
+        "makespan": timeline.makespan,
+        "bubble_fraction": timeline.bubble_fraction,
+        "span_bubble_fraction": timeline.span_bubble_fraction,
+        "peak_activations": timeline.peak_activations,
+    }
+    if args.json:
+        doc = {
+            "name": schedule.name,
+            "num_ranks": schedule.num_ranks,
+            "num_stages": schedule.num_stages,
+            "num_microbatches": schedule.num_microbatches,
+            "stage_to_rank": list(schedule.stage_to_rank),
+            "actions": {r: [str(a) for a in row if a] for r, row in schedule.actions.items()},
+            "costs": timeline.costs,
+            **summary,
+        }
+        print(json.dumps(doc, indent=1))
+        return 0
+    from rich.console import Console
+    from rich.text import Text
+
+    console = Console(highlight=False)
+    grid = Text(schedules.format_grid(schedules.align(schedule)))
+    for kind, style in (("F", "blue"), ("B", "green"), ("I", "cyan"), ("W", "magenta")):
+        grid.highlight_regex(rf"\b\d+{kind}\d+\b", style)
+    console.print(
+        f"[bold]{schedule.name}[/]: {schedule.num_ranks} ranks, {schedule.num_stages} stages, "
+        f"{schedule.num_microbatches} microbatches (grid: one step per action)"
+    )
+    console.print(grid, soft_wrap=True)
+    peaks = " ".join(str(timeline.peak_activations[r]) for r in range(schedule.num_ranks))
+    console.print(
+        f"makespan {timeline.makespan:g}  bubble {timeline.bubble_fraction:.2%}  "
+        f"(within each rank's span {timeline.span_bubble_fraction:.2%})  "
+        f"peak activations per rank: {peaks}",
+        soft_wrap=True,
+    )
+    for label, path in (("plot", args.plot), ("trace", args.trace)):
+        if path:
+            console.print(f"{label} written to {path}")
+    return 0
