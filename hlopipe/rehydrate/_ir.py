@@ -432,9 +432,10 @@ def _scalars(words: list[str], dtype: np.dtype) -> np.ndarray:
         return np.array(
             [w == "true" or (w not in ("false",) and int(w, 0) != 0) for w in words], dtype=bool
         )
-    if dtype.kind in "iu" or (dtype.kind == "V") or _is_int_ml(dtype):
+    if not _is_float(dtype):
         vals = [int(w, 16) if w.lower().startswith(("0x", "-0x", "+0x")) else int(w) for w in words]
-        return np.array(vals, dtype=np.int64 if dtype.kind != "u" else np.uint64).astype(dtype)
+        unsigned = jnp_unsigned(dtype)
+        return np.array(vals, dtype=np.uint64 if unsigned else np.int64).astype(dtype)
     # floating point: hex words are bit patterns of the element type
     if all(not w.lower().lstrip("+-").startswith("0x") for w in words):
         return np.array([float(w) for w in words], dtype=np.float64).astype(dtype)
@@ -448,8 +449,16 @@ def _scalars(words: list[str], dtype: np.dtype) -> np.ndarray:
     return out
 
 
-def _is_int_ml(dtype: np.dtype) -> bool:
-    return dtype.name in ("int2", "int4", "uint2", "uint4")
+def jnp_unsigned(dtype: np.dtype) -> bool:
+    import jax.numpy as jnp
+
+    return bool(jnp.issubdtype(dtype, jnp.unsignedinteger))
+
+
+def _is_float(dtype: np.dtype) -> bool:
+    import jax.numpy as jnp
+
+    return bool(jnp.issubdtype(dtype, jnp.floating))
 
 
 _ATTR_ITEM = re.compile(r"([\w.$]+)\s*=\s*")

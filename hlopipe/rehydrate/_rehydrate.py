@@ -9,7 +9,7 @@ from typing import Any
 import jax
 import numpy as np
 
-from hlopipe.errors import RehydrateError
+from hlopipe.errors import HlopipeError, LoadError, RehydrateError
 from hlopipe.io import Program, TokenType, load
 from hlopipe.io._types import mlir_name
 from hlopipe.rehydrate import ops as _ops  # noqa: F401  (registers every rule)
@@ -21,7 +21,12 @@ def module_ir(program: Program) -> ModuleIR:
     """The program read into Python records (made once per program, then cached)."""
     mir = program.extra.get("ir")
     if mir is None:
-        mir = ModuleIR(program.module, program.context, source=program.source)
+        try:
+            mir = ModuleIR(program.module, program.context, source=program.source)
+        except HlopipeError:
+            raise
+        except Exception as e:
+            raise LoadError(f"{program.source}: cannot read the module: {e}") from e
         program.extra["ir"] = mir
     return mir
 
