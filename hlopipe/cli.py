@@ -9,6 +9,7 @@ traceback under ``--debug``).
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import traceback
 from collections.abc import Callable, Sequence
@@ -19,7 +20,7 @@ from hlopipe.errors import HlopipeError
 _COMMANDS: dict[str, tuple[Callable[[argparse.ArgumentParser], None], Callable[..., int]]] = {}
 
 
-def _register(name: str, help: str):  # noqa: A002 - argparse's word
+def _register(name: str, help: str):
     def deco(adder: Callable[[argparse.ArgumentParser], None]):
         def wrap(handler: Callable[[argparse.Namespace], int]):
             _COMMANDS[name] = (adder, handler)
@@ -45,14 +46,20 @@ def build_parser() -> argparse.ArgumentParser:
     sub.required = True
     for name, (adder, handler) in _COMMANDS.items():
         p = sub.add_parser(name, help=handler.__doc__, description=handler.__doc__)
-        p.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
-                       help="show tracebacks on errors")
+        p.add_argument(
+            "--debug",
+            action="store_true",
+            default=argparse.SUPPRESS,
+            help="show tracebacks on errors",
+        )
         adder(p)
         p.set_defaults(_handler=handler)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    # XLA's C++ INFO logs would drown the output.
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")
     parser = build_parser()
     args = parser.parse_args(argv)
     debug = getattr(args, "debug", False)
@@ -161,3 +168,174 @@ def _cmd_schedule(args: argparse.Namespace) -> int:
         if path:
             console.print(f"{label} written to {path}")
     return 0
+
+
+# ---- inspect, run (io / rehydrate) ------------------------------------------------------------
+
+
+def _add_inspect(p: argparse.ArgumentParser) -> None:
+    p.add_argument("file", help="an XLA program (any format), a dump folder, or a manifest.json")
+    p.add_argument("--module", help="in a dump folder, the module to pick")
+    p.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    p.add_argument("--no-cost", action="store_true", help="skip XLA's cost analysis")
+
+
+@_register("inspect", "show a program's format, signature, ops, cost, markers, unsupported ops")(
+    _add_inspect
+)
+def _cmd_inspect(args: argparse.Namespace) -> int:
+    import json
+    from pathlib import Path
+
+    if Path(args.file).name == "manifest.json":
+        from hlopipe import stages
+
+        print(stages.format_manifest(args.file))
+        return 0
+    from hlopipe.io import load
+    from hlopipe.io._program import _fmt_aval
+    from hlopipe.rehydrate import module_ir, scan_unsupported
+
+    prog = load(args.file, module=args.module)
+    counts = prog.op_counts(entry_only=False)
+    cost: dict[str, float] = {}
+    if not args.no_cost:
+        try:
+            cost = prog.cost_analysis()
+        except Exception as e:  # cost analysis is informative only
+            cost = {"error": str(e).splitlines()[0]}  # type: ignore[dict-item]
+    unsupported = scan_unsupported(module_ir(prog), prog.entry)
+    info = {
+        "file": args.file,
+        "format": prog.format,
+        "entry": prog.entry,
+        "inputs": [_fmt_aval(a) for a in prog.in_avals],
+        "outputs": [_fmt_aval(a) for a in prog.out_avals],
+        "ops": dict(counts.most_common()),
+        "flops": cost.get("flops"),
+        "bytes_accessed": cost.get("bytes accessed"),
+        "stage_markers": prog.stage_markers(),
+        "unsupported": [{"op": n, "count": c, "first": loc} for n, c, loc in unsupported],
+    }
+    if args.json:
+        print(json.dumps(info, indent=1))
+        return 0
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console(highlight=False)
+    console.print(f"[bold]{args.file}[/]  format [cyan]{prog.format}[/]  entry @{prog.entry}")
+    console.print(f"inputs : ({', '.join(info['inputs'])})", soft_wrap=True)
+    console.print(f"outputs: ({', '.join(info['outputs'])})", soft_wrap=True)
+    if info["flops"] is not None:
+        console.print(
+            f"cost   : {info['flops']:.4g} FLOPs, {info['bytes_accessed']:.4g} bytes "
+            "accessed (XLA cost analysis, before optimisation)"
+        )
+    console.print(f"stage markers: {info['stage_markers']}")
+    table = Table("op", "count", title=f"{sum(counts.values())} ops")
+    for name, n in counts.most_common():
+        table.add_row(name, str(n))
+    console.print(table)
+    if unsupported:
+        console.print(f"[red]unsupported ops ({len(unsupported)}):[/]")
+        for name, n, loc in unsupported:
+            console.print(f"  {name}  ×{n}  first at {loc}", soft_wrap=True)
+    else:
+        console.print("[green]every op has a rehydration rule[/]")
+    return 0
+
+
+def _add_run(p: argparse.ArgumentParser) -> None:
+    p.add_argument("file", help="an XLA program (any format) or a dump folder")
+    p.add_argument("--module", help="in a dump folder, the module to pick")
+    p.add_argument("--inputs", help=".npz with the arguments (arg0, arg1, ... or in order)")
+    p.add_argument("--outputs", help="write the results to this .npz")
+    p.add_argument("--seed", type=int, default=0, help="seed of the random inputs")
+    p.add_argument("--no-jit", action="store_true", help="run op by op instead of jitted")
+    p.add_argument("--x64", action="store_true", help="enable 64-bit types (auto when needed)")
+
+
+@_register("run", "rehydrate a program and run it on given or random inputs")(_add_run)
+def _cmd_run(args: argparse.Namespace) -> int:
+    import jax
+    import numpy as np
+
+    from hlopipe.errors import HlopipeError
+    from hlopipe.io import TokenType, load
+    from hlopipe.io._program import _fmt_aval
+
+    prog = load(args.file, module=args.module)
+    avals = [a for a in prog.in_avals if not isinstance(a, TokenType)]
+    wide = any(np.dtype(a.dtype).itemsize == 8 for a in avals)
+    if args.x64 or wide:
+        jax.config.update("jax_enable_x64", True)
+    fn = prog.as_function()
+    if args.inputs:
+        try:
+            data = np.load(args.inputs)
+        except (OSError, ValueError) as e:
+            raise HlopipeError(f"{args.inputs}: cannot read as .npz: {e}") from None
+        keys = list(data.keys())
+        if len(keys) != len(avals):
+            raise HlopipeError(
+                f"{args.inputs} holds {len(keys)} arrays, the program takes {len(avals)}"
+            )
+        named = [f"arg{i}" for i in range(len(avals))]
+        values = [data[k] for k in (named if set(named) <= set(keys) else keys)]
+    else:
+        values = _random_inputs(avals, args.seed)
+    run = fn if args.no_jit else jax.jit(fn)
+    out = run(*values)
+    outs = out if isinstance(out, tuple) else (out,)
+    for i, o in enumerate(outs):
+        arr = np.asarray(o)
+        stats = ""
+        if arr.size and arr.dtype.kind in "fiu":
+            stats = (
+                f"  mean {arr.astype(np.float64).mean():.6g}  min {arr.min():.6g}  "
+                f"max {arr.max():.6g}"
+            )
+        print(f"out{i}: {_fmt_aval(jax.ShapeDtypeStruct(arr.shape, arr.dtype))}{stats}")
+        if arr.size <= 8:
+            print(f"  {arr.tolist()}")
+    if args.outputs:
+        np.savez(args.outputs, **{f"out{i}": np.asarray(o) for i, o in enumerate(outs)})
+        print(f"outputs written to {args.outputs}")
+    return 0
+
+
+def _random_inputs(avals: list, seed: int) -> list:
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    values = []
+    for a in avals:
+        dt = np.dtype(a.dtype)
+        if dt == np.dtype(bool):
+            values.append(rng.random(a.shape) < 0.5)
+        elif dt.kind in "iu":
+            values.append(rng.integers(0, 4, a.shape).astype(dt))
+        elif dt.kind == "c":
+            values.append(
+                (rng.standard_normal(a.shape) + 1j * rng.standard_normal(a.shape)).astype(dt)
+            )
+        else:
+            values.append(rng.standard_normal(a.shape).astype(dt))
+    return values
+
+
+# ---- demo -------------------------------------------------------------------------------------
+
+
+def _add_demo(p: argparse.ArgumentParser) -> None:
+    del p
+
+
+@_register("demo", "the main job on a built-in default: rehydrate a tiny GPT loss from HLO")(
+    _add_demo
+)
+def _cmd_demo(args: argparse.Namespace) -> int:
+    from hlopipe.demo import main as demo_main
+
+    return demo_main()

@@ -49,6 +49,8 @@ for _name, _attr in [
         _DTYPES[_name] = np.dtype(getattr(ml_dtypes, _attr))
 
 _NAMES = {v: k for k, v in _DTYPES.items()}
+# `index` only appears in attributes (e.g. dense<...> : tensor<2xindex>); read it as int64.
+_DTYPES["index"] = np.dtype(np.int64)
 
 TOKEN = "!stablehlo.token"
 

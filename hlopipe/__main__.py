@@ -1,0 +1,5 @@
+import sys
+
+from hlopipe.cli import main
+
+sys.exit(main())

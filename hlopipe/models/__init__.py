@@ -1,0 +1,5 @@
+"""Small built-in models for the demo, the tests and the benchmarks (pure JAX)."""
+
+from hlopipe.models import cnn, gpt, mlp
+
+__all__ = ["cnn", "gpt", "mlp"]
