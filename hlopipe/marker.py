@@ -18,6 +18,7 @@ from collections.abc import Mapping
 from typing import Any
 
 import jax
+from jax.extend import source_info_util
 from jax.extend.core import Primitive
 from jax.interpreters import ad, batching, mlir
 
@@ -27,6 +28,9 @@ __all__ = [
     "stage_boundary",
     "stage_boundary_p",
 ]
+
+# error messages and source locations point at the caller, not at this module
+source_info_util.register_exclusion(__file__)
 
 #: The frontend attribute that marks an ``optimization_barrier`` as a stage boundary.
 ATTRIBUTE = "hlopipe.stage_boundary"

@@ -131,8 +131,8 @@ def inline(closed: Any, predicate: Callable[[Any], bool]) -> Any:
                     else:
                         outs = run(body, [], *invals)
                 else:
-                    subfuns, params = eqn.primitive.get_bind_params(eqn.params)
-                    outs = eqn.primitive.bind(*subfuns, *invals, **params)
+                    params = eqn.primitive.get_bind_params(eqn.params)
+                    outs = eqn.primitive.bind(*invals, **params)
                     if not eqn.primitive.multiple_results:
                         outs = [outs]
             for v, x in zip(eqn.outvars, outs):
@@ -206,7 +206,8 @@ def make_closed(
     effects = set()
     for eqn in eqns:
         effects |= set(eqn.effects)
-    jaxpr = Jaxpr(constvars, list(invars), list(outvars), list(eqns), frozenset(effects))
+    info = jcore.DebugInfo("hlopipe.stages", "<stage>", None, None)
+    jaxpr = Jaxpr(constvars, list(invars), list(outvars), list(eqns), frozenset(effects), info)
     return ClosedJaxpr(jaxpr, [const_of[v] for v in constvars])
 
 

@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from hlopipe.errors import StageError
+from hlopipe.stages._jaxpr import Literal, aval_bytes
 
 
 @dataclass(frozen=True)
@@ -217,16 +218,14 @@ def crossing_bytes(
     last: dict[Any, int] = {}
     for i, eqn in enumerate(eqns):
         for v in eqn.invars:
-            if v in defined:
+            if not isinstance(v, Literal) and v in defined:
                 last[v] = i
         for v in eqn.outvars:
             defined[v] = i
     for v in outvars:
-        if v in defined:
+        if not isinstance(v, Literal) and v in defined:
             last[v] = n
     delta = np.zeros(n + 2)
-    from hlopipe.stages._jaxpr import aval_bytes
-
     for v, d in defined.items():
         u = last.get(v)
         if u is None or u <= d:

@@ -1,0 +1,169 @@
+"""Splitting at markers and automatically; chained per-stage autodiff against jax.value_and_grad."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import hlopipe
+from hlopipe.errors import StageError
+from hlopipe.marker import stage_boundary
+from ._models import mlp_loss, mlp_params, tf_loss, tf_params
+
+
+def _close(a, b, tol=1e-5):
+    for x, y in zip(jax.tree_util.tree_leaves(a), jax.tree_util.tree_leaves(b), strict=True):
+        np.testing.assert_allclose(np.asarray(x), np.asarray(y), rtol=tol, atol=tol)
+
+
+@pytest.fixture(scope="module")
+def mlp():
+    k1, k2, k3 = jax.random.split(jax.random.key(1), 3)
+    params = mlp_params(k1)
+    x, y = jax.random.normal(k2, (5, 6)), jax.random.normal(k3, (5, 4))
+    return params, x, y, hlopipe.split(mlp_loss, params, x, y)
+
+
+@pytest.fixture(scope="module")
+def tf():
+    k1, k2, k3 = jax.random.split(jax.random.key(2), 3)
+    params = tf_params(k1, layers=2)
+    tok = jax.random.randint(k2, (2, 5), 0, 11)
+    tgt = jax.random.randint(k3, (2, 5), 0, 11)
+
+    def loss(p, a, b):
+        return tf_loss(p, a, b, skip=True)
+
+    return params, tok, tgt, loss, hlopipe.split(loss, params, tok, tgt)
+
+
+def test_mlp_stages(mlp):
+    params, x, y, staged = mlp
+    assert staged.num_stages == 4
+    _close(staged(params, x, y), mlp_loss(params, x, y))
+    # each layer's parameters go straight to the stage that uses them
+    assert staged.stage(0).param_paths == ("[0][0]['b']", "[0][0]['w']", "[1]")
+    assert staged.stage(1).param_paths == ("[0][1]['b']", "[0][1]['w']")
+    assert staged.stage(3).param_paths[-1] == "[2]"  # y, only used by the last stage
+    for s in range(1, 4):
+        (r,) = staged.stage(s).receives
+        assert r.src == s - 1 and r.aval.shape == (5, 16)
+    assert staged.stage(3).program_outputs == ((0, 0),)
+    assert all(st.cost.flops > 0 for st in staged.stages)
+
+
+@pytest.mark.parametrize("remat", [False, True])
+def test_mlp_chained_grads(mlp, remat):
+    params, x, y, staged = mlp
+    ref = jax.value_and_grad(mlp_loss)(params, x, y)
+    _close(staged.value_and_grad(params, x, y, remat=remat), ref)
+    _close(staged.value_and_grad(params, x, y, remat=remat, split_backward=True), ref)
+
+
+def test_transformer_tied_embedding_and_skip(tf):
+    params, tok, tgt, loss, staged = tf
+    assert staged.num_stages == 3
+    _close(staged(params, tok, tgt), loss(params, tok, tgt))
+    embed = "[0]['embed']"
+    assert embed in staged.stage(0).param_paths and embed in staged.stage(2).param_paths
+    assert embed not in staged.stage(1).param_paths
+    srcs = sorted(r.src for r in staged.stage(2).receives)
+    assert srcs == [0, 1]  # the skip connection jumps over stage 1
+    assert any(s.dst == 2 for s in staged.stage(0).sends)
+
+
+@pytest.mark.parametrize("split_backward", [False, True])
+def test_transformer_chained_grads(tf, split_backward):
+    params, tok, tgt, loss, staged = tf
+    ref = jax.value_and_grad(loss)(params, tok, tgt)
+    got = staged.value_and_grad(params, tok, tgt, split_backward=split_backward)
+    _close(got, ref)
+    # the tied embedding's gradient is the sum of both stages' contributions
+    fb0, fb2 = staged.stage(0).forward_backward(), staged.stage(2).forward_backward()
+    assert fb0.diff_params and fb2.diff_params
+
+
+def test_stage_autodiff_signature(tf):
+    params, tok, tgt, _, staged = tf
+    st = staged.stage(1)
+    fb = st.forward_backward()
+    flat = jax.tree_util.tree_leaves((params, tok, tgt))
+    p = [flat[i] for i in st.params_needed]
+    xs = [jnp.ones(r.aval.shape, r.aval.dtype) for r in st.receives]
+    outs, res = jax.jit(fb.forward)(p, xs)
+    assert [o.shape for o in outs] == [a.shape for a in st.outputs]
+    assert [r.shape for r in res] == [a.shape for a in fb.residual_avals]
+    # parameters are never saved as residuals: backward takes them directly
+    assert fb.forward_jaxpr.jaxpr.invars[0] not in fb.forward_jaxpr.jaxpr.outvars
+    cts = [jnp.ones(st.outputs[i].shape) for i in fb.diff_outputs]
+    gi, gp = jax.jit(fb.backward)(p, res, cts)
+    gi2, wres = jax.jit(fb.backward_input)(p, res, cts)
+    gp2 = jax.jit(fb.backward_weight)(p, wres)
+    _close((gi, gp), (gi2, gp2))
+    assert len(gp) == len(fb.diff_params) == len(st.params_needed)
+    # W does no input-cotangent work: its jaxpr is smaller than the whole backward
+    assert len(fb.weight_jaxpr.jaxpr.eqns) < len(fb.backward_jaxpr.jaxpr.eqns)
+    # remat keeps only the stage inputs
+    rm = st.forward_backward(remat=True)
+    assert [a.shape for a in rm.residual_avals] == [r.aval.shape for r in st.receives]
+
+
+def test_markers_inside_jit_are_inlined():
+    inner = jax.jit(lambda x: stage_boundary(jnp.sin(x)) * 2)
+
+    def f(x):
+        return jnp.sum(inner(x) ** 2)
+
+    staged = hlopipe.split(f, jnp.arange(3.0))
+    assert staged.num_stages == 2
+    _close(staged(jnp.arange(3.0)), f(jnp.arange(3.0)))
+
+
+def test_errors_name_where():
+    def two(x):
+        return stage_boundary(stage_boundary(x * 2) + 1).sum()
+
+    with pytest.raises(StageError, match=r"num_stages=5.*2 stage_boundary markers.*test_split"):
+        hlopipe.split(two, jnp.ones(3), num_stages=5)
+
+    def in_scan(x):
+        return jax.lax.scan(lambda c, _: (stage_boundary(c * 2), None), x, None, length=2)[0]
+
+    with pytest.raises(StageError, match=r"inside a scan body at .*test_split\.py:\d+"):
+        hlopipe.split(in_scan, jnp.ones(3))
+
+    with pytest.raises(StageError, match="no stage_boundary markers; pass num_stages"):
+        hlopipe.split(lambda x: x * 2, jnp.ones(3))
+
+    with pytest.raises(StageError, match="at most 1 stages"):
+        hlopipe.split(lambda x: x * 2, jnp.ones(3), num_stages=2)
+
+
+def test_auto_split_24_layers_cuts_between_layers():
+    params = tf_params(jax.random.key(3), layers=24)
+    tok = jnp.zeros((2, 5), jnp.int32)
+    marked = jax.make_jaxpr(lambda p, a, b: tf_loss(p, a, b))(params, tok, tok)
+    marks = [i for i, e in enumerate(marked.jaxpr.eqns) if e.primitive.name == "stage_boundary"]
+    layer_bounds = {m - k for k, m in enumerate(marks)}  # same positions without the markers
+    first = marks[0] - len(jax.make_jaxpr(lambda p: p)(1.0).jaxpr.eqns)
+    del first
+
+    def loss(p, a, b):
+        return tf_loss(p, a, b, markers=False)
+
+    staged = hlopipe.split(loss, params, tok, tok, num_stages=4)
+    assert staged.repeated is not None and staged.repeated.count >= 23
+    starts = np.cumsum([0] + [st.num_eqns for st in staged.stages])[1:-1]
+    assert set(starts.tolist()) <= layer_bounds, (starts, sorted(layer_bounds))
+    costs = [st.cost.time for st in staged.stages]
+    assert max(costs) < 1.3 * min(costs)
+    _close(staged(params, tok, tok), loss(params, tok, tok))
+
+
+def test_auto_split_opens_a_jitted_model(mlp):
+    params, x, y, _ = mlp
+    f = jax.jit(lambda p, a, b: mlp_loss(p, a, b, markers=False))
+    staged = hlopipe.split(f, params, x, y, num_stages=2)
+    assert staged.num_stages == 2 and all(st.num_eqns > 1 for st in staged.stages)
+    _close(staged(params, x, y), f(params, x, y))
+    _close(staged.value_and_grad(params, x, y), jax.value_and_grad(f)(params, x, y))
