@@ -21,11 +21,11 @@ def format_grid(
         ends with ``<-- here``.
       upto: rank -> step after which that rank's row is cut (``...``), for partial grids.
 
-    >>> from hlopipe.schedules import get
-    >>> print(format_grid(get("gpipe", 2, 1)))
+    >>> from hlopipe.schedules import align, get
+    >>> print(format_grid(align(get("gpipe", 2, 1))))
     step    0   1   2   3
-    rank 0  0F0         0B0
-    rank 1      1F0 1B0
+    rank 0  0F0 .   .   0B0
+    rank 1  .   1F0 1B0
     """
     marks = marks or {}
     upto = upto or {}

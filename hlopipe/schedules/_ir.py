@@ -183,6 +183,7 @@ class Schedule:
         >>> print(Schedule("t", 1, 1, 1, (0,), {0: [None, Action(0, Kind.F, 0)]}).to_text())
         # hlopipe-schedule {"name": "t", "num_ranks": 1, "num_stages": 1, "num_microbatches": 1, "stage_to_rank": [0]}
         0: . 0F0
+        <BLANKLINE>
         """  # noqa: E501
         lines = [self._header()]
         for r in range(self.num_ranks):
