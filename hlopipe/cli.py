@@ -240,7 +240,7 @@ def _cmd_inspect(args: argparse.Namespace) -> int:
     if unsupported:
         console.print(f"[red]unsupported ops ({len(unsupported)}):[/]")
         for name, n, loc in unsupported:
-            console.print(f"  {name}  ×{n}  first at {loc}", soft_wrap=True)
+            console.print(f"  {name}  x{n}  first at {loc}", soft_wrap=True)
     else:
         console.print("[green]every op has a rehydration rule[/]")
     return 0
@@ -339,3 +339,33 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     from hlopipe.demo import main as demo_main
 
     return demo_main()
+
+
+# -- split (stages) ---------------------------------------------------------------------------
+
+
+def _add_split(p: argparse.ArgumentParser) -> None:
+    p.add_argument("file", help="an XLA program (HLO / StableHLO text or proto, jax.export, ...)")
+    how = p.add_mutually_exclusive_group(required=True)
+    how.add_argument("--at-markers", action="store_true", help="cut at stage_boundary markers")
+    how.add_argument("--stages", type=int, metavar="N", help="choose N cost-balanced stages")
+    p.add_argument("-o", "--output", required=True, metavar="DIR", help="output folder")
+    p.add_argument("--format", choices=("hlo", "stablehlo"), default="hlo", help="module format")
+    p.add_argument(
+        "--no-autodiff", action="store_true", help="skip the per-stage forward/backward modules"
+    )
+
+
+@_register("split", help="cut a program into pipeline stages; write modules + manifest.json")(
+    _add_split
+)
+def _cmd_split(args: argparse.Namespace) -> int:
+    from hlopipe import io, stages
+
+    program = io.load(args.file)
+    staged = stages.split(program, num_stages=args.stages)
+    argnums = None if args.no_autodiff else tuple(range(len(program.in_avals)))
+    path = staged.export(args.output, format=args.format, argnums=argnums)
+    print(stages.format_manifest(path), end="")
+    print(f"wrote {path}")
+    return 0

@@ -160,7 +160,7 @@ def pick_entry(module: ir.Module, context: ir.Context) -> str:
                 continue
             name = ir.StringAttr(op.attributes["sym_name"]).value
             names.append(name)
-            vis = op.attributes["sym_visibility"] if "sym_visibility" in op.attributes else None
+            vis = op.attributes.get("sym_visibility", None)
             if vis is None or ir.StringAttr(vis).value == "public":
                 publics.append(name)
     if "main" in names:

@@ -103,7 +103,8 @@ def parse_tensor_type(text: str) -> tuple[tuple[int, ...], np.dtype]:
             break
         if m2.group(1) == "?":
             raise UnsupportedOpError(
-                f"dynamic shape in {text}: refine the shapes first (jax.export with concrete shapes)"
+                f"dynamic shape in {text}: refine the shapes first "
+                "(jax.export with concrete shapes)"
             )
         parts.append(int(m2.group(1)))
         rest = rest[m2.end() :]
