@@ -6,9 +6,10 @@ input_cts, param_grads)`` (``jax.vjp`` of the stage), and then cut by dataflow:
 * equations that do not depend on the cotangents and that the outputs need, or that
   depend on the inputs and the backward needs, form the **forward**; the values the backward
   needs from it are the **residuals** (saved, never recomputed);
-* equations that depend on the cotangents, plus those that depend only on parameters (cheap
-  to redo, e.g. a weight's transpose) form the **backward** — so residuals never duplicate
-  parameters, which backward takes directly;
+* equations that depend on the cotangents, plus those that depend only on differentiated
+  parameters (cheap to redo, e.g. a weight's transpose) form the **backward** — so residuals
+  never duplicate parameters, which backward takes directly (all of ``params``, differentiated
+  or not, are arguments of the backward);
 * the backward equations the input cotangents need form **I** (``backward_input``); the rest,
   needed for the parameter gradients, form **W** (``backward_weight``); the values W reads from
   I's world (intermediate cotangents, forward residuals, output cotangents) are W's residuals.
@@ -124,7 +125,9 @@ class StageAutodiff:
         return list(out[:a]), list(out[a:b]), list(out[b:])
 
 
-def build_autodiff(stage: Stage, diff_mask: Sequence[bool], *, remat: bool = False) -> StageAutodiff:
+def build_autodiff(
+    stage: Stage, diff_mask: Sequence[bool], *, remat: bool = False
+) -> StageAutodiff:
     """Trace the merged forward+backward of ``stage`` and cut it into its parts."""
     sj = stage.jaxpr
     P, X = len(stage.params_needed), len(stage.receives)
@@ -166,9 +169,10 @@ def build_autodiff(stage: Stage, diff_mask: Sequence[bool], *, remat: bool = Fal
     gi_v = jaxpr.outvars[O : O + GI]
     gp_v = jaxpr.outvars[O + GI :]
 
-    # taint: does a value depend on the cotangents / on the inputs?
+    # taint: does a value depend on the cotangents / on per-microbatch data (the received inputs
+    # and the original arguments that are not differentiated, e.g. the batch itself)?
     ct_dep = set(cvars)
-    x_dep = set(xvars)
+    x_dep = set(xvars) | {v for i, v in enumerate(pvars) if i not in diff_params}
     eqn_ct = [False] * len(eqns)
     eqn_x = [False] * len(eqns)
     for i, e in enumerate(eqns):
@@ -230,9 +234,7 @@ def build_autodiff(stage: Stage, diff_mask: Sequence[bool], *, remat: bool = Fal
     w_defined = {v for e in w_eqns for v in e.outvars}
     pset = set(pvars)
     w_res = [
-        v
-        for v in used_by(w_eqns, gp_v)
-        if v not in w_defined and v not in pset and v not in consts
+        v for v in used_by(w_eqns, gp_v) if v not in w_defined and v not in pset and v not in consts
     ]
     provided = i_defined | set(residuals) | set(cvars)
     for v in w_res:
@@ -303,9 +305,7 @@ def chain_value_and_grad(
         for k, g in zip(fb.diff_params, gp):
             i = st.params_needed[k]
             grads[i] = g if i not in grads else grads[i] + g
-    flat_grads = [
-        grads.get(i, jnp.zeros(a.shape, a.dtype)) for i, a in enumerate(staged.in_avals)
-    ]
+    flat_grads = [grads.get(i, jnp.zeros(a.shape, a.dtype)) for i, a in enumerate(staged.in_avals)]
     tree = jax.tree_util.tree_unflatten(staged.in_tree, flat_grads)
     g_out = tuple(tree[i] for i in nums)
     return loss, (g_out[0] if isinstance(argnums, int) else g_out)

@@ -24,7 +24,7 @@ _MOVEMENT = frozenset(
         "dynamic_slice", "dynamic_update_slice", "concatenate", "pad", "gather", "rev",
         "copy", "copy_p", "convert_element_type", "bitcast_convert_type", "iota", "select_n",
         "stage_boundary", "optimization_barrier", "device_put", "sharding_constraint",
-        "squeeze", "split",
+        "split",
     }
 )  # fmt: skip
 _REDUCTIONS = frozenset(

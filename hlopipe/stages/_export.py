@@ -26,7 +26,7 @@ def _aval(a: Any) -> dict[str, Any]:
     return {"shape": list(a.shape), "dtype": str(np.dtype(a.dtype))}
 
 
-def module_text(closed: Any, format: str) -> str:  # noqa: A002
+def module_text(closed: Any, format: str) -> str:
     """HLO or StableHLO text of a ClosedJaxpr (markers become attributed barriers)."""
     avals = [J.sds(a) for a in closed.in_avals]
     lowered = jax.jit(lambda *a: jaxpr_as_fun(closed)(*a)).lower(*avals)
@@ -58,7 +58,9 @@ def manifest_dict(
                 {"arg": i, "path": p, **_aval(a)}
                 for i, p, a in zip(st.params_needed, st.param_paths, st.param_avals)
             ],
-            "inputs": [{"from_stage": r.src, "output": r.output, **_aval(r.aval)} for r in st.receives],
+            "inputs": [
+                {"from_stage": r.src, "output": r.output, **_aval(r.aval)} for r in st.receives
+            ],
             "outputs": [
                 {**_aval(a), "to": to.get(k, []), "program_output": prog_out.get(k)}
                 for k, a in enumerate(st.outputs)
@@ -136,7 +138,7 @@ def export(
     staged: StagedProgram,
     directory: str,
     *,
-    format: str = "hlo",  # noqa: A002
+    format: str = "hlo",
     argnums: int | Sequence[int] | None = 0,
 ) -> str:
     """Write the program, each stage and its autodiff parts as text, and ``manifest.json``.
@@ -196,7 +198,17 @@ def render_manifest(m: dict[str, Any]) -> str:
     from rich.table import Table
 
     t = Table(title=f"{m['num_stages']} stages" + (f" ({m['format']})" if m.get("format") else ""))
-    for col in ("stage", "eqns", "params", "receives", "sends to", "GFLOP", "pred. ms", "memory", "file"):
+    for col in (
+        "stage",
+        "eqns",
+        "params",
+        "receives",
+        "sends to",
+        "GFLOP",
+        "pred. ms",
+        "memory",
+        "file",
+    ):
         t.add_column(col, justify="left" if col in ("receives", "sends to", "file") else "right")
     for st in m["stages"]:
         pbytes = sum(int(np.prod(p["shape"])) * np.dtype(p["dtype"]).itemsize for p in st["params"])

@@ -16,6 +16,7 @@ more than ``max_candidates``.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -105,7 +106,7 @@ def partition(
         bounds.append(j)
     bounds.append(0)
     bounds.reverse()
-    stage_costs = tuple(float(cost[i, j]) for i, j in zip(bounds[:-1], bounds[1:]))
+    stage_costs = tuple(float(cost[i, j]) for i, j in itertools.pairwise(bounds))
     return Partition(tuple(bounds), stage_costs, float(best[n]))
 
 
@@ -137,8 +138,12 @@ def _token(eqn: Any, table: dict[Any, int]) -> int:
             params.append((k, id(v) if hasattr(v, "eqns") or hasattr(v, "jaxpr") else 0))
     key = (
         eqn.primitive.name,
-        tuple((getattr(v.aval, "shape", None), str(getattr(v.aval, "dtype", ""))) for v in eqn.invars),
-        tuple((getattr(v.aval, "shape", None), str(getattr(v.aval, "dtype", ""))) for v in eqn.outvars),
+        tuple(
+            (getattr(v.aval, "shape", None), str(getattr(v.aval, "dtype", ""))) for v in eqn.invars
+        ),
+        tuple(
+            (getattr(v.aval, "shape", None), str(getattr(v.aval, "dtype", ""))) for v in eqn.outvars
+        ),
         tuple(params),
     )
     return table.setdefault(key, len(table))
@@ -247,7 +252,7 @@ def candidate_boundaries(
             return span
         edges = np.linspace(lo, hi + 1, max_candidates + 1).astype(int)
         out = []
-        for a, b in zip(edges[:-1], edges[1:]):
+        for a, b in itertools.pairwise(edges):
             if b > a:
                 out.append(a + int(np.argmin(crossing[a:b])))
         return out

@@ -81,7 +81,9 @@ def merge(forward: Any, backward: Any, *, num_params: int, num_outputs: int) -> 
 
 
 def _leaves(x: Any) -> list[Any]:
-    return list(jax.tree_util.tree_leaves(x, is_leaf=lambda s: isinstance(s, jax.sharding.Sharding)))
+    return list(
+        jax.tree_util.tree_leaves(x, is_leaf=lambda s: isinstance(s, jax.sharding.Sharding))
+    )
 
 
 def shard_stage(
@@ -104,12 +106,15 @@ def shard_stage(
       residual input shardings, by construction.
 
     Example:
-      >>> ss = shard_stage(fb, mesh, [NamedSharding(mesh, P(None, "m"))] * fb.num_params)  # doctest: +SKIP
+      >>> shardings = [NamedSharding(mesh, P(None, "m"))] * fb.num_params  # doctest: +SKIP
+      >>> ss = shard_stage(fb, mesh, shardings)                     # doctest: +SKIP
       >>> ys_res = ss.forward(*params, *inputs)                     # doctest: +SKIP
     """
     P, X, O = fb.num_params, fb.num_inputs, fb.num_outputs
     if len(param_shardings) != P:
-        raise StageError(f"stage {fb.stage_index} has {P} parameters, got {len(param_shardings)} shardings")
+        raise StageError(
+            f"stage {fb.stage_index} has {P} parameters, got {len(param_shardings)} shardings"
+        )
     in_sh = list(input_shardings) if input_shardings is not None else [None] * X
     if len(in_sh) != X:
         raise StageError(f"stage {fb.stage_index} has {X} inputs, got {len(in_sh)} shardings")
@@ -125,7 +130,11 @@ def shard_stage(
     n_res = fb.num_residuals
     n_ct = len(fb.diff_outputs)
     m_avals = with_sh(merged.in_avals, [*param_shardings, *in_sh, *([None] * n_ct)])
-    mc = jax.jit(lambda *a: jaxpr_as_fun(merged)(*a)).lower(*m_avals).compile()
+    mc = (
+        jax.jit(lambda *a: tuple(jaxpr_as_fun(merged)(*a)), keep_unused=True)
+        .lower(*m_avals)
+        .compile()
+    )
     m_in = _leaves(mc.input_shardings[0])
     m_out = _leaves(mc.output_shardings)
     inputs_sh = m_in[P : P + X]
@@ -136,18 +145,20 @@ def shard_stage(
 
     fc = (
         jax.jit(
-            lambda *a: jaxpr_as_fun(fwd)(*a),
+            lambda *a: tuple(jaxpr_as_fun(fwd)(*a)),
             in_shardings=(*param_shardings, *inputs_sh),
             out_shardings=(*out_sh, *res_sh),
+            keep_unused=True,
         )
         .lower(*[J.sds(a) for a in fwd.in_avals])
         .compile()
     )
     bc = (
         jax.jit(
-            lambda *a: jaxpr_as_fun(bwd)(*a),
+            lambda *a: tuple(jaxpr_as_fun(bwd)(*a)),
             in_shardings=(*param_shardings, *res_sh, *ct_sh),
             out_shardings=(*gi_sh, *gp_sh),
+            keep_unused=True,
         )
         .lower(*[J.sds(a) for a in bwd.in_avals])
         .compile()

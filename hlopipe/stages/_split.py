@@ -191,7 +191,9 @@ class StagedProgram:
     def _flatten(self, args: Sequence[Any]) -> list[Any]:
         flat, tree = jax.tree_util.tree_flatten(tuple(args))
         if tree != self.in_tree:
-            raise StageError(f"arguments have structure {tree}, the program was split for {self.in_tree}")
+            raise StageError(
+                f"arguments have structure {tree}, the program was split for {self.in_tree}"
+            )
         return flat
 
     def run_forward(self, flat: Sequence[Any]) -> tuple[list[list[Any]], list[Any]]:
@@ -236,7 +238,9 @@ class StagedProgram:
 
         return chain_value_and_grad(self, args, argnums, remat=remat, split_backward=split_backward)
 
-    def export(self, directory: str, format: str = "hlo", *, argnums: int | Sequence[int] | None = 0) -> str:  # noqa: A002
+    def export(
+        self, directory: str, format: str = "hlo", *, argnums: int | Sequence[int] | None = 0
+    ) -> str:
         """Write each stage (and its forward/backward parts) plus ``manifest.json``.
 
         Args:
@@ -316,7 +320,9 @@ def split(
         jax.tree_util.keystr(p)
         for p, _ in jax.tree_util.tree_flatten_with_path(tuple(example_args))[0]
     ]
-    argnum_of = [_argnum(p) for p, _ in jax.tree_util.tree_flatten_with_path(tuple(example_args))[0]]
+    argnum_of = [
+        _argnum(p) for p, _ in jax.tree_util.tree_flatten_with_path(tuple(example_args))[0]
+    ]
 
     J.check_markers_placeable(closed.jaxpr)
     closed = J.inline(closed, lambda e: any(J.contains_marker(j) for j in J.sub_jaxprs(e)))
@@ -357,7 +363,11 @@ def _inline_heavy(closed: Any, num_stages: int) -> Any:
             return closed
         limit = total / (2 * num_stages)
         heavy = {id(e) for e, c in zip(closed.jaxpr.eqns, costs) if c > limit}
-        new = J.inline(closed, lambda e, h=heavy: id(e) in h and e.primitive.name in J.CALL_PRIMITIVES)
+
+        def is_heavy(e: Any, h: set[int] = heavy) -> bool:
+            return id(e) in h and e.primitive.name in J.CALL_PRIMITIVES
+
+        new = J.inline(closed, is_heavy)
         if new is closed:
             return closed
         closed = new

@@ -54,7 +54,7 @@ def _ln(x, g):
 
 
 def _layer(p, x):
-    b, t, d = x.shape
+    d = x.shape[-1]
     q, k, v = jnp.split(_ln(x, p["ln1"]) @ p["wqkv"], 3, axis=-1)
     att = jax.nn.softmax(q @ k.transpose(0, 2, 1) / jnp.sqrt(d), axis=-1)
     x = x + (att @ v) @ p["wo"]

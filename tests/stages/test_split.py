@@ -8,6 +8,7 @@ import pytest
 import hlopipe
 from hlopipe.errors import StageError
 from hlopipe.marker import stage_boundary
+
 from ._models import mlp_loss, mlp_params, tf_loss, tf_params
 
 
