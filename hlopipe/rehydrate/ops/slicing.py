@@ -1,0 +1,573 @@
+"""Slices, padding, gather and scatter.
+
+Out-of-bounds indices follow the StableHLO specification, not any one backend:
+
+- ``dynamic_slice`` / ``dynamic_update_slice`` clamp each start index into
+  ``[0, dim - size]``.
+- ``gather`` clamps each start index so that the whole slice is in bounds (XLA's own gather
+  does exactly this: ``mode=CLIP``).
+- ``scatter`` skips every *element* whose result index is out of bounds. XLA skips a whole
+  update window as soon as part of it is out of bounds; the two differ only for windows that
+  straddle an edge, and only along scattered dimensions whose window is wider than 1. Where
+  such windows can occur the rule scatters into a padded copy of the operand and slices the
+  padding off, which gives the per-element answer with the window-level scatter.
+
+Scatter regions that are one of add, multiply, minimum, maximum (or just return the update)
+become ``lax.scatter_add/mul/min/max`` or ``lax.scatter``, which JAX differentiates. Any other
+region (and variadic scatters whose results depend on each other) runs element by element:
+the region is applied with ``jax.vmap`` to all updates whose result indices are distinct
+(one round when ``unique_indices`` holds or constant indices show it), in several rounds when
+constant indices repeat, and in a sequential ``lax.fori_loop`` over the updates when traced
+indices may repeat: the spec's ``exec`` over one schedule of the update indices.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax import lax
+
+from hlopipe.errors import UnsupportedOpError
+from hlopipe.rehydrate._ir import Block, GatherDims, ScatterDims
+from hlopipe.rehydrate.registry import Region, RuleContext, rule
+
+_CLIP = lax.GatherScatterMode.CLIP
+_DROP = lax.GatherScatterMode.FILL_OR_DROP
+
+
+# ---- helpers ---------------------------------------------------------------------------------
+
+
+def _concrete(x: Any) -> np.ndarray | None:
+    """``x`` as a numpy array when its value is known at trace time, else ``None``."""
+    if isinstance(x, np.ndarray | np.generic):
+        return np.asarray(x)
+    if isinstance(x, jax.Array) and not isinstance(x, jax.core.Tracer):
+        return np.asarray(x)
+    return None
+
+
+def _wide_int() -> np.dtype:
+    """The widest signed integer type arrays may have (int64 under x64, else int32)."""
+    return np.dtype(np.int64 if jax.config.read("jax_enable_x64") else np.int32)
+
+
+def _to_wide(idx: Any, cap: int) -> Any:
+    """Integer indices as the wide signed type. Values above ``cap`` (>= every dimension) are
+    first lowered to ``cap`` so that large unsigned values stay out of bounds instead of
+    wrapping to negative ones; the caller only needs to know that they are out of bounds."""
+    wide = _wide_int()
+    dt = np.dtype(idx.dtype)
+    if dt == wide:
+        return idx
+    if dt.kind == "u" or dt.itemsize > wide.itemsize:
+        cap = min(cap, int(np.iinfo(dt).max))
+        idx = lax.min(idx, lax.full_like(idx, cap))
+    return lax.convert_element_type(idx, wide)
+
+
+def _np_indices(idx: np.ndarray, cap: int) -> np.ndarray:
+    """Constant integer indices as int64, with values above ``cap`` lowered to ``cap``."""
+    if idx.dtype.kind == "u":
+        idx = np.minimum(idx, np.asarray(cap).astype(idx.dtype))
+    return idx.astype(np.int64)
+
+
+def _canon_indices(indices: Any, index_vector_dim: int, batching_dims: Sequence[int]) -> Any:
+    """Move the index vector to the last dimension (JAX's convention), adding a trailing
+    dimension of size 1 when ``index_vector_dim == rank``. Returns the indices and the
+    batching dimensions renumbered accordingly. Constant indices stay numpy arrays."""
+    xp = np if isinstance(indices, np.ndarray | np.generic) else jnp
+    rank = np.ndim(indices)
+    bdims = tuple(d if d < index_vector_dim else d - 1 for d in batching_dims)
+    if index_vector_dim == rank:
+        return xp.reshape(indices, (*np.shape(indices), 1)), tuple(batching_dims)
+    if index_vector_dim == rank - 1:
+        return indices, bdims
+    perm = [d for d in range(rank) if d != index_vector_dim] + [index_vector_dim]
+    return xp.transpose(indices, perm), bdims
+
+
+def _static_ints(ctx: RuleContext, x: Any, what: str) -> tuple[int, ...]:
+    c = _concrete(x)
+    if c is None:
+        raise UnsupportedOpError(
+            f"{ctx.name} with {what} computed at run time is not supported (at {ctx.loc}): "
+            "JAX needs static shapes, so the sizes must be constants"
+        )
+    return tuple(int(v) for v in np.ravel(c))
+
+
+# ---- slice, pad ------------------------------------------------------------------------------
+
+
+@rule("stablehlo.slice")
+def slice_(
+    ctx: RuleContext,
+    x: Any,
+    *,
+    start_indices: Sequence[int],
+    limit_indices: Sequence[int],
+    strides: Sequence[int] | None = None,
+    **attrs: Any,
+) -> Any:
+    return lax.slice(x, tuple(start_indices), tuple(limit_indices), strides and tuple(strides))
+
+
+@rule("stablehlo.real_dynamic_slice")
+def real_dynamic_slice(
+    ctx: RuleContext, x: Any, start: Any, limit: Any, strides: Any, **attrs: Any
+) -> Any:
+    st = _static_ints(ctx, strides, "strides")
+    s, lim = _concrete(start), _concrete(limit)
+    if s is not None and lim is not None:
+        return lax.slice(x, tuple(int(v) for v in s), tuple(int(v) for v in lim), st)
+    # run-time starts with a static result shape: one dynamic slice, then the strides
+    out = ctx.aval.shape
+    sizes = tuple(max((n - 1) * k + 1, 0) for n, k in zip(out, st))
+    starts = [lax.index_in_dim(start, i, keepdims=False) for i in range(len(out))]
+    window = lax.dynamic_slice(x, starts, sizes)
+    return lax.slice(window, (0,) * len(out), sizes, st)
+
+
+@rule("stablehlo.pad")
+def pad(
+    ctx: RuleContext,
+    x: Any,
+    padding_value: Any,
+    *,
+    edge_padding_low: Sequence[int],
+    edge_padding_high: Sequence[int],
+    interior_padding: Sequence[int],
+    **attrs: Any,
+) -> Any:
+    config = list(zip(edge_padding_low, edge_padding_high, interior_padding))
+    return lax.pad(x, padding_value, config)
+
+
+@rule("stablehlo.dynamic_pad")
+def dynamic_pad(
+    ctx: RuleContext, x: Any, padding_value: Any, low: Any, high: Any, interior: Any, **attrs: Any
+) -> Any:
+    lo = _static_ints(ctx, low, "edge_padding_low")
+    hi = _static_ints(ctx, high, "edge_padding_high")
+    it = _static_ints(ctx, interior, "interior_padding")
+    return lax.pad(x, padding_value, list(zip(lo, hi, it)))
+
+
+# ---- dynamic_slice, dynamic_update_slice -----------------------------------------------------
+
+
+def _clamped_starts(shape: Sequence[int], starts: Sequence[Any], sizes: Sequence[int]) -> list:
+    """Start indices clamped into ``[0, dim - size]``, as the spec says."""
+    out: list[Any] = []
+    for s, dim, size in zip(starts, shape, sizes):
+        hi = int(dim) - int(size)
+        c = _concrete(s)
+        if c is not None:
+            out.append(min(max(int(c), 0), hi))
+            continue
+        dt = np.dtype(s.dtype)
+        hi = min(hi, int(np.iinfo(dt).max))
+        s = jnp.reshape(s, ())
+        out.append(lax.clamp(np.zeros((), dt), s, np.asarray(hi, dt)))
+    return out
+
+
+@rule("stablehlo.dynamic_slice")
+def dynamic_slice(ctx: RuleContext, x: Any, *starts: Any, slice_sizes: Sequence[int]) -> Any:
+    sizes = tuple(slice_sizes)
+    starts_ = _clamped_starts(np.shape(x), starts, sizes)
+    return lax.dynamic_slice(x, starts_, sizes, allow_negative_indices=False)
+
+
+@rule("stablehlo.dynamic_update_slice")
+def dynamic_update_slice(ctx: RuleContext, x: Any, update: Any, *starts: Any) -> Any:
+    starts_ = _clamped_starts(np.shape(x), starts, np.shape(update))
+    return lax.dynamic_update_slice(x, update, starts_, allow_negative_indices=False)
+
+
+# ---- gather ----------------------------------------------------------------------------------
+
+
+def _gather(operand: Any, indices: Any, d: GatherDims, sizes: Sequence[int], sorted_: bool) -> Any:
+    idx, bdims = _canon_indices(indices, d.index_vector_dim, d.start_indices_batching_dims)
+    dnums = lax.GatherDimensionNumbers(
+        offset_dims=tuple(d.offset_dims),
+        collapsed_slice_dims=tuple(d.collapsed_slice_dims),
+        start_index_map=tuple(d.start_index_map),
+        operand_batching_dims=tuple(d.operand_batching_dims),
+        start_indices_batching_dims=bdims,
+    )
+    return lax.gather(
+        operand, idx, dnums, tuple(sizes), indices_are_sorted=bool(sorted_), mode=_CLIP
+    )
+
+
+@rule("stablehlo.gather")
+def gather(
+    ctx: RuleContext,
+    operand: Any,
+    indices: Any,
+    *,
+    dimension_numbers: GatherDims,
+    slice_sizes: Sequence[int],
+    indices_are_sorted: bool = False,
+    **attrs: Any,
+) -> Any:
+    return _gather(operand, indices, dimension_numbers, slice_sizes, indices_are_sorted)
+
+
+@rule("stablehlo.dynamic_gather")
+def dynamic_gather(
+    ctx: RuleContext,
+    operand: Any,
+    indices: Any,
+    slice_sizes: Any,
+    *,
+    dimension_numbers: GatherDims,
+    indices_are_sorted: bool = False,
+    **attrs: Any,
+) -> Any:
+    sizes = _static_ints(ctx, slice_sizes, "slice_sizes")
+    return _gather(operand, indices, dimension_numbers, sizes, indices_are_sorted)
+
+
+@rule("stablehlo.torch_index_select")
+def torch_index_select(
+    ctx: RuleContext, operand: Any, index: Any, *, dim: int, batch_dims: int, **attrs: Any
+) -> Any:
+    """``operand.shape[:dim] + index.shape[batch_dims:] + operand.shape[dim + 1:]``: the first
+    ``batch_dims`` dimensions are shared by operand and index (torch.index_select / tf.gather
+    with ``batch_dims``)."""
+    rank, irank = np.ndim(operand), np.ndim(index)
+    dim = dim % rank if rank else 0
+    n_idx = irank - batch_dims
+    offset = tuple(range(batch_dims, dim)) + tuple(range(dim + n_idx, dim + n_idx + rank - dim - 1))
+    dnums = GatherDims(
+        offset_dims=offset,
+        collapsed_slice_dims=(dim,),
+        operand_batching_dims=tuple(range(batch_dims)),
+        start_indices_batching_dims=tuple(range(batch_dims)),
+        start_index_map=(dim,),
+        index_vector_dim=irank,
+    )
+    sizes = [1 if i < batch_dims or i == dim else n for i, n in enumerate(np.shape(operand))]
+    return _gather(operand, index, dnums, sizes, False)
+
+
+# ---- scatter ---------------------------------------------------------------------------------
+
+_COMMUTATIVE = {"stablehlo.add", "stablehlo.multiply", "stablehlo.minimum", "stablehlo.maximum"}
+_COMMUTATIVE |= {"stablehlo.and", "stablehlo.or"}
+
+_SCATTER_FNS: dict[str, Callable[..., Any]] = {
+    "replace": lax.scatter,
+    "stablehlo.add": lax.scatter_add,
+    "stablehlo.multiply": lax.scatter_mul,
+    "stablehlo.minimum": lax.scatter_min,
+    "stablehlo.maximum": lax.scatter_max,
+}
+# on booleans add is or, multiply is and (the spec's definitions), and or/and are max/min
+_BOOL_KINDS = {
+    "stablehlo.add": "stablehlo.maximum",
+    "stablehlo.or": "stablehlo.maximum",
+    "stablehlo.multiply": "stablehlo.minimum",
+    "stablehlo.and": "stablehlo.minimum",
+}
+
+
+def _region_kinds(block: Block, n: int) -> list[str] | None:
+    """Per result of a scatter region over ``n`` inputs: ``"replace"`` (returns the update),
+    ``"keep"`` (returns the current value) or the name of the one op combining the current
+    value with the update; ``None`` when the region is anything else."""
+    if len(block.args) != 2 * n or len(block.returns) != n:
+        return None
+    cur, upd = block.args[:n], block.args[n:]
+    producers = {r: op for op in block.ops for r in op.results}
+    kinds = []
+    for k, ret in enumerate(block.returns):
+        if ret == upd[k]:
+            kinds.append("replace")
+        elif ret == cur[k]:
+            kinds.append("keep")
+        else:
+            op = producers.get(ret)
+            if op is None or op.regions or len(op.results) != 1:
+                return None
+            if op.operands == (cur[k], upd[k]) or (
+                op.operands == (upd[k], cur[k]) and op.name in _COMMUTATIVE
+            ):
+                kinds.append(op.name)
+            else:
+                return None
+    return kinds
+
+
+def _fast_fn(kind: str, dtype: np.dtype) -> Callable[..., Any] | None:
+    if dtype == np.dtype(bool):
+        kind = _BOOL_KINDS.get(kind, kind)
+        if kind not in ("replace", "stablehlo.minimum", "stablehlo.maximum"):
+            return None
+    return _SCATTER_FNS.get(kind)
+
+
+def _window_sizes(d: ScatterDims, in_shape: Sequence[int], upd_shape: Sequence[int]) -> list[int]:
+    """The update window's extent along each operand dimension (1 where inserted/batching)."""
+    sizes, pos = [], 0
+    for i in range(len(in_shape)):
+        if i in d.inserted_window_dims or i in d.input_batching_dims:
+            sizes.append(1)
+        else:
+            sizes.append(int(upd_shape[d.update_window_dims[pos]]))
+            pos += 1
+    return sizes
+
+
+def _straddling_dims(
+    idx: Any, d: ScatterDims, in_shape: Sequence[int], wsizes: Sequence[int]
+) -> list[int]:
+    """The scattered operand dimensions along which a window may lie partly out of bounds."""
+    candidates = [(k, od) for k, od in enumerate(d.scatter_dims_to_operand_dims) if wsizes[od] > 1]
+    static = _concrete(idx)
+    if static is None:
+        return [od for _, od in candidates]
+    cap = max(in_shape, default=0) + 1
+    starts = _np_indices(static, cap)
+    out = []
+    for k, od in candidates:
+        s, w, n = starts[..., k], wsizes[od], in_shape[od]
+        inside = (s >= 0) & (s + w <= n)
+        outside = (s + w <= 0) | (s >= n)
+        if np.any(~inside & ~outside):
+            out.append(od)
+    return out
+
+
+@rule("stablehlo.scatter")
+def scatter(
+    ctx: RuleContext,
+    *args: Any,
+    scatter_dimension_numbers: ScatterDims,
+    indices_are_sorted: bool = False,
+    unique_indices: bool = False,
+    **attrs: Any,
+) -> Any:
+    n = (len(args) - 1) // 2
+    inputs, indices, updates = list(args[:n]), args[n], list(args[n + 1 :])
+    d = scatter_dimension_numbers
+    region = ctx.regions[0]
+    idx, bdims = _canon_indices(indices, d.index_vector_dim, d.scatter_indices_batching_dims)
+    dnums = lax.ScatterDimensionNumbers(
+        update_window_dims=tuple(d.update_window_dims),
+        inserted_window_dims=tuple(d.inserted_window_dims),
+        scatter_dims_to_operand_dims=tuple(d.scatter_dims_to_operand_dims),
+        operand_batching_dims=tuple(d.input_batching_dims),
+        scatter_indices_batching_dims=bdims,
+    )
+    in_dtypes = [np.dtype(x.dtype) for x in inputs]
+    arg_dtypes = [np.dtype(a.dtype) for a in region.block.arg_avals]
+    out_dtypes = [np.dtype(a.dtype) for a in ctx.result_avals]
+    kinds = _region_kinds(region.block, n)
+    fns = None
+    if kinds is not None and arg_dtypes == in_dtypes * 2 and out_dtypes == in_dtypes:
+        fns = [None if k == "keep" else _fast_fn(k, dt) for k, dt in zip(kinds, in_dtypes)]
+        if any(f is None and k != "keep" for f, k in zip(fns, kinds)):
+            fns = None
+    if fns is not None:
+        return tuple(
+            x
+            if fn is None
+            else _scatter_windows(fn, x, idx, u, d, dnums, indices_are_sorted, unique_indices)
+            for fn, x, u in zip(fns, inputs, updates)
+        )
+    return tuple(_scatter_elements(ctx, region, inputs, idx, updates, d, bdims, unique_indices))
+
+
+def _scatter_windows(
+    fn: Callable[..., Any],
+    operand: Any,
+    idx: Any,
+    updates: Any,
+    d: ScatterDims,
+    dnums: lax.ScatterDimensionNumbers,
+    sorted_: bool,
+    unique: bool,
+) -> Any:
+    in_shape = np.shape(operand)
+    wsizes = _window_sizes(d, in_shape, np.shape(updates))
+    straddle = _straddling_dims(idx, d, in_shape, wsizes)
+    if not straddle:
+        return fn(
+            operand,
+            idx,
+            updates,
+            dnums,
+            indices_are_sorted=bool(sorted_),
+            unique_indices=bool(unique),
+            mode=_DROP,
+        )
+    # Pad each straddled dimension by its window size on both sides and clamp its starts into
+    # [-w, dim]: every window then fits in the padded operand, the elements that fall in the
+    # padding are sliced off, and a start beyond the clamp range had no element in bounds.
+    cap = max(in_shape) + 1
+    wide = _wide_int()
+    lo = np.full(len(d.scatter_dims_to_operand_dims), np.iinfo(wide).min, dtype=wide)
+    hi = np.full_like(lo, np.iinfo(wide).max)
+    shift = np.zeros_like(lo)
+    for k, od in enumerate(d.scatter_dims_to_operand_dims):
+        if od in straddle:
+            lo[k], hi[k], shift[k] = -wsizes[od], in_shape[od], wsizes[od]
+    if isinstance(idx, np.ndarray):
+        idx_p = (np.clip(_np_indices(idx, cap), lo, hi) + shift).astype(wide)
+    else:
+        w = _to_wide(idx, cap)
+        idx_p = lax.clamp(lax.broadcast(lo, w.shape[:-1]), w, lax.broadcast(hi, w.shape[:-1]))
+        idx_p = idx_p + shift
+    config = [
+        (wsizes[i], wsizes[i], 0) if i in straddle else (0, 0, 0) for i in range(len(in_shape))
+    ]
+    padded = lax.pad(operand, np.zeros((), operand.dtype), config)
+    out = fn(
+        padded,
+        idx_p,
+        updates,
+        dnums,
+        indices_are_sorted=False,
+        unique_indices=bool(unique),
+        mode=_DROP,
+    )
+    starts = [c[0] for c in config]
+    return lax.slice(out, starts, [s + n for s, n in zip(starts, in_shape)])
+
+
+def _element_indices(
+    xp: Any, idx: Any, d: ScatterDims, bdims: Sequence[int], upd_shape: Sequence[int], rank: int
+) -> Any:
+    """The result index of every update element (spec: ``full_start_index +
+    full_batching_index + full_window_index``), shape ``upd_shape + (rank,)``.
+
+    ``idx`` is the canonical index array (index vector last, wide integers)."""
+    ru = len(upd_shape)
+    wdims = tuple(d.update_window_dims)
+    sdims = [i for i in range(ru) if i not in wdims]
+    starts = xp.broadcast_to(xp.expand_dims(idx, wdims), (*upd_shape, np.shape(idx)[-1]))
+    window_operand_dims = [
+        i for i in range(rank) if i not in d.inserted_window_dims and i not in d.input_batching_dims
+    ]
+    dtype = idx.dtype
+
+    def iota(axis: int) -> Any:
+        shape = [1] * ru
+        shape[axis] = upd_shape[axis]
+        return xp.broadcast_to(
+            xp.reshape(xp.arange(upd_shape[axis], dtype=dtype), shape), upd_shape
+        )
+
+    comps = []
+    for od in range(rank):
+        c = xp.zeros(tuple(upd_shape), dtype=dtype)
+        if od in d.scatter_dims_to_operand_dims:
+            c = c + starts[..., list(d.scatter_dims_to_operand_dims).index(od)]
+        if od in d.input_batching_dims:
+            b = bdims[list(d.input_batching_dims).index(od)]
+            c = c + iota(sdims[b])
+        if od in window_operand_dims:
+            c = c + iota(wdims[window_operand_dims.index(od)])
+        comps.append(c)
+    return xp.stack(comps, axis=-1) if comps else xp.zeros((*upd_shape, 0), dtype=dtype)
+
+
+def _scatter_elements(
+    ctx: RuleContext,
+    region: Region,
+    inputs: list[Any],
+    idx: Any,
+    updates: list[Any],
+    d: ScatterDims,
+    bdims: Sequence[int],
+    unique: bool,
+) -> list[Any]:
+    """Any region, any number of inputs: the region applied element by element."""
+    n = len(inputs)
+    in_shape = tuple(np.shape(inputs[0]))
+    rank = len(in_shape)
+    upd_shape = tuple(np.shape(updates[0]))
+    arg_dtypes = [np.dtype(a.dtype) for a in region.block.arg_avals]
+    out_dtypes = [np.dtype(a.dtype) for a in ctx.result_avals]
+    results = [lax.convert_element_type(x, dt) for x, dt in zip(inputs, out_dtypes)]
+    flat_upd = [jnp.reshape(u, (-1,)) for u in updates]
+    cap = max(in_shape, default=0) + 1
+    bound = np.asarray(in_shape, dtype=np.int64)
+    wide = _wide_int()
+
+    def apply(results: list[Any], where: Any, ups: list[Any]) -> list[Any]:
+        # one vectorised round over updates whose result indices are distinct and in bounds
+        gd = lax.GatherDimensionNumbers((), tuple(range(rank)), tuple(range(rank)))
+        cur = [
+            lax.gather(r, where, gd, (1,) * rank, mode=_CLIP).astype(dt)
+            for r, dt in zip(results, arg_dtypes[:n])
+        ]
+        ups = [u.astype(dt) for u, dt in zip(ups, arg_dtypes[n:])]
+        new = jax.vmap(lambda *a: tuple(region(*a)))(*cur, *ups)
+        sd = lax.ScatterDimensionNumbers((), tuple(range(rank)), tuple(range(rank)))
+        return [
+            lax.scatter(r, where, v.astype(r.dtype), sd, unique_indices=True, mode=_DROP)
+            for r, v in zip(results, new)
+        ]
+
+    static = _concrete(idx)
+    if static is not None:
+        full = _element_indices(np, _np_indices(static, cap), d, bdims, upd_shape, rank)
+        full = full.reshape(-1, rank)
+        inb = np.all((full >= 0) & (full < bound), axis=-1)
+        if not np.any(inb):
+            return results
+        live = np.nonzero(inb)[0]
+        lin = np.ravel_multi_index(tuple(full[live].T), in_shape) if rank else np.zeros_like(live)
+        # the r-th occurrence of a result index goes in round r (update order is the schedule)
+        order = np.argsort(lin, kind="stable")
+        sorted_lin = lin[order]
+        first = np.r_[0, np.nonzero(np.diff(sorted_lin))[0] + 1]
+        rounds = np.empty(len(lin), dtype=np.int64)
+        group_start = np.repeat(first, np.diff(np.r_[first, len(lin)]))
+        rounds[order] = np.arange(len(lin)) - group_start
+        for r in range(int(rounds.max()) + 1):
+            sel = live[rounds == r]
+            where = full[sel].astype(wide)
+            results = apply(results, where, [u[sel] for u in flat_upd])
+        return results
+
+    w = _to_wide(idx, cap)
+    full = jnp.reshape(_element_indices(jnp, w, d, bdims, upd_shape, rank), (-1, rank))
+    inb = jnp.all((full >= 0) & (full < bound.astype(wide)), axis=-1)
+    if unique:
+        # an out-of-bounds element gets an index past the end, which the scatter drops
+        where = jnp.where(inb[:, None], full, bound.astype(wide))
+        return apply(results, where, flat_upd)
+
+    def step(i: Any, results: tuple[Any, ...]) -> tuple[Any, ...]:
+        pos = lax.dynamic_index_in_dim(full, i, keepdims=False)
+        ok = lax.dynamic_index_in_dim(inb, i, keepdims=False)
+        starts = [pos[j] for j in range(rank)]
+        cur = [
+            jnp.reshape(lax.dynamic_slice(r, starts, (1,) * rank, allow_negative_indices=False), ())
+            for r in results
+        ]
+        ups = [lax.dynamic_index_in_dim(u, i, keepdims=False) for u in flat_upd]
+        args = [c.astype(dt) for c, dt in zip(cur, arg_dtypes[:n])]
+        args += [u.astype(dt) for u, dt in zip(ups, arg_dtypes[n:])]
+        new = region(*args)
+        out = []
+        for r, c, v in zip(results, cur, new):
+            v = lax.select(ok, v.astype(r.dtype), c)
+            v = jnp.reshape(v, (1,) * rank)
+            out.append(lax.dynamic_update_slice(r, v, starts, allow_negative_indices=False))
+        return tuple(out)
+
+    total = int(np.prod(upd_shape, dtype=np.int64))
+    return list(lax.fori_loop(0, total, step, tuple(results)))
