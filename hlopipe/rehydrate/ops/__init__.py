@@ -10,4 +10,5 @@ from hlopipe.rehydrate.ops import (  # noqa: F401
     linalg,
     reduce,
     shape,
+    slicing,
 )
