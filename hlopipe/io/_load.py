@@ -112,7 +112,10 @@ def detect_format(data: bytes) -> str:
 def load_bytes(
     data: bytes, *, name: str = "<bytes>", format: str | None = None, entry: str | None = None
 ) -> Program:
+    """Load a program held in ``data`` (see :func:`load`)."""
     fmt = format or detect_format(data)
+    if _needs_probe(fmt, data):
+        _probe(data, name, fmt)
     if fmt == "hlo-text":
         text = _as_text(data)
         if text is None:
@@ -228,6 +231,98 @@ def _from_export(data: bytes, name: str, entry: str | None) -> Program:
     prog.format = "jax-export"
     prog.extra["exported"] = exp
     return prog
+
+
+# ---- the crash guard -------------------------------------------------------------------------
+
+# jaxlib's MLIR bindings abort the process (std::terminate, from nanobind) when a string in a
+# module is not UTF-8: in a parser diagnostic quoting corrupt bytecode, or when a string
+# attribute or attribute name is read. Fuzzing found both (tests/test_fuzz.py). Binary MLIR,
+# and text whose string literals escape non-ASCII bytes, are therefore first parsed and walked
+# in a child process; only input that does not crash it is parsed here.
+PROBE_TIMEOUT_S = 120.0
+_HIGH_ESCAPE = re.compile(rb"\\[89a-fA-F][0-9a-fA-F]")
+
+
+def _needs_probe(fmt: str, data: bytes) -> bool:
+    if os.environ.get("HLOPIPE_NO_PROBE") == "1":
+        return False
+    if fmt in ("mlir-bytecode", "jax-export"):
+        return True
+    return fmt == "stablehlo-text" and _HIGH_ESCAPE.search(data) is not None
+
+
+def _probe(data: bytes, name: str, fmt: str) -> None:
+    import signal
+    import subprocess
+    import sys
+
+    env = dict(os.environ, HLOPIPE_NO_PROBE="1", JAX_PLATFORMS="cpu", TF_CPP_MIN_LOG_LEVEL="3")
+    root = str(Path(__file__).resolve().parents[2])
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
+    code = "import sys; from hlopipe.io._load import _probe_child; _probe_child(sys.argv[1])"
+    try:
+        proc = subprocess.run(
+            [sys.executable, "-c", code, fmt],
+            input=data,
+            env=env,
+            capture_output=True,
+            timeout=PROBE_TIMEOUT_S,
+        )
+    except subprocess.TimeoutExpired:
+        raise LoadError(
+            f"{name}: jaxlib's parser did not finish reading this {fmt} input in "
+            f"{PROBE_TIMEOUT_S:.0f} s; the input is likely corrupt"
+        ) from None
+    if proc.returncode == 0:
+        return
+    rc = proc.returncode
+    why = f"signal {signal.Signals(-rc).name}" if rc < 0 else f"exit status {rc}"
+    tail = " ".join(proc.stderr.decode(errors="replace").split()[-30:])
+    raise LoadError(
+        f"{name}: jaxlib's MLIR parser crashed reading this {fmt} input ({why}), so it is "
+        f"corrupt (often a string that is not UTF-8); parser said: {tail[-300:]}"
+    )
+
+
+def _probe_child(fmt: str) -> None:
+    """In the child: load the input from stdin and touch every attribute, as rehydration does.
+    Exits 0 unless the process dies."""
+    import sys
+
+    data = sys.stdin.buffer.read()
+    try:
+        prog = load_bytes(data, format=fmt)
+        with prog.context:
+            _touch(prog.module.operation)
+    except Exception:
+        pass
+    sys.stdout.flush()
+    os._exit(0)
+
+
+def _touch(op: Any) -> None:
+    attributes = op.attributes
+    for i in range(len(attributes)):
+        _touch_attr(attributes[i].name, attributes[i].attr)
+    str(op.location)
+    for region in op.regions:
+        for block in region.blocks:
+            for inner in block.operations:
+                _touch(inner.operation)
+
+
+def _touch_attr(name: str, attr: Any) -> None:
+    if isinstance(attr, ir.StringAttr):
+        attr.value  # noqa: B018
+    elif isinstance(attr, ir.FlatSymbolRefAttr):
+        attr.value  # noqa: B018
+    elif isinstance(attr, ir.ArrayAttr):
+        for a in attr:
+            _touch_attr(name, a)
+    elif isinstance(attr, ir.DictAttr):
+        for i in range(len(attr)):
+            _touch_attr(attr[i].name, attr[i].attr)
 
 
 # ---- dump folders ---------------------------------------------------------------------------
