@@ -226,7 +226,7 @@ class ModuleIR:
     # ---- attributes -----------------------------------------------------------------------
     def _attrs(self, mop: Any, name: str, result_avals: tuple, operand_avals: tuple) -> dict:
         risky = any(
-            not isinstance(a, TokenType) and np.dtype(a.dtype).kind == "c"
+            not isinstance(a, TokenType | OpaqueAttr) and np.dtype(a.dtype).kind == "c"
             for a in (*result_avals, *operand_avals)
         ) or not name.startswith(("stablehlo.", "chlo.", "mhlo.", "func.", "sdy."))
         if name == "stablehlo.constant" or risky:

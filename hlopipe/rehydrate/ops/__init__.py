@@ -4,6 +4,7 @@ A test checks that each module under ``ops/`` is imported here.
 """
 
 from hlopipe.rehydrate.ops import (  # noqa: F401
+    collectives,
     control_flow,
     custom_calls,
     elementwise,
