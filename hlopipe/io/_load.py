@@ -313,9 +313,7 @@ def _touch(op: Any) -> None:
 
 
 def _touch_attr(name: str, attr: Any) -> None:
-    if isinstance(attr, ir.StringAttr):
-        attr.value  # noqa: B018
-    elif isinstance(attr, ir.FlatSymbolRefAttr):
+    if isinstance(attr, ir.StringAttr | ir.FlatSymbolRefAttr):
         attr.value  # noqa: B018
     elif isinstance(attr, ir.ArrayAttr):
         for a in attr:

@@ -121,6 +121,11 @@ class OpaqueAttr:
     text: str
 
 
+# Physical layouts XLA's HLO -> StableHLO conversion attaches to ops (``result_layout``,
+# ``xla_shape``): no meaning for values, so rules never see them.
+_LAYOUT_ATTRS = frozenset({"result_layout", "xla_shape"})
+
+
 class ModuleIR:
     """Every function of a module, read into Python records."""
 
@@ -235,6 +240,8 @@ class ModuleIR:
         attributes = mop.attributes
         for i in range(len(attributes)):
             na = attributes[i]
+            if na.name in _LAYOUT_ATTRS:
+                continue
             out[na.name] = convert_attr(na.attr)
         return out
 
@@ -474,9 +481,12 @@ def _attrs_from_text(mop: Any, name: str, mir: ModuleIR) -> dict[str, Any]:
         text = text.split("({", 1)[0]
     out: dict[str, Any] = {}
     # properties <{...}> and attribute dict {...}
-    for m in re.finditer(r"<\{(.*?)\}>|\)\s*\{(.*)\}\s*:", text, re.S):
+    # (the attribute dict follows the operands or, when there are properties, their "}>")
+    for m in re.finditer(r"<\{(.*?)\}>|(?:(?<=\))|(?<=\}>))\s*\{(.*)\}\s*:", text, re.S):
         chunk = m.group(1) if m.group(1) is not None else m.group(2)
         for key, val in _split_attr_dict(chunk):
+            if key in _LAYOUT_ATTRS:
+                continue
             if val.startswith("dense<"):
                 tm = re.search(r">\s*:\s*(tensor<.*>)\s*$", val, re.S)
                 if tm is None:
