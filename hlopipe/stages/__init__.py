@@ -3,7 +3,8 @@
 Public API:
 
 * :func:`split` — a function or loaded ``Program`` → :class:`StagedProgram` (at
-  ``stage_boundary`` markers, or at cost-balanced cut points with ``num_stages``).
+  ``stage_boundary`` markers, or at cost-balanced cut points with ``num_stages``);
+  :func:`split_jaxpr` does the same for an already traced ClosedJaxpr.
 * :class:`StagedProgram`, :class:`Stage`, :class:`Receive`, :class:`Send`,
   :class:`StageCost`, :class:`OutputSource` — the result and its parts.
 * :class:`StageAutodiff` — per-stage ``forward`` / ``backward`` / ``backward_input`` /
@@ -28,6 +29,7 @@ from hlopipe.stages._split import (
     StageCost,
     StagedProgram,
     split,
+    split_jaxpr,
 )
 
 __all__ = [
@@ -50,4 +52,5 @@ __all__ = [
     "partition",
     "shard_stage",
     "split",
+    "split_jaxpr",
 ]

@@ -6,11 +6,11 @@ name with an aval), so slicing a program into parts costs time linear in its siz
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import jax
-import numpy as np
 from jax.extend import core as jcore
 from jax.extend import source_info_util
 
@@ -149,15 +149,11 @@ def _inlinable(eqn: Any) -> bool:
 
 
 def aval_bytes(aval: Any) -> int:
-    shape = getattr(aval, "shape", ())
     dtype = getattr(aval, "dtype", None)
     if dtype is None:
         return 0
-    try:
-        itemsize = np.dtype(dtype).itemsize
-    except TypeError:
-        itemsize = 4
-    return int(np.prod(shape, dtype=np.int64)) * itemsize
+    itemsize = getattr(dtype, "itemsize", None) or 4
+    return math.prod(getattr(aval, "shape", ())) * int(itemsize)
 
 
 def sds(aval: Any) -> jax.ShapeDtypeStruct:

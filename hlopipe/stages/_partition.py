@@ -9,9 +9,10 @@ per-stage cap excludes stages that do not fit.
 
 Candidate cut points come from the program: when the same block of equations repeats (the
 layers of a network), only the boundaries between repetitions are candidates inside the
-repeated region, so cuts fall between layers; elsewhere every equation boundary is a candidate,
-thinned (keeping the boundary with the fewest crossing bytes in each window) when there are
-more than ``max_candidates``.
+repeated region, so cuts fall between layers (every g-th layer boundary when there are more
+than ``max_candidates`` layers); elsewhere every equation boundary is a candidate, thinned
+(keeping the boundary with the fewest crossing bytes in each window) when there are more than
+``max_candidates``. The programme is exact over the candidates.
 """
 
 from __future__ import annotations
@@ -127,26 +128,32 @@ class RepeatedRun:
         return [self.start + k * self.period for k in range(self.count + 1)]
 
 
+_SIMPLE = (int, float, str, bool, type(None), tuple)
+
+
 def _token(eqn: Any, table: dict[Any, int]) -> int:
-    params = []
-    for k, v in eqn.params.items():
-        if isinstance(v, (int, float, str, bool, type(None))):
-            params.append((k, v))
-        elif isinstance(v, tuple) and len(v) < 16:
-            params.append((k, repr(v)[:80]))
-        else:
-            params.append((k, id(v) if hasattr(v, "eqns") or hasattr(v, "jaxpr") else 0))
+    """An integer naming the equation's structure (primitive, avals, simple parameters)."""
+    params = tuple(
+        (
+            k,
+            v
+            if isinstance(v, _SIMPLE)
+            else id(v)
+            if hasattr(v, "eqns") or hasattr(v, "jaxpr")
+            else 0,
+        )
+        for k, v in eqn.params.items()
+    )
     key = (
         eqn.primitive.name,
-        tuple(
-            (getattr(v.aval, "shape", None), str(getattr(v.aval, "dtype", ""))) for v in eqn.invars
-        ),
-        tuple(
-            (getattr(v.aval, "shape", None), str(getattr(v.aval, "dtype", ""))) for v in eqn.outvars
-        ),
-        tuple(params),
+        tuple(v.aval for v in eqn.invars),
+        tuple(v.aval for v in eqn.outvars),
+        params,
     )
-    return table.setdefault(key, len(table))
+    try:
+        return table.setdefault(key, len(table))
+    except TypeError:  # an unhashable parameter: fall back to its text
+        return table.setdefault(repr(key)[:2000], len(table))
 
 
 def find_repeated_run(eqns: Sequence[Any], crossing: np.ndarray) -> RepeatedRun | None:
@@ -261,5 +268,8 @@ def candidate_boundaries(
         cands = thin(0, n)
     else:
         layer = run.boundaries
+        if len(layer) > max_candidates:  # keep every g-th layer boundary, still between layers
+            g = -(-len(layer) // max_candidates)
+            layer = layer[::g] + ([layer[-1]] if (len(layer) - 1) % g else [])
         cands = thin(0, layer[0]) + layer + thin(layer[-1], n)
     return sorted(set(cands) | {0, n})

@@ -316,14 +316,48 @@ def split(
             f"split expects a function or a hlopipe Program, got {type(fn_or_program).__name__}"
         )
     closed, in_tree, out_tree = J.trace(fn, example_args)
-    paths = [
-        jax.tree_util.keystr(p)
-        for p, _ in jax.tree_util.tree_flatten_with_path(tuple(example_args))[0]
-    ]
-    argnum_of = [
-        _argnum(p) for p, _ in jax.tree_util.tree_flatten_with_path(tuple(example_args))[0]
-    ]
+    leaves = jax.tree_util.tree_flatten_with_path(tuple(example_args))[0]
+    return split_jaxpr(
+        closed,
+        num_stages=num_stages,
+        cost_model=cm,
+        memory_cap=memory_cap,
+        max_candidates=max_candidates,
+        in_tree=in_tree,
+        out_tree=out_tree,
+        in_paths=[jax.tree_util.keystr(p) for p, _ in leaves],
+        argnums_of=[_argnum(p) for p, _ in leaves],
+    )
 
+
+def split_jaxpr(
+    closed: Any,
+    *,
+    num_stages: int | None = None,
+    cost_model: CostModel | None = None,
+    memory_cap: float | None = None,
+    max_candidates: int = 512,
+    in_tree: Any = None,
+    out_tree: Any = None,
+    in_paths: Sequence[str] | None = None,
+    argnums_of: Sequence[int] | None = None,
+) -> StagedProgram:
+    """:func:`split` for an already traced ClosedJaxpr over flat arguments.
+
+    ``in_tree``/``out_tree`` default to flat tuples; ``argnums_of`` maps each flat argument to
+    the positional argument it belongs to (default: its own index).
+
+    Example:
+      >>> staged = split_jaxpr(jax.make_jaxpr(f)(x), num_stages=2)  # doctest: +SKIP
+    """
+    cm = cost_model or CostModel()
+    n_in, n_out = len(closed.in_avals), len(closed.out_avals)
+    if in_tree is None:
+        in_tree = jax.tree_util.tree_structure(tuple(range(n_in)))
+    if out_tree is None:
+        out_tree = jax.tree_util.tree_structure(list(range(n_out)))
+    paths = list(in_paths) if in_paths is not None else [f"[{i}]" for i in range(n_in)]
+    argnum_of = list(argnums_of) if argnums_of is not None else list(range(n_in))
     J.check_markers_placeable(closed.jaxpr)
     closed = J.inline(closed, lambda e: any(J.contains_marker(j) for j in J.sub_jaxprs(e)))
     eqns = closed.jaxpr.eqns
@@ -344,8 +378,8 @@ def split(
                 "points automatically"
             )
         closed = _inline_heavy(closed, num_stages)
-        eqns = closed.jaxpr.eqns
-        starts, part, run = _auto_starts(closed, num_stages, cm, memory_cap, max_candidates)
+        starts, part, run, costs = _auto_starts(closed, num_stages, cm, memory_cap, max_candidates)
+        return _build(closed, starts, in_tree, out_tree, paths, argnum_of, cm, part, run, costs)
     return _build(closed, starts, in_tree, out_tree, paths, argnum_of, cm, part, run)
 
 
@@ -357,6 +391,8 @@ def _argnum(path: Any) -> int:
 def _inline_heavy(closed: Any, num_stages: int) -> Any:
     """Open up call equations heavy enough to need cutting through (e.g. a jitted model)."""
     for _ in range(8):
+        if not any(e.primitive.name in J.CALL_PRIMITIVES for e in closed.jaxpr.eqns):
+            return closed
         costs = [eqn_cost(e)[0] for e in closed.jaxpr.eqns]
         total = sum(costs)
         if total == 0:
@@ -376,7 +412,7 @@ def _inline_heavy(closed: Any, num_stages: int) -> Any:
 
 def _auto_starts(
     closed: Any, num_stages: int, cm: CostModel, memory_cap: float | None, max_candidates: int
-) -> tuple[list[int], Partition, RepeatedRun | None]:
+) -> tuple[list[int], Partition, RepeatedRun | None, tuple[np.ndarray, np.ndarray]]:
     jaxpr = closed.jaxpr
     eqns = jaxpr.eqns
     n = len(eqns)
@@ -406,7 +442,7 @@ def _auto_starts(
         memory = np.diff(mp[cb])
     part = partition(compute, comm, num_stages, memory=memory, memory_cap=memory_cap)
     starts = [int(cb[b]) for b in part.bounds[:-1]]
-    return starts, part, run
+    return starts, part, run, (flops, nbytes)
 
 
 def _build(
@@ -419,6 +455,7 @@ def _build(
     cm: CostModel,
     part: Partition | None,
     run: RepeatedRun | None,
+    costs: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> StagedProgram:
     jaxpr = closed.jaxpr
     eqns = jaxpr.eqns
@@ -453,7 +490,7 @@ def _build(
         if not isinstance(v, J.Literal) and v in owner:
             out_vars_of[owner[v]][v] = None
 
-    flops, nbytes = eqn_costs(eqns)
+    flops, nbytes = costs if costs is not None else eqn_costs(eqns)
     stages: list[Stage] = []
     out_pos: list[dict[Any, int]] = []
     for s in range(S):

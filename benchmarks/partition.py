@@ -1,0 +1,153 @@
+"""Stage compiler benchmark: split + partition time vs program size, predicted vs measured.
+
+1. Programs of about 1k, 10k and 50k equations (a deep residual MLP, traced once): time of
+   ``split_jaxpr`` (cost model, repeated-layer search, exact partitioner, building the stages),
+   split into phases. Tracing with ``jax.make_jaxpr`` is shown apart: it is JAX's cost.
+2. A 4-stage split of a wider MLP: each stage's predicted compute time (roofline with FLOP and
+   byte rates measured here) against its measured time (jitted, median of several runs).
+
+Run: ``.venv/bin/python benchmarks/partition.py``
+"""
+
+from __future__ import annotations
+
+import time
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from rich.console import Console
+from rich.table import Table
+
+from hlopipe.stages import CostModel, split_jaxpr
+from hlopipe.stages._cost import eqn_costs
+from hlopipe.stages._partition import (
+    candidate_boundaries,
+    crossing_bytes,
+    find_repeated_run,
+    partition,
+)
+
+
+def _deep_mlp(n_layers: int, width: int):
+    def f(ws, x):
+        for w in ws:
+            x = x + jnp.tanh(x @ w) * 0.5  # 4 equations per layer
+        return jnp.sum(x * x)
+
+    ws = [jax.ShapeDtypeStruct((width, width), jnp.float32)] * n_layers
+    return f, ws, jax.ShapeDtypeStruct((8, width), jnp.float32)
+
+
+def _median_time(fn, args, reps: int = 7) -> float:
+    jax.block_until_ready(fn(*args))
+    ts = []
+    for _ in range(reps):
+        t = time.perf_counter()
+        jax.block_until_ready(fn(*args))
+        ts.append(time.perf_counter() - t)
+    return float(np.median(ts))
+
+
+def scaling(console: Console) -> None:
+    table = Table(title="split + partition time (4 stages)")
+    for col in (
+        "equations",
+        "trace (JAX)",
+        "cost model",
+        "layers",
+        "partition (DP)",
+        "total split",
+    ):
+        table.add_column(col, justify="right")
+    for layers in (250, 2500, 12500):
+        f, ws, x = _deep_mlp(layers, 8)
+        t0 = time.perf_counter()
+        closed = jax.make_jaxpr(f)(ws, x)
+        t_trace = time.perf_counter() - t0
+        eqns = closed.jaxpr.eqns
+        n = len(eqns)
+        t0 = time.perf_counter()
+        flops, _ = eqn_costs(eqns)
+        cross = crossing_bytes(eqns, closed.jaxpr.outvars)
+        t_cost = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        run = find_repeated_run(eqns, cross)
+        cands = candidate_boundaries(n, cross, run)
+        t_layers = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        cb = np.asarray(cands)
+        prefix = np.concatenate([[0.0], np.cumsum(flops)])
+        partition(np.diff(prefix[cb]), cross[cb] / 1e10, 4)
+        t_part = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        staged = split_jaxpr(closed, num_stages=4)
+        t_total = time.perf_counter() - t0
+        assert staged.num_stages == 4
+        table.add_row(
+            f"{n:,}",
+            f"{t_trace:.2f} s",
+            f"{t_cost * 1e3:.0f} ms",
+            f"{t_layers * 1e3:.0f} ms",
+            f"{t_part * 1e3:.0f} ms",
+            f"{t_total:.2f} s",
+        )
+    console.print(table)
+
+
+def calibrate() -> CostModel:
+    """FLOP rate from a large matmul, byte rate from a large elementwise op, on this machine."""
+    a = jnp.ones((1024, 1024), jnp.float32)
+    t = _median_time(jax.jit(lambda a: a @ a), (a,))
+    flops = 2 * 1024**3 / t
+    b = jnp.ones((8 * 1024 * 1024,), jnp.float32)
+    t = _median_time(jax.jit(lambda b: b * 2.0 + 1.0), (b,))
+    return CostModel(flops_per_s=flops, bytes_per_s=2 * b.nbytes / t, link_bytes_per_s=1e10)
+
+
+def predicted_vs_measured(console: Console) -> None:
+    cm = calibrate()
+    width, layers = 512, 16
+    f, ws, x = _deep_mlp(layers, width)
+    x = jax.ShapeDtypeStruct((256, width), jnp.float32)
+    closed = jax.make_jaxpr(f)(ws, x)
+    staged = split_jaxpr(closed, num_stages=4, cost_model=cm)
+    key = jax.random.key(0)
+    flat = [
+        jax.random.normal(jax.random.fold_in(key, i), a.shape) * 0.05
+        for i, a in enumerate(staged.in_avals)
+    ]
+    table = Table(
+        title=f"predicted vs measured per-stage compute ({layers}-layer MLP, width {width}, "
+        f"batch 256; roofline at {cm.flops_per_s / 1e9:.1f} GFLOP/s, "
+        f"{cm.bytes_per_s / 1e9:.1f} GB/s)"
+    )
+    for col in ("stage", "eqns", "GFLOP", "predicted", "measured", "measured/predicted"):
+        table.add_column(col, justify="right")
+    outs: list[list] = []
+    for st in staged.stages:
+        params = [flat[i] for i in st.params_needed]
+        inputs = [outs[r.src][r.output] for r in st.receives]
+        fn = jax.jit(st.fn)
+        t = _median_time(fn, (*params, *inputs))
+        outs.append(list(fn(*params, *inputs)))
+        assert st.cost is not None
+        table.add_row(
+            str(st.index),
+            str(st.num_eqns),
+            f"{st.cost.flops / 1e9:.2f}",
+            f"{st.cost.compute_time * 1e3:.2f} ms",
+            f"{t * 1e3:.2f} ms",
+            f"{t / st.cost.compute_time:.2f}",
+        )
+    console.print(table)
+
+
+def main() -> None:
+    console = Console()
+    scaling(console)
+    predicted_vs_measured(console)
+
+
+if __name__ == "__main__":
+    main()
