@@ -122,8 +122,10 @@ class OpaqueAttr:
 
 
 # Physical layouts XLA's HLO -> StableHLO conversion attaches to ops (``result_layout``,
-# ``xla_shape``): no meaning for values, so rules never see them.
+# ``xla_shape``): no meaning for values, so rules never see them -- except a layout bitcast's,
+# whose logical effect (reshape or transpose) depends on its operand and result layouts.
 _LAYOUT_ATTRS = frozenset({"result_layout", "xla_shape"})
+_LAYOUT_OPS = frozenset({"mhlo.bitcast"})
 
 
 class ModuleIR:
@@ -240,7 +242,7 @@ class ModuleIR:
         attributes = mop.attributes
         for i in range(len(attributes)):
             na = attributes[i]
-            if na.name in _LAYOUT_ATTRS:
+            if na.name in _LAYOUT_ATTRS and name not in _LAYOUT_OPS:
                 continue
             out[na.name] = convert_attr(na.attr)
         return out
@@ -485,7 +487,7 @@ def _attrs_from_text(mop: Any, name: str, mir: ModuleIR) -> dict[str, Any]:
     for m in re.finditer(r"<\{(.*?)\}>|(?:(?<=\))|(?<=\}>))\s*\{(.*)\}\s*:", text, re.S):
         chunk = m.group(1) if m.group(1) is not None else m.group(2)
         for key, val in _split_attr_dict(chunk):
-            if key in _LAYOUT_ATTRS:
+            if key in _LAYOUT_ATTRS and name not in _LAYOUT_OPS:
                 continue
             if val.startswith("dense<"):
                 tm = re.search(r">\s*:\s*(tensor<.*>)\s*$", val, re.S)
