@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import jax
 import numpy as np
 from jax import lax
 
@@ -32,8 +33,12 @@ _BOOL = {
 }
 
 
-def _is_identity(op: str, init: Any) -> bool:
-    if not isinstance(init, np.ndarray | np.generic):
+def is_identity(op: str, init: Any) -> bool:
+    """Whether ``init`` is a concrete value (numpy, or a jax array outside any trace) equal
+    to the identity of the binary op ``op``."""
+    if isinstance(init, jax.core.Tracer) or not isinstance(
+        init, np.ndarray | np.generic | jax.Array
+    ):
         return False
     v = np.asarray(init)
     dtype = v.dtype
@@ -69,7 +74,7 @@ def monoid_reduce(op: str, x: Any, init: Any, dims: tuple[int, ...]) -> Any | No
     if op in ("stablehlo.and", "stablehlo.or", "stablehlo.xor") and np.dtype(x.dtype).kind == "f":
         return None
     out = reducer(x, tuple(dims)) if dims else x
-    if _is_identity(op, init):
+    if is_identity(op, init):
         return out
     return combine(out, lax.convert_element_type(init, out.dtype))
 

@@ -1,0 +1,243 @@
+"""Sorting: ``stablehlo.sort`` with any comparator.
+
+Two paths:
+
+* **A single compare** — the comparator is ``compare(lhs_i, rhs_i, LT|GT)`` of one operand
+  ``i`` — becomes ``lax.sort`` with that operand's key first and ``num_keys=1``. Descending
+  order and StableHLO's ``TOTALORDER`` on floats are expressed through the key, never by
+  negating integers (which overflows at the minimum): the key of a ``GT`` sort of integers is
+  their bitwise complement, and a float under ``TOTALORDER`` is keyed by its bits as a signed
+  integer with the magnitude bits flipped for negative values (so -NaN < -inf < ... < -0 <
+  +0 < ... < inf < NaN). A ``FLOAT`` ``LT`` compare is keyed by the value itself (``lax.sort``
+  puts NaNs last, where that comparator, which is no strict weak order on NaNs, leaves their
+  place undefined).
+* **Any other comparator** — JAX's own canonicalising comparators, several keys,
+  lexicographic complex orders, anything a strict weak order can say. Ties under the
+  comparator are broken by the original position, which makes the order total, so the result
+  is the stable sort (a valid answer for ``is_stable = false`` too). Two algorithms, both made
+  of ``lax`` ops (JAX differentiates and batches them), the comparator region vmapped:
+
+  - up to 2**22 element pairs (batch · n²): one comparator call on all pairs; the rank of an
+    element is how many come before it, and the ranks (a permutation) are inverted with an
+    exact integer ``lax.sort``, then gathered. O(n²) work, O(1) comparator calls.
+  - longer rows: a bitonic sorting network over the row padded to a power of two N with
+    elements that compare greater than everything: log2(N)·(log2(N)+1)/2 vectorised stages of
+    N/2 pairs, two comparator calls per stage — O(n log² n) work. Compiled as one ``jax.jit``
+    so that it does not run as thousands of eager ops outside a trace.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax import lax
+
+from hlopipe.rehydrate.ops.windowed import vmapped_region
+from hlopipe.rehydrate.registry import Region, RuleContext, rule
+
+
+@rule("stablehlo.sort")
+def sort(ctx: RuleContext, *operands: Any, dimension: int = -1, is_stable: bool = False) -> Any:
+    ndim = operands[0].ndim
+    dim = int(dimension) % ndim if ndim else 0
+    region = ctx.regions[0]
+    n = operands[0].shape[dim] if ndim else 1
+    if n <= 1:
+        out: tuple = tuple(operands)
+    else:
+        simple = _simple_comparator(region, operands)
+        if simple is not None:
+            out = _lax_sort(operands, dim, bool(is_stable), *simple)
+        else:
+            out = _general_sort(operands, dim, region)
+    return out if len(out) > 1 else out[0]
+
+
+# ---- the single-compare path ---------------------------------------------------------------
+
+
+def _simple_comparator(region: Region, operands: tuple) -> tuple[int, str, str] | None:
+    """(operand index, 'LT'|'GT', compare type) when the comparator is one compare of the
+    two elements of one operand; None otherwise."""
+    block = region.block
+    if len(block.ops) != 1 or len(block.returns) != 1:
+        return None
+    op = block.ops[0]
+    if op.name != "stablehlo.compare" or op.results != block.returns:
+        return None
+    direction = op.attrs.get("comparison_direction")
+    if direction not in ("LT", "GT"):
+        return None
+    args = block.args
+    for i in range(len(operands)):
+        pair = (args[2 * i], args[2 * i + 1])
+        if op.operands == pair:
+            break
+        if op.operands == pair[::-1]:
+            direction = "GT" if direction == "LT" else "LT"
+            break
+    else:
+        return None
+    dtype = np.dtype(operands[i].dtype)
+    ctype = op.attrs.get("compare_type")
+    if dtype.kind == "c":
+        return None
+    if not isinstance(ctype, str):
+        ctype = "FLOAT" if _is_float(dtype) else "SIGNED"
+    if _is_float(dtype) and ctype not in ("FLOAT", "TOTALORDER"):
+        return None
+    if not _is_float(dtype) and ctype not in ("SIGNED", "UNSIGNED"):
+        return None
+    if dtype.kind in "iu" and (ctype == "UNSIGNED") != (dtype.kind == "u"):
+        return None  # a signed compare of unsigned values (or the reverse): keep it exact
+    return i, str(direction), ctype
+
+
+def _is_float(dtype: np.dtype) -> bool:
+    import jax.numpy as jnp
+
+    return bool(jnp.issubdtype(dtype, jnp.floating))
+
+
+def _total_order_key(x: Any) -> Any:
+    """A signed integer with the same order as ``x`` under StableHLO's TOTALORDER."""
+    bits = np.dtype(f"int{8 * np.dtype(x.dtype).itemsize}")
+    i = lax.bitcast_convert_type(x, bits)
+    nbits = bits.itemsize * 8
+    sign = lax.shift_right_arithmetic(i, lax.full_like(i, nbits - 1))
+    magnitude = lax.full_like(i, np.iinfo(bits).max)
+    return lax.bitwise_xor(i, lax.bitwise_and(sign, magnitude))
+
+
+def _lax_sort(
+    operands: tuple, dim: int, is_stable: bool, key_index: int, direction: str, ctype: str
+) -> tuple:
+    x = operands[key_index]
+    dtype = np.dtype(x.dtype)
+    if _is_float(dtype) and ctype == "TOTALORDER":
+        key = _total_order_key(x)
+        if direction == "GT":
+            key = lax.bitwise_not(key)
+    elif _is_float(dtype):
+        key = x if direction == "LT" else lax.neg(x)
+    else:
+        key = x if direction == "LT" else lax.bitwise_not(x)
+    if key is x and key_index == 0:
+        return tuple(lax.sort(tuple(operands), dimension=dim, is_stable=is_stable, num_keys=1))
+    out = lax.sort((key, *operands), dimension=dim, is_stable=is_stable, num_keys=1)
+    return tuple(out[1:])
+
+
+# ---- the general path -----------------------------------------------------------------------
+
+# up to this many element pairs (batch x n x n), rank by comparing all pairs at once
+_PAIRS_LIMIT = 1 << 22
+
+
+def _general_sort(operands: tuple, dim: int, region: Region) -> tuple:
+    n = operands[0].shape[dim]
+    batch = int(np.prod(operands[0].shape, dtype=np.int64)) // n
+    if batch * n * n <= _PAIRS_LIMIT:
+        return _rank_sort(operands, dim, region)
+    # one compiled program rather than thousands of eager ops when run outside jit
+    return tuple(jax.jit(lambda ops: _network_sort(ops, dim, region))(tuple(operands)))
+
+
+def _to_rows(operands: tuple, dim: int) -> tuple[list, tuple, Any]:
+    """Each operand as (batch, n) with ``dim`` last; and how to undo it."""
+    ndim = operands[0].ndim
+    n = operands[0].shape[dim]
+    perm = (*(i for i in range(ndim) if i != dim), dim)
+    inv = tuple(int(p) for p in np.argsort(perm))
+    moved = [lax.transpose(x, perm) for x in operands]
+    b = int(np.prod(moved[0].shape[:-1], dtype=np.int64))
+    rows = [lax.reshape(x, (b, n)) for x in moved]
+
+    def back(xs: list) -> tuple:
+        return tuple(lax.transpose(lax.reshape(x, orig.shape), inv) for x, orig in zip(xs, moved))
+
+    return rows, (b, n), back
+
+
+def _rank_sort(operands: tuple, dim: int, region: Region) -> tuple:
+    """O(n²) comparisons in one vectorised comparator call: the rank of element j is the
+    number of elements before it (comparator, then original position), and the ranks, a
+    permutation, are inverted with an exact integer ``lax.sort``."""
+    rows, (b, n), back = _to_rows(operands, dim)
+    args = []
+    for x in rows:
+        args.append(lax.broadcast_in_dim(x, (b, n, n), (0, 1)))  # [.., i, j] = x_i
+        args.append(lax.broadcast_in_dim(x, (b, n, n), (0, 2)))  # [.., i, j] = x_j
+    (c,) = vmapped_region(region)(*args)  # c[i, j]: x_i before x_j
+    ct = lax.transpose(c, (0, 2, 1))
+    earlier = lax.broadcasted_iota(np.int32, (b, n, n), 1) < lax.broadcasted_iota(
+        np.int32, (b, n, n), 2
+    )
+    before = c | (~ct & earlier)
+    rank = lax.reduce_sum(lax.convert_element_type(before, np.int32), (1,))
+    iota = lax.broadcasted_iota(np.int32, (b, n), 1)
+    _, order = lax.sort((rank, iota), dimension=1, num_keys=1)
+    return back([jnp.take_along_axis(x, order, axis=1) for x in rows])
+
+
+# a bitonic sorting network, for long sort dimensions
+
+
+def _network_sort(operands: tuple, dim: int, region: Region) -> tuple:
+    flat, (b, n), back = _to_rows(operands, dim)
+    size = 1 << (n - 1).bit_length()
+    if size != n:
+        flat = [lax.pad(x, np.zeros((), x.dtype), [(0, 0, 0), (0, size - n, 0)]) for x in flat]
+    pos = lax.broadcasted_iota(np.int32, (b, size), 1)
+    valid = pos < n
+    cmp = vmapped_region(region)
+    k_ops = len(operands)
+
+    def less(a: list, bb: list) -> Any:
+        """a before b: valid first, then the comparator, then the original position."""
+        args = [v for pair in zip(a[:k_ops], bb[:k_ops]) for v in pair]
+        (lt,) = cmp(*args)
+        swapped = [v for pair in zip(bb[:k_ops], a[:k_ops]) for v in pair]
+        (gt,) = cmp(*swapped)
+        tie = ~lt & ~gt & (a[-1] < bb[-1])
+        return a[-2] & (~bb[-2] | lt | tie)
+
+    def compare_swap(lo: list, hi: list) -> tuple[list, list]:
+        swap = less(hi, lo)
+        new_lo = [lax.select(swap, h, low) for low, h in zip(lo, hi)]
+        new_hi = [lax.select(swap, low, h) for low, h in zip(lo, hi)]
+        return new_lo, new_hi
+
+    state = [*flat, valid, pos]
+    k = 2
+    while k <= size:
+        # 1. the flip: element t of each block of k against element k-1-t
+        blocks = [lax.reshape(x, (b, size // k, k)) for x in state]
+        lo = [lax.slice_in_dim(x, 0, k // 2, axis=2) for x in blocks]
+        hi = [lax.rev(lax.slice_in_dim(x, k // 2, k, axis=2), (2,)) for x in blocks]
+        lo, hi = compare_swap(lo, hi)
+        state = [
+            lax.reshape(lax.concatenate([low, lax.rev(h, (2,))], 2), (b, size))
+            for low, h in zip(lo, hi)
+        ]
+        # 2. half-cleaners: element t against t + j, j = k/4 ... 1
+        j = k // 4
+        while j >= 1:
+            halves = [lax.reshape(x, (b, size // (2 * j), 2, j)) for x in state]
+            lo = [lax.index_in_dim(x, 0, axis=2, keepdims=False) for x in halves]
+            hi = [lax.index_in_dim(x, 1, axis=2, keepdims=False) for x in halves]
+            lo, hi = compare_swap(lo, hi)
+            state = [lax.reshape(_stack2(low, h), (b, size)) for low, h in zip(lo, hi)]
+            j //= 2
+        k *= 2
+    return back([lax.slice_in_dim(x, 0, n, axis=1) for x in state[:k_ops]])
+
+
+def _stack2(a: Any, b: Any) -> Any:
+    """[a, b] stacked on a new axis 2 (shape (B, P, 2, j))."""
+    a2 = lax.expand_dims(a, (2,))
+    b2 = lax.expand_dims(b, (2,))
+    return lax.concatenate([a2, b2], 2)

@@ -1,0 +1,308 @@
+"""Windowed reductions: ``stablehlo.reduce_window`` and ``stablehlo.select_and_scatter``.
+
+``reduce_window`` with one operand and a region that only adds (takes the max, the min) of
+its arguments becomes JAX's differentiable monoid primitives (``reduce_window_sum/max/min``):
+the program's init value pads the operand explicitly (StableHLO pads, and fills base-dilation
+holes, with the init value) and is combined once into every window, so any init value is
+exact, and a traced one too. Every other region runs through the generic
+``lax.reduce_window`` with the region as the computation (forward- but not reverse-mode
+differentiable in JAX).
+
+``select_and_scatter`` (the gradient of max/min pooling): the common case, a ``GE``/``LE``
+select, an ``add`` scatter, no padding and a float type, is the VJP of JAX's
+``reduce_window_max/min``, which XLA lowers back to ``select_and_scatter``. Anything else —
+any select and scatter region, padding (padded positions are never selected), any dtype —
+goes through a general form: for each of the K positions of the window, in row-major order,
+one strided slice of the operand, the select region (vmapped over the windows) deciding
+whether it replaces the current choice; then, position by position again, the scatter
+region combines the source values into the chosen elements. K select calls and K scatter
+calls over |source| elements each: O(K·|source|) work, unrolled for small windows and a
+``fori_loop`` (a scan, so still reverse-mode differentiable) for large ones.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax import lax
+
+from hlopipe.rehydrate.ops.reduce import is_identity
+from hlopipe.rehydrate.registry import Region, RuleContext, rule
+
+_WINDOW_MONOIDS: dict[str, Callable[[Any, Any], Any]] = {
+    "stablehlo.add": lax.add,
+    "stablehlo.maximum": lax.max,
+    "stablehlo.minimum": lax.min,
+}
+
+# on i1, add/or are max and multiply/and are min
+_BOOL_WINDOW = {
+    "stablehlo.add": "stablehlo.maximum",
+    "stablehlo.or": "stablehlo.maximum",
+    "stablehlo.multiply": "stablehlo.minimum",
+    "stablehlo.and": "stablehlo.minimum",
+}
+
+# unroll the K window positions of select_and_scatter's general form up to this many
+_UNROLL = 16
+
+
+def _pairs(padding: Any, n: int) -> list[tuple[int, int]]:
+    if padding is None:
+        return [(0, 0)] * n
+    arr = np.asarray(padding, dtype=np.int64).reshape(n, 2)
+    return [(int(lo), int(hi)) for lo, hi in arr]
+
+
+def _identity(op: str, dtype: np.dtype) -> Any:
+    if op == "stablehlo.add":
+        return np.zeros((), dtype)
+    big = op == "stablehlo.minimum"
+    if dtype == np.dtype(bool):
+        return np.array(big, dtype)
+    if np.issubdtype(dtype, np.integer):
+        info = np.iinfo(dtype)
+        return np.array(info.max if big else info.min, dtype)
+    value = np.array(np.inf if big else -np.inf).astype(dtype)
+    if not np.isinf(value.astype(np.float64)):  # float8 types without infinities
+        import ml_dtypes
+
+        fi = ml_dtypes.finfo(dtype)
+        value = np.array(fi.max if big else fi.min, dtype)
+    return value
+
+
+def monoid_reduce_window(
+    op: str | None,
+    x: Any,
+    init: Any,
+    window: tuple[int, ...],
+    strides: tuple[int, ...],
+    pads: list[tuple[int, int]],
+    base: tuple[int, ...],
+    wdil: tuple[int, ...],
+) -> Any | None:
+    """``reduce_window`` of one operand through JAX's differentiable monoid primitives; None
+    when ``op`` is not add/max/min (or their boolean equivalents) on a supported type."""
+    if op is None:
+        return None
+    dtype = np.dtype(x.dtype)
+    if dtype == np.dtype(bool):
+        op = _BOOL_WINDOW.get(op, op)
+    if op not in _WINDOW_MONOIDS or (dtype.kind == "c" and op != "stablehlo.add"):
+        return None
+    combine = _WINDOW_MONOIDS[op]
+    ident = _identity(op, dtype)
+    if is_identity(op, init):
+        return lax.reduce_window(x, ident, combine, window, strides, pads, base, wdil)
+    if any(p != (0, 0) for p in pads) or any(b != 1 for b in base):
+        init_x = lax.convert_element_type(init, dtype)
+        x = lax.pad(x, init_x, [(lo, hi, b - 1) for (lo, hi), b in zip(pads, base)])
+    y = lax.reduce_window(x, ident, combine, window, strides, [(0, 0)] * x.ndim, None, wdil)
+    return combine(y, lax.convert_element_type(init, dtype))
+
+
+@rule("stablehlo.reduce_window")
+def reduce_window(
+    ctx: RuleContext,
+    *operands: Any,
+    window_dimensions: tuple[int, ...],
+    window_strides: tuple[int, ...] | None = None,
+    base_dilations: tuple[int, ...] | None = None,
+    window_dilations: tuple[int, ...] | None = None,
+    padding: Any = None,
+) -> Any:
+    n = len(operands) // 2
+    xs, inits = operands[:n], operands[n:]
+    rank = len(window_dimensions)
+    window = tuple(int(w) for w in window_dimensions)
+    strides = tuple(window_strides) if window_strides else (1,) * rank
+    base = tuple(base_dilations) if base_dilations else (1,) * rank
+    wdil = tuple(window_dilations) if window_dilations else (1,) * rank
+    pads = _pairs(padding, rank)
+    region = ctx.regions[0]
+    if n == 1:
+        out = monoid_reduce_window(
+            region.binary_op(), xs[0], inits[0], window, strides, pads, base, wdil
+        )
+        if out is not None:
+            return out
+
+    def computation(acc: tuple, x: tuple) -> tuple:
+        return tuple(region(*acc, *x))
+
+    out = lax.reduce_window(tuple(xs), tuple(inits), computation, window, strides, pads, base, wdil)
+    return tuple(out) if n > 1 else out[0]
+
+
+# ---- select_and_scatter ----------------------------------------------------------------------
+
+
+def _simple_select(region: Region) -> str | None:
+    """'GE'/'LE' when the select region is ``compare(a, b, GE|LE)`` of a FLOAT type."""
+    block = region.block
+    if len(block.ops) != 1 or len(block.args) != 2:
+        return None
+    op = block.ops[0]
+    if op.name != "stablehlo.compare" or op.operands != block.args:
+        return None
+    if op.results != block.returns:
+        return None
+    direction = op.attrs.get("comparison_direction")
+    ctype = op.attrs.get("compare_type", "FLOAT")
+    if direction in ("GE", "LE") and ctype == "FLOAT":
+        return str(direction)
+    return None
+
+
+def vmapped_region(region: Region) -> Callable[..., tuple]:
+    """The region (on scalars) applied element-wise to same-shaped arrays."""
+
+    def flat(*args: Any) -> tuple:
+        shape = args[0].shape
+        if not shape:
+            return tuple(region(*args))
+        size = int(np.prod(shape, dtype=np.int64))
+        flat_args = [lax.reshape(a, (size,)) for a in args]
+        outs = jax.vmap(lambda *s: tuple(region(*s)))(*flat_args)
+        return tuple(lax.reshape(o, shape) for o in outs)
+
+    return flat
+
+
+@rule("stablehlo.select_and_scatter")
+def select_and_scatter(
+    ctx: RuleContext,
+    operand: Any,
+    source: Any,
+    init: Any,
+    *,
+    window_dimensions: tuple[int, ...] | None = None,
+    window_strides: tuple[int, ...] | None = None,
+    padding: Any = None,
+) -> Any:
+    rank = operand.ndim
+    window = tuple(window_dimensions) if window_dimensions else (1,) * rank
+    strides = tuple(window_strides) if window_strides else (1,) * rank
+    pads = _pairs(padding, rank)
+    select_region, scatter_region = ctx.regions
+    dtype = np.dtype(operand.dtype)
+    scatter_op = scatter_region.binary_op()
+    direction = _simple_select(select_region)
+    if (
+        direction is not None
+        and scatter_op == "stablehlo.add"
+        and all(p == (0, 0) for p in pads)
+        and jnp.issubdtype(dtype, jnp.floating)
+        and source.size > 0
+    ):
+        return _select_and_scatter_add(operand, source, init, direction, window, strides)
+    return _general_select_and_scatter(
+        operand, source, init, window, strides, pads, select_region, scatter_region
+    )
+
+
+def _select_and_scatter_add(
+    operand: Any,
+    source: Any,
+    init: Any,
+    direction: str,
+    window: tuple[int, ...],
+    strides: tuple[int, ...],
+) -> Any:
+    """GE (LE) select with add scatter = the VJP of max (min) pooling, applied to source."""
+    op = "stablehlo.maximum" if direction == "GE" else "stablehlo.minimum"
+    ident = _identity(op, np.dtype(operand.dtype))
+    combine = _WINDOW_MONOIDS[op]
+
+    def pool(x: Any) -> Any:
+        return lax.reduce_window(x, ident, combine, window, strides, [(0, 0)] * x.ndim)
+
+    _, vjp = jax.vjp(pool, operand)
+    (out,) = vjp(source)
+    if is_identity("stablehlo.add", init):
+        return out
+    return lax.add(out, lax.convert_element_type(init, out.dtype))
+
+
+def _general_select_and_scatter(
+    operand: Any,
+    source: Any,
+    init: Any,
+    window: tuple[int, ...],
+    strides: tuple[int, ...],
+    pads: list[tuple[int, int]],
+    select_region: Region,
+    scatter_region: Region,
+) -> Any:
+    dtype = np.dtype(operand.dtype)
+    rank = operand.ndim
+    select = vmapped_region(select_region)
+    scatter = vmapped_region(scatter_region)
+    init = lax.convert_element_type(init, dtype)
+    pad_cfg = [(lo, hi, 0) for lo, hi in pads]
+    xp = lax.pad(operand, np.zeros((), dtype), pad_cfg)
+    valid = lax.pad(lax.full(operand.shape, True, bool), np.array(False), pad_cfg)
+    out_shape = tuple(source.shape)
+    if source.size == 0 or operand.size == 0:
+        acc = lax.full(xp.shape, init, dtype)
+        return lax.pad(acc, np.zeros((), dtype), [(-lo, -hi, 0) for lo, hi in pads])
+    # each window position k reads the strided slice starting at offset(k) with this extent
+    extent = tuple(s * (n - 1) + 1 for s, n in zip(strides, out_shape))
+    num = int(np.prod(window, dtype=np.int64))
+
+    def offset(k: Any) -> list[Any]:
+        idx = []
+        for w in reversed(window):
+            idx.append(k % w)
+            k = k // w
+        return idx[::-1]
+
+    def strided(a: Any, k: Any) -> Any:
+        block = lax.dynamic_slice(a, offset(k), extent)
+        return lax.slice(block, (0,) * rank, extent, strides)
+
+    # 1. choose: fold the window positions in row-major order
+    def choose(k: Any, carry: tuple) -> tuple:
+        cur, cur_k, cur_valid = carry
+        new, new_valid = strided(xp, k), strided(valid, k)
+        (keep,) = select(cur, new)
+        take = new_valid & (~cur_valid | ~keep)
+        k_arr = lax.full(out_shape, k, np.int32)
+        return lax.select(take, new, cur), lax.select(take, k_arr, cur_k), cur_valid | take
+
+    carry = (strided(xp, 0), lax.full(out_shape, 0, np.int32), strided(valid, 0))
+    carry = _fold(choose, 1, num, carry)
+    _, chosen, chosen_valid = carry
+
+    # 2. scatter: position by position, the sources whose window chose it are combined in
+    def place(k: Any, acc: Any) -> Any:
+        start = offset(k)
+        block = lax.dynamic_slice(acc, start, extent)
+        cur = lax.slice(block, (0,) * rank, extent, strides)
+        hit = chosen_valid & (chosen == k)
+        (combined,) = scatter(cur, source)
+        new = lax.select(hit, combined, cur)
+        interior = [(0, 0, s - 1) for s in strides]
+        placed = lax.pad(new, np.zeros((), dtype), interior)
+        mask = lax.pad(hit, np.array(False), interior)
+        return lax.dynamic_update_slice(acc, lax.select(mask, placed, block), start)
+
+    acc = _fold(place, 0, num, lax.full(xp.shape, init, dtype))
+    return lax.pad(acc, np.zeros((), dtype), [(-lo, -hi, 0) for lo, hi in pads])
+
+
+def _fold(body: Callable[[Any, Any], Any], start: int, stop: int, carry: Any) -> Any:
+    """``body`` over k in [start, stop): unrolled for short ranges, a fori_loop otherwise."""
+    if stop - start <= _UNROLL:
+        for k in range(start, stop):
+            carry = body(k, carry)
+        return carry
+    return lax.fori_loop(start, stop, lambda k, c: body(k.astype(np.int32), c), carry)
+
+
+__all__ = ["monoid_reduce_window", "vmapped_region"]
