@@ -6,10 +6,14 @@ A test checks that each module under ``ops/`` is imported here.
 from hlopipe.rehydrate.ops import (  # noqa: F401
     collectives,
     control_flow,
+    convolution,
     custom_calls,
     elementwise,
     linalg,
+    normalization,
     reduce,
     shape,
     slicing,
+    sort,
+    windowed,
 )
