@@ -165,11 +165,14 @@ def dynamic_pad(
 def _clamped_starts(shape: Sequence[int], starts: Sequence[Any], sizes: Sequence[int]) -> list:
     """Start indices clamped into ``[0, dim - size]``, as the spec says."""
     out: list[Any] = []
+    # lax wants every start of one integer type: constants take the type of the traced ones
+    traced = [np.dtype(s.dtype) for s in starts if _concrete(s) is None]
     for s, dim, size in zip(starts, shape, sizes):
         hi = int(dim) - int(size)
         c = _concrete(s)
         if c is not None:
-            out.append(min(max(int(c), 0), hi))
+            v = min(max(int(c), 0), hi)
+            out.append(np.asarray(v, traced[0]) if traced else v)
             continue
         dt = np.dtype(s.dtype)
         hi = min(hi, int(np.iinfo(dt).max))
@@ -504,6 +507,7 @@ def _scatter_elements(
     cap = max(in_shape, default=0) + 1
     bound = np.asarray(in_shape, dtype=np.int64)
     wide = _wide_int()
+    total = int(np.prod(upd_shape, dtype=np.int64))
 
     def apply(results: list[Any], where: Any, ups: list[Any]) -> list[Any]:
         # one vectorised round over updates whose result indices are distinct and in bounds
@@ -520,10 +524,12 @@ def _scatter_elements(
             for r, v in zip(results, new)
         ]
 
+    if total == 0:
+        return results
     static = _concrete(idx)
     if static is not None:
         full = _element_indices(np, _np_indices(static, cap), d, bdims, upd_shape, rank)
-        full = full.reshape(-1, rank)
+        full = full.reshape(total, rank)
         inb = np.all((full >= 0) & (full < bound), axis=-1)
         if not np.any(inb):
             return results
@@ -543,7 +549,7 @@ def _scatter_elements(
         return results
 
     w = _to_wide(idx, cap)
-    full = jnp.reshape(_element_indices(jnp, w, d, bdims, upd_shape, rank), (-1, rank))
+    full = jnp.reshape(_element_indices(jnp, w, d, bdims, upd_shape, rank), (total, rank))
     inb = jnp.all((full >= 0) & (full < bound.astype(wide)), axis=-1)
     if unique:
         # an out-of-bounds element gets an index past the end, which the scatter drops
@@ -569,5 +575,4 @@ def _scatter_elements(
             out.append(lax.dynamic_update_slice(r, v, starts, allow_negative_indices=False))
         return tuple(out)
 
-    total = int(np.prod(upd_shape, dtype=np.int64))
     return list(lax.fori_loop(0, total, step, tuple(results)))

@@ -133,6 +133,44 @@ CASES = [
         (_f(5, 4), _f(2, 3), np.array(4, I32), np.array(-1, I32)),
     ),
     Case(
+        "dynamic_slice_constant_and_traced_starts",
+        "%c = stablehlo.constant dense<7> : tensor<i32>\n"
+        "%0 = stablehlo.dynamic_slice %x, %i, %c, sizes = [2, 2] "
+        ": (tensor<5x4xf32>, tensor<i32>, tensor<i32>) -> tensor<2x2xf32>\n",
+        "(%x: tensor<5x4xf32>, %i: tensor<i32>) -> tensor<2x2xf32>",
+        (_f(5, 4), np.array(1, I32)),
+    ),
+    Case(
+        "scatter_scalar_operand_region",
+        _scatter(
+            "index_vector_dim = 0",
+            _region("stablehlo.subtract", "f32"),
+            "(tensor<f32>, tensor<0xi32>, tensor<f32>) -> tensor<f32>",
+        ),
+        "(%x: tensor<f32>, %i: tensor<0xi32>, %u: tensor<f32>) -> tensor<f32>",
+        (np.array(3.0, F32), np.zeros(0, I32), np.array(5.0, F32)),
+    ),
+    Case(
+        "scatter_no_updates_region",
+        _scatter(
+            _DUPS,
+            _region("stablehlo.subtract", "f32"),
+            "(tensor<5xf32>, tensor<0x1xi32>, tensor<0xf32>) -> tensor<5xf32>",
+        ),
+        "(%x: tensor<5xf32>, %i: tensor<0x1xi32>, %u: tensor<0xf32>) -> tensor<5xf32>",
+        (_f(5), np.zeros((0, 1), I32), np.zeros(0, F32)),
+    ),
+    Case(
+        "scatter_add_straddling_unsigned_indices",
+        _scatter(
+            "update_window_dims = [1], scatter_dims_to_operand_dims = [0], index_vector_dim = 1",
+            _region("stablehlo.add", "f32"),
+            "(tensor<6xf32>, tensor<3x1xui64>, tensor<3x2xf32>) -> tensor<6xf32>",
+        ),
+        "(%x: tensor<6xf32>, %i: tensor<3x1xui64>, %u: tensor<3x2xf32>) -> tensor<6xf32>",
+        (_f(6), np.array([[5], [2**63 + 5], [1]], np.uint64), _f(3, 2)),
+    ),
+    Case(
         "gather_batching_index_vector_first",
         '%0 = "stablehlo.gather"(%x, %i) <{dimension_numbers = #stablehlo.gather<'
         "offset_dims = [2], collapsed_slice_dims = [1], operand_batching_dims = [0], "
