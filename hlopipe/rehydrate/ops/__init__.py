@@ -4,13 +4,17 @@ A test checks that each module under ``ops/`` is imported here.
 """
 
 from hlopipe.rehydrate.ops import (  # noqa: F401
+    chlo,
     collectives,
     control_flow,
     convolution,
     custom_calls,
     elementwise,
+    fft,
     linalg,
     normalization,
+    quantize,
+    random,
     reduce,
     shape,
     slicing,
