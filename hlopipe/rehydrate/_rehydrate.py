@@ -241,17 +241,17 @@ def _spmd_plan(program: Program, mir: ModuleIR, mesh: Any, axis: Any, partitione
             text = str(attrs["mhlo.frontend_attributes"])
             for m in re.finditer(r"(\w+)\s*=\s*#sdy.mesh<\[([^\]]*)\]>", text.replace("\\22", '"')):
                 plan.sdy_meshes[m.group(1)] = coll.parse_sdy_mesh(m.group(2))
-        for op in program.module.body.operations:
-            op = op.operation
-            if op.name == "sdy.mesh":
-                sym = str(op.attributes["sym_name"]).strip('"')
-                plan.sdy_meshes[sym] = coll.parse_sdy_mesh(str(op.attributes["mesh"]))
+        for top in program.module.body.operations:
+            mop = top.operation
+            if mop.name == "sdy.mesh":
+                sym = str(mop.attributes["sym_name"]).strip('"')
+                plan.sdy_meshes[sym] = coll.parse_sdy_mesh(str(mop.attributes["mesh"]))
     if plan.num_partitions is None and program.hlo_module is not None:
         header = program.hlo_module.to_string().split("\n", 1)[0]
-        m = re.search(r"num_partitions=(\d+)", header)
-        plan.num_partitions = int(m.group(1)) if m else None
-        m = re.search(r"replica_count=(\d+)", header)
-        plan.num_replicas = int(m.group(1)) if m else (1 if plan.num_partitions else None)
+        parts = re.search(r"num_partitions=(\d+)", header)
+        plan.num_partitions = int(parts.group(1)) if parts else None
+        reps = re.search(r"replica_count=(\d+)", header)
+        plan.num_replicas = int(reps.group(1)) if reps else (1 if plan.num_partitions else None)
     if partitioned is None:
         plan.per_device = bool(found["top"]) and not found["boundary"]
     else:
@@ -289,6 +289,16 @@ def _collective_uses(mir: ModuleIR, entry: str) -> dict[str, Any]:
     seen.add(entry)
     visit(mir.funcs[entry].block, False)
     return found
+
+
+def _spec_list(specs: Any, n: int) -> list[Any]:
+    from jax.sharding import PartitionSpec, Sharding
+
+    if specs is None:
+        return [None] * n
+    if isinstance(specs, PartitionSpec | Sharding):  # one spec (a PartitionSpec is a tuple)
+        return [specs]
+    return list(specs)
 
 
 def _as_spec(s: Any) -> Any:
@@ -341,8 +351,8 @@ def _per_device(
     arg_avals = [a for a, t in zip(func.block.arg_avals, token_in) if not t]
     res_attrs = [a for a, t in zip(func.result_attrs, out_token) if not t]
     res_avals = [a for a, t in zip(_func_result_avals(func), out_token) if not t]
-    user_in = list(in_specs) if in_specs is not None else [None] * len(arg_avals)
-    user_out = list(out_specs) if out_specs is not None else [None] * len(res_avals)
+    user_in = _spec_list(in_specs, len(arg_avals))
+    user_out = _spec_list(out_specs, len(res_avals))
     if len(user_in) != len(arg_avals) or len(user_out) != len(res_avals):
         raise RehydrateError(
             f"in_specs/out_specs need {len(arg_avals)}/{len(res_avals)} entries, got "

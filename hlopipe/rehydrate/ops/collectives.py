@@ -98,11 +98,9 @@ def make_spmd(
     mesh: Any, axes: tuple[str, ...], num_partitions: int | None, num_replicas: int | None
 ) -> Spmd:
     size = math.prod(int(mesh.shape[a]) for a in axes)
-    if num_partitions is None and num_replicas is None:
-        num_partitions, num_replicas = size, 1
-    elif num_partitions is None:
+    if num_partitions is None:
         num_partitions = size // max(num_replicas or 1, 1)
-    elif num_replicas is None:
+    if num_replicas is None:
         num_replicas = size // max(num_partitions, 1)
     if num_partitions * num_replicas != size:
         raise RehydrateError(
@@ -145,6 +143,9 @@ def _spmd(ctx: RuleContext) -> Spmd:
 def _channel(channel_handle: Any) -> int:
     if isinstance(channel_handle, dict):
         return int(channel_handle.get("handle", 0))
+    if isinstance(channel_handle, OpaqueAttr):  # #mhlo.channel_handle<handle = 1, type = 0>
+        m = re.search(r"handle\s*=\s*(-?\d+)", channel_handle.text)
+        return int(m.group(1)) if m else 0
     return 0
 
 
