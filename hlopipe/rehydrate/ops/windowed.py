@@ -6,7 +6,9 @@ the program's init value pads the operand explicitly (StableHLO pads, and fills 
 holes, with the init value) and is combined once into every window, so any init value is
 exact, and a traced one too. Every other region runs through the generic
 ``lax.reduce_window`` with the region as the computation (forward- but not reverse-mode
-differentiable in JAX).
+differentiable in JAX), again on an operand padded explicitly with the init values: XLA's
+own reduce_window skips padded positions, where the specification reduces the init value
+there too, and the two differ when the init value is not neutral.
 
 ``select_and_scatter`` (the gradient of max/min pooling): the common case, a ``GE``/``LE``
 select, an ``add`` scatter, no padding and a float type, is the VJP of JAX's
@@ -135,6 +137,13 @@ def reduce_window(
     def computation(acc: tuple, x: tuple) -> tuple:
         return tuple(region(*acc, *x))
 
+    if any(p != (0, 0) for p in pads) or any(b != 1 for b in base):
+        # StableHLO pads (and fills base-dilation holes) with the init values, which then
+        # enter the reduction; XLA skips padded positions instead. Pad explicitly so that a
+        # non-neutral init value gives the specified answer.
+        cfg = [(lo, hi, b - 1) for (lo, hi), b in zip(pads, base)]
+        xs = tuple(lax.pad(x, lax.convert_element_type(v, x.dtype), cfg) for x, v in zip(xs, inits))
+        pads, base = [(0, 0)] * rank, (1,) * rank
     out = lax.reduce_window(tuple(xs), tuple(inits), computation, window, strides, pads, base, wdil)
     return tuple(out) if n > 1 else out[0]
 
@@ -263,7 +272,10 @@ def _general_select_and_scatter(
         return idx[::-1]
 
     def strided(a: Any, k: Any) -> Any:
-        block = lax.dynamic_slice(a, offset(k), extent)
+        start = offset(k)
+        if isinstance(k, int):
+            return lax.slice(a, start, [o + e for o, e in zip(start, extent)], strides)
+        block = lax.dynamic_slice(a, start, extent)
         return lax.slice(block, (0,) * rank, extent, strides)
 
     # 1. choose: fold the window positions in row-major order
@@ -282,10 +294,15 @@ def _general_select_and_scatter(
     # 2. scatter: position by position, the sources whose window chose it are combined in
     def place(k: Any, acc: Any) -> Any:
         start = offset(k)
-        block = lax.dynamic_slice(acc, start, extent)
-        cur = lax.slice(block, (0,) * rank, extent, strides)
+        cur = strided(acc, k)
         hit = chosen_valid & (chosen == k)
         (combined,) = scatter(cur, source)
+        if isinstance(k, int):
+            # straight into the full array: pads and one select
+            cfg = [(o, n - o - e, s - 1) for o, n, e, s in zip(start, xp.shape, extent, strides)]
+            placed = lax.pad(combined, np.zeros((), dtype), cfg)
+            return lax.select(lax.pad(hit, np.array(False), cfg), placed, acc)
+        block = lax.dynamic_slice(acc, start, extent)
         new = lax.select(hit, combined, cur)
         interior = [(0, 0, s - 1) for s in strides]
         placed = lax.pad(new, np.zeros((), dtype), interior)
