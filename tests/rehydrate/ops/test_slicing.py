@@ -285,7 +285,7 @@ def _module(case: Case) -> str:
 def _reference(text: str, args: tuple[np.ndarray, ...]) -> list[np.ndarray]:
     with make_context():
         module = ir.Module.parse(text)
-        attrs = [ir.DenseElementsAttr.get(a, signless=a.dtype.kind != "u") for a in args]
+        attrs = [ir.DenseElementsAttr.get(a, signless=a.dtype.kind != "u") for a in args]  # type: ignore[call-overload]
         return [np.asarray(r) for r in stablehlo.eval_module(module, attrs)]
 
 
