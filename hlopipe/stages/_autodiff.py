@@ -191,6 +191,11 @@ def build_autodiff(
     in_fwd = [
         (need_out[i] or (need_bwd[i] and not in_bwd[i])) and not eqn_ct[i] for i in range(len(eqns))
     ]
+    # The forward also computes what its own equations read: a value the backward recomputes
+    # for itself (a broadcast constant, say) can feed a residual the forward makes.
+    fwd_reads = [v for e, m in zip(eqns, in_fwd) if m for v in e.invars]
+    need_fwd = J.needed_eqns(eqns, [*outs_v, *fwd_reads])
+    in_fwd = [m or (need_fwd[i] and not eqn_ct[i]) for i, m in enumerate(in_fwd)]
     fwd_eqns = [e for e, m in zip(eqns, in_fwd) if m]
     bwd_eqns = [e for e, m in zip(eqns, in_bwd) if m]
     fwd_defined = {v for e in fwd_eqns for v in e.outvars} | set(xvars)
