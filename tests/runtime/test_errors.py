@@ -1,0 +1,122 @@
+"""Bad input fails before anything runs; a failure while running names the rank and action."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import pytest
+
+import hlopipe
+from hlopipe.errors import RuntimeConfigError
+from hlopipe.runtime import Pipeline, PipelineExecutionError, _compile
+
+
+def _params():
+    k = jax.random.split(jax.random.key(0), 2)
+    return {"w0": jax.random.normal(k[0], (4, 8)), "w1": jax.random.normal(k[1], (8, 4))}
+
+
+def _loss(p, batch):
+    x, y = batch
+    h = hlopipe.stage_boundary(jnp.tanh(x @ p["w0"]))
+    return jnp.mean((h @ p["w1"] - y) ** 2)
+
+
+BATCH = (jnp.ones((8, 4)), jnp.zeros((8, 4)))
+
+
+def _pipe(**kw):
+    args = {"schedule": "1f1b", "num_microbatches": 2, "devices": jax.devices()[:2]}
+    args.update(kw)
+    return Pipeline(_loss, _params(), BATCH, **args)
+
+
+def test_batch_not_divisible():
+    with pytest.raises(RuntimeConfigError, match=r"a batch of 8 does not split into 3"):
+        _pipe(num_microbatches=3)
+
+
+def test_batch_leaves_disagree():
+    with pytest.raises(RuntimeConfigError, match="disagree on the batch size"):
+        Pipeline(_loss, _params(), (jnp.ones((8, 4)), jnp.zeros((6, 4))), num_microbatches=2)
+
+
+def test_more_ranks_than_devices():
+    with pytest.raises(RuntimeConfigError, match=r"needs 2 ranks x 1 devices .* only 1 given"):
+        _pipe(devices=jax.devices()[:1])
+
+
+def test_stage_mesh_does_not_fit():
+    with pytest.raises(RuntimeConfigError, match=r"x 3 devices per stage mesh = 6 devices, only 4"):
+        _pipe(devices=jax.devices()[:4], stage_mesh_shape=(3,))
+    with pytest.raises(RuntimeConfigError, match="needs 16 devices, only 8"):
+        _pipe(devices=jax.devices()[:8], stage_mesh_shape=(16,))
+    with pytest.raises(RuntimeConfigError, match="only one mesh axis"):
+        _pipe(devices=jax.devices()[:8], stage_mesh_shape=(2, 2))
+
+
+def test_stages_not_a_multiple_of_virtual_stages():
+    with pytest.raises(RuntimeConfigError, match="not a multiple of 3"):
+        _pipe(schedule="interleaved-1f1b", virtual_stages=3)
+
+
+def test_parameter_structure_mismatch():
+    pipe = _pipe()
+    with pytest.raises(RuntimeConfigError, match="params have structure"):
+        pipe.init({"w0": _params()["w0"]})
+    bad = dict(_params(), w1=jnp.ones((8, 5)))
+    with pytest.raises(RuntimeConfigError, match=r"parameter \[0\]\['w1'\]: float32\[8, 5\]"):
+        pipe.init(bad)
+    with pytest.raises(RuntimeConfigError, match="batch is"):
+        pipe.step(None, (jnp.ones((4, 4)), jnp.zeros((4, 4))))  # type: ignore[arg-type]
+
+
+def test_program_file_arguments_mismatch(tmp_path):
+    from hlopipe.demo import demo_files
+
+    path, _ = demo_files()
+    with pytest.raises(RuntimeConfigError, match="do not match params"):
+        Pipeline(str(path), _params(), BATCH, num_microbatches=2, devices=jax.devices()[:4])
+
+
+def test_loss_must_be_a_scalar():
+    def two(p, batch):
+        return hlopipe.stage_boundary(batch[0] @ p["w0"]) @ p["w1"]
+
+    with pytest.raises(RuntimeConfigError, match="scalar floating loss"):
+        Pipeline(two, _params(), BATCH, num_microbatches=2, devices=jax.devices()[:2])
+
+
+def test_failing_action_names_rank_and_action(monkeypatch):
+    pipe = _pipe(schedule="inference")
+    state = pipe.init(_params())
+    real = _compile.StageExecutables.get
+
+    def get(self, kind):
+        if self.stage.index == 1:
+
+            def boom(*a):
+                raise ValueError("injected")
+
+            return boom
+        return real(self, kind)
+
+    monkeypatch.setattr(_compile.StageExecutables, "get", get)
+    with pytest.raises(
+        PipelineExecutionError,
+        match=r"rank 1, step 1: F of stage 1, microbatch 0 failed: ValueError: injected",
+    ):
+        pipe.infer(state, BATCH)
+
+
+def test_lost_transfer_times_out_instead_of_hanging():
+    pipe = _pipe(schedule="inference", recv_timeout=0.5)
+    state = pipe.init(_params())
+    plan = pipe._plan("infer")
+    # drop rank 0's sends: rank 1 waits for data that never comes
+    plan.schedule.actions[0] = [a for a in plan.schedule.actions[0] if a.kind.value != "SEND_F"]
+    with pytest.raises(
+        PipelineExecutionError,
+        match=r"rank 1, step 0: RECV_F of stage 1, microbatch 0 waited 0.5 s",
+    ):
+        pipe.infer(state, BATCH)

@@ -1,0 +1,264 @@
+"""The runtime against JAX on one device: training with every schedule, inference, HLO files.
+
+Eight CPU devices (tests/conftest.py). One small GPT, split once at its markers, is shared by
+the tests so that compiled stage executables are reused across schedules with the same
+placement (compiling is what costs here).
+"""
+
+from __future__ import annotations
+
+import functools
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+import pytest
+
+import hlopipe
+from hlopipe import schedules
+from hlopipe.models import gpt
+from hlopipe.runtime import Pipeline
+
+CFG = gpt.GPTConfig(vocab=16, seq=8, d_model=16, n_heads=2, n_layers=4, d_ff=32)
+BATCH = 16
+M = 4
+STEPS = 20
+LR = 0.05
+OPT = optax.sgd(LR, momentum=0.9)  # one object: jitted updates are cached per optimizer
+loss_fn = functools.partial(gpt.loss, cfg=CFG, boundary=hlopipe.stage_boundary, layers_per_stage=1)
+
+
+def _batches(n: int) -> list:
+    return [gpt.batch(jax.random.key(100 + k), BATCH, CFG) for k in range(n)]
+
+
+@functools.cache
+def _params():
+    return gpt.init(jax.random.key(0), CFG)
+
+
+@functools.cache
+def _staged():
+    mb = jax.tree.map(lambda x: x[: BATCH // M], _batches(1)[0])
+    return hlopipe.split(loss_fn, _params(), mb)
+
+
+@functools.cache
+def _reference(steps: int, opt=OPT):
+    """Single-device training: value_and_grad of the full-batch loss, then the optimizer."""
+
+    @jax.jit
+    def step(p, s, b):
+        loss, g = jax.value_and_grad(loss_fn)(p, b)
+        u, s = opt.update(g, s, p)
+        return optax.apply_updates(p, u), s, loss
+
+    p, s = _params(), opt.init(_params())
+    losses = []
+    for b in _batches(steps):
+        p, s, loss = step(p, s, b)
+        losses.append(float(loss))
+    return losses, p
+
+
+def _train(pipe: Pipeline, steps: int):
+    state = pipe.init(_params())
+    losses = []
+    for b in _batches(steps):
+        state, metrics = pipe.step(state, b)
+        losses.append(metrics.loss)
+    return losses, jax.device_get(state.params)
+
+
+def _rel(a, b) -> float:
+    a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
+    return float(np.linalg.norm(a - b) / max(np.linalg.norm(b), 1e-30))
+
+
+def _assert_same_training(losses, params, steps: int) -> None:
+    ref_losses, ref_params = _reference(steps)
+    np.testing.assert_allclose(losses, ref_losses, rtol=1e-5)
+    flat_ref = jax.tree_util.tree_flatten_with_path(ref_params)[0]
+    worst = max((_rel(a, b), jax.tree_util.keystr(k)) for a, (k, b) in
+                zip(jax.tree.leaves(params), flat_ref))  # fmt: skip
+    assert worst[0] <= 1e-5, f"parameter {worst[1]} differs by {worst[0]:.2e} (relative)"
+
+
+# -- every schedule trains exactly like one device ---------------------------------------------
+
+SCHEDULES = [
+    ("gpipe", 4),
+    ("1f1b", 4),
+    ("zb-h1", 4),
+    ("zb-h2", 4),
+    ("interleaved-1f1b", 2),
+    ("looped-bfs", 2),
+    ("zb-v", 2),
+]
+
+
+@pytest.mark.parametrize("name,ranks", SCHEDULES, ids=[s for s, _ in SCHEDULES])
+def test_schedule_trains_like_one_device(name, ranks):
+    pipe = Pipeline(
+        _staged(), _params(), _batches(1)[0], schedule=name, num_microbatches=M,
+        devices=jax.devices()[:ranks], optimizer=OPT,
+    )  # fmt: skip
+    assert pipe.schedule.num_ranks == ranks
+    losses, params = _train(pipe, STEPS)
+    _assert_same_training(losses, params, STEPS)
+    assert losses[-1] < losses[0]
+
+
+def test_data_parallel_stages_adamw():
+    """The demo's layout, 4 stages x 2 data-parallel devices, with adamw: the losses match.
+
+    (Parameters are compared with SGD above: adam divides by sqrt(v), so in directions where
+    the gradient is ~0 (e.g. the softmax's shift invariance in qkv) ulp-level differences of
+    the gradient become visible differences of the update.)
+    """
+    opt = optax.adamw(1e-2)
+    pipe = Pipeline(loss_fn, _params(), _batches(1)[0], schedule="1f1b", num_microbatches=M,
+                    devices=jax.devices()[:8], stage_mesh_shape=(2,), optimizer=opt)  # fmt: skip
+    assert pipe.placement.group_size == 2 and pipe.schedule.num_ranks == 4
+    losses, _ = _train(pipe, 5)
+    ref_losses, _ = _reference(5, opt)
+    np.testing.assert_allclose(losses, ref_losses, rtol=1e-5)
+
+
+def test_gradients_without_optimizer_and_remat():
+    """optimizer=None returns the gradients; remat recomputes forwards and changes nothing."""
+    batch = _batches(1)[0]
+    pipe = Pipeline(_staged(), _params(), batch, schedule="1f1b", num_microbatches=M,
+                    devices=jax.devices()[:4], remat=True)  # fmt: skip
+    state = pipe.init(_params())
+    _, metrics = pipe.step(state, batch)
+    loss, grads = jax.jit(jax.value_and_grad(loss_fn))(_params(), batch)
+    assert metrics.loss == pytest.approx(float(loss), rel=1e-6)
+    for a, b in zip(jax.tree.leaves(metrics.grads), jax.tree.leaves(grads)):
+        assert _rel(a, b) <= 1e-5
+    gnorm = np.sqrt(
+        sum(np.sum(np.square(np.asarray(g, np.float64))) for g in jax.tree.leaves(grads))
+    )
+    assert metrics.grad_norm == pytest.approx(gnorm, rel=1e-5)
+
+
+# -- skip connections and tied parameters ------------------------------------------------------
+
+
+def _skip_params():
+    k = jax.random.split(jax.random.key(3), 3)
+    return {
+        "w0": jax.random.normal(k[0], (6, 8)) * 0.5,
+        "w1": jax.random.normal(k[1], (8, 8)) * 0.5,
+        "w2": jax.random.normal(k[2], (8, 8)) * 0.5,
+    }
+
+
+def _skip_loss(p, batch):
+    x, y = batch
+    h0 = jnp.tanh(x @ p["w0"])
+    h0 = hlopipe.stage_boundary(h0)
+    h1 = jnp.tanh(h0 @ p["w1"])
+    h1 = hlopipe.stage_boundary(h1)
+    h2 = jnp.tanh(h1 @ p["w2"]) + h0  # skip from stage 0 to stage 2
+    out = h2 @ p["w0"].T  # w0 tied between stage 0 and stage 2
+    return jnp.mean((out - y) ** 2)
+
+
+@pytest.mark.parametrize("name", ["1f1b", "zb-h1"])
+def test_skip_connection_and_tied_weight(name):
+    kx, ky = jax.random.split(jax.random.key(4))
+    batch = (jax.random.normal(kx, (8, 6)), jax.random.normal(ky, (8, 6)))
+    params = _skip_params()
+    pipe = Pipeline(_skip_loss, params, batch, schedule=name, num_microbatches=4,
+                    devices=jax.devices()[:3])  # fmt: skip
+    assert any(r.src == 0 for r in pipe.staged.stage(2).receives)  # the skip is real
+    _, metrics = pipe.step(pipe.init(params), batch)
+    loss, grads = jax.value_and_grad(_skip_loss)(params, batch)
+    assert metrics.loss == pytest.approx(float(loss), rel=1e-6)
+    for k in params:
+        assert _rel(metrics.grads[k], grads[k]) <= 1e-5, k
+
+
+# -- inference ---------------------------------------------------------------------------------
+
+
+def test_infer_equals_single_device_forward():
+    batch = _batches(1)[0]
+    pipe = Pipeline(_staged(), _params(), batch, schedule="zb-v", num_microbatches=M,
+                    devices=jax.devices()[:2])  # fmt: skip
+    out = pipe.infer(pipe.init(_params()), batch)
+    assert float(out) == pytest.approx(float(loss_fn(_params(), batch)), rel=1e-6)
+    assert pipe.inference_schedule().stage_to_rank == pipe.schedule.stage_to_rank
+
+
+def test_infer_logits_with_inference_schedule():
+    tokens = _batches(1)[0][0]
+
+    def logits(p, toks):
+        return gpt.logits(p, toks, CFG, hlopipe.stage_boundary, layers_per_stage=2)
+
+    pipe = Pipeline(logits, _params(), tokens, schedule="inference", num_microbatches=4,
+                    devices=jax.devices()[:4], stage_mesh_shape=(2,))  # fmt: skip
+    got = pipe.infer(pipe.init(_params()), tokens)
+    want = logits(_params(), tokens)
+    assert got.shape == want.shape
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+    with pytest.raises(hlopipe.RuntimeConfigError, match="forward-only"):
+        pipe.step(pipe.init(_params()), tokens)
+
+
+# -- HLO in, pipeline out ----------------------------------------------------------------------
+
+
+def test_hlo_file_trains_like_the_jax_function():
+    from hlopipe.demo import demo_files
+
+    path, meta = demo_files()
+    cfg = gpt.GPTConfig(**meta["config"])
+    params = gpt.init(jax.random.key(meta["param_seed"]), cfg)
+    m = 2
+    batches = [gpt.batch(jax.random.key(k), meta["batch"] * m, cfg) for k in range(3)]
+    pipe = Pipeline(str(path), params, batches[0], schedule="1f1b", num_microbatches=m,
+                    devices=jax.devices()[:4], optimizer=OPT)  # fmt: skip
+    assert pipe.staged.num_stages == 4
+    state = pipe.init(params)
+
+    @jax.jit
+    def ref_step(p, s, b):
+        loss, g = jax.value_and_grad(gpt.loss)(p, b, cfg)
+        u, s = OPT.update(g, s, p)
+        return optax.apply_updates(p, u), s, loss
+
+    ref_p, ref_s = params, OPT.init(params)
+    for b in batches:
+        state, metrics = pipe.step(state, b)
+        ref_p, ref_s, ref_loss = ref_step(ref_p, ref_s, b)
+        assert metrics.loss == pytest.approx(float(ref_loss), rel=1e-5)
+    for a, b in zip(jax.tree.leaves(jax.device_get(state.params)), jax.tree.leaves(ref_p)):
+        assert _rel(a, b) <= 1e-5
+
+
+# -- timeline ----------------------------------------------------------------------------------
+
+
+def test_measured_timeline(tmp_path):
+    batch = _batches(1)[0]
+    pipe = Pipeline(_staged(), _params(), batch, schedule="1f1b", num_microbatches=M,
+                    devices=jax.devices()[:4], optimizer=OPT)  # fmt: skip
+    _, metrics = pipe.step(pipe.init(_params()), batch)
+    tl = pipe.timeline()
+    assert tl is metrics.timeline
+    lowered = schedules.lower(pipe.schedule)
+    for r, row in lowered.actions.items():
+        assert [a for a, _, _ in tl.events[r]] == [a for a in row if a is not None]
+        ends = [e for _, _, e in tl.events[r]]
+        assert ends == sorted(ends)
+    assert tl.makespan > 0 and 0 <= tl.bubble_fraction < 1
+    # the residuals actually held follow the schedule's peak-activation figure
+    assert tl.peak_activations == schedules.simulate(pipe.schedule).peak_activations
+    assert {"F", "B", "send"} <= set(tl.costs)
+    out = tmp_path / "timeline.png"
+    schedules.plot(tl, out)
+    assert out.stat().st_size > 0
