@@ -78,3 +78,28 @@ def get_tuple_element(ctx: RuleContext, t: Any, *, index: int) -> Any:
 @rule("mhlo.copy")
 def copy(ctx: RuleContext, x: Any, **attrs: Any) -> Any:
     return x
+
+
+@rule("mhlo.bitcast")
+def bitcast(
+    ctx: RuleContext, x: Any, *, source_layout: Any = None, result_layout: Any = None, **attrs: Any
+) -> Any:
+    """XLA's layout bitcast: the operand's buffer, in its physical (layout) order, read as the
+    result shape in the result's layout. Layouts are minor-to-major dimension lists."""
+    out = ctx.aval
+    src = tuple(int(d) for d in source_layout) if source_layout is not None else None
+    dst = tuple(int(d) for d in result_layout) if result_layout is not None else None
+    src = src or tuple(range(np.ndim(x) - 1, -1, -1))
+    dst = dst or tuple(range(len(out.shape) - 1, -1, -1))
+    if np.dtype(x.dtype) != out.dtype:
+        if np.dtype(x.dtype).itemsize != out.dtype.itemsize:
+            raise UnsupportedOpError(
+                f"mhlo.bitcast at {ctx.loc} changes the element width "
+                f"({x.dtype} -> {out.dtype}); only layout bitcasts are supported"
+            )
+        x = lax.bitcast_convert_type(x, out.dtype)
+    major_to_minor_in = tuple(reversed(src))
+    major_to_minor_out = tuple(reversed(dst))
+    flat = lax.reshape(lax.transpose(x, major_to_minor_in), (int(np.prod(x.shape)),))
+    physical = lax.reshape(flat, tuple(out.shape[d] for d in major_to_minor_out))
+    return lax.transpose(physical, tuple(int(i) for i in np.argsort(major_to_minor_out)))
