@@ -65,7 +65,6 @@ CASES = [
         (P("x"),),
         P("x"),
         ((8, 4),),
-        compiled=False,  # XLA's tuple all-to-all comes with layout bitcasts
     ),
     Case(
         "pmax_pmin_partial_permute",
@@ -98,7 +97,6 @@ CASES = [
         (P("x", "a"), P("x", "a")),
         ((8, 8),),
         grad=False,
-        compiled=False,
     ),
     Case(
         "eight_devices_one_axis",
