@@ -39,7 +39,6 @@ class Case:
     out_specs: tuple
     shapes: tuple[tuple[int, ...], ...]
     grad: bool = True
-    compiled: bool = True  # the partitioned program uses only ops with rules
 
 
 def ring(n: int) -> list[tuple[int, int]]:
@@ -142,8 +141,6 @@ def check_same(got, want, atol: float = 1e-5) -> None:
 @pytest.mark.parametrize("form", ["lowered", "compiled"])
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.name)
 def test_shard_map_programs(case: Case, form: str) -> None:
-    if form == "compiled" and not case.compiled:
-        pytest.skip("the partitioned program needs ops of another family")
     mesh, f = original(case)
     args = inputs(case)
     lowered = jax.jit(f).lower(*args)
