@@ -153,6 +153,14 @@ def _guess_family(name: str) -> str:
         return "collectives"
     if short in ("custom_call",):
         return "custom_calls"
+    if short == "convolution":
+        return "convolution"
+    if short in ("reduce_window", "select_and_scatter"):
+        return "windowed"
+    if short.startswith("batch_norm"):
+        return "normalization"
+    if short in ("sort", "fft"):
+        return short
     if "reduce" in short:
         return "reduce"
     if short in ("while", "case", "if", "call", "map"):
