@@ -160,7 +160,15 @@ def _from_hlo_proto(data: bytes, name: str, entry: str | None) -> Program:
     try:
         hlo = _xla.hlo_module_from_proto(data)
     except (_xla.JaxRuntimeError, ValueError, RuntimeError) as e:
-        raise LoadError(f"{name}: not a valid HloModuleProto: {_clean(e)}") from None
+        # XLA dumps (--xla_dump_hlo_as_proto, *.hlo.pb) write an HloProto, whose field 1 is
+        # the HloModuleProto.
+        inner = _hlo_proto_module(data)
+        if inner is None:
+            raise LoadError(f"{name}: not a valid HloModuleProto: {_clean(e)}") from None
+        try:
+            hlo = _xla.hlo_module_from_proto(inner)
+        except (_xla.JaxRuntimeError, ValueError, RuntimeError):
+            raise LoadError(f"{name}: not a valid HloModuleProto: {_clean(e)}") from None
     return _from_hlo_module(hlo, name, "hlo-proto", entry)
 
 
@@ -457,6 +465,18 @@ def _is_hlo_proto(data: bytes) -> bool:
         return _wire_ok(data, 0, len(data), 0)
     except ValueError:
         return False
+
+
+def _hlo_proto_module(data: bytes) -> bytes | None:
+    """The HloModuleProto inside an HloProto (its field 1), or None."""
+    try:
+        n, pos = _read_varint(data, 1)
+    except ValueError:
+        return None
+    inner = data[pos : pos + n]
+    if len(inner) != n or not _is_hlo_proto(inner):
+        return None
+    return inner
 
 
 def _is_flatbuffer_export(data: bytes) -> bool:

@@ -69,7 +69,6 @@ class Program:
 
     def stage_markers(self) -> int:
         """How many `hlopipe.stage_boundary` markers the program carries."""
-        from hlopipe.marker import ATTRIBUTE
 
         n = 0
         with self.context:
@@ -80,8 +79,8 @@ class Program:
                     for block in region.blocks:
                         for inner in block.operations:
                             inner = inner.operation
-                            if inner.name == "stablehlo.optimization_barrier" and ATTRIBUTE in str(
-                                inner.attributes
+                            if inner.name == "stablehlo.optimization_barrier" and _has_marker(
+                                inner
                             ):
                                 n += 1
                             visit(inner)
@@ -121,6 +120,15 @@ class Program:
         ins = ", ".join(_fmt_aval(a) for a in self.in_avals)
         outs = ", ".join(_fmt_aval(a) for a in self.out_avals)
         return f"Program({self.format}, {self.source}, @{self.entry}({ins}) -> ({outs}))"
+
+
+def _has_marker(op: Any) -> bool:
+    from hlopipe.marker import ATTRIBUTE
+
+    # str() of the attribute map is its Python repr, not its contents: look at the attribute.
+    attrs = op.attributes
+    key = "mhlo.frontend_attributes"
+    return key in attrs and ATTRIBUTE in str(attrs[key])
 
 
 def _fmt_aval(a: Any) -> str:

@@ -1,0 +1,167 @@
+"""Loading: format detection from content, the Program's signature and contents, XLA dump
+folders, elided constants."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from jax._src.interpreters import mlir as jax_mlir
+from jaxlib import _hlo
+
+import hlopipe
+from hlopipe.errors import LoadError
+from hlopipe.io import detect_format, dump_modules
+
+
+def f(w, x):
+    return jnp.tanh(x @ w).sum(0), (x * 2).astype(jnp.int32)
+
+
+W = jnp.ones((3, 4), jnp.float32) * 0.1
+X = jnp.arange(6.0, dtype=jnp.float32).reshape(2, 3)
+
+
+@pytest.fixture(scope="module")
+def sources():
+    low = jax.jit(f).lower(W, X)
+    hlo = low.as_text(dialect="hlo")
+    return {
+        "stablehlo-text": low.as_text(),
+        "hlo-text": hlo,
+        "hlo-opt": low.compile().as_text(),
+        "hlo-proto": _hlo.hlo_module_from_text(hlo).as_serialized_hlo_module_proto(),
+        "mlir-bytecode": jax_mlir.module_to_bytecode(low.compiler_ir("stablehlo")),
+        "jax-export": bytes(jax.export.export(jax.jit(f))(W, X).serialize()),
+    }
+
+
+@pytest.mark.parametrize(
+    "fmt",
+    ["stablehlo-text", "hlo-text", "hlo-opt", "hlo-proto", "mlir-bytecode", "jax-export"],
+)
+def test_every_format_loads(sources, fmt, tmp_path) -> None:
+    src = sources[fmt]
+    want = "hlo-text" if fmt == "hlo-opt" else fmt
+    data = src.encode() if isinstance(src, str) else src
+    assert detect_format(data) == want
+    path = tmp_path / "program.bin"  # the suffix says nothing: content decides
+    path.write_bytes(data)
+    for prog in (hlopipe.load(src), hlopipe.load(path), hlopipe.load(str(path))):
+        assert prog.format == want
+        assert prog.entry == "main"
+        assert prog.in_avals == [
+            jax.ShapeDtypeStruct((3, 4), jnp.float32),
+            jax.ShapeDtypeStruct((2, 3), jnp.float32),
+        ]
+        assert prog.out_avals == [
+            jax.ShapeDtypeStruct((4,), jnp.float32),
+            jax.ShapeDtypeStruct((2, 3), jnp.int32),
+        ]
+    got = prog.as_function()(W, X)
+    for a, b in zip(got, f(W, X), strict=True):
+        np.testing.assert_allclose(a, b, rtol=1e-6)
+
+
+def test_program_contents(sources) -> None:
+    prog = hlopipe.load(sources["stablehlo-text"])
+    counts = prog.op_counts()
+    assert counts["stablehlo.dot_general"] == 1 and counts["stablehlo.tanh"] == 1
+    assert "func.func public @main" in prog.to_text("stablehlo")
+    hlo = prog.to_text("hlo")
+    assert hlo.startswith("HloModule") and " dot(" in hlo
+    again = hlopipe.load(hlo)
+    np.testing.assert_allclose(again.as_function()(W, X)[0], f(W, X)[0], rtol=1e-6)
+    assert prog.cost_analysis()["flops"] > 0
+    assert prog.stage_markers() == 0
+    assert "f32[3,4]" in repr(prog)
+    with pytest.raises(ValueError, match="dialect"):
+        prog.to_text("tosa")
+
+
+def test_stage_markers_survive_hlo() -> None:
+    from hlopipe.marker import stage_boundary
+
+    g = lambda x: jnp.sin(stage_boundary(x * 2))  # noqa: E731
+    prog = hlopipe.load(jax.jit(g).lower(X).as_text(dialect="hlo"))
+    assert prog.stage_markers() == 1
+    np.testing.assert_allclose(prog.as_function()(X), g(X), rtol=1e-6)
+
+
+DUMP_SCRIPT = textwrap.dedent(
+    """
+    import jax, jax.numpy as jnp, numpy as np
+    big = np.arange(4096, dtype=np.float32).reshape(64, 64) / 4096
+    def f(x):
+        return jnp.tanh(x @ big) + 1.0
+    def other(x):
+        return x * 3
+    jax.jit(f).lower(jnp.ones((2, 64), jnp.float32)).compile()
+    jax.jit(other).lower(jnp.ones((2,), jnp.float32)).compile()
+    """
+)
+
+
+@pytest.fixture(scope="module")
+def dump_dir(tmp_path_factory):
+    d = tmp_path_factory.mktemp("dump")
+    env = dict(
+        os.environ,
+        JAX_PLATFORMS="cpu",
+        XLA_FLAGS=f"--xla_dump_to={d} --xla_dump_hlo_as_text --xla_dump_hlo_as_proto",
+    )
+    subprocess.run([sys.executable, "-c", DUMP_SCRIPT], env=env, check=True, timeout=120)
+    return d
+
+
+def test_dump_folder(dump_dir) -> None:
+    modules = dump_modules(dump_dir)
+    assert any(".jit_f" in k for k in modules) and any(".jit_other" in k for k in modules)
+    prog = hlopipe.load(dump_dir, module="jit_f")
+    assert prog.format == "xla-dump/hlo-proto"
+    assert "before_optimizations" in prog.extra["dump_file"]
+    x = jnp.linspace(0, 1, 128, dtype=jnp.float32).reshape(2, 64)
+    big = np.arange(4096, dtype=np.float32).reshape(64, 64) / 4096
+    np.testing.assert_allclose(prog.as_function()(x), jnp.tanh(x @ big) + 1.0, rtol=1e-6)
+    with pytest.raises(LoadError, match="pick one with module=NAME"):
+        hlopipe.load(dump_dir)
+    with pytest.raises(LoadError, match="no module matches 'nope'"):
+        hlopipe.load(dump_dir, module="nope")
+
+
+def test_elided_constant_is_refused(dump_dir) -> None:
+    (files,) = [v for k, v in dump_modules(dump_dir).items() if k.endswith(".jit_f")]
+    text_file = files["before_optimizations.txt"]
+    assert "constant({...})" in text_file.read_text()
+    with pytest.raises(LoadError) as info:
+        hlopipe.load(text_file)
+    msg = str(info.value)
+    assert "constant" in msg and "{...}" in msg and ".pb" in msg
+    assert str(text_file) in msg
+
+
+def test_tf_style_elided_constant_in_text() -> None:
+    text = textwrap.dedent(
+        """
+        HloModule m, entry_computation_layout={(f32[4]{0})->f32[4]{0}}
+
+        ENTRY main {
+          p = f32[4]{0} parameter(0)
+          weights = f32[4]{0} constant({...})
+          ROOT r = f32[4]{0} add(p, weights)
+        }
+        """
+    )
+    with pytest.raises(LoadError, match=r"<bytes>:6: constant weights is elided.*\.pb"):
+        hlopipe.load(text)
+
+
+def test_not_a_dump_folder(tmp_path) -> None:
+    with pytest.raises(LoadError, match="not an XLA dump folder"):
+        hlopipe.load(tmp_path)
