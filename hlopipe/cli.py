@@ -480,3 +480,114 @@ def _cmd_conformance(args: argparse.Namespace) -> int:
             json.dump(doc, fh, indent=1)
     print(conf.summary_line(results))
     return 1 if any(r.failed for r in results) else 0
+
+
+# -- train (runtime) ---------------------------------------------------------------------------
+
+
+def _add_train(p: argparse.ArgumentParser) -> None:
+    p.add_argument("file", help="an XLA program of a loss; arguments: params..., then batch...")
+    p.add_argument(
+        "--batch-args",
+        type=int,
+        metavar="N",
+        help="how many trailing arguments are the (micro)batch; default: the trailing integer "
+        "arguments, else 1",
+    )
+    p.add_argument("--schedule", default="1f1b", help="schedule name (see 'hlopipe schedule')")
+    p.add_argument("--microbatches", type=int, default=4, help="microbatches per step")
+    p.add_argument("--virtual-stages", type=int, help="stages per rank (schedule default)")
+    p.add_argument("--stages", type=int, help="stages to cut into when there are no markers")
+    p.add_argument("--stage-devices", type=int, default=1, help="devices per stage (data parallel)")
+    p.add_argument("--cpu-devices", type=int, metavar="N", help="simulate N CPU devices")
+    p.add_argument("--steps", type=int, default=10)
+    p.add_argument("--optimizer", choices=("adam", "adamw", "sgd"), default="adam")
+    p.add_argument("--lr", type=float, default=1e-3)
+    p.add_argument("--params", metavar="NPZ", help="initial parameters, in argument order")
+    p.add_argument("--data", metavar="NPZ", help="one full batch, in argument order")
+    p.add_argument("--int-high", type=int, default=2, help="random integer data in [0, N)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--plot", metavar="PNG", help="write the measured timeline of the last step")
+
+
+@_register("train", "pipeline-train the loss program in a file on the local devices")(_add_train)
+def _cmd_train(args: argparse.Namespace) -> int:
+    import contextlib
+    from typing import Any
+
+    import jax
+
+    if args.cpu_devices:
+        with contextlib.suppress(Exception):  # a backend that is up keeps its devices
+            jax.config.update("jax_num_cpu_devices", args.cpu_devices)
+    import numpy as np
+    import optax
+
+    from hlopipe import io, schedules
+    from hlopipe.errors import RuntimeConfigError
+    from hlopipe.runtime import Pipeline
+
+    program = io.load(args.file)
+    avals: list[Any] = list(program.in_avals)
+    nb = args.batch_args
+    if nb is None:
+        nb = 0
+        while nb < len(avals) and np.issubdtype(np.dtype(avals[-1 - nb].dtype), np.integer):
+            nb += 1
+        nb = nb or 1
+    if not 0 < nb < len(avals):
+        raise RuntimeConfigError(
+            f"--batch-args={nb}: the program has {len(avals)} arguments; the batch must be "
+            "some of the last ones and at least one argument must be a parameter"
+        )
+    p_avals, b_avals = avals[:-nb], avals[-nb:]
+    rng = np.random.default_rng(args.seed)
+    m = args.microbatches
+
+    def random(aval: Any, lead: int = 1) -> np.ndarray:
+        shape = (aval.shape[0] * lead, *aval.shape[1:]) if lead > 1 else tuple(aval.shape)
+        dt = np.dtype(aval.dtype)
+        if np.issubdtype(dt, np.integer):
+            return rng.integers(0, args.int_high, shape).astype(dt)
+        return (rng.standard_normal(shape) * 0.02).astype(dt)
+
+    def npz(path: str, n: int, what: str) -> list[np.ndarray]:
+        with np.load(path) as f:
+            arrays = [f[k] for k in f.files]
+        if len(arrays) != n:
+            raise RuntimeConfigError(f"{path}: {len(arrays)} arrays, the {what} has {n}")
+        return arrays
+
+    params = (
+        npz(args.params, len(p_avals), "parameters")
+        if args.params
+        else [random(a) for a in p_avals]
+    )
+    batch = npz(args.data, nb, "batch") if args.data else [random(a, m) for a in b_avals]
+    opt = {"adam": optax.adam, "adamw": optax.adamw, "sgd": optax.sgd}[args.optimizer](args.lr)
+    pipe = Pipeline(
+        args.file,
+        params,
+        batch,
+        num_stages=args.stages,
+        schedule=args.schedule,
+        num_microbatches=m,
+        virtual_stages=args.virtual_stages,
+        stage_mesh_shape=(args.stage_devices,),
+        optimizer=opt,
+    )
+    print(pipe)
+    state = pipe.init(params)
+    for k in range(args.steps):
+        step_batch = batch if args.data or k == 0 else [random(a, m) for a in b_avals]
+        state, metrics = pipe.step(state, step_batch)
+        print(
+            f"step {k + 1:4d}  loss {metrics.loss:.6f}  grad norm {metrics.grad_norm:.4f}  "
+            f"{metrics.step_time * 1e3:8.1f} ms"
+        )
+    tl = pipe.timeline()
+    print(f"measured bubble of the last step: {tl.bubble_fraction:.1%}")
+    if args.plot:
+        schedules.plot(tl, args.plot)
+        print(f"wrote {args.plot}")
+    return 0
