@@ -1,0 +1,102 @@
+"""Bad input: every user mistake is a subclass of HlopipeError with a message that helps."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import pytest
+from jaxlib import _hlo
+
+import hlopipe
+from hlopipe.errors import HlopipeError, LoadError, RehydrateError
+
+X = jnp.ones((2, 3), jnp.float32)
+
+
+def f(x, y):
+    return jnp.sin(x) @ y
+
+
+@pytest.fixture(scope="module")
+def low():
+    return jax.jit(f).lower(X, jnp.ones((3, 4), jnp.float32))
+
+
+def test_no_known_format() -> None:
+    with pytest.raises(LoadError, match="no known format"):
+        hlopipe.load(b"\xff\xfe\x00\x01garbage")
+    with pytest.raises(LoadError, match="neither HLO text"):
+        hlopipe.load("hello world\nthis is not a program\n")
+    with pytest.raises(LoadError, match="empty input"):
+        hlopipe.load(b"   ")
+    with pytest.raises(LoadError, match="no such file"):
+        hlopipe.load("/nonexistent/model.hlo")
+    with pytest.raises(LoadError, match="cannot load a int"):
+        hlopipe.load(3)  # type: ignore[arg-type]
+
+
+def test_truncated_proto(low) -> None:
+    proto = _hlo.hlo_module_from_text(low.as_text(dialect="hlo")).as_serialized_hlo_module_proto()
+    for cut in (len(proto) // 3, len(proto) // 2, len(proto) - 5):
+        with pytest.raises(LoadError, match=r"HloModuleProto|no known format"):
+            hlopipe.load(proto[:cut])
+    with pytest.raises(LoadError, match="HloModuleProto"):
+        hlopipe.load(proto[: len(proto) // 2], format="hlo-proto")
+
+
+def test_hlo_syntax_error_names_line_and_column(low) -> None:
+    lines = low.as_text(dialect="hlo").splitlines()
+    i = next(i for i, line in enumerate(lines) if "sine(" in line)
+    lines[i] = lines[i].replace("sine(", "sine((")
+    with pytest.raises(LoadError) as info:
+        hlopipe.load("\n".join(lines))
+    msg = str(info.value)
+    assert "not valid HLO text" in msg
+    assert f"{i + 1}:" in msg  # the parser's line:column
+
+
+def test_stablehlo_syntax_error(low) -> None:
+    text = low.as_text().replace("stablehlo.sine", "stablehlo.sine(", 1)
+    with pytest.raises(LoadError, match=r"not valid StableHLO/MLIR text.*:\d+:\d+"):
+        hlopipe.load(text)
+
+
+def test_explicit_wrong_format(low) -> None:
+    with pytest.raises(LoadError, match="unknown format"):
+        hlopipe.load(low.as_text(), format="onnx")
+    with pytest.raises(LoadError, match="not valid MLIR bytecode"):
+        hlopipe.load(b"ML\xefR\x00\x01\x02", format="mlir-bytecode")
+    with pytest.raises(LoadError, match=r"not a valid jax\.export artifact"):
+        hlopipe.load(b"\x10\x00\x00\x00" + b"\x00" * 40, format="jax-export")
+
+
+def test_wrong_arguments_at_call_time(low) -> None:
+    g = hlopipe.load(low.as_text()).as_function()
+    y = jnp.ones((3, 4), jnp.float32)
+    with pytest.raises(
+        RehydrateError, match=r"takes 2 arguments \(f32\[2,3\], f32\[3,4\]\), 1 were"
+    ):
+        g(X)
+    with pytest.raises(RehydrateError, match=r"argument 1 is f32\[4,3\], expected f32\[3,4\]"):
+        g(X, y.T)
+    with pytest.raises(RehydrateError, match=r"argument 0 is i32\[2,3\], expected f32\[2,3\]"):
+        g(X.astype(jnp.int32), y)
+    with pytest.raises(RehydrateError, match="argument 0 is a list"):
+        g([1.0], y)
+    with pytest.raises(RehydrateError, match=r"argument 0 is f32\[1,2,3\], expected f32\[2,3\]"):
+        jax.jit(g)(X[None], y)
+
+
+def test_unsupported_feature_is_hlopipe_error() -> None:
+    text = """
+func.func @main(%x: tensor<?xf32>) -> tensor<?xf32> {
+  return %x : tensor<?xf32>
+}
+"""
+    with pytest.raises(HlopipeError, match="dynamic shape"):
+        hlopipe.load(text).as_function()
+
+
+def test_errors_subclass_hlopipe_error() -> None:
+    for cls in (LoadError, RehydrateError, hlopipe.UnsupportedOpError):
+        assert issubclass(cls, HlopipeError)
