@@ -1,0 +1,219 @@
+"""Pipeline runtime: dispatch overhead, controller cost per action, measured vs simulated
+bubbles, and the MPMD runtime against a plain-JAX SPMD pipeline (shard_map + ppermute).
+
+Run: ``python benchmarks/runtime.py`` (8 simulated CPU devices). Prints one rich table; every
+time is the median of several steps after a warm-up step.
+"""
+
+from __future__ import annotations
+
+import functools
+import statistics
+import time
+
+import jax
+
+jax.config.update("jax_num_cpu_devices", 8)
+
+import jax.numpy as jnp  # noqa: E402
+import numpy as np  # noqa: E402
+import optax  # noqa: E402
+from jax.sharding import Mesh, NamedSharding, PartitionSpec  # noqa: E402
+from rich.console import Console  # noqa: E402
+from rich.table import Table  # noqa: E402
+
+import hlopipe  # noqa: E402
+from hlopipe import schedules  # noqa: E402
+from hlopipe.models import gpt  # noqa: E402
+from hlopipe.runtime import Pipeline  # noqa: E402
+
+CFG = gpt.GPTConfig(vocab=64, seq=32, d_model=64, n_heads=4, n_layers=4, d_ff=256)
+BATCH, M, P = 32, 8, 4
+REPEATS = 7
+OPT = optax.sgd(1e-2)
+
+
+def _median_step(fn, repeats: int = REPEATS) -> float:
+    fn()  # warm-up (compiles)
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times)
+
+
+def plain_microbatched(params, batch):
+    """jax.jit(value_and_grad) per microbatch, gradients summed, then the update: one device."""
+    vg = jax.jit(jax.value_and_grad(functools.partial(gpt.loss, cfg=CFG)))
+    add = jax.jit(lambda a, b: jax.tree.map(jnp.add, a, b), donate_argnums=0)
+
+    @functools.partial(jax.jit, donate_argnums=(1,))
+    def update(g, s, p):
+        g = jax.tree.map(lambda x: x / M, g)
+        u, s = OPT.update(g, s, p)
+        return optax.apply_updates(p, u), s
+
+    b = BATCH // M
+    mbs = [jax.tree.map(lambda x, i=i: x[i * b : (i + 1) * b], batch) for i in range(M)]
+    state = {"p": params, "s": OPT.init(params)}
+
+    def step():
+        acc = None
+        for mb in mbs:
+            _, g = vg(state["p"], mb)
+            acc = g if acc is None else add(acc, g)
+        state["p"], state["s"] = update(acc, state["s"], state["p"])
+        jax.block_until_ready(state["p"])
+
+    return step
+
+
+def pipeline_step(pipe: Pipeline, params, batch):
+    st = {"s": pipe.init(params)}
+
+    def step():
+        st["s"], metrics = pipe.step(st["s"], batch)
+        st["m"] = metrics
+
+    return step, st
+
+
+def spmd_pipeline(params, batch, devices):
+    """A GPipe-style SPMD pipeline in plain JAX: the blocks stacked on a 'stage' mesh axis,
+    microbatches shifted between stages with ppermute inside shard_map; jax.grad through it."""
+    mesh = Mesh(np.array(devices[:P]), ("stage",))
+    b = BATCH // M
+    stacked = jax.tree.map(lambda *ls: jnp.stack(ls), *params["layers"])
+    rest = {k: v for k, v in params.items() if k != "layers"}
+
+    def blocks(stacked_local, xs):
+        p = jax.tree.map(lambda a: a[0], stacked_local)
+        idx = jax.lax.axis_index("stage")
+        state = jnp.zeros(xs.shape[1:], xs.dtype)
+        outs = jnp.zeros_like(xs)
+        for t in range(M + P - 1):
+            inp = jnp.where(idx == 0, xs[min(t, M - 1)], state)
+            out = gpt.block(p, inp, CFG.n_heads)
+            k = t - (P - 1)
+            if k >= 0:
+                outs = outs.at[k].set(jnp.where(idx == P - 1, out, 0.0))
+            state = jax.lax.ppermute(out, "stage", [(i, (i + 1) % P) for i in range(P)])
+        return jax.lax.psum(outs, "stage")
+
+    smap = jax.shard_map(
+        blocks,
+        mesh=mesh,
+        in_specs=(PartitionSpec("stage"), PartitionSpec()),
+        out_specs=PartitionSpec(),
+    )
+
+    def loss(stacked, rest, batch):
+        tokens, targets = batch
+        x = rest["embed"][tokens] + rest["pos"][: tokens.shape[1]]
+        ys = smap(stacked, x.reshape(M, b, *x.shape[1:])).reshape(x.shape)
+        lg = gpt.layer_norm(rest["ln_f"], ys) @ rest["embed"].T
+        logp = jax.nn.log_softmax(lg, axis=-1)
+        return -jnp.take_along_axis(logp, targets[..., None], axis=-1)[..., 0].mean()
+
+    stage_sh = NamedSharding(mesh, PartitionSpec("stage"))
+    rep = NamedSharding(mesh, PartitionSpec())
+    st = {
+        "stacked": jax.device_put(stacked, stage_sh),
+        "rest": jax.device_put(rest, rep),
+    }
+    st["s"] = jax.jit(OPT.init)((st["stacked"], st["rest"]))
+    data = jax.device_put(batch, rep)
+
+    @jax.jit
+    def train(stacked, rest, s, batch):
+        loss_v, g = jax.value_and_grad(loss, argnums=(0, 1))(stacked, rest, batch)
+        u, s = OPT.update(g, s, (stacked, rest))
+        (stacked, rest) = optax.apply_updates((stacked, rest), u)
+        return stacked, rest, s, loss_v
+
+    def step():
+        st["stacked"], st["rest"], st["s"], st["loss"] = train(
+            st["stacked"], st["rest"], st["s"], data
+        )
+        jax.block_until_ready(st["loss"])
+
+    ref = float(gpt.loss(params, batch, CFG))
+    got = float(jax.jit(loss)(st["stacked"], st["rest"], data))
+    return step, abs(ref - got)
+
+
+def main() -> None:
+    console = Console()
+    params = gpt.init(jax.random.key(0), CFG)
+    batch = gpt.batch(jax.random.key(1), BATCH, CFG)
+    devs = jax.devices()
+    rows: list[tuple[str, str, str]] = []
+
+    # 1. dispatch overhead: the pipeline with 1 stage on 1 device vs plain jit, same microbatches
+    one = Pipeline(functools.partial(gpt.loss, cfg=CFG), params, batch, num_stages=1,
+                   schedule="gpipe", num_microbatches=M, devices=devs[:1],
+                   optimizer=OPT)  # fmt: skip
+    t_plain = _median_step(plain_microbatched(params, batch))
+    step, st = pipeline_step(one, params, batch)
+    t_one = _median_step(step)
+    n_actions = sum(
+        len([a for a in r if a]) for r in schedules.lower(one.schedule).actions.values()
+    )
+    res = one._last_result
+    assert res is not None
+    rows.append(
+        ("plain jit(value_and_grad), 1 device", f"{t_plain * 1e3:.2f} ms", f"{M} microbatches")
+    )
+    rows.append(("pipeline, 1 stage on 1 device", f"{t_one * 1e3:.2f} ms",
+                 f"ratio {t_one / t_plain:.3f} (goal <= 1.05)"))  # fmt: skip
+    rows.append(("controller overhead per action", f"{(t_one - t_plain) / n_actions * 1e6:.0f} µs",
+                 f"(pipeline - plain) / {n_actions} actions; dispatch alone "
+                 f"{res.dispatch_ms / n_actions * 1e3:.0f} µs"))  # fmt: skip
+
+    # 2. measured vs simulated bubble, 4 stages on 4 devices
+    staged_fn = functools.partial(gpt.loss, cfg=CFG, boundary=hlopipe.stage_boundary,
+                                  layers_per_stage=1)  # fmt: skip
+    t_mpmd = None
+    for name in ("gpipe", "1f1b", "zb-h1"):
+        pipe = Pipeline(staged_fn, params, batch, schedule=name, num_microbatches=M,
+                        devices=devs[:P], optimizer=OPT)  # fmt: skip
+        step, st = pipeline_step(pipe, params, batch)
+        step()
+        meas, sim, ts = [], [], []
+        for _ in range(REPEATS):
+            t0 = time.perf_counter()
+            step()
+            ts.append(time.perf_counter() - t0)
+            tl = st["m"].timeline
+            meas.append(tl.bubble_fraction)
+            sim.append(schedules.simulate(pipe.schedule, tl.costs).bubble_fraction)
+        t = statistics.median(ts)
+        if name == "gpipe":
+            t_mpmd = t
+        rows.append((f"bubble {name}, {P} stages x {M} mb",
+                     f"{statistics.median(meas):.1%} measured",
+                     f"{statistics.median(sim):.1%} simulated with measured costs; step "
+                     f"{t * 1e3:.1f} ms"))  # fmt: skip
+
+    # 3. MPMD (this runtime, GPipe) vs an SPMD pipeline in plain JAX, same model and microbatches
+    spmd_step, dloss = spmd_pipeline(params, batch, devs)
+    t_spmd = _median_step(spmd_step)
+    assert t_mpmd is not None
+    rows.append(("SPMD pipeline (shard_map + ppermute)", f"{t_spmd * 1e3:.1f} ms",
+                 f"GPipe order, {P} stages; loss vs model {dloss:.1e}"))  # fmt: skip
+    rows.append(("hlopipe MPMD pipeline (GPipe)", f"{t_mpmd * 1e3:.1f} ms",
+                 f"ratio to SPMD {t_mpmd / t_spmd:.2f}"))  # fmt: skip
+
+    table = Table(title=f"hlopipe runtime — GPT d={CFG.d_model} L={CFG.n_layers}, batch {BATCH}, "
+                  f"median of {REPEATS} steps, {len(devs)} CPU devices")  # fmt: skip
+    table.add_column("what")
+    table.add_column("value", justify="right")
+    table.add_column("notes")
+    for r in rows:
+        table.add_row(*r)
+    console.print(table)
+
+
+if __name__ == "__main__":
+    main()
