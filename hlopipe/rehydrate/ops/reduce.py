@@ -46,6 +46,8 @@ def is_identity(op: str, init: Any) -> bool:
         return bool(np.all(v == 0)) and not (dtype.kind == "f" and np.signbit(v).any())
     if op == "stablehlo.multiply" or op == "stablehlo.and":
         return bool(np.all(v == 1)) or (dtype == np.dtype(bool) and bool(np.all(v)))
+    if dtype.kind == "c":
+        return False  # max/min of complex numbers order lexicographically: no plain identity
     if op == "stablehlo.maximum":
         if dtype.kind == "f" or dtype.kind == "V":
             return bool(np.all(np.isneginf(v.astype(np.float64))))
