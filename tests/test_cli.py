@@ -1,0 +1,104 @@
+"""The hlopipe command: inspect, run, demo; errors as one line and exit status 2."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from hlopipe.cli import main
+
+
+def f(x, w):
+    return jnp.tanh(x @ w), x.sum()
+
+
+X = jnp.arange(6.0, dtype=jnp.float32).reshape(2, 3)
+W = jnp.ones((3, 2), jnp.float32) * 0.5
+
+
+@pytest.fixture(scope="module")
+def hlo_file(tmp_path_factory):
+    path = tmp_path_factory.mktemp("cli") / "f.hlo"
+    path.write_text(jax.jit(f).lower(X, W).as_text(dialect="hlo"))
+    return path
+
+
+def test_inspect_json(hlo_file, capsys) -> None:
+    assert main(["inspect", str(hlo_file), "--json"]) == 0
+    info = json.loads(capsys.readouterr().out)
+    assert info["format"] == "hlo-text"
+    assert info["inputs"] == ["f32[2,3]", "f32[3,2]"]
+    assert info["outputs"] == ["f32[2,2]", "f32[]"]
+    assert sum(n for op, n in info["ops"].items() if op.startswith("stablehlo.dot")) == 1
+    assert info["flops"] > 0
+    assert info["stage_markers"] == 0 and info["unsupported"] == []
+
+
+def test_inspect_table_lists_unsupported(tmp_path, capsys) -> None:
+    path = tmp_path / "u.mlir"
+    path.write_text(
+        "func.func @main(%x: tensor<3xf32>) -> tensor<3xf32> {\n"
+        '  %0 = "foo.bar"(%x) : (tensor<3xf32>) -> tensor<3xf32>\n'
+        "  return %0 : tensor<3xf32>\n}\n"
+    )
+    assert main(["inspect", str(path), "--no-cost"]) == 0
+    out = capsys.readouterr().out
+    assert "stablehlo-text" in out and "unsupported ops (1)" in out and "foo.bar" in out
+
+
+def test_run_with_inputs_and_outputs(hlo_file, tmp_path, capsys) -> None:
+    inputs, outputs = tmp_path / "in.npz", tmp_path / "out.npz"
+    np.savez(inputs, arg0=np.asarray(X), arg1=np.asarray(W))
+    assert main(["run", str(hlo_file), "--inputs", str(inputs), "--outputs", str(outputs)]) == 0
+    out = capsys.readouterr().out
+    assert "out0: f32[2,2]" in out and "out1: f32[]" in out
+    got = np.load(outputs)
+    want = f(X, W)
+    np.testing.assert_allclose(got["out0"], want[0], rtol=1e-6)
+    np.testing.assert_allclose(got["out1"], want[1], rtol=1e-6)
+
+
+def test_run_random_inputs_are_seeded(hlo_file, capsys) -> None:
+    assert main(["run", str(hlo_file), "--seed", "3"]) == 0
+    first = capsys.readouterr().out
+    assert main(["run", str(hlo_file), "--seed", "3", "--no-jit"]) == 0
+    assert capsys.readouterr().out.split("out1")[1] == first.split("out1")[1]
+
+
+def test_errors_are_one_line_exit_2(tmp_path, capsys) -> None:
+    bad = tmp_path / "bad.hlo"
+    bad.write_text("HloModule broken\n\nENTRY main {\n  p = f32[2] parameter(0\n}\n")
+    assert main(["inspect", str(bad)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and err.count("\n") == 1 and "not valid HLO text" in err
+    assert main(["run", str(tmp_path / "missing.hlo")]) == 2
+    assert "no such file" in capsys.readouterr().err
+
+
+@pytest.mark.slow  # compiles the tiny GPT's value_and_grad twice: tens of seconds on 2 cores
+def test_demo(capsys) -> None:
+    assert main(["demo"]) == 0
+    out = capsys.readouterr().out
+    assert "matches the original" in out
+
+
+def test_real_process_error_line() -> None:
+    env = dict(os.environ, JAX_PLATFORMS="cpu")
+    proc = subprocess.run(
+        [sys.executable, "-m", "hlopipe", "run", "/nonexistent/model.hlo"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
+    assert proc.returncode == 2
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: ") and "no such file" in lines[0]
+    assert "Traceback" not in proc.stderr
