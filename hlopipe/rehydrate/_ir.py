@@ -9,6 +9,7 @@ StableHLO attributes), and types become ``jax.ShapeDtypeStruct``.
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -136,7 +137,9 @@ class ModuleIR:
         self.funcs: dict[str, Func] = {}
         self._ids: dict[Any, int] = {}
         self._ctx = context
-        with context:
+        from hlopipe.rehydrate._interpreter import gc_paused
+
+        with context, gc_paused():
             for op in module.body.operations:
                 op = op.operation
                 if op.name == "func.func":
@@ -260,7 +263,13 @@ def _dict_array(op: Any, key: str, n: int) -> list[dict[str, Any]]:
 
 
 def _aval(t: Any) -> Any:
-    text = str(t)
+    return _aval_of_text(str(t))
+
+
+# Programs repeat a handful of types thousands of times; parsing each once made reading the
+# records 2x faster (benchmarks/rehydrate.py).
+@functools.lru_cache(maxsize=8192)
+def _aval_of_text(text: str) -> Any:
     if text.startswith("tuple<"):
         return OpaqueAttr(text)
     if text.startswith("!") and text != "!stablehlo.token":
