@@ -178,8 +178,10 @@ class Pipeline:
         self.recv_timeout = recv_timeout
         self.sync_actions = sync_actions
         self.devices = list(jax.devices() if devices is None else devices)
+        self.param_treedef: Any
         self._param_leaves, self.param_treedef = jax.tree_util.tree_flatten(params)
         self.param_avals = [_sds(x) for x in self._param_leaves]
+        self.batch_treedef: Any
         batch_leaves, self.batch_treedef = jax.tree_util.tree_flatten(batch)
         self.batch_avals = [_sds(x) for x in batch_leaves]
         self.num_params = len(self.param_avals)
