@@ -39,7 +39,13 @@ def plot(timeline: Timeline, path: str | os.PathLike[str], title: str | None = N
     p = schedule.num_ranks
     multi = schedule.num_stages > p
     span = max(timeline.makespan, 1e-9)
-    fig = Figure(figsize=(min(4 + span * 0.35, 60), 1.2 + 0.55 * p))
+    # Width follows the number of boxes per rank, not the time unit (a measured timeline in
+    # milliseconds would otherwise make a picture metres wide).
+    boxes = max(
+        (sum(1 for a, _, _ in ev if a.kind in COMPUTE_KINDS) for ev in timeline.events.values()),
+        default=1,
+    )
+    fig = Figure(figsize=(min(4 + boxes * 0.35, 28), 1.2 + 0.55 * p))
     FigureCanvasAgg(fig)
     ax = fig.add_subplot()
     kinds_seen: set[Kind] = set()
