@@ -293,7 +293,7 @@ def _as_list(out: Any) -> list[np.ndarray]:
 def test_against_reference_interpreter(case: Case) -> None:
     text = _module(case)
     want = (_reference if case.oracle == "reference" else _xla)(text, case.args)
-    fn = hlopipe.rehydrate(hlopipe.load(text))
+    fn = hlopipe.load(text).as_function()
     for got in (_as_list(fn(*case.args)), _as_list(jax.jit(fn)(*case.args))):
         assert len(got) == len(want)
         for g, w in zip(got, want):
@@ -326,7 +326,7 @@ def _pool_only(x: Any) -> Any:
 def test_cnn_pipeline_values_grad_vmap() -> None:
     x, w1, w2 = _f(2, 9, 8, 3), _f(3, 3, 3, 4) * 0.3, _f(2, 3, 4, 5) * 0.3
     text = jax.jit(_cnn).lower(x, w1, w2).as_text()
-    fn = hlopipe.rehydrate(hlopipe.load(text))
+    fn = hlopipe.load(text).as_function()
     np.testing.assert_allclose(jax.jit(fn)(x, w1, w2), _cnn(x, w1, w2), rtol=1e-5, atol=1e-6)
 
     def loss(f: Any) -> Any:
@@ -352,7 +352,7 @@ def test_pooling_gradient_program_rehydrates() -> None:
     grad = jax.grad(_pool_only)
     text = jax.jit(grad).lower(x).as_text()
     assert "select_and_scatter" in text
-    fn = hlopipe.rehydrate(hlopipe.load(text))
+    fn = hlopipe.load(text).as_function()
     np.testing.assert_allclose(jax.jit(fn)(x), grad(x), rtol=1e-5, atol=1e-6)
     v = _f(6, 5)
     hvp_want = jax.jvp(grad, (x,), (v,))[1]
@@ -364,7 +364,7 @@ def test_general_select_and_scatter_gradient() -> None:
     # a GT select (not JAX's GE) takes the general path: still differentiable in the source
     case = CASES[[c.name for c in CASES].index("select_and_scatter_ge_padding")]
     text = _module(case).replace("compare GE", "compare GT")
-    fn = jax.jit(hlopipe.rehydrate(hlopipe.load(text)))
+    fn = jax.jit(hlopipe.load(text).as_function())
     x, s, v = case.args
 
     def f(s: Any) -> Any:
