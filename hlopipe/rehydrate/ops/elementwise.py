@@ -1,10 +1,19 @@
-"""Element-wise ops: arithmetic, math functions, comparisons, select, conversions."""
+"""Element-wise ops: arithmetic, math functions, comparisons, select, conversions.
+
+Every rule emits the ``jax.lax`` function that lowers to the same StableHLO op, so results
+equal XLA's. Two things JAX lacks are filled in here: ``i1`` arithmetic (modulo 2, as the
+specification defines it) and the sub-byte integers (``i2``/``i4``/``ui2``/``ui4``), on which
+JAX refuses arithmetic: they are computed in 8 bits and truncated back, which wraps exactly
+as n-bit arithmetic does.
+"""
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import jax.numpy as jnp
+import ml_dtypes
 import numpy as np
 from jax import lax
 
@@ -16,12 +25,70 @@ def _is_bool(x: Any) -> bool:
     return np.dtype(x.dtype) == np.dtype(bool)
 
 
+_SUB_BYTE = {
+    np.dtype(getattr(ml_dtypes, n))
+    for n in ("int2", "uint2", "int4", "uint4")
+    if hasattr(ml_dtypes, n)
+}
+
+
+def _is_sub_byte(x: Any) -> bool:
+    return hasattr(x, "dtype") and np.dtype(x.dtype) in _SUB_BYTE
+
+
+def _bits(x: Any) -> int:
+    return int(ml_dtypes.iinfo(np.dtype(x.dtype)).bits)
+
+
+def _widen(x: Any) -> Any:
+    if not _is_sub_byte(x):
+        return x
+    signed = np.dtype(x.dtype).kind == "i" or ml_dtypes.iinfo(np.dtype(x.dtype)).min < 0
+    return lax.convert_element_type(x, np.int8 if signed else np.uint8)
+
+
+def _as_unsigned_wide(x: Any) -> Any:
+    """An n-bit integer's bit pattern as an unsigned 8-bit value (0 .. 2^n - 1)."""
+    wide = lax.convert_element_type(_widen(x), np.uint8)
+    return lax.bitwise_and(wide, lax.full_like(wide, (1 << _bits(x)) - 1))
+
+
+def sub_byte(fn: Any) -> Any:
+    """Run ``fn`` on 8-bit copies of sub-byte integer operands; truncate results back."""
+
+    @functools.wraps(fn)
+    def impl(ctx: RuleContext, *xs: Any, **attrs: Any) -> Any:
+        if not any(_is_sub_byte(x) for x in xs):
+            return fn(ctx, *xs, **attrs)
+        out = fn(ctx, *(_widen(x) for x in xs), **attrs)
+        outs = out if isinstance(out, tuple) else (out,)
+        fixed = tuple(
+            lax.convert_element_type(o, a.dtype) if np.dtype(a.dtype) in _SUB_BYTE else o
+            for o, a in zip(outs, ctx.result_avals)
+        )
+        return fixed if isinstance(out, tuple) else fixed[0]
+
+    return impl
+
+
 def _unary(name: str, fn: Any) -> None:
     def impl(ctx: RuleContext, x: Any, **attrs: Any) -> Any:
         return fn(x)
 
     impl.__name__ = name.split(".")[-1]
-    rule(name)(impl)
+    rule(name)(sub_byte(impl))
+
+
+def _real(x: Any) -> Any:
+    return lax.real(x) if np.dtype(x.dtype).kind == "c" else x
+
+
+def _imag(x: Any) -> Any:
+    return lax.imag(x) if np.dtype(x.dtype).kind == "c" else lax.full_like(x, 0)
+
+
+def _negate(x: Any) -> Any:
+    return x if _is_bool(x) else lax.neg(x)  # -x == x modulo 2
 
 
 for _name, _fn in {
@@ -40,14 +107,12 @@ for _name, _fn in {
     "stablehlo.sqrt": lax.sqrt,
     "stablehlo.rsqrt": lax.rsqrt,
     "stablehlo.cbrt": lax.cbrt,
-    "stablehlo.negate": lax.neg,
+    "stablehlo.negate": _negate,
     "stablehlo.sign": lax.sign,
     "stablehlo.not": lax.bitwise_not,
-    "stablehlo.popcnt": lax.population_count,
-    "stablehlo.count_leading_zeros": lax.clz,
     "stablehlo.is_finite": lax.is_finite,
-    "stablehlo.real": lax.real,
-    "stablehlo.imag": lax.imag,
+    "stablehlo.real": _real,
+    "stablehlo.imag": _imag,
     "stablehlo.round_nearest_even": lambda x: lax.round(x, lax.RoundingMethod.TO_NEAREST_EVEN),
     "stablehlo.round_nearest_afz": lambda x: lax.round(x, lax.RoundingMethod.AWAY_FROM_ZERO),
 }.items():
@@ -55,11 +120,13 @@ for _name, _fn in {
 
 
 @rule("stablehlo.add")
+@sub_byte
 def add(ctx: RuleContext, x: Any, y: Any) -> Any:
     return lax.bitwise_or(x, y) if _is_bool(x) else lax.add(x, y)
 
 
 @rule("stablehlo.subtract")
+@sub_byte
 def subtract(ctx: RuleContext, x: Any, y: Any) -> Any:
     if _is_bool(x):  # i1 arithmetic wraps modulo 2
         return lax.bitwise_xor(x, y)
@@ -67,23 +134,54 @@ def subtract(ctx: RuleContext, x: Any, y: Any) -> Any:
 
 
 @rule("stablehlo.multiply")
+@sub_byte
 def multiply(ctx: RuleContext, x: Any, y: Any) -> Any:
     return lax.bitwise_and(x, y) if _is_bool(x) else lax.mul(x, y)
 
 
 @rule("stablehlo.divide")
+@sub_byte
 def divide(ctx: RuleContext, x: Any, y: Any) -> Any:
     return lax.div(x, y)
 
 
 @rule("stablehlo.remainder")
+@sub_byte
 def remainder(ctx: RuleContext, x: Any, y: Any) -> Any:
     return lax.rem(x, y)
 
 
 @rule("stablehlo.power")
+@sub_byte
 def power(ctx: RuleContext, x: Any, y: Any) -> Any:
+    if np.dtype(x.dtype).kind in "iu":
+        return _integer_power(x, y)
     return lax.pow(x, y)
+
+
+def _integer_power(x: Any, y: Any) -> Any:
+    """x**y by squaring, wrapping on overflow; a negative exponent gives 0 unless |x| == 1
+    (1 -> 1, -1 -> +-1 by the parity of y), as XLA computes it."""
+    dtype = np.dtype(x.dtype)
+    one = lax.full_like(x, 1)
+    zero = lax.full_like(x, 0)
+    result, base, e = one, x, y
+    for _ in range(dtype.itemsize * 8):
+        odd = lax.ne(lax.bitwise_and(e, one), zero)
+        result = lax.select(odd, lax.mul(result, base), result)
+        base = lax.mul(base, base)
+        e = lax.shift_right_logical(e, one)
+    if dtype.kind == "u":
+        return result
+    neg = lax.lt(y, zero)
+    odd_y = lax.ne(lax.bitwise_and(y, one), zero)
+    minus_one = lax.neg(one)
+    neg_result = lax.select(
+        lax.eq(x, one),
+        one,
+        lax.select(lax.eq(x, minus_one), lax.select(odd_y, minus_one, one), zero),
+    )
+    return lax.select(neg, neg_result, result)
 
 
 @rule("stablehlo.atan2")
@@ -92,42 +190,80 @@ def atan2(ctx: RuleContext, x: Any, y: Any) -> Any:
 
 
 @rule("stablehlo.maximum")
+@sub_byte
 def maximum(ctx: RuleContext, x: Any, y: Any) -> Any:
     return lax.bitwise_or(x, y) if _is_bool(x) else lax.max(x, y)
 
 
 @rule("stablehlo.minimum")
+@sub_byte
 def minimum(ctx: RuleContext, x: Any, y: Any) -> Any:
     return lax.bitwise_and(x, y) if _is_bool(x) else lax.min(x, y)
 
 
 @rule("stablehlo.and")
+@sub_byte
 def and_(ctx: RuleContext, x: Any, y: Any) -> Any:
     return lax.bitwise_and(x, y)
 
 
 @rule("stablehlo.or")
+@sub_byte
 def or_(ctx: RuleContext, x: Any, y: Any) -> Any:
     return lax.bitwise_or(x, y)
 
 
 @rule("stablehlo.xor")
+@sub_byte
 def xor(ctx: RuleContext, x: Any, y: Any) -> Any:
     return lax.bitwise_xor(x, y)
 
 
 @rule("stablehlo.shift_left")
+@sub_byte
 def shift_left(ctx: RuleContext, x: Any, y: Any) -> Any:
     return lax.shift_left(x, y)
 
 
 @rule("stablehlo.shift_right_logical")
 def shift_right_logical(ctx: RuleContext, x: Any, y: Any) -> Any:
+    if _is_sub_byte(x):
+        # shift the n-bit pattern as unsigned; amounts >= n (or "negative") give 0
+        out = lax.shift_right_logical(_as_unsigned_wide(x), _as_unsigned_wide(y))
+        return lax.convert_element_type(out, x.dtype)
     return lax.shift_right_logical(x, y)
+
+
+@rule("stablehlo.popcnt")
+def popcnt(ctx: RuleContext, x: Any) -> Any:
+    if _is_sub_byte(x):
+        return lax.convert_element_type(lax.population_count(_as_unsigned_wide(x)), x.dtype)
+    if _is_bool(x):
+        return x
+    return lax.population_count(x)
+
+
+@rule("stablehlo.count_leading_zeros")
+def count_leading_zeros(ctx: RuleContext, x: Any) -> Any:
+    if _is_sub_byte(x):
+        n = lax.clz(_as_unsigned_wide(x))
+        return lax.convert_element_type(lax.sub(n, lax.full_like(n, 8 - _bits(x))), x.dtype)
+    if _is_bool(x):
+        return lax.bitwise_not(x)
+    return lax.clz(x)
 
 
 @rule("stablehlo.shift_right_arithmetic")
 def shift_right_arithmetic(ctx: RuleContext, x: Any, y: Any) -> Any:
+    if _is_sub_byte(x):
+        # sign-extend the n-bit pattern to 8 bits, shift by the amount read as unsigned
+        n = _bits(x)
+        wide = lax.convert_element_type(_as_unsigned_wide(x), np.int8)
+        k = lax.full_like(wide, 8 - n)
+        wide = lax.shift_right_arithmetic(lax.shift_left(wide, k), k)
+        amount = lax.convert_element_type(_as_unsigned_wide(y), np.int8)
+        out = lax.shift_right_arithmetic(wide, amount)
+        return lax.convert_element_type(lax.convert_element_type(out, np.uint8), x.dtype)
     return lax.shift_right_arithmetic(x, y)
 
 
@@ -137,11 +273,13 @@ def complex_(ctx: RuleContext, re: Any, im: Any) -> Any:
 
 
 @rule("stablehlo.clamp")
+@sub_byte
 def clamp(ctx: RuleContext, lo: Any, x: Any, hi: Any) -> Any:
     return lax.clamp(lo, x, hi)
 
 
 @rule("stablehlo.select")
+@sub_byte
 def select(ctx: RuleContext, pred: Any, on_true: Any, on_false: Any) -> Any:
     if np.ndim(pred) == 0 and np.ndim(on_true) != 0:
         pred = lax.broadcast(pred, np.shape(on_true))
@@ -205,7 +343,7 @@ def compare(
     fn = _CMP.get(comparison_direction)
     if fn is None:
         raise UnsupportedOpError(f"compare direction {comparison_direction} is not supported")
-    if compare_type == "TOTALORDER" and np.dtype(x.dtype).kind == "f":
+    if compare_type == "TOTALORDER" and jnp.issubdtype(x.dtype, jnp.floating):
         return fn(_total_order_key(x), _total_order_key(y))
     if _is_bool(x) and comparison_direction not in ("EQ", "NE"):
         x, y = lax.convert_element_type(x, np.uint8), lax.convert_element_type(y, np.uint8)

@@ -1,0 +1,323 @@
+"""Element-wise rules against XLA compiling the same StableHLO (values, bit for bit where the
+op is exact), StableHLO's reference interpreter where the specification and XLA part ways,
+and JAX for grad/vmap."""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import ml_dtypes
+import numpy as np
+import pytest
+
+from hlopipe.io._types import dtype_of, mlir_name
+from hlopipe.rehydrate._rehydrate import rehydrate
+
+jax.config.update("jax_enable_x64", True)
+N = 12
+
+
+def _sample(t: str, seed: int) -> np.ndarray:
+    dt = dtype_of(t)
+    rng = np.random.default_rng(seed)
+    if dt == np.dtype(bool):
+        return rng.integers(0, 2, N).astype(bool)
+    if dt.kind == "c":
+        re_, im = _sample(t[8:-1], seed), _sample(t[8:-1], seed + 1)
+        return (re_ + 1j * im).astype(dt)
+    if jnp.issubdtype(dt, jnp.integer):
+        info = ml_dtypes.iinfo(dt)
+        edge = [info.min, info.max, 0, 1, info.bits, info.bits + 1]
+        wide = np.int64 if info.min < 0 else np.uint64
+        body = rng.integers(info.min, info.max, N - len(edge), endpoint=True, dtype=wide)
+        return np.array([*edge, *body], wide).astype(dt)
+    fi = ml_dtypes.finfo(dt)
+    edge = [np.nan, np.inf, -np.inf, 0.0, -0.0, float(fi.max), -1.5, 2.5]
+    with np.errstate(all="ignore"):
+        return np.array([*edge, *(rng.standard_normal(N - len(edge)) * 3)]).astype(dt)
+
+
+def _program(op: str, ins: list[np.ndarray], out: str, attrs: str = "") -> str:
+    ts = [f"tensor<{N}x{mlir_name(a.dtype)}>" for a in ins]
+    args = ", ".join(f"%a{i}: {t}" for i, t in enumerate(ts))
+    names = ", ".join(f"%a{i}" for i in range(len(ins)))
+    ot = f"tensor<{N}x{out}>"
+    return (
+        f"func.func @main({args}) -> {ot} {{\n"
+        f'  %r = "{op}"({names}) {attrs} : ({", ".join(ts)}) -> {ot}\n'
+        f"  return %r : {ot}\n}}\n"
+    )
+
+
+def _same(a: np.ndarray, b: np.ndarray, ulps: int) -> bool:
+    a, b = np.asarray(a), np.asarray(b)
+    if a.dtype != b.dtype or a.shape != b.shape:
+        return False
+    if a.dtype.kind == "c":
+        return _same(a.real, b.real, ulps) and _same(a.imag, b.imag, ulps)
+    if not jnp.issubdtype(a.dtype, jnp.floating):
+        return bool(np.array_equal(a, b))
+    af, bf = a.astype(np.float64), b.astype(np.float64)
+    both_nan = np.isnan(af) & np.isnan(bf)
+    if ulps == 0:
+        bits = f"u{a.itemsize}"
+        return bool(np.all(both_nan | (a.view(bits) == b.view(bits)) | ((af == 0) & (bf == 0))))
+    eps = float(ml_dtypes.finfo(a.dtype).eps)
+    return bool(np.all(both_nan | (af == bf) | (np.abs(af - bf) <= ulps * eps * np.abs(bf))))
+
+
+class Case(NamedTuple):
+    op: str
+    ins: tuple[str, ...]
+    out: str
+    attrs: str = ""
+    ulps: int = 0
+
+
+def _cmp(direction: str, kind: str) -> str:
+    return (
+        f"{{comparison_direction = #stablehlo<comparison_direction {direction}>, "
+        f"compare_type = #stablehlo<comparison_type {kind}>}}"
+    )
+
+
+F = ("f16", "bf16", "f32", "f64")
+C = ("complex<f32>", "complex<f64>")
+I = ("i8", "ui64", "i4", "ui4")
+CASES = [
+    *(
+        Case(f"stablehlo.{op}", (t,), t, ulps=4)
+        for op in (
+            "exponential",
+            "log",
+            "tan",
+            "cbrt",
+            "exponential_minus_one",
+            "log_plus_one",
+            "logistic",
+            "rsqrt",
+            "tanh",
+        )
+        for t in ("f32",)
+    ),
+    *(Case(f"stablehlo.{op}", (t,), t, ulps=4) for op in ("exponential", "tan") for t in C),
+    *(
+        Case(f"stablehlo.{op}", (t,), t)
+        for op in ("round_nearest_afz", "round_nearest_even", "negate", "sign", "abs")
+        for t in ("bf16", "f64", "f8E4M3FN")
+    ),
+    Case("stablehlo.abs", ("complex<f64>",), "f64", ulps=2),
+    Case("stablehlo.sign", ("complex<f32>",), "complex<f32>", ulps=2),
+    *(Case("stablehlo.is_finite", (t,), "i1") for t in ("f16", "f8E4M3FN")),
+    Case("stablehlo.real", ("complex<f32>",), "f32"),
+    Case("stablehlo.imag", ("complex<f64>",), "f64"),
+    *(
+        Case(f"stablehlo.{op}", (t,), t)
+        for op in ("not", "popcnt", "count_leading_zeros")
+        for t in (*I, "i2")
+        if not (op == "popcnt" and t in ("i4", "i2"))
+    ),
+    Case("stablehlo.not", ("i1",), "i1"),
+    *(
+        Case(f"stablehlo.{op}", (t, t), t)
+        for op in (
+            "add",
+            "subtract",
+            "multiply",
+            "divide",
+            "remainder",
+            "maximum",
+            "minimum",
+            "and",
+            "or",
+            "xor",
+            "shift_left",
+            "shift_right_logical",
+            "shift_right_arithmetic",
+        )
+        for t in I
+    ),
+    *(Case(f"stablehlo.{op}", ("i1", "i1"), "i1") for op in ("add", "multiply", "maximum")),
+    *(Case("stablehlo.power", (t, t), t) for t in ("i8", "i32", "i4")),
+    *(
+        Case(f"stablehlo.{op}", (t, t), t, ulps=u)
+        for op, u in (("divide", 0), ("remainder", 0), ("power", 4), ("atan2", 4))
+        for t in ("bf16", "f32")
+    ),
+    *(
+        Case("stablehlo.compare", (t, t), "i1", _cmp(d, k))
+        for t in ("f32", "bf16", "f8E5M2")
+        for d in ("EQ", "LT")
+        for k in ("FLOAT", "TOTALORDER")
+    ),
+    *(
+        Case("stablehlo.compare", (t, t), "i1", _cmp(d, k))
+        for t, k in (("i32", "SIGNED"), ("ui64", "UNSIGNED"), ("i4", "SIGNED"), ("i1", "UNSIGNED"))
+        for d in ("LT",)
+    ),
+    Case("stablehlo.compare", ("complex<f32>",) * 2, "i1", _cmp("NE", "FLOAT")),
+    *(
+        Case("stablehlo.convert", (s,), t)
+        for s in ("f32", "bf16", "complex<f32>")
+        for t in ("i8", "ui64", "i1", "f8E4M3FN", "i4")
+    ),
+    *(
+        Case("stablehlo.convert", (s,), t)
+        for s in ("i64", "ui4", "i1")
+        for t in ("i8", "f32", "complex<f64>", "i1", "i4")
+    ),
+    *(
+        Case("stablehlo.bitcast_convert", (s,), t)
+        for s, t in (
+            ("f32", "i32"),
+            ("i64", "f64"),
+            ("bf16", "ui16"),
+            ("ui8", "f8E4M3FN"),
+            ("i1", "i1"),
+        )
+    ),
+    Case(
+        "stablehlo.reduce_precision",
+        ("f32",),
+        "f32",
+        "{exponent_bits = 5 : i32, mantissa_bits = 10 : i32}",
+    ),
+]
+
+
+def _multi_program(cases: list[Case], ins: list[list[np.ndarray]]) -> str:
+    """One function applying every case to its own arguments (one compile for all)."""
+    args, body, outs = [], [], []
+    for k, (case, xs) in enumerate(zip(cases, ins)):
+        ts = [f"tensor<{N}x{mlir_name(a.dtype)}>" for a in xs]
+        names = [f"%a{k}_{i}" for i in range(len(xs))]
+        args += [f"{n}: {t}" for n, t in zip(names, ts)]
+        ot = f"tensor<{N}x{case.out}>"
+        body.append(
+            f'  %r{k} = "{case.op}"({", ".join(names)}) {case.attrs} : ({", ".join(ts)}) -> {ot}'
+        )
+        outs.append(ot)
+    rets = ", ".join(f"%r{k}" for k in range(len(cases)))
+    return (
+        f"func.func @main({', '.join(args)}) -> ({', '.join(outs)}) {{\n"
+        + "\n".join(body)
+        + f"\n  return {rets} : {', '.join(outs)}\n}}\n"
+    )
+
+
+def _case_id(c: Case) -> str:
+    return f"{c.op[10:]}({', '.join(c.ins)})->{c.out} {c.attrs[-30:]}"
+
+
+def _inputs(case: Case) -> list[np.ndarray]:
+    ins = [_sample(t, i) for i, t in enumerate(case.ins)]
+    if case.op == "stablehlo.power" and jnp.issubdtype(ins[0].dtype, jnp.integer):
+        ins[1] = (np.arange(N) % 12 - 3).astype(ins[1].dtype)  # XLA squares 6 times only
+    return ins
+
+
+CHUNK = 40
+CASES = [c for k in range(4) for c in CASES[k::4]]  # the first chunk mixes every family
+
+
+@pytest.mark.parametrize("start", range(0, len(CASES), CHUNK))
+def test_against_xla(start: int) -> None:
+    cases = CASES[start : start + CHUNK]
+    ins = [_inputs(c) for c in cases]
+    text = _multi_program(cases, ins)
+    flat = [a for xs in ins for a in xs]
+    client = jax.devices()[0].client
+    want = client.compile_and_load(text, jax.devices()[:1]).execute(
+        [jax.device_put(a) for a in flat]
+    )
+    f = rehydrate(text)
+    jitted = jax.jit(f)(*flat)
+    # eager runs compile op by op (slow): the first chunk, which mixes every family, checks it
+    eager = f(*flat) if start == 0 else jitted
+    bad = [
+        _case_id(c)
+        for c, w, e, j in zip(cases, want, eager, jitted)
+        if not (
+            _same(np.asarray(e), np.asarray(w), c.ulps)
+            and _same(np.asarray(j), np.asarray(w), c.ulps)
+        )
+    ]
+    assert not bad, "differ from XLA: " + "; ".join(bad)
+
+
+def _ref(op: str, ins: list[np.ndarray], out: str) -> np.ndarray:
+    from jaxlib.mlir import ir
+    from jaxlib.mlir.dialects import stablehlo
+
+    from hlopipe.io._types import parse_tensor_type
+    from hlopipe.io._xla import make_context
+    from hlopipe.rehydrate._ir import _dense_body, parse_dense
+
+    consts = "\n".join(
+        f'  %a{i} = stablehlo.constant dense<"0x{a.tobytes().hex()}"> : '
+        f"tensor<{N}x{mlir_name(a.dtype)}>"
+        for i, a in enumerate(ins)
+    )
+    text = _program(op, ins, out).replace("\n", "\n" + consts + "\n", 1)
+    text = text.replace(text[text.index("(") : text.index(")") + 1], "()", 1)
+    with make_context():
+        res = str(stablehlo.eval_module(ir.Module.parse(text), [])[0])
+    shape, dtype = parse_tensor_type(res[res.rindex(":") + 1 :].strip())
+    return parse_dense(_dense_body(res), shape, dtype)
+
+
+@pytest.mark.parametrize(
+    "op,t",
+    [
+        ("stablehlo.power", "i16"),  # exponents >= 64: XLA's CPU loop stops at 6 squarings
+        ("stablehlo.power", "ui8"),
+        ("stablehlo.popcnt", "i4"),  # XLA counts the sign-extended 8-bit pattern
+    ],
+)
+def test_spec_semantics_against_reference_interpreter(op: str, t: str) -> None:
+    ins = [_sample(t, i) for i in range(1 if op.endswith("popcnt") else 2)]
+    got = rehydrate(_program(op, ins, t))(*ins)
+    np.testing.assert_array_equal(np.asarray(got), _ref(op, ins, t))
+
+
+def test_scalar_predicate_select_and_scalar_clamp() -> None:
+    text = """func.func @main(%p: tensor<i1>, %x: tensor<3xf32>, %y: tensor<3xf32>,
+                             %lo: tensor<f32>, %hi: tensor<f32>) -> (tensor<3xf32>, tensor<3xf32>) {
+      %0 = stablehlo.select %p, %x, %y : tensor<i1>, tensor<3xf32>
+      %1 = stablehlo.clamp %lo, %x, %hi : (tensor<f32>, tensor<3xf32>, tensor<f32>) -> tensor<3xf32>
+      return %0, %1 : tensor<3xf32>, tensor<3xf32>
+    }"""
+    x, y = np.array([1.0, -2.0, 5.0], np.float32), np.zeros(3, np.float32)
+    sel, clamped = rehydrate(text)(np.bool_(False), x, y, np.float32(-1), np.float32(2))
+    np.testing.assert_array_equal(sel, y)
+    np.testing.assert_array_equal(clamped, [1.0, -1.0, 2.0])
+
+
+def test_real_imag_of_real_operand() -> None:
+    text = """func.func @main(%x: tensor<2xf32>) -> (tensor<2xf32>, tensor<2xf32>) {
+      %0 = stablehlo.real %x : (tensor<2xf32>) -> tensor<2xf32>
+      %1 = stablehlo.imag %x : (tensor<2xf32>) -> tensor<2xf32>
+      return %0, %1 : tensor<2xf32>, tensor<2xf32>
+    }"""
+    re_, im = rehydrate(text)(np.array([1.5, -2.0], np.float32))
+    np.testing.assert_array_equal(re_, [1.5, -2.0])
+    np.testing.assert_array_equal(im, [0.0, 0.0])
+
+
+def _fn(x, y):
+    return jnp.sum(jnp.tanh(x) * jnp.exp(-y) + jnp.arctan2(x, y) ** 2 + jnp.cbrt(jnp.abs(x) + 1))
+
+
+def test_grad_and_vmap() -> None:
+    x = jnp.linspace(-2.0, 2.0, 6)
+    y = jnp.linspace(0.5, 3.0, 6)
+    f = rehydrate(jax.jit(_fn).lower(x, y).as_text())
+    np.testing.assert_allclose(f(x, y), _fn(x, y), rtol=1e-12)
+    for a, b in zip(jax.grad(f, (0, 1))(x, y), jax.grad(_fn, (0, 1))(x, y)):
+        np.testing.assert_allclose(a, b, rtol=1e-12)
+    xs = jnp.stack([x, 2 * x])
+    np.testing.assert_allclose(
+        jax.vmap(f, (0, None))(xs, y), jax.vmap(_fn, (0, None))(xs, y), rtol=1e-12
+    )
