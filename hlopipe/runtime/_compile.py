@@ -28,7 +28,7 @@ from hlopipe.stages import Stage, StageAutodiff
 _CACHE: weakref.WeakKeyDictionary[Stage, dict[Any, Any]] = weakref.WeakKeyDictionary()
 _CACHE_LOCK = threading.Lock()
 
-KINDS = ("infer", "F", "B", "I", "W")
+KINDS = ("infer", "F", "B", "I", "W", "FB")
 
 
 def _sds(avals: Sequence[Any]) -> list[jax.ShapeDtypeStruct]:
@@ -45,6 +45,9 @@ class StageExecutables:
       parameter gradients into ``acc`` (donated).
     * ``I(*params, *residuals, *out_cts) -> (*input_cts, *w_residuals)``
     * ``W(*params, *w_residuals, *acc) -> acc`` (``acc`` donated)
+    * ``FB(*params, *inputs, *out_cts, *acc) -> (*outputs, *input_cts, *acc)``: forward and
+      backward fused, for a stage whose output cotangents are known when its forward runs (the
+      loss stage) and whose B directly follows its F; XLA then keeps no residuals at all.
 
     ``params`` are the stage's flat arguments (``stage.params_needed``: parameters and batch
     slices); ``acc`` holds the gradients of ``autodiff.diff_params``.
@@ -208,6 +211,40 @@ class StageExecutables:
                 ),
                 out_shardings=tuple(self.acc_shardings),
                 donate_argnums=tuple(range(P + WR, P + WR + G)),
+                keep_unused=True,
+            )
+            .lower(*avals)
+            .compile()
+        )
+
+    def _compile_FB(self) -> Any:
+        fb = self.autodiff
+        merged = jaxpr_as_fun(fb.merged_jaxpr)
+        n_in = len(fb.merged_jaxpr.in_avals)
+        O, GI, G = fb.num_outputs, len(fb.diff_inputs), len(fb.diff_params)
+
+        def step(*a: Any) -> tuple[Any, ...]:
+            out = merged(*a[:n_in])
+            acc = a[n_in:]
+            grads = out[O + GI :]
+            return (*out[: O + GI], *(x + g for x, g in zip(acc, grads)))
+
+        avals = [*_sds(fb.merged_jaxpr.in_avals), *self.acc_avals]
+        return (
+            jax.jit(
+                step,
+                in_shardings=(
+                    *self.param_shardings,
+                    *self.input_shardings,
+                    *self.out_ct_shardings,
+                    *self.acc_shardings,
+                ),
+                out_shardings=(
+                    *self.output_shardings,
+                    *self.input_ct_shardings,
+                    *self.acc_shardings,
+                ),
+                donate_argnums=tuple(range(n_in, n_in + G)),
                 keep_unused=True,
             )
             .lower(*avals)

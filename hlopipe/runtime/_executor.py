@@ -20,6 +20,7 @@ post.
 from __future__ import annotations
 
 import functools
+import itertools
 import threading
 import time
 from collections import defaultdict
@@ -98,6 +99,10 @@ class StepPlan:
     loss: tuple[int, int] | None  # (stage, output index) of the scalar loss
     expected_cts: list[dict[int, int]]  # per stage: output -> number of cotangent senders
     send_points: dict[int, set[tuple[str, int, int]]] = field(default_factory=dict)
+    # (stage, microbatch) whose F and B run as one fused executable: the stage gets no
+    # cotangents from other stages (it holds the loss) and its B is the next compute action
+    # after its F on its rank, so fusing changes no order and XLA keeps no residuals.
+    fused: set[tuple[int, int]] = field(default_factory=set)
 
     @classmethod
     def build(
@@ -123,7 +128,21 @@ class StepPlan:
                 for a in row
                 if a is not None and a.kind in (Kind.SEND_F, Kind.SEND_B)
             }
-        return cls(schedule, execs, placement, train, loss, expected, points)
+        fused: set[tuple[int, int]] = set()
+        if train:
+            for row in schedule.actions.values():
+                compute = [
+                    a for a in row if a is not None and a.kind in (Kind.F, Kind.B, Kind.I, Kind.W)
+                ]
+                for a, b in itertools.pairwise(compute):
+                    if (
+                        a.kind is Kind.F
+                        and b.kind is Kind.B
+                        and (a.stage, a.microbatch) == (b.stage, b.microbatch)
+                        and not any(expected[a.stage].values())
+                    ):
+                        fused.add((a.stage, a.microbatch))
+        return cls(schedule, execs, placement, train, loss, expected, points, fused)
 
 
 @dataclass
@@ -269,6 +288,9 @@ class StepRun:
         start = time.perf_counter()
         args = self.args[(s, i)]
         O = len(ex.stage.outputs)
+        if (s, i) in self.plan.fused:
+            self._fused_forward_backward(r, s, i, inputs, start)
+            return
         if self.plan.train:
             out = ex.get("F")(*args, *inputs)
             outs = out[:O]
@@ -288,7 +310,38 @@ class StepRun:
             items.append((key, s, outs[send.output], dst.rank, dst.input_shardings[send.input]))
         self._post(r, "F", s, i, items)
 
+    def _fused_forward_backward(
+        self, r: int, s: int, i: int, inputs: list[Any], start: float
+    ) -> None:
+        ex = self.plan.execs[s]
+        fb = ex.autodiff
+        O, GI = len(ex.stage.outputs), len(fb.diff_inputs)
+        cts = self._take_cts(s, i)  # no other stage sends any: the loss cotangent and zeros
+        out = ex.get("FB")(*self.args.pop((s, i)), *inputs, *cts, *self.acc[s])
+        outs = out[:O]
+        self.acc[s] = list(out[O + GI :])
+        # One microbatch's activations are alive inside the fused executable.
+        self._peak[r] = max(self._peak[r], self._live[r] + 1)
+        for k, flat_k in ex.stage.program_outputs:
+            self.outputs[(flat_k, i)] = outs[k]
+        self._block(r, start, out)
+        sends = []
+        for send in ex.stage.sends:
+            dst = self.plan.execs[send.dst]
+            key = ("F", send.dst, send.input, i)
+            sends.append((key, s, outs[send.output], dst.rank, dst.input_shardings[send.input]))
+        self._post(r, "F", s, i, sends)
+        grads = []
+        for j, g in zip(fb.diff_inputs, out[O : O + GI]):
+            rc = ex.stage.receives[j]
+            src = self.plan.execs[rc.src]
+            key = ("B", rc.src, rc.output, i)
+            grads.append((key, s, g, src.rank, src.output_shardings[rc.output]))
+        self._post(r, "B", s, i, grads)
+
     def _backward(self, r: int, s: int, i: int, *, split: bool) -> None:
+        if (s, i) in self.plan.fused:
+            return  # ran inside the fused forward
         ex = self.plan.execs[s]
         fb = ex.autodiff
         cts = self._cts.pop((s, i), None)
