@@ -26,14 +26,14 @@ __version__ = "0.1.0"
 _LAZY: dict[str, tuple[str, str | None]] = {
     "load": ("hlopipe.io", "load"),
     "Program": ("hlopipe.io", "Program"),
-    "rehydrate": ("hlopipe.rehydrate", "rehydrate"),
+    # the package is callable: hlopipe.rehydrate(...) == hlopipe.rehydrate.rehydrate(...)
+    "rehydrate": ("hlopipe.rehydrate", None),
     "register_custom_call": ("hlopipe.rehydrate", "register_custom_call"),
     "stage_boundary": ("hlopipe.marker", "stage_boundary"),
     "split": ("hlopipe.stages", "split"),
     "StagedProgram": ("hlopipe.stages", "StagedProgram"),
     "Pipeline": ("hlopipe.runtime", "Pipeline"),
     "io": ("hlopipe.io", None),
-    "rehydrate_pkg": ("hlopipe.rehydrate", None),
     "stages": ("hlopipe.stages", None),
     "schedules": ("hlopipe.schedules", None),
     "runtime": ("hlopipe.runtime", None),

@@ -1,5 +1,9 @@
 """Rehydration: turn a StableHLO module back into a JAX function, one ``jax.lax`` rule per op."""
 
+import sys
+import types
+from typing import Any
+
 from hlopipe.rehydrate._interpreter import Interpreter, scan_unsupported
 from hlopipe.rehydrate._ir import ModuleIR
 from hlopipe.rehydrate._rehydrate import module_ir, rehydrate
@@ -19,3 +23,14 @@ __all__ = [
     "rule",
     "scan_unsupported",
 ]
+
+
+class _CallablePackage(types.ModuleType):
+    """``hlopipe.rehydrate`` is both this package and the function: importing a submodule sets
+    the package as ``hlopipe``'s attribute, so the package itself calls :func:`rehydrate`."""
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return rehydrate(*args, **kwargs)
+
+
+sys.modules[__name__].__class__ = _CallablePackage
