@@ -245,9 +245,11 @@ def _from_export(data: bytes, name: str, entry: str | None) -> Program:
 
 # jaxlib's MLIR bindings abort the process (std::terminate, from nanobind) when a string in a
 # module is not UTF-8: in a parser diagnostic quoting corrupt bytecode, or when a string
-# attribute or attribute name is read. Fuzzing found both (tests/test_fuzz.py). Binary MLIR,
-# and text whose string literals escape non-ASCII bytes, are therefore first parsed and walked
-# in a child process; only input that does not crash it is parsed here.
+# attribute or attribute name is read. XLA's HLO text parser can fail a CHECK (SIGABRT in
+# HloComputation) on mutated text. Fuzzing found all three (benchmarks/fuzz_load.py). Binary
+# MLIR, HLO text, and MLIR text whose strings escape non-ASCII bytes are therefore first parsed
+# in a child process; only input that does not crash it is parsed here. HLOPIPE_NO_PROBE=1
+# skips this (trusted input, about half a second saved per load).
 PROBE_TIMEOUT_S = 120.0
 _HIGH_ESCAPE = re.compile(rb"\\[89a-fA-F][0-9a-fA-F]")
 
@@ -255,7 +257,7 @@ _HIGH_ESCAPE = re.compile(rb"\\[89a-fA-F][0-9a-fA-F]")
 def _needs_probe(fmt: str, data: bytes) -> bool:
     if os.environ.get("HLOPIPE_NO_PROBE") == "1":
         return False
-    if fmt in ("mlir-bytecode", "jax-export"):
+    if fmt in ("mlir-bytecode", "jax-export", "hlo-text"):
         return True
     return fmt == "stablehlo-text" and _HIGH_ESCAPE.search(data) is not None
 
@@ -269,6 +271,8 @@ def _probe(data: bytes, name: str, fmt: str) -> None:
     root = str(Path(__file__).resolve().parents[2])
     env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
     code = "import sys; from hlopipe.io._load import _probe_child; _probe_child(sys.argv[1])"
+    if fmt == "hlo-text":  # only XLA's HLO parser: a child without jax starts in a fraction
+        code = _xla.HLO_TEXT_PROBE
     try:
         proc = subprocess.run(
             [sys.executable, "-c", code, fmt],

@@ -31,6 +31,13 @@ def hlo_module_from_text(text: str) -> Any:
     return _hlo.hlo_module_from_text(text)
 
 
+# Run in a child process with the HLO text on stdin: parses it and exits 0 unless XLA aborts.
+HLO_TEXT_PROBE = (
+    "import sys\nfrom jaxlib import _hlo\ntry:\n    _hlo.hlo_module_from_text(sys.stdin.read())\n"
+    "except Exception:\n    pass\n"
+)
+
+
 def hlo_module_from_proto(data: bytes) -> Any:
     """Parse a serialized HloModuleProto with XLA's own parser."""
     return _hlo.HloModule.from_serialized_hlo_module_proto(data)
