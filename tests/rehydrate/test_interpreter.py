@@ -165,7 +165,7 @@ def test_rehydrate_accepts_a_program_a_str_and_a_path(tmp_path) -> None:
 
 def test_top_level_rehydrate_is_callable() -> None:
     # importing a submodule makes hlopipe.rehydrate the package; the package is callable
-    import hlopipe.rehydrate.ops.shape  # noqa: F401
+    import hlopipe.rehydrate.ops.shape
 
     assert callable(hlopipe.rehydrate)
     np.testing.assert_allclose(
