@@ -49,8 +49,14 @@ def sort(ctx: RuleContext, *operands: Any, dimension: int = -1, is_stable: bool 
         out: tuple = tuple(operands)
     else:
         simple = _simple_comparator(region, operands)
+        keyed = None if simple is not None else _keyed_comparator(region, operands)
         if simple is not None:
             out = _lax_sort(operands, dim, bool(is_stable), *simple)
+        elif keyed is not None:
+            i, direction, ctype, key_fn = keyed
+            x = operands[i]
+            key = lax.reshape(jax.vmap(key_fn)(lax.reshape(x, (x.size,))), x.shape)
+            out = _lax_sort(operands, dim, bool(is_stable), i, direction, ctype, key)
         else:
             out = _general_sort(operands, dim, region)
     return out if len(out) > 1 else out[0]
@@ -113,9 +119,16 @@ def _total_order_key(x: Any) -> Any:
 
 
 def _lax_sort(
-    operands: tuple, dim: int, is_stable: bool, key_index: int, direction: str, ctype: str
+    operands: tuple,
+    dim: int,
+    is_stable: bool,
+    key_index: int,
+    direction: str,
+    ctype: str,
+    base: Any = None,
 ) -> tuple:
-    x = operands[key_index]
+    """Sort by operand ``key_index`` (or by ``base``, a per-element key derived from it)."""
+    x = operands[key_index] if base is None else base
     dtype = np.dtype(x.dtype)
     if _is_float(dtype) and ctype == "TOTALORDER":
         key = _total_order_key(x)
@@ -125,10 +138,102 @@ def _lax_sort(
         key = x if direction == "LT" else lax.neg(x)
     else:
         key = x if direction == "LT" else lax.bitwise_not(x)
-    if key is x and key_index == 0:
+    if key is x and base is None and key_index == 0:
         return tuple(lax.sort(tuple(operands), dimension=dim, is_stable=is_stable, num_keys=1))
     out = lax.sort((key, *operands), dimension=dim, is_stable=is_stable, num_keys=1)
     return tuple(out[1:])
+
+
+# ---- a compare of one key function of each element ------------------------------------------
+
+
+def _keyed_comparator(region: Region, operands: tuple) -> tuple[int, str, str, Any] | None:
+    """(operand index, direction, compare type, key function) when the comparator is
+    ``compare(g(lhs_i), g(rhs_i))`` with the same element-wise chain ``g`` applied to both
+    elements of one operand — JAX's float comparators are this: they map -0 to +0 and every
+    NaN to one NaN, then compare in TOTALORDER. Sorting by ``g(x)`` under the compare is then
+    exactly the comparator's order."""
+    block = region.block
+    if len(block.returns) != 1 or not block.ops:
+        return None
+    last = block.ops[-1]
+    if last.name != "stablehlo.compare" or last.results != block.returns:
+        return None
+    direction = last.attrs.get("comparison_direction")
+    ctype = last.attrs.get("compare_type")
+    if direction not in ("LT", "GT") or not isinstance(ctype, str):
+        return None
+    lhs, rhs = last.operands
+    producers = {r: op for op in block.ops for r in op.results}
+    args = block.args
+    for i in range(len(operands)):
+        a, b = args[2 * i], args[2 * i + 1]
+        mapping = _mirror(lhs, rhs, a, b, producers, args)
+        if mapping is None:
+            mapping = _mirror(rhs, lhs, a, b, producers, args)
+            if mapping is None:
+                continue
+            direction = "GT" if direction == "LT" else "LT"
+            lhs, rhs = rhs, lhs
+        chain = [op for op in block.ops if op is not last and set(op.results) & mapping]
+        break
+    else:
+        return None
+    dtype = np.dtype(operands[i].dtype)
+    if dtype.kind == "c" or not _is_float(dtype) and ctype in ("FLOAT", "TOTALORDER"):
+        return None
+    from hlopipe.rehydrate._ir import Block
+
+    key_block = Block((a,), (block.arg_avals[2 * i],), chain, (lhs,), block.terminator)
+    from hlopipe.rehydrate._ir import _liveness
+
+    _liveness(key_block)
+    interpreter, env = region.interpreter, region.env
+
+    def key_fn(x: Any) -> Any:
+        return interpreter.run_block(key_block, (x,), env)[0]
+
+    return i, str(direction), ctype, key_fn
+
+
+def _mirror(
+    x: int, y: int, a: int, b: int, producers: dict[int, Any], args: tuple[int, ...]
+) -> set[int] | None:
+    """The values of ``x``'s chain when ``x`` is computed from block argument ``a`` exactly as
+    ``y`` is from ``b`` (same ops, same attributes; other operands constants); else None."""
+    seen: set[int] = set()
+    stack = [(x, y)]
+    while stack:
+        u, v = stack.pop()
+        if u == a and v == b:
+            continue
+        if u in args or v in args:
+            return None
+        pu, pv = producers.get(u), producers.get(v)
+        if pu is None or pv is None or pu.name != pv.name or len(pu.operands) != len(pv.operands):
+            return None
+        if pu.regions or pv.regions or not _same_attrs(pu.attrs, pv.attrs):
+            return None
+        if pu is pv and pu.name != "stablehlo.constant":
+            return None  # a value shared by both sides: not a per-element key
+        seen.add(u)
+        if pu.name == "stablehlo.constant":
+            continue
+        stack.extend(zip(pu.operands, pv.operands))
+    return seen
+
+
+def _same_attrs(x: dict, y: dict) -> bool:
+    if x.keys() != y.keys():
+        return False
+    for k in x:
+        u, v = x[k], y[k]
+        if isinstance(u, np.ndarray) or isinstance(v, np.ndarray):
+            if not (np.shape(u) == np.shape(v) and np.array_equal(u, v, equal_nan=True)):
+                return False
+        elif u != v:
+            return False
+    return True
 
 
 # ---- the general path -----------------------------------------------------------------------

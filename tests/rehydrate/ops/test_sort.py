@@ -279,3 +279,21 @@ def test_general_comparator_gradient_network() -> None:
         np.testing.assert_allclose(g_re, g_want, rtol=1e-6)
     finally:
         sort_mod._PAIRS_LIMIT = limit
+
+
+@pytest.mark.parametrize(
+    "fn",
+    [jnp.sort, jnp.argsort, lambda v: jnp.sort(v)[::-1], lambda v: jnp.sort(v, descending=True)],
+    ids=["sort", "argsort", "reversed", "descending"],
+)
+def test_jax_float_comparators_take_lax_sort(fn):
+    """JAX's float comparators (canonicalise -0 and NaN, then TOTALORDER) are recognised as a
+    key function: one lax.sort, not the O(n^2)/bitonic general path, and the same order."""
+    x = np.random.default_rng(0).standard_normal(4096).astype(np.float32)
+    x[:6] = [np.nan, -0.0, 0.0, np.inf, -np.inf, -np.nan]
+    f = hlopipe.load(jax.jit(fn).lower(x).as_text()).as_function()
+    np.testing.assert_array_equal(np.asarray(jax.jit(f)(x)), np.asarray(fn(x)))
+    jaxpr = jax.make_jaxpr(f)(x)
+    prims = [e.primitive.name for e in jaxpr.jaxpr.eqns]
+    assert prims.count("sort") == 1
+    assert "while" not in prims and "dot_general" not in prims
