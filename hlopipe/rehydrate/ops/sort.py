@@ -35,6 +35,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
+from hlopipe.rehydrate._ir import Block, _liveness
 from hlopipe.rehydrate.ops.windowed import vmapped_region
 from hlopipe.rehydrate.registry import Region, RuleContext, rule
 
@@ -180,13 +181,9 @@ def _keyed_comparator(region: Region, operands: tuple) -> tuple[int, str, str, A
     else:
         return None
     dtype = np.dtype(operands[i].dtype)
-    if dtype.kind == "c" or not _is_float(dtype) and ctype in ("FLOAT", "TOTALORDER"):
+    if dtype.kind == "c" or (not _is_float(dtype) and ctype in ("FLOAT", "TOTALORDER")):
         return None
-    from hlopipe.rehydrate._ir import Block
-
     key_block = Block((a,), (block.arg_avals[2 * i],), chain, (lhs,), block.terminator)
-    from hlopipe.rehydrate._ir import _liveness
-
     _liveness(key_block)
     interpreter, env = region.interpreter, region.env
 
