@@ -100,12 +100,12 @@ def run_fuzz(kind: str, examples: int, seed: int = 0, timeout: float = 300) -> d
     return json.loads(line[6:])
 
 
-# Bytecode costs a child-process parse per example (the crash guard), so it gets fewer.
+# HLO text and bytecode cost a child-process parse per example (the crash guard): fewer.
 @pytest.mark.parametrize(
     ("kind", "examples"),
     [
-        ("hlo-text", 60),
-        ("hlo-opt", 30),
+        ("hlo-text", 16),
+        ("hlo-opt", 8),
         ("stablehlo-text", 60),
         ("hlo-proto", 60),
         ("mlir-bytecode", 4),
