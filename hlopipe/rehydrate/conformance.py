@@ -81,7 +81,8 @@ class FileResult:
       status: ``pass``, ``fail``, ``error``, ``unsupported`` or ``skipped``.
       message: why, when not ``pass`` (first line: the test and mode, then the reason).
       modes: per mode (``jit``, ``eager``) the worst status over the file's tests.
-      tests: per test (``chunk:function``) its status.
+      tests: per test (``file:line @function``) its status.
+      skipped: the modules or files not run, each with why.
       reference: with ``reference="xla"``: the status of the checks on XLA's own results.
     """
 
@@ -95,6 +96,7 @@ class FileResult:
     tests: dict[str, str] = field(default_factory=dict)
     reference: str | None = None
     reference_message: str = ""
+    skipped: list[str] = field(default_factory=list)
 
     @property
     def failed(self) -> bool:
@@ -116,6 +118,7 @@ class FileResult:
             "cpu_seconds": round(self.cpu_seconds, 4),
             "modes": self.modes,
             "tests": self.tests,
+            "skipped": self.skipped,
             "reference": self.reference,
             "reference_message": self.reference_message,
         }
@@ -516,13 +519,14 @@ def detect_format(text: str) -> str:
 
 
 def split_modules(text: str) -> list[tuple[int, str]]:
-    """The modules of a file split at ``// -----``: (first line number, text) each; lines
-    before a chunk are kept blank so MLIR's line numbers stay those of the file."""
+    """The modules of a file split at ``// -----``: (the line its text starts on, text) each;
+    lines before a chunk are kept blank so MLIR's line numbers stay those of the file."""
     out: list[tuple[int, str]] = []
     line = 1
     for chunk in _SPLIT.split(text):
         if chunk.strip() and re.search(r"\bfunc\.func\b|\bmodule\b", chunk):
-            out.append((line, "\n" * (line - 1) + chunk))
+            first = line + chunk[: len(chunk) - len(chunk.lstrip())].count("\n")
+            out.append((first, "\n" * (line - 1) + chunk))
         line += chunk.count("\n")
     return out
 
@@ -703,19 +707,35 @@ class _Test:
     static_checks: int
 
 
-def _tests(path: str, text: str) -> list[_Test]:
+def _tests(path: str, text: str) -> list[_Test | tuple[str, str, str]]:
+    """The tests of a file; a module that cannot be read, or that expects a diagnostic,
+    gives ``(label, status, why)`` in its place so the file's other modules still run."""
     from hlopipe.io import load
     from hlopipe.rehydrate._rehydrate import module_ir
 
-    tests: list[_Test] = []
-    for _, chunk in split_modules(text):
-        generic = to_generic(chunk)
-        entry = _any_func(generic)
-        if entry is None:
+    tests: list[_Test | tuple[str, str, str]] = []
+    for line, chunk in split_modules(text):
+        label = f"{Path(path).name}:{line} (module)"
+        if "expected-error" in chunk:
+            tests.append((label, "skipped", "the module tests a diagnostic (expected-error)"))
             continue
-        prog = load(generic, format="stablehlo-text", entry=entry)
-        prog.source = path
-        mir = module_ir(prog)
+        try:
+            generic = to_generic(chunk)
+            entry = _any_func(generic)
+            if entry is None:
+                continue
+            prog = load(generic, format="stablehlo-text", entry=entry)
+            prog.source = path
+            mir = module_ir(prog)
+        except UnsupportedOpError as e:
+            tests.append((label, "unsupported", str(e)))
+            continue
+        except HlopipeError as e:
+            tests.append((label, "error", str(e).removeprefix("<bytes>: ")))
+            continue
+        except Exception as e:  # a crash of one module must not stop the others
+            tests.append((label, "error", _crash(e)))
+            continue
         for name, func in mir.funcs.items():
             if func.block.args or _referenced(name, generic):
                 continue
@@ -869,11 +889,18 @@ def run_file(
         except Exception as e:  # a crash of one file must not stop the suite
             tests = []
             _merge(result, "(load)", "", "error", _crash(e))
+        if re.search(r"^//\s*RUN:\s*not\b", text, re.M):
+            tests = [("(file)", "skipped", "the file expects the interpreter to fail (RUN: not)")]
         if not tests and result.status == "pass":
-            result.status = "skipped"
-            result.message = "no test: the file has no argument-less function"
+            tests = [("(file)", "skipped", "no test: the file has no argument-less function")]
         for test in tests:
-            _run_test(result, test, modes, strict)
+            if isinstance(test, tuple):
+                _merge(result, *test[:1], "", *test[1:])
+            else:
+                _run_test(result, test, modes, strict)
+        if result.tests and set(result.tests.values()) == {"skipped"}:
+            result.status = "skipped"
+            result.message = result.skipped[0]
         if reference == "xla":
             result.reference, result.reference_message = _reference_xla(text, strict)
     result.seconds = time.perf_counter() - start
@@ -924,10 +951,13 @@ def _run_test(result: FileResult, test: _Test, modes: list[str], strict: bool) -
 
 def _merge(result: FileResult, label: str, mode: str, status: str, why: str) -> None:
     if mode:
-        old = result.modes.get(mode, "pass")
+        old = result.modes.get(mode, status)
         result.modes[mode] = max(old, status, key=_SEVERITY.__getitem__)
-    old = result.tests.get(label, "pass")
+    old = result.tests.get(label, status)
     result.tests[label] = max(old, status, key=_SEVERITY.__getitem__)
+    if status == "skipped":  # a skipped module does not make the others' result
+        result.skipped.append(f"{label}: {why}")
+        return
     if _SEVERITY[status] > _SEVERITY[result.status]:
         result.status = status
         where = f"{label} [{mode}]" if mode else label

@@ -182,7 +182,7 @@ def test_to_generic_keeps_line_numbers_of_multi_line_ops():
 def test_split_modules_line_numbers():
     text = "func.func @a() {\n}\n// -----\nfunc.func @b() {\n}\n"
     (l1, _), (l2, c2) = conf.split_modules(text)
-    assert (l1, l2) == (1, 3)
+    assert (l1, l2) == (1, 4)
     assert c2.split("\n")[3] == "func.func @b() {"
 
 
@@ -251,6 +251,34 @@ def test_unsupported_skipped_and_error_files(tmp_path):
     r = conf.run_file(broken)
     assert r.status == "error" and r.failed
     assert conf.summary_line([r, conf.run_file(skipped)]) == "0 passed, 1 failed, 1 skipped"
+
+
+MIXED = """
+func.func @ok() {
+  %c = stablehlo.constant dense<1> : tensor<i32>
+  check.expect_eq_const %c, dense<1> : tensor<i32>
+  func.return
+}
+// -----
+func.func @diagnostic() {
+  // expected-error@+1 {{a message of the reference interpreter}}
+  %c = stablehlo.constant dense<1> : tensor<i32>
+  func.return
+}
+"""
+
+
+def test_modules_of_a_file_end_on_their_own(tmp_path):
+    r = conf.run_file(_write(tmp_path, MIXED))
+    assert r.status == "pass", r.message
+    assert r.tests == {"t.mlir:2 @ok": "pass", "t.mlir:8 (module)": "skipped"}
+    assert "expected-error" in r.skipped[0]
+    broken = MIXED + "// -----\nfunc.func @b() {\n  %c = stablehlo.constant\n}\n"
+    r = conf.run_file(_write(tmp_path, broken, "b.mlir"))
+    assert r.status == "error" and r.tests["b.mlir:2 @ok"] == "pass"
+    assert r.message.startswith("b.mlir:14 (module)")
+    r = conf.run_file(_write(tmp_path, "// RUN: not stablehlo-translate --interpret %s\n" + MIXED))
+    assert r.status == "skipped" and "RUN: not" in r.message
 
 
 def test_testdata_format_through_custom_calls(tmp_path):
