@@ -1,0 +1,141 @@
+"""Linear algebra: the LAPACK custom calls JAX emits on CPU (through jnp.linalg, compared with
+JAX itself, values and grad), and stablehlo.cholesky / triangular_solve from hand-written
+programs against numpy."""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from jax import lax
+
+from hlopipe.rehydrate._rehydrate import rehydrate
+
+jax.config.update("jax_enable_x64", True)
+RNG = np.random.default_rng(0)
+
+
+def _gen(dt: Any, shape: tuple[int, ...] = (2, 4, 4)) -> np.ndarray:
+    a = RNG.standard_normal(shape)
+    if np.dtype(dt).kind == "c":
+        a = a + 1j * RNG.standard_normal(shape)
+    return a.astype(dt)
+
+
+def _spd(dt: Any) -> np.ndarray:
+    a = _gen(dt)
+    return (a @ np.conj(np.swapaxes(a, -1, -2)) + 4 * np.eye(4)).astype(dt)
+
+
+class Case(NamedTuple):
+    name: str
+    fn: Any
+    make: Any
+    grad: bool = False
+
+
+CASES = [
+    Case("cholesky", jnp.linalg.cholesky, _spd, grad=True),
+    Case("qr", jnp.linalg.qr, _gen),
+    Case("eigh", jnp.linalg.eigh, _spd),
+    Case("svd", jnp.linalg.svd, _gen),
+    Case(
+        "svd_reduced",
+        lambda a: jnp.linalg.svd(a, full_matrices=False),
+        lambda d: _gen(d, (2, 5, 3)),
+    ),
+    Case("svdvals", lambda a: jnp.linalg.svd(a, compute_uv=False), _gen),
+    Case("lu_factor", jax.scipy.linalg.lu_factor, _gen),
+    Case("eig", jnp.linalg.eig, _gen),
+    Case("schur", lambda a: jax.scipy.linalg.schur(a[0]), _gen),
+    Case("hessenberg", lambda a: jax.scipy.linalg.hessenberg(a[0]), _gen),
+    Case("tridiagonal", lax.linalg.tridiagonal, _spd),
+    Case(
+        "tridiagonal_solve",
+        lambda a: lax.linalg.tridiagonal_solve(a[0, 0], a[0, 1], a[0, 2], a[0]),
+        _gen,
+    ),
+    Case(
+        "trsm",
+        lambda a: lax.linalg.triangular_solve(
+            a, a[..., :2], left_side=True, lower=False, transpose_a=True, conjugate_a=True
+        ),
+        _spd,
+    ),
+]
+DTYPES = [np.float64, np.complex64]
+
+
+@pytest.mark.parametrize("dt", DTYPES, ids=lambda d: np.dtype(d).name)
+@pytest.mark.parametrize("case", CASES, ids=lambda c: c.name)
+def test_lapack_targets(case: Case, dt: Any) -> None:
+    a = case.make(dt)
+    f = rehydrate(jax.jit(case.fn).lower(a).as_text())
+    tol = 1e-4 if dt in (np.float32, np.complex64) else 1e-10
+    want = jax.tree.leaves(case.fn(a))
+    for got in (jax.tree.leaves(f(a)), jax.tree.leaves(jax.jit(f)(a))):
+        for g, w in zip(got, want):
+            np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=tol, atol=tol)
+    if case.grad and dt == np.float64:  # (jnp.linalg.solve/inv add while loops: slow here)
+        loss = lambda fn: lambda x: jnp.sum(jnp.sin(fn(x)))  # noqa: E731
+        np.testing.assert_allclose(
+            jax.grad(loss(f))(a), jax.grad(loss(case.fn))(a), rtol=1e-10, atol=1e-12
+        )
+
+
+def _chol_program(lower: bool) -> str:
+    return f"""func.func @main(%a: tensor<3x3xf64>) -> tensor<3x3xf64> {{
+      %0 = stablehlo.cholesky %a, lower = {str(lower).lower()} : tensor<3x3xf64>
+      return %0 : tensor<3x3xf64>
+    }}"""
+
+
+@pytest.mark.parametrize("lower", [True, False])
+def test_cholesky_op(lower: bool) -> None:
+    a = _spd(np.float64)[0, :3, :3]
+    got = np.asarray(rehydrate(_chol_program(lower))(a))
+    want = np.linalg.cholesky(a)
+    if lower:
+        np.testing.assert_allclose(np.tril(got), want, rtol=1e-12)
+    else:
+        np.testing.assert_allclose(np.triu(got), want.T, rtol=1e-12)
+
+
+@pytest.mark.parametrize("mode", ["NO_TRANSPOSE", "TRANSPOSE", "ADJOINT"])
+@pytest.mark.parametrize("left_side", [True, False])
+@pytest.mark.parametrize("lower,unit", [(True, False), (False, True)])
+def test_triangular_solve_op(mode: str, left_side: bool, lower: bool, unit: bool) -> None:
+    text = f"""func.func @main(%a: tensor<3x3xcomplex<f64>>, %b: tensor<3x3xcomplex<f64>>)
+        -> tensor<3x3xcomplex<f64>> {{
+      %0 = "stablehlo.triangular_solve"(%a, %b) {{left_side = {str(left_side).lower()},
+        lower = {str(lower).lower()}, unit_diagonal = {str(unit).lower()},
+        transpose_a = #stablehlo<transpose {mode}>}}
+        : (tensor<3x3xcomplex<f64>>, tensor<3x3xcomplex<f64>>) -> tensor<3x3xcomplex<f64>>
+      return %0 : tensor<3x3xcomplex<f64>>
+    }}"""
+    a = _gen(np.complex128, (3, 3)) + 3 * np.eye(3)
+    b = _gen(np.complex128, (3, 3))
+    x = np.asarray(rehydrate(text)(a, b))
+    t = np.tril(a) if lower else np.triu(a)
+    if unit:
+        t = t - np.diag(np.diag(t)) + np.eye(3)
+    op = {"NO_TRANSPOSE": t, "TRANSPOSE": t.T, "ADJOINT": t.conj().T}[mode]
+    np.testing.assert_allclose(op @ x if left_side else x @ op, b, rtol=1e-10, atol=1e-10)
+
+
+def test_einsum_ops() -> None:
+    text = """func.func @main(%a: tensor<2x3xf32>, %b: tensor<3x4xf32>)
+        -> (tensor<2x4xf32>, tensor<3x2xf32>) {
+      %0 = "stablehlo.einsum"(%a, %b) {einsum_config = "ij,jk->ik"}
+           : (tensor<2x3xf32>, tensor<3x4xf32>) -> tensor<2x4xf32>
+      %1 = "stablehlo.unary_einsum"(%a) {einsum_config = "ij->ji"}
+           : (tensor<2x3xf32>) -> tensor<3x2xf32>
+      return %0, %1 : tensor<2x4xf32>, tensor<3x2xf32>
+    }"""
+    a, b = _gen(np.float32, (2, 3)), _gen(np.float32, (3, 4))
+    mm, tr = rehydrate(text)(a, b)
+    np.testing.assert_allclose(mm, a @ b, rtol=1e-5)
+    np.testing.assert_array_equal(tr, a.T)
