@@ -591,3 +591,43 @@ def _cmd_train(args: argparse.Namespace) -> int:
         schedules.plot(tl, args.plot)
         print(f"wrote {args.plot}")
     return 0
+
+
+# -- launch (distributed) ---------------------------------------------------------------------
+
+
+def _add_launch(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--nproc", type=int, required=True, help="processes to start")
+    p.add_argument(
+        "--devices-per-process", type=int, default=1, metavar="K", help="CPU devices each"
+    )
+    p.add_argument(
+        "--heartbeat-timeout", type=int, default=10, metavar="S",
+        help="seconds without a heartbeat before a process counts as lost (default 10)",
+    )  # fmt: skip
+    p.add_argument(
+        "--grace", type=float, default=30.0, metavar="S",
+        help="after a failure, seconds the others get to stop on their own (default 30)",
+    )  # fmt: skip
+    p.add_argument("cmd", nargs=argparse.REMAINDER, help="-- CMD ARGS...: what each process runs")
+
+
+@_register("launch", "start N local processes of one jax.distributed job (CPU, gloo)")(_add_launch)
+def _cmd_launch(args: argparse.Namespace) -> int:
+    from hlopipe.errors import RuntimeConfigError
+    from hlopipe.runtime.launch import launch
+
+    cmd = list(args.cmd)
+    if cmd and cmd[0] == "--":
+        cmd = cmd[1:]
+    if not cmd:
+        raise RuntimeConfigError("no command to launch: hlopipe launch --nproc N -- CMD ...")
+    if args.nproc < 1 or args.devices_per_process < 1:
+        raise RuntimeConfigError("--nproc and --devices-per-process must be at least 1")
+    return launch(
+        cmd,
+        nproc=args.nproc,
+        devices_per_process=args.devices_per_process,
+        heartbeat_timeout=args.heartbeat_timeout,
+        grace=args.grace,
+    )

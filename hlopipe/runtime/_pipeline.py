@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import math
 import os
 import time
@@ -18,6 +19,7 @@ from hlopipe import schedules
 from hlopipe.errors import RuntimeConfigError, StageError
 from hlopipe.runtime._compile import StageExecutables, build_executables
 from hlopipe.runtime._executor import StepPlan, StepResult, StepRun
+from hlopipe.runtime._multiprocess import MultiProcessStepRun, ProcessLayout, move, transfer_order
 from hlopipe.runtime._placement import Placement, place
 from hlopipe.schedules import Kind, Schedule, Timeline
 from hlopipe.stages import StagedProgram, split
@@ -79,6 +81,10 @@ class StepMetrics:
 _OPT_CACHE: dict[Any, tuple[Any, Any, Any]] = {}
 
 _COMPUTE = frozenset({Kind.F, Kind.B, Kind.I, Kind.W})
+
+# Pipelines built in a multi-process job, numbered alike in every process (all of them build
+# the same pipelines in the same order): the prefix of their coordinator keys.
+_PIPE_IDS = itertools.count()
 
 
 def _is_path(x: Any) -> bool:
@@ -240,6 +246,11 @@ class Pipeline:
             batch_size=self.microbatch_size,
             schedule_name=f"schedule {sched.name!r} with {S} stages on {sched.num_ranks} ranks",
         )
+        self.layout = ProcessLayout.of(self.placement)
+        self._uid = next(_PIPE_IDS) if self.layout.multi else -1
+        self._calls = 0
+        self._orders: dict[str, list[Any]] = {}
+        self.last_transfer_seconds = 0.0
         self.execs: list[StageExecutables] = [
             build_executables(
                 st,
@@ -268,6 +279,12 @@ class Pipeline:
         for p in range(self.num_params):
             if jnp.issubdtype(self.param_avals[p].dtype, jnp.inexact):
                 self.owned[self.owner[p]].append(p)
+        self.param_names = [
+            jax.tree_util.keystr(k)
+            for k, _ in jax.tree_util.tree_flatten_with_path(
+                jax.tree_util.tree_unflatten(self.param_treedef, self.param_avals)
+            )[0]
+        ]
         self.loss = self._loss_location()
         self._plans: dict[str, StepPlan] = {}
         self._timeline: Timeline | None = None
@@ -399,10 +416,13 @@ class Pipeline:
         values: list[dict[int, jax.Array]] = [{} for _ in range(self.placement.num_ranks)]
         for p, x in enumerate(leaves):
             for r in self.holders[p]:
-                values[r][p] = _fresh_copy(x, self.placement.replicated(r))
+                if self.layout.local(r):
+                    values[r][p] = _fresh_copy(x, self.placement.replicated(r))
         opt_states: list[Any] = [None] * self.staged.num_stages
         if self.optimizer is not None:
             for s, owned in enumerate(self.owned):
+                if not self.layout.local(self.placement.rank_of(s)):
+                    continue
                 own = [values[self.owner_rank[p]][p] for p in owned]
                 opt_states[s] = self._optimizer_fns(s)[0](own)
         return PipelineState(values, opt_states, 0, self.param_treedef, self.owner_rank)
@@ -444,13 +464,14 @@ class Pipeline:
             for k in kinds:
                 ex.get(k)
 
-        workers = min(len(self.execs), os.cpu_count() or 1, 8)
+        execs = [ex for ex in self.execs if self.layout.local(ex.rank)]
+        workers = min(len(execs), os.cpu_count() or 1, 8)
         if workers <= 1:
-            for ex in self.execs:
+            for ex in execs:
                 one(ex)
         else:
             with ThreadPoolExecutor(workers, thread_name_prefix="hlopipe-compile") as pool:
-                list(pool.map(one, self.execs))
+                list(pool.map(one, execs))
 
     def inference_schedule(self) -> Schedule:
         """The forward-only schedule :meth:`infer` runs, on this pipeline's placement.
@@ -499,6 +520,8 @@ class Pipeline:
         args: dict[tuple[int, int], list[Any]] = {}
         for st in self.staged.stages:
             r = pl.rank_of(st.index)
+            if not self.layout.local(r):
+                continue
             for i in range(m):
                 row = []
                 for p in st.params_needed:
@@ -523,19 +546,23 @@ class Pipeline:
         t_start = time.perf_counter()
         m = self.num_microbatches
         args = self._stage_args(state, batch)
-        acc = [ex.zeros() for ex in self.execs]
+        acc = [ex.zeros() if self.layout.local(ex.rank) else [] for ex in self.execs]
         assert self.loss is not None
         ls, lk = self.loss
-        loss_ct = jax.device_put(
-            np.asarray(1.0 / m, dtype=self.staged.out_avals[0].dtype),
-            self.execs[ls].output_shardings[lk],
-        )
-        run = StepRun(plan, args, acc, loss_ct, timeout=self.recv_timeout, sync=self.sync_actions)
+        loss_ct = None
+        if self.layout.local(self.placement.rank_of(ls)):
+            loss_ct = jax.device_put(
+                np.asarray(1.0 / m, dtype=self.staged.out_avals[0].dtype),
+                self.execs[ls].output_shardings[lk],
+            )
+        run = self._run(plan, "train", args, acc, loss_ct)
         result = run.run()
         del args
-        losses = [np.asarray(result.outputs[(0, i)], dtype=np.float64) for i in range(m)]
+        self.last_transfer_seconds = getattr(run, "transfer_seconds", 0.0)
+        losses = self._gather_losses(result, ls, m)
         grads = self._total_grads(result.acc)
         new_state, grad_norm = self._update(state, grads)
+        self._calls += 1
         step_time = time.perf_counter() - t_start
         self._timeline = measured_timeline(plan.schedule, result)
         self._last_result = result
@@ -549,23 +576,67 @@ class Pipeline:
             metrics.grads = jax.tree_util.tree_unflatten(self.param_treedef, grads)
         return new_state, metrics
 
+    def _run(self, plan: StepPlan, mode: str, args: Any, acc: Any, loss_ct: Any) -> StepRun:
+        if not self.layout.multi:
+            return StepRun(plan, args, acc, loss_ct, timeout=self.recv_timeout,
+                           sync=self.sync_actions)  # fmt: skip
+        if mode not in self._orders:
+            self._orders[mode] = transfer_order(plan, self.layout)
+        return MultiProcessStepRun(
+            plan, args, acc, loss_ct, timeout=self.recv_timeout, sync=self.sync_actions,
+            layout=self.layout, order=self._orders[mode],
+        )  # fmt: skip
+
+    def _kv_prefix(self) -> str:
+        return f"hlopipe/pipe{self._uid}/call{self._calls}"
+
+    def _gather_losses(self, result: StepResult, ls: int, m: int) -> list[Any]:
+        """The microbatch losses, on every process (published by the loss stage's)."""
+        owner = self.layout.rank_process[self.placement.rank_of(ls)]
+        if owner == self.layout.me:
+            losses = [np.asarray(result.outputs[(0, i)], dtype=np.float64) for i in range(m)]
+            if self.layout.multi:
+                from hlopipe.runtime import distributed
+
+                distributed.kv_set(
+                    f"{self._kv_prefix()}/loss", ",".join(repr(float(x)) for x in losses)
+                )
+            return losses
+        from hlopipe.runtime import distributed
+
+        text = distributed.kv_get(f"{self._kv_prefix()}/loss", self.recv_timeout, who=owner)
+        return [np.float64(float(x)) for x in text.split(",")]
+
+    def _move(self, value: Any, src_rank: int, dst_rank: int, aval: Any) -> Any:
+        return move(
+            value, self.placement, self.layout, src_rank, dst_rank, aval,
+            self.placement.replicated(dst_rank),
+        )  # fmt: skip
+
     def _total_grads(self, acc: list[list[Any]]) -> list[Any]:
-        """Per parameter, the sum of its stages' gradients, on its owner's rank."""
+        """Per parameter, the sum of its stages' gradients, on its owner's rank (``None``
+        for a parameter another process owns)."""
         per_param: dict[int, list[tuple[int, Any]]] = {}
         for ex, g in zip(self.execs, acc):
             st = ex.stage
-            for k, gk in zip(ex.autodiff.diff_params, g):
+            local = self.layout.local(ex.rank)
+            for n, k in enumerate(ex.autodiff.diff_params):
+                gk = g[n] if local else None
                 per_param.setdefault(st.params_needed[k], []).append((st.index, gk))
-        out = []
+        out: list[Any] = []
         for p, a in enumerate(self.param_avals):
-            rep = self.placement.replicated(self.owner_rank[p])
+            owner = self.owner_rank[p]
+            rep = self.placement.replicated(owner)
             parts = per_param.get(p)
             if not parts:
-                out.append(jax.device_put(np.zeros(a.shape, a.dtype), rep))
+                local = self.layout.local(owner)
+                out.append(jax.device_put(np.zeros(a.shape, a.dtype), rep) if local else None)
                 continue
-            total = parts[0][1]
-            for _, g in parts[1:]:
-                total = total + jax.device_put(g, rep)
+            total = self._move(parts[0][1], self.placement.rank_of(parts[0][0]), owner, a)
+            for s, g in parts[1:]:
+                moved = self._move(g, self.placement.rank_of(s), owner, a)
+                if moved is not None:
+                    total = total + moved
             out.append(total)
         return out
 
@@ -574,29 +645,47 @@ class Pipeline:
             sq = sum(
                 float(np.sum(np.square(np.asarray(g, np.float64))))
                 for g in grads
-                if jnp.issubdtype(g.dtype, jnp.inexact)
+                if g is not None and jnp.issubdtype(g.dtype, jnp.inexact)
             )
-            return state, math.sqrt(sq)
+            return state, math.sqrt(self._sum_over_processes("sq", sq))
 
         values = [dict(v) for v in state.values]
         opt_states = list(state.opt_states)
         sqnorms = []
         for s, owned in enumerate(self.owned):
-            own = [values[self.owner_rank[p]][p] for p in owned]
-            update = self._optimizer_fns(s)[1]
-            new, opt_states[s], sq = update([grads[p] for p in owned], opt_states[s], own)
-            sqnorms.append(sq)
+            new: list[Any] = [None] * len(owned)
+            if self.layout.local(self.placement.rank_of(s)):
+                own = [values[self.owner_rank[p]][p] for p in owned]
+                update = self._optimizer_fns(s)[1]
+                new, opt_states[s], sq = update([grads[p] for p in owned], opt_states[s], own)
+                sqnorms.append(sq)
             for p, x in zip(owned, new):
                 for r in self.holders[p]:
-                    values[r][p] = (
-                        x
-                        if r == self.owner_rank[p]
-                        else jax.device_put(x, self.placement.replicated(r))
-                    )
-        grad_norm = math.sqrt(sum(float(x) for x in sqnorms))
+                    if r == self.owner_rank[p]:
+                        if x is not None:
+                            values[r][p] = x
+                        continue
+                    moved = self._move(x, self.owner_rank[p], r, self.param_avals[p])
+                    if moved is not None:
+                        values[r][p] = moved
+        grad_norm = math.sqrt(self._sum_over_processes("sq", sum(float(x) for x in sqnorms)))
         return (
             PipelineState(values, opt_states, state.step + 1, self.param_treedef, self.owner_rank),
             grad_norm,
+        )
+
+    def _sum_over_processes(self, name: str, x: float) -> float:
+        """``x`` summed over the processes holding ranks (exact: float reprs through the
+        coordinator; summed in process order, so every process gets the same value)."""
+        if not self.layout.multi:
+            return x
+        from hlopipe.runtime import distributed
+
+        prefix = f"{self._kv_prefix()}/{name}"
+        distributed.kv_set(f"{prefix}/{self.layout.me}", repr(float(x)))
+        procs = sorted(set(self.layout.rank_process))
+        return sum(
+            float(distributed.kv_get(f"{prefix}/{q}", self.recv_timeout, who=q)) for q in procs
         )
 
     def _optimizer_fns(self, s: int) -> tuple[Any, Any]:
@@ -605,12 +694,16 @@ class Pipeline:
         import optax
 
         rank = self.placement.rank_of(s)
+        # The state is the optimizer's over {parameter path: array}, so that its per-parameter
+        # leaves carry the parameter's path (checkpoints store them by it, not by stage).
+        names = tuple(self.param_names[p] for p in self.owned[s])
         key = (
             id(self.optimizer),
             tuple(
                 (tuple(self.param_avals[p].shape), str(self.param_avals[p].dtype))
                 for p in self.owned[s]
             ),
+            names,
             self.placement.device_ids(rank),
         )
         hit = _OPT_CACHE.get(key)
@@ -619,12 +712,17 @@ class Pipeline:
         rep = self.placement.replicated(rank)
         opt = self.optimizer
 
-        def update(g: list[Any], st: Any, p: list[Any]) -> Any:
-            upd, st = opt.update(g, st, p)
-            sq = sum((jnp.sum(jnp.square(x.astype(jnp.float32))) for x in g), jnp.float32(0))
-            return optax.apply_updates(p, upd), st, sq
+        def init_fn(p: list[Any]) -> Any:
+            return opt.init(dict(zip(names, p)))
 
-        init = jax.jit(opt.init, out_shardings=rep)
+        def update(g: list[Any], st: Any, p: list[Any]) -> Any:
+            gd, pd = dict(zip(names, g)), dict(zip(names, p))
+            upd, st = opt.update(gd, st, pd)
+            sq = sum((jnp.sum(jnp.square(x.astype(jnp.float32))) for x in g), jnp.float32(0))
+            new = optax.apply_updates(pd, upd)
+            return [new[n] for n in names], st, sq
+
+        init = jax.jit(init_fn, out_shardings=rep)
         upd = jax.jit(update, out_shardings=rep, donate_argnums=(1, 2))
         _OPT_CACHE[key] = (opt, init, upd)
         return init, upd
@@ -634,6 +732,11 @@ class Pipeline:
         batch: per-microbatch outputs concatenated on their leading (batch) axis, scalar
         outputs averaged over the microbatches (a mean loss stays the full-batch mean).
         Results are on the default device."""
+        if self.layout.multi:
+            raise RuntimeConfigError(
+                "infer() across processes is not supported yet (its outputs would have to be "
+                "gathered from the output stages' processes); run it in one process"
+            )
         plan = self._plan("infer")
         m = self.num_microbatches
         args = self._stage_args(state, batch)

@@ -1,0 +1,346 @@
+"""Many processes under ``jax.distributed``: one process per host (or per local group).
+
+:func:`initialize` wraps :func:`jax.distributed.initialize`. It reads what ``hlopipe launch``
+sets (``HLOPIPE_COORDINATOR``, ``HLOPIPE_NUM_PROCESSES``, ``HLOPIPE_PROCESS_ID``,
+``HLOPIPE_CPU_DEVICES``) and otherwise leaves detection to JAX (SLURM, Open MPI, Kubernetes,
+``JAX_COORDINATOR_ADDRESS``...). On CPU it selects gloo collectives, which is what carries
+cross-process stage transfers there; on GPU, NCCL does.
+
+Failures: the coordination service's heartbeat timeout is short (``heartbeat_timeout``, default
+30 s), so a process that dies is noticed in bounded time, and :func:`check_peers` (called by
+the runtime while it waits) turns a lost peer into a :class:`DistributedError` naming it.
+
+Example:
+  >>> import hlopipe
+  >>> hlopipe.distributed.initialize()          # doctest: +SKIP
+  >>> hlopipe.distributed.process_index(), hlopipe.distributed.process_count()  # doctest: +SKIP
+  (0, 2)
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import os
+import sys
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+import jax
+
+from hlopipe.errors import DistributedError
+
+ENV_COORDINATOR = "HLOPIPE_COORDINATOR"
+ENV_NUM_PROCESSES = "HLOPIPE_NUM_PROCESSES"
+ENV_PROCESS_ID = "HLOPIPE_PROCESS_ID"
+ENV_CPU_DEVICES = "HLOPIPE_CPU_DEVICES"
+ENV_HEARTBEAT = "HLOPIPE_HEARTBEAT_TIMEOUT"
+
+ENV_LOST_EXIT_AFTER = "HLOPIPE_LOST_EXIT_AFTER"
+
+_lock = threading.Lock()
+_initialized = False
+_ALIVE = "hlopipe/alive/"
+
+
+def _env_int(name: str) -> int | None:
+    v = os.environ.get(name)
+    if v is None or v == "":
+        return None
+    try:
+        return int(v)
+    except ValueError:
+        raise DistributedError(f"{name}={v!r} is not an integer") from None
+
+
+def initialize(
+    coordinator_address: str | None = None,
+    num_processes: int | None = None,
+    process_id: int | None = None,
+    *,
+    cpu_devices: int | None = None,
+    heartbeat_timeout: int | None = None,
+    initialization_timeout: int = 120,
+    platform: str | None = None,
+) -> None:
+    """Join the job: connect to the coordinator and make every process's devices visible.
+
+    Call it first, before anything touches a JAX backend. Arguments left ``None`` come from
+    ``hlopipe launch``'s environment variables, then from JAX's own cluster detection.
+
+    Args:
+      coordinator_address: ``host:port`` of process 0's coordination service.
+      num_processes, process_id: the job's size and this process's index.
+      cpu_devices: CPU devices this process exposes (``jax_num_cpu_devices``); only used on
+        the CPU platform.
+      heartbeat_timeout: seconds after which a silent process counts as dead (default 30, or
+        ``HLOPIPE_HEARTBEAT_TIMEOUT``).
+      initialization_timeout: seconds to wait for every process to connect.
+      platform: ``"cpu"`` forces CPU (gloo collectives); default: ``JAX_PLATFORMS`` or JAX's
+        choice.
+
+    Raises DistributedError when called twice with a different job, or when the job cannot
+    be formed.
+    """
+    global _initialized
+    with _lock:
+        if _initialized:
+            return
+        coordinator_address = coordinator_address or os.environ.get(ENV_COORDINATOR)
+        if num_processes is None:
+            num_processes = _env_int(ENV_NUM_PROCESSES)
+        if process_id is None:
+            process_id = _env_int(ENV_PROCESS_ID)
+        if cpu_devices is None:
+            cpu_devices = _env_int(ENV_CPU_DEVICES)
+        if heartbeat_timeout is None:
+            heartbeat_timeout = _env_int(ENV_HEARTBEAT) or 30
+        platforms = (
+            platform or os.environ.get("JAX_PLATFORMS") or getattr(jax.config, "jax_platforms", "")
+        )
+        on_cpu = platforms.split(",")[0] in ("cpu", "") if platforms else True
+        if platform is not None:
+            jax.config.update("jax_platforms", platform)
+        # gloo must be chosen before the CPU backend starts; harmless for GPU runs (the CPU
+        # backend then only serves host computations).
+        jax.config.update("jax_cpu_collectives_implementation", "gloo")
+        if cpu_devices is not None and on_cpu:
+            jax.config.update("jax_num_cpu_devices", cpu_devices)
+        kwargs: dict[str, Any] = {}
+        if coordinator_address is not None and num_processes is not None and process_id is not None:
+            # Everything is given: no cluster auto-detection, one local device id list per
+            # process is not needed on CPU.
+            kwargs["cluster_detection_method"] = "deactivate"
+        try:
+            jax.distributed.initialize(
+                coordinator_address,
+                num_processes,
+                process_id,
+                initialization_timeout=initialization_timeout,
+                heartbeat_timeout_seconds=heartbeat_timeout,
+                shutdown_timeout_seconds=max(heartbeat_timeout, 10),
+                **kwargs,
+            )
+        except Exception as e:  # jax raises RuntimeError / ValueError / XlaRuntimeError
+            raise DistributedError(
+                f"could not join the job (coordinator {coordinator_address}, "
+                f"{num_processes} processes, this is {process_id}): {e}"
+            ) from e
+        _initialized = True
+        if jax.process_count() > 1:
+            _start_watchdog(heartbeat_timeout)
+
+
+# -- our own heartbeat ---------------------------------------------------------------------------
+#
+# The coordination service does notice a dead process after ``heartbeat_timeout``, but then
+# aborts every other process from C++ (SIGABRT, a log line, no Python error), and the callback
+# that jaxlib 0.10.2 offers instead cannot be used from Python (its status argument fails to
+# convert). So each process also beats through the coordinator's key-value store and watches
+# the others' beats: a peer silent for half the heartbeat timeout is declared lost first, with
+# a clear error naming it. A process that ends cleanly marks itself done; one that dies of an
+# uncaught exception marks itself failed, with the exception, so its peers say why at once.
+
+
+class _Watchdog(threading.Thread):
+    def __init__(self, timeout: int) -> None:
+        super().__init__(name="hlopipe-heartbeat", daemon=True)
+        self.me = jax.process_index()
+        self.n = jax.process_count()
+        self.interval = max(0.25, min(1.0, timeout / 20))
+        self.stale = max(5.0, timeout / 2)
+        self.stop = threading.Event()
+        self.failed_here = False
+        self.error: DistributedError | None = None
+        self.listeners: list[Callable[[DistributedError], None]] = []
+        self.exit_after = float(os.environ.get(ENV_LOST_EXIT_AFTER, "5"))
+
+    def mark(self, value: str) -> None:
+        with contextlib.suppress(Exception):
+            _client().key_value_set(f"{_ALIVE}{self.me}", value, allow_overwrite=True)
+
+    def run(self) -> None:
+        client = _client()
+        beat = 0
+        seen: dict[int, str] = {}
+        changed = dict.fromkeys(range(self.n), time.monotonic())
+        done: set[int] = {self.me}
+        while not self.stop.wait(self.interval):
+            beat += 1
+            try:
+                client.key_value_set(f"{_ALIVE}{self.me}", f"beat {beat}", allow_overwrite=True)
+                entries = client.key_value_dir_get(_ALIVE)
+            except Exception as e:
+                if self.stop.is_set():
+                    return
+                self.lost(0, f"the coordination service it hosts stopped answering: {e}")
+                return
+            now = time.monotonic()
+            for key, value in entries:
+                try:
+                    q = int(key.rsplit("/", 1)[1])
+                except ValueError:
+                    continue
+                if value.startswith("done"):
+                    done.add(q)
+                elif value.startswith("failed") and q != self.me:
+                    self.lost(q, value)
+                    return
+                elif seen.get(q) != value:
+                    seen[q] = value
+                    changed[q] = now
+            for q in range(self.n):
+                if q not in done and now - changed[q] > self.stale:
+                    self.lost(
+                        q, f"no heartbeat for {now - changed[q]:.1f} s; it died or was killed"
+                    )
+                    return
+
+    def lost(self, q: int, why: str) -> None:
+        err = DistributedError(f"lost process {q} ({why}); process {self.me} stops")
+        self.error = err
+        print(f"hlopipe: error: {err}", file=sys.stderr, flush=True)
+        for fn in list(self.listeners):
+            with contextlib.suppress(Exception):
+                fn(err)
+        # jax's exit handler would wait for the lost process: leave in bounded time instead.
+        timer = threading.Timer(self.exit_after, os._exit, args=(1,))
+        timer.daemon = True
+        timer.start()
+
+
+_watchdog: _Watchdog | None = None
+
+
+def _start_watchdog(timeout: int) -> None:
+    global _watchdog
+    wd = _Watchdog(timeout)
+    _watchdog = wd
+    wd.mark("beat 0")
+    wd.start()
+    hook = sys.excepthook
+
+    def excepthook(tp: Any, value: Any, tb: Any) -> None:
+        wd.failed_here = True
+        wd.mark(f"failed: {tp.__name__}: {' '.join(str(value).split())[:300]}")
+        hook(tp, value, tb)
+
+    sys.excepthook = excepthook
+
+    def at_exit() -> None:  # registered after jax's, so it runs before jax's shutdown
+        wd.stop.set()
+        if not wd.failed_here and wd.error is None:
+            wd.mark("done")
+
+    atexit.register(at_exit)
+
+
+def lost_peer_error() -> DistributedError | None:
+    """The error of the first lost process, once the heartbeat has seen one."""
+    return _watchdog.error if _watchdog is not None else None
+
+
+def on_lost_peer(fn: Callable[[DistributedError], None]) -> Callable[[], None]:
+    """Call ``fn(error)`` when a peer is lost (at once if one already is); returns a function
+    that removes it."""
+    wd = _watchdog
+    if wd is None:
+        return lambda: None
+    if wd.error is not None:
+        fn(wd.error)
+    wd.listeners.append(fn)
+
+    def remove() -> None:
+        if fn in wd.listeners:
+            wd.listeners.remove(fn)
+
+    return remove
+
+
+def is_initialized() -> bool:
+    """Whether this process is part of a multi-process job."""
+    from jax._src import distributed as _d
+
+    return _d.global_state.client is not None
+
+
+def process_index() -> int:
+    return jax.process_index()
+
+
+def process_count() -> int:
+    return jax.process_count()
+
+
+def _client() -> Any:
+    from jax._src import distributed as _d
+
+    return _d.global_state.client
+
+
+def kv_set(key: str, value: str) -> None:
+    """Publish ``value`` under ``key`` in the coordination service (small metadata only)."""
+    _client().key_value_set(key, value)
+
+
+def kv_get(key: str, timeout: float, *, who: int | None = None) -> str:
+    """Wait for ``key`` (set by process ``who``), checking the peers every second, so a dead
+    peer fails with :class:`DistributedError` instead of a timeout."""
+    client = _client()
+    deadline = time.monotonic() + timeout
+    while True:
+        left = deadline - time.monotonic()
+        try:
+            return str(client.blocking_key_value_get(key, int(max(min(left, 1.0), 0.001) * 1000)))
+        except Exception as e:
+            if "DEADLINE_EXCEEDED" not in str(e) and "Deadline" not in str(e):
+                check_peers()
+                raise DistributedError(f"reading {key!r} from the coordinator failed: {e}") from e
+        check_peers([who] if who is not None else None)
+        if left <= 0:
+            raise DistributedError(
+                f"waited {timeout:g} s for {key!r}"
+                + (f" from process {who}" if who is not None else "")
+            )
+
+
+def live_processes(process_ids: list[int] | None = None) -> set[int]:
+    """The processes the coordination service still counts as alive."""
+    ids = list(range(jax.process_count())) if process_ids is None else process_ids
+    ids = sorted(set(ids) | {jax.process_index()})  # the service wants the caller listed
+    try:
+        return set(_client().get_live_nodes(ids).keys())
+    except Exception as e:
+        raise DistributedError(
+            f"process {jax.process_index()} lost the coordination service (process 0 hosts "
+            f"it: process 0 may have died): {e}"
+        ) from e
+
+
+def check_peers(process_ids: list[int] | None = None) -> None:
+    """Raise :class:`DistributedError` naming every process of ``process_ids`` (default: all)
+    that the coordination service no longer counts as alive."""
+    if not is_initialized():
+        return
+    err = lost_peer_error()
+    if err is not None:
+        raise err
+    ids = list(range(jax.process_count())) if process_ids is None else process_ids
+    dead = sorted(set(ids) - live_processes(ids))
+    if dead:
+        names = ", ".join(f"process {p}" for p in dead)
+        raise DistributedError(
+            f"lost {names} (no heartbeat; it died or was killed); process "
+            f"{jax.process_index()} stops"
+        )
+
+
+def shutdown() -> None:
+    """Leave the job (waits for the other processes, up to the shutdown timeout)."""
+    global _initialized
+    with _lock:
+        if is_initialized():
+            jax.distributed.shutdown()
+        _initialized = False

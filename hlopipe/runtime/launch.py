@@ -1,0 +1,162 @@
+"""``hlopipe launch``: N local processes of one job, for development and tests.
+
+Each child gets the coordinator address (a free localhost port), its process id, the job size
+and its CPU device count in the environment variables :func:`hlopipe.distributed.initialize`
+reads. Their output is streamed line by line with a ``[rank i]`` prefix. When one fails, the
+others get ``grace`` seconds to notice the lost peer and stop with their own error (the
+runtime's heartbeat names it), then SIGTERM, then SIGKILL; each child runs in its own process
+group, and the whole group is killed, so nothing is left running.
+
+Example:
+  >>> launch(["python", "train.py"], nproc=2, devices_per_process=2)   # doctest: +SKIP
+  0
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Sequence
+from typing import IO
+
+from hlopipe.runtime import distributed as _d
+
+
+def free_port() -> int:
+    """A TCP port on localhost that nothing listens on right now."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def child_env(
+    rank: int,
+    nproc: int,
+    port: int,
+    devices_per_process: int,
+    heartbeat_timeout: int,
+    base: dict[str, str] | None = None,
+) -> dict[str, str]:
+    """The environment of child ``rank``."""
+    env = dict(os.environ if base is None else base)
+    env.update(
+        {
+            _d.ENV_COORDINATOR: f"localhost:{port}",
+            _d.ENV_NUM_PROCESSES: str(nproc),
+            _d.ENV_PROCESS_ID: str(rank),
+            _d.ENV_CPU_DEVICES: str(devices_per_process),
+            _d.ENV_HEARTBEAT: str(heartbeat_timeout),
+            "PYTHONUNBUFFERED": "1",
+        }
+    )
+    env.setdefault("JAX_PLATFORMS", "cpu")
+    return env
+
+
+def _kill_group(p: subprocess.Popen, sig: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(p.pid, sig)
+
+
+def launch(
+    cmd: Sequence[str],
+    *,
+    nproc: int,
+    devices_per_process: int = 1,
+    heartbeat_timeout: int = 10,
+    grace: float = 30.0,
+    timeout: float | None = None,
+    out: IO[str] | None = None,
+    on_start: Callable[[list[subprocess.Popen]], None] | None = None,
+) -> int:
+    """Run ``cmd`` as ``nproc`` processes of one job; return the first non-zero exit code
+    (a signal ``-N`` becomes ``128 + N``), or 0 when all succeed.
+
+    Args:
+      cmd: the command line each process runs.
+      nproc: how many processes.
+      devices_per_process: CPU devices each process exposes.
+      heartbeat_timeout: seconds without a heartbeat after which a process counts as lost.
+      grace: after the first failure, how long the others get to stop on their own.
+      timeout: stop everything after this many seconds (exit code 124).
+      out: where prefixed output goes (default ``sys.stdout``).
+    """
+    if nproc < 1:
+        raise ValueError(f"--nproc must be at least 1, got {nproc}")
+    if not cmd:
+        raise ValueError("no command given")
+    stream = out or sys.stdout
+    port = free_port()
+    lock = threading.Lock()
+    procs: list[subprocess.Popen] = []
+    pumps: list[threading.Thread] = []
+
+    def pump(rank: int, pipe: IO[str]) -> None:
+        for line in pipe:
+            with lock:
+                stream.write(f"[rank {rank}] {line}")
+                stream.flush()
+        pipe.close()
+
+    first_bad: int | None = None
+    failed_at: float | None = None
+    start = time.monotonic()
+    try:
+        for rank in range(nproc):
+            p = subprocess.Popen(
+                list(cmd),
+                env=child_env(rank, nproc, port, devices_per_process, heartbeat_timeout),
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                text=True,
+                bufsize=1,
+                start_new_session=True,  # its own process group: killpg reaches its children
+            )
+            procs.append(p)
+            assert p.stdout is not None
+            t = threading.Thread(target=pump, args=(rank, p.stdout), daemon=True)
+            t.start()
+            pumps.append(t)
+        if on_start is not None:
+            on_start(procs)
+        terminated = False
+        while True:
+            codes = [p.poll() for p in procs]
+            for c in codes:
+                if c is not None and c != 0 and first_bad is None:
+                    first_bad = c if c > 0 else 128 - c
+                    failed_at = time.monotonic()
+            if all(c is not None for c in codes):
+                break
+            now = time.monotonic()
+            if timeout is not None and now - start > timeout and first_bad is None:
+                first_bad, failed_at = 124, now - grace
+                with lock:
+                    stream.write(f"hlopipe launch: timed out after {timeout:g} s\n")
+            if failed_at is not None and now - failed_at > grace and not terminated:
+                for p in procs:
+                    if p.poll() is None:
+                        _kill_group(p, signal.SIGTERM)
+                terminated = True
+            if failed_at is not None and now - failed_at > grace + 5:
+                for p in procs:
+                    if p.poll() is None:
+                        _kill_group(p, signal.SIGKILL)
+            time.sleep(0.05)
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                _kill_group(p, signal.SIGKILL)
+        for p in procs:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                p.wait(timeout=10)
+            _kill_group(p, signal.SIGKILL)  # grandchildren left in the group
+        for t in pumps:
+            t.join(timeout=5)
+    return first_bad or 0
