@@ -9,10 +9,12 @@ traceback under ``--debug``).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
 import traceback
 from collections.abc import Callable, Sequence
+from typing import Any
 
 from hlopipe.errors import HlopipeError
 
@@ -259,17 +261,27 @@ def _add_run(p: argparse.ArgumentParser) -> None:
 @_register("run", "rehydrate a program and run it on given or random inputs")(_add_run)
 def _cmd_run(args: argparse.Namespace) -> int:
     import jax
-    import numpy as np
 
-    from hlopipe.errors import HlopipeError
     from hlopipe.io import TokenType, load
-    from hlopipe.io._program import _fmt_aval
 
     prog = load(args.file, module=args.module)
     avals = [a for a in prog.in_avals if not isinstance(a, TokenType)]
-    wide = any(np.dtype(a.dtype).itemsize == 8 for a in avals)
-    if args.x64 or wide:
-        jax.config.update("jax_enable_x64", True)
+    from hlopipe.rehydrate import module_ir
+    from hlopipe.rehydrate._rehydrate import _uses_64bit
+
+    # 64-bit mode for this run only (never left on for the caller)
+    x64 = args.x64 or _uses_64bit(module_ir(prog))
+    with jax.enable_x64(True) if x64 else contextlib.nullcontext():
+        return _run_loaded(args, prog, avals)
+
+
+def _run_loaded(args: argparse.Namespace, prog: Any, avals: list) -> int:
+    import jax
+    import numpy as np
+
+    from hlopipe.errors import HlopipeError
+    from hlopipe.io._program import _fmt_aval
+
     fn = prog.as_function()
     if args.inputs:
         try:
@@ -513,7 +525,6 @@ def _add_train(p: argparse.ArgumentParser) -> None:
 @_register("train", "pipeline-train the loss program in a file on the local devices")(_add_train)
 def _cmd_train(args: argparse.Namespace) -> int:
     import contextlib
-    from typing import Any
 
     import jax
 

@@ -14,7 +14,7 @@ from jax import lax
 
 from hlopipe.rehydrate._rehydrate import rehydrate
 
-jax.config.update("jax_enable_x64", True)
+pytestmark = pytest.mark.x64  # 64-bit types on for every test here (tests/conftest.py)
 
 
 class Case(NamedTuple):

@@ -18,7 +18,7 @@ from jaxlib.mlir.dialects import stablehlo
 import hlopipe
 from hlopipe.io._xla import compile_stablehlo, make_context
 
-jax.config.update("jax_enable_x64", True)
+pytestmark = pytest.mark.x64  # 64-bit types on for every test here (tests/conftest.py)
 
 F32 = np.float32
 _rng = np.random.default_rng(0)

@@ -15,7 +15,7 @@ import pytest
 from hlopipe.io._types import dtype_of, mlir_name
 from hlopipe.rehydrate._rehydrate import rehydrate
 
-jax.config.update("jax_enable_x64", True)
+pytestmark = pytest.mark.x64  # 64-bit types on for every test here (tests/conftest.py)
 N = 12
 
 

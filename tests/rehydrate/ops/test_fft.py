@@ -11,7 +11,7 @@ import pytest
 
 from hlopipe.rehydrate._rehydrate import rehydrate
 
-jax.config.update("jax_enable_x64", True)
+pytestmark = pytest.mark.x64  # 64-bit types on for every test here (tests/conftest.py)
 X = np.random.default_rng(0).standard_normal((3, 4, 6))
 CASES = {
     "fft": (jnp.fft.fft, X + 1j * X[::-1]),

@@ -14,7 +14,7 @@ import pytest
 import hlopipe
 from hlopipe.io._xla import compile_stablehlo
 
-jax.config.update("jax_enable_x64", True)
+pytestmark = pytest.mark.x64  # 64-bit types on for every test here (tests/conftest.py)
 
 _rng = np.random.default_rng(0)
 SHAPE = (3, 4, 5)  # features on dim 1 unless a case says otherwise

@@ -12,7 +12,7 @@ import pytest
 from hlopipe.errors import UnsupportedOpError
 from hlopipe.rehydrate._rehydrate import rehydrate
 
-jax.config.update("jax_enable_x64", True)
+pytestmark = pytest.mark.x64  # 64-bit types on for every test here (tests/conftest.py)
 
 
 def _rbg(alg: str, state: str, out: str) -> str:

@@ -22,7 +22,7 @@ import hlopipe
 from hlopipe.errors import UnsupportedOpError
 from hlopipe.io._xla import make_context
 
-jax.config.update("jax_enable_x64", True)
+pytestmark = pytest.mark.x64  # 64-bit types on for every test here (tests/conftest.py)
 
 F32, I32 = np.float32, np.int32
 

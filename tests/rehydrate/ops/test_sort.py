@@ -21,7 +21,7 @@ import hlopipe
 from hlopipe.io._xla import compile_stablehlo, make_context
 from hlopipe.rehydrate.ops import sort as sort_mod
 
-jax.config.update("jax_enable_x64", True)
+pytestmark = pytest.mark.x64  # 64-bit types on for every test here (tests/conftest.py)
 
 F32, I32 = np.float32, np.int32
 _rng = np.random.default_rng(0)
