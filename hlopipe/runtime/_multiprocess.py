@@ -382,6 +382,11 @@ class MultiProcessStepRun(StepRun):
             if not self.layout.local(q):
                 self._where[q] = f"process {self.layout.rank_process[q]}"
         msg = super()._timeout_message(r, t, a)
+        import faulthandler
+        import sys
+
+        # A stall across processes is hard to see from one side: show where every thread is.
+        faulthandler.dump_traceback(sys.stderr, all_threads=True)
         try:
             distributed.check_peers()
         except DistributedError as e:

@@ -249,6 +249,7 @@ class Pipeline:
         self.layout = ProcessLayout.of(self.placement)
         self._uid = next(_PIPE_IDS) if self.layout.multi else -1
         self._calls = 0
+        self._syncs = 0
         self._orders: dict[str, list[Any]] = {}
         self.last_transfer_seconds = 0.0
         self.execs: list[StageExecutables] = [
@@ -726,6 +727,28 @@ class Pipeline:
         upd = jax.jit(update, out_shardings=rep, donate_argnums=(1, 2))
         _OPT_CACHE[key] = (opt, init, upd)
         return init, upd
+
+    def _next_sync_id(self) -> int:
+        self._syncs += 1
+        return self._syncs
+
+    def save(self, state: PipelineState, directory: str | os.PathLike, keep: int = 2) -> str:
+        """Checkpoint ``state`` under ``directory`` (``step_<n>/``, atomically; the newest
+        ``keep`` are kept): each parameter and its optimizer state by the parameter's path,
+        written by the process holding it. Every process of the job calls it. Returns the
+        folder written. See ``hlopipe/runtime/_checkpoint.py`` for the layout."""
+        from hlopipe.runtime import _checkpoint
+
+        return _checkpoint.save(self, state, directory, keep)
+
+    def restore(self, directory: str | os.PathLike, step: int | None = None) -> PipelineState:
+        """The state saved under ``directory`` (the newest checkpoint, or ``step``), placed on
+        this pipeline's stages; it may have other stages or processes than the one that saved
+        it, as long as the parameters have the same paths, shapes and dtypes. Training on from
+        it gives the losses of an uninterrupted run."""
+        from hlopipe.runtime import _checkpoint
+
+        return _checkpoint.restore(self, directory, step)
 
     def infer(self, state: PipelineState, batch: Any) -> Any:
         """Run the forward-only schedule on ``batch``; the program's outputs for the whole

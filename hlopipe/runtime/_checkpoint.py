@@ -1,0 +1,258 @@
+"""Checkpoints of a :class:`Pipeline`'s state: per parameter, by its path, written atomically.
+
+Layout of ``DIR`` (one folder per saved step; the newest is what :func:`restore` reads)::
+
+    DIR/step_00000005/meta.json                 step, parameter paths, shapes, dtypes
+    DIR/step_00000005/params/<path>.npy         one file per parameter (its owner's copy)
+    DIR/step_00000005/opt/<leaf path>.npy       optimizer leaves of one parameter, by path
+    DIR/step_00000005/opt_shared/stage<s>/...   optimizer leaves of no parameter (adam's count)
+
+Each process writes the parameters and optimizer state of the stages it holds, from their
+devices, into ``DIR/.tmp-step_...``; every file is fsynced; after all processes are done
+(a barrier), process 0 writes ``meta.json`` and renames the folder into place, which is the
+commit: a crash before it leaves the previous checkpoints as they were, and a half-written
+folder is never read. In a multi-process job ``DIR`` must be on a filesystem every process
+sees (on one host, any folder).
+
+Because everything is stored per parameter, not per stage, a checkpoint restores onto any
+number of processes and stages whose parameters have the same paths, shapes and dtypes (the
+optimizer's per-parameter leaves are found by the parameter path in their own path; leaves of
+no parameter, such as a step count, are equal on every stage and taken from the first).
+
+No checkpoint library: ``numpy.save`` plus fsync and rename is all this needs, and keeps the
+dependency list short.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import urllib.parse
+from typing import TYPE_CHECKING, Any
+
+import jax
+import numpy as np
+
+from hlopipe.errors import RuntimeConfigError
+
+if TYPE_CHECKING:
+    from hlopipe.runtime._pipeline import Pipeline, PipelineState
+
+_STEP_RE = re.compile(r"^step_(\d+)$")
+FORMAT = "hlopipe-checkpoint-1"
+
+
+def _fname(path: str) -> str:
+    return urllib.parse.quote(path, safe="") + ".npy"
+
+
+def _fsync_dir(path: str) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _write(path: str, array: Any) -> None:
+    with open(path, "wb") as f:
+        np.save(f, np.asarray(array), allow_pickle=False)
+        f.flush()
+        os.fsync(f.fileno())
+
+
+def _opt_leaves(state: Any, names: set[str]) -> list[tuple[str, str | None, Any]]:
+    """(leaf path, parameter path or None, leaf) of an optimizer state over {name: array}."""
+    out = []
+    for path, leaf in jax.tree_util.tree_flatten_with_path(state)[0]:
+        param = None
+        for k in path:
+            key = getattr(k, "key", None)
+            if isinstance(key, str) and key in names:
+                param = key
+                break
+        out.append((jax.tree_util.keystr(path), param, leaf))
+    return out
+
+
+class _Sync:
+    """Barriers among the job's processes (nothing in a single process)."""
+
+    def __init__(self, pipe: Pipeline, what: str) -> None:
+        self.multi = pipe.layout.multi
+        self.prefix = f"hlopipe-{what}-{pipe._uid}-{pipe._next_sync_id()}"
+        self.n = 0
+
+    def barrier(self, timeout: float) -> None:
+        if not self.multi:
+            return
+        from hlopipe.runtime import distributed
+
+        self.n += 1
+        try:
+            distributed._client().wait_at_barrier(f"{self.prefix}-{self.n}", int(timeout * 1000))
+        except Exception as e:
+            distributed.check_peers()
+            raise RuntimeConfigError(f"checkpoint barrier {self.n} failed: {e}") from e
+
+
+def save(pipe: Pipeline, state: PipelineState, directory: str | os.PathLike, keep: int = 2) -> str:
+    """Write ``state`` under ``directory`` (see the module docstring); every process of the
+    job calls it. Returns the committed folder. Keeps the newest ``keep`` checkpoints."""
+    root = os.fspath(directory)
+    name = f"step_{state.step:08d}"
+    final = os.path.join(root, name)
+    tmp = os.path.join(root, f".tmp-{name}")
+    me0 = pipe.layout.me == min(pipe.layout.rank_process)
+    sync = _Sync(pipe, "save")
+    timeout = pipe.recv_timeout
+    if me0:
+        os.makedirs(root, exist_ok=True)
+        if os.path.exists(tmp):
+            shutil.rmtree(tmp)
+        for sub in ("params", "opt", "opt_shared"):
+            os.makedirs(os.path.join(tmp, sub))
+    sync.barrier(timeout)
+
+    # 1. this process's share: owner copies of parameters, optimizer state of its stages.
+    for p, r in enumerate(pipe.owner_rank):
+        if pipe.layout.local(r):
+            _write(os.path.join(tmp, "params", _fname(pipe.param_names[p])), state.values[r][p])
+    names = set(pipe.param_names)
+    for s, st in enumerate(state.opt_states):
+        if st is None or not pipe.layout.local(pipe.placement.rank_of(s)):
+            continue
+        shared = os.path.join(tmp, "opt_shared", f"stage{s}")
+        for leaf_path, param, leaf in _opt_leaves(st, names):
+            if param is not None:
+                _write(os.path.join(tmp, "opt", _fname(leaf_path)), leaf)
+            else:
+                os.makedirs(shared, exist_ok=True)
+                _write(os.path.join(shared, _fname(leaf_path)), leaf)
+        if os.path.isdir(shared):
+            _fsync_dir(shared)
+    for sub in ("params", "opt", "opt_shared"):
+        _fsync_dir(os.path.join(tmp, sub))
+    sync.barrier(timeout)
+
+    # 2. the commit: meta.json, then one rename.
+    if me0:
+        meta = {
+            "format": FORMAT,
+            "step": state.step,
+            "params": [
+                {"path": n, "shape": list(a.shape), "dtype": np.dtype(a.dtype).name}
+                for n, a in zip(pipe.param_names, pipe.param_avals)
+            ],
+            "num_stages": pipe.staged.num_stages,
+            "optimizer": state.opt_states[0] is not None if state.opt_states else False,
+        }
+        with open(os.path.join(tmp, "meta.json"), "w") as f:
+            json.dump(meta, f, indent=1)
+            f.flush()
+            os.fsync(f.fileno())
+        _fsync_dir(tmp)
+        if os.path.exists(final):  # the same step saved again: replace it
+            old = os.path.join(root, f".old-{name}")
+            if os.path.exists(old):
+                shutil.rmtree(old)
+            os.rename(final, old)
+            os.rename(tmp, final)
+            shutil.rmtree(old)
+        else:
+            os.rename(tmp, final)
+        _fsync_dir(root)
+        steps = sorted(_steps(root))
+        for k in steps[: max(len(steps) - keep, 0)]:
+            shutil.rmtree(os.path.join(root, f"step_{k:08d}"), ignore_errors=True)
+    sync.barrier(timeout)
+    return final
+
+
+def _steps(root: str) -> list[int]:
+    if not os.path.isdir(root):
+        return []
+    out = []
+    for n in os.listdir(root):
+        m = _STEP_RE.match(n)
+        if m and os.path.exists(os.path.join(root, n, "meta.json")):
+            out.append(int(m.group(1)))
+    return out
+
+
+def latest_step(directory: str | os.PathLike) -> int | None:
+    """The newest complete checkpoint's step under ``directory`` (``None``: there is none)."""
+    steps = _steps(os.fspath(directory))
+    return max(steps) if steps else None
+
+
+def restore(pipe: Pipeline, directory: str | os.PathLike, step: int | None = None) -> PipelineState:
+    """The state saved under ``directory`` (the newest, or ``step``), placed on this
+    pipeline's stages; each process loads what its ranks hold."""
+    from hlopipe.runtime._pipeline import PipelineState
+
+    root = os.fspath(directory)
+    if step is None:
+        step = latest_step(root)
+        if step is None:
+            raise RuntimeConfigError(f"no checkpoint under {root!r}")
+    folder = os.path.join(root, f"step_{step:08d}")
+    try:
+        with open(os.path.join(folder, "meta.json")) as f:
+            meta = json.load(f)
+    except FileNotFoundError:
+        raise RuntimeConfigError(f"no checkpoint of step {step} under {root!r}") from None
+    if meta.get("format") != FORMAT:
+        raise RuntimeConfigError(f"{folder}: not an hlopipe checkpoint ({meta.get('format')!r})")
+    saved = {e["path"]: (tuple(e["shape"]), e["dtype"]) for e in meta["params"]}
+    want = {
+        n: (tuple(a.shape), np.dtype(a.dtype).name)
+        for n, a in zip(pipe.param_names, pipe.param_avals)
+    }
+    if saved != want:
+        diff = sorted(set(saved.items()) ^ set(want.items()))[:4]
+        raise RuntimeConfigError(
+            f"{folder}: its parameters do not match this pipeline's (first differences: {diff})"
+        )
+
+    values: list[dict[int, jax.Array]] = [{} for _ in range(pipe.placement.num_ranks)]
+    for p, n in enumerate(pipe.param_names):
+        host = None
+        for r in pipe.holders[p]:
+            if pipe.layout.local(r):
+                if host is None:
+                    host = np.load(os.path.join(folder, "params", _fname(n)))
+                values[r][p] = jax.device_put(host, pipe.placement.replicated(r))
+    opt_states: list[Any] = [None] * pipe.staged.num_stages
+    if pipe.optimizer is not None:
+        names = set(pipe.param_names)
+        shared_root = os.path.join(folder, "opt_shared")
+        shared_dirs = sorted(
+            os.listdir(shared_root) if os.path.isdir(shared_root) else [],
+            key=lambda d: int(d[len("stage") :]),
+        )
+        for s, owned in enumerate(pipe.owned):
+            if not pipe.layout.local(pipe.placement.rank_of(s)):
+                continue
+            own = [values[pipe.owner_rank[p]][p] for p in owned]
+            template = pipe._optimizer_fns(s)[0](own)
+            leaves = []
+            for leaf_path, param, leaf in _opt_leaves(template, names):
+                if param is not None:
+                    file = os.path.join(folder, "opt", _fname(leaf_path))
+                else:
+                    cands = [os.path.join(shared_root, d, _fname(leaf_path)) for d in shared_dirs]
+                    found = [c for c in cands if os.path.exists(c)]
+                    file = found[0] if found else os.path.join(shared_root, _fname(leaf_path))
+                if not os.path.exists(file):
+                    raise RuntimeConfigError(
+                        f"{folder}: no optimizer state {leaf_path!r} (saved with another "
+                        "optimizer, or without one?)"
+                    )
+                leaves.append(jax.device_put(np.load(file), leaf.sharding))
+            opt_states[s] = jax.tree_util.tree_unflatten(
+                jax.tree_util.tree_structure(template), leaves
+            )
+    return PipelineState(values, opt_states, int(meta["step"]), pipe.param_treedef, pipe.owner_rank)

@@ -1,0 +1,89 @@
+"""One process of a multi-process training job, for tests/runtime/test_multiprocess*.py.
+
+Run under ``hlopipe launch --nproc N --devices-per-process K -- python this.py ...``. Trains the
+small GPT of tests/runtime/test_pipeline.py (4 stages, a tied embedding) and prints one line
+``LOSS <step> <loss>`` per step (process 0 only), ``PID <pid>`` first, so that a test can
+kill it. ``--save-at k --ckpt DIR`` saves after step k; ``--restore DIR`` resumes from there.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import os
+import sys
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", ".."))
+
+import hlopipe
+from hlopipe.runtime import distributed
+
+CFG_KW = dict(vocab=16, seq=8, d_model=16, n_heads=2, n_layers=4, d_ff=32)
+BATCH = 16
+M = 4
+
+
+def optimizer(name: str):
+    import optax
+
+    if name == "adamw":
+        return optax.adamw(1e-2)
+    return optax.sgd(0.05, momentum=0.9)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--schedule", default="1f1b")
+    ap.add_argument("--steps", type=int, default=4)
+    ap.add_argument("--stage-devices", type=int, default=1)
+    ap.add_argument("--optimizer", default="sgd")
+    ap.add_argument("--save-at", type=int, default=0)
+    ap.add_argument("--ckpt", default="")
+    ap.add_argument("--restore", default="")
+    ap.add_argument("--sleep-after", type=int, default=0, help="sleep after this step")
+    args = ap.parse_args()
+
+    if os.environ.get("HLOPIPE_TEST_DUMP_AFTER"):
+        import faulthandler
+
+        faulthandler.dump_traceback_later(float(os.environ["HLOPIPE_TEST_DUMP_AFTER"]))
+    distributed.initialize()
+    import jax
+
+    from hlopipe.models import gpt
+
+    print(f"PID {os.getpid()}", flush=True)
+    cfg = gpt.GPTConfig(**CFG_KW)
+    loss_fn = functools.partial(
+        gpt.loss, cfg=cfg, boundary=hlopipe.stage_boundary, layers_per_stage=1
+    )
+    params = gpt.init(jax.random.key(0), cfg)
+    batches = [gpt.batch(jax.random.key(100 + k), BATCH, cfg) for k in range(args.steps)]
+    pipe = hlopipe.Pipeline(
+        loss_fn, params, batches[0], schedule=args.schedule, num_microbatches=M,
+        devices=jax.devices(), stage_mesh_shape=(args.stage_devices,),
+        optimizer=optimizer(args.optimizer), recv_timeout=60.0,
+    )  # fmt: skip
+    if args.restore:
+        state = pipe.restore(args.restore)
+    else:
+        state = pipe.init(params)
+    for k in range(state.step, args.steps):
+        state, metrics = pipe.step(state, batches[k])
+        if jax.process_index() == 0:
+            print(
+                f"LOSS {k + 1} {metrics.loss!r} xfer_ms {pipe.last_transfer_seconds * 1e3:.1f}",
+                flush=True,
+            )
+        if args.save_at and k + 1 == args.save_at:
+            pipe.save(state, args.ckpt)
+            if jax.process_index() == 0:
+                print(f"SAVED {k + 1}", flush=True)
+        if args.sleep_after and k + 1 == args.sleep_after:
+            time.sleep(600)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
