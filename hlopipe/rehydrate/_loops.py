@@ -23,6 +23,8 @@ from hlopipe.rehydrate._ir import Block, Op
 
 # A loop whose control part runs longer than this is treated as dynamic.
 MAX_TRIP_COUNT = (1 << 31) - 1
+# Iterations stepped eagerly before the count is compiled.
+EAGER_STEPS = 64
 
 
 def _needed_ops(block: Block, outputs: list[int]) -> tuple[list[Op], set[int]]:
@@ -93,14 +95,38 @@ def static_trip_count(interpreter: Any, op: Op, inits: list[Any], env: Any) -> i
         return None
     n = len(cond.args)
     avals = cond.arg_avals
+    with jax.ensure_compile_time_eval():
+        state = tuple(np.asarray(inits[i]) for i in idx)
+    # The count is a function of the control state and what it reads from outside: cached, so
+    # retracing (jit, grad, vmap of the same function) does not count again.
+    key = tuple(
+        (a.dtype.str, a.shape, a.tobytes())
+        for a in (*state, *(np.asarray(captured[v]) for v in sorted(captured)))
+    )
+    counts = op.cache.setdefault("trip_counts", {})
+    if key in counts:
+        return counts[key]
 
+    def full(s: tuple) -> list:
+        it = iter(s)
+        return [
+            next(it) if i in idx else np.zeros(avals[i].shape, avals[i].dtype) for i in range(n)
+        ]
+
+    # 1. Short loops: step the control part eagerly (no compilation).
+    k = 0
+    with jax.ensure_compile_time_eval():
+        while k < EAGER_STEPS:
+            (pred,) = interpreter.run_block(cond_slice, full(state), env)
+            if not bool(pred):
+                counts[key] = k
+                return k
+            out = interpreter.run_block(body_slice, full(state), env)
+            state = tuple(np.asarray(out[i]) for i in idx)
+            k += 1
+
+    # 2. Long loops: count the rest with one compiled loop over the control part.
     def count(state: tuple) -> Any:
-        def full(s: tuple) -> list:
-            it = iter(s)
-            return [
-                next(it) if i in idx else np.zeros(avals[i].shape, avals[i].dtype) for i in range(n)
-            ]
-
         def c(carry: tuple) -> Any:
             k, s = carry
             (pred,) = interpreter.run_block(cond_slice, full(s), env)
@@ -117,8 +143,7 @@ def static_trip_count(interpreter: Any, op: Op, inits: list[Any], env: Any) -> i
         return k
 
     with jax.ensure_compile_time_eval():
-        state = tuple(np.asarray(inits[i]) for i in idx)
-        k = int(jax.jit(count)(state))
-    if k >= MAX_TRIP_COUNT:
-        return None
-    return k
+        k += int(jax.jit(count)(state))
+    result = None if k >= MAX_TRIP_COUNT else k
+    counts[key] = result
+    return result
