@@ -344,7 +344,7 @@ def _add_demo(p: argparse.ArgumentParser) -> None:
     del p
 
 
-@_register("demo", "the main job on a built-in default: rehydrate a tiny GPT loss from HLO")(
+@_register("demo", "the main job: rehydrate a tiny GPT loss from HLO, then pipeline-train it on 8 CPU devices")(
     _add_demo
 )
 def _cmd_demo(args: argparse.Namespace) -> int:
