@@ -1,0 +1,97 @@
+"""Helpers of the multi-process tests: run a job under ``hlopipe launch``, reference losses."""
+
+from __future__ import annotations
+
+import functools
+import io
+import os
+import re
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import jax
+import optax
+
+from hlopipe.models import gpt
+from hlopipe.runtime.launch import launch
+
+JOB = str(Path(__file__).with_name("_multiprocess_job.py"))
+CFG = gpt.GPTConfig(vocab=16, seq=8, d_model=16, n_heads=2, n_layers=4, d_ff=32)
+
+
+class Job:
+    """A launched job in a background thread; its prefixed output collected line by line."""
+
+    def __init__(self, nproc: int, args: list[str], *, devices: int = 2, timeout: float = 150):
+        self.out = io.StringIO()
+        self.procs: list[subprocess.Popen] = []
+        self.code: int | None = None
+        self._started = threading.Event()
+
+        def on_start(procs):
+            self.procs = procs
+            self._started.set()
+
+        def target():
+            self.code = launch(
+                [sys.executable, JOB, *args], nproc=nproc, devices_per_process=devices,
+                heartbeat_timeout=10, grace=20, timeout=timeout, out=self.out, on_start=on_start,
+            )  # fmt: skip
+
+        self.thread = threading.Thread(target=target, daemon=True)
+        self.thread.start()
+        self._started.wait(30)
+
+    def wait(self, timeout: float = 200) -> int:
+        self.thread.join(timeout)
+        assert not self.thread.is_alive(), "the launcher did not return"
+        assert self.code is not None
+        return self.code
+
+    @property
+    def text(self) -> str:
+        return self.out.getvalue()
+
+    def losses(self) -> dict[int, float]:
+        return {
+            int(m.group(1)): float(m.group(2))
+            for m in re.finditer(r"^\[rank 0\] LOSS (\d+) (\S+)", self.text, re.M)
+        }
+
+    def alive(self) -> list[int]:
+        return [p.pid for p in self.procs if p.poll() is None]
+
+
+def no_process_left(pids: list[int]) -> bool:
+    return not any(os.path.exists(f"/proc/{p}") and _not_zombie(p) for p in pids)
+
+
+def _not_zombie(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split(")")[-1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+@functools.cache
+def reference_losses(steps: int, optimizer: str = "sgd") -> list[float]:
+    """Plain JAX on one device: value_and_grad of the full-batch loss, then the optimizer."""
+    loss_fn = functools.partial(gpt.loss, cfg=CFG)
+    opt = optax.adamw(1e-2) if optimizer == "adamw" else optax.sgd(0.05, momentum=0.9)
+
+    @jax.jit
+    def step(p, s, b):
+        loss, g = jax.value_and_grad(loss_fn)(p, b)
+        u, s = opt.update(g, s, p)
+        return optax.apply_updates(p, u), s, loss
+
+    p = gpt.init(jax.random.key(0), CFG)
+    s = opt.init(p)
+    out = []
+    for k in range(steps):
+        p, s, loss = step(p, s, gpt.batch(jax.random.key(100 + k), 16, CFG))
+        out.append(float(loss))
+    return out

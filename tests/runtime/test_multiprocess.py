@@ -1,0 +1,39 @@
+"""Real processes on localhost train like one device: 2 and 4 processes x 2 CPU devices.
+
+Each job runs tests/runtime/_multiprocess_job.py under ``hlopipe launch`` (gloo collectives
+carry the stage-to-stage transfers between processes) and its losses are compared with plain
+JAX on one device.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from _mp_util import Job, no_process_left, reference_losses
+
+pytestmark = pytest.mark.multiprocess
+
+STEPS = 4
+CASES = [
+    # (processes, schedule, devices per stage): 2 x 2 devices -> 4 stages, 2 ranks per
+    # process; 4 x 2 devices -> 4 stages, one rank of 2 data-parallel devices per process.
+    (2, "1f1b", 1),
+    (2, "zb-h1", 1),
+    (4, "1f1b", 2),
+    (4, "zb-h1", 2),
+]
+
+
+@pytest.mark.parametrize("nproc,schedule,stage_devices", CASES,
+                         ids=[f"{n}proc-{s}" for n, s, _ in CASES])  # fmt: skip
+def test_processes_train_like_one_device(nproc, schedule, stage_devices):
+    job = Job(nproc, ["--schedule", schedule, "--steps", str(STEPS),
+                      "--stage-devices", str(stage_devices)])  # fmt: skip
+    code = job.wait()
+    assert code == 0, job.text[-4000:]
+    losses = job.losses()
+    assert sorted(losses) == list(range(1, STEPS + 1)), job.text[-4000:]
+    np.testing.assert_allclose(
+        [losses[k] for k in range(1, STEPS + 1)], reference_losses(STEPS), rtol=1e-5
+    )
+    assert no_process_left([p.pid for p in job.procs])

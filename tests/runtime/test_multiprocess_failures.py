@@ -1,0 +1,47 @@
+"""A process killed during training: every other one stops with an error naming it, in
+bounded time, and nothing is left running."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import time
+
+import pytest
+from _mp_util import Job, no_process_left
+
+pytestmark = pytest.mark.multiprocess
+
+
+def _wait_for(job: Job, pattern: str, timeout: float) -> re.Match:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        m = re.search(pattern, job.text, re.M)
+        if m:
+            return m
+        time.sleep(0.2)
+    raise AssertionError(f"no {pattern!r} within {timeout} s:\n{job.text[-4000:]}")
+
+
+def test_killed_process_is_named_by_every_other():
+    job = Job(3, ["--steps", "50", "--stage-devices", "1"], devices=2)
+    pids = [p.pid for p in job.procs]
+    try:
+        _wait_for(job, r"^\[rank 0\] LOSS 2 ", 150)
+        victim = int(_wait_for(job, r"^\[rank 1\] PID (\d+)", 5).group(1))
+        os.kill(victim, signal.SIGKILL)
+        killed_at = time.monotonic()
+        code = job.wait(90)
+        elapsed = time.monotonic() - killed_at
+    finally:
+        for p in job.procs:
+            if p.poll() is None:
+                os.killpg(p.pid, signal.SIGKILL)
+    assert code != 0
+    for rank in (0, 2):
+        assert re.search(rf"^\[rank {rank}\] .*lost process 1\b", job.text, re.M), job.text[-4000:]
+    # every survivor ended on its own (non-zero) before the launcher's grace ran out
+    assert all(p.returncode not in (None, 0) for p in job.procs), [p.returncode for p in job.procs]
+    assert elapsed < 60, f"took {elapsed:.1f} s"
+    assert no_process_left(pids)
