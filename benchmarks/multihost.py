@@ -110,7 +110,7 @@ def main() -> int:
     for n, r in rows:
         t.add_row(str(n), str(4 // n), f"{r['step_ms']:.1f}", f"{r['step_ms'] / base:.2f}x",
                   f"{r['xfer_ms']:.1f}", str(r["transfers"]), f"{r['loss']:.6f}")  # fmt: skip
-    Console().print(t)
+    Console(width=140).print(t)
     return 0
 
 

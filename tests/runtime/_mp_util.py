@@ -46,6 +46,7 @@ class Job:
 
     def wait(self, timeout: float = 200) -> int:
         self.thread.join(timeout)
+        print(self.text)  # pytest shows it when the test fails: every process's whole output
         assert not self.thread.is_alive(), "the launcher did not return"
         assert self.code is not None
         return self.code
