@@ -18,8 +18,11 @@ install: $(STAMP)
 demo: $(STAMP)
 	$(BIN)/hlopipe demo
 
+# Multi-process tests start their own processes: they run alone, after the rest, so that they
+# do not compete with another test worker for the two cores.
 test: $(STAMP)
-	$(BIN)/python -m pytest -q -n 2 tests
+	$(BIN)/python -m pytest -q -n 2 -m "not multiprocess" tests
+	$(BIN)/python -m pytest -q -p no:xdist -m multiprocess tests
 
 lint: $(STAMP)
 	$(BIN)/ruff check hlopipe tests benchmarks scripts
