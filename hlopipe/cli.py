@@ -312,7 +312,8 @@ def _run_loaded(args: argparse.Namespace, prog: Any, avals: list) -> int:
         if arr.size <= 8:
             print(f"  {arr.tolist()}")
     if args.outputs:
-        np.savez(args.outputs, **{f"out{i}": np.asarray(o) for i, o in enumerate(outs)})
+        arrays = {f"out{i}": np.asarray(o) for i, o in enumerate(outs)}
+        np.savez(args.outputs, **arrays)  # type: ignore[arg-type]
         print(f"outputs written to {args.outputs}")
     return 0
 
@@ -344,9 +345,9 @@ def _add_demo(p: argparse.ArgumentParser) -> None:
     del p
 
 
-@_register("demo", "the main job: rehydrate a tiny GPT loss from HLO, then pipeline-train it on 8 CPU devices")(
-    _add_demo
-)
+@_register(
+    "demo", "the main job: rehydrate a tiny GPT loss from HLO, then pipeline-train it on 8 CPUs"
+)(_add_demo)
 def _cmd_demo(args: argparse.Namespace) -> int:
     from hlopipe.demo import main as demo_main
 

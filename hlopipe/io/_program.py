@@ -151,8 +151,8 @@ def _count_ops(op: Any, counts: collections.Counter[str]) -> None:
 
 def find_func(module: ir.Module, name: str, context: ir.Context) -> Any:
     with context:
-        for op in module.body.operations:
-            op = op.operation
+        for top in module.body.operations:
+            op = top.operation
             if op.name == "func.func" and ir.StringAttr(op.attributes["sym_name"]).value == name:
                 return op
     raise LoadError(f"the module has no function @{name}")
@@ -162,8 +162,8 @@ def pick_entry(module: ir.Module, context: ir.Context) -> str:
     """`main` when present, else the only public function."""
     publics, names = [], []
     with context:
-        for op in module.body.operations:
-            op = op.operation
+        for top in module.body.operations:
+            op = top.operation
             if op.name != "func.func":
                 continue
             name = ir.StringAttr(op.attributes["sym_name"]).value

@@ -9,7 +9,7 @@ from typing import Any
 
 import jax
 from jax.extend import mlir as jex_mlir
-from jaxlib import _hlo
+from jaxlib import _hlo  # type: ignore[attr-defined]
 from jaxlib import _jax as _jaxlib_jax
 from jaxlib.mlir import ir
 

@@ -140,8 +140,8 @@ class ModuleIR:
         from hlopipe.rehydrate._interpreter import gc_paused
 
         with context, gc_paused():
-            for op in module.body.operations:
-                op = op.operation
+            for top in module.body.operations:
+                op = top.operation
                 if op.name == "func.func":
                     f = self._func(op)
                     self.funcs[f.name] = f

@@ -84,7 +84,7 @@ def static_trip_count(interpreter: Any, op: Op, inits: list[Any], env: Any) -> i
     analysis = op.cache.get("control_state")
     if analysis is None:
         analysis = op.cache["control_state"] = control_state(cond, body)
-    idx, cond_slice, body_slice, outside = analysis
+    idx, cond_slice, body_slice, outside = analysis  # type: ignore[misc]
     if not all(is_concrete(inits[i]) for i in idx):
         return None
     try:
@@ -138,7 +138,7 @@ def static_trip_count(interpreter: Any, op: Op, inits: list[Any], env: Any) -> i
             return k + 1, tuple(out[i] for i in idx)
 
         k, _ = jax.lax.while_loop(
-            c, b, (np.int64(0) if jax.config.jax_enable_x64 else np.int32(0), state)
+            c, b, (np.int64(0) if jax.config.read("jax_enable_x64") else np.int32(0), state)
         )
         return k
 

@@ -119,7 +119,7 @@ def rehydrate(
         run = _constrained(run, func, mesh, axis, token_in, out_token, interp)
 
     def rehydrated(*args: Any) -> Any:
-        if needs_x64 and not jax.config.jax_enable_x64:
+        if needs_x64 and not jax.config.read("jax_enable_x64"):
             raise RehydrateError(
                 f"{name} uses 64-bit types but JAX's 64-bit mode is off: call "
                 'jax.config.update("jax_enable_x64", True) before running it'
