@@ -29,7 +29,9 @@ def _aval(a: Any) -> dict[str, Any]:
 def module_text(closed: Any, format: str) -> str:
     """HLO or StableHLO text of a ClosedJaxpr (markers become attributed barriers)."""
     avals = [J.sds(a) for a in closed.in_avals]
-    lowered = jax.jit(lambda *a: jaxpr_as_fun(closed)(*a)).lower(*avals)
+    # keep_unused: the module's signature is the documented one (a backward that does not
+    # read some parameter still takes it), so files can be merged and chained by position
+    lowered = jax.jit(lambda *a: jaxpr_as_fun(closed)(*a), keep_unused=True).lower(*avals)
     return lowered.as_text(dialect="hlo") if format == "hlo" else lowered.as_text()
 
 

@@ -118,8 +118,80 @@ def shard_stage(
     in_sh = list(input_shardings) if input_shardings is not None else [None] * X
     if len(in_sh) != X:
         raise StageError(f"stage {fb.stage_index} has {X} inputs, got {len(in_sh)} shardings")
-    fwd, bwd = fb.forward_jaxpr, fb.backward_jaxpr
-    merged = merge(fwd, bwd, num_params=P, num_outputs=O)
+    c = compile_consistent(
+        fb.forward_jaxpr,
+        fb.backward_jaxpr,
+        num_params=P,
+        num_outputs=O,
+        param_shardings=param_shardings,
+        input_shardings=in_sh,
+    )
+    n_res, n_gi = fb.num_residuals, len(fb.diff_inputs)
+    out_sh, res_sh = c.merged_out[:O], c.merged_out[O : O + n_res]
+    gi_sh = c.merged_out[O + n_res : O + n_res + n_gi]
+    gp_sh = c.merged_out[O + n_res + n_gi :]
+    return ShardedStage(
+        autodiff=fb,
+        mesh=mesh,
+        merged=c.merged,
+        forward=c.forward,
+        backward=c.backward,
+        param_shardings=list(param_shardings),
+        input_shardings=c.merged_in[P : P + X],
+        output_shardings=out_sh,
+        residual_shardings=res_sh,
+        out_ct_shardings=c.merged_in[P + X :],
+        input_ct_shardings=gi_sh,
+        grad_shardings=gp_sh,
+    )
+
+
+@dataclass(eq=False)
+class Consistent:
+    """What :func:`compile_consistent` gives: the merged, forward and backward programs,
+    lowered (``*_lowered``, whose ``as_text()`` carries the pinned shardings) and compiled,
+    and the merged executable's flat input / output shardings."""
+
+    merged_lowered: Any
+    merged: Any
+    forward_lowered: Any
+    forward: Any
+    backward_lowered: Any
+    backward: Any
+    merged_in: list[Any]
+    merged_out: list[Any]
+
+
+def compile_consistent(
+    forward: Any,
+    backward: Any,
+    *,
+    num_params: int,
+    num_outputs: int,
+    param_shardings: Sequence[jax.sharding.Sharding | None],
+    input_shardings: Sequence[jax.sharding.Sharding | None] | None = None,
+    merged: Any = None,
+) -> Consistent:
+    """Merge ``forward`` and ``backward`` ClosedJaxprs, compile once, pin, compile each.
+
+    ``forward``: ``(params, inputs) -> (outputs, residuals)``; ``backward``: ``(params,
+    residuals, cts) -> results``. ``None`` shardings (parameters, inputs; cotangents always)
+    are left to propagation on the merged program; everything the forward and backward
+    exchange with the outside is then pinned to what the merged executable chose. ``merged``
+    is the merged ClosedJaxpr when the caller has it already (default: :func:`merge`).
+
+    Example:
+      >>> c = compile_consistent(fwd, bwd, num_params=2, num_outputs=1,
+      ...                        param_shardings=shardings)          # doctest: +SKIP
+      >>> c.forward.output_shardings                                 # doctest: +SKIP
+    """
+    P, O = num_params, num_outputs
+    X = len(forward.in_avals) - P
+    n_res = len(forward.out_avals) - O
+    n_ct = len(backward.in_avals) - P - n_res
+    in_sh = list(input_shardings) if input_shardings is not None else [None] * X
+    if merged is None:
+        merged = merge(forward, backward, num_params=P, num_outputs=O)
 
     def with_sh(avals: Sequence[Any], shs: Sequence[Any]) -> list[jax.ShapeDtypeStruct]:
         return [
@@ -127,53 +199,22 @@ def shard_stage(
             for a, s in zip(avals, shs)
         ]
 
-    n_res = fb.num_residuals
-    n_ct = len(fb.diff_outputs)
     m_avals = with_sh(merged.in_avals, [*param_shardings, *in_sh, *([None] * n_ct)])
-    mc = (
-        jax.jit(lambda *a: tuple(jaxpr_as_fun(merged)(*a)), keep_unused=True)
-        .lower(*m_avals)
-        .compile()
-    )
+    ml = jax.jit(lambda *a: tuple(jaxpr_as_fun(merged)(*a)), keep_unused=True).lower(*m_avals)
+    mc = ml.compile()
     m_in = _leaves(mc.input_shardings[0])
     m_out = _leaves(mc.output_shardings)
-    inputs_sh = m_in[P : P + X]
-    ct_sh = m_in[P + X :]
-    out_sh, res_sh = m_out[:O], m_out[O : O + n_res]
-    gi_sh = m_out[O + n_res : O + n_res + len(fb.diff_inputs)]
-    gp_sh = m_out[O + n_res + len(fb.diff_inputs) :]
-
-    fc = (
-        jax.jit(
-            lambda *a: tuple(jaxpr_as_fun(fwd)(*a)),
-            in_shardings=(*param_shardings, *inputs_sh),
-            out_shardings=(*out_sh, *res_sh),
-            keep_unused=True,
-        )
-        .lower(*[J.sds(a) for a in fwd.in_avals])
-        .compile()
-    )
-    bc = (
-        jax.jit(
-            lambda *a: tuple(jaxpr_as_fun(bwd)(*a)),
-            in_shardings=(*param_shardings, *res_sh, *ct_sh),
-            out_shardings=(*gi_sh, *gp_sh),
-            keep_unused=True,
-        )
-        .lower(*[J.sds(a) for a in bwd.in_avals])
-        .compile()
-    )
-    return ShardedStage(
-        autodiff=fb,
-        mesh=mesh,
-        merged=mc,
-        forward=fc,
-        backward=bc,
-        param_shardings=list(param_shardings),
-        input_shardings=inputs_sh,
-        output_shardings=out_sh,
-        residual_shardings=res_sh,
-        out_ct_shardings=ct_sh,
-        input_ct_shardings=gi_sh,
-        grad_shardings=gp_sh,
-    )
+    p_sh, x_sh, ct_sh = m_in[:P], m_in[P : P + X], m_in[P + X :]
+    fl = jax.jit(
+        lambda *a: tuple(jaxpr_as_fun(forward)(*a)),
+        in_shardings=(*p_sh, *x_sh),
+        out_shardings=tuple(m_out[: O + n_res]),
+        keep_unused=True,
+    ).lower(*[J.sds(a) for a in forward.in_avals])
+    bl = jax.jit(
+        lambda *a: tuple(jaxpr_as_fun(backward)(*a)),
+        in_shardings=(*p_sh, *m_out[O : O + n_res], *ct_sh),
+        out_shardings=tuple(m_out[O + n_res :]),
+        keep_unused=True,
+    ).lower(*[J.sds(a) for a in backward.in_avals])
+    return Consistent(ml, mc, fl, fl.compile(), bl, bl.compile(), m_in, m_out)
