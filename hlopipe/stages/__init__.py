@@ -13,12 +13,24 @@ Public API:
   the cost model and the exact partitioner.
 * :func:`shard_stage`, :class:`ShardedStage` — consistent sharding of a stage's forward and
   backward ("merge, then split"); :func:`merge` joins a forward and backward jaxpr into one.
+* :func:`merge_files` / :func:`split_merged` — the same at the file level: a forward and a
+  backward module (paths, text or ``Program``) merged into one module, and a merged module cut
+  back into forward and backward with the merged compile's shardings pinned
+  (:class:`MergedModule`, :class:`SplitModules`, :class:`MergeLayout`).
 * :func:`format_manifest` — the stage table of an exported ``manifest.json``.
 """
 
 from hlopipe.stages._autodiff import StageAutodiff
 from hlopipe.stages._cost import CostModel, eqn_cost, jaxpr_cost
 from hlopipe.stages._export import format_manifest
+from hlopipe.stages._files import (
+    MergedModule,
+    MergeLayout,
+    SplitModules,
+    infer_layout,
+    merge_files,
+    split_merged,
+)
 from hlopipe.stages._partition import Partition, RepeatedRun, find_repeated_run, partition
 from hlopipe.stages._sharding import ShardedStage, merge, shard_stage
 from hlopipe.stages._split import (
@@ -34,12 +46,15 @@ from hlopipe.stages._split import (
 
 __all__ = [
     "CostModel",
+    "MergeLayout",
+    "MergedModule",
     "OutputSource",
     "Partition",
     "Receive",
     "RepeatedRun",
     "Send",
     "ShardedStage",
+    "SplitModules",
     "Stage",
     "StageAutodiff",
     "StageCost",
@@ -47,10 +62,13 @@ __all__ = [
     "eqn_cost",
     "find_repeated_run",
     "format_manifest",
+    "infer_layout",
     "jaxpr_cost",
     "merge",
+    "merge_files",
     "partition",
     "shard_stage",
     "split",
     "split_jaxpr",
+    "split_merged",
 ]
