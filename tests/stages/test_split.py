@@ -168,3 +168,21 @@ def test_auto_split_opens_a_jitted_model(mlp):
     assert staged.num_stages == 2 and all(st.num_eqns > 1 for st in staged.stages)
     _close(staged(params, x, y), f(params, x, y))
     _close(staged.value_and_grad(params, x, y), jax.value_and_grad(f)(params, x, y))
+
+
+def test_markers_in_cond_and_while_are_refused_with_where():
+    def in_cond(x):
+        return jax.lax.cond(x[0] > 0, lambda v: stage_boundary(v * 2), lambda v: v, x).sum()
+
+    with pytest.raises(StageError, match=r"inside a cond branch at .*test_split\.py:\d+"):
+        hlopipe.split(in_cond, jnp.ones(3))
+
+    def in_while(x):
+        return jax.lax.while_loop(lambda v: v[0] < 5, lambda v: stage_boundary(v + 1), x).sum()
+
+    with pytest.raises(StageError, match=r"inside a while_loop body at .*test_split\.py:\d+"):
+        hlopipe.split(in_while, jnp.ones(3))
+
+    inner = jax.jit(lambda v: jax.lax.cond(v[0] > 0, stage_boundary, lambda u: u, v))
+    with pytest.raises(StageError, match=r"inside a cond branch .*\(called from .*test_split"):
+        hlopipe.split(lambda x: inner(x).sum(), jnp.ones(3))
