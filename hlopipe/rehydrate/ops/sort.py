@@ -28,7 +28,7 @@ Two paths:
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -51,6 +51,7 @@ def sort(ctx: RuleContext, *operands: Any, dimension: int = -1, is_stable: bool 
     else:
         simple = _simple_comparator(region, operands)
         keyed = None if simple is not None else _keyed_comparator(region, operands)
+        chain = None if simple or keyed else _lexicographic_comparator(region, operands)
         if simple is not None:
             out = _lax_sort(operands, dim, bool(is_stable), *simple)
         elif keyed is not None:
@@ -58,6 +59,8 @@ def sort(ctx: RuleContext, *operands: Any, dimension: int = -1, is_stable: bool 
             x = operands[i]
             key = lax.reshape(jax.vmap(key_fn)(lax.reshape(x, (x.size,))), x.shape)
             out = _lax_sort(operands, dim, bool(is_stable), i, direction, ctype, key)
+        elif chain is not None:
+            out = _multi_key_sort(operands, dim, bool(is_stable), chain)
         else:
             out = _general_sort(operands, dim, region)
     return out if len(out) > 1 else out[0]
@@ -117,6 +120,17 @@ def _total_order_key(x: Any) -> Any:
     sign = lax.shift_right_arithmetic(i, lax.full_like(i, nbits - 1))
     magnitude = lax.full_like(i, np.iinfo(bits).max)
     return lax.bitwise_xor(i, lax.bitwise_and(sign, magnitude))
+
+
+def _ascending_key(x: Any, direction: str, ctype: str) -> Any:
+    """A key whose ascending ``lax.sort`` order is ``x``'s order under the compare."""
+    dtype = np.dtype(x.dtype)
+    if _is_float(dtype) and ctype == "TOTALORDER":
+        key = _total_order_key(x)
+        return lax.bitwise_not(key) if direction == "GT" else key
+    if _is_float(dtype):
+        return x if direction == "LT" else lax.neg(x)
+    return x if direction == "LT" else lax.bitwise_not(x)
 
 
 def _lax_sort(
@@ -191,6 +205,127 @@ def _keyed_comparator(region: Region, operands: tuple) -> tuple[int, str, str, A
         return interpreter.run_block(key_block, (x,), env)[0]
 
     return i, str(direction), ctype, key_fn
+
+
+class _Term(NamedTuple):
+    operand: int  # the operand whose elements the term compares
+    direction: str  # LT or GT
+    ctype: str
+    key_fn: Any  # element -> the value compared (the identity when it compares the elements)
+    lhs: int  # the compared values
+    rhs: int
+
+
+def _compare_term(value: int, region: Region, producers: dict[int, Any], operands: tuple) -> Any:
+    """The :class:`_Term` when ``value`` is ``compare(g(lhs_i), g(rhs_i))`` (any direction);
+    None otherwise."""
+    block = region.block
+    op = producers.get(value)
+    if op is None or op.name != "stablehlo.compare":
+        return None
+    direction = op.attrs.get("comparison_direction")
+    ctype = op.attrs.get("compare_type")
+    lhs, rhs = op.operands
+    args = block.args
+    for i in range(len(operands)):
+        a, b = args[2 * i], args[2 * i + 1]
+        mapping = _mirror(lhs, rhs, a, b, producers, args)
+        if mapping is None:
+            mapping = _mirror(rhs, lhs, a, b, producers, args)
+            if mapping is None:
+                continue
+            direction = {"LT": "GT", "GT": "LT", "LE": "GE", "GE": "LE"}.get(direction, direction)
+            lhs, rhs = rhs, lhs
+        break
+    else:
+        return None
+    dtype = np.dtype(operands[i].dtype)
+    if not isinstance(ctype, str):
+        ctype = "FLOAT" if _is_float(dtype) else ("UNSIGNED" if dtype.kind in "ub" else "SIGNED")
+    if dtype.kind == "c" or (_is_float(dtype) != (ctype in ("FLOAT", "TOTALORDER"))):
+        return None
+    if dtype.kind in "iu" and (ctype == "UNSIGNED") != (dtype.kind == "u"):
+        return None
+    chain = [o for o in block.ops if set(o.results) & mapping]
+    if not chain:
+        key_fn = None
+    else:
+        key_block = Block((a,), (block.arg_avals[2 * i],), chain, (lhs,), block.terminator)
+        _liveness(key_block)
+        interpreter, env = region.interpreter, region.env
+
+        def key_fn(x: Any) -> Any:
+            return interpreter.run_block(key_block, (x,), env)[0]
+
+    return _Term(i, str(direction), ctype, key_fn, lhs, rhs)
+
+
+def _lexicographic_comparator(region: Region, operands: tuple) -> list[_Term] | None:
+    """The keys, most significant first, when the comparator is a lexicographic chain of
+    strict compares: ``or(lt_0, and(eq_0, rest))`` (JAX's ``lax.sort(num_keys=k)``) or
+    ``select(eq_0, rest, lt_0)``, where ``eq_0`` compares for equality what ``lt_0`` compares
+    (same values, same compare type) and ``rest`` is such a chain or one strict compare."""
+    block = region.block
+    if len(block.returns) != 1 or not block.ops:
+        return None
+    producers = {r: op for op in block.ops for r in op.results}
+    terms = _chain(block.returns[0], region, producers, operands)
+    if terms is None or len(terms) < 2:
+        return None
+    return terms
+
+
+def _chain(value: int, region: Region, producers: dict, operands: tuple) -> list[_Term] | None:
+    op = producers.get(value)
+    if op is None:
+        return None
+    if op.name == "stablehlo.compare":
+        term = _compare_term(value, region, producers, operands)
+        return [term] if term is not None and term.direction in ("LT", "GT") else None
+    if op.name == "stablehlo.or":
+        for first, other in (op.operands, op.operands[::-1]):
+            inner = producers.get(other)
+            if inner is None or inner.name != "stablehlo.and":
+                continue
+            for eq, rest in (inner.operands, inner.operands[::-1]):
+                found = _head(first, eq, rest, region, producers, operands)
+                if found is not None:
+                    return found
+        return None
+    if op.name == "stablehlo.select":
+        eq, rest, first = op.operands
+        return _head(first, eq, rest, region, producers, operands)
+    return None
+
+
+def _head(first: int, eq: int, rest: int, region: Region, producers: dict, operands: tuple) -> Any:
+    """[strict compare ``first``, *chain of ``rest``] when ``eq`` is the matching equality."""
+    t0 = _compare_term(first, region, producers, operands)
+    if t0 is None or t0.direction not in ("LT", "GT"):
+        return None
+    eq_op = producers.get(eq)
+    if eq_op is None or eq_op.name != "stablehlo.compare":
+        return None
+    if eq_op.attrs.get("comparison_direction") != "EQ":
+        return None
+    if set(eq_op.operands) != {t0.lhs, t0.rhs}:
+        return None
+    first_op = producers[first]
+    if eq_op.attrs.get("compare_type") != first_op.attrs.get("compare_type"):
+        return None
+    tail = _chain(rest, region, producers, operands)
+    return None if tail is None else [t0, *tail]
+
+
+def _multi_key_sort(operands: tuple, dim: int, is_stable: bool, terms: list[_Term]) -> tuple:
+    keys = []
+    for t in terms:
+        x = operands[t.operand]
+        if t.key_fn is not None:
+            x = lax.reshape(jax.vmap(t.key_fn)(lax.reshape(x, (x.size,))), x.shape)
+        keys.append(_ascending_key(x, t.direction, t.ctype))
+    out = lax.sort((*keys, *operands), dimension=dim, is_stable=is_stable, num_keys=len(keys))
+    return tuple(out[len(keys) :])
 
 
 def _mirror(

@@ -297,3 +297,54 @@ def test_jax_float_comparators_take_lax_sort(fn):
     prims = [e.primitive.name for e in jaxpr.jaxpr.eqns]
     assert prims.count("sort") == 1
     assert "while" not in prims and "dot_general" not in prims
+
+
+@pytest.mark.parametrize(
+    "dtypes", [("int32", "float32", "int32"), ("float32", "int8"), ("uint8", "float64", "float32")]
+)
+def test_multi_key_sort_takes_lax_sort(dtypes):
+    """lax.sort(num_keys=k): JAX's lexicographic comparator (or(lt0, and(eq0, lt1...)), keys
+    canonicalised as for one key) becomes one lax.sort with k keys, the same order."""
+    rng = np.random.default_rng(1)
+    xs = []
+    for d in dtypes:
+        a = rng.integers(0, 3, 300).astype(d)
+        if np.issubdtype(np.dtype(d), np.floating):
+            a[::7], a[3::11] = np.nan, -0.0
+        xs.append(a)
+    for k in range(2, len(dtypes) + 1):
+
+        def fn(*v, k=k):
+            return lax.sort(v, num_keys=k)
+
+        f = hlopipe.load(jax.jit(fn).lower(*xs).as_text()).as_function()
+        for got, want in zip(jax.jit(f)(*xs), fn(*xs)):
+            np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
+        prims = [e.primitive.name for e in jax.make_jaxpr(f)(*xs).jaxpr.eqns]
+        assert prims.count("sort") == 1 and "dot_general" not in prims, prims
+
+
+def test_select_form_lexicographic_comparator():
+    """The specification's select(eq0, lt1, lt0) form, descending second key, is a two-key
+    lax.sort too."""
+    text = """func.func @main(%a: tensor<6xi32>, %b: tensor<6xf32>)
+        -> (tensor<6xi32>, tensor<6xf32>) {
+      %r:2 = "stablehlo.sort"(%a, %b) ({
+      ^bb0(%a0: tensor<i32>, %b0: tensor<i32>, %a1: tensor<f32>, %b1: tensor<f32>):
+        %eq = stablehlo.compare EQ, %a0, %b0, SIGNED : (tensor<i32>, tensor<i32>) -> tensor<i1>
+        %gt = stablehlo.compare GT, %a1, %b1, TOTALORDER : (tensor<f32>, tensor<f32>) -> tensor<i1>
+        %lt = stablehlo.compare LT, %a0, %b0, SIGNED : (tensor<i32>, tensor<i32>) -> tensor<i1>
+        %s = stablehlo.select %eq, %gt, %lt : tensor<i1>, tensor<i1>
+        stablehlo.return %s : tensor<i1>
+      }) {dimension = 0 : i64, is_stable = true}
+          : (tensor<6xi32>, tensor<6xf32>) -> (tensor<6xi32>, tensor<6xf32>)
+      return %r#0, %r#1 : tensor<6xi32>, tensor<6xf32>
+    }"""
+    a = np.array([2, 1, 2, 1, 0, 2], np.int32)
+    b = np.array([0.5, 3.0, -1.0, np.nan, 9.0, 4.0], np.float32)
+    f = hlopipe.load(text).as_function()
+    ra, rb = jax.jit(f)(a, b)
+    np.testing.assert_array_equal(ra, [0, 1, 1, 2, 2, 2])
+    np.testing.assert_array_equal(rb, [9.0, np.nan, 3.0, 4.0, 0.5, -1.0])
+    prims = [e.primitive.name for e in jax.make_jaxpr(f)(a, b).jaxpr.eqns]
+    assert prims.count("sort") == 1 and "dot_general" not in prims, prims
