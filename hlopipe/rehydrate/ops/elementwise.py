@@ -142,13 +142,38 @@ def multiply(ctx: RuleContext, x: Any, y: Any) -> Any:
 @rule("stablehlo.divide")
 @sub_byte
 def divide(ctx: RuleContext, x: Any, y: Any) -> Any:
-    return lax.div(x, y)
+    if np.dtype(x.dtype).kind not in "iu":
+        return lax.div(x, y)
+    zero, overflow, safe = _int_divisor(x, y)
+    q = lax.div(x, safe)
+    if overflow is not None:
+        q = lax.select(overflow, x, q)  # MIN / -1 wraps to MIN
+    return lax.select(
+        zero, lax.full_like(x, -1 if np.dtype(x.dtype).kind == "i" else np.iinfo(x.dtype).max), q
+    )
 
 
 @rule("stablehlo.remainder")
 @sub_byte
 def remainder(ctx: RuleContext, x: Any, y: Any) -> Any:
-    return lax.rem(x, y)
+    if np.dtype(x.dtype).kind not in "iu":
+        return lax.rem(x, y)
+    zero, _, safe = _int_divisor(x, y)  # MIN % -1 = MIN % 1 = 0
+    return lax.select(zero, x, lax.rem(x, safe))
+
+
+def _int_divisor(x: Any, y: Any) -> tuple[Any, Any, Any]:
+    """Integer x / y as XLA computes it at run time (x / 0 = -1, x % 0 = x, MIN / -1 = MIN)
+    without ever dividing by 0 or MIN by -1: XLA's constant folder dies of SIGFPE on those
+    when the operands are constants. Returns (y == 0, MIN / -1 mask or None, a safe y)."""
+    zero = lax.eq(y, lax.full_like(y, 0))
+    bad, overflow = zero, None
+    if np.dtype(x.dtype).kind == "i":
+        overflow = lax.bitwise_and(
+            lax.eq(x, lax.full_like(x, np.iinfo(x.dtype).min)), lax.eq(y, lax.full_like(y, -1))
+        )
+        bad = lax.bitwise_or(zero, overflow)
+    return zero, overflow, lax.select(bad, lax.full_like(y, 1), y)
 
 
 @rule("stablehlo.power")

@@ -321,3 +321,37 @@ def test_grad_and_vmap() -> None:
     np.testing.assert_allclose(
         jax.vmap(f, (0, None))(xs, y), jax.vmap(_fn, (0, None))(xs, y), rtol=1e-12
     )
+
+
+@pytest.mark.parametrize("t", ["i8", "ui16", "i64", "i4"])
+def test_integer_division_by_constants_does_not_crash_xla(t: str) -> None:
+    """x / 0, x % 0 and MIN / -1 of constants: XLA's constant folder dies of SIGFPE on a
+    plain integer divide; the rule divides by a safe divisor and selects XLA's run-time
+    answers (x / 0 = -1, x % 0 = x, MIN / -1 = MIN, MIN % -1 = 0)."""
+    dt = dtype_of(t)
+    info = ml_dtypes.iinfo(dt)
+    x = np.array([info.min, 7, info.max, 5], dt)
+    y = np.array([-1 if info.min else 1, 0, 3, 0], np.int64).astype(dt)
+    ts = f"tensor<4x{t}>"
+    text = f"""func.func @main() -> ({ts}, {ts}) {{
+      %x = stablehlo.constant dense<{np.asarray(x, np.int64).tolist()}> : {ts}
+      %y = stablehlo.constant dense<{np.asarray(y, np.int64).tolist()}> : {ts}
+      %q = stablehlo.divide %x, %y : {ts}
+      %r = stablehlo.remainder %x, %y : {ts}
+      return %q, %r : {ts}, {ts}
+    }}"""
+    q, r = jax.jit(rehydrate(text))()
+    want_q, want_r = [], []
+    for a, b in zip(np.asarray(x, np.int64).tolist(), np.asarray(y, np.int64).tolist()):
+        if b == 0:
+            want_q.append(-1 if info.min < 0 else info.max)
+            want_r.append(a)
+        elif a == info.min and b == -1:
+            want_q.append(info.min)
+            want_r.append(0)
+        else:
+            quo = abs(a) // abs(b) * (1 if (a < 0) == (b < 0) else -1)  # truncating
+            want_q.append(quo)
+            want_r.append(a - quo * b)
+    np.testing.assert_array_equal(np.asarray(q, np.int64), want_q)
+    np.testing.assert_array_equal(np.asarray(r, np.int64), want_r)
