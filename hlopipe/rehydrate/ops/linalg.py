@@ -42,13 +42,30 @@ def dot_general(
 ) -> Any:
     d = dot_dimension_numbers
     dims = ((d.lhs_contract, d.rhs_contract), (d.lhs_batch, d.rhs_batch))
-    return lax.dot_general(
+    out_dtype = np.dtype(ctx.aval.dtype)
+    lhs, rhs = _byte_int(lhs), _byte_int(rhs)
+    narrow = out_dtype.kind == "V" and not jnp.issubdtype(out_dtype, jnp.floating)
+    out = lax.dot_general(
         lhs,
         rhs,
         dims,
         precision=_precision(precision_config),
-        preferred_element_type=ctx.aval.dtype,
+        preferred_element_type=_byte_int_dtype(out_dtype) if narrow else out_dtype,
     )
+    return lax.convert_element_type(out, out_dtype) if narrow else out
+
+
+def _byte_int_dtype(dtype: np.dtype) -> np.dtype:
+    return np.dtype(np.int8 if jnp.issubdtype(dtype, jnp.signedinteger) else np.uint8)
+
+
+def _byte_int(x: Any) -> Any:
+    """Sub-byte integers widened to 8 bits (exact): XLA on CPU rejects a dot of ``int4``
+    operands with a wider result ("custom element sizes on non-sub-byte types")."""
+    dtype = np.dtype(x.dtype)
+    if dtype.kind != "V" or jnp.issubdtype(dtype, jnp.floating):
+        return x
+    return lax.convert_element_type(x, _byte_int_dtype(dtype))
 
 
 @rule("stablehlo.dot")

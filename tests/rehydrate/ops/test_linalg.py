@@ -139,3 +139,21 @@ def test_einsum_ops() -> None:
     mm, tr = rehydrate(text)(a, b)
     np.testing.assert_allclose(mm, a @ b, rtol=1e-5)
     np.testing.assert_array_equal(tr, a.T)
+
+
+def test_int4_dot_general_widens_first():
+    """i4 x i4 -> i32 (XLA on CPU rejects JAX's direct int4 dot with a wider result) and
+    i4 x i4 -> i4 (wraps)."""
+    import ml_dtypes
+
+    a = np.array([[7, -8, 3], [1, 2, -1]], ml_dtypes.int4)
+    b = np.array([[7, 1], [-8, 2], [3, 3]], ml_dtypes.int4)
+    want = a.astype(np.int32) @ b.astype(np.int32)
+    for out, expected in (("i32", want), ("i4", want.astype(np.int8) << 4 >> 4)):
+        text = f"""func.func @main(%a: tensor<2x3xi4>, %b: tensor<3x2xi4>) -> tensor<2x2x{out}> {{
+          %r = stablehlo.dot_general %a, %b, contracting_dims = [1] x [0]
+              : (tensor<2x3xi4>, tensor<3x2xi4>) -> tensor<2x2x{out}>
+          return %r : tensor<2x2x{out}>
+        }}"""
+        got = jax.jit(rehydrate(text))(a, b)
+        np.testing.assert_array_equal(np.asarray(got).astype(np.int32), expected)
