@@ -520,7 +520,7 @@ def _split_attr_dict(chunk: str) -> list[tuple[str, str]]:
         elif not in_str:
             if ch in "<([{":
                 depth += 1
-            elif ch in ">)]}":
+            elif ch in ">)]}" and not (ch == ">" and i and chunk[i - 1] == "-"):  # not `->`
                 depth -= 1
             elif ch == "," and depth == 0:
                 items.append(chunk[start:i])

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
@@ -75,6 +76,16 @@ def monoid_reduce(op: str, x: Any, init: Any, dims: tuple[int, ...]) -> Any | No
     reducer, combine = _MONOIDS[op]
     if op in ("stablehlo.and", "stablehlo.or", "stablehlo.xor") and np.dtype(x.dtype).kind == "f":
         return None
+    if op in ("stablehlo.and", "stablehlo.or", "stablehlo.xor") and np.dtype(x.dtype).kind == "V":
+        if jnp.issubdtype(x.dtype, jnp.floating):
+            return None
+        # sub-byte integers: lax's logical reductions want a byte type; bitwise ops of the
+        # sign- (zero-) extended values are the extension of the n-bit result
+        wide = np.int8 if jnp.issubdtype(x.dtype, jnp.signedinteger) else np.uint8
+        out = monoid_reduce(
+            op, lax.convert_element_type(x, wide), lax.convert_element_type(init, wide), dims
+        )
+        return None if out is None else lax.convert_element_type(out, x.dtype)
     out = reducer(x, tuple(dims)) if dims else x
     if is_identity(op, init):
         return out
