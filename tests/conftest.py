@@ -24,3 +24,20 @@ def _x64_mode(request: pytest.FixtureRequest):
         yield
     finally:
         jax.config.update("jax_enable_x64", before)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_make_collect_report(collector: pytest.Collector):
+    """A module marked x64 is also imported with 64-bit types on, so the arrays it builds at
+    import time (parameter tables) are 64-bit, as its tests expect."""
+    marked = (
+        isinstance(collector, pytest.Module) and "pytest.mark.x64" in collector.path.read_text()
+    )
+    if not marked:
+        return (yield)
+    before = bool(jax.config.read("jax_enable_x64"))
+    jax.config.update("jax_enable_x64", True)
+    try:
+        return (yield)
+    finally:
+        jax.config.update("jax_enable_x64", before)
