@@ -405,8 +405,8 @@ def same(a: np.ndarray, b: np.ndarray, ulps: int = 0, rtol: float = 0.0) -> bool
         return bool(np.all(both_nan | ((af == bf) & (np.signbit(af) == np.signbit(bf)))))
     eps = float(ml_dtypes.finfo(a.dtype).eps)
     tiny = float(ml_dtypes.finfo(a.dtype).tiny)
-    tol = np.maximum(ulps * eps * np.abs(bf), rtol * (np.abs(bf) + 1.0)) + ulps * tiny
-    with np.errstate(invalid="ignore"):
+    with np.errstate(invalid="ignore", over="ignore"):
+        tol = np.maximum(ulps * eps * np.abs(bf), rtol * (np.abs(bf) + 1.0)) + ulps * tiny
         return bool(np.all(both_nan | (af == bf) | (np.abs(af - bf) <= tol)))
 
 
@@ -498,7 +498,8 @@ def _flush(x: np.ndarray) -> np.ndarray:
         out = np.empty_like(x)
         out.real, out.imag = _flush(x.real), _flush(x.imag)
         return out
-    if not _is_float(x.dtype) or x.dtype.itemsize < 4:
+    # bf16 denormals are f32 denormals, which XLA flushes under JAX's compile options
+    if not _is_float(x.dtype) or (x.dtype.itemsize < 4 and x.dtype != ml_dtypes.bfloat16):
         return x
     tiny = ml_dtypes.finfo(x.dtype).tiny
     with np.errstate(invalid="ignore"):
@@ -718,8 +719,8 @@ def elementwise_cases() -> Iterator[Case]:
             shape_a, shape_b = (3,), (3, wa // wb)
         else:
             shape_a, shape_b = (3, wb // wa), (3,)
-        if (a.startswith("complex") or b.startswith("complex")) and wa != wb:
-            continue
+        if a.startswith("complex") != b.startswith("complex"):
+            continue  # the specification allows no bitcast between complex and real
         x = sample(a, shape_a, 0)
         yield Case(
             f"bitcast_convert/{a}->{b}",
