@@ -78,18 +78,25 @@ def cost_analysis(hlo_module: Any) -> dict[str, float]:
 
 
 def compile_stablehlo(module_text: str, num_devices: int = 1) -> Any:
-    """Compile a StableHLO module directly with XLA on CPU devices (the --reference xla path)."""
-    from jax._src import xla_bridge
+    """Compile a StableHLO module directly with XLA on CPU devices (the --reference xla path).
+
+    With JAX's own compile options: XLA's defaults differ (e.g. a fast min/max mode that drops
+    NaNs), and the reference is what a JAX user's program got from XLA.
+    """
+    import numpy as np
+    from jax._src import compiler, xla_bridge
     from jax._src.interpreters import mlir as jax_mlir
 
     backend = xla_bridge.get_backend("cpu")
     devices = backend.local_devices()[:num_devices]
-    options = _jaxlib_jax.CompileOptions()
-    build = options.executable_build_options
-    build.num_replicas = 1
-    build.num_partitions = num_devices
+    options = compiler.get_compile_options(
+        num_replicas=1,
+        num_partitions=num_devices,
+        device_assignment=np.array(devices).reshape(1, num_devices),
+        backend=backend,
+    )
     if num_devices > 1:
-        build.use_spmd_partitioning = True
+        options.executable_build_options.use_spmd_partitioning = True
     device_list = _jaxlib_jax.DeviceList(tuple(devices))
     with make_context() as ctx:
         del ctx
