@@ -662,27 +662,7 @@ def manual_computation(ctx: RuleContext, *operands: Any, **attrs: Any) -> Any:
             f"axes {prog_axes}: partly manual computations are not supported"
         )
     user_axes = tuple(t for n in prog_axes for t in (names.get(n, (n,)) if names else (n,)))
-    spmd = make_spmd(mesh, user_axes, None, None)
-    body = ctx.regions[0]
-
-    def per_device(*xs: Any) -> tuple[Any, ...]:
-        saved = opts.get("spmd")
-        opts["spmd"] = spmd
-        try:
-            return tuple(body(*xs))
-        finally:
-            opts["spmd"] = saved
-
-    fn = jax.shard_map(
-        per_device,
-        mesh=mesh,
-        in_specs=in_specs,
-        out_specs=out_specs,
-        axis_names=set(user_axes),
-        check_vma=False,
-    )
-    res = fn(*operands)
-    return res[0] if len(res) == 1 else tuple(res)
+    return _region_under_shard_map(ctx, operands, mesh, user_axes, in_specs, out_specs)
 
 
 @rule("hlopipe.manual_computation")
@@ -705,6 +685,20 @@ def outlined_manual_computation(
 
     ispecs = tuple(spec(s, len(a.shape)) for s, a in zip(in_specs, ctx.operand_avals))
     ospecs = tuple(spec(s, len(a.shape)) for s, a in zip(out_specs, ctx.result_avals))
+    return _region_under_shard_map(ctx, operands, mesh, axes, ispecs, ospecs)
+
+
+def _region_under_shard_map(
+    ctx: RuleContext,
+    operands: tuple[Any, ...],
+    mesh: Any,
+    axes: tuple[str, ...],
+    in_specs: Any,
+    out_specs: Any,
+) -> Any:
+    """The op's region run per device under ``jax.shard_map`` over ``axes``; the collective
+    rules inside it read the SPMD context from ``interpreter.options["spmd"]``."""
+    opts = ctx.interpreter.options
     spmd = make_spmd(mesh, axes, None, None)
     body = ctx.regions[0]
 
@@ -719,8 +713,8 @@ def outlined_manual_computation(
     fn = jax.shard_map(
         per_device,
         mesh=mesh,
-        in_specs=ispecs,
-        out_specs=ospecs,
+        in_specs=in_specs,
+        out_specs=out_specs,
         axis_names=set(axes),
         check_vma=False,
     )
