@@ -300,15 +300,8 @@ class StepRun:
         else:
             out = outs = ex.get("infer")(*args, *inputs)
             del self.args[(s, i)]
-        for k, flat_k in ex.stage.program_outputs:
-            self.outputs[(flat_k, i)] = outs[k]
         self._block(r, start, out)
-        items = []
-        for send in ex.stage.sends:
-            dst = self.plan.execs[send.dst]
-            key = ("F", send.dst, send.input, i)
-            items.append((key, s, outs[send.output], dst.rank, dst.input_shardings[send.input]))
-        self._post(r, "F", s, i, items)
+        self._emit_outputs(r, s, i, outs)
 
     def _fused_forward_backward(
         self, r: int, s: int, i: int, inputs: list[Any], start: float
@@ -322,22 +315,9 @@ class StepRun:
         self.acc[s] = list(out[O + GI :])
         # One microbatch's activations are alive inside the fused executable.
         self._peak[r] = max(self._peak[r], self._live[r] + 1)
-        for k, flat_k in ex.stage.program_outputs:
-            self.outputs[(flat_k, i)] = outs[k]
         self._block(r, start, out)
-        sends = []
-        for send in ex.stage.sends:
-            dst = self.plan.execs[send.dst]
-            key = ("F", send.dst, send.input, i)
-            sends.append((key, s, outs[send.output], dst.rank, dst.input_shardings[send.input]))
-        self._post(r, "F", s, i, sends)
-        grads = []
-        for j, g in zip(fb.diff_inputs, out[O : O + GI]):
-            rc = ex.stage.receives[j]
-            src = self.plan.execs[rc.src]
-            key = ("B", rc.src, rc.output, i)
-            grads.append((key, s, g, src.rank, src.output_shardings[rc.output]))
-        self._post(r, "B", s, i, grads)
+        self._emit_outputs(r, s, i, outs)
+        self._emit_input_cts(r, s, i, out[O : O + GI])
 
     def _backward(self, r: int, s: int, i: int, *, split: bool) -> None:
         if (s, i) in self.plan.fused:
@@ -361,8 +341,25 @@ class StepRun:
             self._live[r] -= 1
         del res, cts
         self._block(r, start, out)
+        self._emit_input_cts(r, s, i, out[:GI])
+
+    def _emit_outputs(self, r: int, s: int, i: int, outs: Sequence[Any]) -> None:
+        """Record stage ``s``'s program outputs of microbatch ``i`` and post its sends."""
+        ex = self.plan.execs[s]
+        for k, flat_k in ex.stage.program_outputs:
+            self.outputs[(flat_k, i)] = outs[k]
         items = []
-        for j, g in zip(fb.diff_inputs, out[:GI]):
+        for send in ex.stage.sends:
+            dst = self.plan.execs[send.dst]
+            key = ("F", send.dst, send.input, i)
+            items.append((key, s, outs[send.output], dst.rank, dst.input_shardings[send.input]))
+        self._post(r, "F", s, i, items)
+
+    def _emit_input_cts(self, r: int, s: int, i: int, cts: Sequence[Any]) -> None:
+        """Post the cotangents of stage ``s``'s differentiable inputs to their producers."""
+        ex = self.plan.execs[s]
+        items = []
+        for j, g in zip(ex.autodiff.diff_inputs, cts):
             rc = ex.stage.receives[j]
             src = self.plan.execs[rc.src]
             key = ("B", rc.src, rc.output, i)
