@@ -7,6 +7,9 @@ from pathlib import Path
 
 from hlopipe.rehydrate import RULES
 
+# | op | status | module | ...
+ROW = re.compile(r"^\|\s*([\w\-]+)\s*\|\s*(supported|limited|unsupported)\s*\|\s*(\w*)\s*\|")
+
 DOC = Path(__file__).resolve().parents[2] / "docs" / "ops.md"
 
 
@@ -19,7 +22,7 @@ def _table() -> dict[str, tuple[str, str]]:
             title = line[3:].strip().lower()
             dialect = {"stablehlo": "stablehlo", "chlo": "chlo"}.get(title)
             continue
-        m = re.match(r"^\|\s*([\w\-]+)\s*\|\s*(supported|limited|unsupported)\s*\|\s*(\w*)\s*\|", line)
+        m = ROW.match(line)
         if m and dialect:
             name = f"{dialect}.{m.group(1)}"
             assert name not in out, f"{name} is listed twice"
