@@ -206,6 +206,10 @@ class StepRun:
                 t.start()
             for t in threads:
                 t.join()
+        return self._result()
+
+    def _result(self) -> StepResult:
+        """The step's result once every rank is done (raises the first rank's error)."""
         wall = (time.perf_counter() - self._t0) * 1e3
         if self.mailbox.error is not None:
             raise self.mailbox.error

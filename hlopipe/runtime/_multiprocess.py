@@ -365,17 +365,7 @@ class MultiProcessStepRun(StepRun):
         finally:
             remove()
             self._outbox.wake()
-        wall = (time.perf_counter() - self._t0) * 1e3
-        if self.mailbox.error is not None:
-            raise self.mailbox.error
-        return StepResult(
-            self.events,
-            self.outputs,
-            self.acc,
-            dict(self._peak),
-            wall,
-            sum(self._dispatch.values()) * 1e3,
-        )
+        return self._result()
 
     def _timeout_message(self, r: int, t: int, a: Any) -> str:
         for q in range(len(self.layout.rank_process)):
