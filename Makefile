@@ -19,10 +19,9 @@ demo: $(STAMP)
 	$(BIN)/hlopipe demo
 
 test: $(STAMP)
-	$(BIN)/python -m pytest -q -n 2 -m "not multiprocess" tests
+	$(BIN)/python -m pytest -q -n 2 tests
 
-# Multi-process (jax.distributed) tests: not part of `make test` while a cross-process transfer
-# can still stall intermittently under heavy load (see docs/multihost.md, "Known problems").
+# Only the multi-process (jax.distributed) tests, which `make test` runs too.
 test-multiprocess: $(STAMP)
 	$(BIN)/python -m pytest -q -p no:xdist -m multiprocess tests
 

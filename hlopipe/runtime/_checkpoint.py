@@ -94,7 +94,7 @@ class _Sync:
         try:
             distributed._client().wait_at_barrier(f"{self.prefix}-{self.n}", int(timeout * 1000))
         except Exception as e:
-            distributed.check_peers()
+            distributed.raise_lost_peer(e)
             raise RuntimeConfigError(f"checkpoint barrier {self.n} failed: {e}") from e
 
 

@@ -23,6 +23,9 @@ it returns an array with no addressable shard on the sender, and the receiver ne
 
 from __future__ import annotations
 
+import faulthandler
+import os
+import sys
 import threading
 import time
 from collections import Counter, defaultdict
@@ -46,6 +49,11 @@ from hlopipe.runtime._placement import DATA_AXIS, Placement
 from hlopipe.schedules import Kind
 
 PP_AXIS = "pp"
+# Set to print every cross-process transfer as it starts and ends, and all threads' stacks on a
+# receive timeout (for diagnosing a stalled job).
+ENV_TRACE = "HLOPIPE_TRACE_TRANSFERS"
+# After a step fails, how long its threads get to stop before the step gives up on them.
+_STUCK_GRACE = 10.0
 
 
 @dataclass(frozen=True)
@@ -280,8 +288,7 @@ def move(
             value if src_local else None, placement, src_rank, dst_rank, aval, dst_sharding
         )
     except Exception as e:
-        peer = layout.rank_process[dst_rank if src_local else src_rank]
-        distributed.check_peers([peer])
+        distributed.raise_lost_peer(e)
         raise DistributedError(
             f"transfer between rank {src_rank} (process {layout.rank_process[src_rank]}) and "
             f"rank {dst_rank} (process {layout.rank_process[dst_rank]}) failed: {e}"
@@ -344,24 +351,33 @@ class MultiProcessStepRun(StepRun):
         self._outbox = _Outbox()
         self.transfer_seconds = 0.0
         self.transfers = 0
+        self._trace = bool(os.environ.get(ENV_TRACE))
 
     def run(self) -> StepResult:
         ranks = [r for r in self.layout.local_ranks if self.plan.schedule.actions.get(r)]
         self._t0 = time.perf_counter()
+        # Daemon threads: after a failure, a thread stuck inside a native transfer (gloo waits
+        # up to 30 min) must not keep the process alive; the step gives up on it instead.
         threads = [
-            threading.Thread(target=self._guarded, args=(r,), name=f"hlopipe-rank-{r}")
+            threading.Thread(target=self._guarded, args=(r,), name=f"hlopipe-rank-{r}", daemon=True)
             for r in ranks
         ]
-        threads.append(threading.Thread(target=self._guarded_link, name="hlopipe-link"))
+        threads.append(
+            threading.Thread(target=self._guarded_link, name="hlopipe-link", daemon=True)
+        )
         remove = distributed.on_lost_peer(self.mailbox.fail)
         for t in threads:
             t.start()
+        failed_at: float | None = None
         try:
             for t in threads:
                 while t.is_alive():
                     t.join(0.5)
                     if self.mailbox.failed:
                         self._outbox.wake()
+                        failed_at = failed_at or time.monotonic()
+                        if time.monotonic() - failed_at > _STUCK_GRACE:
+                            break
         finally:
             remove()
             self._outbox.wake()
@@ -372,11 +388,9 @@ class MultiProcessStepRun(StepRun):
             if not self.layout.local(q):
                 self._where[q] = f"process {self.layout.rank_process[q]}"
         msg = super()._timeout_message(r, t, a)
-        import faulthandler
-        import sys
-
-        # A stall across processes is hard to see from one side: show where every thread is.
-        faulthandler.dump_traceback(sys.stderr, all_threads=True)
+        if os.environ.get(ENV_TRACE):
+            # A stall across processes is hard to see from one side: show every thread.
+            faulthandler.dump_traceback(sys.stderr, all_threads=True)
         try:
             distributed.check_peers()
         except DistributedError as e:
@@ -429,8 +443,12 @@ class MultiProcessStepRun(StepRun):
                         f"{tr.src_rank} waited {self.timeout:g} s for its value"
                     ) from None
             start = time.perf_counter()
+            if self._trace:
+                print(f"hlopipe-trace: p{self.layout.me} xfer {n} {tr} start", file=sys.stderr)
             out = move(value, pl, self.layout, tr.src_rank, tr.dst_rank, aval, sharding)
             self.transfer_seconds += time.perf_counter() - start
+            if self._trace:
+                print(f"hlopipe-trace: p{self.layout.me} xfer {n} done", file=sys.stderr)
             self.transfers += 1
             if not sending:
                 self.mailbox.put(tr.key, (tr.src_stage, out))

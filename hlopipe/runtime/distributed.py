@@ -6,9 +6,10 @@ sets (``HLOPIPE_COORDINATOR``, ``HLOPIPE_NUM_PROCESSES``, ``HLOPIPE_PROCESS_ID``
 ``JAX_COORDINATOR_ADDRESS``...). On CPU it selects gloo collectives, which is what carries
 cross-process stage transfers there; on GPU, NCCL does.
 
-Failures: the coordination service's heartbeat timeout is short (``heartbeat_timeout``, default
-30 s), so a process that dies is noticed in bounded time, and :func:`check_peers` (called by
-the runtime while it waits) turns a lost peer into a :class:`DistributedError` naming it.
+Failures: every process beats through the coordinator's key-value store and watches the others'
+beats (see ``_Watchdog``), so a process that dies is noticed in bounded time, and
+:func:`check_peers` (called by the runtime while it waits) turns a lost peer into a
+:class:`DistributedError` naming it.
 
 Example:
   >>> import hlopipe
@@ -296,9 +297,9 @@ def kv_get(key: str, timeout: float, *, who: int | None = None) -> str:
             return str(client.blocking_key_value_get(key, int(max(min(left, 1.0), 0.001) * 1000)))
         except Exception as e:
             if "DEADLINE_EXCEEDED" not in str(e) and "Deadline" not in str(e):
-                check_peers()
+                raise_lost_peer(e)
                 raise DistributedError(f"reading {key!r} from the coordinator failed: {e}") from e
-        check_peers([who] if who is not None else None)
+        check_peers()
         if left <= 0:
             raise DistributedError(
                 f"waited {timeout:g} s for {key!r}"
@@ -306,35 +307,44 @@ def kv_get(key: str, timeout: float, *, who: int | None = None) -> str:
             )
 
 
-def live_processes(process_ids: list[int] | None = None) -> set[int]:
-    """The processes the coordination service still counts as alive."""
-    ids = list(range(jax.process_count())) if process_ids is None else process_ids
-    ids = sorted(set(ids) | {jax.process_index()})  # the service wants the caller listed
-    try:
-        return set(_client().get_live_nodes(ids).keys())
-    except Exception as e:
-        raise DistributedError(
-            f"process {jax.process_index()} lost the coordination service (process 0 hosts "
-            f"it: process 0 may have died): {e}"
-        ) from e
+def wait_for_lost_peer(timeout: float | None = None) -> DistributedError | None:
+    """After a failed exchange with other processes: wait (up to the heartbeat's detection
+    time, or ``timeout`` seconds) for the watchdog to name a lost process, and return its
+    error; ``None`` when every process still beats. A peer that was killed usually breaks a
+    transfer (connection reset) seconds before its heartbeat goes stale; waiting lets the
+    error name the process that died instead of the one that noticed."""
+    wd = _watchdog
+    if wd is None:
+        return None
+    limit = wd.stale + 2 * wd.interval if timeout is None else timeout
+    deadline = time.monotonic() + limit
+    while wd.error is None and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return wd.error
 
 
-def check_peers(process_ids: list[int] | None = None) -> None:
-    """Raise :class:`DistributedError` naming every process of ``process_ids`` (default: all)
-    that the coordination service no longer counts as alive."""
+def raise_lost_peer(cause: BaseException) -> None:
+    """Raise the watchdog's error naming a lost process (see :func:`wait_for_lost_peer`),
+    chained to ``cause``; return if there is none."""
+    err = wait_for_lost_peer()
+    if err is not None:
+        raise DistributedError(str(err)) from cause
+
+
+def check_peers() -> None:
+    """Raise the :class:`DistributedError` naming the lost process once the heartbeat has seen
+    one; return at once otherwise (never blocks).
+
+    Not the coordination service's ``get_live_nodes``: that call is a barrier (it answers only
+    once every listed live process has called it too), so a process checking on a peer that is
+    merely slow would wait for that peer forever, and two processes checking on different sets
+    would wait for each other forever.
+    """
     if not is_initialized():
         return
     err = lost_peer_error()
     if err is not None:
         raise err
-    ids = list(range(jax.process_count())) if process_ids is None else process_ids
-    dead = sorted(set(ids) - live_processes(ids))
-    if dead:
-        names = ", ".join(f"process {p}" for p in dead)
-        raise DistributedError(
-            f"lost {names} (no heartbeat; it died or was killed); process "
-            f"{jax.process_index()} stops"
-        )
 
 
 def shutdown() -> None:

@@ -15,6 +15,7 @@ Example:
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import os
 import signal
 import socket
@@ -23,7 +24,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Sequence
-from typing import IO
+from typing import IO, Any
 
 from hlopipe.runtime import distributed as _d
 
@@ -62,6 +63,34 @@ def child_env(
 def _kill_group(p: subprocess.Popen, sig: int) -> None:
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(p.pid, sig)
+
+
+def _die_with_parent() -> None:
+    """In the child before exec: on Linux, get SIGKILL when the launcher dies (even of
+    SIGKILL, which leaves it no time to stop its children)."""
+    if sys.platform.startswith("linux"):
+        with contextlib.suppress(Exception):
+            libc = ctypes.CDLL("libc.so.6", use_errno=True)
+            libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+
+
+def _stop_children_on_signals() -> Callable[[], None]:
+    """Turn SIGTERM and SIGHUP into ``SystemExit`` while the launcher waits, so that its
+    ``finally`` stops the children; returns the function that puts the old handlers back.
+    Only the main thread can set handlers; elsewhere this does nothing."""
+    if threading.current_thread() is not threading.main_thread():
+        return lambda: None
+
+    def handler(signum: int, _frame: Any) -> None:
+        raise SystemExit(128 + signum)
+
+    old = {sig: signal.signal(sig, handler) for sig in (signal.SIGTERM, signal.SIGHUP)}
+
+    def restore() -> None:
+        for sig, h in old.items():
+            signal.signal(sig, h)
+
+    return restore
 
 
 def launch(
@@ -107,6 +136,7 @@ def launch(
     first_bad: int | None = None
     failed_at: float | None = None
     start = time.monotonic()
+    restore = _stop_children_on_signals()
     try:
         for rank in range(nproc):
             p = subprocess.Popen(
@@ -117,6 +147,7 @@ def launch(
                 text=True,
                 bufsize=1,
                 start_new_session=True,  # its own process group: killpg reaches its children
+                preexec_fn=_die_with_parent,
             )
             procs.append(p)
             assert p.stdout is not None
@@ -150,6 +181,7 @@ def launch(
                         _kill_group(p, signal.SIGKILL)
             time.sleep(0.05)
     finally:
+        restore()
         for p in procs:
             if p.poll() is None:
                 _kill_group(p, signal.SIGKILL)

@@ -3,13 +3,18 @@ bounded time, and nothing is left running."""
 
 from __future__ import annotations
 
+import io
 import os
 import re
 import signal
+import sys
 import time
+from pathlib import Path
 
 import pytest
 from _mp_util import Job, no_process_left
+
+from hlopipe.runtime.launch import launch
 
 pytestmark = pytest.mark.multiprocess
 
@@ -45,3 +50,15 @@ def test_killed_process_is_named_by_every_other():
     assert all(p.returncode not in (None, 0) for p in job.procs), [p.returncode for p in job.procs]
     assert elapsed < 60, f"took {elapsed:.1f} s"
     assert no_process_left(pids)
+
+
+def test_waiting_on_a_slow_peer_neither_fails_nor_hangs():
+    # kv_get checks the peers every second while it waits. That check must not be the
+    # coordination service's get_live_nodes: it is a barrier, so process 0 would wait there
+    # for process 1 to make the same call, which it never does (the hang this guards against).
+    code = launch(
+        [sys.executable, str(Path(__file__).with_name("_slow_peer_job.py")), "4"],
+        nproc=2, heartbeat_timeout=10, grace=5, timeout=60, out=(out := io.StringIO()),
+    )  # fmt: skip
+    assert code == 0, out.getvalue()[-3000:]
+    assert re.search(r"^\[rank 0\] GOT 42$", out.getvalue(), re.M), out.getvalue()[-3000:]
