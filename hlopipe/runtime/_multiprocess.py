@@ -193,7 +193,7 @@ _XFER_LOCK = threading.Lock()
 _ZEROS: dict[Any, Any] = {}
 
 
-def _spec_split(sharding: Any) -> bool:
+def split_on_data(sharding: Any) -> bool:
     spec = tuple(sharding.spec)
     return bool(spec) and spec[0] == DATA_AXIS
 
@@ -235,7 +235,7 @@ def cross_process_transfer(
     dtype = aval.dtype
     scalar = len(shape) == 0
     shape1 = (1,) if scalar else shape
-    split = _spec_split(dst_sharding)
+    split = split_on_data(dst_sharding)
     src_mesh, dst_mesh = placement.meshes[src_rank], placement.meshes[dst_rank]
     compiled, sharding, gshape = _compiled(src_mesh, dst_mesh, shape1, dtype, split)
     k = src_mesh.devices.size

@@ -19,7 +19,13 @@ from hlopipe import schedules
 from hlopipe.errors import RuntimeConfigError, StageError
 from hlopipe.runtime._compile import StageExecutables, build_executables
 from hlopipe.runtime._executor import StepPlan, StepResult, StepRun
-from hlopipe.runtime._multiprocess import MultiProcessStepRun, ProcessLayout, move, transfer_order
+from hlopipe.runtime._multiprocess import (
+    MultiProcessStepRun,
+    ProcessLayout,
+    move,
+    split_on_data,
+    transfer_order,
+)
 from hlopipe.runtime._placement import Placement, place
 from hlopipe.schedules import Kind, Schedule, Timeline
 from hlopipe.stages import StagedProgram, split
@@ -754,24 +760,34 @@ class Pipeline:
         """Run the forward-only schedule on ``batch``; the program's outputs for the whole
         batch: per-microbatch outputs concatenated on their leading (batch) axis, scalar
         outputs averaged over the microbatches (a mean loss stays the full-batch mean).
-        Results are on the default device."""
-        if self.layout.multi:
+        Results are on the default device.
+
+        Across processes every process calls it and every process gets the whole result: the
+        output stages' processes send their outputs to each other process (collectives, in
+        one order)."""
+        if self.layout.multi and self.layout.me not in self.layout.rank_process:
             raise RuntimeConfigError(
-                "infer() across processes is not supported yet (its outputs would have to be "
-                "gathered from the output stages' processes); run it in one process"
+                f"process {self.layout.me} holds no stage of this pipeline, so infer() cannot "
+                "deliver its outputs there; give the pipeline devices of every process"
             )
         plan = self._plan("infer")
         m = self.num_microbatches
         args = self._stage_args(state, batch)
-        result = StepRun(plan, args, [[] for _ in self.execs], None,
-                         timeout=self.recv_timeout, sync=self.sync_actions).run()  # fmt: skip
+        result = self._run(plan, "infer", args, [[] for _ in self.execs], None).run()
+        del args
         self._timeline = measured_timeline(plan.schedule, result)
         self._last_result = result
         batch_leaves = jax.tree_util.tree_leaves(batch)
         flat_out = []
         for k, src in enumerate(self.staged.out_sources):
             if src.kind == "stage":
-                parts = [np.asarray(result.outputs[(k, i)]) for i in range(m)]
+                ex = self.execs[src.stage]
+                aval = ex.stage.outputs[src.index]
+                split = split_on_data(ex.output_shardings[src.index])
+                parts = [
+                    self._on_every_process(result.outputs.get((k, i)), ex.rank, aval, split)
+                    for i in range(m)
+                ]
                 if parts[0].ndim == 0:
                     flat_out.append(jnp.asarray(np.mean(parts, dtype=np.float64), parts[0].dtype))
                 else:
@@ -779,12 +795,32 @@ class Pipeline:
             elif src.kind == "arg":
                 i = src.index
                 if i < self.num_params:
-                    flat_out.append(jnp.asarray(state.values[self.owner_rank[i]][i]))
+                    owner = self.owner_rank[i]
+                    value = state.values[owner][i] if self.layout.local(owner) else None
+                    aval = self.param_avals[i]
+                    flat_out.append(jnp.asarray(self._on_every_process(value, owner, aval, False)))
                 else:
                     flat_out.append(jnp.asarray(batch_leaves[i - self.num_params]))
             else:
                 flat_out.append(jnp.asarray(src.value))
         return jax.tree_util.tree_unflatten(self.staged.out_tree, flat_out)
+
+    def _on_every_process(self, value: Any, src_rank: int, aval: Any, split: bool) -> np.ndarray:
+        """``value``, held by ``src_rank`` (``None`` in other processes), as a host array in
+        every process: one transfer to each other process, every process in the same order.
+        ``split``: whether ``value`` is split on its leading axis over the rank's devices."""
+        if not self.layout.multi:
+            return np.asarray(value)
+        owner = self.layout.rank_process[src_rank]
+        out = value
+        for q in sorted(set(self.layout.rank_process) - {owner}):
+            dst = self.layout.rank_process.index(q)  # q's first rank
+            pl = self.placement
+            sharding = pl.data(dst, aval) if split else pl.replicated(dst)
+            moved = move(value, pl, self.layout, src_rank, dst, aval, sharding)
+            if q == self.layout.me:
+                out = moved
+        return np.asarray(out)
 
     def timeline(self) -> Timeline:
         """The measured timeline of the last step or inference (times in milliseconds); plot

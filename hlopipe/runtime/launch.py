@@ -65,13 +65,25 @@ def _kill_group(p: subprocess.Popen, sig: int) -> None:
         os.killpg(p.pid, sig)
 
 
+def _load_prctl() -> Any:
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        return ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+
+
+# Looked up here, not in the child: between fork and exec the child must not load libraries.
+_PRCTL = _load_prctl()
+_PR_SET_PDEATHSIG = 1
+
+
 def _die_with_parent() -> None:
     """In the child before exec: on Linux, get SIGKILL when the launcher dies (even of
     SIGKILL, which leaves it no time to stop its children)."""
-    if sys.platform.startswith("linux"):
-        with contextlib.suppress(Exception):
-            libc = ctypes.CDLL("libc.so.6", use_errno=True)
-            libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    if _PRCTL is not None:
+        _PRCTL(_PR_SET_PDEATHSIG, signal.SIGKILL)
 
 
 def _stop_children_on_signals() -> Callable[[], None]:

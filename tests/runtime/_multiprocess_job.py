@@ -42,6 +42,7 @@ def main() -> int:
     ap.add_argument("--ckpt", default="")
     ap.add_argument("--restore", default="")
     ap.add_argument("--sleep-after", type=int, default=0, help="sleep after this step")
+    ap.add_argument("--infer-out", default="", help="infer instead of training; save in DIR")
     args = ap.parse_args()
 
     if os.environ.get("HLOPIPE_TEST_DUMP_AFTER"):
@@ -69,6 +70,9 @@ def main() -> int:
         state = pipe.restore(args.restore)
     else:
         state = pipe.init(params)
+    if args.infer_out:
+        infer(args, cfg, pipe, state, params, batches[0])
+        return 0
     for k in range(state.step, args.steps):
         state, metrics = pipe.step(state, batches[k])
         if jax.process_index() == 0:
@@ -83,6 +87,30 @@ def main() -> int:
         if args.sleep_after and k + 1 == args.sleep_after:
             time.sleep(600)
     return 0
+
+
+def infer(args, cfg, pipe, state, params, batch) -> None:
+    """Every process saves what infer() gives it: the mean loss of ``batch``, and the logits
+    of its tokens from a second, forward-only pipeline."""
+    import jax
+    import numpy as np
+
+    from hlopipe.models import gpt
+
+    loss = pipe.infer(state, batch)
+
+    def logits_fn(p, tokens):
+        return gpt.logits(p, tokens, cfg, hlopipe.stage_boundary, layers_per_stage=1)
+
+    fwd = hlopipe.Pipeline(
+        logits_fn, params, batch[0], schedule="inference", num_microbatches=M,
+        devices=jax.devices(), stage_mesh_shape=(args.stage_devices,), recv_timeout=60.0,
+    )  # fmt: skip
+    logits = fwd.infer(fwd.init(params), batch[0])
+    me = jax.process_index()
+    np.save(os.path.join(args.infer_out, f"loss{me}.npy"), np.asarray(loss))
+    np.save(os.path.join(args.infer_out, f"logits{me}.npy"), np.asarray(logits))
+    print("INFERRED", flush=True)
 
 
 if __name__ == "__main__":

@@ -7,9 +7,12 @@ JAX on one device.
 
 from __future__ import annotations
 
+import jax
 import numpy as np
 import pytest
-from _mp_util import Job, no_process_left, reference_losses
+from _mp_util import CFG, Job, no_process_left, reference_losses
+
+from hlopipe.models import gpt
 
 pytestmark = pytest.mark.multiprocess
 
@@ -37,3 +40,20 @@ def test_processes_train_like_one_device(nproc, schedule, stage_devices):
         [losses[k] for k in range(1, STEPS + 1)], reference_losses(STEPS), rtol=1e-5
     )
     assert no_process_left([p.pid for p in job.procs])
+
+
+@pytest.mark.parametrize("nproc,stage_devices", [(2, 1), (4, 2)], ids=["2proc", "4proc"])
+def test_every_process_gets_the_whole_inference(tmp_path, nproc, stage_devices):
+    job = Job(nproc, ["--infer-out", str(tmp_path), "--stage-devices", str(stage_devices)])
+    code = job.wait()
+    assert code == 0, job.text[-4000:]
+    params = gpt.init(jax.random.key(0), CFG)
+    tokens = gpt.batch(jax.random.key(100), 16, CFG)[0]
+    want_logits = gpt.logits(params, tokens, CFG)
+    for q in range(nproc):
+        loss = np.load(tmp_path / f"loss{q}.npy")
+        assert loss.shape == ()
+        np.testing.assert_allclose(loss, reference_losses(1)[0], rtol=1e-5)
+        logits = np.load(tmp_path / f"logits{q}.npy")
+        assert logits.shape == want_logits.shape
+        np.testing.assert_allclose(logits, want_logits, rtol=1e-5, atol=1e-6)
