@@ -56,8 +56,10 @@ class PipelineState:
     @property
     def params(self) -> Any:
         """The parameters as the pytree given to :meth:`Pipeline.init` (owner copies, each
-        on its stage's devices; ``jax.device_get`` brings them to the host)."""
-        leaves = [self.values[r][p] for p, r in enumerate(self.owner_rank)]
+        on its stage's devices; ``jax.device_get`` brings them to the host). Across processes,
+        the leaves another process owns are ``None``; :meth:`Pipeline.gather_params` gives
+        every process all of them."""
+        leaves = [self.values[r].get(p) for p, r in enumerate(self.owner_rank)]
         return jax.tree_util.tree_unflatten(self.treedef, leaves)
 
 
@@ -804,6 +806,17 @@ class Pipeline:
             else:
                 flat_out.append(jnp.asarray(src.value))
         return jax.tree_util.tree_unflatten(self.staged.out_tree, flat_out)
+
+    def gather_params(self, state: PipelineState) -> Any:
+        """All the parameters of ``state`` as host (numpy) arrays, in the pytree given to
+        :meth:`init`, in every process. Across processes every process must call it (each
+        parameter goes from its owner to every other process); in one process it is
+        ``jax.device_get(state.params)``."""
+        leaves = []
+        for p, r in enumerate(self.owner_rank):
+            value = state.values[r].get(p) if self.layout.local(r) else None
+            leaves.append(self._on_every_process(value, r, self.param_avals[p], False))
+        return jax.tree_util.tree_unflatten(self.param_treedef, leaves)
 
     def _on_every_process(self, value: Any, src_rank: int, aval: Any, split: bool) -> np.ndarray:
         """``value``, held by ``src_rank`` (``None`` in other processes), as a host array in

@@ -10,6 +10,7 @@ import subprocess
 import sys
 import threading
 from pathlib import Path
+from typing import Any
 
 import jax
 import optax
@@ -77,9 +78,18 @@ def _not_zombie(pid: int) -> bool:
         return False
 
 
-@functools.cache
 def reference_losses(steps: int, optimizer: str = "sgd") -> list[float]:
     """Plain JAX on one device: value_and_grad of the full-batch loss, then the optimizer."""
+    return _reference(steps, optimizer)[0]
+
+
+def reference_params(steps: int, optimizer: str = "sgd") -> list[Any]:
+    """The flat parameters after ``steps`` steps of :func:`reference_losses`' training."""
+    return _reference(steps, optimizer)[1]
+
+
+@functools.cache
+def _reference(steps: int, optimizer: str) -> tuple[list[float], list[Any]]:
     loss_fn = functools.partial(gpt.loss, cfg=CFG)
     opt = optax.adamw(1e-2) if optimizer == "adamw" else optax.sgd(0.05, momentum=0.9)
 
@@ -95,4 +105,4 @@ def reference_losses(steps: int, optimizer: str = "sgd") -> list[float]:
     for k in range(steps):
         p, s, loss = step(p, s, gpt.batch(jax.random.key(100 + k), 16, CFG))
         out.append(float(loss))
-    return out
+    return out, jax.tree_util.tree_leaves(p)

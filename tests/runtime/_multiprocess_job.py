@@ -110,7 +110,17 @@ def infer(args, cfg, pipe, state, params, batch) -> None:
     me = jax.process_index()
     np.save(os.path.join(args.infer_out, f"loss{me}.npy"), np.asarray(loss))
     np.save(os.path.join(args.infer_out, f"logits{me}.npy"), np.asarray(logits))
+    # one training step, then every parameter in every process
+    state, _ = pipe.step(state, batch)
+    held = [x is not None for x in jax.tree_util.tree_leaves(state.params, is_leaf=_is_none)]
+    np.save(os.path.join(args.infer_out, f"held{me}.npy"), np.asarray(held))
+    gathered = jax.tree_util.tree_leaves(pipe.gather_params(state))
+    np.savez(os.path.join(args.infer_out, f"params{me}.npz"), *gathered)
     print("INFERRED", flush=True)
+
+
+def _is_none(x) -> bool:
+    return x is None
 
 
 if __name__ == "__main__":

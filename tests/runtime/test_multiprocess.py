@@ -10,7 +10,7 @@ from __future__ import annotations
 import jax
 import numpy as np
 import pytest
-from _mp_util import CFG, Job, no_process_left, reference_losses
+from _mp_util import CFG, Job, no_process_left, reference_losses, reference_params
 
 from hlopipe.models import gpt
 
@@ -43,7 +43,7 @@ def test_processes_train_like_one_device(nproc, schedule, stage_devices):
 
 
 @pytest.mark.parametrize("nproc,stage_devices", [(2, 1), (4, 2)], ids=["2proc", "4proc"])
-def test_every_process_gets_the_whole_inference(tmp_path, nproc, stage_devices):
+def test_every_process_gets_the_whole_inference_and_parameters(tmp_path, nproc, stage_devices):
     job = Job(nproc, ["--infer-out", str(tmp_path), "--stage-devices", str(stage_devices)])
     code = job.wait()
     assert code == 0, job.text[-4000:]
@@ -57,3 +57,13 @@ def test_every_process_gets_the_whole_inference(tmp_path, nproc, stage_devices):
         logits = np.load(tmp_path / f"logits{q}.npy")
         assert logits.shape == want_logits.shape
         np.testing.assert_allclose(logits, want_logits, rtol=1e-5, atol=1e-6)
+        # after one step: state.params holds this process's parameters only, and
+        # gather_params gives every process all of them
+        held = np.load(tmp_path / f"held{q}.npy")
+        assert held.any() and not held.all()
+        with np.load(tmp_path / f"params{q}.npz") as z:
+            got = [z[f"arr_{n}"] for n in range(len(z.files))]
+        want = reference_params(1)
+        assert len(got) == len(want)
+        for g, w in zip(got, want):
+            np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-6)
