@@ -38,6 +38,9 @@ ENV_NUM_PROCESSES = "HLOPIPE_NUM_PROCESSES"
 ENV_PROCESS_ID = "HLOPIPE_PROCESS_ID"
 ENV_CPU_DEVICES = "HLOPIPE_CPU_DEVICES"
 ENV_HEARTBEAT = "HLOPIPE_HEARTBEAT_TIMEOUT"
+# Set by ``hlopipe launch``, which hosts the coordination service itself: process 0 then only
+# connects to it, like every other process, so losing process 0 is named like losing any other.
+ENV_EXTERNAL_SERVICE = "HLOPIPE_EXTERNAL_SERVICE"
 
 ENV_LOST_EXIT_AFTER = "HLOPIPE_LOST_EXIT_AFTER"
 
@@ -114,16 +117,18 @@ def initialize(
             # Everything is given: no cluster auto-detection, one local device id list per
             # process is not needed on CPU.
             kwargs["cluster_detection_method"] = "deactivate"
+        external = bool(os.environ.get(ENV_EXTERNAL_SERVICE))
         try:
-            jax.distributed.initialize(
-                coordinator_address,
-                num_processes,
-                process_id,
-                initialization_timeout=initialization_timeout,
-                heartbeat_timeout_seconds=heartbeat_timeout,
-                shutdown_timeout_seconds=max(heartbeat_timeout, 10),
-                **kwargs,
-            )
+            with _no_service_here() if external else contextlib.nullcontext():
+                jax.distributed.initialize(
+                    coordinator_address,
+                    num_processes,
+                    process_id,
+                    initialization_timeout=initialization_timeout,
+                    heartbeat_timeout_seconds=heartbeat_timeout,
+                    shutdown_timeout_seconds=shutdown_timeout(heartbeat_timeout),
+                    **kwargs,
+                )
         except Exception as e:  # jax raises RuntimeError / ValueError / XlaRuntimeError
             raise DistributedError(
                 f"could not join the job (coordinator {coordinator_address}, "
@@ -132,6 +137,47 @@ def initialize(
         _initialized = True
         if jax.process_count() > 1:
             _start_watchdog(heartbeat_timeout)
+
+
+def shutdown_timeout(heartbeat_timeout: int) -> int:
+    """The coordination service's shutdown timeout for a job with this heartbeat timeout."""
+    return max(heartbeat_timeout, 10)
+
+
+def start_service(port: int, num_processes: int, heartbeat_timeout: int) -> Any:
+    """Host the job's coordination service in this process (``hlopipe launch`` does, so that
+    no worker's death takes the service with it); returns it (call ``.shutdown()``)."""
+    from jax._src.lib import _jax
+
+    return _jax.get_distributed_runtime_service(
+        f"[::]:{port}",
+        num_processes,
+        heartbeat_timeout=heartbeat_timeout,
+        shutdown_timeout=shutdown_timeout(heartbeat_timeout),
+    )
+
+
+@contextlib.contextmanager
+def _no_service_here() -> Any:
+    """While ``jax.distributed.initialize`` runs, process 0 connects to the service hosted
+    elsewhere instead of starting one (jax 0.10.2 starts it in process 0 unconditionally)."""
+    from jax._src import distributed as jd
+
+    real = jd._jax
+
+    class _WithoutService:
+        def __getattr__(self, name: str) -> Any:
+            return getattr(real, name)
+
+        @staticmethod
+        def get_distributed_runtime_service(*args: Any, **kwargs: Any) -> None:
+            return None
+
+    jd._jax = _WithoutService()  # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        jd._jax = real
 
 
 # -- our own heartbeat ---------------------------------------------------------------------------

@@ -1,11 +1,13 @@
 """``hlopipe launch``: N local processes of one job, for development and tests.
 
-Each child gets the coordinator address (a free localhost port), its process id, the job size
-and its CPU device count in the environment variables :func:`hlopipe.distributed.initialize`
-reads. Their output is streamed line by line with a ``[rank i]`` prefix. When one fails, the
-others get ``grace`` seconds to notice the lost peer and stop with their own error (the
-runtime's heartbeat names it), then SIGTERM, then SIGKILL; each child runs in its own process
-group, and the whole group is killed, so nothing is left running.
+The launcher hosts the job's coordination service on a free localhost port (so that losing
+any worker, process 0 included, is reported alike). Each child gets its address, its process
+id, the job size and its CPU device count in the environment variables
+:func:`hlopipe.distributed.initialize` reads. Their output is streamed line by line with a
+``[rank i]`` prefix. When one fails, the others get ``grace`` seconds to notice the lost peer
+and stop with their own error (the runtime's heartbeat names it), then SIGTERM, then SIGKILL;
+each child runs in its own process group, and the whole group is killed, so nothing is left
+running (and a child dies with the launcher, should the launcher itself be killed).
 
 Example:
   >>> launch(["python", "train.py"], nproc=2, devices_per_process=2)   # doctest: +SKIP
@@ -42,10 +44,12 @@ def child_env(
     port: int,
     devices_per_process: int,
     heartbeat_timeout: int,
+    external_service: bool = True,
     base: dict[str, str] | None = None,
 ) -> dict[str, str]:
     """The environment of child ``rank``."""
     env = dict(os.environ if base is None else base)
+    env.pop(_d.ENV_EXTERNAL_SERVICE, None)
     env.update(
         {
             _d.ENV_COORDINATOR: f"localhost:{port}",
@@ -56,6 +60,8 @@ def child_env(
             "PYTHONUNBUFFERED": "1",
         }
     )
+    if external_service:
+        env[_d.ENV_EXTERNAL_SERVICE] = "1"
     env.setdefault("JAX_PLATFORMS", "cpu")
     return env
 
@@ -115,6 +121,7 @@ def launch(
     timeout: float | None = None,
     out: IO[str] | None = None,
     on_start: Callable[[list[subprocess.Popen]], None] | None = None,
+    host_service: bool = True,
 ) -> int:
     """Run ``cmd`` as ``nproc`` processes of one job; return the first non-zero exit code
     (a signal ``-N`` becomes ``128 + N``), or 0 when all succeed.
@@ -127,6 +134,8 @@ def launch(
       grace: after the first failure, how long the others get to stop on their own.
       timeout: stop everything after this many seconds (exit code 124).
       out: where prefixed output goes (default ``sys.stdout``).
+      host_service: host the coordination service here (default); ``False`` leaves it to
+        process 0, as on a cluster without the launcher.
     """
     if nproc < 1:
         raise ValueError(f"--nproc must be at least 1, got {nproc}")
@@ -148,12 +157,17 @@ def launch(
     first_bad: int | None = None
     failed_at: float | None = None
     start = time.monotonic()
+    # The coordination service lives here, not in process 0: a worker that dies, process 0
+    # included, is then noticed and named by the others (see distributed.ENV_EXTERNAL_SERVICE).
+    service = _d.start_service(port, nproc, heartbeat_timeout) if host_service else None
     restore = _stop_children_on_signals()
     try:
         for rank in range(nproc):
             p = subprocess.Popen(
                 list(cmd),
-                env=child_env(rank, nproc, port, devices_per_process, heartbeat_timeout),
+                env=child_env(
+                    rank, nproc, port, devices_per_process, heartbeat_timeout, host_service
+                ),
                 stdout=subprocess.PIPE,
                 stderr=subprocess.STDOUT,
                 text=True,
@@ -203,4 +217,6 @@ def launch(
             _kill_group(p, signal.SIGKILL)  # grandchildren left in the group
         for t in pumps:
             t.join(timeout=5)
+        if service is not None:
+            service.shutdown()
     return first_bad or 0
