@@ -28,6 +28,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import IO, Any
 
+from hlopipe.errors import RuntimeConfigError
 from hlopipe.runtime import distributed as _d
 
 
@@ -163,18 +164,24 @@ def launch(
     restore = _stop_children_on_signals()
     try:
         for rank in range(nproc):
-            p = subprocess.Popen(
-                list(cmd),
-                env=child_env(
-                    rank, nproc, port, devices_per_process, heartbeat_timeout, host_service
-                ),
-                stdout=subprocess.PIPE,
-                stderr=subprocess.STDOUT,
-                text=True,
-                bufsize=1,
-                start_new_session=True,  # its own process group: killpg reaches its children
-                preexec_fn=_die_with_parent,
-            )
+            try:
+                p = subprocess.Popen(
+                    list(cmd),
+                    env=child_env(
+                        rank, nproc, port, devices_per_process, heartbeat_timeout, host_service
+                    ),
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.STDOUT,
+                    text=True,
+                    bufsize=1,
+                    start_new_session=True,  # its own process group: killpg reaches its children
+                    preexec_fn=_die_with_parent,
+                )
+            except OSError as e:
+                raise RuntimeConfigError(
+                    f"cannot start process {rank}: {cmd[0]!r}: {e.strerror or e}; check the "
+                    "command after --"
+                ) from e
             procs.append(p)
             assert p.stdout is not None
             t = threading.Thread(target=pump, args=(rank, p.stdout), daemon=True)

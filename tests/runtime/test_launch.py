@@ -11,8 +11,10 @@ import subprocess
 import sys
 import time
 
+import pytest
 from _mp_util import no_process_left
 
+from hlopipe.errors import RuntimeConfigError
 from hlopipe.runtime.launch import launch
 
 # Each child prints its pid and environment, then behaves as argv says.
@@ -95,3 +97,16 @@ def test_killing_the_launcher_kills_its_children():
         for p in pids:
             if os.path.exists(f"/proc/{p}"):
                 os.kill(p, signal.SIGKILL)
+
+
+def test_a_command_that_cannot_start_is_a_clear_error():
+    with pytest.raises(RuntimeConfigError, match=r"cannot start process 0: '/nonexistent/prog'"):
+        launch(["/nonexistent/prog"], nproc=2, out=io.StringIO())
+    cli = "import sys; from hlopipe.cli import main; sys.exit(main())"
+    r = subprocess.run([sys.executable, "-c", cli, "launch", "--nproc", "2", "--",
+                        "/nonexistent/prog"], capture_output=True, text=True)  # fmt: skip
+    assert r.returncode == 2
+    assert r.stderr.strip().splitlines() == [
+        "error: cannot start process 0: '/nonexistent/prog': No such file or directory; check "
+        "the command after --"
+    ]
