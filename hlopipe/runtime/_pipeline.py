@@ -797,10 +797,7 @@ class Pipeline:
             elif src.kind == "arg":
                 i = src.index
                 if i < self.num_params:
-                    owner = self.owner_rank[i]
-                    value = state.values[owner][i] if self.layout.local(owner) else None
-                    aval = self.param_avals[i]
-                    flat_out.append(jnp.asarray(self._on_every_process(value, owner, aval, False)))
+                    flat_out.append(jnp.asarray(self._param_on_every_process(state, i)))
                 else:
                     flat_out.append(jnp.asarray(batch_leaves[i - self.num_params]))
             else:
@@ -812,11 +809,14 @@ class Pipeline:
         :meth:`init`, in every process. Across processes every process must call it (each
         parameter goes from its owner to every other process); in one process it is
         ``jax.device_get(state.params)``."""
-        leaves = []
-        for p, r in enumerate(self.owner_rank):
-            value = state.values[r].get(p) if self.layout.local(r) else None
-            leaves.append(self._on_every_process(value, r, self.param_avals[p], False))
+        leaves = [self._param_on_every_process(state, p) for p in range(self.num_params)]
         return jax.tree_util.tree_unflatten(self.param_treedef, leaves)
+
+    def _param_on_every_process(self, state: PipelineState, p: int) -> np.ndarray:
+        """Parameter ``p``'s owner copy as a host array in every process."""
+        r = self.owner_rank[p]
+        value = state.values[r].get(p) if self.layout.local(r) else None
+        return self._on_every_process(value, r, self.param_avals[p], False)
 
     def _on_every_process(self, value: Any, src_rank: int, aval: Any, split: bool) -> np.ndarray:
         """``value``, held by ``src_rank`` (``None`` in other processes), as a host array in

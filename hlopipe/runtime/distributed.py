@@ -353,17 +353,16 @@ def kv_get(key: str, timeout: float, *, who: int | None = None) -> str:
             )
 
 
-def wait_for_lost_peer(timeout: float | None = None) -> DistributedError | None:
+def wait_for_lost_peer() -> DistributedError | None:
     """After a failed exchange with other processes: wait (up to the heartbeat's detection
-    time, or ``timeout`` seconds) for the watchdog to name a lost process, and return its
+    time) for the watchdog to name a lost process, and return its
     error; ``None`` when every process still beats. A peer that was killed usually breaks a
     transfer (connection reset) seconds before its heartbeat goes stale; waiting lets the
     error name the process that died instead of the one that noticed."""
     wd = _watchdog
     if wd is None:
         return None
-    limit = wd.stale + 2 * wd.interval if timeout is None else timeout
-    deadline = time.monotonic() + limit
+    deadline = time.monotonic() + wd.stale + 2 * wd.interval
     while wd.error is None and time.monotonic() < deadline:
         time.sleep(0.1)
     return wd.error
