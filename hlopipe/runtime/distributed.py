@@ -355,10 +355,10 @@ def kv_get(key: str, timeout: float, *, who: int | None = None) -> str:
 
 def wait_for_lost_peer() -> DistributedError | None:
     """After a failed exchange with other processes: wait (up to the heartbeat's detection
-    time) for the watchdog to name a lost process, and return its
-    error; ``None`` when every process still beats. A peer that was killed usually breaks a
-    transfer (connection reset) seconds before its heartbeat goes stale; waiting lets the
-    error name the process that died instead of the one that noticed."""
+    time) for the watchdog to name a lost process, and return its error; ``None`` when every
+    process still beats. A peer that was killed usually breaks a transfer (connection reset)
+    seconds before its heartbeat goes stale; waiting lets the error name the process that died
+    instead of the one that noticed."""
     wd = _watchdog
     if wd is None:
         return None
