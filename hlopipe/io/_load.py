@@ -163,6 +163,12 @@ def with_module_header(text: str) -> str:
     return text[:start] + "HloModule module " + text[start:]
 
 
+def _mark_optimized(prog: Program, text: str) -> Program:
+    header = text[: text.find("\n")] if "\n" in text else text
+    prog.extra["optimized"] = "is_scheduled=true" in header
+    return prog
+
+
 _ELIDED = re.compile(r"^\s*(?:ROOT\s+)?(%?[\w.\-]+)\s*=.*\bconstant\(\{\.\.\.\}\)", re.M)
 
 
@@ -180,7 +186,7 @@ def _from_hlo_text(text: str, name: str, entry: str | None) -> Program:
             proto = _xla.hlo_module_from_text(text).as_serialized_hlo_module_proto()
         except _xla.JaxRuntimeError as e:
             raise LoadError(f"{name}: not valid HLO text: {_clean(e)}") from None
-        return _from_hlo_module_proto(proto, name, "hlo-text", entry)
+        return _mark_optimized(_from_hlo_module_proto(proto, name, "hlo-text", entry), text)
     try:
         proto = _guard.parse_hlo_text(text, PROBE_TIMEOUT_S)
     except _guard.ParseError as e:
@@ -194,7 +200,7 @@ def _from_hlo_text(text: str, name: str, entry: str | None) -> Program:
             f"{name}: XLA's HLO parser did not finish reading this text in "
             f"{PROBE_TIMEOUT_S:.0f} s; the input is likely corrupt"
         ) from None
-    return _from_hlo_module_proto(proto, name, "hlo-text", entry)
+    return _mark_optimized(_from_hlo_module_proto(proto, name, "hlo-text", entry), text)
 
 
 def _from_hlo_proto(data: bytes, name: str, entry: str | None) -> Program:

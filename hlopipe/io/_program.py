@@ -79,6 +79,13 @@ class Program:
                 _count_ops(root, counts)
         return counts
 
+    @property
+    def optimized(self) -> bool:
+        """Whether this is HLO after XLA's optimisation passes (``compile().as_text()``, an
+        ``after_optimizations`` dump): XLA removes optimisation barriers when it compiles, so
+        such a program has no stage markers left."""
+        return bool(self.extra.get("optimized"))
+
     def stage_markers(self) -> int:
         """How many `hlopipe.stage_boundary` markers the program carries."""
 
@@ -151,12 +158,9 @@ class Program:
 
 
 def _has_marker(op: Any) -> bool:
-    from hlopipe.marker import ATTRIBUTE
+    from hlopipe.marker import is_stage_boundary_attrs
 
-    # str() of the attribute map is its Python repr, not its contents: look at the attribute.
-    attrs = op.attributes
-    key = "mhlo.frontend_attributes"
-    return key in attrs and ATTRIBUTE in str(attrs[key])
+    return is_stage_boundary_attrs(op)
 
 
 def _fmt_aval(a: Any) -> str:

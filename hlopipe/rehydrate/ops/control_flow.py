@@ -152,10 +152,9 @@ def map_(ctx: RuleContext, *xs: Any, dimensions: tuple[int, ...]) -> Any:
 
 @rule("stablehlo.optimization_barrier")
 def optimization_barrier(ctx: RuleContext, *xs: Any, **attrs: Any) -> Any:
-    frontend = attrs.get("mhlo.frontend_attributes")
     from hlopipe import marker
 
-    if isinstance(frontend, dict) and marker.ATTRIBUTE in frontend:
+    if marker.is_stage_boundary_attrs(attrs):
         out = marker.stage_boundary(*xs)
         return tuple(out) if len(xs) > 1 else (out,)
     return tuple(lax.optimization_barrier(tuple(xs)))
