@@ -96,8 +96,8 @@ def _one_line(e: BaseException) -> str:
 def _add_schedule(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "name",
-        help="schedule name: gpipe, 1f1b, interleaved-1f1b, looped-bfs, "
-        "zb-h1, zb-h2, zb-v, inference (case-insensitive)",
+        help="schedule name: gpipe, 1f1b, interleaved-1f1b, looped-bfs, zb-h1, zb-h2, zb-v, "
+        "interleaved-zb, dualpipev, inference (case-insensitive)",
     )
     p.add_argument("--ranks", type=int, default=4, help="pipeline ranks (default 4)")
     p.add_argument("--microbatches", type=int, default=8, help="microbatches (default 8)")

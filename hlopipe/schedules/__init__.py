@@ -12,10 +12,12 @@ Pure Python: imports nothing of hlopipe but :mod:`hlopipe.errors`, and no JAX.
 
 from hlopipe.schedules._generators import (
     GENERATORS,
+    dualpipev,
     get,
     gpipe,
     inference,
     interleaved_1f1b,
+    interleaved_zb,
     looped_bfs,
     names,
     one_f_one_b,
@@ -24,7 +26,7 @@ from hlopipe.schedules._generators import (
     zb_v,
 )
 from hlopipe.schedules._grid import format_grid
-from hlopipe.schedules._ir import Action, Kind, Schedule
+from hlopipe.schedules._ir import Action, Kind, Overlap, Schedule, split_overlaps
 from hlopipe.schedules._lower import lower
 from hlopipe.schedules._plot import plot, to_chrome_trace
 from hlopipe.schedules._simulate import Timeline, align, parse_costs, resolve_costs, simulate
@@ -36,15 +38,18 @@ __all__ = [
     "GENERATORS",
     "Action",
     "Kind",
+    "Overlap",
     "Schedule",
     "Timeline",
     "align",
     "available",
+    "dualpipev",
     "format_grid",
     "get",
     "gpipe",
     "inference",
     "interleaved_1f1b",
+    "interleaved_zb",
     "looped_bfs",
     "lower",
     "names",
@@ -53,6 +58,7 @@ __all__ = [
     "plot",
     "resolve_costs",
     "simulate",
+    "split_overlaps",
     "to_chrome_trace",
     "validate",
     "zb_h1",
