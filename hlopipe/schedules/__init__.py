@@ -10,6 +10,7 @@ Pure Python: imports nothing of hlopipe but :mod:`hlopipe.errors`, and no JAX.
 0.273
 """
 
+from hlopipe.schedules._auto import Candidate, best, rank_candidates
 from hlopipe.schedules._generators import (
     GENERATORS,
     dualpipev,
@@ -37,12 +38,14 @@ available = names
 __all__ = [
     "GENERATORS",
     "Action",
+    "Candidate",
     "Kind",
     "Overlap",
     "Schedule",
     "Timeline",
     "align",
     "available",
+    "best",
     "dualpipev",
     "format_grid",
     "get",
@@ -56,6 +59,7 @@ __all__ = [
     "one_f_one_b",
     "parse_costs",
     "plot",
+    "rank_candidates",
     "resolve_costs",
     "simulate",
     "split_overlaps",
