@@ -390,7 +390,7 @@ def _zero_bubble(
             busy_until = t + 1
         if busy_until == t and remaining:
             # Nothing started and nothing is running: the limits leave no way forward.
-            raise ScheduleError(f"{name}: stuck with memory limits {alive_limit} (a bug)")
+            raise ScheduleError(f"{name}: stuck with memory limits {alive_limit}")
         t += 1
     return Schedule(name, p, num_stages, m, placement, actions)
 
@@ -425,20 +425,86 @@ def zb_h2(num_ranks: int, num_microbatches: int, virtual_stages: int = 1) -> Sch
     return _zero_bubble("zb-h2", p, m, tuple(range(p)), [2 * p - 1] * p, [2 * p] * p, "IFW")
 
 
+def _zb_v_row(p: int, m: int, r: int) -> list[Action | None]:
+    """Rank r's list of ZB-V as the zero-bubble paper hand-builds it (its Figure 8).
+
+    Built for n = max(2p - 1, m) microbatches, the ones past m then dropped (removing a
+    microbatch from a schedule that runs leaves one that runs: each rank keeps its order and a
+    microbatch only waits on itself).
+    """
+    n = max(2 * p - 1, m)
+    down, up = r, 2 * p - 1 - r
+    count = {(down, F): 0, (up, F): 0, (down, I): 0, (up, I): 0, (down, W): 0, (up, W): 0}
+    row: list[Action | None] = []
+
+    def add(stage: int, kind: Kind) -> None:
+        row.append(Action(stage, kind, count[stage, kind]))
+        count[stage, kind] += 1
+
+    # 1. warm-up: forwards of the down stage, enough to reach the tip of the V and back here.
+    for _ in range(2 * (p - r) - 1):
+        add(down, F)
+    # 2. both stages' forwards, alternating.
+    for _ in range(r):
+        add(up, F)
+        add(down, F)
+    # 3. the up stage's first backwards, each whole (I then W) right after its forward.
+    for _ in range(p - r):
+        add(up, F)
+        add(up, I)
+        add(up, W)
+    # 4. steady state: F I W on the down stage, then on the up stage.
+    while count[down, F] < n or count[up, F] < count[down, F]:
+        if count[down, F] < n:
+            add(down, F)
+        add(down, I)
+        add(down, W)
+        add(up, F)
+        add(up, I)
+        add(up, W)
+    # 5. cool-down: input gradients first (they are on the critical path), W's deferred...
+    for _ in range(r):
+        add(down, I)
+        add(up, I)
+    # 6. ...then the down stage's last I's, each followed by an owed W of that stage...
+    for _ in range(p - r):
+        add(down, I)
+        add(down, W)
+    # 7. ...and the W's still owed.
+    for stage in (up, down):
+        while count[stage, W] < count[stage, I]:
+            add(stage, W)
+    return [a for a in row if a is not None and a.microbatch < m]
+
+
 def zb_v(num_ranks: int, num_microbatches: int, virtual_stages: int = 2) -> Schedule:
     """ZB-V: two stages per rank in a V (rank r holds stages r and 2p - 1 - r), I/W split.
 
     The last stage sits on rank 0 next to the first, so the backward starts where the forward
-    began. Memory budget: 2p live (stage, microbatch) pairs per rank, each half of a 1F1B
-    stage's, so the same memory as 1F1B's rank 0.
+    began. The order is the zero-bubble paper's hand-built one (as torch's ZBVZeroBubble);
+    orders from the greedy zero-bubble builder (2p live (stage, microbatch) pairs per rank,
+    each half of a 1F1B stage's, so 1F1B's rank-0 memory) replace it only where they are no
+    worse at both cost models and in any rank's memory.
 
     >>> zb_v(3, 3).stage_to_rank
     (0, 1, 2, 2, 1, 0)
     """
     p, m = num_ranks, num_microbatches
     _check("zb-v", p, m, virtual_stages, (2,))
-    placement = tuple(s if s < p else 2 * p - 1 - s for s in range(2 * p))
-    return _zero_bubble("zb-v", p, m, placement, [2 * p] * p, [2 * p] * p, "FIW")
+    placement = _v_placement(p)
+    reference = Schedule("zb-v", p, 2 * p, m, placement, {r: _zb_v_row(p, m, r) for r in range(p)})
+    if 2 * p * m > _SEARCH_LIMIT:
+        return reference
+    candidates = []
+    for limit in (2 * p, 2 * p - 1):
+        for order in ("FIW", "IFW"):
+            try:
+                candidates.append(
+                    _zero_bubble("zb-v", p, m, placement, [limit] * p, [limit] * p, order)
+                )
+            except ScheduleError:
+                continue  # the greedy builder finds no way forward under this budget
+    return _choose(reference, candidates)
 
 
 def _v_placement(p: int) -> tuple[int, ...]:
