@@ -13,6 +13,8 @@ Pure Python: imports nothing of hlopipe but :mod:`hlopipe.errors`, and no JAX.
 from hlopipe.schedules._auto import Candidate, best, rank_candidates
 from hlopipe.schedules._generators import (
     GENERATORS,
+    canonical_name,
+    default_virtual_stages,
     dualpipev,
     get,
     gpipe,
@@ -46,6 +48,8 @@ __all__ = [
     "align",
     "available",
     "best",
+    "canonical_name",
+    "default_virtual_stages",
     "dualpipev",
     "format_grid",
     "get",

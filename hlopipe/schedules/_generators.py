@@ -643,6 +643,35 @@ def names() -> list[str]:
     return list(GENERATORS)
 
 
+def canonical_name(name: str) -> str:
+    """The generator name ``name`` stands for (case, ``-``, ``_``, spaces and aliases as in
+    :func:`get`); ScheduleError listing the valid names if none.
+
+    >>> canonical_name("ZBVZeroBubble")
+    'zb-v'
+    """
+    canonical = _LOOKUP.get(_key(name)) if isinstance(name, str) else None
+    if canonical is None:
+        raise ScheduleError(
+            f"unknown schedule {name!r}; valid names: {', '.join(GENERATORS)} "
+            f"(also: {', '.join(sorted(_ALIASES))})"
+        )
+    return canonical
+
+
+def default_virtual_stages(name: str) -> int:
+    """The stages per rank ``get(name, ...)`` makes when not told (no schedule built, so no
+    size is refused: dualpipev needs 2p microbatches, but its default is still 2).
+
+    >>> default_virtual_stages("dualpipev"), default_virtual_stages("1f1b")
+    (2, 1)
+    """
+    import inspect
+
+    default = inspect.signature(GENERATORS[canonical_name(name)]).parameters["virtual_stages"]
+    return int(default.default)
+
+
 def get(
     name: str,
     num_ranks: int,
@@ -658,13 +687,7 @@ def get(
     >>> get("Interleaved_1F1B", 4, 8, virtual_stages=2).num_stages
     8
     """
-    canonical = _LOOKUP.get(_key(name)) if isinstance(name, str) else None
-    if canonical is None:
-        raise ScheduleError(
-            f"unknown schedule {name!r}; valid names: {', '.join(GENERATORS)} "
-            f"(also: {', '.join(sorted(_ALIASES))})"
-        )
-    generator = GENERATORS[canonical]
+    generator = GENERATORS[canonical_name(name)]
     if virtual_stages is None:
         return generator(num_ranks, num_microbatches)
     return generator(num_ranks, num_microbatches, virtual_stages)

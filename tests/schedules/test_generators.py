@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 from hlopipe.errors import ScheduleError
 from hlopipe.schedules import Schedule, get, lower, names, simulate, validate
+from hlopipe.schedules import default_virtual_stages as schedules_default_v
 
 GOLDEN = Path(__file__).parent / "golden"
 # Which virtual-stage counts each generator accepts (every other count must be refused).
@@ -161,3 +162,12 @@ def test_golden_csv(name, v):
         path.write_text(text)
     assert path.read_text() == text
     assert Schedule.from_csv(path.read_text()) == get(name, 4, 8, v)
+
+
+def test_default_virtual_stages_builds_nothing():
+    for name in names():
+        expected = get(name, 2, 4).num_stages // 2
+        assert schedules_default_v(name) == expected
+    assert schedules_default_v("DualPipeV") == 2  # get("dualpipev", 1, 1) is refused
+    with pytest.raises(ScheduleError, match="unknown schedule 'x'"):
+        schedules_default_v("x")
