@@ -93,6 +93,8 @@ class Timeline:
       peak_activations: per rank, the most (stage, microbatch) pairs alive at once: from the
         start of the F to the end of the B (or of the W when the backward is split). In a
         forward-only schedule an activation lives for its F only.
+      unit: what a unit of time is: ``"cost units"`` when simulated, ``"ms"`` for a timeline
+        a runtime measured (plots label their time axis with it).
     """
 
     schedule: Schedule
@@ -102,6 +104,7 @@ class Timeline:
     busy: dict[int, float]
     idle: dict[int, float]
     peak_activations: dict[int, int] = field(default_factory=dict)
+    unit: str = "cost units"
 
     @property
     def bubble_fraction(self) -> float:
