@@ -222,7 +222,7 @@ def compare(quick: bool) -> None:
             f"{min(r):.3f} / {sum(r) / len(r):.3f}",
             f"{sum(mem) / len(mem):.3f}",
         )
-    console = Console()
+    console = Console(width=160)
     console.print(table)
     console.print(
         "1f1b: torch's Schedule1F1B order numbered afresh per stage and kind (its own list names "
@@ -328,8 +328,11 @@ def greedy_vs_exact() -> None:
     from rich.table import Table
 
     unit = COST_MODELS["unit"]
-    table = Table(title="greedy zero-bubble generators vs the exact optimum (ILP), unit costs")
-    for col in ("schedule", "p", "m", "memory limit / rank", "greedy", "exact", "distance"):
+    table = Table(
+        title="zero-bubble generators (greedy, or for zb-v the better of the paper's order and "
+        "the greedy one) vs the exact optimum under the same memory limit (ILP), unit costs"
+    )
+    for col in ("schedule", "p", "m", "memory limit / rank", "ours", "exact", "distance"):
         table.add_column(col, justify="left" if col == "schedule" else "right")
     sizes = [(2, 2), (2, 3), (2, 4), (3, 3), (3, 4), (4, 4)]
     limits = {
@@ -352,7 +355,7 @@ def greedy_vs_exact() -> None:
                 "?" if exact is None else f"{exact:g}",
                 dist,
             )
-    Console().print(table)
+    Console(width=160).print(table)
 
 
 def main() -> None:
