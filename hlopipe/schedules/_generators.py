@@ -225,6 +225,17 @@ def _interleaved(
         for factor in (1, 2):
             for lag in (None, 0) if zero_bubble else (None,):
                 candidates.append(build([list(g) for g in rounds], factor, lag))
+    if zero_bubble:
+        # The greedy zero-bubble builder on the same looped placement, at the memory of the
+        # textbook rule's busiest rank (in (stage, microbatch) pairs).
+        ref = _measure(reference)
+        budget = int(max(ref[len(_COST_MODELS) :])) if ref else v * p
+        for order in ("FIW", "IFW"):
+            try:
+                greedy = _zero_bubble(name, p, m, _looped(p, v), [budget] * p, [budget] * p, order)
+            except ScheduleError:
+                continue
+            candidates.append(greedy)
     return _choose(reference, candidates)
 
 
