@@ -86,6 +86,7 @@ def rank_candidates(
     memory_limit: float | None = None,
     microbatch_counts: Sequence[int] | None = None,
     names: Sequence[str] | None = None,
+    num_stages: int | None = None,
 ) -> list[Candidate]:
     """Every schedule :func:`best` considers, simulated; those that fit first, fastest first.
 
@@ -107,12 +108,16 @@ def rank_candidates(
                 f"choose from {', '.join(VIRTUAL_CHOICES)}"
             )
         for v in VIRTUAL_CHOICES[name]:
+            if num_stages is not None and num_ranks * v != num_stages:
+                continue
             for m in counts:
                 try:
                     s = get(name, num_ranks, m, v)
                 except ScheduleError:
                     continue  # a size this generator does not make
-                t = simulate(s, _scaled_costs(costs, v, m, num_microbatches))
+                # With the stages fixed, costs are already per stage: only the size scales.
+                per_stage_v = 1 if num_stages is not None else v
+                t = simulate(s, _scaled_costs(costs, per_stage_v, m, num_microbatches))
                 memory = max(t.peak_activations.values()) / v * num_microbatches / m
                 fits = memory_limit is None or memory <= memory_limit + 1e-9
                 out.append(
@@ -130,6 +135,7 @@ def best(
     memory_limit: float | None = None,
     microbatch_counts: Sequence[int] | None = None,
     names: Sequence[str] | None = None,
+    num_stages: int | None = None,
 ) -> Schedule:
     """The training schedule with the shortest simulated step whose memory fits.
 
@@ -146,6 +152,9 @@ def best(
         one rank's share (1F1B's rank 0 holds num_ranks); None for no limit.
       microbatch_counts: other microbatch counts allowed (say the divisors of the batch).
       names: the schedule names to consider (default: all training schedules).
+      num_stages: for a program already split into this many stages: only schedules with
+        ``num_ranks * v == num_stages`` are considered, and ``costs`` are per stage of that
+        split (``F@s`` for stage s, as a runtime measures them), not scaled by v.
 
     Raises ScheduleError when nothing fits, naming the least memory any candidate needs.
 
@@ -160,6 +169,7 @@ def best(
         memory_limit=memory_limit,
         microbatch_counts=microbatch_counts,
         names=names,
+        num_stages=num_stages,
     )
     if not ranked:
         raise ScheduleError(

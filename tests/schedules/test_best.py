@@ -62,3 +62,15 @@ def test_nothing_fits_is_an_error():
         best(4, 8, memory_limit=0)
     with pytest.raises(ScheduleError, match="unknown training schedule 'inference'"):
         best(4, 8, names=["inference"])
+
+
+def test_fixed_stages_use_measured_per_stage_costs():
+    """A runtime's case: 8 stages already split, costs measured per stage (stage 7 slow)."""
+    costs = {"F": 1.0, "B": 2.0, "F@7": 3.0, "B@7": 6.0}
+    ranked = rank_candidates(4, 8, costs, num_stages=8)
+    assert ranked and all(c.schedule.num_stages == 8 for c in ranked)
+    assert {c.virtual_stages for c in ranked} == {2}
+    top = ranked[0]
+    assert top.makespan == pytest.approx(simulate(top.schedule, costs).makespan)
+    assert best(4, 8, costs, num_stages=8) == top.schedule
+    assert rank_candidates(4, 8, costs, num_stages=6) == []
