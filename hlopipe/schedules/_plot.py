@@ -215,7 +215,12 @@ def to_chrome_trace(
                     "tid": r,
                     "ts": start * unit_us,
                     "dur": (end - start) * unit_us,
-                    "args": {"stage": a.stage, "microbatch": a.microbatch, "kind": a.kind.value},
+                    "args": {
+                        "stage": a.stage,
+                        "microbatch": a.microbatch,
+                        "kind": a.kind.value,
+                        **({"parts": [str(x) for x in a.parts]} if len(a.parts) > 1 else {}),
+                    },
                 }
             )
     trace = {"traceEvents": events, "displayTimeUnit": "ms"}

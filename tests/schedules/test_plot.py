@@ -83,3 +83,10 @@ def test_wide_schedules_stay_readable():
     # Labels only where they fit: fewer texts than boxes, and none of them wider than its box.
     boxes = sum(len(evs) for evs in simulate(get("zb-v", 16, 64)).events.values())
     assert 0 < len(fig.axes[0].texts) < boxes
+
+
+def test_chrome_trace_names_an_overlap_parts():
+    t = simulate(get("dualpipev", 2, 4))
+    spans = [e for e in to_chrome_trace(t)["traceEvents"] if e.get("cat") == "OVERLAP_F_B"]
+    assert spans and spans[0]["name"].endswith(")OVERLAP_F_B")
+    assert len(spans[0]["args"]["parts"]) == 2
