@@ -10,12 +10,17 @@ Pure Python: imports nothing of hlopipe but :mod:`hlopipe.errors`, and no JAX.
 0.273
 """
 
+from hlopipe.schedules._auto import Candidate, best, rank_candidates
 from hlopipe.schedules._generators import (
     GENERATORS,
+    canonical_name,
+    default_virtual_stages,
+    dualpipev,
     get,
     gpipe,
     inference,
     interleaved_1f1b,
+    interleaved_zb,
     looped_bfs,
     names,
     one_f_one_b,
@@ -24,7 +29,7 @@ from hlopipe.schedules._generators import (
     zb_v,
 )
 from hlopipe.schedules._grid import format_grid
-from hlopipe.schedules._ir import Action, Kind, Schedule
+from hlopipe.schedules._ir import Action, Kind, Overlap, Schedule, split_overlaps
 from hlopipe.schedules._lower import lower
 from hlopipe.schedules._plot import plot, to_chrome_trace
 from hlopipe.schedules._simulate import Timeline, align, parse_costs, resolve_costs, simulate
@@ -35,24 +40,33 @@ available = names
 __all__ = [
     "GENERATORS",
     "Action",
+    "Candidate",
     "Kind",
+    "Overlap",
     "Schedule",
     "Timeline",
     "align",
     "available",
+    "best",
+    "canonical_name",
+    "default_virtual_stages",
+    "dualpipev",
     "format_grid",
     "get",
     "gpipe",
     "inference",
     "interleaved_1f1b",
+    "interleaved_zb",
     "looped_bfs",
     "lower",
     "names",
     "one_f_one_b",
     "parse_costs",
     "plot",
+    "rank_candidates",
     "resolve_costs",
     "simulate",
+    "split_overlaps",
     "to_chrome_trace",
     "validate",
     "zb_h1",

@@ -2,7 +2,8 @@
 
 Shared by the validator (which only asks "does it finish?") and the simulator (which asks
 "when does each action run?"). Sends are non-blocking: a SEND takes no time on its rank and the
-data lands ``send_cost`` later; a RECV blocks its rank until the data has landed.
+data lands ``send_cost`` later; a RECV blocks its rank until the data has landed. An
+OVERLAP_F_B starts when the inputs of both its parts are there, and both parts end with it.
 """
 
 from __future__ import annotations
@@ -41,6 +42,9 @@ def run(
 
     def ready(rank: int, a: Action) -> float | None:
         """When ``a``'s inputs are on ``rank``; None while one is missing."""
+        if a.kind is Kind.OVERLAP_F_B:
+            times = [ready(rank, part) for part in a.parts]
+            return None if any(t is None for t in times) else max(times)  # type: ignore[type-var]
         s, k, mb = a
         if k is Kind.F:
             if s == 0:
@@ -88,7 +92,8 @@ def run(
                     start = max(free[r], t)
                     stop = start + duration(a)
                 events[r].append((a, start, stop))
-                end[a] = stop
+                for part in a.parts:
+                    end[part] = stop
                 free[r] = stop
                 i += 1
                 progress = True
@@ -101,6 +106,8 @@ def run(
 
 def _needs(schedule: Schedule, a: Action) -> list[tuple[int, Kind, int]]:
     """The actions ``a`` waits for (any one of those with the same stage and microbatch)."""
+    if a.kind is Kind.OVERLAP_F_B:
+        return [d for part in a.parts for d in _needs(schedule, part)]
     s, k, mb = a
     if k is Kind.F:
         return [(s - 1, Kind.F, mb)] if s > 0 else []
@@ -124,16 +131,18 @@ def _deadlock(schedule: Schedule, blocked: dict[int, int], end: dict) -> Excepti
     where: dict[tuple[int, Kind, int], tuple[int, int]] = {}
     for r, row in schedule.actions.items():
         for t, a in enumerate(row):
-            if a is not None:
-                where.setdefault(tuple(a), (r, t))  # type: ignore[arg-type]
+            for part in () if a is None else a.parts:
+                where.setdefault(tuple(part), (r, t))  # type: ignore[arg-type]
     lines = []
     for r, step in blocked.items():
         a = schedule.actions[r][step]
         assert a is not None
         missing = [d for d in _needs(schedule, a) if d not in end]
         # Two alternatives (B or I of a stage): name the one that exists, if any.
-        if len(missing) == 2:
-            missing = [next((d for d in missing if d in where), missing[0])]
+        for d in list(missing):
+            twin = (d[0], Kind.I if d[1] is Kind.B else Kind.B, d[2])
+            if d[1] in _BACKWARD and twin in missing and d in missing:
+                missing.remove(twin if d in where or twin not in where else d)
         waits = []
         for d in missing:
             name = Action(*d).describe()

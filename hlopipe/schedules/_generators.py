@@ -11,7 +11,7 @@ import re
 from collections.abc import Callable
 
 from hlopipe.errors import ScheduleError
-from hlopipe.schedules._ir import Action, Kind, Schedule
+from hlopipe.schedules._ir import Action, Kind, Overlap, Schedule
 
 F, B, I, W = Kind.F, Kind.B, Kind.I, Kind.W
 
@@ -77,43 +77,201 @@ def one_f_one_b(num_ranks: int, num_microbatches: int, virtual_stages: int = 1) 
     return Schedule("1f1b", p, p, m, tuple(range(p)), actions)
 
 
+def _rounds(m: int, size: int) -> list[list[int]]:
+    """Microbatches 0..m-1 in rounds of ``size`` (the last one shorter when size does not
+    divide m)."""
+    return [list(range(g, min(g + size, m))) for g in range(0, m, size)]
+
+
+def _even_rounds(m: int, count: int) -> list[list[int]]:
+    """Microbatches 0..m-1 in ``count`` rounds whose sizes differ by at most one (larger first)."""
+    base, extra = divmod(m, count)
+    out, start = [], 0
+    for k in range(count):
+        size = base + (k < extra)
+        out.append(list(range(start, start + size)))
+        start += size
+    return out
+
+
+def _interleaved_row(
+    p: int,
+    v: int,
+    r: int,
+    rounds: list[list[int]],
+    warmup_factor: int,
+    zero_bubble: bool,
+    w_lag: int,
+) -> list[Action | None]:
+    """One rank's list of a looped (interleaved) schedule with v stages per rank.
+
+    Forwards go round by round, each round through the rank's stages in order; backwards
+    round by round, stages in reverse. Rank r runs ``(v - 1) * len(first round) +
+    warmup_factor * (p - r - 1)`` forwards first (with one stage per rank, 1F1B's p - r - 1),
+    then alternates one forward and one backward, then runs the backwards left. With
+    ``zero_bubble`` a backward is an I, and the W of the k-th I follows the (k + w_lag)-th I
+    (the rest at the end).
+    """
+    fwd = [Action(c * p + r, F, i) for g in rounds for c in range(v) for i in g]
+    bk = I if zero_bubble else B
+    bwd = [Action(c * p + r, bk, i) for g in rounds for c in reversed(range(v)) for i in g]
+    total = len(fwd)
+    if v == 1:
+        warmup = min(total, p - r - 1)
+    else:
+        warmup = min(total, (v - 1) * len(rounds[0]) + warmup_factor * (p - r - 1))
+    row: list[Action | None] = []
+    done_b = 0
+
+    def backward(a: Action) -> None:
+        nonlocal done_b
+        row.append(a)
+        done_b += 1
+        if zero_bubble and done_b > w_lag:
+            w = bwd[done_b - 1 - w_lag]
+            row.append(Action(w.stage, W, w.microbatch))
+
+    # 1. warm-up.
+    row += fwd[:warmup]
+    # 2. steady state: one forward, one backward.
+    for i in range(total - warmup):
+        row.append(fwd[warmup + i])
+        backward(bwd[i])
+    # 3. cool-down: the backwards left, then the W's still owed.
+    for a in bwd[total - warmup :]:
+        backward(a)
+    if zero_bubble:
+        row += [Action(a.stage, W, a.microbatch) for a in bwd[max(0, done_b - w_lag) :]]
+    return row
+
+
+# The two cost models candidates are compared at: unit costs (F = I = W = 1, B = 2) and a
+# backward twice the forward with a cheap weight gradient (F = 1, B = 2, I = 1.5, W = 0.5).
+_COST_MODELS = ({"F": 1.0, "B": 2.0, "I": 1.0, "W": 1.0}, {"F": 1.0, "B": 2.0, "I": 1.5, "W": 0.5})
+# Above this many (stage, microbatch) pairs a generator keeps its textbook rule rather than
+# simulating alternatives (each costs a few simulations of the whole schedule).
+_SEARCH_LIMIT = 4096
+
+
+def _measure(s: Schedule) -> tuple[float, ...] | None:
+    """Makespan at each cost model, then each rank's most live activations at any of them;
+    None when the schedule deadlocks."""
+    from hlopipe.schedules._simulate import simulate
+
+    makespans = []
+    peaks = [0] * s.num_ranks
+    try:
+        for costs in _COST_MODELS:
+            t = simulate(s, costs)
+            makespans.append(t.makespan)
+            peaks = [max(peaks[r], t.peak_activations[r]) for r in range(s.num_ranks)]
+    except ScheduleError:
+        return None
+    return (*makespans, *map(float, peaks))
+
+
+def _choose(reference: Schedule, candidates: list[Schedule]) -> Schedule:
+    """The reference (the textbook rule), or the candidate with the shortest step (summed over
+    the cost models) among those that run and are no worse than it at every cost model and
+    in peak memory. A reference that deadlocks (none of the shipped rules does) is replaced by
+    the best candidate that runs."""
+    n = len(_COST_MODELS)
+    ref = _measure(reference)
+    best, best_key = reference, (float("inf"), float("inf"))
+    if ref is not None:
+        best_key = (sum(ref[:n]), sum(ref[n:]))
+    seen = {_key_of(reference)}
+    for c in candidates:
+        if _key_of(c) in seen:
+            continue
+        seen.add(_key_of(c))
+        got = _measure(c)
+        if got is None or (ref is not None and any(g > r for g, r in zip(got, ref, strict=True))):
+            continue
+        key = (sum(got[:n]), sum(got[n:]))
+        if key < best_key:
+            best, best_key = c, key
+    if ref is None and best is reference:
+        raise ScheduleError(f"{reference.name}: no candidate order runs (a bug)")
+    return best
+
+
+def _key_of(s: Schedule) -> tuple:
+    return tuple(tuple(row) for row in s.actions.values())
+
+
+def _interleaved(
+    name: str, p: int, m: int, v: int, zero_bubble: bool, warmup_factor: int
+) -> Schedule:
+    def build(rounds: list[list[int]], factor: int, lag: int | None = None) -> Schedule:
+        rows: dict[int, list[Action | None]] = {
+            r: _interleaved_row(p, v, r, rounds, factor, zero_bubble, r if lag is None else lag)
+            for r in range(p)
+        }
+        return Schedule(name, p, p * v, m, _looped(p, v), rows)
+
+    # The textbook rule: max(1, m // p) rounds of equal size (Megatron-LM's and torch's, which
+    # take only microbatch counts it divides evenly) else rounds of p, the last one shorter.
+    count = max(1, m // p)
+    reference_rounds = _even_rounds(m, count) if m % count == 0 else _rounds(m, p)
+    reference = build(reference_rounds, warmup_factor)
+    if (v == 1 and not zero_bubble) or p * v * m > _SEARCH_LIMIT:
+        return reference
+    # Other warm-ups, kept only where no worse at any cost model or in memory.
+    candidates = []
+    for rounds in {
+        tuple(map(tuple, x)) for x in (_rounds(m, p), _even_rounds(m, count), _rounds(m, m))
+    }:
+        for factor in (1, 2):
+            for lag in (None, 0) if zero_bubble else (None,):
+                candidates.append(build([list(g) for g in rounds], factor, lag))
+    if zero_bubble:
+        # The greedy zero-bubble builder on the same looped placement, at the memory of the
+        # textbook rule's busiest rank (in (stage, microbatch) pairs).
+        ref = _measure(reference)
+        budget = int(max(ref[len(_COST_MODELS) :])) if ref else v * p
+        for order in ("FIW", "IFW"):
+            try:
+                greedy = _zero_bubble(name, p, m, _looped(p, v), [budget] * p, [budget] * p, order)
+            except ScheduleError:
+                continue
+            candidates.append(greedy)
+    return _choose(reference, candidates)
+
+
 def interleaved_1f1b(num_ranks: int, num_microbatches: int, virtual_stages: int = 2) -> Schedule:
     """Interleaved 1F1B (Megatron-LM): v looped stages per rank, 1F1B over (stage, microbatch).
 
-    Rank r holds stages r, r + p, ..., and runs microbatches in groups of p through each of its
-    stages in turn. The bubble shrinks by v: (p - 1) / (v m + p - 1) with F = B. When p does
-    not divide m, the schedule is built for the next multiple of p and the missing microbatches
-    are dropped: removing actions from a schedule that runs leaves one that runs (each rank
-    keeps its order, and a microbatch only waits on itself), at the cost of some bubble.
+    Rank r holds stages r, r + p, ..., and runs microbatches in rounds through each of its
+    stages in turn: max(1, m // p) rounds of equal size when they divide m (as Megatron-LM and
+    torch do), else rounds of p with a shorter last one. The bubble shrinks by v:
+    (p - 1) / (v m + p - 1) with F = B when p divides m. Other round sizes and warm-ups are
+    tried too, and one is kept only where its simulated step is no longer, at unit costs and at
+    F = 1, B = 2, W = 0.5, and its peak memory no larger.
 
     >>> interleaved_1f1b(2, 2, 2).stage_to_rank
     (0, 1, 0, 1)
     """
     p, m, v = num_ranks, num_microbatches, virtual_stages
     _check("interleaved-1f1b", p, m, v)
-    padded = -(-m // p) * p
-    groups = [range(g, g + p) for g in range(0, padded, p)]
-    actions: dict[int, list[Action | None]] = {}
-    for r in range(p):
-        fwd = [Action(c * p + r, F, i) for g in groups for c in range(v) for i in g]
-        bwd = [Action(c * p + r, B, i) for g in groups for c in reversed(range(v)) for i in g]
-        total = len(fwd)
-        # Rank r runs forwards until the first backward of its last stage can arrive: its
-        # other stages' first group, (v - 1) p, and the round trip below it, 2 (p - r - 1).
-        # With one stage per rank this is plain 1F1B's warm-up.
-        if v == 1:
-            warmup = min(total, p - r - 1)
-        else:
-            warmup = min(total, 2 * (p - r - 1) + (v - 1) * p)
-        # 1. warm-up.
-        row: list[Action | None] = list(fwd[:warmup])
-        # 2. steady state: one forward, one backward.
-        for i in range(total - warmup):
-            row += [fwd[warmup + i], bwd[i]]
-        # 3. cool-down.
-        row += bwd[total - warmup :]
-        actions[r] = [a for a in row if a is not None and a.microbatch < m]
-    return Schedule("interleaved-1f1b", p, p * v, m, _looped(p, v), actions)
+    return _interleaved("interleaved-1f1b", p, m, v, zero_bubble=False, warmup_factor=2)
+
+
+def interleaved_zb(num_ranks: int, num_microbatches: int, virtual_stages: int = 2) -> Schedule:
+    """Interleaved zero bubble: interleaved 1F1B with the backward split into I and W.
+
+    The warm-up is one forward per rank below instead of two (the I is shorter than a B), and
+    rank r runs the W of each I r backwards later, filling the cool-down with W's. Candidates
+    from other round sizes, warm-ups and W delays, and from the greedy zero-bubble builder with
+    the same placement, are kept only where they are no worse at both cost models and in
+    memory.
+
+    >>> interleaved_zb(2, 4).stage_to_rank, sorted({a.kind.value for a in interleaved_zb(2, 4).actions[0]})
+    ((0, 1, 0, 1), ['F', 'I', 'W'])
+    """  # noqa: E501
+    p, m, v = num_ranks, num_microbatches, virtual_stages
+    _check("interleaved-zb", p, m, v)
+    return _interleaved("interleaved-zb", p, m, v, zero_bubble=True, warmup_factor=1)
 
 
 def looped_bfs(num_ranks: int, num_microbatches: int, virtual_stages: int = 2) -> Schedule:
@@ -243,7 +401,7 @@ def _zero_bubble(
             busy_until = t + 1
         if busy_until == t and remaining:
             # Nothing started and nothing is running: the limits leave no way forward.
-            raise ScheduleError(f"{name}: stuck with memory limits {alive_limit} (a bug)")
+            raise ScheduleError(f"{name}: stuck with memory limits {alive_limit}")
         t += 1
     return Schedule(name, p, num_stages, m, placement, actions)
 
@@ -278,20 +436,176 @@ def zb_h2(num_ranks: int, num_microbatches: int, virtual_stages: int = 1) -> Sch
     return _zero_bubble("zb-h2", p, m, tuple(range(p)), [2 * p - 1] * p, [2 * p] * p, "IFW")
 
 
+def _zb_v_row(p: int, m: int, r: int) -> list[Action | None]:
+    """Rank r's list of ZB-V as the zero-bubble paper hand-builds it (its Figure 8).
+
+    Built for n = max(2p - 1, m) microbatches, the ones past m then dropped (removing a
+    microbatch from a schedule that runs leaves one that runs: each rank keeps its order and a
+    microbatch only waits on itself).
+    """
+    n = max(2 * p - 1, m)
+    down, up = r, 2 * p - 1 - r
+    count = {(down, F): 0, (up, F): 0, (down, I): 0, (up, I): 0, (down, W): 0, (up, W): 0}
+    row: list[Action | None] = []
+
+    def add(stage: int, kind: Kind) -> None:
+        row.append(Action(stage, kind, count[stage, kind]))
+        count[stage, kind] += 1
+
+    # 1. warm-up: forwards of the down stage, enough to reach the tip of the V and back here.
+    for _ in range(2 * (p - r) - 1):
+        add(down, F)
+    # 2. both stages' forwards, alternating.
+    for _ in range(r):
+        add(up, F)
+        add(down, F)
+    # 3. the up stage's first backwards, each whole (I then W) right after its forward.
+    for _ in range(p - r):
+        add(up, F)
+        add(up, I)
+        add(up, W)
+    # 4. steady state: F I W on the down stage, then on the up stage.
+    while count[down, F] < n or count[up, F] < count[down, F]:
+        if count[down, F] < n:
+            add(down, F)
+        add(down, I)
+        add(down, W)
+        add(up, F)
+        add(up, I)
+        add(up, W)
+    # 5. cool-down: input gradients first (they are on the critical path), W's deferred...
+    for _ in range(r):
+        add(down, I)
+        add(up, I)
+    # 6. ...then the down stage's last I's, each followed by an owed W of that stage...
+    for _ in range(p - r):
+        add(down, I)
+        add(down, W)
+    # 7. ...and the W's still owed.
+    for stage in (up, down):
+        while count[stage, W] < count[stage, I]:
+            add(stage, W)
+    return [a for a in row if a is not None and a.microbatch < m]
+
+
 def zb_v(num_ranks: int, num_microbatches: int, virtual_stages: int = 2) -> Schedule:
     """ZB-V: two stages per rank in a V (rank r holds stages r and 2p - 1 - r), I/W split.
 
     The last stage sits on rank 0 next to the first, so the backward starts where the forward
-    began. Memory budget: 2p live (stage, microbatch) pairs per rank, each half of a 1F1B
-    stage's, so the same memory as 1F1B's rank 0.
+    began. The order is the zero-bubble paper's hand-built one (as torch's ZBVZeroBubble);
+    orders from the greedy zero-bubble builder (2p live (stage, microbatch) pairs per rank,
+    each half of a 1F1B stage's, so 1F1B's rank-0 memory) replace it only where they are no
+    worse at both cost models and in any rank's memory.
 
     >>> zb_v(3, 3).stage_to_rank
     (0, 1, 2, 2, 1, 0)
     """
     p, m = num_ranks, num_microbatches
     _check("zb-v", p, m, virtual_stages, (2,))
-    placement = tuple(s if s < p else 2 * p - 1 - s for s in range(2 * p))
-    return _zero_bubble("zb-v", p, m, placement, [2 * p] * p, [2 * p] * p, "FIW")
+    placement = _v_placement(p)
+    reference = Schedule("zb-v", p, 2 * p, m, placement, {r: _zb_v_row(p, m, r) for r in range(p)})
+    if 2 * p * m > _SEARCH_LIMIT:
+        return reference
+    candidates = []
+    for limit in (2 * p, 2 * p - 1):
+        for order in ("FIW", "IFW"):
+            try:
+                candidates.append(
+                    _zero_bubble("zb-v", p, m, placement, [limit] * p, [limit] * p, order)
+                )
+            except ScheduleError:
+                continue  # the greedy builder finds no way forward under this budget
+    return _choose(reference, candidates)
+
+
+def _v_placement(p: int) -> tuple[int, ...]:
+    """Two stages per rank in a V: rank r holds stages r and 2p - 1 - r."""
+    return tuple(s if s < p else 2 * p - 1 - s for s in range(2 * p))
+
+
+def _dualpipev_row(p: int, m: int, r: int) -> list[Action | None]:
+    """Rank r's list of :func:`dualpipev`."""
+    down, up = r, 2 * p - 1 - r  # the rank's stage on the way down the V, and back up
+    n_f = {down: 0, up: 0}
+    n_b = {down: 0, up: 0}
+    owed_w: list[Action] = []
+    row: list[Action | None] = []
+
+    def fwd(stage: int) -> Action:
+        n_f[stage] += 1
+        return Action(stage, F, n_f[stage] - 1)
+
+    def bwd(stage: int, split: bool) -> Action:
+        n_b[stage] += 1
+        a = Action(stage, I if split else B, n_b[stage] - 1)
+        if split:
+            owed_w.append(Action(stage, W, a.microbatch))
+        return a
+
+    def pay_w() -> None:
+        if owed_w:
+            row.append(owed_w.pop(0))
+
+    # 1. warm-up, down stage only: fill the ranks below.
+    row += [fwd(down) for _ in range(2 * (p - r - 1))]
+    # 2. both stages, one forward each.
+    for _ in range(r + 1):
+        row += [fwd(down), fwd(up)]
+    # 3. the first backwards of the up stage, split so that their W's fill the wait.
+    for _ in range(p - r - 1):
+        row.append(bwd(up, split=True))
+        pay_w()
+        row.append(fwd(up))
+    # 4. steady state: down's F with up's B, then up's F with down's B, as overlaps (the
+    #    last rank's first pair is left apart: its B is on the critical path).
+    for k in range(m - 2 * p + r + 1):
+        if k == 0 and r == p - 1:
+            row += [fwd(down), bwd(up, split=False)]
+        else:
+            row.append(Overlap(fwd(down), bwd(up, split=False)))
+        row.append(Overlap(fwd(up), bwd(down, split=False)))
+    # 5. the down stage's forwards are done: up's B, then up's F with down's B.
+    for _ in range(p - r - 1):
+        row.append(bwd(up, split=False))
+        row.append(Overlap(fwd(up), bwd(down, split=False)))
+    # 6. backwards of both stages; from the middle on, split, so W's can fill the tail.
+    n = r + 1
+    first_split = 2 * (n // 2) + (0 if r % 2 else 1)
+    for j in range(2 * n):
+        row.append(bwd(up if j % 2 == 0 else down, split=j >= first_split))
+    # 7. down's last backwards, split, each after an owed W.
+    for _ in range(p - r - 1):
+        pay_w()
+        row.append(bwd(down, split=True))
+    # 8. the W's left.
+    while owed_w:
+        pay_w()
+    return row
+
+
+def dualpipev(num_ranks: int, num_microbatches: int, virtual_stages: int = 2) -> Schedule:
+    """DualPipeV (DeepSeek-V3's DualPipe folded into a V): F&B overlap, half the devices' memory.
+
+    Stages in a V as in ZB-V (rank r holds stages r and 2p - 1 - r). In the steady state each
+    rank runs OVERLAP_F_B actions: the forward of one of its stages together with the backward
+    of its other stage, so one's compute can hide the other's transfers (on a runtime that
+    fuses them; :func:`~hlopipe.schedules.split_overlaps` runs them one after the other
+    elsewhere). Zero-bubble I/W splitting fills the start and the end. Needs at least 2p
+    microbatches. Bubble (p - 1)(F&B + B - 3W) at the steady state's costs, as DeepSeek gives.
+
+    >>> s = dualpipev(2, 4)
+    >>> s.stage_to_rank, str(s.actions[0][7])
+    ((0, 1, 1, 0), '(0F3;3B1)OVERLAP_F_B')
+    """
+    p, m = num_ranks, num_microbatches
+    _check("dualpipev", p, m, virtual_stages, (2,))
+    if m < 2 * p:
+        raise ScheduleError(
+            f"dualpipev needs at least 2 * num_ranks = {2 * p} microbatches, got {m}; "
+            "use zb-v for fewer"
+        )
+    actions = {r: _dualpipev_row(p, m, r) for r in range(p)}
+    return Schedule("dualpipev", p, 2 * p, m, _v_placement(p), actions)
 
 
 Generator = Callable[..., Schedule]
@@ -304,6 +618,8 @@ GENERATORS: dict[str, Generator] = {
     "zb-h1": zb_h1,
     "zb-h2": zb_h2,
     "zb-v": zb_v,
+    "interleaved-zb": interleaved_zb,
+    "dualpipev": dualpipev,
     "inference": inference,
 }
 
@@ -314,7 +630,9 @@ _ALIASES = {
     "megatron": "interleaved-1f1b",
     "bfs": "looped-bfs",
     "zerobubble": "zb-h1",
-    "dualpipev": "zb-v",
+    # torch.distributed.pipelining's class names, Schedule<Name>
+    "zbvzerobubble": "zb-v",
+    "interleavedzerobubble": "interleaved-zb",
     "forward": "inference",
     "forwardonly": "inference",
 }
@@ -336,6 +654,35 @@ def names() -> list[str]:
     return list(GENERATORS)
 
 
+def canonical_name(name: str) -> str:
+    """The generator name ``name`` stands for (case, ``-``, ``_``, spaces and aliases as in
+    :func:`get`); ScheduleError listing the valid names if none.
+
+    >>> canonical_name("ZBVZeroBubble")
+    'zb-v'
+    """
+    canonical = _LOOKUP.get(_key(name)) if isinstance(name, str) else None
+    if canonical is None:
+        raise ScheduleError(
+            f"unknown schedule {name!r}; valid names: {', '.join(GENERATORS)} "
+            f"(also: {', '.join(sorted(_ALIASES))})"
+        )
+    return canonical
+
+
+def default_virtual_stages(name: str) -> int:
+    """The stages per rank ``get(name, ...)`` makes when not told (no schedule built, so no
+    size is refused: dualpipev needs 2p microbatches, but its default is still 2).
+
+    >>> default_virtual_stages("dualpipev"), default_virtual_stages("1f1b")
+    (2, 1)
+    """
+    import inspect
+
+    default = inspect.signature(GENERATORS[canonical_name(name)]).parameters["virtual_stages"]
+    return int(default.default)
+
+
 def get(
     name: str,
     num_ranks: int,
@@ -344,19 +691,14 @@ def get(
 ) -> Schedule:
     """The schedule called ``name`` (case, ``-``, ``_`` and spaces ignored; aliases accepted).
 
-    ``virtual_stages=None`` takes the generator's default (2 for interleaved-1f1b, looped-bfs
-    and zb-v, else 1). An unknown name raises ScheduleError listing the valid ones.
+    ``virtual_stages=None`` takes the generator's default (2 for interleaved-1f1b,
+    interleaved-zb, looped-bfs, zb-v and dualpipev, else 1). A name gives the schedule it
+    names, never another one. An unknown name raises ScheduleError listing the valid ones.
 
     >>> get("Interleaved_1F1B", 4, 8, virtual_stages=2).num_stages
     8
     """
-    canonical = _LOOKUP.get(_key(name)) if isinstance(name, str) else None
-    if canonical is None:
-        raise ScheduleError(
-            f"unknown schedule {name!r}; valid names: {', '.join(GENERATORS)} "
-            f"(also: {', '.join(sorted(_ALIASES))})"
-        )
-    generator = GENERATORS[canonical]
+    generator = GENERATORS[canonical_name(name)]
     if virtual_stages is None:
         return generator(num_ranks, num_microbatches)
     return generator(num_ranks, num_microbatches, virtual_stages)

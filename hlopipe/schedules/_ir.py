@@ -6,6 +6,10 @@ output to stage ``s + 1``; ``RECV_F`` of stage ``s`` receives stage ``s``'s inpu
 ``s - 1``; ``SEND_B`` of stage ``s`` ships the gradient of stage ``s``'s input to stage
 ``s - 1``; ``RECV_B`` of stage ``s`` receives the gradient of its output from stage ``s + 1``.
 So an action never needs a peer field: the peer follows from the stage and the placement.
+
+An :class:`Overlap` (kind ``OVERLAP_F_B``) is one forward and one backward, of other stages or
+microbatches, run as one unit on a rank (DualPipe's F&B overlap: one's compute hides the
+other's transfers). It prints as torch.distributed.pipelining does, ``(0F7;7B3)OVERLAP_F_B``.
 """
 
 from __future__ import annotations
@@ -33,18 +37,20 @@ class Kind(str, Enum):  # noqa: UP042 - the house style: a str mixin
     RECV_F = "RECV_F"  # receive this stage's input activation from the previous stage
     SEND_B = "SEND_B"  # send the gradient of this stage's input to the previous stage
     RECV_B = "RECV_B"  # receive the gradient of this stage's output from the next stage
+    OVERLAP_F_B = "OVERLAP_F_B"  # one F and one B (or I) run together: see Overlap
 
     def __str__(self) -> str:
         return self.value
 
 
-COMPUTE_KINDS = frozenset({Kind.F, Kind.B, Kind.I, Kind.W})
+COMPUTE_KINDS = frozenset({Kind.F, Kind.B, Kind.I, Kind.W, Kind.OVERLAP_F_B})
 COMM_KINDS = frozenset({Kind.SEND_F, Kind.RECV_F, Kind.SEND_B, Kind.RECV_B})
 
-# Longest names first so that "SEND_F" is not read as "S..." + "F".
-_ACTION_RE = re.compile(
-    r"^(\d+)(" + "|".join(sorted((k.value for k in Kind), key=len, reverse=True)) + r")(\d+)$"
-)
+# Longest names first so that "SEND_F" is not read as "S..." + "F". OVERLAP_F_B has its own
+# form, "(F;B)OVERLAP_F_B", never "<stage>OVERLAP_F_B<microbatch>".
+_PLAIN_KINDS = sorted((k.value for k in Kind if k is not Kind.OVERLAP_F_B), key=len, reverse=True)
+_ACTION_RE = re.compile(r"^(\d+)(" + "|".join(_PLAIN_KINDS) + r")(\d+)$")
+_OVERLAP_RE = re.compile(r"^\(([^;()]*);([^;()]*)\)" + Kind.OVERLAP_F_B.value + "$")
 
 
 class Action(NamedTuple):
@@ -63,19 +69,93 @@ class Action(NamedTuple):
 
     @classmethod
     def parse(cls, text: str) -> Action:
-        """The action ``text`` names (the exact inverse of ``str``); ScheduleError if none."""
-        match = _ACTION_RE.match(text.strip())
+        """The action ``text`` names (the exact inverse of ``str``); ScheduleError if none.
+
+        ``(0F7;7B3)OVERLAP_F_B`` gives an :class:`Overlap`.
+        """
+        stripped = text.strip() if isinstance(text, str) else ""
+        overlap = _OVERLAP_RE.match(stripped)
+        if overlap is not None:
+            return Overlap(cls.parse(overlap[1]), cls.parse(overlap[2]))
+        match = _ACTION_RE.match(stripped)
         if match is None:
-            kinds = ", ".join(k.value for k in Kind)
+            kinds = ", ".join(_PLAIN_KINDS[::-1])
             raise ScheduleError(
                 f"cannot parse action {text!r}: expected <stage><kind><microbatch> such as "
-                f"'2F0' or '1SEND_B3', kind one of {kinds}"
+                f"'2F0' or '1SEND_B3', kind one of {kinds}, or (<F>;<B>)OVERLAP_F_B such as "
+                "'(0F7;7B3)OVERLAP_F_B'"
             )
         return cls(int(match[1]), Kind(match[2]), int(match[3]))
 
     def describe(self) -> str:
         """Words for error messages: ``B of stage 2, microbatch 3``."""
         return f"{self.kind.value} of stage {self.stage}, microbatch {self.microbatch}"
+
+    @property
+    def parts(self) -> tuple[Action, ...]:
+        """The plain actions this one runs: itself, or an overlap's forward and backward."""
+        return (self,)
+
+
+class Overlap(Action):
+    """One forward and one backward run as one unit (torch's ``OVERLAP_F_B``).
+
+    As a tuple it reads ``(forward.stage, OVERLAP_F_B, forward.microbatch)``, so code that only
+    looks at ``kind`` sees one action; ``forward`` and ``backward`` (a B or an I, of another
+    stage or microbatch) are the two it runs, ``parts`` both. Two overlaps are equal when both
+    parts are.
+
+    >>> o = Overlap(Action(0, Kind.F, 7), Action(7, Kind.B, 3))
+    >>> str(o), o.kind.value, Action.parse(str(o)) == o
+    ('(0F7;7B3)OVERLAP_F_B', 'OVERLAP_F_B', True)
+    """
+
+    backward: Action
+
+    def __new__(cls, forward: Action, backward: Action) -> Overlap:
+        if not (isinstance(forward, Action) and forward.kind is Kind.F):
+            raise ScheduleError(f"OVERLAP_F_B: the first part must be an F, got {forward}")
+        if not (isinstance(backward, Action) and backward.kind in (Kind.B, Kind.I)):
+            raise ScheduleError(f"OVERLAP_F_B: the second part must be a B or an I, got {backward}")
+        if isinstance(forward, Overlap) or isinstance(backward, Overlap):
+            raise ScheduleError("OVERLAP_F_B: an overlap cannot hold another overlap")
+        self = super().__new__(cls, forward.stage, Kind.OVERLAP_F_B, forward.microbatch)
+        self.backward = Action(*backward)
+        return self
+
+    @property
+    def forward(self) -> Action:
+        """The forward part."""
+        return Action(self.stage, Kind.F, self.microbatch)
+
+    @property
+    def parts(self) -> tuple[Action, ...]:
+        return (self.forward, self.backward)
+
+    def __str__(self) -> str:
+        return f"({self.forward};{self.backward}){Kind.OVERLAP_F_B.value}"
+
+    def __repr__(self) -> str:
+        return f"Overlap({self.forward!r}, {self.backward!r})"
+
+    def __eq__(self, other: object) -> bool:
+        return (
+            isinstance(other, Overlap)
+            and tuple(self) == tuple(other)
+            and self.backward == other.backward
+        )
+
+    def __ne__(self, other: object) -> bool:
+        return not self == other
+
+    def __hash__(self) -> int:
+        return hash((tuple(self), tuple(self.backward)))
+
+    def __getnewargs__(self) -> tuple[Action, Action]:  # type: ignore[override]
+        return (self.forward, self.backward)
+
+    def describe(self) -> str:
+        return f"OVERLAP_F_B of {self.forward.describe()} and {self.backward.describe()}"
 
 
 @dataclass
@@ -140,10 +220,15 @@ class Schedule:
     def has_backward(self) -> bool:
         """Whether the schedule trains (holds B, I or W) rather than only runs forwards."""
         return any(
-            a is not None and a.kind in (Kind.B, Kind.I, Kind.W)
+            a is not None and a.kind in (Kind.B, Kind.I, Kind.W, Kind.OVERLAP_F_B)
             for row in self.actions.values()
             for a in row
         )
+
+    @property
+    def has_overlaps(self) -> bool:
+        """Whether the schedule holds OVERLAP_F_B actions (see :func:`split_overlaps`)."""
+        return any(isinstance(a, Overlap) for row in self.actions.values() for a in row)
 
     def compute_only(self) -> Schedule:
         """This schedule without sends, receives and idle slots."""
@@ -233,6 +318,92 @@ class Schedule:
             actions[int(row[0])] = [Action.parse(c) if c.strip() else None for c in row[1:]]
         return cls(actions=actions, **meta)
 
+    # -- torch.distributed.pipelining's CSV ------------------------------------------------------
+
+    def to_torch_csv(self) -> str:
+        """The CSV torch.distributed.pipelining reads (``_load_csv``): one row per rank in rank
+        order, one action per cell in torch's text (``0F1``, ``1SEND_B0``,
+        ``(0F7;7B3)OVERLAP_F_B``), no header; an idle slot is an empty cell.
+
+        A compute-only schedule is torch's ``compute_only`` format, a lowered one its
+        ``compute_comms`` format (same action names and meaning: SEND_F of stage s ships s's
+        output to s + 1, RECV_B of stage s takes the gradient of s's output from s + 1).
+
+        >>> from hlopipe.schedules import get
+        >>> print(get("1f1b", 2, 2).to_torch_csv(), end="")
+        0F0,0F1,0B0,0B1
+        1F0,1B0,1F1,1B1
+        """
+        out = io.StringIO()
+        writer = csv.writer(out, lineterminator="\n")
+        for r in range(self.num_ranks):
+            writer.writerow(["" if a is None else str(a) for a in self.actions[r]])
+        return out.getvalue()
+
+    @classmethod
+    def from_torch_csv(
+        cls, text: str, name: str = "torch", num_microbatches: int | None = None
+    ) -> Schedule:
+        """The schedule in torch.distributed.pipelining's CSV form (see :meth:`to_torch_csv`).
+
+        Row r is rank r. Stage placement and the stage count come from where each stage's
+        actions are; the microbatch count from the largest one named unless given. torch's
+        bookkeeping actions that move no data between stages and compute nothing the
+        schedule orders (``UNSHARD``, ``RESHARD``, ``REDUCE_GRAD``: FSDP/DDP steps; hlopipe's
+        runtime reduces gradients itself) are dropped. Anything else unknown is an error
+        naming its row and column.
+
+        >>> s = Schedule.from_torch_csv("0F0,0F1,0B0,0B1\\n1F0,1B0,1F1,1B1\\n")
+        >>> s.num_ranks, s.num_stages, s.num_microbatches, s.stage_to_rank
+        (2, 2, 2, (0, 1))
+        """
+        rows = list(csv.reader(io.StringIO(text)))
+        if not rows or all(not any(c.strip() for c in row) for row in rows):
+            raise ScheduleError("torch CSV: no actions (expected one row of actions per rank)")
+        actions: dict[int, list[Action | None]] = {}
+        placed: dict[int, int] = {}
+        top_mb = -1
+        for r, row in enumerate(rows):
+            parsed: list[Action | None] = []
+            for col, cell in enumerate(row):
+                cell = cell.strip()
+                if not cell:
+                    parsed.append(None)
+                    continue
+                if _TORCH_BOOKKEEPING.match(cell):
+                    continue
+                try:
+                    a = Action.parse(cell)
+                except ScheduleError as e:
+                    raise ScheduleError(
+                        f"torch CSV, row {r + 1} (rank {r}), column {col + 1}: {e}"
+                    ) from e
+                for part in a.parts:
+                    top_mb = max(top_mb, part.microbatch)
+                    if part.kind in COMPUTE_KINDS and placed.setdefault(part.stage, r) != r:
+                        raise ScheduleError(
+                            f"torch CSV, row {r + 1} (rank {r}), column {col + 1}: {part} runs "
+                            f"stage {part.stage}, which rank {placed[part.stage]} runs too"
+                        )
+                parsed.append(a)
+            actions[r] = parsed
+        num_stages = max(placed, default=-1) + 1
+        missing = [s for s in range(num_stages) if s not in placed]
+        if missing or not placed:
+            raise ScheduleError(
+                f"torch CSV: no compute action of stage(s) {missing or [0]}, so their rank is "
+                "unknown"
+            )
+        m = top_mb + 1 if num_microbatches is None else num_microbatches
+        return cls(
+            name, len(rows), num_stages, m, tuple(placed[s] for s in range(num_stages)), actions
+        )
+
+
+# torch's actions that are not part of a schedule's data flow: FSDP's unshard/reshard and the
+# gradient reduction after a stage's last backward, as ``<stage>UNSHARD`` and so on.
+_TORCH_BOOKKEEPING = re.compile(r"^\d+(UNSHARD|RESHARD|REDUCE_GRAD)\d*$")
+
 
 def _parse_header(line: str) -> dict:
     prefix = "# hlopipe-schedule "
@@ -257,3 +428,30 @@ def iter_actions(schedule: Schedule) -> Iterable[tuple[int, int, Action]]:
         for t, a in enumerate(schedule.actions[r]):
             if a is not None:
                 yield r, t, a
+
+
+def iter_parts(schedule: Schedule) -> Iterable[tuple[int, int, Action]]:
+    """Like :func:`iter_actions`, with each overlap given as its two parts (same rank, step)."""
+    for r, t, a in iter_actions(schedule):
+        for part in a.parts:
+            yield r, t, part
+
+
+def split_overlaps(schedule: Schedule) -> Schedule:
+    """``schedule`` with each OVERLAP_F_B replaced by its forward, then its backward.
+
+    For a runtime that does not fuse the two: the result runs the same work in an order the
+    validator accepts whenever the original's is accepted (neither part waits for the other,
+    so running them one after the other only delays, never deadlocks). Sends and receives of
+    a lowered schedule stay where they are (before and after the pair).
+
+    >>> s = Schedule("t", 2, 2, 2, (0, 1), {0: [Overlap(Action(0, Kind.F, 1), Action(0, Kind.B, 0))]})
+    >>> [str(a) for a in split_overlaps(s).actions[0]]
+    ['0F1', '0B0']
+    """  # noqa: E501
+    return schedule.replace_actions(
+        {
+            r: [part for a in row for part in ((None,) if a is None else a.parts)]
+            for r, row in schedule.actions.items()
+        }
+    )

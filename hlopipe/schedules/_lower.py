@@ -39,17 +39,18 @@ def lower(schedule: Schedule) -> Schedule:
             if a is None:
                 row.append(None)
                 continue
-            s, k, mb = a
-            # Receive just before the action that needs the data.
-            if k is Kind.F and s > 0 and place[s - 1] != r:
-                row.append(Action(s, Kind.RECV_F, mb))
-            elif k in (Kind.B, Kind.I) and s < last and place[s + 1] != r:
-                row.append(Action(s, Kind.RECV_B, mb))
+            # Receive just before the action that needs the data (both parts of an overlap).
+            for s, k, mb in a.parts:
+                if k is Kind.F and s > 0 and place[s - 1] != r:
+                    row.append(Action(s, Kind.RECV_F, mb))
+                elif k in (Kind.B, Kind.I) and s < last and place[s + 1] != r:
+                    row.append(Action(s, Kind.RECV_B, mb))
             row.append(a)
             # Send just after the action that made it.
-            if k is Kind.F and s < last and place[s + 1] != r:
-                row.append(Action(s, Kind.SEND_F, mb))
-            elif k in (Kind.B, Kind.I) and s > 0 and place[s - 1] != r:
-                row.append(Action(s, Kind.SEND_B, mb))
+            for s, k, mb in a.parts:
+                if k is Kind.F and s < last and place[s + 1] != r:
+                    row.append(Action(s, Kind.SEND_F, mb))
+                elif k in (Kind.B, Kind.I) and s > 0 and place[s - 1] != r:
+                    row.append(Action(s, Kind.SEND_B, mb))
         lowered[r] = row
     return schedule.replace_actions(lowered)

@@ -6,94 +6,182 @@ import json
 import os
 
 from hlopipe.errors import ScheduleError
-from hlopipe.schedules._ir import COMPUTE_KINDS, Kind
+from hlopipe.schedules._ir import COMM_KINDS, COMPUTE_KINDS, Kind
 from hlopipe.schedules._simulate import Timeline
 
 COLOURS = {
     Kind.F: "#4C72B0",
     Kind.B: "#55A868",
-    Kind.I: "#8DD3A0",
+    Kind.I: "#2E8B57",
     Kind.W: "#C44E52",
-    Kind.RECV_F: "#DDDDDD",
-    Kind.RECV_B: "#DDDDDD",
+    Kind.RECV_F: "#9A9A9A",
+    Kind.RECV_B: "#9A9A9A",
+    Kind.SEND_F: "#9A9A9A",
+    Kind.SEND_B: "#9A9A9A",
 }
-_LABELS = {Kind.F: "F", Kind.B: "B", Kind.I: "I (input grad)", Kind.W: "W (weight grad)"}
+_LABELS = {
+    Kind.F: "F (forward)",
+    Kind.B: "B (backward)",
+    Kind.I: "I (input grad)",
+    Kind.W: "W (weight grad)",
+    Kind.OVERLAP_F_B: "F&B overlap (F above, B below)",
+}
+_DPI = 110
 
 
-def plot(timeline: Timeline, path: str | os.PathLike[str], title: str | None = None) -> None:
+def _shade(colour: str, chunk: int, chunks: int) -> str:
+    """``colour`` lightened for a rank's later chunks (stages), so the chunks of a V or of
+    interleaved stages read apart: chunk 0 as is, the last one 45% towards white."""
+    if chunks <= 1 or chunk == 0:
+        return colour
+    f = 0.45 * chunk / (chunks - 1)
+    rgb = [int(colour[i : i + 2], 16) for i in (1, 3, 5)]
+    return "#" + "".join(f"{round(c + (255 - c) * f):02X}" for c in rgb)
+
+
+def plot(
+    timeline: Timeline,
+    path: str | os.PathLike[str],
+    title: str | None = None,
+    unit: str | None = None,
+) -> None:
     """Draw ``timeline`` as a Gantt chart: ranks as rows, a colour per kind, microbatch numbers
-    in the boxes (with the stage, ``s3``, when a rank holds several stages). The format follows
-    the file name (``.png``, ``.svg``, ``.pdf``). Imports matplotlib, and only here.
+    in the boxes where they fit.
+
+    The title sits inside the figure, the legend below the plot (never over the bars), the
+    time axis is labelled with ``unit`` (default ``timeline.unit``: cost units when simulated,
+    ms when measured). An OVERLAP_F_B is one box, its forward's colour above its backward's;
+    when a rank holds several stages (a V, interleaved stages) each later chunk is a lighter
+    shade of the kind's colour and the legend names the chunks; transfers that took time (a
+    receive waiting, a measured send) are thin grey bars under the row. The width grows with
+    the number of boxes up to a cap, and labels are left out of boxes too narrow for them,
+    so 16 ranks x 64 microbatches stays readable. The format follows the file name
+    (``.png``, ``.svg``, ``.pdf``). Imports matplotlib, and only here.
 
     >>> from hlopipe.schedules import get, simulate
     >>> plot(simulate(get("1f1b", 4, 8)), "/tmp/1f1b.png")  # doctest: +SKIP
     """
+    _figure(timeline, title, unit).savefig(os.fspath(path), dpi=_DPI)
+
+
+def _figure(timeline: Timeline, title: str | None = None, unit: str | None = None):  # -> Figure
+    """The matplotlib Figure :func:`plot` saves."""
     try:
         from matplotlib.backends.backend_agg import FigureCanvasAgg
         from matplotlib.figure import Figure
-        from matplotlib.patches import Patch
+        from matplotlib.patches import Patch, Rectangle
     except ImportError as e:  # pragma: no cover - depends on the environment
         raise ScheduleError("plotting needs matplotlib: pip install 'hlopipe[plot]'") from e
 
     schedule = timeline.schedule
     p = schedule.num_ranks
-    multi = schedule.num_stages > p
+    chunks = max(len(schedule.stages_of(r)) for r in range(p)) if p else 1
+    chunk_of = {s: schedule.stages_of(r).index(s) for r in range(p) for s in schedule.stages_of(r)}
     span = max(timeline.makespan, 1e-9)
+    unit = unit or timeline.unit
     # Width follows the number of boxes per rank, not the time unit (a measured timeline in
     # milliseconds would otherwise make a picture metres wide).
     boxes = max(
         (sum(1 for a, _, _ in ev if a.kind in COMPUTE_KINDS) for ev in timeline.events.values()),
         default=1,
     )
-    fig = Figure(figsize=(min(4 + boxes * 0.35, 28), 1.2 + 0.55 * p))
+    width = min(5 + boxes * 0.3, 36)
+    height = 1.6 + 0.45 * p
+    fig = Figure(figsize=(width, height))
     FigureCanvasAgg(fig)
-    ax = fig.add_subplot()
+    # Room for the title above and the legend below, in inches converted to figure fractions.
+    top = 1 - 0.55 / height
+    bottom = 0.95 / height
+    left = min(0.9 / width, 0.2)
+    ax = fig.add_axes((left, bottom, 1 - left - 0.15 / width, top - bottom))
+    px_per_unit = ax.get_position().width * width * _DPI / span
+    fontsize = 7 if p <= 8 else 6
     kinds_seen: set[Kind] = set()
+    transfers = False
+
+    def label(x0: float, x1: float, y: float, text: str, dark: bool) -> None:
+        # The whole label if it fits, else the microbatch alone, else nothing.
+        for option in (text, text.split("\n")[0].split("s")[0]):
+            chars = max(len(t) for t in option.split("\n"))
+            needed = chars * fontsize * 0.62 * _DPI / 72 + 2
+            if (x1 - x0) * px_per_unit >= needed:
+                ax.text((x0 + x1) / 2, y, option, ha="center", va="center", fontsize=fontsize,
+                        color="white" if dark else "black", clip_on=True)  # fmt: skip
+                return
+
     for r, events in timeline.events.items():
         for a, start, end in events:
-            if a.kind not in COMPUTE_KINDS or end <= start:
+            if end <= start:
+                continue
+            if a.kind in COMM_KINDS:
+                transfers = True
+                ax.add_patch(
+                    Rectangle((start, r + 0.3), end - start, 0.12, color=COLOURS[a.kind], lw=0)
+                )
                 continue
             kinds_seen.add(a.kind)
-            colour = COLOURS[a.kind]
-            ax.barh(
-                r,
-                end - start,
-                left=start,
-                height=0.8,
-                color=colour,
-                edgecolor="white",
-                linewidth=0.6,
+            if a.kind is Kind.OVERLAP_F_B:
+                fwd, bwd = a.parts
+                for part, y0 in ((fwd, r - 0.4), (bwd, r)):
+                    colour = _shade(COLOURS[part.kind], chunk_of[part.stage], chunks)
+                    ax.add_patch(Rectangle((start, y0), end - start, 0.4, color=colour,
+                                           ec="white", lw=0.5))  # fmt: skip
+                    text = (
+                        f"{part.microbatch}" if chunks == 1 else f"{part.microbatch}s{part.stage}"
+                    )
+                    label(start, end, y0 + 0.2, text, True)
+                ax.add_patch(Rectangle((start, r - 0.4), end - start, 0.8, fill=False,
+                                       ec="black", lw=0.8))  # fmt: skip
+                continue
+            colour = _shade(COLOURS[a.kind], chunk_of[a.stage], chunks)
+            ax.add_patch(
+                Rectangle((start, r - 0.4), end - start, 0.8, color=colour, ec="white", lw=0.5)
             )
-            label = f"{a.microbatch}" if not multi else f"{a.microbatch}\ns{a.stage}"
-            if (end - start) / span > 0.006:
-                ax.text(
-                    (start + end) / 2,
-                    r,
-                    label,
-                    ha="center",
-                    va="center",
-                    fontsize=7,
-                    color="white" if a.kind in (Kind.F, Kind.B, Kind.W) else "black",
-                )
-    ax.set_yticks(range(p), [f"rank {r}" for r in range(p)])
+            text = f"{a.microbatch}" if chunks == 1 else f"{a.microbatch}\ns{a.stage}"
+            label(start, end, r, text, chunk_of[a.stage] < 2 or chunks <= 2)
+    ax.set_yticks(range(p), [f"rank {r}" for r in range(p)], fontsize=8)
     ax.set_ylim(p - 0.5, -0.5)
     ax.set_xlim(0, span)
-    ax.set_xlabel("time (cost units)")
+    ax.set_xlabel(f"time ({unit})", fontsize=9)
+    ax.tick_params(axis="x", labelsize=8)
     ax.grid(axis="x", alpha=0.3)
     ax.set_axisbelow(True)
-    handles = [Patch(color=COLOURS[k], label=_LABELS[k]) for k in _LABELS if k in kinds_seen]
-    ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=8)
-    ax.set_title(
+
+    handles = []
+    for k, text in _LABELS.items():
+        if k not in kinds_seen:
+            continue
+        if k is Kind.OVERLAP_F_B:
+            handles.append(Patch(facecolor="white", edgecolor="black", label=text))
+            continue
+        for c in range(chunks if chunks > 1 else 1):
+            suffix = "" if chunks == 1 else f", chunk {c}"
+            handles.append(Patch(color=_shade(COLOURS[k], c, chunks), label=text + suffix))
+    if transfers:
+        handles.append(Patch(color=COLOURS[Kind.RECV_F], label="transfer / waiting to receive"))
+    fig.legend(
+        handles=handles,
+        loc="lower center",
+        bbox_to_anchor=(0.5, 0.0),
+        ncol=min(len(handles), max(1, int(width // 2.2))),
+        fontsize=8,
+        frameon=False,
+    )
+    fig.text(
+        left,
+        1 - 0.12 / height,
         title
         or (
             f"{schedule.name}: {p} ranks, {schedule.num_microbatches} microbatches, "
-            f"{schedule.num_stages} stages — makespan {timeline.makespan:g}, "
+            f"{schedule.num_stages} stages — step {timeline.makespan:.4g} {unit}, "
             f"bubble {timeline.bubble_fraction:.1%}"
         ),
+        ha="left",
+        va="top",
         fontsize=10,
+        weight="bold",
     )
-    fig.tight_layout()
-    fig.savefig(os.fspath(path), dpi=110)
+    return fig
 
 
 def to_chrome_trace(
@@ -127,7 +215,12 @@ def to_chrome_trace(
                     "tid": r,
                     "ts": start * unit_us,
                     "dur": (end - start) * unit_us,
-                    "args": {"stage": a.stage, "microbatch": a.microbatch, "kind": a.kind.value},
+                    "args": {
+                        "stage": a.stage,
+                        "microbatch": a.microbatch,
+                        "kind": a.kind.value,
+                        **({"parts": [str(x) for x in a.parts]} if len(a.parts) > 1 else {}),
+                    },
                 }
             )
     trace = {"traceEvents": events, "displayTimeUnit": "ms"}

@@ -10,13 +10,15 @@ from hlopipe.schedules import _engine
 from hlopipe.schedules._ir import COMPUTE_KINDS, Action, Kind, Schedule
 
 DEFAULT_COSTS: dict[str, float] = {"F": 1.0, "B": 2.0, "I": 1.0, "W": 1.0, "send": 0.0}
+OVERLAP_COST = "F&B"  # the cost of an OVERLAP_F_B; when not given, the sum of its parts
 
 
 def resolve_costs(costs: Mapping[str, float] | None) -> dict[str, float]:
     """Fill in the costs not given, keeping B = I + W when two of the three are given.
 
-    Keys: ``F``, ``B``, ``I``, ``W``, ``send``, and ``<kind>@<stage>`` (say ``F@3``) for one
-    stage's cost. Given only B, I = W = B / 2; given I and W, B = I + W; given B and one of
+    Keys: ``F``, ``B``, ``I``, ``W``, ``send``, ``F&B`` (an OVERLAP_F_B; by default the sum of
+    its two parts), and ``<kind>@<stage>`` (say ``F@3``) for one stage's cost. Given only B,
+    I = W = B / 2; given I and W, B = I + W; given B and one of
     I, W, the other is the rest of B. Defaults: F=1, B=2, I=1, W=1, send=0.
 
     >>> resolve_costs({"B": 3, "W": 1})["I"]
@@ -25,9 +27,11 @@ def resolve_costs(costs: Mapping[str, float] | None) -> dict[str, float]:
     given: dict[str, float] = {}
     for key, value in (costs or {}).items():
         base, _, stage = str(key).partition("@")
-        if base not in DEFAULT_COSTS or (stage and (base == "send" or not stage.isdigit())):
+        known = base in DEFAULT_COSTS or base == OVERLAP_COST
+        if not known or (stage and (base in ("send", OVERLAP_COST) or not stage.isdigit())):
             raise ScheduleError(
-                f"unknown cost {key!r}; use F, B, I, W, send, or <kind>@<stage> such as F@3"
+                f"unknown cost {key!r}; use F, B, I, W, send, {OVERLAP_COST}, or "
+                "<kind>@<stage> such as F@3"
             )
         try:
             number = float(value)
@@ -89,6 +93,8 @@ class Timeline:
       peak_activations: per rank, the most (stage, microbatch) pairs alive at once: from the
         start of the F to the end of the B (or of the W when the backward is split). In a
         forward-only schedule an activation lives for its F only.
+      unit: what a unit of time is: ``"cost units"`` when simulated, ``"ms"`` for a timeline
+        a runtime measured (plots label their time axis with it).
     """
 
     schedule: Schedule
@@ -98,6 +104,7 @@ class Timeline:
     busy: dict[int, float]
     idle: dict[int, float]
     peak_activations: dict[int, int] = field(default_factory=dict)
+    unit: str = "cost units"
 
     @property
     def bubble_fraction(self) -> float:
@@ -137,7 +144,8 @@ def simulate(
 ) -> Timeline:
     """Simulate ``schedule`` and return its :class:`Timeline`.
 
-    What it models: each rank runs its list in order, one action at a time; an action starts
+    What it models: each rank runs its list in order, one action at a time (an OVERLAP_F_B is
+    one action costing ``costs["F&B"]``, by default the sum of its parts); an action starts
     when its rank is free and its inputs are there (F after the previous stage's F, B or I
     after the next stage's B or I and this stage's F, W after this stage's I); a transfer
     between ranks takes ``costs["send"]`` and overlaps with compute (sends do not block the
@@ -166,6 +174,10 @@ def simulate(
             )
 
     def duration(a: Action) -> float:
+        if a.kind is Kind.OVERLAP_F_B:
+            if OVERLAP_COST in c:
+                return c[OVERLAP_COST]
+            return sum(duration(part) for part in a.parts)
         if a.kind not in COMPUTE_KINDS:
             return 0.0
         return by_stage.get((a.stage, a.kind.value), c[a.kind.value])
@@ -187,14 +199,16 @@ def _peaks(
     for r, evs in events.items():
         born: dict[tuple[int, int], float] = {}
         changes: list[tuple[float, int]] = []
-        for a, s, e in evs:
-            key = (a.stage, a.microbatch)
-            if a.kind is Kind.F:
-                born[key] = s
-                if not training:
-                    changes += [(s, +1), (e, -1)]
-            elif a.kind in (Kind.B, Kind.W):
-                changes += [(born[key], +1), (e, -1)]
+        for action, s, e in evs:
+            # An overlap's forward is born at its start, its backward frees at its end.
+            for a in action.parts:
+                key = (a.stage, a.microbatch)
+                if a.kind is Kind.F:
+                    born[key] = s
+                    if not training:
+                        changes += [(s, +1), (e, -1)]
+                elif a.kind in (Kind.B, Kind.W):
+                    changes += [(born[key], +1), (e, -1)]
         # At equal times a release comes before an allocation.
         changes.sort()
         live = peak = 0
@@ -215,7 +229,7 @@ def align(schedule: Schedule) -> Schedule:
     ['0F0', '.', '.', '0B0']
     """
     compute = schedule.compute_only()
-    ones = {"F": 1.0, "B": 1.0, "I": 1.0, "W": 1.0, "send": 0.0}
+    ones = {"F": 1.0, "B": 1.0, "I": 1.0, "W": 1.0, "send": 0.0, OVERLAP_COST: 1.0}
     events = simulate(compute, ones).events
     rows: dict[int, list[Action | None]] = {}
     for r, evs in events.items():

@@ -4,7 +4,15 @@ from __future__ import annotations
 
 from hlopipe.schedules import _engine
 from hlopipe.schedules._grid import schedule_error
-from hlopipe.schedules._ir import COMM_KINDS, Action, Kind, Schedule, iter_actions
+from hlopipe.schedules._ir import (
+    COMM_KINDS,
+    Action,
+    Kind,
+    Overlap,
+    Schedule,
+    iter_actions,
+    iter_parts,
+)
 
 F, B, I, W = Kind.F, Kind.B, Kind.I, Kind.W
 
@@ -14,6 +22,7 @@ def validate(schedule: Schedule) -> dict[int, int]:
 
     Checks, each failure a ScheduleError reading ``rank r, step t: <what>`` plus the grid:
       - every action names a stage and microbatch in range, on the rank holding its stage;
+      - an OVERLAP_F_B counts as its two parts, an F and a B (or I) at the same step;
       - every (stage, microbatch) has exactly one F and, if the schedule trains, exactly one B
         or exactly one I and one W (never both);
       - on a rank, F before B/I of the same (stage, microbatch), I before W, and a stage's
@@ -35,11 +44,14 @@ def validate(schedule: Schedule) -> dict[int, int]:
     def fail(r: int | None, t: int | None, message: str) -> Exception:
         return schedule_error(schedule, r, t, message)
 
-    # 1. names in range, placement.
+    # 1. names in range, placement (an overlap's two parts each).
     found: dict[int, tuple[int, int]] = {}
     for r, t, a in iter_actions(schedule):
         if not isinstance(a, Action) or not isinstance(a.kind, Kind):
             raise fail(r, t, f"{a!r} is not an Action")
+        if a.kind is Kind.OVERLAP_F_B and not isinstance(a, Overlap):
+            raise fail(r, t, f"{a}: an OVERLAP_F_B must be an Overlap of an F and a B")
+    for r, t, a in iter_parts(schedule):
         if not 0 <= a.stage < S:
             raise fail(r, t, f"{a.describe()}: no stage {a.stage} (stages 0..{last})")
         if not 0 <= a.microbatch < M:
@@ -60,7 +72,7 @@ def validate(schedule: Schedule) -> dict[int, int]:
 
     # 2. each action once; B and I/W not mixed.
     seen: dict[Action, tuple[int, int]] = {}
-    for r, t, a in iter_actions(schedule):
+    for r, t, a in iter_parts(schedule):
         if a in seen:
             r0, t0 = seen[a]
             raise fail(r, t, f"{a.describe()} runs twice (also at rank {r0}, step {t0})")
@@ -100,11 +112,11 @@ def validate(schedule: Schedule) -> dict[int, int]:
         for t, slot in enumerate(schedule.actions[r]):
             if slot is None:
                 continue
-            a = slot
-            for need, why in _local_needs(schedule, r, a, lowered):
-                if not any(n in before for n in need):
-                    raise fail(r, t, f"{a.describe()} before {why}")
-            before.add(a)
+            for a in slot.parts:
+                for need, why in _local_needs(schedule, r, a, lowered):
+                    if not any(n in before for n in need):
+                        raise fail(r, t, f"{a.describe()} before {why}")
+            before.update(slot.parts)
 
     # 5. across ranks: run it.
     _engine.run(schedule, lambda a: 1.0)

@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 from hlopipe.errors import ScheduleError
 from hlopipe.schedules import Schedule, get, lower, names, simulate, validate
+from hlopipe.schedules import default_virtual_stages as schedules_default_v
 
 GOLDEN = Path(__file__).parent / "golden"
 # Which virtual-stage counts each generator accepts (every other count must be refused).
@@ -21,6 +22,8 @@ SUPPORTED_V = {
     "zb-h1": {1},
     "zb-h2": {1},
     "zb-v": {2},
+    "interleaved-zb": {1, 2, 3},
+    "dualpipev": {2},
     "inference": {1, 2, 3},
 }
 
@@ -28,6 +31,10 @@ SUPPORTED_V = {
 def check(name: str, p: int, m: int, v: int) -> None:
     if v not in SUPPORTED_V[name]:
         with pytest.raises(ScheduleError, match=f"supports virtual_stages=.*got {v}"):
+            get(name, p, m, v)
+        return
+    if name == "dualpipev" and m < 2 * p:
+        with pytest.raises(ScheduleError, match="dualpipev needs at least 2 \\* num_ranks"):
             get(name, p, m, v)
         return
     s = get(name, p, m, v)
@@ -80,6 +87,18 @@ def test_get_is_case_insensitive_and_takes_aliases():
     assert get("pipedream-flush", 2, 2).name == "1f1b"
     assert get("interleaved", 2, 4).num_stages == 4  # its default: 2 stages per rank
     assert get("zb-v", 2, 4).num_stages == 4
+    assert get("ZBVZeroBubble", 2, 4).name == "zb-v"  # torch's class names
+    assert get("InterleavedZeroBubble", 2, 4).name == "interleaved-zb"
+
+
+def test_a_name_gives_the_schedule_it_names():
+    """dualpipev once silently gave ZB-V; every name now gives its own schedule or an error."""
+    s = get("dualpipev", 2, 4)
+    assert s.name == "dualpipev"
+    assert any(a is not None and a.kind.value == "OVERLAP_F_B" for a in s.actions[0])
+    assert get("DualPipeV", 2, 4) == s
+    for name in names():
+        assert get(name, 2, 4).name == name
 
 
 def test_get_unknown_name_lists_the_valid_ones():
@@ -124,7 +143,15 @@ def test_interleaved_places_stages_round_robin():
 
 
 @pytest.mark.parametrize(
-    ("name", "v"), [("gpipe", 1), ("1f1b", 1), ("zb-h1", 1), ("interleaved-1f1b", 2)]
+    ("name", "v"),
+    [
+        ("gpipe", 1),
+        ("1f1b", 1),
+        ("zb-h1", 1),
+        ("interleaved-1f1b", 2),
+        ("interleaved-zb", 2),
+        ("dualpipev", 2),
+    ],
 )
 def test_golden_csv(name, v):
     """A change of order shows up here and in review. Regenerate deliberately with
@@ -135,3 +162,12 @@ def test_golden_csv(name, v):
         path.write_text(text)
     assert path.read_text() == text
     assert Schedule.from_csv(path.read_text()) == get(name, 4, 8, v)
+
+
+def test_default_virtual_stages_builds_nothing():
+    for name in names():
+        expected = get(name, 2, 4).num_stages // 2
+        assert schedules_default_v(name) == expected
+    assert schedules_default_v("DualPipeV") == 2  # get("dualpipev", 1, 1) is refused
+    with pytest.raises(ScheduleError, match="unknown schedule 'x'"):
+        schedules_default_v("x")

@@ -5,11 +5,19 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from hlopipe.errors import ScheduleError
-from hlopipe.schedules import Action, Kind, Schedule, get, lower
+from hlopipe.schedules import Action, Kind, Overlap, Schedule, get, lower
 
-actions = st.builds(
-    Action, st.integers(0, 10_000), st.sampled_from(list(Kind)), st.integers(0, 10_000)
+plain = st.builds(
+    Action,
+    st.integers(0, 10_000),
+    st.sampled_from([k for k in Kind if k is not Kind.OVERLAP_F_B]),
+    st.integers(0, 10_000),
 )
+overlaps = st.tuples(
+    st.builds(Action, st.integers(0, 99), st.just(Kind.F), st.integers(0, 99)),
+    st.builds(Action, st.integers(0, 99), st.sampled_from([Kind.B, Kind.I]), st.integers(0, 99)),
+).map(lambda fb: Overlap(*fb))
+actions = st.one_of(plain, overlaps)
 
 
 def test_action_prints_as_stage_kind_microbatch():
