@@ -304,7 +304,7 @@ def split(
     cm = cost_model or CostModel()
     fn: Callable[..., Any]
     if hasattr(fn_or_program, "as_function") and hasattr(fn_or_program, "in_avals"):
-        fn = fn_or_program.as_function()
+        fn = fn_or_program.as_function(flat=True)
         if not example_args:
             example_args = tuple(
                 jax.ShapeDtypeStruct(a.shape, a.dtype) for a in fn_or_program.in_avals
