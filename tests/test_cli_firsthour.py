@@ -159,7 +159,11 @@ def test_module_on_every_file_command(dump_dir, tmp_path, capsys) -> None:
     assert (
         main(["split", str(dump_dir), "--module", "jit_loss", "--at-markers", "-o", str(out)]) == 0
     )
-    assert (out / "manifest.json").exists()
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["version"] == 2 and "params" not in manifest["stages"][0]
+    first = {a["path"] for a in manifest["stages"][0]["arguments"]}
+    last = {a["path"] for a in manifest["stages"][1]["arguments"]}
+    assert {"params__embed__", "batch_0_"} <= first and "batch_1_" in last  # names, not "[5]"
     capsys.readouterr()
     assert main(["split", str(dump_dir), "--at-markers", "-o", str(tmp_path / "x")]) == 2
     assert "--module NAME" in capsys.readouterr().err

@@ -317,6 +317,10 @@ def split(
         )
     closed, in_tree, out_tree = J.trace(fn, example_args)
     leaves = jax.tree_util.tree_flatten_with_path(tuple(example_args))[0]
+    in_paths = [jax.tree_util.keystr(p) for p, _ in leaves]
+    names = getattr(fn_or_program, "arg_names", None)  # a Program's own argument names
+    if isinstance(names, list) and len(names) == len(in_paths):
+        in_paths = [n or p for n, p in zip(names, in_paths)]
     return split_jaxpr(
         closed,
         num_stages=num_stages,
@@ -325,7 +329,7 @@ def split(
         max_candidates=max_candidates,
         in_tree=in_tree,
         out_tree=out_tree,
-        in_paths=[jax.tree_util.keystr(p) for p, _ in leaves],
+        in_paths=in_paths,
         argnums_of=[_argnum(p) for p, _ in leaves],
     )
 
