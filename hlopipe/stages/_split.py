@@ -105,6 +105,16 @@ class Stage:
     _jitted: Any = field(default=None, repr=False)
     _fb_cache: dict[Any, Any] = field(default_factory=dict, repr=False)
 
+    def __repr__(self) -> str:
+        srcs = sorted({r.src for r in self.receives})
+        cost = f", ~{self.cost.time * 1e3:.3g} ms predicted" if self.cost is not None else ""
+        return (
+            f"Stage({self.index}: {self.num_eqns} eqns, {len(self.params_needed)} program "
+            f"arguments, receives {len(self.receives)} value(s)"
+            + (f" from stage {', '.join(map(str, srcs))}" if srcs else "")
+            + f", {len(self.outputs)} output(s){cost}; the jaxpr: .jaxpr)"
+        )
+
     @property
     def param_avals(self) -> list[jax.ShapeDtypeStruct]:
         return [J.sds(a) for a in self.jaxpr.in_avals[: len(self.params_needed)]]
@@ -183,6 +193,23 @@ class StagedProgram:
     @property
     def num_stages(self) -> int:
         return len(self.stages)
+
+    def __repr__(self) -> str:
+        """One screen: the signature and a table of the stages with their sizes and costs
+        (:meth:`full_text` gives every stage's jaxpr)."""
+        from hlopipe.stages._export import manifest_dict, render_manifest
+
+        head = (
+            f"StagedProgram({self.num_stages} stages, {len(self.in_avals)} arguments -> "
+            f"{len(self.out_avals)} outputs"
+            + (", cut by the cost model" if self.partition is not None else ", cut at markers")
+            + ")"
+        )
+        return head + "\n" + render_manifest(manifest_dict(self, {})).rstrip()
+
+    def full_text(self) -> str:
+        """Every stage's jaxpr, in order (long: the full form behind ``repr``)."""
+        return "\n".join(f"# stage {st.index}\n{st.jaxpr}" for st in self.stages)
 
     def stage(self, i: int) -> Stage:
         """Stage ``i`` (negative indices count from the end)."""

@@ -186,3 +186,20 @@ def test_markers_in_cond_and_while_are_refused_with_where():
     inner = jax.jit(lambda v: jax.lax.cond(v[0] > 0, stage_boundary, lambda u: u, v))
     with pytest.raises(StageError, match=r"inside a cond branch .*\(called from .*test_split"):
         hlopipe.split(lambda x: inner(x).sum(), jnp.ones(3))
+
+
+def test_repr_is_a_one_screen_summary() -> None:
+    import jax.numpy as jnp
+
+    import hlopipe
+
+    def model(p, x):
+        h = hlopipe.stage_boundary(jnp.tanh(x @ p[0]))
+        return (h @ p[1]).sum()
+
+    staged = hlopipe.split(model, [jnp.ones((4, 8)), jnp.ones((8, 2))], jnp.ones((3, 4)))
+    text = repr(staged)
+    assert text.startswith("StagedProgram(2 stages, 3 arguments -> 1 outputs, cut at markers)")
+    assert len(text.splitlines()) < 15 and "pred. ms" in text and "{ lambda" not in text
+    assert "{ lambda" in staged.full_text() and "# stage 1" in staged.full_text()
+    assert repr(staged.stage(1)).startswith("Stage(1: ") and "from stage 0" in repr(staged.stage(1))
