@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -348,17 +349,26 @@ def split(
     names = getattr(fn_or_program, "arg_names", None)  # a Program's own argument names
     if isinstance(names, list) and len(names) == len(in_paths):
         in_paths = [n or p for n, p in zip(names, in_paths)]
-    return split_jaxpr(
-        closed,
-        num_stages=num_stages,
-        cost_model=cm,
-        memory_cap=memory_cap,
-        max_candidates=max_candidates,
-        in_tree=in_tree,
-        out_tree=out_tree,
-        in_paths=in_paths,
-        argnums_of=[_argnum(p) for p, _ in leaves],
-    )
+    try:
+        return split_jaxpr(
+            closed,
+            num_stages=num_stages,
+            cost_model=cm,
+            memory_cap=memory_cap,
+            max_candidates=max_candidates,
+            in_tree=in_tree,
+            out_tree=out_tree,
+            in_paths=in_paths,
+            argnums_of=[_argnum(p) for p, _ in leaves],
+        )
+    except StageError as e:
+        # A rehydrated program's equations are traced in hlopipe's interpreter: a location
+        # there means nothing to the user, the program file does.
+        source = getattr(fn_or_program, "source", None) if names is not None else None
+        msg = re.sub(r" at \S*hlopipe/\S+ \([^)]*\)", f" in {source}", str(e))
+        if source is None or msg == str(e):
+            raise
+        raise StageError(msg) from e
 
 
 def split_jaxpr(
