@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
+import re
 import sys
 import traceback
 from collections.abc import Callable, Sequence
@@ -120,8 +121,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except HlopipeError as e:
         if debug:
             traceback.print_exc()
-        msg = " ".join(str(e).split("\n")[0].split()) if not debug else str(e)
-        print(f"error: {_one_line(e)}" if not debug else f"error: {msg}", file=sys.stderr)
+        msg = str(e)
+        print(f"error: {_one_line(e, args.command)}" if not debug else f"error: {msg}",
+              file=sys.stderr)  # fmt: skip
         return 2
     except KeyboardInterrupt:
         print("error: interrupted", file=sys.stderr)
@@ -135,9 +137,37 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
 
 
-def _one_line(e: BaseException) -> str:
-    """The error as one line: its lines joined, whitespace collapsed."""
-    return " ".join(str(e).split())
+def _one_line(e: BaseException, command: str | None = None) -> str:
+    """The error as one line: its lines joined, whitespace collapsed, and the library's
+    keyword arguments named by the command's flags."""
+    return _in_cli_terms(" ".join(str(e).split()), command)
+
+
+# per command: the Python keyword a library error names -> the flag that sets it
+_FLAGS = {
+    "num_microbatches": "--microbatches",
+    "stage_mesh_shape": "--stage-devices",
+    "virtual_stages": "--virtual-stages",
+    "num_stages": "--stages",
+    "num_params": "--params",
+    "num_outputs": "--outputs",
+}
+_FLAGS_OF = {
+    "train": ("num_microbatches", "stage_mesh_shape", "virtual_stages", "num_stages"),
+    "split": ("num_stages", "num_params", "num_outputs"),
+    "schedule": ("num_microbatches",),
+}
+
+
+def _in_cli_terms(msg: str, command: str | None) -> str:
+    msg = msg.replace("module=NAME (--module NAME)", "--module NAME")
+    msg = re.sub(r" \(CLI: [^)]*\)", "", msg)  # a hint for CLI users, once the flags are named
+    for key in _FLAGS_OF.get(command or "", ()):
+        flag = _FLAGS[key]
+        msg = re.sub(rf"\b{key}=\((\d+),?\)", rf"{flag} \1", msg)
+        msg = re.sub(rf"\b{key}=(\S+?)([,;)]|\s|$)", rf"{flag} \1\2", msg)
+        msg = re.sub(rf"\b{key}\b", flag, msg)
+    return msg
 
 
 def _load(path: str, module: str | None) -> Any:
@@ -370,10 +400,7 @@ def _run_loaded(args: argparse.Namespace, prog: Any, avals: list) -> int:
 
     fn = prog.as_function(flat=True)
     if args.inputs:
-        try:
-            data = np.load(args.inputs)
-        except (OSError, ValueError) as e:
-            raise HlopipeError(f"{args.inputs}: cannot read as .npz: {e}") from None
+        data = dict(zip(*_npz_named(args.inputs, "--inputs")))
         keys = list(data.keys())
         if len(keys) != len(avals):
             raise HlopipeError(
@@ -1009,11 +1036,7 @@ def _read_npz(path: str, flag: str, avals: list[Any], names: list[str], m: int) 
     from hlopipe.errors import RuntimeConfigError
     from hlopipe.io._program import _fmt_aval
 
-    try:
-        with np.load(path) as f:
-            arrays = [f[k] for k in f.files]
-    except (OSError, ValueError) as e:
-        raise RuntimeConfigError(f"{flag} {path}: cannot read it as .npz ({e})") from None
+    arrays = _npz_arrays(path, flag)
     if len(arrays) != len(avals):
         raise RuntimeConfigError(
             f"{flag} {path}: {len(arrays)} arrays, the program has {len(avals)} "
@@ -1033,6 +1056,26 @@ def _read_npz(path: str, flag: str, avals: list[Any], names: list[str], m: int) 
                 f"{flag} {path}: array {k} ({n}) is {got}, expected {exp}{rule}"
             )
     return arrays
+
+
+def _npz_named(path: str, flag: str) -> tuple[list[str], list[Any]]:
+    """The names and arrays of an .npz file, in order; one error line when it is not one."""
+    import zipfile
+
+    import numpy as np
+
+    try:
+        f = np.load(path, allow_pickle=False)
+    except (OSError, ValueError, EOFError, zipfile.BadZipFile) as e:
+        raise HlopipeError(f"{flag} {path}: cannot read it as .npz ({e})") from None
+    if not hasattr(f, "files"):
+        raise HlopipeError(f"{flag} {path}: a single .npy array, not an .npz file (np.savez)")
+    with f:
+        return list(f.files), [f[k] for k in f.files]
+
+
+def _npz_arrays(path: str, flag: str) -> list[Any]:
+    return _npz_named(path, flag)[1]
 
 
 def _train(args: argparse.Namespace, plan: dict[str, Any]) -> int:
@@ -1170,10 +1213,99 @@ def _cmd_launch(args: argparse.Namespace) -> int:
         raise RuntimeConfigError("no command to launch: hlopipe launch --nproc N -- CMD ...")
     if args.nproc < 1 or args.devices_per_process < 1:
         raise RuntimeConfigError("--nproc and --devices-per-process must be at least 1")
-    return launch(
-        cmd,
-        nproc=args.nproc,
-        devices_per_process=args.devices_per_process,
-        heartbeat_timeout=args.heartbeat_timeout,
-        grace=args.grace,
+    import tempfile
+
+    fd, log_path = tempfile.mkstemp(prefix="hlopipe-launch-", suffix=".log")
+    out = _LaunchOutput(os.fdopen(fd, "a", buffering=1), sys.stdout)
+    # the coordination service runs in this process: its C++ logs (fd 2) go to the log too
+    sys.stderr.flush()
+    saved_stderr = os.dup(2)
+    log_fd = os.open(log_path, os.O_WRONLY | os.O_APPEND)
+    os.dup2(log_fd, 2)
+    os.close(log_fd)
+    try:
+        code = launch(
+            cmd,
+            nproc=args.nproc,
+            devices_per_process=args.devices_per_process,
+            heartbeat_timeout=args.heartbeat_timeout,
+            grace=args.grace,
+            out=out,  # type: ignore[arg-type]  # write() and flush() are all it uses
+        )
+    except BaseException:
+        os.unlink(log_path)
+        raise
+    finally:
+        sys.stderr.flush()
+        os.dup2(saved_stderr, 2)
+        os.close(saved_stderr)
+        out.log.close()
+    if code == 0:
+        os.unlink(log_path)
+        return 0
+    kept = f"{out.hidden} lines of JAX/XLA logs and C++ stacks kept out; " if out.hidden else ""
+    print(
+        f"error: the job failed with exit code {code} (the first process to fail; the others "
+        f"were stopped); {kept}every process's full output: {log_path}",
+        file=sys.stderr,
     )
+    return code
+
+
+class _LaunchOutput:
+    """Where `launch` streams the processes' ``[rank i] ...`` lines: all of them into a log
+    file; to the terminal all but the C++ side's logs (glog lines such as ``E1130
+    12:00:00.1 123 coordination_service.cc:42] ...``) and stack dumps, which the log keeps."""
+
+    _GLOG = re.compile(r"^[IWEF]\d{4} \d\d:\d\d:\d\d\.\d+\s+\d+\s+\S+:\d+\]")
+    _PREFIX = re.compile(r"^\[rank (\d+)\] ?")
+
+    def __init__(self, log: Any, terminal: Any) -> None:
+        self.log, self.terminal = log, terminal
+        self.in_stack: set[str] = set()
+        self.in_log: set[str] = set()
+        self.hidden = 0
+        self._partial = ""
+
+    def write(self, text: str) -> int:
+        self.log.write(text)
+        self._partial += text
+        *lines, self._partial = self._partial.split("\n")
+        for line in lines:
+            if self._noise(line):
+                self.hidden += 1
+            else:
+                self.terminal.write(line + "\n")
+        return len(text)
+
+    # lines that continue a multi-line C++ log message (task lists, status payloads)
+    _CONTINUATION = re.compile(
+        r"^(\s.*|[\d, ]*|.*(type\.googleapis\.com/|RPC: /|/job:|Check the task logs|"
+        r"stopped sending heartbeats).*)$"
+    )
+
+    def _noise(self, line: str) -> bool:
+        m = self._PREFIX.match(line)
+        rank, body = (m.group(1), line[m.end() :]) if m else ("", line)
+        if self._GLOG.match(body):
+            self.in_log.add(rank)
+            return True
+        if rank in self.in_log:
+            if self._CONTINUATION.match(body):
+                return True
+            self.in_log.discard(rank)
+        if "*** Begin stack trace ***" in body or "*** Check failure stack trace: ***" in body:
+            self.in_stack.add(rank)
+            return True
+        if rank in self.in_stack:
+            if "*** End stack trace ***" in body:
+                self.in_stack.discard(rank)
+            elif body.strip() and not body.startswith((" ", "\t", "@")):
+                self.in_stack.discard(rank)
+                return bool(self._GLOG.match(body))
+            return True
+        return bool(self._GLOG.match(body))
+
+    def flush(self) -> None:
+        self.log.flush()
+        self.terminal.flush()

@@ -226,3 +226,57 @@ def test_inspect_shows_argument_names(dump_dir, capsys) -> None:
     assert main(["inspect", str(dump_dir), "--module", "jit_loss", "--no-cost"]) == 0
     out = capsys.readouterr().out
     assert re.search(r"^\s+5\s+params__out____w__\s+f32\[8,4\]", out, re.M), out
+
+
+# ---- 8. a multi-process failure ends with one line; C++ logs go to a log file -------------------
+
+NOISY_CHILD = """
+import os, sys
+rank = os.environ["HLOPIPE_PROCESS_ID"]
+print("training on rank", rank, flush=True)
+if rank == "1":
+    err = sys.stderr
+    print("E1130 21:34:23.935689   15042 coordination_service.cc:1549] error polling: "
+          "UNAVAILABLE: The following tasks are unhealthy (stopped sending heartbeats):", file=err)
+    print("1", file=err)
+    print("RPC: /xla.coordination.CoordinationService/PollForError "
+          "[type.googleapis.com/tensorflow.CoordinationServiceError='']", file=err)
+    print("*** Begin stack trace ***", file=err)
+    print("\\t@ 0x7f00 tsl::CurrentStackTrace()", file=err)
+    print("*** End stack trace ***", file=err)
+    print("hlopipe: rank 1 stops: its peer is gone", file=err)
+    sys.exit(3)
+"""
+
+
+def test_launch_failure_keeps_cpp_noise_in_a_log() -> None:
+    proc = hlopipe_cmd("launch", "--nproc", "2", "--", sys.executable, "-c", NOISY_CHILD)
+    assert proc.returncode == 3
+    assert "[rank 1] hlopipe: rank 1 stops: its peer is gone" in proc.stdout
+    assert "[rank 0] training on rank 0" in proc.stdout
+    for noise in ("coordination_service.cc", "RPC: /xla", "stack trace", "@ 0x7f00"):
+        assert noise not in proc.stdout + proc.stderr
+    (line,) = proc.stderr.strip().splitlines()
+    m = re.match(r"error: the job failed with exit code 3 .* full output: (\S+)$", line)
+    assert m, line
+    log = Path(m.group(1)).read_text()
+    assert "coordination_service.cc:1549]" in log and "@ 0x7f00" in log
+    Path(m.group(1)).unlink()
+
+
+def test_errors_name_flags_not_keywords(dump_dir, tmp_path, capsys) -> None:
+    argv = ["split", str(dump_dir), "--module", "jit_loss", "--stages", "3", "-o", str(tmp_path)]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert "remove --stages or the markers" in err and "num_stages" not in err
+    assert "first marker in " in err and "hlopipe/rehydrate" not in err  # the user's file
+    assert cli._in_cli_terms(
+        "choose num_microbatches dividing 32; a smaller stage_mesh_shape", "train"
+    ) == ("choose --microbatches dividing 32; a smaller --stage-devices")
+    assert cli._in_cli_terms("pick one with module=NAME (--module NAME): a", "run") == (
+        "pick one with --module NAME: a"
+    )
+    npy = tmp_path / "a.npy"
+    np.save(npy, np.ones(3))
+    assert main(["run", str(dump_dir), "--module", "jit_double", "--inputs", str(npy)]) == 2
+    assert "a single .npy array, not an .npz file" in capsys.readouterr().err
