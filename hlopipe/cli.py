@@ -301,6 +301,7 @@ def _cmd_inspect(args: argparse.Namespace) -> int:
         from hlopipe import stages
 
         print(stages.format_manifest(args.file))
+        _print_stage_arguments(args.file)
         return 0
     from hlopipe.io._program import _fmt_aval
     from hlopipe.rehydrate import module_ir, scan_unsupported
@@ -319,7 +320,7 @@ def _cmd_inspect(args: argparse.Namespace) -> int:
         "format": prog.format,
         "entry": prog.entry,
         "inputs": [_fmt_aval(a) for a in prog.in_avals],
-        "input_names": prog.arg_names,
+        "input_names": _stage_file_names(args.file, len(prog.in_avals)) or prog.arg_names,
         "outputs": [_fmt_aval(a) for a in prog.out_avals],
         "ops": dict(counts.most_common()),
         "flops": cost.get("flops"),
@@ -360,6 +361,45 @@ def _cmd_inspect(args: argparse.Namespace) -> int:
     else:
         console.print("[green]every op has a rehydration rule[/]")
     return 0
+
+
+def _print_stage_arguments(manifest: str) -> None:
+    """Each stage's file arguments by name, in order (see docs/stage-files.md)."""
+    import json
+    from pathlib import Path
+
+    m = json.loads(Path(manifest).read_text())
+    print("stage file arguments, in order: the program arguments it reads, then what it receives")
+    for st in m["stages"]:
+        names = [a["path"] for a in st.get("arguments", st.get("params", []))]
+        recv = [f"stage {r['from_stage']} output {r['output']}" for r in st["inputs"]]
+        print(
+            f"  stage {st['index']}: {', '.join(names) or '-'}"
+            + (f" | received: {', '.join(recv)}" if recv else "")
+        )
+
+
+def _stage_file_names(path: str, n: int) -> list[str] | None:
+    """For a stage file written by `split`, its arguments' names from the manifest next to
+    it: the program arguments it reads, then ``from stage S output J`` for what it receives."""
+    import json
+    from pathlib import Path
+
+    manifest = Path(path).parent / "manifest.json"
+    if not manifest.is_file():
+        return None
+    try:
+        m = json.loads(manifest.read_text())
+        for st in m.get("stages", []):
+            if st.get("file") == Path(path).name:
+                names = [a["path"] for a in st.get("arguments", st.get("params", []))]
+                names += [
+                    f"from stage {r['from_stage']} output {r['output']}" for r in st["inputs"]
+                ]
+                return names if len(names) == n else None
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    return None
 
 
 def _add_run(p: argparse.ArgumentParser) -> None:

@@ -165,6 +165,12 @@ def test_module_on_every_file_command(dump_dir, tmp_path, capsys) -> None:
     last = {a["path"] for a in manifest["stages"][1]["arguments"]}
     assert {"params__embed__", "batch_0_"} <= first and "batch_1_" in last  # names, not "[5]"
     capsys.readouterr()
+    assert main(["inspect", str(out / "stage1.hlo"), "--json", "--no-cost"]) == 0
+    names = json.loads(capsys.readouterr().out)["input_names"]
+    assert names[-1] == "from stage 0 output 0" and "batch_1_" in names
+    assert main(["inspect", str(out / "manifest.json")]) == 0
+    assert "  stage 1: " in capsys.readouterr().out
+    capsys.readouterr()
     assert main(["split", str(dump_dir), "--at-markers", "-o", str(tmp_path / "x")]) == 2
     assert "--module NAME" in capsys.readouterr().err
     capsys.readouterr()
