@@ -117,7 +117,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     debug = getattr(args, "debug", False)
     try:
-        return int(args._handler(args) or 0)
+        code = int(args._handler(args) or 0)
+        sys.stdout.flush()  # a closed pipe shows here, inside the handler below
+        return code
     except HlopipeError as e:
         if debug:
             traceback.print_exc()
