@@ -935,14 +935,17 @@ def _train_plan(args: argparse.Namespace, program: Any) -> dict[str, Any]:
             params.append(value)
             roles[role] = roles.get(role, 0) + 1
         named = any(program.arg_names[: len(p_avals)])
-        init_note = ("initialised by role from the argument names: " if named else "") + ", ".join(
-            f"{n} {r}" for r, n in roles.items()
-        )
-        if not named:
+        by_role = ", ".join(f"{n} {r}" for r, n in roles.items())
+        if named:
             init_note = (
-                "RANDOM: the program carries no argument names, so no parameter's role can be "
-                f"seen: {init_note}. Pass --params FILE.npz (arrays in argument order) to train "
-                "from real values"
+                f"initialised by role from the argument names: {by_role} (--params FILE.npz "
+                "to start from yours)"
+            )
+        else:
+            init_note = (
+                "RANDOM -- pass --params FILE.npz (arrays in argument order) to train from real "
+                "values: the program carries no argument names, so no parameter's role can be "
+                f"seen ({by_role})"
             )
     # data: from --data, or one fixed synthetic batch that a model can learn by heart
     if args.data:

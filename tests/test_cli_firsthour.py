@@ -144,8 +144,8 @@ def test_train_without_names_says_parameters_are_random(tmp_path) -> None:
     path.write_text(text)
     args = cli.build_parser().parse_args(["train", str(path), "--stages", "1"])
     plan = cli._train_plan(args, hlopipe.load(path))
-    assert plan["notes"]["params"].startswith("RANDOM: the program carries no argument names")
-    assert "--params FILE.npz" in plan["notes"]["params"]
+    assert plan["notes"]["params"].startswith("RANDOM -- pass --params FILE.npz")
+    assert "the program carries no argument names" in plan["notes"]["params"]
 
 
 # ---- 2. --module on every command that takes a file -------------------------------------------
