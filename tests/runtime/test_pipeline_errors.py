@@ -90,7 +90,9 @@ def test_signature_mismatch_names_the_argument(tmp_path):
     with pytest.raises(RuntimeConfigError) as e:
         Pipeline(str(path), params, batch, num_microbatches=2, devices=jax.devices()[:4])
     msg = str(e.value)
-    assert msg.startswith("argument 44 (batch leaf 0): the program expects int32[8, 16], given ")
+    assert msg.startswith(
+        "argument 44 batch_0_ (batch leaf 0): the program expects int32[8, 16], given "
+    )
     assert "full batch = microbatches x the program's batch" in msg and len(msg) < 400
 
 
