@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
+import re
 import sys
 import traceback
 from collections.abc import Callable, Sequence
@@ -35,10 +36,60 @@ def _register(name: str, help: str):
 
 
 class _Parser(argparse.ArgumentParser):
-    """argparse, but usage errors follow the one-line ``error: ...`` / exit 2 convention."""
+    """argparse, but usage errors follow the one-line ``error: ...`` / exit 2 convention, and
+    a mistyped choice (a subcommand) gets a "did you mean"."""
 
     def error(self, message: str):  # type: ignore[override]
+        import re
+
+        m = re.search(r"invalid choice: '([^']*)' \(choose from (.*)\)", message)
+        if m:
+            choices = [c.strip(" '") for c in m.group(2).split(",")]
+            message = f"{message}{_did_you_mean(m.group(1), choices)}"
         self.exit(2, f"error: {message} (see '{self.prog} --help')\n")
+
+
+def _did_you_mean(word: str, choices: Any) -> str:
+    """``" (did you mean 'x'?)"`` when a choice is close to ``word``, else ``""``."""
+    import difflib
+
+    close = difflib.get_close_matches(str(word).lower(), [str(c) for c in choices], n=1)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+def _check_output_file(path: str, flag: str, suffixes: Sequence[str] | None = None) -> None:
+    """Before any work: ``path`` can be written as a file (its folder exists, it is not a
+    folder, its suffix is one of ``suffixes``)."""
+    from pathlib import Path
+
+    p = Path(path)
+    if suffixes is not None and p.suffix.lower() not in suffixes:
+        raise HlopipeError(
+            f"{flag} {path}: the format follows the file name; use one of "
+            f"{', '.join(suffixes[:3])} (not {p.suffix or 'no suffix'!r})"
+        )
+    if p.is_dir():
+        raise HlopipeError(f"{flag} {path}: is a folder; give a file name")
+    parent = p.parent if str(p.parent) else Path(".")
+    if not parent.is_dir():
+        raise HlopipeError(f"{flag} {path}: the folder {parent} does not exist; create it first")
+    if not os.access(parent, os.W_OK) or (p.exists() and not os.access(p, os.W_OK)):
+        raise HlopipeError(f"{flag} {path}: cannot write there (permission denied)")
+
+
+def _check_output_dir(path: str, flag: str) -> None:
+    """Before any work: ``path`` is a folder or can become one (its parent exists)."""
+    from pathlib import Path
+
+    p = Path(path)
+    if p.exists() and not p.is_dir():
+        raise HlopipeError(f"{flag} {path}: is a file, not a folder; give a folder name")
+    if not p.exists() and not p.parent.is_dir():
+        raise HlopipeError(
+            f"{flag} {path}: its parent folder {p.parent} does not exist; create it first"
+        )
+    if not os.access(p if p.exists() else p.parent, os.W_OK):
+        raise HlopipeError(f"{flag} {path}: cannot write there (permission denied)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -66,21 +117,76 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     debug = getattr(args, "debug", False)
     try:
-        return int(args._handler(args) or 0)
+        code = int(args._handler(args) or 0)
+        sys.stdout.flush()  # a closed pipe shows here, inside the handler below
+        return code
     except HlopipeError as e:
         if debug:
             traceback.print_exc()
-        msg = " ".join(str(e).split("\n")[0].split()) if not debug else str(e)
-        print(f"error: {_one_line(e)}" if not debug else f"error: {msg}", file=sys.stderr)
+        msg = str(e)
+        print(f"error: {_one_line(e, args.command)}" if not debug else f"error: {msg}",
+              file=sys.stderr)  # fmt: skip
         return 2
     except KeyboardInterrupt:
         print("error: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:
+        # the reader went away (`hlopipe inspect --json | head`): stop quietly; stdout now
+        # goes nowhere so that the flush at exit does not fail again
+        with contextlib.suppress(OSError):
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+        return 0
 
 
-def _one_line(e: BaseException) -> str:
-    """The error as one line: its lines joined, whitespace collapsed."""
-    return " ".join(str(e).split())
+def _one_line(e: BaseException, command: str | None = None) -> str:
+    """The error as one line: its lines joined, whitespace collapsed, and the library's
+    keyword arguments named by the command's flags."""
+    return _in_cli_terms(" ".join(str(e).split()), command)
+
+
+# per command: the Python keyword a library error names -> the flag that sets it
+_FLAGS = {
+    "num_microbatches": "--microbatches",
+    "stage_mesh_shape": "--stage-devices",
+    "virtual_stages": "--virtual-stages",
+    "num_stages": "--stages",
+    "num_params": "--params",
+    "num_outputs": "--outputs",
+}
+_FLAGS_OF = {
+    "train": ("num_microbatches", "stage_mesh_shape", "virtual_stages", "num_stages"),
+    "split": ("num_stages", "num_params", "num_outputs"),
+    "schedule": ("num_microbatches",),
+}
+
+
+def _in_cli_terms(msg: str, command: str | None) -> str:
+    msg = msg.replace("module=NAME (--module NAME)", "--module NAME")
+    msg = re.sub(r" \(CLI: [^)]*\)", "", msg)  # a hint for CLI users, once the flags are named
+    for key in _FLAGS_OF.get(command or "", ()):
+        flag = _FLAGS[key]
+        msg = re.sub(rf"\b{key}=\((\d+),?\)", rf"{flag} \1", msg)
+        msg = re.sub(rf"\b{key}=(\S+?)([,;)]|\s|$)", rf"{flag} \1\2", msg)
+        msg = re.sub(rf"\b{key}\b", flag, msg)
+    return msg
+
+
+def _load(path: str, module: str | None) -> Any:
+    """``io.load`` for a command's FILE and --module, with a "did you mean" for the module."""
+    from pathlib import Path
+
+    from hlopipe import io
+
+    if module is not None and Path(path).is_dir():
+        names = list(io.dump_modules(path))
+        if names and not any(module in n for n in names):
+            short = [n.split(".", 1)[-1] for n in names]
+            raise HlopipeError(
+                f"--module {module}: no module of {path} matches{_did_you_mean(module, short)}; "
+                f"modules: {', '.join(short)}"
+            )
+    return io.load(path, module=module)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -173,6 +279,10 @@ def _cmd_schedule(args: argparse.Namespace) -> int:
     from hlopipe import schedules
     from hlopipe.errors import ScheduleError
 
+    if args.plot:
+        _check_output_file(args.plot, "--plot", _PLOT_SUFFIXES)
+    if args.trace:
+        _check_output_file(args.trace, "--trace", (".json",))
     costs = schedules.parse_costs(args.costs) if args.costs else None
     if args.from_file and args.name:
         raise ScheduleError("give a schedule name or --from FILE, not both")
@@ -335,12 +445,12 @@ def _cmd_inspect(args: argparse.Namespace) -> int:
         from hlopipe import stages
 
         print(stages.format_manifest(args.file))
+        _print_stage_arguments(args.file)
         return 0
-    from hlopipe.io import load
     from hlopipe.io._program import _fmt_aval
     from hlopipe.rehydrate import module_ir, scan_unsupported
 
-    prog = load(args.file, module=args.module)
+    prog = _load(args.file, args.module)
     counts = prog.op_counts(entry_only=False)
     cost: dict[str, float] = {}
     if not args.no_cost:
@@ -354,6 +464,7 @@ def _cmd_inspect(args: argparse.Namespace) -> int:
         "format": prog.format,
         "entry": prog.entry,
         "inputs": [_fmt_aval(a) for a in prog.in_avals],
+        "input_names": _stage_file_names(args.file, len(prog.in_avals)) or prog.arg_names,
         "outputs": [_fmt_aval(a) for a in prog.out_avals],
         "ops": dict(counts.most_common()),
         "flops": cost.get("flops"),
@@ -369,7 +480,13 @@ def _cmd_inspect(args: argparse.Namespace) -> int:
 
     console = Console(highlight=False)
     console.print(f"[bold]{args.file}[/]  format [cyan]{prog.format}[/]  entry @{prog.entry}")
-    console.print(f"inputs : ({', '.join(info['inputs'])})", soft_wrap=True)
+    if any(info["input_names"]):
+        console.print(f"inputs ({len(info['inputs'])}):")
+        width = max(len(n or "") for n in info["input_names"])
+        for i, (n, a) in enumerate(zip(info["input_names"], info["inputs"])):
+            console.print(f"  {i:>3}  {n or '-':<{width}}  {a}", soft_wrap=True)
+    else:
+        console.print(f"inputs : ({', '.join(info['inputs'])})", soft_wrap=True)
     console.print(f"outputs: ({', '.join(info['outputs'])})", soft_wrap=True)
     if info["flops"] is not None:
         console.print(
@@ -390,6 +507,45 @@ def _cmd_inspect(args: argparse.Namespace) -> int:
     return 0
 
 
+def _print_stage_arguments(manifest: str) -> None:
+    """Each stage's file arguments by name, in order (see docs/stage-files.md)."""
+    import json
+    from pathlib import Path
+
+    m = json.loads(Path(manifest).read_text())
+    print("stage file arguments, in order: the program arguments it reads, then what it receives")
+    for st in m["stages"]:
+        names = [a["path"] for a in st.get("arguments", st.get("params", []))]
+        recv = [f"stage {r['from_stage']} output {r['output']}" for r in st["inputs"]]
+        print(
+            f"  stage {st['index']}: {', '.join(names) or '-'}"
+            + (f" | received: {', '.join(recv)}" if recv else "")
+        )
+
+
+def _stage_file_names(path: str, n: int) -> list[str] | None:
+    """For a stage file written by `split`, its arguments' names from the manifest next to
+    it: the program arguments it reads, then ``from stage S output J`` for what it receives."""
+    import json
+    from pathlib import Path
+
+    manifest = Path(path).parent / "manifest.json"
+    if not manifest.is_file():
+        return None
+    try:
+        m = json.loads(manifest.read_text())
+        for st in m.get("stages", []):
+            if st.get("file") == Path(path).name:
+                names = [a["path"] for a in st.get("arguments", st.get("params", []))]
+                names += [
+                    f"from stage {r['from_stage']} output {r['output']}" for r in st["inputs"]
+                ]
+                return names if len(names) == n else None
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    return None
+
+
 def _add_run(p: argparse.ArgumentParser) -> None:
     p.add_argument("file", help="an XLA program (any format) or a dump folder")
     p.add_argument("--module", help="in a dump folder, the module to pick")
@@ -404,9 +560,11 @@ def _add_run(p: argparse.ArgumentParser) -> None:
 def _cmd_run(args: argparse.Namespace) -> int:
     import jax
 
-    from hlopipe.io import TokenType, load
+    from hlopipe.io import TokenType
 
-    prog = load(args.file, module=args.module)
+    if args.outputs:
+        _check_output_file(args.outputs, "--outputs", (".npz",))
+    prog = _load(args.file, args.module)
     avals = [a for a in prog.in_avals if not isinstance(a, TokenType)]
     from hlopipe.rehydrate import module_ir
     from hlopipe.rehydrate._rehydrate import _uses_64bit
@@ -424,12 +582,9 @@ def _run_loaded(args: argparse.Namespace, prog: Any, avals: list) -> int:
     from hlopipe.errors import HlopipeError
     from hlopipe.io._program import _fmt_aval
 
-    fn = prog.as_function()
+    fn = prog.as_function(flat=True)
     if args.inputs:
-        try:
-            data = np.load(args.inputs)
-        except (OSError, ValueError) as e:
-            raise HlopipeError(f"{args.inputs}: cannot read as .npz: {e}") from None
+        data = dict(zip(*_npz_named(args.inputs, "--inputs")))
         keys = list(data.keys())
         if len(keys) != len(avals):
             raise HlopipeError(
@@ -519,6 +674,7 @@ def _add_split(p: argparse.ArgumentParser) -> None:
         help="cut a merged module back into DIR/forward.* and DIR/backward.*, with the "
         "merged compile's shardings pinned on the residuals (needs --mesh or its .json)",
     )
+    p.add_argument("--module", help="in a dump folder, the module to pick")
     p.add_argument("-o", "--output", required=True, metavar="DIR", help="output folder")
     p.add_argument("--format", choices=("hlo", "stablehlo"), default="hlo", help="module format")
     p.add_argument(
@@ -541,13 +697,14 @@ def _add_split(p: argparse.ArgumentParser) -> None:
     _add_split
 )
 def _cmd_split(args: argparse.Namespace) -> int:
-    from hlopipe import io, stages
+    from hlopipe import stages
 
     if args.merge or args.unmerge:
         return _split_files(args)
     if not args.file:
         raise HlopipeError("split needs a FILE with --at-markers or --stages")
-    program = io.load(args.file)
+    _check_output_dir(args.output, "-o")
+    program = _load(args.file, args.module)
     if args.at_markers and program.stage_markers() == 0:
         why = (
             "it is HLO after XLA's optimisation passes (is_scheduled=true), and XLA removes "
@@ -579,6 +736,7 @@ def _split_files(args: argparse.Namespace) -> int:
 
     if args.file:
         raise HlopipeError("--merge/--unmerge take their modules as option values, not FILE")
+    _check_output_dir(args.output, "-o")
     meta: dict[str, Any] = {}
     layout_path = None
     if args.unmerge:
@@ -790,7 +948,23 @@ def _cmd_conformance(args: argparse.Namespace) -> int:
 
 
 def _add_train(p: argparse.ArgumentParser) -> None:
-    p.add_argument("file", help="an XLA program of a loss; arguments: params..., then batch...")
+    p.add_argument(
+        "file",
+        help="an XLA program of a loss: arguments params..., then one microbatch; its first "
+        "output a scalar loss, a mean over the batch",
+    )
+    p.add_argument("--module", help="in a dump folder, the module to pick")
+    p.add_argument(
+        "--params",
+        metavar="NPZ",
+        help="initial parameters, arrays in argument order (default: initialised by role)",
+    )
+    p.add_argument(
+        "--data",
+        metavar="NPZ",
+        help="one full batch, arrays in argument order: full batch = microbatches x the "
+        "program's batch (default: one fixed synthetic batch)",
+    )
     p.add_argument(
         "--batch-args",
         type=int,
@@ -799,39 +973,98 @@ def _add_train(p: argparse.ArgumentParser) -> None:
         "arguments, else 1",
     )
     p.add_argument("--schedule", default="1f1b", help="schedule name (see 'hlopipe schedule')")
-    p.add_argument("--microbatches", type=int, default=4, help="microbatches per step")
+    p.add_argument("--microbatches", type=int, default=4, help="microbatches per step (4)")
     p.add_argument("--virtual-stages", type=int, help="stages per rank (schedule default)")
-    p.add_argument("--stages", type=int, help="stages to cut into when there are no markers")
-    p.add_argument("--stage-devices", type=int, default=1, help="devices per stage (data parallel)")
-    p.add_argument("--cpu-devices", type=int, metavar="N", help="simulate N CPU devices")
-    p.add_argument("--steps", type=int, default=10)
+    p.add_argument(
+        "--stages",
+        type=int,
+        help="stages to cut into when the program has no markers (default: one per device)",
+    )
+    p.add_argument(
+        "--stage-devices",
+        type=int,
+        help="devices per stage, data parallel (default: the most that the devices allow and "
+        "that divide the program's batch)",
+    )
+    p.add_argument(
+        "--cpu-devices", type=int, metavar="N", help=f"on CPU, simulate N devices ({_CPU_DEVICES})"
+    )
+    p.add_argument("--steps", type=int, default=10, help="training steps (10)")
     p.add_argument("--optimizer", choices=("adam", "adamw", "sgd"), default="adam")
-    p.add_argument("--lr", type=float, default=1e-3)
-    p.add_argument("--params", metavar="NPZ", help="initial parameters, in argument order")
-    p.add_argument("--data", metavar="NPZ", help="one full batch, in argument order")
-    p.add_argument("--int-high", type=int, default=2, help="random integer data in [0, N)")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--lr", type=float, default=1e-2, help="learning rate (0.01)")
+    p.add_argument("--int-high", type=int, default=2, help="synthetic integer data in [0, N) (2)")
+    p.add_argument("--seed", type=int, default=0, help="seed of parameters and synthetic data")
+    p.add_argument(
+        "--check", action="store_true", help="also train on one device and compare the losses"
+    )
+    p.add_argument("--save", metavar="DIR", help="checkpoint the final state into DIR")
+    p.add_argument("--resume", metavar="DIR", help="start from the newest checkpoint in DIR")
     p.add_argument("--plot", metavar="PNG", help="write the measured timeline of the last step")
+
+
+_CPU_DEVICES = 8  # on CPU, `train` and `demo` simulate this many devices unless told otherwise
+_PLOT_SUFFIXES = (".png", ".svg", ".pdf", ".jpg", ".jpeg", ".eps", ".ps", ".webp", ".tif", ".tiff")
 
 
 @_register("train", "pipeline-train the loss program in a file on the local devices")(_add_train)
 def _cmd_train(args: argparse.Namespace) -> int:
-    import contextlib
-
     import jax
 
-    if args.cpu_devices:
-        with contextlib.suppress(Exception):  # a backend that is up keeps its devices
-            jax.config.update("jax_num_cpu_devices", args.cpu_devices)
-    import numpy as np
-    import optax
-
-    from hlopipe import io, schedules
     from hlopipe.errors import RuntimeConfigError
-    from hlopipe.runtime import Pipeline
 
-    program = io.load(args.file)
+    # 1. everything that can be wrong with the command line, before any compiling.
+    for flag in ("microbatches", "steps", "stages", "stage_devices", "cpu_devices"):
+        value = getattr(args, flag)
+        if value is not None and value < 1:
+            raise RuntimeConfigError(f"--{flag.replace('_', '-')} must be at least 1, not {value}")
+    if args.plot:
+        _check_output_file(args.plot, "--plot", _PLOT_SUFFIXES)
+    if args.save:
+        _check_output_dir(args.save, "--save")
+    if args.resume:
+        from hlopipe.runtime._checkpoint import latest_step
+
+        if latest_step(args.resume) is None:
+            raise RuntimeConfigError(
+                f"--resume {args.resume}: no checkpoint there (train with --save DIR first)"
+            )
+    _check_schedule_name(args.schedule)
+    with contextlib.suppress(Exception):  # CPU only; a backend already up keeps its devices
+        jax.config.update("jax_num_cpu_devices", args.cpu_devices or _CPU_DEVICES)
+
+    program = _load(args.file, args.module)
+    plan = _train_plan(args, program)
+    _print_plan(plan)
+    return _train(args, plan)
+
+
+def _check_schedule_name(name: str) -> None:
+    from hlopipe import schedules
+    from hlopipe.errors import ScheduleError
+
+    try:
+        schedules.get(name, 1, 1)
+    except ScheduleError:
+        raise ScheduleError(
+            f"--schedule {name!r} is not a schedule{_did_you_mean(name, schedules.GENERATORS)}; "
+            f"valid names: {', '.join(schedules.GENERATORS)}"
+        ) from None
+    except Exception:  # a known name that needs more ranks than one: fine here
+        pass
+
+
+def _train_plan(args: argparse.Namespace, program: Any) -> dict[str, Any]:
+    """What `train` will run: arguments split into parameters and batch, initial values, stages,
+    devices; each choice with the words that explain it."""
+    import jax
+    import numpy as np
+
+    from hlopipe import schedules
+    from hlopipe.errors import RuntimeConfigError
+    from hlopipe.io._program import _fmt_aval
+
     avals: list[Any] = list(program.in_avals)
+    names = [n or f"argument {i}" for i, n in enumerate(program.arg_names)]
     nb = args.batch_args
     if nb is None:
         nb = 0
@@ -840,60 +1073,321 @@ def _cmd_train(args: argparse.Namespace) -> int:
         nb = nb or 1
     if not 0 < nb < len(avals):
         raise RuntimeConfigError(
-            f"--batch-args={nb}: the program has {len(avals)} arguments; the batch must be "
+            f"--batch-args {nb}: the program has {len(avals)} arguments; the batch must be "
             "some of the last ones and at least one argument must be a parameter"
         )
     p_avals, b_avals = avals[:-nb], avals[-nb:]
-    rng = np.random.default_rng(args.seed)
+    if any(not a.shape for a in b_avals):
+        raise RuntimeConfigError(
+            f"the last {nb} argument(s) ({', '.join(_fmt_aval(a) for a in b_avals)}) are taken "
+            "as the batch, but a scalar has no batch axis; set --batch-args N"
+        )
+    mb = int(b_avals[0].shape[0])
     m = args.microbatches
+    rng = np.random.default_rng(args.seed)
 
-    def random(aval: Any, lead: int = 1) -> np.ndarray:
-        shape = (aval.shape[0] * lead, *aval.shape[1:]) if lead > 1 else tuple(aval.shape)
-        dt = np.dtype(aval.dtype)
-        if np.issubdtype(dt, np.integer):
-            return rng.integers(0, args.int_high, shape).astype(dt)
-        return (rng.standard_normal(shape) * 0.02).astype(dt)
+    # parameters: from --params, or by role where the names show it
+    if args.params:
+        params = _read_npz(args.params, "--params", p_avals, names[: len(p_avals)], 1)
+        init_note = f"from {args.params}"
+    else:
+        params = []
+        roles: dict[str, int] = {}
+        for name, a in zip(names, p_avals):
+            value, role = _init_by_role(name if name in program.arg_names else None, a, rng)
+            params.append(value)
+            roles[role] = roles.get(role, 0) + 1
+        named = any(program.arg_names[: len(p_avals)])
+        by_role = ", ".join(f"{n} {r}" for r, n in roles.items())
+        if named:
+            init_note = (
+                f"initialised by role from the argument names: {by_role} (--params FILE.npz "
+                "to start from yours)"
+            )
+        else:
+            init_note = (
+                "RANDOM -- pass --params FILE.npz (arrays in argument order) to train from real "
+                "values: the program carries no argument names, so no parameter's role can be "
+                f"seen ({by_role})"
+            )
+    # data: from --data, or one fixed synthetic batch that a model can learn by heart
+    if args.data:
+        batch = _read_npz(args.data, "--data", b_avals, names[len(p_avals) :], m)
+        data_note = f"from {args.data}, the same batch every step"
+    else:
+        batch = [_synthetic(a, m, args.int_high, rng) for a in b_avals]
+        data_note = (
+            "one fixed synthetic batch, the same every step, so the loss should fall: "
+            f"integers in [0, {args.int_high}), floats ~ N(0, 1) (--data FILE.npz for yours)"
+        )
 
-    def npz(path: str, n: int, what: str) -> list[np.ndarray]:
-        with np.load(path) as f:
-            arrays = [f[k] for k in f.files]
-        if len(arrays) != n:
-            raise RuntimeConfigError(f"{path}: {len(arrays)} arrays, the {what} has {n}")
-        return arrays
-
-    params = (
-        npz(args.params, len(p_avals), "parameters")
-        if args.params
-        else [random(a) for a in p_avals]
+    # stages and devices
+    markers = program.stage_markers()
+    v = args.virtual_stages or schedules.get(args.schedule, 1, 1).num_stages
+    devices = jax.local_devices()
+    platform = devices[0].platform
+    if markers:
+        S = markers + 1
+        if args.stages and args.stages != S:
+            raise RuntimeConfigError(
+                f"--stages {args.stages}: the program has {markers} stage markers, which make "
+                f"{S} stages; leave --stages out"
+            )
+        stage_note = f"{S}, at the program's {markers} stage markers"
+    elif args.stages:
+        S = args.stages
+        stage_note = f"{S} (--stages), cost-balanced: the program has no stage markers"
+    else:
+        S = max(len(devices) // (args.stage_devices or 1), 1) * v
+        stage_note = (
+            f"{S}, cost-balanced, one per device{' group' if args.stage_devices else ''}: the "
+            "program has no stage markers (--stages N to choose)"
+        )
+    if S % v:
+        raise RuntimeConfigError(
+            f"schedule {args.schedule!r} puts {v} stages on each rank, {S} stages are not a "
+            "multiple of it; choose --virtual-stages or --stages"
+        )
+    ranks = S // v
+    group = args.stage_devices
+    if group is None:
+        group = max((g for g in range(1, len(devices) // ranks + 1) if mb % g == 0), default=1)
+    if ranks * group > len(devices):
+        hint = " (--cpu-devices N)" if platform == "cpu" else ""
+        raise RuntimeConfigError(
+            f"{ranks} ranks x {group} devices per stage need {ranks * group} devices, there are "
+            f"{len(devices)}{hint}"
+        )
+    simulated = " (simulated; --cpu-devices N)" if platform == "cpu" and len(devices) > 1 else ""
+    device_note = (
+        f"{ranks} ranks x {group} {platform.upper()} device(s) of the {len(devices)} "
+        f"local ones{simulated}" + (", data parallel inside each stage" if group > 1 else "")
     )
-    batch = npz(args.data, nb, "batch") if args.data else [random(a, m) for a in b_avals]
+    return {
+        "program": program,
+        "names": names,
+        "p_avals": p_avals,
+        "b_avals": b_avals,
+        "params": params,
+        "batch": batch,
+        "num_stages": None if markers else S,
+        "stages": S,
+        "devices": devices[: ranks * group],
+        "group": group,
+        "microbatch": mb,
+        "notes": {
+            "program": f"{args.file}: {len(avals)} arguments = {len(p_avals)} parameters "
+            f"({sum(int(np.prod(a.shape)) for a in p_avals):,} values) + a microbatch of "
+            f"{nb} ({', '.join(_fmt_aval(a) for a in b_avals)})",
+            "stages": stage_note,
+            "devices": device_note,
+            "schedule": f"{args.schedule}, {m} microbatches of {mb} = a batch of {m * mb} per "
+            "step (full batch = microbatches x the program's batch)",
+            "params": init_note,
+            "data": data_note,
+            "optimizer": f"{args.optimizer}(lr={args.lr:g}), {args.steps} steps"
+            + (f", resuming from {args.resume}" if args.resume else ""),
+        },
+    }
+
+
+def _print_plan(plan: dict[str, Any]) -> None:
+    for key, text in plan["notes"].items():
+        print(f"{key:<10}{text}")
+
+
+def _init_by_role(name: str | None, aval: Any, rng: Any) -> tuple[Any, str]:
+    """An initial value for a parameter whose name (``params['ln1']['g']``, ``fc1_b``, ...)
+    may show its role: norm scales 1, biases 0, matrices ~ N(0, 1/fan_in); without a role,
+    matrices as such and vectors 0."""
+    import math
+    import re
+
+    import numpy as np
+
+    dt = np.dtype(aval.dtype)
+    shape = tuple(aval.shape)
+    if not np.issubdtype(dt, np.inexact):
+        return np.zeros(shape, dt), "integer parameters = 0"
+    words = [w.lower() for w in re.split(r"[^A-Za-z0-9]+", name or "") if w]
+    last = words[-1] if words else ""
+    normish = any(w.startswith(("ln", "norm", "layernorm", "rmsnorm", "bn")) for w in words)
+    if last in ("g", "gamma", "scale", "scales") or (
+        last in ("w", "weight") and normish and len(shape) == 1
+    ):
+        return np.ones(shape, dt), "norm scales = 1"
+    if last in ("b", "bias", "biases", "beta") or len(shape) < 2:
+        return np.zeros(shape, dt), "biases = 0" if last else "vectors = 0"
+    fan_in = math.prod(shape[:-1])
+    std = 1.0 / math.sqrt(max(fan_in, 1))
+    return (rng.standard_normal(shape) * std).astype(dt), "matrices ~ N(0, 1/fan_in)"
+
+
+def _synthetic(aval: Any, m: int, int_high: int, rng: Any) -> Any:
+    import numpy as np
+
+    shape = (aval.shape[0] * m, *aval.shape[1:])
+    dt = np.dtype(aval.dtype)
+    if dt == np.dtype(bool):
+        return rng.random(shape) < 0.5
+    if np.issubdtype(dt, np.integer):
+        return rng.integers(0, int_high, shape).astype(dt)
+    return rng.standard_normal(shape).astype(dt)
+
+
+def _read_npz(path: str, flag: str, avals: list[Any], names: list[str], m: int) -> list[Any]:
+    """The arrays of an .npz in order, each checked against its argument (``m``: the
+    microbatches a batch array holds along its leading axis)."""
+    import jax
+    import numpy as np
+
+    from hlopipe.errors import RuntimeConfigError
+    from hlopipe.io._program import _fmt_aval
+
+    arrays = _npz_arrays(path, flag)
+    if len(arrays) != len(avals):
+        raise RuntimeConfigError(
+            f"{flag} {path}: {len(arrays)} arrays, the program has {len(avals)} "
+            f"{'parameters' if m == 1 else 'batch arguments'}"
+        )
+    for k, (x, a, n) in enumerate(zip(arrays, avals, names)):
+        want = (a.shape[0] * m, *a.shape[1:]) if m > 1 else tuple(a.shape)
+        if tuple(x.shape) != want or x.dtype != np.dtype(a.dtype):
+            rule = (
+                f" (full batch = {m} microbatches x the program's batch of {a.shape[0]})"
+                if m > 1
+                else ""
+            )
+            got = _fmt_aval(jax.ShapeDtypeStruct(x.shape, x.dtype))
+            exp = _fmt_aval(jax.ShapeDtypeStruct(want, a.dtype))
+            raise RuntimeConfigError(
+                f"{flag} {path}: array {k} ({n}) is {got}, expected {exp}{rule}"
+            )
+    return arrays
+
+
+def _npz_named(path: str, flag: str) -> tuple[list[str], list[Any]]:
+    """The names and arrays of an .npz file, in order; one error line when it is not one."""
+    import zipfile
+
+    import numpy as np
+
+    try:
+        f = np.load(path, allow_pickle=False)
+    except (OSError, ValueError, EOFError, zipfile.BadZipFile) as e:
+        raise HlopipeError(f"{flag} {path}: cannot read it as .npz ({e})") from None
+    if not hasattr(f, "files"):
+        raise HlopipeError(f"{flag} {path}: a single .npy array, not an .npz file (np.savez)")
+    with f:
+        return list(f.files), [f[k] for k in f.files]
+
+
+def _npz_arrays(path: str, flag: str) -> list[Any]:
+    return _npz_named(path, flag)[1]
+
+
+def _train(args: argparse.Namespace, plan: dict[str, Any]) -> int:
+    import time
+
+    import optax
+
+    from hlopipe import schedules
+    from hlopipe.runtime import Pipeline
+
     opt = {"adam": optax.adam, "adamw": optax.adamw, "sgd": optax.sgd}[args.optimizer](args.lr)
+    params, batch = plan["params"], plan["batch"]
     pipe = Pipeline(
-        args.file,
+        plan["program"],
         params,
         batch,
-        num_stages=args.stages,
+        num_stages=plan["num_stages"],
         schedule=args.schedule,
-        num_microbatches=m,
+        num_microbatches=args.microbatches,
         virtual_stages=args.virtual_stages,
-        stage_mesh_shape=(args.stage_devices,),
+        devices=plan["devices"],
+        stage_mesh_shape=(plan["group"],),
         optimizer=opt,
     )
-    print(pipe)
-    state = pipe.init(params)
-    for k in range(args.steps):
-        step_batch = batch if args.data or k == 0 else [random(a, m) for a in b_avals]
-        state, metrics = pipe.step(state, step_batch)
+    state = pipe.restore(args.resume) if args.resume else pipe.init(params)
+    if args.resume:
+        print(f"resumed step {state.step} from {args.resume}")
+    print(f"compiling {pipe.staged.num_stages} stages' forward and backward (in step 1)...")
+    losses: list[float] = []
+    for _ in range(args.steps):
+        t0 = time.perf_counter()
+        state, metrics = pipe.step(state, batch)
+        losses.append(float(metrics.loss))
         print(
-            f"step {k + 1:4d}  loss {metrics.loss:.6f}  grad norm {metrics.grad_norm:.4f}  "
-            f"{metrics.step_time * 1e3:8.1f} ms"
+            f"step {state.step:4d}  loss {metrics.loss:.6f}  grad norm {metrics.grad_norm:.4f}  "
+            f"{(time.perf_counter() - t0) * 1e3:8.1f} ms"
         )
     tl = pipe.timeline()
-    print(f"measured bubble of the last step: {tl.bubble_fraction:.1%}")
+    fell = losses[-1] < losses[0]
+    print(
+        f"ran {pipe!r}: {args.steps} steps, loss {losses[0]:.4f} -> {losses[-1]:.4f}"
+        + ("" if fell or args.steps < 2 else " (it did not fall: check the data and --lr)")
+        + f"; measured bubble of the last step {tl.bubble_fraction:.1%}"
+    )
+    code = 0
+    if args.check:
+        ref = _train_one_device(args, plan, opt, state.step - args.steps)
+        diff = max(abs(a - b) for a, b in zip(losses, ref))
+        ok = diff <= 1e-4 * max(1.0, max(abs(x) for x in ref))
+        print(
+            f"check: the same {args.steps} steps on one device: loss {ref[0]:.4f} -> "
+            f"{ref[-1]:.4f}; max |loss difference| {diff:.2e} "
+            + ("(match)" if ok else "(DIFFERENT)")
+        )
+        code = 0 if ok else 1
+    if args.save:
+        print(f"checkpoint written to {pipe.save(state, args.save)}")
     if args.plot:
         schedules.plot(tl, args.plot)
-        print(f"wrote {args.plot}")
-    return 0
+        print(f"timeline written to {args.plot}")
+    return code
+
+
+def _train_one_device(args: argparse.Namespace, plan: dict[str, Any], opt: Any, start: int) -> list:
+    """The losses of the same training run on one device: the program's loss averaged over
+    the microbatches, ``jax.value_and_grad``, the same optimizer on the float parameters."""
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
+    import optax
+
+    if start:
+        raise HlopipeError("--check compares from initial values; leave out --resume with it")
+    f = plan["program"].as_function(flat=True)
+    m, mb = args.microbatches, plan["microbatch"]
+    params = list(plan["params"])
+    train = [k for k, p in enumerate(params) if np.issubdtype(np.asarray(p).dtype, np.inexact)]
+
+    def loss(trained: list[Any], fixed: list[Any], batch: list[Any]) -> Any:
+        full = list(fixed)
+        for k, v in zip(train, trained):
+            full[k] = v
+        total = 0.0
+        for i in range(m):
+            out = f(*full, *[b[i * mb : (i + 1) * mb] for b in batch])
+            total = total + (out[0] if isinstance(out, tuple) else out)
+        return total / m
+
+    @jax.jit
+    def step(trained: Any, st: Any, fixed: Any, batch: Any) -> Any:
+        value, g = jax.value_and_grad(loss)(trained, fixed, batch)
+        u, st = opt.update(g, st, trained)
+        return optax.apply_updates(trained, u), st, value
+
+    dev = jax.local_devices()[0]
+    trained = jax.device_put([jnp.asarray(params[k]) for k in train], dev)
+    fixed = jax.device_put([jnp.asarray(p) for p in params], dev)
+    batch = jax.device_put([jnp.asarray(b) for b in plan["batch"]], dev)
+    st = opt.init(trained)
+    losses = []
+    for _ in range(args.steps):
+        trained, st, value = step(trained, st, fixed, batch)
+        losses.append(float(value))
+    return losses
 
 
 # -- launch (distributed) ---------------------------------------------------------------------
@@ -927,10 +1421,99 @@ def _cmd_launch(args: argparse.Namespace) -> int:
         raise RuntimeConfigError("no command to launch: hlopipe launch --nproc N -- CMD ...")
     if args.nproc < 1 or args.devices_per_process < 1:
         raise RuntimeConfigError("--nproc and --devices-per-process must be at least 1")
-    return launch(
-        cmd,
-        nproc=args.nproc,
-        devices_per_process=args.devices_per_process,
-        heartbeat_timeout=args.heartbeat_timeout,
-        grace=args.grace,
+    import tempfile
+
+    fd, log_path = tempfile.mkstemp(prefix="hlopipe-launch-", suffix=".log")
+    out = _LaunchOutput(os.fdopen(fd, "a", buffering=1), sys.stdout)
+    # the coordination service runs in this process: its C++ logs (fd 2) go to the log too
+    sys.stderr.flush()
+    saved_stderr = os.dup(2)
+    log_fd = os.open(log_path, os.O_WRONLY | os.O_APPEND)
+    os.dup2(log_fd, 2)
+    os.close(log_fd)
+    try:
+        code = launch(
+            cmd,
+            nproc=args.nproc,
+            devices_per_process=args.devices_per_process,
+            heartbeat_timeout=args.heartbeat_timeout,
+            grace=args.grace,
+            out=out,  # type: ignore[arg-type]  # write() and flush() are all it uses
+        )
+    except BaseException:
+        os.unlink(log_path)
+        raise
+    finally:
+        sys.stderr.flush()
+        os.dup2(saved_stderr, 2)
+        os.close(saved_stderr)
+        out.log.close()
+    if code == 0:
+        os.unlink(log_path)
+        return 0
+    kept = f"{out.hidden} lines of JAX/XLA logs and C++ stacks kept out; " if out.hidden else ""
+    print(
+        f"error: the job failed with exit code {code} (the first process to fail; the others "
+        f"were stopped); {kept}every process's full output: {log_path}",
+        file=sys.stderr,
     )
+    return code
+
+
+class _LaunchOutput:
+    """Where `launch` streams the processes' ``[rank i] ...`` lines: all of them into a log
+    file; to the terminal all but the C++ side's logs (glog lines such as ``E1130
+    12:00:00.1 123 coordination_service.cc:42] ...``) and stack dumps, which the log keeps."""
+
+    _GLOG = re.compile(r"^[IWEF]\d{4} \d\d:\d\d:\d\d\.\d+\s+\d+\s+\S+:\d+\]")
+    _PREFIX = re.compile(r"^\[rank (\d+)\] ?")
+
+    def __init__(self, log: Any, terminal: Any) -> None:
+        self.log, self.terminal = log, terminal
+        self.in_stack: set[str] = set()
+        self.in_log: set[str] = set()
+        self.hidden = 0
+        self._partial = ""
+
+    def write(self, text: str) -> int:
+        self.log.write(text)
+        self._partial += text
+        *lines, self._partial = self._partial.split("\n")
+        for line in lines:
+            if self._noise(line):
+                self.hidden += 1
+            else:
+                self.terminal.write(line + "\n")
+        return len(text)
+
+    # lines that continue a multi-line C++ log message (task lists, status payloads)
+    _CONTINUATION = re.compile(
+        r"^(\s.*|[\d, ]*|.*(type\.googleapis\.com/|RPC: /|/job:|Check the task logs|"
+        r"stopped sending heartbeats).*)$"
+    )
+
+    def _noise(self, line: str) -> bool:
+        m = self._PREFIX.match(line)
+        rank, body = (m.group(1), line[m.end() :]) if m else ("", line)
+        if self._GLOG.match(body):
+            self.in_log.add(rank)
+            return True
+        if rank in self.in_log:
+            if self._CONTINUATION.match(body):
+                return True
+            self.in_log.discard(rank)
+        if "*** Begin stack trace ***" in body or "*** Check failure stack trace: ***" in body:
+            self.in_stack.add(rank)
+            return True
+        if rank in self.in_stack:
+            if "*** End stack trace ***" in body:
+                self.in_stack.discard(rank)
+            elif body.strip() and not body.startswith((" ", "\t", "@")):
+                self.in_stack.discard(rank)
+                return bool(self._GLOG.match(body))
+            return True
+        return bool(self._GLOG.match(body))
+
+    def flush(self) -> None:
+        self.log.flush()
+        self.terminal.flush()

@@ -19,6 +19,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import sys
 import tempfile
 import time
 from importlib import resources
@@ -54,6 +55,7 @@ def run_rehydration_demo(print_fn: Any = print) -> dict[str, float]:
         f"{len(prog.in_avals)} arguments, {prog.stage_markers()} stage markers "
         f"({t_load * 1e3:.0f} ms)"
     )
+    print_fn(f"next, look inside it: hlopipe inspect {path}")
 
     leaves, treedef = jax.tree.flatten((params, batch))
 
@@ -64,6 +66,10 @@ def run_rehydration_demo(print_fn: Any = print) -> dict[str, float]:
         return gpt.loss(params, batch, cfg)
 
     del leaves, treedef
+    print_fn(
+        "compiling value_and_grad of the rehydrated and of the original loss with XLA "
+        "(some seconds on CPU)..."
+    )
     v_r, g_r = jax.jit(jax.value_and_grad(rehydrated_loss))(params, batch)
     v_o, g_o = jax.jit(jax.value_and_grad(original_loss))(params, batch)
     gnorm = float(jnp.sqrt(sum(jnp.sum(g**2) for g in jax.tree.leaves(g_r))))
@@ -127,6 +133,10 @@ def run_pipeline_demo(
         f"{len(batches[0][0])} sequences per step"
     )
     state = pipe.init(params)
+    console.print(
+        f"compiling each stage's forward and backward for its {pipe.placement.group_size} "
+        "devices (during step 1)..."
+    )
     losses: list[float] = []
     with Progress(
         TextColumn("[bold]pipeline 1F1B"),
@@ -184,6 +194,15 @@ def run_pipeline_demo(
         f"measured bubble {tl.bubble_fraction:.1%} (simulated with the measured per-stage "
         f"costs: {sim.bubble_fraction:.1%}); timeline of the last step written to {out}"
     )
+    if devices[0].platform == "cpu":
+        ideal = schedules.simulate(pipe.schedule, {"F": 1.0, "B": 2.0}).bubble_fraction
+        console.print(
+            "why the bubble is large here: each stage of this tiny model computes for well "
+            "under a millisecond, so the fixed cost of each action and of each transfer "
+            "between device groups weighs as much as the work, and the simulated CPU devices "
+            f"share this machine's cores; the schedule's own bubble (compute only, B = 2F) is "
+            f"{ideal:.0%} and shrinks with more microbatches."
+        )
     return {"losses": losses, "reference": ref, "max_loss_diff": diff, "plot": out}
 
 
@@ -193,12 +212,19 @@ def _ask_for_cpu_devices(n: int) -> None:
         jax.config.update("jax_num_cpu_devices", n)
 
 
+def demo_console(file: Any = None) -> Any:
+    """The demo's console: on a terminal, its width; piped or redirected, long lines stay
+    whole (rich would wrap them at 80 columns)."""
+    from rich.console import Console
+
+    out = file or sys.stdout
+    return Console(file=file, highlight=False, soft_wrap=not out.isatty())
+
+
 def main() -> int:
     # Before anything initialises a backend (see the module docstring).
     _ask_for_cpu_devices(DEMO_DEVICES)
-    from rich.console import Console
-
-    console = Console(highlight=False)
+    console = demo_console()
     console.rule("[bold]hlopipe demo 1/2: rehydrate a tiny GPT loss from HLO text")
     out = run_rehydration_demo(console.print)
     ok = out["max_value_diff"] <= 1e-5 and out["max_grad_diff"] <= 1e-5

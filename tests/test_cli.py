@@ -87,6 +87,22 @@ def test_demo(capsys) -> None:
     assert main(["demo"]) == 0
     out = capsys.readouterr().out
     assert "matches the original" in out
+    from hlopipe.demo import demo_files
+
+    assert f"hlopipe inspect {demo_files()[0]}" in out  # the full path, to look at next
+    assert "compiling value_and_grad" in out and "compiling each stage" in out
+    assert "why the bubble is large here" in out
+
+
+def test_demo_output_is_not_wrapped_when_piped() -> None:
+    import io
+
+    from hlopipe.demo import demo_console
+
+    buf = io.StringIO()
+    line = "word " * 40  # 200 columns
+    demo_console(buf).print(line)
+    assert buf.getvalue().strip() == line.strip()
 
 
 def test_real_process_error_line() -> None:

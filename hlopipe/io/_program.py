@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import collections
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -68,6 +69,33 @@ class Program:
         with self.context:
             ftype = ir.FunctionType(ir.TypeAttr(self.entry_func.attributes["function_type"]).value)
             return [aval_of_type(t) for t in ftype.results]
+
+    @property
+    def arg_names(self) -> list[str | None]:
+        """A name per argument where the program carries one, else ``None``.
+
+        A ``jax.export`` artifact names them by their path in its input tree
+        (``"[0]['layers'][0]['w']"``); JAX's lowering puts the Python names on the entry's
+        arguments as locations (``params['w']`` in StableHLO, ``params__w__`` in HLO text),
+        which every format keeps. XLA's generic names (``Arg_0.1``, ``p0``) count as none.
+        """
+        exp = self.extra.get("exported")
+        if exp is not None and getattr(exp, "in_tree", None) is not None:
+            tree = jax.tree_util.tree_unflatten(exp.in_tree, range(exp.in_tree.num_leaves))
+            if isinstance(tree, tuple) and len(tree) == 2 and tree[1] == {}:
+                tree = tree[0]  # (args, kwargs) without keywords: paths from the args
+            paths = [jax.tree_util.keystr(k) for k, _ in jax.tree_util.tree_leaves_with_path(tree)]
+            if len(paths) == len(self.in_avals):
+                return list(paths)
+        names: list[str | None] = []
+        with self.context:
+            for arg in self.entry_func.regions[0].blocks[0].arguments:
+                m = _NAME_LOC.match(str(arg.location))
+                name = m.group(1).replace('\\"', '"') if m else None
+                if name is not None:
+                    name = re.sub(r"\.\d+$", "", name)  # HLO's instruction suffix
+                names.append(None if name is None or _GENERIC.match(name) else name)
+        return names
 
     # ---- contents ---------------------------------------------------------------------------
     def op_counts(self, *, entry_only: bool = False) -> collections.Counter[str]:
@@ -145,20 +173,65 @@ class Program:
         return _xla.cost_analysis(module)
 
     # ---- rehydration ------------------------------------------------------------------------
-    def as_function(self, **kwargs: Any):
-        """The program as a JAX-traceable function of its flat positional arguments.
+    def as_function(self, *, flat: bool = False, **kwargs: Any):
+        """The program as a JAX-traceable function.
 
-        One result gives the array, several give a tuple. Keyword arguments go to
+        A ``jax.export`` artifact carries its input and output trees: the function then takes
+        and returns those pytrees, as the exported function did (``f(params, batch)`` with
+        the same dicts and tuples). Every other format, and ``flat=True``, gives a function
+        of the flat positional arguments (the leaves, in order): one result gives the array,
+        several give a tuple. Other keyword arguments go to
         :func:`hlopipe.rehydrate.rehydrate` (``mesh=``, ``axis=``, ``loops=``...).
+
+        Example:
+          >>> f = hlopipe.load("model.jax_export").as_function()   # doctest: +SKIP
+          >>> loss = f(params, batch)                              # doctest: +SKIP
+          >>> g = prog.as_function(flat=True)                      # doctest: +SKIP
+          >>> loss = g(*jax.tree.leaves((params, batch)))          # doctest: +SKIP
         """
         from hlopipe.rehydrate import rehydrate
 
-        return rehydrate(self, **kwargs)
+        fn = rehydrate(self, **kwargs)
+        exp = self.extra.get("exported")
+        in_tree: Any = getattr(exp, "in_tree", None)
+        out_tree: Any = getattr(exp, "out_tree", None)
+        if flat or in_tree is None or out_tree is None:
+            return fn
+        n_out = len(self.out_avals)
+        if in_tree.num_leaves != len(self.in_avals) or out_tree.num_leaves != n_out:
+            return fn  # extra arguments (tokens, platform index): only the flat form fits
+        return _with_trees(fn, in_tree, out_tree, n_out, self.source)
 
     def __repr__(self) -> str:
         ins = ", ".join(_fmt_aval(a) for a in self.in_avals)
         outs = ", ".join(_fmt_aval(a) for a in self.out_avals)
         return f"Program({self.format}, {self.source}, @{self.entry}({ins}) -> ({outs}))"
+
+
+# loc("name") or loc("name"(callsite...)), not a file location loc("file.py":3:1)
+_NAME_LOC = re.compile(r'^loc\("((?:[^"\\]|\\.)*)"(?!:)')
+_GENERIC = re.compile(r"^(Arg_\d+|arg\d+|p\d+|param(eter)?[._]?\d+|Arg_\d+\.\d+)$")
+
+
+def _with_trees(fn: Any, in_tree: Any, out_tree: Any, n_out: int, source: str) -> Any:
+    """``fn`` of flat leaves as a function of the pytrees ``(args, kwargs)`` -> ``out_tree``."""
+    import functools
+
+    from hlopipe.errors import RehydrateError
+
+    @functools.wraps(fn)
+    def tree_fn(*args: Any, **kw: Any) -> Any:
+        leaves, tree = jax.tree_util.tree_flatten((args, kw))
+        if tree != in_tree:
+            raise RehydrateError(
+                f"{source}: the arguments have the structure {tree}, the exported function "
+                f"takes {in_tree}; or call as_function(flat=True) with the "
+                f"{in_tree.num_leaves} leaves in order"
+            )
+        out = fn(*leaves)
+        return jax.tree_util.tree_unflatten(out_tree, list(out) if n_out != 1 else [out])
+
+    return tree_fn
 
 
 def _has_marker(op: Any) -> bool:

@@ -353,18 +353,34 @@ class Pipeline:
             raise
 
     def _check_signature(self, mb_avals: list[Any]) -> None:
-        want = self.staged.in_avals
+        """The program takes ``params..., one microbatch...``: name the first argument that
+        differs (not the whole signature), with the rule for batch arguments."""
+        want = list(self.staged.in_avals)
         have = [*self.param_avals, *mb_avals]
-        if len(want) != len(have) or any(
-            tuple(w.shape) != tuple(h.shape) or jnp.dtype(w.dtype) != jnp.dtype(h.dtype)
-            for w, h in zip(want, have)
-        ):
+        n_p = self.num_params
+        rule = (
+            f"full batch = microbatches x the program's batch: the program takes a microbatch; "
+            f"a batch of {self.batch_size} in {self.num_microbatches} microbatches gives "
+            f"{self.microbatch_size}"
+        )
+        if len(want) != len(have):
             raise RuntimeConfigError(
-                "the program's arguments do not match params + one microbatch:\n"
-                f"  program:    ({_describe(want)})\n"
-                f"  params:     ({_describe(self.param_avals)})\n"
-                f"  microbatch: ({_describe(mb_avals)})  "
-                f"[batch of {self.batch_size} / {self.num_microbatches} microbatches]"
+                f"the program takes {len(want)} arguments, params + batch give {len(have)} "
+                f"({n_p} parameter leaves + {len(mb_avals)} batch leaves)"
+            )
+        paths = list(getattr(self.staged, "in_paths", None) or [])
+        for k, (w, h) in enumerate(zip(want, have)):
+            if tuple(w.shape) == tuple(h.shape) and jnp.dtype(w.dtype) == jnp.dtype(h.dtype):
+                continue
+            what = f"parameter {k}" if k < n_p else f"batch leaf {k - n_p}"
+            name = f" {paths[k]}" if k < len(paths) and paths[k] != f"[{k}]" else ""
+            given = _describe([h])
+            if k >= n_p:
+                full = self.batch_avals[k - n_p]
+                given = f"{_describe([h])} (one microbatch of {_describe([full])})"
+            raise RuntimeConfigError(
+                f"argument {k}{name} ({what}): the program expects {_describe([w])}, "
+                f"given {given}" + (f"; {rule}" if k >= n_p else "")
             )
 
     def _argnums(self) -> tuple[int, ...]:

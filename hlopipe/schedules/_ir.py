@@ -158,7 +158,7 @@ class Overlap(Action):
         return f"OVERLAP_F_B of {self.forward.describe()} and {self.backward.describe()}"
 
 
-@dataclass
+@dataclass(repr=False)
 class Schedule:
     """A pipeline schedule: per rank, the ordered actions it runs (``None`` = an idle slot).
 
@@ -202,6 +202,23 @@ class Schedule:
                 row.pop()
             normalised[r] = row
         self.actions = normalised
+
+    def __repr__(self) -> str:
+        """One screen: the shape of the schedule and its rank x step grid (``to_text()`` and
+        ``actions`` hold the full form)."""
+        from hlopipe.schedules._grid import format_grid
+
+        n = sum(a is not None for row in self.actions.values() for a in row)
+        head = (
+            f"Schedule({self.name!r}: {self.num_ranks} ranks, {self.num_stages} stages, "
+            f"{self.num_microbatches} microbatches, {n} actions"
+            + (", lowered" if self.is_lowered else "")
+            + ")"
+        )
+        lines = format_grid(self).splitlines()
+        if len(lines) > 40 or max((len(x) for x in lines), default=0) > 2000:
+            return f"{head}\n(grid too large to show: print(schedules.format_grid(s)))"
+        return head + "\n" + "\n".join(lines)
 
     # -- queries ---------------------------------------------------------------------------------
 

@@ -18,7 +18,7 @@ from hlopipe.stages import _jaxpr as J
 if TYPE_CHECKING:
     from hlopipe.stages._split import StagedProgram
 
-MANIFEST_VERSION = 1
+MANIFEST_VERSION = 2  # 2: a stage's program arguments are "arguments" (were "params")
 _EXT = {"hlo": ".hlo", "stablehlo": ".mlir"}
 
 
@@ -56,7 +56,7 @@ def manifest_dict(
             "index": st.index,
             "file": files.get(f"stage{st.index}"),
             "num_eqns": st.num_eqns,
-            "params": [
+            "arguments": [
                 {"arg": i, "path": p, **_aval(a)}
                 for i, p, a in zip(st.params_needed, st.param_paths, st.param_avals)
             ],
@@ -149,6 +149,14 @@ def export(
     program's first output is a scalar loss and ``argnums`` is not ``None``,
     ``stage<i>.forward<ext>``, ``.backward``, ``.backward_input``, ``.backward_weight``;
     ``<ext>`` is ``.hlo`` or ``.mlir``. Returns the manifest path.
+
+    A stage file ``stage<i>`` takes, in this order, the program arguments the stage reads
+    (``stages[i].arguments`` in the manifest: parameters and batch leaves alike, each with
+    ``arg``, its position in the whole program, and ``path``, its name) and then the values it
+    receives (``stages[i].inputs``: ``from_stage`` and that stage's ``output`` index); it
+    returns ``stages[i].outputs``, each with ``to`` (``[stage, input index]`` pairs) and
+    ``program_output`` (which output of the whole program it is, or ``null``). Chaining the
+    stage files by hand is running stage 0, then feeding each output to the inputs it lists.
     """
     if format not in _EXT:
         raise StageError(f"unknown export format {format!r}; use 'hlo' or 'stablehlo'")
@@ -203,7 +211,7 @@ def render_manifest(m: dict[str, Any]) -> str:
     for col in (
         "stage",
         "eqns",
-        "params",
+        "arguments",
         "receives",
         "sends to",
         "GFLOP",
@@ -213,7 +221,8 @@ def render_manifest(m: dict[str, Any]) -> str:
     ):
         t.add_column(col, justify="left" if col in ("receives", "sends to", "file") else "right")
     for st in m["stages"]:
-        pbytes = sum(int(np.prod(p["shape"])) * np.dtype(p["dtype"]).itemsize for p in st["params"])
+        args = st.get("arguments", st.get("params", []))  # "params" in version 1
+        pbytes = sum(int(np.prod(p["shape"])) * np.dtype(p["dtype"]).itemsize for p in args)
         recv: dict[int, int] = {}
         for r in st["inputs"]:
             recv[r["from_stage"]] = recv.get(r["from_stage"], 0) + int(
@@ -225,7 +234,7 @@ def render_manifest(m: dict[str, Any]) -> str:
         t.add_row(
             str(st["index"]),
             str(st["num_eqns"]),
-            f"{len(st['params'])} ({_fmt_bytes(pbytes)})",
+            f"{len(args)} ({_fmt_bytes(pbytes)})",
             ", ".join(f"{s}: {_fmt_bytes(b)}" for s, b in sorted(recv.items())) or "-",
             ", ".join(map(str, dsts)) + (f" out{outs}" if outs else "") or "-",
             f"{cost.get('flops', 0) / 1e9:.3f}",

@@ -433,7 +433,7 @@ def _trace(source: Any, mesh: Any, what: str) -> Any:
     avals = prog.in_avals
     if any(isinstance(a, TokenType) for a in [*avals, *prog.out_avals]):
         raise StageError(f"the {what} ({prog.source}) takes or returns tokens: not supported")
-    fn = prog.as_function(mesh=mesh) if mesh is not None else prog.as_function()
+    fn = prog.as_function(flat=True, **({"mesh": mesh} if mesh is not None else {}))
 
     def flat(*a: Any) -> list[Any]:
         out = fn(*a)

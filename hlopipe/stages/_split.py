@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -105,6 +106,16 @@ class Stage:
     _jitted: Any = field(default=None, repr=False)
     _fb_cache: dict[Any, Any] = field(default_factory=dict, repr=False)
 
+    def __repr__(self) -> str:
+        srcs = sorted({r.src for r in self.receives})
+        cost = f", ~{self.cost.time * 1e3:.3g} ms predicted" if self.cost is not None else ""
+        return (
+            f"Stage({self.index}: {self.num_eqns} eqns, {len(self.params_needed)} program "
+            f"arguments, receives {len(self.receives)} value(s)"
+            + (f" from stage {', '.join(map(str, srcs))}" if srcs else "")
+            + f", {len(self.outputs)} output(s){cost}; the jaxpr: .jaxpr)"
+        )
+
     @property
     def param_avals(self) -> list[jax.ShapeDtypeStruct]:
         return [J.sds(a) for a in self.jaxpr.in_avals[: len(self.params_needed)]]
@@ -183,6 +194,23 @@ class StagedProgram:
     @property
     def num_stages(self) -> int:
         return len(self.stages)
+
+    def __repr__(self) -> str:
+        """One screen: the signature and a table of the stages with their sizes and costs
+        (:meth:`full_text` gives every stage's jaxpr)."""
+        from hlopipe.stages._export import manifest_dict, render_manifest
+
+        head = (
+            f"StagedProgram({self.num_stages} stages, {len(self.in_avals)} arguments -> "
+            f"{len(self.out_avals)} outputs"
+            + (", cut by the cost model" if self.partition is not None else ", cut at markers")
+            + ")"
+        )
+        return head + "\n" + render_manifest(manifest_dict(self, {})).rstrip()
+
+    def full_text(self) -> str:
+        """Every stage's jaxpr, in order (long: the full form behind ``repr``)."""
+        return "\n".join(f"# stage {st.index}\n{st.jaxpr}" for st in self.stages)
 
     def stage(self, i: int) -> Stage:
         """Stage ``i`` (negative indices count from the end)."""
@@ -304,7 +332,7 @@ def split(
     cm = cost_model or CostModel()
     fn: Callable[..., Any]
     if hasattr(fn_or_program, "as_function") and hasattr(fn_or_program, "in_avals"):
-        fn = fn_or_program.as_function()
+        fn = fn_or_program.as_function(flat=True)
         if not example_args:
             example_args = tuple(
                 jax.ShapeDtypeStruct(a.shape, a.dtype) for a in fn_or_program.in_avals
@@ -317,17 +345,30 @@ def split(
         )
     closed, in_tree, out_tree = J.trace(fn, example_args)
     leaves = jax.tree_util.tree_flatten_with_path(tuple(example_args))[0]
-    return split_jaxpr(
-        closed,
-        num_stages=num_stages,
-        cost_model=cm,
-        memory_cap=memory_cap,
-        max_candidates=max_candidates,
-        in_tree=in_tree,
-        out_tree=out_tree,
-        in_paths=[jax.tree_util.keystr(p) for p, _ in leaves],
-        argnums_of=[_argnum(p) for p, _ in leaves],
-    )
+    in_paths = [jax.tree_util.keystr(p) for p, _ in leaves]
+    names = getattr(fn_or_program, "arg_names", None)  # a Program's own argument names
+    if isinstance(names, list) and len(names) == len(in_paths):
+        in_paths = [n or p for n, p in zip(names, in_paths)]
+    try:
+        return split_jaxpr(
+            closed,
+            num_stages=num_stages,
+            cost_model=cm,
+            memory_cap=memory_cap,
+            max_candidates=max_candidates,
+            in_tree=in_tree,
+            out_tree=out_tree,
+            in_paths=in_paths,
+            argnums_of=[_argnum(p) for p, _ in leaves],
+        )
+    except StageError as e:
+        # A rehydrated program's equations are traced in hlopipe's interpreter: a location
+        # there means nothing to the user, the program file does.
+        source = getattr(fn_or_program, "source", None) if names is not None else None
+        msg = re.sub(r" at \S*hlopipe/\S+ \([^)]*\)", f" in {source}", str(e))
+        if source is None or msg == str(e):
+            raise
+        raise StageError(msg) from e
 
 
 def split_jaxpr(

@@ -75,8 +75,25 @@ def test_program_file_arguments_mismatch(tmp_path):
     from hlopipe.demo import demo_files
 
     path, _ = demo_files()
-    with pytest.raises(RuntimeConfigError, match="do not match params"):
+    with pytest.raises(RuntimeConfigError, match="the program takes 46 arguments"):
         Pipeline(str(path), _params(), BATCH, num_microbatches=2, devices=jax.devices()[:4])
+
+
+def test_signature_mismatch_names_the_argument(tmp_path):
+    from hlopipe.demo import demo_files
+    from hlopipe.models import gpt
+
+    path, meta = demo_files()
+    cfg = gpt.GPTConfig(**meta["config"])
+    params = gpt.init(jax.random.key(0), cfg)
+    batch = gpt.batch(jax.random.key(1), 8, cfg)  # the program's batch, not 2 microbatches of it
+    with pytest.raises(RuntimeConfigError) as e:
+        Pipeline(str(path), params, batch, num_microbatches=2, devices=jax.devices()[:4])
+    msg = str(e.value)
+    assert msg.startswith(
+        "argument 44 batch_0_ (batch leaf 0): the program expects int32[8, 16], given "
+    )
+    assert "full batch = microbatches x the program's batch" in msg and len(msg) < 400
 
 
 def test_loss_must_be_a_scalar():

@@ -104,3 +104,14 @@ def test_from_text_rejects_what_is_not_a_schedule():
     header = get("gpipe", 1, 1).to_text().splitlines()[0]
     with pytest.raises(ScheduleError, match="expected 'rank: actions'"):
         Schedule.from_text(header + "\nzero: 0F0\n")
+
+
+def test_repr_is_one_screen_with_the_grid() -> None:
+    from hlopipe.schedules import get
+
+    text = repr(get("1f1b", 4, 8))
+    lines = text.splitlines()
+    assert lines[0] == "Schedule('1f1b': 4 ranks, 4 stages, 8 microbatches, 64 actions)"
+    assert lines[2].split()[:4] == ["rank", "0", "0F0", "0F1"] and len(lines) == 6
+    big = repr(get("gpipe", 64, 512))
+    assert len(big) < 300 and "format_grid" in big

@@ -186,3 +186,44 @@ def test_markers_in_cond_and_while_are_refused_with_where():
     inner = jax.jit(lambda v: jax.lax.cond(v[0] > 0, stage_boundary, lambda u: u, v))
     with pytest.raises(StageError, match=r"inside a cond branch .*\(called from .*test_split"):
         hlopipe.split(lambda x: inner(x).sum(), jnp.ones(3))
+
+
+def test_repr_is_a_one_screen_summary() -> None:
+    import jax.numpy as jnp
+
+    import hlopipe
+
+    def model(p, x):
+        h = hlopipe.stage_boundary(jnp.tanh(x @ p[0]))
+        return (h @ p[1]).sum()
+
+    staged = hlopipe.split(model, [jnp.ones((4, 8)), jnp.ones((8, 2))], jnp.ones((3, 4)))
+    text = repr(staged)
+    assert text.startswith("StagedProgram(2 stages, 3 arguments -> 1 outputs, cut at markers)")
+    assert len(text.splitlines()) < 15 and "pred. ms" in text and "{ lambda" not in text
+    assert "{ lambda" in staged.full_text() and "# stage 1" in staged.full_text()
+    assert repr(staged.stage(1)).startswith("Stage(1: ") and "from stage 0" in repr(staged.stage(1))
+
+
+def test_marker_location_of_a_program_file_is_the_file(tmp_path) -> None:
+    import jax
+    import jax.numpy as jnp
+    import pytest
+
+    import hlopipe
+    from hlopipe.errors import StageError
+
+    def body(c, x):
+        c = hlopipe.stage_boundary(c * x)
+        return c, c
+
+    def model(w, xs):
+        return jax.lax.scan(body, w, xs)[0].sum()
+
+    path = tmp_path / "scan_marker.hlo"
+    path.write_text(jax.jit(model).lower(jnp.ones(3), jnp.ones((4, 3))).as_text(dialect="hlo"))
+    with pytest.raises(StageError, match=rf"inside a scan body in {path}: ") as e:
+        hlopipe.split(hlopipe.load(path))
+    assert "hlopipe/" not in str(e.value).replace(str(path), "")
+    with pytest.raises(StageError, match=r"at .*test_split.py:\d+"):  # a function: its line
+        hlopipe.split(model, jnp.ones(3), jnp.ones((4, 3)))
