@@ -47,7 +47,7 @@ class Decompiled:
         written = [path]
         if self.constants:
             npz = path.with_name(self.constants_file or path.stem + ".npz")
-            np.savez(npz, **self.constants)
+            np.savez(npz, **self.constants)  # type: ignore[arg-type]
             written.append(npz)
         return written
 
@@ -128,7 +128,10 @@ def argument_names(program: Program, n: int) -> list[str]:
     with program.context:
         func = program.entry_func
         block = func.regions[0].blocks[0]
-        arg_attrs = func.attributes["arg_attrs"] if "arg_attrs" in func.attributes else None
+        try:
+            arg_attrs = func.attributes["arg_attrs"]
+        except KeyError:
+            arg_attrs = None
         for i, arg in enumerate(block.arguments):
             if isinstance(_aval(arg.type), TokenType):
                 continue
@@ -187,8 +190,12 @@ def _module_text(
     if mod.npz:
         imports = ["import pathlib", "", *imports]
         if "import numpy as np" not in imports:
-            imports.insert(imports.index("from jax import lax") if "from jax import lax" in
-                           imports else len(imports), "import numpy as np")
+            imports.insert(
+                imports.index("from jax import lax")
+                if "from jax import lax" in imports
+                else len(imports),
+                "import numpy as np",
+            )
     parts = [header, "\n".join(imports) + "\n" + extra]
     if mod.npz:
         parts.append(

@@ -183,7 +183,8 @@ class Body:
             return
         name = self.mod.fresh(hint)
         text = expr.text
-        self.stmts.append(Stmt((var,), expr.deps, lambda needed, n=name, t=text: [f"{n} = {t}"]))
+        line = f"{name} = {text}"
+        self.stmts.append(Stmt((var,), expr.deps, lambda needed: [line]))
         self.env[var] = Expr(name, ATOM, frozenset({var}))
 
     def define_many(
@@ -193,7 +194,7 @@ class Body:
 
         ``pattern`` ``"flat"`` unpacks a tuple, ``"single"`` assigns one value.
         """
-        names = []
+        names: list[str | None] = []
         for v in outvars:
             if is_drop(v):
                 names.append(None)

@@ -316,9 +316,7 @@ def _iota(body: Body, eqn: Any) -> None:
     if len(shape) == 1:
         e = call("lax.iota", [], param(p["dtype"]), param(shape[0]))
     else:
-        e = call(
-            "lax.broadcasted_iota", [], param(p["dtype"]), param(shape), param(p["dimension"])
-        )
+        e = call("lax.broadcasted_iota", [], param(p["dtype"]), param(shape), param(p["dimension"]))
     define1(body, eqn, e)
 
 
@@ -470,9 +468,7 @@ def _argmax(body: Body, eqn: Any) -> None:
 @emitter("cumsum", "cumprod", "cummax", "cummin", "cumlogsumexp")
 def _cumulative(body: Body, eqn: Any) -> None:
     p = eqn.params
-    e = call(
-        f"lax.{eqn.primitive.name}", operands(body, eqn), axis=p["axis"], reverse=p["reverse"]
-    )
+    e = call(f"lax.{eqn.primitive.name}", operands(body, eqn), axis=p["axis"], reverse=p["reverse"])
     define1(body, eqn, e)
 
 
@@ -649,7 +645,7 @@ def _nested_assign(
             target = ", ".join(parts)
         return [*head, f"{target} = {text}"]
 
-    body.statement(names.keys(), deps, render)
+    body.statement(list(names), deps, render)
 
 
 @emitter("while")

@@ -106,10 +106,10 @@ def param(v: Any) -> str:
             return f"lax.{cls.__name__}.{v.name}"
         raise DecompileError(f"cannot write the parameter {v!r} as source")
     if isinstance(v, tuple) and hasattr(v, "_fields"):
-        cls = type(v)
-        if getattr(lax, cls.__name__, None) is cls:
+        tcls = type(v)
+        if getattr(lax, tcls.__name__, None) is tcls:
             inner = ", ".join(f"{f}={param(getattr(v, f))}" for f in v._fields)
-            return f"lax.{cls.__name__}({inner})"
+            return f"lax.{tcls.__name__}({inner})"
         raise DecompileError(f"cannot write the parameter {v!r} as source")
     if isinstance(v, (tuple, list)):
         items = [param(x) for x in v]
