@@ -135,6 +135,9 @@ class Body:
             for v in eqn.outvars:
                 self.producer[v] = eqn
         self.outvars = {v for v in jaxpr.outvars if not is_literal(v)}
+        # results read by nothing else, returned once: written into the return statement
+        returned = collections.Counter(v for v in jaxpr.outvars if not is_literal(v))
+        self.return_only = {v for v, n in returned.items() if n == 1 and v not in self.uses}
 
     # ---- reading values ---------------------------------------------------------------------
     def ref(self, atom: Any) -> Expr:
@@ -172,6 +175,9 @@ class Body:
         if is_drop(var):
             return
         user = self.only_user(var)
+        if var in self.return_only and len(expr.text) <= INLINE_LIMIT:
+            self.env[var] = expr
+            return
         if (
             user is not None
             and user.primitive.name not in STRUCTURED

@@ -1,11 +1,443 @@
-"""Folds: the idiomatic ``jax.numpy`` form of an equation (or a few), where it is exact."""
+"""Folds: the idiomatic ``jax.numpy`` form of an equation (or of a few), where it is exact.
+
+Each fold looks at one equation and, through :meth:`Body.single_use_producer`, at the
+equations that computed its operands for it alone; it writes the idiom only when the idiom
+computes the same value with no more equations (``x @ w`` is one ``dot_general``; ``x + b``
+with numpy broadcasting is at most the one ``broadcast_in_dim`` the program had). A fold that
+does not apply returns False and the plain ``lax`` emitter writes the equation.
+"""
 
 from __future__ import annotations
 
+import math
+import string
+from collections.abc import Callable
 from typing import Any
 
-from hlopipe.decompile._emit import Body
+import numpy as np
+from jax import lax
+
+from hlopipe.decompile._emit import Body, is_literal
+from hlopipe.decompile._source import (
+    ADD,
+    AND,
+    ATOM,
+    CMP,
+    MUL,
+    OR,
+    UNARY,
+    XOR,
+    Expr,
+    dtype_name,
+    param,
+    scalar,
+)
+
+Fold = Callable[[Body, Any], bool]
+FOLDS: dict[str, list[Fold]] = {}
+
+
+def fold(*names: str, first: bool = False) -> Callable[[Fold], Fold]:
+    """Register a fold for these primitives; ``first`` puts it before the general ones."""
+
+    def register(fn: Fold) -> Fold:
+        for n in names:
+            folds = FOLDS.setdefault(n, [])
+            folds.insert(0, fn) if first else folds.append(fn)
+        return fn
+
+    return register
 
 
 def try_fold(body: Body, eqn: Any) -> bool:
+    return any(f(body, eqn) for f in FOLDS.get(eqn.primitive.name, ()))
+
+
+# ---- operands ---------------------------------------------------------------------------------
+def _float(dtype: Any) -> bool:
+    return np.issubdtype(np.dtype(dtype), np.floating)
+
+
+def literal_value(body: Body, atom: Any) -> Any:
+    """The scalar value of a literal, or of a single-use broadcast of one; else None."""
+    if is_literal(atom):
+        v = np.asarray(atom.val)
+        return v[()] if v.ndim == 0 else None
+    b = body.single_use_producer(atom, "broadcast_in_dim")
+    if b is not None and len(b.invars) == 1 and is_literal(b.invars[0]):
+        v = np.asarray(b.invars[0].val)
+        return v[()] if v.ndim == 0 else None
+    return None
+
+
+def py_scalar(value: Any, dtype: Any) -> Expr:
+    """A weakly typed Python scalar (takes the dtype of the array it meets)."""
+    text = scalar(value, dtype)
+    return Expr(text, UNARY if text.startswith("-") else ATOM)
+
+
+def broadcast_operand(body: Body, atom: Any, shape: tuple[int, ...]) -> Expr | None:
+    """``atom`` (of ``shape``) written as a smaller array that numpy broadcasting stretches to
+    the same value: the source of a single-use ``broadcast_in_dim`` (chains composed), with
+    ``[:, None]`` where a dimension in the middle is new. None if there is no such source."""
+    best = None
+    src, dims = atom, tuple(range(len(shape)))
+    while True:
+        b = body.single_use_producer(src, "broadcast_in_dim")
+        if b is None or len(b.invars) != 1:
+            break
+        inner = b.invars[0]
+        dims = tuple(dims[d] for d in b.params["broadcast_dimensions"])
+        src = inner
+        if is_literal(src):
+            break
+        in_shape = src.aval.shape
+        if list(dims) != sorted(dims) or any(
+            n not in (1, shape[d]) for n, d in zip(in_shape, dims, strict=True)
+        ):
+            continue
+        best = (src, dims)
+    if best is None:
+        return None
+    src, dims = best
+    e = body.ref(src)
+    lead = len(shape) - len(dims)
+    if tuple(dims) == tuple(range(lead, len(shape))):
+        return e
+    # new dimensions after the first kept one need an explicit None
+    first = dims[0] if dims else len(shape)
+    idx = []
+    for d in range(first, len(shape)):
+        idx.append(":" if d in dims else "None")
+    while idx and idx[-1] == ":":
+        idx.pop()
+    return Expr(f"{e.wrap(ATOM)}[{', '.join(idx)}]", ATOM, e.deps)
+
+
+def elementwise_operands(body: Body, eqn: Any) -> list[Expr] | None:
+    """The operands of an elementwise equation as numpy-style operands: literal scalars as
+    Python numbers, one broadcast folded away; None when that would change the equations."""
+    out_shape = tuple(eqn.outvars[0].aval.shape)
+    dtype = eqn.invars[0].aval.dtype
+    exprs: list[Expr | None] = []
+    for a in eqn.invars:
+        if is_literal(a):
+            v = literal_value(body, a)
+            if v is None:
+                return None
+            exprs.append(py_scalar(v, a.aval.dtype))
+        elif tuple(a.aval.shape) != out_shape:
+            return None
+        else:
+            exprs.append(None)
+    if all(e is not None for e in exprs):
+        return None  # only literals: keep the typed lax call
+    # fold one operand's broadcast (a scalar literal, or an array numpy broadcasting stretches)
+    for i in reversed(range(len(eqn.invars))):
+        if any(e is not None for e in exprs):
+            break  # a Python number already: the other operand keeps the full shape
+        a = eqn.invars[i]
+        v = literal_value(body, a)
+        if v is not None:
+            exprs[i] = py_scalar(v, dtype)
+            break
+        e = broadcast_operand(body, a, out_shape)
+        if e is not None:
+            exprs[i] = e
+            break
+    return [e if e is not None else body.ref(a) for e, a in zip(exprs, eqn.invars, strict=True)]
+
+
+def _deps(es: list[Expr]) -> frozenset[Any]:
+    return frozenset().union(*(e.deps for e in es)) if es else frozenset()
+
+
+def define(body: Body, eqn: Any, expr: Expr, hint: str) -> bool:
+    body.define(eqn.outvars[0], expr, hint)
+    return True
+
+
+# ---- elementwise operators --------------------------------------------------------------------
+OPERATORS = {
+    "add": ("+", ADD),
+    "sub": ("-", ADD),
+    "mul": ("*", MUL),
+    "div": ("/", MUL),
+    "and": ("&", AND),
+    "or": ("|", OR),
+    "xor": ("^", XOR),
+    "eq": ("==", CMP),
+    "ne": ("!=", CMP),
+    "lt": ("<", CMP),
+    "le": ("<=", CMP),
+    "gt": (">", CMP),
+    "ge": (">=", CMP),
+}
+FUNCTIONS2 = {"max": "jnp.maximum", "min": "jnp.minimum"}
+
+
+@fold(*OPERATORS, *FUNCTIONS2)
+def _binary(body: Body, eqn: Any) -> bool:
+    name = eqn.primitive.name
+    if any(v is not None for v in eqn.params.values()):
+        return False
+    dtype = eqn.invars[0].aval.dtype
+    if eqn.invars[1].aval.dtype != dtype:
+        return False
+    is_bool = dtype == np.bool_
+    if name in ("and", "or", "xor") and _float(dtype):
+        return False
+    if name in ("add", "sub", "mul", "div", "max", "min") and is_bool:
+        return False
+    if name == "div" and not _float(dtype):
+        return False  # lax.div truncates; Python's / and // do not
+    ops = elementwise_operands(body, eqn)
+    if ops is None:
+        return False
+    x, y = ops
+    if name in FUNCTIONS2:
+        e = Expr(f"{FUNCTIONS2[name]}({x.text}, {y.text})", ATOM, _deps(ops))
+        return define(body, eqn, e, name)
+    sym, prec = OPERATORS[name]
+    if x.prec == ATOM and not x.deps and y.prec == ATOM and not y.deps:
+        return False
+    e = Expr(f"{x.wrap(prec)} {sym} {y.wrap(prec, right=True)}", prec, _deps(ops))
+    return define(body, eqn, e, {"add": "h", "sub": "d", "mul": "p", "div": "q"}.get(name, "m"))
+
+
+UNARY_FUNCS = {
+    "exp": "jnp.exp",
+    "log": "jnp.log",
+    "sin": "jnp.sin",
+    "cos": "jnp.cos",
+    "tan": "jnp.tan",
+    "tanh": "jnp.tanh",
+    "sqrt": "jnp.sqrt",
+    "abs": "jnp.abs",
+    "sign": "jnp.sign",
+    "floor": "jnp.floor",
+    "ceil": "jnp.ceil",
+    "log1p": "jnp.log1p",
+    "expm1": "jnp.expm1",
+    "logistic": "jax.nn.sigmoid",
+}
+
+
+@fold(*UNARY_FUNCS, "neg", "not")
+def _unary(body: Body, eqn: Any) -> bool:
+    name = eqn.primitive.name
+    if any(v is not None for v in eqn.params.values()) or is_literal(eqn.invars[0]):
+        return False
+    dtype = eqn.invars[0].aval.dtype
+    x = body.ref(eqn.invars[0])
+    if name == "neg":
+        if dtype == np.bool_:
+            return False
+        return define(body, eqn, Expr(f"-{x.wrap(UNARY)}", UNARY, x.deps), "neg")
+    if name == "not":
+        if _float(dtype):
+            return False
+        return define(body, eqn, Expr(f"~{x.wrap(UNARY)}", UNARY, x.deps), "inv")
+    if not _float(dtype) and name != "abs":
+        return False
+    return define(body, eqn, Expr(f"{UNARY_FUNCS[name]}({x.text})", ATOM, x.deps), name)
+
+
+@fold("max", first=True)
+def _relu(body: Body, eqn: Any) -> bool:
+    """``max(x, 0)`` is ``jax.nn.relu(x)`` (the same values; the gradient at exactly 0 is
+    relu's 0 where max splits it 1/2-1/2, a point where neither is differentiable)."""
+    dtype = eqn.outvars[0].aval.dtype
+    if not _float(dtype):
+        return False
+    for i in (0, 1):
+        v = literal_value(body, eqn.invars[i])
+        other = eqn.invars[1 - i]
+        if (
+            v is not None
+            and float(v) == 0.0
+            and not is_literal(other)
+            and tuple(other.aval.shape) == tuple(eqn.outvars[0].aval.shape)
+        ):
+            x = body.ref(other)
+            return define(body, eqn, Expr(f"jax.nn.relu({x.text})", ATOM, x.deps), "relu")
     return False
+
+
+# ---- where ------------------------------------------------------------------------------------
+@fold("select_n")
+def _where(body: Body, eqn: Any) -> bool:
+    if len(eqn.invars) != 3 or eqn.invars[0].aval.dtype != np.bool_:
+        return False
+    out_shape = tuple(eqn.outvars[0].aval.shape)
+    pred, on_false, on_true = eqn.invars
+    if is_literal(pred) or tuple(pred.aval.shape) != out_shape:
+        return False
+    dtype = eqn.outvars[0].aval.dtype
+    exprs = []
+    for a in (on_true, on_false):
+        v = literal_value(body, a)
+        if v is not None:
+            exprs.append(py_scalar(v, dtype))
+        elif is_literal(a) or tuple(a.aval.shape) != out_shape:
+            return False
+        else:
+            exprs.append(body.ref(a))
+    if all(not e.deps for e in exprs):
+        return False  # two Python numbers would make a weakly typed result
+    p = body.ref(pred)
+    e = Expr(f"jnp.where({p.text}, {exprs[0].text}, {exprs[1].text})", ATOM, _deps([p, *exprs]))
+    return define(body, eqn, e, "w")
+
+
+# ---- shapes -----------------------------------------------------------------------------------
+@fold("reshape")
+def _reshape(body: Body, eqn: Any) -> bool:
+    if eqn.params.get("dimensions") is not None or len(eqn.invars) != 1:
+        return False
+    if is_literal(eqn.invars[0]):
+        return False
+    x = body.ref(eqn.invars[0])
+    shape = param(tuple(eqn.params["new_sizes"]))
+    return define(body, eqn, Expr(f"{x.wrap(ATOM)}.reshape({shape})", ATOM, x.deps), "r")
+
+
+@fold("transpose")
+def _transpose(body: Body, eqn: Any) -> bool:
+    if is_literal(eqn.invars[0]):
+        return False
+    x = body.ref(eqn.invars[0])
+    perm = tuple(eqn.params["permutation"])
+    if perm == (1, 0):
+        return define(body, eqn, Expr(f"{x.wrap(ATOM)}.T", ATOM, x.deps), "t")
+    e = Expr(f"{x.wrap(ATOM)}.transpose({param(perm)})", ATOM, x.deps)
+    return define(body, eqn, e, "t")
+
+
+@fold("convert_element_type")
+def _astype(body: Body, eqn: Any) -> bool:
+    src = eqn.invars[0]
+    new = np.dtype(eqn.params["new_dtype"])
+    if is_literal(src) or new == np.bool_ or src.aval.dtype == np.bool_:
+        return False
+    if np.issubdtype(src.aval.dtype, np.complexfloating) or eqn.params.get("weak_type"):
+        return False
+    x = body.ref(src)
+    e = Expr(f"{x.wrap(ATOM)}.astype({dtype_name(new)})", ATOM, x.deps)
+    return define(body, eqn, e, "cast")
+
+
+@fold("broadcast_in_dim")
+def _broadcast(body: Body, eqn: Any) -> bool:
+    if len(eqn.invars) != 1:
+        return False
+    src = eqn.invars[0]
+    shape = tuple(eqn.params["shape"])
+    dtype = eqn.outvars[0].aval.dtype
+    if is_literal(src):
+        v = np.asarray(src.val)
+        if v.ndim:
+            return False
+        text = f"jnp.full({param(shape)}, {scalar(v[()], dtype)}, {dtype_name(dtype)})"
+        return define(body, eqn, Expr(text, ATOM), "full")
+    dims = tuple(eqn.params["broadcast_dimensions"])
+    if dims != tuple(range(len(shape) - len(dims), len(shape))):
+        return False
+    x = body.ref(src)
+    return define(body, eqn, Expr(f"jnp.broadcast_to({x.text}, {param(shape)})", ATOM, x.deps), "b")
+
+
+# ---- contractions -----------------------------------------------------------------------------
+@fold("dot_general")
+def _dot(body: Body, eqn: Any) -> bool:
+    p = eqn.params
+    if any(pr not in (None, lax.Precision.DEFAULT) for pr in (p.get("precision") or ())):
+        return False
+    x, y = eqn.invars
+    if is_literal(x) or is_literal(y):
+        return False
+    dtypes = {x.aval.dtype, y.aval.dtype, eqn.outvars[0].aval.dtype}
+    if len(dtypes) != 1:
+        return False
+    (lc, rc), (lb, rb) = p["dimension_numbers"]
+    lc, rc, lb, rb = tuple(lc), tuple(rc), tuple(lb), tuple(rb)
+    xn, yn = x.aval.ndim, y.aval.ndim
+    xe, ye = body.ref(x), body.ref(y)
+    deps = xe.deps | ye.deps
+    k = len(lb)
+    matmul = (
+        len(lc) == 1
+        and lb == rb == tuple(range(k))
+        and lc == (xn - 1,)
+        and (
+            (k == 0 and yn in (1, 2) and rc == (0,)) or (k > 0 and xn == yn == k + 2 and rc == (k,))
+        )
+    )
+    if matmul:
+        e = Expr(f"{xe.wrap(MUL)} @ {ye.wrap(MUL, right=True)}", MUL, deps)
+        return define(body, eqn, e, "mm")
+    # einsum in dot_general's own output order: batch, lhs free, rhs free
+    letters = iter(string.ascii_lowercase)
+    xs: list[str] = [""] * xn
+    ys: list[str] = [""] * yn
+    for a, b in zip(lb, rb, strict=True):
+        xs[a] = ys[b] = next(letters)
+    for a, b in zip(lc, rc, strict=True):
+        xs[a] = ys[b] = next(letters)
+    for i in range(xn):
+        xs[i] = xs[i] or next(letters)
+    for i in range(yn):
+        ys[i] = ys[i] or next(letters)
+    out = [xs[a] for a in lb] + [xs[i] for i in range(xn) if i not in lb and i not in lc]
+    out += [ys[i] for i in range(yn) if i not in rb and i not in rc]
+    spec = f"{''.join(xs)},{''.join(ys)}->{''.join(out)}"
+    e = Expr(f'jnp.einsum("{spec}", {xe.text}, {ye.text})', ATOM, deps)
+    return define(body, eqn, e, "mm")
+
+
+# ---- reductions -------------------------------------------------------------------------------
+_REDUCE_DTYPES = (np.float32, np.float64, np.int32, np.int64)
+
+
+def _axis_text(axes: tuple[int, ...], ndim: int) -> str:
+    if tuple(sorted(axes)) == tuple(range(ndim)):
+        return ""
+    if len(axes) == 1:
+        return f"axis={axes[0] - ndim if axes[0] == ndim - 1 else axes[0]}"
+    return f"axis={param(tuple(axes))}"
+
+
+@fold("reduce_sum", "reduce_max", "reduce_min")
+def _reduce(body: Body, eqn: Any) -> bool:
+    src = eqn.invars[0]
+    if is_literal(src) or np.dtype(src.aval.dtype).type not in _REDUCE_DTYPES:
+        return False
+    if eqn.params.get("out_sharding") is not None:
+        return False
+    kind = eqn.primitive.name.removeprefix("reduce_")
+    x = body.ref(src)
+    axes = _axis_text(tuple(eqn.params["axes"]), src.aval.ndim)
+    return define(body, eqn, Expr(f"{x.wrap(ATOM)}.{kind}({axes})", ATOM, x.deps), kind)
+
+
+@fold("div", first=True)
+def _mean(body: Body, eqn: Any) -> bool:
+    """``reduce_sum(x) / n`` with n the number of reduced elements is ``x.mean()``."""
+    s, n = eqn.invars
+    dtype = eqn.outvars[0].aval.dtype
+    if np.dtype(dtype).type not in (np.float32, np.float64):
+        return False
+    r = body.single_use_producer(s, "reduce_sum")
+    v = literal_value(body, n)
+    if r is None or v is None or is_literal(r.invars[0]):
+        return False
+    if tuple(n.aval.shape) not in ((), tuple(eqn.outvars[0].aval.shape)):
+        return False
+    src = r.invars[0]
+    axes = tuple(r.params["axes"])
+    count = math.prod(src.aval.shape[a] for a in axes)
+    if float(v) != float(count):
+        return False
+    x = body.ref(src)
+    e = Expr(f"{x.wrap(ATOM)}.mean({_axis_text(axes, src.aval.ndim)})", ATOM, x.deps)
+    return define(body, eqn, e, "mean")
