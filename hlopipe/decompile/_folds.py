@@ -59,14 +59,18 @@ def _float(dtype: Any) -> bool:
 
 
 def literal_value(body: Body, atom: Any) -> Any:
-    """The scalar value of a literal, or of a single-use broadcast of one; else None."""
+    """The scalar value of a literal, or of a broadcast of one; else None.
+
+    A broadcast constant may have other readers: reading its value instead never adds an
+    equation (the broadcast goes when its last reader stops reading it)."""
     if is_literal(atom):
         v = np.asarray(atom.val)
         return v[()] if v.ndim == 0 else None
-    b = body.single_use_producer(atom, "broadcast_in_dim")
-    if b is not None and len(b.invars) == 1 and is_literal(b.invars[0]):
-        v = np.asarray(b.invars[0].val)
-        return v[()] if v.ndim == 0 else None
+    b = body.producer.get(atom)
+    if b is not None and b.primitive.name == "broadcast_in_dim" and len(b.invars) == 1:
+        if is_literal(b.invars[0]):
+            v = np.asarray(b.invars[0].val)
+            return v[()] if v.ndim == 0 else None
     return None
 
 
@@ -76,39 +80,57 @@ def py_scalar(value: Any, dtype: Any) -> Expr:
     return Expr(text, UNARY if text.startswith("-") else ATOM)
 
 
+def _unit_reshape(eqn: Any) -> bool:
+    """A reshape that only inserts or removes dimensions of size 1."""
+    if eqn.params.get("dimensions") is not None or len(eqn.invars) != 1:
+        return False
+    a = [n for n in eqn.invars[0].aval.shape if n != 1]
+    b = [n for n in eqn.outvars[0].aval.shape if n != 1]
+    return a == b
+
+
 def broadcast_operand(body: Body, atom: Any, shape: tuple[int, ...]) -> Expr | None:
     """``atom`` (of ``shape``) written as a smaller array that numpy broadcasting stretches to
-    the same value: the source of a single-use ``broadcast_in_dim`` (chains composed), with
-    ``[:, None]`` where a dimension in the middle is new. None if there is no such source."""
+    the same value: the source of single-use ``broadcast_in_dim`` / size-1 ``reshape`` chains,
+    with ``[:, None]`` where a dimension in the middle is new. None if there is no such source.
+
+    A chain is tracked as, for each axis of its source that is not of size 1, the output axis
+    it runs along; numpy broadcasting gives the same value when those are right-aligned."""
     best = None
-    src, dims = atom, tuple(range(len(shape)))
+    src = atom
+    axis_map = {i: i for i, n in enumerate(shape) if n != 1}  # src axis -> output axis
     while True:
-        b = body.single_use_producer(src, "broadcast_in_dim")
-        if b is None or len(b.invars) != 1:
+        eqn = body.single_use_producer(src, ("broadcast_in_dim", "reshape"))
+        if eqn is None or len(eqn.invars) != 1 or is_literal(eqn.invars[0]):
             break
-        inner = b.invars[0]
-        dims = tuple(dims[d] for d in b.params["broadcast_dimensions"])
-        src = inner
-        if is_literal(src):
+        inner = eqn.invars[0]
+        in_shape = inner.aval.shape
+        if eqn.primitive.name == "broadcast_in_dim":
+            dims = eqn.params["broadcast_dimensions"]
+            new_map = {i: axis_map[d] for i, d in enumerate(dims) if in_shape[i] != 1}
+        elif _unit_reshape(eqn):
+            outer_axes = [i for i, n in enumerate(src.aval.shape) if n != 1]
+            inner_axes = [i for i, n in enumerate(in_shape) if n != 1]
+            new_map = {i: axis_map[o] for i, o in zip(inner_axes, outer_axes, strict=True)}
+        else:
             break
-        in_shape = src.aval.shape
-        if list(dims) != sorted(dims) or any(
-            n not in (1, shape[d]) for n, d in zip(in_shape, dims, strict=True)
-        ):
-            continue
-        best = (src, dims)
+        if any(v is None for v in new_map.values()):
+            break
+        src, axis_map = inner, new_map
+        lead = len(shape) - len(in_shape)
+        if lead >= 0 and all(o == i + lead for i, o in axis_map.items()):
+            best = (src, None)
+        elif 1 not in in_shape and list(axis_map.values()) == sorted(axis_map.values()):
+            best = (src, tuple(axis_map[i] for i in range(len(in_shape))))
     if best is None:
         return None
-    src, dims = best
-    e = body.ref(src)
-    lead = len(shape) - len(dims)
-    if tuple(dims) == tuple(range(lead, len(shape))):
+    found, dims = best
+    e = body.ref(found)
+    if dims is None:
         return e
     # new dimensions after the first kept one need an explicit None
     first = dims[0] if dims else len(shape)
-    idx = []
-    for d in range(first, len(shape)):
-        idx.append(":" if d in dims else "None")
+    idx = [":" if d in dims else "None" for d in range(first, len(shape))]
     while idx and idx[-1] == ":":
         idx.pop()
     return Expr(f"{e.wrap(ATOM)}[{', '.join(idx)}]", ATOM, e.deps)
@@ -295,9 +317,17 @@ def _where(body: Body, eqn: Any) -> bool:
 def _reshape(body: Body, eqn: Any) -> bool:
     if eqn.params.get("dimensions") is not None or len(eqn.invars) != 1:
         return False
-    if is_literal(eqn.invars[0]):
+    src = eqn.invars[0]
+    if is_literal(src):
         return False
-    x = body.ref(eqn.invars[0])
+    # a chain of reshapes is one reshape (or none, when it ends where it started)
+    while (inner := body.single_use_producer(src, "reshape")) is not None:
+        if inner.params.get("dimensions") is not None or is_literal(inner.invars[0]):
+            break
+        src = inner.invars[0]
+    x = body.ref(src)
+    if tuple(src.aval.shape) == tuple(eqn.params["new_sizes"]):
+        return define(body, eqn, x, "r")
     shape = param(tuple(eqn.params["new_sizes"]))
     return define(body, eqn, Expr(f"{x.wrap(ATOM)}.reshape({shape})", ATOM, x.deps), "r")
 
