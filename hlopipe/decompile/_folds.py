@@ -67,10 +67,14 @@ def literal_value(body: Body, atom: Any) -> Any:
         v = np.asarray(atom.val)
         return v[()] if v.ndim == 0 else None
     b = body.producer.get(atom)
-    if b is not None and b.primitive.name == "broadcast_in_dim" and len(b.invars) == 1:
-        if is_literal(b.invars[0]):
-            v = np.asarray(b.invars[0].val)
-            return v[()] if v.ndim == 0 else None
+    if (
+        b is not None
+        and b.primitive.name == "broadcast_in_dim"
+        and len(b.invars) == 1
+        and is_literal(b.invars[0])
+    ):
+        v = np.asarray(b.invars[0].val)
+        return v[()] if v.ndim == 0 else None
     return None
 
 
@@ -96,7 +100,7 @@ def broadcast_operand(body: Body, atom: Any, shape: tuple[int, ...]) -> Expr | N
 
     A chain is tracked as, for each axis of its source that is not of size 1, the output axis
     it runs along; numpy broadcasting gives the same value when those are right-aligned."""
-    best = None
+    best: tuple[Any, tuple[int, ...] | None] | None = None
     src = atom
     axis_map = {i: i for i, n in enumerate(shape) if n != 1}  # src axis -> output axis
     while True:
