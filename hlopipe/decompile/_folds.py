@@ -414,12 +414,11 @@ def _dot(body: Body, eqn: Any) -> bool:
     letters = iter(string.ascii_lowercase)
     xs: list[str] = [""] * xn
     ys: list[str] = [""] * yn
-    for a, b in zip(lb, rb, strict=True):
-        xs[a] = ys[b] = next(letters)
-    for a, b in zip(lc, rc, strict=True):
-        xs[a] = ys[b] = next(letters)
-    for i in range(xn):
-        xs[i] = xs[i] or next(letters)
+    partner = dict(zip(lb + lc, rb + rc, strict=True))
+    for i in range(xn):  # letters in the lhs's axis order, shared ones given to both
+        xs[i] = next(letters)
+        if i in partner:
+            ys[partner[i]] = xs[i]
     for i in range(yn):
         ys[i] = ys[i] or next(letters)
     out = [xs[a] for a in lb] + [xs[i] for i in range(xn) if i not in lb and i not in lc]
