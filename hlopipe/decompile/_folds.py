@@ -440,6 +440,71 @@ def _axis_text(axes: tuple[int, ...], ndim: int) -> str:
     return f"axis={param(tuple(axes))}"
 
 
+def reduction(body: Body, atom: Any, kinds: tuple[str, ...]) -> tuple[Any, bool] | None:
+    """The reduction (of one of ``kinds``) that computes ``atom`` for it alone, and whether
+    through a keepdims reshape/broadcast (reduced axes kept as size 1); else None."""
+    if is_literal(atom):
+        return None
+    names = tuple(f"reduce_{k}" for k in kinds)
+    r = body.single_use_producer(atom, names)
+    if r is not None:
+        return r, False
+    k = body.single_use_producer(atom, ("broadcast_in_dim", "reshape"))
+    if k is None or len(k.invars) != 1:
+        return None
+    r = body.single_use_producer(k.invars[0], names)
+    if r is None or is_literal(r.invars[0]) or not keeps_dims(k, r):
+        return None
+    return r, True
+
+
+def _reduce_text(body: Body, r: Any, method: str, keepdims: bool) -> Expr:
+    src = r.invars[0]
+    x = body.ref(src)
+    args = _axis_text(tuple(r.params["axes"]), src.aval.ndim)
+    if keepdims:
+        args = f"{args}, keepdims=True" if args else "keepdims=True"
+    return Expr(f"{x.wrap(ATOM)}.{method}({args})", ATOM, x.deps)
+
+
+def _reducible(r: Any) -> bool:
+    src = r.invars[0]
+    return (
+        not is_literal(src)
+        and np.dtype(src.aval.dtype).type in _REDUCE_DTYPES
+        and r.params.get("out_sharding") is None
+    )
+
+
+@fold("broadcast_in_dim", "reshape", first=True)
+def _keepdims(body: Body, eqn: Any) -> bool:
+    """``reduce(x)`` reshaped back to x's rank is ``x.sum(axis, keepdims=True)``."""
+    if len(eqn.invars) != 1 or is_literal(eqn.invars[0]):
+        return False
+    r = body.single_use_producer(eqn.invars[0], ("reduce_sum", "reduce_max", "reduce_min"))
+    if r is None or not _reducible(r):
+        return False
+    if not keeps_dims(eqn, r):
+        return False
+    kind = r.primitive.name.removeprefix("reduce_")
+    return define(body, eqn, _reduce_text(body, r, kind, True), kind)
+
+
+def keeps_dims(k: Any, r: Any) -> bool:
+    """Whether ``k`` (a broadcast or reshape of reduction ``r``) only puts back the reduced
+    axes as size 1."""
+    axes = tuple(r.params["axes"])
+    src_shape = r.invars[0].aval.shape
+    kept = tuple(1 if i in axes else n for i, n in enumerate(src_shape))
+    if tuple(k.outvars[0].aval.shape) != kept:
+        return False
+    if k.primitive.name == "broadcast_in_dim":
+        return tuple(k.params["broadcast_dimensions"]) == tuple(
+            i for i in range(len(src_shape)) if i not in axes
+        )
+    return k.params.get("dimensions") is None
+
+
 @fold("reduce_sum", "reduce_max", "reduce_min")
 def _reduce(body: Body, eqn: Any) -> bool:
     src = eqn.invars[0]
@@ -460,17 +525,15 @@ def _mean(body: Body, eqn: Any) -> bool:
     dtype = eqn.outvars[0].aval.dtype
     if np.dtype(dtype).type not in (np.float32, np.float64):
         return False
-    r = body.single_use_producer(s, "reduce_sum")
+    found = reduction(body, s, ("sum",))
     v = literal_value(body, n)
-    if r is None or v is None or is_literal(r.invars[0]):
+    if found is None or v is None or not _reducible(found[0]):
         return False
     if tuple(n.aval.shape) not in ((), tuple(eqn.outvars[0].aval.shape)):
         return False
+    r, keepdims = found
     src = r.invars[0]
-    axes = tuple(r.params["axes"])
-    count = math.prod(src.aval.shape[a] for a in axes)
+    count = math.prod(src.aval.shape[a] for a in r.params["axes"])
     if float(v) != float(count):
         return False
-    x = body.ref(src)
-    e = Expr(f"{x.wrap(ATOM)}.mean({_axis_text(axes, src.aval.ndim)})", ATOM, x.deps)
-    return define(body, eqn, e, "mean")
+    return define(body, eqn, _reduce_text(body, r, "mean", keepdims), "mean")

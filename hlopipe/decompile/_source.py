@@ -64,6 +64,15 @@ def scalar(v: Any, dtype: Any) -> str:
         return "np.nan"
     if math.isinf(f):
         return "np.inf" if f > 0 else "-np.inf"
+    if dt.itemsize < 8:
+        # the shortest text that reads back as the same value of this dtype: 1e-05, not
+        # 9.999999747378752e-06 (checked, so the source stays exact)
+        short = repr(dt.type(v)).removeprefix(f"np.{dt.name}(").removesuffix(")")
+        try:
+            if np.asarray(float(short)).astype(dt) == np.asarray(v).astype(dt):
+                return repr(float(short))
+        except ValueError:
+            pass
     return repr(f)
 
 

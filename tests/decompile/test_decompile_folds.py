@@ -75,6 +75,23 @@ FOLDS = [
     Fold("max_last", lambda x: x.max(axis=-1), (X,), (".max(axis=-1)",)),
     Fold("mean_all", lambda x: x.mean(), (X,), (".mean()",), ("/",)),
     Fold("mean_axis", lambda x: x.mean(axis=1), (_r(2, 5, 3),), (".mean(axis=1)",), ("/",)),
+    Fold(
+        "keepdims",
+        lambda x: x.sum(axis=-1, keepdims=True) * x.max(axis=0, keepdims=True),
+        (X,),
+        (".sum(axis=-1, keepdims=True)", ".max(axis=0, keepdims=True)"),
+        ("broadcast",),
+    ),
+    Fold(
+        "layer_norm_reads_as_one",
+        lambda x: (
+            (x - x.mean(-1, keepdims=True))
+            * lax.rsqrt(((x - x.mean(-1, keepdims=True)) ** 2).mean(-1, keepdims=True) + 1e-5)
+        ),
+        (X,),
+        (".mean(axis=-1, keepdims=True)", "+ 1e-05"),
+        ("broadcast", "/"),
+    ),
     Fold("sum_over_other_count", lambda x: x.sum() / 5.0, (X,), (".sum() / 5.0",), (".mean",)),
     Fold(
         "where",
