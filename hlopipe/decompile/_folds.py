@@ -94,6 +94,13 @@ def _unit_reshape(eqn: Any) -> bool:
 
 
 def broadcast_operand(body: Body, atom: Any, shape: tuple[int, ...]) -> Expr | None:
+    found = broadcast_source(body, atom, shape)
+    return None if found is None else found[0]
+
+
+def broadcast_source(
+    body: Body, atom: Any, shape: tuple[int, ...]
+) -> tuple[Expr, tuple[int, ...]] | None:
     """``atom`` (of ``shape``) written as a smaller array that numpy broadcasting stretches to
     the same value: the source of single-use ``broadcast_in_dim`` / size-1 ``reshape`` chains,
     with ``[:, None]`` where a dimension in the middle is new. None if there is no such source.
@@ -131,13 +138,14 @@ def broadcast_operand(body: Body, atom: Any, shape: tuple[int, ...]) -> Expr | N
     found, dims = best
     e = body.ref(found)
     if dims is None:
-        return e
+        return e, tuple(found.aval.shape)
     # new dimensions after the first kept one need an explicit None
     first = dims[0] if dims else len(shape)
     idx = [":" if d in dims else "None" for d in range(first, len(shape))]
     while idx and idx[-1] == ":":
         idx.pop()
-    return Expr(f"{e.wrap(ATOM)}[{', '.join(idx)}]", ATOM, e.deps)
+    eff = tuple(shape[d] if d in dims else 1 for d in range(first, len(shape)))
+    return Expr(f"{e.wrap(ATOM)}[{', '.join(idx)}]", ATOM, e.deps), eff
 
 
 def elementwise_operands(body: Body, eqn: Any) -> list[Expr] | None:
@@ -167,11 +175,23 @@ def elementwise_operands(body: Body, eqn: Any) -> list[Expr] | None:
         if v is not None:
             exprs[i] = py_scalar(v, dtype)
             break
-        e = broadcast_operand(body, a, out_shape)
-        if e is not None:
-            exprs[i] = e
+        found = broadcast_source(body, a, out_shape)
+        if found is not None:
+            exprs[i] = found[0]
+            # the other operand too, when the two stretch each other to the full shape
+            if len(eqn.invars) == 2:
+                other = broadcast_source(body, eqn.invars[1 - i], out_shape)
+                if other is not None and _broadcast_shapes(found[1], other[1]) == out_shape:
+                    exprs[1 - i] = other[0]
             break
     return [e if e is not None else body.ref(a) for e, a in zip(exprs, eqn.invars, strict=True)]
+
+
+def _broadcast_shapes(a: tuple[int, ...], b: tuple[int, ...]) -> tuple[int, ...] | None:
+    try:
+        return tuple(np.broadcast_shapes(a, b))
+    except ValueError:
+        return None
 
 
 def _deps(es: list[Expr]) -> frozenset[Any]:

@@ -76,8 +76,15 @@ FOLDS = [
     Fold("mean_all", lambda x: x.mean(), (X,), (".mean()",), ("/",)),
     Fold("mean_axis", lambda x: x.mean(axis=1), (_r(2, 5, 3),), (".mean(axis=1)",), ("/",)),
     Fold(
-        "keepdims",
+        "two_broadcasts",
         lambda x: x.sum(axis=-1, keepdims=True) * x.max(axis=0, keepdims=True),
+        (X,),
+        ("arg0.sum(axis=-1)[:, None] * arg0.max(axis=0)",),
+        ("broadcast",),
+    ),
+    Fold(
+        "keepdims",
+        lambda x: (x.sum(axis=-1, keepdims=True), x.max(axis=0, keepdims=True)),
         (X,),
         (".sum(axis=-1, keepdims=True)", ".max(axis=0, keepdims=True)"),
         ("broadcast",),
