@@ -245,8 +245,6 @@ def _binary(body: Body, eqn: Any) -> bool:
         e = Expr(f"{FUNCTIONS2[name]}({x.text}, {y.text})", ATOM, _deps(ops))
         return define(body, eqn, e, name)
     sym, prec = OPERATORS[name]
-    if x.prec == ATOM and not x.deps and y.prec == ATOM and not y.deps:
-        return False
     e = Expr(f"{x.wrap(prec)} {sym} {y.wrap(prec, right=True)}", prec, _deps(ops))
     return define(body, eqn, e, {"add": "h", "sub": "d", "mul": "p", "div": "q"}.get(name, "m"))
 
@@ -319,6 +317,8 @@ def _where(body: Body, eqn: Any) -> bool:
     pred, on_false, on_true = eqn.invars
     if is_literal(pred) or tuple(pred.aval.shape) != out_shape:
         return False
+    # jnp.where broadcasts its predicate itself
+    p = broadcast_operand(body, pred, out_shape) or body.ref(pred)
     dtype = eqn.outvars[0].aval.dtype
     exprs = []
     for a in (on_true, on_false):
@@ -331,7 +331,6 @@ def _where(body: Body, eqn: Any) -> bool:
             exprs.append(body.ref(a))
     if all(not e.deps for e in exprs):
         return False  # two Python numbers would make a weakly typed result
-    p = body.ref(pred)
     e = Expr(f"jnp.where({p.text}, {exprs[0].text}, {exprs[1].text})", ATOM, _deps([p, *exprs]))
     return define(body, eqn, e, "w")
 
@@ -557,3 +556,25 @@ def _mean(body: Body, eqn: Any) -> bool:
     if float(v) != float(count):
         return False
     return define(body, eqn, _reduce_text(body, r, "mean", keepdims), "mean")
+
+
+@fold("slice")
+def _slice(body: Body, eqn: Any) -> bool:
+    """``lax.slice`` as basic indexing: ``x[:, 8:16]``."""
+    src = eqn.invars[0]
+    if is_literal(src):
+        return False
+    p = eqn.params
+    strides = p.get("strides") or (1,) * src.aval.ndim
+    parts = []
+    for n, a, b, s in zip(src.aval.shape, p["start_indices"], p["limit_indices"], strides):
+        text = (f"{a}" if a else "") + ":" + (f"{b}" if b != n else "")
+        if s != 1:
+            text += f":{s}"
+        parts.append(text)
+    while parts and parts[-1] == ":":
+        parts.pop()
+    x = body.ref(src)
+    if not parts:
+        return define(body, eqn, x, "sl")
+    return define(body, eqn, Expr(f"{x.wrap(ATOM)}[{', '.join(parts)}]", ATOM, x.deps), "sl")

@@ -99,6 +99,46 @@ FOLDS = [
         (".mean(axis=-1, keepdims=True)", "+ 1e-05"),
         ("broadcast", "/"),
     ),
+    Fold(
+        "softmax",
+        lambda x: jax.nn.softmax(x, axis=-1) * 2.0 + jax.nn.softmax(x, axis=0),
+        (X,),
+        ("jax.nn.softmax(arg0, axis=-1)", "jax.nn.softmax(arg0, axis=0)"),
+        ("jnp.exp",),
+    ),
+    Fold(
+        "log_softmax",
+        lambda x: jax.nn.log_softmax(x, axis=-1),
+        (_r(2, 3, 5),),
+        ("jax.nn.log_softmax(arg0, axis=-1)",),
+        ("jnp.exp", "jnp.log"),
+    ),
+    Fold(
+        "softmax_look_alike",  # exp(x - max) / sum over another axis: no fold
+        lambda x: (
+            jnp.exp(x - x.max(-1, keepdims=True))
+            / jnp.exp(x - x.max(-1, keepdims=True)).sum(0, keepdims=True)
+        ),
+        (X,),
+        ("jnp.exp(",),
+        ("softmax",),
+    ),
+    Fold(
+        "softmax_wrong_stretch",  # the sum stretched back along the other axis: no fold
+        lambda x: (e := jnp.exp(x - x.max(-1, keepdims=True))) / e.sum(-1)[None, :],
+        (_r(4, 4),),
+        ("jnp.exp(",),
+        ("softmax",),
+    ),
+    Fold("gelu", jax.nn.gelu, (X * 3,), ("jax.nn.gelu(arg0)",), ("jnp.tanh",)),
+    Fold(
+        "gelu_look_alike",  # 0.04 instead of 0.044715: no fold
+        lambda x: x * (0.5 * (1.0 + jnp.tanh(0.7978846 * (x + 0.04 * (x * x * x))))),
+        (X,),
+        ("jnp.tanh(",),
+        ("gelu",),
+    ),
+    Fold("slice", lambda x: x[1:3, ::2] + x[:2, 3:], (X,), ("arg0[1:3, ::2]", "arg0[:2, 3:]")),
     Fold("sum_over_other_count", lambda x: x.sum() / 5.0, (X,), (".sum() / 5.0",), (".mean",)),
     Fold(
         "where",
