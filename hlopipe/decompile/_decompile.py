@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -150,6 +151,8 @@ def argument_names(program: Program, n: int) -> list[str]:
     out = []
     for i in range(n):
         name = found[i] if i < len(found) else None
+        if name:
+            name = re.sub(r"\.\d+$", "", name)  # HLO's instruction-number suffix
         out.append(identifier(name) if name else f"arg{i}")
     if len(set(out)) != len(out):  # names that collapse to the same identifier
         out = [f"{o}_{i}" if out.count(o) > 1 else o for i, o in enumerate(out)]
