@@ -245,6 +245,10 @@ def _binary(body: Body, eqn: Any) -> bool:
         e = Expr(f"{FUNCTIONS2[name]}({x.text}, {y.text})", ATOM, _deps(ops))
         return define(body, eqn, e, name)
     sym, prec = OPERATORS[name]
+    if prec == CMP and x.text == y.text:
+        if name == "ne" and _float(dtype):  # x != x: the NaN test, as jnp writes it
+            return define(body, eqn, Expr(f"jnp.isnan({x.text})", ATOM, x.deps), "nan")
+        return False  # a value compared with itself reads as a mistake: keep the lax call
     e = Expr(f"{x.wrap(prec)} {sym} {y.wrap(prec, right=True)}", prec, _deps(ops))
     return define(body, eqn, e, {"add": "h", "sub": "d", "mul": "p", "div": "q"}.get(name, "m"))
 

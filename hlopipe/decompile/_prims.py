@@ -50,7 +50,7 @@ def emit_equation(body: Body, eqn: Any) -> None:
     if fn is not None:
         fn(body, eqn)
         return
-    if isinstance(getattr(lax, f"{name}_p", None), type(lax.add_p)):
+    if isinstance(getattr(lax, _prim_attr(name), None), type(lax.add_p)):
         _bind(body, eqn)
         return
     raise DecompileError(
@@ -76,9 +76,15 @@ def define1(body: Body, eqn: Any, expr: Expr, hint: str | None = None) -> None:
     body.define(eqn.outvars[0], expr, hint or eqn.primitive.name)
 
 
+def _prim_attr(name: str) -> str:
+    """The name of primitive ``name`` in ``jax.lax`` (``scatter-add`` is ``scatter_add_p``)."""
+    return name.replace("-", "_") + "_p"
+
+
 def _bind(body: Body, eqn: Any) -> None:
     """``lax.<name>_p.bind(*operands, **params)``: exact for any primitive with plain params."""
-    e = call(f"lax.{eqn.primitive.name}_p.bind", operands(body, eqn), **dict(eqn.params))
+    attr = _prim_attr(eqn.primitive.name)
+    e = call(f"lax.{attr}.bind", operands(body, eqn), **dict(eqn.params))
     if eqn.primitive.multiple_results:
         body.define_many(eqn.outvars, [], e, eqn.primitive.name)
     else:
@@ -242,7 +248,18 @@ def _clamp(body: Body, eqn: Any) -> None:
     define1(body, eqn, call("lax.clamp", operands(body, eqn)))
 
 
-@emitter("copy", "copy_p", "sharding_constraint", "device_put", "pvary", "optimization_barrier")
+@emitter(
+    "copy",
+    "copy_p",
+    "sharding_constraint",
+    "device_put",
+    "pvary",
+    "optimization_barrier",
+    # rehydration's guard on a dynamic loop's results (it names the loop when grad fails);
+    # the source's lax.while_loop refuses reverse mode on its own
+    "hlopipe_dynamic_loop",
+    "hlopipe_dynamic_loop_tangent",
+)
 def _identity(body: Body, eqn: Any) -> None:
     name = eqn.primitive.name
     if name == "optimization_barrier":
@@ -453,6 +470,51 @@ def _reduce(body: Body, eqn: Any) -> None:
     define1(body, eqn, e, kind)
 
 
+@emitter("reduce")
+def _reduce_general(body: Body, eqn: Any) -> None:
+    """``lax.reduce`` with the program's own combining function (variadic, or one that is
+    not a monoid lax recognises), as a nested function."""
+    p = eqn.params
+    closed = p["jaxpr"]
+    n = len(eqn.invars) // 2
+    ops_e = operands(body, eqn)
+    xs, inits = ops_e[:n], ops_e[n:]
+    inner = closed.jaxpr
+    fname = body.mod.fresh("combine")
+    single = n == 1
+    if single:
+        params = [body.mod.fresh("a"), body.mod.fresh("b")]
+        env = {v: Expr(nm, ATOM, frozenset({v})) for v, nm in zip(inner.invars, params)}
+        lines, outer = function_lines(body.mod, fname, closed, params, [], env, lambda r: r[0].text)
+    else:
+        lines, outer = function_lines(
+            body.mod,
+            fname,
+            closed,
+            ["acc", "x"],
+            [("acc", list(inner.invars[:n])), ("x", list(inner.invars[n:]))],
+            {},
+            _pack,
+        )
+    if single:
+        args = [xs[0].text, inits[0].text]
+    else:
+        args = [_pack(xs), _pack(inits)]
+    text = f"lax.reduce({', '.join(args)}, {fname}, {param(tuple(p['dimensions']))})"
+    deps = outer | _deps(ops_e)
+    if single:
+        _nested_single(body, eqn, lines, text, deps)
+    else:
+        _nested_assign(body, eqn, lines, text, deps, [eqn.outvars])
+
+
+def _nested_single(body: Body, eqn: Any, head: list[str], text: str, deps: frozenset[Any]) -> None:
+    v = eqn.outvars[0]
+    name = body.mod.fresh("red")
+    body.env[v] = Expr(name, ATOM, frozenset({v}))
+    body.statement([v], deps, lambda needed: [*head, f"{name} = {text}"])
+
+
 @emitter("argmax", "argmin")
 def _argmax(body: Body, eqn: Any) -> None:
     p = eqn.params
@@ -510,7 +572,7 @@ def _gather(body: Body, eqn: Any) -> None:
     define1(body, eqn, call("lax.gather", operands(body, eqn), **kw), "g")
 
 
-@emitter("scatter", "scatter-add", "scatter_add", "scatter_mul", "scatter_min", "scatter_max")
+@emitter("scatter", "scatter-add", "scatter-mul", "scatter-min", "scatter-max", "scatter-sub")
 def _scatter(body: Body, eqn: Any) -> None:
     p = eqn.params
     name = eqn.primitive.name.replace("-", "_")

@@ -109,6 +109,11 @@ def param(v: Any) -> str:
         return repr(int(v))
     if isinstance(v, float):
         return scalar(v, np.float64)
+    if isinstance(v, type(lax.add_p)):
+        attr = v.name.replace("-", "_") + "_p"
+        if getattr(lax, attr, None) is v:
+            return f"lax.{attr}"
+        raise DecompileError(f"cannot write the primitive parameter {v.name} as source")
     if isinstance(v, enum.Enum):
         cls = type(v)
         if getattr(lax, cls.__name__, None) is cls:
