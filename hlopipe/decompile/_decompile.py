@@ -114,10 +114,36 @@ def decompile(
     lines, _ = function_lines(
         mod, "main", closed, names, [], env, (lambda r: r[0].text) if single else _pack
     )
+    if uses_64bit(closed.jaxpr):
+        # without 64-bit mode JAX would quietly compute in 32 bits
+        lines[1:1] = [
+            '    if not jax.config.read("jax_enable_x64"):',
+            "        raise RuntimeError(",
+            '            "main uses 64-bit types: call '
+            "jax.config.update('jax_enable_x64', True) first\"",
+            "        )",
+        ]
     source = _module_text(program, mod, lines, constants_file)
     if formatted:
         source = format_source(source)
     return Decompiled(source, dict(mod.npz), constants_file if mod.npz else None)
+
+
+_WIDE = {np.dtype(t) for t in (np.float64, np.int64, np.uint64, np.complex128)}
+
+
+def uses_64bit(jaxpr: Any) -> bool:
+    """Whether any value of ``jaxpr`` (or of a jaxpr inside it) has a 64-bit type."""
+    for v in [*jaxpr.invars, *jaxpr.outvars, *(o for e in jaxpr.eqns for o in e.outvars)]:
+        if np.dtype(getattr(v.aval, "dtype", np.float32)) in _WIDE:
+            return True
+    for e in jaxpr.eqns:
+        for p in e.params.values():
+            for x in p if isinstance(p, (tuple, list)) else (p,):
+                inner = getattr(x, "jaxpr", x)
+                if hasattr(inner, "eqns") and uses_64bit(inner):
+                    return True
+    return False
 
 
 def argument_names(program: Program, n: int) -> list[str]:

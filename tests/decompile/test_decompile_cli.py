@@ -154,3 +154,16 @@ def test_transformer_block_reads_as_one() -> None:
     assert len(src.split("def main", 1)[1].splitlines()) <= 50  # hand-written: 18 lines
     g = from_source(decompile(prog))
     assert_close(jax.jit(g)(*jax.tree.leaves(p), x), jax.jit(block)(p, x), rtol=1e-6)
+
+
+@pytest.mark.x64
+def test_64bit_programs_say_so_without_x64() -> None:
+    def f(x):
+        return (x.astype(jnp.float64) * 0.1).sum(), x.astype(jnp.int64) + 2**40
+
+    prog = program_of(f, X)
+    g = from_source(decompile(prog))
+    assert_close(as_tuple(jax.jit(g)(X)), as_tuple(jax.jit(f)(X)))
+    jax.config.update("jax_enable_x64", False)  # the conftest fixture restores it
+    with pytest.raises(RuntimeError, match="main uses 64-bit types"):
+        g(X)
