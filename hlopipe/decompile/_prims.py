@@ -9,6 +9,7 @@ pretty); anything else is refused with the primitive's name.
 
 from __future__ import annotations
 
+import collections
 from collections.abc import Callable
 from typing import Any
 
@@ -648,10 +649,14 @@ def _scan(body: Body, eqn: Any) -> None:
     inner = closed.jaxpr
     consts, init, xs = eqn.invars[:nc], eqn.invars[nc : nc + nk], eqn.invars[nc + nk :]
     env = {iv: body.ref(ov) for iv, ov in zip(inner.invars[:nc], consts, strict=True)}
-    fname = body.mod.fresh("step")
     carry_vars = inner.invars[nc : nc + nk]
     x_vars = inner.invars[nc + nk :]
     n_ys = len(inner.outvars) - nk
+    if body.mod.style == "jnp" and not xs and not n_ys and not p["reverse"]:
+        k = _loop_counter(eqn)
+        if k is not None:
+            return _fori_loop(body, eqn, k, env)
+    fname = body.mod.fresh("step")
 
     def returns(results: list[Expr]) -> str:
         carry = _pack(results[:nk])
@@ -679,6 +684,107 @@ def _scan(body: Body, eqn: Any) -> None:
     text = f"lax.scan({', '.join(args)})"
     carry_out, ys_out = eqn.outvars[:nk], eqn.outvars[nk:]
     _nested_assign(body, eqn, lines, text, deps, [carry_out, ys_out])
+
+
+def _loop_counter(eqn: Any) -> int | None:
+    """The carry of a scan that counts up by one from a constant (a ``fori_loop`` index); of
+    several, the first the body reads for anything else."""
+    counters = _counters(eqn)
+    inner = eqn.params["jaxpr"].jaxpr
+    nc = eqn.params["num_consts"]
+    reads = collections.Counter(v for e in inner.eqns for v in e.invars if not is_literal(v))
+    for j in counters:
+        if reads[inner.invars[nc + j]] > 1:
+            return j
+    return counters[0] if counters else None
+
+
+def _counters(eqn: Any) -> list[int]:
+    p = eqn.params
+    nc, nk = p["num_consts"], p["num_carry"]
+    inner = p["jaxpr"].jaxpr
+    producers = {o: e for e in inner.eqns for o in e.outvars}
+    found = []
+    for j in range(nk):
+        init, var = eqn.invars[nc + j], inner.invars[nc + j]
+        if not is_literal(init) or np.asarray(init.val).ndim:
+            continue
+        if not np.issubdtype(np.dtype(init.aval.dtype), np.integer):
+            continue
+        e = producers.get(inner.outvars[j])
+        if e is None or e.primitive.name != "add":
+            continue
+        a, b = e.invars
+        if (a is var and _is_int_literal(b, 1)) or (b is var and _is_int_literal(a, 1)):
+            found.append(j)
+    return found
+
+
+def _fori_loop(body: Body, eqn: Any, k: int, env: dict[Any, Expr]) -> None:
+    """``lax.fori_loop(lo, lo + length, fn, carry)`` for a scan counting carry ``k``."""
+    p = eqn.params
+    nc, nk = p["num_consts"], p["num_carry"]
+    closed = p["jaxpr"]
+    inner = closed.jaxpr
+    init = eqn.invars[nc : nc + nk]
+    lo = int(init[k].val)
+    hi = lo + int(p["length"])
+    dtype = init[k].aval.dtype
+    if np.dtype(dtype) == np.int32:
+        lo_t, hi_t = str(lo), str(hi)
+    else:
+        lo_t, hi_t = typed_scalar(lo, dtype), typed_scalar(hi, dtype)
+    # other counters nothing reads (rehydration's own trip counter next to the program's)
+    reads = collections.Counter(v for e in inner.eqns for v in e.invars if not is_literal(v))
+    skip = {k} | {
+        j
+        for j in _counters(eqn)
+        if reads[inner.invars[nc + j]] == 1
+        and inner.outvars.count(inner.outvars[j]) == 1
+        and (is_drop(eqn.outvars[j]) or body.uses[eqn.outvars[j]] == 0)
+        and eqn.outvars[j] not in body.outvars
+    }
+    carry_vars = [v for j, v in enumerate(inner.invars[nc : nc + nk]) if j not in skip]
+    index = body.mod.reserve("i")
+    env = dict(env)
+    env[inner.invars[nc + k]] = Expr(index, ATOM, frozenset({inner.invars[nc + k]}))
+    for j in skip - {k}:  # only their own increments read them, and those are dropped
+        env[inner.invars[nc + j]] = Expr(
+            "<dropped counter>", ATOM, frozenset({inner.invars[nc + j]})
+        )
+    fname = body.mod.fresh("loop_body")
+    lines, outer = function_lines(
+        body.mod,
+        fname,
+        closed,
+        [index, "carry"],
+        [("carry", carry_vars)],
+        env,
+        lambda r: _pack([e for j, e in enumerate(r[:nk]) if j not in skip]),
+    )
+    outer = frozenset(v for v in outer if v is not inner.invars[nc + k])
+    inits = [body.ref(v) for j, v in enumerate(init) if j not in skip]
+    text = f"lax.fori_loop({lo_t}, {hi_t}, {fname}, {_pack(inits)})"
+    outs = [v for j, v in enumerate(eqn.outvars[:nk]) if j not in skip]
+    counter = eqn.outvars[k]
+    if not is_drop(counter):
+        body.env[counter] = Expr(typed_scalar(hi, dtype))
+    names: dict[Any, str] = {}
+    for v in outs:
+        if not is_drop(v):
+            names[v] = body.mod.fresh("out")
+            body.env[v] = Expr(names[v], ATOM, frozenset({v}))
+
+    def render(needed: set[Any]) -> list[str]:
+        shown = [names[v] if (not is_drop(v) and v in needed) else "_" for v in outs]
+        target = "_" if all(s == "_" for s in shown) else _target(shown)
+        return [*lines, f"{target} = {text}"]
+
+    body.statement(list(names), outer | _deps(inits), render)
+
+
+def _target(shown: list[str]) -> str:
+    return f"({shown[0]},)" if len(shown) == 1 else ", ".join(shown)
 
 
 def _nested_assign(

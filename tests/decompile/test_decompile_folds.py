@@ -139,6 +139,20 @@ FOLDS = [
         ("gelu",),
     ),
     Fold("slice", lambda x: x[1:3, ::2] + x[:2, 3:], (X,), ("arg0[1:3, ::2]", "arg0[:2, 3:]")),
+    Fold(
+        "fori_loop",
+        lambda w, x: lax.fori_loop(2, 5, lambda i, h: jnp.tanh(h @ w + i), x),
+        (_r(6, 6, seed=3) * 0.5, X),
+        ("lax.fori_loop(2, 5, ", "(i, carry)", "i.astype(jnp.float32)"),
+        ("lax.scan", "while_loop"),
+    ),
+    Fold(
+        "scan_over_rows",  # lowered to a counting while loop: recovered as a fori_loop
+        lambda x: lax.scan(lambda c, r: (c * 0.5 + r, c.sum()), jnp.zeros(6), x, reverse=True),
+        (X,),
+        ("lax.fori_loop(0, 4, ",),
+        ("lax.scan",),
+    ),
     Fold("sum_over_other_count", lambda x: x.sum() / 5.0, (X,), (".sum() / 5.0",), (".mean",)),
     Fold(
         "where",
