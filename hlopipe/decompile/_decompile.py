@@ -18,6 +18,7 @@ import numpy as np
 from hlopipe.decompile._emit import ATOM, Expr, Module, function_lines
 from hlopipe.decompile._prims import _pack
 from hlopipe.decompile._source import DecompileError, identifier
+from hlopipe.errors import HlopipeError
 from hlopipe.io import Program, TokenType, load
 
 STYLES = ("jnp", "lax")
@@ -100,6 +101,8 @@ def decompile(
     avals = [jax.ShapeDtypeStruct(a.shape, a.dtype) for a in f.in_avals]
     try:
         closed = jax.make_jaxpr(f)(*avals)
+    except HlopipeError:
+        raise  # rehydration's own error says what and where
     except Exception as e:  # a rule that cannot trace abstractly
         raise DecompileError(f"{program.source}: cannot trace the program: {e}") from e
     limit = source_constant_limit if source_constant_limit is not None else 16

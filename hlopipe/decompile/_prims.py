@@ -85,7 +85,12 @@ def _prim_attr(name: str) -> str:
 def _bind(body: Body, eqn: Any) -> None:
     """``lax.<name>_p.bind(*operands, **params)``: exact for any primitive with plain params."""
     attr = _prim_attr(eqn.primitive.name)
-    e = call(f"lax.{attr}.bind", operands(body, eqn), **dict(eqn.params))
+    try:
+        e = call(f"lax.{attr}.bind", operands(body, eqn), **dict(eqn.params))
+    except DecompileError as err:
+        raise DecompileError(
+            f"no JAX source for the primitive {eqn.primitive.name!r}: {err}"
+        ) from err
     if eqn.primitive.multiple_results:
         body.define_many(eqn.outvars, [], e, eqn.primitive.name)
     else:

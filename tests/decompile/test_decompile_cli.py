@@ -60,17 +60,31 @@ def test_cli_errors(tmp_path: Path, capsys, argv: list[str], message: str) -> No
     assert err.startswith("error: ") and message in err and "\n" not in err
 
 
-def test_cli_refuses_what_it_cannot_write(tmp_path: Path, capsys, monkeypatch) -> None:
-    from hlopipe.decompile import _prims
+HOST_CALL = """
+func.func public @main(%arg0: tensor<3xf32>) -> tensor<3xf32> {
+  %0 = stablehlo.custom_call @decompile_test_host(%arg0) : (tensor<3xf32>) -> tensor<3xf32>
+  return %0 : tensor<3xf32>
+}
+"""
 
-    # a primitive with no emitter and no lax bind: take tanh's emitter and its lax name away
-    src = tmp_path / "t.hlo"
-    src.write_text(jax.jit(jnp.tanh).lower(X).as_text(dialect="hlo"))
-    monkeypatch.delitem(_prims.EMITTERS, "tanh")
-    monkeypatch.delattr(jax.lax, "tanh_p")
-    assert cli(["decompile", str(src), "-o", str(tmp_path / "t.py"), "--style", "lax"]) == 2
+
+def test_cli_refuses_what_it_cannot_write(tmp_path: Path, capsys, monkeypatch) -> None:
+    """A custom call implemented by a host callback runs rehydrated, but has no source."""
+    from hlopipe.rehydrate import CUSTOM_CALLS
+
+    def host(ctx, a, **attrs):
+        out = jax.ShapeDtypeStruct(a.shape, a.dtype)
+        return jax.pure_callback(lambda v: np.asarray(v) * 2, out, a)
+
+    monkeypatch.setitem(CUSTOM_CALLS, "decompile_test_host", host)
+    src = tmp_path / "host.mlir"
+    src.write_text(HOST_CALL)
+    x = np.arange(3, dtype=np.float32)
+    np.testing.assert_array_equal(jax.jit(hlopipe.load(src).as_function())(x), x * 2)
+    assert cli(["decompile", str(src), "-o", str(tmp_path / "host.py")]) == 2
     err = capsys.readouterr().err
-    assert "error: no JAX source for the primitive 'tanh'" in err
+    assert err.startswith("error: no JAX source for the primitive 'pure_callback'")
+    assert not (tmp_path / "host.py").exists()
 
 
 def test_to_python_and_style_error() -> None:
