@@ -582,3 +582,43 @@ def _slice(body: Body, eqn: Any) -> bool:
     if not parts:
         return define(body, eqn, x, "sl")
     return define(body, eqn, Expr(f"{x.wrap(ATOM)}[{', '.join(parts)}]", ATOM, x.deps), "sl")
+
+
+@fold("select_n", first=True)
+def _boolean_select(body: Body, eqn: Any) -> bool:
+    """``where(p, True, False)`` is ``p``; ``where(p, False, True)`` is ``~p``."""
+    if len(eqn.invars) != 3 or eqn.outvars[0].aval.dtype != np.bool_:
+        return False
+    pred, on_false, on_true = eqn.invars
+    if is_literal(pred) or pred.aval.dtype != np.bool_:
+        return False
+    if tuple(pred.aval.shape) != tuple(eqn.outvars[0].aval.shape):
+        return False
+    f, t = literal_value(body, on_false), literal_value(body, on_true)
+    if f is None or t is None or bool(f) == bool(t):
+        return False
+    p = body.ref(pred)
+    if bool(t):
+        return define(body, eqn, p, "m")
+    return define(body, eqn, Expr(f"~{p.wrap(UNARY)}", UNARY, p.deps), "m")
+
+
+@fold("add", "sub", "or", "xor", first=True)
+def _integer_identity(body: Body, eqn: Any) -> bool:
+    """``n + 0``, ``n - 0`` (integers), ``b | False``, ``b ^ False``: the operand itself."""
+    dtype = eqn.outvars[0].aval.dtype
+    if _float(dtype) or np.issubdtype(np.dtype(dtype), np.complexfloating):
+        return False  # x + 0.0 turns -0.0 into 0.0
+    x, y = eqn.invars
+    candidates = [(x, y), (y, x)] if eqn.primitive.name != "sub" else [(x, y)]
+    for keep, zero in candidates:
+        v = literal_value(body, zero)
+        if (
+            v is not None
+            and not is_literal(keep)
+            and int(v) == 0
+            and keep.aval.dtype == dtype
+            and tuple(keep.aval.shape) == tuple(eqn.outvars[0].aval.shape)
+        ):
+            return define(body, eqn, body.ref(keep), "n")
+    return False

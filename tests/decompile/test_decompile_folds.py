@@ -153,6 +153,21 @@ FOLDS = [
         ("lax.fori_loop(0, 4, ",),
         ("lax.scan",),
     ),
+    Fold(
+        "causal_mask",
+        lambda x: jnp.where(jnp.tril(jnp.ones((4, 4), bool)), x[:, :4], -1e9),
+        (X,),
+        ("jnp.where(",),
+        ("select_n", "+ 0", "jnp.full"),
+    ),
+    Fold(
+        "boolean_select",
+        lambda x: (lax.select(x > 0, jnp.zeros_like(x, bool), jnp.ones_like(x, bool)), x),
+        (X,),
+        ("~(arg0 > 0.0)",),
+        ("select_n",),
+    ),
+    Fold("float_plus_zero_stays", lambda x: x + 0.0, (-np.abs(X) * 0,), (" + 0.0",)),
     Fold("sum_over_other_count", lambda x: x.sum() / 5.0, (X,), (".sum() / 5.0",), (".mean",)),
     Fold(
         "where",
