@@ -361,10 +361,20 @@ def _reshape(body: Body, eqn: Any) -> bool:
 
 @fold("transpose")
 def _transpose(body: Body, eqn: Any) -> bool:
-    if is_literal(eqn.invars[0]):
+    src = eqn.invars[0]
+    if is_literal(src):
         return False
-    x = body.ref(eqn.invars[0])
     perm = tuple(eqn.params["permutation"])
+    # transpose of a transpose is one transpose (or none)
+    while (inner := body.single_use_producer(src, "transpose")) is not None:
+        if is_literal(inner.invars[0]):
+            break
+        first = tuple(inner.params["permutation"])
+        perm = tuple(first[p] for p in perm)
+        src = inner.invars[0]
+    x = body.ref(src)
+    if perm == tuple(range(len(perm))):
+        return define(body, eqn, x, "t")
     if perm == (1, 0):
         return define(body, eqn, Expr(f"{x.wrap(ATOM)}.T", ATOM, x.deps), "t")
     e = Expr(f"{x.wrap(ATOM)}.transpose({param(perm)})", ATOM, x.deps)

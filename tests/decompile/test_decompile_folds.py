@@ -199,6 +199,15 @@ FOLDS = [
         (".transpose((2, 0, 1))",),
     ),
     Fold(
+        "transpose_chain",
+        lambda x: (
+            x.transpose(0, 2, 1, 3).transpose(0, 1, 3, 2)
+            + x.transpose(1, 0, 2, 3).transpose(1, 0, 2, 3)
+        ),
+        (_r(2, 3, 3, 3),),
+        (".transpose((0, 2, 3, 1)) + arg0",),
+    ),
+    Fold(
         "reshape_chain",
         lambda x: x.reshape(24).reshape(4, 6) + x.reshape(6, 4).reshape(2, 12).reshape(4, 6),
         (X,),
