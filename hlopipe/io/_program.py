@@ -202,6 +202,20 @@ class Program:
             return fn  # extra arguments (tokens, platform index): only the flat form fits
         return _with_trees(fn, in_tree, out_tree, n_out, self.source)
 
+    def to_python(self, *, style: str = "jnp", constants_file: str | None = None) -> str:
+        """The program as readable JAX source: a module defining ``main(...)``.
+
+        See :func:`hlopipe.decompile.decompile` (``style`` is ``"jnp"`` or ``"lax"``; with
+        ``constants_file``, large constants are read from that ``.npz`` next to the module,
+        which ``decompile(...).save(path)`` writes; without it they are written inline).
+
+        Example:
+          >>> src = hlopipe.load("model.pb").to_python()
+        """
+        from hlopipe.decompile import decompile
+
+        return decompile(self, style=style, constants_file=constants_file).source
+
     def __repr__(self) -> str:
         ins = ", ".join(_fmt_aval(a) for a in self.in_avals)
         outs = ", ".join(_fmt_aval(a) for a in self.out_avals)
