@@ -141,8 +141,9 @@ def _check_results(results: Sequence[Any], op: Op) -> None:
         if shape is None or tuple(shape) != tuple(aval.shape) or np.dtype(dtype) != aval.dtype:
             if dtype is not None and _x64_narrowed(np.dtype(dtype), aval.dtype):
                 raise RehydrateError(
-                    f"{op.name} at {op.loc} needs {aval.dtype} but 64-bit types are disabled: "
-                    'call jax.config.update("jax_enable_x64", True) first'
+                    f"{op.name} at {op.loc} needs {aval.dtype} but 64-bit types are disabled here: "
+                    "run it through hlopipe.rehydrate (which runs 64-bit programs in a 64-bit "
+                    "scope) or turn jax_enable_x64 on"
                 )
             raise RehydrateError(
                 f"rule for {op.name} at {op.loc} produced result {i} as "
