@@ -193,8 +193,12 @@ class ModuleIR:
         name = mop.name
         operands = tuple(self._vid(v) for v in mop.operands)
         results = tuple(self._vid(r) for r in mop.results)
-        result_avals = tuple(_aval(r.type) for r in mop.results)
-        operand_avals = tuple(_aval(v.type) for v in mop.operands)
+        try:
+            result_avals = tuple(_aval(r.type) for r in mop.results)
+            operand_avals = tuple(_aval(v.type) for v in mop.operands)
+        except UnsupportedOpError as e:
+            # e.g. bounded dynamic shapes (set_dimension_size, dynamic_reshape)
+            raise UnsupportedOpError(f"{name} at {self._loc(mop)}: {e}") from e
         regions = []
         for region in mop.regions:
             blocks = list(region.blocks)

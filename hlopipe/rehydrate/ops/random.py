@@ -76,6 +76,22 @@ def rng_bit_generator(ctx: RuleContext, state: Any, *, rng_algorithm: str = "DEF
     return new_state, bits
 
 
+@rule("mhlo.xla.rng_get_and_update_state")
+def rng_get_and_update_state(ctx: RuleContext, *, delta: int) -> Any:
+    """XLA's global RNG state (``rng-get-and-update-state``, what XLA's RngExpander feeds
+    into ``rng-bit-generator``): XLA reads and advances a process-wide counter, so its values
+    depend on how many programs ran before. hlopipe makes it deterministic per op site, as
+    ``stablehlo.rng``: ``[crc32(location), delta]``. Shapes and dtypes are XLA's."""
+    aval = ctx.aval
+    seed = zlib.crc32(f"{ctx.loc}:{ctx.op.results}".encode())
+    if tuple(aval.shape) != (2,) or np.dtype(aval.dtype) != np.uint64:
+        raise UnsupportedOpError(
+            f"mhlo.xla.rng_get_and_update_state at {ctx.loc} with result {aval.dtype}"
+            f"{list(aval.shape)} is not supported (XLA's is ui64[2])"
+        )
+    return np.array([seed, int(delta)], dtype=np.uint64)
+
+
 @rule("stablehlo.rng")
 def rng(ctx: RuleContext, a: Any, b: Any, shape: Any, *, rng_distribution: str) -> Any:
     aval = ctx.aval
