@@ -36,8 +36,6 @@ REFUSED: dict[str, str] = {
     "return the data as a result",
     "stablehlo.send": "host/device channels (send) have no JAX equivalent inside a function",
     "stablehlo.recv": "host/device channels (recv) have no JAX equivalent inside a function",
-    "mhlo.stochastic_convert": "stochastic rounding (HLO stochastic-convert) has no jax.lax "
-    "counterpart yet",
     "mhlo.send": "host/device channels (send) have no JAX equivalent inside a function",
     "mhlo.recv": "host/device channels (recv) have no JAX equivalent inside a function",
 }

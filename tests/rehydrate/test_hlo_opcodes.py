@@ -171,14 +171,15 @@ def test_rng_get_and_update_state_is_deterministic_ui64_with_x64_off() -> None:
         (
             f"p = {F4} parameter(0)\n  q = u32[4]{{0}} parameter(1)\n"
             "  ROOT r = bf16[4]{0} stochastic-convert(p, q)",
-            r"mhlo.stochastic_convert is not supported .*stochastic rounding",
+            r"mhlo.stochastic_convert at .* from float32 to bfloat16 is not supported",
         ),
     ],
-    ids=["bounded_dynamic_shape", "infeed", "stochastic_convert"],
+    ids=["bounded_dynamic_shape", "infeed", "stochastic_convert_to_float"],
 )
 def test_refused_by_name(body: str, what: str) -> None:
     with pytest.raises(UnsupportedOpError, match=what):
-        hlopipe.rehydrate(hlopipe.load(_hlo(body).encode()))
+        f = hlopipe.rehydrate(hlopipe.load(_hlo(body).encode()))
+        jax.eval_shape(f, *f.in_avals)  # refused when traced, if not before
 
 
 def test_custom_call_forms_from_the_converters_bytecode() -> None:
@@ -199,3 +200,28 @@ def test_custom_call_forms_from_the_converters_bytecode() -> None:
     got = jax.jit(f)(x)
     np.testing.assert_allclose(got[0], want[0], rtol=1e-6)
     np.testing.assert_array_equal(got[1], want[1])
+
+
+@pytest.mark.parametrize(
+    ("src", "bits", "out"),
+    [("f32", "u32", "s32"), ("f32", "u32", "s8"), ("f16", "u16", "s16"), ("f16", "u16", "s32")],
+)
+def test_stochastic_convert_matches_xla(src: str, bits: str, out: str) -> None:
+    text = _hlo(
+        f"p = {src}[64]{{0}} parameter(0)\n  q = {bits}[64]{{0}} parameter(1)\n"
+        f"  ROOT r = {out}[64]{{0}} stochastic-convert(p, q)"
+    )
+    rng = np.random.default_rng(1)
+    fdt = np.float32 if src == "f32" else np.float16
+    udt = np.uint32 if bits == "u32" else np.uint16
+    x = (rng.standard_normal(64) * 100).astype(fdt)
+    # NaN, infinities, beyond the range, halves on both sides of the range's ends
+    x[:9] = np.array([np.nan, np.inf, -np.inf, 6e4, -6e4, 127.5, -128.5, 0.5, -0.0], fdt)
+    r = rng.integers(0, np.iinfo(udt).max, 64, dtype=udt)
+    r[9:12] = [0, np.iinfo(udt).max, 1 << (np.iinfo(udt).bits - 1)]
+    program = hlopipe.load(text.encode())
+    assert "mhlo.stochastic_convert" in program.to_text()
+    want = _xla(program, (x, r))[0]
+    f = hlopipe.rehydrate(program)
+    np.testing.assert_array_equal(np.asarray(jax.jit(f)(x, r)), want)
+    np.testing.assert_array_equal(np.asarray(f(x, r)), want)
