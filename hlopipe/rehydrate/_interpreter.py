@@ -228,6 +228,8 @@ def _reachable_ops(module: ModuleIR, entry: str) -> Iterator[Op]:
 
     def visit_block(block: Block) -> Iterator[Op]:
         for op in block.ops:
+            if op.name == "hlopipe.unreadable":  # a function hlopipe could not read (_ir.py)
+                raise UnsupportedOpError(op.attrs["message"])
             yield op
             callee = op.attrs.get("callee") or op.attrs.get("called_computation")
             if isinstance(callee, str) and callee in module.funcs and callee not in seen_funcs:

@@ -225,3 +225,29 @@ def test_stochastic_convert_matches_xla(src: str, bits: str, out: str) -> None:
     f = hlopipe.rehydrate(program)
     np.testing.assert_array_equal(np.asarray(jax.jit(f)(x, r)), want)
     np.testing.assert_array_equal(np.asarray(f(x, r)), want)
+
+
+DEAD_DYNAMIC = """
+func.func private @dead(%x: tensor<4xf32>) -> tensor<?xf32, #stablehlo.bounds<4>> {
+  %n = stablehlo.constant dense<3> : tensor<i32>
+  %0 = stablehlo.set_dimension_size %x, %n, dim = 0
+    : (tensor<4xf32>, tensor<i32>) -> tensor<?xf32, #stablehlo.bounds<4>>
+  return %0 : tensor<?xf32, #stablehlo.bounds<4>>
+}
+func.func @main(%x: tensor<4xf32>) -> tensor<4xf32> {
+  %0 = stablehlo.negate %x : tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+"""
+
+
+def test_dead_function_with_bounded_dynamic_shapes_does_not_stop_the_program() -> None:
+    f = hlopipe.rehydrate(DEAD_DYNAMIC)
+    np.testing.assert_array_equal(jax.jit(f)(X4), -X4)
+    live = DEAD_DYNAMIC.replace(
+        "%0 = stablehlo.negate %x : tensor<4xf32>\n",
+        "%d = func.call @dead(%x) : (tensor<4xf32>) -> tensor<?xf32, #stablehlo.bounds<4>>\n"
+        "  %0 = stablehlo.negate %x : tensor<4xf32>\n",
+    )
+    with pytest.raises(UnsupportedOpError, match=r"in @(main|dead): [a-z_.]+ at .*: dynamic shape"):
+        hlopipe.rehydrate(live)

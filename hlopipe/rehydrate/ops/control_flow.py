@@ -163,6 +163,14 @@ def async_done_future(ctx: RuleContext, future: Any, **attrs: Any) -> Any:
     return results[0] if len(ctx.result_avals) == 1 else tuple(results)
 
 
+@rule("hlopipe.unreadable")
+def unreadable(ctx: RuleContext, *, message: str) -> Any:
+    """A function hlopipe could not read (``_ir.ModuleIR._unreadable``), reached at last."""
+    from hlopipe.errors import UnsupportedOpError
+
+    raise UnsupportedOpError(message)
+
+
 @rule("mhlo.fusion")
 def fusion(ctx: RuleContext, *args: Any, **attrs: Any) -> Any:
     return tuple(ctx.regions[0](*args))
