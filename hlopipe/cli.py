@@ -537,6 +537,12 @@ def _add_conformance(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("-k", metavar="SUBSTRING", help="only files whose path contains SUBSTRING")
     p.add_argument("--jobs", type=int, default=1, metavar="N", help="processes (default 1)")
+    p.add_argument(
+        "--timeout",
+        type=float,
+        metavar="SECONDS",
+        help="stop a file that runs longer and report it as an error (default: no limit)",
+    )
     p.add_argument("-v", "--verbose", action="store_true", help="list every file's status")
 
 
@@ -590,6 +596,7 @@ def _cmd_conformance(args: argparse.Namespace) -> int:
             files,
             jobs=args.jobs,
             on_result=on_result,
+            timeout=args.timeout,
             jit=not args.no_jit,
             eager=True,
             strict=args.strict,

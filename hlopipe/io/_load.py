@@ -82,6 +82,11 @@ def _looks_like_path(s: str) -> bool:
     return "\n" not in s and len(s) < 4096 and not s.lstrip().startswith(("HloModule", "module"))
 
 
+# The first line of an HLO computation: `[ENTRY] [%]name [(params) -> result] {`.
+_HLO_COMPUTATION = re.compile(r"(?:ENTRY\s+)?%?[\w.\-]+\s*(?:\([^{}]*\)\s*->\s*[^{}]*)?\{\s*\n")
+_MLIR_START = re.compile(r"(?:module|func\.func|builtin\.module)\b|\"builtin\.module\"")
+
+
 def detect_format(data: bytes) -> str:
     """The format of a program held in ``data`` (see ``FORMATS``); LoadError when none fits."""
     if not data.strip():
@@ -93,11 +98,16 @@ def detect_format(data: bytes) -> str:
         body = _strip_comments(text)
         if body.startswith("HloModule"):
             return "hlo-text"
+        if _HLO_COMPUTATION.match(body) and not _MLIR_START.match(body):
+            # A module without its `HloModule` line, as most of XLA's own test HLO is written:
+            # bare computations, the ENTRY one (or else the last one) is the entry.
+            return "hlo-text"
         if re.search(r"\bfunc\.func\b|^\s*module\b|\bstablehlo\.|\bmhlo\.", body, re.M):
             return "stablehlo-text"
         raise LoadError(
-            "input is text but neither HLO text (starts with 'HloModule') nor MLIR text "
-            f"(has 'func.func' or 'module'); it starts with {body[:40]!r}"
+            "input is text but neither HLO text (starts with 'HloModule' or a computation, "
+            "'name {' / 'ENTRY name {') nor MLIR text (has 'func.func' or 'module'); it starts "
+            f"with {body[:40]!r}"
         )
     if _is_hlo_proto(data):
         return "hlo-proto"
@@ -114,13 +124,16 @@ def load_bytes(
 ) -> Program:
     """Load a program held in ``data`` (see :func:`load`)."""
     fmt = format or detect_format(data)
-    if _needs_probe(fmt, data):
-        _probe(data, name, fmt)
     if fmt == "hlo-text":
         text = _as_text(data)
         if text is None:
             raise LoadError(f"{name}: not UTF-8 text, so not HLO text")
+        text = with_module_header(text)
+        if _needs_probe(fmt, data):
+            _probe(text.encode(), name, fmt)
         return _from_hlo_text(text, name, entry)
+    if _needs_probe(fmt, data):
+        _probe(data, name, fmt)
     if fmt == "hlo-proto":
         return _from_hlo_proto(data, name, entry)
     if fmt == "stablehlo-text":
@@ -133,6 +146,21 @@ def load_bytes(
 
 
 # ---- HLO ------------------------------------------------------------------------------------
+
+
+def with_module_header(text: str) -> str:
+    """HLO text with an ``HloModule`` line: bare computations (as XLA's tests write HLO) get
+    one, on the line of the first computation so that the parser's line numbers still hold.
+
+    XLA's parser reads a module without the line only when it starts with ``ENTRY`` or
+    ``name {``; with the line it also takes computations whose first one has a signature. The
+    entry is the ``ENTRY`` computation, or else the last one, either way.
+    """
+    m = re.search(r"^[ \t]*(?!//|#|/\*)\S", text, re.M)
+    if m is None or text[m.start() :].lstrip().startswith("HloModule"):
+        return text
+    start = m.end() - 1
+    return text[:start] + "HloModule module " + text[start:]
 
 
 _ELIDED = re.compile(r"^\s*(?:ROOT\s+)?(%?[\w.\-]+)\s*=.*\bconstant\(\{\.\.\.\}\)", re.M)
@@ -205,7 +233,36 @@ def _from_mlir(data: bytes, name: str, fmt: str, entry: str | None) -> Program:
         if fmt in ("stablehlo-text", "mlir-bytecode"):
             module = _normalise_mhlo(module, ctx)
         entry_name = entry or pick_entry(module, ctx)
+        _drop_unreachable(module, entry_name)
     return Program(format=fmt, module=module, context=ctx, entry=entry_name, source=name)
+
+
+def _drop_unreachable(module: ir.Module, entry: str) -> None:
+    """Remove the private functions the entry never reaches (MLIR's symbol-dce).
+
+    XLA keeps computations nobody calls (HLO text may hold dead helpers with bounded dynamic
+    shapes or custom calls hlopipe cannot run); they are no part of the program, so they
+    must not make it refused.
+    """
+    from jaxlib.mlir import passmanager
+
+    entry_op = None
+    for top in module.body.operations:
+        op = top.operation
+        if op.name == "func.func" and ir.StringAttr(op.attributes["sym_name"]).value == entry:
+            entry_op = op
+    if entry_op is None:
+        return  # pick_entry / find_func report the missing function
+    visibility = entry_op.attributes.get("sym_visibility", None)
+    if visibility is not None:  # a private entry (entry=NAME) is a root too
+        del entry_op.attributes["sym_visibility"]
+    try:
+        passmanager.PassManager.parse("builtin.module(symbol-dce)").run(module.operation)
+    except ir.MLIRError:
+        pass  # nothing removed: the interpreter still reads only what the entry reaches
+    finally:
+        if visibility is not None:
+            entry_op.attributes["sym_visibility"] = visibility
 
 
 # MHLO ops that XLA's HLO -> StableHLO conversion leaves in place; the interpreter runs them.

@@ -20,7 +20,14 @@ import numpy as np
 from hlopipe.errors import HlopipeError, RehydrateError, UnsupportedOpError
 from hlopipe.io._types import TokenType
 from hlopipe.rehydrate._ir import Block, Func, ModuleIR, Op
-from hlopipe.rehydrate.registry import FAMILY_HINTS, RULES, Region, RuleContext
+from hlopipe.rehydrate.registry import (
+    FAMILY_HINTS,
+    RULES,
+    Region,
+    RuleContext,
+    rule_attrs,
+    unknown_attrs,
+)
 
 
 class _Env(dict):
@@ -83,8 +90,15 @@ class Interpreter:
             raise UnsupportedOpError(missing_rule_message(op.name, 1, op.loc))
         regions = tuple(Region(self, b, env) for b in op.regions)
         ctx = RuleContext(op.name, op.loc, op.result_avals, op.operand_avals, regions, op, self)
+        attrs = op.cache.get("attrs")
+        if attrs is None or op.cache.get("attrs_of") is not rule:
+            bad = unknown_attrs(rule, op.attrs)
+            if bad:
+                raise UnsupportedOpError(unknown_attr_message(op, bad))
+            attrs = op.cache["attrs"] = rule_attrs(rule, op.attrs)
+            op.cache["attrs_of"] = rule
         try:
-            out = self.call_rule(rule, ctx, operands, op.attrs)
+            out = self.call_rule(rule, ctx, operands, attrs)
         except HlopipeError:
             raise
         except Exception as e:
@@ -141,8 +155,9 @@ def _check_results(results: Sequence[Any], op: Op) -> None:
         if shape is None or tuple(shape) != tuple(aval.shape) or np.dtype(dtype) != aval.dtype:
             if dtype is not None and _x64_narrowed(np.dtype(dtype), aval.dtype):
                 raise RehydrateError(
-                    f"{op.name} at {op.loc} needs {aval.dtype} but 64-bit types are disabled: "
-                    'call jax.config.update("jax_enable_x64", True) first'
+                    f"{op.name} at {op.loc} needs {aval.dtype} but 64-bit types are disabled here: "
+                    "run it through hlopipe.rehydrate (which runs 64-bit programs in a 64-bit "
+                    "scope) or turn jax_enable_x64 on"
                 )
             raise RehydrateError(
                 f"rule for {op.name} at {op.loc} produced result {i} as "
@@ -166,6 +181,16 @@ def missing_rule_message(name: str, count: int, loc: str) -> str:
     return (
         f"no rehydration rule for {name!r} ({uses}, first at {loc}). "
         f'Add @rule("{name}") in hlopipe/rehydrate/ops/{family}.py'
+    )
+
+
+def unknown_attr_message(op: Op, names: Sequence[str]) -> str:
+    listed = ", ".join(repr(n) for n in names)
+    plural = "s" if len(names) > 1 else ""
+    return (
+        f"{op.name} at {op.loc} has the attribute{plural} {listed}, which hlopipe's rule for it "
+        f"does not know: {op.name} with {listed} is not supported (it may change what the op "
+        "computes, so it is not dropped)"
     )
 
 
@@ -194,6 +219,24 @@ def _guess_family(name: str) -> str:
     return "elementwise"
 
 
+def _reachable_ops(module: ModuleIR, entry: str) -> Iterator[Op]:
+    """Every op reachable from ``entry``: its blocks, their regions, the functions it calls."""
+    seen_funcs: set[str] = {entry}
+
+    def visit_block(block: Block) -> Iterator[Op]:
+        for op in block.ops:
+            yield op
+            if op.name == "func.call":
+                callee = op.attrs.get("callee")
+                if callee in module.funcs and callee not in seen_funcs:
+                    seen_funcs.add(callee)
+                    yield from visit_block(module.funcs[callee].block)
+            for region in op.regions:
+                yield from visit_block(region)
+
+    yield from visit_block(module.funcs[entry].block)
+
+
 def scan_unsupported(module: ModuleIR, entry: str) -> list[tuple[str, int, str]]:
     """Every op reachable from ``entry`` without a rule: (name, count, first location).
 
@@ -204,37 +247,36 @@ def scan_unsupported(module: ModuleIR, entry: str) -> list[tuple[str, int, str]]
 
     counts: collections.Counter[str] = collections.Counter()
     first: dict[str, str] = {}
-    seen_funcs: set[str] = set()
-
-    def visit_block(block: Block) -> None:
-        for op in block.ops:
-            key = None
-            if op.name not in RULES:
-                key = op.name
-            elif op.name == "stablehlo.custom_call":
-                target = op.attrs.get("call_target_name", "")
-                if target not in CUSTOM_CALLS:
-                    key = f"stablehlo.custom_call @{target}"
-            elif op.name == "func.call":
-                callee = op.attrs.get("callee")
-                if callee in module.funcs and callee not in seen_funcs:
-                    seen_funcs.add(callee)
-                    visit_block(module.funcs[callee].block)
-            if key is not None:
-                counts[key] += 1
-                first.setdefault(key, op.loc)
-            for region in op.regions:
-                visit_block(region)
-
-    seen_funcs.add(entry)
-    visit_block(module.funcs[entry].block)
+    for op in _reachable_ops(module, entry):
+        key = None
+        if op.name not in RULES:
+            key = op.name
+        elif op.name == "stablehlo.custom_call":
+            target = op.attrs.get("call_target_name", "")
+            if target not in CUSTOM_CALLS:
+                key = f"stablehlo.custom_call @{target}"
+        if key is not None:
+            counts[key] += 1
+            first.setdefault(key, op.loc)
     return [(name, n, first[name]) for name, n in counts.most_common()]
+
+
+def scan_unknown_attrs(module: ModuleIR, entry: str) -> list[str]:
+    """One message per op name whose uses carry an attribute its rule does not know and
+    that may change what it computes (discardable attributes are dropped, never refused)."""
+    out: dict[str, str] = {}
+    for op in _reachable_ops(module, entry):
+        rule = RULES.get(op.name)
+        if rule is None or op.name in out:
+            continue
+        bad = unknown_attrs(rule, op.attrs)
+        if bad:
+            out[op.name] = unknown_attr_message(op, bad)
+    return list(out.values())
 
 
 def raise_if_unsupported(module: ModuleIR, entry: str) -> None:
     missing = scan_unsupported(module, entry)
-    if not missing:
-        return
     lines = []
     for name, n, loc in missing:
         if name.startswith("stablehlo.custom_call @"):
@@ -246,7 +288,10 @@ def raise_if_unsupported(module: ModuleIR, entry: str) -> None:
             )
         else:
             lines.append(missing_rule_message(name, n, loc))
-    total = len(missing)
+    lines.extend(scan_unknown_attrs(module, entry))
+    if not lines:
+        return
+    total = len(lines)
     head = f"the program uses {total} unsupported operation{'s' if total > 1 else ''}:\n  "
     raise UnsupportedOpError(head + "\n  ".join(lines))
 

@@ -118,12 +118,12 @@ def rehydrate(
     elif mesh is not None:
         run = _constrained(run, func, mesh, axis, token_in, out_token, interp)
 
+    run_x64 = _in_x64_scope(run, user_avals, name) if needs_x64 else None
+
     def rehydrated(*args: Any) -> Any:
-        if needs_x64 and not jax.config.read("jax_enable_x64"):
-            raise RehydrateError(
-                f"{name} uses 64-bit types but JAX's 64-bit mode is off: call "
-                'jax.config.update("jax_enable_x64", True) before running it'
-            )
+        if run_x64 is not None and not jax.config.read("jax_enable_x64"):
+            outs = run_x64(*args)
+            return outs[0] if len(outs) == 1 else outs
         if check_args:
             _check_args(args, user_avals, name)
         outs = run(*args)
@@ -158,7 +158,7 @@ def _token() -> Any:
 
 
 def _uses_64bit(mir: ModuleIR) -> bool:
-    wide = {np.dtype(t) for t in (np.float64, np.int64, np.uint64, np.complex128)}
+    wide = _WIDE
 
     def block_uses(block: Any) -> bool:
         for a in block.arg_avals:
@@ -174,6 +174,68 @@ def _uses_64bit(mir: ModuleIR) -> bool:
         return False
 
     return any(block_uses(f.block) for f in mir.funcs.values())
+
+
+_WIDE = {np.dtype(t) for t in (np.float64, np.int64, np.uint64, np.complex128)}
+# the dtype JAX's default (32-bit) mode gives a 64-bit one, e.g. at a jit boundary
+_NARROW = {
+    np.dtype(np.float64): np.dtype(np.float32),
+    np.dtype(np.int64): np.dtype(np.int32),
+    np.dtype(np.uint64): np.dtype(np.uint32),
+    np.dtype(np.complex128): np.dtype(np.complex64),
+}
+
+
+def _in_x64_scope(run: Any, avals: list[Any], name: str) -> Any:
+    """``run`` for a program with 64-bit types, callable in JAX's default (32-bit) mode.
+
+    The program runs under a ``jax.enable_x64(True)`` scope, jitted inside it so that every
+    array it makes is traced there (an eager op would mix 32- and 64-bit buffers); jit, grad,
+    vjp and vmap of the caller trace through the scope, and 64-bit results leave it as 64-bit
+    arrays (the program's declared dtypes).
+
+    A 64-bit argument is taken as it is when it comes as a 64-bit array (numpy, or a JAX array
+    made in 64-bit mode): its values reach the program unchanged. Under the caller's own
+    ``jit``/``grad`` in 32-bit mode, JAX has already made a 64-bit argument its 32-bit
+    counterpart (int64 -> int32, float64 -> float32) before hlopipe sees it; that counterpart
+    is widened, which is exact for every value it holds. Any other dtype is refused by name.
+    (JAX itself truncates a numpy int64 argument at the boundary of a ``jax.jit`` in 32-bit
+    mode, before any code inside can see it: to pass 64-bit values, call the rehydrated
+    function directly -- it jits itself -- rather than through a ``jax.jit`` of your own.)
+    """
+
+    @jax.jit
+    def inner(*args: Any) -> tuple[Any, ...]:
+        return run(*args)
+
+    def wrapped(*args: Any) -> tuple[Any, ...]:
+        if len(args) != len(avals):
+            _check_args(args, avals, name)  # raises: the count is wrong
+        with jax.enable_x64(True):
+            fixed = tuple(_widen_arg(x, a, i, name) for i, (x, a) in enumerate(zip(args, avals)))
+            return tuple(inner(*fixed))
+
+    return wrapped
+
+
+def _widen_arg(x: Any, aval: Any, i: int, name: str) -> Any:
+    """Argument ``i`` as the program's 64-bit ``aval`` wants it (see :func:`_in_x64_scope`)."""
+    shape = getattr(x, "shape", None)
+    dtype = getattr(x, "dtype", None)
+    if shape is None or dtype is None:
+        raise RehydrateError(
+            f"{name}: argument {i} is a {type(x).__name__}, expected an array {_fmt(aval)}"
+        )
+    want = np.dtype(aval.dtype)
+    got = np.dtype(dtype)
+    if tuple(shape) != tuple(aval.shape):
+        raise RehydrateError(f"{name}: argument {i} is {_fmt(x)}, expected {_fmt(aval)}")
+    if got == want:
+        return x
+    if want in _WIDE and got == _NARROW[want]:
+        # exact: every value of the 32-bit counterpart is a value of the 64-bit type
+        return jax.lax.convert_element_type(x, want)
+    raise RehydrateError(f"{name}: argument {i} is {_fmt(x)}, expected {_fmt(aval)}")
 
 
 def _fmt(a: Any) -> str:

@@ -1134,37 +1134,184 @@ def run_files(
     *,
     jobs: int = 1,
     on_result: Callable[[FileResult], None] | None = None,
+    isolate: bool = True,
+    timeout: float | None = None,
     **options: Any,
 ) -> list[FileResult]:
-    """Run :func:`run_file` over ``files``, in ``jobs`` processes when more than one; returns
-    the results in the order of ``files`` (``on_result`` sees them as they finish)."""
+    """Run :func:`run_file` over ``files`` and return the results in the order of ``files``
+    (``on_result`` sees them as they finish).
+
+    Args:
+      jobs: worker processes running files side by side.
+      isolate: run the files in worker processes (``jobs`` of them, at least one), so that a
+        file that makes XLA abort the process (a ``Check failed`` in its C++ code, e.g. on a
+        constant its converter cannot represent) is reported as an ``error`` naming the crash,
+        and a fresh worker goes on with the other files. ``False`` runs in this process (with
+        ``jobs=1``), where such a file ends the run.
+      timeout: seconds one file may take in a worker before the worker is stopped and the file
+        reported as an ``error`` (``None``: no limit).
+      **options: for :func:`run_file` (``jit``, ``eager``, ``strict``, ``reference``).
+    """
     names = [str(f) for f in files]
     results: dict[str, FileResult] = {}
-    if jobs <= 1 or len(names) <= 1:
+    if not isolate:
         for f in names:
             r = _run_file_bounded(f, **options)
             results[f] = r
             if on_result:
                 on_result(r)
         return [results[f] for f in names]
-    import concurrent.futures
-    import multiprocessing
+    import queue
+    import threading
 
-    ctx = multiprocessing.get_context("spawn")
-    chunks = [names[i::jobs] for i in range(jobs)]
-    with concurrent.futures.ProcessPoolExecutor(
-        max_workers=jobs, mp_context=ctx, initializer=_worker_init
-    ) as pool:
-        futures = []
-        for chunk in chunks:
-            for f in chunk:
-                futures.append(pool.submit(_run_file_bounded, f, **options))
-        for fut in concurrent.futures.as_completed(futures):
-            r = fut.result()
-            results[r.path] = r
-            if on_result:
-                on_result(r)
+    todo: queue.SimpleQueue[str] = queue.SimpleQueue()
+    for f in names:
+        todo.put(f)
+    lock = threading.Lock()
+    failures: list[BaseException] = []
+
+    def serve() -> None:
+        worker: _Worker | None = None
+        try:
+            while True:
+                try:
+                    f = todo.get_nowait()
+                except queue.Empty:
+                    return
+                if worker is None:
+                    worker = _Worker()
+                r = worker.run(f, options, timeout)
+                if not worker.alive:
+                    worker = None
+                with lock:
+                    results[f] = r
+                    if on_result:
+                        on_result(r)
+        except BaseException as e:  # reported in the caller's thread
+            failures.append(e)
+        finally:
+            if worker is not None:
+                worker.close()
+
+    threads = [threading.Thread(target=serve, daemon=True) for _ in range(max(1, jobs))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    if failures:
+        raise failures[0]
     return [results[f] for f in names]
+
+
+class _Worker:
+    """A child process running files one at a time (``_worker_main``), JSON lines in and out.
+
+    Its stderr goes to a temporary file, from which the line that explains a crash (XLA's
+    ``Check failed``) is read when it dies.
+    """
+
+    def __init__(self) -> None:
+        import subprocess
+        import sys
+        import tempfile
+
+        env = dict(os.environ, JAX_PLATFORMS="cpu")
+        root = str(Path(__file__).resolve().parents[2])
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
+        self.log = tempfile.TemporaryFile()  # noqa: SIM115 (lives as long as the worker)
+        code = "from hlopipe.rehydrate.conformance import _worker_main; _worker_main()"
+        self.proc = subprocess.Popen(
+            [sys.executable, "-c", code],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=self.log,
+            env=env,
+        )
+        self.alive = True
+        self.ready = False  # the worker says so once JAX is imported (not timed per file)
+
+    def run(self, path: str, options: dict[str, Any], timeout: float | None) -> FileResult:
+        import json
+        import select
+
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        start = time.perf_counter()
+        log_start = self.log.seek(0, os.SEEK_END)
+        try:
+            if not self.ready:
+                self.ready = self.proc.stdout.readline() == b"ready\n"
+            self.proc.stdin.write((json.dumps({"path": path, "options": options}) + "\n").encode())
+            self.proc.stdin.flush()
+            ready, _, _ = select.select([self.proc.stdout], [], [], timeout)
+            line = self.proc.stdout.readline() if ready else None
+        except (BrokenPipeError, OSError):
+            line = b""
+        if line:
+            doc = json.loads(line)
+            return FileResult(**doc)
+        seconds = time.perf_counter() - start
+        if line is None:  # timed out: stop this worker, the next file gets a fresh one
+            self.close()
+            return FileResult(
+                path, "error", f"(file): did not finish in {timeout:g} s; stopped", seconds
+            )
+        rc = self.proc.wait()
+        self.alive = False
+        self.log.seek(log_start)
+        why = _crash_reason(self.log.read().decode(errors="replace"))
+        how = f"signal {_signal_name(-rc)}" if rc < 0 else f"exit status {rc}"
+        self.log.close()
+        return FileResult(
+            path,
+            "error",
+            f"(file): the process running this file crashed ({how}): XLA or jaxlib aborted on "
+            f"it (the run went on in a fresh process). {why}".rstrip(),
+            seconds,
+        )
+
+    def close(self) -> None:
+        if self.alive:
+            self.alive = False
+            if self.proc.poll() is None:
+                self.proc.kill()
+            self.proc.wait()
+            self.log.close()
+
+
+def _signal_name(n: int) -> str:
+    import signal
+
+    try:
+        return signal.Signals(n).name
+    except ValueError:
+        return str(n)
+
+
+def _crash_reason(log: str) -> str:
+    """The line of a dying process's stderr that says why (XLA's ``F... Check failed: ...``)."""
+    lines = [ln.strip() for ln in log.splitlines() if ln.strip()]
+    for ln in lines:
+        if "Check failed" in ln or "terminate called" in ln or "Fatal Python error" in ln:
+            return f"It said: {ln[:500]}"
+    tail = [ln for ln in lines if not ln.startswith("@")][-3:]
+    return f"Its last words: {' | '.join(tail)[:500]}" if tail else ""
+
+
+def _worker_main() -> None:
+    """In a worker: run the files named on stdin, one JSON result per line on stdout."""
+    import json
+    import sys
+
+    out = os.fdopen(os.dup(1), "w")
+    os.dup2(2, 1)  # stray prints must not mix with the results
+    _worker_init()
+    out.write("ready\n")
+    out.flush()
+    for line in sys.stdin:
+        job = json.loads(line)
+        r = _run_file_bounded(job["path"], **job["options"])
+        out.write(json.dumps(dataclasses.asdict(r)) + "\n")
+        out.flush()
 
 
 _RUN_COUNT = [0]

@@ -11,7 +11,8 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import inspect
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -38,6 +39,63 @@ def rule(*names: str) -> Callable[[Rule], Rule]:
         return fn
 
     return deco
+
+
+# Attributes every rule may go without: they tune how XLA computes (precision of a dot's
+# passes, the algorithm of its accumulation), never what. A dialect-prefixed (discardable)
+# attribute -- ``mhlo.frontend_attributes``, ``mhlo.sharding``, ``mhlo.original_value``, any
+# ``dialect.name`` -- is by MLIR's rules information about an op, not part of it.
+IGNORED_ATTRS = frozenset({"precision_config", "algorithm"})
+
+_PARAMS: dict[Any, frozenset[str] | None] = {}
+
+
+def _keywords(fn: Rule) -> frozenset[str] | None:
+    """The attribute names ``fn`` takes, or ``None`` when it takes any (``**attrs``)."""
+    if fn in _PARAMS:
+        return _PARAMS[fn]
+    try:
+        params = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):
+        names = None
+    else:
+        if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params):
+            names = None
+        else:
+            names = frozenset(
+                p.name
+                for p in params
+                if p.kind
+                in (inspect.Parameter.KEYWORD_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+            )
+    _PARAMS[fn] = names
+    return names
+
+
+def is_discardable(name: str) -> bool:
+    """Whether an attribute is discardable: MLIR spells those ``dialect.name``."""
+    return "." in name
+
+
+def unknown_attrs(fn: Rule, attrs: Mapping[str, Any]) -> list[str]:
+    """The attributes of an op that its rule ``fn`` does not take and that change what the op
+    computes (neither discardable nor in :data:`IGNORED_ATTRS`)."""
+    names = _keywords(fn)
+    if names is None:
+        return []
+    return [k for k in attrs if k not in names and not is_discardable(k) and k not in IGNORED_ATTRS]
+
+
+def rule_attrs(fn: Rule, attrs: Mapping[str, Any]) -> dict[str, Any]:
+    """The attributes to call ``fn`` with: all of them for a rule that takes ``**attrs`` (it
+    reads what it needs, discardable ones included); otherwise the ones it names, the
+    discardable and ignorable ones dropped. This is the one place where attributes a rule does
+    not know are dropped, for every op; the ones that are not droppable are refused before
+    running (:func:`unknown_attrs`, used by the interpreter's scan)."""
+    names = _keywords(fn)
+    if names is None:
+        return dict(attrs)
+    return {k: v for k, v in attrs.items() if k in names}
 
 
 @dataclass(frozen=True, slots=True)

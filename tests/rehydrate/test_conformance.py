@@ -330,6 +330,66 @@ def test_family_from_file_names():
     assert conf.family("all_reduce.mlir") == "all_reduce"
 
 
+# XLA's literal converter cannot hold f6E2M3FN values: compiling this aborts the process
+# (`Check failed: ... array.h`), as a constant test of StableHLO's interpreter suite does.
+ABORTS_XLA = """
+func.func @constant_f6() {
+  %0 = stablehlo.constant dense<[1.0, 2.0]> : tensor<2xf6E2M3FN>
+  check.expect_eq_const %0, dense<[1.0, 2.0]> : tensor<2xf6E2M3FN>
+  func.return
+}
+"""
+
+FOREVER = """
+func.func @forever() {
+  %0 = stablehlo.constant dense<0> : tensor<i32>
+  %1 = stablehlo.while(%i = %0) : tensor<i32>
+  cond {
+    %t = stablehlo.constant dense<true> : tensor<i1>
+    stablehlo.return %t : tensor<i1>
+  } do {
+    %one = stablehlo.constant dense<1> : tensor<i32>
+    %j = stablehlo.add %i, %one : tensor<i32>
+    stablehlo.return %j : tensor<i32>
+  }
+  check.expect_eq_const %1, dense<0> : tensor<i32>
+  func.return
+}
+"""
+
+
+def test_a_file_that_aborts_xla_is_an_error_and_the_run_goes_on(tmp_path):
+    files = [
+        _write(tmp_path, ABORTS_XLA, "a_aborts.mlir"),
+        _write(tmp_path, WRONG, "b_wrong.mlir"),
+        DATA / "checks.mlir",
+        _write(tmp_path, ABORTS_XLA, "d_aborts.mlir"),
+        _write(tmp_path, MIXED, "f_mixed.mlir"),
+    ]
+    seen: list[conf.FileResult] = []
+    results = conf.run_files(files, jobs=1, on_result=seen.append)
+    assert [Path(r.path).name for r in results] == [f.name for f in files]
+    assert len(seen) == len(files)
+    status = {Path(r.path).name: r for r in results}
+    for name in ("a_aborts.mlir", "d_aborts.mlir"):
+        r = status[name]
+        assert r.status == "error" and r.failed
+        assert "crashed (signal SIGABRT)" in r.message and "array.h" in r.message
+    # the files after each crash ran, and give what they give in this process
+    wrong = status["b_wrong.mlir"]
+    assert wrong.status == "fail" and "@wrong [jit]" in wrong.message
+    assert status["checks.mlir"].status == "pass"
+    assert status["f_mixed.mlir"].status == "pass"
+    assert status["f_mixed.mlir"].tests == conf.run_file(files[-1]).tests
+
+
+def test_a_file_that_hangs_is_stopped_after_the_timeout(tmp_path):
+    files = [_write(tmp_path, FOREVER, "forever.mlir"), _write(tmp_path, WRONG, "wrong.mlir")]
+    forever, wrong = conf.run_files(files, jobs=2, timeout=5)
+    assert forever.status == "error" and "did not finish in 5 s" in forever.message
+    assert wrong.status == "fail"
+
+
 # ---- the command ----------------------------------------------------------------------------
 
 

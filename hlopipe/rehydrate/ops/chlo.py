@@ -16,7 +16,7 @@ from jax import lax
 from hlopipe.errors import UnsupportedOpError
 from hlopipe.rehydrate._ir import OpaqueAttr
 from hlopipe.rehydrate.ops import elementwise as ew
-from hlopipe.rehydrate.registry import RuleContext, rule
+from hlopipe.rehydrate.registry import RuleContext, rule, rule_attrs
 
 
 def _conj(x: Any) -> Any:
@@ -159,7 +159,7 @@ def _broadcasting(name: str, inner: Any) -> None:
         rank_x, rank_y = np.ndim(x), np.ndim(y)
         x = _broadcast_to(x, shape, dims if rank_x < rank_y else None)
         y = _broadcast_to(y, shape, dims if rank_y < rank_x else None)
-        return inner(ctx, x, y, **attrs)
+        return inner(ctx, x, y, **rule_attrs(inner, attrs))
 
     impl.__name__ = name.replace(".", "_")
     rule(name)(impl)
