@@ -4,7 +4,7 @@
 #loc5 = loc("y.0")
 #loc7 = loc("Softmax")
 #loc8 = loc("XLA_Args")
-module @a_inference_attention_442__.5 attributes {mhlo.cross_program_prefetches = [], mhlo.input_output_alias = [], mhlo.is_dynamic = false, mhlo.use_auto_spmd_partitioning = false} {
+module @a_inference_attention_421__.5 attributes {mhlo.cross_program_prefetches = [], mhlo.input_output_alias = [], mhlo.is_dynamic = false, mhlo.use_auto_spmd_partitioning = false} {
   func.func private @moments_mean_reduction.1(%arg0: tensor<f32> loc("x.1"), %arg1: tensor<f32> loc("y.1")) -> tensor<f32> {
     %0 = stablehlo.add %arg0, %arg1 : tensor<f32> loc(#loc3)
     return %0 : tensor<f32> loc(#loc)

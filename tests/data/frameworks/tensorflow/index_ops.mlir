@@ -26,7 +26,7 @@
 #loc43 = loc(fused[#loc34, #loc25])
 #loc44 = loc(fused[#loc35, #loc25])
 #loc46 = loc(fused[#loc37, #loc25])
-module @a_inference_index_ops_1489__.9 attributes {mhlo.cross_program_prefetches = [], mhlo.input_output_alias = [], mhlo.is_dynamic = false, mhlo.use_auto_spmd_partitioning = false} {
+module @a_inference_index_ops_1468__.9 attributes {mhlo.cross_program_prefetches = [], mhlo.input_output_alias = [], mhlo.is_dynamic = false, mhlo.use_auto_spmd_partitioning = false} {
   func.func private @add_float_.1(%arg0: tensor<f32> loc("x.1"), %arg1: tensor<f32> loc("y.1")) -> tensor<f32> {
     %0 = stablehlo.add %arg0, %arg1 : tensor<f32> loc(#loc3)
     return %0 : tensor<f32> loc(#loc)

@@ -2,8 +2,8 @@
 #loc7 = loc("inputs.2")
 #loc9 = loc("x.1")
 #loc10 = loc("y.1")
-module @a_inference_lstm_847__.7 attributes {mhlo.cross_program_prefetches = [], mhlo.input_output_alias = [], mhlo.is_dynamic = false, mhlo.use_auto_spmd_partitioning = false} {
-  func.func private @while_cond_765_const_0__.3(%arg0: tensor<i32> loc("XLA_Args"), %arg1: tensor<i32> loc("XLA_Args"), %arg2: tensor<i32> loc("XLA_Args"), %arg3: tensor<2x4xf32> loc("XLA_Args"), %arg4: tensor<2x4xf32> loc("XLA_Args"), %arg5: tensor<f32> loc("XLA_Args"), %arg6: tensor<5x2x3xf32> loc("XLA_Args"), %arg7: tensor<3x16xf32> loc("XLA_Args"), %arg8: tensor<4x16xf32> loc("XLA_Args"), %arg9: tensor<16xf32> loc("XLA_Args")) -> tensor<i1> {
+module @a_inference_lstm_826__.7 attributes {mhlo.cross_program_prefetches = [], mhlo.input_output_alias = [], mhlo.is_dynamic = false, mhlo.use_auto_spmd_partitioning = false} {
+  func.func private @while_cond_744_const_0__.3(%arg0: tensor<i32> loc("XLA_Args"), %arg1: tensor<i32> loc("XLA_Args"), %arg2: tensor<i32> loc("XLA_Args"), %arg3: tensor<2x4xf32> loc("XLA_Args"), %arg4: tensor<2x4xf32> loc("XLA_Args"), %arg5: tensor<f32> loc("XLA_Args"), %arg6: tensor<5x2x3xf32> loc("XLA_Args"), %arg7: tensor<3x16xf32> loc("XLA_Args"), %arg8: tensor<4x16xf32> loc("XLA_Args"), %arg9: tensor<16xf32> loc("XLA_Args")) -> tensor<i1> {
     %c = stablehlo.constant dense<5> : tensor<i32> loc(#loc42)
     %0 = stablehlo.compare  LT, %arg0, %c : (tensor<i32>, tensor<i32>) -> tensor<i1> loc(#loc42)
     %c_0 = stablehlo.constant dense<5> : tensor<i32> loc(#loc43)
@@ -13,14 +13,14 @@ module @a_inference_lstm_847__.7 attributes {mhlo.cross_program_prefetches = [],
     return %3 : tensor<i1> loc(#loc)
   } loc(#loc)
   func.func private @cond_wrapper.4(%arg0: tensor<i32> loc("inputs.2"), %arg1: tensor<i32> loc("inputs.2"), %arg2: tensor<i32> loc("inputs.2"), %arg3: tensor<2x4xf32> loc("inputs.2"), %arg4: tensor<2x4xf32> loc("inputs.2"), %arg5: tensor<f32> loc("inputs.2"), %arg6: tensor<5x2x3xf32> loc("inputs.2"), %arg7: tensor<3x16xf32> loc("inputs.2"), %arg8: tensor<4x16xf32> loc("inputs.2"), %arg9: tensor<16xf32> loc("inputs.2")) -> tensor<i1> {
-    %0 = call @while_cond_765_const_0__.3(%arg0, %arg1, %arg2, %arg3, %arg4, %arg5, %arg6, %arg7, %arg8, %arg9) : (tensor<i32>, tensor<i32>, tensor<i32>, tensor<2x4xf32>, tensor<2x4xf32>, tensor<f32>, tensor<5x2x3xf32>, tensor<3x16xf32>, tensor<4x16xf32>, tensor<16xf32>) -> tensor<i1> loc(#loc8)
+    %0 = call @while_cond_744_const_0__.3(%arg0, %arg1, %arg2, %arg3, %arg4, %arg5, %arg6, %arg7, %arg8, %arg9) : (tensor<i32>, tensor<i32>, tensor<i32>, tensor<2x4xf32>, tensor<2x4xf32>, tensor<f32>, tensor<5x2x3xf32>, tensor<3x16xf32>, tensor<4x16xf32>, tensor<16xf32>) -> tensor<i1> loc(#loc8)
     return %0 : tensor<i1> loc(#loc)
   } loc(#loc)
   func.func private @while_Sum_reduction.5(%arg0: tensor<f32> loc("x.1"), %arg1: tensor<f32> loc("y.1")) -> tensor<f32> {
     %0 = stablehlo.add %arg0, %arg1 : tensor<f32> loc(#loc11)
     return %0 : tensor<f32> loc(#loc)
   } loc(#loc)
-  func.func private @while_body_766_const_0__.6(%arg0: tensor<i32> loc("XLA_Args"), %arg1: tensor<i32> loc("XLA_Args"), %arg2: tensor<i32> loc("XLA_Args"), %arg3: tensor<2x4xf32> loc("XLA_Args"), %arg4: tensor<2x4xf32> loc("XLA_Args"), %arg5: tensor<f32> loc("XLA_Args"), %arg6: tensor<5x2x3xf32> loc("XLA_Args"), %arg7: tensor<3x16xf32> loc("XLA_Args"), %arg8: tensor<4x16xf32> loc("XLA_Args"), %arg9: tensor<16xf32> loc("XLA_Args")) -> (tensor<i32>, tensor<i32>, tensor<i32>, tensor<2x4xf32>, tensor<2x4xf32>, tensor<f32>, tensor<5x2x3xf32>, tensor<3x16xf32>, tensor<4x16xf32>, tensor<16xf32>) {
+  func.func private @while_body_745_const_0__.6(%arg0: tensor<i32> loc("XLA_Args"), %arg1: tensor<i32> loc("XLA_Args"), %arg2: tensor<i32> loc("XLA_Args"), %arg3: tensor<2x4xf32> loc("XLA_Args"), %arg4: tensor<2x4xf32> loc("XLA_Args"), %arg5: tensor<f32> loc("XLA_Args"), %arg6: tensor<5x2x3xf32> loc("XLA_Args"), %arg7: tensor<3x16xf32> loc("XLA_Args"), %arg8: tensor<4x16xf32> loc("XLA_Args"), %arg9: tensor<16xf32> loc("XLA_Args")) -> (tensor<i32>, tensor<i32>, tensor<i32>, tensor<2x4xf32>, tensor<2x4xf32>, tensor<f32>, tensor<5x2x3xf32>, tensor<3x16xf32>, tensor<4x16xf32>, tensor<16xf32>) {
     %c = stablehlo.constant dense<1> : tensor<i32> loc(#loc45)
     %0 = stablehlo.add %arg2, %c : tensor<i32> loc(#loc46)
     %1 = stablehlo.add %arg2, %c : tensor<i32> loc(#loc45)
@@ -115,7 +115,7 @@ module @a_inference_lstm_847__.7 attributes {mhlo.cross_program_prefetches = [],
     %5 = stablehlo.reshape %arg5 : (tensor<16xf32>) -> tensor<16xf32> loc(#loc41)
     %6:10 = stablehlo.while(%iterArg = %c_2, %iterArg_6 = %c_3, %iterArg_7 = %c_4, %iterArg_8 = %0, %iterArg_9 = %1, %iterArg_10 = %cst_5, %iterArg_11 = %2, %iterArg_12 = %3, %iterArg_13 = %4, %iterArg_14 = %5) : tensor<i32>, tensor<i32>, tensor<i32>, tensor<2x4xf32>, tensor<2x4xf32>, tensor<f32>, tensor<5x2x3xf32>, tensor<3x16xf32>, tensor<4x16xf32>, tensor<16xf32>
     cond {
-      %10 = func.call @while_cond_765_const_0__.3(%iterArg, %iterArg_6, %iterArg_7, %iterArg_8, %iterArg_9, %iterArg_10, %iterArg_11, %iterArg_12, %iterArg_13, %iterArg_14) : (tensor<i32>, tensor<i32>, tensor<i32>, tensor<2x4xf32>, tensor<2x4xf32>, tensor<f32>, tensor<5x2x3xf32>, tensor<3x16xf32>, tensor<4x16xf32>, tensor<16xf32>) -> tensor<i1> loc(#loc8)
+      %10 = func.call @while_cond_744_const_0__.3(%iterArg, %iterArg_6, %iterArg_7, %iterArg_8, %iterArg_9, %iterArg_10, %iterArg_11, %iterArg_12, %iterArg_13, %iterArg_14) : (tensor<i32>, tensor<i32>, tensor<i32>, tensor<2x4xf32>, tensor<2x4xf32>, tensor<f32>, tensor<5x2x3xf32>, tensor<3x16xf32>, tensor<4x16xf32>, tensor<16xf32>) -> tensor<i1> loc(#loc8)
       stablehlo.return %10 : tensor<i1> loc(#loc)
     } do {
       %c_15 = stablehlo.constant dense<1> : tensor<i32> loc(#loc45)

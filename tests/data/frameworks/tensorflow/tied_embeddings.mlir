@@ -7,7 +7,7 @@
 #loc10 = loc("x.3")
 #loc11 = loc("y.3")
 #loc13 = loc("XLA_Args")
-module @a_inference_tied_1312__.5 attributes {mhlo.cross_program_prefetches = [], mhlo.input_output_alias = [], mhlo.is_dynamic = false, mhlo.use_auto_spmd_partitioning = false} {
+module @a_inference_tied_1291__.5 attributes {mhlo.cross_program_prefetches = [], mhlo.input_output_alias = [], mhlo.is_dynamic = false, mhlo.use_auto_spmd_partitioning = false} {
   func.func private @max_float_.1(%arg0: tensor<f32> loc("x.1"), %arg1: tensor<f32> loc("y.1")) -> tensor<f32> {
     %0 = stablehlo.maximum %arg0, %arg1 : tensor<f32> loc(#loc3)
     return %0 : tensor<f32> loc(#loc)
