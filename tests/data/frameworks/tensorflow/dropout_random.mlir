@@ -1,5 +1,5 @@
 #loc1 = loc("XLA_Args")
-module @a_inference_dropout_1789__.1 attributes {mhlo.cross_program_prefetches = [], mhlo.input_output_alias = [], mhlo.is_dynamic = false, mhlo.use_auto_spmd_partitioning = false} {
+module @a_inference_dropout_1825__.1 attributes {mhlo.cross_program_prefetches = [], mhlo.input_output_alias = [], mhlo.is_dynamic = false, mhlo.use_auto_spmd_partitioning = false} {
   func.func @main(%arg0: tensor<4x5xf32> loc("XLA_Args"), %arg1: tensor<2xi64> loc("XLA_Args"), %arg2: tensor<5x6xf32> loc("XLA_Args")) -> (tensor<4x6xf32>, tensor<3xf32>) {
     %c = stablehlo.constant dense<1053357856> : tensor<ui32> loc(#loc20)
     %c_0 = stablehlo.constant dense<2654435769> : tensor<ui32> loc(#loc20)
