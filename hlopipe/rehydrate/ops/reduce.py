@@ -3,6 +3,13 @@
 A region that only adds (max, min, multiplies, ands, ors) its two arguments becomes the
 matching ``lax.reduce_*`` so JAX can differentiate it; any other region runs through
 ``lax.reduce`` with the region as the computation.
+
+JAX has no derivative for a variadic ``lax.reduce``. The common variadic form, a region that
+*selects* one of its two candidates for every result (arg-max / arg-min as (value, index)
+pairs, max with its position), is made differentiable: the reduce itself (the program's own
+region, so its tie-breaking) picks the results, and each floating result's derivative is the
+derivative of the input element it picked (the first position whose every operand equals the
+results). Other variadic regions with floating operands refuse differentiation by name.
 """
 
 from __future__ import annotations
@@ -14,6 +21,8 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
+from hlopipe.errors import UnsupportedOpError
+from hlopipe.rehydrate._ir import Block
 from hlopipe.rehydrate.registry import RuleContext, rule
 
 _MONOIDS = {
@@ -107,5 +116,99 @@ def reduce(ctx: RuleContext, *operands: Any, dimensions: tuple[int, ...]) -> Any
     def computation(acc: tuple, x: tuple) -> tuple:
         return region(*acc, *x)
 
-    out = lax.reduce(tuple(xs), tuple(inits), computation, tuple(dimensions))
+    dims = tuple(dimensions)
+    if n > 1 and any(_is_inexact(x) for x in (*xs, *inits)):
+        if _selects(region.block, n) and not any(
+            _is_inexact(i) and isinstance(i, jax.core.Tracer) for i in inits
+        ):
+            return _selection_reduce(xs, inits, computation, dims)
+        return tuple(
+            _no_grad(ctx)(lambda *a: lax.reduce(a[:n], a[n:], computation, dims), xs, inits)
+        )
+    out = lax.reduce(tuple(xs), tuple(inits), computation, dims)
     return tuple(out) if n > 1 else out[0] if isinstance(out, tuple | list) else out
+
+
+def _is_inexact(x: Any) -> bool:
+    return bool(jnp.issubdtype(np.dtype(x.dtype), jnp.inexact))
+
+
+def _selects(block: Block, n: int) -> bool:
+    """Whether every result of a reduce region ``(acc_0..acc_n-1, x_0..x_n-1)`` is one of its
+    two candidates ``acc_k``/``x_k``, directly or through a ``stablehlo.select``."""
+    if len(block.args) != 2 * n or len(block.returns) != n:
+        return False
+    made = {r: op for op in block.ops for r in op.results}
+    for k, ret in enumerate(block.returns):
+        pair = {block.args[k], block.args[n + k]}
+        if ret in pair:
+            continue
+        op = made.get(ret)
+        if op is None or op.name != "stablehlo.select" or set(op.operands[1:]) != pair:
+            return False
+    return True
+
+
+def _selection_reduce(xs: Any, inits: Any, computation: Any, dims: tuple[int, ...]) -> tuple:
+    """A selecting variadic reduce whose floating results carry the derivative of the element
+    they selected (see the module docstring)."""
+    stopped = [lax.stop_gradient(x) for x in xs]
+    outs = lax.reduce(tuple(stopped), tuple(inits), computation, dims)
+    rank = np.ndim(xs[0])
+    keep = [d for d in range(rank) if d not in dims]
+    perm = (*keep, *dims)
+    size = int(np.prod([np.shape(xs[0])[d] for d in dims], dtype=np.int64))
+
+    def flat(x: Any) -> Any:
+        x = lax.transpose(x, perm)
+        return lax.reshape(x, (*x.shape[: len(keep)], size))
+
+    match = None
+    for x, o in zip(stopped, outs):
+        eq = lax.eq(flat(x), lax.expand_dims(o, (len(keep),)))
+        match = eq if match is None else lax.bitwise_and(match, eq)
+    assert match is not None
+    first = lax.bitwise_and(match, lax.eq(jnp.cumsum(match, axis=-1, dtype=np.int32), 1))
+    result = []
+    for x, o in zip(xs, outs):
+        if not _is_inexact(x):
+            result.append(o)
+            continue
+        result.append(_with_picked_derivative(o, flat(x), first))
+    return tuple(result)
+
+
+@jax.custom_jvp
+def _with_picked_derivative(out: Any, flat_x: Any, first: Any) -> Any:
+    """``out`` (the reduce's own value), whose derivative is that of ``flat_x`` where
+    ``first`` holds (one position along the last axis, or none)."""
+    return out
+
+
+@_with_picked_derivative.defjvp
+def _with_picked_derivative_jvp(primals: Any, tangents: Any) -> Any:
+    out, _, first = primals
+    t = tangents[1]
+    return out, jnp.sum(jnp.where(first, t, jnp.zeros((), t.dtype)), axis=-1)
+
+
+def _no_grad(ctx: RuleContext) -> Any:
+    """``fn(xs, inits)`` whose derivative is a clear refusal naming the op (JAX has none for a
+    variadic reduce, and fails with an internal error)."""
+
+    def wrap(fn: Any, xs: Any, inits: Any) -> Any:
+        @jax.custom_jvp
+        def f(*args: Any) -> Any:
+            return tuple(fn(*args))
+
+        @f.defjvp
+        def f_jvp(primals: Any, tangents: Any) -> Any:
+            raise UnsupportedOpError(
+                f"{ctx.name} at {ctx.loc}: a variadic reduce whose region does not select "
+                "one of its candidates has no derivative (JAX has none for a variadic "
+                "lax.reduce); differentiate with respect to inputs it does not depend on"
+            )
+
+        return f(*xs, *inits)
+
+    return wrap

@@ -1,9 +1,11 @@
 """The slicing family: slice, pad, dynamic_slice/update_slice, gather, scatter and friends.
 
-Two oracles: StableHLO's reference interpreter (``stablehlo.eval_module``) for programs
+Three oracles: StableHLO's reference interpreter (``stablehlo.eval_module``) for programs
 written here by hand (out-of-bounds indices, batching dims, index vectors anywhere, arbitrary
-and variadic scatter regions), and JAX itself for values, ``jax.grad`` and ``jax.vmap`` of
-programs JAX lowered.
+and variadic scatter regions); XLA on CPU running the same module where the two differ
+(scatter windows partly out of bounds: XLA skips the whole window, the specification its
+out-of-bounds elements; rehydration gives XLA's answer); and JAX itself for values,
+``jax.grad`` and ``jax.vmap`` of programs JAX lowered.
 """
 
 from __future__ import annotations
@@ -93,6 +95,10 @@ _BATCH = (
 )
 _BATCH_T = "(tensor<2x5xf32>, tensor<2x1x4xi32>, tensor<2x4xf32>) -> tensor<2x5xf32>"
 _BATCH_I = np.array([[[0, 3, 3, 7]], [[-1, 4, 2, 2]]], I32)
+# 2x2 windows into a 4x5 operand at negative, overflowing and straddling (row, col) starts
+_WIN2 = "update_window_dims = [1, 2], scatter_dims_to_operand_dims = [0, 1], index_vector_dim = 1"
+_WIN2_T = "(tensor<4x5xf32>, tensor<6x2xi32>, tensor<6x2x2xf32>) -> tensor<4x5xf32>"
+_WIN2_I = np.array([[0, 0], [-1, 2], [3, 1], [2, 4], [2147483647, 0], [1, 3]], I32)
 _DUPS = "inserted_window_dims = [0], scatter_dims_to_operand_dims = [0], index_vector_dim = 1"
 _DUPS_T = "(tensor<5xf32>, tensor<6x1xi32>, tensor<6xf32>) -> tensor<5xf32>"
 _DUPS_I = np.array([[1], [1], [3], [7], [1], [-2]], I32)
@@ -202,6 +208,30 @@ CASES = [
         (_f(6, 2), _f(5, 3, 2)),
     ),
     Case(
+        "scatter_add_out_of_bounds_2d_windows",
+        _scatter(_WIN2, _region("stablehlo.add", "f32"), _WIN2_T),
+        "(%x: tensor<4x5xf32>, %i: tensor<6x2xi32>, %u: tensor<6x2x2xf32>) -> tensor<4x5xf32>",
+        (_f(4, 5), _WIN2_I, _f(6, 2, 2)),
+    ),
+    Case(
+        "scatter_region_out_of_bounds_2d_windows",
+        _scatter(_WIN2, _AFFINE, _WIN2_T),
+        "(%x: tensor<4x5xf32>, %i: tensor<6x2xi32>, %u: tensor<6x2x2xf32>) -> tensor<4x5xf32>",
+        (_f(4, 5), _WIN2_I, _f(6, 2, 2)),
+    ),
+    Case(
+        "scatter_region_out_of_bounds_2d_windows_constant_indices",
+        _const("i", _WIN2_I, "tensor<6x2xi32>") + _scatter(_WIN2, _AFFINE, _WIN2_T),
+        "(%x: tensor<4x5xf32>, %u: tensor<6x2x2xf32>) -> tensor<4x5xf32>",
+        (_f(4, 5), _f(6, 2, 2)),
+    ),
+    Case(
+        "scatter_region_out_of_bounds_2d_windows_unique",
+        _scatter(_WIN2, _AFFINE, _WIN2_T, extra=", unique_indices = true"),
+        "(%x: tensor<4x5xf32>, %i: tensor<6x2xi32>, %u: tensor<6x2x2xf32>) -> tensor<4x5xf32>",
+        (_f(4, 5), _WIN2_I, _f(6, 2, 2)),
+    ),
+    Case(
         "scatter_max_batching_dims",
         _scatter(_BATCH, _region("stablehlo.maximum", "f32"), _BATCH_T),
         "(%x: tensor<2x5xf32>, %i: tensor<2x1x4xi32>, %u: tensor<2x4xf32>) -> tensor<2x5xf32>",
@@ -293,10 +323,31 @@ def _as_list(out: Any) -> list[np.ndarray]:
     return [np.asarray(o) for o in (out if isinstance(out, tuple | list) else (out,))]
 
 
+def _xla(text: str, args: tuple[np.ndarray, ...]) -> list[np.ndarray]:
+    """The module compiled by XLA and run on CPU (JAX's compile options)."""
+    from jax._src import compiler
+
+    client = jax.devices("cpu")[0].client
+    options = compiler.get_compile_options(num_replicas=1, num_partitions=1)
+    exe = client.compile_and_load(text, jax.devices("cpu")[:1], options)
+    outs = exe.execute([jax.device_put(a, jax.devices("cpu")[0]) for a in args])
+    return [np.asarray(o) for o in outs]
+
+
+# where XLA and the specification differ, rehydration computes what XLA computes
+XLA_ORACLE = ("straddling", "out_of_bounds")
+
+
 @pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
 def test_against_reference_interpreter(case: Case) -> None:
     text = _module(case)
-    want = _reference(text, case.args)
+    if any(k in case.name for k in XLA_ORACLE):
+        want = _xla(text, case.args)
+        assert not all(np.array_equal(w, r) for w, r in zip(want, _reference(text, case.args))), (
+            "the case should be one where XLA and the specification differ"
+        )
+    else:
+        want = _reference(text, case.args)
     fn = hlopipe.rehydrate(hlopipe.load(text))
     for got in (_as_list(fn(*case.args)), _as_list(jax.jit(fn)(*case.args))):
         assert len(got) == len(want)
@@ -475,3 +526,26 @@ def test_general_region_gradients() -> None:
     want = jax.grad(lambda x, u: jnp.sum(jnp.sin(unrolled(x, u))), argnums=(0, 1))(x, u)
     for g, w in zip(got, want):
         np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-6)
+
+
+def test_gather_out_of_bounds_clamps_as_xla() -> None:
+    # 2x3 slices of a 4x5 operand at negative, overflowing and straddling starts
+    text = _module(
+        Case(
+            "",
+            '%0 = "stablehlo.gather"(%x, %i) <{dimension_numbers = #stablehlo.gather<'
+            "offset_dims = [1, 2], start_index_map = [0, 1], index_vector_dim = 1>, "
+            "slice_sizes = array<i64: 2, 3>}> "
+            ": (tensor<4x5xf32>, tensor<5x2xi32>) -> tensor<5x2x3xf32>\n",
+            "(%x: tensor<4x5xf32>, %i: tensor<5x2xi32>) -> tensor<5x2x3xf32>",
+            (),
+        )
+    )
+    idx = np.array([[-3, 1], [3, 4], [2147483647, -2147483648], [1, 2], [0, 3]], I32)
+    x = _f(4, 5)
+    want = _xla(text, (x, idx))[0]
+    fn = hlopipe.rehydrate(hlopipe.load(text))
+    np.testing.assert_array_equal(np.asarray(fn(x, idx)), want)
+    np.testing.assert_array_equal(np.asarray(jax.jit(fn)(x, idx)), want)
+    np.testing.assert_array_equal(want[0], x[0:2, 1:4])  # -3 clamps to 0
+    np.testing.assert_array_equal(want[2], x[2:4, 0:3])
