@@ -39,7 +39,7 @@ def test_rng_bit_generator_matches_xla(alg: str, out: str) -> None:
 @pytest.mark.parametrize("out", ["ui32", "ui64", "f32", "i8"])
 def test_rng_bit_generator_philox_192_bit_state_matches_xla(out: str) -> None:
     """TensorFlow's stateless random ops emit PHILOX with a ui64[3] state (jax.lax takes only
-    128-bit states): the bits and the new state are still XLA's, eager, under jit and vmap."""
+    128-bit states): the bits and the new state are still XLA's, eager and under jit."""
     text = _rbg("PHILOX", "3xui64", out)
     state = np.array([2**63 + 17, 42, 7], np.uint64)
     client = jax.devices()[0].client
