@@ -1,21 +1,25 @@
 """Rehydration cost: compiled run time and trace time against the original JAX, and trace time
-per op as modules grow.
+per op as modules grow. First, per format, ``hlopipe.load`` against the bare parse a user could
+call (jaxlib's HLO parser + XLA's HLO -> StableHLO converter + MLIR's parser;
+``jax.export.deserialize`` + MLIR's parser; MLIR's parser).
 
 Per model: the compiled run time of the rehydrated program over the original's (median of
 RUNS runs after warm-up, the two timed alternately in one loop), and the time to rehydrate and
 trace to a jaxpr over ``jax.make_jaxpr`` of the original Python. Then synthetic chains of 1k,
 10k and 100k element-wise ops: load, read into records (ModuleIR) and trace, per op.
 
-    .venv/bin/python benchmarks/rehydrate.py [--runs 20] [--sizes 1000,10000,100000]
+    .venv/bin/python benchmarks/rehydrate.py [--runs 20] [--sizes 1000,10000,100000] [--load-only]
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import statistics
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import jax
 import numpy as np
@@ -98,13 +102,80 @@ def per_op(n: int) -> dict[str, float]:
     return {"load": (t1 - t0) / n, "records": (t2 - t1) / n, "trace": (t3 - t2) / n}
 
 
+# ---- loading vs the bare parse -----------------------------------------------------------------
+
+LOAD_FORMATS = ("hlo", "hlo-opt", "hlo-proto", "stablehlo", "mlir-bytecode", "jax-export")
+
+
+def bare_parse(fmt: str, data: str | bytes) -> Any:
+    """What a user could call to get an MLIR module: jaxlib's parsers and XLA's converter."""
+    from jax.extend import mlir as jex_mlir
+    from jaxlib import _hlo
+    from jaxlib.mlir import ir
+
+    if fmt in ("hlo", "hlo-opt"):
+        hlo = _hlo.hlo_module_from_text(data)
+        data = jex_mlir.hlo_to_stablehlo(hlo.as_serialized_hlo_module_proto())
+    elif fmt == "hlo-proto":
+        hlo = _hlo.HloModule.from_serialized_hlo_module_proto(data)
+        data = jex_mlir.hlo_to_stablehlo(hlo.as_serialized_hlo_module_proto())
+    elif fmt == "jax-export":
+        data = jax.export.deserialize(bytearray(data)).mlir_module()
+    with _bare_context():
+        return ir.Module.parse(data)
+
+
+@functools.cache
+def _bare_context() -> Any:
+    from hlopipe.io import _xla
+
+    return _xla.make_context()  # made once: a user parsing many programs would keep one
+
+
+def load_ratio(name: str, fmt: str, runs: int) -> tuple[float, float]:
+    """Median hlopipe.load and median bare parse of model ``name`` in ``fmt`` (alternated)."""
+    data = zoo_programs.source(name, fmt)
+    hlopipe.load(data)  # warm-up: imports, the guard process
+    bare_parse(fmt, data)
+    t_l, t_b = [], []
+    for i in range(runs):
+        pair = [(hlopipe.load, t_l), (lambda d: bare_parse(fmt, d), t_b)]
+        for fn, acc in pair if i % 2 == 0 else pair[::-1]:
+            t0 = time.perf_counter()
+            fn(data)
+            acc.append(time.perf_counter() - t0)
+    return statistics.median(t_l), statistics.median(t_b)
+
+
+def load_table(models: list[str], runs: int) -> Table:
+    table = Table(title=f"hlopipe.load vs the bare parse (median of {runs} runs, alternated)")
+    for col in ("model", "format", "bytes", "hlopipe.load", "bare parse", "ratio"):
+        table.add_column(col, justify="left" if col in ("model", "format") else "right")
+    for name in models:
+        for fmt in LOAD_FORMATS:
+            tl, tb = load_ratio(name, fmt, runs)
+            size = len(zoo_programs.source(name, fmt))
+            table.add_row(
+                name, fmt, f"{size:,}", f"{tl * 1e3:.2f} ms", f"{tb * 1e3:.2f} ms", f"{tl / tb:.2f}"
+            )
+    return table
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=20)
     parser.add_argument("--sizes", default="1000,10000,100000")
     parser.add_argument("--models", default=",".join(zoo_programs.CASES))
+    parser.add_argument(
+        "--load-only", action="store_true", help="only the table of load vs bare parse"
+    )
+    parser.add_argument("--load-models", default="mlp,transformer")
     args = parser.parse_args()
     console = Console()
+
+    console.print(load_table(args.load_models.split(","), max(args.runs, 5)))
+    if args.load_only:
+        return
 
     table = Table(title=f"rehydrated vs original (median of {args.runs} runs after warm-up)")
     for col in (

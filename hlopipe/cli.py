@@ -406,6 +406,19 @@ def _cmd_split(args: argparse.Namespace) -> int:
     if not args.file:
         raise HlopipeError("split needs a FILE with --at-markers or --stages")
     program = io.load(args.file)
+    if args.at_markers and program.stage_markers() == 0:
+        why = (
+            "it is HLO after XLA's optimisation passes (is_scheduled=true), and XLA removes "
+            "the markers' optimization barriers when it compiles: split the program before "
+            "optimisation instead (jax.jit(f).lower(...).as_text(), or the "
+            "before_optimizations file of a dump)"
+            if program.optimized
+            else "add hlopipe.stage_boundary(...) where a stage ends"
+        )
+        raise HlopipeError(
+            f"{args.file}: --at-markers, but the program has no stage_boundary markers: {why}; "
+            "or pass --stages N to choose cut points automatically"
+        )
     staged = stages.split(program, num_stages=args.stages)
     argnums = None if args.no_autodiff else tuple(range(len(program.in_avals)))
     path = staged.export(args.output, format=args.format, argnums=argnums)

@@ -7,7 +7,13 @@ a marker of their own, so derived programs keep the stage structure), and lowers
 ``stablehlo.optimization_barrier`` carrying the frontend attribute ``hlopipe.stage_boundary``.
 XLA compiles the barrier as a no-op, HLO text keeps the attribute
 (``opt-barrier(...), frontend_attributes={hlopipe.stage_boundary="..."}``), and rehydration
-turns such a barrier back into this marker (see :func:`is_stage_boundary_attrs`).
+turns such a barrier back into this marker (see :func:`is_stage_boundary_attrs`, the one test
+of "is this op a marker" that loading, rehydration and the CLI share).
+
+Only HLO *before* XLA's optimisation passes has the markers: compiling removes optimisation
+barriers (CPU: OptimizationBarrierExpander), so ``jax.jit(f).lower(...).compile().as_text()``
+has none left, and ``hlopipe split --at-markers`` says so for such a program
+(:attr:`hlopipe.Program.optimized`).
 
 This module imports JAX only: it sits below every other room of hlopipe.
 """

@@ -1,3 +1,4 @@
+# ruff: noqa: E501  (HLO instructions read best one per line)
 """Which MLIR ops XLA's HLO -> StableHLO converter makes, opcode by opcode (issue 11, item 3).
 
 For each HLO opcode XLA's text parser takes, one small module (run on XLA's CPU backend where
@@ -36,9 +37,7 @@ def _bin(op: str, ty: str = "f32", out: str | None = None) -> str:
 
 
 ADD = "add {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n  ROOT c = f32[] add(a, b)\n}\n"
-ADDU = (
-    "add {\n  a = u32[] parameter(0)\n  b = u32[] parameter(1)\n  ROOT c = u32[] add(a, b)\n}\n"
-)
+ADDU = "add {\n  a = u32[] parameter(0)\n  b = u32[] parameter(1)\n  ROOT c = u32[] add(a, b)\n}\n"
 GT = (
     "gt {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n"
     "  ROOT c = pred[] compare(a, b), direction=GT\n}\n"
@@ -48,18 +47,46 @@ GT = (
 CASES: dict[str, tuple[str, str]] = {
     **{
         op: ("", _un(op))
-        for op in (
-            "abs cbrt ceil cosine erf exponential exponential-minus-one floor log "
-            "log-plus-one logistic negate round-nearest-afz round-nearest-even rsqrt sign sine "
-            "sqrt tan tanh copy"
-        ).split()
+        for op in [
+            "abs",
+            "cbrt",
+            "ceil",
+            "cosine",
+            "erf",
+            "exponential",
+            "exponential-minus-one",
+            "floor",
+            "log",
+            "log-plus-one",
+            "logistic",
+            "negate",
+            "round-nearest-afz",
+            "round-nearest-even",
+            "rsqrt",
+            "sign",
+            "sine",
+            "sqrt",
+            "tan",
+            "tanh",
+            "copy",
+        ]
     },
-    **{op: ("", _un(op, "s32")) for op in "not popcnt count-leading-zeros".split()},
-    **{op: ("", _bin(op)) for op in "add subtract multiply divide maximum minimum power".split()},
-    **{op: ("", _bin(op)) for op in "remainder atan2".split()},
+    **{op: ("", _un(op, "s32")) for op in ["not", "popcnt", "count-leading-zeros"]},
+    **{
+        op: ("", _bin(op))
+        for op in ["add", "subtract", "multiply", "divide", "maximum", "minimum", "power"]
+    },
+    **{op: ("", _bin(op)) for op in ["remainder", "atan2"]},
     **{
         op: ("", _bin(op, "s32"))
-        for op in "and or xor shift-left shift-right-arithmetic shift-right-logical".split()
+        for op in [
+            "and",
+            "or",
+            "xor",
+            "shift-left",
+            "shift-right-arithmetic",
+            "shift-right-logical",
+        ]
     },
     "is-finite": ("", f"{P}\n  ROOT r = pred[4]{{0}} is-finite(p)"),
     "compare": ("", _bin("compare", out="pred") + ", direction=LT"),
@@ -69,12 +96,18 @@ CASES: dict[str, tuple[str, str]] = {
     "convert": ("", f"{P}\n  ROOT r = s32[4]{{0}} convert(p)"),
     "bitcast-convert": ("", f"{P}\n  ROOT r = s32[4]{{0}} bitcast-convert(p)"),
     "bitcast": ("", f"{P}\n  ROOT r = f32[2,2]{{1,0}} bitcast(p)"),
-    "reduce-precision": ("", f"{P}\n  ROOT r = {F} reduce-precision(p), exponent_bits=5, mantissa_bits=10"),
+    "reduce-precision": (
+        "",
+        f"{P}\n  ROOT r = {F} reduce-precision(p), exponent_bits=5, mantissa_bits=10",
+    ),
     "stochastic-convert": (
         "",
         f"{P}\n  q = u32[4]{{0}} parameter(1)\n  ROOT r = bf16[4]{{0}} stochastic-convert(p, q)",
     ),
-    "clamp": ("", f"{P}\n  lo = f32[] constant(0)\n  hi = f32[] constant(1)\n  ROOT r = {F} clamp(lo, p, hi)"),
+    "clamp": (
+        "",
+        f"{P}\n  lo = f32[] constant(0)\n  hi = f32[] constant(1)\n  ROOT r = {F} clamp(lo, p, hi)",
+    ),
     "select": (
         "",
         f"{P}\n  q = {F} parameter(1)\n  c = pred[4]{{0}} compare(p, q), direction=GT\n"
@@ -185,7 +218,7 @@ CASES: dict[str, tuple[str, str]] = {
     ),
     "domain": (
         "",
-        f"{P}\n  ROOT r = {F} domain(p), domain={{kind=\"sharding\", entry={{maximal device=0}}, "
+        f'{P}\n  ROOT r = {F} domain(p), domain={{kind="sharding", entry={{maximal device=0}}, '
         "exit={replicated}}",
     ),
     "get-dimension-size": ("", f"{P}\n  ROOT r = s32[] get-dimension-size(p), dimensions={{0}}"),
@@ -240,10 +273,9 @@ CASES: dict[str, tuple[str, str]] = {
     ),
     "async-start": (
         "comp {\n  a = f32[4]{0} parameter(0)\n  ROOT n = f32[4]{0} negate(a)\n}\n",
-        f"{P}\n  s = (({F}), {F}, s32[]) async-start(p), calls=comp\n"
-        f"  ROOT r = {F} async-done(s)",
+        f"{P}\n  s = (({F}), {F}, s32[]) async-start(p), calls=comp\n  ROOT r = {F} async-done(s)",
     ),
-    "custom-call": ("", f"{P}\n  ROOT r = {F} custom-call(p), custom_call_target=\"foo\""),
+    "custom-call": ("", f'{P}\n  ROOT r = {F} custom-call(p), custom_call_target="foo"'),
     "cholesky": (
         "",
         "p = f32[2,2]{1,0} parameter(0)\n  ROOT r = f32[2,2]{1,0} cholesky(p), lower=true",
@@ -254,7 +286,10 @@ CASES: dict[str, tuple[str, str]] = {
         "  ROOT r = f32[2,3]{1,0} triangular-solve(a, b), left_side=true, lower=true, "
         "transpose_a=NO_TRANSPOSE, unit_diagonal=false",
     ),
-    "fft": ("", "p = c64[4]{0} parameter(0)\n  ROOT r = c64[4]{0} fft(p), fft_type=FFT, fft_length={4}"),
+    "fft": (
+        "",
+        "p = c64[4]{0} parameter(0)\n  ROOT r = c64[4]{0} fft(p), fft_type=FFT, fft_length={4}",
+    ),
     "batch-norm-inference": (
         "",
         "x = f32[2,3]{1,0} parameter(0)\n  s = f32[3]{0} parameter(1)\n"
@@ -370,7 +405,7 @@ def main(argv: list[str]) -> None:
             line = proc.stdout.strip() or f"{name}\tcrashed (exit {proc.returncode})\t"
         else:
             line = survey_one(name)
-        cells = (line.split("\t") + ["", ""])[:3]
+        cells = [*line.split("\t"), "", ""][:3]
         print("| " + " | ".join(c.replace("|", "/") for c in cells) + " |", flush=True)
 
 

@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import os
 import re
+import threading
 from pathlib import Path
 from typing import Any
 
 from jaxlib.mlir import ir
 
 from hlopipe.errors import LoadError
-from hlopipe.io import _xla
+from hlopipe.io import _bytecode, _guard, _xla
 from hlopipe.io._program import Program, pick_entry
 
 MLIR_BYTECODE_MAGIC = b"ML\xefR"
@@ -128,11 +129,10 @@ def load_bytes(
         text = _as_text(data)
         if text is None:
             raise LoadError(f"{name}: not UTF-8 text, so not HLO text")
-        text = with_module_header(text)
-        if _needs_probe(fmt, data):
-            _probe(text.encode(), name, fmt)
-        return _from_hlo_text(text, name, entry)
-    if _needs_probe(fmt, data):
+        return _from_hlo_text(with_module_header(text), name, entry)
+    if fmt == "mlir-bytecode":
+        _check_bytecode(data, name, fmt)
+    elif fmt == "stablehlo-text" and _guarded() and _HIGH_ESCAPE.search(data) is not None:
         _probe(data, name, fmt)
     if fmt == "hlo-proto":
         return _from_hlo_proto(data, name, entry)
@@ -163,6 +163,12 @@ def with_module_header(text: str) -> str:
     return text[:start] + "HloModule module " + text[start:]
 
 
+def _mark_optimized(prog: Program, text: str) -> Program:
+    header = text[: text.find("\n")] if "\n" in text else text
+    prog.extra["optimized"] = "is_scheduled=true" in header
+    return prog
+
+
 _ELIDED = re.compile(r"^\s*(?:ROOT\s+)?(%?[\w.\-]+)\s*=.*\bconstant\(\{\.\.\.\}\)", re.M)
 
 
@@ -175,11 +181,26 @@ def _from_hlo_text(text: str, name: str, entry: str | None) -> Program:
             "are not in this text and computing with it would give wrong answers. Load the "
             "HloModuleProto (.pb) instead, or dump with --xla_dump_large_constants"
         )
+    if not _guarded():
+        try:
+            proto = _xla.hlo_module_from_text(text).as_serialized_hlo_module_proto()
+        except _xla.JaxRuntimeError as e:
+            raise LoadError(f"{name}: not valid HLO text: {_clean(e)}") from None
+        return _mark_optimized(_from_hlo_module_proto(proto, name, "hlo-text", entry), text)
     try:
-        hlo = _xla.hlo_module_from_text(text)
-    except _xla.JaxRuntimeError as e:
+        proto = _guard.parse_hlo_text(text, PROBE_TIMEOUT_S)
+    except _guard.ParseError as e:
         raise LoadError(f"{name}: not valid HLO text: {_clean(e)}") from None
-    return _from_hlo_module(hlo, name, "hlo-text", entry)
+    except _guard.Crashed as e:
+        raise LoadError(
+            f"{name}: XLA's HLO parser crashed reading this text ({e}), so it is corrupt"
+        ) from None
+    except _guard.TimedOut:
+        raise LoadError(
+            f"{name}: XLA's HLO parser did not finish reading this text in "
+            f"{PROBE_TIMEOUT_S:.0f} s; the input is likely corrupt"
+        ) from None
+    return _mark_optimized(_from_hlo_module_proto(proto, name, "hlo-text", entry), text)
 
 
 def _from_hlo_proto(data: bytes, name: str, entry: str | None) -> Program:
@@ -197,18 +218,23 @@ def _from_hlo_proto(data: bytes, name: str, entry: str | None) -> Program:
             hlo = _xla.hlo_module_from_proto(inner)
         except (_xla.JaxRuntimeError, ValueError, RuntimeError):
             raise LoadError(f"{name}: not a valid HloModuleProto: {_clean(e)}") from None
-    return _from_hlo_module(hlo, name, "hlo-proto", entry)
+    prog = _from_hlo_module_proto(hlo.as_serialized_hlo_module_proto(), name, "hlo-proto", entry)
+    prog.hlo_module = hlo
+    return prog
 
 
-def _from_hlo_module(hlo: Any, name: str, fmt: str, entry: str | None) -> Program:
+def _from_hlo_module_proto(proto: bytes, name: str, fmt: str, entry: str | None) -> Program:
     try:
-        data = _xla.hlo_module_to_stablehlo_bytes(hlo)
+        data = _xla.hlo_proto_to_stablehlo_bytes(proto)
     except (_xla.JaxRuntimeError, ValueError, RuntimeError) as e:
         raise LoadError(
             f"{name}: XLA could not convert the HLO to StableHLO: {_clean(e)}"
         ) from None
+    # HLO strings may escape any byte (backend_config="\xff"): the MLIR bindings must not
+    # meet one that is not UTF-8
+    _check_bytecode(data, name, fmt)
     prog = _from_mlir(data, name, fmt, entry)
-    prog.hlo_module = hlo
+    prog.hlo_proto = proto
     return prog
 
 
@@ -216,7 +242,7 @@ def _from_hlo_module(hlo: Any, name: str, fmt: str, entry: str | None) -> Progra
 
 
 def _from_mlir(data: bytes, name: str, fmt: str, entry: str | None) -> Program:
-    ctx = _xla.make_context()
+    ctx = _context(len(data))
     with ctx:
         try:
             module = ir.Module.parse(data if fmt != "stablehlo-text" else data.decode())
@@ -230,39 +256,101 @@ def _from_mlir(data: bytes, name: str, fmt: str, entry: str | None) -> Program:
                     raise LoadError(f"{name}: not valid MLIR bytecode: {_clean(e)}") from None
             else:
                 raise LoadError(f"{name}: not valid StableHLO/MLIR text: {_clean(e)}") from None
-        if fmt in ("stablehlo-text", "mlir-bytecode"):
+        if fmt in ("stablehlo-text", "mlir-bytecode") and _may_have_mhlo_ops(data, fmt):
             module = _normalise_mhlo(module, ctx)
         entry_name = entry or pick_entry(module, ctx)
-        _drop_unreachable(module, entry_name)
     return Program(format=fmt, module=module, context=ctx, entry=entry_name, source=name)
 
 
-def _drop_unreachable(module: ir.Module, entry: str) -> None:
-    """Remove the private functions the entry never reaches (MLIR's symbol-dce).
-
-    XLA keeps computations nobody calls (HLO text may hold dead helpers with bounded dynamic
-    shapes or custom calls hlopipe cannot run); they are no part of the program, so they
-    must not make it refused.
-    """
-    from jaxlib.mlir import passmanager
-
-    entry_op = None
+def drop_unreachable(module: ir.Module, entry: str) -> None:
+    """Remove the private functions the entry never reaches (MLIR's symbol-dce), in the
+    current context. See :meth:`Program.drop_unreachable`."""
+    entry_op, others = None, 0
     for top in module.body.operations:
         op = top.operation
         if op.name == "func.func" and ir.StringAttr(op.attributes["sym_name"]).value == entry:
             entry_op = op
-    if entry_op is None:
-        return  # pick_entry / find_func report the missing function
+        else:
+            others += 1
+    if entry_op is None or not others:
+        return  # nothing to drop (pick_entry / find_func report a missing entry)
     visibility = entry_op.attributes.get("sym_visibility", None)
     if visibility is not None:  # a private entry (entry=NAME) is a root too
         del entry_op.attributes["sym_visibility"]
     try:
-        passmanager.PassManager.parse("builtin.module(symbol-dce)").run(module.operation)
+        _symbol_dce().run(module.operation)
     except ir.MLIRError:
         pass  # nothing removed: the interpreter still reads only what the entry reaches
     finally:
         if visibility is not None:
             entry_op.attributes["sym_visibility"] = visibility
+
+
+# A context is costly to make (every dialect JAX registers is loaded: several ms, more than
+# parsing a model), so loads share one. A context never frees what it uniques (types,
+# attributes, constants), so a fresh one is made after this many bytes of input; programs
+# keep the context they were loaded in.
+_CONTEXT_BYTES = 256 << 20
+_contexts = threading.local()
+
+
+def _context(nbytes: int) -> ir.Context:
+    ctx, used = getattr(_contexts, "ctx", None), getattr(_contexts, "used", 0)
+    if ctx is None or used + nbytes > _CONTEXT_BYTES:
+        ctx, used = _xla.make_context(), 0
+        _contexts.ctx, _contexts.dce = ctx, None
+    _contexts.used = used + nbytes
+    return ctx
+
+
+def _symbol_dce() -> Any:
+    """MLIR's symbol-dce pass, in the current (shared) context, made once per context."""
+    from jaxlib.mlir import passmanager
+
+    if getattr(_contexts, "dce", None) is None or _contexts.dce_ctx is not ir.Context.current:
+        _contexts.dce = passmanager.PassManager.parse("builtin.module(symbol-dce)")
+        _contexts.dce_ctx = ir.Context.current
+    return _contexts.dce
+
+
+# An MHLO op by name: generic form ("mhlo.topk"(...)) or custom form (= mhlo.topk ...); MHLO
+# attribute names (mhlo.sharding = ..., {mhlo.frontend_attributes = ...}) are not ops.
+_GENERIC_AT = re.compile(rb'"mhlo\.[a-z_]+"\s*\(')
+_CUSTOM_AT = re.compile(rb"mhlo\.[a-z_]+\b(?!\s*=)")
+
+
+def _text_has_mhlo_op(data: bytes) -> bool:
+    """Whether MLIR text has an MHLO op (looked for only where "mhlo." occurs: fast)."""
+    i = data.find(b"mhlo.")
+    while i >= 0:
+        if i and data[i - 1] == 0x22:  # '"': an op in generic form?
+            if _GENERIC_AT.match(data, i - 1):
+                return True
+        else:
+            p = i - 1
+            while p >= 0 and data[p] in (0x20, 0x09):
+                p -= 1
+            # after '=' or at the start of a line, and not an attribute name (name = ...)
+            if (p < 0 or data[p] in (0x3D, 0x0A)) and _CUSTOM_AT.match(data, i):
+                return True
+        i = data.find(b"mhlo.", i + 5)
+    return False
+
+
+# the last bytecode checked by _check_bytecode and its strings, for _may_have_mhlo_ops
+_LAST_STRINGS: list[Any] = [None, b""]
+
+
+def _may_have_mhlo_ops(data: bytes, fmt: str) -> bool:
+    if fmt == "stablehlo-text":
+        return _text_has_mhlo_op(data)
+    try:  # in bytecode, a dialect used by an op is named in the string section
+        last, strings = _LAST_STRINGS
+        if last is not data:
+            strings = _bytecode.check_strings(data)
+        return strings.startswith(b"mhlo\x00") or b"\x00mhlo\x00" in strings
+    except (_bytecode.NotUnderstood, _bytecode.BadString):
+        return True
 
 
 # MHLO ops that XLA's HLO -> StableHLO conversion leaves in place; the interpreter runs them.
@@ -289,6 +377,10 @@ def _from_export(data: bytes, name: str, entry: str | None) -> Program:
 
     try:
         exp = jax_export.deserialize(bytearray(data))
+    except Exception as e:
+        raise LoadError(f"{name}: not a valid jax.export artifact: {_clean(e)}") from None
+    _check_bytecode(bytes(exp.mlir_module_serialized), name, "jax-export", whole=data)
+    try:
         text = exp.mlir_module()
     except Exception as e:
         raise LoadError(f"{name}: not a valid jax.export artifact: {_clean(e)}") from None
@@ -303,20 +395,35 @@ def _from_export(data: bytes, name: str, entry: str | None) -> Program:
 # jaxlib's MLIR bindings abort the process (std::terminate, from nanobind) when a string in a
 # module is not UTF-8: in a parser diagnostic quoting corrupt bytecode, or when a string
 # attribute or attribute name is read. XLA's HLO text parser can fail a CHECK (SIGABRT in
-# HloComputation) on mutated text. Fuzzing found all three (benchmarks/fuzz_load.py). Binary
-# MLIR, HLO text, and MLIR text whose strings escape non-ASCII bytes are therefore first parsed
-# in a child process; only input that does not crash it is parsed here. HLOPIPE_NO_PROBE=1
-# skips this (trusted input, about half a second saved per load).
+# HloComputation) on mutated text. Fuzzing found all three (benchmarks/fuzz_load.py). So:
+# - HLO text is parsed by XLA in a warm child process (_guard), which hands back the proto;
+# - MLIR bytecode (and the one inside a jax.export artifact, and what XLA's HLO converter
+#   writes) has its strings checked in Python first (_bytecode); bytecode whose layout that
+#   check does not follow, and MLIR text whose strings escape non-ASCII bytes, are parsed and
+#   walked in a child process first (_probe).
+# HLOPIPE_NO_PROBE=1 skips all of this (trusted input).
 PROBE_TIMEOUT_S = 120.0
 _HIGH_ESCAPE = re.compile(rb"\\[89a-fA-F][0-9a-fA-F]")
 
 
-def _needs_probe(fmt: str, data: bytes) -> bool:
-    if os.environ.get("HLOPIPE_NO_PROBE") == "1":
-        return False
-    if fmt in ("mlir-bytecode", "jax-export", "hlo-text"):
-        return True
-    return fmt == "stablehlo-text" and _HIGH_ESCAPE.search(data) is not None
+def _guarded() -> bool:
+    return os.environ.get("HLOPIPE_NO_PROBE") != "1"
+
+
+def _check_bytecode(data: bytes, name: str, fmt: str, whole: bytes | None = None) -> None:
+    """Refuse bytecode with a string that is not UTF-8; bytecode this check cannot follow is
+    parsed in a child process first (``whole``: the input to give it, if not ``data``)."""
+    if not _guarded():
+        return
+    try:
+        _LAST_STRINGS[:] = [data, _bytecode.check_strings(data)]
+    except _bytecode.BadString as e:
+        where, raw = e.args
+        raise LoadError(
+            f"{name}: {where} of this {fmt} input is not UTF-8 ({raw!r}), so it is corrupt"
+        ) from None
+    except _bytecode.NotUnderstood:
+        _probe(whole if whole is not None else data, name, fmt)
 
 
 def _probe(data: bytes, name: str, fmt: str) -> None:
@@ -328,8 +435,6 @@ def _probe(data: bytes, name: str, fmt: str) -> None:
     root = str(Path(__file__).resolve().parents[2])
     env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
     code = "import sys; from hlopipe.io._load import _probe_child; _probe_child(sys.argv[1])"
-    if fmt == "hlo-text":  # only XLA's HLO parser: a child without jax starts in a fraction
-        code = _xla.HLO_TEXT_PROBE
     try:
         proc = subprocess.run(
             [sys.executable, "-c", code, fmt],
@@ -465,13 +570,12 @@ def _as_text(data: bytes) -> str | None:
 
 
 def _strip_comments(text: str) -> str:
-    lines = []
-    for line in text.splitlines():
-        s = line.strip()
-        if not s or s.startswith(("//", "#")):
-            continue
-        lines.append(line)
-    return "\n".join(lines).lstrip()
+    """``text`` from its first line that is neither blank nor a comment."""
+    m = _FIRST_LINE.search(text)
+    return text[m.start() :].lstrip() if m else ""
+
+
+_FIRST_LINE = re.compile(r"^[ \t]*(?!//|#)\S", re.M)
 
 
 def _clean(e: BaseException) -> str:

@@ -37,8 +37,20 @@ class Program:
     context: ir.Context
     entry: str = "main"
     source: str = "<bytes>"
-    hlo_module: Any = None  # the parsed HloModule when the input was HLO
+    hlo_proto: bytes | None = None  # the serialized HloModuleProto when the input was HLO
     extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def hlo_module(self) -> Any:
+        """The XLA HloModule when the input was HLO (parsed from ``hlo_proto`` when asked)."""
+        module = self.extra.get("hlo_module")
+        if module is None and self.hlo_proto is not None:
+            module = self.extra["hlo_module"] = _xla.hlo_module_from_proto(self.hlo_proto)
+        return module
+
+    @hlo_module.setter
+    def hlo_module(self, module: Any) -> None:
+        self.extra["hlo_module"] = module
 
     # ---- signature ----------------------------------------------------------------------------
     @property
@@ -67,6 +79,13 @@ class Program:
                 _count_ops(root, counts)
         return counts
 
+    @property
+    def optimized(self) -> bool:
+        """Whether this is HLO after XLA's optimisation passes (``compile().as_text()``, an
+        ``after_optimizations`` dump): XLA removes optimisation barriers when it compiles, so
+        such a program has no stage markers left."""
+        return bool(self.extra.get("optimized"))
+
     def stage_markers(self) -> int:
         """How many `hlopipe.stage_boundary` markers the program carries."""
 
@@ -88,6 +107,22 @@ class Program:
             for top in self.module.body.operations:
                 visit(top)
         return n
+
+    def drop_unreachable(self) -> None:
+        """Remove the functions the entry never reaches, so that only the program is read.
+
+        XLA keeps computations nobody calls (HLO text may hold dead helpers with bounded
+        dynamic shapes, 64-bit types or custom calls hlopipe cannot run); they are no part of
+        the program and must not make it refused. Rehydration calls this before reading the
+        module (loading does not, to stay as fast as the bare parse).
+        """
+        if self.extra.get("dropped_unreachable"):
+            return
+        from hlopipe.io._load import drop_unreachable
+
+        with self.context:
+            drop_unreachable(self.module, self.entry)
+        self.extra["dropped_unreachable"] = True
 
     def to_text(self, dialect: str = "stablehlo") -> str:
         """The program as StableHLO text (``"stablehlo"``) or HLO text (``"hlo"``)."""
@@ -123,12 +158,9 @@ class Program:
 
 
 def _has_marker(op: Any) -> bool:
-    from hlopipe.marker import ATTRIBUTE
+    from hlopipe.marker import is_stage_boundary_attrs
 
-    # str() of the attribute map is its Python repr, not its contents: look at the attribute.
-    attrs = op.attributes
-    key = "mhlo.frontend_attributes"
-    return key in attrs and ATTRIBUTE in str(attrs[key])
+    return is_stage_boundary_attrs(op)
 
 
 def _fmt_aval(a: Any) -> str:

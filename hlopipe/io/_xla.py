@@ -31,13 +31,6 @@ def hlo_module_from_text(text: str) -> Any:
     return _hlo.hlo_module_from_text(text)
 
 
-# Run in a child process with the HLO text on stdin: parses it and exits 0 unless XLA aborts.
-HLO_TEXT_PROBE = (
-    "import sys\nfrom jaxlib import _hlo\ntry:\n    _hlo.hlo_module_from_text(sys.stdin.read())\n"
-    "except Exception:\n    pass\n"
-)
-
-
 def hlo_module_from_proto(data: bytes) -> Any:
     """Parse a serialized HloModuleProto with XLA's own parser."""
     return _hlo.HloModule.from_serialized_hlo_module_proto(data)
@@ -46,6 +39,11 @@ def hlo_module_from_proto(data: bytes) -> Any:
 def hlo_module_to_stablehlo_bytes(module: Any) -> bytes:
     """HLO module -> StableHLO MLIR bytecode, with XLA's converter."""
     return jex_mlir.hlo_to_stablehlo(module.as_serialized_hlo_module_proto())
+
+
+def hlo_proto_to_stablehlo_bytes(proto: bytes) -> bytes:
+    """Serialized HloModuleProto -> StableHLO MLIR bytecode, with XLA's converter."""
+    return jex_mlir.hlo_to_stablehlo(proto)
 
 
 def mhlo_to_stablehlo(data: bytes) -> bytes:

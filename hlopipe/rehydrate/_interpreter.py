@@ -22,6 +22,7 @@ from hlopipe.io._types import TokenType
 from hlopipe.rehydrate._ir import Block, Func, ModuleIR, Op
 from hlopipe.rehydrate.registry import (
     FAMILY_HINTS,
+    REFUSED,
     RULES,
     Region,
     RuleContext,
@@ -178,6 +179,8 @@ def _x64_narrowed(got: np.dtype, want: np.dtype) -> bool:
 def missing_rule_message(name: str, count: int, loc: str) -> str:
     family = FAMILY_HINTS.get(name) or _guess_family(name)
     uses = "1 use" if count == 1 else f"{count} uses"
+    if name in REFUSED:
+        return f"{name} is not supported ({uses}, first at {loc}): {REFUSED[name]}"
     return (
         f"no rehydration rule for {name!r} ({uses}, first at {loc}). "
         f'Add @rule("{name}") in hlopipe/rehydrate/ops/{family}.py'
@@ -225,12 +228,13 @@ def _reachable_ops(module: ModuleIR, entry: str) -> Iterator[Op]:
 
     def visit_block(block: Block) -> Iterator[Op]:
         for op in block.ops:
+            if op.name == "hlopipe.unreadable":  # a function hlopipe could not read (_ir.py)
+                raise UnsupportedOpError(op.attrs["message"])
             yield op
-            if op.name == "func.call":
-                callee = op.attrs.get("callee")
-                if callee in module.funcs and callee not in seen_funcs:
-                    seen_funcs.add(callee)
-                    yield from visit_block(module.funcs[callee].block)
+            callee = op.attrs.get("callee") or op.attrs.get("called_computation")
+            if isinstance(callee, str) and callee in module.funcs and callee not in seen_funcs:
+                seen_funcs.add(callee)
+                yield from visit_block(module.funcs[callee].block)
             for region in op.regions:
                 yield from visit_block(region)
 

@@ -143,7 +143,10 @@ class ModuleIR:
             for top in module.body.operations:
                 op = top.operation
                 if op.name == "func.func":
-                    f = self._func(op)
+                    try:
+                        f = self._func(op)
+                    except UnsupportedOpError as e:
+                        f = self._unreadable(op, e)
                     self.funcs[f.name] = f
         self._ids = {}
 
@@ -156,6 +159,25 @@ class ModuleIR:
             return i
 
     # ---- functions and blocks -------------------------------------------------------------
+    def _unreadable(self, op: Any, error: UnsupportedOpError) -> Func:
+        """A function hlopipe cannot read (e.g. bounded dynamic shapes) as one
+        ``hlopipe.unreadable`` op carrying why: refused when the entry reaches it (the scan
+        before running raises), so dead code does not make a whole program unrunnable."""
+        name = ir.StringAttr(op.attributes["sym_name"]).value
+        args: tuple[int, ...] = ()
+        avals: tuple[Any, ...] = ()
+        blocks = list(op.regions[0].blocks)
+        if blocks:
+            args = tuple(self._vid(a) for a in blocks[0].arguments)
+            avals = tuple(OpaqueAttr(str(a.type)) for a in blocks[0].arguments)
+        loc = self._loc(op)
+        stub = Op(
+            "hlopipe.unreadable", (), (), {"message": f"in @{name}: {error}"}, (), loc, (), ()
+        )
+        block = Block(args, avals, [stub], (), "func.return")
+        _liveness(block)
+        return Func(name, block, loc, [{} for _ in args], [])
+
     def _func(self, op: Any) -> Func:
         name = ir.StringAttr(op.attributes["sym_name"]).value
         region = op.regions[0]
@@ -193,8 +215,12 @@ class ModuleIR:
         name = mop.name
         operands = tuple(self._vid(v) for v in mop.operands)
         results = tuple(self._vid(r) for r in mop.results)
-        result_avals = tuple(_aval(r.type) for r in mop.results)
-        operand_avals = tuple(_aval(v.type) for v in mop.operands)
+        try:
+            result_avals = tuple(_aval(r.type) for r in mop.results)
+            operand_avals = tuple(_aval(v.type) for v in mop.operands)
+        except UnsupportedOpError as e:
+            # e.g. bounded dynamic shapes (set_dimension_size, dynamic_reshape)
+            raise UnsupportedOpError(f"{name} at {self._loc(mop)}: {e}") from e
         regions = []
         for region in mop.regions:
             blocks = list(region.blocks)

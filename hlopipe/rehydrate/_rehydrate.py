@@ -25,6 +25,7 @@ def module_ir(program: Program) -> ModuleIR:
     """The program read into Python records (made once per program, then cached)."""
     mir = program.extra.get("ir")
     if mir is None:
+        program.drop_unreachable()  # dead computations are no part of the program
         try:
             mir = ModuleIR(program.module, program.context, source=program.source)
         except HlopipeError:

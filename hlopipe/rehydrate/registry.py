@@ -27,6 +27,19 @@ RULES: dict[str, Rule] = {}
 # op name -> the family module its rule lives in (for the "add a rule in ..." hint)
 FAMILY_HINTS: dict[str, str] = {}
 
+# ops XLA's HLO -> StableHLO converter can produce that rehydration refuses on purpose, with why
+# (scripts/hlo_opcode_survey.py lists what the converter makes of every HLO opcode)
+REFUSED: dict[str, str] = {
+    "stablehlo.infeed": "host transfers (infeed) have no JAX equivalent inside a function; "
+    "pass the data as an argument",
+    "stablehlo.outfeed": "host transfers (outfeed) have no JAX equivalent inside a function; "
+    "return the data as a result",
+    "stablehlo.send": "host/device channels (send) have no JAX equivalent inside a function",
+    "stablehlo.recv": "host/device channels (recv) have no JAX equivalent inside a function",
+    "mhlo.send": "host/device channels (send) have no JAX equivalent inside a function",
+    "mhlo.recv": "host/device channels (recv) have no JAX equivalent inside a function",
+}
+
 
 def rule(*names: str) -> Callable[[Rule], Rule]:
     """Register ``fn`` as the rule for each op name; registering a name twice is an error."""

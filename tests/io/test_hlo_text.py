@@ -164,8 +164,11 @@ def test_xla_test_style_hlo_matches_xla(name: str) -> None:
 def test_last_computation_is_the_entry_and_dead_code_is_dropped() -> None:
     prog = hlopipe.load(BARE)
     # the entry is `main` (last); the tuple result is flattened; the dead computations (a
-    # dynamic shape, a custom call without implementation, 64-bit types) are gone
+    # dynamic shape, a custom call without implementation, 64-bit types) go before rehydration
     assert [a.shape for a in prog.out_avals] == [(4, 3), (4,)]
+    assert prog.op_counts()["stablehlo.custom_call"] == 1
+    assert prog.op_counts(entry_only=True)["stablehlo.custom_call"] == 0
+    prog.as_function()
     assert prog.op_counts()["stablehlo.custom_call"] == 0
     assert "dead_dynamic" not in prog.to_text() and "dead_wide" not in prog.to_text()
     # ...but the same computation, called, is refused by name before anything runs
@@ -233,3 +236,66 @@ def test_detection(text: str, fmt: str) -> None:
 def test_text_that_is_neither_says_what_was_expected() -> None:
     with pytest.raises(LoadError, match="neither HLO text"):
         detect_format(b"hello world, not a program\n")
+
+
+# ---- the crash guard, without its cost --------------------------------------------------------
+
+BAD_STRING_CHILD = """
+import sys
+import jax, jax.numpy as jnp
+from jax._src.interpreters import mlir as jax_mlir
+import hlopipe
+
+def f(x):
+    return jnp.sin(x) * 2.0
+
+low = jax.jit(f).lower(jnp.ones(3))
+data = bytearray(jax_mlir.module_to_bytecode(low.compiler_ir("stablehlo")))
+exp = bytearray(jax.export.export(jax.jit(f))(jnp.ones(3)).serialize())
+# a string of the module (the function's name) made not UTF-8: jaxlib aborts on reading it
+for blob in (data, exp):
+    i = blob.find(b"sine")
+    assert i > 0
+    blob[i + 1] = 0xFF
+for blob in (bytes(data), bytes(exp)):
+    try:
+        hlopipe.load(blob)
+        print("LOADED")
+    except hlopipe.HlopipeError as e:
+        print("REFUSED", e)
+"""
+
+
+def test_bytecode_with_a_string_that_is_not_utf8_is_refused_in_process() -> None:
+    import os
+    import subprocess
+    import sys
+
+    env = dict(os.environ, JAX_PLATFORMS="cpu")
+    proc = subprocess.run(
+        [sys.executable, "-c", BAD_STRING_CHILD], capture_output=True, env=env, timeout=300
+    )
+    out = proc.stdout.decode()
+    assert proc.returncode == 0, proc.stderr.decode()[-2000:]
+    lines = [ln for ln in out.splitlines() if ln.startswith(("REFUSED", "LOADED"))]
+    assert len(lines) == 2, out
+    assert "not UTF-8" in lines[0] and "mlir-bytecode" in lines[0]
+    assert "not UTF-8" in lines[1] and "jax-export" in lines[1]
+
+
+def test_hlo_text_guard_process_is_reused_and_replaced_when_it_dies() -> None:
+    import os
+    import signal
+
+    from hlopipe.io import _guard
+
+    hlopipe.load(ENTRY_FIRST)
+    child = _guard._child[0].proc
+    hlopipe.load(BARE)
+    assert _guard._child[0].proc is child  # one warm process serves every load
+    os.kill(child.pid, signal.SIGKILL)
+    child.wait()
+    with pytest.raises(LoadError, match=r"crashed .*signal SIGKILL"):
+        hlopipe.load(SIGNATURES)  # the load it died under is refused, not the process
+    prog = hlopipe.load(SIGNATURES)  # and a fresh one takes over
+    assert _guard._child[0].proc is not child and prog.format == "hlo-text"

@@ -8,7 +8,7 @@ from pathlib import Path
 from hlopipe.rehydrate import RULES
 
 # | op | status | module | ...
-ROW = re.compile(r"^\|\s*([\w\-]+)\s*\|\s*(supported|limited|unsupported)\s*\|\s*(\w*)\s*\|")
+ROW = re.compile(r"^\|\s*([\w\-., ]+?)\s*\|\s*(supported|limited|unsupported)\s*\|\s*(\w*)\s*\|")
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "ops.md"
 
@@ -20,13 +20,14 @@ def _table() -> dict[str, tuple[str, str]]:
     for line in DOC.read_text().splitlines():
         if line.startswith("## "):
             title = line[3:].strip().lower()
-            dialect = {"stablehlo": "stablehlo", "chlo": "chlo"}.get(title)
+            dialect = {"stablehlo": "stablehlo", "chlo": "chlo", "mhlo": "mhlo"}.get(title)
             continue
         m = ROW.match(line)
         if m and dialect:
-            name = f"{dialect}.{m.group(1)}"
-            assert name not in out, f"{name} is listed twice"
-            out[name] = (m.group(2), m.group(3))
+            for short in m.group(1).split(","):  # a row may name several ops
+                name = f"{dialect}.{short.strip()}"
+                assert name not in out, f"{name} is listed twice"
+                out[name] = (m.group(2), m.group(3))
     return out
 
 
@@ -48,7 +49,9 @@ def test_supported_ops_have_rules() -> None:
 def test_every_rule_is_in_the_table() -> None:
     table = _table()
     unlisted = [
-        name for name in RULES if name.startswith(("stablehlo.", "chlo.")) and name not in table
+        name
+        for name in RULES
+        if name.startswith(("stablehlo.", "chlo.", "mhlo.")) and name not in table
     ]
     assert not unlisted, f"rules missing from docs/ops.md: {unlisted}"
 

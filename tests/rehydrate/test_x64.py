@@ -92,3 +92,28 @@ def test_64_bit_argument_of_another_dtype_is_refused_by_name() -> None:
         f(x[:4], idx, key)
     with pytest.raises(RehydrateError, match="takes 3 arguments"):
         f(x, idx)
+
+
+def test_torch_like_program_with_int64_labels_trains_with_x64_off() -> None:
+    # what PyTorch/XLA writes: float32 weights, int64 labels and index arithmetic in int64
+    def loss(w, x, labels):
+        logits = x @ w
+        logp = jax.nn.log_softmax(logits)
+        picked = jnp.take_along_axis(logp, labels[:, None].astype(jnp.int64), axis=1)
+        return -jnp.mean(picked), jnp.sum(labels)
+
+    w = np.linspace(-1, 1, 12, dtype=np.float32).reshape(4, 3)
+    x = np.linspace(0, 2, 8, dtype=np.float32).reshape(2, 4)
+    labels = np.array([2, 0], np.int64)
+    with jax.enable_x64(True):
+        text = jax.jit(loss).lower(w, x, labels).as_text()
+        want, want_sum = loss(w, x, labels)
+        want_grad = jax.grad(lambda w: loss(w, x, labels)[0])(w)
+    assert "xi64>" in text
+    f = hlopipe.rehydrate(text)
+    got, got_sum = jax.jit(f)(w, x, labels)
+    assert got.dtype == np.float32 and got_sum.dtype == np.int64
+    np.testing.assert_allclose(got, want, rtol=1e-6)
+    assert int(got_sum) == int(want_sum) == 2
+    g = jax.jit(jax.grad(lambda w: f(w, x, labels)[0]))(w)
+    np.testing.assert_allclose(g, want_grad, rtol=1e-6)

@@ -61,3 +61,22 @@ def test_split_without_file_is_a_usage_error(capsys):
     assert "needs a FILE" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         main(["split", "--merge", "only-one", "-o", "x"])
+
+
+def test_split_at_markers_of_optimized_hlo_says_why_there_are_none(tmp_path, capsys):
+    params = mlp_params(jax.random.key(3))
+    x, y = jax.numpy.ones((2, 6)), jax.numpy.ones((2, 4))
+    low = jax.jit(mlp_loss).lower(params, x, y)
+    before, after = tmp_path / "before.hlo", tmp_path / "after.hlo"
+    before.write_text(low.as_text(dialect="hlo"))
+    after.write_text(low.compile().as_text())
+    assert hlopipe.load(before).stage_markers() == 3 and not hlopipe.load(before).optimized
+    assert hlopipe.load(after).stage_markers() == 0 and hlopipe.load(after).optimized
+    assert main(["split", str(before), "--at-markers", "-o", str(tmp_path / "b")]) == 0
+    assert "4 stages" in capsys.readouterr().out
+    assert main(["split", str(after), "--at-markers", "-o", str(tmp_path / "a")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and "after XLA's optimisation passes" in err
+    assert "lower(...).as_text()" in err and "--stages N" in err
+    # the same program split automatically still works
+    assert main(["split", str(after), "--stages", "2", "-o", str(tmp_path / "s")]) == 0

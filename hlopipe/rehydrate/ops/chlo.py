@@ -221,7 +221,7 @@ def _ragged_dims(attr: Any) -> dict[str, tuple[int, ...]]:
     return out
 
 
-@rule("chlo.ragged_dot")
+@rule("chlo.ragged_dot", "mhlo.ragged_dot")
 def ragged_dot(
     ctx: RuleContext,
     lhs: Any,

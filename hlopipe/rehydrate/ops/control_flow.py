@@ -125,6 +125,52 @@ def call(ctx: RuleContext, *args: Any, callee: str, **attrs: Any) -> Any:
     return tuple(interp.run(callee, *args))
 
 
+# ---- asynchronous pairs (post-optimisation HLO: async-start/done, copy-start/done, ...) ----
+# Rehydration runs one program at a time on one stream: the start computes, the done hands
+# the result over. The "bundle" between them is a Python tuple (operands, results).
+
+
+@rule("mhlo.async_start")
+def async_start(ctx: RuleContext, *args: Any, called_computation: str, **attrs: Any) -> Any:
+    interp = ctx.interpreter
+    if called_computation not in interp.module.funcs:
+        raise RehydrateError(
+            f"mhlo.async_start at {ctx.loc}: no function @{called_computation} in the module"
+        )
+    results = tuple(interp.run(called_computation, *args))
+    return ((tuple(args), results),)
+
+
+@rule("mhlo.async_update")
+def async_update(ctx: RuleContext, bundle: Any, **attrs: Any) -> Any:
+    return (bundle,)
+
+
+@rule("mhlo.async_done")
+def async_done(ctx: RuleContext, bundle: Any, **attrs: Any) -> Any:
+    results = bundle[1]
+    return results[0] if len(results) == 1 and len(ctx.result_avals) == 1 else tuple(results)
+
+
+@rule("stablehlo.async_start")
+def async_start_region(ctx: RuleContext, *args: Any, **attrs: Any) -> Any:
+    return ((tuple(args), tuple(ctx.regions[0](*args))),)
+
+
+@rule("stablehlo.async_done")
+def async_done_future(ctx: RuleContext, future: Any, **attrs: Any) -> Any:
+    results = future[1]
+    return results[0] if len(ctx.result_avals) == 1 else tuple(results)
+
+
+@rule("hlopipe.unreadable")
+def unreadable(ctx: RuleContext, *, message: str) -> Any:
+    """A function hlopipe could not read (``_ir.ModuleIR._unreadable``), reached at last."""
+    from hlopipe.errors import UnsupportedOpError
+
+    raise UnsupportedOpError(message)
+
+
 @rule("mhlo.fusion")
 def fusion(ctx: RuleContext, *args: Any, **attrs: Any) -> Any:
     return tuple(ctx.regions[0](*args))
@@ -152,10 +198,9 @@ def map_(ctx: RuleContext, *xs: Any, dimensions: tuple[int, ...]) -> Any:
 
 @rule("stablehlo.optimization_barrier")
 def optimization_barrier(ctx: RuleContext, *xs: Any, **attrs: Any) -> Any:
-    frontend = attrs.get("mhlo.frontend_attributes")
     from hlopipe import marker
 
-    if isinstance(frontend, dict) and marker.ATTRIBUTE in frontend:
+    if marker.is_stage_boundary_attrs(attrs):
         out = marker.stage_boundary(*xs)
         return tuple(out) if len(xs) > 1 else (out,)
     return tuple(lax.optimization_barrier(tuple(xs)))

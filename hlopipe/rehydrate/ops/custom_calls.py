@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 from jax import lax
 
 from hlopipe.errors import RehydrateError, UnsupportedOpError
@@ -57,3 +58,59 @@ def _identity(ctx: RuleContext, *xs: Any, **attrs: Any) -> Any:
 @builtin("mhlo.erf")
 def _erf(ctx: RuleContext, x: Any, **attrs: Any) -> Any:
     return lax.erf(x)
+
+
+# MHLO ops without a StableHLO counterpart: XLA's converter writes them as custom calls to
+# ``mhlo.<op>`` with their attributes under ``mhlo.attributes``; a module kept in MHLO has
+# them as ops. Both forms share one implementation.
+_MHLO_UNARY = {
+    "acos": lax.acos,
+    "acosh": lax.acosh,
+    "asin": lax.asin,
+    "asinh": lax.asinh,
+    "atan": lax.atan,
+    "atanh": lax.atanh,
+    "cosh": lax.cosh,
+    "sinh": lax.sinh,
+    "tan": lax.tan,
+}
+
+
+def _mhlo_unary(fn: Any) -> Any:
+    def impl(ctx: RuleContext, x: Any, **attrs: Any) -> Any:
+        return fn(x)
+
+    return impl
+
+
+for _short, _fn in _MHLO_UNARY.items():
+    builtin(f"mhlo.{_short}")(_mhlo_unary(_fn))
+    rule(f"mhlo.{_short}")(_mhlo_unary(_fn))
+rule("mhlo.erf")(_mhlo_unary(lax.erf))
+
+
+def _topk(x: Any, k: int, largest: bool, index_dtype: Any) -> tuple[Any, Any]:
+    """The ``k`` largest (smallest) entries along the last axis, ties to the lower index
+    (XLA's TopK; ``lax.top_k`` for largest, a stable ascending sort otherwise)."""
+    if largest:
+        values, idx = lax.top_k(x, k)
+    else:
+        axis = np.ndim(x) - 1
+        iota = lax.broadcasted_iota(np.int32, np.shape(x), axis)
+        values, idx = lax.sort((x, iota), dimension=axis, is_stable=True, num_keys=1)
+        values = lax.slice_in_dim(values, 0, k, axis=axis)
+        idx = lax.slice_in_dim(idx, 0, k, axis=axis)
+    return values, lax.convert_element_type(idx, index_dtype)
+
+
+@builtin("mhlo.topk")
+def _topk_call(ctx: RuleContext, x: Any, **attrs: Any) -> Any:
+    spec = attrs.get("mhlo.attributes") or {}
+    if not isinstance(spec, dict) or "k" not in spec:
+        raise UnsupportedOpError(f"custom call mhlo.topk at {ctx.loc} without mhlo.attributes.k")
+    return _topk(x, int(spec["k"]), bool(spec.get("largest", True)), ctx.result_avals[1].dtype)
+
+
+@rule("mhlo.topk")
+def _topk_op(ctx: RuleContext, x: Any, *, k: int, largest: bool = True) -> Any:
+    return _topk(x, int(k), bool(largest), ctx.result_avals[1].dtype)

@@ -119,6 +119,60 @@ def rng_bit_generator(ctx: RuleContext, state: Any, *, rng_algorithm: str = "DEF
     return new_state, bits
 
 
+@rule("mhlo.xla.rng_get_and_update_state")
+def rng_get_and_update_state(ctx: RuleContext, *, delta: int) -> Any:
+    """XLA's global RNG state (``rng-get-and-update-state``, what XLA's RngExpander feeds
+    into ``rng-bit-generator``): XLA reads and advances a process-wide counter, so its values
+    depend on how many programs ran before. hlopipe makes it deterministic per op site, as
+    ``stablehlo.rng``: ``[crc32(location), delta]``. Shapes and dtypes are XLA's."""
+    aval = ctx.aval
+    seed = zlib.crc32(f"{ctx.loc}:{ctx.op.results}".encode())
+    if tuple(aval.shape) != (2,) or np.dtype(aval.dtype) != np.uint64:
+        raise UnsupportedOpError(
+            f"mhlo.xla.rng_get_and_update_state at {ctx.loc} with result {aval.dtype}"
+            f"{list(aval.shape)} is not supported (XLA's is ui64[2])"
+        )
+    return np.array([seed, int(delta)], dtype=np.uint64)
+
+
+@rule("mhlo.stochastic_convert")
+def stochastic_convert(ctx: RuleContext, x: Any, random: Any, **attrs: Any) -> Any:
+    """HLO ``stochastic-convert``: a float to a signed integer, rounding the magnitude up with
+    probability equal to its fractional part, decided by ``random`` (unsigned bits as wide as
+    the float): up when ``random < fraction * 2^bits``. As XLA's CPU backend: the sign is
+    applied after rounding, NaN gives 0, values at or beyond the integer range saturate."""
+    out = np.dtype(ctx.aval.dtype)
+    src = np.dtype(x.dtype)
+    if out.kind != "i" or src.kind != "f" or np.dtype(random.dtype).itemsize != src.itemsize:
+        raise UnsupportedOpError(
+            f"mhlo.stochastic_convert at {ctx.loc} from {src} to {out} is not supported "
+            "(floats to signed integers with random bits as wide as the float are, as on "
+            "XLA's CPU backend)"
+        )
+    bits = src.itemsize * 8
+    mag = lax.abs(x)
+    whole = lax.floor(mag)
+    frac = lax.sub(mag, whole)
+    # fraction * 2^bits, exact in a type that holds 2^bits (XLA computes halves in f32)
+    wide = frac if src.itemsize >= 4 else lax.convert_element_type(frac, np.float32)
+    fixed = lax.convert_element_type(
+        lax.mul(wide, lax.full_like(wide, float(2**bits))), random.dtype
+    )
+    up = lax.lt(random, fixed)
+    info = np.iinfo(out)
+    top = float(np.finfo(src).max)  # an integer end beyond the float's range is infinite
+    hi = lax.full_like(x, float(info.max) if info.max <= top else np.inf)
+    lo = lax.full_like(x, float(info.min) if -info.min <= top else -np.inf)
+    # in range before the integer conversion (the saturated cases are selected below)
+    whole_i = lax.convert_element_type(lax.clamp(lax.full_like(x, 0.0), whole, hi), out)
+    rounded = lax.add(whole_i, lax.convert_element_type(up, out))
+    signed = lax.select(lax.lt(x, lax.full_like(x, 0.0)), lax.neg(rounded), rounded)
+    full = lax.full_like(signed, 0)
+    result = lax.select(lax.ge(x, hi), lax.full_like(signed, info.max), signed)
+    result = lax.select(lax.le(x, lo), lax.full_like(signed, info.min), result)
+    return lax.select(lax.ne(x, x), full, result)
+
+
 @rule("stablehlo.rng")
 def rng(ctx: RuleContext, a: Any, b: Any, shape: Any, *, rng_distribution: str) -> Any:
     aval = ctx.aval

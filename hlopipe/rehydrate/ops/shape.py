@@ -80,6 +80,18 @@ def copy(ctx: RuleContext, x: Any, **attrs: Any) -> Any:
     return x
 
 
+@rule("mhlo.add_dependency")
+def add_dependency(ctx: RuleContext, x: Any, token: Any, **attrs: Any) -> Any:
+    """The operand, ordered after the token: JAX keeps data dependencies, so the value."""
+    return x
+
+
+@rule("mhlo.domain")
+def domain(ctx: RuleContext, x: Any, **attrs: Any) -> Any:
+    """A sharding (or other) domain boundary: the value unchanged."""
+    return x
+
+
 @rule("mhlo.bitcast")
 def bitcast(
     ctx: RuleContext, x: Any, *, source_layout: Any = None, result_layout: Any = None, **attrs: Any

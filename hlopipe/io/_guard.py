@@ -1,0 +1,142 @@
+"""A warm child process that runs XLA's HLO text parser for the loader.
+
+XLA's HLO text parser can fail a CHECK on mutated text (SIGABRT in HloComputation, found by
+fuzzing), which would end the process that called it. So HLO text is parsed here, in one
+child process kept for the whole session (it imports only ``jaxlib._hlo``), which sends back
+the module as a serialized HloModuleProto; the caller carries on from the proto, so the text
+is parsed once and the caller never runs the parser. When the child dies on an input, that
+input is refused and the next one gets a fresh child.
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import select
+import signal
+import struct
+import subprocess
+import sys
+import tempfile
+import threading
+from typing import IO
+
+_CHILD = """
+import os, struct, sys
+from jaxlib import _hlo
+inp, out = sys.stdin.buffer, os.fdopen(os.dup(1), "wb")
+os.dup2(2, 1)
+out.write(b"R"); out.flush()
+while True:
+    head = inp.read(8)
+    if len(head) < 8:
+        break
+    text = inp.read(struct.unpack("<Q", head)[0]).decode()
+    try:
+        status, payload = b"0", _hlo.hlo_module_from_text(text).as_serialized_hlo_module_proto()
+    except Exception as e:
+        status, payload = b"1", str(e).encode(errors="replace")
+    out.write(status + struct.pack("<Q", len(payload)) + payload); out.flush()
+"""
+
+
+class Crashed(Exception):
+    """The child died on the input (``args[0]``: how, and what it said)."""
+
+
+class TimedOut(Exception):
+    pass
+
+
+class ParseError(Exception):
+    """XLA's parser refused the text (``args[0]``: its message)."""
+
+
+class _Child:
+    def __init__(self) -> None:
+        env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
+        self.log: IO[bytes] = tempfile.TemporaryFile()  # noqa: SIM115 (lives with the child)
+        self.proc = subprocess.Popen(
+            [sys.executable, "-c", _CHILD],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=self.log,
+            env=env,
+        )
+        self.ready = False
+
+    def parse(self, text: bytes, timeout: float) -> bytes:
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        log_start = self.log.seek(0, os.SEEK_END)
+        try:
+            if not self.ready:
+                self.ready = self._read(1, timeout) == b"R"
+            self.proc.stdin.write(struct.pack("<Q", len(text)) + text)
+            self.proc.stdin.flush()
+            status = self._read(1, timeout)
+            (n,) = struct.unpack("<Q", self._read(8, timeout))
+            payload = self._read(n, timeout)
+        except (BrokenPipeError, EOFError, OSError):
+            rc = self.proc.wait()
+            self.log.seek(log_start)
+            said = self.log.read().decode(errors="replace").split()
+            how = f"signal {signal.Signals(-rc).name}" if rc < 0 else f"exit status {rc}"
+            raise Crashed(f"{how}; it said: {' '.join(said[-30:])[-300:]}") from None
+        if status == b"1":
+            raise ParseError(payload.decode())
+        return payload
+
+    def _read(self, n: int, timeout: float) -> bytes:
+        assert self.proc.stdout is not None
+        out = b""
+        while len(out) < n:
+            ready, _, _ = select.select([self.proc.stdout], [], [], timeout)
+            if not ready:
+                raise TimedOut
+            chunk = self.proc.stdout.read1(n - len(out))  # type: ignore[attr-defined]
+            if not chunk:
+                raise EOFError
+            out += chunk
+        return out
+
+    def close(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait()
+        self.log.close()
+
+
+_lock = threading.Lock()
+_child: list[_Child] = []
+
+
+def parse_hlo_text(text: str, timeout: float) -> bytes:
+    """The serialized HloModuleProto of HLO ``text``, parsed by XLA in the guard process.
+
+    Raises:
+      ParseError: XLA's parser refused the text (its message).
+      Crashed: the parser took the child down (the next call starts a new one).
+      TimedOut: no answer in ``timeout`` seconds (the child is stopped).
+    """
+    with _lock:
+        if not _child:
+            _child.append(_Child())
+        try:
+            return _child[0].parse(text.encode(), timeout)
+        except (Crashed, TimedOut):
+            _child.pop().close()
+            raise
+
+
+def warm() -> None:
+    """Start the guard process now (it takes a fraction of a second), not at the first load."""
+    with _lock:
+        if not _child:
+            _child.append(_Child())
+
+
+@atexit.register
+def _stop() -> None:
+    with _lock:
+        while _child:
+            _child.pop().close()
