@@ -409,8 +409,9 @@ def _cmd_split(args: argparse.Namespace) -> int:
     if args.at_markers and program.stage_markers() == 0:
         why = (
             "it is HLO after XLA's optimisation passes (is_scheduled=true), and XLA removes "
-            "the markers' optimization barriers when it compiles: split the program before "
-            "optimisation instead (jax.jit(f).lower(...).as_text(), or the "
+            "the markers' optimization barriers when it compiles: compile with "
+            "compiler_options=hlopipe.marker.KEEP_MARKERS to keep them, or split the program "
+            "before optimisation (jax.jit(f).lower(...).as_text(), or the "
             "before_optimizations file of a dump)"
             if program.optimized
             else "add hlopipe.stage_boundary(...) where a stage ends"

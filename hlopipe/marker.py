@@ -10,9 +10,12 @@ XLA compiles the barrier as a no-op, HLO text keeps the attribute
 turns such a barrier back into this marker (see :func:`is_stage_boundary_attrs`, the one test
 of "is this op a marker" that loading, rehydration and the CLI share).
 
-Only HLO *before* XLA's optimisation passes has the markers: compiling removes optimisation
-barriers (CPU: OptimizationBarrierExpander), so ``jax.jit(f).lower(...).compile().as_text()``
-has none left, and ``hlopipe split --at-markers`` says so for such a program
+Compiling removes optimisation barriers (XLA's CPU pipeline runs its barrier expander), so
+``jax.jit(f).lower(...).compile().as_text()`` has no markers left, unless compiled with
+:data:`KEEP_MARKERS` (``.compile(compiler_options=hlopipe.marker.KEEP_MARKERS)``): then the
+barriers and their attribute stay, the compiled program computes the same, and the
+post-optimisation HLO splits at its markers like the text before optimisation.
+``hlopipe split --at-markers`` on a post-optimisation program without markers says so
 (:attr:`hlopipe.Program.optimized`).
 
 This module imports JAX only: it sits below every other room of hlopipe.
@@ -30,6 +33,7 @@ from jax.interpreters import ad, batching, mlir
 
 __all__ = [
     "ATTRIBUTE",
+    "KEEP_MARKERS",
     "is_stage_boundary_attrs",
     "stage_boundary",
     "stage_boundary_p",
@@ -40,6 +44,11 @@ source_info_util.register_exclusion(__file__)
 
 #: The frontend attribute that marks an ``optimization_barrier`` as a stage boundary.
 ATTRIBUTE = "hlopipe.stage_boundary"
+
+#: Compiler options that keep the markers through XLA's optimisation passes: the barrier
+#: expander (the pass that drops optimisation barriers on CPU) is disabled. Pass them to
+#: ``jax.jit(f).lower(...).compile(compiler_options=KEEP_MARKERS)``.
+KEEP_MARKERS: dict[str, str] = {"xla_disable_hlo_passes": "cse_barrier_expander"}
 
 #: The primitive. One equation per marker call; its single parameter ``name`` is a string
 #: (``""`` when the user gave none) that becomes the attribute's value (``"true"`` if empty).

@@ -80,3 +80,27 @@ def test_named_marker_and_attribute_check():
     assert flags["stablehlo.optimization_barrier"] and not flags["stablehlo.multiply"]
     assert is_stage_boundary_attrs({ATTRIBUTE: "true"})
     assert not is_stage_boundary_attrs({"other": "x"})
+
+
+@pytest.mark.parametrize("grad", [False, True])
+def test_markers_survive_compilation_with_keep_markers(args, grad):
+    w, x = args
+    fn = jax.grad(_model) if grad else _model
+    low = jax.jit(fn).lower(w, x)
+    want = jax.tree_util.tree_leaves(fn(w, x))
+    n = 2 if grad else 1  # the backward pass has a marker of its own
+    assert hlopipe.load(low.compile().as_text()).stage_markers() == 0  # XLA drops them
+    compiled = low.compile(compiler_options=hlopipe.marker.KEEP_MARKERS)
+    for got, w_ in zip(jax.tree_util.tree_leaves(compiled(w, x)), want):
+        np.testing.assert_allclose(got, w_, rtol=1e-5, atol=1e-6)  # kept barriers: same values
+    prog = hlopipe.load(compiled.as_text())
+    assert prog.optimized and prog.stage_markers() == n
+    got = jax.jit(prog.as_function())(*jax.tree_util.tree_leaves((w, x)))
+    got = got if isinstance(got, tuple) else (got,)
+    for g, w_ in zip(got, want):
+        np.testing.assert_allclose(g, w_, rtol=1e-5, atol=1e-6)
+    staged = hlopipe.split(prog)
+    assert len(staged.stages) == n + 1
+    ran = staged(*jax.tree_util.tree_leaves((w, x)))  # the stages one after the other
+    for g, w_ in zip(jax.tree_util.tree_leaves(ran), want):
+        np.testing.assert_allclose(g, w_, rtol=1e-5, atol=1e-6)

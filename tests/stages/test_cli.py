@@ -78,5 +78,13 @@ def test_split_at_markers_of_optimized_hlo_says_why_there_are_none(tmp_path, cap
     err = capsys.readouterr().err
     assert err.startswith("error: ") and "after XLA's optimisation passes" in err
     assert "lower(...).as_text()" in err and "--stages N" in err
+    assert "hlopipe.marker.KEEP_MARKERS" in err
     # the same program split automatically still works
     assert main(["split", str(after), "--stages", "2", "-o", str(tmp_path / "s")]) == 0
+    capsys.readouterr()
+    # compiled with KEEP_MARKERS, the optimised program keeps its markers and splits at them
+    kept = tmp_path / "kept.hlo"
+    kept.write_text(low.compile(compiler_options=hlopipe.marker.KEEP_MARKERS).as_text())
+    assert hlopipe.load(kept).optimized and hlopipe.load(kept).stage_markers() == 3
+    assert main(["split", str(kept), "--at-markers", "-o", str(tmp_path / "k")]) == 0
+    assert "4 stages" in capsys.readouterr().out

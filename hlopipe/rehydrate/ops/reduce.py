@@ -168,7 +168,8 @@ def _selection_reduce(xs: Any, inits: Any, computation: Any, dims: tuple[int, ..
         eq = lax.eq(flat(x), lax.expand_dims(o, (len(keep),)))
         match = eq if match is None else lax.bitwise_and(match, eq)
     assert match is not None
-    first = lax.bitwise_and(match, lax.eq(jnp.cumsum(match, axis=-1, dtype=np.int32), 1))
+    count = jnp.cumsum(match, axis=-1, dtype=np.int32)
+    first = lax.bitwise_and(match, lax.eq(count, lax.full_like(count, 1)))
     result = []
     for x, o in zip(xs, outs):
         if not _is_inexact(x):

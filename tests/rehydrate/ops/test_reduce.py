@@ -92,3 +92,18 @@ def test_variadic_reduce_that_does_not_select_refuses_grad_by_name() -> None:
     np.testing.assert_allclose(q, jnp.sum(x * x, 1))
     with pytest.raises(UnsupportedOpError, match=r"stablehlo\.reduce at .*no derivative"):
         jax.grad(lambda x: f(x)[0].sum())(x)
+
+
+def test_value_index_reduce_over_every_dim_in_64_bit_mode() -> None:
+    # a reduce over all dimensions (scalar results), rehydrated with 64-bit mode on
+    def prog(x):
+        return _arg_reduce(x.reshape(-1), 0, True)
+
+    with jax.enable_x64(True):
+        f = hlopipe.rehydrate(jax.jit(prog).lower(X).as_text())
+        v, i = jax.jit(f)(X)
+        assert int(i) == int(jnp.argmax(X)) and float(v) == float(jnp.max(X))
+        g = jax.grad(lambda x: f(x)[0])(X)
+    want = np.zeros(X.shape, np.float32)
+    want[np.unravel_index(int(jnp.argmax(X)), X.shape)] = 1
+    np.testing.assert_array_equal(g, want)
