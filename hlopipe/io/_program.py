@@ -72,6 +72,7 @@ class Program:
     # ---- contents ---------------------------------------------------------------------------
     def op_counts(self, *, entry_only: bool = False) -> collections.Counter[str]:
         """How many times each op name occurs (in every function, or only those reachable)."""
+        self.drop_unreachable()
         counts: collections.Counter[str] = collections.Counter()
         with self.context:
             roots = [self.entry_func] if entry_only else [self.module.operation]
@@ -88,6 +89,7 @@ class Program:
 
     def stage_markers(self) -> int:
         """How many `hlopipe.stage_boundary` markers the program carries."""
+        self.drop_unreachable()
 
         n = 0
         with self.context:
@@ -113,8 +115,9 @@ class Program:
 
         XLA keeps computations nobody calls (HLO text may hold dead helpers with bounded
         dynamic shapes, 64-bit types or custom calls hlopipe cannot run); they are no part of
-        the program and must not make it refused. Rehydration calls this before reading the
-        module (loading does not, to stay as fast as the bare parse).
+        the program and must not make it refused. Every view of the program (``to_text``,
+        ``op_counts``, ``stage_markers``, rehydration) calls this first; loading does not, to
+        stay as fast as the bare parse, so ``module`` holds them until then.
         """
         if self.extra.get("dropped_unreachable"):
             return
@@ -127,6 +130,7 @@ class Program:
     def to_text(self, dialect: str = "stablehlo") -> str:
         """The program as StableHLO text (``"stablehlo"``) or HLO text (``"hlo"``)."""
         if dialect == "stablehlo":
+            self.drop_unreachable()
             with self.context:
                 return str(self.module)
         if dialect == "hlo":

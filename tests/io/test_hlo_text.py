@@ -164,12 +164,10 @@ def test_xla_test_style_hlo_matches_xla(name: str) -> None:
 def test_last_computation_is_the_entry_and_dead_code_is_dropped() -> None:
     prog = hlopipe.load(BARE)
     # the entry is `main` (last); the tuple result is flattened; the dead computations (a
-    # dynamic shape, a custom call without implementation, 64-bit types) go before rehydration
+    # dynamic shape, a custom call without implementation, 64-bit types) are no part of it
     assert [a.shape for a in prog.out_avals] == [(4, 3), (4,)]
-    assert prog.op_counts()["stablehlo.custom_call"] == 1
-    assert prog.op_counts(entry_only=True)["stablehlo.custom_call"] == 0
-    prog.as_function()
-    assert prog.op_counts()["stablehlo.custom_call"] == 0
+    assert "NobodyHasThis" in str(prog.module)  # loading keeps them (it stays fast)...
+    assert prog.op_counts()["stablehlo.custom_call"] == 0  # ...every view drops them
     assert "dead_dynamic" not in prog.to_text() and "dead_wide" not in prog.to_text()
     # ...but the same computation, called, is refused by name before anything runs
     called = BARE.replace(
