@@ -3,7 +3,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test test-multiprocess lint typecheck check bench clean
+.PHONY: demo test test-multiprocess lint typecheck check bench fixtures clean
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV) || python3 -m venv $(VENV)
@@ -36,6 +36,15 @@ check: lint typecheck test
 
 bench: $(STAMP)
 	for f in benchmarks/*.py; do $(BIN)/python $$f || exit 1; done
+
+# Regenerate tests/data/frameworks/ (not part of `make test`): TensorFlow and PyTorch/XLA
+# fixtures, each generator in a venv of its own (big downloads, made on first use), XLA-style
+# HLO with jaxlib, then every program run with XLA directly against its stored values.
+fixtures: $(STAMP)
+	$(BIN)/python scripts/fixtures/xla_style.py
+	$(PY) scripts/fixtures/tensorflow_models.py || python3 scripts/fixtures/tensorflow_models.py
+	$(PY) scripts/fixtures/torch_xla_models.py || python3 scripts/fixtures/torch_xla_models.py
+	$(BIN)/python scripts/fixtures/check_with_xla.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache .mypy_cache

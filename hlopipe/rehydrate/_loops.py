@@ -27,30 +27,50 @@ MAX_TRIP_COUNT = (1 << 31) - 1
 EAGER_STEPS = 64
 
 
-def _needed_ops(block: Block, outputs: list[int]) -> tuple[list[Op], set[int]]:
+def _needed_ops(
+    block: Block, outputs: list[int], funcs: dict[str, Any] | None = None
+) -> tuple[list[Op], set[int]]:
     """The ops of ``block`` the given values depend on (in order), and the block arguments
-    and outside values they read."""
+    and outside values they read. A ``func.call`` needs only the operands that the callee's
+    needed results depend on (TensorFlow's loop conditions call a function with the whole
+    loop state, of which they read the counters)."""
     need = set(outputs)
     keep: list[Op] = []
     for op in reversed(block.ops):
-        if need.intersection(op.results):
+        wanted = need.intersection(op.results)
+        if wanted:
             keep.append(op)
-            need.update(op.operands)
+            need.update(_call_reads(op, wanted, funcs) or op.operands)
             need.update(op.captures)
     keep.reverse()
     defined = {r for op in keep for r in op.results}
     return keep, need - defined
 
 
-def control_state(cond: Block, body: Block) -> tuple[list[int], Block, Block, set[int]] | None:
+def _call_reads(op: Op, wanted: set[int], funcs: dict[str, Any] | None) -> list[int] | None:
+    """The operands of a ``func.call`` its ``wanted`` results depend on (None: all)."""
+    if op.name != "func.call" or not funcs:
+        return None
+    callee = funcs.get(op.attrs.get("callee"))  # type: ignore[arg-type]
+    if callee is None or len(callee.block.args) != len(op.operands):
+        return None
+    returns = [callee.block.returns[j] for j, r in enumerate(op.results) if r in wanted]
+    _, reads = _needed_ops(callee.block, returns, funcs)
+    return [v for a, v in zip(callee.block.args, op.operands, strict=True) if a in reads]
+
+
+def control_state(
+    cond: Block, body: Block, funcs: dict[str, Any] | None = None
+) -> tuple[list[int], Block, Block, set[int]] | None:
     """The carried indices the loop condition depends on, the condition and body sliced to
     them, and the outside values those slices read. None when the body's control part is
-    not separable (it should always be: data flow is explicit)."""
+    not separable (it should always be: data flow is explicit). ``funcs`` (the module's
+    functions by name) lets a call in the condition or body be looked through."""
     n = len(cond.args)
-    cond_ops, cond_reads = _needed_ops(cond, list(cond.returns))
+    cond_ops, cond_reads = _needed_ops(cond, list(cond.returns), funcs)
     state = {i for i, a in enumerate(cond.args) if a in cond_reads}
     while True:
-        body_ops, body_reads = _needed_ops(body, [body.returns[i] for i in sorted(state)])
+        body_ops, body_reads = _needed_ops(body, [body.returns[i] for i in sorted(state)], funcs)
         grown = state | {i for i, a in enumerate(body.args) if a in body_reads}
         if grown == state:
             break
@@ -83,7 +103,8 @@ def static_trip_count(interpreter: Any, op: Op, inits: list[Any], env: Any) -> i
     cond, body = op.regions
     analysis = op.cache.get("control_state")
     if analysis is None:
-        analysis = op.cache["control_state"] = control_state(cond, body)
+        funcs = getattr(getattr(interpreter, "module", None), "funcs", None)
+        analysis = op.cache["control_state"] = control_state(cond, body, funcs)
     idx, cond_slice, body_slice, outside = analysis  # type: ignore[misc]
     if not all(is_concrete(inits[i]) for i in idx):
         return None

@@ -163,3 +163,43 @@ def test_bound_from_argument_is_dynamic() -> None:
     _close(g(jnp.int32(3), X), f(3, X), 1e-6)
     _close(jax.jit(g)(jnp.int32(5), X), f(5, X), 1e-6)
     assert not _uses_scan(g, jnp.int32(3), X)
+
+
+# TensorFlow's loop condition calls a function with the whole loop state and reads only the
+# counter of it; the control state must look through the call, or every carried value (the
+# data too) counts as control and the loop is taken for dynamic.
+COND_CALLS_FUNCTION = """
+func.func private @cond_fn(%i: tensor<i32>, %x: tensor<3xf32>) -> tensor<i1> {
+  %c4 = stablehlo.constant dense<4> : tensor<i32>
+  %lt = stablehlo.compare LT, %i, %c4 : (tensor<i32>, tensor<i32>) -> tensor<i1>
+  return %lt : tensor<i1>
+}
+func.func @main(%x: tensor<3xf32>) -> tensor<3xf32> {
+  %c0 = stablehlo.constant dense<0> : tensor<i32>
+  %r:2 = stablehlo.while(%i = %c0, %y = %x) : tensor<i32>, tensor<3xf32>
+  cond {
+    %p = func.call @cond_fn(%i, %y) : (tensor<i32>, tensor<3xf32>) -> tensor<i1>
+    stablehlo.return %p : tensor<i1>
+  } do {
+    %c1 = stablehlo.constant dense<1> : tensor<i32>
+    %i1 = stablehlo.add %i, %c1 : tensor<i32>
+    %y1 = stablehlo.sine %y : tensor<3xf32>
+    stablehlo.return %i1, %y1 : tensor<i32>, tensor<3xf32>
+  }
+  return %r#1 : tensor<3xf32>
+}
+"""
+
+
+def test_condition_calling_a_function_with_the_whole_state_is_static() -> None:
+    f = hlopipe.load(COND_CALLS_FUNCTION).as_function()
+    x = np.array([0.3, -1.0, 2.0], np.float32)
+
+    def ref(x):
+        for _ in range(4):
+            x = jnp.sin(x)
+        return x
+
+    assert _uses_scan(f, x)
+    _close(jax.jit(f)(x), ref(x))
+    _close(jax.grad(lambda x: f(x).sum())(x), jax.grad(lambda x: ref(x).sum())(x))

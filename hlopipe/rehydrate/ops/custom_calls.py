@@ -114,3 +114,25 @@ def _topk_call(ctx: RuleContext, x: Any, **attrs: Any) -> Any:
 @rule("mhlo.topk")
 def _topk_op(ctx: RuleContext, x: Any, *, k: int, largest: bool = True) -> Any:
     return _topk(x, int(k), bool(largest), ctx.result_avals[1].dtype)
+
+
+@builtin("TopK")
+def _xla_topk_call(ctx: RuleContext, x: Any, **attrs: Any) -> Any:
+    """XLA's own ``TopK`` custom call (TensorFlow's TopKV2, XLA's CPU passes): one tuple
+    ``(values, indices)`` of the ``k`` largest elements along the last axis, ``k`` from the
+    result type, ties to the lower index. XLA's CPU kernel takes the largest whatever the
+    comparator it is given says, and so does this (tested against XLA)."""
+    import jax
+
+    from hlopipe.io._types import aval_of_type
+
+    text = str(getattr(ctx.result_avals[0], "text", ""))
+    parts = text[len("tuple<") : -1].split(", ") if text.startswith("tuple<") else []
+    values_aval, index_aval = [aval_of_type(p) for p in parts] if len(parts) == 2 else [0, 0]
+    if not (
+        isinstance(values_aval, jax.ShapeDtypeStruct)
+        and isinstance(index_aval, jax.ShapeDtypeStruct)
+    ):
+        raise UnsupportedOpError(f"custom call TopK at {ctx.loc} with result type {text or '?'}")
+    k = int(values_aval.shape[-1])
+    return ((*_topk(x, k, True, index_aval.dtype),),)

@@ -2,6 +2,8 @@
 
 ``rng_bit_generator`` becomes ``jax.lax.rng_bit_generator``, which lowers to the very same
 op, so its bits and its output state equal XLA's bit for bit (THREE_FRY, PHILOX and DEFAULT).
+PHILOX with a 192-bit ``ui64[3]`` state (what TensorFlow's stateless random ops emit), which
+``jax.lax`` does not take, goes through a primitive of ours that lowers to the same op.
 Output element types JAX does not generate directly (signed integers, floats) are generated
 as the unsigned integer of the same width and bit-cast, as XLA does.
 
@@ -20,6 +22,9 @@ from typing import Any
 import jax
 import numpy as np
 from jax import lax
+from jax.extend.core import Primitive
+from jax.extend.mlir.dialects import stablehlo as hlo
+from jax.interpreters import mlir
 
 from hlopipe.errors import UnsupportedOpError
 from hlopipe.rehydrate.registry import RuleContext, rule
@@ -35,6 +40,33 @@ def _unsigned(dtype: np.dtype) -> np.dtype:
     return np.dtype(f"uint{dtype.itemsize * 8}")
 
 
+# stablehlo.rng_bit_generator as it is, for states jax.lax.rng_bit_generator refuses (PHILOX's
+# ui64[3]): XLA computes the bits, so they are XLA's. Integer results: no derivative needed.
+_wide_rbg_p = Primitive("hlopipe_rng_bit_generator")
+_wide_rbg_p.multiple_results = True
+_wide_rbg_p.def_impl(lambda state, **kw: jax.jit(lambda s: _wide_rbg_p.bind(s, **kw))(state))
+_wide_rbg_p.def_abstract_eval(
+    lambda state, *, shape, dtype, algorithm: (
+        jax.core.ShapedArray(state.shape, state.dtype),
+        jax.core.ShapedArray(shape, dtype),
+    )
+)
+
+
+def _wide_rbg_lowering(ctx: Any, state: Any, *, shape: Any, dtype: Any, algorithm: str) -> Any:
+    out_state, out_bits = ctx.avals_out
+    op = hlo.RngBitGeneratorOp(
+        mlir.aval_to_ir_type(ctx.module_context, out_state),
+        mlir.aval_to_ir_type(ctx.module_context, out_bits),
+        hlo.RngAlgorithmAttr.get(algorithm),
+        state,
+    )
+    return list(op.results)
+
+
+mlir.register_lowering(_wide_rbg_p, _wide_rbg_lowering)
+
+
 @rule("stablehlo.rng_bit_generator")
 def rng_bit_generator(ctx: RuleContext, state: Any, *, rng_algorithm: str = "DEFAULT") -> Any:
     algorithm = _ALGORITHMS.get(str(rng_algorithm))
@@ -45,6 +77,17 @@ def rng_bit_generator(ctx: RuleContext, state: Any, *, rng_algorithm: str = "DEF
         )
     state_dtype = np.dtype(state.dtype)
     words = state_dtype.itemsize * int(np.prod(np.shape(state), dtype=np.int64)) // 4
+    if words == 6 and np.ndim(state) == 1 and str(rng_algorithm) == "PHILOX":
+        out_aval = ctx.result_avals[1]
+        if np.dtype(out_aval.dtype) == np.dtype(bool):
+            raise UnsupportedOpError(
+                f"stablehlo.rng_bit_generator with output type bool at {ctx.loc} is not "
+                "supported (8, 16, 32 and 64-bit integers and floats are)"
+            )
+        new_state, bits = _wide_rbg_p.bind(
+            state, shape=tuple(out_aval.shape), dtype=np.dtype(out_aval.dtype), algorithm="PHILOX"
+        )
+        return new_state, bits
     if words != 4 or np.ndim(state) != 1:
         raise UnsupportedOpError(
             f"stablehlo.rng_bit_generator with a {state_dtype}{list(np.shape(state))} state at "

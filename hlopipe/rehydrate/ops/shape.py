@@ -55,6 +55,24 @@ def reverse(ctx: RuleContext, x: Any, *, dimensions: tuple[int, ...]) -> Any:
     return lax.rev(x, tuple(dimensions))
 
 
+@rule("stablehlo.set_dimension_size")
+def set_dimension_size(ctx: RuleContext, x: Any, size: Any, *, dimension: int) -> Any:
+    """A no-op when it sets a dimension to its static size (TensorFlow's TopKV2 does so on
+    static shapes); a smaller size makes a bounded dynamic shape, which is refused."""
+    static = np.shape(x)[dimension]
+    if not isinstance(size, np.ndarray | np.generic | int):
+        raise UnsupportedOpError(
+            f"stablehlo.set_dimension_size at {ctx.loc} sets dimension {dimension} to a size "
+            "computed at run time: bounded dynamic shapes are not supported"
+        )
+    if int(size) != static or tuple(ctx.aval.shape) != tuple(np.shape(x)):
+        raise UnsupportedOpError(
+            f"stablehlo.set_dimension_size at {ctx.loc} sets dimension {dimension} of size "
+            f"{static} to {int(size)}: bounded dynamic shapes are not supported"
+        )
+    return x
+
+
 @rule("stablehlo.get_dimension_size")
 def get_dimension_size(ctx: RuleContext, x: Any, *, dimension: int) -> Any:
     return np.asarray(np.shape(x)[dimension], dtype=ctx.aval.dtype)

@@ -197,7 +197,23 @@ def dynamic_update_slice(ctx: RuleContext, x: Any, update: Any, *starts: Any) ->
 # ---- gather ----------------------------------------------------------------------------------
 
 
+def _narrow_indices(indices: Any) -> Any:
+    """64-bit indices as int32, saturated: gather clamps every start into the operand (whose
+    dimensions are below 2^31), so the result is the same. JAX differentiates a gather
+    outside the 64-bit scope a program with 64-bit types runs in, where its transpose cannot
+    take int64 indices (TypeError in lax.clamp)."""
+    if np.dtype(indices.dtype).itemsize <= 4:
+        return indices
+    lo, hi = np.iinfo(np.int32).min, np.iinfo(np.int32).max
+    if np.dtype(indices.dtype).kind == "u":
+        lo = 0
+    bound = np.dtype(indices.dtype).type
+    clamped = lax.clamp(bound(lo), indices, bound(hi))
+    return lax.convert_element_type(clamped, np.int32)
+
+
 def _gather(operand: Any, indices: Any, d: GatherDims, sizes: Sequence[int], sorted_: bool) -> Any:
+    indices = _narrow_indices(indices)
     idx, bdims = _canon_indices(indices, d.index_vector_dim, d.start_indices_batching_dims)
     dnums = lax.GatherDimensionNumbers(
         offset_dims=tuple(d.offset_dims),

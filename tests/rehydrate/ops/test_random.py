@@ -36,9 +36,23 @@ def test_rng_bit_generator_matches_xla(alg: str, out: str) -> None:
             assert np.asarray(g).tobytes() == np.asarray(w).tobytes()
 
 
-def test_rng_bit_generator_192_bit_state_is_refused() -> None:
+@pytest.mark.parametrize("out", ["ui32", "ui64", "f32", "i8"])
+def test_rng_bit_generator_philox_192_bit_state_matches_xla(out: str) -> None:
+    """TensorFlow's stateless random ops emit PHILOX with a ui64[3] state (jax.lax takes only
+    128-bit states): the bits and the new state are still XLA's, eager and under jit."""
+    text = _rbg("PHILOX", "3xui64", out)
+    state = np.array([2**63 + 17, 42, 7], np.uint64)
+    client = jax.devices()[0].client
+    want = client.compile_and_load(text, jax.devices()[:1]).execute([jax.device_put(state)])
+    f = rehydrate(text)
+    for got in (f(state), jax.jit(f)(state)):
+        for g, w in zip(got, want, strict=True):
+            assert np.asarray(g).tobytes() == np.asarray(w).tobytes()
+
+
+def test_rng_bit_generator_other_192_bit_states_are_refused() -> None:
     with pytest.raises(UnsupportedOpError, match="ui64\\[3\\]"):
-        rehydrate(_rbg("PHILOX", "3xui64", "ui32"))(np.arange(3, dtype=np.uint64))
+        rehydrate(_rbg("THREE_FRY", "3xui64", "ui32"))(np.arange(3, dtype=np.uint64))
 
 
 @pytest.mark.parametrize("impl", ["rbg"])  # (threefry2x32 has no RBG op; unsafe_rbg: same op)

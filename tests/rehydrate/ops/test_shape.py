@@ -61,3 +61,29 @@ def test_bitcast_in_compiled_hlo():
     text = jax.jit(fn).lower(x).compile().as_text()
     f = hlopipe.load(text).as_function()
     np.testing.assert_array_equal(f(x), fn(x))
+
+
+# TensorFlow's TopKV2 sets dimensions of static shapes to their own size.
+SET_DIM = """
+func.func @main(%x: tensor<4x6xf32>) -> tensor<4x6xf32> {
+  %n = stablehlo.constant dense<SIZE> : tensor<i32>
+  %y = stablehlo.set_dimension_size %x, %n, dim = 1
+       : (tensor<4x6xf32>, tensor<i32>) -> tensor<4x6xf32>
+  %z = stablehlo.sine %y : tensor<4x6xf32>
+  return %z : tensor<4x6xf32>
+}
+"""
+
+
+def test_set_dimension_size_to_the_static_size_is_a_no_op() -> None:
+    x = np.linspace(-2, 2, 24, dtype=np.float32).reshape(4, 6)
+    f = hlopipe.load(SET_DIM.replace("SIZE", "6")).as_function()
+    np.testing.assert_allclose(jax.jit(f)(x), np.sin(x), rtol=1e-6)
+    g = jax.grad(lambda x: f(x).sum())(x)
+    np.testing.assert_allclose(g, np.cos(x), rtol=1e-6)
+
+
+def test_set_dimension_size_to_a_smaller_size_is_refused_by_name() -> None:
+    f = hlopipe.load(SET_DIM.replace("SIZE", "3")).as_function()
+    with pytest.raises(hlopipe.UnsupportedOpError, match=r"set_dimension_size at .* 6 to 3"):
+        f(np.zeros((4, 6), np.float32))

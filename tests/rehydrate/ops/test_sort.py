@@ -348,3 +348,44 @@ def test_select_form_lexicographic_comparator():
     np.testing.assert_array_equal(rb, [9.0, np.nan, 3.0, 4.0, 0.5, -1.0])
     prims = [e.primitive.name for e in jax.make_jaxpr(f)(a, b).jaxpr.eqns]
     assert prims.count("sort") == 1 and "dot_general" not in prims, prims
+
+
+# XLA's own TopK custom call, as TensorFlow's TopKV2 and XLA's CPU passes write it.
+XLA_TOPK = """
+HloModule topk
+
+cmp {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  i = s32[] parameter(2)
+  j = s32[] parameter(3)
+  ROOT c = pred[] compare(a, b), direction=DIR
+}
+
+ENTRY main {
+  x = f32[3,7] parameter(0)
+  t = (f32[3,__K__], s32[3,__K__]) custom-call(x), custom_call_target="TopK",
+      called_computations={cmp}
+  v = f32[3,__K__] get-tuple-element(t), index=0
+  i = s32[3,__K__] get-tuple-element(t), index=1
+  ROOT r = (f32[3,__K__], s32[3,__K__]) tuple(v, i)
+}
+"""
+
+
+@pytest.mark.parametrize("direction", ["GT", "LT"])
+def test_xla_topk_custom_call_matches_xla(direction: str) -> None:
+    """XLA's CPU kernel gives the largest k whatever the comparator says (LT too)."""
+    from hlopipe.io import _xla
+
+    text = XLA_TOPK.replace("DIR", direction).replace("__K__", "3")
+    # ties, and 0.0 against -0.0
+    x = np.round(np.random.default_rng(0).standard_normal((3, 7)), 0).astype(np.float32)
+    prog = hlopipe.load(text)
+    exe = _xla.compile_stablehlo(prog.to_text())
+    dev = jax.devices()[0]
+    want = exe.execute_sharded([jax.device_put(x, dev)]).disassemble_into_single_device_arrays()
+    got = jax.jit(prog.as_function())(x)
+    for g, w in zip(got, want, strict=True):
+        assert np.asarray(g).dtype == np.asarray(w[0]).dtype
+        assert np.asarray(g).tobytes() == np.asarray(w[0]).tobytes()
