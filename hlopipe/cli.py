@@ -720,7 +720,8 @@ def _cmd_train(args: argparse.Namespace) -> int:
     state = pipe.init(params)
     for k in range(args.steps):
         step_batch = batch if args.data or k == 0 else [random(a, m) for a in b_avals]
-        state, metrics = pipe.step(state, step_batch)
+        # the last step is profiled (each action waited for and timed) for the timeline
+        state, metrics = pipe.step(state, step_batch, profile=k == args.steps - 1)
         print(
             f"step {k + 1:4d}  loss {metrics.loss:.6f}  grad norm {metrics.grad_norm:.4f}  "
             f"{metrics.step_time * 1e3:8.1f} ms"

@@ -21,14 +21,15 @@ class StepMetrics:
     ``grad_norm``: global L2 norm of the parameter gradients (before the update).
     ``step_time``: wall time of the step in seconds (schedule and update).
     ``timeline``: the measured per-action timeline (milliseconds), as :func:`schedules.simulate`
-    returns, so ``schedules.plot`` draws it.
+    returns, so ``schedules.plot`` draws it; ``None`` unless the step was profiled
+    (``step(..., profile=True)``).
     ``grads``: the gradient pytree, only when the pipeline has no optimizer.
     """
 
     loss: float
     grad_norm: float
     step_time: float
-    timeline: Timeline
+    timeline: Timeline | None
     grads: Any = None
 
     def __getitem__(self, key: str) -> Any:  # metrics["loss"] reads as well

@@ -179,17 +179,15 @@ class Params:
             out.append(total)
         return out
 
-    def update(self, state: PipelineState, grads: list[Any]) -> tuple[PipelineState, float]:
+    def update(self, state: PipelineState, grads: list[Any]) -> tuple[PipelineState, Any]:
         """The optimizer's update of every stage's owned parameters (replicas refreshed from
-        their owner), and the global gradient norm."""
+        their owner), issued without waiting; and what :meth:`grad_norm` turns into the
+        global gradient norm (per stage, its squared norm, still on its devices)."""
         pl = self.plan
         if self.optimizer is None:
-            sq = sum(
-                float(np.sum(np.square(np.asarray(g, np.float64))))
-                for g in grads
-                if g is not None and jnp.issubdtype(g.dtype, jnp.inexact)
-            )
-            return state, math.sqrt(self.comm.sum_over_processes(sq))
+            return state, [
+                g for g in grads if g is not None and jnp.issubdtype(g.dtype, jnp.inexact)
+            ]
 
         values = [dict(v) for v in state.values]
         opt_states = list(state.opt_states)
@@ -210,8 +208,15 @@ class Params:
                     moved = self.comm.move(x, pl.owner_rank[p], r, pl.param_avals[p])
                     if moved is not None:
                         values[r][p] = moved
-        grad_norm = math.sqrt(self.comm.sum_over_processes(sum(float(x) for x in sqnorms)))
-        return self.state(values, opt_states, state.step + 1), grad_norm
+        return self.state(values, opt_states, state.step + 1), sqnorms
+
+    def grad_norm(self, pending: Any) -> float:
+        """The global gradient norm from what :meth:`update` returned (waits for it)."""
+        if self.optimizer is None:
+            sq = sum(float(np.sum(np.square(np.asarray(g, np.float64)))) for g in pending)
+        else:
+            sq = sum(float(x) for x in pending)
+        return math.sqrt(self.comm.sum_over_processes(sq))
 
     def on_every_process(self, state: PipelineState, p: int) -> np.ndarray:
         """Parameter ``p``'s owner copy as a host array in every process."""

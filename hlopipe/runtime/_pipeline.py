@@ -22,11 +22,13 @@ from hlopipe.errors import RuntimeConfigError
 from hlopipe.runtime._comm import Comm
 from hlopipe.runtime._compile import StageExecutables
 from hlopipe.runtime._executor import StepPlan, StepResult
+from hlopipe.runtime._fast import FastStep
 from hlopipe.runtime._metrics import StepMetrics, measured_timeline
 from hlopipe.runtime._multiprocess import split_on_data
 from hlopipe.runtime._params import Params, PipelineState
 from hlopipe.runtime._placement import Placement
 from hlopipe.runtime._plan import PipelinePlan, build_plan
+from hlopipe.runtime._stream import InstructionStream, Unorderable
 from hlopipe.schedules import Kind, Schedule, Timeline
 from hlopipe.stages import StagedProgram
 
@@ -63,9 +65,9 @@ class Pipeline:
       remat: recompute each stage's forward in its backward instead of keeping residuals.
       recv_timeout: seconds a receive waits before the step fails with an error naming the
         rank and action (a deadlock or a failed rank, never a hang).
-      sync_actions: wait for each action to finish before the next on its rank, so the
-        timeline measures execution (``False``: dispatch only, the timeline then shows issue
-        times).
+      sync_actions: profile every step (as ``step(..., profile=True)`` does): each action is
+        waited for on its rank, so the step is slower and its timeline measured. Default off:
+        a step issues every action asynchronously and waits only at its end.
 
     The loss must be the program's first output, a scalar that is a *mean over the batch
     axis*: the microbatch losses then average to the full-batch loss, and the step (each
@@ -96,7 +98,7 @@ class Pipeline:
         optimizer: Any = None,
         remat: bool = False,
         recv_timeout: float = 120.0,
-        sync_actions: bool = True,
+        sync_actions: bool = False,
     ) -> None:
         self.plan: PipelinePlan = build_plan(
             program,
@@ -116,8 +118,14 @@ class Pipeline:
         self.comm = Comm(self.plan, recv_timeout)
         self.param_store = Params(self.plan, self.comm, optimizer)
         self._plans: dict[str, StepPlan] = {}
+        self._fast: dict[str, FastStep | None] = {}
         self._timeline: Timeline | None = None
         self._last_result: StepResult | None = None
+        if self.schedule.has_backward:
+            # everything a step runs is compiled, and its instructions laid out, ahead of the
+            # first step
+            self._plan("train")
+            self._fast_step("train")
 
     # -- the plan, read through ----------------------------------------------------------------
 
@@ -246,6 +254,7 @@ class Pipeline:
                 train=mode == "train",
                 loss=self.plan.loss if mode == "train" else None,
             )
+            self._plans[mode] = plan
             kinds = ["infer"]
             if mode == "train":
                 split_bw = any(
@@ -254,58 +263,112 @@ class Pipeline:
                     for a in row
                 )
                 kinds = ["F", "I", "W"] if split_bw else ["F", "B"]
-            self._compile(kinds)
-            self._plans[mode] = plan
+            stream = self._build_stream(mode) if not self.layout.multi else None
+            if stream is None:
+                self._compile([(ex.stage.index, k) for ex in self.execs for k in kinds])
+            else:
+                self._compile(sorted(stream.kinds))
         return self._plans[mode]
 
-    def _compile(self, kinds: list[str]) -> None:
-        def one(ex: StageExecutables) -> None:
-            for k in kinds:
-                ex.get(k)
+    def _build_stream(self, mode: str) -> InstructionStream | None:
+        """The step of ``mode`` as an instruction stream (``None`` for a schedule that cannot
+        be ordered, which the threaded executor then runs and reports)."""
+        plan = self._plans[mode]
+        loss_ct = None
+        if plan.train:
+            assert self.plan.loss is not None
+            ls, lk = self.plan.loss
+            loss_ct = jax.device_put(
+                np.asarray(1.0 / self.num_microbatches, self.staged.out_avals[0].dtype),
+                self.execs[ls].output_shardings[lk],
+            )
+        try:
+            return InstructionStream(plan, self.num_params, loss_ct)
+        except Unorderable:
+            return None
 
-        execs = [ex for ex in self.execs if self.layout.local(ex.rank)]
-        workers = min(len(execs), os.cpu_count() or 1, 8)
+    def _fast_step(self, mode: str) -> FastStep | None:
+        """The asynchronous step of ``mode`` (one process only), built on first use from the
+        plan as it is then."""
+        if self.layout.multi:
+            return None
+        if mode not in self._fast:
+            self._plan(mode)
+            stream = self._build_stream(mode)
+            self._fast[mode] = None if stream is None else FastStep(self.plan, stream)
+        return self._fast[mode]
+
+    def _compile(self, kinds: list[tuple[int, str]]) -> None:
+        """Compile the executables (stage, kind) of this process's stages, in parallel."""
+        by_stage: dict[int, list[str]] = {}
+        # F before B and I (they are compiled with F's residual layouts), I before W.
+        order = {k: n for n, k in enumerate(("infer", "F", "I", "W", "B", "FB"))}
+        for st, k in sorted(kinds, key=lambda sk: (sk[0], order[sk[1]])):
+            if self.layout.local(self.execs[st].rank):
+                by_stage.setdefault(st, []).append(k)
+
+        def one(item: tuple[int, list[str]]) -> None:
+            for k in item[1]:
+                self.execs[item[0]].get(k)
+
+        items = list(by_stage.items())
+        workers = min(len(items), os.cpu_count() or 1, 8)
         if workers <= 1:
-            for ex in execs:
-                one(ex)
+            for it in items:
+                one(it)
         else:
             with ThreadPoolExecutor(workers, thread_name_prefix="hlopipe-compile") as pool:
-                list(pool.map(one, execs))
+                list(pool.map(one, items))
 
-    def step(self, state: PipelineState, batch: Any) -> tuple[PipelineState, StepMetrics]:
+    def step(
+        self, state: PipelineState, batch: Any, *, profile: bool = False
+    ) -> tuple[PipelineState, StepMetrics]:
         """One training step on ``batch``: every microbatch forward and backward in the
         schedule's order, gradients summed per stage, then the optimizer update per stage.
+
+        Every action is issued asynchronously; the step waits for the devices only at its end
+        (for the loss and the gradient norm). ``profile=True`` instead waits for each action
+        on its rank and measures it: the step is slower, and its measured timeline is in the
+        metrics and :meth:`timeline`.
 
         Returns the new state (``state`` is consumed) and :class:`StepMetrics`.
         """
         plan = self._plan("train")
         t_start = time.perf_counter()
-        m = self.num_microbatches
-        args = self.param_store.stage_args(state, batch)
-        acc = [ex.zeros() if self.layout.local(ex.rank) else [] for ex in self.execs]
+        profile = profile or self.sync_actions
         assert self.plan.loss is not None
         ls, lk = self.plan.loss
-        loss_ct = None
-        if self.layout.local(self.placement.rank_of(ls)):
-            loss_ct = jax.device_put(
-                np.asarray(1.0 / m, dtype=self.staged.out_avals[0].dtype),
-                self.execs[ls].output_shardings[lk],
-            )
-        run = self.comm.step_run(plan, "train", args, acc, loss_ct, sync=self.sync_actions)
-        result = run.run()
-        del args
-        self.comm.last_transfer_seconds = getattr(run, "transfer_seconds", 0.0)
-        losses = self._losses(result, ls)
+        fast = None if profile else self._fast_step("train")
+        if fast is not None:
+            result = fast.run(state, batch)
+        else:
+            m = self.num_microbatches
+            args = self.param_store.stage_args(state, batch)
+            acc = [ex.zeros() if self.layout.local(ex.rank) else [] for ex in self.execs]
+            loss_ct = None
+            if self.layout.local(self.placement.rank_of(ls)):
+                loss_ct = jax.device_put(
+                    np.asarray(1.0 / m, dtype=self.staged.out_avals[0].dtype),
+                    self.execs[ls].output_shardings[lk],
+                )
+            run = self.comm.step_run(plan, "train", args, acc, loss_ct, sync=profile)
+            result = run.run()
+            del args
+            self.comm.last_transfer_seconds = getattr(run, "transfer_seconds", 0.0)
         grads = self.param_store.total_grads(result.acc)
-        new_state, grad_norm = self.param_store.update(state, grads)
+        new_state, pending_norm = self.param_store.update(state, grads)
+        losses = self._losses(result, ls)
+        grad_norm = self.param_store.grad_norm(pending_norm)
         step_time = time.perf_counter() - t_start
-        self._timeline = measured_timeline(plan.schedule, result)
         self._last_result = result
+        timeline = None
+        if profile:
+            timeline = self._timeline = measured_timeline(plan.schedule, result)
         metrics = StepMetrics(
             loss=float(np.mean(losses)),
             grad_norm=grad_norm,
             step_time=step_time,
-            timeline=self._timeline,
+            timeline=timeline,
         )
         if self.optimizer is None:
             metrics.grads = jax.tree_util.tree_unflatten(self.param_treedef, grads)
@@ -354,11 +417,17 @@ class Pipeline:
             )
         plan = self._plan("infer")
         m = self.num_microbatches
-        args = self.param_store.stage_args(state, batch)
-        empty: list[list[Any]] = [[] for _ in self.execs]
-        result = self.comm.step_run(plan, "infer", args, empty, None, sync=self.sync_actions).run()
-        del args
-        self._timeline = measured_timeline(plan.schedule, result)
+        fast = None if self.sync_actions else self._fast_step("infer")
+        if fast is not None:
+            result = fast.run(state, batch)
+        else:
+            args = self.param_store.stage_args(state, batch)
+            empty: list[list[Any]] = [[] for _ in self.execs]
+            run = self.comm.step_run(plan, "infer", args, empty, None, sync=self.sync_actions)
+            result = run.run()
+            del args
+            if self.sync_actions:
+                self._timeline = measured_timeline(plan.schedule, result)
         self._last_result = result
         batch_leaves = jax.tree_util.tree_leaves(batch)
         flat_out = []
@@ -394,10 +463,13 @@ class Pipeline:
         return jax.tree_util.tree_unflatten(self.param_treedef, leaves)
 
     def timeline(self) -> Timeline:
-        """The measured timeline of the last step or inference (times in milliseconds); plot
-        it with :func:`hlopipe.schedules.plot` and compare it with a simulated one."""
+        """The measured timeline of the last profiled step (times in milliseconds); plot it
+        with :func:`hlopipe.schedules.plot` and compare it with a simulated one."""
         if self._timeline is None:
-            raise RuntimeConfigError("no step has run yet; call step() or infer() first")
+            raise RuntimeConfigError(
+                "no step has been profiled yet; call step(state, batch, profile=True) (or "
+                "build the pipeline with sync_actions=True)"
+            )
         return self._timeline
 
     def __repr__(self) -> str:
