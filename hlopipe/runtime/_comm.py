@@ -14,9 +14,19 @@ from typing import Any
 
 import jax
 import numpy as np
+from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
+from hlopipe.errors import DistributedError
+from hlopipe.runtime import distributed
 from hlopipe.runtime._executor import StepPlan, StepRun
-from hlopipe.runtime._multiprocess import MultiProcessStepRun, Transfer, move, transfer_order
+from hlopipe.runtime._multiprocess import (
+    MultiProcessStepRun,
+    Transfer,
+    move,
+    transfer_between_meshes,
+    transfer_order,
+)
+from hlopipe.runtime._placement import DATA_AXIS
 from hlopipe.runtime._plan import PipelinePlan
 
 # Pipelines built in a multi-process job, numbered alike in every process (all of them build
@@ -83,18 +93,42 @@ class Comm:
 
     def share_f64(self, values: np.ndarray | None, src_process: int, n: int) -> np.ndarray:
         """``n`` float64 values known to ``src_process`` (``values`` there, ``None``
-        elsewhere), exactly, in every process (bit patterns as uint32 pairs)."""
+        elsewhere), exactly, in every process of the job, whether it holds ranks or not (bit
+        patterns as uint32 pairs, one collective from the first device of ``src_process`` to
+        the first device of each other process, every process in the same order)."""
         if not self.multi:
             assert values is not None
             return np.asarray(values, np.float64)
-        src_rank = self.layout.rank_process.index(src_process)
+        me = self.layout.me
+        first: dict[int, Any] = {}
+        for d in jax.devices():
+            first.setdefault(int(d.process_index), d)
         aval = jax.ShapeDtypeStruct((2 * n,), np.uint32)
+        src_mesh = Mesh(np.array([first[src_process]]), (DATA_AXIS,))
+        bits = None
         dev = None
-        if values is not None:
+        if me == src_process:
+            assert values is not None
             bits = np.ascontiguousarray(np.asarray(values, np.float64).reshape(n)).view(np.uint32)
-            dev = jax.device_put(bits, self.plan.placement.replicated(src_rank))
-        host = self.on_every_process(dev, src_rank, aval, False)
-        return np.ascontiguousarray(host, np.uint32).view(np.float64)
+            dev = jax.device_put(bits, NamedSharding(src_mesh, PartitionSpec()))
+        out = bits
+        for q in sorted(first):
+            if q == src_process or me not in (q, src_process):
+                continue
+            dst_mesh = Mesh(np.array([first[q]]), (DATA_AXIS,))
+            try:
+                moved = transfer_between_meshes(
+                    dev, src_mesh, dst_mesh, aval, NamedSharding(dst_mesh, PartitionSpec())
+                )
+            except Exception as e:
+                distributed.raise_lost_peer(e)
+                raise DistributedError(
+                    f"sending the step's results from process {src_process} to process {q} "
+                    f"failed: {e}"
+                ) from e
+            if q == me:
+                out = np.asarray(moved)
+        return np.ascontiguousarray(out, np.uint32).view(np.float64)
 
     def sum_over_processes(self, x: float) -> float:
         """``x`` summed over the processes holding ranks, in process order (every process
