@@ -119,9 +119,32 @@ class Params:
             return [new[n] for n in names], st, sq
 
         init = jax.jit(init_fn, out_shardings=rep)
-        upd = jax.jit(update, out_shardings=rep, donate_argnums=(1, 2))
+        # The update is compiled here, ahead of the first step, for its exact arguments:
+        # gradients and parameters replicated on the stage's rank, the state init gives.
+        p_avals = [
+            jax.ShapeDtypeStruct(pl.param_avals[p].shape, pl.param_avals[p].dtype, sharding=rep)
+            for p in pl.owned[s]
+        ]
+        st_avals = jax.tree.map(
+            lambda a: jax.ShapeDtypeStruct(a.shape, a.dtype, sharding=rep, weak_type=a.weak_type),
+            jax.eval_shape(init_fn, p_avals),
+        )
+        upd = (
+            jax.jit(update, out_shardings=rep, donate_argnums=(1, 2))
+            .lower(p_avals, st_avals, p_avals)
+            .compile()
+        )
         self._opt_fns[s] = (init, upd)
         return init, upd
+
+    def compile_ahead(self) -> None:
+        """Compile every local stage's optimizer update now (not at the first step)."""
+        if self.optimizer is None:
+            return
+        pl = self.plan
+        for s in range(pl.staged.num_stages):
+            if pl.layout.local(pl.placement.rank_of(s)):
+                self.optimizer_fns(s)
 
     def stage_args(self, state: PipelineState, batch: Any) -> dict[tuple[int, int], list[Any]]:
         """Per (stage, microbatch): the stage's flat arguments (parameters and batch slices)."""

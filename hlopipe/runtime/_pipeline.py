@@ -126,6 +126,7 @@ class Pipeline:
             # first step
             self._plan("train")
             self._fast_step("train")
+            self.param_store.compile_ahead()
 
     # -- the plan, read through ----------------------------------------------------------------
 
