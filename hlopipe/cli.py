@@ -1353,9 +1353,10 @@ def _train(args: argparse.Namespace, plan: dict[str, Any]) -> int:
         print(f"resumed step {state.step} from {args.resume}")
     print(f"compiling {pipe.staged.num_stages} stages' forward and backward (in step 1)...")
     losses: list[float] = []
-    for _ in range(args.steps):
+    for k in range(args.steps):
         t0 = time.perf_counter()
-        state, metrics = pipe.step(state, batch)
+        # the last step is profiled (each action waited for and timed) for the timeline
+        state, metrics = pipe.step(state, batch, profile=k == args.steps - 1)
         losses.append(float(metrics.loss))
         print(
             f"step {state.step:4d}  loss {metrics.loss:.6f}  grad norm {metrics.grad_norm:.4f}  "

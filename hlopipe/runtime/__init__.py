@@ -3,16 +3,18 @@
 Public API:
 
 * :class:`Pipeline` — build from a loss function, a ``StagedProgram`` or a program file;
-  ``init(params) -> PipelineState``, ``step(state, batch) -> (state, StepMetrics)``,
-  ``infer(state, batch)``, ``timeline()``.
+  ``init(params) -> PipelineState``, ``step(state, batch) -> (state, StepMetrics)``
+  (``profile=True``: a measured timeline), ``infer(state, batch)``, ``timeline()``.
 * :class:`PipelineState`, :class:`StepMetrics` — what ``init`` and ``step`` return.
 * :class:`Placement`, :func:`place` — ranks onto groups of devices (one ``Mesh`` each).
 * :class:`PipelineExecutionError` — a step failed while running (an action raised, or a
   receive timed out: deadlock or dead rank), naming the rank, step and action.
 * :func:`measured_timeline` — a ``schedules.Timeline`` from measured per-action times.
 
-One controller process, one thread per rank (see ``_executor.py``); multi-host execution
-(issue 7) keeps this structure with one process per host.
+In one process a step is an instruction stream issued asynchronously by one controller
+thread (``_stream.py``); a profiled step runs one thread per rank and times each action
+(``_executor.py``); across processes each process runs its ranks' threads and a link thread
+for the collectives (``_multiprocess.py``). See docs/runtime-performance.md.
 """
 
 from hlopipe.runtime._executor import Mailbox, PipelineExecutionError

@@ -231,12 +231,20 @@ def cross_process_transfer(
     """Move ``value`` (on ``src_rank``, this process's, or ``None`` when this process
     receives) to ``dst_sharding`` on ``dst_rank``. Both processes call it; blocks until done.
     Returns the array on the receiver, ``None`` on the sender."""
+    src_mesh, dst_mesh = placement.meshes[src_rank], placement.meshes[dst_rank]
+    return transfer_between_meshes(value, src_mesh, dst_mesh, aval, dst_sharding)
+
+
+def transfer_between_meshes(
+    value: Any, src_mesh: Mesh, dst_mesh: Mesh, aval: Any, dst_sharding: Any
+) -> Any:
+    """:func:`cross_process_transfer` between two meshes of as many devices, each within
+    one process."""
     shape = tuple(aval.shape)
     dtype = aval.dtype
     scalar = len(shape) == 0
     shape1 = (1,) if scalar else shape
     split = split_on_data(dst_sharding)
-    src_mesh, dst_mesh = placement.meshes[src_rank], placement.meshes[dst_rank]
     compiled, sharding, gshape = _compiled(src_mesh, dst_mesh, shape1, dtype, split)
     k = src_mesh.devices.size
     block = (shape1[0] // k, *shape1[1:]) if split else shape1

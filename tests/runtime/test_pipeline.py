@@ -17,6 +17,7 @@ import pytest
 
 import hlopipe
 from hlopipe import schedules
+from hlopipe.errors import RuntimeConfigError
 from hlopipe.models import gpt
 from hlopipe.runtime import Pipeline
 
@@ -247,7 +248,11 @@ def test_measured_timeline(tmp_path):
     batch = _batches(1)[0]
     pipe = Pipeline(_staged(), _params(), batch, schedule="1f1b", num_microbatches=M,
                     devices=jax.devices()[:4], optimizer=OPT)  # fmt: skip
-    _, metrics = pipe.step(pipe.init(_params()), batch)
+    state, metrics = pipe.step(pipe.init(_params()), batch)
+    assert metrics.timeline is None  # a normal step measures nothing
+    with pytest.raises(RuntimeConfigError, match="no step has been profiled"):
+        pipe.timeline()
+    _, metrics = pipe.step(state, batch, profile=True)
     tl = pipe.timeline()
     assert tl is metrics.timeline
     lowered = schedules.lower(pipe.schedule)
@@ -262,3 +267,22 @@ def test_measured_timeline(tmp_path):
     out = tmp_path / "timeline.png"
     schedules.plot(tl, out)
     assert out.stat().st_size > 0
+
+
+# -- memory ------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("schedule", ["1f1b", "zb-h1"])
+def test_activations_held_match_the_simulated_peak(schedule):
+    """The register file of a normal (asynchronous) step holds, per rank, at most as many
+    microbatches' activations as the simulator says, and every send buffer and activation is
+    released by the end of the step."""
+    batch = _batches(1)[0]
+    pipe = Pipeline(_staged(), _params(), batch, schedule=schedule, num_microbatches=M,
+                    devices=jax.devices()[:4], optimizer=OPT)  # fmt: skip
+    fast = pipe._fast_step("train")
+    assert fast is not None
+    regs = fast.fill(pipe.init(_params()), batch)
+    peak = fast.stream.run_counting(regs)
+    assert peak == schedules.simulate(pipe.schedule).peak_activations
+    assert fast.stream.held_slots(regs) == []
