@@ -191,8 +191,6 @@ def latest_step(directory: str | os.PathLike) -> int | None:
 def restore(pipe: Pipeline, directory: str | os.PathLike, step: int | None = None) -> PipelineState:
     """The state saved under ``directory`` (the newest, or ``step``), placed on this
     pipeline's stages; each process loads what its ranks hold."""
-    from hlopipe.runtime._pipeline import PipelineState
-
     root = os.fspath(directory)
     if step is None:
         step = latest_step(root)
@@ -237,7 +235,7 @@ def restore(pipe: Pipeline, directory: str | os.PathLike, step: int | None = Non
             if not pipe.layout.local(pipe.placement.rank_of(s)):
                 continue
             own = [values[pipe.owner_rank[p]][p] for p in owned]
-            template = pipe._optimizer_fns(s)[0](own)
+            template = pipe.param_store.optimizer_fns(s)[0](own)
             leaves = []
             for leaf_path, param, leaf in _opt_leaves(template, names):
                 if param is not None:
@@ -255,4 +253,4 @@ def restore(pipe: Pipeline, directory: str | os.PathLike, step: int | None = Non
             opt_states[s] = jax.tree_util.tree_unflatten(
                 jax.tree_util.tree_structure(template), leaves
             )
-    return PipelineState(values, opt_states, int(meta["step"]), pipe.param_treedef, pipe.owner_rank)
+    return pipe.param_store.state(values, opt_states, int(meta["step"]))

@@ -1,0 +1,108 @@
+"""Communication of a pipeline: running a step's transfers and moving values between ranks,
+in one process or across the processes of a ``jax.distributed`` job.
+
+In one process everything is a ``device_put``. Across processes a value moves by an XLA
+collective both processes issue (see ``_multiprocess.py``), every process in the same order;
+host values a step reports (the microbatch losses, the squared gradient norms) travel the same
+way, as exact float64 bit patterns, never through the coordinator's key-value store.
+"""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any
+
+import jax
+import numpy as np
+
+from hlopipe.runtime._executor import StepPlan, StepRun
+from hlopipe.runtime._multiprocess import MultiProcessStepRun, Transfer, move, transfer_order
+from hlopipe.runtime._plan import PipelinePlan
+
+# Pipelines built in a multi-process job, numbered alike in every process (all of them build
+# the same pipelines in the same order): the prefix of their coordinator barriers.
+_PIPE_IDS = itertools.count()
+
+
+class Comm:
+    """Moves values between the ranks of one pipeline, whichever processes hold them."""
+
+    def __init__(self, plan: PipelinePlan, timeout: float) -> None:
+        self.plan = plan
+        self.layout = plan.layout
+        self.timeout = timeout
+        self.uid = next(_PIPE_IDS) if self.layout.multi else -1
+        self.orders: dict[str, list[Transfer]] = {}
+        self.last_transfer_seconds = 0.0
+        self._syncs = 0
+
+    @property
+    def multi(self) -> bool:
+        return self.layout.multi
+
+    def next_sync_id(self) -> int:
+        self._syncs += 1
+        return self._syncs
+
+    def step_run(
+        self, plan: StepPlan, mode: str, args: Any, acc: Any, loss_ct: Any, *, sync: bool
+    ) -> StepRun:
+        """The run of one step (or inference pass) over ``plan``."""
+        if not self.multi:
+            return StepRun(plan, args, acc, loss_ct, timeout=self.timeout, sync=sync)
+        if mode not in self.orders:
+            self.orders[mode] = transfer_order(plan, self.layout)
+        return MultiProcessStepRun(
+            plan, args, acc, loss_ct, timeout=self.timeout, sync=sync,
+            layout=self.layout, order=self.orders[mode],
+        )  # fmt: skip
+
+    def move(self, value: Any, src_rank: int, dst_rank: int, aval: Any) -> Any:
+        """``value`` from ``src_rank`` to ``dst_rank`` (replicated there); ``None`` in a
+        process holding neither. Every process calls it in the same order."""
+        pl = self.plan.placement
+        return move(value, pl, self.layout, src_rank, dst_rank, aval, pl.replicated(dst_rank))
+
+    def on_every_process(self, value: Any, src_rank: int, aval: Any, split: bool) -> np.ndarray:
+        """``value``, held by ``src_rank`` (``None`` in other processes), as a host array in
+        every process: one transfer to each other process, every process in the same order.
+        ``split``: whether ``value`` is split on its leading axis over the rank's devices."""
+        if not self.multi:
+            return np.asarray(value)
+        rank_process = self.layout.rank_process
+        owner = rank_process[src_rank]
+        out = value
+        pl = self.plan.placement
+        for q in sorted(set(rank_process) - {owner}):
+            dst = rank_process.index(q)  # q's first rank
+            sharding = pl.data(dst, aval) if split else pl.replicated(dst)
+            moved = move(value, pl, self.layout, src_rank, dst, aval, sharding)
+            if q == self.layout.me:
+                out = moved
+        return np.asarray(out)
+
+    def share_f64(self, values: np.ndarray | None, src_process: int, n: int) -> np.ndarray:
+        """``n`` float64 values known to ``src_process`` (``values`` there, ``None``
+        elsewhere), exactly, in every process (bit patterns as uint32 pairs)."""
+        if not self.multi:
+            assert values is not None
+            return np.asarray(values, np.float64)
+        src_rank = self.layout.rank_process.index(src_process)
+        aval = jax.ShapeDtypeStruct((2 * n,), np.uint32)
+        dev = None
+        if values is not None:
+            bits = np.ascontiguousarray(np.asarray(values, np.float64).reshape(n)).view(np.uint32)
+            dev = jax.device_put(bits, self.plan.placement.replicated(src_rank))
+        host = self.on_every_process(dev, src_rank, aval, False)
+        return np.ascontiguousarray(host, np.uint32).view(np.float64)
+
+    def sum_over_processes(self, x: float) -> float:
+        """``x`` summed over the processes holding ranks, in process order (every process
+        gets the same float)."""
+        if not self.multi:
+            return x
+        total = 0.0
+        for q in sorted(set(self.layout.rank_process)):
+            mine = np.array([x], np.float64) if q == self.layout.me else None
+            total += float(self.share_f64(mine, q, 1)[0])
+        return total

@@ -1,0 +1,371 @@
+"""The frozen plan of a pipeline: what its constructor decides once and never changes.
+
+``build_plan`` checks the arguments, splits the program at microbatch size, picks the
+schedule and the placement, builds each stage's executables (compiled later, ahead of the
+first step) and decides which stage owns each parameter. Everything else in the runtime reads
+the :class:`PipelinePlan`; nothing writes to it.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from hlopipe import schedules
+from hlopipe.errors import RuntimeConfigError
+from hlopipe.runtime._compile import StageExecutables, build_executables
+from hlopipe.runtime._multiprocess import ProcessLayout
+from hlopipe.runtime._placement import Placement, place
+from hlopipe.schedules import Kind, Schedule
+from hlopipe.stages import StagedProgram, split
+
+
+def sds(x: Any) -> jax.ShapeDtypeStruct:
+    return jax.ShapeDtypeStruct(np.shape(x), jnp.result_type(x))
+
+
+def describe(avals: Sequence[Any]) -> str:
+    return ", ".join(f"{jnp.dtype(a.dtype).name}{list(a.shape)}" for a in avals)
+
+
+@dataclass(frozen=True, eq=False)
+class PipelinePlan:
+    """Shapes, stages, schedule, placement and parameter ownership of one pipeline."""
+
+    num_microbatches: int
+    devices: tuple[Any, ...]
+    param_treedef: Any
+    param_avals: tuple[jax.ShapeDtypeStruct, ...]
+    batch_treedef: Any
+    batch_avals: tuple[jax.ShapeDtypeStruct, ...]
+    batch_size: int
+    microbatch_size: int
+    staged: StagedProgram
+    argnums: tuple[int, ...]
+    schedule: Schedule
+    placement: Placement
+    layout: ProcessLayout
+    execs: tuple[StageExecutables, ...]
+    remat: bool
+    # ownership: the first stage using a parameter owns it; others hold replicas
+    users: tuple[tuple[int, ...], ...]
+    owner: tuple[int, ...]
+    owner_rank: tuple[int, ...]
+    holders: tuple[tuple[int, ...], ...]  # per parameter: the ranks holding a copy
+    owned: tuple[tuple[int, ...], ...]  # per stage: the inexact parameters it updates
+    param_names: tuple[str, ...]
+    loss: tuple[int, int] | None  # (stage, output index) of the scalar loss
+
+    @property
+    def num_params(self) -> int:
+        return len(self.param_avals)
+
+    def inference_schedule(self) -> Schedule:
+        """The forward-only schedule ``infer`` runs, on this plan's placement.
+
+        ``schedules.inference`` when its placement is this one (one stage per rank, or looped
+        stages); otherwise (zb-v's V) the forwards of the training schedule in its order.
+        """
+        s = self.schedule
+        if not s.has_backward:
+            return s
+        v = s.num_stages // s.num_ranks
+        inf = schedules.inference(s.num_ranks, s.num_microbatches, v)
+        if inf.stage_to_rank == s.stage_to_rank:
+            return inf
+        fwd = {
+            r: [a for a in row if a is not None and a.kind is Kind.F]
+            for r, row in s.actions.items()
+        }
+        out = s.replace_actions(fwd)
+        out.name = f"inference ({s.name} order)"
+        return out
+
+    def check_params(self, params: Any) -> list[Any]:
+        leaves, treedef = jax.tree_util.tree_flatten(params)
+        if not treedef == self.param_treedef:  # PyTreeDef: == only
+            raise RuntimeConfigError(
+                f"params have structure {treedef}, the pipeline was built for {self.param_treedef}"
+            )
+        for k, (x, a) in enumerate(zip(leaves, self.param_avals)):
+            if tuple(np.shape(x)) != tuple(a.shape) or jnp.result_type(x) != a.dtype:
+                raise RuntimeConfigError(
+                    f"parameter {self.staged.in_paths[k]}: {describe([sds(x)])}, the pipeline "
+                    f"was built for {describe([a])}"
+                )
+        return leaves
+
+    def check_batch(self, batch: Any) -> list[Any]:
+        leaves, treedef = jax.tree_util.tree_flatten(batch)
+        if not treedef == self.batch_treedef:
+            raise RuntimeConfigError(
+                f"batch has structure {treedef}, the pipeline was built for {self.batch_treedef}"
+            )
+        got = [sds(x) for x in leaves]
+        if any(
+            tuple(g.shape) != tuple(a.shape) or g.dtype != a.dtype
+            for g, a in zip(got, self.batch_avals)
+        ):
+            raise RuntimeConfigError(
+                f"batch is ({describe(got)}), the pipeline was built for "
+                f"({describe(self.batch_avals)})"
+            )
+        return leaves
+
+
+def _is_path(x: Any) -> bool:
+    return isinstance(x, str | os.PathLike)
+
+
+def _batch_sizes(avals: list[jax.ShapeDtypeStruct], m: int) -> tuple[int, int]:
+    if not avals:
+        raise RuntimeConfigError("the batch has no arrays")
+    sizes = {a.shape[0] if a.shape else None for a in avals}
+    if None in sizes:
+        raise RuntimeConfigError(
+            "every batch leaf needs a leading batch axis; got shapes "
+            f"{[list(a.shape) for a in avals]}"
+        )
+    if len(sizes) != 1:
+        raise RuntimeConfigError(
+            f"batch leaves disagree on the batch size (leading axes {sorted(sizes)})"  # type: ignore[type-var]
+        )
+    b = int(next(iter(sizes)))  # type: ignore[arg-type]
+    if b % m:
+        raise RuntimeConfigError(
+            f"a batch of {b} does not split into {m} equal microbatches "
+            f"({b} % {m} = {b % m}); choose num_microbatches dividing {b}"
+        )
+    return b, b // m
+
+
+def _has_markers(jaxpr: Any) -> bool:
+    """Whether ``jaxpr`` or a jaxpr nested in it holds a ``stage_boundary`` marker."""
+    for e in jaxpr.eqns:
+        if e.primitive.name == "stage_boundary":
+            return True
+        for v in e.params.values():
+            for sub in v if isinstance(v, tuple | list) else (v,):
+                inner = getattr(sub, "jaxpr", sub)
+                if hasattr(inner, "eqns") and _has_markers(inner):
+                    return True
+    return False
+
+
+def _split(
+    program: Any,
+    param_treedef: Any,
+    param_avals: list[Any],
+    batch_treedef: Any,
+    mb_avals: list[Any],
+    num_stages: int | None,
+    default: int | None,
+) -> StagedProgram:
+    if isinstance(program, StagedProgram):
+        return program
+    if _is_path(program) or (hasattr(program, "as_function") and hasattr(program, "in_avals")):
+        from hlopipe.io import load
+
+        prog = load(program) if _is_path(program) else program
+        target: Any = prog
+        args: tuple[Any, ...] = ()
+        fn = prog.as_function()
+        trace_args = [jax.ShapeDtypeStruct(a.shape, a.dtype) for a in prog.in_avals]  # type: ignore[union-attr]
+    elif callable(program):
+        target = program
+        args = (
+            jax.tree_util.tree_unflatten(param_treedef, param_avals),
+            jax.tree_util.tree_unflatten(batch_treedef, mb_avals),
+        )
+        fn, trace_args = program, list(args)
+    else:
+        raise RuntimeConfigError(
+            "Pipeline expects a loss function, a StagedProgram or the path of a program "
+            f"file, got {type(program).__name__}"
+        )
+    # Without markers the program is cut into the default number of stages.
+    if num_stages is None and default and not _has_markers(jax.make_jaxpr(fn)(*trace_args).jaxpr):
+        num_stages = default
+    return split(target, *args, num_stages=num_stages)
+
+
+def _argnums(staged: StagedProgram, num_params: int) -> tuple[int, ...]:
+    argnum: dict[int, int] = {}
+    for st in staged.stages:
+        argnum.update(zip(st.params_needed, st.param_argnums))
+    p_nums = {a for i, a in argnum.items() if i < num_params}
+    b_nums = {a for i, a in argnum.items() if i >= num_params}
+    if p_nums & b_nums:
+        raise RuntimeConfigError(
+            "parameters and batch share a positional argument of the program "
+            f"(argument {sorted(p_nums & b_nums)}); pass them as separate arguments"
+        )
+    return tuple(sorted(p_nums))
+
+
+def _loss_location(staged: StagedProgram, schedule: Schedule) -> tuple[int, int] | None:
+    if not schedule.has_backward:
+        return None
+    src = staged.out_sources[0] if staged.out_sources else None
+    aval = staged.out_avals[0] if staged.out_avals else None
+    if (
+        src is None
+        or aval is None
+        or src.kind != "stage"
+        or aval.shape != ()
+        or not jnp.issubdtype(aval.dtype, jnp.floating)
+    ):
+        raise RuntimeConfigError(
+            f"training with schedule {schedule.name!r} needs the program's first "
+            "output to be a scalar floating loss computed by a stage; got "
+            f"{describe(staged.out_avals[:1]) or 'no outputs'}"
+        )
+    return (src.stage, src.index)
+
+
+def build_plan(
+    program: Any,
+    params: Any,
+    batch: Any,
+    *,
+    num_stages: int | None,
+    schedule: str | Schedule,
+    num_microbatches: int,
+    virtual_stages: int | None,
+    devices: Sequence[Any] | None,
+    stage_mesh_shape: Sequence[int],
+    remat: bool,
+) -> PipelinePlan:
+    """Check the arguments and decide everything a :class:`~hlopipe.runtime.Pipeline` needs
+    (see its docstring for the arguments)."""
+    m = num_microbatches
+    if not isinstance(m, int) or isinstance(m, bool) or m < 1:
+        raise RuntimeConfigError(f"num_microbatches must be a positive integer, got {m!r}")
+    devs = list(jax.devices() if devices is None else devices)
+    param_leaves, param_treedef = jax.tree_util.tree_flatten(params)
+    param_avals = [sds(x) for x in param_leaves]
+    batch_leaves, batch_treedef = jax.tree_util.tree_flatten(batch)
+    batch_avals = [sds(x) for x in batch_leaves]
+    num_params = len(param_avals)
+    batch_size, mb_size = _batch_sizes(batch_avals, m)
+    mb_avals = [jax.ShapeDtypeStruct((mb_size, *a.shape[1:]), a.dtype) for a in batch_avals]
+    group = math.prod(stage_mesh_shape) if stage_mesh_shape else 1
+
+    # 1. the schedule's shape (virtual stages per rank) decides the default stage count.
+    if isinstance(schedule, Schedule):
+        v = schedule.num_stages // schedule.num_ranks
+    else:
+        v = virtual_stages or schedules.get(schedule, 1, 1).num_stages
+    default_stages: int | None = num_stages
+    if isinstance(schedule, Schedule):
+        default_stages = schedule.num_stages
+    elif num_stages is None:
+        default_stages = max(len(devs) // max(group, 1), 1) * v
+
+    # 2. the staged program, split at microbatch size.
+    staged = _split(
+        program, param_treedef, param_avals, batch_treedef, mb_avals, num_stages, default_stages
+    )
+    S = staged.num_stages
+    want, have = staged.in_avals, [*param_avals, *mb_avals]
+    if len(want) != len(have) or any(
+        tuple(w.shape) != tuple(h.shape) or jnp.dtype(w.dtype) != jnp.dtype(h.dtype)
+        for w, h in zip(want, have)
+    ):
+        raise RuntimeConfigError(
+            "the program's arguments do not match params + one microbatch:\n"
+            f"  program:    ({describe(want)})\n"
+            f"  params:     ({describe(param_avals)})\n"
+            f"  microbatch: ({describe(mb_avals)})  "
+            f"[batch of {batch_size} / {m} microbatches]"
+        )
+    argnums = _argnums(staged, num_params)
+
+    # 3. the schedule and the placement.
+    if isinstance(schedule, Schedule):
+        if schedule.is_lowered:
+            raise RuntimeConfigError("pass a compute-only schedule; the pipeline lowers it")
+        schedules.validate(schedule)
+        sched = schedule
+        if sched.num_microbatches != m:
+            raise RuntimeConfigError(
+                f"the schedule is for {sched.num_microbatches} microbatches, num_microbatches={m}"
+            )
+    else:
+        if S % v:
+            raise RuntimeConfigError(
+                f"schedule {schedule!r} puts {v} stages on each rank, but the program has "
+                f"{S} stages (not a multiple of {v})"
+            )
+        sched = schedules.get(schedule, S // v, m, v if virtual_stages else None)
+    if sched.num_stages != S:
+        raise RuntimeConfigError(
+            f"schedule {sched.name!r} has {sched.num_stages} stages, the program has {S}"
+        )
+    placement = place(
+        devs,
+        stage_mesh_shape,
+        sched.num_ranks,
+        sched.stage_to_rank,
+        batch_size=mb_size,
+        schedule_name=f"schedule {sched.name!r} with {S} stages on {sched.num_ranks} ranks",
+    )
+    layout = ProcessLayout.of(placement)
+    execs = tuple(
+        build_executables(st, placement, num_param_leaves=num_params, argnums=argnums, remat=remat)
+        for st in staged.stages
+    )
+
+    # 4. ownership of parameters: the first stage using one owns it; others hold replicas.
+    users: list[list[int]] = [[] for _ in range(num_params)]
+    for st in staged.stages:
+        for p in st.params_needed:
+            if p < num_params:
+                users[p].append(st.index)
+    owner = [u[0] if u else 0 for u in users]
+    owner_rank = [placement.rank_of(o) for o in owner]
+    holders = [
+        tuple(sorted({owner_rank[p]} | {placement.rank_of(s) for s in users[p]}))
+        for p in range(num_params)
+    ]
+    owned: list[list[int]] = [[] for _ in range(S)]
+    for p in range(num_params):
+        if jnp.issubdtype(param_avals[p].dtype, jnp.inexact):
+            owned[owner[p]].append(p)
+    param_names = [
+        jax.tree_util.keystr(k)
+        for k, _ in jax.tree_util.tree_flatten_with_path(
+            jax.tree_util.tree_unflatten(param_treedef, param_avals)
+        )[0]
+    ]
+    return PipelinePlan(
+        num_microbatches=m,
+        devices=tuple(devs),
+        param_treedef=param_treedef,
+        param_avals=tuple(param_avals),
+        batch_treedef=batch_treedef,
+        batch_avals=tuple(batch_avals),
+        batch_size=batch_size,
+        microbatch_size=mb_size,
+        staged=staged,
+        argnums=argnums,
+        schedule=sched,
+        placement=placement,
+        layout=layout,
+        execs=execs,
+        remat=remat,
+        users=tuple(tuple(u) for u in users),
+        owner=tuple(owner),
+        owner_rank=tuple(owner_rank),
+        holders=tuple(holders),
+        owned=tuple(tuple(o) for o in owned),
+        param_names=tuple(param_names),
+        loss=_loss_location(staged, sched),
+    )
