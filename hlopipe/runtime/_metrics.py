@@ -17,7 +17,8 @@ _COMPUTE = frozenset({Kind.F, Kind.B, Kind.I, Kind.W})
 class StepMetrics:
     """What :meth:`Pipeline.step` reports.
 
-    ``loss``: mean over the microbatches of the program's first output (the step's loss).
+    ``loss``: mean (sum, with ``loss_reduction="sum"``) over the microbatches of the
+    program's first output (the step's loss).
     ``grad_norm``: global L2 norm of the parameter gradients (before the update).
     ``step_time``: wall time of the step in seconds (schedule and update).
     ``timeline``: the measured per-action timeline (milliseconds), as :func:`schedules.simulate`
