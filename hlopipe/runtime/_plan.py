@@ -24,7 +24,7 @@ from hlopipe.runtime._compile import StageExecutables, build_executables
 from hlopipe.runtime._multiprocess import ProcessLayout
 from hlopipe.runtime._placement import Placement, default_group_size, place
 from hlopipe.schedules import Kind, Schedule
-from hlopipe.stages import StagedProgram, split
+from hlopipe.stages import StagedProgram, arg_partition_specs, split
 
 
 def sds(x: Any) -> jax.ShapeDtypeStruct:
@@ -338,9 +338,10 @@ def build_plan(
         stage_mesh_axes=stage_mesh_axes,
     )
     layout = ProcessLayout.of(placement)
+    flat = None
     if param_specs is None:
-        param_specs = _annotated_specs(program, staged, num_params)
-    specs = _spec_leaves(param_specs, param_treedef, param_avals, staged, placement)
+        flat = _annotated_specs(program, placement, num_params)
+    specs = _spec_leaves(param_specs, param_treedef, param_avals, staged, placement, flat)
 
     def requested(rank: int, p: int) -> Any:
         spec = specs[p]
@@ -409,9 +410,17 @@ def build_plan(
     )
 
 
-def _annotated_specs(program: Any, staged: StagedProgram, num_params: int) -> Any:
-    """Parameter specs from a loaded program's own sharding annotations (``None``: none)."""
-    return None
+def _annotated_specs(program: Any, placement: Placement, num_params: int) -> Any:
+    """Parameter specs from a loaded program's own sharding annotations (``mhlo.sharding``,
+    ``sdy.sharding`` on its arguments), flat; ``None`` when it is no file or has none."""
+    if not (_is_path(program) or hasattr(program, "entry_func")):
+        return None
+    from hlopipe.io import load
+
+    prog = load(program) if _is_path(program) else program
+    mesh = placement.meshes[0]
+    specs = arg_partition_specs(prog, [(n, int(s)) for n, s in dict(mesh.shape).items()])
+    return None if specs is None else list(specs[:num_params])
 
 
 def _spec_leaves(
@@ -420,20 +429,15 @@ def _spec_leaves(
     avals: Sequence[Any],
     staged: StagedProgram,
     placement: Placement,
+    flat: list[Any] | None = None,
 ) -> list[Any]:
     """One ``PartitionSpec`` (or ``None``: propagate) per parameter leaf, checked against
-    every rank's mesh; replicated everywhere when ``param_specs`` is ``None``."""
-    if param_specs is None:
+    every rank's mesh: ``param_specs``, else ``flat`` (a program's annotations), else
+    replicated everywhere."""
+    if flat is not None:
+        leaves = list(flat)  # from the program's own annotations
+    elif param_specs is None:
         return [PartitionSpec()] * len(avals)
-    if (
-        isinstance(param_specs, list)
-        and len(param_specs) == len(avals)
-        and not (
-            treedef.num_leaves == len(avals)
-            and treedef == jax.tree_util.tree_structure(param_specs)
-        )
-    ):
-        leaves = list(param_specs)  # already flat (from a program's annotations)
     else:
         try:
             leaves = treedef.flatten_up_to(param_specs)

@@ -14,7 +14,8 @@ Public API:
 * :func:`shard_stage`, :class:`ShardedStage` — consistent sharding of a stage's forward and
   backward ("merge, then split"); :func:`merge` joins a forward and backward jaxpr into one;
   :func:`compile_merged` compiles the merged program once and returns the shardings it chose
-  (what the runtime pins on each stage's F / B / I / W / FB).
+  (what the runtime pins on each stage's F / B / I / W / FB); :func:`arg_partition_specs`
+  reads a loaded program's argument sharding annotations as ``PartitionSpec``s.
 * :func:`merge_files` / :func:`split_merged` — the same at the file level: a forward and a
   backward module (paths, text or ``Program``) merged into one module, and a merged module cut
   back into forward and backward with the merged compile's shardings pinned
@@ -34,7 +35,13 @@ from hlopipe.stages._files import (
     split_merged,
 )
 from hlopipe.stages._partition import Partition, RepeatedRun, find_repeated_run, partition
-from hlopipe.stages._sharding import ShardedStage, compile_merged, merge, shard_stage
+from hlopipe.stages._sharding import (
+    ShardedStage,
+    arg_partition_specs,
+    compile_merged,
+    merge,
+    shard_stage,
+)
 from hlopipe.stages._split import (
     OutputSource,
     Receive,
@@ -61,6 +68,7 @@ __all__ = [
     "StageAutodiff",
     "StageCost",
     "StagedProgram",
+    "arg_partition_specs",
     "compile_merged",
     "eqn_cost",
     "find_repeated_run",

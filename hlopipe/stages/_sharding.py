@@ -261,3 +261,56 @@ def compile_consistent(
         keep_unused=True,
     ).lower(*[J.sds(a) for a in backward.in_avals])
     return Consistent(ml, mc, fl, fl.compile(), bl, bl.compile(), m_in, m_out)
+
+
+def arg_partition_specs(program: Any, axes: Sequence[tuple[str, int]]) -> list[Any] | None:
+    """The sharding annotations on a loaded program's arguments as ``PartitionSpec``s over a
+    mesh with ``axes`` (``(name, size)`` pairs), one per argument; ``None`` for an argument
+    without one or whose annotation this mesh cannot express (propagation then decides).
+    Returns ``None`` when no argument is annotated.
+
+    ``sdy.sharding`` (Shardy) names its axes: they are kept when the mesh has an axis of that
+    name. ``mhlo.sharding`` (GSPMD) numbers devices: it is read over the mesh's axes other than
+    ``"data"`` (a program compiled for tensor parallelism alone), else over all of them.
+
+    Example:
+      >>> arg_partition_specs(hlopipe.load("step.mlir"), [("data", 2), ("model", 2)])
+      ... # doctest: +SKIP
+      [PartitionSpec(None, 'model'), ...]
+    """
+    from jax.sharding import PartitionSpec
+
+    from hlopipe.rehydrate.ops.collectives import hlo_sharding_spec, parse_sdy_shardings
+
+    func = program.entry_func
+    if "arg_attrs" not in func.attributes:
+        return None
+    names = {n for n, _ in axes}
+    model_axes = [(n, s) for n, s in axes if n != "data"]
+    out: list[Any] = []
+    found = False
+    for k, attrs in enumerate(func.attributes["arg_attrs"]):
+        spec = None
+        text = None
+        if "sdy.sharding" in attrs:
+            found = True
+            try:
+                [(_, dims)] = parse_sdy_shardings(str(attrs["sdy.sharding"]))
+            except Exception:
+                dims = None
+            if dims is not None and all(n in names for d in dims for n in d):
+                spec = PartitionSpec(
+                    *[None if not d else d[0] if len(d) == 1 else tuple(d) for d in dims]
+                )
+        elif "mhlo.sharding" in attrs:
+            found = True
+            text = str(attrs["mhlo.sharding"]).strip('"')
+            ndim = len(program.in_avals[k].shape)
+            for candidate in (model_axes, list(axes)):
+                try:
+                    spec = hlo_sharding_spec(text, ndim, candidate)
+                    break
+                except Exception:
+                    continue
+        out.append(spec)
+    return out if found else None

@@ -66,7 +66,7 @@ def _reference(opt, fn=loss_fn, steps=STEPS):
     def step(p, s, b):
         loss, g = jax.value_and_grad(fn)(p, b)
         u, s = opt.update(g, s, p)
-        return optax.apply_updates(p, u), s, loss, optax.global_norm(g)
+        return optax.apply_updates(p, u), s, loss, optax.tree.norm(g)
 
     p, s = _params(), opt.init(_params())
     losses, norms = [], []
@@ -266,6 +266,40 @@ def test_checkpoint_of_sharded_stages_restores_onto_another_layout(tmp_path):
     # and training on from there gives the losses of the uninterrupted run
     _, m = other.step(back, _batches(2)[1])
     np.testing.assert_allclose(m.loss, _reference(SGD)[0][1], rtol=1e-5)
+
+
+def _annotated_file(path):
+    """The GPT loss exported as StableHLO with its weights sharded on a 2-device "model" mesh
+    (Megatron-style; ``sdy.sharding`` on the arguments), flat ``(params..., tokens, targets)``."""
+    from jax.sharding import Mesh, NamedSharding
+
+    leaves, tree = jax.tree.flatten(_params())
+    specs = jax.tree.leaves(megatron_specs(_params()), is_leaf=lambda x: isinstance(x, P))
+    mesh = Mesh(np.array(jax.devices()[:2]), ("model",))
+
+    def flat(*a):
+        return loss_fn(jax.tree.unflatten(tree, a[: len(leaves)]), (a[-2], a[-1]))
+
+    shardings = [NamedSharding(mesh, s) for s in specs] + [NamedSharding(mesh, P())] * 2
+    mb = jax.tree.map(lambda x: x[: BATCH // M], _batches(1)[0])
+    text = jax.jit(flat, in_shardings=shardings).lower(*leaves, *mb).as_text()
+    assert 'sdy.sharding<@mesh, [{}, {"model"}]>' in text
+    path.write_text(text)
+    return path
+
+
+def test_loaded_program_sharding_annotations_are_the_parameter_specs(tmp_path):
+    file = _annotated_file(tmp_path / "gpt.mlir")
+    pipe = Pipeline(str(file), _params(), _batches(1)[0], schedule="1f1b", num_microbatches=M,
+                    devices=jax.devices()[:8], optimizer=SGD, **MESH)  # fmt: skip
+    names = pipe.param_names
+    assert pipe.plan.param_specs[names.index("['layers'][0]['qkv']")] == P(None, "model")
+    assert pipe.plan.param_specs[names.index("['layers'][1]['fc2']")] == P("model", None)
+    losses, _, state = _train(pipe)
+    ref_losses, _, ref_params = _reference(SGD)
+    np.testing.assert_allclose(losses, ref_losses, rtol=1e-5)
+    _assert_params(state, ref_params)
+    assert state.params["layers"][1]["fc1"].sharding.spec == P(None, "model")
 
 
 MESH_JOB = str(Path(__file__).with_name("_mesh_job.py"))
