@@ -3,7 +3,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test test-multiprocess lint typecheck check bench fixtures clean
+.PHONY: demo test test-multiprocess test-mesh lint typecheck check bench fixtures clean
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV) || python3 -m venv $(VENV)
@@ -19,7 +19,11 @@ demo: $(STAMP)
 	$(BIN)/hlopipe demo
 
 test: $(STAMP)
-	$(BIN)/python -m pytest -q -n 2 tests
+	$(BIN)/python -m pytest -q -n 2 -m "not devices16" tests
+
+# The 16-device pipeline x data x tensor configurations (minutes of compiling; not in make test).
+test-mesh: $(STAMP)
+	$(BIN)/python -m pytest -q -p no:xdist -m devices16 tests
 
 # Only the multi-process (jax.distributed) tests, which `make test` runs too.
 test-multiprocess: $(STAMP)

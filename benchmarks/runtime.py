@@ -5,6 +5,8 @@ Run: ``python benchmarks/runtime.py`` (8 simulated CPU devices). Prints one rich
 time is the median of several steps after a warm-up step. Normal steps are timed (every action
 issued asynchronously); bubbles come from separate profiled steps (``step(..., profile=True)``,
 each action waited for and timed), compared with the schedule simulated with those costs.
+``mesh_table``: parallelism inside a stage (collectives of merged vs forward-first sharding,
+2-D stage meshes vs 1-D and plain jit). Only that table: ``python benchmarks/runtime.py mesh``.
 """
 
 from __future__ import annotations
@@ -236,5 +238,126 @@ def main() -> None:
     console.print(table)
 
 
+# -- parallelism inside a stage (issue 12) ---------------------------------------------------
+
+
+def megatron_specs(params):
+    """Column-split the first matmul of each pair, row-split the second, on "model"."""
+    P_ = PartitionSpec
+    layer = {
+        "ln1": {"g": P_(), "b": P_()}, "qkv": P_(None, "model"), "proj": P_("model", None),
+        "ln2": {"g": P_(), "b": P_()}, "fc1": P_(None, "model"), "fc1_b": P_("model"),
+        "fc2": P_("model", None), "fc2_b": P_(),
+    }  # fmt: skip
+    return {"embed": P_(), "pos": P_(), "layers": [layer] * len(params["layers"]),
+            "ln_f": {"g": P_(), "b": P_()}}  # fmt: skip
+
+
+def _collectives(compiled_list) -> tuple[int, int]:
+    from hlopipe.runtime._compile import collective_counts
+
+    n = b = 0
+    for c in compiled_list:
+        for cnt, nbytes in collective_counts(c).values():
+            n, b = n + cnt, b + nbytes
+    return n, b
+
+
+def _forward_first(ex):
+    """The stage's F and B compiled the old way: the forward alone lets propagation lay out
+    its residuals, the backward is pinned to whatever it chose."""
+    from jax.extend.core import jaxpr_as_fun
+
+    fb = ex.autodiff
+    O = fb.num_outputs
+    sds = [jax.ShapeDtypeStruct(a.shape, a.dtype) for a in fb.forward_jaxpr.in_avals]
+    fwd = jaxpr_as_fun(fb.forward_jaxpr)
+    f = jax.jit(lambda *a: tuple(fwd(*a)),
+                in_shardings=(*ex.param_shardings, *ex.input_shardings),
+                out_shardings=(*ex.output_shardings, *[None] * fb.num_residuals),
+                keep_unused=True).lower(*sds).compile()  # fmt: skip
+    res_sh = list(f.output_shardings)[O:]
+    bwd = jaxpr_as_fun(fb.backward_jaxpr)
+    b_sds = [jax.ShapeDtypeStruct(a.shape, a.dtype) for a in fb.backward_jaxpr.in_avals]
+    b = jax.jit(lambda *a: tuple(bwd(*a)),
+                in_shardings=(*ex.param_shardings, *res_sh, *ex.out_ct_shardings),
+                out_shardings=(*ex.input_ct_shardings, *ex.acc_shardings),
+                keep_unused=True).lower(*b_sds).compile()  # fmt: skip
+    return f, b
+
+
+def plain_jit_2d(params, batch, devices, shape):
+    """The same model and optimizer under one jax.jit on a (data x model) mesh, Megatron
+    specs, the batch split on data: tensor and data parallelism without a pipeline."""
+    mesh = Mesh(np.array(devices[: shape[0] * shape[1]]).reshape(shape), ("data", "model"))
+    p_sh = jax.tree.map(lambda s: NamedSharding(mesh, s), megatron_specs(params),
+                        is_leaf=lambda x: isinstance(x, PartitionSpec))  # fmt: skip
+    b_sh = NamedSharding(mesh, PartitionSpec("data"))
+    loss = functools.partial(gpt.loss, cfg=CFG)
+
+    @functools.partial(jax.jit, donate_argnums=(0, 1), out_shardings=(p_sh, None, None))
+    def step(p, s, b):
+        value, g = jax.value_and_grad(loss)(p, b)
+        u, s = OPT.update(g, s, p)
+        return optax.apply_updates(p, u), s, value
+
+    st = {"p": jax.device_put(jax.device_get(params), p_sh)}  # own buffers: they are donated
+    st["s"] = OPT.init(st["p"])
+    b = jax.device_put(batch, b_sh)
+
+    def run():
+        st["p"], st["s"], value = step(st["p"], st["s"], b)
+        jax.block_until_ready(value)
+
+    return run
+
+
+def mesh_table(console, params, batch, devs) -> None:
+    """Per-stage collectives (merged vs forward-first sharding) and step times of 2 stages x a
+    (2 data x 2 model) mesh against plain jit on the same 2-D mesh and the pipeline with 1-D
+    (data-parallel) stages."""
+    staged_fn = functools.partial(gpt.loss, cfg=CFG, boundary=hlopipe.stage_boundary,
+                                  layers_per_stage=CFG.n_layers // 2)  # fmt: skip
+    two_d = Pipeline(staged_fn, params, batch, schedule="1f1b", num_microbatches=M,
+                     devices=devs[:8], stage_mesh_shape=(2, 2),
+                     stage_mesh_axes=("data", "model"), param_specs=megatron_specs(params),
+                     optimizer=OPT)  # fmt: skip
+    one_d = Pipeline(staged_fn, params, batch, schedule="1f1b", num_microbatches=M,
+                     devices=devs[:8], stage_mesh_shape=(4,), optimizer=OPT)  # fmt: skip
+    t2 = _median_step(pipeline_step(two_d, params, batch)[0])
+    t1 = _median_step(pipeline_step(one_d, params, batch)[0])
+    tj4 = _median_step(plain_jit_2d(params, batch, devs, (2, 2)))
+    tj8 = _median_step(plain_jit_2d(params, batch, devs, (4, 2)))
+
+    title = (f"parallelism in a stage — GPT d={CFG.d_model} L={CFG.n_layers}, batch {BATCH}, "
+             f"{M} microbatches, 1F1B, Megatron specs, median of {REPEATS} steps")  # fmt: skip
+    table = Table(title=title)
+    for col in ("what", "collectives (count / KiB)", "step", "notes"):
+        table.add_column(col, justify="left" if col in ("what", "notes") else "right")
+    for ex in two_d.execs:
+        s = ex.stage.index
+        for what, (n, b), note in [
+            ("merged F+B program", _collectives([ex.get("merged")]), "compiled once, never run"),
+            ("F + B, merged sharding", _collectives([ex.get("F"), ex.get("B")]),
+             "shardings read from the merged program"),
+            ("F + B, forward-first", _collectives(_forward_first(ex)),
+             "forward chooses, backward pinned to it"),
+        ]:  # fmt: skip
+            table.add_row(f"stage {s}: {what}", f"{n} / {b / 1024:.1f}", "", note)
+    table.add_row("pipeline 2 stages x (2 data x 2 model)", "", f"{t2 * 1e3:.1f} ms", "8 devices")
+    table.add_row("pipeline 2 stages x (4 data)", "", f"{t1 * 1e3:.1f} ms",
+                  f"8 devices; 2-D / 1-D {t2 / t1:.2f}")  # fmt: skip
+    table.add_row("plain jit, (2 data x 2 model), no pipeline", "", f"{tj4 * 1e3:.1f} ms",
+                  f"4 devices; pipeline 2-D / this {t2 / tj4:.2f}")  # fmt: skip
+    table.add_row("plain jit, (4 data x 2 model), no pipeline", "", f"{tj8 * 1e3:.1f} ms",
+                  f"8 devices; pipeline 2-D / this {t2 / tj8:.2f}")  # fmt: skip
+    console.print(table)
+
+
 if __name__ == "__main__":
-    main()
+    import sys
+
+    if sys.argv[1:] != ["mesh"]:
+        main()
+    params = gpt.init(jax.random.key(0), CFG)
+    mesh_table(Console(), params, gpt.batch(jax.random.key(1), BATCH, CFG), jax.devices())

@@ -1163,7 +1163,7 @@ def _train_plan(args: argparse.Namespace, program: Any) -> dict[str, Any]:
 
     # stages and devices
     markers = program.stage_markers()
-    v = args.virtual_stages or schedules.get(args.schedule, 1, 1).num_stages
+    v = args.virtual_stages or schedules.default_virtual_stages(args.schedule)
     devices = jax.local_devices()
     platform = devices[0].platform
     if markers:

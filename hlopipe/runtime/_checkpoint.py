@@ -222,7 +222,7 @@ def restore(pipe: Pipeline, directory: str | os.PathLike, step: int | None = Non
             if pipe.layout.local(r):
                 if host is None:
                     host = np.load(os.path.join(folder, "params", _fname(n)))
-                values[r][p] = jax.device_put(host, pipe.placement.replicated(r))
+                values[r][p] = jax.device_put(host, pipe.plan.param_sharding(r, p))
     opt_states: list[Any] = [None] * pipe.staged.num_stages
     if pipe.optimizer is not None:
         names = set(pipe.param_names)

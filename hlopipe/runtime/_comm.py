@@ -67,11 +67,15 @@ class Comm:
             layout=self.layout, order=self.orders[mode],
         )  # fmt: skip
 
-    def move(self, value: Any, src_rank: int, dst_rank: int, aval: Any) -> Any:
-        """``value`` from ``src_rank`` to ``dst_rank`` (replicated there); ``None`` in a
-        process holding neither. Every process calls it in the same order."""
+    def move(
+        self, value: Any, src_rank: int, dst_rank: int, aval: Any, sharding: Any = None
+    ) -> Any:
+        """``value`` from ``src_rank`` to ``dst_rank``, in ``sharding`` there (default
+        replicated; resharded on the way when the layouts differ); ``None`` in a process
+        holding neither. Every process calls it in the same order."""
         pl = self.plan.placement
-        return move(value, pl, self.layout, src_rank, dst_rank, aval, pl.replicated(dst_rank))
+        sh = pl.replicated(dst_rank) if sharding is None else sharding
+        return move(value, pl, self.layout, src_rank, dst_rank, aval, sh)
 
     def on_every_process(self, value: Any, src_rank: int, aval: Any, split: bool) -> np.ndarray:
         """``value``, held by ``src_rank`` (``None`` in other processes), as a host array in

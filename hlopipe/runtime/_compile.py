@@ -1,15 +1,24 @@
-"""Per-stage executables, compiled once per (stage, kind, devices, shardings) and cached.
+"""Per-stage executables, compiled once per (stage, kind, mesh, shardings) and cached.
 
-Shardings are pinned, never left to chance between a producer and its consumer: parameters
-are replicated on their rank's mesh; per-microbatch values (received inputs, outputs, their
-cotangents, batch slices) follow :meth:`Placement.data`, the same rule on every rank, so a
-transfer between ranks is a plain copy. The residuals are laid out by sharding propagation in
-the forward, and the backward (or I, and I's W residuals for W) is compiled with exactly the
-layouts the forward produced, so nothing is resharded between them.
+Shardings are pinned, never left to chance between a producer and its consumer. What crosses
+a stage's boundary follows :meth:`Placement.data` (per-microbatch values: received inputs,
+outputs, their cotangents, batch slices: split on the mesh's ``"data"`` axis), so a transfer
+is a copy, or one reshard when the two ranks' meshes differ. Parameters follow the sharding
+the pipeline asks for (the user's ``param_specs``, the program's annotations, replicated by
+default); ``None`` leaves one to propagation.
+
+Merge, then split (``stages.compile_merged``, the machinery of ``stages.shard_stage``): the
+stage's forward and backward are compiled once as **one** program with those shardings pinned,
+and the shardings propagation chose there for the residuals, the propagated parameters and the
+gradients are read out; F, B and FB are then compiled apart with all of them pinned. I and W
+are merged and split the same way (I's residuals for W decided on the merged I+W). So a
+forward and its backward never disagree on a residual's layout, and neither holds a collective
+the merged program did not (``collective_counts`` counts them in the compiled HLO).
 """
 
 from __future__ import annotations
 
+import re
 import threading
 import weakref
 from collections.abc import Sequence
@@ -21,7 +30,7 @@ import numpy as np
 from jax.extend.core import jaxpr_as_fun
 
 from hlopipe.runtime._placement import Placement
-from hlopipe.stages import Stage, StageAutodiff
+from hlopipe.stages import Stage, StageAutodiff, compile_merged
 
 # Stage -> {key: compiled}; shared by every Pipeline built on the same StagedProgram, so that
 # rebuilding a pipeline (another schedule on the same placement) does not recompile.
@@ -29,6 +38,30 @@ _CACHE: weakref.WeakKeyDictionary[Stage, dict[Any, Any]] = weakref.WeakKeyDictio
 _CACHE_LOCK = threading.Lock()
 
 KINDS = ("infer", "F", "B", "I", "W", "FB")
+
+_COLLECTIVE = re.compile(
+    r"=\s*(\([^)]*\)|\S+)\s+(all-reduce|all-gather|reduce-scatter|all-to-all|collective-permute|"
+    r"collective-broadcast|ragged-all-to-all)(?:-start)?\("
+)
+_BYTES = {"pred": 1, "s8": 1, "u8": 1, "s16": 2, "u16": 2, "f16": 2, "bf16": 2, "s32": 4,
+          "u32": 4, "f32": 4, "s64": 8, "u64": 8, "f64": 8, "c64": 8, "c128": 16}  # fmt: skip
+
+
+def collective_counts(compiled: Any) -> dict[str, tuple[int, int]]:
+    """Collectives in a compiled executable's HLO: ``{op: (count, bytes of results)}``
+    (``all-reduce``, ``all-gather``, ``reduce-scatter``, ``all-to-all``,
+    ``collective-permute``; an async ``-start``/``-done`` pair counts once)."""
+    text = compiled if isinstance(compiled, str) else compiled.as_text()
+    out: dict[str, tuple[int, int]] = {}
+    for m in _COLLECTIVE.finditer(text):
+        shape, op = m.group(1), m.group(2)
+        nbytes = 0
+        for dt, dims in re.findall(r"([a-z]+\d*)\[([\d,]*)\]", shape):
+            n = int(np.prod([int(d) for d in dims.split(",") if d])) if dims else 1
+            nbytes += n * _BYTES.get(dt, 4)
+        c, b = out.get(op, (0, 0))
+        out[op] = (c + 1, b + nbytes)
+    return out
 
 
 def _sds(avals: Sequence[Any]) -> list[jax.ShapeDtypeStruct]:
@@ -48,20 +81,27 @@ class StageExecutables:
     * ``FB(*params, *inputs, *out_cts, *acc) -> (*outputs, *input_cts, *acc)``: forward and
       backward fused, for a stage whose output cotangents are known when its forward runs (the
       loss stage) and whose B directly follows its F; XLA then keeps no residuals at all.
+    * ``merged`` / ``merged_IW``: the merged programs the shardings were read from (compiled
+      once, never run).
 
     ``params`` are the stage's flat arguments (``stage.params_needed``: parameters and batch
-    slices); ``acc`` holds the gradients of ``autodiff.diff_params``.
+    slices); ``acc`` holds the gradients of ``autodiff.diff_params``. ``requested_shardings``
+    is what the pipeline asked for each parameter (``None``: propagation decides);
+    :attr:`param_shardings` what the stage actually uses (read from the merged program).
     """
 
     stage: Stage
     rank: int
-    param_shardings: list[Any]
+    mesh: Any
+    requested_shardings: list[Any]
     input_shardings: list[Any]
     output_shardings: list[Any]
     argnums: tuple[int, ...]
     remat: bool
     device_ids: tuple[int, ...]
-    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    train: bool = True
+    _lock: threading.RLock = field(default_factory=threading.RLock, repr=False)
+    _layout: dict[str, list[Any]] | None = field(default=None, repr=False)
 
     @property
     def autodiff(self) -> StageAutodiff:
@@ -77,8 +117,15 @@ class StageExecutables:
         return [self.input_shardings[k] for k in self.autodiff.diff_inputs]
 
     @property
+    def param_shardings(self) -> list[Any]:
+        """The shardings of the stage's flat arguments (resolved: nothing left ``None``)."""
+        if all(s is not None for s in self.requested_shardings):
+            return list(self.requested_shardings)
+        return self.layout()["params"]
+
+    @property
     def acc_shardings(self) -> list[Any]:
-        return [self.param_shardings[k] for k in self.autodiff.diff_params]
+        return self.layout()["grads"]
 
     @property
     def acc_avals(self) -> list[jax.ShapeDtypeStruct]:
@@ -87,10 +134,11 @@ class StageExecutables:
 
     def _key(self, kind: str) -> Any:
         specs = tuple(
-            str(s.spec)
-            for s in (*self.param_shardings, *self.input_shardings, *self.output_shardings)
+            "-" if s is None else str(s.spec)
+            for s in (*self.requested_shardings, *self.input_shardings, *self.output_shardings)
         )
-        return (kind, self.argnums, self.remat, self.device_ids, specs)
+        mesh = (tuple(self.mesh.axis_names), tuple(self.mesh.devices.shape))
+        return (kind, self.argnums, self.remat, self.device_ids, mesh, specs)
 
     def get(self, kind: str) -> Any:
         """The compiled executable of ``kind`` (compiled on first use)."""
@@ -106,22 +154,88 @@ class StageExecutables:
                 hit = cache[key] = getattr(self, f"_compile_{kind}")()
             return hit
 
+    def layout(self) -> dict[str, list[Any]]:
+        """The shardings read from the merged program(s): ``params``, ``residuals``,
+        ``grads`` (and ``w_residuals`` once :meth:`w_layout` ran)."""
+        if self._layout is None:
+            self._layout = self.get("merged_layout")
+        return self._layout
+
     def residual_shardings(self) -> list[Any]:
-        out = list(self.get("F").output_shardings)
-        return out[len(self.stage.outputs) :]
+        return self.layout()["residuals"]
 
     def w_residual_shardings(self) -> list[Any]:
-        out = list(self.get("I").output_shardings)
-        return out[len(self.autodiff.diff_inputs) :]
+        return self.get("merged_IW_layout")["w_residuals"]
+
+    # -- merged programs -----------------------------------------------------------------------
+
+    def _grad_pins(self) -> list[Any]:
+        return [self.requested_shardings[k] for k in self.autodiff.diff_params]
+
+    def _compile_merged_layout(self) -> dict[str, list[Any]]:
+        if not self.train:
+            # Forward only: the inference program decides the propagated parameters.
+            c = self.get("infer")
+            ins = _flat(c.input_shardings[0])
+            return {"params": ins[: len(self.requested_shardings)], "residuals": [], "grads": []}
+        fb = self.autodiff
+        P, O, R = fb.num_params, fb.num_outputs, fb.num_residuals
+        GI = len(fb.diff_inputs)
+        _, mc, m_in, m_out = compile_merged(
+            fb.forward_jaxpr,
+            fb.backward_jaxpr,
+            num_params=P,
+            num_outputs=O,
+            param_shardings=self.requested_shardings,
+            input_shardings=self.input_shardings,
+            output_shardings=self.output_shardings,
+            ct_shardings=self.out_ct_shardings,
+            result_shardings=[*self.input_ct_shardings, *self._grad_pins()],
+        )
+        with _CACHE_LOCK:
+            _CACHE.setdefault(self.stage, {})[self._key("merged")] = mc
+        return {
+            "params": m_in[:P],
+            "residuals": m_out[O : O + R],
+            "grads": m_out[O + R + GI :],
+        }
+
+    def _compile_merged(self) -> Any:
+        self.layout()
+        return _CACHE[self.stage][self._key("merged")]
+
+    def _compile_merged_IW_layout(self) -> dict[str, list[Any]]:
+        fb = self.autodiff
+        P, GI = fb.num_params, len(fb.diff_inputs)
+        WR = len(fb.w_residual_avals)
+        _, mc, _, m_out = compile_merged(
+            fb.input_jaxpr,
+            fb.weight_jaxpr,
+            num_params=P,
+            num_outputs=GI,
+            param_shardings=self.param_shardings,
+            input_shardings=[*self.residual_shardings(), *self.out_ct_shardings],
+            output_shardings=self.input_ct_shardings,
+            ct_shardings=[],
+            result_shardings=self.acc_shardings,
+        )
+        with _CACHE_LOCK:
+            _CACHE.setdefault(self.stage, {})[self._key("merged_IW")] = mc
+        return {"w_residuals": m_out[GI : GI + WR]}
+
+    def _compile_merged_IW(self) -> Any:
+        self.get("merged_IW_layout")
+        return _CACHE[self.stage][self._key("merged_IW")]
 
     # -- compilers -----------------------------------------------------------------------------
 
     def _compile_infer(self) -> Any:
         fn = jaxpr_as_fun(self.stage.jaxpr)
+        params = self.param_shardings if self.train else self.requested_shardings
         return (
             jax.jit(
                 lambda *a: tuple(fn(*a)),
-                in_shardings=(*self.param_shardings, *self.input_shardings),
+                in_shardings=(*params, *self.input_shardings),
                 out_shardings=tuple(self.output_shardings),
                 keep_unused=True,
             )
@@ -136,7 +250,7 @@ class StageExecutables:
             jax.jit(
                 lambda *a: tuple(fn(*a)),
                 in_shardings=(*self.param_shardings, *self.input_shardings),
-                out_shardings=(*self.output_shardings, *[None] * fb.num_residuals),
+                out_shardings=(*self.output_shardings, *self.residual_shardings()),
                 keep_unused=True,
             )
             .lower(*_sds(fb.forward_jaxpr.in_avals))
@@ -184,7 +298,7 @@ class StageExecutables:
                     *self.residual_shardings(),
                     *self.out_ct_shardings,
                 ),
-                out_shardings=(*self.input_ct_shardings, *[None] * len(fb.w_residual_avals)),
+                out_shardings=(*self.input_ct_shardings, *self.w_residual_shardings()),
                 keep_unused=True,
             )
             .lower(*_sds(fb.input_jaxpr.in_avals))
@@ -260,6 +374,12 @@ class StageExecutables:
         ]
 
 
+def _flat(x: Any) -> list[Any]:
+    return list(
+        jax.tree_util.tree_leaves(x, is_leaf=lambda s: isinstance(s, jax.sharding.Sharding))
+    )
+
+
 def build_executables(
     stage: Stage,
     placement: Placement,
@@ -267,21 +387,30 @@ def build_executables(
     num_param_leaves: int,
     argnums: tuple[int, ...],
     remat: bool,
+    param_sharding: Any = None,
+    train: bool = True,
 ) -> StageExecutables:
-    """The executables of ``stage`` on its rank under ``placement`` (nothing compiled yet)."""
+    """The executables of ``stage`` on its rank under ``placement`` (nothing compiled yet).
+
+    ``param_sharding(rank, p)``: the sharding asked for parameter leaf ``p`` on ``rank``
+    (``None``: propagation decides); default replicated."""
     rank = placement.rank_of(stage.index)
     rep = placement.replicated(rank)
     param_sh = [
-        rep if i < num_param_leaves else placement.data(rank, a)
+        (rep if param_sharding is None else param_sharding(rank, i))
+        if i < num_param_leaves
+        else placement.data(rank, a)
         for i, a in zip(stage.params_needed, stage.param_avals)
     ]
     return StageExecutables(
         stage=stage,
         rank=rank,
-        param_shardings=param_sh,
+        mesh=placement.meshes[rank],
+        requested_shardings=param_sh,
         input_shardings=[placement.data(rank, r.aval) for r in stage.receives],
         output_shardings=[placement.data(rank, a) for a in stage.outputs],
         argnums=argnums,
         remat=remat,
         device_ids=placement.device_ids(rank),
+        train=train,
     )

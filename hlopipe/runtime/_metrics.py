@@ -17,7 +17,8 @@ _COMPUTE = frozenset({Kind.F, Kind.B, Kind.I, Kind.W})
 class StepMetrics:
     """What :meth:`Pipeline.step` reports.
 
-    ``loss``: mean over the microbatches of the program's first output (the step's loss).
+    ``loss``: mean (sum, with ``loss_reduction="sum"``) over the microbatches of the
+    program's first output (the step's loss).
     ``grad_norm``: global L2 norm of the parameter gradients (before the update).
     ``step_time``: wall time of the step in seconds (schedule and update).
     ``timeline``: the measured per-action timeline (milliseconds), as :func:`schedules.simulate`
@@ -56,4 +57,6 @@ def measured_timeline(schedule: Schedule, result: StepResult) -> Timeline:
             elif a.kind in (Kind.SEND_F, Kind.SEND_B):
                 sums.setdefault("send", []).append(e - s)
     costs = {k: float(np.mean(v)) for k, v in sums.items()}
-    return Timeline(schedule, costs, events, makespan, busy, idle, dict(result.peak_live))
+    return Timeline(
+        schedule, costs, events, makespan, busy, idle, dict(result.peak_live), unit="ms"
+    )

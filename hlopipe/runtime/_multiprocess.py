@@ -198,6 +198,19 @@ def split_on_data(sharding: Any) -> bool:
     return bool(spec) and spec[0] == DATA_AXIS
 
 
+def _whole_mesh_split(sharding: Any) -> bool:
+    """Whether ``sharding`` splits the leading axis over every device of its mesh (a 1-D
+    data mesh) and nothing else, so each device holds a distinct block in mesh order."""
+    spec = tuple(sharding.spec)
+    mesh = sharding.mesh
+    return (
+        len(spec) == 1
+        and spec[0] == DATA_AXIS
+        and mesh.devices.ndim == 1
+        and mesh.axis_names == (DATA_AXIS,)
+    )
+
+
 def _compiled(src_mesh: Mesh, dst_mesh: Mesh, shape: tuple[int, ...], dtype: Any, split: bool):
     key = (
         tuple(int(d.id) for d in src_mesh.devices.flat),
@@ -230,21 +243,49 @@ def cross_process_transfer(
 ) -> Any:
     """Move ``value`` (on ``src_rank``, this process's, or ``None`` when this process
     receives) to ``dst_sharding`` on ``dst_rank``. Both processes call it; blocks until done.
-    Returns the array on the receiver, ``None`` on the sender."""
-    src_mesh, dst_mesh = placement.meshes[src_rank], placement.meshes[dst_rank]
-    return transfer_between_meshes(value, src_mesh, dst_mesh, aval, dst_sharding)
+    Returns the array on the receiver, ``None`` on the sender.
+
+    Two ways, decided alike in both processes from the meshes and ``dst_sharding`` alone: a
+    value split on the microbatch over two 1-D data meshes of one size goes block by block,
+    device i to device i; anything else (N-D meshes, meshes of different sizes, parameters
+    split on a model axis) goes whole from the sender's first device to the receiver's first
+    device, and is laid out there to ``dst_sharding`` (a local reshard)."""
+    src_full, dst_full = placement.meshes[src_rank], placement.meshes[dst_rank]
+    same = src_full.devices.shape == dst_full.devices.shape and src_full.devices.ndim == 1
+    split = same and _whole_mesh_split(dst_sharding)
+    direct = same and (split or tuple(dst_sharding.spec) == ())
+    if direct:
+        src_mesh, dst_mesh = src_full, dst_full
+    else:
+        # whole arrays between the first devices of the two meshes
+        src_mesh = Mesh(np.array([src_full.devices.flat[0]]), (DATA_AXIS,))
+        dst_mesh = Mesh(np.array([dst_full.devices.flat[0]]), (DATA_AXIS,))
+    return _transfer(value, src_full, src_mesh, dst_mesh, aval, dst_sharding, split, direct)
 
 
 def transfer_between_meshes(
     value: Any, src_mesh: Mesh, dst_mesh: Mesh, aval: Any, dst_sharding: Any
 ) -> Any:
-    """:func:`cross_process_transfer` between two meshes of as many devices, each within
-    one process."""
+    """:func:`cross_process_transfer` between two 1-D meshes of as many devices, each within
+    one process, block by block (or whole, when ``dst_sharding`` is replicated)."""
+    split = _whole_mesh_split(dst_sharding)
+    return _transfer(value, src_mesh, src_mesh, dst_mesh, aval, dst_sharding, split, True)
+
+
+def _transfer(
+    value: Any,
+    src_full: Mesh,
+    src_mesh: Mesh,
+    dst_mesh: Mesh,
+    aval: Any,
+    dst_sharding: Any,
+    split: bool,
+    direct: bool,
+) -> Any:
     shape = tuple(aval.shape)
     dtype = aval.dtype
     scalar = len(shape) == 0
     shape1 = (1,) if scalar else shape
-    split = split_on_data(dst_sharding)
     compiled, sharding, gshape = _compiled(src_mesh, dst_mesh, shape1, dtype, split)
     k = src_mesh.devices.size
     block = (shape1[0] // k, *shape1[1:]) if split else shape1
@@ -253,6 +294,11 @@ def transfer_between_meshes(
             host = np.asarray(value).reshape(1)
             arrays = [jax.device_put(host, d) for d in src_mesh.devices.flat]
         else:
+            if not direct:
+                first = src_mesh.devices.flat[0]
+                value = jax.device_put(value, jax.sharding.SingleDeviceSharding(first))
+            else:  # the sender's blocks laid out as the receiver's will be
+                value = jax.device_put(value, NamedSharding(src_full, dst_sharding.spec))
             by_dev = {s.device: s.data for s in value.addressable_shards}
             arrays = [by_dev[d] for d in src_mesh.devices.flat]
     else:
@@ -271,6 +317,8 @@ def transfer_between_meshes(
     shards = [s.data for s in out.addressable_shards if s.device in dst_devs]
     if scalar:
         return jax.device_put(np.asarray(shards[0]).reshape(()), dst_sharding)
+    if not direct:
+        return jax.device_put(shards[0], dst_sharding)
     return jax.make_array_from_single_device_arrays(shape, dst_sharding, shards)
 
 

@@ -16,6 +16,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from hlopipe.runtime import _optim
 from hlopipe.runtime._comm import Comm
 from hlopipe.runtime._plan import PipelinePlan
 
@@ -25,8 +26,9 @@ class PipelineState:
     """Parameters and optimizer state, living on their stages' devices.
 
     Attributes:
-      values: per rank, flat parameter index -> the array on that rank (replicated on its
-        mesh). A parameter used by stages on several ranks (a tied embedding) has a copy on
+      values: per rank, flat parameter index -> the array on that rank (in the sharding the
+        parameter has on that rank's mesh: its spec's or propagation's; replicated by
+        default). A parameter used by stages on several ranks (a tied embedding) has a copy on
         each; the copy on its owner's rank (its first stage's) is the one the optimizer updates.
       opt_states: per stage, the optax state of the parameters it owns (``None`` without an
         optimizer).
@@ -70,7 +72,15 @@ class Params:
         self.plan = plan
         self.comm = comm
         self.optimizer = optimizer
-        self._opt_fns: dict[int, tuple[Any, Any]] = {}
+        self._opt_fns: dict[int, tuple[Any, list[Any]]] = {}
+        self.opt_plan: _optim.OptimizerPlan | None = None
+        if optimizer is not None:
+            trained = [p for owned in plan.owned for p in owned]
+            self.opt_plan = _optim.plan_optimizer(
+                optimizer,
+                [plan.param_names[p] for p in trained],
+                [plan.param_avals[p] for p in trained],
+            )
 
     def state(self, values: list[dict[int, jax.Array]], opt_states: list[Any], step: int) -> Any:
         pl = self.plan
@@ -83,7 +93,7 @@ class Params:
         for p, x in enumerate(leaves):
             for r in pl.holders[p]:
                 if pl.layout.local(r):
-                    values[r][p] = fresh_copy(x, pl.placement.replicated(r))
+                    values[r][p] = fresh_copy(x, pl.param_sharding(r, p))
         opt_states: list[Any] = [None] * pl.staged.num_stages
         if self.optimizer is not None:
             for s, owned in enumerate(pl.owned):
@@ -93,8 +103,10 @@ class Params:
                 opt_states[s] = self.optimizer_fns(s)[0](own)
         return self.state(values, opt_states, 0)
 
-    def optimizer_fns(self, s: int) -> tuple[Any, Any]:
-        """Stage ``s``'s jitted ``optimizer.init`` and update (built once per pipeline)."""
+    def optimizer_fns(self, s: int) -> tuple[Any, list[Any]]:
+        """Stage ``s``'s jitted ``optimizer.init`` and its update phases (built once per
+        pipeline): one phase per piece of the optimizer between global-norm clips, each
+        ``(updates, state, params, global_norm) -> (updates or new params, state, ...)``."""
         hit = self._opt_fns.get(s)
         if hit is not None:
             return hit
@@ -106,39 +118,61 @@ class Params:
         # leaves carry the parameter's path (checkpoints store them by it, not by stage).
         names = tuple(pl.param_names[p] for p in pl.owned[s])
         rep = pl.placement.replicated(rank)
+        p_sh = [pl.param_sharding(rank, p) for p in pl.owned[s]]
+        avals = [pl.param_avals[p] for p in pl.owned[s]]
         opt = self.optimizer
+        oplan = self.opt_plan
+        assert oplan is not None
 
         def init_fn(p: list[Any]) -> Any:
             return opt.init(dict(zip(names, p)))
 
-        def update(g: list[Any], st: Any, p: list[Any]) -> Any:
-            gd, pd = dict(zip(names, g)), dict(zip(names, p))
-            upd, st = opt.update(gd, st, pd)
-            sq = sum((jnp.sum(jnp.square(x.astype(jnp.float32))) for x in g), jnp.float32(0))
-            new = optax.apply_updates(pd, upd)
-            return [new[n] for n in names], st, sq
+        # Optimizer state leaves of a parameter live like it; the rest (counts) replicated.
+        st_sh = _optim.state_shardings(
+            jax.eval_shape(init_fn, list(avals)), names, avals, p_sh, pl.placement.meshes[rank]
+        )
 
-        init = jax.jit(init_fn, out_shardings=rep)
-        # The update is compiled here, ahead of the first step, for its exact arguments:
-        # gradients and parameters replicated on the stage's rank, the state init gives.
-        p_avals = [
-            jax.ShapeDtypeStruct(pl.param_avals[p].shape, pl.param_avals[p].dtype, sharding=rep)
-            for p in pl.owned[s]
-        ]
-        st_avals = jax.tree.map(
-            lambda a: jax.ShapeDtypeStruct(a.shape, a.dtype, sharding=rep, weak_type=a.weak_type),
-            jax.eval_shape(init_fn, p_avals),
-        )
-        upd = (
-            jax.jit(update, out_shardings=rep, donate_argnums=(1, 2))
-            .lower(p_avals, st_avals, p_avals)
-            .compile()
-        )
-        self._opt_fns[s] = (init, upd)
-        return init, upd
+        def sq_of(xs: list[Any]) -> Any:
+            return sum((jnp.sum(jnp.square(x.astype(jnp.float32))) for x in xs), jnp.float32(0))
+
+        def phase(k: int) -> Any:
+            a, b = oplan.bounds[k]
+            last = k == len(oplan.bounds) - 1
+
+            def fn(u: list[Any], st: Any, p: list[Any], gn: Any) -> Any:
+                ud, pd = dict(zip(names, u)), dict(zip(names, p))
+                if k > 0:
+                    ud = _optim.clip_with(ud, gn, oplan.clips[k - 1])
+                if oplan.parts is None:
+                    ud, st = opt.update(ud, st, pd)
+                else:
+                    parts = list(st)
+                    for i in range(a, b):
+                        ud, parts[i] = oplan.parts[i].update(ud, parts[i], pd)
+                    st = tuple(parts)
+                if last:
+                    new = optax.apply_updates(pd, ud)
+                    out = [[new[n] for n in names], st]
+                else:
+                    out = [[ud[n] for n in names], st, sq_of([ud[n] for n in names])]
+                if k == 0:
+                    out.append(sq_of(u))  # the gradient norm StepMetrics reports
+                return tuple(out)
+
+            n_scalars = (not last) + (k == 0)
+            return jax.jit(
+                fn,
+                out_shardings=(p_sh, st_sh, *[rep] * n_scalars),
+                donate_argnums=(1, 2) if last else (1,),
+            )
+
+        init = jax.jit(init_fn, out_shardings=st_sh)
+        phases = [phase(k) for k in range(len(oplan.bounds))]
+        self._opt_fns[s] = (init, phases)
+        return init, phases
 
     def compile_ahead(self) -> None:
-        """Compile every local stage's optimizer update now (not at the first step)."""
+        """Build every local stage's optimizer functions now (not at the first step)."""
         if self.optimizer is None:
             return
         pl = self.plan
@@ -161,9 +195,12 @@ class Params:
                 continue
             for i in range(m):
                 row = []
-                for p in st.params_needed:
+                want_sh = pl.execs[st.index].param_shardings
+                for p, want in zip(st.params_needed, want_sh):
                     if p < n:
-                        row.append(state.values[r][p])
+                        x = state.values[r][p]
+                        # two stages of one rank for which propagation chose differently
+                        row.append(x if x.sharding == want else jax.device_put(x, want))
                         continue
                     key = (p - n, r, i)
                     if key not in placed:
@@ -187,16 +224,16 @@ class Params:
         out: list[Any] = []
         for p, a in enumerate(pl.param_avals):
             owner = pl.owner_rank[p]
-            rep = pl.placement.replicated(owner)
+            rep = pl.param_sharding(owner, p)
             parts = per_param.get(p)
             if not parts:
                 local = pl.layout.local(owner)
                 out.append(jax.device_put(np.zeros(a.shape, a.dtype), rep) if local else None)
                 continue
             rank_of = pl.placement.rank_of
-            total = self.comm.move(parts[0][1], rank_of(parts[0][0]), owner, a)
+            total = self.comm.move(parts[0][1], rank_of(parts[0][0]), owner, a, rep)
             for s, g in parts[1:]:
-                moved = self.comm.move(g, rank_of(s), owner, a)
+                moved = self.comm.move(g, rank_of(s), owner, a, rep)
                 if moved is not None:
                     total = total + moved
             out.append(total)
@@ -204,8 +241,9 @@ class Params:
 
     def update(self, state: PipelineState, grads: list[Any]) -> tuple[PipelineState, Any]:
         """The optimizer's update of every stage's owned parameters (replicas refreshed from
-        their owner), issued without waiting; and what :meth:`grad_norm` turns into the
-        global gradient norm (per stage, its squared norm, still on its devices)."""
+        their owner), issued without waiting (except between the phases of a global-norm
+        clip); and what :meth:`grad_norm` turns into the global gradient norm (per stage, its
+        squared norm, still on its devices)."""
         pl = self.plan
         if self.optimizer is None:
             return state, [
@@ -215,20 +253,38 @@ class Params:
         values = [dict(v) for v in state.values]
         opt_states = list(state.opt_states)
         sqnorms = []
+        local = [s for s in range(len(pl.owned)) if pl.layout.local(pl.placement.rank_of(s))]
+        upd = {s: [grads[p] for p in pl.owned[s]] for s in local}
+        assert self.opt_plan is not None
+        phases = len(self.opt_plan.bounds)
+        g_norm = 0.0
+        for k in range(phases):
+            # Between two phases, a global-norm clip: the squared norms of every stage's
+            # updates (and every process's) summed before any stage goes on.
+            sq_u = []
+            for s in local:
+                rank = pl.placement.rank_of(s)
+                own = [values[pl.owner_rank[p]][p] for p in pl.owned[s]]
+                gn = jax.device_put(np.float32(g_norm), pl.placement.replicated(rank))
+                out = self.optimizer_fns(s)[1][k](upd[s], opt_states[s], own, gn)
+                upd[s], opt_states[s] = out[0], out[1]
+                if k < phases - 1:
+                    sq_u.append(out[2])
+                if k == 0:
+                    sqnorms.append(out[-1])
+            if k < phases - 1:
+                g_norm = math.sqrt(self.comm.sum_over_processes(sum(float(x) for x in sq_u)))
         for s, owned in enumerate(pl.owned):
-            new: list[Any] = [None] * len(owned)
-            if pl.layout.local(pl.placement.rank_of(s)):
-                own = [values[pl.owner_rank[p]][p] for p in owned]
-                upd = self.optimizer_fns(s)[1]
-                new, opt_states[s], sq = upd([grads[p] for p in owned], opt_states[s], own)
-                sqnorms.append(sq)
+            new: list[Any] = upd[s] if s in upd else [None] * len(owned)
             for p, x in zip(owned, new):
                 for r in pl.holders[p]:
                     if r == pl.owner_rank[p]:
                         if x is not None:
                             values[r][p] = x
                         continue
-                    moved = self.comm.move(x, pl.owner_rank[p], r, pl.param_avals[p])
+                    moved = self.comm.move(
+                        x, pl.owner_rank[p], r, pl.param_avals[p], pl.param_sharding(r, p)
+                    )
                     if moved is not None:
                         values[r][p] = moved
         return self.state(values, opt_states, state.step + 1), sqnorms

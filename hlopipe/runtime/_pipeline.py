@@ -55,13 +55,27 @@ class Pipeline:
       virtual_stages: stages per rank (default: the schedule's own, 2 for interleaved,
         looped-bfs and zb-v).
       devices: the devices to use (default ``jax.devices()``); rank r gets the r-th group.
-      stage_mesh_shape: devices per stage, as a 1-tuple: data parallel inside each stage
-        (microbatch arrays split on their leading axis, parameters replicated).
+      stage_mesh_shape: each stage's device mesh: a tuple of any length (every stage alike,
+        default ``(1,)``), or a list with one tuple per stage (stages may differ; values moving
+        between them are resharded on the way).
+      stage_mesh_axes: the names of the mesh axes (default ``("data",)`` for a 1-D mesh;
+        required for more axes). Microbatch arrays are split on their leading axis over the
+        axis named ``"data"`` and replicated over the others.
+      param_specs: a pytree like ``params`` of ``jax.sharding.PartitionSpec`` naming the stage
+        mesh's axes (Megatron-style column / row splits, say); a ``None`` leaf leaves that
+        parameter to sharding propagation on its stage's merged forward+backward. ``None``
+        (default): the program's own sharding annotations (a loaded HLO / StableHLO file),
+        else every parameter replicated. See docs/parallelism.md.
+      loss_reduction: ``"mean"`` (default): the loss is a mean over the batch and microbatch
+        losses are averaged; ``"sum"``: the loss is a sum over the batch, microbatch losses
+        (and their gradients) are summed. Either way the step equals ``jax.value_and_grad``
+        of the loss on the whole batch.
       optimizer: an ``optax.GradientTransformation`` applied per stage to the parameters that
-        stage owns. Elementwise optimizers (sgd, adam, adamw, ...) then equal the same optimizer
-        on one device exactly; transformations that look across parameters (global-norm
-        clipping) would see one stage's parameters only and differ. ``None``: no update, the
-        gradients are returned in the metrics.
+        stage owns. Per-parameter transformations (sgd, adam, adamw, lion, adafactor, ...)
+        then equal the same optimizer on one device exactly; ``optax.clip_by_global_norm`` in
+        a top-level ``optax.chain`` is computed over every stage's (and process's) gradients,
+        so it does too; any other transformation that reads across parameters is refused by
+        name. ``None``: no update, the gradients are returned in the metrics.
       remat: recompute each stage's forward in its backward instead of keeping residuals.
       recv_timeout: seconds a receive waits before the step fails with an error naming the
         rank and action (a deadlock or a failed rank, never a hang).
@@ -70,14 +84,17 @@ class Pipeline:
         a step issues every action asynchronously and waits only at its end.
 
     The loss must be the program's first output, a scalar that is a *mean over the batch
-    axis*: the microbatch losses then average to the full-batch loss, and the step (each
-    microbatch's loss cotangent is ``1 / num_microbatches``) equals ``jax.value_and_grad`` of
-    the loss on the whole batch.
+    axis* (or a sum, with ``loss_reduction="sum"``): the microbatch losses then average (sum)
+    to the full-batch loss, and the step (each microbatch's loss cotangent is
+    ``1 / num_microbatches``, or 1) equals ``jax.value_and_grad`` of the loss on the whole
+    batch.
 
     Example:
       >>> pipe = Pipeline(loss_fn, params, batch, schedule="1f1b", num_microbatches=8,
-      ...                 devices=jax.devices()[:8], stage_mesh_shape=(2,),
-      ...                 optimizer=optax.adamw(3e-4))                 # doctest: +SKIP
+      ...                 devices=jax.devices()[:16], stage_mesh_shape=(2, 2),
+      ...                 stage_mesh_axes=("data", "model"), param_specs=specs,
+      ...                 optimizer=optax.chain(optax.clip_by_global_norm(1.0),
+      ...                                       optax.adamw(3e-4)))    # doctest: +SKIP
       >>> state = pipe.init(params)                                   # doctest: +SKIP
       >>> state, metrics = pipe.step(state, batch)                    # doctest: +SKIP
       >>> schedules.plot(pipe.timeline(), "timeline.png")             # doctest: +SKIP
@@ -94,7 +111,10 @@ class Pipeline:
         num_microbatches: int,
         virtual_stages: int | None = None,
         devices: Sequence[Any] | None = None,
-        stage_mesh_shape: Sequence[int] = (1,),
+        stage_mesh_shape: Sequence[int] | list[Sequence[int]] = (1,),
+        stage_mesh_axes: Sequence[str] | None = None,
+        param_specs: Any = None,
+        loss_reduction: str = "mean",
         optimizer: Any = None,
         remat: bool = False,
         recv_timeout: float = 120.0,
@@ -111,6 +131,9 @@ class Pipeline:
             devices=devices,
             stage_mesh_shape=stage_mesh_shape,
             remat=remat,
+            stage_mesh_axes=stage_mesh_axes,
+            param_specs=param_specs,
+            loss_reduction=loss_reduction,
         )
         self.optimizer = optimizer
         self.recv_timeout = recv_timeout
@@ -214,7 +237,7 @@ class Pipeline:
     def _next_sync_id(self) -> int:
         return self.comm.next_sync_id()
 
-    def _optimizer_fns(self, s: int) -> tuple[Any, Any]:
+    def _optimizer_fns(self, s: int) -> tuple[Any, list[Any]]:
         return self.param_store.optimizer_fns(s)
 
     def inference_schedule(self) -> Schedule:
@@ -280,7 +303,10 @@ class Pipeline:
             assert self.plan.loss is not None
             ls, lk = self.plan.loss
             loss_ct = jax.device_put(
-                np.asarray(1.0 / self.num_microbatches, self.staged.out_avals[0].dtype),
+                np.asarray(
+                    1.0 if self.plan.loss_reduction == "sum" else 1.0 / self.num_microbatches,
+                    self.staged.out_avals[0].dtype,
+                ),
                 self.execs[ls].output_shardings[lk],
             )
         try:
@@ -348,8 +374,9 @@ class Pipeline:
             acc = [ex.zeros() if self.layout.local(ex.rank) else [] for ex in self.execs]
             loss_ct = None
             if self.layout.local(self.placement.rank_of(ls)):
+                scale = 1.0 if self.plan.loss_reduction == "sum" else 1.0 / m
                 loss_ct = jax.device_put(
-                    np.asarray(1.0 / m, dtype=self.staged.out_avals[0].dtype),
+                    np.asarray(scale, dtype=self.staged.out_avals[0].dtype),
                     self.execs[ls].output_shardings[lk],
                 )
             run = self.comm.step_run(plan, "train", args, acc, loss_ct, sync=profile)
@@ -366,7 +393,7 @@ class Pipeline:
         if profile:
             timeline = self._timeline = measured_timeline(plan.schedule, result)
         metrics = StepMetrics(
-            loss=float(np.mean(losses)),
+            loss=float(np.sum(losses) if self.plan.loss_reduction == "sum" else np.mean(losses)),
             grad_norm=grad_norm,
             step_time=step_time,
             timeline=timeline,
@@ -442,7 +469,8 @@ class Pipeline:
                     for i in range(m)
                 ]
                 if parts[0].ndim == 0:
-                    flat_out.append(jnp.asarray(np.mean(parts, dtype=np.float64), parts[0].dtype))
+                    red = np.sum if self.plan.loss_reduction == "sum" else np.mean
+                    flat_out.append(jnp.asarray(red(parts, dtype=np.float64), parts[0].dtype))
                 else:
                     flat_out.append(jnp.asarray(np.concatenate(parts, axis=0)))
             elif src.kind == "arg":

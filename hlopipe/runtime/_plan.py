@@ -8,7 +8,6 @@ the :class:`PipelinePlan`; nothing writes to it.
 
 from __future__ import annotations
 
-import math
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -17,14 +16,15 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax.sharding import NamedSharding, PartitionSpec
 
 from hlopipe import schedules
 from hlopipe.errors import RuntimeConfigError
 from hlopipe.runtime._compile import StageExecutables, build_executables
 from hlopipe.runtime._multiprocess import ProcessLayout
-from hlopipe.runtime._placement import Placement, place
+from hlopipe.runtime._placement import Placement, default_group_size, place
 from hlopipe.schedules import Kind, Schedule
-from hlopipe.stages import StagedProgram, split
+from hlopipe.stages import StagedProgram, arg_partition_specs, split
 
 
 def sds(x: Any) -> jax.ShapeDtypeStruct:
@@ -62,6 +62,18 @@ class PipelinePlan:
     owned: tuple[tuple[int, ...], ...]  # per stage: the inexact parameters it updates
     param_names: tuple[str, ...]
     loss: tuple[int, int] | None  # (stage, output index) of the scalar loss
+    # per parameter leaf: the PartitionSpec asked for it (None: sharding propagation decides)
+    param_specs: tuple[Any, ...] = ()
+    loss_reduction: str = "mean"  # "mean" or "sum" over the batch
+
+    def param_sharding(self, rank: int, p: int) -> Any:
+        """The sharding parameter leaf ``p`` has on ``rank``: the one its first stage there
+        uses (what ``param_specs`` asked, or what propagation chose), else its spec's."""
+        for ex in self.execs:
+            if ex.rank == rank and p in ex.stage.params_needed:
+                return ex.param_shardings[ex.stage.params_needed.index(p)]
+        spec = self.param_specs[p] if self.param_specs else None
+        return NamedSharding(self.placement.meshes[rank], spec or PartitionSpec())
 
     @property
     def num_params(self) -> int:
@@ -278,8 +290,11 @@ def build_plan(
     num_microbatches: int,
     virtual_stages: int | None,
     devices: Sequence[Any] | None,
-    stage_mesh_shape: Sequence[int],
+    stage_mesh_shape: Any,
     remat: bool,
+    stage_mesh_axes: Sequence[str] | None = None,
+    param_specs: Any = None,
+    loss_reduction: str = "mean",
 ) -> PipelinePlan:
     """Check the arguments and decide everything a :class:`~hlopipe.runtime.Pipeline` needs
     (see its docstring for the arguments)."""
@@ -294,18 +309,22 @@ def build_plan(
     num_params = len(param_avals)
     batch_size, mb_size = _batch_sizes(batch_avals, m)
     mb_avals = [jax.ShapeDtypeStruct((mb_size, *a.shape[1:]), a.dtype) for a in batch_avals]
-    group = math.prod(stage_mesh_shape) if stage_mesh_shape else 1
+    if loss_reduction not in ("mean", "sum"):
+        raise RuntimeConfigError(f"loss_reduction must be 'mean' or 'sum', got {loss_reduction!r}")
+    group = default_group_size(stage_mesh_shape)
 
     # 1. the schedule's shape (virtual stages per rank) decides the default stage count.
     if isinstance(schedule, Schedule):
         v = schedule.num_stages // schedule.num_ranks
     else:
-        v = virtual_stages or schedules.get(schedule, 1, 1).num_stages
+        v = virtual_stages or schedules.default_virtual_stages(schedule)
     default_stages: int | None = num_stages
     if isinstance(schedule, Schedule):
         default_stages = schedule.num_stages
     elif num_stages is None:
         default_stages = max(len(devs) // max(group, 1), 1) * v
+        if isinstance(stage_mesh_shape, list):
+            default_stages = len(stage_mesh_shape)
 
     # 2. the staged program, split at microbatch size.
     staged = _split(
@@ -336,6 +355,9 @@ def build_plan(
         raise RuntimeConfigError(
             f"schedule {sched.name!r} has {sched.num_stages} stages, the program has {S}"
         )
+    if sched.has_overlaps:
+        # F&B overlaps (DualPipeV) run as their forward, then their backward
+        sched = schedules.split_overlaps(sched)
     placement = place(
         devs,
         stage_mesh_shape,
@@ -343,10 +365,28 @@ def build_plan(
         sched.stage_to_rank,
         batch_size=mb_size,
         schedule_name=f"schedule {sched.name!r} with {S} stages on {sched.num_ranks} ranks",
+        stage_mesh_axes=stage_mesh_axes,
     )
     layout = ProcessLayout.of(placement)
+    flat = None
+    if param_specs is None:
+        flat = _annotated_specs(program, placement, num_params)
+    specs = _spec_leaves(param_specs, param_treedef, param_avals, staged, placement, flat)
+
+    def requested(rank: int, p: int) -> Any:
+        spec = specs[p]
+        return None if spec is None else NamedSharding(placement.meshes[rank], spec)
+
     execs = tuple(
-        build_executables(st, placement, num_param_leaves=num_params, argnums=argnums, remat=remat)
+        build_executables(
+            st,
+            placement,
+            num_param_leaves=num_params,
+            argnums=argnums,
+            remat=remat,
+            param_sharding=requested,
+            train=sched.has_backward,
+        )
         for st in staged.stages
     )
 
@@ -395,4 +435,75 @@ def build_plan(
         owned=tuple(tuple(o) for o in owned),
         param_names=tuple(param_names),
         loss=_loss_location(staged, sched),
+        param_specs=tuple(specs),
+        loss_reduction=loss_reduction,
     )
+
+
+def _annotated_specs(program: Any, placement: Placement, num_params: int) -> Any:
+    """Parameter specs from a loaded program's own sharding annotations (``mhlo.sharding``,
+    ``sdy.sharding`` on its arguments), flat; ``None`` when it is no file or has none."""
+    if not (_is_path(program) or hasattr(program, "entry_func")):
+        return None
+    from hlopipe.io import load
+
+    prog = load(program) if _is_path(program) else program
+    mesh = placement.meshes[0]
+    specs = arg_partition_specs(prog, [(n, int(s)) for n, s in dict(mesh.shape).items()])
+    return None if specs is None else list(specs[:num_params])
+
+
+def _spec_leaves(
+    param_specs: Any,
+    treedef: Any,
+    avals: Sequence[Any],
+    staged: StagedProgram,
+    placement: Placement,
+    flat: list[Any] | None = None,
+) -> list[Any]:
+    """One ``PartitionSpec`` (or ``None``: propagate) per parameter leaf, checked against
+    every rank's mesh: ``param_specs``, else ``flat`` (a program's annotations), else
+    replicated everywhere."""
+    if flat is not None:
+        leaves = list(flat)  # from the program's own annotations
+    elif param_specs is None:
+        return [PartitionSpec()] * len(avals)
+    else:
+        try:
+            leaves = treedef.flatten_up_to(param_specs)
+        except (ValueError, TypeError) as e:
+            raise RuntimeConfigError(
+                f"param_specs must have the structure of params ({treedef}): {e}"
+            ) from None
+    for k, (spec, a) in enumerate(zip(leaves, avals)):
+        name = staged.in_paths[k]
+        if spec is None:
+            continue
+        if not isinstance(spec, PartitionSpec):
+            raise RuntimeConfigError(
+                f"param_specs{name}: expected a jax.sharding.PartitionSpec or None, got "
+                f"{type(spec).__name__} {spec!r}"
+            )
+        if len(spec) > len(a.shape):
+            raise RuntimeConfigError(
+                f"param_specs{name}: {spec} has {len(spec)} entries, the parameter has "
+                f"{len(a.shape)} dimensions ({describe([a])})"
+            )
+        for r, mesh in enumerate(placement.meshes):
+            sizes = dict(mesh.shape)
+            for dim, entry in enumerate(spec):
+                axes = () if entry is None else (entry,) if isinstance(entry, str) else entry
+                n = 1
+                for ax in axes:
+                    if ax not in sizes:
+                        raise RuntimeConfigError(
+                            f"param_specs{name}: {spec} names mesh axis {ax!r}; the stage "
+                            f"meshes have axes {tuple(mesh.axis_names)}"
+                        )
+                    n *= sizes[ax]
+                if a.shape[dim] % n:
+                    raise RuntimeConfigError(
+                        f"param_specs{name}: {spec} splits dimension {dim} (size "
+                        f"{a.shape[dim]}) {n} ways on rank {r}'s mesh {sizes}; it must divide"
+                    )
+    return leaves

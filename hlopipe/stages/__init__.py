@@ -12,7 +12,10 @@ Public API:
 * :class:`CostModel`, :func:`partition`, :class:`Partition`, :func:`find_repeated_run` —
   the cost model and the exact partitioner.
 * :func:`shard_stage`, :class:`ShardedStage` — consistent sharding of a stage's forward and
-  backward ("merge, then split"); :func:`merge` joins a forward and backward jaxpr into one.
+  backward ("merge, then split"); :func:`merge` joins a forward and backward jaxpr into one;
+  :func:`compile_merged` compiles the merged program once and returns the shardings it chose
+  (what the runtime pins on each stage's F / B / I / W / FB); :func:`arg_partition_specs`
+  reads a loaded program's argument sharding annotations as ``PartitionSpec``s.
 * :func:`merge_files` / :func:`split_merged` — the same at the file level: a forward and a
   backward module (paths, text or ``Program``) merged into one module, and a merged module cut
   back into forward and backward with the merged compile's shardings pinned
@@ -32,7 +35,13 @@ from hlopipe.stages._files import (
     split_merged,
 )
 from hlopipe.stages._partition import Partition, RepeatedRun, find_repeated_run, partition
-from hlopipe.stages._sharding import ShardedStage, merge, shard_stage
+from hlopipe.stages._sharding import (
+    ShardedStage,
+    arg_partition_specs,
+    compile_merged,
+    merge,
+    shard_stage,
+)
 from hlopipe.stages._split import (
     OutputSource,
     Receive,
@@ -59,6 +68,8 @@ __all__ = [
     "StageAutodiff",
     "StageCost",
     "StagedProgram",
+    "arg_partition_specs",
+    "compile_merged",
     "eqn_cost",
     "find_repeated_run",
     "format_manifest",

@@ -162,6 +162,56 @@ class Consistent:
     merged_out: list[Any]
 
 
+def compile_merged(
+    forward: Any,
+    backward: Any,
+    *,
+    num_params: int,
+    num_outputs: int,
+    param_shardings: Sequence[jax.sharding.Sharding | None],
+    input_shardings: Sequence[jax.sharding.Sharding | None] | None = None,
+    output_shardings: Sequence[jax.sharding.Sharding | None] | None = None,
+    ct_shardings: Sequence[jax.sharding.Sharding | None] | None = None,
+    result_shardings: Sequence[jax.sharding.Sharding | None] | None = None,
+    merged: Any = None,
+) -> tuple[Any, Any, list[Any], list[Any]]:
+    """Compile the merged ``forward`` + ``backward`` once; ``(lowered, compiled, in, out)``.
+
+    ``in`` / ``out`` are the merged executable's flat input shardings (``params, inputs,
+    cts``) and output shardings (``outputs, residuals, results``) as propagation completed
+    them. Every ``*_shardings`` argument pins what it names (``None`` entries, or ``None``,
+    leave it to propagation): the runtime pins what crosses a stage's boundary (inputs,
+    outputs, their cotangents) and lets the residuals be chosen here.
+    """
+    P, O = num_params, num_outputs
+    X = len(forward.in_avals) - P
+    n_res = len(forward.out_avals) - O
+    n_ct = len(backward.in_avals) - P - n_res
+    n_rs = len(backward.out_avals)
+    in_sh = list(input_shardings) if input_shardings is not None else [None] * X
+    ct_sh = list(ct_shardings) if ct_shardings is not None else [None] * n_ct
+    out_sh = list(output_shardings) if output_shardings is not None else [None] * O
+    rs_sh = list(result_shardings) if result_shardings is not None else [None] * n_rs
+    if merged is None:
+        merged = merge(forward, backward, num_params=P, num_outputs=O)
+
+    def with_sh(avals: Sequence[Any], shs: Sequence[Any]) -> list[jax.ShapeDtypeStruct]:
+        return [
+            jax.ShapeDtypeStruct(a.shape, a.dtype, sharding=s) if s is not None else J.sds(a)
+            for a, s in zip(avals, shs)
+        ]
+
+    m_avals = with_sh(merged.in_avals, [*param_shardings, *in_sh, *ct_sh])
+    pinned_out = (*out_sh, *([None] * n_res), *rs_sh)
+    ml = jax.jit(
+        lambda *a: tuple(jaxpr_as_fun(merged)(*a)),
+        out_shardings=pinned_out if any(s is not None for s in pinned_out) else None,
+        keep_unused=True,
+    ).lower(*m_avals)
+    mc = ml.compile()
+    return ml, mc, _leaves(mc.input_shardings[0]), _leaves(mc.output_shardings)
+
+
 def compile_consistent(
     forward: Any,
     backward: Any,
@@ -188,22 +238,15 @@ def compile_consistent(
     P, O = num_params, num_outputs
     X = len(forward.in_avals) - P
     n_res = len(forward.out_avals) - O
-    n_ct = len(backward.in_avals) - P - n_res
-    in_sh = list(input_shardings) if input_shardings is not None else [None] * X
-    if merged is None:
-        merged = merge(forward, backward, num_params=P, num_outputs=O)
-
-    def with_sh(avals: Sequence[Any], shs: Sequence[Any]) -> list[jax.ShapeDtypeStruct]:
-        return [
-            jax.ShapeDtypeStruct(a.shape, a.dtype, sharding=s) if s is not None else J.sds(a)
-            for a, s in zip(avals, shs)
-        ]
-
-    m_avals = with_sh(merged.in_avals, [*param_shardings, *in_sh, *([None] * n_ct)])
-    ml = jax.jit(lambda *a: tuple(jaxpr_as_fun(merged)(*a)), keep_unused=True).lower(*m_avals)
-    mc = ml.compile()
-    m_in = _leaves(mc.input_shardings[0])
-    m_out = _leaves(mc.output_shardings)
+    ml, mc, m_in, m_out = compile_merged(
+        forward,
+        backward,
+        num_params=P,
+        num_outputs=O,
+        param_shardings=param_shardings,
+        input_shardings=input_shardings,
+        merged=merged,
+    )
     p_sh, x_sh, ct_sh = m_in[:P], m_in[P : P + X], m_in[P + X :]
     fl = jax.jit(
         lambda *a: tuple(jaxpr_as_fun(forward)(*a)),
@@ -218,3 +261,56 @@ def compile_consistent(
         keep_unused=True,
     ).lower(*[J.sds(a) for a in backward.in_avals])
     return Consistent(ml, mc, fl, fl.compile(), bl, bl.compile(), m_in, m_out)
+
+
+def arg_partition_specs(program: Any, axes: Sequence[tuple[str, int]]) -> list[Any] | None:
+    """The sharding annotations on a loaded program's arguments as ``PartitionSpec``s over a
+    mesh with ``axes`` (``(name, size)`` pairs), one per argument; ``None`` for an argument
+    without one or whose annotation this mesh cannot express (propagation then decides).
+    Returns ``None`` when no argument is annotated.
+
+    ``sdy.sharding`` (Shardy) names its axes: they are kept when the mesh has an axis of that
+    name. ``mhlo.sharding`` (GSPMD) numbers devices: it is read over the mesh's axes other than
+    ``"data"`` (a program compiled for tensor parallelism alone), else over all of them.
+
+    Example:
+      >>> arg_partition_specs(hlopipe.load("step.mlir"), [("data", 2), ("model", 2)])
+      ... # doctest: +SKIP
+      [PartitionSpec(None, 'model'), ...]
+    """
+    from jax.sharding import PartitionSpec
+
+    from hlopipe.rehydrate.ops.collectives import hlo_sharding_spec, parse_sdy_shardings
+
+    func = program.entry_func
+    if "arg_attrs" not in func.attributes:
+        return None
+    names = {n for n, _ in axes}
+    model_axes = [(n, s) for n, s in axes if n != "data"]
+    out: list[Any] = []
+    found = False
+    for k, attrs in enumerate(func.attributes["arg_attrs"]):
+        spec = None
+        text = None
+        if "sdy.sharding" in attrs:
+            found = True
+            try:
+                [(_, dims)] = parse_sdy_shardings(str(attrs["sdy.sharding"]))
+            except Exception:
+                dims = None
+            if dims is not None and all(n in names for d in dims for n in d):
+                spec = PartitionSpec(
+                    *[None if not d else d[0] if len(d) == 1 else tuple(d) for d in dims]
+                )
+        elif "mhlo.sharding" in attrs:
+            found = True
+            text = str(attrs["mhlo.sharding"]).strip('"')
+            ndim = len(program.in_avals[k].shape)
+            for candidate in (model_axes, list(axes)):
+                try:
+                    spec = hlo_sharding_spec(text, ndim, candidate)
+                    break
+                except Exception:
+                    continue
+        out.append(spec)
+    return out if found else None

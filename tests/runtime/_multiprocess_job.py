@@ -4,6 +4,7 @@ Run under ``hlopipe launch --nproc N --devices-per-process K -- python this.py .
 small GPT of tests/runtime/test_pipeline.py (4 stages, a tied embedding) and prints one line
 ``LOSS <step> <loss>`` per step (process 0 only), ``PID <pid>`` first, so that a test can
 kill it. ``--save-at k --ckpt DIR`` saves after step k; ``--restore DIR`` resumes from there.
+``--mesh 2x2`` gives every stage a (2 data x 2 model) mesh with Megatron-style parameter specs.
 """
 
 from __future__ import annotations
@@ -29,7 +30,21 @@ def optimizer(name: str):
 
     if name == "adamw":
         return optax.adamw(1e-2)
+    if name == "sgd-clip":
+        return optax.chain(optax.clip_by_global_norm(0.5), optax.sgd(0.05, momentum=0.9))
     return optax.sgd(0.05, momentum=0.9)
+
+
+def megatron_specs(params):
+    from jax.sharding import PartitionSpec as P
+
+    layer = {
+        "ln1": {"g": P(), "b": P()}, "qkv": P(None, "model"), "proj": P("model", None),
+        "ln2": {"g": P(), "b": P()}, "fc1": P(None, "model"), "fc1_b": P("model"),
+        "fc2": P("model", None), "fc2_b": P(),
+    }  # fmt: skip
+    return {"embed": P(), "pos": P(), "layers": [layer] * len(params["layers"]),
+            "ln_f": {"g": P(), "b": P()}}  # fmt: skip
 
 
 def main() -> int:
@@ -38,6 +53,7 @@ def main() -> int:
     ap.add_argument("--steps", type=int, default=4)
     ap.add_argument("--stage-devices", type=int, default=1)
     ap.add_argument("--optimizer", default="sgd")
+    ap.add_argument("--mesh", default="", help="2x2: (data, model) stage meshes, Megatron specs")
     ap.add_argument("--save-at", type=int, default=0)
     ap.add_argument("--ckpt", default="")
     ap.add_argument("--restore", default="")
@@ -61,10 +77,14 @@ def main() -> int:
     )
     params = gpt.init(jax.random.key(0), cfg)
     batches = [gpt.batch(jax.random.key(100 + k), BATCH, cfg) for k in range(args.steps)]
+    mesh: dict = {"stage_mesh_shape": (args.stage_devices,)}
+    if args.mesh:
+        shape = tuple(int(x) for x in args.mesh.split("x"))
+        mesh = {"stage_mesh_shape": shape, "stage_mesh_axes": ("data", "model"),
+                "param_specs": megatron_specs(params)}  # fmt: skip
     pipe = hlopipe.Pipeline(
         loss_fn, params, batches[0], schedule=args.schedule, num_microbatches=M,
-        devices=jax.devices(), stage_mesh_shape=(args.stage_devices,),
-        optimizer=optimizer(args.optimizer), recv_timeout=60.0,
+        devices=jax.devices(), optimizer=optimizer(args.optimizer), recv_timeout=60.0, **mesh,
     )  # fmt: skip
     if args.restore:
         state = pipe.restore(args.restore)

@@ -42,6 +42,20 @@ def test_processes_train_like_one_device(nproc, schedule, stage_devices):
     assert no_process_left([p.pid for p in job.procs])
 
 
+def test_2_processes_x_8_devices_of_2x2_stage_meshes_train_like_one_device():
+    """4 stages, each on a (2 data x 2 model) mesh with Megatron-style specs, two per process;
+    global-norm clipping summed over both processes."""
+    job = Job(2, ["--schedule", "1f1b", "--steps", "2", "--mesh", "2x2",
+                  "--optimizer", "sgd-clip"], devices=8, timeout=400)  # fmt: skip
+    code = job.wait(timeout=500)
+    assert code == 0, job.text[-4000:]
+    losses = job.losses()
+    assert sorted(losses) == [1, 2], job.text[-4000:]
+    np.testing.assert_allclose([losses[1], losses[2]], reference_losses(2, "sgd-clip"), rtol=1e-5)
+    # the clip acts: without it the second step's loss differs
+    assert not np.isclose(losses[2], reference_losses(2)[1], rtol=1e-5)
+
+
 @pytest.mark.parametrize("nproc,stage_devices", [(2, 1), (4, 2)], ids=["2proc", "4proc"])
 def test_every_process_gets_the_whole_inference_and_parameters(tmp_path, nproc, stage_devices):
     job = Job(nproc, ["--infer-out", str(tmp_path), "--stage-devices", str(stage_devices)])

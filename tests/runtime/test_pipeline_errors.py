@@ -51,8 +51,12 @@ def test_stage_mesh_does_not_fit():
         _pipe(devices=jax.devices()[:4], stage_mesh_shape=(3,))
     with pytest.raises(RuntimeConfigError, match="needs 16 devices, only 8"):
         _pipe(devices=jax.devices()[:8], stage_mesh_shape=(16,))
-    with pytest.raises(RuntimeConfigError, match="only one mesh axis"):
+    with pytest.raises(RuntimeConfigError, match="needs stage_mesh_axes naming them"):
         _pipe(devices=jax.devices()[:8], stage_mesh_shape=(2, 2))
+    with pytest.raises(RuntimeConfigError, match="must name each of the 2 axes"):
+        _pipe(devices=jax.devices()[:8], stage_mesh_shape=(2, 2), stage_mesh_axes=("data",))
+    with pytest.raises(RuntimeConfigError, match=r"a list of 3 shapes; give one per stage \(2\)"):
+        _pipe(devices=jax.devices()[:8], stage_mesh_shape=[(2,), (2,), (1,)])
 
 
 def test_stages_not_a_multiple_of_virtual_stages():
