@@ -398,3 +398,26 @@ def test_shard_map_inside_a_global_program(shardy: bool) -> None:
             check_same(jax.jit(jax.grad(loss(g), argnums=(0, 1)))(a, b), gw, atol=1e-4)
     finally:
         jax.config.update("jax_use_shardy_partitioner", before)
+
+
+ONE_REPLICA_HLO = """
+add {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT c = f32[] add(a, b)
+}
+
+ENTRY main {
+  x = f32[4] parameter(0)
+  r = f32[4] all-reduce(x), replica_groups={}, to_apply=add
+  ROOT y = f32[4] multiply(r, x)
+}
+"""
+
+
+def test_empty_replica_groups_mean_every_device() -> None:
+    # replica_groups={} (XLA's test style): one group of all devices (was a reshape error)
+    x = np.arange(1.0, 5.0, dtype=np.float32)
+    f = hlopipe.load(ONE_REPLICA_HLO).as_function(mesh=mesh_of((1,), ("r",)), axis="r")
+    got = np.asarray(jax.jit(f)(x)).reshape(-1)
+    np.testing.assert_allclose(got, x * x)  # the all-reduce over one device is the identity

@@ -165,7 +165,10 @@ def device_groups(
     """
     P, R = spmd.num_partitions, spmd.num_replicas
     rg = np.asarray(replica_groups if replica_groups is not None else np.zeros((0, 0)))
-    rg = rg.reshape(rg.shape[0], -1) if rg.ndim == 2 else rg.reshape(1, -1)
+    if rg.size == 0:  # replica_groups={}: every device in one group
+        rg = np.zeros((0, 0), np.int64)
+    else:
+        rg = rg.reshape(rg.shape[0], -1) if rg.ndim == 2 else rg.reshape(1, -1)
     groups = [[int(i) for i in g if int(i) >= 0] for g in rg.tolist()]
     groups = [g for g in groups if g]
     channel = _channel(channel_handle)
