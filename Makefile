@@ -19,9 +19,9 @@ demo: $(STAMP)
 	$(BIN)/hlopipe demo
 
 test: $(STAMP)
-	$(BIN)/python -m pytest -q -n 2 -m "not devices16" tests
+	$(BIN)/python -m pytest -q -n 2 tests
 
-# The 16-device pipeline x data x tensor configurations (minutes of compiling; not in make test).
+# Only the 16-device pipeline x data x tensor configurations (make test runs them too).
 test-mesh: $(STAMP)
 	$(BIN)/python -m pytest -q -p no:xdist -m devices16 tests
 
