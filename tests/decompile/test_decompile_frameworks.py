@@ -28,12 +28,6 @@ PREFERRED = ("stablehlo", "hlo-text", "hlo-proto")
 REFUSED = {
     "tensorflow/dropout_random/stablehlo": "hlopipe_rng_bit_generator",  # PHILOX ui64[3] state
 }
-# Known decompiler bugs, left out with their cause (issue 17's closing note lists them).
-LEFT_OUT = {
-    "torch_xla/dropout_random/stablehlo": (
-        "the decompiled 64-bit RNG code concatenates uint64 with uint32 (TypeError)"
-    ),
-}
 
 
 def _cases() -> list[Any]:
@@ -42,7 +36,7 @@ def _cases() -> list[Any]:
         fmts = [f for f in PREFERRED if f in m["formats"]] or list(m["formats"])
         fmt = next((f for f in fmts if fw._expect(m, f) == "pass"), None)
         fid = f"{m['framework']}/{m['case']}/{fmt}"
-        if fmt is None or fid in fw.LEFT_OUT or fid in LEFT_OUT:
+        if fmt is None or fid in fw.LEFT_OUT:
             continue
         out.append(pytest.param(m, fmt, id=f"{m['framework']}/{m['case']}/{fmt}"))
     return out
@@ -62,12 +56,16 @@ def test_decompiled_framework_program_matches_its_framework(
         with pytest.raises(DecompileError, match=refused):
             decompile(m["dir"] / m["formats"][fmt])
         return
-    mod = load_module(decompile(m["dir"] / m["formats"][fmt]), tmp_path)
     args = fw._args(m, values)
-    if _wide(values):  # a 64-bit program's main asks for 64-bit mode (it refuses without)
+    path = m["dir"] / m["formats"][fmt]
+    if _wide(values):
+        # a 64-bit program's module is imported and run in 64-bit mode (its main refuses
+        # without; its constants are made at import)
         with jax.enable_x64(True):
+            mod = load_module(decompile(path), tmp_path)
             got = [np.asarray(o) for o in fw._as_tuple(jax.jit(mod.main)(*args))]
     else:
+        mod = load_module(decompile(path), tmp_path)
         got = [np.asarray(o) for o in fw._as_tuple(jax.jit(mod.main)(*args))]
     assert len(got) == len(m["outputs"])
     for k, g in enumerate(got):
