@@ -110,14 +110,15 @@ LOAD_FORMATS = ("hlo", "hlo-opt", "hlo-proto", "stablehlo", "mlir-bytecode", "ja
 def bare_parse(fmt: str, data: str | bytes) -> Any:
     """What a user could call to get an MLIR module: jaxlib's parsers and XLA's converter."""
     from jax.extend import mlir as jex_mlir
-    from jaxlib import _hlo
     from jaxlib.mlir import ir
 
+    from hlopipe import _jax_compat
+
     if fmt in ("hlo", "hlo-opt"):
-        hlo = _hlo.hlo_module_from_text(data)
+        hlo = _jax_compat.hlo_module_from_text(data)
         data = jex_mlir.hlo_to_stablehlo(hlo.as_serialized_hlo_module_proto())
     elif fmt == "hlo-proto":
-        hlo = _hlo.HloModule.from_serialized_hlo_module_proto(data)
+        hlo = _jax_compat.hlo_module_from_proto(data)
         data = jex_mlir.hlo_to_stablehlo(hlo.as_serialized_hlo_module_proto())
     elif fmt == "jax-export":
         data = jax.export.deserialize(bytearray(data)).mlir_module()

@@ -18,7 +18,8 @@ post-optimisation HLO splits at its markers like the text before optimisation.
 ``hlopipe split --at-markers`` on a post-optimisation program without markers says so
 (:attr:`hlopipe.Program.optimized`).
 
-This module imports JAX only: it sits below every other room of hlopipe.
+This module imports JAX (and the ground-floor `hlopipe._jax_compat`) only: it sits below
+every other room of hlopipe.
 """
 
 from __future__ import annotations
@@ -30,6 +31,8 @@ import jax
 from jax.extend import source_info_util
 from jax.extend.core import Primitive
 from jax.interpreters import ad, batching, mlir
+
+from hlopipe._jax_compat import BARRIER_EXPANDER_PASS
 
 __all__ = [
     "ATTRIBUTE",
@@ -48,7 +51,7 @@ ATTRIBUTE = "hlopipe.stage_boundary"
 #: Compiler options that keep the markers through XLA's optimisation passes: the barrier
 #: expander (the pass that drops optimisation barriers on CPU) is disabled. Pass them to
 #: ``jax.jit(f).lower(...).compile(compiler_options=KEEP_MARKERS)``.
-KEEP_MARKERS: dict[str, str] = {"xla_disable_hlo_passes": "cse_barrier_expander"}
+KEEP_MARKERS: dict[str, str] = {"xla_disable_hlo_passes": BARRIER_EXPANDER_PASS}
 
 #: The primitive. One equation per marker call; its single parameter ``name`` is a string
 #: (``""`` when the user gave none) that becomes the attribute's value (``"true"`` if empty).

@@ -18,8 +18,8 @@ CHILD = textwrap.dedent(
     import json, os, sys
     import jax, jax.numpy as jnp
     from hypothesis import HealthCheck, given, settings, strategies as st
-    from jax._src.interpreters import mlir as jax_mlir
-    from jaxlib import _hlo
+    from jax.interpreters import mlir as jax_mlir
+    from hlopipe._jax_compat import hlo_module_from_text
     import hlopipe
 
     kind, examples, seed = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
@@ -34,7 +34,7 @@ CHILD = textwrap.dedent(
         "hlo-text": hlo.encode(),
         "hlo-opt": low.compile().as_text().encode(),
         "stablehlo-text": low.as_text().encode(),
-        "hlo-proto": _hlo.hlo_module_from_text(hlo).as_serialized_hlo_module_proto(),
+        "hlo-proto": hlo_module_from_text(hlo).as_serialized_hlo_module_proto(),
         "mlir-bytecode": jax_mlir.module_to_bytecode(low.compiler_ir("stablehlo")),
     }
     src = seeds[kind]

@@ -2,7 +2,7 @@
 
 XLA's HLO text parser can fail a CHECK on mutated text (SIGABRT in HloComputation, found by
 fuzzing), which would end the process that called it. So HLO text is parsed here, in one
-child process kept for the whole session (it imports only ``jaxlib._hlo``), which sends back
+child process kept for the whole session (it imports only XLA's parser, not jax), which sends back
 the module as a serialized HloModuleProto; the caller carries on from the proto, so the text
 is parsed once and the caller never runs the parser. When the child dies on an input, that
 input is refused and the next one gets a fresh child.
@@ -21,9 +21,11 @@ import tempfile
 import threading
 from typing import IO
 
-_CHILD = """
+from hlopipe._jax_compat import HLO_TEXT_PARSER
+
+_CHILD_TEMPLATE = """
 import os, struct, sys
-from jaxlib import _hlo
+from {parser_module} import {parser_name} as parse
 inp, out = sys.stdin.buffer, os.fdopen(os.dup(1), "wb")
 os.dup2(2, 1)
 out.write(b"R"); out.flush()
@@ -33,11 +35,14 @@ while True:
         break
     text = inp.read(struct.unpack("<Q", head)[0]).decode()
     try:
-        status, payload = b"0", _hlo.hlo_module_from_text(text).as_serialized_hlo_module_proto()
+        status, payload = b"0", parse(text).as_serialized_hlo_module_proto()
     except Exception as e:
         status, payload = b"1", str(e).encode(errors="replace")
     out.write(status + struct.pack("<Q", len(payload)) + payload); out.flush()
 """
+_CHILD = _CHILD_TEMPLATE.replace("{parser_module}", HLO_TEXT_PARSER[0]).replace(
+    "{parser_name}", HLO_TEXT_PARSER[1]
+)
 
 
 class Crashed(Exception):

@@ -1,6 +1,6 @@
-"""Every private jax/jaxlib name hlopipe uses, in one place.
+"""XLA's parsers, converters and CPU compiler, as the loader uses them.
 
-A jax upgrade that moves one of these touches this file only.
+The private jax/jaxlib names behind them live in :mod:`hlopipe._jax_compat`.
 """
 
 from __future__ import annotations
@@ -8,18 +8,18 @@ from __future__ import annotations
 from typing import Any
 
 import jax
+from jax.extend import backend as jex_backend
 from jax.extend import mlir as jex_mlir
-from jaxlib import _hlo  # type: ignore[attr-defined]
-from jaxlib import _jax as _jaxlib_jax
+from jax.interpreters import mlir as jax_mlir
 from jaxlib.mlir import ir
+
+from hlopipe import _jax_compat as compat
 
 JaxRuntimeError = jax.errors.JaxRuntimeError
 
 
 def make_context() -> ir.Context:
     """An MLIR context with every dialect JAX registers (stablehlo, chlo, mhlo, sdy, func...)."""
-    from jax._src.interpreters import mlir as jax_mlir
-
     ctx = jax_mlir.make_ir_context()
     # Ops of dialects we do not know (e.g. the `check` dialect of StableHLO's tests) still parse.
     ctx.allow_unregistered_dialects = True
@@ -28,12 +28,12 @@ def make_context() -> ir.Context:
 
 def hlo_module_from_text(text: str) -> Any:
     """Parse HLO text with XLA's own parser (raises JaxRuntimeError with line:column)."""
-    return _hlo.hlo_module_from_text(text)
+    return compat.hlo_module_from_text(text)
 
 
 def hlo_module_from_proto(data: bytes) -> Any:
     """Parse a serialized HloModuleProto with XLA's own parser."""
-    return _hlo.HloModule.from_serialized_hlo_module_proto(data)
+    return compat.hlo_module_from_proto(data)
 
 
 def hlo_module_to_stablehlo_bytes(module: Any) -> bytes:
@@ -47,7 +47,7 @@ def hlo_proto_to_stablehlo_bytes(proto: bytes) -> bytes:
 
 
 def mhlo_to_stablehlo(data: bytes) -> bytes:
-    return _jaxlib_jax.mlir.mhlo_to_stablehlo(data)
+    return bytes(compat.mhlo_to_stablehlo(data))
 
 
 def deserialize_portable_artifact(data: bytes) -> str:
@@ -57,10 +57,10 @@ def deserialize_portable_artifact(data: bytes) -> str:
 
 def stablehlo_to_hlo_text(module_text: str) -> str:
     """StableHLO module text -> HLO text, with XLA's converter."""
-    comp = _jaxlib_jax.mlir.mlir_module_to_xla_computation(
+    comp = compat.mlir_module_to_xla_computation(
         module_text, use_tuple_args=False, return_tuple=False
     )
-    return comp.as_hlo_text()
+    return str(comp.as_hlo_text())
 
 
 def stablehlo_to_hlo_module(module_text: str) -> Any:
@@ -69,10 +69,8 @@ def stablehlo_to_hlo_module(module_text: str) -> Any:
 
 def cost_analysis(hlo_module: Any) -> dict[str, float]:
     """XLA's cost analysis (flops, bytes accessed, ...) of an HLO module on the CPU backend."""
-    from jax._src import xla_bridge
-
-    backend = xla_bridge.get_backend("cpu")
-    return dict(_jaxlib_jax.hlo_module_cost_analysis(backend, hlo_module))
+    backend = jex_backend.get_backend("cpu")
+    return dict(compat.hlo_module_cost_analysis(backend, hlo_module))
 
 
 def compile_stablehlo(module_text: str, num_devices: int = 1) -> Any:
@@ -82,12 +80,10 @@ def compile_stablehlo(module_text: str, num_devices: int = 1) -> Any:
     NaNs), and the reference is what a JAX user's program got from XLA.
     """
     import numpy as np
-    from jax._src import compiler, xla_bridge
-    from jax._src.interpreters import mlir as jax_mlir
 
-    backend = xla_bridge.get_backend("cpu")
+    backend = jex_backend.get_backend("cpu")
     devices = backend.local_devices()[:num_devices]
-    options = compiler.get_compile_options(
+    options = jex_backend.get_compile_options(
         num_replicas=1,
         num_partitions=num_devices,
         device_assignment=np.array(devices).reshape(1, num_devices),
@@ -95,7 +91,7 @@ def compile_stablehlo(module_text: str, num_devices: int = 1) -> Any:
     )
     if num_devices > 1:
         options.executable_build_options.use_spmd_partitioning = True
-    device_list = _jaxlib_jax.DeviceList(tuple(devices))
+    device_list = compat.DeviceList(tuple(devices))
     with make_context() as ctx:
         del ctx
         mod = ir.Module.parse(module_text)

@@ -31,6 +31,7 @@ from typing import Any
 
 import jax
 
+from hlopipe import _jax_compat
 from hlopipe.errors import DistributedError
 
 ENV_COORDINATOR = "HLOPIPE_COORDINATOR"
@@ -119,7 +120,7 @@ def initialize(
             kwargs["cluster_detection_method"] = "deactivate"
         external = bool(os.environ.get(ENV_EXTERNAL_SERVICE))
         try:
-            with _no_service_here() if external else contextlib.nullcontext():
+            with _jax_compat.no_coordination_service() if external else contextlib.nullcontext():
                 jax.distributed.initialize(
                     coordinator_address,
                     num_processes,
@@ -147,37 +148,12 @@ def shutdown_timeout(heartbeat_timeout: int) -> int:
 def start_service(port: int, num_processes: int, heartbeat_timeout: int) -> Any:
     """Host the job's coordination service in this process (``hlopipe launch`` does, so that
     no worker's death takes the service with it); returns it (call ``.shutdown()``)."""
-    from jax._src.lib import _jax
-
-    return _jax.get_distributed_runtime_service(
+    return _jax_compat.get_distributed_runtime_service(
         f"[::]:{port}",
         num_processes,
         heartbeat_timeout=heartbeat_timeout,
         shutdown_timeout=shutdown_timeout(heartbeat_timeout),
     )
-
-
-@contextlib.contextmanager
-def _no_service_here() -> Any:
-    """While ``jax.distributed.initialize`` runs, process 0 connects to the service hosted
-    elsewhere instead of starting one (jax 0.10.2 starts it in process 0 unconditionally)."""
-    from jax._src import distributed as jd
-
-    real = jd._jax
-
-    class _WithoutService:
-        def __getattr__(self, name: str) -> Any:
-            return getattr(real, name)
-
-        @staticmethod
-        def get_distributed_runtime_service(*args: Any, **kwargs: Any) -> None:
-            return None
-
-    jd._jax = _WithoutService()  # type: ignore[assignment]
-    try:
-        yield
-    finally:
-        jd._jax = real
 
 
 # -- our own heartbeat ---------------------------------------------------------------------------
@@ -308,9 +284,7 @@ def on_lost_peer(fn: Callable[[DistributedError], None]) -> Callable[[], None]:
 
 def is_initialized() -> bool:
     """Whether this process is part of a multi-process job."""
-    from jax._src import distributed as _d
-
-    return _d.global_state.client is not None
+    return bool(jax.distributed.is_initialized())
 
 
 def process_index() -> int:
@@ -322,9 +296,7 @@ def process_count() -> int:
 
 
 def _client() -> Any:
-    from jax._src import distributed as _d
-
-    return _d.global_state.client
+    return _jax_compat.distributed_client()
 
 
 def kv_set(key: str, value: str) -> None:

@@ -9,9 +9,9 @@ import jax
 import numpy as np
 import pytest
 from jax.extend import mlir as jex_mlir
-from jaxlib import _hlo
 
 import hlopipe
+from hlopipe._jax_compat import hlo_module_from_text
 from hlopipe.errors import LoadError
 from hlopipe.io import detect_format
 from hlopipe.io._load import with_module_header
@@ -128,7 +128,7 @@ unused {
 
 def _xla(text: str, args: list[np.ndarray]) -> list[np.ndarray]:
     """XLA itself on the same text: its parser, its converter, its CPU compiler."""
-    module = _hlo.hlo_module_from_text(with_module_header(text))
+    module = hlo_module_from_text(with_module_header(text))
     mlir = jex_mlir.hlo_to_stablehlo(module.as_serialized_hlo_module_proto())
     exe = jax.devices()[0].client.compile_and_load(mlir, jax.devices()[:1])
     return [np.asarray(o) for o in exe.execute([jax.device_put(a) for a in args])]
@@ -241,7 +241,7 @@ def test_text_that_is_neither_says_what_was_expected() -> None:
 BAD_STRING_CHILD = """
 import sys
 import jax, jax.numpy as jnp
-from jax._src.interpreters import mlir as jax_mlir
+from jax.interpreters import mlir as jax_mlir
 import hlopipe
 
 def f(x):

@@ -12,10 +12,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from jax._src.interpreters import mlir as jax_mlir
-from jaxlib import _hlo
+from jax.interpreters import mlir as jax_mlir
 
 import hlopipe
+from hlopipe._jax_compat import hlo_module_from_text
 from hlopipe.errors import LoadError
 from hlopipe.io import detect_format, dump_modules
 
@@ -36,7 +36,7 @@ def sources():
         "stablehlo-text": low.as_text(),
         "hlo-text": hlo,
         "hlo-opt": low.compile().as_text(),
-        "hlo-proto": _hlo.hlo_module_from_text(hlo).as_serialized_hlo_module_proto(),
+        "hlo-proto": hlo_module_from_text(hlo).as_serialized_hlo_module_proto(),
         "mlir-bytecode": jax_mlir.module_to_bytecode(low.compiler_ir("stablehlo")),
         "jax-export": bytes(jax.export.export(jax.jit(f))(W, X).serialize()),
     }

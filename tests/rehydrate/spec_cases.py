@@ -374,12 +374,12 @@ def _serve() -> None:
 
 
 def run_xla(case: Case) -> list[np.ndarray]:
-    from jax._src import compiler
+    from jax.extend.backend import get_compile_options
 
     client = jax.devices("cpu")[0].client
     # JAX's compile options (the program's original run), not XLA's defaults: JAX turns
     # xla_cpu_enable_fast_min_max off, so min/max/clamp/reductions propagate NaN
-    options = compiler.get_compile_options(num_replicas=1, num_partitions=1)
+    options = get_compile_options(num_replicas=1, num_partitions=1)
     exe = client.compile_and_load(case.text, jax.devices("cpu")[:1], options)
     outs = exe.execute([jax.device_put(a, jax.devices("cpu")[0]) for a in case.args])
     return [np.asarray(o) for o in outs]

@@ -26,10 +26,10 @@ def _hlo(body: str, pre: str = "") -> str:
 
 
 def _xla(program: hlopipe.Program, args: tuple[np.ndarray, ...]) -> list[np.ndarray]:
-    from jax._src import compiler
+    from jax.extend.backend import get_compile_options
 
     client = jax.devices("cpu")[0].client
-    options = compiler.get_compile_options(num_replicas=1, num_partitions=1)
+    options = get_compile_options(num_replicas=1, num_partitions=1)
     exe = client.compile_and_load(program.to_text(), jax.devices("cpu")[:1], options)
     outs = exe.execute([jax.device_put(a, jax.devices("cpu")[0]) for a in args])
     return [np.asarray(o) for o in outs]

@@ -138,8 +138,9 @@ def lowered(name: str) -> Any:
 
 def source(name: str, fmt: str) -> str | bytes:
     """Model ``name`` in format ``fmt`` (one of FORMATS), as hlopipe.load takes it."""
-    from jax._src.interpreters import mlir as jax_mlir
-    from jaxlib import _hlo
+    from jax.interpreters import mlir as jax_mlir
+
+    from hlopipe._jax_compat import hlo_module_from_text
 
     low = lowered(name)
     if fmt == "stablehlo":
@@ -150,7 +151,7 @@ def source(name: str, fmt: str) -> str | bytes:
         return low.compile().as_text()
     if fmt == "hlo-proto":
         text = low.as_text(dialect="hlo")
-        return _hlo.hlo_module_from_text(text).as_serialized_hlo_module_proto()
+        return hlo_module_from_text(text).as_serialized_hlo_module_proto()
     if fmt == "mlir-bytecode":
         return jax_mlir.module_to_bytecode(low.compiler_ir("stablehlo"))
     if fmt == "jax-export":

@@ -8,9 +8,9 @@ from typing import Any
 import jax.numpy as jnp
 import numpy as np
 from jax import lax
-from jax._src.lax import linalg as _private_linalg  # geqrf: no public name in jax 0.10
 from jax.lax import linalg as lax_linalg
 
+from hlopipe import _jax_compat  # geqrf: no public name in jax 0.10
 from hlopipe.errors import UnsupportedOpError
 from hlopipe.rehydrate._ir import DotDims
 from hlopipe.rehydrate.custom_calls import builtin
@@ -213,7 +213,7 @@ def _getrf(ctx: RuleContext, a: Any, **attrs: Any) -> Any:
 
 @_lapack("geqrf")
 def _geqrf(ctx: RuleContext, a: Any, **attrs: Any) -> Any:
-    out, taus = _private_linalg.geqrf(a)
+    out, taus = _jax_compat.geqrf(a)
     if len(ctx.result_avals) == 3:
         return out, taus, _info(ctx, 2, lax.full(ctx.result_avals[2].shape, 0, np.int32))
     return out, taus

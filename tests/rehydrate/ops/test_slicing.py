@@ -325,10 +325,10 @@ def _as_list(out: Any) -> list[np.ndarray]:
 
 def _xla(text: str, args: tuple[np.ndarray, ...]) -> list[np.ndarray]:
     """The module compiled by XLA and run on CPU (JAX's compile options)."""
-    from jax._src import compiler
+    from jax.extend.backend import get_compile_options
 
     client = jax.devices("cpu")[0].client
-    options = compiler.get_compile_options(num_replicas=1, num_partitions=1)
+    options = get_compile_options(num_replicas=1, num_partitions=1)
     exe = client.compile_and_load(text, jax.devices("cpu")[:1], options)
     outs = exe.execute([jax.device_put(a, jax.devices("cpu")[0]) for a in args])
     return [np.asarray(o) for o in outs]
