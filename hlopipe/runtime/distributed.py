@@ -11,6 +11,13 @@ beats (see ``_Watchdog``), so a process that dies is noticed in bounded time, an
 :func:`check_peers` (called by the runtime while it waits) turns a lost peer into a
 :class:`DistributedError` naming it.
 
+A library does not take over the process: only under ``hlopipe launch`` (or with
+``initialize(take_over_process=True)``) does hlopipe replace ``sys.excepthook``, register
+``atexit`` handlers and end a process that lost a peer with ``os._exit`` after a grace period
+(so that jax's own exit handler does not wait for the lost process). Otherwise a lost peer
+raises :class:`DistributedError` where the runtime waits, and the process ends as the caller
+decides.
+
 Example:
   >>> import hlopipe
   >>> hlopipe.distributed.initialize()          # doctest: +SKIP
@@ -44,6 +51,9 @@ ENV_HEARTBEAT = "HLOPIPE_HEARTBEAT_TIMEOUT"
 ENV_EXTERNAL_SERVICE = "HLOPIPE_EXTERNAL_SERVICE"
 
 ENV_LOST_EXIT_AFTER = "HLOPIPE_LOST_EXIT_AFTER"
+# Set by ``hlopipe launch`` in every child: the process is hlopipe's to manage (see
+# ``take_over_process`` of :func:`initialize`).
+ENV_LAUNCHED = "HLOPIPE_LAUNCHED"
 
 _lock = threading.Lock()
 _initialized = False
@@ -69,6 +79,7 @@ def initialize(
     heartbeat_timeout: int | None = None,
     initialization_timeout: int = 120,
     platform: str | None = None,
+    take_over_process: bool | None = None,
 ) -> None:
     """Join the job: connect to the coordinator and make every process's devices visible.
 
@@ -85,6 +96,12 @@ def initialize(
       initialization_timeout: seconds to wait for every process to connect.
       platform: ``"cpu"`` forces CPU (gloo collectives); default: ``JAX_PLATFORMS`` or JAX's
         choice.
+      take_over_process: let hlopipe manage this process's exit: an uncaught exception is
+        published to the other processes at once (``sys.excepthook``), a clean exit too
+        (``atexit``), and a process that lost a peer ends with ``os._exit(1)`` a few seconds
+        after raising. Default: only under ``hlopipe launch``. Otherwise hlopipe installs no
+        hook; the heartbeat thread still tells the others when this process's main thread
+        ends, and a lost peer only raises :class:`DistributedError`.
 
     Raises DistributedError when called twice with a different job, or when the job cannot
     be formed.
@@ -136,8 +153,10 @@ def initialize(
                 f"{num_processes} processes, this is {process_id}): {e}"
             ) from e
         _initialized = True
+        if take_over_process is None:
+            take_over_process = bool(os.environ.get(ENV_LAUNCHED))
         if jax.process_count() > 1:
-            _start_watchdog(heartbeat_timeout)
+            _start_watchdog(heartbeat_timeout, take_over_process)
 
 
 def shutdown_timeout(heartbeat_timeout: int) -> int:
@@ -145,11 +164,17 @@ def shutdown_timeout(heartbeat_timeout: int) -> int:
     return max(heartbeat_timeout, 10)
 
 
-def start_service(port: int, num_processes: int, heartbeat_timeout: int) -> Any:
+def start_service(
+    port: int, num_processes: int, heartbeat_timeout: int, host: str = "127.0.0.1"
+) -> Any:
     """Host the job's coordination service in this process (``hlopipe launch`` does, so that
-    no worker's death takes the service with it); returns it (call ``.shutdown()``)."""
+    no worker's death takes the service with it); returns it (call ``.shutdown()``).
+
+    It listens on ``host:port`` only: loopback by default, since the service has no
+    authentication (whoever reaches it can join the job or read its key-value store).
+    """
     return _jax_compat.get_distributed_runtime_service(
-        f"[::]:{port}",
+        f"{host}:{port}",
         num_processes,
         heartbeat_timeout=heartbeat_timeout,
         shutdown_timeout=shutdown_timeout(heartbeat_timeout),
@@ -168,7 +193,7 @@ def start_service(port: int, num_processes: int, heartbeat_timeout: int) -> Any:
 
 
 class _Watchdog(threading.Thread):
-    def __init__(self, timeout: int) -> None:
+    def __init__(self, timeout: int, take_over_process: bool = False) -> None:
         super().__init__(name="hlopipe-heartbeat", daemon=True)
         self.me = jax.process_index()
         self.n = jax.process_count()
@@ -179,6 +204,7 @@ class _Watchdog(threading.Thread):
         self.error: DistributedError | None = None
         self.listeners: list[Callable[[DistributedError], None]] = []
         self.exit_after = float(os.environ.get(ENV_LOST_EXIT_AFTER, "5"))
+        self.take_over_process = take_over_process
 
     def mark(self, value: str) -> None:
         with contextlib.suppress(Exception):
@@ -192,11 +218,13 @@ class _Watchdog(threading.Thread):
         done: set[int] = {self.me}
         while not self.stop.wait(self.interval):
             beat += 1
+            if not self.take_over_process and self.main_thread_ended():
+                return
             try:
                 client.key_value_set(f"{_ALIVE}{self.me}", f"beat {beat}", allow_overwrite=True)
                 entries = client.key_value_dir_get(_ALIVE)
             except Exception as e:
-                if self.stop.is_set():
+                if self.stop.is_set() or self.left_the_job():
                     return
                 self.lost(0, f"the coordination service it hosts stopped answering: {e}")
                 return
@@ -221,6 +249,23 @@ class _Watchdog(threading.Thread):
                     )
                     return
 
+    def main_thread_ended(self) -> bool:
+        """Without hooks of its own: once the main thread has ended (jax's exit handler may
+        still wait for the others), mark this process done, or failed with the exception that
+        ended it (which Python keeps in ``sys.last_value``), and stop beating."""
+        if threading.main_thread().is_alive():
+            return False
+        exc = getattr(sys, "last_value", None)
+        self.mark(_failed(type(exc), exc) if exc is not None else "done")
+        self.stop.set()
+        return True
+
+    def left_the_job(self) -> bool:
+        """Whether the client was shut down on purpose (``jax.distributed.shutdown``, jax's
+        exit handler) rather than lost: then its errors are no lost peer."""
+        time.sleep(self.interval)
+        return self.stop.is_set() or not is_initialized()
+
     def lost(self, q: int, why: str) -> None:
         err = DistributedError(f"lost process {q} ({why}); process {self.me} stops")
         self.error = err
@@ -228,26 +273,37 @@ class _Watchdog(threading.Thread):
         for fn in list(self.listeners):
             with contextlib.suppress(Exception):
                 fn(err)
-        # jax's exit handler would wait for the lost process: leave in bounded time instead.
-        timer = threading.Timer(self.exit_after, os._exit, args=(1,))
-        timer.daemon = True
-        timer.start()
+        if self.take_over_process:
+            # jax's exit handler would wait for the lost process: leave in bounded time instead.
+            timer = threading.Timer(self.exit_after, os._exit, args=(1,))
+            timer.daemon = True
+            timer.start()
 
 
 _watchdog: _Watchdog | None = None
 
 
-def _start_watchdog(timeout: int) -> None:
+def _failed(tp: Any, value: Any) -> str:
+    return f"failed: {tp.__name__}: {' '.join(str(value).split())[:300]}"
+
+
+def _start_watchdog(timeout: int, take_over_process: bool = False) -> None:
     global _watchdog
-    wd = _Watchdog(timeout)
+    wd = _Watchdog(timeout, take_over_process)
     _watchdog = wd
     wd.mark("beat 0")
     wd.start()
+    if take_over_process:
+        _take_over_exit(wd)
+
+
+def _take_over_exit(wd: _Watchdog) -> None:
+    """Publish this process's uncaught exception or clean exit to the others from hooks."""
     hook = sys.excepthook
 
     def excepthook(tp: Any, value: Any, tb: Any) -> None:
         wd.failed_here = True
-        wd.mark(f"failed: {tp.__name__}: {' '.join(str(value).split())[:300]}")
+        wd.mark(_failed(tp, value))
         hook(tp, value, tb)
 
     sys.excepthook = excepthook
@@ -368,6 +424,11 @@ def shutdown() -> None:
     """Leave the job (waits for the other processes, up to the shutdown timeout)."""
     global _initialized
     with _lock:
+        wd = _watchdog
+        if wd is not None and not wd.stop.is_set():
+            wd.stop.set()
+            if wd.error is None:
+                wd.mark("done")
         if is_initialized():
             jax.distributed.shutdown()
         _initialized = False

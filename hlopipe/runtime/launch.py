@@ -1,8 +1,9 @@
 """``hlopipe launch``: N local processes of one job, for development and tests.
 
-The launcher hosts the job's coordination service on a free localhost port (so that losing
-any worker, process 0 included, is reported alike). Each child gets its address, its process
-id, the job size and its CPU device count in the environment variables
+The launcher hosts the job's coordination service on a free port of the loopback interface
+only (so that losing any worker, process 0 included, is reported alike; and since the service
+has no authentication, nothing off this machine can reach it). Each child gets its address,
+its process id, the job size and its CPU device count in the environment variables
 :func:`hlopipe.distributed.initialize` reads. Their output is streamed line by line with a
 ``[rank i]`` prefix. When one fails, the others get ``grace`` seconds to notice the lost peer
 and stop with their own error (the runtime's heartbeat names it), then SIGTERM, then SIGKILL;
@@ -31,11 +32,14 @@ from typing import IO, Any
 from hlopipe.errors import RuntimeConfigError
 from hlopipe.runtime import distributed as _d
 
+# A local job's coordination service listens here only: it has no authentication.
+LOOPBACK = "127.0.0.1"
+
 
 def free_port() -> int:
-    """A TCP port on localhost that nothing listens on right now."""
+    """A TCP port on the loopback interface that nothing listens on right now."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
+        s.bind((LOOPBACK, 0))
         return int(s.getsockname()[1])
 
 
@@ -53,7 +57,10 @@ def child_env(
     env.pop(_d.ENV_EXTERNAL_SERVICE, None)
     env.update(
         {
-            _d.ENV_COORDINATOR: f"localhost:{port}",
+            _d.ENV_COORDINATOR: f"{LOOPBACK}:{port}",
+            # where process 0 hosts the service when the launcher does not (jax reads it)
+            "JAX_COORDINATOR_BIND_ADDRESS": f"{LOOPBACK}:{port}",
+            _d.ENV_LAUNCHED: "1",
             _d.ENV_NUM_PROCESSES: str(nproc),
             _d.ENV_PROCESS_ID: str(rank),
             _d.ENV_CPU_DEVICES: str(devices_per_process),
@@ -136,94 +143,122 @@ def launch(
       timeout: stop everything after this many seconds (exit code 124).
       out: where prefixed output goes (default ``sys.stdout``).
       host_service: host the coordination service here (default); ``False`` leaves it to
-        process 0, as on a cluster without the launcher.
+        process 0, as on a cluster without the launcher. Either way it listens on loopback
+        only: the job is local.
     """
     if nproc < 1:
         raise ValueError(f"--nproc must be at least 1, got {nproc}")
     if not cmd:
         raise ValueError("no command given")
-    stream = out or sys.stdout
+    job = _Job(out or sys.stdout)
     port = free_port()
-    lock = threading.Lock()
-    procs: list[subprocess.Popen] = []
-    pumps: list[threading.Thread] = []
-
-    def pump(rank: int, pipe: IO[str]) -> None:
-        for line in pipe:
-            with lock:
-                stream.write(f"[rank {rank}] {line}")
-                stream.flush()
-        pipe.close()
-
-    first_bad: int | None = None
-    failed_at: float | None = None
     start = time.monotonic()
     # The coordination service lives here, not in process 0: a worker that dies, process 0
     # included, is then noticed and named by the others (see distributed.ENV_EXTERNAL_SERVICE).
-    service = _d.start_service(port, nproc, heartbeat_timeout) if host_service else None
+    service = _d.start_service(port, nproc, heartbeat_timeout, LOOPBACK) if host_service else None
     restore = _stop_children_on_signals()
     try:
         for rank in range(nproc):
-            try:
-                p = subprocess.Popen(
-                    list(cmd),
-                    env=child_env(
-                        rank, nproc, port, devices_per_process, heartbeat_timeout, host_service
-                    ),
-                    stdout=subprocess.PIPE,
-                    stderr=subprocess.STDOUT,
-                    text=True,
-                    bufsize=1,
-                    start_new_session=True,  # its own process group: killpg reaches its children
-                    preexec_fn=_die_with_parent,
-                )
-            except OSError as e:
-                raise RuntimeConfigError(
-                    f"cannot start process {rank}: {cmd[0]!r}: {e.strerror or e}; check the "
-                    "command after --"
-                ) from e
-            procs.append(p)
-            assert p.stdout is not None
-            t = threading.Thread(target=pump, args=(rank, p.stdout), daemon=True)
-            t.start()
-            pumps.append(t)
+            env = child_env(rank, nproc, port, devices_per_process, heartbeat_timeout, host_service)
+            job.start(rank, cmd, env)
         if on_start is not None:
-            on_start(procs)
-        terminated = False
-        while True:
-            codes = [p.poll() for p in procs]
-            for c in codes:
-                if c is not None and c != 0 and first_bad is None:
-                    first_bad = c if c > 0 else 128 - c
-                    failed_at = time.monotonic()
-            if all(c is not None for c in codes):
-                break
-            now = time.monotonic()
-            if timeout is not None and now - start > timeout and first_bad is None:
-                first_bad, failed_at = 124, now - grace
-                with lock:
-                    stream.write(f"hlopipe launch: timed out after {timeout:g} s\n")
-            if failed_at is not None and now - failed_at > grace and not terminated:
-                for p in procs:
-                    if p.poll() is None:
-                        _kill_group(p, signal.SIGTERM)
-                terminated = True
-            if failed_at is not None and now - failed_at > grace + 5:
-                for p in procs:
-                    if p.poll() is None:
-                        _kill_group(p, signal.SIGKILL)
-            time.sleep(0.05)
+            on_start(job.procs)
+        return supervise(job, timeout=timeout, grace=grace, start=start)
     finally:
         restore()
-        for p in procs:
+        job.stop()
+        if service is not None:
+            service.shutdown()
+
+
+class _Job:
+    """The launched processes, and the threads that copy their output to ``stream`` line by
+    line with a ``[rank i]`` prefix."""
+
+    def __init__(self, stream: IO[str]) -> None:
+        self.stream = stream
+        self.lock = threading.Lock()
+        self.procs: list[subprocess.Popen] = []
+        self.pumps: list[threading.Thread] = []
+
+    def write(self, text: str) -> None:
+        with self.lock:
+            self.stream.write(text)
+            self.stream.flush()
+
+    def _pump(self, rank: int, pipe: IO[str]) -> None:
+        for line in pipe:
+            self.write(f"[rank {rank}] {line}")
+        pipe.close()
+
+    def start(self, rank: int, cmd: Sequence[str], env: dict[str, str]) -> None:
+        """Start process ``rank`` in its own process group, and the thread reading its output."""
+        try:
+            p = subprocess.Popen(
+                list(cmd),
+                env=env,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                text=True,
+                bufsize=1,
+                start_new_session=True,  # its own process group: killpg reaches its children
+                preexec_fn=_die_with_parent,
+            )
+        except OSError as e:
+            raise RuntimeConfigError(
+                f"cannot start process {rank}: {cmd[0]!r}: {e.strerror or e}; check the "
+                "command after --"
+            ) from e
+        self.procs.append(p)
+        assert p.stdout is not None
+        t = threading.Thread(target=self._pump, args=(rank, p.stdout), daemon=True)
+        t.start()
+        self.pumps.append(t)
+
+    def signal_running(self, sig: int) -> None:
+        for p in self.procs:
             if p.poll() is None:
-                _kill_group(p, signal.SIGKILL)
-        for p in procs:
+                _kill_group(p, sig)
+
+    def stop(self) -> None:
+        """Kill whatever still runs (grandchildren included) and drain the output."""
+        self.signal_running(signal.SIGKILL)
+        for p in self.procs:
             with contextlib.suppress(subprocess.TimeoutExpired):
                 p.wait(timeout=10)
             _kill_group(p, signal.SIGKILL)  # grandchildren left in the group
-        for t in pumps:
+        for t in self.pumps:
             t.join(timeout=5)
-        if service is not None:
-            service.shutdown()
-    return first_bad or 0
+
+
+def exit_code(code: int) -> int:
+    """A child's exit status as the launcher returns it: a signal ``-N`` is ``128 + N``."""
+    return code if code > 0 else 128 - code
+
+
+def supervise(
+    job: _Job, *, timeout: float | None, grace: float, start: float, poll: float = 0.05
+) -> int:
+    """Wait for every process of ``job``; return the first failure's exit code (124 on
+    ``timeout``), 0 when all succeed. After the first failure the others get ``grace``
+    seconds to stop on their own, then SIGTERM, then (5 s later) SIGKILL."""
+    first_bad: int | None = None
+    failed_at: float | None = None
+    terminated = False
+    while True:
+        codes = [p.poll() for p in job.procs]
+        for c in codes:
+            if c is not None and c != 0 and first_bad is None:
+                first_bad, failed_at = exit_code(c), time.monotonic()
+        if all(c is not None for c in codes):
+            return first_bad or 0
+        now = time.monotonic()
+        if timeout is not None and now - start > timeout and first_bad is None:
+            first_bad, failed_at = 124, now - grace
+            job.write(f"hlopipe launch: timed out after {timeout:g} s\n")
+        if failed_at is not None and now - failed_at > grace and not terminated:
+            job.signal_running(signal.SIGTERM)
+            terminated = True
+        if failed_at is not None and now - failed_at > grace + 5:
+            job.signal_running(signal.SIGKILL)
+        time.sleep(poll)

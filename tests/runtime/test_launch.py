@@ -33,7 +33,7 @@ def test_children_get_the_job_environment_and_the_first_failure_is_returned():
     out = io.StringIO()
     code = launch([sys.executable, "-c", CHILD, "3"], nproc=3, devices_per_process=2, out=out)
     assert code == 3
-    pattern = r"^\[rank (\d)\] PID \d+ (\d) (\d) (\d) (localhost:\d+)$"
+    pattern = r"^\[rank (\d)\] PID \d+ (\d) (\d) (\d) (127\.0\.0\.1:\d+)$"
     lines = re.findall(pattern, out.getvalue(), re.M)
     assert sorted((r, p, n, d) for r, p, n, d, _ in lines) == [
         ("0", "0", "3", "2"), ("1", "1", "3", "2"), ("2", "2", "3", "2"),
