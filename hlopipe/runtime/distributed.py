@@ -119,44 +119,63 @@ def initialize(
             cpu_devices = _env_int(ENV_CPU_DEVICES)
         if heartbeat_timeout is None:
             heartbeat_timeout = _env_int(ENV_HEARTBEAT) or 30
-        platforms = (
-            platform or os.environ.get("JAX_PLATFORMS") or getattr(jax.config, "jax_platforms", "")
-        )
-        on_cpu = platforms.split(",")[0] in ("cpu", "") if platforms else True
-        if platform is not None:
-            jax.config.update("jax_platforms", platform)
-        # gloo must be chosen before the CPU backend starts; harmless for GPU runs (the CPU
-        # backend then only serves host computations).
-        jax.config.update("jax_cpu_collectives_implementation", "gloo")
-        if cpu_devices is not None and on_cpu:
-            jax.config.update("jax_num_cpu_devices", cpu_devices)
-        kwargs: dict[str, Any] = {}
-        if coordinator_address is not None and num_processes is not None and process_id is not None:
-            # Everything is given: no cluster auto-detection, one local device id list per
-            # process is not needed on CPU.
-            kwargs["cluster_detection_method"] = "deactivate"
-        external = bool(os.environ.get(ENV_EXTERNAL_SERVICE))
-        try:
-            with _jax_compat.no_coordination_service() if external else contextlib.nullcontext():
-                jax.distributed.initialize(
-                    coordinator_address,
-                    num_processes,
-                    process_id,
-                    initialization_timeout=initialization_timeout,
-                    heartbeat_timeout_seconds=heartbeat_timeout,
-                    shutdown_timeout_seconds=shutdown_timeout(heartbeat_timeout),
-                    **kwargs,
-                )
-        except Exception as e:  # jax raises RuntimeError / ValueError / XlaRuntimeError
-            raise DistributedError(
-                f"could not join the job (coordinator {coordinator_address}, "
-                f"{num_processes} processes, this is {process_id}): {e}"
-            ) from e
+        _configure_backend(platform, cpu_devices)
+        _join(
+            coordinator_address, num_processes, process_id, heartbeat_timeout,
+            initialization_timeout,
+        )  # fmt: skip
         _initialized = True
         if take_over_process is None:
             take_over_process = bool(os.environ.get(ENV_LAUNCHED))
         if jax.process_count() > 1:
             _start_watchdog(heartbeat_timeout, take_over_process)
+
+
+def _configure_backend(platform: str | None, cpu_devices: int | None) -> None:
+    """The jax settings a process of a job needs, before its backend starts."""
+    platforms = (
+        platform or os.environ.get("JAX_PLATFORMS") or getattr(jax.config, "jax_platforms", "")
+    )
+    on_cpu = platforms.split(",")[0] in ("cpu", "") if platforms else True
+    if platform is not None:
+        jax.config.update("jax_platforms", platform)
+    # gloo must be chosen before the CPU backend starts; harmless for GPU runs (the CPU
+    # backend then only serves host computations).
+    jax.config.update("jax_cpu_collectives_implementation", "gloo")
+    if cpu_devices is not None and on_cpu:
+        jax.config.update("jax_num_cpu_devices", cpu_devices)
+
+
+def _join(
+    coordinator_address: str | None,
+    num_processes: int | None,
+    process_id: int | None,
+    heartbeat_timeout: int,
+    initialization_timeout: int,
+) -> None:
+    """``jax.distributed.initialize``, its failure as a :class:`DistributedError`."""
+    kwargs: dict[str, Any] = {}
+    if coordinator_address is not None and num_processes is not None and process_id is not None:
+        # Everything is given: no cluster auto-detection, one local device id list per
+        # process is not needed on CPU.
+        kwargs["cluster_detection_method"] = "deactivate"
+    external = bool(os.environ.get(ENV_EXTERNAL_SERVICE))
+    try:
+        with _jax_compat.no_coordination_service() if external else contextlib.nullcontext():
+            jax.distributed.initialize(
+                coordinator_address,
+                num_processes,
+                process_id,
+                initialization_timeout=initialization_timeout,
+                heartbeat_timeout_seconds=heartbeat_timeout,
+                shutdown_timeout_seconds=shutdown_timeout(heartbeat_timeout),
+                **kwargs,
+            )
+    except Exception as e:  # jax raises RuntimeError / ValueError / XlaRuntimeError
+        raise DistributedError(
+            f"could not join the job (coordinator {coordinator_address}, "
+            f"{num_processes} processes, this is {process_id}): {e}"
+        ) from e
 
 
 def shutdown_timeout(heartbeat_timeout: int) -> int:
