@@ -118,6 +118,7 @@ distributed.shutdown()
 """
 
 
+@pytest.mark.multiprocess
 def test_process_0_hosting_the_service_under_launch_listens_on_loopback(outside) -> None:
     out = io.StringIO()
     code = launch(

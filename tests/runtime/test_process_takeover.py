@@ -102,6 +102,7 @@ except DistributedError as e:
 """
 
 
+@pytest.mark.multiprocess
 @pytest.mark.parametrize("mode", ["launch", "library"])
 def test_a_failed_peer_is_named_with_or_without_taking_over(mode: str) -> None:
     out = io.StringIO()
