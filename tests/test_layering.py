@@ -145,10 +145,10 @@ def imports_of(path: Path, root: Path) -> list[Import]:
                 targets.append(sub if _exists(sub, root) else mod)
         else:
             continue
-        text = ast.get_source_segment(source, node) or ""
+        text = ast.unparse(node)  # (get_source_segment re-splits the file on every call)
         for t in targets:
             if t.split(".")[0] in (PACKAGE, "jax", "jaxlib"):
-                found.append(Import(rel, node.lineno, t, " ".join(text.split())))
+                found.append(Import(rel, node.lineno, t, text))
     return found
 
 
