@@ -120,10 +120,6 @@ class Stage:
     def param_avals(self) -> list[jax.ShapeDtypeStruct]:
         return [J.sds(a) for a in self.jaxpr.in_avals[: len(self.params_needed)]]
 
-    @property
-    def input_avals(self) -> list[jax.ShapeDtypeStruct]:
-        return [r.aval for r in self.receives]
-
     def fn(self, *flat: Any) -> list[Any]:
         """The stage as a plain function ``(*params, *inputs) -> list of outputs``."""
         return jax.extend.core.jaxpr_as_fun(self.jaxpr)(*flat)
