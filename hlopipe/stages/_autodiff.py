@@ -100,15 +100,18 @@ class StageAutodiff:
         self, params: Sequence[Any], residuals: Sequence[Any], out_cts: Sequence[Any]
     ) -> tuple[list[Any], list[Any]]:
         """``(params, residuals, out_cts) -> (input_cts, param_grads)``."""
-        out = jaxpr_as_fun(self.backward_jaxpr)(*params, *residuals, *out_cts)
-        k = len(self.diff_inputs)
-        return list(out[:k]), list(out[k:])
+        return self._input_cts_and_rest(self.backward_jaxpr, params, residuals, out_cts)
 
     def backward_input(
         self, params: Sequence[Any], residuals: Sequence[Any], out_cts: Sequence[Any]
     ) -> tuple[list[Any], list[Any]]:
         """``(params, residuals, out_cts) -> (input_cts, w_residuals)`` (the I step)."""
-        out = jaxpr_as_fun(self.input_jaxpr)(*params, *residuals, *out_cts)
+        return self._input_cts_and_rest(self.input_jaxpr, params, residuals, out_cts)
+
+    def _input_cts_and_rest(
+        self, jaxpr: Any, params: Sequence[Any], residuals: Sequence[Any], out_cts: Sequence[Any]
+    ) -> tuple[list[Any], list[Any]]:
+        out = jaxpr_as_fun(jaxpr)(*params, *residuals, *out_cts)
         k = len(self.diff_inputs)
         return list(out[:k]), list(out[k:])
 
