@@ -1096,15 +1096,65 @@ def _check_schedule_name(name: str) -> None:
 def _train_plan(args: argparse.Namespace, program: Any) -> dict[str, Any]:
     """What `train` will run: arguments split into parameters and batch, initial values, stages,
     devices; each choice with the words that explain it."""
-    import jax
     import numpy as np
 
-    from hlopipe import schedules
-    from hlopipe.errors import RuntimeConfigError
     from hlopipe.io._program import _fmt_aval
 
     avals: list[Any] = list(program.in_avals)
     names = [n or f"argument {i}" for i, n in enumerate(program.arg_names)]
+    nb, p_avals, b_avals = _batch_split(args, avals)
+    mb = int(b_avals[0].shape[0])
+    m = args.microbatches
+    rng = np.random.default_rng(args.seed)
+    params, init_note = _initial_params(args, program, names, p_avals, rng)
+    # data: from --data, or one fixed synthetic batch that a model can learn by heart
+    if args.data:
+        batch = _read_npz(args.data, "--data", b_avals, names[len(p_avals) :], m)
+        data_note = f"from {args.data}, the same batch every step"
+    else:
+        batch = [_synthetic(a, m, args.int_high, rng) for a in b_avals]
+        data_note = (
+            "one fixed synthetic batch, the same every step, so the loss should fall: "
+            f"integers in [0, {args.int_high}), floats ~ N(0, 1) (--data FILE.npz for yours)"
+        )
+    layout = _stage_layout(args, program, mb)
+    S, devices = layout["stages"], layout["devices"]
+    return {
+        "program": program,
+        "names": names,
+        "p_avals": p_avals,
+        "b_avals": b_avals,
+        "params": params,
+        "batch": batch,
+        "num_stages": None if layout["markers"] else S,
+        "stages": S,
+        "devices": devices,
+        "group": layout["group"],
+        "microbatch": mb,
+        "notes": {
+            "program": f"{args.file}: {len(avals)} arguments = {len(p_avals)} parameters "
+            f"({sum(int(np.prod(a.shape)) for a in p_avals):,} values) + a microbatch of "
+            f"{nb} ({', '.join(_fmt_aval(a) for a in b_avals)})",
+            "stages": layout["stage_note"],
+            "devices": layout["device_note"],
+            "schedule": f"{args.schedule}, {m} microbatches of {mb} = a batch of {m * mb} per "
+            "step (full batch = microbatches x the program's batch)",
+            "params": init_note,
+            "data": data_note,
+            "optimizer": f"{args.optimizer}(lr={args.lr:g}), {args.steps} steps"
+            + (f", resuming from {args.resume}" if args.resume else ""),
+        },
+    }
+
+
+def _batch_split(args: argparse.Namespace, avals: list[Any]) -> tuple[int, list[Any], list[Any]]:
+    """How many trailing arguments are the batch (--batch-args, else the trailing integer
+    ones, else one), and the parameter and batch avals."""
+    import numpy as np
+
+    from hlopipe.errors import RuntimeConfigError
+    from hlopipe.io._program import _fmt_aval
+
     nb = args.batch_args
     if nb is None:
         nb = 0
@@ -1122,46 +1172,43 @@ def _train_plan(args: argparse.Namespace, program: Any) -> dict[str, Any]:
             f"the last {nb} argument(s) ({', '.join(_fmt_aval(a) for a in b_avals)}) are taken "
             "as the batch, but a scalar has no batch axis; set --batch-args N"
         )
-    mb = int(b_avals[0].shape[0])
-    m = args.microbatches
-    rng = np.random.default_rng(args.seed)
+    return nb, p_avals, b_avals
 
-    # parameters: from --params, or by role where the names show it
+
+def _initial_params(
+    args: argparse.Namespace, program: Any, names: list[str], p_avals: list[Any], rng: Any
+) -> tuple[list[Any], str]:
+    """Parameters from --params, or initialised by role where the names show it; and a note."""
     if args.params:
         params = _read_npz(args.params, "--params", p_avals, names[: len(p_avals)], 1)
-        init_note = f"from {args.params}"
-    else:
-        params = []
-        roles: dict[str, int] = {}
-        for name, a in zip(names, p_avals):
-            value, role = _init_by_role(name if name in program.arg_names else None, a, rng)
-            params.append(value)
-            roles[role] = roles.get(role, 0) + 1
-        named = any(program.arg_names[: len(p_avals)])
-        by_role = ", ".join(f"{n} {r}" for r, n in roles.items())
-        if named:
-            init_note = (
-                f"initialised by role from the argument names: {by_role} (--params FILE.npz "
-                "to start from yours)"
-            )
-        else:
-            init_note = (
-                "RANDOM -- pass --params FILE.npz (arrays in argument order) to train from real "
-                "values: the program carries no argument names, so no parameter's role can be "
-                f"seen ({by_role})"
-            )
-    # data: from --data, or one fixed synthetic batch that a model can learn by heart
-    if args.data:
-        batch = _read_npz(args.data, "--data", b_avals, names[len(p_avals) :], m)
-        data_note = f"from {args.data}, the same batch every step"
-    else:
-        batch = [_synthetic(a, m, args.int_high, rng) for a in b_avals]
-        data_note = (
-            "one fixed synthetic batch, the same every step, so the loss should fall: "
-            f"integers in [0, {args.int_high}), floats ~ N(0, 1) (--data FILE.npz for yours)"
+        return params, f"from {args.params}"
+    params = []
+    roles: dict[str, int] = {}
+    for name, a in zip(names, p_avals):
+        value, role = _init_by_role(name if name in program.arg_names else None, a, rng)
+        params.append(value)
+        roles[role] = roles.get(role, 0) + 1
+    by_role = ", ".join(f"{n} {r}" for r, n in roles.items())
+    if any(program.arg_names[: len(p_avals)]):
+        return params, (
+            f"initialised by role from the argument names: {by_role} (--params FILE.npz "
+            "to start from yours)"
         )
+    return params, (
+        "RANDOM -- pass --params FILE.npz (arrays in argument order) to train from real "
+        "values: the program carries no argument names, so no parameter's role can be "
+        f"seen ({by_role})"
+    )
 
-    # stages and devices
+
+def _stage_layout(args: argparse.Namespace, program: Any, mb: int) -> dict[str, Any]:
+    """Stages (at the markers, --stages, or one per device group), ranks and devices per stage,
+    with the notes that explain them."""
+    import jax
+
+    from hlopipe import schedules
+    from hlopipe.errors import RuntimeConfigError
+
     markers = program.stage_markers()
     v = args.virtual_stages or schedules.default_virtual_stages(args.schedule)
     devices = jax.local_devices()
@@ -1204,30 +1251,12 @@ def _train_plan(args: argparse.Namespace, program: Any) -> dict[str, Any]:
         f"local ones{simulated}" + (", data parallel inside each stage" if group > 1 else "")
     )
     return {
-        "program": program,
-        "names": names,
-        "p_avals": p_avals,
-        "b_avals": b_avals,
-        "params": params,
-        "batch": batch,
-        "num_stages": None if markers else S,
+        "markers": markers,
         "stages": S,
         "devices": devices[: ranks * group],
         "group": group,
-        "microbatch": mb,
-        "notes": {
-            "program": f"{args.file}: {len(avals)} arguments = {len(p_avals)} parameters "
-            f"({sum(int(np.prod(a.shape)) for a in p_avals):,} values) + a microbatch of "
-            f"{nb} ({', '.join(_fmt_aval(a) for a in b_avals)})",
-            "stages": stage_note,
-            "devices": device_note,
-            "schedule": f"{args.schedule}, {m} microbatches of {mb} = a batch of {m * mb} per "
-            "step (full batch = microbatches x the program's batch)",
-            "params": init_note,
-            "data": data_note,
-            "optimizer": f"{args.optimizer}(lr={args.lr:g}), {args.steps} steps"
-            + (f", resuming from {args.resume}" if args.resume else ""),
-        },
+        "stage_note": stage_note,
+        "device_note": device_note,
     }
 
 

@@ -102,9 +102,7 @@ def run_pipeline_demo(
     """Train the shipped HLO loss with 1F1B on 4 stages x 2 devices and compare with one
     device; returns the numbers (losses, max difference, plot path)."""
     import optax
-    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from hlopipe import schedules
     from hlopipe.models import gpt
     from hlopipe.runtime import Pipeline
 
@@ -132,6 +130,25 @@ def run_pipeline_demo(
         f"{pipe}: {path.name} split at its markers, adam({DEMO_LR}), "
         f"{len(batches[0][0])} sequences per step"
     )
+    losses = _train_pipelined(console, pipe, params, batches)
+    t_pipe = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    ref = _train_one_device(params, batches, cfg, opt, devices[0])
+    t_one = time.perf_counter() - t0
+    diff = max(abs(a - b) for a, b in zip(losses, ref))
+    console.print(
+        f"loss {losses[0]:.4f} -> {losses[-1]:.4f} in {steps} steps "
+        f"(pipeline {t_pipe:.1f} s with compiling, one device {t_one:.1f} s)"
+    )
+    console.print(f"max |loss difference| pipeline vs one device: {diff:.2e}")
+    out = _show_timeline(console, pipe, plot_path)
+    return {"losses": losses, "reference": ref, "max_loss_diff": diff, "plot": out}
+
+
+def _train_pipelined(console: Any, pipe: Any, params: Any, batches: list[Any]) -> list[float]:
+    """One pipeline step per batch, with a progress bar; the last step is profiled."""
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
     state = pipe.init(params)
     console.print(
         f"compiling each stage's forward and backward for its {pipe.placement.group_size} "
@@ -147,16 +164,20 @@ def run_pipeline_demo(
         console=console,
         transient=False,
     ) as progress:
-        task = progress.add_task("train", total=steps, loss="…")
+        task = progress.add_task("train", total=len(batches), loss="…")
         for k, b in enumerate(batches):
             # the last step is profiled: its measured timeline is drawn below
             state, metrics = pipe.step(state, b, profile=k == len(batches) - 1)
             losses.append(metrics.loss)
             progress.update(task, advance=1, loss=f"{metrics.loss:.4f}")
-    t_pipe = time.perf_counter() - t0
+    return losses
 
-    # the same training of the JAX model on one device
-    dev = devices[0]
+
+def _train_one_device(params: Any, batches: list[Any], cfg: Any, opt: Any, dev: Any) -> list[float]:
+    """The same training of the JAX model on one device: its loss per step."""
+    import optax
+
+    from hlopipe.models import gpt
 
     @jax.jit
     def step(p: Any, s: Any, b: Any) -> Any:
@@ -164,20 +185,18 @@ def run_pipeline_demo(
         u, s = opt.update(g, s, p)
         return optax.apply_updates(p, u), s, loss
 
-    t0 = time.perf_counter()
     p1 = jax.device_put(params, dev)
     s1 = opt.init(p1)
     ref: list[float] = []
     for b in batches:
         p1, s1, loss = step(p1, s1, jax.device_put(b, dev))
         ref.append(float(loss))
-    t_one = time.perf_counter() - t0
-    diff = max(abs(a - b) for a, b in zip(losses, ref))
-    console.print(
-        f"loss {losses[0]:.4f} -> {losses[-1]:.4f} in {steps} steps "
-        f"(pipeline {t_pipe:.1f} s with compiling, one device {t_one:.1f} s)"
-    )
-    console.print(f"max |loss difference| pipeline vs one device: {diff:.2e}")
+    return ref
+
+
+def _show_timeline(console: Any, pipe: Any, plot_path: str | None) -> str:
+    """Plot the last step's measured timeline beside the simulated bubble; returns the path."""
+    from hlopipe import schedules
 
     tl = pipe.timeline()
     sim = schedules.simulate(pipe.schedule, tl.costs)
@@ -195,7 +214,7 @@ def run_pipeline_demo(
         f"measured bubble {tl.bubble_fraction:.1%} (simulated with the measured per-stage "
         f"costs: {sim.bubble_fraction:.1%}); timeline of the last step written to {out}"
     )
-    if devices[0].platform == "cpu":
+    if jax.devices()[0].platform == "cpu":
         ideal = schedules.simulate(pipe.schedule, {"F": 1.0, "B": 2.0}).bubble_fraction
         console.print(
             "why the bubble is large here: each stage of this tiny model computes for well "
@@ -204,7 +223,7 @@ def run_pipeline_demo(
             f"share this machine's cores; the schedule's own bubble (compute only, B = 2F) is "
             f"{ideal:.0%} and shrinks with more microbatches."
         )
-    return {"losses": losses, "reference": ref, "max_loss_diff": diff, "plot": out}
+    return out
 
 
 def _ask_for_cpu_devices(n: int) -> None:

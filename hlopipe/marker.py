@@ -114,22 +114,6 @@ def is_stage_boundary_attrs(attrs: Mapping[str, Any] | Any) -> bool:
     return ATTRIBUTE in _safe_keys(attrs)
 
 
-def stage_boundary_name(attrs: Mapping[str, Any] | Any) -> str:
-    """The marker's ``name`` from frontend attributes (``""`` for the default ``"true"``)."""
-    if not isinstance(attrs, Mapping):
-        if "mhlo.frontend_attributes" in _safe_keys(attrs):
-            attrs = attrs["mhlo.frontend_attributes"]
-        try:
-            value = attrs[ATTRIBUTE]
-        except (KeyError, TypeError, IndexError):
-            return ""
-        value = getattr(value, "value", str(value))
-    else:
-        value = attrs.get(ATTRIBUTE, "")
-    value = str(value)
-    return "" if value == "true" else value
-
-
 def _safe_keys(attrs: Any) -> set[str]:
     """Names held by an MLIR attribute dict / op attribute map, or an empty set."""
     try:

@@ -26,50 +26,10 @@ def run(
 
     Raises ScheduleError, with the partial grid, when the ranks deadlock.
     """
-    place = schedule.stage_to_rank
-    last = schedule.num_stages - 1
     end: dict[tuple[int, Kind, int], float] = {}
     events: dict[int, list[Event]] = {r: [] for r in range(schedule.num_ranks)}
     pos = dict.fromkeys(range(schedule.num_ranks), 0)
     free = dict.fromkeys(range(schedule.num_ranks), 0.0)
-
-    def done(stage: int, kinds: tuple[Kind, ...], mb: int) -> float | None:
-        for k in kinds:
-            t = end.get((stage, k, mb))
-            if t is not None:
-                return t
-        return None
-
-    def ready(rank: int, a: Action) -> float | None:
-        """When ``a``'s inputs are on ``rank``; None while one is missing."""
-        if a.kind is Kind.OVERLAP_F_B:
-            times = [ready(rank, part) for part in a.parts]
-            return None if any(t is None for t in times) else max(times)  # type: ignore[type-var]
-        s, k, mb = a
-        if k is Kind.F:
-            if s == 0:
-                return 0.0
-            t = done(s - 1, (Kind.F,), mb)
-            return None if t is None else t + (send_cost if place[s - 1] != rank else 0.0)
-        if k in _BACKWARD:
-            t = done(s, (Kind.F,), mb)
-            if t is None or s == last:
-                return t
-            u = done(s + 1, _BACKWARD, mb)
-            if u is None:
-                return None
-            return max(t, u + (send_cost if place[s + 1] != rank else 0.0))
-        if k is Kind.W:
-            return done(s, (Kind.I,), mb)
-        if k is Kind.SEND_F:
-            return done(s, (Kind.F,), mb)
-        if k is Kind.SEND_B:
-            return done(s, _BACKWARD, mb)
-        if k is Kind.RECV_F:
-            t = done(s - 1, (Kind.SEND_F,), mb)
-            return None if t is None else t + send_cost
-        t = done(s + 1, (Kind.SEND_B,), mb)  # RECV_B
-        return None if t is None else t + send_cost
 
     rows = schedule.actions
     progress = True
@@ -83,7 +43,7 @@ def run(
                 if a is None:
                     i += 1
                     continue
-                t = ready(r, a)
+                t = ready(schedule, end, send_cost, r, a)
                 if t is None:
                     break
                 if a.kind is Kind.RECV_F or a.kind is Kind.RECV_B:
@@ -102,6 +62,57 @@ def run(
     if blocked:
         raise _deadlock(schedule, blocked, end)
     return events
+
+
+def _done(
+    end: dict[tuple[int, Kind, int], float], stage: int, kinds: tuple[Kind, ...], mb: int
+) -> float | None:
+    """When the first of ``kinds`` of (stage, microbatch) that has run ended; None if none."""
+    for k in kinds:
+        t = end.get((stage, k, mb))
+        if t is not None:
+            return t
+    return None
+
+
+def ready(
+    schedule: Schedule,
+    end: dict[tuple[int, Kind, int], float],
+    send_cost: float,
+    rank: int,
+    a: Action,
+) -> float | None:
+    """When ``a``'s inputs are on ``rank``, given the end times so far; None while one is
+    missing."""
+    if a.kind is Kind.OVERLAP_F_B:
+        times = [ready(schedule, end, send_cost, rank, part) for part in a.parts]
+        return None if any(t is None for t in times) else max(times)  # type: ignore[type-var]
+    place, last = schedule.stage_to_rank, schedule.num_stages - 1
+    s, k, mb = a
+    if k is Kind.F:
+        if s == 0:
+            return 0.0
+        t = _done(end, s - 1, (Kind.F,), mb)
+        return None if t is None else t + (send_cost if place[s - 1] != rank else 0.0)
+    if k in _BACKWARD:
+        t = _done(end, s, (Kind.F,), mb)
+        if t is None or s == last:
+            return t
+        u = _done(end, s + 1, _BACKWARD, mb)
+        if u is None:
+            return None
+        return max(t, u + (send_cost if place[s + 1] != rank else 0.0))
+    if k is Kind.W:
+        return _done(end, s, (Kind.I,), mb)
+    if k is Kind.SEND_F:
+        return _done(end, s, (Kind.F,), mb)
+    if k is Kind.SEND_B:
+        return _done(end, s, _BACKWARD, mb)
+    if k is Kind.RECV_F:
+        t = _done(end, s - 1, (Kind.SEND_F,), mb)
+        return None if t is None else t + send_cost
+    t = _done(end, s + 1, (Kind.SEND_B,), mb)  # RECV_B
+    return None if t is None else t + send_cost
 
 
 def _needs(schedule: Schedule, a: Action) -> list[tuple[int, Kind, int]]:

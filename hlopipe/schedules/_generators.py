@@ -452,6 +452,11 @@ def _zb_v_row(p: int, m: int, r: int) -> list[Action | None]:
         row.append(Action(stage, kind, count[stage, kind]))
         count[stage, kind] += 1
 
+    def forward_then_whole_backward(stage: int) -> None:
+        add(stage, F)
+        add(stage, I)
+        add(stage, W)
+
     # 1. warm-up: forwards of the down stage, enough to reach the tip of the V and back here.
     for _ in range(2 * (p - r) - 1):
         add(down, F)
@@ -461,18 +466,15 @@ def _zb_v_row(p: int, m: int, r: int) -> list[Action | None]:
         add(down, F)
     # 3. the up stage's first backwards, each whole (I then W) right after its forward.
     for _ in range(p - r):
-        add(up, F)
-        add(up, I)
-        add(up, W)
-    # 4. steady state: F I W on the down stage, then on the up stage.
+        forward_then_whole_backward(up)
+    # 4. steady state: F I W on the down stage (its F while microbatches remain), then on the
+    # up stage.
     while count[down, F] < n or count[up, F] < count[down, F]:
         if count[down, F] < n:
             add(down, F)
         add(down, I)
         add(down, W)
-        add(up, F)
-        add(up, I)
-        add(up, W)
+        forward_then_whole_backward(up)
     # 5. cool-down: input gradients first (they are on the critical path), W's deferred...
     for _ in range(r):
         add(down, I)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+from typing import Any
 
 from hlopipe.errors import ScheduleError
 from hlopipe.schedules._ir import COMM_KINDS, COMPUTE_KINDS, Kind
@@ -96,6 +97,46 @@ def _figure(timeline: Timeline, title: str | None = None, unit: str | None = Non
     ax = fig.add_axes((left, bottom, 1 - left - 0.15 / width, top - bottom))
     px_per_unit = ax.get_position().width * width * _DPI / span
     fontsize = 7 if p <= 8 else 6
+    kinds_seen, transfers = _draw_events(
+        ax, Rectangle, timeline, chunk_of, chunks, px_per_unit, fontsize
+    )
+    ax.set_yticks(range(p), [f"rank {r}" for r in range(p)], fontsize=8)
+    ax.set_ylim(p - 0.5, -0.5)
+    ax.set_xlim(0, span)
+    ax.set_xlabel(f"time ({unit})", fontsize=9)
+    ax.tick_params(axis="x", labelsize=8)
+    ax.grid(axis="x", alpha=0.3)
+    ax.set_axisbelow(True)
+
+    _legend(fig, Patch, kinds_seen, transfers, chunks, width)
+    fig.text(
+        left,
+        1 - 0.12 / height,
+        title
+        or (
+            f"{schedule.name}: {p} ranks, {schedule.num_microbatches} microbatches, "
+            f"{schedule.num_stages} stages — step {timeline.makespan:.4g} {unit}, "
+            f"bubble {timeline.bubble_fraction:.1%}"
+        ),
+        ha="left",
+        va="top",
+        fontsize=10,
+        weight="bold",
+    )
+    return fig
+
+
+def _draw_events(
+    ax: Any,
+    Rectangle: Any,
+    timeline: Timeline,
+    chunk_of: dict[int, int],
+    chunks: int,
+    px_per_unit: float,
+    fontsize: int,
+) -> tuple[set[Kind], bool]:
+    """Draw each rank's boxes (and thin transfer bars) on ``ax``; returns the kinds drawn and
+    whether any transfer took time."""
     kinds_seen: set[Kind] = set()
     transfers = False
 
@@ -139,14 +180,13 @@ def _figure(timeline: Timeline, title: str | None = None, unit: str | None = Non
             )
             text = f"{a.microbatch}" if chunks == 1 else f"{a.microbatch}\ns{a.stage}"
             label(start, end, r, text, chunk_of[a.stage] < 2 or chunks <= 2)
-    ax.set_yticks(range(p), [f"rank {r}" for r in range(p)], fontsize=8)
-    ax.set_ylim(p - 0.5, -0.5)
-    ax.set_xlim(0, span)
-    ax.set_xlabel(f"time ({unit})", fontsize=9)
-    ax.tick_params(axis="x", labelsize=8)
-    ax.grid(axis="x", alpha=0.3)
-    ax.set_axisbelow(True)
+    return kinds_seen, transfers
 
+
+def _legend(
+    fig: Any, Patch: Any, kinds_seen: set[Kind], transfers: bool, chunks: int, width: float
+) -> None:
+    """The legend under the plot: one entry per kind drawn (per chunk when there are several)."""
     handles = []
     for k, text in _LABELS.items():
         if k not in kinds_seen:
@@ -167,21 +207,6 @@ def _figure(timeline: Timeline, title: str | None = None, unit: str | None = Non
         fontsize=8,
         frameon=False,
     )
-    fig.text(
-        left,
-        1 - 0.12 / height,
-        title
-        or (
-            f"{schedule.name}: {p} ranks, {schedule.num_microbatches} microbatches, "
-            f"{schedule.num_stages} stages — step {timeline.makespan:.4g} {unit}, "
-            f"bubble {timeline.bubble_fraction:.1%}"
-        ),
-        ha="left",
-        va="top",
-        fontsize=10,
-        weight="bold",
-    )
-    return fig
 
 
 def to_chrome_trace(

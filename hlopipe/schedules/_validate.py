@@ -37,53 +37,69 @@ def validate(schedule: Schedule) -> dict[int, int]:
     >>> validate(get("1f1b", 2, 4))
     {0: 0, 1: 1}
     """
+    found = _check_placement(schedule)
+    seen = _check_each_once(schedule)
+    _check_coverage(schedule, seen)
+    _check_rank_order(schedule)
+    # across ranks: run it.
+    _engine.run(schedule, lambda a: 1.0)
+    return {s: found[s][0] for s in range(schedule.num_stages)}
+
+
+def _check_placement(schedule: Schedule) -> dict[int, tuple[int, int]]:
+    """Step 1: names in range and placement (an overlap's two parts each); returns
+    stage -> (rank, step) of its first action."""
     place = schedule.stage_to_rank
     S, M = schedule.num_stages, schedule.num_microbatches
-    last = S - 1
-
-    def fail(r: int | None, t: int | None, message: str) -> Exception:
-        return schedule_error(schedule, r, t, message)
-
-    # 1. names in range, placement (an overlap's two parts each).
     found: dict[int, tuple[int, int]] = {}
     for r, t, a in iter_actions(schedule):
         if not isinstance(a, Action) or not isinstance(a.kind, Kind):
-            raise fail(r, t, f"{a!r} is not an Action")
+            raise schedule_error(schedule, r, t, f"{a!r} is not an Action")
         if a.kind is Kind.OVERLAP_F_B and not isinstance(a, Overlap):
-            raise fail(r, t, f"{a}: an OVERLAP_F_B must be an Overlap of an F and a B")
+            raise schedule_error(
+                schedule, r, t, f"{a}: an OVERLAP_F_B must be an Overlap of an F and a B"
+            )
     for r, t, a in iter_parts(schedule):
         if not 0 <= a.stage < S:
-            raise fail(r, t, f"{a.describe()}: no stage {a.stage} (stages 0..{last})")
+            why = f"no stage {a.stage} (stages 0..{S - 1})"
+            raise schedule_error(schedule, r, t, f"{a.describe()}: {why}")
         if not 0 <= a.microbatch < M:
-            raise fail(r, t, f"{a.describe()}: no microbatch {a.microbatch} (0..{M - 1})")
+            why = f"no microbatch {a.microbatch} (0..{M - 1})"
+            raise schedule_error(schedule, r, t, f"{a.describe()}: {why}")
         if a.stage in found and found[a.stage][0] != r:
             r0, t0 = found[a.stage]
-            raise fail(
-                r, t, f"{a.describe()}, but stage {a.stage} also runs on rank {r0} (step {t0})"
-            )
+            why = f"stage {a.stage} also runs on rank {r0} (step {t0})"
+            raise schedule_error(schedule, r, t, f"{a.describe()}, but {why}")
         found.setdefault(a.stage, (r, t))
         if place[a.stage] != r:
-            raise fail(
-                r,
-                t,
-                f"{a.describe()} on rank {r}, but stage {a.stage} is placed on rank "
-                f"{place[a.stage]}",
-            )
+            why = f"stage {a.stage} is placed on rank {place[a.stage]}"
+            raise schedule_error(schedule, r, t, f"{a.describe()} on rank {r}, but {why}")
+    return found
 
-    # 2. each action once; B and I/W not mixed.
+
+def _check_each_once(schedule: Schedule) -> dict[Action, tuple[int, int]]:
+    """Step 2: each action once; B and I/W not mixed. Returns action -> (rank, step)."""
     seen: dict[Action, tuple[int, int]] = {}
     for r, t, a in iter_parts(schedule):
         if a in seen:
             r0, t0 = seen[a]
-            raise fail(r, t, f"{a.describe()} runs twice (also at rank {r0}, step {t0})")
+            why = f"runs twice (also at rank {r0}, step {t0})"
+            raise schedule_error(schedule, r, t, f"{a.describe()} {why}")
         seen[a] = (r, t)
         other = (Action(a.stage, I, a.microbatch), Action(a.stage, W, a.microbatch))
         if a.kind is B and any(o in seen for o in other):
-            raise fail(r, t, f"{a.describe()}, but its backward is also split into I and W")
+            why = "its backward is also split into I and W"
+            raise schedule_error(schedule, r, t, f"{a.describe()}, but {why}")
         if a.kind in (I, W) and Action(a.stage, B, a.microbatch) in seen:
-            raise fail(r, t, f"{a.describe()}, but it also has a full B")
+            raise schedule_error(schedule, r, t, f"{a.describe()}, but it also has a full B")
+    return seen
 
-    # 3. coverage, and the transfers a lowered schedule must hold.
+
+def _check_coverage(schedule: Schedule, seen: dict[Action, tuple[int, int]]) -> None:
+    """Step 3: every needed compute action present, and the transfers a lowered schedule must
+    hold (those and no others)."""
+    place = schedule.stage_to_rank
+    S, M, last = schedule.num_stages, schedule.num_microbatches, schedule.num_stages - 1
     training = schedule.has_backward
     lowered = schedule.is_lowered
     expected_comms: set[Action] = set()
@@ -95,18 +111,22 @@ def validate(schedule: Schedule) -> dict[int, int]:
                 needed += [Action(s, I, mb), Action(s, W, mb)] if split else [Action(s, B, mb)]
             for a in needed:
                 if a not in seen:
-                    raise fail(place[s], None, f"{a.describe()} is missing")
+                    raise schedule_error(schedule, place[s], None, f"{a.describe()} is missing")
             if lowered and s < last and place[s + 1] != place[s]:
                 expected_comms |= {Action(s, Kind.SEND_F, mb), Action(s + 1, Kind.RECV_F, mb)}
                 if training:
                     expected_comms |= {Action(s + 1, Kind.SEND_B, mb), Action(s, Kind.RECV_B, mb)}
     for r, t, a in iter_actions(schedule):
         if a.kind in COMM_KINDS and a not in expected_comms:
-            raise fail(r, t, f"{a.describe()} is not a transfer between two ranks of this schedule")
+            why = "is not a transfer between two ranks of this schedule"
+            raise schedule_error(schedule, r, t, f"{a.describe()} {why}")
     for a in sorted(expected_comms - seen.keys()):
-        raise fail(place[a.stage], None, f"{a.describe()} is missing")
+        raise schedule_error(schedule, place[a.stage], None, f"{a.describe()} is missing")
 
-    # 4. order within a rank.
+
+def _check_rank_order(schedule: Schedule) -> None:
+    """Step 4: on each rank, what an action needs from the same rank comes before it."""
+    lowered = schedule.is_lowered
     for r in range(schedule.num_ranks):
         before: set[Action] = set()
         for t, slot in enumerate(schedule.actions[r]):
@@ -115,12 +135,8 @@ def validate(schedule: Schedule) -> dict[int, int]:
             for a in slot.parts:
                 for need, why in _local_needs(schedule, r, a, lowered):
                     if not any(n in before for n in need):
-                        raise fail(r, t, f"{a.describe()} before {why}")
+                        raise schedule_error(schedule, r, t, f"{a.describe()} before {why}")
             before.update(slot.parts)
-
-    # 5. across ranks: run it.
-    _engine.run(schedule, lambda a: 1.0)
-    return {s: found[s][0] for s in range(S)}
 
 
 def _local_needs(

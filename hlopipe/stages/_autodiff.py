@@ -100,15 +100,18 @@ class StageAutodiff:
         self, params: Sequence[Any], residuals: Sequence[Any], out_cts: Sequence[Any]
     ) -> tuple[list[Any], list[Any]]:
         """``(params, residuals, out_cts) -> (input_cts, param_grads)``."""
-        out = jaxpr_as_fun(self.backward_jaxpr)(*params, *residuals, *out_cts)
-        k = len(self.diff_inputs)
-        return list(out[:k]), list(out[k:])
+        return self._input_cts_and_rest(self.backward_jaxpr, params, residuals, out_cts)
 
     def backward_input(
         self, params: Sequence[Any], residuals: Sequence[Any], out_cts: Sequence[Any]
     ) -> tuple[list[Any], list[Any]]:
         """``(params, residuals, out_cts) -> (input_cts, w_residuals)`` (the I step)."""
-        out = jaxpr_as_fun(self.input_jaxpr)(*params, *residuals, *out_cts)
+        return self._input_cts_and_rest(self.input_jaxpr, params, residuals, out_cts)
+
+    def _input_cts_and_rest(
+        self, jaxpr: Any, params: Sequence[Any], residuals: Sequence[Any], out_cts: Sequence[Any]
+    ) -> tuple[list[Any], list[Any]]:
+        out = jaxpr_as_fun(jaxpr)(*params, *residuals, *out_cts)
         k = len(self.diff_inputs)
         return list(out[:k]), list(out[k:])
 
@@ -128,7 +131,43 @@ class StageAutodiff:
 def build_autodiff(
     stage: Stage, diff_mask: Sequence[bool], *, remat: bool = False
 ) -> StageAutodiff:
-    """Trace the merged forward+backward of ``stage`` and cut it into its parts."""
+    """Trace the merged forward+backward of ``stage`` and cut it into its parts.
+
+    Three dataflow passes over the merged jaxpr, each a function of its own: :func:`taint`
+    (which equations read cotangents / per-microbatch data), :func:`cut_forward_backward`
+    and :func:`cut_input_weight`.
+    """
+    mj, diff_params, diff_inputs, diff_outputs = _trace_merged(stage, diff_mask)
+    P, X = len(stage.params_needed), len(stage.receives)
+    O, GI = len(stage.jaxpr.out_avals), len(diff_inputs)
+    v = MergedVars.of(mj.jaxpr, P, X, O, GI)
+    undiff = [p for i, p in enumerate(v.params) if i not in diff_params]
+    eqn_ct, eqn_x = taint(mj.jaxpr.eqns, v.cts, [*v.inputs, *undiff])
+    fwd_eqns, bwd_eqns, residuals = cut_forward_backward(mj.jaxpr.eqns, v, eqn_ct, eqn_x, remat)
+    i_eqns, w_eqns, w_res = cut_input_weight(bwd_eqns, v, residuals, set(mj.jaxpr.constvars))
+    bwd_ins = [*v.params, *residuals, *v.cts]
+    return StageAutodiff(
+        stage_index=stage.index,
+        remat=remat,
+        diff_params=diff_params,
+        diff_inputs=diff_inputs,
+        diff_outputs=diff_outputs,
+        merged_jaxpr=mj,
+        forward_jaxpr=J.make_closed(mj, [*v.params, *v.inputs], fwd_eqns, [*v.outs, *residuals]),
+        backward_jaxpr=J.make_closed(mj, bwd_ins, bwd_eqns, [*v.input_cts, *v.param_grads]),
+        input_jaxpr=J.make_closed(mj, bwd_ins, i_eqns, [*v.input_cts, *w_res]),
+        weight_jaxpr=J.make_closed(mj, [*v.params, *w_res], w_eqns, v.param_grads),
+        num_params=P,
+        num_inputs=X,
+        num_outputs=O,
+    )
+
+
+def _trace_merged(
+    stage: Stage, diff_mask: Sequence[bool]
+) -> tuple[Any, tuple[int, ...], tuple[int, ...], tuple[int, ...]]:
+    """The merged step's jaxpr ``(params, inputs, cts) -> (outputs, input_cts, param_grads)``
+    and which parameters, inputs and outputs are differentiated."""
     sj = stage.jaxpr
     P, X = len(stage.params_needed), len(stage.receives)
     in_avals = sj.in_avals
@@ -159,20 +198,35 @@ def build_autodiff(
     x_avals = [J.sds(a) for a in in_avals[P:]]
     ct_avals = [J.sds(out_avals[i]) for i in diff_outputs]
     mj = jax.make_jaxpr(merged)(p_avals, x_avals, ct_avals)
-    jaxpr = mj.jaxpr
-    eqns = jaxpr.eqns
-    pvars = jaxpr.invars[:P]
-    xvars = jaxpr.invars[P : P + X]
-    cvars = jaxpr.invars[P + X :]
-    O, GI = len(out_avals), len(diff_inputs)
-    outs_v = jaxpr.outvars[:O]
-    gi_v = jaxpr.outvars[O : O + GI]
-    gp_v = jaxpr.outvars[O + GI :]
+    return mj, diff_params, diff_inputs, diff_outputs
 
-    # taint: does a value depend on the cotangents / on per-microbatch data (the received inputs
-    # and the original arguments that are not differentiated, e.g. the batch itself)?
-    ct_dep = set(cvars)
-    x_dep = set(xvars) | {v for i, v in enumerate(pvars) if i not in diff_params}
+
+@dataclass(frozen=True)
+class MergedVars:
+    """The merged jaxpr's arguments and results, by role."""
+
+    params: list[Any]
+    inputs: list[Any]
+    cts: list[Any]
+    outs: list[Any]
+    input_cts: list[Any]
+    param_grads: list[Any]
+
+    @classmethod
+    def of(cls, jaxpr: Any, P: int, X: int, O: int, GI: int) -> MergedVars:
+        ins, outs = list(jaxpr.invars), list(jaxpr.outvars)
+        return cls(
+            ins[:P], ins[P : P + X], ins[P + X :], outs[:O], outs[O : O + GI], outs[O + GI :]
+        )
+
+
+def taint(
+    eqns: Sequence[Any], ct_vars: Sequence[Any], x_vars: Sequence[Any]
+) -> tuple[list[bool], list[bool]]:
+    """Pass 1: per equation, does it depend on the cotangents ``ct_vars`` / on per-microbatch
+    data ``x_vars`` (the received inputs and the arguments not differentiated, e.g. the batch)?
+    """
+    ct_dep, x_dep = set(ct_vars), set(x_vars)
     eqn_ct = [False] * len(eqns)
     eqn_x = [False] * len(eqns)
     for i, e in enumerate(eqns):
@@ -183,85 +237,84 @@ def build_autodiff(
             ct_dep.update(e.outvars)
         if eqn_x[i]:
             x_dep.update(e.outvars)
+    return eqn_ct, eqn_x
 
-    need_out = J.needed_eqns(eqns, outs_v)
-    need_bwd = J.needed_eqns(eqns, [*gi_v, *gp_v])
-    # backward: cotangent work + recomputable forward work (param-only, or everything if remat)
+
+def cut_forward_backward(
+    eqns: Sequence[Any], v: MergedVars, eqn_ct: list[bool], eqn_x: list[bool], remat: bool
+) -> tuple[list[Any], list[Any], list[Any]]:
+    """Pass 2: ``(forward equations, backward equations, residuals)``.
+
+    The backward is the cotangent work plus recomputable forward work (parameter-only, or
+    everything if ``remat``); the forward is what the outputs need and the rest of what the
+    backward needs, never cotangent work; residuals are what the backward reads from it.
+    """
+    need_out = J.needed_eqns(eqns, v.outs)
+    need_bwd = J.needed_eqns(eqns, [*v.input_cts, *v.param_grads])
     in_bwd = [need_bwd[i] and (eqn_ct[i] or remat or not eqn_x[i]) for i in range(len(eqns))]
     in_fwd = [
         (need_out[i] or (need_bwd[i] and not in_bwd[i])) and not eqn_ct[i] for i in range(len(eqns))
     ]
     # The forward also computes what its own equations read: a value the backward recomputes
     # for itself (a broadcast constant, say) can feed a residual the forward makes.
-    fwd_reads = [v for e, m in zip(eqns, in_fwd) if m for v in e.invars]
-    need_fwd = J.needed_eqns(eqns, [*outs_v, *fwd_reads])
+    fwd_reads = [x for e, m in zip(eqns, in_fwd) if m for x in e.invars]
+    need_fwd = J.needed_eqns(eqns, [*v.outs, *fwd_reads])
     in_fwd = [m or (need_fwd[i] and not eqn_ct[i]) for i, m in enumerate(in_fwd)]
     fwd_eqns = [e for e, m in zip(eqns, in_fwd) if m]
     bwd_eqns = [e for e, m in zip(eqns, in_bwd) if m]
-    fwd_defined = {v for e in fwd_eqns for v in e.outvars} | set(xvars)
-    bwd_defined = {v for e in bwd_eqns for v in e.outvars}
+    fwd_defined = {x for e in fwd_eqns for x in e.outvars} | set(v.inputs)
+    bwd_defined = {x for e in bwd_eqns for x in e.outvars}
+    read = _used_by(bwd_eqns, [*v.input_cts, *v.param_grads])
+    residuals = [x for x in read if x in fwd_defined and x not in bwd_defined]
+    return fwd_eqns, bwd_eqns, residuals
 
-    def used_by(eqs, outvars):
-        seen: dict[Any, None] = {}
-        for e in eqs:
-            for v in e.invars:
-                if not isinstance(v, J.Literal):
-                    seen[v] = None
-        for v in outvars:
-            if not isinstance(v, J.Literal):
-                seen[v] = None
-        return seen
 
-    bwd_outs = [*gi_v, *gp_v]
-    residuals = [
-        v for v in used_by(bwd_eqns, bwd_outs) if v in fwd_defined and v not in bwd_defined
-    ]
-    fwd = J.make_closed(mj, [*pvars, *xvars], fwd_eqns, [*outs_v, *residuals])
-    bwd = J.make_closed(mj, [*pvars, *residuals, *cvars], bwd_eqns, bwd_outs)
+def cut_input_weight(
+    bwd_eqns: Sequence[Any], v: MergedVars, residuals: Sequence[Any], consts: set[Any]
+) -> tuple[list[Any], list[Any], list[Any]]:
+    """Pass 3: the backward's ``(I equations, W equations, W's residuals)``.
 
-    # I / W split of the backward
-    need_i = J.needed_eqns(bwd_eqns, gi_v)
+    I is what the input cotangents need; W what the parameter gradients need beyond I, and it
+    recomputes the parameter-only values it needs rather than receiving them from I.
+    """
+    need_i = J.needed_eqns(bwd_eqns, v.input_cts)
     i_eqns = [e for e, m in zip(bwd_eqns, need_i) if m]
-    i_defined = {v for e in i_eqns for v in e.outvars}
-    consts = set(mj.jaxpr.constvars)
-    param_only: set[Any] = set(pvars) | consts
+    param_only: set[Any] = set(v.params) | consts
     for e in bwd_eqns:
-        if all(isinstance(v, J.Literal) or v in param_only for v in e.invars):
+        if all(isinstance(x, J.Literal) or x in param_only for x in e.invars):
             param_only.update(e.outvars)
-    need_w = J.needed_eqns(bwd_eqns, gp_v)
+    need_w = J.needed_eqns(bwd_eqns, v.param_grads)
     in_i = {id(e) for e in i_eqns}
-    # W recomputes the parameter-only values it needs rather than receiving them from I
     w_eqns = [
         e
         for e, m in zip(bwd_eqns, need_w)
-        if m and (id(e) not in in_i or all(v in param_only for v in e.outvars))
+        if m and (id(e) not in in_i or all(x in param_only for x in e.outvars))
     ]
-    w_defined = {v for e in w_eqns for v in e.outvars}
-    pset = set(pvars)
+    w_defined = {x for e in w_eqns for x in e.outvars}
+    pset = set(v.params)
     w_res = [
-        v for v in used_by(w_eqns, gp_v) if v not in w_defined and v not in pset and v not in consts
+        x
+        for x in _used_by(w_eqns, v.param_grads)
+        if x not in w_defined and x not in pset and x not in consts
     ]
-    provided = i_defined | set(residuals) | set(cvars)
-    for v in w_res:
-        if v not in provided:
-            raise AssertionError(f"hlopipe internal: W needs {v}, which I does not provide")
-    i_jaxpr = J.make_closed(mj, [*pvars, *residuals, *cvars], i_eqns, [*gi_v, *w_res])
-    w_jaxpr = J.make_closed(mj, [*pvars, *w_res], w_eqns, gp_v)
-    return StageAutodiff(
-        stage_index=stage.index,
-        remat=remat,
-        diff_params=diff_params,
-        diff_inputs=diff_inputs,
-        diff_outputs=diff_outputs,
-        merged_jaxpr=mj,
-        forward_jaxpr=fwd,
-        backward_jaxpr=bwd,
-        input_jaxpr=i_jaxpr,
-        weight_jaxpr=w_jaxpr,
-        num_params=P,
-        num_inputs=X,
-        num_outputs=O,
-    )
+    provided = {x for e in i_eqns for x in e.outvars} | set(residuals) | set(v.cts)
+    for x in w_res:
+        if x not in provided:
+            raise AssertionError(f"hlopipe internal: W needs {x}, which I does not provide")
+    return i_eqns, w_eqns, w_res
+
+
+def _used_by(eqns: Sequence[Any], outvars: Sequence[Any]) -> dict[Any, None]:
+    """The variables ``eqns`` read and ``outvars`` name, in first-use order."""
+    seen: dict[Any, None] = {}
+    for e in eqns:
+        for x in e.invars:
+            if not isinstance(x, J.Literal):
+                seen[x] = None
+    for x in outvars:
+        if not isinstance(x, J.Literal):
+            seen[x] = None
+    return seen
 
 
 def chain_value_and_grad(

@@ -43,66 +43,16 @@ def manifest_dict(
     stages = []
     transfers = []
     for st in staged.stages:
-        to: dict[int, list[list[int]]] = {}
-        for snd in st.sends:
-            to.setdefault(snd.output, []).append([snd.dst, snd.input])
-            transfers.append(
-                {"src": st.index, "dst": snd.dst, "output": snd.output, "input": snd.input,
-                 **_aval(snd.aval), "bytes": J.aval_bytes(snd.aval)}
-            )  # fmt: skip
-        prog_out = dict(st.program_outputs)
-        cost = st.cost
-        entry: dict[str, Any] = {
-            "index": st.index,
-            "file": files.get(f"stage{st.index}"),
-            "num_eqns": st.num_eqns,
-            "arguments": [
-                {"arg": i, "path": p, **_aval(a)}
-                for i, p, a in zip(st.params_needed, st.param_paths, st.param_avals)
-            ],
-            "inputs": [
-                {"from_stage": r.src, "output": r.output, **_aval(r.aval)} for r in st.receives
-            ],
-            "outputs": [
-                {**_aval(a), "to": to.get(k, []), "program_output": prog_out.get(k)}
-                for k, a in enumerate(st.outputs)
-            ],
-            "cost": None
-            if cost is None
-            else {
-                "flops": cost.flops,
-                "bytes": cost.bytes,
-                "compute_time_s": cost.compute_time,
-                "recv_bytes": cost.recv_bytes,
-                "transfer_time_s": cost.transfer_time,
-                "param_bytes": cost.param_bytes,
-                "memory_bytes": cost.memory_bytes,
-                "time_s": cost.time,
-            },
-        }
+        transfers += [
+            {"src": st.index, "dst": snd.dst, "output": snd.output, "input": snd.input,
+             **_aval(snd.aval), "bytes": J.aval_bytes(snd.aval)}
+            for snd in st.sends
+        ]  # fmt: skip
+        entry = _stage_entry(st, files)
         fb = (autodiff or {}).get(st.index)
         if fb is not None:
-            entry["autodiff"] = {
-                "forward": files.get(f"stage{st.index}.forward"),
-                "backward": files.get(f"stage{st.index}.backward"),
-                "backward_input": files.get(f"stage{st.index}.backward_input"),
-                "backward_weight": files.get(f"stage{st.index}.backward_weight"),
-                "diff_params": list(fb.diff_params),
-                "diff_inputs": list(fb.diff_inputs),
-                "diff_outputs": list(fb.diff_outputs),
-                "residuals": [_aval(a) for a in fb.residual_avals],
-                "w_residuals": [_aval(a) for a in fb.w_residual_avals],
-                "remat": fb.remat,
-            }
+            entry["autodiff"] = _autodiff_entry(st.index, fb, files)
         stages.append(entry)
-    outputs = []
-    for k, (src, a) in enumerate(zip(staged.out_sources, staged.out_avals)):
-        s: dict[str, Any] = {"kind": src.kind}
-        if src.kind == "stage":
-            s.update(stage=src.stage, output=src.index)
-        elif src.kind == "arg":
-            s.update(arg=src.index)
-        outputs.append({"index": k, **_aval(a), "source": s})
     part = staged.partition
     return {
         "version": MANIFEST_VERSION,
@@ -114,7 +64,7 @@ def manifest_dict(
                 {"index": i, "path": p, **_aval(a)}
                 for i, (p, a) in enumerate(zip(staged.in_paths, staged.in_avals))
             ],
-            "outputs": outputs,
+            "outputs": _program_outputs(staged),
         },
         "stages": stages,
         "transfers": transfers,
@@ -134,6 +84,70 @@ def manifest_dict(
             "count": staged.repeated.count,
         },
     }
+
+
+def _stage_entry(st: Any, files: dict[str, Any]) -> dict[str, Any]:
+    """One stage's manifest entry: its file, arguments, inputs, outputs and cost."""
+    to: dict[int, list[list[int]]] = {}
+    for snd in st.sends:
+        to.setdefault(snd.output, []).append([snd.dst, snd.input])
+    prog_out = dict(st.program_outputs)
+    cost = st.cost
+    return {
+        "index": st.index,
+        "file": files.get(f"stage{st.index}"),
+        "num_eqns": st.num_eqns,
+        "arguments": [
+            {"arg": i, "path": p, **_aval(a)}
+            for i, p, a in zip(st.params_needed, st.param_paths, st.param_avals)
+        ],
+        "inputs": [{"from_stage": r.src, "output": r.output, **_aval(r.aval)} for r in st.receives],
+        "outputs": [
+            {**_aval(a), "to": to.get(k, []), "program_output": prog_out.get(k)}
+            for k, a in enumerate(st.outputs)
+        ],
+        "cost": None
+        if cost is None
+        else {
+            "flops": cost.flops,
+            "bytes": cost.bytes,
+            "compute_time_s": cost.compute_time,
+            "recv_bytes": cost.recv_bytes,
+            "transfer_time_s": cost.transfer_time,
+            "param_bytes": cost.param_bytes,
+            "memory_bytes": cost.memory_bytes,
+            "time_s": cost.time,
+        },
+    }
+
+
+def _autodiff_entry(index: int, fb: Any, files: dict[str, Any]) -> dict[str, Any]:
+    """A stage's ``autodiff`` entry: its forward/backward files and what they differentiate."""
+    return {
+        "forward": files.get(f"stage{index}.forward"),
+        "backward": files.get(f"stage{index}.backward"),
+        "backward_input": files.get(f"stage{index}.backward_input"),
+        "backward_weight": files.get(f"stage{index}.backward_weight"),
+        "diff_params": list(fb.diff_params),
+        "diff_inputs": list(fb.diff_inputs),
+        "diff_outputs": list(fb.diff_outputs),
+        "residuals": [_aval(a) for a in fb.residual_avals],
+        "w_residuals": [_aval(a) for a in fb.w_residual_avals],
+        "remat": fb.remat,
+    }
+
+
+def _program_outputs(staged: StagedProgram) -> list[dict[str, Any]]:
+    """Each program output's aval and where it comes from (a stage, an argument, a constant)."""
+    outputs = []
+    for k, (src, a) in enumerate(zip(staged.out_sources, staged.out_avals)):
+        s: dict[str, Any] = {"kind": src.kind}
+        if src.kind == "stage":
+            s.update(stage=src.stage, output=src.index)
+        elif src.kind == "arg":
+            s.update(arg=src.index)
+        outputs.append({"index": k, **_aval(a), "source": s})
+    return outputs
 
 
 def export(

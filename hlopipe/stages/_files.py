@@ -181,13 +181,10 @@ def merge_files(
     if mesh is None:
         return MergedModule(_text(_lower(merged, [None] * len(merged.in_avals)), format),
                             format, layout)  # fmt: skip
-    p_sh = _defaults(param_shardings, P, "parameter", _constraint_shardings(fj)[:P])
-    x_sh = _defaults(input_shardings, X, "input", [None] * X)
-    c = compile_consistent(
-        fj, bj, num_params=P, num_outputs=layout.num_outputs, param_shardings=p_sh,
-        input_shardings=x_sh, merged=merged,
-    )  # fmt: skip
-    O, R = layout.num_outputs, layout.num_residuals
+    own_p = _constraint_shardings(fj)[:P]
+    c, res_sh = _compile_on_mesh(
+        fj, bj, merged, layout, (param_shardings, own_p), (input_shardings, [None] * X)
+    )
     return MergedModule(
         text=_text(c.merged_lowered, format),
         format=format,
@@ -195,8 +192,29 @@ def merge_files(
         mesh=mesh,
         compiled=c.merged,
         param_shardings=c.merged_in[:P],
-        residual_shardings=c.merged_out[O : O + R],
+        residual_shardings=res_sh,
     )
+
+
+def _compile_on_mesh(
+    fwd: Any,
+    bwd: Any,
+    merged: Any,
+    layout: MergeLayout,
+    params: tuple[Sequence[Any] | None, Sequence[Any]],
+    inputs: tuple[Sequence[Any] | None, Sequence[Any]],
+) -> tuple[Any, Any]:
+    """Compile forward, backward and merged consistently; ``params`` and ``inputs`` are
+    ``(shardings the caller gave, the defaults for those it left None)``. Returns the
+    compiled triple and the residuals' shardings."""
+    P, X = layout.num_params, layout.num_inputs
+    c = compile_consistent(
+        fwd, bwd, num_params=P, num_outputs=layout.num_outputs,
+        param_shardings=_defaults(params[0], P, "parameter", params[1]),
+        input_shardings=_defaults(inputs[0], X, "input", inputs[1]), merged=merged,
+    )  # fmt: skip
+    O, R = layout.num_outputs, layout.num_residuals
+    return c, c.merged_out[O : O + R]
 
 
 def split_merged(
@@ -254,13 +272,9 @@ def split_merged(
             L,
         )
     own = _constraint_shardings(mj)
-    p_sh = _defaults(param_shardings, P, "parameter", own[:P])
-    x_sh = _defaults(input_shardings, X, "input", own[P : P + X])
-    c = compile_consistent(
-        fwd, bwd, num_params=P, num_outputs=L.num_outputs, param_shardings=p_sh,
-        input_shardings=x_sh, merged=mj,
-    )  # fmt: skip
-    O, R = L.num_outputs, L.num_residuals
+    c, res_sh = _compile_on_mesh(
+        fwd, bwd, mj, L, (param_shardings, own[:P]), (input_shardings, own[P : P + X])
+    )
     return SplitModules(
         forward=_text(c.forward_lowered, format),
         backward=_text(c.backward_lowered, format),
@@ -268,7 +282,7 @@ def split_merged(
         layout=L,
         mesh=mesh,
         consistent=c,
-        residual_shardings=c.merged_out[O : O + R],
+        residual_shardings=res_sh,
     )
 
 
@@ -341,33 +355,12 @@ def cut_merged(merged: Any, layout: MergeLayout) -> tuple[Any, Any]:
     O, R = L.num_outputs, L.num_residuals
     outs, res, results = jaxpr.outvars[:O], jaxpr.outvars[O : O + R], jaxpr.outvars[O + R :]
 
-    # forward: what the outputs and residuals need; it must not read a cotangent
-    need_f = J.needed_eqns(eqns, [*outs, *res])
     cset = set(cvars)
-    for i, e in enumerate(eqns):
-        if need_f[i] and any(v in cset for v in e.invars if not isinstance(v, J.Literal)):
-            raise StageError(
-                f"the merged module's outputs or residuals depend on a cotangent (at "
-                f"{J.where(e)}): it is not a forward followed by a backward"
-            )
-    for k, v in enumerate([*outs, *res]):
-        if v in cset:
-            raise StageError(f"forward result {k} of the merged module is a cotangent")
-    fwd = J.make_closed(merged, [*pvars, *xvars], [e for e, m in zip(eqns, need_f) if m],
-                        [*outs, *res])  # fmt: skip
+    fwd = _forward_of_merged(merged, [*pvars, *xvars], [*outs, *res], cset)
 
-    # backward: what the results need of (params, residuals, cts). A residual stands for its
-    # output variable and for what that passes through on its way out (a sharding constraint).
-    defining = {v: e for e in eqns for v in e.outvars}
+    # backward: what the results need of (params, residuals, cts).
     pset = set(pvars)
-    alias: dict[Any, int] = {}
-    for k, v in enumerate(res):
-        while not isinstance(v, J.Literal) and v not in pset and v not in alias:
-            alias[v] = k
-            e = defining.get(v)
-            if e is None or e.primitive.name not in _PASS_THROUGH or len(e.invars) != 1:
-                break
-            v = e.invars[0]
+    alias = _residual_aliases(eqns, res, pset)
     provided = pset | cset | set(alias)
     live = {v for v in results if not isinstance(v, J.Literal)}
     need_b = [False] * len(eqns)
@@ -410,6 +403,38 @@ def cut_merged(merged: Any, layout: MergeLayout) -> tuple[Any, Any]:
     b_avals = [J.sds(v.aval) for v in [*pvars, *res, *cvars]]
     bwd = jax.make_jaxpr(backward)(*b_avals)
     return fwd, bwd
+
+
+def _forward_of_merged(merged: Any, ins: list[Any], outs: list[Any], cset: set[Any]) -> Any:
+    """The merged module's forward: what ``outs`` (outputs and residuals) need of ``ins``;
+    refused if it reads a cotangent."""
+    eqns = merged.jaxpr.eqns
+    need_f = J.needed_eqns(eqns, outs)
+    for i, e in enumerate(eqns):
+        if need_f[i] and any(v in cset for v in e.invars if not isinstance(v, J.Literal)):
+            raise StageError(
+                f"the merged module's outputs or residuals depend on a cotangent (at "
+                f"{J.where(e)}): it is not a forward followed by a backward"
+            )
+    for k, v in enumerate(outs):
+        if v in cset:
+            raise StageError(f"forward result {k} of the merged module is a cotangent")
+    return J.make_closed(merged, ins, [e for e, m in zip(eqns, need_f) if m], outs)
+
+
+def _residual_aliases(eqns: Sequence[Any], res: Sequence[Any], pset: set[Any]) -> dict[Any, int]:
+    """Variable -> residual index: a residual stands for its output variable and for what
+    that passes through on its way out (a sharding constraint, say)."""
+    defining = {v: e for e in eqns for v in e.outvars}
+    alias: dict[Any, int] = {}
+    for k, v in enumerate(res):
+        while not isinstance(v, J.Literal) and v not in pset and v not in alias:
+            alias[v] = k
+            e = defining.get(v)
+            if e is None or e.primitive.name not in _PASS_THROUGH or len(e.invars) != 1:
+                break
+            v = e.invars[0]
+    return alias
 
 
 # --- helpers ----------------------------------------------------------------------------------

@@ -7,6 +7,7 @@ name with an aval), so slicing a program into parts costs time linear in its siz
 from __future__ import annotations
 
 import math
+import weakref
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
@@ -45,17 +46,17 @@ def sub_jaxprs(eqn: Any) -> list[Any]:
     return list(jcore.jaxprs_in_params(eqn.params))
 
 
-_HAS_MARKER: dict[int, tuple[Any, bool]] = {}
+# Keyed weakly: an answer lives as long as its jaxpr (jaxprs hash and compare by identity).
+_HAS_MARKER: weakref.WeakKeyDictionary[Any, bool] = weakref.WeakKeyDictionary()
 
 
 def contains_marker(jaxpr: Any) -> bool:
     """True if ``jaxpr`` (open) or any jaxpr nested in it has a ``stage_boundary``."""
-    key = id(jaxpr)
-    hit = _HAS_MARKER.get(key)
-    if hit is not None and hit[0] is jaxpr:
-        return hit[1]
+    hit = _HAS_MARKER.get(jaxpr)
+    if hit is not None:
+        return hit
     found = any(is_marker(e) or any(contains_marker(j) for j in sub_jaxprs(e)) for e in jaxpr.eqns)
-    _HAS_MARKER[key] = (jaxpr, found)
+    _HAS_MARKER[jaxpr] = found
     return found
 
 

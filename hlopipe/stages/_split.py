@@ -120,10 +120,6 @@ class Stage:
     def param_avals(self) -> list[jax.ShapeDtypeStruct]:
         return [J.sds(a) for a in self.jaxpr.in_avals[: len(self.params_needed)]]
 
-    @property
-    def input_avals(self) -> list[jax.ShapeDtypeStruct]:
-        return [r.aval for r in self.receives]
-
     def fn(self, *flat: Any) -> list[Any]:
         """The stage as a plain function ``(*params, *inputs) -> list of outputs``."""
         return jax.extend.core.jaxpr_as_fun(self.jaxpr)(*flat)
@@ -503,19 +499,73 @@ def _build(
     S = len(starts)
     bounds = [*starts, len(eqns)]
     arg_index = {v: i for i, v in enumerate(jaxpr.invars)}
-    const_index = {v: i for i, v in enumerate(jaxpr.constvars)}
+    owner, def_order = _owners(eqns, bounds)
+    params_of, recv_of, out_vars_of = _stage_vars(jaxpr, bounds, owner, arg_index)
+    flops, nbytes = costs if costs is not None else eqn_costs(eqns)
+    stages: list[Stage] = []
+    out_pos: list[dict[Any, int]] = []
+    for s in range(S):
+        pvars = sorted(params_of[s], key=lambda v: arg_index[v])
+        rvars = sorted(recv_of[s], key=lambda v: def_order[v])
+        ovars = sorted(out_vars_of[s], key=lambda v: def_order[v])
+        out_pos.append({v: k for k, v in enumerate(ovars)})
+        lo, hi = bounds[s], bounds[s + 1]
+        stages.append(
+            Stage(
+                index=s,
+                jaxpr=J.make_closed(closed, [*pvars, *rvars], eqns[lo:hi], ovars),
+                params_needed=tuple(arg_index[v] for v in pvars),
+                param_paths=tuple(paths[arg_index[v]] for v in pvars),
+                param_argnums=tuple(argnum_of[arg_index[v]] for v in pvars),
+                receives=tuple(
+                    Receive(owner[v], out_pos[owner[v]][v], J.sds(v.aval)) for v in rvars
+                ),
+                outputs=tuple(J.sds(v.aval) for v in ovars),
+                cost=_stage_cost(cm, eqns[lo:hi], flops[lo:hi], nbytes[lo:hi], pvars, rvars),
+                num_eqns=hi - lo,
+            )
+        )
+    for st in stages:
+        for k, r in enumerate(st.receives):
+            src = stages[r.src]
+            src.sends = (*src.sends, Send(st.index, r.output, k, r.aval))
+    return StagedProgram(
+        stages=stages,
+        jaxpr=closed,
+        in_tree=in_tree,
+        out_tree=out_tree,
+        in_avals=[J.sds(a) for a in closed.in_avals],
+        in_paths=paths,
+        out_avals=[J.sds(a) for a in closed.out_avals],
+        out_sources=_output_sources(closed, stages, owner, out_pos, arg_index),
+        cost_model=cm,
+        partition=part,
+        repeated=run,
+    )
+
+
+def _owners(eqns: Sequence[Any], bounds: list[int]) -> tuple[dict[Any, int], dict[Any, int]]:
+    """Which stage defines each variable, and the order variables are defined in."""
     owner: dict[Any, int] = {}
     def_order: dict[Any, int] = {}
-    for s in range(S):
+    for s in range(len(bounds) - 1):
         for e in eqns[bounds[s] : bounds[s + 1]]:
             for v in e.outvars:
                 owner[v] = s
                 def_order[v] = len(def_order)
+    return owner, def_order
 
+
+def _stage_vars(
+    jaxpr: Any, bounds: list[int], owner: dict[Any, int], arg_index: dict[Any, int]
+) -> tuple[list[dict[Any, None]], list[dict[Any, None]], list[dict[Any, None]]]:
+    """Per stage: the program arguments it reads, the values it receives from other stages,
+    and the values it sends on or returns as program outputs (ordered sets)."""
+    S = len(bounds) - 1
     params_of: list[dict[Any, None]] = [{} for _ in range(S)]
     recv_of: list[dict[Any, None]] = [{} for _ in range(S)]
     for s in range(S):
-        for e in eqns[bounds[s] : bounds[s + 1]]:
+        for e in jaxpr.eqns[bounds[s] : bounds[s + 1]]:
             for v in e.invars:
                 if isinstance(v, J.Literal):
                     continue
@@ -530,44 +580,37 @@ def _build(
     for v in jaxpr.outvars:
         if not isinstance(v, J.Literal) and v in owner:
             out_vars_of[owner[v]][v] = None
+    return params_of, recv_of, out_vars_of
 
-    flops, nbytes = costs if costs is not None else eqn_costs(eqns)
-    stages: list[Stage] = []
-    out_pos: list[dict[Any, int]] = []
-    for s in range(S):
-        pvars = sorted(params_of[s], key=lambda v: arg_index[v])
-        rvars = sorted(recv_of[s], key=lambda v: def_order[v])
-        ovars = sorted(out_vars_of[s], key=lambda v: def_order[v])
-        out_pos.append({v: k for k, v in enumerate(ovars)})
-        sj = J.make_closed(closed, [*pvars, *rvars], eqns[bounds[s] : bounds[s + 1]], ovars)
-        receives = tuple(Receive(owner[v], out_pos[owner[v]][v], J.sds(v.aval)) for v in rvars)
-        lo, hi = bounds[s], bounds[s + 1]
-        sf, sb = float(flops[lo:hi].sum()), float(nbytes[lo:hi].sum())
-        ct = float(np.maximum(flops[lo:hi] / cm.flops_per_s, nbytes[lo:hi] / cm.bytes_per_s).sum())
-        recv_bytes = sum(J.aval_bytes(v.aval) for v in rvars)
-        param_bytes = sum(J.aval_bytes(v.aval) for v in pvars)
-        act = sum(J.aval_bytes(v.aval) for e in eqns[lo:hi] for v in e.outvars)
-        cost = StageCost(sf, sb, ct, recv_bytes, cm.transfer_time(recv_bytes), param_bytes,
-                         param_bytes + act)  # fmt: skip
-        stages.append(
-            Stage(
-                index=s,
-                jaxpr=sj,
-                params_needed=tuple(arg_index[v] for v in pvars),
-                param_paths=tuple(paths[arg_index[v]] for v in pvars),
-                param_argnums=tuple(argnum_of[arg_index[v]] for v in pvars),
-                receives=receives,
-                outputs=tuple(J.sds(v.aval) for v in ovars),
-                cost=cost,
-                num_eqns=hi - lo,
-            )
-        )
-    for st in stages:
-        for k, r in enumerate(st.receives):
-            src = stages[r.src]
-            src.sends = (*src.sends, Send(st.index, r.output, k, r.aval))
+
+def _stage_cost(
+    cm: CostModel,
+    eqns: Sequence[Any],
+    flops: np.ndarray,
+    nbytes: np.ndarray,
+    pvars: Sequence[Any],
+    rvars: Sequence[Any],
+) -> StageCost:
+    """A stage's predicted cost from its equations' FLOPs and bytes (roofline per equation)."""
+    ct = float(np.maximum(flops / cm.flops_per_s, nbytes / cm.bytes_per_s).sum())
+    recv_bytes = sum(J.aval_bytes(v.aval) for v in rvars)
+    param_bytes = sum(J.aval_bytes(v.aval) for v in pvars)
+    act = sum(J.aval_bytes(v.aval) for e in eqns for v in e.outvars)
+    return StageCost(float(flops.sum()), float(nbytes.sum()), ct, recv_bytes,
+                     cm.transfer_time(recv_bytes), param_bytes, param_bytes + act)  # fmt: skip
+
+
+def _output_sources(
+    closed: Any,
+    stages: list[Stage],
+    owner: dict[Any, int],
+    out_pos: list[dict[Any, int]],
+    arg_index: dict[Any, int],
+) -> list[OutputSource]:
+    """Where each program output comes from; records on each stage the outputs it returns."""
+    const_index = {v: i for i, v in enumerate(closed.jaxpr.constvars)}
     out_sources: list[OutputSource] = []
-    for k, v in enumerate(jaxpr.outvars):
+    for k, v in enumerate(closed.jaxpr.outvars):
         if isinstance(v, J.Literal):
             out_sources.append(OutputSource("const", value=v.val))
         elif v in owner:
@@ -578,16 +621,4 @@ def _build(
             out_sources.append(OutputSource("arg", index=arg_index[v]))
         else:
             out_sources.append(OutputSource("const", value=closed.consts[const_index[v]]))
-    return StagedProgram(
-        stages=stages,
-        jaxpr=closed,
-        in_tree=in_tree,
-        out_tree=out_tree,
-        in_avals=[J.sds(a) for a in closed.in_avals],
-        in_paths=paths,
-        out_avals=[J.sds(a) for a in closed.out_avals],
-        out_sources=out_sources,
-        cost_model=cm,
-        partition=part,
-        repeated=run,
-    )
+    return out_sources
