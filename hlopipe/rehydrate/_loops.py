@@ -25,6 +25,9 @@ from hlopipe.rehydrate._ir import Block, Op
 MAX_TRIP_COUNT = (1 << 31) - 1
 # Iterations stepped eagerly before the count is compiled.
 EAGER_STEPS = 64
+# Trip counts remembered per loop (by control state); the oldest is forgotten past this, so an
+# eagerly run loop whose bound is an argument does not grow its op's memory with every call.
+REMEMBERED_COUNTS = 32
 
 
 def _needed_ops(
@@ -140,8 +143,7 @@ def static_trip_count(interpreter: Any, op: Op, inits: list[Any], env: Any) -> i
         while k < EAGER_STEPS:
             (pred,) = interpreter.run_block(cond_slice, full(state), env)
             if not bool(pred):
-                counts[key] = k
-                return k
+                return _remember(counts, key, k)
             out = interpreter.run_block(body_slice, full(state), env)
             state = tuple(np.asarray(out[i]) for i in idx)
             k += 1
@@ -165,6 +167,12 @@ def static_trip_count(interpreter: Any, op: Op, inits: list[Any], env: Any) -> i
 
     with jax.ensure_compile_time_eval():
         k += int(jax.jit(count)(state))
-    result = None if k >= MAX_TRIP_COUNT else k
-    counts[key] = result
-    return result
+    return _remember(counts, key, None if k >= MAX_TRIP_COUNT else k)
+
+
+def _remember(counts: dict[Any, int | None], key: Any, count: int | None) -> int | None:
+    """``count``, remembered under ``key`` in the bounded ``counts`` (oldest out first)."""
+    while len(counts) >= REMEMBERED_COUNTS:
+        del counts[next(iter(counts))]
+    counts[key] = count
+    return count

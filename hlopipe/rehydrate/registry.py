@@ -12,6 +12,7 @@ Example:
 from __future__ import annotations
 
 import collections
+import functools
 import inspect
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -105,13 +106,11 @@ def family_of(name: str) -> str:
 # ``dialect.name`` -- is by MLIR's rules information about an op, not part of it.
 IGNORED_ATTRS = frozenset({"precision_config", "algorithm"})
 
-_PARAMS: dict[Any, frozenset[str] | None] = {}
 
-
+@functools.lru_cache(maxsize=4096)  # rules and custom-call implementations: bounded
 def _keywords(fn: Rule) -> frozenset[str] | None:
     """The attribute names ``fn`` takes, or ``None`` when it takes any (``**attrs``)."""
-    if fn in _PARAMS:
-        return _PARAMS[fn]
+    names: frozenset[str] | None
     try:
         params = inspect.signature(fn).parameters.values()
     except (TypeError, ValueError):
@@ -126,7 +125,6 @@ def _keywords(fn: Rule) -> frozenset[str] | None:
                 if p.kind
                 in (inspect.Parameter.KEYWORD_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
             )
-    _PARAMS[fn] = names
     return names
 
 
