@@ -11,7 +11,6 @@ Bytes are those read and written by the equation (inputs + outputs), as an unfus
 from __future__ import annotations
 
 import math
-import weakref
 from dataclasses import dataclass
 from typing import Any
 
@@ -79,23 +78,22 @@ def _conv_flops(eqn: Any) -> float:
     return 2.0 * _size(eqn.outvars[0].aval) * per_output
 
 
-# Keyed weakly: a jaxpr's cost lives as long as the jaxpr (jaxprs hash by identity).
-_JAXPR_CACHE: weakref.WeakKeyDictionary[Any, tuple[float, float]] = weakref.WeakKeyDictionary()
+_JAXPR_CACHE: dict[int, tuple[Any, float, float]] = {}
 
 
 def jaxpr_cost(jaxpr: Any) -> tuple[float, float]:
     """(FLOPs, bytes) of an open or closed jaxpr, summed over its equations."""
     if isinstance(jaxpr, ClosedJaxpr):
         jaxpr = jaxpr.jaxpr
-    hit = _JAXPR_CACHE.get(jaxpr)
-    if hit is not None:
-        return hit
+    hit = _JAXPR_CACHE.get(id(jaxpr))
+    if hit is not None and hit[0] is jaxpr:
+        return hit[1], hit[2]
     flops = nbytes = 0.0
     for eqn in jaxpr.eqns:
         f, b = eqn_cost(eqn)
         flops += f
         nbytes += b
-    _JAXPR_CACHE[jaxpr] = (flops, nbytes)
+    _JAXPR_CACHE[id(jaxpr)] = (jaxpr, flops, nbytes)
     return flops, nbytes
 
 
