@@ -14,7 +14,6 @@ import gc
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-import jax
 import numpy as np
 
 from hlopipe.errors import HlopipeError, RehydrateError, UnsupportedOpError
@@ -273,9 +272,3 @@ def raise_if_unsupported(module: ModuleIR, entry: str) -> None:
     total = len(lines)
     head = f"the program uses {total} unsupported operation{'s' if total > 1 else ''}:\n  "
     raise UnsupportedOpError(head + "\n  ".join(lines))
-
-
-def _is_concrete(x: Any) -> bool:
-    return isinstance(x, np.ndarray | np.generic) or (
-        isinstance(x, jax.Array) and not isinstance(x, jax.core.Tracer)
-    )

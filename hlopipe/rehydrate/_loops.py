@@ -20,6 +20,7 @@ import jax
 import numpy as np
 
 from hlopipe.rehydrate._ir import Block, Op
+from hlopipe.rehydrate._known import is_known
 
 # A loop whose control part runs longer than this is treated as dynamic.
 MAX_TRIP_COUNT = (1 << 31) - 1
@@ -95,12 +96,6 @@ def control_state(
     return idx, cond_slice, body_slice, outside
 
 
-def is_concrete(x: Any) -> bool:
-    if isinstance(x, np.ndarray | np.generic | int | float | bool):
-        return True
-    return isinstance(x, jax.Array) and not isinstance(x, jax.core.Tracer)
-
-
 def static_trip_count(interpreter: Any, op: Op, inits: list[Any], env: Any) -> int | None:
     """The number of iterations of the while ``op`` when it is fixed at trace time."""
     cond, body = op.regions
@@ -109,13 +104,13 @@ def static_trip_count(interpreter: Any, op: Op, inits: list[Any], env: Any) -> i
         funcs = getattr(getattr(interpreter, "module", None), "funcs", None)
         analysis = op.cache["control_state"] = control_state(cond, body, funcs)
     idx, cond_slice, body_slice, outside = analysis  # type: ignore[misc]
-    if not all(is_concrete(inits[i]) for i in idx):
+    if not all(is_known(inits[i]) for i in idx):
         return None
     try:
         captured = {v: env[v] for v in outside}
     except KeyError:
         return None
-    if not all(is_concrete(v) for v in captured.values()):
+    if not all(is_known(v) for v in captured.values()):
         return None
     n = len(cond.args)
     avals = cond.arg_avals

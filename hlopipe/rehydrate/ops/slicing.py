@@ -33,6 +33,7 @@ from jax import lax
 
 from hlopipe.errors import UnsupportedOpError
 from hlopipe.rehydrate._ir import Block, GatherDims, ScatterDims
+from hlopipe.rehydrate._known import known_value
 from hlopipe.rehydrate.registry import Region, RuleContext, rule
 
 _CLIP = lax.GatherScatterMode.CLIP
@@ -40,15 +41,6 @@ _DROP = lax.GatherScatterMode.FILL_OR_DROP
 
 
 # ---- helpers ---------------------------------------------------------------------------------
-
-
-def _concrete(x: Any) -> np.ndarray | None:
-    """``x`` as a numpy array when its value is known at trace time, else ``None``."""
-    if isinstance(x, np.ndarray | np.generic):
-        return np.asarray(x)
-    if isinstance(x, jax.Array) and not isinstance(x, jax.core.Tracer):
-        return np.asarray(x)
-    return None
 
 
 def _wide_int() -> np.dtype:
@@ -93,7 +85,7 @@ def _canon_indices(indices: Any, index_vector_dim: int, batching_dims: Sequence[
 
 
 def _static_ints(ctx: RuleContext, x: Any, what: str) -> tuple[int, ...]:
-    c = _concrete(x)
+    c = known_value(x)
     if c is None:
         raise UnsupportedOpError(
             f"{ctx.name} with {what} computed at run time is not supported (at {ctx.loc}): "
@@ -123,7 +115,7 @@ def real_dynamic_slice(
     ctx: RuleContext, x: Any, start: Any, limit: Any, strides: Any, **attrs: Any
 ) -> Any:
     st = _static_ints(ctx, strides, "strides")
-    s, lim = _concrete(start), _concrete(limit)
+    s, lim = known_value(start), known_value(limit)
     if s is not None and lim is not None:
         return lax.slice(x, tuple(int(v) for v in s), tuple(int(v) for v in lim), st)
     # run-time starts with a static result shape: one dynamic slice, then the strides
@@ -166,10 +158,10 @@ def _clamped_starts(shape: Sequence[int], starts: Sequence[Any], sizes: Sequence
     """Start indices clamped into ``[0, dim - size]``, as the spec says."""
     out: list[Any] = []
     # lax wants every start of one integer type: constants take the type of the traced ones
-    traced = [np.dtype(s.dtype) for s in starts if _concrete(s) is None]
+    traced = [np.dtype(s.dtype) for s in starts if known_value(s) is None]
     for s, dim, size in zip(starts, shape, sizes):
         hi = int(dim) - int(size)
-        c = _concrete(s)
+        c = known_value(s)
         if c is not None:
             v = min(max(int(c), 0), hi)
             out.append(np.asarray(v, traced[0]) if traced else v)
@@ -498,7 +490,7 @@ def _scatter_elements(
         return results
     # XLA applies an element only when its whole window is in bounds
     wsizes = np.asarray(_window_sizes(d, in_shape, upd_shape), dtype=np.int64)
-    static = _concrete(idx)
+    static = known_value(idx)
     if static is not None:
         np_idx = _np_indices(static, cap)
         full = _element_indices(np, np_idx, d, bdims, upd_shape, rank).reshape(total, rank)
