@@ -98,6 +98,21 @@ def broadcast_operand(body: Body, atom: Any, shape: tuple[int, ...]) -> Expr | N
     return None if found is None else found[0]
 
 
+def axis_map_below(eqn: Any, src: Any, axis_map: dict[int, int]) -> dict[int, int] | None:
+    """One step down a stretch: ``eqn``, a ``broadcast_in_dim`` or size-1 ``reshape``, makes
+    ``src``, whose axes not of size 1 run along the output axes ``axis_map`` gives. The same
+    map for ``eqn``'s operand; None when ``eqn`` is neither kind."""
+    in_shape = eqn.invars[0].aval.shape
+    if eqn.primitive.name == "broadcast_in_dim":
+        dims = eqn.params["broadcast_dimensions"]
+        return {i: axis_map[d] for i, d in enumerate(dims) if in_shape[i] != 1}
+    if _unit_reshape(eqn):
+        outer_axes = [i for i, n in enumerate(src.aval.shape) if n != 1]
+        inner_axes = [i for i, n in enumerate(in_shape) if n != 1]
+        return {i: axis_map[o] for i, o in zip(inner_axes, outer_axes, strict=True)}
+    return None
+
+
 def broadcast_source(
     body: Body, atom: Any, shape: tuple[int, ...]
 ) -> tuple[Expr, tuple[int, ...]] | None:
@@ -116,16 +131,8 @@ def broadcast_source(
             break
         inner = eqn.invars[0]
         in_shape = inner.aval.shape
-        if eqn.primitive.name == "broadcast_in_dim":
-            dims = eqn.params["broadcast_dimensions"]
-            new_map = {i: axis_map[d] for i, d in enumerate(dims) if in_shape[i] != 1}
-        elif _unit_reshape(eqn):
-            outer_axes = [i for i, n in enumerate(src.aval.shape) if n != 1]
-            inner_axes = [i for i, n in enumerate(in_shape) if n != 1]
-            new_map = {i: axis_map[o] for i, o in zip(inner_axes, outer_axes, strict=True)}
-        else:
-            break
-        if any(v is None for v in new_map.values()):
+        new_map = axis_map_below(eqn, src, axis_map)
+        if new_map is None or any(v is None for v in new_map.values()):
             break
         src, axis_map = inner, new_map
         lead = len(shape) - len(in_shape)

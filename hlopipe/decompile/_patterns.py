@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from hlopipe.decompile._emit import Body, is_literal
-from hlopipe.decompile._folds import _axis_text, _float, _unit_reshape, define, fold, literal_value
+from hlopipe.decompile._folds import _axis_text, _float, axis_map_below, define, fold, literal_value
 from hlopipe.decompile._source import ATOM, Expr
 
 
@@ -27,21 +27,13 @@ def _stretch(body: Body, atom: Any, through: tuple[str, ...] = ()) -> tuple[Any,
         if eqn is None or len(eqn.invars) != 1 or is_literal(eqn.invars[0]):
             return src, axis_map
         inner = eqn.invars[0]
-        in_shape = inner.aval.shape
-        name = eqn.primitive.name
-        if name in through:
+        if eqn.primitive.name in through:
             src = inner
             continue
-        if name == "broadcast_in_dim":
-            dims = eqn.params["broadcast_dimensions"]
-            axis_map = {i: axis_map[d] for i, d in enumerate(dims) if in_shape[i] != 1}
-        elif _unit_reshape(eqn):
-            outer_axes = [i for i, n in enumerate(src.aval.shape) if n != 1]
-            inner_axes = [i for i, n in enumerate(in_shape) if n != 1]
-            axis_map = {i: axis_map[o] for i, o in zip(inner_axes, outer_axes, strict=True)}
-        else:
+        below = axis_map_below(eqn, src, axis_map)
+        if below is None:
             return src, axis_map
-        src = inner
+        src, axis_map = inner, below
 
 
 def _restores(r: Any, axis_map: dict[int, int]) -> bool:
@@ -89,6 +81,19 @@ def _axis_arg(r: Any) -> str:
     return _axis_text(tuple(r.params["axes"]), r.invars[0].aval.ndim) or "axis=None"
 
 
+def _define_of_shifted(
+    body: Body, eqn: Any, d: Any, r: Any, fn: str, name: str | None = None
+) -> bool:
+    """Define ``eqn`` as ``jax.nn.<fn>(x, axis)`` when ``d`` is ``x - max(x)`` over the axes
+    the reduction ``r`` sums over; False otherwise."""
+    shifted = _shifted(body, d)
+    if shifted is None or tuple(shifted[1].params["axes"]) != tuple(r.params["axes"]):
+        return False
+    x = body.ref(shifted[0])
+    text = f"jax.nn.{fn}({x.text}, {_axis_arg(r)})"
+    return define(body, eqn, Expr(text, ATOM, x.deps), name or fn)
+
+
 @fold("div", first=True)
 def _softmax(body: Body, eqn: Any) -> bool:
     """``e / sum(e)`` with ``e = exp(x - max(x))``: ``jax.nn.softmax(x, axis)``."""
@@ -102,12 +107,7 @@ def _softmax(body: Body, eqn: Any) -> bool:
     d = exp.invars[0]
     if r is None or body.only_user(d) is not exp:
         return False
-    shifted = _shifted(body, d)
-    if shifted is None or tuple(shifted[1].params["axes"]) != tuple(r.params["axes"]):
-        return False
-    x = body.ref(shifted[0])
-    text = f"jax.nn.softmax({x.text}, {_axis_arg(r)})"
-    return define(body, eqn, Expr(text, ATOM, x.deps), "softmax")
+    return _define_of_shifted(body, eqn, d, r, "softmax")
 
 
 @fold("sub", first=True)
@@ -136,12 +136,7 @@ def _log_softmax(body: Body, eqn: Any) -> bool:
         return False
     if tuple(r.invars[0].aval.shape) != tuple(d.aval.shape):
         return False
-    shifted = _shifted(body, d)
-    if shifted is None or tuple(shifted[1].params["axes"]) != tuple(r.params["axes"]):
-        return False
-    x = body.ref(shifted[0])
-    text = f"jax.nn.log_softmax({x.text}, {_axis_arg(r)})"
-    return define(body, eqn, Expr(text, ATOM, x.deps), "logp")
+    return _define_of_shifted(body, eqn, d, r, "log_softmax", "logp")
 
 
 # ---- GELU (tanh approximation) ------------------------------------------------------------------

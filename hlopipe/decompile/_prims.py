@@ -24,20 +24,15 @@ from hlopipe.decompile._emit import (
     tuple_text,
 )
 from hlopipe.decompile._source import ATOM, DecompileError, Expr, param, typed_scalar
+from hlopipe.rehydrate.registry import register_by_name
 
 Emitter = Callable[[Body, Any], None]
 EMITTERS: dict[str, Emitter] = {}
 
 
 def emitter(*names: str) -> Callable[[Emitter], Emitter]:
-    def register(fn: Emitter) -> Emitter:
-        for n in names:
-            if n in EMITTERS:
-                raise ValueError(f"two emitters for {n}")
-            EMITTERS[n] = fn
-        return fn
-
-    return register
+    """Register the emitter of each primitive name (as rehydration registers its rules)."""
+    return register_by_name(EMITTERS, names, "an emitter")
 
 
 def emit_equation(body: Body, eqn: Any) -> None:

@@ -41,20 +41,25 @@ def check_strings(data: bytes) -> bytes:
     _utf8(data[r.pos : end], "the producer string")
     r.pos = end + 1
     sections: dict[int, bytes] = {}
-    while r.pos < len(data):
-        code = r.byte()
+    pos, size = r.pos, len(data)
+    while pos < size:  # read inline, not through _Reader: this loop is most of a small load
+        code = data[pos]
         sid, aligned = code & 0x7F, code & 0x80
-        length = r.varint()
+        length, pos = _varint_at(data, pos + 1)
         if aligned:
-            alignment = r.varint()
+            alignment, pos = _varint_at(data, pos)
             if alignment == 0 or alignment & (alignment - 1) or alignment > 4096:
                 raise NotUnderstood("bad alignment")
-            while r.pos % alignment:
-                if r.byte() != 0xCB:
-                    raise NotUnderstood("bad padding")
+            pad = -pos % alignment
+            if data[pos : pos + pad] != b"\xcb" * pad:
+                raise NotUnderstood("bad padding")
+            pos += pad
         if sid not in _KNOWN_SECTIONS or sid in sections:
             raise NotUnderstood(f"section {sid}")
-        sections[sid] = r.take(length)
+        if length > size - pos:
+            raise NotUnderstood("truncated")
+        sections[sid] = data[pos : pos + length]
+        pos += length
     if _STRING not in sections:
         raise NotUnderstood("no string section")
     strings = _strings(sections[_STRING])
@@ -146,6 +151,26 @@ def _utf8(s: bytes, what: str) -> None:
         raise BadString(what, s[max(0, e.start - 20) : e.end + 20]) from None
 
 
+def _varint_at(data: bytes, pos: int) -> tuple[int, int]:
+    """MLIR's prefix varint at ``pos`` and the position after it: the first byte's trailing
+    zeros count the bytes that follow."""
+    if pos >= len(data):
+        raise NotUnderstood("truncated")
+    first = data[pos]
+    if first & 1:
+        return first >> 1, pos + 1
+    if first == 0:
+        end = pos + 9
+        if end > len(data):
+            raise NotUnderstood("truncated")
+        return int.from_bytes(data[pos + 1 : end], "little"), end
+    extra = (first & -first).bit_length() - 1
+    end = pos + 1 + extra
+    if end > len(data):
+        raise NotUnderstood("truncated")
+    return int.from_bytes(data[pos:end], "little") >> (extra + 1), end
+
+
 class _Reader:
     def __init__(self, data: bytes, pos: int):
         self.data, self.pos = data, pos
@@ -165,16 +190,5 @@ class _Reader:
         return out
 
     def varint(self) -> int:
-        """MLIR's prefix varint: the first byte's trailing zeros count the bytes that follow."""
-        pos = self.pos
-        if pos >= len(self.data):
-            raise NotUnderstood("truncated")
-        first = self.data[pos]
-        self.pos = pos + 1
-        if first & 1:
-            return first >> 1
-        if first == 0:
-            return int.from_bytes(self.take(8), "little")
-        extra = (first & -first).bit_length() - 1
-        value = int.from_bytes(bytes([first]) + self.take(extra), "little")
-        return value >> (extra + 1)
+        value, self.pos = _varint_at(self.data, self.pos)
+        return value

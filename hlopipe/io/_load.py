@@ -86,6 +86,8 @@ def _looks_like_path(s: str) -> bool:
 # The first line of an HLO computation: `[ENTRY] [%]name [(params) -> result] {`.
 _HLO_COMPUTATION = re.compile(r"(?:ENTRY\s+)?%?[\w.\-]+\s*(?:\([^{}]*\)\s*->\s*[^{}]*)?\{\s*\n")
 _MLIR_START = re.compile(r"(?:module|func\.func|builtin\.module)\b|\"builtin\.module\"")
+_MLIR_MODULE = re.compile(r"(?:module|func\.func)\b")
+_MLIR_TEXT = re.compile(r"\bfunc\.func\b|^\s*module\b|\bstablehlo\.|\bmhlo\.", re.M)
 
 
 def detect_format(data: bytes) -> str:
@@ -99,11 +101,13 @@ def detect_format(data: bytes) -> str:
         body = _strip_comments(text)
         if body.startswith("HloModule"):
             return "hlo-text"
+        if _MLIR_MODULE.match(body):  # what MLIR writes (the search below would find it first)
+            return "stablehlo-text"
         if _HLO_COMPUTATION.match(body) and not _MLIR_START.match(body):
             # A module without its `HloModule` line, as most of XLA's own test HLO is written:
             # bare computations, the ENTRY one (or else the last one) is the entry.
             return "hlo-text"
-        if re.search(r"\bfunc\.func\b|^\s*module\b|\bstablehlo\.|\bmhlo\.", body, re.M):
+        if _MLIR_TEXT.search(body):
             return "stablehlo-text"
         raise LoadError(
             "input is text but neither HLO text (starts with 'HloModule' or a computation, "
@@ -130,8 +134,9 @@ def load_bytes(
         if text is None:
             raise LoadError(f"{name}: not UTF-8 text, so not HLO text")
         return _from_hlo_text(with_module_header(text), name, entry)
+    strings = None
     if fmt == "mlir-bytecode":
-        _check_bytecode(data, name, fmt)
+        strings = _check_bytecode(data, name, fmt)
     elif fmt == "stablehlo-text" and _guarded() and _HIGH_ESCAPE.search(data) is not None:
         _probe(data, name, fmt)
     if fmt == "hlo-proto":
@@ -139,7 +144,7 @@ def load_bytes(
     if fmt == "stablehlo-text":
         return _from_mlir(data, name, "stablehlo-text", entry)
     if fmt == "mlir-bytecode":
-        return _from_mlir(data, name, "mlir-bytecode", entry)
+        return _from_mlir(data, name, "mlir-bytecode", entry, strings)
     if fmt == "jax-export":
         return _from_export(data, name, entry)
     raise LoadError(f"unknown format {fmt!r}; choose one of {', '.join(FORMATS[:-1])}")
@@ -241,7 +246,11 @@ def _from_hlo_module_proto(proto: bytes, name: str, fmt: str, entry: str | None)
 # ---- MLIR -----------------------------------------------------------------------------------
 
 
-def _from_mlir(data: bytes, name: str, fmt: str, entry: str | None) -> Program:
+def _from_mlir(
+    data: bytes, name: str, fmt: str, entry: str | None, strings: bytes | None = None
+) -> Program:
+    """A program from MLIR text or bytecode (``strings``: bytecode's string section, when
+    :func:`_check_bytecode` has read it already)."""
     ctx = _context(len(data))
     with ctx:
         try:
@@ -256,7 +265,7 @@ def _from_mlir(data: bytes, name: str, fmt: str, entry: str | None) -> Program:
                     raise LoadError(f"{name}: not valid MLIR bytecode: {_clean(e)}") from None
             else:
                 raise LoadError(f"{name}: not valid StableHLO/MLIR text: {_clean(e)}") from None
-        if fmt in ("stablehlo-text", "mlir-bytecode") and _may_have_mhlo_ops(data, fmt):
+        if fmt in ("stablehlo-text", "mlir-bytecode") and _may_have_mhlo_ops(data, fmt, strings):
             module = _normalise_mhlo(module, ctx)
         entry_name = entry or pick_entry(module, ctx)
     return Program(format=fmt, module=module, context=ctx, entry=entry_name, source=name)
@@ -337,16 +346,11 @@ def _text_has_mhlo_op(data: bytes) -> bool:
     return False
 
 
-# the last bytecode checked by _check_bytecode and its strings, for _may_have_mhlo_ops
-_LAST_STRINGS: list[Any] = [None, b""]
-
-
-def _may_have_mhlo_ops(data: bytes, fmt: str) -> bool:
+def _may_have_mhlo_ops(data: bytes, fmt: str, strings: bytes | None) -> bool:
     if fmt == "stablehlo-text":
         return _text_has_mhlo_op(data)
     try:  # in bytecode, a dialect used by an op is named in the string section
-        last, strings = _LAST_STRINGS
-        if last is not data:
+        if strings is None:
             strings = _bytecode.check_strings(data)
         return strings.startswith(b"mhlo\x00") or b"\x00mhlo\x00" in strings
     except (_bytecode.NotUnderstood, _bytecode.BadString):
@@ -410,13 +414,14 @@ def _guarded() -> bool:
     return os.environ.get("HLOPIPE_NO_PROBE") != "1"
 
 
-def _check_bytecode(data: bytes, name: str, fmt: str, whole: bytes | None = None) -> None:
+def _check_bytecode(data: bytes, name: str, fmt: str, whole: bytes | None = None) -> bytes | None:
     """Refuse bytecode with a string that is not UTF-8; bytecode this check cannot follow is
-    parsed in a child process first (``whole``: the input to give it, if not ``data``)."""
+    parsed in a child process first (``whole``: the input to give it, if not ``data``).
+    Returns the string section when it was read (see :func:`_bytecode.check_strings`)."""
     if not _guarded():
-        return
+        return None
     try:
-        _LAST_STRINGS[:] = [data, _bytecode.check_strings(data)]
+        return _bytecode.check_strings(data)
     except _bytecode.BadString as e:
         where, raw = e.args
         raise LoadError(
@@ -424,6 +429,7 @@ def _check_bytecode(data: bytes, name: str, fmt: str, whole: bytes | None = None
         ) from None
     except _bytecode.NotUnderstood:
         _probe(whole if whole is not None else data, name, fmt)
+        return None
 
 
 def _probe(data: bytes, name: str, fmt: str) -> None:

@@ -14,18 +14,17 @@ import gc
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-import jax
 import numpy as np
 
 from hlopipe.errors import HlopipeError, RehydrateError, UnsupportedOpError
 from hlopipe.io._types import TokenType
 from hlopipe.rehydrate._ir import Block, Func, ModuleIR, Op
 from hlopipe.rehydrate.registry import (
-    FAMILY_HINTS,
     REFUSED,
     RULES,
     Region,
     RuleContext,
+    family_of,
     rule_attrs,
     unknown_attrs,
 )
@@ -177,7 +176,7 @@ def _x64_narrowed(got: np.dtype, want: np.dtype) -> bool:
 
 
 def missing_rule_message(name: str, count: int, loc: str) -> str:
-    family = FAMILY_HINTS.get(name) or _guess_family(name)
+    family = family_of(name)
     uses = "1 use" if count == 1 else f"{count} uses"
     if name in REFUSED:
         return f"{name} is not supported ({uses}, first at {loc}): {REFUSED[name]}"
@@ -195,31 +194,6 @@ def unknown_attr_message(op: Op, names: Sequence[str]) -> str:
         f"does not know: {op.name} with {listed} is not supported (it may change what the op "
         "computes, so it is not dropped)"
     )
-
-
-def _guess_family(name: str) -> str:
-    short = name.split(".", 1)[-1]
-    if short.startswith(("all_", "collective", "reduce_scatter", "replica", "partition")):
-        return "collectives"
-    if short in ("custom_call",):
-        return "custom_calls"
-    if short == "convolution":
-        return "convolution"
-    if short in ("reduce_window", "select_and_scatter"):
-        return "windowed"
-    if short.startswith("batch_norm"):
-        return "normalization"
-    if short in ("sort", "fft"):
-        return short
-    if "reduce" in short:
-        return "reduce"
-    if short in ("while", "case", "if", "call", "map"):
-        return "control_flow"
-    if "gather" in short or "scatter" in short or "slice" in short or short == "pad":
-        return "slicing"
-    if short.startswith("rng"):
-        return "random"
-    return "elementwise"
 
 
 def _reachable_ops(module: ModuleIR, entry: str) -> Iterator[Op]:
@@ -298,9 +272,3 @@ def raise_if_unsupported(module: ModuleIR, entry: str) -> None:
     total = len(lines)
     head = f"the program uses {total} unsupported operation{'s' if total > 1 else ''}:\n  "
     raise UnsupportedOpError(head + "\n  ".join(lines))
-
-
-def _is_concrete(x: Any) -> bool:
-    return isinstance(x, np.ndarray | np.generic) or (
-        isinstance(x, jax.Array) and not isinstance(x, jax.core.Tracer)
-    )

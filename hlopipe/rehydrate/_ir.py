@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -63,6 +64,14 @@ class Block:
         if self._binary is None:
             self._binary = _binary_op(self) or ""
         return self._binary or None
+
+    def only_compare(self) -> Op | None:
+        """The block's one op when it is a ``stablehlo.compare`` whose result the block
+        returns (a sort's or a select's plain comparator); None otherwise."""
+        if len(self.ops) != 1 or len(self.returns) != 1:
+            return None
+        op = self.ops[0]
+        return op if op.name == "stablehlo.compare" and op.results == self.returns else None
 
 
 @dataclass(slots=True)
@@ -336,47 +345,10 @@ def convert_attr(attr: Any) -> Any:
     if isinstance(attr, ir.TypeAttr):
         return str(attr.value)
     text = str(attr)
-    if text.startswith("#stablehlo.dot<"):
-        d = shlo.DotDimensionNumbers(attr)
-        return DotDims(
-            tuple(d.lhs_batching_dimensions),
-            tuple(d.rhs_batching_dimensions),
-            tuple(d.lhs_contracting_dimensions),
-            tuple(d.rhs_contracting_dimensions),
-        )
-    if text.startswith("#stablehlo.gather<"):
-        g = shlo.GatherDimensionNumbers(attr)
-        return GatherDims(
-            tuple(g.offset_dims),
-            tuple(g.collapsed_slice_dims),
-            tuple(g.operand_batching_dims),
-            tuple(g.start_indices_batching_dims),
-            tuple(g.start_index_map),
-            int(g.index_vector_dim),
-        )
-    if text.startswith("#stablehlo.scatter<"):
-        s = shlo.ScatterDimensionNumbers(attr)
-        return ScatterDims(
-            tuple(s.update_window_dims),
-            tuple(s.inserted_window_dims),
-            tuple(s.input_batching_dims),
-            tuple(s.scatter_indices_batching_dims),
-            tuple(s.scattered_dims_to_operand_dims),
-            int(s.index_vector_dim),
-        )
-    if text.startswith("#stablehlo.conv<"):
-        c = shlo.ConvDimensionNumbers(attr)
-        return ConvDims(
-            c.input_batch_dimension,
-            c.input_feature_dimension,
-            tuple(c.input_spatial_dimensions),
-            c.kernel_input_feature_dimension,
-            c.kernel_output_feature_dimension,
-            tuple(c.kernel_spatial_dimensions),
-            c.output_batch_dimension,
-            c.output_feature_dimension,
-            tuple(c.output_spatial_dimensions),
-        )
+    for prefix, binding, record, names in _DIMENSION_ATTRS:
+        if text.startswith(prefix):
+            d = getattr(shlo, binding)(attr)
+            return record(*(_int_or_tuple(getattr(d, name)) for name in names))
     m = _ENUM.match(text)
     if m:
         return m.group(2).strip()
@@ -384,6 +356,70 @@ def convert_attr(attr: Any) -> Any:
         h = shlo.ChannelHandle(attr)
         return {"handle": int(h.handle), "type": int(h.channel_type)}
     return OpaqueAttr(text)
+
+
+# StableHLO's structured dimension attributes: the text they start with, their binding in
+# ``jaxlib.mlir.dialects.stablehlo``, the record they become and the binding's properties in
+# the record's field order.
+_DIMENSION_ATTRS: tuple[tuple[str, str, Callable[..., Any], tuple[str, ...]], ...] = (
+    (
+        "#stablehlo.dot<",
+        "DotDimensionNumbers",
+        DotDims,
+        (
+            "lhs_batching_dimensions",
+            "rhs_batching_dimensions",
+            "lhs_contracting_dimensions",
+            "rhs_contracting_dimensions",
+        ),
+    ),
+    (
+        "#stablehlo.gather<",
+        "GatherDimensionNumbers",
+        GatherDims,
+        (
+            "offset_dims",
+            "collapsed_slice_dims",
+            "operand_batching_dims",
+            "start_indices_batching_dims",
+            "start_index_map",
+            "index_vector_dim",
+        ),
+    ),
+    (
+        "#stablehlo.scatter<",
+        "ScatterDimensionNumbers",
+        ScatterDims,
+        (
+            "update_window_dims",
+            "inserted_window_dims",
+            "input_batching_dims",
+            "scatter_indices_batching_dims",
+            "scattered_dims_to_operand_dims",
+            "index_vector_dim",
+        ),
+    ),
+    (
+        "#stablehlo.conv<",
+        "ConvDimensionNumbers",
+        ConvDims,
+        (
+            "input_batch_dimension",
+            "input_feature_dimension",
+            "input_spatial_dimensions",
+            "kernel_input_feature_dimension",
+            "kernel_output_feature_dimension",
+            "kernel_spatial_dimensions",
+            "output_batch_dimension",
+            "output_feature_dimension",
+            "output_spatial_dimensions",
+        ),
+    ),
+)
+
+
+def _int_or_tuple(value: Any) -> int | tuple[int, ...]:
+    return int(value) if isinstance(value, int) else tuple(value)
 
 
 # ---- dense elements from text ---------------------------------------------------------------

@@ -20,11 +20,15 @@ import jax
 import numpy as np
 
 from hlopipe.rehydrate._ir import Block, Op
+from hlopipe.rehydrate._known import is_known
 
 # A loop whose control part runs longer than this is treated as dynamic.
 MAX_TRIP_COUNT = (1 << 31) - 1
 # Iterations stepped eagerly before the count is compiled.
 EAGER_STEPS = 64
+# Trip counts remembered per loop (by control state); the oldest is forgotten past this, so an
+# eagerly run loop whose bound is an argument does not grow its op's memory with every call.
+REMEMBERED_COUNTS = 32
 
 
 def _needed_ops(
@@ -92,12 +96,6 @@ def control_state(
     return idx, cond_slice, body_slice, outside
 
 
-def is_concrete(x: Any) -> bool:
-    if isinstance(x, np.ndarray | np.generic | int | float | bool):
-        return True
-    return isinstance(x, jax.Array) and not isinstance(x, jax.core.Tracer)
-
-
 def static_trip_count(interpreter: Any, op: Op, inits: list[Any], env: Any) -> int | None:
     """The number of iterations of the while ``op`` when it is fixed at trace time."""
     cond, body = op.regions
@@ -106,13 +104,13 @@ def static_trip_count(interpreter: Any, op: Op, inits: list[Any], env: Any) -> i
         funcs = getattr(getattr(interpreter, "module", None), "funcs", None)
         analysis = op.cache["control_state"] = control_state(cond, body, funcs)
     idx, cond_slice, body_slice, outside = analysis  # type: ignore[misc]
-    if not all(is_concrete(inits[i]) for i in idx):
+    if not all(is_known(inits[i]) for i in idx):
         return None
     try:
         captured = {v: env[v] for v in outside}
     except KeyError:
         return None
-    if not all(is_concrete(v) for v in captured.values()):
+    if not all(is_known(v) for v in captured.values()):
         return None
     n = len(cond.args)
     avals = cond.arg_avals
@@ -140,8 +138,7 @@ def static_trip_count(interpreter: Any, op: Op, inits: list[Any], env: Any) -> i
         while k < EAGER_STEPS:
             (pred,) = interpreter.run_block(cond_slice, full(state), env)
             if not bool(pred):
-                counts[key] = k
-                return k
+                return _remember(counts, key, k)
             out = interpreter.run_block(body_slice, full(state), env)
             state = tuple(np.asarray(out[i]) for i in idx)
             k += 1
@@ -165,6 +162,12 @@ def static_trip_count(interpreter: Any, op: Op, inits: list[Any], env: Any) -> i
 
     with jax.ensure_compile_time_eval():
         k += int(jax.jit(count)(state))
-    result = None if k >= MAX_TRIP_COUNT else k
-    counts[key] = result
-    return result
+    return _remember(counts, key, None if k >= MAX_TRIP_COUNT else k)
+
+
+def _remember(counts: dict[Any, int | None], key: Any, count: int | None) -> int | None:
+    """``count``, remembered under ``key`` in the bounded ``counts`` (oldest out first)."""
+    while len(counts) >= REMEMBERED_COUNTS:
+        del counts[next(iter(counts))]
+    counts[key] = count
+    return count

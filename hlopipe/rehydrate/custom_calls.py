@@ -1,16 +1,19 @@
 """The custom-call registry: JAX implementations of ``stablehlo.custom_call`` targets.
 
-``register_custom_call(target, fn)`` lets a user supply any target; the built-in ones (the
-targets JAX itself emits on CPU, sharding markers) are registered by
-``hlopipe.rehydrate.ops.custom_calls``. An implementation has the rule signature
-``fn(ctx, *operands, **attrs)``, where attrs holds the op's attributes
-(``backend_config``, ``api_version``, ...).
+``register_custom_call(target, fn)`` lets a user supply any target; hlopipe's own ones are
+registered with :func:`builtin` by the op families (``ops/custom_call.py``: sharding markers,
+``mhlo.*`` ops; ``ops/linalg.py``: the LAPACK targets JAX emits on CPU). The rule of the op
+``stablehlo.custom_call`` (``ops/custom_call.py``) looks the target up here. An
+implementation has the rule signature ``fn(ctx, *operands, **attrs)``, where attrs holds the
+op's attributes (``backend_config``, ``api_version``, ...).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from typing import Any
+
+from hlopipe.rehydrate.registry import register_by_name
 
 CustomCallImpl = Callable[..., Any]
 
@@ -55,13 +58,9 @@ def _adapt(fn: CustomCallImpl) -> CustomCallImpl:
 
 
 def builtin(*targets: str) -> Callable[[CustomCallImpl], CustomCallImpl]:
-    """Register a built-in implementation (used by ops/custom_calls.py)."""
-
-    def deco(fn: CustomCallImpl) -> CustomCallImpl:
-        for t in targets:
-            if t in CUSTOM_CALLS:
-                raise ValueError(f"custom call {t!r} registered twice")
-            CUSTOM_CALLS[t] = fn
-        return fn
-
-    return deco
+    """Register hlopipe's own implementation of each custom-call target, as :func:`rule`
+    registers an op's rule (the same :func:`~hlopipe.rehydrate.registry.register_by_name`):
+    a target registered twice is an error. The op family modules use it (the targets JAX emits
+    in ``ops/linalg.py``, sharding markers in ``ops/custom_call.py``); a user replaces one with
+    :func:`register_custom_call` and ``replace=True``."""
+    return register_by_name(CUSTOM_CALLS, targets, "a custom-call implementation")

@@ -11,10 +11,12 @@ Example:
 
 from __future__ import annotations
 
+import collections
+import functools
 import inspect
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 if TYPE_CHECKING:
     from hlopipe.rehydrate._interpreter import Interpreter
@@ -23,9 +25,6 @@ if TYPE_CHECKING:
 Rule = Callable[..., Any]
 
 RULES: dict[str, Rule] = {}
-
-# op name -> the family module its rule lives in (for the "add a rule in ..." hint)
-FAMILY_HINTS: dict[str, str] = {}
 
 # ops XLA's HLO -> StableHLO converter can produce that rehydration refuses on purpose, with why
 # (scripts/hlo_opcode_survey.py lists what the converter makes of every HLO opcode)
@@ -41,17 +40,64 @@ REFUSED: dict[str, str] = {
 }
 
 
-def rule(*names: str) -> Callable[[Rule], Rule]:
-    """Register ``fn`` as the rule for each op name; registering a name twice is an error."""
+F = TypeVar("F", bound=Callable[..., Any])
 
-    def deco(fn: Rule) -> Rule:
+
+def register_by_name(table: dict[str, F], names: Sequence[str], what: str) -> Callable[[F], F]:
+    """The one registration idiom: a decorator that files its function in ``table`` under each
+    of ``names``; registering a name twice is an error (``what`` names the kind of entry in it).
+    :func:`rule`, the custom-call registry's ``builtin`` and decompile's ``emitter`` are this.
+    """
+
+    def deco(fn: F) -> F:
         for name in names:
-            if name in RULES:
-                raise ValueError(f"a rule for {name!r} is already registered ({RULES[name]})")
-            RULES[name] = fn
+            if name in table:
+                raise ValueError(f"{what} for {name!r} is already registered ({table[name]})")
+            table[name] = fn
         return fn
 
     return deco
+
+
+def rule(*names: str) -> Callable[[Rule], Rule]:
+    """Register ``fn`` as the rule for each op name; registering a name twice is an error."""
+    return register_by_name(RULES, names, "a rule")
+
+
+_FAMILIES = "hlopipe.rehydrate.ops."
+
+
+def family_of(name: str) -> str:
+    """The op family module (``hlopipe/rehydrate/ops/<family>.py``) a rule for the op ``name``
+    belongs in, read from where the rules are registered: the module of ``name``'s own rule;
+    else of the registered ops whose names share the longest prefix with it, at least three
+    letters after the dialect (``stablehlo.reduce_foo`` beside ``stablehlo.reduce_window``);
+    else the module holding most rules of ``name``'s dialect, or of all."""
+    import hlopipe.rehydrate.ops  # noqa: F401  (registers every rule)
+
+    families = {
+        op: fn.__module__.removeprefix(_FAMILIES)
+        for op, fn in RULES.items()
+        if fn.__module__.startswith(_FAMILIES)
+    }
+    if name in families:
+        return families[name]
+    dialect = name.split(".", 1)[0] + "."
+    best, near = len(dialect) + 3, collections.Counter[str]()
+    for op, family in families.items():
+        common = next(
+            (i for i, (a, b) in enumerate(zip(name, op)) if a != b), min(len(name), len(op))
+        )
+        if common < best:
+            continue
+        if common > best:
+            best, near = common, collections.Counter()
+        near[family] += 1
+    if not near:
+        near = collections.Counter(f for op, f in families.items() if op.startswith(dialect))
+    if not near:
+        near = collections.Counter(families.values())
+    return near.most_common(1)[0][0]
 
 
 # Attributes every rule may go without: they tune how XLA computes (precision of a dot's
@@ -60,13 +106,11 @@ def rule(*names: str) -> Callable[[Rule], Rule]:
 # ``dialect.name`` -- is by MLIR's rules information about an op, not part of it.
 IGNORED_ATTRS = frozenset({"precision_config", "algorithm"})
 
-_PARAMS: dict[Any, frozenset[str] | None] = {}
 
-
+@functools.lru_cache(maxsize=4096)  # rules and custom-call implementations: bounded
 def _keywords(fn: Rule) -> frozenset[str] | None:
     """The attribute names ``fn`` takes, or ``None`` when it takes any (``**attrs``)."""
-    if fn in _PARAMS:
-        return _PARAMS[fn]
+    names: frozenset[str] | None
     try:
         params = inspect.signature(fn).parameters.values()
     except (TypeError, ValueError):
@@ -81,7 +125,6 @@ def _keywords(fn: Rule) -> frozenset[str] | None:
                 if p.kind
                 in (inspect.Parameter.KEYWORD_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
             )
-    _PARAMS[fn] = names
     return names
 
 

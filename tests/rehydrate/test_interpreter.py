@@ -95,6 +95,34 @@ def test_family_hint_of_known_families() -> None:
     assert "ops/windowed.py" in missing_rule_message("stablehlo.reduce_window", 1, "x:1")
 
 
+def test_family_hint_names_a_module_that_holds_rules() -> None:
+    """The hint is read from where rules are registered: for ops with no rule, near ones or
+    none at all, it names an existing ops/ module, the one of the nearest registered op."""
+    from pathlib import Path
+
+    from hlopipe.rehydrate._interpreter import missing_rule_message
+    from hlopipe.rehydrate.registry import family_of
+
+    ops_dir = Path(ops_pkg.__file__).parent
+    for name in ("stablehlo.all_gather_v2", "stablehlo.rng_foo", "chlo.new_op", "foo.bar", "x"):
+        family = family_of(name)
+        assert (ops_dir / f"{family}.py").is_file(), (name, family)
+        assert any(fn.__module__.endswith(f".ops.{family}") for fn in RULES.values())
+        assert f"hlopipe/rehydrate/ops/{family}.py" in missing_rule_message(name, 1, "x:1")
+    assert family_of("stablehlo.all_gather_v2") == "collectives"  # beside all_gather
+    assert family_of("stablehlo.batch_norm_foo") == "normalization"
+
+
+def test_custom_call_builtin_and_emitter_refuse_a_second_registration() -> None:
+    from hlopipe.decompile._prims import emitter
+    from hlopipe.rehydrate.custom_calls import builtin
+
+    with pytest.raises(ValueError, match="already registered"):
+        builtin("Sharding")(lambda ctx, x: x)
+    with pytest.raises(ValueError, match="already registered"):
+        emitter("add")(lambda body, eqn: None)
+
+
 CUSTOM = """
 func.func @main(%x: tensor<2x3xf32>) -> tensor<2x3xf32> {
   %0 = stablehlo.custom_call @hlopipe_test_softplus(%x) : (tensor<2x3xf32>) -> tensor<2x3xf32>

@@ -203,3 +203,22 @@ def test_condition_calling_a_function_with_the_whole_state_is_static() -> None:
     assert _uses_scan(f, x)
     _close(jax.jit(f)(x), ref(x))
     _close(jax.grad(lambda x: f(x).sum())(x), jax.grad(lambda x: ref(x).sum())(x))
+
+
+def test_remembered_trip_counts_are_bounded(monkeypatch) -> None:
+    """Run eagerly, a loop whose bound is an argument has a known count on every call: the
+    counts its op remembers stay bounded however many bounds it meets, and stay right."""
+    from hlopipe.rehydrate import _loops, module_ir
+
+    def f(n, x):
+        return lax.fori_loop(0, n, lambda i, h: h * 1.1, x)
+
+    prog = hlopipe.load(jax.jit(f).lower(jnp.int32(3), X).as_text())
+    g = prog.as_function()
+    monkeypatch.setattr(_loops, "REMEMBERED_COUNTS", 3)
+    for n in (*range(8), 2, 7):
+        _close(g(jnp.int32(n), X), f(n, X), 1e-6)
+    (loop,) = [
+        op for op in module_ir(prog).funcs[prog.entry].block.ops if op.name.endswith("while")
+    ]
+    assert 0 < len(loop.cache["trip_counts"]) <= 3

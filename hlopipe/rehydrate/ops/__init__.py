@@ -8,7 +8,7 @@ from hlopipe.rehydrate.ops import (  # noqa: F401
     collectives,
     control_flow,
     convolution,
-    custom_calls,
+    custom_call,
     elementwise,
     fft,
     linalg,

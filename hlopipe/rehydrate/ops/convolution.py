@@ -15,20 +15,8 @@ from jax import lax
 
 from hlopipe.errors import UnsupportedOpError
 from hlopipe.rehydrate._ir import ConvDims
+from hlopipe.rehydrate.ops.linalg import precision
 from hlopipe.rehydrate.registry import RuleContext, rule
-
-_PRECISION = {
-    "DEFAULT": lax.Precision.DEFAULT,
-    "HIGH": lax.Precision.HIGH,
-    "HIGHEST": lax.Precision.HIGHEST,
-}
-
-
-def _precision(config: Any) -> Any:
-    if not config:
-        return None
-    vals = tuple(_PRECISION.get(str(c), lax.Precision.DEFAULT) for c in config)
-    return vals if len(vals) == 2 else None
 
 
 def _pairs(padding: Any, n: int) -> list[tuple[int, int]]:
@@ -85,6 +73,6 @@ def convolution(
         dimension_numbers=dnums,
         feature_group_count=int(feature_group_count),
         batch_group_count=int(batch_group_count),
-        precision=_precision(precision_config),
+        precision=precision(precision_config),
         preferred_element_type=None if out_dtype == np.dtype(lhs.dtype) else out_dtype,
     )

@@ -23,7 +23,9 @@ _PRECISION = {
 }
 
 
-def _precision(config: Any) -> Any:
+def precision(config: Any) -> Any:
+    """The ``precision=`` of ``lax.dot_general`` / ``lax.conv_general_dilated`` for an op's
+    ``precision_config`` (one entry per operand); ``None`` when it has none."""
     if not config:
         return None
     vals = tuple(_PRECISION.get(str(c), lax.Precision.DEFAULT) for c in config)
@@ -49,7 +51,7 @@ def dot_general(
         lhs,
         rhs,
         dims,
-        precision=_precision(precision_config),
+        precision=precision(precision_config),
         preferred_element_type=_byte_int_dtype(out_dtype) if narrow else out_dtype,
     )
     return lax.convert_element_type(out, out_dtype) if narrow else out
@@ -75,7 +77,7 @@ def dot(ctx: RuleContext, lhs: Any, rhs: Any, *, precision_config: Any = None) -
         lhs,
         rhs,
         (contract, ((), ())),
-        precision=_precision(precision_config),
+        precision=precision(precision_config),
         preferred_element_type=ctx.aval.dtype,
     )
 

@@ -39,6 +39,24 @@ def _mean(x: Any, feature_index: int) -> Any:
     return lax.div(lax.reduce_sum(x, dims), lax.full((), n, x.dtype))
 
 
+def _setup(operand: Any, feature_index: int) -> tuple[np.dtype, np.dtype, Any, int]:
+    """The result type, the type computed in, the operand in it, and the feature dimension."""
+    out_dtype = np.dtype(operand.dtype)
+    ct = _compute_dtype(out_dtype)
+    return out_dtype, ct, _up(operand, ct), int(feature_index)
+
+
+def _normalised(centered: Any, variance: Any, epsilon: float, f: int, ct: np.dtype) -> Any:
+    """``sqrt(variance + epsilon)`` and ``centered`` divided by it along feature ``f``."""
+    stddev = lax.sqrt(lax.add(variance, lax.full((), epsilon, ct)))
+    return stddev, lax.div(centered, _bcast(stddev, centered, f))
+
+
+def _affine(norm: Any, scale: Any, offset: Any, f: int, ct: np.dtype) -> Any:
+    """``scale * norm + offset`` along feature ``f``."""
+    return lax.add(lax.mul(_bcast(_up(scale, ct), norm, f), norm), _bcast(_up(offset, ct), norm, f))
+
+
 @rule("stablehlo.batch_norm_inference")
 def batch_norm_inference(
     ctx: RuleContext,
@@ -51,14 +69,10 @@ def batch_norm_inference(
     epsilon: float,
     feature_index: int,
 ) -> Any:
-    out_dtype = np.dtype(operand.dtype)
-    ct = _compute_dtype(out_dtype)
-    x = _up(operand, ct)
-    f = int(feature_index)
-    stddev = lax.sqrt(lax.add(_up(variance, ct), lax.full((), epsilon, ct)))
-    norm = lax.div(lax.sub(x, _bcast(_up(mean, ct), x, f)), _bcast(stddev, x, f))
-    out = lax.add(lax.mul(_bcast(_up(scale, ct), x, f), norm), _bcast(_up(offset, ct), x, f))
-    return _up(out, out_dtype)
+    out_dtype, ct, x, f = _setup(operand, feature_index)
+    centered = lax.sub(x, _bcast(_up(mean, ct), x, f))
+    _, norm = _normalised(centered, _up(variance, ct), epsilon, f, ct)
+    return _up(_affine(norm, scale, offset, f, ct), out_dtype)
 
 
 @rule("stablehlo.batch_norm_training")
@@ -71,16 +85,12 @@ def batch_norm_training(
     epsilon: float,
     feature_index: int,
 ) -> tuple[Any, Any, Any]:
-    out_dtype = np.dtype(operand.dtype)
-    ct = _compute_dtype(out_dtype)
-    x = _up(operand, ct)
-    f = int(feature_index)
+    out_dtype, ct, x, f = _setup(operand, feature_index)
     mean = _mean(x, f)
     centered = lax.sub(x, _bcast(mean, x, f))
     var = _mean(lax.mul(centered, centered), f)
-    stddev = lax.sqrt(lax.add(var, lax.full((), epsilon, ct)))
-    norm = lax.div(centered, _bcast(stddev, x, f))
-    out = lax.add(lax.mul(_bcast(_up(scale, ct), x, f), norm), _bcast(_up(offset, ct), x, f))
+    _, norm = _normalised(centered, var, epsilon, f, ct)
+    out = _affine(norm, scale, offset, f, ct)
     return _up(out, out_dtype), _up(mean, out_dtype), _up(var, out_dtype)
 
 
@@ -96,15 +106,11 @@ def batch_norm_grad(
     epsilon: float,
     feature_index: int,
 ) -> tuple[Any, Any, Any]:
-    out_dtype = np.dtype(operand.dtype)
-    ct = _compute_dtype(out_dtype)
-    x = _up(operand, ct)
+    out_dtype, ct, x, f = _setup(operand, feature_index)
     dy = _up(grad_output, ct)
-    f = int(feature_index)
     dims = _reduce_dims(x, f)
-    stddev = lax.sqrt(lax.add(_up(variance, ct), lax.full((), epsilon, ct)))
     centered = lax.sub(x, _bcast(_up(mean, ct), x, f))
-    norm = lax.div(centered, _bcast(stddev, x, f))
+    stddev, norm = _normalised(centered, _up(variance, ct), epsilon, f, ct)
     grad_offset = lax.reduce_sum(dy, dims)
     grad_scale = lax.reduce_sum(lax.mul(dy, norm), dims)
     # (scale / stddev) * (dy - mean(dy) - norm * mean(dy * norm))

@@ -23,6 +23,7 @@ from jax import lax
 
 from hlopipe.errors import UnsupportedOpError
 from hlopipe.rehydrate._ir import Block
+from hlopipe.rehydrate._known import is_known, known_value
 from hlopipe.rehydrate.registry import RuleContext, rule
 
 _MONOIDS = {
@@ -46,11 +47,9 @@ _BOOL = {
 def is_identity(op: str, init: Any) -> bool:
     """Whether ``init`` is a concrete value (numpy, or a jax array outside any trace) equal
     to the identity of the binary op ``op``."""
-    if isinstance(init, jax.core.Tracer) or not isinstance(
-        init, np.ndarray | np.generic | jax.Array
-    ):
+    v = known_value(init)
+    if v is None:
         return False
-    v = np.asarray(init)
     dtype = v.dtype
     if op == "stablehlo.add" or op == "stablehlo.or" or op == "stablehlo.xor":
         return bool(np.all(v == 0)) and not (dtype.kind == "f" and np.signbit(v).any())
@@ -118,9 +117,7 @@ def reduce(ctx: RuleContext, *operands: Any, dimensions: tuple[int, ...]) -> Any
 
     dims = tuple(dimensions)
     if n > 1 and any(_is_inexact(x) for x in (*xs, *inits)):
-        if _selects(region.block, n) and not any(
-            _is_inexact(i) and isinstance(i, jax.core.Tracer) for i in inits
-        ):
+        if _selects(region.block, n) and not any(_is_inexact(i) and not is_known(i) for i in inits):
             return _selection_reduce(xs, inits, computation, dims)
         return tuple(
             _no_grad(ctx)(lambda *a: lax.reduce(a[:n], a[n:], computation, dims), xs, inits)

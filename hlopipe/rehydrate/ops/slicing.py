@@ -24,6 +24,7 @@ indices may repeat: the spec's ``exec`` over one schedule of the update indices.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import jax
@@ -33,6 +34,7 @@ from jax import lax
 
 from hlopipe.errors import UnsupportedOpError
 from hlopipe.rehydrate._ir import Block, GatherDims, ScatterDims
+from hlopipe.rehydrate._known import known_value
 from hlopipe.rehydrate.registry import Region, RuleContext, rule
 
 _CLIP = lax.GatherScatterMode.CLIP
@@ -40,15 +42,6 @@ _DROP = lax.GatherScatterMode.FILL_OR_DROP
 
 
 # ---- helpers ---------------------------------------------------------------------------------
-
-
-def _concrete(x: Any) -> np.ndarray | None:
-    """``x`` as a numpy array when its value is known at trace time, else ``None``."""
-    if isinstance(x, np.ndarray | np.generic):
-        return np.asarray(x)
-    if isinstance(x, jax.Array) and not isinstance(x, jax.core.Tracer):
-        return np.asarray(x)
-    return None
 
 
 def _wide_int() -> np.dtype:
@@ -93,7 +86,7 @@ def _canon_indices(indices: Any, index_vector_dim: int, batching_dims: Sequence[
 
 
 def _static_ints(ctx: RuleContext, x: Any, what: str) -> tuple[int, ...]:
-    c = _concrete(x)
+    c = known_value(x)
     if c is None:
         raise UnsupportedOpError(
             f"{ctx.name} with {what} computed at run time is not supported (at {ctx.loc}): "
@@ -123,7 +116,7 @@ def real_dynamic_slice(
     ctx: RuleContext, x: Any, start: Any, limit: Any, strides: Any, **attrs: Any
 ) -> Any:
     st = _static_ints(ctx, strides, "strides")
-    s, lim = _concrete(start), _concrete(limit)
+    s, lim = known_value(start), known_value(limit)
     if s is not None and lim is not None:
         return lax.slice(x, tuple(int(v) for v in s), tuple(int(v) for v in lim), st)
     # run-time starts with a static result shape: one dynamic slice, then the strides
@@ -166,10 +159,10 @@ def _clamped_starts(shape: Sequence[int], starts: Sequence[Any], sizes: Sequence
     """Start indices clamped into ``[0, dim - size]``, as the spec says."""
     out: list[Any] = []
     # lax wants every start of one integer type: constants take the type of the traced ones
-    traced = [np.dtype(s.dtype) for s in starts if _concrete(s) is None]
+    traced = [np.dtype(s.dtype) for s in starts if known_value(s) is None]
     for s, dim, size in zip(starts, shape, sizes):
         hi = int(dim) - int(size)
-        c = _concrete(s)
+        c = known_value(s)
         if c is not None:
             v = min(max(int(c), 0), hi)
             out.append(np.asarray(v, traced[0]) if traced else v)
@@ -466,90 +459,137 @@ def _scatter_elements(
     unique: bool,
 ) -> list[Any]:
     """Any region, any number of inputs: the region applied element by element."""
-    n = len(inputs)
-    in_shape = tuple(np.shape(inputs[0]))
-    rank = len(in_shape)
-    upd_shape = tuple(np.shape(updates[0]))
-    arg_dtypes = [np.dtype(a.dtype) for a in region.block.arg_avals]
     out_dtypes = [np.dtype(a.dtype) for a in ctx.result_avals]
     results = [lax.convert_element_type(x, dt) for x, dt in zip(inputs, out_dtypes)]
+    s = _ElementScatter(
+        region,
+        d,
+        bdims,
+        tuple(np.shape(inputs[0])),
+        tuple(np.shape(updates[0])),
+        [np.dtype(a.dtype) for a in region.block.arg_avals],
+        len(inputs),
+    )
+    if s.total == 0:
+        return results
     flat_upd = [jnp.reshape(u, (-1,)) for u in updates]
-    cap = max(in_shape, default=0) + 1
-    bound = np.asarray(in_shape, dtype=np.int64)
-    wide = _wide_int()
-    total = int(np.prod(upd_shape, dtype=np.int64))
+    static = known_value(idx)
+    if static is not None:
+        return s.static(results, static, flat_upd)
+    return s.traced(results, idx, flat_upd, unique)
 
-    def apply(results: list[Any], where: Any, ups: list[Any]) -> list[Any]:
-        # one vectorised round over updates whose result indices are distinct and in bounds
+
+@dataclass(frozen=True)
+class _ElementScatter:
+    """The steps of :func:`_scatter_elements`: where each update element goes (XLA applies an
+    element only when its whole window is in bounds), then the region on each element, in
+    rounds of distinct result indices (indices known now) or one element at a time."""
+
+    region: Region
+    d: ScatterDims
+    bdims: Sequence[int]
+    in_shape: tuple[int, ...]
+    upd_shape: tuple[int, ...]
+    arg_dtypes: list[np.dtype]  # the region's: the inputs', then the updates'
+    n: int  # inputs
+
+    @property
+    def rank(self) -> int:
+        return len(self.in_shape)
+
+    @property
+    def total(self) -> int:
+        return int(np.prod(self.upd_shape, dtype=np.int64))
+
+    @property
+    def bound(self) -> np.ndarray:
+        return np.asarray(self.in_shape, dtype=np.int64)
+
+    def window_sizes(self) -> np.ndarray:
+        return np.asarray(_window_sizes(self.d, self.in_shape, self.upd_shape), dtype=np.int64)
+
+    def positions(self, xp: Any, idx: Any) -> tuple[Any, Any]:
+        """Each element's result index and its window's start, one row per element."""
+        shape = (self.total, self.rank)
+        args = (idx, self.d, self.bdims, self.upd_shape, self.rank)
+        full = xp.reshape(_element_indices(xp, *args), shape)
+        return full, xp.reshape(_element_indices(xp, *args, window=False), shape)
+
+    def apply(self, results: list[Any], where: Any, ups: list[Any]) -> list[Any]:
+        """One vectorised round over updates whose result indices are distinct and in bounds."""
+        rank, n = self.rank, self.n
         gd = lax.GatherDimensionNumbers((), tuple(range(rank)), tuple(range(rank)))
         cur = [
             lax.gather(r, where, gd, (1,) * rank, mode=_CLIP).astype(dt)
-            for r, dt in zip(results, arg_dtypes[:n])
+            for r, dt in zip(results, self.arg_dtypes[:n])
         ]
-        ups = [u.astype(dt) for u, dt in zip(ups, arg_dtypes[n:])]
-        new = jax.vmap(lambda *a: tuple(region(*a)))(*cur, *ups)
+        ups = [u.astype(dt) for u, dt in zip(ups, self.arg_dtypes[n:])]
+        new = jax.vmap(lambda *a: tuple(self.region(*a)))(*cur, *ups)
         sd = lax.ScatterDimensionNumbers((), tuple(range(rank)), tuple(range(rank)))
         return [
             lax.scatter(r, where, v.astype(r.dtype), sd, unique_indices=True, mode=_DROP)
             for r, v in zip(results, new)
         ]
 
-    if total == 0:
-        return results
-    # XLA applies an element only when its whole window is in bounds
-    wsizes = np.asarray(_window_sizes(d, in_shape, upd_shape), dtype=np.int64)
-    static = _concrete(idx)
-    if static is not None:
-        np_idx = _np_indices(static, cap)
-        full = _element_indices(np, np_idx, d, bdims, upd_shape, rank).reshape(total, rank)
-        wstart = _element_indices(np, np_idx, d, bdims, upd_shape, rank, window=False)
-        wstart = wstart.reshape(total, rank)
-        inb = np.all((wstart >= 0) & (wstart <= bound - wsizes), axis=-1)
+    def static(self, results: list[Any], idx: np.ndarray, flat_upd: list[Any]) -> list[Any]:
+        """Indices known now: the r-th occurrence of a result index goes in round r (update
+        order is the schedule)."""
+        cap = max(self.in_shape, default=0) + 1
+        full, wstart = self.positions(np, _np_indices(idx, cap))
+        inb = np.all((wstart >= 0) & (wstart <= self.bound - self.window_sizes()), axis=-1)
         if not np.any(inb):
             return results
         live = np.nonzero(inb)[0]
-        lin = np.ravel_multi_index(tuple(full[live].T), in_shape) if rank else np.zeros_like(live)
-        # the r-th occurrence of a result index goes in round r (update order is the schedule)
+        lin = (
+            np.ravel_multi_index(tuple(full[live].T), self.in_shape)
+            if self.rank
+            else np.zeros_like(live)
+        )
         order = np.argsort(lin, kind="stable")
         sorted_lin = lin[order]
         first = np.r_[0, np.nonzero(np.diff(sorted_lin))[0] + 1]
         rounds = np.empty(len(lin), dtype=np.int64)
         group_start = np.repeat(first, np.diff(np.r_[first, len(lin)]))
         rounds[order] = np.arange(len(lin)) - group_start
+        wide = _wide_int()
         for r in range(int(rounds.max()) + 1):
             sel = live[rounds == r]
-            where = full[sel].astype(wide)
-            results = apply(results, where, [u[sel] for u in flat_upd])
+            results = self.apply(results, full[sel].astype(wide), [u[sel] for u in flat_upd])
         return results
 
-    w = _to_wide(idx, cap)
-    full = jnp.reshape(_element_indices(jnp, w, d, bdims, upd_shape, rank), (total, rank))
-    wstart = _element_indices(jnp, w, d, bdims, upd_shape, rank, window=False)
-    wstart = jnp.reshape(wstart, (total, rank))
-    # start <= dim - size: no overflow near the type's maximum
-    inb = jnp.all((wstart >= 0) & (wstart <= (bound - wsizes).astype(wide)), axis=-1)
-    if unique:
-        # an out-of-bounds element gets an index past the end, which the scatter drops
-        where = jnp.where(inb[:, None], full, bound.astype(wide))
-        return apply(results, where, flat_upd)
+    def traced(self, results: list[Any], idx: Any, flat_upd: list[Any], unique: bool) -> list[Any]:
+        """Traced indices: one vectorised round when they are unique, else one element at a
+        time in update order."""
+        wide = _wide_int()
+        full, wstart = self.positions(jnp, _to_wide(idx, max(self.in_shape, default=0) + 1))
+        # start <= dim - size: no overflow near the type's maximum
+        last = (self.bound - self.window_sizes()).astype(wide)
+        inb = jnp.all((wstart >= 0) & (wstart <= last), axis=-1)
+        if unique:
+            # an out-of-bounds element gets an index past the end, which the scatter drops
+            where = jnp.where(inb[:, None], full, self.bound.astype(wide))
+            return self.apply(results, where, flat_upd)
+        rank, n, region = self.rank, self.n, self.region
 
-    def step(i: Any, results: tuple[Any, ...]) -> tuple[Any, ...]:
-        pos = lax.dynamic_index_in_dim(full, i, keepdims=False)
-        ok = lax.dynamic_index_in_dim(inb, i, keepdims=False)
-        starts = [pos[j] for j in range(rank)]
-        cur = [
-            jnp.reshape(lax.dynamic_slice(r, starts, (1,) * rank, allow_negative_indices=False), ())
-            for r in results
-        ]
-        ups = [lax.dynamic_index_in_dim(u, i, keepdims=False) for u in flat_upd]
-        args = [c.astype(dt) for c, dt in zip(cur, arg_dtypes[:n])]
-        args += [u.astype(dt) for u, dt in zip(ups, arg_dtypes[n:])]
-        new = region(*args)
-        out = []
-        for r, c, v in zip(results, cur, new):
-            v = lax.select(ok, v.astype(r.dtype), c)
-            v = jnp.reshape(v, (1,) * rank)
-            out.append(lax.dynamic_update_slice(r, v, starts, allow_negative_indices=False))
-        return tuple(out)
+        def step(i: Any, results: tuple[Any, ...]) -> tuple[Any, ...]:
+            pos = lax.dynamic_index_in_dim(full, i, keepdims=False)
+            ok = lax.dynamic_index_in_dim(inb, i, keepdims=False)
+            starts = [pos[j] for j in range(rank)]
+            cur = [
+                jnp.reshape(
+                    lax.dynamic_slice(r, starts, (1,) * rank, allow_negative_indices=False), ()
+                )
+                for r in results
+            ]
+            ups = [lax.dynamic_index_in_dim(u, i, keepdims=False) for u in flat_upd]
+            args = [c.astype(dt) for c, dt in zip(cur, self.arg_dtypes[:n])]
+            args += [u.astype(dt) for u, dt in zip(ups, self.arg_dtypes[n:])]
+            new = region(*args)
+            out = []
+            for r, c, v in zip(results, cur, new):
+                v = lax.select(ok, v.astype(r.dtype), c)
+                v = jnp.reshape(v, (1,) * rank)
+                out.append(lax.dynamic_update_slice(r, v, starts, allow_negative_indices=False))
+            return tuple(out)
 
-    return list(lax.fori_loop(0, total, step, tuple(results)))
+        return list(lax.fori_loop(0, self.total, step, tuple(results)))

@@ -73,10 +73,8 @@ def _simple_comparator(region: Region, operands: tuple) -> tuple[int, str, str] 
     """(operand index, 'LT'|'GT', compare type) when the comparator is one compare of the
     two elements of one operand; None otherwise."""
     block = region.block
-    if len(block.ops) != 1 or len(block.returns) != 1:
-        return None
-    op = block.ops[0]
-    if op.name != "stablehlo.compare" or op.results != block.returns:
+    op = block.only_compare()
+    if op is None:
         return None
     direction = op.attrs.get("comparison_direction")
     if direction not in ("LT", "GT"):
@@ -180,20 +178,14 @@ def _keyed_comparator(region: Region, operands: tuple) -> tuple[int, str, str, A
         return None
     lhs, rhs = last.operands
     producers = {r: op for op in block.ops for r in op.results}
-    args = block.args
-    for i in range(len(operands)):
-        a, b = args[2 * i], args[2 * i + 1]
-        mapping = _mirror(lhs, rhs, a, b, producers, args)
-        if mapping is None:
-            mapping = _mirror(rhs, lhs, a, b, producers, args)
-            if mapping is None:
-                continue
-            direction = "GT" if direction == "LT" else "LT"
-            lhs, rhs = rhs, lhs
-        chain = [op for op in block.ops if op is not last and set(op.results) & mapping]
-        break
-    else:
+    found = _compared_operand(lhs, rhs, block, producers, len(operands))
+    if found is None:
         return None
+    i, mapping, swapped = found
+    if swapped:
+        direction, lhs, rhs = _FLIPPED[direction], rhs, lhs
+    chain = [op for op in block.ops if op is not last and set(op.results) & mapping]
+    a = block.args[2 * i]
     dtype = np.dtype(operands[i].dtype)
     if dtype.kind == "c" or (not _is_float(dtype) and ctype in ("FLOAT", "TOTALORDER")):
         return None
@@ -226,19 +218,13 @@ def _compare_term(value: int, region: Region, producers: dict[int, Any], operand
     direction = op.attrs.get("comparison_direction")
     ctype = op.attrs.get("compare_type")
     lhs, rhs = op.operands
-    args = block.args
-    for i in range(len(operands)):
-        a, b = args[2 * i], args[2 * i + 1]
-        mapping = _mirror(lhs, rhs, a, b, producers, args)
-        if mapping is None:
-            mapping = _mirror(rhs, lhs, a, b, producers, args)
-            if mapping is None:
-                continue
-            direction = {"LT": "GT", "GT": "LT", "LE": "GE", "GE": "LE"}.get(direction, direction)
-            lhs, rhs = rhs, lhs
-        break
-    else:
+    found = _compared_operand(lhs, rhs, block, producers, len(operands))
+    if found is None:
         return None
+    i, mapping, swapped = found
+    if swapped:
+        direction, lhs, rhs = _FLIPPED.get(direction, direction), rhs, lhs
+    a = block.args[2 * i]
     dtype = np.dtype(operands[i].dtype)
     if not isinstance(ctype, str):
         ctype = "FLOAT" if _is_float(dtype) else ("UNSIGNED" if dtype.kind in "ub" else "SIGNED")
@@ -326,6 +312,28 @@ def _multi_key_sort(operands: tuple, dim: int, is_stable: bool, terms: list[_Ter
         keys.append(_ascending_key(x, t.direction, t.ctype))
     out = lax.sort((*keys, *operands), dimension=dim, is_stable=is_stable, num_keys=len(keys))
     return tuple(out[len(keys) :])
+
+
+# a comparison direction with its operands swapped
+_FLIPPED = {"LT": "GT", "GT": "LT", "LE": "GE", "GE": "LE"}
+
+
+def _compared_operand(
+    lhs: int, rhs: int, block: Block, producers: dict[int, Any], n: int
+) -> tuple[int, set[int], bool] | None:
+    """The operand ``i`` whose two elements (block arguments ``2i``, ``2i+1``) ``lhs`` and
+    ``rhs`` are computed from alike (:func:`_mirror`): ``(i, the values of the chain from
+    the first element, whether that chain ends in rhs)``; None when no operand is."""
+    args = block.args
+    for i in range(n):
+        a, b = args[2 * i], args[2 * i + 1]
+        mapping = _mirror(lhs, rhs, a, b, producers, args)
+        if mapping is not None:
+            return i, mapping, False
+        mapping = _mirror(rhs, lhs, a, b, producers, args)
+        if mapping is not None:
+            return i, mapping, True
+    return None
 
 
 def _mirror(

@@ -154,12 +154,8 @@ def reduce_window(
 def _simple_select(region: Region) -> str | None:
     """'GE'/'LE' when the select region is ``compare(a, b, GE|LE)`` of a FLOAT type."""
     block = region.block
-    if len(block.ops) != 1 or len(block.args) != 2:
-        return None
-    op = block.ops[0]
-    if op.name != "stablehlo.compare" or op.operands != block.args:
-        return None
-    if op.results != block.returns:
+    op = block.only_compare()
+    if op is None or len(block.args) != 2 or op.operands != block.args:
         return None
     direction = op.attrs.get("comparison_direction")
     ctype = op.attrs.get("compare_type", "FLOAT")

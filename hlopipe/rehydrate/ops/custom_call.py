@@ -1,5 +1,6 @@
-"""``stablehlo.custom_call``: dispatch to the custom-call registry, and the built-in targets
-(sharding markers, host offloading annotations)."""
+"""The op ``stablehlo.custom_call``: its rule dispatches to the custom-call registry
+(``hlopipe/rehydrate/custom_calls.py``); here too the built-in targets (sharding markers, host
+offloading annotations, ``mhlo.*`` ops XLA's converter writes as custom calls)."""
 
 from __future__ import annotations
 
