@@ -12,13 +12,15 @@ from typing import Any
 import jax
 import numpy as np
 
+from hlopipe._jax_compat import is_tracer
+
 
 def is_known(x: Any) -> bool:
     """Whether ``x``'s value is known now: numpy, a Python scalar, or a jax array that is not
     a tracer."""
     if isinstance(x, np.ndarray | np.generic | int | float | bool):
         return True
-    return isinstance(x, jax.Array) and not isinstance(x, jax.core.Tracer)
+    return isinstance(x, jax.Array) and not is_tracer(x)
 
 
 def known_value(x: Any) -> np.ndarray | None:
