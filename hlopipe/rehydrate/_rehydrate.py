@@ -71,7 +71,9 @@ def rehydrate(
     ``sdy.sharding`` on arguments and results, ``@Sharding`` custom calls,
     ``sdy.sharding_constraint``) become ``with_sharding_constraint`` and
     ``sdy.manual_computation`` becomes ``jax.shard_map``; without one the annotations are
-    dropped and a program with collectives is refused.
+    dropped and a program with collectives is refused -- except an HLO program that declares
+    one replica and one partition (or leaves both to XLA's defaults, as an HloModuleProto
+    does): XLA runs it on one device, and so does hlopipe (its collectives are identities).
 
     Returns:
       ``f(*args)`` over the entry function's arguments (tokens left out), returning the single
@@ -91,6 +93,7 @@ def rehydrate(
     if loops not in ("auto", "while"):
         raise ValueError("loops must be 'auto' or 'while'")
     plan = spmd_plan(program, mir, mesh, partitioned)
+    mesh = plan.mesh if mesh is None else mesh
     func = mir.funcs[program.entry]
     if mesh is not None and plan.boundary:
         func = outline_manual_parts(func)

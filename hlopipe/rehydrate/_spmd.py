@@ -411,6 +411,8 @@ class SpmdPlan:
       boundary: the program has manual parts (``SPMDFullToShardShape``... custom calls).
       num_partitions, num_replicas: the counts the program declares, where it does.
       sdy_meshes: the program's Shardy meshes by name.
+      mesh: the mesh to run on when the user gives none: one device, for an HLO program
+        that runs on one (its collectives are identities there, as in XLA).
     """
 
     per_device: bool = False
@@ -418,6 +420,7 @@ class SpmdPlan:
     num_partitions: int | None = None
     num_replicas: int | None = None
     sdy_meshes: dict[str, tuple[tuple[str, int], ...]] = field(default_factory=dict)
+    mesh: Any = None
 
     def context(self, mesh: Any, axis: Any) -> Spmd:
         """The SPMD context of the whole program run per device on ``mesh``."""
@@ -429,6 +432,8 @@ def spmd_plan(program: Program, mir: ModuleIR, mesh: Any, partitioned: bool | No
     partition counts, its Shardy meshes. Refuses collectives without a mesh, before running."""
     found = _collective_uses(mir, program.entry)
     plan = SpmdPlan(boundary=bool(found["boundary"]))
+    if mesh is None and _runs_on_one_device(program, found):
+        return SpmdPlan(per_device=True, num_partitions=1, num_replicas=1, mesh=one_device_mesh())
     if mesh is None:
         if found["any"] or found["boundary"]:
             what, loc = found["any"] or found["boundary"]
@@ -456,13 +461,29 @@ def _device_counts(program: Program) -> tuple[int | None, int | None]:
             parts = int(str(attrs["mhlo.num_partitions"]).split(":")[0])
         if "mhlo.num_replicas" in attrs:
             reps = int(str(attrs["mhlo.num_replicas"]).split(":")[0])
-    if parts is None and program.hlo_module is not None:
-        header = program.hlo_module.to_string().split("\n", 1)[0]
-        m = re.search(r"num_partitions=(\d+)", header)
-        parts = int(m.group(1)) if m else None
-        m = re.search(r"replica_count=(\d+)", header)
-        reps = int(m.group(1)) if m else (1 if parts else None)
+    declared = program.extra.get("device_counts")  # HLO text's header (io/_load.py)
+    if parts is None and declared is not None:
+        reps, parts = declared
+        reps = reps if reps is not None else (1 if parts else None)
     return parts, reps
+
+
+def _runs_on_one_device(program: Program, found: dict[str, Any]) -> bool:
+    """Whether XLA runs this HLO program on one device (one replica, one partition, as its
+    header says or leaves to XLA's defaults), where its collectives are identities. An
+    HloModuleProto declares no counts: XLA's defaults hold. StableHLO declares them as module
+    attributes; without those its collectives stay refused without a mesh."""
+    if found["boundary"] or not found["top"]:
+        return False
+    declared = program.extra.get("device_counts")
+    if declared is None and program.format.rsplit("/", 1)[-1] == "hlo-proto":
+        declared = (None, None)
+    return declared is not None and all(n in (None, 1) for n in declared)
+
+
+def one_device_mesh() -> Any:
+    """The mesh a one-device program's collectives run on when the user gives none."""
+    return jax.sharding.Mesh(np.asarray(jax.devices()[:1]), ("hlopipe_one_device",))
 
 
 def _sdy_meshes(program: Program) -> dict[str, tuple[tuple[str, int], ...]]:
@@ -647,6 +668,8 @@ def on_mesh(
     constraints) and the types of its arguments; ``runner(interp)`` runs it on ``interp``."""
     if mesh is None:
         return runner(interp), list(sig.arg_avals)
+    if plan.mesh is not None and out_specs is None:  # one device: results as they are
+        out_specs = [PartitionSpec()] * len(sig.res_avals)
     if plan.per_device:
         run = runner(interp.under(plan.context(mesh, axis)))
         return per_device(run, sig, mesh, axis, plan, in_specs, out_specs)

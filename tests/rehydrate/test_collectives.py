@@ -423,6 +423,46 @@ def test_empty_replica_groups_mean_every_device() -> None:
     np.testing.assert_allclose(got, x * x)  # the all-reduce over one device is the identity
 
 
+def _one_device_oracle(x):
+    # what the one-replica program computes, written in JAX: all-reduce over one device
+    mesh = jax.sharding.Mesh(np.asarray(jax.devices()[:1]), ("one",))
+    reduce = jax.shard_map(lambda v: lax.psum(v, "one"), mesh=mesh, in_specs=P(), out_specs=P())
+    return reduce(x) * x
+
+
+@pytest.mark.parametrize(
+    "header", ["", "HloModule m, replica_count=1, num_partitions=1\n", "HloModule m\n"]
+)
+def test_one_replica_hlo_runs_its_collectives_on_one_device(header: str) -> None:
+    # XLA runs a program of one replica and one partition (declared, or left to its defaults)
+    # on one device, where the all-reduce is the identity; no mesh is needed
+    x = np.arange(1.0, 5.0, dtype=np.float32)
+    f = hlopipe.load(header + ONE_REPLICA_HLO).as_function()
+    check_same(f(x), _one_device_oracle(x))
+    check_same(jax.jit(f)(x), _one_device_oracle(x))
+    gw = jax.grad(loss(_one_device_oracle))(x)
+    check_same(jax.jit(jax.grad(loss(f)))(x), gw)
+    check_same(jax.jit(jax.vmap(f))(np.stack([x, 2 * x])), np.stack([x * x, 4 * x * x]))
+
+
+def test_one_replica_hlo_proto_runs_on_one_device() -> None:
+    # an HloModuleProto carries no replica or partition count: XLA runs it on its defaults
+    from pathlib import Path
+
+    path = Path(__file__).parent.parent / "data/frameworks/xla/all_reduce_single_replica.hlo.pb"
+    x = np.arange(1.0, 5.0, dtype=np.float32)
+    f = hlopipe.load(path).as_function()
+    check_same(jax.jit(f)(x), _one_device_oracle(x))
+    check_same(jax.jit(jax.grad(loss(f)))(x), jax.grad(loss(_one_device_oracle))(x))
+
+
+@pytest.mark.parametrize("counts", ["replica_count=2", "num_partitions=2"])
+def test_hlo_declaring_more_devices_is_refused_without_a_mesh(counts: str) -> None:
+    text = f"HloModule m, {counts}\n" + ONE_REPLICA_HLO
+    with pytest.raises(UnsupportedOpError, match=r"mesh=\.\.\. axis=\.\.\."):
+        hlopipe.load(text).as_function()
+
+
 # ---- the SPMD context belongs to one trace ------------------------------------------------------
 
 RENDEZVOUS = _per_device(

@@ -80,3 +80,18 @@ def test_outline_manual_parts_moves_a_shard_map_into_one_op() -> None:
     (part,) = [o for o in out.block.ops if o.name == "hlopipe.manual_computation"]
     assert "devices=[4" in part.attrs["in_specs"][0], part.attrs  # P("x") on 4 devices
     assert list(func.block.ops) == kept  # the cached function is left as it is
+
+
+@pytest.mark.parametrize(
+    ("header", "counts"),
+    [
+        ("HloModule m, replica_count=2, num_partitions=4\n\n", (2, 4)),
+        ("HloModule m, num_partitions=4\n\n", (None, 4)),
+        ("HloModule m, replica_count=8\n\n", (8, None)),
+        ("HloModule m\n\n", (None, None)),
+        ("", (None, None)),  # no header: XLA's defaults (1, 1) hold
+    ],
+)
+def test_hlo_text_device_counts_come_from_its_header(header: str, counts: tuple) -> None:
+    text = header + "ENTRY main {\n  ROOT x = f32[2] parameter(0)\n}\n"
+    assert hlopipe.load(text).extra["device_counts"] == counts

@@ -101,7 +101,8 @@ def device_groups(
     if seen != list(range(spmd.size)):
         raise UnsupportedOpError(
             f"replica groups {rg.tolist()} ({mode}) do not cover the {spmd.size} devices "
-            f"({R} replica(s) x {P} partition(s)) exactly once"
+            f"({R} replica(s) x {P} partition(s)) exactly once: pass mesh=... axis=... with "
+            "as many devices as the program runs on"
         )
     return out
 
