@@ -106,6 +106,8 @@ class Spmd:
 def make_spmd(
     mesh: Any, axes: tuple[str, ...], num_partitions: int | None, num_replicas: int | None
 ) -> Spmd:
+    """The context of a program run per device along ``axes`` of ``mesh``; a count the
+    program does not declare (None) follows from the mesh and the other count."""
     size = math.prod(int(mesh.shape[a]) for a in axes)
     if num_partitions is None:
         num_partitions = size // max(num_replicas or 1, 1)
@@ -292,7 +294,7 @@ def parse_sdy_shardings(text: str) -> list[tuple[str, list[list[str]]]]:
     return out
 
 
-def _attr_text(a: Any) -> str:
+def attr_text(a: Any) -> str:
     return a.text if isinstance(a, OpaqueAttr) else str(a)
 
 
@@ -569,7 +571,7 @@ def _attr_spec(attrs: dict[str, Any], ndim: int, axes: Any, amap: AxisMap) -> An
         return hlo_sharding_spec(str(attrs["mhlo.sharding"]), ndim, axes)
     sdy = attrs.get("sdy.sharding")
     if sdy is not None:
-        parsed = parse_sdy_shardings(_attr_text(sdy))
+        parsed = parse_sdy_shardings(attr_text(sdy))
         if parsed:
             return amap.spec(*parsed[0])
     return None

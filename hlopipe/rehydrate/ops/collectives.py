@@ -31,7 +31,7 @@ from hlopipe.errors import UnsupportedOpError
 from hlopipe.rehydrate._ir import OpaqueAttr
 from hlopipe.rehydrate._spmd import (
     Spmd,
-    _attr_text,
+    attr_text,
     axis_map,
     constrain,
     hlo_axes,
@@ -328,7 +328,7 @@ def _in_manual(ctx: RuleContext) -> bool:
 def sdy_sharding_constraint(ctx: RuleContext, x: Any, *, sharding: Any, **attrs: Any) -> Any:
     if ctx.interpreter.options.get("mesh") is None or _in_manual(ctx):
         return x
-    [(ref, dims)] = parse_sdy_shardings(_attr_text(sharding))
+    [(ref, dims)] = parse_sdy_shardings(attr_text(sharding))
     return constrain(x, ctx.interpreter.options["mesh"], axis_map(ctx).spec(ref, dims))
 
 
@@ -345,11 +345,11 @@ def manual_computation(ctx: RuleContext, *operands: Any, **attrs: Any) -> Any:
     if _in_manual(ctx):
         raise UnsupportedOpError(f"nested sdy.manual_computation at {ctx.loc} is not supported")
     amap = axis_map(ctx)
-    ins = parse_sdy_shardings(_attr_text(attrs.get("in_shardings", "")))
-    outs = parse_sdy_shardings(_attr_text(attrs.get("out_shardings", "")))
+    ins = parse_sdy_shardings(attr_text(attrs.get("in_shardings", "")))
+    outs = parse_sdy_shardings(attr_text(attrs.get("out_shardings", "")))
     in_specs = tuple(amap.spec(ref, dims) for ref, dims in ins)
     out_specs = tuple(amap.spec(ref, dims) for ref, dims in outs)
-    manual_names = re.findall(r'"([^"]+)"', _attr_text(attrs.get("manual_axes", "")))
+    manual_names = re.findall(r'"([^"]+)"', attr_text(attrs.get("manual_axes", "")))
     ref = (ins or outs)[0][0] if (ins or outs) else "@mesh"
     names = amap.names(ref) if ref.lstrip("@") in amap.meshes or ref.startswith("mesh<") else {}
     prog_axes = [n for n, s in amap.program_axes(ref) if s > 1] if names else manual_names
@@ -397,7 +397,7 @@ def sharding_custom_call(ctx: RuleContext, x: Any, **attrs: Any) -> Any:
         text = attrs.get("mhlo.sharding")
         if text is None:
             return x
-        spec = hlo_sharding_spec(_attr_text(text), x.ndim, hlo_axes(ctx))
+        spec = hlo_sharding_spec(attr_text(text), x.ndim, hlo_axes(ctx))
         if spec is None:  # {manual}
             return x
         return constrain(x, ctx.interpreter.options["mesh"], spec)
