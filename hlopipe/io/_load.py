@@ -171,7 +171,21 @@ def with_module_header(text: str) -> str:
 def _mark_optimized(prog: Program, text: str) -> Program:
     header = text[: text.find("\n")] if "\n" in text else text
     prog.extra["optimized"] = "is_scheduled=true" in header
+    prog.extra["device_counts"] = _device_counts(text)
     return prog
+
+
+def _device_counts(text: str) -> tuple[int | None, int | None]:
+    """(replica_count, num_partitions) as HLO text's ``HloModule`` header line declares them;
+    None for what it leaves out (XLA's default for both is 1). jaxlib's parser drops both
+    (neither the module it parses nor the StableHLO it converts to carries them), so they are
+    read from the text. An HloModuleProto carries no module config at all: XLA runs it with
+    the counts its compile options give (1 and 1 by default); hlopipe records none for it."""
+    m = re.match(r"\s*(HloModule\b[^\n]*)", text)
+    header = m.group(1) if m else ""
+    reps = re.search(r"\breplica_count=(\d+)", header)
+    parts = re.search(r"\bnum_partitions=(\d+)", header)
+    return (int(reps.group(1)) if reps else None, int(parts.group(1)) if parts else None)
 
 
 _ELIDED = re.compile(r"^\s*(?:ROOT\s+)?(%?[\w.\-]+)\s*=.*\bconstant\(\{\.\.\.\}\)", re.M)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import copy
 import gc
 from collections.abc import Iterator, Sequence
 from typing import Any
@@ -50,12 +51,24 @@ class Interpreter:
 
     Args:
       module: the module, read into Python records.
-      options: free-form settings rules may read (``mesh``, ``axis``, ``loops``...).
+      spmd: the SPMD context of the per-device code it runs (``rehydrate._spmd.Spmd``), which
+        its rule contexts carry as ``ctx.spmd``; None outside per-device code.
+      options: free-form settings rules may read (``mesh``, ``axis``, ``loops``...), fixed
+        for the interpreter's life: what changes while tracing travels in the rule context.
     """
 
-    def __init__(self, module: ModuleIR, **options: Any):
+    def __init__(self, module: ModuleIR, *, spmd: Any = None, **options: Any):
         self.module = module
+        self.spmd = spmd
         self.options = options
+
+    def under(self, spmd: Any) -> Interpreter:
+        """This interpreter running per-device code in the SPMD context ``spmd``: a shallow
+        copy (module, options, subclass state shared); this one is left as it is, so traces
+        running at the same time each keep their own context."""
+        view = copy.copy(self)
+        view.spmd = spmd
+        return view
 
     # ---- entry points ---------------------------------------------------------------------
     def run(self, func: str | Func, *args: Any) -> tuple[Any, ...]:

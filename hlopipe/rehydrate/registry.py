@@ -200,6 +200,13 @@ class RuleContext:
     interpreter: Interpreter
 
     @property
+    def spmd(self) -> Any:
+        """The SPMD context (``rehydrate._spmd.Spmd``) of the per-device code this op runs in,
+        or None outside per-device code. It belongs to this trace (see
+        :meth:`Interpreter.under`)."""
+        return self.interpreter.spmd
+
+    @property
     def aval(self) -> Any:
         """The single result type (for ops with one result)."""
         return self.result_avals[0]

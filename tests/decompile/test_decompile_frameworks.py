@@ -27,6 +27,8 @@ PREFERRED = ("stablehlo", "hlo-text", "hlo-proto")
 # Refused by name, as they should be until the decompiler has a source form for them.
 REFUSED = {
     "tensorflow/dropout_random/stablehlo": "hlopipe_rng_bit_generator",  # PHILOX ui64[3] state
+    # one replica: rehydration runs its all-reduce in a one-device shard_map
+    "xla/all_reduce_single_replica/hlo-text": "shard_map",
 }
 
 

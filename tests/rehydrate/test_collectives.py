@@ -421,3 +421,103 @@ def test_empty_replica_groups_mean_every_device() -> None:
     f = hlopipe.load(ONE_REPLICA_HLO).as_function(mesh=mesh_of((1,), ("r",)), axis="r")
     got = np.asarray(jax.jit(f)(x)).reshape(-1)
     np.testing.assert_allclose(got, x * x)  # the all-reduce over one device is the identity
+
+
+def _one_device_oracle(x):
+    # what the one-replica program computes, written in JAX: all-reduce over one device
+    mesh = jax.sharding.Mesh(np.asarray(jax.devices()[:1]), ("one",))
+    reduce = jax.shard_map(lambda v: lax.psum(v, "one"), mesh=mesh, in_specs=P(), out_specs=P())
+    return reduce(x) * x
+
+
+@pytest.mark.parametrize(
+    "header", ["", "HloModule m, replica_count=1, num_partitions=1\n", "HloModule m\n"]
+)
+def test_one_replica_hlo_runs_its_collectives_on_one_device(header: str) -> None:
+    # XLA runs a program of one replica and one partition (declared, or left to its defaults)
+    # on one device, where the all-reduce is the identity; no mesh is needed
+    x = np.arange(1.0, 5.0, dtype=np.float32)
+    f = hlopipe.load(header + ONE_REPLICA_HLO).as_function()
+    check_same(f(x), _one_device_oracle(x))
+    check_same(jax.jit(f)(x), _one_device_oracle(x))
+    gw = jax.grad(loss(_one_device_oracle))(x)
+    check_same(jax.jit(jax.grad(loss(f)))(x), gw)
+    check_same(jax.jit(jax.vmap(f))(np.stack([x, 2 * x])), np.stack([x * x, 4 * x * x]))
+
+
+def test_one_replica_hlo_proto_runs_on_one_device() -> None:
+    # an HloModuleProto carries no replica or partition count: XLA runs it on its defaults
+    from pathlib import Path
+
+    path = Path(__file__).parent.parent / "data/frameworks/xla/all_reduce_single_replica.hlo.pb"
+    x = np.arange(1.0, 5.0, dtype=np.float32)
+    f = hlopipe.load(path).as_function()
+    check_same(jax.jit(f)(x), _one_device_oracle(x))
+    check_same(jax.jit(jax.grad(loss(f)))(x), jax.grad(loss(_one_device_oracle))(x))
+
+
+@pytest.mark.parametrize("counts", ["replica_count=2", "num_partitions=2"])
+def test_hlo_declaring_more_devices_is_refused_without_a_mesh(counts: str) -> None:
+    text = f"HloModule m, {counts}\n" + ONE_REPLICA_HLO
+    with pytest.raises(UnsupportedOpError, match=r"mesh=\.\.\. axis=\.\.\."):
+        hlopipe.load(text).as_function()
+
+
+# ---- the SPMD context belongs to one trace ------------------------------------------------------
+
+RENDEZVOUS = _per_device(
+    """
+    %0 = stablehlo.custom_call @test.rendezvous(%x) : (tensor<2xf32>) -> tensor<2xf32>
+    %1 = "stablehlo.all_reduce"(%0) <{
+        channel_handle = #stablehlo.channel_handle<handle = 1, type = 1>,
+        replica_groups = dense<[[0, 1, 2, 3]]> : tensor<1x4xi64>, use_global_device_ids}> ({
+      ^bb0(%a: tensor<f32>, %b: tensor<f32>):
+        %s = stablehlo.add %a, %b : tensor<f32>
+        stablehlo.return %s : tensor<f32>
+    }) : (tensor<2xf32>) -> tensor<2xf32>
+    return %1 : tensor<2xf32>"""
+)
+
+
+def test_two_threads_trace_one_rehydrated_function_at_once() -> None:
+    # Thread "first" stops inside its trace (in the custom call) until "second" has started
+    # its own trace; "second" stops there until "first" has finished. Each trace's
+    # collective must still see its own per-device context: one trace ending must not take
+    # the context away from the other (it did when the context lived in shared options).
+    import threading
+
+    second_in = threading.Event()
+    first_done = threading.Event()
+
+    def rendezvous(x):
+        if threading.current_thread().name == "first":
+            assert second_in.wait(30), "the second trace did not start"
+        else:
+            second_in.set()
+            assert first_done.wait(30), "the first trace did not finish"
+        return x
+
+    hlopipe.register_custom_call("test.rendezvous", rendezvous, replace=True)
+    f = hlopipe.load(RENDEZVOUS).as_function(mesh=mesh_of((4,), ("x",)), in_specs=[P("x")])
+    x = jnp.arange(8, dtype=jnp.float32)
+    results: dict[str, object] = {}
+
+    def trace(name: str) -> None:
+        try:
+            results[name] = jax.jit(lambda v: f(v))(x)  # a fresh function: its own trace
+        except BaseException as e:
+            results[name] = e
+        finally:
+            if name == "first":
+                first_done.set()
+
+    threads = [threading.Thread(target=trace, args=(n,), name=n) for n in ("first", "second")]
+    threads[0].start()
+    threads[1].start()
+    for t in threads:
+        t.join(60)
+    want = np.tile(np.asarray(x).reshape(4, 2).sum(0), (4, 1))  # every device's sum, stacked
+    for name in ("first", "second"):
+        got = results[name]
+        assert not isinstance(got, BaseException), f"{name}: {got!r}"
+        np.testing.assert_allclose(np.asarray(got), want)

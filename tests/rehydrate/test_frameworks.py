@@ -29,15 +29,7 @@ DATA = Path(__file__).resolve().parents[1] / "data" / "frameworks"
 
 # Fixtures that fail for a cause that is neither a loader nor an interpreter bug of issue 11,
 # left out of the parametrisation (their files stay): "<framework>/<case>/<format>" -> cause.
-LEFT_OUT: dict[str, str] = {
-    **{
-        f"xla/all_reduce_single_replica/{fmt}": (
-            "a collective without mesh=/axis= is refused as a multi-device program, where "
-            "XLA runs a one-replica program's all-reduce as the identity"
-        )
-        for fmt in ("hlo-text", "hlo-proto")
-    },
-}
+LEFT_OUT: dict[str, str] = {}
 
 # (rtol, atol relative to the largest expected magnitude) per dtype kind; integers and
 # booleans must be exact. float32 differs between frameworks by summation order and fused

@@ -1,4 +1,5 @@
-"""Collectives and sharding annotations, under a mesh the user passes.
+"""Collectives and sharding annotations, under a mesh the user passes (the rules; the SPMD
+plan, context and sharding parsers they use live in ``rehydrate/_spmd.py``).
 
 A program an SPMD partitioner produced runs once per device; its collectives name their
 peers by device id (``replica_groups``, ``source_target_pairs``). Rehydrated, such a program
@@ -17,125 +18,32 @@ Shardy) becomes a ``jax.shard_map`` of its region.
 
 from __future__ import annotations
 
-import itertools
-import math
 import re
-from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 from jax import lax
-from jax.sharding import NamedSharding, PartitionSpec
+from jax.sharding import PartitionSpec
 
-from hlopipe.errors import RehydrateError, UnsupportedOpError
+from hlopipe.errors import UnsupportedOpError
 from hlopipe.rehydrate._ir import OpaqueAttr
+from hlopipe.rehydrate._spmd import (
+    Spmd,
+    attr_text,
+    axis_map,
+    constrain,
+    hlo_axes,
+    hlo_sharding_spec,
+    make_spmd,  # noqa: F401  (the conformance runner imports it from here)
+    mesh_axes,
+    parse_sdy_shardings,
+    region_under_shard_map,
+    require_spmd,
+)
 from hlopipe.rehydrate.custom_calls import builtin
 from hlopipe.rehydrate.registry import Region, RuleContext, rule
-
-COLLECTIVE_OPS = frozenset(
-    {
-        "stablehlo.all_reduce",
-        "stablehlo.all_gather",
-        "stablehlo.reduce_scatter",
-        "stablehlo.all_to_all",
-        "stablehlo.collective_permute",
-        "stablehlo.collective_broadcast",
-        "mhlo.all_to_all",
-        "mhlo.all_reduce",
-        "mhlo.all_gather",
-        "mhlo.reduce_scatter",
-        "mhlo.collective_permute",
-        "mhlo.collective_broadcast",
-    }
-)
-DEVICE_ID_OPS = frozenset(
-    {"stablehlo.replica_id", "stablehlo.partition_id", "mhlo.replica_id", "mhlo.partition_id"}
-)
-
-# custom calls that open and close a manual (per-device) part of a global program
-MANUAL_BOUNDARIES = frozenset(
-    {
-        "SPMDFullToShardShape",
-        "SPMDShardToFullShape",
-        "xla.sdy.GlobalToLocalShape",
-        "xla.sdy.LocalToGlobalShape",
-    }
-)
-
-
-# ---- the SPMD context --------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Spmd:
-    """Where per-device code runs: inside a ``shard_map`` over ``axes`` of the mesh.
-
-    Attributes:
-      axes: the mesh axes the program's devices run along (row-major device numbering).
-      size: the number of devices along them.
-      num_partitions: partitions per replica (device id = replica * num_partitions + partition).
-      num_replicas: replicas; ``num_replicas * num_partitions == size``.
-    """
-
-    axes: tuple[str, ...]
-    size: int
-    num_partitions: int
-    num_replicas: int
-
-    @property
-    def axis_name(self) -> str | tuple[str, ...]:
-        return self.axes[0] if len(self.axes) == 1 else self.axes
-
-    def index(self) -> Any:
-        """This device's id (int32), traced."""
-        return lax.axis_index(self.axis_name)
-
-
-def make_spmd(
-    mesh: Any, axes: tuple[str, ...], num_partitions: int | None, num_replicas: int | None
-) -> Spmd:
-    size = math.prod(int(mesh.shape[a]) for a in axes)
-    if num_partitions is None:
-        num_partitions = size // max(num_replicas or 1, 1)
-    if num_replicas is None:
-        num_replicas = size // max(num_partitions, 1)
-    if num_partitions * num_replicas != size:
-        raise RehydrateError(
-            f"the program runs on {num_replicas} replica(s) x {num_partitions} partition(s) = "
-            f"{num_replicas * num_partitions} devices, but mesh axes {axes} have {size}: "
-            "pass a mesh (and axis=...) of that size"
-        )
-    return Spmd(tuple(axes), size, num_partitions, num_replicas)
-
-
-def mesh_axes(mesh: Any, axis: str | Sequence[str] | None) -> tuple[str, ...]:
-    """The mesh axes the user named (all of the mesh's axes when ``axis`` is None)."""
-    if axis is None:
-        return tuple(mesh.axis_names)
-    axes = (axis,) if isinstance(axis, str) else tuple(axis)
-    for a in axes:
-        if a not in mesh.shape:
-            raise RehydrateError(f"axis {a!r} is not an axis of the mesh {dict(mesh.shape)}")
-    return axes
-
-
-def _spmd(ctx: RuleContext) -> Spmd:
-    spmd = ctx.interpreter.options.get("spmd")
-    if spmd is None:
-        if ctx.interpreter.options.get("mesh") is None:
-            raise UnsupportedOpError(
-                f"{ctx.name} at {ctx.loc} is a collective of a per-device (SPMD) program: "
-                "rehydrate with mesh=... axis=... to run it on a mesh"
-            )
-        raise UnsupportedOpError(
-            f"{ctx.name} at {ctx.loc} is a collective outside any per-device part of the "
-            "program; rehydrate(..., partitioned=True) if the whole program runs per device"
-        )
-    return spmd
-
 
 # ---- device groups -----------------------------------------------------------------------------
 
@@ -193,7 +101,8 @@ def device_groups(
     if seen != list(range(spmd.size)):
         raise UnsupportedOpError(
             f"replica groups {rg.tolist()} ({mode}) do not cover the {spmd.size} devices "
-            f"({R} replica(s) x {P} partition(s)) exactly once"
+            f"({R} replica(s) x {P} partition(s)) exactly once: pass mesh=... axis=... with "
+            "as many devices as the program runs on"
         )
     return out
 
@@ -229,7 +138,7 @@ class _Groups:
 
 
 def _groups_of(ctx: RuleContext, attrs: dict[str, Any], *, partition_mode: bool) -> Any:
-    spmd = _spmd(ctx)
+    spmd = require_spmd(ctx)
     groups = device_groups(
         spmd,
         attrs.get("replica_groups"),
@@ -360,7 +269,7 @@ def _all_to_all_tuple(ctx: RuleContext, spmd: Spmd, groups: list[list[int]], xs:
 
 @rule("stablehlo.collective_permute", "mhlo.collective_permute")
 def collective_permute(ctx: RuleContext, x: Any, *, source_target_pairs: Any, **attrs: Any) -> Any:
-    spmd = _spmd(ctx)
+    spmd = require_spmd(ctx)
     P, R = spmd.num_partitions, spmd.num_replicas
     pairs = [(int(a), int(b)) for a, b in np.asarray(source_target_pairs).reshape(-1, 2)]
     if _channel(attrs.get("channel_handle")) > 0:  # cross-partition, within each replica
@@ -374,7 +283,7 @@ def collective_permute(ctx: RuleContext, x: Any, *, source_target_pairs: Any, **
 
 @rule("stablehlo.collective_broadcast", "mhlo.collective_broadcast")
 def collective_broadcast(ctx: RuleContext, x: Any, **attrs: Any) -> Any:
-    spmd = _spmd(ctx)
+    spmd = require_spmd(ctx)
     P, R = spmd.num_partitions, spmd.num_replicas
     rg = np.asarray(attrs.get("replica_groups", np.zeros((0, 0))))
     groups = [[int(i) for i in g if int(i) >= 0] for g in rg.reshape(rg.shape[0], -1).tolist()]
@@ -397,7 +306,7 @@ def collective_broadcast(ctx: RuleContext, x: Any, **attrs: Any) -> Any:
 
 @rule("stablehlo.replica_id", "mhlo.replica_id")
 def replica_id(ctx: RuleContext, **attrs: Any) -> Any:
-    spmd = ctx.interpreter.options.get("spmd")
+    spmd = ctx.spmd
     if spmd is None:
         return jnp.zeros((), ctx.aval.dtype)
     return lax.convert_element_type(spmd.index() // spmd.num_partitions, ctx.aval.dtype)
@@ -405,236 +314,21 @@ def replica_id(ctx: RuleContext, **attrs: Any) -> Any:
 
 @rule("stablehlo.partition_id", "mhlo.partition_id")
 def partition_id(ctx: RuleContext, **attrs: Any) -> Any:
-    spmd = ctx.interpreter.options.get("spmd")
+    spmd = ctx.spmd
     if spmd is None:
         return jnp.zeros((), ctx.aval.dtype)
     return lax.convert_element_type(spmd.index() % spmd.num_partitions, ctx.aval.dtype)
 
 
-# ---- sharding strings --------------------------------------------------------------------------
-
-_HLO_SHARDING = re.compile(
-    r"^\{\s*devices=\[([\d,\s]+)\]\s*(<=\[[\d,\s]+\](?:T\([\d,\s]+\))?|[\d,\s]+)(.*)\}$", re.S
-)
-
-
-def hlo_sharding_spec(
-    text: str, ndim: int, axes: Sequence[tuple[str, int]]
-) -> PartitionSpec | None:
-    """An HLO sharding string (``{devices=[2,1]<=[2]}``) as a PartitionSpec over ``axes``
-    (``(name, size)`` pairs whose row-major numbering is the program's device ids).
-
-    Returns None for ``{manual}`` (the value is already per device); raises
-    UnsupportedOpError when no PartitionSpec over these axes gives the same tiling.
-    """
-    s = text.strip()
-    s = re.sub(r",?\s*metadata=\{[^}]*\}", "", s)
-    if s in ("{replicated}", "{}", "{unknown}") or s.startswith("{maximal"):
-        return PartitionSpec()
-    if s == "{manual}":
-        return None
-    if s.startswith("{{"):
-        raise UnsupportedOpError(f"tuple sharding {text} is not supported")
-    m = _HLO_SHARDING.match(s)
-    if m is None:
-        raise UnsupportedOpError(f"sharding {text} is not supported (cannot read it)")
-    dims = [int(v) for v in m.group(1).split(",") if v.strip()]
-    assign = m.group(2).strip()
-    rest = m.group(3)
-    total = math.prod(dims)
-    if assign.startswith("<="):
-        im = re.match(r"<=\[([\d,\s]+)\](?:T\(([\d,\s]+)\))?", assign)
-        assert im is not None
-        reshape = [int(v) for v in im.group(1).split(",") if v.strip()]
-        devices = np.arange(math.prod(reshape)).reshape(reshape)
-        if im.group(2):
-            devices = devices.transpose([int(v) for v in im.group(2).split(",") if v.strip()])
-        devices = devices.reshape(dims)
-    else:
-        devices = np.array([int(v) for v in assign.split(",") if v.strip()]).reshape(dims)
-    n_subgroup = 0
-    if "last_tile_dim_replicate" in rest:
-        n_subgroup = 1
-    else:
-        lm = re.search(r"last_tile_dims=\{([^}]*)\}", rest)
-        if lm:
-            kinds = [k.strip() for k in lm.group(1).split(",") if k.strip()]
-            if any(k != "replicated" for k in kinds):
-                raise UnsupportedOpError(f"sharding {text} (partly manual) is not supported")
-            n_subgroup = len(kinds)
-    if len(dims) - n_subgroup != ndim:
-        raise UnsupportedOpError(f"sharding {text} does not fit a rank-{ndim} value")
-    if total == 1:
-        return PartitionSpec()
-    return _find_spec(devices, ndim, axes, text)
-
-
-def _find_spec(
-    devices: np.ndarray, ndim: int, axes: Sequence[tuple[str, int]], text: str
-) -> PartitionSpec:
-    live = [(n, s) for n, s in axes if s > 1]
-    sizes = [s for _, s in axes]
-    n_dev = math.prod(sizes)
-    if devices.size != n_dev:
-        raise UnsupportedOpError(
-            f"sharding {text} spans {devices.size} devices, the mesh axes "
-            f"{[n for n, _ in axes]} have {n_dev}"
-        )
-    # tile coordinates of each device id
-    tile_of = np.zeros((n_dev, devices.ndim), np.int64)
-    for coord in np.ndindex(*devices.shape):
-        tile_of[int(devices[coord])] = coord
-    coords = np.array(list(np.ndindex(*sizes))) if sizes else np.zeros((1, 0), np.int64)
-    names = [n for n, _ in axes]
-    live_idx = [names.index(n) for n, _ in live]
-    tile_dims = list(devices.shape[:ndim])
-    for slots in itertools.product(range(ndim + 1), repeat=len(live)):
-        per_dim: list[list[int]] = [[] for _ in range(ndim)]
-        for k, slot in zip(live_idx, slots):
-            if slot < ndim:
-                per_dim[slot].append(k)
-        if any(math.prod(sizes[k] for k in per_dim[i]) != tile_dims[i] for i in range(ndim)):
-            continue
-        for orders in itertools.product(*(itertools.permutations(p) for p in per_dim)):
-            ok = True
-            for i, order in enumerate(orders):
-                idx = np.zeros((n_dev,), np.int64)
-                for k in order:
-                    idx = idx * sizes[k] + coords[:, k]
-                if not np.array_equal(idx, tile_of[:, i]):
-                    ok = False
-                    break
-            if ok:
-                entries: list[Any] = []
-                for order in orders:
-                    if not order:
-                        entries.append(None)
-                    elif len(order) == 1:
-                        entries.append(names[order[0]])
-                    else:
-                        entries.append(tuple(names[k] for k in order))
-                return PartitionSpec(*entries)
-    raise UnsupportedOpError(
-        f"sharding {text} cannot be expressed as a PartitionSpec over mesh axes "
-        f"{dict(axes)}: pass a mesh whose axes match it"
-    )
-
-
-# ---- Shardy attributes -------------------------------------------------------------------------
-
-_SDY_ONE = re.compile(
-    r"<\s*(@[\w.$-]+|mesh<[^>]*>)\s*,\s*\[(.*?)\]\s*(?:replicated=\{[^}]*\}\s*)?>"
-)
-
-
-def parse_sdy_mesh(text: str) -> tuple[tuple[str, int], ...]:
-    """``#sdy.mesh<["x"=4, "y"=2]>`` (or its body) -> (("x", 4), ("y", 2))."""
-    return tuple((n, int(s)) for n, s in re.findall(r'"([^"]+)"\s*=\s*(\d+)', text))
-
-
-def parse_sdy_shardings(text: str) -> list[tuple[str, list[list[str]]]]:
-    """``#sdy.sharding<@mesh, [{"x"}, {}]>`` or ``#sdy.sharding_per_value<[...]>`` ->
-    [(mesh ref, per-dimension axis names)]."""
-    out = []
-    for m in _SDY_ONE.finditer(text):
-        dims = []
-        for body in re.findall(r"\{([^}]*)\}", m.group(2)):
-            names = []
-            for item in body.split(","):
-                item = item.strip()
-                if not item or item == "?":
-                    continue
-                am = re.fullmatch(r'"([^"]+)"', item)
-                if am is None:
-                    raise UnsupportedOpError(
-                        f"Shardy sharding {text} (sub-axis {item}) is not supported"
-                    )
-                names.append(am.group(1))
-            dims.append(names)
-        out.append((m.group(1), dims))
-    return out
-
-
-def _attr_text(a: Any) -> str:
-    return a.text if isinstance(a, OpaqueAttr) else str(a)
-
-
-class AxisMap:
-    """Maps a program's Shardy mesh axis names to the user's mesh axes."""
-
-    def __init__(self, meshes: dict[str, tuple[tuple[str, int], ...]], mesh: Any, axis: Any):
-        self.meshes = meshes
-        self.mesh = mesh
-        self.axis = axis
-
-    def program_axes(self, ref: str) -> tuple[tuple[str, int], ...]:
-        if ref.startswith("mesh<"):
-            return parse_sdy_mesh(ref)
-        key = ref.lstrip("@")
-        if key not in self.meshes:
-            raise UnsupportedOpError(f"the program's Shardy mesh @{key} is not defined")
-        return self.meshes[key]
-
-    def names(self, ref: str) -> dict[str, tuple[str, ...]]:
-        prog = [(n, s) for n, s in self.program_axes(ref)]
-        user = dict(self.mesh.shape)
-        if all(n in user and int(user[n]) == s for n, s in prog if s > 1):
-            return {n: (n,) for n, _ in prog}
-        live = [(n, s) for n, s in prog if s > 1]
-        targets = mesh_axes(self.mesh, self.axis)
-        tsizes = [int(user[t]) for t in targets]
-        if len(live) == 1 and live[0][1] == math.prod(tsizes):
-            return {live[0][0]: targets, **{n: () for n, s in prog if s == 1}}
-        if [s for _, s in live] == [t for t in tsizes if t > 1]:
-            tl = [t for t in targets if int(user[t]) > 1]
-            return {
-                **{n: () for n, s in prog if s == 1},
-                **{n: (t,) for (n, _), t in zip(live, tl)},
-            }
-        raise UnsupportedOpError(
-            f"the program's mesh {dict(prog)} does not match the mesh {user} "
-            f"(axis={self.axis!r}): pass a mesh with the program's axes"
-        )
-
-    def spec(self, ref: str, dims: list[list[str]]) -> PartitionSpec:
-        names = self.names(ref)
-        entries: list[Any] = []
-        for d in dims:
-            mapped = tuple(t for n in d for t in names[n])
-            entries.append(None if not mapped else mapped[0] if len(mapped) == 1 else mapped)
-        return PartitionSpec(*entries)
-
-
-def axis_map(ctx: RuleContext) -> AxisMap:
-    opts = ctx.interpreter.options
-    return AxisMap(opts.get("sdy_meshes") or {}, opts["mesh"], opts.get("axis"))
-
-
-# ---- constraints -------------------------------------------------------------------------------
-
-
-def constrain(x: Any, mesh: Any, spec: PartitionSpec) -> Any:
-    """``with_sharding_constraint`` on the mesh; ``reshard`` for a mesh with Explicit axes."""
-    sharding = NamedSharding(mesh, spec)
-    explicit = [
-        n
-        for n, t in zip(mesh.axis_names, getattr(mesh, "axis_types", ()))
-        if t == jax.sharding.AxisType.Explicit
-    ]
-    if explicit:
-        return jax.sharding.reshard(x, sharding)
-    return lax.with_sharding_constraint(x, sharding)
-
-
 def _in_manual(ctx: RuleContext) -> bool:
-    return ctx.interpreter.options.get("spmd") is not None
+    return ctx.spmd is not None
 
 
 @rule("sdy.sharding_constraint", "sdy.reshard")
 def sdy_sharding_constraint(ctx: RuleContext, x: Any, *, sharding: Any, **attrs: Any) -> Any:
     if ctx.interpreter.options.get("mesh") is None or _in_manual(ctx):
         return x
-    [(ref, dims)] = parse_sdy_shardings(_attr_text(sharding))
+    [(ref, dims)] = parse_sdy_shardings(attr_text(sharding))
     return constrain(x, ctx.interpreter.options["mesh"], axis_map(ctx).spec(ref, dims))
 
 
@@ -651,11 +345,11 @@ def manual_computation(ctx: RuleContext, *operands: Any, **attrs: Any) -> Any:
     if _in_manual(ctx):
         raise UnsupportedOpError(f"nested sdy.manual_computation at {ctx.loc} is not supported")
     amap = axis_map(ctx)
-    ins = parse_sdy_shardings(_attr_text(attrs.get("in_shardings", "")))
-    outs = parse_sdy_shardings(_attr_text(attrs.get("out_shardings", "")))
+    ins = parse_sdy_shardings(attr_text(attrs.get("in_shardings", "")))
+    outs = parse_sdy_shardings(attr_text(attrs.get("out_shardings", "")))
     in_specs = tuple(amap.spec(ref, dims) for ref, dims in ins)
     out_specs = tuple(amap.spec(ref, dims) for ref, dims in outs)
-    manual_names = re.findall(r'"([^"]+)"', _attr_text(attrs.get("manual_axes", "")))
+    manual_names = re.findall(r'"([^"]+)"', attr_text(attrs.get("manual_axes", "")))
     ref = (ins or outs)[0][0] if (ins or outs) else "@mesh"
     names = amap.names(ref) if ref.lstrip("@") in amap.meshes or ref.startswith("mesh<") else {}
     prog_axes = [n for n, s in amap.program_axes(ref) if s > 1] if names else manual_names
@@ -665,7 +359,7 @@ def manual_computation(ctx: RuleContext, *operands: Any, **attrs: Any) -> Any:
             f"axes {prog_axes}: partly manual computations are not supported"
         )
     user_axes = tuple(t for n in prog_axes for t in (names.get(n, (n,)) if names else (n,)))
-    return _region_under_shard_map(ctx, operands, mesh, user_axes, in_specs, out_specs)
+    return region_under_shard_map(ctx, operands, mesh, user_axes, in_specs, out_specs)
 
 
 @rule("hlopipe.manual_computation")
@@ -688,41 +382,7 @@ def outlined_manual_computation(
 
     ispecs = tuple(spec(s, len(a.shape)) for s, a in zip(in_specs, ctx.operand_avals))
     ospecs = tuple(spec(s, len(a.shape)) for s, a in zip(out_specs, ctx.result_avals))
-    return _region_under_shard_map(ctx, operands, mesh, axes, ispecs, ospecs)
-
-
-def _region_under_shard_map(
-    ctx: RuleContext,
-    operands: tuple[Any, ...],
-    mesh: Any,
-    axes: tuple[str, ...],
-    in_specs: Any,
-    out_specs: Any,
-) -> Any:
-    """The op's region run per device under ``jax.shard_map`` over ``axes``; the collective
-    rules inside it read the SPMD context from ``interpreter.options["spmd"]``."""
-    opts = ctx.interpreter.options
-    spmd = make_spmd(mesh, axes, None, None)
-    body = ctx.regions[0]
-
-    def per_device(*xs: Any) -> tuple[Any, ...]:
-        saved = opts.get("spmd")
-        opts["spmd"] = spmd
-        try:
-            return tuple(body(*xs))
-        finally:
-            opts["spmd"] = saved
-
-    fn = jax.shard_map(
-        per_device,
-        mesh=mesh,
-        in_specs=in_specs,
-        out_specs=out_specs,
-        axis_names=set(axes),
-        check_vma=False,
-    )
-    res = fn(*operands)
-    return res[0] if len(res) == 1 else tuple(res)
+    return region_under_shard_map(ctx, operands, mesh, axes, ispecs, ospecs)
 
 
 def sharding_custom_call(ctx: RuleContext, x: Any, **attrs: Any) -> Any:
@@ -737,7 +397,7 @@ def sharding_custom_call(ctx: RuleContext, x: Any, **attrs: Any) -> Any:
         text = attrs.get("mhlo.sharding")
         if text is None:
             return x
-        spec = hlo_sharding_spec(_attr_text(text), x.ndim, _hlo_axes(ctx))
+        spec = hlo_sharding_spec(attr_text(text), x.ndim, hlo_axes(ctx))
         if spec is None:  # {manual}
             return x
         return constrain(x, ctx.interpreter.options["mesh"], spec)
@@ -745,12 +405,6 @@ def sharding_custom_call(ctx: RuleContext, x: Any, **attrs: Any) -> Any:
         f"{target} at {ctx.loc} changes the shape {list(x.shape)} -> {list(ctx.aval.shape)} "
         "outside a shard_map this program could be cut into"
     )
-
-
-def _hlo_axes(ctx: RuleContext) -> list[tuple[str, int]]:
-    opts = ctx.interpreter.options
-    mesh = opts["mesh"]
-    return [(a, int(mesh.shape[a])) for a in mesh_axes(mesh, opts.get("axis"))]
 
 
 @builtin("xla.sdy.GlobalToLocalShape", "xla.sdy.LocalToGlobalShape")
