@@ -21,8 +21,9 @@ SUITE = Path(__file__).parents[2] / ".." / "shared" / "conformance" / "stablehlo
 FAILURES = HERE / "conformance_failures.txt"
 
 # The number of files of the shared suite that pass, jitted and eager, with the default
-# tolerances (all 1790 since the op families of issue 4 landed); it must never go down.
-MIN_PASSED = 1790
+# tolerances; it must never go down. (All 1790 passed under the old 4-ULP-or-1e-4 default;
+# the per-type ULP bounds of issue 15 fail two f32 sums eagerly, listed in FAILURES.)
+MIN_PASSED = 1788
 
 
 # ---- ULP distance and tolerances ----------------------------------------------------------
