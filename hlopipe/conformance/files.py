@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from hlopipe.errors import HlopipeError, LoadError
@@ -142,34 +142,33 @@ def _strip_comment(line: str) -> str:
     return line.rstrip()
 
 
-def _depth(s: str) -> int:
+def _depths(s: str, k: int = 0) -> Iterator[tuple[int, int]]:
+    """(index, bracket depth after it) for each character of ``s`` from ``k``; brackets in
+    string literals do not count."""
     depth, in_str = 0, False
-    for ch in s:
+    for i in range(k, len(s)):
+        ch = s[i]
         if ch == '"':
             in_str = not in_str
-        elif not in_str:
-            if ch in "<([{":
-                depth += 1
-            elif ch in ">)]}":
-                depth -= 1
-    return depth
+        elif not in_str and ch in "<([{":
+            depth += 1
+        elif not in_str and ch in ">)]}":
+            depth -= 1
+        yield i, depth
+
+
+def _depth(s: str) -> int:
+    """How many brackets ``s`` leaves open."""
+    return next(reversed(list(_depths(s))), (0, 0))[1]
 
 
 def _take_balanced(s: str, k: int) -> int:
     """Index just past the bracketed group that opens at or after ``s[k]``'s word."""
-    depth, in_str = 0, False
-    while k < len(s):
-        ch = s[k]
-        if ch == '"':
-            in_str = not in_str
-        elif not in_str:
-            if ch in "<([{":
-                depth += 1
-            elif ch in ">)]}":
-                depth -= 1
-                if depth == 0:
-                    return k + 1
-        k += 1
+    opened = False
+    for i, depth in _depths(s, k):
+        opened = opened or depth > 0
+        if opened and depth == 0:
+            return i + 1
     raise ValueError(f"unbalanced brackets in {s!r}")
 
 
