@@ -10,7 +10,7 @@ Usage:
 
 ``--from-json`` tabulates a ``hlopipe conformance --json`` result instead of running;
 ``--write-failures`` writes the failing files with their reasons in the format of
-``tests/rehydrate/conformance_failures.txt``.
+``tests/conformance/conformance_failures.txt``.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ ROOT = Path(__file__).resolve().parents[1]
 SUITE = ROOT / ".." / "shared" / "conformance" / "stablehlo-testdata"
 FAILURES_HEADER = """\
 # Files of ../shared/conformance/stablehlo-testdata that still fail under
-# tests/rehydrate/test_conformance.py (jitted and eager, default tolerances), one per line:
+# tests/conformance/test_conformance.py (jitted and eager, default tolerances), one per line:
 # FILE STATUS: REASON
 # Regenerate with: python benchmarks/conformance.py --write-failures FILE
 """
@@ -63,7 +63,7 @@ def main(argv: list[str] | None = None) -> int:
     from rich.console import Console
     from rich.table import Table
 
-    from hlopipe.rehydrate import conformance as conf
+    from hlopipe import conformance as conf
 
     console = Console(highlight=False, width=None if sys.stdout.isatty() else 110)
     start = time.perf_counter()

@@ -191,7 +191,7 @@ def _load(path: str, module: str | None) -> Any:
 
 # ---------------------------------------------------------------------------------------------
 # Subcommands. Each room adds its own pair below; keep them in this order:
-# inspect, run (io/rehydrate) · schedule (schedules) · conformance (rehydrate) ·
+# inspect, run (io/rehydrate) · schedule (schedules) · conformance (conformance) ·
 # split (stages) · train, demo (runtime) · launch (distributed).
 # ---------------------------------------------------------------------------------------------
 
@@ -866,7 +866,7 @@ def _print_shardings(what: str, shardings: Sequence[Any] | None) -> None:
         print(f"  {what} {k}: {getattr(s, 'spec', s)}")
 
 
-# -- conformance (rehydrate) ------------------------------------------------------------------
+# -- conformance (conformance) ----------------------------------------------------------------
 
 
 def _add_conformance(p: argparse.ArgumentParser) -> None:
@@ -881,8 +881,8 @@ def _add_conformance(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--strict",
         action="store_true",
-        help="StableHLO's own tolerances (1e-4 absolute, 1 ULP) instead of 4 ULPs / 1e-4 "
-        "absolute-or-relative",
+        help="StableHLO's own tolerances (1e-4 absolute, 1 ULP) instead of the default per-type "
+        "ULP bounds (4 ULPs for 32/64-bit floats, no absolute floor)",
     )
     p.add_argument(
         "--reference",
@@ -921,7 +921,7 @@ def _cmd_conformance(args: argparse.Namespace) -> int:
         TimeElapsedColumn,
     )
 
-    from hlopipe.rehydrate import conformance as conf
+    from hlopipe import conformance as conf
 
     files = conf.collect_files(args.paths, k=args.k)
     if not files:

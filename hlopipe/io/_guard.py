@@ -57,22 +57,53 @@ class ParseError(Exception):
     """XLA's parser refused the text (``args[0]``: its message)."""
 
 
-class _Child:
-    def __init__(self) -> None:
-        env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
+class ChildProcess:
+    """A Python child process running ``code``, talked to over its stdin and stdout; its stderr
+    goes to a temporary file, read back to say why it died (XLA's ``Check failed``...)."""
+
+    def __init__(self, code: str, env: dict[str, str] | None = None) -> None:
         self.log: IO[bytes] = tempfile.TemporaryFile()  # noqa: SIM115 (lives with the child)
         self.proc = subprocess.Popen(
-            [sys.executable, "-c", _CHILD],
+            [sys.executable, "-c", code],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=self.log,
             env=env,
         )
+
+    def log_mark(self) -> int:
+        """Where the child's stderr ends now (to read what it says from here on)."""
+        return self.log.seek(0, os.SEEK_END)
+
+    def death(self, since: int) -> tuple[str, str]:
+        """Wait for the child to end; how it ended, and what it wrote to stderr since ``since``."""
+        rc = self.proc.wait()
+        self.log.seek(since)
+        said = self.log.read().decode(errors="replace")
+        return f"signal {_signal_name(-rc)}" if rc < 0 else f"exit status {rc}", said
+
+    def close(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait()
+        self.log.close()
+
+
+def _signal_name(n: int) -> str:
+    try:
+        return signal.Signals(n).name
+    except ValueError:
+        return str(n)
+
+
+class _Child(ChildProcess):
+    def __init__(self) -> None:
+        super().__init__(_CHILD, dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"))
         self.ready = False
 
     def parse(self, text: bytes, timeout: float) -> bytes:
         assert self.proc.stdin is not None and self.proc.stdout is not None
-        log_start = self.log.seek(0, os.SEEK_END)
+        log_start = self.log_mark()
         try:
             if not self.ready:
                 self.ready = self._read(1, timeout) == b"R"
@@ -82,10 +113,8 @@ class _Child:
             (n,) = struct.unpack("<Q", self._read(8, timeout))
             payload = self._read(n, timeout)
         except (BrokenPipeError, EOFError, OSError):
-            rc = self.proc.wait()
-            self.log.seek(log_start)
-            said = self.log.read().decode(errors="replace").split()
-            how = f"signal {signal.Signals(-rc).name}" if rc < 0 else f"exit status {rc}"
+            how, log = self.death(log_start)
+            said = log.split()
             raise Crashed(f"{how}; it said: {' '.join(said[-30:])[-300:]}") from None
         if status == b"1":
             raise ParseError(payload.decode())
@@ -103,12 +132,6 @@ class _Child:
                 raise EOFError
             out += chunk
         return out
-
-    def close(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.kill()
-        self.proc.wait()
-        self.log.close()
 
 
 _lock = threading.Lock()

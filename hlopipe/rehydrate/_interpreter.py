@@ -22,10 +22,10 @@ from hlopipe.io._types import TokenType
 from hlopipe.rehydrate._ir import Block, Func, ModuleIR, Op
 from hlopipe.rehydrate.registry import (
     REFUSED,
-    RULES,
     Region,
     RuleContext,
     family_of,
+    find_rule,
     rule_attrs,
     unknown_attrs,
 )
@@ -98,7 +98,7 @@ class Interpreter:
     # ---- hooks ----------------------------------------------------------------------------
     def run_op(self, op: Op, operands: list[Any], env: _Env) -> Sequence[Any]:
         """Run one op: find its rule, call it, check its results against the op's types."""
-        rule = RULES.get(op.name)
+        rule = find_rule(op.name)
         if rule is None:
             raise UnsupportedOpError(missing_rule_message(op.name, 1, op.loc))
         regions = tuple(Region(self, b, env) for b in op.regions)
@@ -234,17 +234,17 @@ def scan_unsupported(module: ModuleIR, entry: str) -> list[tuple[str, int, str]]
     Custom calls whose target has no implementation are reported as
     ``stablehlo.custom_call @target``.
     """
-    from hlopipe.rehydrate.custom_calls import CUSTOM_CALLS
+    from hlopipe.rehydrate.custom_calls import find_custom_call
 
     counts: collections.Counter[str] = collections.Counter()
     first: dict[str, str] = {}
     for op in _reachable_ops(module, entry):
         key = None
-        if op.name not in RULES:
+        if find_rule(op.name) is None:
             key = op.name
         elif op.name == "stablehlo.custom_call":
             target = op.attrs.get("call_target_name", "")
-            if target not in CUSTOM_CALLS:
+            if find_custom_call(target) is None:
                 key = f"stablehlo.custom_call @{target}"
         if key is not None:
             counts[key] += 1
@@ -257,7 +257,7 @@ def scan_unknown_attrs(module: ModuleIR, entry: str) -> list[str]:
     that may change what it computes (discardable attributes are dropped, never refused)."""
     out: dict[str, str] = {}
     for op in _reachable_ops(module, entry):
-        rule = RULES.get(op.name)
+        rule = find_rule(op.name)
         if rule is None or op.name in out:
             continue
         bad = unknown_attrs(rule, op.attrs)

@@ -12,10 +12,13 @@ Example:
 from __future__ import annotations
 
 import collections
+import contextlib
 import functools
 import inspect
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, TypeVar
 
 if TYPE_CHECKING:
@@ -98,6 +101,36 @@ def family_of(name: str) -> str:
     if not near:
         near = collections.Counter(families.values())
     return near.most_common(1)[0][0]
+
+
+# Rules of a tool's own dialect (the conformance runner's ``check.*`` ops), visible beside
+# RULES only inside :func:`scoped_rules`; RULES itself never changes for them.
+_SCOPED: ContextVar[Mapping[str, Rule]] = ContextVar(
+    "hlopipe_scoped_rules", default=MappingProxyType({})
+)
+
+
+@contextlib.contextmanager
+def scoped_rules(rules: Mapping[str, Rule]) -> Iterator[None]:
+    """Make ``rules`` (op name -> rule) visible to every interpreter that runs in this context
+    (thread or task), beside the global table, for the duration of the ``with``.
+
+    A name the global table has is refused: a scoped rule adds a dialect, never replaces one.
+    """
+    clash = sorted(set(rules) & set(RULES))
+    if clash:
+        raise ValueError(f"scoped rules for {clash} would shadow the global rules")
+    token = _SCOPED.set(MappingProxyType({**_SCOPED.get(), **rules}))
+    try:
+        yield
+    finally:
+        _SCOPED.reset(token)
+
+
+def find_rule(name: str) -> Rule | None:
+    """The rule for op ``name``: the global table's, else one of :func:`scoped_rules`."""
+    fn = RULES.get(name)
+    return fn if fn is not None else _SCOPED.get().get(name)
 
 
 # Attributes every rule may go without: they tune how XLA computes (precision of a dot's

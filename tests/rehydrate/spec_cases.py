@@ -14,8 +14,8 @@ runs through
 the case, the specification); ``spec`` when it equals the specification where XLA differs;
 ``fail`` when it equals neither; ``unsupported``/``error`` when it raises.
 
-Used by ``tests/rehydrate/test_spec_sweep.py`` (a fast subset) and ``benchmarks/spec_sweep.py``
-(every case, with a pass table per op).
+Used by ``tests/rehydrate/test_spec_sweep.py`` (one non-empty case per op and element type)
+and ``benchmarks/spec_sweep.py`` (every case, with a pass table per op).
 """
 
 from __future__ import annotations

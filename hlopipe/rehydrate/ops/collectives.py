@@ -36,7 +36,6 @@ from hlopipe.rehydrate._spmd import (
     constrain,
     hlo_axes,
     hlo_sharding_spec,
-    make_spmd,  # noqa: F401  (the conformance runner imports it from here)
     mesh_axes,
     parse_sdy_shardings,
     region_under_shard_map,

@@ -10,13 +10,13 @@ import numpy as np
 from jax import lax
 
 from hlopipe.errors import RehydrateError, UnsupportedOpError
-from hlopipe.rehydrate.custom_calls import CUSTOM_CALLS, builtin
+from hlopipe.rehydrate.custom_calls import builtin, find_custom_call
 from hlopipe.rehydrate.registry import RuleContext, rule
 
 
 @rule("stablehlo.custom_call")
 def custom_call(ctx: RuleContext, *operands: Any, call_target_name: str, **attrs: Any) -> Any:
-    impl = CUSTOM_CALLS.get(call_target_name)
+    impl = find_custom_call(call_target_name)
     if impl is None:
         raise UnsupportedOpError(
             f"no implementation for custom call target {call_target_name!r} at {ctx.loc}. "

@@ -1,0 +1,254 @@
+"""The rules of the test dialects: ``check.*`` ops and ``@check.*`` custom calls record what
+they see, ``interpreter.probe`` records values, ``interpreter.run_parallel`` runs a grid of
+processes on a CPU mesh.
+
+They live in tables of their own (:data:`RULES`, :data:`CUSTOM_CALLS`), never in
+rehydration's global ones: :func:`dialect_scope` makes them visible to the interpreters that
+run inside it (:func:`hlopipe.rehydrate.registry.scoped_rules`), so ``scan_unsupported`` and
+rehydration elsewhere answer the same whether this package was imported or not.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import jax
+import numpy as np
+
+from hlopipe.conformance.results import Check
+from hlopipe.errors import UnsupportedOpError
+from hlopipe.rehydrate.custom_calls import scoped_custom_calls
+from hlopipe.rehydrate.registry import Rule, RuleContext, scoped_rules
+
+RULES: dict[str, Rule] = {}
+CUSTOM_CALLS: dict[str, Rule] = {}
+
+CHECK_KINDS = {
+    "check.expect_eq": "expect_eq",
+    "check.expect_eq_const": "expect_eq",
+    "check.eq": "expect_eq",
+    "check.expect_almost_eq": "expect_almost_eq",
+    "check.expect_almost_eq_const": "expect_almost_eq",
+    "check.almost_eq": "expect_almost_eq",
+    "check.expect_close": "expect_close",
+    "check.expect_serialized_eq": "expect_serialized_eq",
+}
+CHECK_TARGETS = ("check.expect_eq", "check.expect_close", "check.expect_almost_eq")
+
+
+def _rule(*names: str) -> Callable[[Rule], Rule]:
+    def deco(fn: Rule) -> Rule:
+        for name in names:
+            RULES[name] = fn
+        return fn
+
+    return deco
+
+
+@contextlib.contextmanager
+def dialect_scope() -> Iterator[None]:
+    """Within: interpreters resolve the ``check`` / ``interpreter`` ops and ``@check.*``."""
+    with scoped_rules(RULES), scoped_custom_calls(CUSTOM_CALLS):
+        yield
+
+
+# ---- recording ------------------------------------------------------------------------------
+
+
+@dataclass
+class Recording:
+    """What the checks and probes of one test run saw."""
+
+    checks: list[Check] = field(default_factory=list)
+    probes: dict[str, list[np.ndarray]] = field(default_factory=dict)
+
+
+# the recordings of the runs in progress (innermost last); rules append to the last
+_RECORDER: list[Recording] = []
+
+
+@contextlib.contextmanager
+def recording() -> Iterator[Recording]:
+    """Within: the check rules record into the recording this yields."""
+    rec = Recording()
+    _RECORDER.append(rec)
+    try:
+        yield rec
+    finally:
+        _RECORDER.pop()
+
+
+def _current(what: str, loc: str) -> Recording:
+    if not _RECORDER:
+        raise UnsupportedOpError(
+            f"{what} at {loc} is a test assertion: run the file with 'hlopipe conformance'"
+        )
+    return _RECORDER[-1]
+
+
+def num(value: Any, kind: Callable[[Any], Any]) -> Any:
+    """An attribute's value as ``kind`` (int, float), or None when absent or unreadable."""
+    if value is None or isinstance(value, bool):
+        return None
+    try:
+        return kind(value)
+    except (TypeError, ValueError):
+        return None
+
+
+def make_check(
+    kind: str, actual: Any, expected: Any, attrs: dict, loc: str, generated: bool = False
+) -> Check:
+    """A :class:`Check` of ``kind`` with the op's attributes read as its parameters."""
+    probe = None
+    if kind == "expect_serialized_eq":
+        probe = (str(attrs.get("probe_id", "")), int(attrs.get("iteration", 0)))
+    return Check(
+        kind,
+        actual,
+        expected,
+        tolerance=num(attrs.get("tolerance"), float),
+        max_ulp=num(attrs.get("max_ulp_difference"), int),
+        min_ulp=num(attrs.get("min_ulp_difference"), int),
+        probe=probe,
+        loc=loc,
+        generated=generated,
+    )
+
+
+def _record(ctx: RuleContext, kind: str, actual: Any, expected: Any, attrs: dict) -> None:
+    custom = ctx.name == "stablehlo.custom_call"  # the generated testdata's form
+    rec = _current(kind if custom else ctx.name, ctx.loc)
+    rec.checks.append(make_check(kind, actual, expected, attrs, ctx.loc, generated=custom))
+
+
+# ---- the rules ------------------------------------------------------------------------------
+
+
+@_rule(*CHECK_KINDS)
+def check_op(ctx: RuleContext, *operands: Any, **attrs: Any) -> tuple:
+    """The ``check`` dialect: records the assertion for the runner to evaluate."""
+    kind = CHECK_KINDS[ctx.name]
+    if kind == "expect_serialized_eq":
+        _record(ctx, kind, operands[0], None, attrs)
+    elif "value" in attrs:  # the *_const forms and check.eq / check.almost_eq
+        _record(ctx, kind, operands[0], np.asarray(attrs["value"]), attrs)
+    else:
+        _record(ctx, kind, operands[0], operands[1], attrs)
+    return ()
+
+
+def _custom_check(target: str) -> Rule:
+    kind = target.removeprefix("check.")
+
+    def impl(ctx: RuleContext, actual: Any, expected: Any = None, **attrs: Any) -> tuple:
+        _record(ctx, kind, actual, expected, attrs)
+        return ()
+
+    return impl
+
+
+CUSTOM_CALLS.update({t: _custom_check(t) for t in CHECK_TARGETS})
+
+
+@_rule("interpreter.print")
+def interpreter_print(ctx: RuleContext, x: Any, **attrs: Any) -> Any:
+    """Debug printing of the reference interpreter: the value passes through unprinted."""
+    return x
+
+
+@_rule("interpreter.probe")
+def interpreter_probe(ctx: RuleContext, x: Any, *, probe_id: str = "", **attrs: Any) -> Any:
+    """Records the value each time it runs (loops included) for ``expect_serialized_eq``."""
+    rec = _current("interpreter.probe", ctx.loc)
+    store = rec.probes.setdefault(str(probe_id), [])
+    jax.debug.callback(lambda v: store.append(np.asarray(v)), x, ordered=True)
+    return x
+
+
+@_rule("interpreter.run_parallel")
+def run_parallel(ctx: RuleContext, *inputs: Any, programs: Any = None, **attrs: Any) -> tuple:
+    """A grid of ``num_replicas x num_partitions`` processes, each running a function of the
+    module: run as one SPMD program under ``jax.shard_map`` over as many CPU devices, with the
+    collective rules of ``ops/collectives.py``. Inputs and results are flat, process by
+    process (``(0, 0)``, ``(0, 1)``, ...)."""
+    from hlopipe.rehydrate._interpreter import raise_if_unsupported
+
+    name, replicas, partitions = _grid(ctx, programs, attrs)
+    n = replicas * partitions
+    module = ctx.interpreter.module
+    raise_if_unsupported(module, name)
+    func = module.funcs[name]
+    nargs = len(func.block.args)
+    if len(inputs) != nargs * n:
+        raise UnsupportedOpError(
+            f"interpreter.run_parallel at {ctx.loc}: {len(inputs)} inputs for {n} processes "
+            f"of @{name} taking {nargs} arguments each"
+        )
+    per_process = [inputs[p * nargs : (p + 1) * nargs] for p in range(n)]
+    outs = _run_on_grid(ctx, func, per_process, replicas, partitions, len(ctx.result_avals) // n)
+    return tuple(o for row in outs for o in row)
+
+
+def _grid(ctx: RuleContext, programs: Any, attrs: dict) -> tuple[str, int, int]:
+    """The one program every process runs, and the grid's replica and partition counts."""
+    if attrs.get("infeed"):
+        raise UnsupportedOpError(
+            "interpreter.run_parallel with infeed is not supported: hlopipe has no infeed queue"
+        )
+    if not isinstance(programs, list) or not programs or not isinstance(programs[0], list):
+        raise UnsupportedOpError(f"interpreter.run_parallel at {ctx.loc}: cannot read programs")
+    names = {name for row in programs for name in row}
+    if len(names) != 1:
+        raise UnsupportedOpError(
+            f"interpreter.run_parallel with different programs per process ({sorted(names)}) is "
+            "not supported: a mesh runs one SPMD program"
+        )
+    return names.pop(), len(programs), len(programs[0])
+
+
+def _run_on_grid(
+    ctx: RuleContext, func: Any, inputs: list[Any], replicas: int, partitions: int, nres: int
+) -> list[tuple[Any, ...]]:
+    """Per process (device id ``replica * partitions + partition``) the results of ``func``
+    on its inputs, all run as one ``jax.shard_map`` over one mesh axis."""
+    import jax.numpy as jnp
+    from jax.sharding import Mesh, PartitionSpec
+
+    from hlopipe.rehydrate._interpreter import Interpreter
+    from hlopipe.rehydrate._spmd import make_spmd
+
+    n = replicas * partitions
+    devices = jax.devices("cpu")
+    if len(devices) < n:
+        raise UnsupportedOpError(
+            f"interpreter.run_parallel with {n} processes needs {n} CPU devices, JAX has "
+            f"{len(devices)}: set jax.config.update('jax_num_cpu_devices', {n}) at start-up"
+        )
+    axes = ("processes",)
+    mesh = Mesh(np.array(devices[:n]), axes)
+    inner = Interpreter(
+        ctx.interpreter.module,
+        mesh=mesh,
+        axis=axes[0],
+        loops=ctx.interpreter.options.get("loops", "auto"),
+        spmd=make_spmd(mesh, axes, partitions, replicas),
+    )
+    stacked = [jnp.stack([row[j] for row in inputs]) for j in range(len(inputs[0]))]
+    spec = PartitionSpec(axes)
+
+    def body(*xs: Any) -> tuple:
+        outs = inner.run(func, *(x[0] for x in xs))
+        return tuple(o[None] for o in outs)
+
+    outs = jax.shard_map(
+        body,
+        mesh=mesh,
+        in_specs=tuple(spec for _ in stacked),
+        out_specs=tuple(spec for _ in range(nres)),
+        check_vma=False,
+    )(*stacked)
+    return [tuple(outs[j][p] for j in range(nres)) for p in range(n)]
