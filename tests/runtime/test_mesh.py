@@ -314,3 +314,43 @@ def test_16_devices_4_stages_of_2x2_meshes_train_like_one_device():
                          capture_output=True, text=True, timeout=900, env=env)  # fmt: skip
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-5000:]
     assert run.stdout.count("OK ") == 3, run.stdout
+
+
+def _shared_weight_loss(p, batch):
+    """Four stages; ``w`` is read by stage 0 (after a column-split matmul: propagation splits
+    its rows) and stage 3 (after a replicated one: propagation replicates it). Under a V
+    schedule both stages are on rank 0."""
+    x, y = batch
+    z = hlopipe.stage_boundary(jax.numpy.tanh(x @ p["w1"]) @ p["w"])
+    z = hlopipe.stage_boundary(jax.numpy.tanh(z @ p["b"]))
+    z = hlopipe.stage_boundary(jax.numpy.tanh(z @ p["c"]))
+    return jax.numpy.mean((jax.numpy.tanh(z @ p["a"]) @ p["w"] - y) ** 2)
+
+
+def test_stages_of_one_rank_that_propagation_laid_out_differently_share_a_parameter():
+    """The instruction stream reshards a parameter for a stage whose layout of it differs
+    from the rank's stored one (it used to pass the stored array: a sharding mismatch)."""
+    ks = jax.random.split(jax.random.key(3), 6)
+    shapes = {"w1": (8, 16), "w": (16, 8), "b": (8, 8), "c": (8, 8), "a": (8, 16)}
+    params = {k: jax.random.normal(kk, s) * 0.3 for (k, s), kk in zip(shapes.items(), ks)}
+    batches = [(jax.random.normal(k, (8, 8)), jax.numpy.ones((8, 8))) for k in ks[5:]] * 2
+    staged = hlopipe.split(_shared_weight_loss, params, jax.tree.map(lambda a: a[:4], batches[0]))
+    specs = {"w1": P(None, "model"), "w": None, "b": P(), "c": P(), "a": P()}
+    pipe = Pipeline(staged, params, batches[0], schedule="zb-v", num_microbatches=2,
+                    devices=jax.devices()[:8], param_specs=specs, optimizer=optax.sgd(0.1),
+                    **MESH)  # fmt: skip
+    assert pipe._fast_step("train") is not None  # the instruction stream runs the step
+    w = pipe.param_names.index("['w']")
+    s0, s3 = pipe.execs[0], pipe.execs[3]
+    assert s0.rank == s3.rank == 0
+    layouts = [ex.param_shardings[ex.stage.params_needed.index(w)].spec for ex in (s0, s3)]
+    assert layouts[0] != layouts[1], layouts  # the case this test is about
+    state = pipe.init(params)
+    p, s = params, optax.sgd(0.1).init(params)
+    for b in batches:
+        state, m = pipe.step(state, b)
+        loss, g = jax.value_and_grad(_shared_weight_loss)(p, b)
+        u, s = optax.sgd(0.1).update(g, s, p)
+        p = optax.apply_updates(p, u)
+        np.testing.assert_allclose(m.loss, float(loss), rtol=1e-5)
+    _assert_params(state, p)
