@@ -182,27 +182,35 @@ class StageExecutables:
         fb = self.autodiff
         P, O, R = fb.num_params, fb.num_outputs, fb.num_residuals
         GI = len(fb.diff_inputs)
-        _, mc, m_in, m_out = compile_merged(
+        m_in, m_out = self._merge(
+            "merged",
             fb.forward_jaxpr,
             fb.backward_jaxpr,
-            num_params=P,
-            num_outputs=O,
+            O,
             param_shardings=self.requested_shardings,
             input_shardings=self.input_shardings,
             output_shardings=self.output_shardings,
             ct_shardings=self.out_ct_shardings,
             result_shardings=[*self.input_ct_shardings, *self._grad_pins()],
         )
-        self._store("merged", mc)
         return {
             "params": m_in[:P],
             "residuals": m_out[O : O + R],
             "grads": m_out[O + R + GI :],
         }
 
-    def _store(self, kind: str, compiled: Any) -> None:
+    def _merge(
+        self, kind: str, forward: Any, backward: Any, num_outputs: int, **pins: Any
+    ) -> tuple[list[Any], list[Any]]:
+        """``compile_merged`` of ``forward`` + ``backward``: the compiled program is cached
+        as ``kind``; returns its flat input and output shardings."""
+        _, mc, m_in, m_out = compile_merged(
+            forward, backward, num_params=self.autodiff.num_params, num_outputs=num_outputs,
+            **pins,
+        )  # fmt: skip
         with _CACHE_LOCK:
-            _CACHE.setdefault(self.stage, {})[self._key(kind)] = compiled
+            _CACHE.setdefault(self.stage, {})[self._key(kind)] = mc
+        return m_in, m_out
 
     def _compile_merged(self) -> Any:
         self.layout()
@@ -210,20 +218,18 @@ class StageExecutables:
 
     def _compile_merged_IW_layout(self) -> dict[str, list[Any]]:
         fb = self.autodiff
-        P, GI = fb.num_params, len(fb.diff_inputs)
-        WR = len(fb.w_residual_avals)
-        _, mc, _, m_out = compile_merged(
+        GI, WR = len(fb.diff_inputs), len(fb.w_residual_avals)
+        _, m_out = self._merge(
+            "merged_IW",
             fb.input_jaxpr,
             fb.weight_jaxpr,
-            num_params=P,
-            num_outputs=GI,
+            GI,
             param_shardings=self.param_shardings,
             input_shardings=[*self.residual_shardings(), *self.out_ct_shardings],
             output_shardings=self.input_ct_shardings,
             ct_shardings=[],
             result_shardings=self.acc_shardings,
         )
-        self._store("merged_IW", mc)
         return {"w_residuals": m_out[GI : GI + WR]}
 
     def _compile_merged_IW(self) -> Any:
