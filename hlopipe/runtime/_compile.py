@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import re
 import threading
+import warnings
 import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -181,24 +182,35 @@ class StageExecutables:
         fb = self.autodiff
         P, O, R = fb.num_params, fb.num_outputs, fb.num_residuals
         GI = len(fb.diff_inputs)
-        _, mc, m_in, m_out = compile_merged(
+        m_in, m_out = self._merge(
+            "merged",
             fb.forward_jaxpr,
             fb.backward_jaxpr,
-            num_params=P,
-            num_outputs=O,
+            O,
             param_shardings=self.requested_shardings,
             input_shardings=self.input_shardings,
             output_shardings=self.output_shardings,
             ct_shardings=self.out_ct_shardings,
             result_shardings=[*self.input_ct_shardings, *self._grad_pins()],
         )
-        with _CACHE_LOCK:
-            _CACHE.setdefault(self.stage, {})[self._key("merged")] = mc
         return {
             "params": m_in[:P],
             "residuals": m_out[O : O + R],
             "grads": m_out[O + R + GI :],
         }
+
+    def _merge(
+        self, kind: str, forward: Any, backward: Any, num_outputs: int, **pins: Any
+    ) -> tuple[list[Any], list[Any]]:
+        """``compile_merged`` of ``forward`` + ``backward``: the compiled program is cached
+        as ``kind``; returns its flat input and output shardings."""
+        _, mc, m_in, m_out = compile_merged(
+            forward, backward, num_params=self.autodiff.num_params, num_outputs=num_outputs,
+            **pins,
+        )  # fmt: skip
+        with _CACHE_LOCK:
+            _CACHE.setdefault(self.stage, {})[self._key(kind)] = mc
+        return m_in, m_out
 
     def _compile_merged(self) -> Any:
         self.layout()
@@ -206,21 +218,18 @@ class StageExecutables:
 
     def _compile_merged_IW_layout(self) -> dict[str, list[Any]]:
         fb = self.autodiff
-        P, GI = fb.num_params, len(fb.diff_inputs)
-        WR = len(fb.w_residual_avals)
-        _, mc, _, m_out = compile_merged(
+        GI, WR = len(fb.diff_inputs), len(fb.w_residual_avals)
+        _, m_out = self._merge(
+            "merged_IW",
             fb.input_jaxpr,
             fb.weight_jaxpr,
-            num_params=P,
-            num_outputs=GI,
+            GI,
             param_shardings=self.param_shardings,
             input_shardings=[*self.residual_shardings(), *self.out_ct_shardings],
             output_shardings=self.input_ct_shardings,
             ct_shardings=[],
             result_shardings=self.acc_shardings,
         )
-        with _CACHE_LOCK:
-            _CACHE.setdefault(self.stage, {})[self._key("merged_IW")] = mc
         return {"w_residuals": m_out[GI : GI + WR]}
 
     def _compile_merged_IW(self) -> Any:
@@ -228,141 +237,81 @@ class StageExecutables:
         return _CACHE[self.stage][self._key("merged_IW")]
 
     # -- compilers -----------------------------------------------------------------------------
+    # Residuals die in the executable that consumes them (B, I; W its own): they are donated
+    # with the gradient accumulators, so XLA may write results into their buffers.
 
     def _compile_infer(self) -> Any:
-        fn = jaxpr_as_fun(self.stage.jaxpr)
         params = self.param_shardings if self.train else self.requested_shardings
-        return (
-            jax.jit(
-                lambda *a: tuple(fn(*a)),
-                in_shardings=(*params, *self.input_shardings),
-                out_shardings=tuple(self.output_shardings),
-                keep_unused=True,
-            )
-            .lower(*_sds(self.stage.jaxpr.in_avals))
-            .compile()
+        return _compile(
+            _plain(self.stage.jaxpr),
+            _sds(self.stage.jaxpr.in_avals),
+            (*params, *self.input_shardings),
+            self.output_shardings,
         )
 
     def _compile_F(self) -> Any:
         fb = self.autodiff
-        fn = jaxpr_as_fun(fb.forward_jaxpr)
-        return (
-            jax.jit(
-                lambda *a: tuple(fn(*a)),
-                in_shardings=(*self.param_shardings, *self.input_shardings),
-                out_shardings=(*self.output_shardings, *self.residual_shardings()),
-                keep_unused=True,
-            )
-            .lower(*_sds(fb.forward_jaxpr.in_avals))
-            .compile()
+        return _compile(
+            _plain(fb.forward_jaxpr),
+            _sds(fb.forward_jaxpr.in_avals),
+            (*self.param_shardings, *self.input_shardings),
+            (*self.output_shardings, *self.residual_shardings()),
         )
 
     def _compile_B(self) -> Any:
         fb = self.autodiff
-        bwd = jaxpr_as_fun(fb.backward_jaxpr)
         P, R, C = fb.num_params, fb.num_residuals, len(fb.diff_outputs)
-        G = len(fb.diff_params)
-        GI = len(fb.diff_inputs)
-
-        def step(*a: Any) -> tuple[Any, ...]:
-            out = bwd(*a[: P + R + C])
-            acc = a[P + R + C :]
-            return (*out[:GI], *(x + g for x, g in zip(acc, out[GI:])))
-
-        avals = [*_sds(fb.backward_jaxpr.in_avals), *self.acc_avals]
-        return (
-            jax.jit(
-                step,
-                in_shardings=(
-                    *self.param_shardings,
-                    *self.residual_shardings(),
-                    *self.out_ct_shardings,
-                    *self.acc_shardings,
-                ),
-                out_shardings=(*self.input_ct_shardings, *self.acc_shardings),
-                donate_argnums=tuple(range(P + R + C, P + R + C + G)),
-                keep_unused=True,
-            )
-            .lower(*avals)
-            .compile()
+        n = P + R + C
+        return _compile(
+            _accumulating(fb.backward_jaxpr, n, len(fb.diff_inputs)),
+            [*_sds(fb.backward_jaxpr.in_avals), *self.acc_avals],
+            (
+                *self.param_shardings,
+                *self.residual_shardings(),
+                *self.out_ct_shardings,
+                *self.acc_shardings,
+            ),
+            (*self.input_ct_shardings, *self.acc_shardings),
+            donate=(*range(P, P + R), *range(n, n + len(self.acc_avals))),
         )
 
     def _compile_I(self) -> Any:
         fb = self.autodiff
-        fn = jaxpr_as_fun(fb.input_jaxpr)
-        return (
-            jax.jit(
-                lambda *a: tuple(fn(*a)),
-                in_shardings=(
-                    *self.param_shardings,
-                    *self.residual_shardings(),
-                    *self.out_ct_shardings,
-                ),
-                out_shardings=(*self.input_ct_shardings, *self.w_residual_shardings()),
-                keep_unused=True,
-            )
-            .lower(*_sds(fb.input_jaxpr.in_avals))
-            .compile()
+        P, R = fb.num_params, fb.num_residuals
+        return _compile(
+            _plain(fb.input_jaxpr),
+            _sds(fb.input_jaxpr.in_avals),
+            (*self.param_shardings, *self.residual_shardings(), *self.out_ct_shardings),
+            (*self.input_ct_shardings, *self.w_residual_shardings()),
+            donate=range(P, P + R),
         )
 
     def _compile_W(self) -> Any:
         fb = self.autodiff
-        fn = jaxpr_as_fun(fb.weight_jaxpr)
-        P, WR, G = fb.num_params, len(fb.w_residual_avals), len(fb.diff_params)
-
-        def step(*a: Any) -> tuple[Any, ...]:
-            gp = fn(*a[: P + WR])
-            return tuple(x + g for x, g in zip(a[P + WR :], gp))
-
-        avals = [*_sds(fb.weight_jaxpr.in_avals), *self.acc_avals]
-        return (
-            jax.jit(
-                step,
-                in_shardings=(
-                    *self.param_shardings,
-                    *self.w_residual_shardings(),
-                    *self.acc_shardings,
-                ),
-                out_shardings=tuple(self.acc_shardings),
-                donate_argnums=tuple(range(P + WR, P + WR + G)),
-                keep_unused=True,
-            )
-            .lower(*avals)
-            .compile()
+        P, WR = fb.num_params, len(fb.w_residual_avals)
+        n = P + WR
+        return _compile(
+            _accumulating(fb.weight_jaxpr, n, 0),
+            [*_sds(fb.weight_jaxpr.in_avals), *self.acc_avals],
+            (*self.param_shardings, *self.w_residual_shardings(), *self.acc_shardings),
+            self.acc_shardings,
+            donate=(*range(P, n), *range(n, n + len(self.acc_avals))),
         )
 
     def _compile_FB(self) -> Any:
         fb = self.autodiff
-        merged = jaxpr_as_fun(fb.merged_jaxpr)
-        n_in = len(fb.merged_jaxpr.in_avals)
-        O, GI, G = fb.num_outputs, len(fb.diff_inputs), len(fb.diff_params)
-
-        def step(*a: Any) -> tuple[Any, ...]:
-            out = merged(*a[:n_in])
-            acc = a[n_in:]
-            grads = out[O + GI :]
-            return (*out[: O + GI], *(x + g for x, g in zip(acc, grads)))
-
-        avals = [*_sds(fb.merged_jaxpr.in_avals), *self.acc_avals]
-        return (
-            jax.jit(
-                step,
-                in_shardings=(
-                    *self.param_shardings,
-                    *self.input_shardings,
-                    *self.out_ct_shardings,
-                    *self.acc_shardings,
-                ),
-                out_shardings=(
-                    *self.output_shardings,
-                    *self.input_ct_shardings,
-                    *self.acc_shardings,
-                ),
-                donate_argnums=tuple(range(n_in, n_in + G)),
-                keep_unused=True,
-            )
-            .lower(*avals)
-            .compile()
+        n = len(fb.merged_jaxpr.in_avals)
+        return _compile(
+            _accumulating(fb.merged_jaxpr, n, fb.num_outputs + len(fb.diff_inputs)),
+            [*_sds(fb.merged_jaxpr.in_avals), *self.acc_avals],
+            (
+                *self.param_shardings,
+                *self.input_shardings,
+                *self.out_ct_shardings,
+                *self.acc_shardings,
+            ),
+            (*self.output_shardings, *self.input_ct_shardings, *self.acc_shardings),
+            donate=range(n, n + len(self.acc_avals)),
         )
 
     def zeros(self) -> list[Any]:
@@ -372,6 +321,43 @@ class StageExecutables:
             jax.device_put(np.zeros(a.shape, a.dtype), sh)
             for a, sh in zip(self.acc_avals, self.acc_shardings)
         ]
+
+
+def _plain(jaxpr: Any) -> Any:
+    fn = jaxpr_as_fun(jaxpr)
+    return lambda *a: tuple(fn(*a))
+
+
+def _accumulating(jaxpr: Any, n: int, keep: int) -> Any:
+    """``jaxpr`` on the first ``n`` arguments; its results after the first ``keep`` are
+    added to the remaining arguments (the gradient accumulators) and returned in their place."""
+    fn = jaxpr_as_fun(jaxpr)
+
+    def step(*a: Any) -> tuple[Any, ...]:
+        out = fn(*a[:n])
+        return (*out[:keep], *(x + g for x, g in zip(a[n:], out[keep:])))
+
+    return step
+
+
+def _compile(
+    fn: Any, avals: Sequence[Any], ins: Sequence[Any], outs: Sequence[Any], donate: Any = ()
+) -> Any:
+    with warnings.catch_warnings():
+        # a donated residual no result can reuse is freed when the executable ends, as it
+        # would be without donation: nothing to warn about
+        warnings.filterwarnings("ignore", message="Some donated buffers were not usable")
+        return (
+            jax.jit(
+                fn,
+                in_shardings=tuple(ins),
+                out_shardings=tuple(outs),
+                donate_argnums=tuple(donate),
+                keep_unused=True,
+            )
+            .lower(*avals)
+            .compile()
+        )
 
 
 def _flat(x: Any) -> list[Any]:

@@ -118,16 +118,34 @@ class InstructionStream:
             loss_slot = self._slot()
             self.const[loss_slot] = self._loss_ct
 
-        def args_of(s: int, i: int) -> list[int]:
+        # A parameter's value on a rank has the sharding its first stage there uses
+        # (PipelinePlan.param_sharding); a stage of that rank for which propagation chose
+        # another layout reads a copy, resharded once per step before its first use.
+        home: dict[tuple[int, int], Any] = {}
+        for ex in execs:
+            for p, sh in zip(ex.stage.params_needed, ex.param_shardings):
+                if p < self.num_params:
+                    home.setdefault((ex.rank, p), sh)
+        resharded: dict[tuple[int, int], int] = {}
+
+        def args_of(s: int, i: int, where: tuple[int, int, Action]) -> list[int]:
             ex = execs[s]
             r = ex.rank
             out = []
-            for p in ex.stage.params_needed:
+            for p, want, aval in zip(ex.stage.params_needed, ex.param_shardings,
+                                     ex.stage.param_avals):  # fmt: skip
                 if p < self.num_params:
                     key = (r, p)
                     if key not in self.param_slots:
                         self.param_slots[key] = self._slot()
-                    out.append(self.param_slots[key])
+                    slot = self.param_slots[key]
+                    if not want.is_equivalent_to(home[key], len(aval.shape)):
+                        if (s, p) not in resharded:
+                            resharded[(s, p)] = self._slot()
+                            put = functools.partial(_put, shardings=(want,))
+                            emit(put, [slot], [resharded[(s, p)]], where)
+                        slot = resharded[(s, p)]
+                    out.append(slot)
                 else:
                     bkey = (p - self.num_params, r, i)
                     if bkey not in self.batch_slots:
@@ -279,7 +297,7 @@ class InstructionStream:
                     elif k is Kind.F and not train:
                         ins = take_inputs(s, i)
                         outs = [self._slot() for _ in range(O)]
-                        emit((s, "infer"), [*args_of(s, i), *ins], outs, where)
+                        emit((s, "infer"), [*args_of(s, i, where), *ins], outs, where)
                         emit_outputs(r, s, i, outs, where)
                     elif fused_f:
                         ins = take_inputs(s, i)
@@ -287,7 +305,7 @@ class InstructionStream:
                         GI = len(ex.autodiff.diff_inputs)
                         acc = self.acc_slots[s]
                         outs = [self._slot() for _ in range(O + GI)]
-                        emit((s, "FB"), [*args_of(s, i), *ins, *cts, *acc], [*outs, *acc],
+                        emit((s, "FB"), [*args_of(s, i, where), *ins, *cts, *acc], [*outs, *acc],
                              where)  # fmt: skip
                         peak[r] = max(peak[r], live[r] + 1)
                         emit_outputs(r, s, i, outs[:O], where)
@@ -297,7 +315,7 @@ class InstructionStream:
                         R = ex.autodiff.num_residuals
                         outs = [self._slot() for _ in range(O)]
                         res[(s, i)] = [self._slot() for _ in range(R)]
-                        emit((s, "F"), [*args_of(s, i), *ins], [*outs, *res[(s, i)]], where)
+                        emit((s, "F"), [*args_of(s, i, where), *ins], [*outs, *res[(s, i)]], where)
                         self.activation_slots.setdefault(r, {})[(s, i)] = list(res[(s, i)])
                         live[r] += 1
                         peak[r] = max(peak[r], live[r])
@@ -309,7 +327,7 @@ class InstructionStream:
                         GI = len(ex.autodiff.diff_inputs)
                         acc = self.acc_slots[s]
                         outs = [self._slot() for _ in range(GI)]
-                        emit((s, "B"), [*args_of(s, i), *res.pop((s, i)), *cts, *acc],
+                        emit((s, "B"), [*args_of(s, i, where), *res.pop((s, i)), *cts, *acc],
                              [*outs, *acc], where)  # fmt: skip
                         live[r] -= 1
                         emit_input_cts(r, s, i, outs, where)
@@ -319,14 +337,14 @@ class InstructionStream:
                         outs = [self._slot() for _ in range(GI)]
                         wres[(s, i)] = [self._slot() for _ in ex.autodiff.w_residual_avals]
                         self.activation_slots[r][(s, i)] += wres[(s, i)]
-                        emit((s, "I"), [*args_of(s, i), *res.pop((s, i)), *cts],
+                        emit((s, "I"), [*args_of(s, i, where), *res.pop((s, i)), *cts],
                              [*outs, *wres[(s, i)]], where)  # fmt: skip
                         emit_input_cts(r, s, i, outs, where)
                     elif k is Kind.W and (s, i) in fuse_iw:
                         pass  # ran as a B at the I
                     elif k is Kind.W:
                         acc = self.acc_slots[s]
-                        emit((s, "W"), [*args_of(s, i), *wres.pop((s, i)), *acc], acc, where)
+                        emit((s, "W"), [*args_of(s, i, where), *wres.pop((s, i)), *acc], acc, where)
                         live[r] -= 1
                     elif k is Kind.SEND_F:
                         deliver(r, pending.pop(("F", s, i), []), where)
