@@ -11,12 +11,10 @@ op's attributes (``backend_config``, ``api_version``, ...).
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Iterator, Mapping
-from contextvars import ContextVar
-from types import MappingProxyType
+from collections.abc import Callable, Mapping
 from typing import Any
 
-from hlopipe.rehydrate.registry import register_by_name
+from hlopipe.rehydrate.registry import ScopedTable, register_by_name
 
 CustomCallImpl = Callable[..., Any]
 
@@ -24,29 +22,20 @@ CUSTOM_CALLS: dict[str, CustomCallImpl] = {}
 
 # targets of a tool's own (the conformance runner's ``@check.*``), only inside
 # :func:`scoped_custom_calls`; CUSTOM_CALLS itself never changes for them
-_SCOPED: ContextVar[Mapping[str, CustomCallImpl]] = ContextVar(
-    "hlopipe_scoped_calls", default=MappingProxyType({})
-)
+_LAYERS: ScopedTable[CustomCallImpl] = ScopedTable(CUSTOM_CALLS, "custom calls")
 
 
-@contextlib.contextmanager
-def scoped_custom_calls(impls: Mapping[str, CustomCallImpl]) -> Iterator[None]:
+def scoped_custom_calls(
+    impls: Mapping[str, CustomCallImpl],
+) -> contextlib.AbstractContextManager[None]:
     """Make ``impls`` (target -> implementation) visible beside :data:`CUSTOM_CALLS` to
     interpreters running in this context, for the duration; a registered target is refused."""
-    clash = sorted(set(impls) & set(CUSTOM_CALLS))
-    if clash:
-        raise ValueError(f"scoped custom calls {clash} would shadow registered ones")
-    token = _SCOPED.set(MappingProxyType({**_SCOPED.get(), **impls}))
-    try:
-        yield
-    finally:
-        _SCOPED.reset(token)
+    return _LAYERS.scope(impls)
 
 
 def find_custom_call(target: str) -> CustomCallImpl | None:
     """The implementation of ``target``: the registered one, else a scoped one."""
-    fn = CUSTOM_CALLS.get(target)
-    return fn if fn is not None else _SCOPED.get().get(target)
+    return _LAYERS.find(target)
 
 
 def register_custom_call(target: str, fn: CustomCallImpl, *, replace: bool = False) -> None:

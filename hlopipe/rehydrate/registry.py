@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 if TYPE_CHECKING:
     from hlopipe.rehydrate._interpreter import Interpreter
@@ -103,34 +103,50 @@ def family_of(name: str) -> str:
     return near.most_common(1)[0][0]
 
 
-# Rules of a tool's own dialect (the conformance runner's ``check.*`` ops), visible beside
-# RULES only inside :func:`scoped_rules`; RULES itself never changes for them.
-_SCOPED: ContextVar[Mapping[str, Rule]] = ContextVar(
-    "hlopipe_scoped_rules", default=MappingProxyType({})
-)
+class ScopedTable(Generic[F]):
+    """A global name -> function table with a second, scoped layer: a tool's own dialect
+    (the conformance runner's ``check.*`` ops and targets) is visible beside ``table`` only
+    inside :meth:`scope`, in the context (thread or task) that entered it; ``table`` itself
+    never changes for it."""
+
+    def __init__(self, table: dict[str, F], what: str):
+        self.table = table
+        self.what = what
+        self._scoped: ContextVar[Mapping[str, F]] = ContextVar(
+            f"hlopipe_scoped_{what}", default=MappingProxyType({})
+        )
+
+    @contextlib.contextmanager
+    def scope(self, entries: Mapping[str, F]) -> Iterator[None]:
+        """Make ``entries`` visible for the duration of the ``with``. A name the global table
+        has is refused: a scoped entry adds a dialect, never replaces one."""
+        clash = sorted(set(entries) & set(self.table))
+        if clash:
+            raise ValueError(f"scoped {self.what} {clash} would shadow the registered ones")
+        token = self._scoped.set(MappingProxyType({**self._scoped.get(), **entries}))
+        try:
+            yield
+        finally:
+            self._scoped.reset(token)
+
+    def find(self, name: str) -> F | None:
+        """The function for ``name``: the global table's, else a scoped one."""
+        fn = self.table.get(name)
+        return fn if fn is not None else self._scoped.get().get(name)
 
 
-@contextlib.contextmanager
-def scoped_rules(rules: Mapping[str, Rule]) -> Iterator[None]:
-    """Make ``rules`` (op name -> rule) visible to every interpreter that runs in this context
-    (thread or task), beside the global table, for the duration of the ``with``.
+_RULE_LAYERS: ScopedTable[Rule] = ScopedTable(RULES, "rules")
 
-    A name the global table has is refused: a scoped rule adds a dialect, never replaces one.
-    """
-    clash = sorted(set(rules) & set(RULES))
-    if clash:
-        raise ValueError(f"scoped rules for {clash} would shadow the global rules")
-    token = _SCOPED.set(MappingProxyType({**_SCOPED.get(), **rules}))
-    try:
-        yield
-    finally:
-        _SCOPED.reset(token)
+
+def scoped_rules(rules: Mapping[str, Rule]) -> contextlib.AbstractContextManager[None]:
+    """Make ``rules`` (op name -> rule) visible to every interpreter that runs in this context,
+    beside the global table, for the duration of the ``with`` (see :class:`ScopedTable`)."""
+    return _RULE_LAYERS.scope(rules)
 
 
 def find_rule(name: str) -> Rule | None:
     """The rule for op ``name``: the global table's, else one of :func:`scoped_rules`."""
-    fn = RULES.get(name)
-    return fn if fn is not None else _SCOPED.get().get(name)
+    return _RULE_LAYERS.find(name)
 
 
 # Attributes every rule may go without: they tune how XLA computes (precision of a dot's
