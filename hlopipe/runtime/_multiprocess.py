@@ -34,7 +34,7 @@ from typing import Any
 
 import jax
 import numpy as np
-from jax.sharding import Mesh, NamedSharding, PartitionSpec
+from jax.sharding import Mesh, NamedSharding, PartitionSpec, SingleDeviceSharding
 
 from hlopipe.errors import DistributedError, RuntimeConfigError
 from hlopipe.runtime import distributed
@@ -91,9 +91,10 @@ class ProcessLayout:
 
 @dataclass(frozen=True)
 class Transfer:
-    """One cross-process delivery of a step: the mailbox key and who sends it where."""
+    """One cross-process delivery of a step: every value one stage sends to one rank of
+    another process at one send point (one microbatch, one stage pair), in one collective."""
 
-    key: tuple[Any, ...]  # (kind, stage, index, microbatch) as the executor's mailbox uses
+    keys: tuple[tuple[Any, ...], ...]  # (kind, stage, index, microbatch), the mailbox's keys
     src_stage: int
     src_rank: int
     dst_rank: int
@@ -114,10 +115,14 @@ def transfer_order(plan: StepPlan, layout: ProcessLayout) -> list[Transfer]:
     ct_taken: set[tuple[int, int]] = set()
 
     def deliver(items: list[tuple[tuple[Any, ...], int, int, int]]) -> None:
-        for key, src_stage, src_rank, dst_rank in items:
+        groups: dict[int, list[tuple[Any, ...]]] = {}
+        for key, _src_stage, src_rank, dst_rank in items:
             have[key] += 1
             if layout.rank_process[src_rank] != layout.rank_process[dst_rank]:
-                order.append(Transfer(key, src_stage, src_rank, dst_rank))
+                groups.setdefault(dst_rank, []).append(key)
+        for dst_rank, keys in groups.items():
+            _, src_stage, src_rank, _ = items[0]
+            order.append(Transfer(tuple(keys), src_stage, src_rank, dst_rank))
 
     def inputs_ready(s: int, i: int) -> bool:
         if (s, i) in fwd_taken:
@@ -187,161 +192,238 @@ def transfer_order(plan: StepPlan, layout: ProcessLayout) -> list[Transfer]:
             raise PipelineExecutionError(f"schedule {sched.name!r} cannot finish: {where}")
 
 
-# (src device ids, dst device ids, shape, dtype, split on data) -> (compiled, mesh, sharding)
-_XFER_CACHE: dict[Any, Any] = {}
-_XFER_LOCK = threading.Lock()
-_ZEROS: dict[Any, Any] = {}
-
-
 def split_on_data(sharding: Any) -> bool:
     spec = tuple(sharding.spec)
     return bool(spec) and spec[0] == DATA_AXIS
 
 
-def _whole_mesh_split(sharding: Any) -> bool:
-    """Whether ``sharding`` splits the leading axis over every device of its mesh (a 1-D
-    data mesh) and nothing else, so each device holds a distinct block in mesh order."""
-    spec = tuple(sharding.spec)
-    mesh = sharding.mesh
-    return (
-        len(spec) == 1
-        and spec[0] == DATA_AXIS
-        and mesh.devices.ndim == 1
-        and mesh.axis_names == (DATA_AXIS,)
-    )
+def _to_bytes(x: Any) -> Any:
+    if x.dtype == np.bool_:
+        return x.astype(np.uint8).reshape(-1)
+    return jax.lax.bitcast_convert_type(x, np.uint8).reshape(-1)
 
 
-def _compiled(src_mesh: Mesh, dst_mesh: Mesh, shape: tuple[int, ...], dtype: Any, split: bool):
-    key = (
-        tuple(int(d.id) for d in src_mesh.devices.flat),
-        tuple(int(d.id) for d in dst_mesh.devices.flat),
-        shape,
-        np.dtype(dtype).str,
-        split,
-    )
-    with _XFER_LOCK:
-        hit = _XFER_CACHE.get(key)
-        if hit is not None:
+def _from_bytes(b: Any, shape: tuple[int, ...], dtype: Any) -> Any:
+    dt = np.dtype(dtype)
+    if dt == np.bool_:
+        return (b != 0).reshape(shape)
+    if dt.itemsize > 1:
+        b = b.reshape(-1, dt.itemsize)
+    return jax.lax.bitcast_convert_type(b, dt).reshape(shape)
+
+
+def _packable(dtype: Any) -> bool:
+    return np.dtype(dtype).kind in "biuf" or np.dtype(dtype) == np.bool_
+
+
+class Links:
+    """The cross-process transfers of one pipeline: their compiled collectives and the
+    receivers' placeholder buffers, cached for as long as the pipeline (its ``Comm``) lives.
+
+    One call moves several values between the same two device lists with ONE collective: on
+    each device pair the values' blocks are packed into one byte buffer, sent by one
+    ``ppermute`` and unpacked on the receiver, all inside one executable.
+    """
+
+    def __init__(self) -> None:
+        self._programs: dict[Any, Any] = {}
+        self._zeros: dict[Any, Any] = {}
+        self._lock = threading.Lock()
+
+    def __len__(self) -> int:
+        return len(self._programs)
+
+    def _program(self, src_devs: list[Any], dst_devs: list[Any], blocks: list[Any]) -> Any:
+        """The compiled exchange of blocks ``(shape, dtype)`` from ``src_devs[j]`` to
+        ``dst_devs[j]``, and the global shape and sharding of each operand."""
+        key = (
+            tuple(int(d.id) for d in src_devs),
+            tuple(int(d.id) for d in dst_devs),
+            tuple((b, np.dtype(t).str) for b, t in blocks),
+        )
+        with self._lock:
+            hit = self._programs.get(key)
+            if hit is not None:
+                return hit
+            k = len(src_devs)
+            mesh = Mesh(np.array([*src_devs, *dst_devs]), (PP_AXIS,))
+            sharding = NamedSharding(mesh, PartitionSpec(PP_AXIS))
+            perm = [(j, k + j) for j in range(k)]
+            local = [(b or (1,), t) for b, t in blocks]
+
+            def body(*xs: Any) -> tuple[Any, ...]:
+                packed = [n for n, (_, t) in enumerate(local) if _packable(t)]
+                outs: list[Any] = list(xs)
+                if packed:
+                    parts = [_to_bytes(xs[n]) for n in packed]
+                    buf = parts[0] if len(parts) == 1 else jax.numpy.concatenate(parts)
+                    buf = jax.lax.ppermute(buf, PP_AXIS, perm)
+                    off = 0
+                    for n, part in zip(packed, parts):
+                        size = part.shape[0]
+                        outs[n] = _from_bytes(buf[off : off + size], *local[n])
+                        off += size
+                for n, (_, t) in enumerate(local):
+                    if not _packable(t):  # complex and other kinds: a collective of their own
+                        outs[n] = jax.lax.ppermute(xs[n], PP_AXIS, perm)
+                return tuple(outs)
+
+            specs = tuple(PartitionSpec(PP_AXIS) for _ in local)
+            fn = jax.jit(
+                jax.shard_map(body, mesh=mesh, in_specs=specs, out_specs=specs, check_vma=False)
+            )
+            gshapes = [(2 * k * b[0], *b[1:]) for b, _ in local]
+            args = [
+                jax.ShapeDtypeStruct(g, t, sharding=sharding) for g, (_, t) in zip(gshapes, local)
+            ]
+            hit = self._programs[key] = (fn.lower(*args).compile(), sharding, gshapes)
             return hit
-        devs = np.array([list(src_mesh.devices.flat), list(dst_mesh.devices.flat)])
-        mesh = Mesh(devs, (PP_AXIS, DATA_AXIS))
-        spec = PartitionSpec((PP_AXIS, DATA_AXIS)) if split else PartitionSpec(PP_AXIS)
-        sharding = NamedSharding(mesh, spec)
 
-        def body(x: Any) -> Any:
-            return jax.lax.ppermute(x, PP_AXIS, [(0, 1)])
+    def exchange(
+        self,
+        per_dev: list[list[Any]] | None,
+        src_devs: list[Any],
+        dst_devs: list[Any],
+        blocks: list[tuple[tuple[int, ...], Any]],
+    ) -> list[list[Any]] | None:
+        """Value ``v``'s block ``per_dev[v][j]`` on ``src_devs[j]`` to ``dst_devs[j]``, every
+        value in one collective. The sending process passes ``per_dev``, the receiving one
+        ``None`` (one process may be both); the receiver gets the blocks on its devices, the
+        sender alone ``None``. Blocks until done."""
+        compiled, sharding, gshapes = self._program(src_devs, dst_devs, blocks)
+        me = jax.process_index()
+        receiving = dst_devs[0].process_index == me
+        operands = []
+        for v, (b, t) in enumerate(blocks):
+            arrays = []
+            if per_dev is not None:
+                arrays += [x.reshape(1) if not b else x for x in per_dev[v]]
+            if receiving:
+                arrays += [self._zero(d, b or (1,), t) for d in dst_devs]
+            operands.append(jax.make_array_from_single_device_arrays(gshapes[v], sharding, arrays))
+        outs = compiled(*operands)
+        jax.block_until_ready(outs)
+        if not receiving:
+            return None
+        where = {d: j for j, d in enumerate(dst_devs)}
+        got = []
+        for (b, _), out in zip(blocks, outs):
+            mine = sorted(
+                ((where[s.device], s.data) for s in out.addressable_shards if s.device in where),
+                key=lambda js: js[0],
+            )
+            got.append([x.reshape(()) if not b else x for _, x in mine])
+        return got
 
-        fn = jax.jit(jax.shard_map(body, mesh=mesh, in_specs=spec, out_specs=spec, check_vma=False))
-        gshape = (2 * shape[0], *shape[1:])
-        compiled = fn.lower(jax.ShapeDtypeStruct(gshape, dtype, sharding=sharding)).compile()
-        hit = _XFER_CACHE[key] = (compiled, sharding, gshape)
-        return hit
+    def _zero(self, device: Any, block: tuple[int, ...], dtype: Any) -> Any:
+        key = (device.id, block, np.dtype(dtype).str)
+        z = self._zeros.get(key)
+        if z is None:
+            z = self._zeros[key] = jax.device_put(np.zeros(block, dtype), device)
+        return z
+
+    def transfer(
+        self,
+        values: list[Any] | None,
+        src_mesh: Mesh,
+        dst_mesh: Mesh,
+        avals: list[Any],
+        dst_shardings: list[Any],
+    ) -> list[Any] | None:
+        """``values`` (on ``src_mesh``; ``None`` in the receiving process) to
+        ``dst_shardings`` on ``dst_mesh``, in at most two collectives. Both processes call it
+        alike; returns the arrays on the receiver, ``None`` on the sender.
+
+        A value goes block by block when the two meshes have one shape and its receiver's
+        sharding divides it evenly: the sender lays it out as the receiver will hold it, each
+        device pair carries its block, and the receiver reassembles its sharding from its
+        blocks (any N-D mesh and spec). Otherwise it goes whole, first device to first device,
+        and is laid out to its sharding there."""
+        sending = values is not None
+        receiving = dst_mesh.devices.flat[0].process_index == jax.process_index()
+        same = src_mesh.devices.shape == dst_mesh.devices.shape
+        blocked: list[int] = []
+        whole: list[int] = []
+        for n, (aval, sh) in enumerate(zip(avals, dst_shardings)):
+            (blocked if same and _even(sh, aval.shape) else whole).append(n)
+        out: list[Any] = [None] * len(avals)
+        if blocked:
+            src_devs, dst_devs = list(src_mesh.devices.flat), list(dst_mesh.devices.flat)
+            blocks = [
+                (tuple(dst_shardings[n].shard_shape(avals[n].shape)), avals[n].dtype)
+                for n in blocked
+            ]
+            per_dev: list[list[Any]] | None = None
+            if sending:
+                assert values is not None
+                per_dev = []
+                for n in blocked:
+                    names = dst_shardings[n].mesh.axis_names
+                    laid = jax.device_put(
+                        values[n],
+                        NamedSharding(Mesh(src_mesh.devices, names), dst_shardings[n].spec),
+                    )
+                    by_dev = {s.device: s.data for s in laid.addressable_shards}
+                    per_dev.append([by_dev[d] for d in src_devs])
+            got = self.exchange(per_dev, src_devs, dst_devs, blocks)
+            if got is not None:
+                for n, shards in zip(blocked, got):
+                    sh = dst_shardings[n]
+                    out[n] = jax.make_array_from_single_device_arrays(
+                        tuple(avals[n].shape), sh, shards
+                    )
+        if whole:
+            src0, dst0 = src_mesh.devices.flat[0], dst_mesh.devices.flat[0]
+            blocks = [(tuple(avals[n].shape), avals[n].dtype) for n in whole]
+            per_dev2: list[list[Any]] | None = None
+            if sending:
+                assert values is not None
+                per_dev2 = [[jax.device_put(values[n], SingleDeviceSharding(src0))] for n in whole]
+            got = self.exchange(per_dev2, [src0], [dst0], blocks)
+            if got is not None:
+                for n, (x,) in zip(whole, got):
+                    out[n] = jax.device_put(x, dst_shardings[n])
+        return out if receiving else None
 
 
-def cross_process_transfer(
-    value: Any, placement: Placement, src_rank: int, dst_rank: int, aval: Any, dst_sharding: Any
-) -> Any:
-    """Move ``value`` (on ``src_rank``, this process's, or ``None`` when this process
-    receives) to ``dst_sharding`` on ``dst_rank``. Both processes call it; blocks until done.
-    Returns the array on the receiver, ``None`` on the sender.
-
-    Two ways, decided alike in both processes from the meshes and ``dst_sharding`` alone: a
-    value split on the microbatch over two 1-D data meshes of one size goes block by block,
-    device i to device i; anything else (N-D meshes, meshes of different sizes, parameters
-    split on a model axis) goes whole from the sender's first device to the receiver's first
-    device, and is laid out there to ``dst_sharding`` (a local reshard)."""
-    src_full, dst_full = placement.meshes[src_rank], placement.meshes[dst_rank]
-    same = src_full.devices.shape == dst_full.devices.shape and src_full.devices.ndim == 1
-    split = same and _whole_mesh_split(dst_sharding)
-    direct = same and (split or tuple(dst_sharding.spec) == ())
-    if direct:
-        src_mesh, dst_mesh = src_full, dst_full
-    else:
-        # whole arrays between the first devices of the two meshes
-        src_mesh = Mesh(np.array([src_full.devices.flat[0]]), (DATA_AXIS,))
-        dst_mesh = Mesh(np.array([dst_full.devices.flat[0]]), (DATA_AXIS,))
-    return _transfer(value, src_full, src_mesh, dst_mesh, aval, dst_sharding, split, direct)
+def _even(sharding: Any, shape: Any) -> bool:
+    """Whether ``sharding`` splits ``shape`` into equal blocks (a NamedSharding whose mesh has
+    one device per position)."""
+    if not isinstance(sharding, NamedSharding):
+        return False
+    try:
+        sharding.shard_shape(tuple(shape))
+    except ValueError:
+        return False
+    return True
 
 
-def transfer_between_meshes(
-    value: Any, src_mesh: Mesh, dst_mesh: Mesh, aval: Any, dst_sharding: Any
-) -> Any:
-    """:func:`cross_process_transfer` between two 1-D meshes of as many devices, each within
-    one process, block by block (or whole, when ``dst_sharding`` is replicated)."""
-    split = _whole_mesh_split(dst_sharding)
-    return _transfer(value, src_mesh, src_mesh, dst_mesh, aval, dst_sharding, split, True)
-
-
-def _transfer(
-    value: Any,
-    src_full: Mesh,
-    src_mesh: Mesh,
-    dst_mesh: Mesh,
-    aval: Any,
-    dst_sharding: Any,
-    split: bool,
-    direct: bool,
-) -> Any:
-    shape = tuple(aval.shape)
-    dtype = aval.dtype
-    scalar = len(shape) == 0
-    shape1 = (1,) if scalar else shape
-    compiled, sharding, gshape = _compiled(src_mesh, dst_mesh, shape1, dtype, split)
-    k = src_mesh.devices.size
-    block = (shape1[0] // k, *shape1[1:]) if split else shape1
-    if value is not None:
-        if scalar:
-            host = np.asarray(value).reshape(1)
-            arrays = [jax.device_put(host, d) for d in src_mesh.devices.flat]
-        else:
-            if not direct:
-                first = src_mesh.devices.flat[0]
-                value = jax.device_put(value, jax.sharding.SingleDeviceSharding(first))
-            else:  # the sender's blocks laid out as the receiver's will be
-                value = jax.device_put(value, NamedSharding(src_full, dst_sharding.spec))
-            by_dev = {s.device: s.data for s in value.addressable_shards}
-            arrays = [by_dev[d] for d in src_mesh.devices.flat]
-    else:
-        arrays = []
-        for d in dst_mesh.devices.flat:
-            zk = (d.id, block, np.dtype(dtype).str)
-            if zk not in _ZEROS:
-                _ZEROS[zk] = jax.device_put(np.zeros(block, dtype), d)
-            arrays.append(_ZEROS[zk])
-    g = jax.make_array_from_single_device_arrays(gshape, sharding, arrays)
-    out = compiled(g)
-    jax.block_until_ready(out)
-    if value is not None:
-        return None
-    dst_devs = set(dst_mesh.devices.flat)
-    shards = [s.data for s in out.addressable_shards if s.device in dst_devs]
-    if scalar:
-        return jax.device_put(np.asarray(shards[0]).reshape(()), dst_sharding)
-    if not direct:
-        return jax.device_put(shards[0], dst_sharding)
-    return jax.make_array_from_single_device_arrays(shape, dst_sharding, shards)
-
-
-def move(
-    value: Any,
+def move_group(
+    links: Links,
+    values: list[Any] | None,
     placement: Placement,
     layout: ProcessLayout,
     src_rank: int,
     dst_rank: int,
-    aval: Any,
-    dst_sharding: Any,
-) -> Any:
-    """``value`` from ``src_rank`` to ``dst_rank``, whichever processes hold them: a
-    ``device_put`` inside a process, a collective between two, nothing for a bystander
-    (returns ``None``). Every process must call it in the same order."""
+    avals: list[Any],
+    dst_shardings: list[Any],
+) -> list[Any] | None:
+    """``values`` from ``src_rank`` to ``dst_rank``, whichever processes hold them: a
+    ``device_put`` inside a process, one collective between two (see :meth:`Links.transfer`),
+    nothing for a bystander (returns ``None``). Every process must call it in the same order;
+    the sending process passes the values, the others ``None``."""
     src_local, dst_local = layout.local(src_rank), layout.local(dst_rank)
     if src_local and dst_local:
-        return value if src_rank == dst_rank else jax.device_put(value, dst_sharding)
+        assert values is not None
+        if src_rank == dst_rank:
+            return values
+        return [jax.device_put(v, sh) for v, sh in zip(values, dst_shardings)]
     if not src_local and not dst_local:
         return None
+    src_mesh, dst_mesh = placement.meshes[src_rank], placement.meshes[dst_rank]
     try:
-        return cross_process_transfer(
-            value if src_local else None, placement, src_rank, dst_rank, aval, dst_sharding
+        return links.transfer(
+            values if src_local else None, src_mesh, dst_mesh, avals, dst_shardings
         )
     except Exception as e:
         distributed.raise_lost_peer(e)
@@ -400,9 +482,11 @@ class MultiProcessStepRun(StepRun):
         sync: bool,
         layout: ProcessLayout,
         order: list[Transfer],
+        links: Links,
     ) -> None:
         super().__init__(plan, stage_args, acc, loss_ct, timeout=timeout, sync=sync)
         self.layout = layout
+        self.links = links
         self.order = [t for t in order if layout.local(t.src_rank) or layout.local(t.dst_rank)]
         self._outbox = _Outbox()
         self.transfer_seconds = 0.0
@@ -480,31 +564,38 @@ class MultiProcessStepRun(StepRun):
             if self.mailbox.failed:
                 raise _Aborted
             sending = self.layout.local(tr.src_rank)
-            kind, stage, index, _mb = tr.key
-            if kind == "F":
+            avals, shardings = [], []
+            for kind, stage, index, _mb in tr.keys:
                 ex = self.plan.execs[stage]
-                sharding = ex.input_shardings[index]
-                aval = ex.stage.receives[index].aval
-            else:
-                ex = self.plan.execs[stage]
-                sharding = ex.output_shardings[index]
-                aval = ex.stage.outputs[index]
-            value = None
+                if kind == "F":
+                    shardings.append(ex.input_shardings[index])
+                    avals.append(ex.stage.receives[index].aval)
+                else:
+                    shardings.append(ex.output_shardings[index])
+                    avals.append(ex.stage.outputs[index])
+            values = None
             if sending:
                 try:
-                    value = self._outbox.take((tr.key, tr.src_stage), self, self.timeout)
+                    values = [
+                        self._outbox.take((key, tr.src_stage), self, self.timeout)
+                        for key in tr.keys
+                    ]
                 except TimeoutError:
                     raise PipelineExecutionError(
-                        f"process {self.layout.me}: transfer {n} ({tr.key}) from rank "
+                        f"process {self.layout.me}: transfer {n} ({tr.keys}) from rank "
                         f"{tr.src_rank} waited {self.timeout:g} s for its value"
                     ) from None
             start = time.perf_counter()
             if self._trace:
                 print(f"hlopipe-trace: p{self.layout.me} xfer {n} {tr} start", file=sys.stderr)
-            out = move(value, pl, self.layout, tr.src_rank, tr.dst_rank, aval, sharding)
+            out = move_group(
+                self.links, values, pl, self.layout, tr.src_rank, tr.dst_rank, avals, shardings
+            )
             self.transfer_seconds += time.perf_counter() - start
             if self._trace:
                 print(f"hlopipe-trace: p{self.layout.me} xfer {n} done", file=sys.stderr)
             self.transfers += 1
             if not sending:
-                self.mailbox.put(tr.key, (tr.src_stage, out))
+                assert out is not None
+                for key, value in zip(tr.keys, out):
+                    self.mailbox.put(key, (tr.src_stage, value))
