@@ -213,7 +213,12 @@ def _from_bytes(b: Any, shape: tuple[int, ...], dtype: Any) -> Any:
 
 
 def _packable(dtype: Any) -> bool:
-    return np.dtype(dtype).kind in "biuf" or np.dtype(dtype) == np.bool_
+    """Whether values of ``dtype`` travel as bytes (bool, integers, floats of every width,
+    bfloat16 and the float8 types included; not complex)."""
+    dt = np.dtype(dtype)
+    return dt == np.bool_ or bool(
+        jax.numpy.issubdtype(dt, jax.numpy.integer) or jax.numpy.issubdtype(dt, jax.numpy.floating)
+    )
 
 
 class Links:
