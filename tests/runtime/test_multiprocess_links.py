@@ -24,7 +24,7 @@ def _avals(vals):
     return [jax.ShapeDtypeStruct(v.shape, v.dtype) for v in vals]
 
 
-def test_values_of_one_send_point_cross_in_one_collective_to_n_d_shardings():
+def test_values_of_one_send_point_cross_in_one_executable_to_n_d_shardings():
     a, b = _meshes()
     vals = [
         jnp.arange(24.0).reshape(4, 6),
@@ -47,10 +47,10 @@ def test_values_of_one_send_point_cross_in_one_collective_to_n_d_shardings():
         np.testing.assert_array_equal(got, want)
         for shard in got.addressable_shards:  # each device holds its own block
             np.testing.assert_array_equal(shard.data, np.asarray(want)[shard.index])
-    assert len(links) == 1  # one program for the whole group
+    assert len(links) == 1  # one program for the whole group, one ppermute per value
     ((compiled, _, _),) = links._programs.values()
     hlo = compiled.as_text()
-    assert hlo.count("collective-permute(") + hlo.count("collective-permute-start(") == 1
+    assert hlo.count("collective-permute(") + hlo.count("collective-permute-start(") == len(vals)
     # a second step reuses the program
     links.transfer(sent, a, b, _avals(vals), shardings)
     assert len(links) == 1

@@ -63,6 +63,16 @@ def test_data_parallel_stages_sgd_parameters_like_one_device():
     assert_same_training(losses, params, 4)
 
 
+def test_auto_schedule_is_chosen_from_a_profiled_step_and_trains_like_one_device():
+    pipe = Pipeline(_staged(), _params(), _batches(1)[0], schedule="auto", num_microbatches=M,
+                    devices=jax.devices()[:4], optimizer=OPT)  # fmt: skip
+    # the best of the schedules for 4 ranks x 1 stage (the 1F1B probe's placement)
+    assert pipe.schedule.name in ("gpipe", "1f1b", "zb-h1", "zb-h2")
+    assert pipe.schedule.num_ranks == 4 and pipe.staged.num_stages == 4
+    losses, params = _train(pipe, 4)
+    assert_same_training(losses, params, 4)
+
+
 def test_data_parallel_stages_adamw():
     """The demo's layout, 4 stages x 2 data-parallel devices, with adamw: the losses match.
 
