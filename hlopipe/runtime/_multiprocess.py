@@ -44,9 +44,10 @@ from hlopipe.runtime._executor import (
     StepResult,
     StepRun,
     _Aborted,
+    dry_run,
 )
 from hlopipe.runtime._placement import DATA_AXIS, Placement
-from hlopipe.schedules import Kind
+from hlopipe.schedules import Action, Kind
 
 PP_AXIS = "pp"
 # Set to print every cross-process transfer as it starts and ends, and all threads' stacks on a
@@ -105,91 +106,87 @@ def transfer_order(plan: StepPlan, layout: ProcessLayout) -> list[Transfer]:
 
     Raises PipelineExecutionError when the schedule cannot finish (a deadlock in it).
     """
-    sched = plan.schedule
-    execs = plan.execs
-    rank_of = plan.placement.rank_of
-    have: Counter[tuple[Any, ...]] = Counter()
-    pending: dict[tuple[str, int, int], list[tuple[tuple[Any, ...], int, int, int]]] = {}
-    order: list[Transfer] = []
-    fwd_taken: set[tuple[int, int]] = set()
-    ct_taken: set[tuple[int, int]] = set()
+    walk = _TransferWalk(plan, layout)
+    stuck = dry_run(plan.schedule.actions, walk.advance)
+    if stuck:
+        where = "; ".join(f"rank {r} at {a}" for r, (_t, a) in stuck.items())
+        raise PipelineExecutionError(f"schedule {plan.schedule.name!r} cannot finish: {where}")
+    return walk.order
 
-    def deliver(items: list[tuple[tuple[Any, ...], int, int, int]]) -> None:
+
+_Delivery = tuple[tuple[Any, ...], int, int, int]  # (mailbox key, src stage, src rank, dst rank)
+
+
+class _TransferWalk:
+    """The dry run behind :func:`transfer_order`: which values each action delivers, and when
+    a rank's next action has its data; deliveries between processes are recorded in order,
+    one :class:`Transfer` per (send point, receiving rank)."""
+
+    def __init__(self, plan: StepPlan, layout: ProcessLayout) -> None:
+        self.plan = plan
+        self.layout = layout
+        self.have: Counter[tuple[Any, ...]] = Counter()
+        self.pending: dict[tuple[str, int, int], list[_Delivery]] = {}
+        self.order: list[Transfer] = []
+        self.fwd_taken: set[tuple[int, int]] = set()
+        self.ct_taken: set[tuple[int, int]] = set()
+
+    def deliver(self, items: list[_Delivery]) -> None:
         groups: dict[int, list[tuple[Any, ...]]] = {}
         for key, _src_stage, src_rank, dst_rank in items:
-            have[key] += 1
-            if layout.rank_process[src_rank] != layout.rank_process[dst_rank]:
+            self.have[key] += 1
+            if self.layout.rank_process[src_rank] != self.layout.rank_process[dst_rank]:
                 groups.setdefault(dst_rank, []).append(key)
         for dst_rank, keys in groups.items():
             _, src_stage, src_rank, _ = items[0]
-            order.append(Transfer(tuple(keys), src_stage, src_rank, dst_rank))
+            self.order.append(Transfer(tuple(keys), src_stage, src_rank, dst_rank))
 
-    def inputs_ready(s: int, i: int) -> bool:
-        if (s, i) in fwd_taken:
-            return True
-        n = len(execs[s].stage.receives)
-        return all(have[("F", s, j, i)] >= 1 for j in range(n))
+    def inputs_ready(self, s: int, i: int) -> bool:
+        n = len(self.plan.execs[s].stage.receives)
+        return (s, i) in self.fwd_taken or all(self.have[("F", s, j, i)] for j in range(n))
 
-    def cts_ready(s: int, i: int) -> bool:
-        if (s, i) in ct_taken:
-            return True
-        expected = plan.expected_cts[s]
-        return all(
-            have[("B", s, k, i)] >= expected.get(k, 0) for k in execs[s].autodiff.diff_outputs
+    def cts_ready(self, s: int, i: int) -> bool:
+        expected = self.plan.expected_cts[s]
+        return (s, i) in self.ct_taken or all(
+            self.have[("B", s, k, i)] >= expected.get(k, 0)
+            for k in self.plan.execs[s].autodiff.diff_outputs
         )
 
-    def post(r: int, kind: str, s: int, i: int, items: list[Any]) -> None:
-        if (kind, s, i) in plan.send_points[r]:
-            pending[(kind, s, i)] = items
+    def post(self, r: int, kind: str, s: int, i: int, items: list[_Delivery]) -> None:
+        if (kind, s, i) in self.plan.send_points[r]:
+            self.pending[(kind, s, i)] = items
         else:
-            deliver(items)
+            self.deliver(items)
 
-    def forward_items(s: int, i: int) -> list[Any]:
-        return [
-            (("F", snd.dst, snd.input, i), s, rank_of(s), rank_of(snd.dst))
-            for snd in execs[s].stage.sends
-        ]
-
-    def backward_items(s: int, i: int) -> list[Any]:
-        ex = execs[s]
+    def sent(self, kind: str, s: int, i: int) -> list[_Delivery]:
+        """What stage ``s`` sends after its F (``kind`` "F") or its B or I ("B") of ``i``."""
+        ex, rank_of = self.plan.execs[s], self.plan.placement.rank_of
+        if kind == "F":
+            return [(("F", snd.dst, snd.input, i), s, rank_of(s), rank_of(snd.dst))
+                    for snd in ex.stage.sends]  # fmt: skip
         out = []
         for j in ex.autodiff.diff_inputs:
             rc = ex.stage.receives[j]
             out.append((("B", rc.src, rc.output, i), s, rank_of(s), rank_of(rc.src)))
         return out
 
-    rows = {r: [a for a in row if a is not None] for r, row in sched.actions.items()}
-    pos = dict.fromkeys(rows, 0)
-    while True:
-        progressed = False
-        for r, row in rows.items():
-            while pos[r] < len(row):
-                s, k, i = row[pos[r]]
-                if k is Kind.RECV_F or (k is Kind.F and (s, i) not in fwd_taken):
-                    if not inputs_ready(s, i):
-                        break
-                    fwd_taken.add((s, i))
-                if k is Kind.RECV_B or (k in (Kind.B, Kind.I) and (s, i) not in ct_taken):
-                    if plan.train and not cts_ready(s, i):
-                        break
-                    ct_taken.add((s, i))
-                if k is Kind.F:
-                    post(r, "F", s, i, forward_items(s, i))
-                elif k in (Kind.B, Kind.I):
-                    post(r, "B", s, i, backward_items(s, i))
-                elif k is Kind.SEND_F:
-                    deliver(pending.pop(("F", s, i), []))
-                elif k is Kind.SEND_B:
-                    deliver(pending.pop(("B", s, i), []))
-                pos[r] += 1
-                progressed = True
-        if all(pos[r] == len(row) for r, row in rows.items()):
-            return order
-        if not progressed:
-            where = "; ".join(
-                f"rank {r} at {row[pos[r]]}" for r, row in rows.items() if pos[r] < len(row)
-            )
-            raise PipelineExecutionError(f"schedule {sched.name!r} cannot finish: {where}")
+    def advance(self, r: int, _t: int, a: Action) -> bool:
+        s, k, i = a
+        if k is Kind.RECV_F or (k is Kind.F and (s, i) not in self.fwd_taken):
+            if not self.inputs_ready(s, i):
+                return False
+            self.fwd_taken.add((s, i))
+        if k is Kind.RECV_B or (k in (Kind.B, Kind.I) and (s, i) not in self.ct_taken):
+            if self.plan.train and not self.cts_ready(s, i):
+                return False
+            self.ct_taken.add((s, i))
+        if k is Kind.F:
+            self.post(r, "F", s, i, self.sent("F", s, i))
+        elif k in (Kind.B, Kind.I):
+            self.post(r, "B", s, i, self.sent("B", s, i))
+        elif k in (Kind.SEND_F, Kind.SEND_B):
+            self.deliver(self.pending.pop(("F" if k is Kind.SEND_F else "B", s, i), []))
+        return True
 
 
 def split_on_data(sharding: Any) -> bool:
@@ -490,10 +487,7 @@ class MultiProcessStepRun(StepRun):
         self._t0 = time.perf_counter()
         # Daemon threads: after a failure, a thread stuck inside a native transfer (gloo waits
         # up to 30 min) must not keep the process alive; the step gives up on it instead.
-        threads = [
-            threading.Thread(target=self._guarded, args=(r,), name=f"hlopipe-rank-{r}", daemon=True)
-            for r in ranks
-        ]
+        threads = self._rank_threads(ranks, daemon=True)
         threads.append(
             threading.Thread(target=self._guarded_link, name="hlopipe-link", daemon=True)
         )
