@@ -7,29 +7,35 @@ issued asynchronously); bubbles come from separate profiled steps (``step(..., p
 each action waited for and timed), compared with the schedule simulated with those costs.
 ``mesh_table``: parallelism inside a stage (collectives of merged vs forward-first sharding,
 2-D stage meshes vs 1-D and plain jit). Only that table: ``python benchmarks/runtime.py mesh``.
+``xfer_rows``: a cross-process transfer of one (microbatch, stage pair) against a bare
+``ppermute`` of the same bytes, in a 2-process job it starts with ``hlopipe launch`` (rows of
+the main table; only those: ``python benchmarks/runtime.py xfer``).
 """
 
 from __future__ import annotations
 
 import functools
+import json
 import statistics
+import sys
 import time
 
 import jax
 
-jax.config.update("jax_num_cpu_devices", 8)
+if "--xfer-worker" not in sys.argv:  # a worker gets its devices from hlopipe launch
+    jax.config.update("jax_num_cpu_devices", 8)
 
-import jax.numpy as jnp  # noqa: E402
-import numpy as np  # noqa: E402
-import optax  # noqa: E402
-from jax.sharding import Mesh, NamedSharding, PartitionSpec  # noqa: E402
-from rich.console import Console  # noqa: E402
-from rich.table import Table  # noqa: E402
+import jax.numpy as jnp
+import numpy as np
+import optax
+from jax.sharding import Mesh, NamedSharding, PartitionSpec
+from rich.console import Console
+from rich.table import Table
 
-import hlopipe  # noqa: E402
-from hlopipe import schedules  # noqa: E402
-from hlopipe.models import gpt  # noqa: E402
-from hlopipe.runtime import Pipeline  # noqa: E402
+import hlopipe
+from hlopipe import schedules
+from hlopipe.models import gpt
+from hlopipe.runtime import Pipeline
 
 CFG = gpt.GPTConfig(vocab=64, seq=32, d_model=64, n_heads=4, n_layers=4, d_ff=256)
 BATCH, M, P = 32, 8, 4
@@ -228,6 +234,9 @@ def main() -> None:
     rows.append(("hlopipe MPMD pipeline (GPipe)", f"{t_mpmd * 1e3:.1f} ms",
                  f"ratio to SPMD {t_mpmd / t_spmd:.2f}"))  # fmt: skip
 
+    # 4. cross-process transfers: one (microbatch, stage pair) vs a bare collective
+    rows += xfer_rows()
+
     table = Table(title=f"hlopipe runtime — GPT d={CFG.d_model} L={CFG.n_layers}, batch {BATCH}, "
                   f"median of {REPEATS} steps, {len(devs)} CPU devices")  # fmt: skip
     table.add_column("what")
@@ -236,6 +245,101 @@ def main() -> None:
     for r in rows:
         table.add_row(*r)
     console.print(table)
+
+
+# -- cross-process transfers (issue 13) -------------------------------------------------------
+
+XFER_REPEATS = 30
+
+
+def xfer_worker() -> None:
+    """One process of the 2-process transfer job: process 0 sends, process 1 receives, one
+    device each. Times, interleaved (so that load changes hit all alike): the values of one
+    (microbatch, stage pair) through ``Links`` (one collective), the same values one collective
+    each (as before issue 13), and a bare ``ppermute`` of the same bytes."""
+    from hlopipe.runtime import distributed
+
+    distributed.initialize()
+    from hlopipe.runtime._multiprocess import Links
+
+    me = jax.process_index()
+    first = {int(d.process_index): d for d in reversed(jax.devices())}
+    results = {}
+    for label, shape in (("GPT boundary", (BATCH // M, CFG.seq, CFG.d_model)),
+                         ("d=1024 seq=512 mb=4", (4, 512, 1024))):  # fmt: skip
+        results[label] = _xfer_times(Links(), me, first, shape)
+    if me == 0:
+        print("RESULT " + json.dumps(results), flush=True)
+
+
+def _xfer_times(links, me: int, first: dict, shape: tuple[int, ...]) -> dict[str, float]:
+    src, dst = Mesh(np.array([first[0]]), ("data",)), Mesh(np.array([first[1]]), ("data",))
+    avals = [jax.ShapeDtypeStruct(shape, np.float32)] * 2  # two values, as with a skip
+    shs = [NamedSharding(dst, PartitionSpec())] * 2
+    vals = None
+    if me == 0:
+        vals = [jax.device_put(np.full(shape, k + 1.0, np.float32), first[0]) for k in (0, 1)]
+    pair = Mesh(np.array([first[0], first[1]]), ("pp",))
+    sh = NamedSharding(pair, PartitionSpec("pp"))
+    n = 2 * int(np.prod(shape))
+    bare = jax.jit(
+        jax.shard_map(
+            lambda x: jax.lax.ppermute(x, "pp", [(0, 1)]),
+            mesh=pair,
+            in_specs=PartitionSpec("pp"),
+            out_specs=PartitionSpec("pp"),
+        )
+    )
+    bare = bare.lower(jax.ShapeDtypeStruct((2 * n,), np.float32, sharding=sh)).compile()
+    local = jax.device_put(np.ones((n,), np.float32), first[me])
+    g = jax.make_array_from_single_device_arrays((2 * n,), sh, [local])
+
+    def grouped():
+        return links.transfer(vals, src, dst, avals, shs)
+
+    def apart():
+        for k in range(2):
+            links.transfer(None if vals is None else vals[k : k + 1], src, dst,
+                           avals[k : k + 1], shs[k : k + 1])  # fmt: skip
+
+    def plain():
+        jax.block_until_ready(bare(g))
+
+    out = grouped()
+    if me == 1:
+        np.testing.assert_array_equal(np.asarray(out[1]), np.full(shape, 2.0, np.float32))
+    apart(), plain()
+    times: dict[str, list[float]] = {"grouped": [], "apart": [], "bare": []}
+    for _ in range(XFER_REPEATS):
+        times["grouped"].append(_timed(grouped))
+        times["apart"].append(_timed(apart))
+        times["bare"].append(_timed(plain))
+    result = {k: statistics.median(v) * 1e6 for k, v in times.items()}
+    result["bytes"] = n * 4
+    return result
+
+
+def xfer_rows() -> list[tuple[str, str, str]]:
+    """The transfer job's rows: one (microbatch, stage pair)'s two values across processes."""
+    import io
+
+    from hlopipe.runtime.launch import launch
+
+    out = io.StringIO()
+    code = launch([sys.executable, __file__, "--xfer-worker"], nproc=2, devices_per_process=1,
+                  timeout=600, out=out)  # fmt: skip
+    line = next((ln for ln in out.getvalue().splitlines() if " RESULT " in ln), None)
+    if code or line is None:
+        print(out.getvalue()[-3000:])
+        raise SystemExit(f"the transfer job failed (exit {code})")
+    rows = []
+    for label, r in json.loads(line.split(" RESULT ", 1)[1]).items():
+        rows.append((f"cross-process transfer, 2 values ({label}, {r['bytes'] / 1024:.0f} KiB)",
+                     f"{r['grouped']:.0f} µs",
+                     f"ratio to a bare ppermute of the same bytes ({r['bare']:.0f} µs) "
+                     f"{r['grouped'] / r['bare']:.2f} (goal <= 2); one collective per value "
+                     f"{r['apart']:.0f} µs"))  # fmt: skip
+    return rows
 
 
 # -- parallelism inside a stage (issue 12) ---------------------------------------------------
@@ -355,8 +459,13 @@ def mesh_table(console, params, batch, devs) -> None:
 
 
 if __name__ == "__main__":
-    import sys
-
+    if sys.argv[1:] == ["--xfer-worker"]:
+        xfer_worker()
+        sys.exit(0)
+    if sys.argv[1:] == ["xfer"]:
+        for row in xfer_rows():
+            print(" | ".join(row))
+        sys.exit(0)
     if sys.argv[1:] != ["mesh"]:
         main()
     params = gpt.init(jax.random.key(0), CFG)

@@ -20,10 +20,10 @@ from hlopipe.errors import DistributedError
 from hlopipe.runtime import distributed
 from hlopipe.runtime._executor import StepPlan, StepRun
 from hlopipe.runtime._multiprocess import (
+    Links,
     MultiProcessStepRun,
     Transfer,
-    move,
-    transfer_between_meshes,
+    move_group,
     transfer_order,
 )
 from hlopipe.runtime._placement import DATA_AXIS
@@ -43,6 +43,8 @@ class Comm:
         self.timeout = timeout
         self.uid = next(_PIPE_IDS) if self.layout.multi else -1
         self.orders: dict[str, list[Transfer]] = {}
+        # compiled collectives and receive buffers: live as long as this pipeline
+        self.links = Links()
         self.last_transfer_seconds = 0.0
         self._syncs = 0
 
@@ -64,7 +66,7 @@ class Comm:
             self.orders[mode] = transfer_order(plan, self.layout)
         return MultiProcessStepRun(
             plan, args, acc, loss_ct, timeout=self.timeout, sync=sync,
-            layout=self.layout, order=self.orders[mode],
+            layout=self.layout, order=self.orders[mode], links=self.links,
         )  # fmt: skip
 
     def move(
@@ -75,7 +77,15 @@ class Comm:
         holding neither. Every process calls it in the same order."""
         pl = self.plan.placement
         sh = pl.replicated(dst_rank) if sharding is None else sharding
-        return move(value, pl, self.layout, src_rank, dst_rank, aval, sh)
+        return self._move(value, src_rank, dst_rank, aval, sh)
+
+    def _move(self, value: Any, src_rank: int, dst_rank: int, aval: Any, sharding: Any) -> Any:
+        src_local = self.layout.local(src_rank)
+        moved = move_group(
+            self.links, [value] if src_local else None, self.plan.placement, self.layout,
+            src_rank, dst_rank, [aval], [sharding],
+        )  # fmt: skip
+        return None if moved is None else moved[0]
 
     def on_every_process(self, value: Any, src_rank: int, aval: Any, split: bool) -> np.ndarray:
         """``value``, held by ``src_rank`` (``None`` in other processes), as a host array in
@@ -90,7 +100,7 @@ class Comm:
         for q in sorted(set(rank_process) - {owner}):
             dst = rank_process.index(q)  # q's first rank
             sharding = pl.data(dst, aval) if split else pl.replicated(dst)
-            moved = move(value, pl, self.layout, src_rank, dst, aval, sharding)
+            moved = self._move(value, src_rank, dst, aval, sharding)
             if q == self.layout.me:
                 out = moved
         return np.asarray(out)
@@ -121,9 +131,10 @@ class Comm:
                 continue
             dst_mesh = Mesh(np.array([first[q]]), (DATA_AXIS,))
             try:
-                moved = transfer_between_meshes(
-                    dev, src_mesh, dst_mesh, aval, NamedSharding(dst_mesh, PartitionSpec())
-                )
+                got = self.links.transfer(
+                    None if dev is None else [dev], src_mesh, dst_mesh, [aval],
+                    [NamedSharding(dst_mesh, PartitionSpec())],
+                )  # fmt: skip
             except Exception as e:
                 distributed.raise_lost_peer(e)
                 raise DistributedError(
@@ -131,7 +142,8 @@ class Comm:
                     f"failed: {e}"
                 ) from e
             if q == me:
-                out = np.asarray(moved)
+                assert got is not None
+                out = np.asarray(got[0])
         return np.ascontiguousarray(out, np.uint32).view(np.float64)
 
     def sum_over_processes(self, x: float) -> float:

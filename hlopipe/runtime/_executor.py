@@ -24,7 +24,7 @@ import itertools
 import threading
 import time
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -145,6 +145,27 @@ class StepPlan:
         return cls(schedule, execs, placement, train, loss, expected, points, fused)
 
 
+def dry_run(
+    actions: dict[int, list[Action | None]], advance: Callable[[int, int, Action], bool]
+) -> dict[int, tuple[int, Action]]:
+    """Walk every rank's lowered row round-robin, each as far as ``advance(rank, position,
+    action)`` allows (it returns ``False`` when the action's data is not there yet), until
+    every row is done or none can move. Returns ``{}`` when all finished, else where each
+    unfinished rank is stuck (a deadlock in the schedule). The instruction stream and the
+    cross-process transfer order are both built by this walk."""
+    rows = {r: [(t, a) for t, a in enumerate(row) if a is not None] for r, row in actions.items()}
+    pos = dict.fromkeys(rows, 0)
+    while True:
+        progressed = False
+        for r, row in rows.items():
+            while pos[r] < len(row) and advance(r, *row[pos[r]]):
+                pos[r] += 1
+                progressed = True
+        stuck = {r: row[pos[r]] for r, row in rows.items() if pos[r] < len(row)}
+        if not stuck or not progressed:
+            return stuck
+
+
 @dataclass
 class StepResult:
     events: dict[int, list[tuple[Action, float, float]]]  # ms from the start of the step
@@ -198,15 +219,21 @@ class StepRun:
         if len(ranks) == 1:
             self._guarded(ranks[0])
         else:
-            threads = [
-                threading.Thread(target=self._guarded, args=(r,), name=f"hlopipe-rank-{r}")
-                for r in ranks
-            ]
+            threads = self._rank_threads(ranks)
             for t in threads:
                 t.start()
             for t in threads:
                 t.join()
         return self._result()
+
+    def _rank_threads(self, ranks: Sequence[int], daemon: bool = False) -> list[threading.Thread]:
+        """One thread per rank running its row (not started)."""
+        return [
+            threading.Thread(
+                target=self._guarded, args=(r,), name=f"hlopipe-rank-{r}", daemon=daemon
+            )
+            for r in ranks
+        ]
 
     def _result(self) -> StepResult:
         """The step's result once every rank is done (raises the first rank's error)."""

@@ -50,7 +50,9 @@ class Pipeline:
         (default: ranks that fit on ``devices`` x virtual stages); with markers, omit it.
       schedule: a name from :func:`hlopipe.schedules.get` (``"gpipe"``, ``"1f1b"``,
         ``"interleaved-1f1b"``, ``"looped-bfs"``, ``"zb-h1"``, ``"zb-h2"``, ``"zb-v"``,
-        ``"inference"``) or a :class:`~hlopipe.schedules.Schedule`.
+        ``"inference"``) or a :class:`~hlopipe.schedules.Schedule`; ``"auto"``: built
+        with 1F1B, one profiled step, then the schedule :func:`hlopipe.schedules.best` finds
+        fastest with the measured per-stage costs (same ranks and stages).
       num_microbatches: how many microbatches a batch is split into.
       virtual_stages: stages per rank (default: the schedule's own, 2 for interleaved,
         looped-bfs and zb-v).
@@ -120,6 +122,14 @@ class Pipeline:
         recv_timeout: float = 120.0,
         sync_actions: bool = False,
     ) -> None:
+        if isinstance(schedule, str) and schedule == "auto":
+            program, schedule = _auto_schedule(
+                program, params, batch, num_stages=num_stages, num_microbatches=num_microbatches,
+                devices=devices, stage_mesh_shape=stage_mesh_shape,
+                stage_mesh_axes=stage_mesh_axes, param_specs=param_specs,
+                loss_reduction=loss_reduction, remat=remat, recv_timeout=recv_timeout,
+            )  # fmt: skip
+            num_stages = virtual_stages = None
         self.plan: PipelinePlan = build_plan(
             program,
             params,
@@ -507,3 +517,20 @@ class Pipeline:
             f"{self.schedule.num_ranks} ranks x {self.placement.group_size} devices, "
             f"{self.num_microbatches} microbatches of {self.microbatch_size})"
         )
+
+
+def _auto_schedule(program: Any, params: Any, batch: Any, **kwargs: Any) -> tuple[Any, Schedule]:
+    """``schedule="auto"``: build the pipeline with 1F1B, profile one step (no optimizer; the
+    state is thrown away), and pick the schedule with the shortest step simulated with the
+    measured per-stage costs among those for this many ranks and stages
+    (:func:`hlopipe.schedules.best`). Returns the split program (not split again) and it."""
+    probe = Pipeline(program, params, batch, schedule="1f1b", **kwargs)
+    _, metrics = probe.step(probe.init(params), batch, profile=True)
+    assert metrics.timeline is not None
+    chosen = schedules.best(
+        probe.schedule.num_ranks,
+        probe.num_microbatches,
+        costs=metrics.timeline.costs,
+        num_stages=probe.staged.num_stages,
+    )
+    return probe.staged, chosen

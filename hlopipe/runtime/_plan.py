@@ -298,33 +298,18 @@ def build_plan(
 ) -> PipelinePlan:
     """Check the arguments and decide everything a :class:`~hlopipe.runtime.Pipeline` needs
     (see its docstring for the arguments)."""
-    m = num_microbatches
-    if not isinstance(m, int) or isinstance(m, bool) or m < 1:
-        raise RuntimeConfigError(f"num_microbatches must be a positive integer, got {m!r}")
+    m = _check_counts(num_microbatches, loss_reduction)
     devs = list(jax.devices() if devices is None else devices)
-    param_leaves, param_treedef = jax.tree_util.tree_flatten(params)
-    param_avals = [sds(x) for x in param_leaves]
-    batch_leaves, batch_treedef = jax.tree_util.tree_flatten(batch)
-    batch_avals = [sds(x) for x in batch_leaves]
-    num_params = len(param_avals)
+    param_avals, param_treedef = _flat_avals(params)
+    batch_avals, batch_treedef = _flat_avals(batch)
     batch_size, mb_size = _batch_sizes(batch_avals, m)
     mb_avals = [jax.ShapeDtypeStruct((mb_size, *a.shape[1:]), a.dtype) for a in batch_avals]
-    if loss_reduction not in ("mean", "sum"):
-        raise RuntimeConfigError(f"loss_reduction must be 'mean' or 'sum', got {loss_reduction!r}")
-    group = default_group_size(stage_mesh_shape)
 
     # 1. the schedule's shape (virtual stages per rank) decides the default stage count.
-    if isinstance(schedule, Schedule):
-        v = schedule.num_stages // schedule.num_ranks
-    else:
-        v = virtual_stages or schedules.default_virtual_stages(schedule)
-    default_stages: int | None = num_stages
-    if isinstance(schedule, Schedule):
-        default_stages = schedule.num_stages
-    elif num_stages is None:
-        default_stages = max(len(devs) // max(group, 1), 1) * v
-        if isinstance(stage_mesh_shape, list):
-            default_stages = len(stage_mesh_shape)
+    group = default_group_size(stage_mesh_shape)
+    v, default_stages = _stage_count(
+        schedule, virtual_stages, num_stages, len(devs), group, stage_mesh_shape
+    )
 
     # 2. the staged program, split at microbatch size.
     staged = _split(
@@ -332,9 +317,133 @@ def build_plan(
     )
     S = staged.num_stages
     _check_signature(staged, param_avals, mb_avals, batch_avals, m)
-    argnums = _argnums(staged, num_params)
+    argnums = _argnums(staged, len(param_avals))
 
     # 3. the schedule and the placement.
+    sched = _resolve_schedule(schedule, v, virtual_stages, S, m)
+    placement = place(
+        devs,
+        stage_mesh_shape,
+        sched.num_ranks,
+        sched.stage_to_rank,
+        batch_size=mb_size,
+        schedule_name=f"schedule {sched.name!r} with {S} stages on {sched.num_ranks} ranks",
+        stage_mesh_axes=stage_mesh_axes,
+    )
+    layout = ProcessLayout.of(placement)
+    specs, execs = _executables(
+        program, staged, placement, param_specs, param_treedef, param_avals, argnums, remat,
+        train=sched.has_backward,
+    )  # fmt: skip
+
+    # 4. ownership of parameters: the first stage using one owns it; others hold replicas.
+    own = _ownership(staged, placement, param_avals)
+    return PipelinePlan(
+        num_microbatches=m,
+        devices=tuple(devs),
+        param_treedef=param_treedef,
+        param_avals=tuple(param_avals),
+        batch_treedef=batch_treedef,
+        batch_avals=tuple(batch_avals),
+        batch_size=batch_size,
+        microbatch_size=mb_size,
+        staged=staged,
+        argnums=argnums,
+        schedule=sched,
+        placement=placement,
+        layout=layout,
+        execs=execs,
+        remat=remat,
+        **own,
+        param_names=_names(param_treedef, param_avals),
+        loss=_loss_location(staged, sched),
+        param_specs=tuple(specs),
+        loss_reduction=loss_reduction,
+    )
+
+
+def _executables(
+    program: Any,
+    staged: StagedProgram,
+    placement: Placement,
+    param_specs: Any,
+    param_treedef: Any,
+    param_avals: list[Any],
+    argnums: tuple[int, ...],
+    remat: bool,
+    *,
+    train: bool,
+) -> tuple[list[Any], tuple[StageExecutables, ...]]:
+    """The parameters' partition specs (given, or the program's own annotations) and every
+    stage's executables on its rank."""
+    num_params = len(param_avals)
+    flat = None
+    if param_specs is None:
+        flat = _annotated_specs(program, placement, num_params)
+    specs = _spec_leaves(param_specs, param_treedef, param_avals, staged, placement, flat)
+
+    def requested(rank: int, p: int) -> Any:
+        spec = specs[p]
+        return None if spec is None else NamedSharding(placement.meshes[rank], spec)
+
+    execs = tuple(
+        build_executables(
+            st,
+            placement,
+            num_param_leaves=num_params,
+            argnums=argnums,
+            remat=remat,
+            param_sharding=requested,
+            train=train,
+        )
+        for st in staged.stages
+    )
+    return specs, execs
+
+
+def _flat_avals(tree: Any) -> tuple[list[Any], Any]:
+    leaves, treedef = jax.tree_util.tree_flatten(tree)
+    return [sds(x) for x in leaves], treedef
+
+
+def _check_counts(num_microbatches: Any, loss_reduction: str) -> int:
+    m = num_microbatches
+    if not isinstance(m, int) or isinstance(m, bool) or m < 1:
+        raise RuntimeConfigError(f"num_microbatches must be a positive integer, got {m!r}")
+    if loss_reduction not in ("mean", "sum"):
+        raise RuntimeConfigError(f"loss_reduction must be 'mean' or 'sum', got {loss_reduction!r}")
+    return m
+
+
+def _names(treedef: Any, avals: list[Any]) -> tuple[str, ...]:
+    """Each parameter leaf's path in the parameter tree (for messages and checkpoints)."""
+    tree = jax.tree_util.tree_unflatten(treedef, avals)
+    return tuple(jax.tree_util.keystr(k) for k, _ in jax.tree_util.tree_flatten_with_path(tree)[0])
+
+
+def _stage_count(
+    schedule: str | Schedule,
+    virtual_stages: int | None,
+    num_stages: int | None,
+    num_devices: int,
+    group: int,
+    stage_mesh_shape: Any,
+) -> tuple[int, int | None]:
+    """Stages per rank, and the stage count to split into when the caller gave none."""
+    if isinstance(schedule, Schedule):
+        return schedule.num_stages // schedule.num_ranks, schedule.num_stages
+    v = virtual_stages or schedules.default_virtual_stages(schedule)
+    if num_stages is not None:
+        return v, num_stages
+    if isinstance(stage_mesh_shape, list):
+        return v, len(stage_mesh_shape)
+    return v, max(num_devices // max(group, 1), 1) * v
+
+
+def _resolve_schedule(
+    schedule: str | Schedule, v: int, virtual_stages: int | None, S: int, m: int
+) -> Schedule:
+    """The compute schedule for ``S`` stages and ``m`` microbatches (overlaps split)."""
     if isinstance(schedule, Schedule):
         if schedule.is_lowered:
             raise RuntimeConfigError("pass a compute-only schedule; the pipeline lowers it")
@@ -358,39 +467,13 @@ def build_plan(
     if sched.has_overlaps:
         # F&B overlaps (DualPipeV) run as their forward, then their backward
         sched = schedules.split_overlaps(sched)
-    placement = place(
-        devs,
-        stage_mesh_shape,
-        sched.num_ranks,
-        sched.stage_to_rank,
-        batch_size=mb_size,
-        schedule_name=f"schedule {sched.name!r} with {S} stages on {sched.num_ranks} ranks",
-        stage_mesh_axes=stage_mesh_axes,
-    )
-    layout = ProcessLayout.of(placement)
-    flat = None
-    if param_specs is None:
-        flat = _annotated_specs(program, placement, num_params)
-    specs = _spec_leaves(param_specs, param_treedef, param_avals, staged, placement, flat)
+    return sched
 
-    def requested(rank: int, p: int) -> Any:
-        spec = specs[p]
-        return None if spec is None else NamedSharding(placement.meshes[rank], spec)
 
-    execs = tuple(
-        build_executables(
-            st,
-            placement,
-            num_param_leaves=num_params,
-            argnums=argnums,
-            remat=remat,
-            param_sharding=requested,
-            train=sched.has_backward,
-        )
-        for st in staged.stages
-    )
-
-    # 4. ownership of parameters: the first stage using one owns it; others hold replicas.
+def _ownership(staged: StagedProgram, placement: Placement, param_avals: list[Any]) -> dict:
+    """Who uses, owns and holds each parameter: the first stage using one owns it (its
+    optimizer state and update; only floating parameters), the others hold replicas."""
+    num_params = len(param_avals)
     users: list[list[int]] = [[] for _ in range(num_params)]
     for st in staged.stages:
         for p in st.params_needed:
@@ -402,42 +485,17 @@ def build_plan(
         tuple(sorted({owner_rank[p]} | {placement.rank_of(s) for s in users[p]}))
         for p in range(num_params)
     ]
-    owned: list[list[int]] = [[] for _ in range(S)]
+    owned: list[list[int]] = [[] for _ in range(staged.num_stages)]
     for p in range(num_params):
         if jnp.issubdtype(param_avals[p].dtype, jnp.inexact):
             owned[owner[p]].append(p)
-    param_names = [
-        jax.tree_util.keystr(k)
-        for k, _ in jax.tree_util.tree_flatten_with_path(
-            jax.tree_util.tree_unflatten(param_treedef, param_avals)
-        )[0]
-    ]
-    return PipelinePlan(
-        num_microbatches=m,
-        devices=tuple(devs),
-        param_treedef=param_treedef,
-        param_avals=tuple(param_avals),
-        batch_treedef=batch_treedef,
-        batch_avals=tuple(batch_avals),
-        batch_size=batch_size,
-        microbatch_size=mb_size,
-        staged=staged,
-        argnums=argnums,
-        schedule=sched,
-        placement=placement,
-        layout=layout,
-        execs=execs,
-        remat=remat,
-        users=tuple(tuple(u) for u in users),
-        owner=tuple(owner),
-        owner_rank=tuple(owner_rank),
-        holders=tuple(holders),
-        owned=tuple(tuple(o) for o in owned),
-        param_names=tuple(param_names),
-        loss=_loss_location(staged, sched),
-        param_specs=tuple(specs),
-        loss_reduction=loss_reduction,
-    )
+    return {
+        "users": tuple(tuple(u) for u in users),
+        "owner": tuple(owner),
+        "owner_rank": tuple(owner_rank),
+        "holders": tuple(holders),
+        "owned": tuple(tuple(o) for o in owned),
+    }
 
 
 def _annotated_specs(program: Any, placement: Placement, num_params: int) -> Any:

@@ -27,14 +27,14 @@ import itertools
 import operator
 import time
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import jax
 import numpy as np
 
-from hlopipe.runtime._executor import PipelineExecutionError, StepPlan, StepResult
+from hlopipe.runtime._executor import PipelineExecutionError, StepPlan, StepResult, dry_run
 from hlopipe.schedules import Action, Kind
 
 _COMPUTE = (Kind.F, Kind.B, Kind.I, Kind.W)
@@ -92,272 +92,13 @@ class InstructionStream:
         return self.n - 1
 
     def _build(self) -> None:
-        plan = self.plan
-        execs = plan.execs
-        sched = plan.schedule
-        train = plan.train
-        trash = self._slot()
-        self._trash = trash
-        # values in flight: mailbox key -> [(src stage, slot)]; pending sends per send point
-        box: dict[tuple[Any, ...], list[tuple[int, int]]] = {}
-        pending: dict[tuple[str, int, int], list[tuple[tuple[Any, ...], int, int, int, Any]]] = {}
-        res: dict[tuple[int, int], list[int]] = {}
-        wres: dict[tuple[int, int], list[int]] = {}
-        taken_in: dict[tuple[int, int], list[int]] = {}
-        taken_ct: dict[tuple[int, int], list[int]] = {}
-        zeros: dict[tuple[int, int], int] = {}
-        live: Counter[int] = Counter()
-        peak: Counter[int] = Counter()
-        raw: list[tuple[Callable[..., Any], list[int], list[int], tuple[int, int, Action]]] = []
-
-        if train:
-            for ex in execs:
-                self.acc_slots[ex.stage.index] = [self._slot() for _ in ex.acc_avals]
-        loss_slot = -1
-        if train and plan.loss is not None:
-            loss_slot = self._slot()
-            self.const[loss_slot] = self._loss_ct
-
-        # A parameter's value on a rank has the sharding its first stage there uses
-        # (PipelinePlan.param_sharding); a stage of that rank for which propagation chose
-        # another layout reads a copy, resharded once per step before its first use.
-        home: dict[tuple[int, int], Any] = {}
-        for ex in execs:
-            for p, sh in zip(ex.stage.params_needed, ex.param_shardings):
-                if p < self.num_params:
-                    home.setdefault((ex.rank, p), sh)
-        resharded: dict[tuple[int, int], int] = {}
-
-        def args_of(s: int, i: int, where: tuple[int, int, Action]) -> list[int]:
-            ex = execs[s]
-            r = ex.rank
-            out = []
-            for p, want, aval in zip(ex.stage.params_needed, ex.param_shardings,
-                                     ex.stage.param_avals):  # fmt: skip
-                if p < self.num_params:
-                    key = (r, p)
-                    if key not in self.param_slots:
-                        self.param_slots[key] = self._slot()
-                    slot = self.param_slots[key]
-                    if not want.is_equivalent_to(home[key], len(aval.shape)):
-                        if (s, p) not in resharded:
-                            resharded[(s, p)] = self._slot()
-                            put = functools.partial(_put, shardings=(want,))
-                            emit(put, [slot], [resharded[(s, p)]], where)
-                        slot = resharded[(s, p)]
-                    out.append(slot)
-                else:
-                    bkey = (p - self.num_params, r, i)
-                    if bkey not in self.batch_slots:
-                        self.batch_slots[bkey] = self._slot()
-                    out.append(self.batch_slots[bkey])
-            return out
-
-        def emit(fn: Any, ins: list[int], outs: list[int], where: tuple[int, int, Action]) -> None:
-            """``fn``: a callable, or (stage, kind) of a stage executable (resolved, compiled
-            ahead of the first step, by :meth:`prepare`)."""
-            if isinstance(fn, tuple):
-                self.kinds.add(fn)
-            raw.append((fn, ins, outs, where))
-
-        def deliver(r: int, items: list[Any], where: tuple[int, int, Action]) -> None:
-            """Items (key, src stage, slot, dst rank, sharding): same rank -> the slot itself;
-            other ranks -> one batched device_put into new slots."""
-            copies = [it for it in items if it[3] != r]
-            for key, src, slot, dst, _sh in items:
-                if dst == r:
-                    box.setdefault(key, []).append((src, slot))
-            if copies:
-                shardings = tuple(it[4] for it in copies)
-                outs = [self._slot() for _ in copies]
-                for (key, src, _slot, _dst, _sh), o in zip(copies, outs):
-                    box.setdefault(key, []).append((src, o))
-                emit(
-                    functools.partial(_put, shardings=shardings),
-                    [it[2] for it in copies],
-                    outs,
-                    where,
-                )
-
-        def post(r: int, kind: str, s: int, i: int, items: list[Any], where: Any) -> None:
-            if (kind, s, i) in plan.send_points[r]:
-                pending[(kind, s, i)] = items
-            else:
-                deliver(r, items, where)
-
-        def inputs_ready(s: int, i: int) -> bool:
-            if (s, i) in taken_in:
-                return True
-            n = len(execs[s].stage.receives)
-            return all(("F", s, j, i) in box for j in range(n))
-
-        def take_inputs(s: int, i: int) -> list[int]:
-            got = taken_in.pop((s, i), None)
-            if got is not None:
-                return got
-            n = len(execs[s].stage.receives)
-            return [box.pop(("F", s, j, i))[0][1] for j in range(n)]
-
-        def cts_ready(s: int, i: int) -> bool:
-            if (s, i) in taken_ct:
-                return True
-            exp = plan.expected_cts[s]
-            return all(
-                len(box.get(("B", s, k, i), ())) >= exp.get(k, 0)
-                for k in execs[s].autodiff.diff_outputs
-            )
-
-        def take_cts(r: int, s: int, i: int, where: Any) -> list[int]:
-            got = taken_ct.pop((s, i), None)
-            if got is not None:
-                return got
-            ex = execs[s]
-            exp = plan.expected_cts[s]
-            out = []
-            for k in ex.autodiff.diff_outputs:
-                n = exp.get(k, 0)
-                vals = [v for _, v in sorted(box.pop(("B", s, k, i), []))] if n else []
-                if plan.loss == (s, k):
-                    vals.insert(0, loss_slot)
-                if not vals:
-                    if (s, k) not in zeros:
-                        z = zeros[(s, k)] = self._slot()
-                        aval = ex.stage.outputs[k]
-                        self.const[z] = (aval, ex.output_shardings[k])
-                    vals = [zeros[(s, k)]]
-                if len(vals) == 1:
-                    out.append(vals[0])
-                else:
-                    o = self._slot()
-                    emit(_sum, vals, [o], where)
-                    out.append(o)
-            return out
-
-        def emit_outputs(r: int, s: int, i: int, outs: list[int], where: Any) -> None:
-            ex = execs[s]
-            for k, flat_k in ex.stage.program_outputs:
-                self.output_slots[(flat_k, i)] = outs[k]
-            items = []
-            for send in ex.stage.sends:
-                dst = execs[send.dst]
-                key = ("F", send.dst, send.input, i)
-                items.append((key, s, outs[send.output], dst.rank, dst.input_shardings[send.input]))
-            post(r, "F", s, i, items, where)
-
-        def emit_input_cts(r: int, s: int, i: int, cts: list[int], where: Any) -> None:
-            ex = execs[s]
-            items = []
-            for j, g in zip(ex.autodiff.diff_inputs, cts):
-                rc = ex.stage.receives[j]
-                src = execs[rc.src]
-                key = ("B", rc.src, rc.output, i)
-                items.append((key, s, g, src.rank, src.output_shardings[rc.output]))
-            post(r, "B", s, i, items, where)
-
-        rows = {
-            r: [(t, a) for t, a in enumerate(row) if a is not None]
-            for r, row in sched.actions.items()
-        }
-        # I(s, i) directly followed (next compute action on its rank) by W(s, i): one B.
-        fuse_iw: set[tuple[int, int]] = set()
-        if train:
-            for row in rows.values():
-                comp = [a for _, a in row if a.kind in _COMPUTE]
-                for a, b in itertools.pairwise(comp):
-                    if (
-                        a.kind is Kind.I
-                        and b.kind is Kind.W
-                        and (a.stage, a.microbatch) == (b.stage, b.microbatch)
-                    ):
-                        fuse_iw.add((a.stage, a.microbatch))
-
-        pos = dict.fromkeys(rows, 0)
-        while True:
-            progressed = False
-            for r, row in rows.items():
-                while pos[r] < len(row):
-                    t, a = row[pos[r]]
-                    s, k, i = a
-                    where = (r, t, a)
-                    needs_in = k is Kind.RECV_F or (k is Kind.F and (s, i) not in taken_in)
-                    if needs_in and not inputs_ready(s, i):
-                        break
-                    needs_ct = k is Kind.RECV_B or (
-                        k in (Kind.B, Kind.I) and (s, i) not in plan.fused
-                    )
-                    fused_f = k is Kind.F and (s, i) in plan.fused
-                    if (needs_ct or fused_f) and train and not cts_ready(s, i):
-                        break
-                    ex = execs[s]
-                    O = len(ex.stage.outputs)
-                    if k is Kind.RECV_F:
-                        taken_in[(s, i)] = take_inputs(s, i)
-                    elif k is Kind.RECV_B:
-                        taken_ct[(s, i)] = take_cts(r, s, i, where)
-                    elif k is Kind.F and not train:
-                        ins = take_inputs(s, i)
-                        outs = [self._slot() for _ in range(O)]
-                        emit((s, "infer"), [*args_of(s, i, where), *ins], outs, where)
-                        emit_outputs(r, s, i, outs, where)
-                    elif fused_f:
-                        ins = take_inputs(s, i)
-                        cts = take_cts(r, s, i, where)
-                        GI = len(ex.autodiff.diff_inputs)
-                        acc = self.acc_slots[s]
-                        outs = [self._slot() for _ in range(O + GI)]
-                        emit((s, "FB"), [*args_of(s, i, where), *ins, *cts, *acc], [*outs, *acc],
-                             where)  # fmt: skip
-                        peak[r] = max(peak[r], live[r] + 1)
-                        emit_outputs(r, s, i, outs[:O], where)
-                        emit_input_cts(r, s, i, outs[O:], where)
-                    elif k is Kind.F:
-                        ins = take_inputs(s, i)
-                        R = ex.autodiff.num_residuals
-                        outs = [self._slot() for _ in range(O)]
-                        res[(s, i)] = [self._slot() for _ in range(R)]
-                        emit((s, "F"), [*args_of(s, i, where), *ins], [*outs, *res[(s, i)]], where)
-                        self.activation_slots.setdefault(r, {})[(s, i)] = list(res[(s, i)])
-                        live[r] += 1
-                        peak[r] = max(peak[r], live[r])
-                        emit_outputs(r, s, i, outs, where)
-                    elif k is Kind.B and (s, i) in plan.fused:
-                        pass  # ran inside the fused forward
-                    elif k is Kind.B or (k is Kind.I and (s, i) in fuse_iw):
-                        cts = take_cts(r, s, i, where)
-                        GI = len(ex.autodiff.diff_inputs)
-                        acc = self.acc_slots[s]
-                        outs = [self._slot() for _ in range(GI)]
-                        emit((s, "B"), [*args_of(s, i, where), *res.pop((s, i)), *cts, *acc],
-                             [*outs, *acc], where)  # fmt: skip
-                        live[r] -= 1
-                        emit_input_cts(r, s, i, outs, where)
-                    elif k is Kind.I:
-                        cts = take_cts(r, s, i, where)
-                        GI = len(ex.autodiff.diff_inputs)
-                        outs = [self._slot() for _ in range(GI)]
-                        wres[(s, i)] = [self._slot() for _ in ex.autodiff.w_residual_avals]
-                        self.activation_slots[r][(s, i)] += wres[(s, i)]
-                        emit((s, "I"), [*args_of(s, i, where), *res.pop((s, i)), *cts],
-                             [*outs, *wres[(s, i)]], where)  # fmt: skip
-                        emit_input_cts(r, s, i, outs, where)
-                    elif k is Kind.W and (s, i) in fuse_iw:
-                        pass  # ran as a B at the I
-                    elif k is Kind.W:
-                        acc = self.acc_slots[s]
-                        emit((s, "W"), [*args_of(s, i, where), *wres.pop((s, i)), *acc], acc, where)
-                        live[r] -= 1
-                    elif k is Kind.SEND_F:
-                        deliver(r, pending.pop(("F", s, i), []), where)
-                    elif k is Kind.SEND_B:
-                        deliver(r, pending.pop(("B", s, i), []), where)
-                    pos[r] += 1
-                    progressed = True
-            if all(pos[r] == len(row) for r, row in rows.items()):
-                break
-            if not progressed:
-                raise Unorderable
-        self.peak_live = {r: peak[r] for r in rows}
-        self.instrs = self._with_frees(raw)
+        builder = _Builder(self)
+        builder.acc_and_loss_slots()
+        stuck = dry_run(self.plan.schedule.actions, builder.advance)
+        if stuck:
+            raise Unorderable
+        self.peak_live = {r: builder.peak[r] for r in self.plan.schedule.actions}
+        self.instrs = self._with_frees(builder.raw)
 
     def _with_frees(self, raw: list[Any]) -> list[Instr]:
         """Each slot is cleared right after its last reader (or at once when nothing reads
@@ -471,6 +212,286 @@ class InstructionStream:
             wall_ms=seconds * 1e3,
             dispatch_ms=seconds * 1e3,
         )
+
+
+_Item = tuple[tuple[Any, ...], int, int, int, Any]  # (mailbox key, src stage, slot, dst, sharding)
+
+
+class _Builder:
+    """Builds an :class:`InstructionStream`'s raw instructions by a dry run of the lowered
+    schedule (:func:`dry_run`): :meth:`advance` turns one action into instructions, or says
+    that its data is not there yet. Values in flight are slots in ``box``, by mailbox key."""
+
+    def __init__(self, stream: InstructionStream) -> None:
+        self.st = stream
+        self.plan = stream.plan
+        self.execs = stream.plan.execs
+        self.train = stream.plan.train
+        stream._slot()  # slot 0 stays unused, as before
+        self.box: dict[tuple[Any, ...], list[tuple[int, int]]] = {}
+        self.pending: dict[tuple[str, int, int], list[_Item]] = {}
+        self.res: dict[tuple[int, int], list[int]] = {}
+        self.wres: dict[tuple[int, int], list[int]] = {}
+        self.taken_in: dict[tuple[int, int], list[int]] = {}
+        self.taken_ct: dict[tuple[int, int], list[int]] = {}
+        self.zeros: dict[tuple[int, int], int] = {}
+        self.live: Counter[int] = Counter()
+        self.peak: Counter[int] = Counter()
+        self.raw: list[tuple[Any, list[int], list[int], tuple[int, int, Action]]] = []
+        self.loss_slot = -1
+        self.fuse_iw = _fusable_iw(self.plan) if self.train else set()
+        # A parameter's value on a rank has the sharding its first stage there uses
+        # (PipelinePlan.param_sharding); a stage of that rank for which propagation chose
+        # another layout reads a copy, resharded once per step before its first use.
+        self.home: dict[tuple[int, int], Any] = {}
+        for ex in self.execs:
+            for p, sh in zip(ex.stage.params_needed, ex.param_shardings):
+                if p < stream.num_params:
+                    self.home.setdefault((ex.rank, p), sh)
+        self.resharded: dict[tuple[int, int], int] = {}
+
+    def acc_and_loss_slots(self) -> None:
+        st = self.st
+        if not self.train:
+            return
+        for ex in self.execs:
+            st.acc_slots[ex.stage.index] = [st._slot() for _ in ex.acc_avals]
+        if self.plan.loss is not None:
+            self.loss_slot = st._slot()
+            st.const[self.loss_slot] = st._loss_ct
+
+    # -- slots and instructions ----------------------------------------------------------------
+
+    def args_of(self, s: int, i: int, where: tuple[int, int, Action]) -> list[int]:
+        st = self.st
+        ex = self.execs[s]
+        r = ex.rank
+        out = []
+        for p, want, aval in zip(ex.stage.params_needed, ex.param_shardings,
+                                 ex.stage.param_avals):  # fmt: skip
+            if p < st.num_params:
+                out.append(self.param_slot(s, r, p, want, len(aval.shape), where))
+            else:
+                bkey = (p - st.num_params, r, i)
+                if bkey not in st.batch_slots:
+                    st.batch_slots[bkey] = st._slot()
+                out.append(st.batch_slots[bkey])
+        return out
+
+    def param_slot(
+        self, s: int, r: int, p: int, want: Any, ndim: int, where: tuple[int, int, Action]
+    ) -> int:
+        """Parameter ``p``'s slot on rank ``r`` as stage ``s`` wants it laid out: the rank's
+        own, or a copy resharded (once per step, before the stage's first use of it)."""
+        st = self.st
+        if (r, p) not in st.param_slots:
+            st.param_slots[(r, p)] = st._slot()
+        slot = st.param_slots[(r, p)]
+        if want.is_equivalent_to(self.home[(r, p)], ndim):
+            return slot
+        if (s, p) not in self.resharded:
+            self.resharded[(s, p)] = st._slot()
+            put = functools.partial(_put, shardings=(want,))
+            self.emit(put, [slot], [self.resharded[(s, p)]], where)
+        return self.resharded[(s, p)]
+
+    def slots(self, n: int) -> list[int]:
+        return [self.st._slot() for _ in range(n)]
+
+    def emit(
+        self, fn: Any, ins: list[int], outs: list[int], where: tuple[int, int, Action]
+    ) -> None:
+        """``fn``: a callable, or (stage, kind) of a stage executable (resolved, compiled
+        ahead of the first step, by :meth:`InstructionStream.prepare`)."""
+        if isinstance(fn, tuple):
+            self.st.kinds.add(fn)
+        self.raw.append((fn, ins, outs, where))
+
+    # -- transfers -----------------------------------------------------------------------------
+
+    def deliver(self, r: int, items: list[_Item], where: Any) -> None:
+        """Same rank -> the slot itself; other ranks -> one batched device_put into new slots."""
+        copies = [it for it in items if it[3] != r]
+        for key, src, slot, dst, _sh in items:
+            if dst == r:
+                self.box.setdefault(key, []).append((src, slot))
+        if copies:
+            outs = self.slots(len(copies))
+            for (key, src, _slot, _dst, _sh), o in zip(copies, outs):
+                self.box.setdefault(key, []).append((src, o))
+            put = functools.partial(_put, shardings=tuple(it[4] for it in copies))
+            self.emit(put, [it[2] for it in copies], outs, where)
+
+    def post(self, r: int, kind: str, s: int, i: int, items: list[_Item], where: Any) -> None:
+        if (kind, s, i) in self.plan.send_points[r]:
+            self.pending[(kind, s, i)] = items
+        else:
+            self.deliver(r, items, where)
+
+    def inputs_ready(self, s: int, i: int) -> bool:
+        if (s, i) in self.taken_in:
+            return True
+        return all(("F", s, j, i) in self.box for j in range(len(self.execs[s].stage.receives)))
+
+    def take_inputs(self, s: int, i: int) -> list[int]:
+        got = self.taken_in.pop((s, i), None)
+        if got is not None:
+            return got
+        n = len(self.execs[s].stage.receives)
+        return [self.box.pop(("F", s, j, i))[0][1] for j in range(n)]
+
+    def cts_ready(self, s: int, i: int) -> bool:
+        if (s, i) in self.taken_ct:
+            return True
+        exp = self.plan.expected_cts[s]
+        return all(
+            len(self.box.get(("B", s, k, i), ())) >= exp.get(k, 0)
+            for k in self.execs[s].autodiff.diff_outputs
+        )
+
+    def take_cts(self, s: int, i: int, where: Any) -> list[int]:
+        """The cotangent slot of each differentiable output: the loss cotangent, a zero
+        constant, the one received, or the sum (in stage order) of several."""
+        got = self.taken_ct.pop((s, i), None)
+        if got is not None:
+            return got
+        ex = self.execs[s]
+        exp = self.plan.expected_cts[s]
+        out = []
+        for k in ex.autodiff.diff_outputs:
+            n = exp.get(k, 0)
+            vals = [v for _, v in sorted(self.box.pop(("B", s, k, i), []))] if n else []
+            if self.plan.loss == (s, k):
+                vals.insert(0, self.loss_slot)
+            if not vals:
+                if (s, k) not in self.zeros:
+                    z = self.zeros[(s, k)] = self.st._slot()
+                    self.st.const[z] = (ex.stage.outputs[k], ex.output_shardings[k])
+                vals = [self.zeros[(s, k)]]
+            if len(vals) == 1:
+                out.append(vals[0])
+            else:
+                o = self.st._slot()
+                self.emit(_sum, vals, [o], where)
+                out.append(o)
+        return out
+
+    def emit_outputs(self, r: int, s: int, i: int, outs: list[int], where: Any) -> None:
+        ex = self.execs[s]
+        for k, flat_k in ex.stage.program_outputs:
+            self.st.output_slots[(flat_k, i)] = outs[k]
+        items = []
+        for send in ex.stage.sends:
+            dst = self.execs[send.dst]
+            key = ("F", send.dst, send.input, i)
+            items.append((key, s, outs[send.output], dst.rank, dst.input_shardings[send.input]))
+        self.post(r, "F", s, i, items, where)
+
+    def emit_input_cts(self, r: int, s: int, i: int, cts: list[int], where: Any) -> None:
+        ex = self.execs[s]
+        items = []
+        for j, g in zip(ex.autodiff.diff_inputs, cts):
+            rc = ex.stage.receives[j]
+            src = self.execs[rc.src]
+            key = ("B", rc.src, rc.output, i)
+            items.append((key, s, g, src.rank, src.output_shardings[rc.output]))
+        self.post(r, "B", s, i, items, where)
+
+    # -- actions -------------------------------------------------------------------------------
+
+    def advance(self, r: int, t: int, a: Action) -> bool:
+        """Emit action ``a`` (position ``t`` of rank ``r``'s row); ``False`` when its data
+        is not there yet (the dry run tries again later)."""
+        s, k, i = a
+        fused = (s, i) in self.plan.fused
+        needs_in = k is Kind.RECV_F or (k is Kind.F and (s, i) not in self.taken_in)
+        if needs_in and not self.inputs_ready(s, i):
+            return False
+        needs_ct = k is Kind.RECV_B or (k in (Kind.B, Kind.I) and not fused)
+        if (needs_ct or (k is Kind.F and fused)) and self.train and not self.cts_ready(s, i):
+            return False
+        where = (r, t, a)
+        if k is Kind.RECV_F:
+            self.taken_in[(s, i)] = self.take_inputs(s, i)
+        elif k is Kind.RECV_B:
+            self.taken_ct[(s, i)] = self.take_cts(s, i, where)
+        elif k is Kind.F:
+            self.forward(r, s, i, where)
+        elif (k is Kind.B and not fused) or (k is Kind.I and (s, i) in self.fuse_iw):
+            self.backward(r, s, i, where)
+        elif k is Kind.I:
+            self.input_grad(r, s, i, where)
+        elif k is Kind.W and (s, i) not in self.fuse_iw:
+            acc = self.st.acc_slots[s]
+            self.emit(
+                (s, "W"), [*self.args_of(s, i, where), *self.wres.pop((s, i)), *acc], acc, where
+            )
+            self.live[r] -= 1
+        elif k in (Kind.SEND_F, Kind.SEND_B):
+            kind = "F" if k is Kind.SEND_F else "B"
+            self.deliver(r, self.pending.pop((kind, s, i), []), where)
+        # else: a B that ran inside the fused F+B, or a W that ran as a B at its I
+        return True
+
+    def forward(self, r: int, s: int, i: int, where: Any) -> None:
+        ex = self.execs[s]
+        O = len(ex.stage.outputs)
+        ins = self.take_inputs(s, i)
+        if not self.train:
+            outs = self.slots(O)
+            self.emit((s, "infer"), [*self.args_of(s, i, where), *ins], outs, where)
+        elif (s, i) in self.plan.fused:
+            cts = self.take_cts(s, i, where)
+            GI = len(ex.autodiff.diff_inputs)
+            acc = self.st.acc_slots[s]
+            outs = self.slots(O + GI)
+            self.emit(
+                (s, "FB"), [*self.args_of(s, i, where), *ins, *cts, *acc], [*outs, *acc], where
+            )
+            self.peak[r] = max(self.peak[r], self.live[r] + 1)
+            self.emit_outputs(r, s, i, outs[:O], where)
+            self.emit_input_cts(r, s, i, outs[O:], where)
+            return
+        else:
+            outs = self.slots(O)
+            res = self.res[(s, i)] = self.slots(ex.autodiff.num_residuals)
+            self.emit((s, "F"), [*self.args_of(s, i, where), *ins], [*outs, *res], where)
+            self.st.activation_slots.setdefault(r, {})[(s, i)] = list(res)
+            self.live[r] += 1
+            self.peak[r] = max(self.peak[r], self.live[r])
+        self.emit_outputs(r, s, i, outs, where)
+
+    def backward(self, r: int, s: int, i: int, where: Any) -> None:
+        cts = self.take_cts(s, i, where)
+        acc = self.st.acc_slots[s]
+        outs = self.slots(len(self.execs[s].autodiff.diff_inputs))
+        ins = [*self.args_of(s, i, where), *self.res.pop((s, i)), *cts, *acc]
+        self.emit((s, "B"), ins, [*outs, *acc], where)
+        self.live[r] -= 1
+        self.emit_input_cts(r, s, i, outs, where)
+
+    def input_grad(self, r: int, s: int, i: int, where: Any) -> None:
+        ex = self.execs[s]
+        cts = self.take_cts(s, i, where)
+        outs = self.slots(len(ex.autodiff.diff_inputs))
+        wres = self.wres[(s, i)] = self.slots(len(ex.autodiff.w_residual_avals))
+        self.st.activation_slots[r][(s, i)] += wres
+        ins = [*self.args_of(s, i, where), *self.res.pop((s, i)), *cts]
+        self.emit((s, "I"), ins, [*outs, *wres], where)
+        self.emit_input_cts(r, s, i, outs, where)
+
+
+def _fusable_iw(plan: StepPlan) -> set[tuple[int, int]]:
+    """(stage, microbatch) whose I is directly followed (next compute action on its rank) by
+    its W: they run as one B."""
+    out: set[tuple[int, int]] = set()
+    for row in plan.schedule.actions.values():
+        comp = [a for a in row if a is not None and a.kind in _COMPUTE]
+        for a, b in itertools.pairwise(comp):
+            same = (a.stage, a.microbatch) == (b.stage, b.microbatch)
+            if a.kind is Kind.I and b.kind is Kind.W and same:
+                out.add((a.stage, a.microbatch))
+    return out
 
 
 def _put(*xs: Any, shardings: Sequence[Any]) -> Any:

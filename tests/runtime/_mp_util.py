@@ -56,10 +56,12 @@ class Job:
     def text(self) -> str:
         return self.out.getvalue()
 
-    def losses(self) -> dict[int, float]:
+    def losses(self, schedule: str = "") -> dict[int, float]:
+        """Process 0's loss per step (of ``schedule``, in a job that ran several)."""
+        tail = rf".* schedule {re.escape(schedule)}$" if schedule else ""
         return {
             int(m.group(1)): float(m.group(2))
-            for m in re.finditer(r"^\[rank 0\] LOSS (\d+) (\S+)", self.text, re.M)
+            for m in re.finditer(rf"^\[rank 0\] LOSS (\d+) (\S+){tail}", self.text, re.M)
         }
 
     def alive(self) -> list[int]:

@@ -59,6 +59,7 @@ def main() -> int:
     ap.add_argument("--restore", default="")
     ap.add_argument("--sleep-after", type=int, default=0, help="sleep after this step")
     ap.add_argument("--infer-out", default="", help="infer instead of training; save in DIR")
+    ap.add_argument("--params-out", default="", help="save the trained parameters in DIR")
     args = ap.parse_args()
 
     if os.environ.get("HLOPIPE_TEST_DUMP_AFTER"):
@@ -82,8 +83,20 @@ def main() -> int:
         shape = tuple(int(x) for x in args.mesh.split("x"))
         mesh = {"stage_mesh_shape": shape, "stage_mesh_axes": ("data", "model"),
                 "param_specs": megatron_specs(params)}  # fmt: skip
+    for name in args.schedule.split(","):
+        train(args, name, loss_fn, params, batches, mesh)
+    return 0
+
+
+def train(args, name, loss_fn, params, batches, mesh) -> None:
+    """Train with schedule ``name``; print its losses (tagged with the schedule when the job
+    runs several, one after the other); save the parameters with ``--params-out``."""
+    import jax
+    import numpy as np
+
+    tag = f" schedule {name}" if "," in args.schedule else ""
     pipe = hlopipe.Pipeline(
-        loss_fn, params, batches[0], schedule=args.schedule, num_microbatches=M,
+        loss_fn, params, batches[0], schedule=name, num_microbatches=M,
         devices=jax.devices(), optimizer=optimizer(args.optimizer), recv_timeout=60.0, **mesh,
     )  # fmt: skip
     if args.restore:
@@ -91,13 +104,16 @@ def main() -> int:
     else:
         state = pipe.init(params)
     if args.infer_out:
-        infer(args, cfg, pipe, state, params, batches[0])
-        return 0
+        from hlopipe.models import gpt
+
+        infer(args, gpt.GPTConfig(**CFG_KW), pipe, state, params, batches[0])
+        return
     for k in range(state.step, args.steps):
         state, metrics = pipe.step(state, batches[k])
         if jax.process_index() == 0:
             print(
-                f"LOSS {k + 1} {metrics.loss!r} xfer_ms {pipe.last_transfer_seconds * 1e3:.1f}",
+                f"LOSS {k + 1} {metrics.loss!r} xfer_ms {pipe.last_transfer_seconds * 1e3:.1f}"
+                f"{tag}",
                 flush=True,
             )
         if args.save_at and k + 1 == args.save_at:
@@ -106,7 +122,10 @@ def main() -> int:
                 print(f"SAVED {k + 1}", flush=True)
         if args.sleep_after and k + 1 == args.sleep_after:
             time.sleep(600)
-    return 0
+    if args.params_out:
+        gathered = jax.tree_util.tree_leaves(pipe.gather_params(state))
+        if jax.process_index() == 0:
+            np.savez(os.path.join(args.params_out, f"params-{name}.npz"), *gathered)
 
 
 def infer(args, cfg, pipe, state, params, batch) -> None:

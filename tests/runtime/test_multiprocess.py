@@ -1,8 +1,8 @@
 """Real processes on localhost train like one device: 2 and 4 processes x 2 CPU devices.
 
 Each job runs tests/runtime/_multiprocess_job.py under ``hlopipe launch`` (gloo collectives
-carry the stage-to-stage transfers between processes) and its losses are compared with plain
-JAX on one device.
+carry the stage-to-stage transfers between processes); its losses and its parameters after the
+last step are compared with plain JAX on one device.
 """
 
 from __future__ import annotations
@@ -27,31 +27,61 @@ CASES = [
 ]
 
 
+def _assert_params_like_one_device(path, steps: int, optimizer: str = "sgd") -> None:
+    with np.load(path) as z:
+        got = [z[f"arr_{n}"] for n in range(len(z.files))]
+    want = reference_params(steps, optimizer)
+    assert len(got) == len(want)
+    for n, (g, w) in enumerate(zip(got, want)):
+        g, w = np.asarray(g, np.float64), np.asarray(w, np.float64)
+        rel = np.linalg.norm(g - w) / max(np.linalg.norm(w), 1e-30)
+        assert rel <= 1e-5, f"parameter {n} differs by {rel:.2e} (relative)"
+
+
+def _assert_losses_like_one_device(losses, steps: int, text: str, optimizer: str = "sgd"):
+    assert sorted(losses) == list(range(1, steps + 1)), text[-4000:]
+    np.testing.assert_allclose(
+        [losses[k] for k in range(1, steps + 1)], reference_losses(steps, optimizer), rtol=1e-5
+    )
+
+
 @pytest.mark.parametrize("nproc,schedule,stage_devices", CASES,
                          ids=[f"{n}proc-{s}" for n, s, _ in CASES])  # fmt: skip
-def test_processes_train_like_one_device(nproc, schedule, stage_devices):
-    job = Job(nproc, ["--schedule", schedule, "--steps", str(STEPS),
-                      "--stage-devices", str(stage_devices)])  # fmt: skip
+def test_processes_train_like_one_device(tmp_path, nproc, schedule, stage_devices):
+    job = Job(nproc, ["--schedule", schedule, "--steps", str(STEPS), "--stage-devices",
+                      str(stage_devices), "--params-out", str(tmp_path)])  # fmt: skip
     code = job.wait()
     assert code == 0, job.text[-4000:]
-    losses = job.losses()
-    assert sorted(losses) == list(range(1, STEPS + 1)), job.text[-4000:]
-    np.testing.assert_allclose(
-        [losses[k] for k in range(1, STEPS + 1)], reference_losses(STEPS), rtol=1e-5
-    )
+    _assert_losses_like_one_device(job.losses(), STEPS, job.text)
+    _assert_params_like_one_device(tmp_path / f"params-{schedule}.npz", STEPS)
     assert no_process_left([p.pid for p in job.procs])
 
 
-def test_2_processes_x_8_devices_of_2x2_stage_meshes_train_like_one_device():
+def test_interleaved_and_zb_v_across_2_processes_train_like_one_device(tmp_path):
+    """4 stages on 2 ranks of one device, one rank per process: interleaved 1F1B (stages
+    0, 2 | 1, 3) and ZB-V (stages 0, 3 | 1, 2), one after the other in one job; every
+    stage-to-stage transfer of interleaved, and all but the V's tip of ZB-V, cross processes."""
+    names = ["interleaved-1f1b", "zb-v"]
+    job = Job(2, ["--schedule", ",".join(names), "--steps", "3", "--params-out",
+                  str(tmp_path)], devices=1, timeout=300)  # fmt: skip
+    code = job.wait(timeout=400)
+    assert code == 0, job.text[-4000:]
+    for name in names:
+        _assert_losses_like_one_device(job.losses(name), 3, job.text)
+        _assert_params_like_one_device(tmp_path / f"params-{name}.npz", 3)
+
+
+def test_2_processes_x_8_devices_of_2x2_stage_meshes_train_like_one_device(tmp_path):
     """4 stages, each on a (2 data x 2 model) mesh with Megatron-style specs, two per process;
-    global-norm clipping summed over both processes."""
+    global-norm clipping summed over both processes. Activations cross as N-D blocks."""
     job = Job(2, ["--schedule", "1f1b", "--steps", "2", "--mesh", "2x2",
-                  "--optimizer", "sgd-clip"], devices=8, timeout=400)  # fmt: skip
+                  "--optimizer", "sgd-clip", "--params-out", str(tmp_path)],
+              devices=8, timeout=400)  # fmt: skip
     code = job.wait(timeout=500)
     assert code == 0, job.text[-4000:]
     losses = job.losses()
-    assert sorted(losses) == [1, 2], job.text[-4000:]
-    np.testing.assert_allclose([losses[1], losses[2]], reference_losses(2, "sgd-clip"), rtol=1e-5)
+    _assert_losses_like_one_device(losses, 2, job.text, "sgd-clip")
+    _assert_params_like_one_device(tmp_path / "params-1f1b.npz", 2, "sgd-clip")
     # the clip acts: without it the second step's loss differs
     assert not np.isclose(losses[2], reference_losses(2)[1], rtol=1e-5)
 

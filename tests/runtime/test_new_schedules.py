@@ -1,7 +1,8 @@
 """Interleaved zero bubble and DualPipeV on the runtime, against JAX on one device.
 
-Modelled on test_pipeline.py: the same small GPT (4 stages at its markers), 4 microbatches,
-SGD with momentum; losses and parameters after a few steps must match single-device training.
+The same small GPT as test_pipeline.py (``_gpt_setup``: 4 stages at its markers), 4
+microbatches, SGD with momentum; losses and parameters after a few steps must match
+single-device training.
 DualPipeV's OVERLAP_F_B actions run here through ``schedules.split_overlaps`` (forward, then
 backward); the runtime fusing them into one executable is the lead's to wire (see the report
 of issue 14).
@@ -9,71 +10,22 @@ of issue 14).
 
 from __future__ import annotations
 
-import functools
-
 import jax
-import numpy as np
-import optax
+from _gpt_setup import OPT, M, assert_same_training, batches, params, staged, train
 
-import hlopipe
 from hlopipe import schedules
-from hlopipe.models import gpt
 from hlopipe.runtime import Pipeline
 
-CFG = gpt.GPTConfig(vocab=16, seq=8, d_model=16, n_heads=2, n_layers=4, d_ff=32)
-BATCH = 16
-M = 4
 STEPS = 4
-OPT = optax.sgd(0.05, momentum=0.9)
-loss_fn = functools.partial(gpt.loss, cfg=CFG, boundary=hlopipe.stage_boundary, layers_per_stage=1)
-
-
-def _batches(n: int) -> list:
-    return [gpt.batch(jax.random.key(100 + k), BATCH, CFG) for k in range(n)]
-
-
-@functools.cache
-def _params():
-    return gpt.init(jax.random.key(0), CFG)
-
-
-@functools.cache
-def _staged():
-    mb = jax.tree.map(lambda x: x[: BATCH // M], _batches(1)[0])
-    return hlopipe.split(loss_fn, _params(), mb)
-
-
-@functools.cache
-def _reference(steps: int):
-    @jax.jit
-    def step(p, s, b):
-        loss, g = jax.value_and_grad(loss_fn)(p, b)
-        u, s = OPT.update(g, s, p)
-        return optax.apply_updates(p, u), s, loss
-
-    p, s = _params(), OPT.init(_params())
-    losses = []
-    for b in _batches(steps):
-        p, s, loss = step(p, s, b)
-        losses.append(float(loss))
-    return losses, p
 
 
 def _train_like_one_device(schedule, **kwargs) -> Pipeline:
     pipe = Pipeline(
-        _staged(), _params(), _batches(1)[0], schedule=schedule, num_microbatches=M,
+        staged(), params(), batches(1)[0], schedule=schedule, num_microbatches=M,
         devices=jax.devices()[:2], optimizer=OPT, **kwargs,
     )  # fmt: skip
-    state = pipe.init(_params())
-    losses = []
-    for b in _batches(STEPS):
-        state, metrics = pipe.step(state, b)
-        losses.append(metrics.loss)
-    ref_losses, ref_params = _reference(STEPS)
-    np.testing.assert_allclose(losses, ref_losses, rtol=1e-5)
-    for a, b in zip(jax.tree.leaves(jax.device_get(state.params)), jax.tree.leaves(ref_params)):
-        a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
-        assert np.linalg.norm(a - b) <= 1e-5 * max(np.linalg.norm(b), 1e-30)
+    losses, trained = train(pipe, STEPS)
+    assert_same_training(losses, trained, STEPS)
     assert losses[-1] < losses[0]
     return pipe
 

@@ -7,13 +7,17 @@ placement (compiling is what costs here).
 
 from __future__ import annotations
 
-import functools
-
 import jax
 import jax.numpy as jnp
 import numpy as np
 import optax
 import pytest
+from _gpt_setup import BATCH, CFG, OPT, M, _rel, assert_same_training, loss_fn  # noqa: F401
+from _gpt_setup import batches as _batches
+from _gpt_setup import params as _params
+from _gpt_setup import reference as _reference
+from _gpt_setup import staged as _staged
+from _gpt_setup import train as _train
 
 import hlopipe
 from hlopipe import schedules
@@ -21,69 +25,7 @@ from hlopipe.errors import RuntimeConfigError
 from hlopipe.models import gpt
 from hlopipe.runtime import Pipeline
 
-CFG = gpt.GPTConfig(vocab=16, seq=8, d_model=16, n_heads=2, n_layers=4, d_ff=32)
-BATCH = 16
-M = 4
 STEPS = 20
-LR = 0.05
-OPT = optax.sgd(LR, momentum=0.9)  # one object: jitted updates are cached per optimizer
-loss_fn = functools.partial(gpt.loss, cfg=CFG, boundary=hlopipe.stage_boundary, layers_per_stage=1)
-
-
-def _batches(n: int) -> list:
-    return [gpt.batch(jax.random.key(100 + k), BATCH, CFG) for k in range(n)]
-
-
-@functools.cache
-def _params():
-    return gpt.init(jax.random.key(0), CFG)
-
-
-@functools.cache
-def _staged():
-    mb = jax.tree.map(lambda x: x[: BATCH // M], _batches(1)[0])
-    return hlopipe.split(loss_fn, _params(), mb)
-
-
-@functools.cache
-def _reference(steps: int, opt=OPT):
-    """Single-device training: value_and_grad of the full-batch loss, then the optimizer."""
-
-    @jax.jit
-    def step(p, s, b):
-        loss, g = jax.value_and_grad(loss_fn)(p, b)
-        u, s = opt.update(g, s, p)
-        return optax.apply_updates(p, u), s, loss
-
-    p, s = _params(), opt.init(_params())
-    losses = []
-    for b in _batches(steps):
-        p, s, loss = step(p, s, b)
-        losses.append(float(loss))
-    return losses, p
-
-
-def _train(pipe: Pipeline, steps: int):
-    state = pipe.init(_params())
-    losses = []
-    for b in _batches(steps):
-        state, metrics = pipe.step(state, b)
-        losses.append(metrics.loss)
-    return losses, jax.device_get(state.params)
-
-
-def _rel(a, b) -> float:
-    a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
-    return float(np.linalg.norm(a - b) / max(np.linalg.norm(b), 1e-30))
-
-
-def _assert_same_training(losses, params, steps: int) -> None:
-    ref_losses, ref_params = _reference(steps)
-    np.testing.assert_allclose(losses, ref_losses, rtol=1e-5)
-    flat_ref = jax.tree_util.tree_flatten_with_path(ref_params)[0]
-    worst = max((_rel(a, b), jax.tree_util.keystr(k)) for a, (k, b) in
-                zip(jax.tree.leaves(params), flat_ref))  # fmt: skip
-    assert worst[0] <= 1e-5, f"parameter {worst[1]} differs by {worst[0]:.2e} (relative)"
 
 
 # -- every schedule trains exactly like one device ---------------------------------------------
@@ -107,8 +49,28 @@ def test_schedule_trains_like_one_device(name, ranks):
     )  # fmt: skip
     assert pipe.schedule.num_ranks == ranks
     losses, params = _train(pipe, STEPS)
-    _assert_same_training(losses, params, STEPS)
+    assert_same_training(losses, params, STEPS)
     assert losses[-1] < losses[0]
+
+
+def test_data_parallel_stages_sgd_parameters_like_one_device():
+    """4 stages x 2 data-parallel devices: each stage's gradient is the sum over its two
+    devices' halves of every microbatch; losses and parameters equal one device's."""
+    pipe = Pipeline(_staged(), _params(), _batches(1)[0], schedule="zb-h1", num_microbatches=M,
+                    devices=jax.devices()[:8], stage_mesh_shape=(2,), optimizer=OPT)  # fmt: skip
+    assert pipe.placement.group_size == 2 and pipe.schedule.num_ranks == 4
+    losses, params = _train(pipe, 4)
+    assert_same_training(losses, params, 4)
+
+
+def test_auto_schedule_is_chosen_from_a_profiled_step_and_trains_like_one_device():
+    pipe = Pipeline(_staged(), _params(), _batches(1)[0], schedule="auto", num_microbatches=M,
+                    devices=jax.devices()[:4], optimizer=OPT)  # fmt: skip
+    # the best of the schedules for 4 ranks x 1 stage (the 1F1B probe's placement)
+    assert pipe.schedule.name in ("gpipe", "1f1b", "zb-h1", "zb-h2")
+    assert pipe.schedule.num_ranks == 4 and pipe.staged.num_stages == 4
+    losses, params = _train(pipe, 4)
+    assert_same_training(losses, params, 4)
 
 
 def test_data_parallel_stages_adamw():
