@@ -8,7 +8,8 @@ orders them, and the coordinator round trips for the loss and the gradient norm.
 
 Columns: median step time over the timed steps; time process 0's link thread spent in
 cross-process transfers per step (issue to completion, including waiting for the peer); how
-many transfers process 0 took part in per step. Not a pass/fail test.
+many transfers (one per microbatch and stage pair, each carrying its values) process 0 took
+part in per step. Not a pass/fail test.
 """
 
 from __future__ import annotations
@@ -61,6 +62,7 @@ def worker(args: argparse.Namespace) -> int:
             "step_ms": statistics.median(times) * 1e3,
             "xfer_ms": statistics.median(xfer) * 1e3,
             "transfers": len(mine),
+            "values": sum(len(t.keys) for t in mine),
             "loss": metrics.loss,
         }), flush=True)  # fmt: skip
     return 0
@@ -103,13 +105,14 @@ def main() -> int:
         "step ms",
         "vs 1 process",
         "cross-process transfer ms/step (proc 0)",
-        "transfers/step (proc 0)",
+        "transfers/step (proc 0; one per microbatch and stage pair)",
+        "values/step (proc 0)",
         "loss",
     ):
         t.add_column(c, justify="right")
     for n, r in rows:
         t.add_row(str(n), str(4 // n), f"{r['step_ms']:.1f}", f"{r['step_ms'] / base:.2f}x",
-                  f"{r['xfer_ms']:.1f}", str(r["transfers"]), f"{r['loss']:.6f}")  # fmt: skip
+                  f"{r['xfer_ms']:.1f}", str(r["transfers"]), str(r["values"]), f"{r['loss']:.6f}")  # fmt: skip
     Console(width=140).print(t)
     return 0
 
