@@ -112,7 +112,8 @@ def main() -> int:
         t.add_column(c, justify="right")
     for n, r in rows:
         t.add_row(str(n), str(4 // n), f"{r['step_ms']:.1f}", f"{r['step_ms'] / base:.2f}x",
-                  f"{r['xfer_ms']:.1f}", str(r["transfers"]), str(r["values"]), f"{r['loss']:.6f}")  # fmt: skip
+                  f"{r['xfer_ms']:.1f}", str(r["transfers"]), str(r["values"]),
+                  f"{r['loss']:.6f}")  # fmt: skip
     Console(width=140).print(t)
     return 0
 
