@@ -214,16 +214,33 @@ def atan2(ctx: RuleContext, x: Any, y: Any) -> Any:
     return lax.atan2(x, y)
 
 
+def _is_complex(x: Any) -> bool:
+    return np.dtype(x.dtype).kind == "c"
+
+
+def _complex_pick(x: Any, y: Any, first_wins: Any) -> Any:
+    """XLA's complex maximum/minimum: the real parts alone decide (the imaginary parts are not
+    looked at), the first operand on a tie, the second when a real part is NaN. The compare is
+    XLA's own float compare, so it reads denormal real parts as XLA does (flushed to zero on
+    CPU). ``lax.max``/``lax.min`` instead compare (real, imaginary) lexicographically, as the
+    specification says, and differ from XLA wherever the real parts tie."""
+    return lax.select(first_wins(lax.real(x), lax.real(y)), x, y)
+
+
 @rule("stablehlo.maximum")
 @sub_byte
 def maximum(ctx: RuleContext, x: Any, y: Any) -> Any:
-    return lax.bitwise_or(x, y) if _is_bool(x) else lax.max(x, y)
+    if _is_bool(x):
+        return lax.bitwise_or(x, y)
+    return _complex_pick(x, y, lax.ge) if _is_complex(x) else lax.max(x, y)
 
 
 @rule("stablehlo.minimum")
 @sub_byte
 def minimum(ctx: RuleContext, x: Any, y: Any) -> Any:
-    return lax.bitwise_and(x, y) if _is_bool(x) else lax.min(x, y)
+    if _is_bool(x):
+        return lax.bitwise_and(x, y)
+    return _complex_pick(x, y, lax.le) if _is_complex(x) else lax.min(x, y)
 
 
 @rule("stablehlo.and")

@@ -56,7 +56,7 @@ def is_identity(op: str, init: Any) -> bool:
     if op == "stablehlo.multiply" or op == "stablehlo.and":
         return bool(np.all(v == 1)) or (dtype == np.dtype(bool) and bool(np.all(v)))
     if dtype.kind == "c":
-        return False  # max/min of complex numbers order lexicographically: no plain identity
+        return False  # max/min of complex numbers: no plain identity
     if op == "stablehlo.maximum":
         if dtype.kind == "f" or dtype.kind == "V":
             return bool(np.all(np.isneginf(v.astype(np.float64))))
@@ -79,6 +79,8 @@ def monoid_reduce(op: str, x: Any, init: Any, dims: tuple[int, ...]) -> Any | No
         op = _BOOL.get(op, op)
     if op not in _MONOIDS:
         return None
+    if np.dtype(x.dtype).kind == "c" and op in ("stablehlo.maximum", "stablehlo.minimum"):
+        return None  # XLA's complex max/min is not lax's (see elementwise.maximum): fold the region
     if op == "stablehlo.xor" and np.dtype(x.dtype).kind not in "iub":
         return None
     reducer, combine = _MONOIDS[op]
