@@ -59,7 +59,8 @@ def partition(
         at boundary ``b`` (``comm[0]`` and ``comm[-1]`` are ignored); ``None`` for no transfers.
       num_stages: number of non-empty stages.
       memory: per-atom memory, summed per stage and checked against ``memory_cap``.
-      memory_cap: largest memory a stage may hold.
+      memory_cap: largest memory a stage may hold (a stage fits when its memory is at most
+        the cap plus :func:`memory_slack`, the rounding error of summing ``memory``).
 
     Returns:
       the optimal :class:`Partition` (ties broken towards earlier cuts).
@@ -86,7 +87,7 @@ def partition(
     invalid = idx[:, None] >= idx[None, :]
     if memory is not None and memory_cap is not None:
         mp = np.concatenate([[0.0], np.cumsum(np.asarray(memory, dtype=np.float64))])
-        invalid |= (mp[None, :] - mp[:, None]) > memory_cap
+        invalid |= (mp[None, :] - mp[:, None]) > memory_cap + memory_slack(memory)
     cost = np.where(invalid, np.inf, cost)
 
     best = cost[0].copy()  # best[j]: bottleneck of the best 1-stage split of atoms [0, j)
@@ -273,3 +274,12 @@ def candidate_boundaries(
             layer = layer[::g] + ([layer[-1]] if (len(layer) - 1) % g else [])
         cands = thin(0, layer[0]) + layer + thin(layer[-1], n)
     return sorted(set(cands) | {0, n})
+
+
+def memory_slack(memory: Sequence[float] | np.ndarray) -> float:
+    """How far above ``memory_cap`` a stage's memory may be and still fit: the rounding error
+    of computing a stage's sum as a difference of prefix sums (``len(memory)`` units in the
+    last place of the total). Zero in practice for byte counts (integers, summed exactly);
+    without it a stage exactly at the cap could be refused by one unit in the last place."""
+    m = np.asarray(memory, dtype=np.float64)
+    return float(len(m) * np.finfo(np.float64).eps * np.abs(m).sum())

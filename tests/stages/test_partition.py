@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 
 from hlopipe.errors import StageError
 from hlopipe.stages import partition
+from hlopipe.stages._partition import memory_slack
 
 
 def _brute(compute, comm, k, memory=None, cap=None):
@@ -18,7 +19,7 @@ def _brute(compute, comm, k, memory=None, cap=None):
         b = (0, *cuts, n)
         worst = 0.0
         for i, j in itertools.pairwise(b):
-            if memory is not None and sum(memory[i:j]) > cap:
+            if memory is not None and sum(memory[i:j]) > cap + memory_slack(memory):
                 worst = np.inf
             worst = max(worst, sum(compute[i:j]) + (comm[i] if i > 0 else 0.0))
         best = min(best, worst)
@@ -48,6 +49,16 @@ def test_matches_brute_force(data, n):
     assert len(got.bounds) == k + 1 and got.bounds[0] == 0 and got.bounds[-1] == n
     assert all(i < j for i, j in itertools.pairwise(got.bounds))
     assert np.isclose(max(got.stage_costs), got.bottleneck)
+
+
+def test_a_stage_exactly_at_the_memory_cap_fits():
+    # found by hypothesis: the last atom alone is exactly the cap, but the difference of prefix
+    # sums that measures it rounds one unit in the last place above it
+    memory = [0.0, 0.0, 0.0, 0.0, 1.3791203964647991, 55.55, 71.71894374920257]
+    got = partition([0.0] * 7, [0.0] * 8, 2, memory=memory, memory_cap=71.71894374920257)
+    assert got.bounds[-2] == 6
+    with pytest.raises(StageError, match="memory cap"):
+        partition([0.0] * 7, None, 2, memory=memory, memory_cap=71.7)
 
 
 def test_small_cases():
