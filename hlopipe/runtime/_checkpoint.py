@@ -63,6 +63,16 @@ def _write(path: str, array: Any) -> None:
         os.fsync(f.fileno())
 
 
+def _read(path: str, dtype: Any) -> np.ndarray:
+    """An array written by :func:`_write`, as ``dtype``. NumPy writes the dtypes that JAX adds
+    (bfloat16, float8, int4: ml_dtypes) as raw bytes (``|V2``), so they are viewed back."""
+    a = np.load(path, allow_pickle=False)
+    want = np.dtype(dtype)
+    if a.dtype != want and a.dtype.kind == "V" and a.dtype.itemsize == want.itemsize:
+        a = a.view(want)
+    return a
+
+
 def _opt_leaves(state: Any, names: set[str]) -> list[tuple[str, str | None, Any]]:
     """(leaf path, parameter path or None, leaf) of an optimizer state over {name: array}."""
     out = []
@@ -221,7 +231,7 @@ def restore(pipe: Pipeline, directory: str | os.PathLike, step: int | None = Non
         for r in pipe.holders[p]:
             if pipe.layout.local(r):
                 if host is None:
-                    host = np.load(os.path.join(folder, "params", _fname(n)))
+                    host = _read(os.path.join(folder, "params", _fname(n)), pipe.param_avals[p].dtype)
                 values[r][p] = jax.device_put(host, pipe.plan.param_sharding(r, p))
     opt_states: list[Any] = [None] * pipe.staged.num_stages
     if pipe.optimizer is not None:
@@ -249,7 +259,7 @@ def restore(pipe: Pipeline, directory: str | os.PathLike, step: int | None = Non
                         f"{folder}: no optimizer state {leaf_path!r} (saved with another "
                         "optimizer, or without one?)"
                     )
-                leaves.append(jax.device_put(np.load(file), leaf.sharding))
+                leaves.append(jax.device_put(_read(file, leaf.dtype), leaf.sharding))
             opt_states[s] = jax.tree_util.tree_unflatten(
                 jax.tree_util.tree_structure(template), leaves
             )
