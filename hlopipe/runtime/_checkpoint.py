@@ -231,7 +231,8 @@ def restore(pipe: Pipeline, directory: str | os.PathLike, step: int | None = Non
         for r in pipe.holders[p]:
             if pipe.layout.local(r):
                 if host is None:
-                    host = _read(os.path.join(folder, "params", _fname(n)), pipe.param_avals[p].dtype)
+                    file = os.path.join(folder, "params", _fname(n))
+                    host = _read(file, pipe.param_avals[p].dtype)
                 values[r][p] = jax.device_put(host, pipe.plan.param_sharding(r, p))
     opt_states: list[Any] = [None] * pipe.staged.num_stages
     if pipe.optimizer is not None:

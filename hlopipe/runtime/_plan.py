@@ -188,7 +188,7 @@ def _split(
         prog = load(program) if _is_path(program) else program
         target: Any = prog
         args: tuple[Any, ...] = ()
-        fn = prog.as_function()
+        fn = prog.as_function(flat=True)  # a jax.export artifact's own pytrees are not used
         trace_args = [jax.ShapeDtypeStruct(a.shape, a.dtype) for a in prog.in_avals]  # type: ignore[union-attr]
     elif callable(program):
         target = program

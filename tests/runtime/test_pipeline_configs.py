@@ -8,7 +8,6 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import optax
-import pytest
 
 import hlopipe
 from hlopipe.runtime import Pipeline
@@ -49,3 +48,46 @@ def test_checkpoint_of_bfloat16_parameters_restores_them_bit_for_bit(tmp_path):
     _, m1 = pipe.step(state, _batch(seed=2))
     _, m2 = pipe.step(back, _batch(seed=2))
     assert m1.loss == m2.loss
+
+
+def _reference(loss, params, batches, opt):
+    """Single-device training: value_and_grad of the full-batch loss, then ``opt``."""
+
+    @jax.jit
+    def step(p, s, b):
+        value, g = jax.value_and_grad(loss)(p, b)
+        u, s = opt.update(g, s, p)
+        return optax.apply_updates(p, u), s, value
+
+    p, s, losses = params, opt.init(params), []
+    for b in batches:
+        p, s, value = step(p, s, b)
+        losses.append(float(value))
+    return losses, p
+
+
+def _assert_trains_like_one_device(pipe, loss, params, batches, opt, rtol=1e-5):
+    state, losses = pipe.init(params), []
+    for b in batches:
+        state, metrics = pipe.step(state, b)
+        losses.append(metrics.loss)
+    ref_losses, ref_params = _reference(loss, params, batches, opt)
+    np.testing.assert_allclose(losses, ref_losses, rtol=rtol)
+    got = jax.tree.leaves(pipe.gather_params(state))
+    for a, b in zip(got, jax.tree.leaves(ref_params)):
+        np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=rtol, atol=1e-6)
+
+
+def test_jax_export_artifact_with_pytree_arguments_trains_like_one_device(tmp_path):
+    """A jax.export artifact of ``loss(params, batch)`` keeps its pytrees; the pipeline feeds
+    it flat leaves (it used to call the pytree form with them and fail)."""
+    opt = optax.sgd(0.1)
+    params, batches = _params(), [_batch(seed=1), _batch(seed=2)]
+    mb = jax.tree.map(lambda x: x[:4], batches[0])
+    exported = jax.export.export(jax.jit(_loss))(params, mb)
+    path = tmp_path / "loss.jaxexport"
+    path.write_bytes(exported.serialize())
+    pipe = Pipeline(str(path), params, batches[0], num_microbatches=2,
+                    devices=jax.devices()[:2], optimizer=opt)  # fmt: skip
+    assert pipe.staged.num_stages == 2
+    _assert_trains_like_one_device(pipe, _loss, params, batches, opt)
