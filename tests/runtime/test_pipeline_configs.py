@@ -8,8 +8,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import optax
+import pytest
 
 import hlopipe
+from hlopipe.errors import StageError
 from hlopipe.runtime import Pipeline
 
 
@@ -91,3 +93,23 @@ def test_jax_export_artifact_with_pytree_arguments_trains_like_one_device(tmp_pa
                     devices=jax.devices()[:2], optimizer=opt)  # fmt: skip
     assert pipe.staged.num_stages == 2
     _assert_trains_like_one_device(pipe, _loss, params, batches, opt)
+
+
+def test_a_stage_jax_cannot_differentiate_is_refused_naming_the_stage_and_the_loop():
+    """A while_loop (dynamic trip count) cannot be reverse-differentiated, on one device either;
+    the pipeline says which stage and where, as a StageError (it used to be JAX's ValueError
+    from deep inside the stage compiler)."""
+
+    def loss(p, batch):
+        x, y = batch
+        h = hlopipe.stage_boundary(jnp.tanh(x @ p["w0"]))
+        h = jax.lax.while_loop(lambda c: c[0] < 3, lambda c: (c[0] + 1, c[1] * 0.9), (0, h))[1]
+        return jnp.mean((h @ p["w1"] - y) ** 2)
+
+    with pytest.raises(ValueError, match="Reverse-mode"):
+        jax.grad(loss)(_params(), _batch())
+    with pytest.raises(
+        StageError,
+        match=r"stage 1 cannot be differentiated \(a while loop at .*test_pipeline_configs.py",
+    ):
+        Pipeline(loss, _params(), _batch(), num_microbatches=2, devices=jax.devices()[:2])
