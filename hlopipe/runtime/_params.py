@@ -18,7 +18,7 @@ import numpy as np
 
 from hlopipe.runtime import _optim
 from hlopipe.runtime._comm import Comm
-from hlopipe.runtime._plan import PipelinePlan
+from hlopipe.runtime._plan import PipelinePlan, host_leaves
 
 
 @dataclass(eq=False)
@@ -185,7 +185,7 @@ class Params:
         pl = self.plan
         leaves = pl.check_batch(batch)
         b, m, n = pl.microbatch_size, pl.num_microbatches, pl.num_params
-        host = [np.asarray(x) for x in leaves]
+        host = host_leaves(leaves)
         placement = pl.placement
         placed: dict[tuple[int, int, int], Any] = {}  # (leaf, rank, microbatch) -> array
         args: dict[tuple[int, int], list[Any]] = {}

@@ -132,6 +132,15 @@ class PipelinePlan:
         return leaves
 
 
+def host_leaves(leaves: Sequence[Any]) -> list[Any]:
+    """Batch leaves to slice into microbatches: on the host (NumPy), except typed PRNG key
+    arrays, which NumPy cannot hold; those stay JAX arrays (sliced and moved alike)."""
+    return [
+        x if jax.dtypes.issubdtype(jnp.result_type(x), jax.dtypes.prng_key) else np.asarray(x)
+        for x in leaves
+    ]
+
+
 def _is_path(x: Any) -> bool:
     return isinstance(x, str | os.PathLike)
 
@@ -227,7 +236,7 @@ def _check_signature(
         )
     paths = list(getattr(staged, "in_paths", None) or [])
     for k, (w, h) in enumerate(zip(want, have)):
-        if tuple(w.shape) == tuple(h.shape) and jnp.dtype(w.dtype) == jnp.dtype(h.dtype):
+        if tuple(w.shape) == tuple(h.shape) and w.dtype == h.dtype:
             continue
         what = f"parameter {k}" if k < n_p else f"batch leaf {k - n_p}"
         name = f" {paths[k]}" if k < len(paths) and paths[k] != f"[{k}]" else ""

@@ -113,3 +113,22 @@ def test_a_stage_jax_cannot_differentiate_is_refused_naming_the_stage_and_the_lo
         match=r"stage 1 cannot be differentiated \(a while loop at .*test_pipeline_configs.py",
     ):
         Pipeline(loss, _params(), _batch(), num_microbatches=2, devices=jax.devices()[:2])
+
+
+def _dropout_loss(p, batch):
+    x, y, keys = batch  # one typed PRNG key per example: a microbatch takes its own
+    h = jnp.tanh(x @ p["w0"])
+    keep = jax.vmap(lambda k: jax.random.bernoulli(k, 0.75, h.shape[1:]))(keys)
+    h = hlopipe.stage_boundary(jnp.where(keep, h / 0.75, 0.0))
+    return jnp.mean((h @ p["w1"] - y) ** 2)
+
+
+@pytest.mark.parametrize("profile", [False, True], ids=["stream", "threads"])
+def test_typed_prng_keys_in_the_batch_train_like_one_device(profile):
+    """Dropout keyed per example (a batch leaf of typed keys, which NumPy cannot hold): the
+    microbatches take their keys' slices (it used to fail converting the keys to NumPy)."""
+    opt = optax.sgd(0.1)
+    batches = [(*_batch(seed=s), jax.random.split(jax.random.key(s), 8)) for s in (1, 2)]
+    pipe = Pipeline(_dropout_loss, _params(), batches[0], num_microbatches=4,
+                    devices=jax.devices()[:2], optimizer=opt, sync_actions=profile)  # fmt: skip
+    _assert_trains_like_one_device(pipe, _dropout_loss, _params(), batches, opt)
