@@ -1073,9 +1073,20 @@ def _cmd_train(args: argparse.Namespace) -> int:
         jax.config.update("jax_num_cpu_devices", args.cpu_devices or _CPU_DEVICES)
 
     program = _load(args.file, args.module)
-    plan = _train_plan(args, program)
-    _print_plan(plan)
-    return _train(args, plan)
+    from hlopipe.rehydrate import module_ir
+    from hlopipe.rehydrate._rehydrate import _uses_64bit
+
+    # A program with 64-bit types (TensorFlow's and PyTorch's int64 labels) trains in JAX's
+    # 64-bit mode: set globally, as the runtime's threads must see it too, and put back after.
+    before = bool(jax.config.read("jax_enable_x64"))
+    if _uses_64bit(module_ir(program)):
+        jax.config.update("jax_enable_x64", True)
+    try:
+        plan = _train_plan(args, program)
+        _print_plan(plan)
+        return _train(args, plan)
+    finally:
+        jax.config.update("jax_enable_x64", before)
 
 
 def _check_schedule_name(name: str) -> None:

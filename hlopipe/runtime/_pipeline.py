@@ -42,7 +42,8 @@ class Pipeline:
       program: a loss function ``fn(params, batch)``, a :class:`~hlopipe.stages.StagedProgram`
         (its flat arguments are the leaves of ``(params, batch)``), or the path of an XLA
         program file (HLO text, StableHLO, ...) whose flat arguments are ``(params leaves...,
-        batch leaves...)`` at microbatch size.
+        batch leaves...)`` at microbatch size. A program with 64-bit types (int64 labels)
+        needs ``jax.config.update("jax_enable_x64", True)`` first (``hlopipe train`` sets it).
       params: the parameter pytree (arrays or ``jax.ShapeDtypeStruct``; only the structure,
         shapes and dtypes are used here — :meth:`init` takes the values).
       batch: an example full batch (pytree); every leaf has the batch on its leading axis.

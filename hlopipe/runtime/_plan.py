@@ -217,6 +217,43 @@ def _split(
     return split(target, *args, num_stages=num_stages)
 
 
+_WIDE = ("int64", "uint64", "float64", "complex128")
+
+
+def _first_64bit(jaxpr: Any) -> Any:
+    """The first equation of ``jaxpr`` (nested ones too) with a 64-bit value, or ``None``."""
+    for e in jaxpr.eqns:
+        if any(str(getattr(v.aval, "dtype", "")) in _WIDE for v in [*e.invars, *e.outvars]):
+            return e
+        for v in e.params.values():
+            for sub in v if isinstance(v, tuple | list) else (v,):
+                inner = getattr(sub, "jaxpr", sub)
+                if hasattr(inner, "eqns"):
+                    found = _first_64bit(inner)
+                    if found is not None:
+                        return found
+    return None
+
+
+def _check_64bit(staged: StagedProgram) -> None:
+    """A program with 64-bit types (a TensorFlow or PyTorch program's int64 labels, say) needs
+    JAX's 64-bit mode for the whole pipeline: outside it, JAX narrows the values the stages
+    are rebuilt from to 32 bits and the stage compiler fails on the mix."""
+    if jax.config.read("jax_enable_x64"):
+        return
+    for st in staged.stages:
+        e = _first_64bit(st.jaxpr.jaxpr)
+        if e is not None:
+            wide = sorted({str(v.aval.dtype) for v in [*e.invars, *e.outvars]} & set(_WIDE))
+            raise RuntimeConfigError(
+                f"the program uses 64-bit types ({', '.join(wide)} in stage {st.index}, "
+                f"'{e.primitive.name}'), and JAX's 64-bit mode is off: call "
+                "jax.config.update('jax_enable_x64', True) before building the pipeline (the "
+                "context manager jax.enable_x64 is not enough: the pipeline compiles and runs "
+                "in threads of its own), or export the program with 32-bit types"
+            )
+
+
 def _check_signature(
     staged: StagedProgram,
     param_avals: Sequence[Any],
@@ -325,6 +362,7 @@ def build_plan(
         program, param_treedef, param_avals, batch_treedef, mb_avals, num_stages, default_stages
     )
     S = staged.num_stages
+    _check_64bit(staged)
     _check_signature(staged, param_avals, mb_avals, batch_avals, m)
     argnums = _argnums(staged, len(param_avals))
 

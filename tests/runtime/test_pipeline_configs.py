@@ -11,7 +11,7 @@ import optax
 import pytest
 
 import hlopipe
-from hlopipe.errors import StageError
+from hlopipe.errors import RuntimeConfigError, StageError
 from hlopipe.runtime import Pipeline
 
 
@@ -132,3 +132,60 @@ def test_typed_prng_keys_in_the_batch_train_like_one_device(profile):
     pipe = Pipeline(_dropout_loss, _params(), batches[0], num_microbatches=4,
                     devices=jax.devices()[:2], optimizer=opt, sync_actions=profile)  # fmt: skip
     _assert_trains_like_one_device(pipe, _dropout_loss, _params(), batches, opt)
+
+
+def _xent(w0, w1, x, labels):
+    h = hlopipe.stage_boundary(jnp.tanh(x @ w0))
+    logp = jax.nn.log_softmax(h @ w1)
+    return -jnp.mean(jnp.take_along_axis(logp, labels[:, None], axis=1))
+
+
+@pytest.fixture(scope="module")
+def int64_labels_program(tmp_path_factory):
+    """A loss with int64 labels as HLO text (what TensorFlow and PyTorch programs have)."""
+    p = _params()
+    with jax.enable_x64(True):
+        args = (p["w0"], p["w1"], jax.ShapeDtypeStruct((4, 5), jnp.float32),
+                jax.ShapeDtypeStruct((4,), jnp.int64))  # fmt: skip
+        text = jax.jit(_xent).lower(*args).compiler_ir("hlo").as_hlo_text()
+    path = tmp_path_factory.mktemp("x64") / "xent.hlo"
+    path.write_text(text)
+    return str(path)
+
+
+def test_a_64bit_program_outside_64bit_mode_is_refused_clearly(int64_labels_program):
+    """Outside JAX's 64-bit mode the stages of an int64 program cannot be rebuilt (it used to
+    fail with 'lax.eq requires arguments to have the same dtypes' in the stage compiler)."""
+    params = [_params()["w0"], _params()["w1"]]
+    batch = (_batch()[0], jnp.zeros(8, jnp.int32))
+    with pytest.raises(RuntimeConfigError, match=r"64-bit types \(int64.*jax_enable_x64"):
+        Pipeline(int64_labels_program, params, batch, num_microbatches=2,
+                 devices=jax.devices()[:2])  # fmt: skip
+
+
+def test_a_64bit_program_in_64bit_mode_trains_like_one_device(int64_labels_program):
+    opt = optax.sgd(0.1)
+    # globally (the conftest puts it back): the pipeline compiles and runs in threads
+    jax.config.update("jax_enable_x64", True)
+    params = [_params()["w0"], _params()["w1"]]
+    labels = jax.random.randint(jax.random.key(3), (2, 8), 0, 3, dtype=jnp.int64)
+    batches = [(_batch(seed=s)[0].astype(jnp.float32), labels[s]) for s in (0, 1)]
+    pipe = Pipeline(int64_labels_program, params, batches[0], num_microbatches=2,
+                    devices=jax.devices()[:2], optimizer=opt)  # fmt: skip
+
+    def loss(p, b):  # the program's batch is one microbatch of 4: average two of them
+        halves = [jax.tree.map(lambda v, i=i: v[4 * i : 4 * i + 4], b) for i in (0, 1)]
+        return sum(_xent(*p, *h) for h in halves) / 2
+
+    _assert_trains_like_one_device(pipe, loss, params, batches, opt)
+
+
+def test_cli_train_runs_a_64bit_program_in_64bit_mode(int64_labels_program, capsys):
+    from hlopipe.cli import main
+
+    code = main(["train", int64_labels_program, "--steps", "2", "--check", "--microbatches",
+                 "2", "--batch-args", "2"])  # fmt: skip
+    out = capsys.readouterr()
+    assert code == 0, out.err
+    assert "(match)" in out.out
+    assert not jax.config.read("jax_enable_x64")  # put back after the run
