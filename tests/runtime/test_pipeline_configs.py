@@ -189,3 +189,92 @@ def test_cli_train_runs_a_64bit_program_in_64bit_mode(int64_labels_program, caps
     assert code == 0, out.err
     assert "(match)" in out.out
     assert not jax.config.read("jax_enable_x64")  # put back after the run
+
+
+def _no_bias_decay(p):
+    """A weight-decay mask by path, as people write them: no decay on biases."""
+    return jax.tree_util.tree_map_with_path(lambda path, _: path[-1].key != "b", p)
+
+
+def _mlp_params():
+    k = jax.random.split(jax.random.key(4), 2)
+    return {
+        "l0": {"w": jax.random.normal(k[0], (5, 7)) / 2, "b": jnp.full((7,), 0.3)},
+        "l1": {"w": jax.random.normal(k[1], (7, 3)) / 2, "b": jnp.full((3,), -0.2)},
+    }
+
+
+def _mlp_loss(p, batch, marker=True):
+    x, y = batch
+    h = jnp.tanh(x @ p["l0"]["w"] + p["l0"]["b"])
+    h = hlopipe.stage_boundary(h) if marker else h
+    return jnp.mean((h @ p["l1"]["w"] + p["l1"]["b"] - y) ** 2)
+
+
+STRUCTURED_OPTIMIZERS = {
+    "adamw-mask-by-path": optax.adamw(0.1, weight_decay=0.5, mask=_no_bias_decay),
+    "multi-transform-label-tree": optax.multi_transform(
+        {"sgd": optax.sgd(0.1), "adam": optax.adam(0.05)},
+        {"l0": {"w": "sgd", "b": "adam"}, "l1": {"w": "adam", "b": "sgd"}},
+    ),
+}
+
+
+@pytest.mark.parametrize("name", list(STRUCTURED_OPTIMIZERS))
+def test_optimizer_masks_and_labels_see_the_parameter_tree(name):
+    """Masks and labels written for the user's pytree (by path, or as a pytree) get that tree
+    on every stage. The stages used to get a flat {path string: array} dict: a mask by path
+    then decayed the biases too (a silent wrong value) and a label pytree was refused."""
+    opt = STRUCTURED_OPTIMIZERS[name]
+    batches = [_batch(seed=s) for s in (1, 2, 3)]
+    pipe = Pipeline(_mlp_loss, _mlp_params(), batches[0], num_microbatches=2,
+                    devices=jax.devices()[:2], optimizer=opt)  # fmt: skip
+    _assert_trains_like_one_device(pipe, _mlp_loss, _mlp_params(), batches, opt, rtol=1e-4)
+
+
+def test_structured_optimizer_state_restores_onto_other_stages(tmp_path):
+    """The optimizer state over the parameter tree (masked nodes included) is saved per
+    parameter path and restored onto another stage count; training goes on as if unbroken."""
+    opt = STRUCTURED_OPTIMIZERS["multi-transform-label-tree"]
+
+    def loss(p, b):
+        return _mlp_loss(p, b, marker=False)
+
+    batches = [_batch(seed=s) for s in (1, 2, 3)]
+    kw = {"num_microbatches": 2, "optimizer": opt}
+    two = Pipeline(loss, _mlp_params(), batches[0], num_stages=2, devices=jax.devices()[:2], **kw)
+    state, m0 = two.step(two.init(_mlp_params()), batches[0])
+    two.save(state, tmp_path)
+    one = Pipeline(loss, _mlp_params(), batches[0], num_stages=1, devices=jax.devices()[2:3], **kw)
+    state = one.restore(tmp_path)
+    losses = [m0.loss]
+    for b in batches[1:]:
+        state, m = one.step(state, b)
+        losses.append(m.loss)
+    ref_losses, ref_params = _reference(loss, _mlp_params(), batches, opt)
+    np.testing.assert_allclose(losses, ref_losses, rtol=1e-5)
+    for a, b in zip(jax.tree.leaves(one.gather_params(state)), jax.tree.leaves(ref_params)):
+        np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-4, atol=1e-6)
+
+
+def test_cli_train_takes_batch_arguments_at_any_position(tmp_path, capsys):
+    """TensorFlow's programs take (x, labels, parameters...): --batch-args 0,1 names them, and
+    training equals one device (before, the batch could only be the trailing arguments)."""
+    from hlopipe.cli import main
+
+    p = _params()
+    args = (jax.ShapeDtypeStruct((4, 5), jnp.float32), jax.ShapeDtypeStruct((4,), jnp.int32),
+            p["w0"], p["w1"])  # fmt: skip
+    text = jax.jit(lambda x, lab, w0, w1: _xent(w0, w1, x, lab)).lower(*args).as_text()
+    path = tmp_path / "batch_first.mlir"
+    path.write_text(text)
+    code = main(["train", str(path), "--batch-args", "0,1", "--steps", "2", "--check",
+                 "--microbatches", "2", "--int-high", "3"])  # fmt: skip
+    out = capsys.readouterr()
+    assert code == 0, out.err
+    assert "2 parameters (56 values) + a microbatch of 2 (f32[4,5], i32[4], arguments 0, 1)" in (
+        out.out
+    )
+    assert "(match)" in out.out
+    assert main(["train", str(path), "--batch-args", "0,7"]) == 2
+    assert "positions must be distinct, from 0 to 3" in capsys.readouterr().err
