@@ -759,9 +759,10 @@ def _cmd_split(args: argparse.Namespace) -> int:
             f"{args.file}: --at-markers, but the program has no stage_boundary markers: {why}; "
             "or pass --stages N to choose cut points automatically"
         )
-    staged = stages.split(program, num_stages=args.stages)
-    argnums = None if args.no_autodiff else tuple(range(len(program.in_avals)))
-    path = staged.export(args.output, format=args.format, argnums=argnums)
+    with _x64_if_needed(program):
+        staged = stages.split(program, num_stages=args.stages)
+        argnums = None if args.no_autodiff else tuple(range(len(program.in_avals)))
+        path = staged.export(args.output, format=args.format, argnums=argnums)
     print(stages.format_manifest(path), end="")
     print(f"wrote {path}")
     return 0
@@ -1073,18 +1074,27 @@ def _cmd_train(args: argparse.Namespace) -> int:
         jax.config.update("jax_num_cpu_devices", args.cpu_devices or _CPU_DEVICES)
 
     program = _load(args.file, args.module)
+    with _x64_if_needed(program):
+        plan = _train_plan(args, program)
+        _print_plan(plan)
+        return _train(args, plan)
+
+
+@contextlib.contextmanager
+def _x64_if_needed(program: Any) -> Any:
+    """A program with 64-bit types (TensorFlow's and PyTorch's int64 labels) is split and
+    trained in JAX's 64-bit mode: set globally (the runtime's compile and rank threads must
+    see it too, which ``jax.enable_x64`` does not reach), and put back after."""
+    import jax
+
     from hlopipe.rehydrate import module_ir
     from hlopipe.rehydrate._rehydrate import _uses_64bit
 
-    # A program with 64-bit types (TensorFlow's and PyTorch's int64 labels) trains in JAX's
-    # 64-bit mode: set globally, as the runtime's threads must see it too, and put back after.
     before = bool(jax.config.read("jax_enable_x64"))
     if _uses_64bit(module_ir(program)):
         jax.config.update("jax_enable_x64", True)
     try:
-        plan = _train_plan(args, program)
-        _print_plan(plan)
-        return _train(args, plan)
+        yield
     finally:
         jax.config.update("jax_enable_x64", before)
 

@@ -25,6 +25,7 @@ from hlopipe.runtime._multiprocess import ProcessLayout
 from hlopipe.runtime._placement import Placement, default_group_size, place
 from hlopipe.schedules import Kind, Schedule
 from hlopipe.stages import StagedProgram, arg_partition_specs, split
+from hlopipe.stages._jaxpr import check_64bit_mode
 
 
 def sds(x: Any) -> jax.ShapeDtypeStruct:
@@ -217,41 +218,11 @@ def _split(
     return split(target, *args, num_stages=num_stages)
 
 
-_WIDE = ("int64", "uint64", "float64", "complex128")
-
-
-def _first_64bit(jaxpr: Any) -> Any:
-    """The first equation of ``jaxpr`` (nested ones too) with a 64-bit value, or ``None``."""
-    for e in jaxpr.eqns:
-        if any(str(getattr(v.aval, "dtype", "")) in _WIDE for v in [*e.invars, *e.outvars]):
-            return e
-        for v in e.params.values():
-            for sub in v if isinstance(v, tuple | list) else (v,):
-                inner = getattr(sub, "jaxpr", sub)
-                if hasattr(inner, "eqns"):
-                    found = _first_64bit(inner)
-                    if found is not None:
-                        return found
-    return None
-
-
 def _check_64bit(staged: StagedProgram) -> None:
-    """A program with 64-bit types (a TensorFlow or PyTorch program's int64 labels, say) needs
-    JAX's 64-bit mode for the whole pipeline: outside it, JAX narrows the values the stages
-    are rebuilt from to 32 bits and the stage compiler fails on the mix."""
-    if jax.config.read("jax_enable_x64"):
-        return
+    """A staged program with 64-bit types needs JAX's 64-bit mode (split checks the same;
+    this catches a StagedProgram split in that mode and run outside it)."""
     for st in staged.stages:
-        e = _first_64bit(st.jaxpr.jaxpr)
-        if e is not None:
-            wide = sorted({str(v.aval.dtype) for v in [*e.invars, *e.outvars]} & set(_WIDE))
-            raise RuntimeConfigError(
-                f"the program uses 64-bit types ({', '.join(wide)} in stage {st.index}, "
-                f"'{e.primitive.name}'), and JAX's 64-bit mode is off: call "
-                "jax.config.update('jax_enable_x64', True) before building the pipeline (the "
-                "context manager jax.enable_x64 is not enough: the pipeline compiles and runs "
-                "in threads of its own), or export the program with 32-bit types"
-            )
+        check_64bit_mode(st.jaxpr.jaxpr, f"stage {st.index}")
 
 
 def _check_signature(

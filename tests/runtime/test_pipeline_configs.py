@@ -11,7 +11,7 @@ import optax
 import pytest
 
 import hlopipe
-from hlopipe.errors import RuntimeConfigError, StageError
+from hlopipe.errors import StageError
 from hlopipe.runtime import Pipeline
 
 
@@ -158,9 +158,11 @@ def test_a_64bit_program_outside_64bit_mode_is_refused_clearly(int64_labels_prog
     fail with 'lax.eq requires arguments to have the same dtypes' in the stage compiler)."""
     params = [_params()["w0"], _params()["w1"]]
     batch = (_batch()[0], jnp.zeros(8, jnp.int32))
-    with pytest.raises(RuntimeConfigError, match=r"64-bit types \(int64.*jax_enable_x64"):
+    with pytest.raises(StageError, match=r"64-bit types \(int64.*jax_enable_x64"):
         Pipeline(int64_labels_program, params, batch, num_microbatches=2,
                  devices=jax.devices()[:2])  # fmt: skip
+    with pytest.raises(StageError, match=r"64-bit types \(int64.*jax_enable_x64"):
+        hlopipe.split(hlopipe.load(int64_labels_program))
 
 
 def test_a_64bit_program_in_64bit_mode_trains_like_one_device(int64_labels_program):
@@ -180,7 +182,9 @@ def test_a_64bit_program_in_64bit_mode_trains_like_one_device(int64_labels_progr
     _assert_trains_like_one_device(pipe, loss, params, batches, opt)
 
 
-def test_cli_train_runs_a_64bit_program_in_64bit_mode(int64_labels_program, capsys):
+def test_cli_train_and_split_run_a_64bit_program_in_64bit_mode(
+    int64_labels_program, capsys, tmp_path
+):
     from hlopipe.cli import main
 
     code = main(["train", int64_labels_program, "--steps", "2", "--check", "--microbatches",
@@ -189,6 +193,9 @@ def test_cli_train_runs_a_64bit_program_in_64bit_mode(int64_labels_program, caps
     assert code == 0, out.err
     assert "(match)" in out.out
     assert not jax.config.read("jax_enable_x64")  # put back after the run
+    out_dir = tmp_path / "stages"
+    assert main(["split", int64_labels_program, "--at-markers", "-o", str(out_dir)]) == 0
+    assert (out_dir / "manifest.json").exists()
 
 
 def _no_bias_decay(p):
