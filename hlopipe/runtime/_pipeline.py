@@ -442,8 +442,9 @@ class Pipeline:
 
     def infer(self, state: PipelineState, batch: Any) -> Any:
         """Run the forward-only schedule on ``batch``; the program's outputs for the whole
-        batch: per-microbatch outputs concatenated on their leading (batch) axis, scalar
-        outputs averaged over the microbatches (a mean loss stays the full-batch mean).
+        batch: per-microbatch outputs concatenated on their leading (batch) axis; outputs
+        without one (scalars, statistics over the batch such as running means) averaged over
+        the microbatches (summed with ``loss_reduction="sum"``), as the loss is.
         Results are on the default device.
 
         Across processes every process calls it and every process gets the whole result: the
@@ -479,9 +480,11 @@ class Pipeline:
                     self.comm.on_every_process(result.outputs.get((k, i)), ex.rank, aval, split)
                     for i in range(m)
                 ]
-                if parts[0].ndim == 0:
+                if not self.plan.per_example[k]:
+                    # the loss, or a statistic over the batch: reduced like the loss
                     red = np.sum if self.plan.loss_reduction == "sum" else np.mean
-                    flat_out.append(jnp.asarray(red(parts, dtype=np.float64), parts[0].dtype))
+                    value = red(np.stack(parts), axis=0, dtype=np.float64)
+                    flat_out.append(jnp.asarray(value, parts[0].dtype))
                 else:
                     flat_out.append(jnp.asarray(np.concatenate(parts, axis=0)))
             elif src.kind == "arg":

@@ -66,6 +66,9 @@ class PipelinePlan:
     # per parameter leaf: the PartitionSpec asked for it (None: sharding propagation decides)
     param_specs: tuple[Any, ...] = ()
     loss_reduction: str = "mean"  # "mean" or "sum" over the batch
+    # per program output: whether it has the batch on its leading axis (infer concatenates
+    # those over the microbatches and reduces the others, like the loss)
+    per_example: tuple[bool, ...] = ()
 
     def param_sharding(self, rank: int, p: int) -> Any:
         """The sharding parameter leaf ``p`` has on ``rank``: the one its first stage there
@@ -377,6 +380,44 @@ def build_plan(
         loss=_loss_location(staged, sched),
         param_specs=tuple(specs),
         loss_reduction=loss_reduction,
+        per_example=_per_example(
+            program, staged, param_treedef, param_avals, batch_treedef, mb_avals
+        ),
+    )
+
+
+def _per_example(
+    program: Any,
+    staged: StagedProgram,
+    param_treedef: Any,
+    param_avals: list[Any],
+    batch_treedef: Any,
+    mb_avals: list[Any],
+) -> tuple[bool, ...]:
+    """Which outputs carry the batch on their leading axis. A loss function is evaluated
+    (abstractly) at twice the microbatch: an output whose leading axis doubles does; one that
+    does not (a batch statistic, say running means) is a reduction over the batch. A program
+    file has fixed shapes: an output whose leading axis is the microbatch size does."""
+    mb = int(mb_avals[0].shape[0])
+    outs = staged.out_avals
+    guess = tuple(bool(a.shape) and a.shape[0] == mb for a in outs)
+    if isinstance(program, StagedProgram) or _is_path(program) or not callable(program):
+        return guess
+    double = [jax.ShapeDtypeStruct((2 * mb, *a.shape[1:]), a.dtype) for a in mb_avals]
+    try:
+        got = jax.eval_shape(
+            program,
+            jax.tree_util.tree_unflatten(param_treedef, param_avals),
+            jax.tree_util.tree_unflatten(batch_treedef, double),
+        )
+    except Exception:  # shapes fixed inside the function: keep the guess
+        return guess
+    leaves = jax.tree_util.tree_leaves(got)
+    if len(leaves) != len(outs):
+        return guess
+    return tuple(
+        bool(a.shape) and a.shape[0] == mb and tuple(o.shape) == (2 * mb, *a.shape[1:])
+        for o, a in zip(leaves, outs)
     )
 
 

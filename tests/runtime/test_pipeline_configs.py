@@ -285,3 +285,23 @@ def test_cli_train_takes_batch_arguments_at_any_position(tmp_path, capsys):
     assert "(match)" in out.out
     assert main(["train", str(path), "--batch-args", "0,7"]) == 2
     assert "positions must be distinct, from 0 to 3" in capsys.readouterr().err
+
+
+def test_infer_reduces_batch_statistics_and_concatenates_per_example_outputs():
+    """Aux outputs: a batch mean of width 7 (a running statistic: not per example) is averaged
+    over the microbatches like the loss; per-example predictions are concatenated. The
+    statistic used to be concatenated as if it were per example (shape 14 instead of 7)."""
+
+    def loss(p, batch):
+        x, y = batch
+        h = hlopipe.stage_boundary(jnp.tanh(x @ p["w0"]))
+        pred = h @ p["w1"]
+        return jnp.mean((pred - y) ** 2), {"h_mean": jnp.mean(h, axis=0), "pred": pred}
+
+    batch = _batch(n=8)
+    pipe = Pipeline(loss, _params(), batch, num_microbatches=2, devices=jax.devices()[:2])
+    got = pipe.infer(pipe.init(_params()), batch)
+    want = loss(_params(), batch)
+    for a, b in zip(jax.tree.leaves(got), jax.tree.leaves(want)):
+        assert a.shape == b.shape
+        np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-5, atol=1e-6)
