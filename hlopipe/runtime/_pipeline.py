@@ -516,9 +516,15 @@ class Pipeline:
         return self._timeline
 
     def __repr__(self) -> str:
+        sizes = [int(m.devices.size) for m in self.placement.meshes]
+        per_rank = (
+            f"{sizes[0]} devices"
+            if len(set(sizes)) == 1
+            else f"({', '.join(map(str, sizes))}) devices"  # meshes differ between ranks
+        )
         return (
             f"Pipeline({self.staged.num_stages} stages, schedule {self.schedule.name!r}, "
-            f"{self.schedule.num_ranks} ranks x {self.placement.group_size} devices, "
+            f"{self.schedule.num_ranks} ranks x {per_rank}, "
             f"{self.num_microbatches} microbatches of {self.microbatch_size})"
         )
 

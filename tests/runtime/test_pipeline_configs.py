@@ -305,3 +305,12 @@ def test_infer_reduces_batch_statistics_and_concatenates_per_example_outputs():
     for a, b in zip(jax.tree.leaves(got), jax.tree.leaves(want)):
         assert a.shape == b.shape
         np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-5, atol=1e-6)
+
+
+def test_stage_meshes_that_differ_train_like_one_device_and_print_as_they_are():
+    opt = optax.sgd(0.1)
+    batches = [_batch(seed=1)]
+    pipe = Pipeline(_loss, _params(), batches[0], num_microbatches=2, devices=jax.devices()[:3],
+                    stage_mesh_shape=[(2,), (1,)], optimizer=opt)  # fmt: skip
+    assert "2 ranks x (2, 1) devices" in repr(pipe)  # was "2 ranks x 2 devices"
+    _assert_trains_like_one_device(pipe, _loss, _params(), batches, opt)
