@@ -1263,6 +1263,11 @@ def _initial_params(
         params.append(value)
         roles[role] = roles.get(role, 0) + 1
     by_role = ", ".join(f"{n} {r}" for r, n in roles.items())
+    if "integer parameters = 0" in roles and args.batch_args is None:
+        by_role += (
+            "; integer arguments are usually data (token ids, labels): give the batch's "
+            "positions with --batch-args I,J"
+        )
     if any(program.arg_names[i] for i in order[: len(p_avals)]):
         return params, (
             f"initialised by role from the argument names: {by_role} (--params FILE.npz "

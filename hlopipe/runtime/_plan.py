@@ -155,8 +155,10 @@ def _batch_sizes(avals: list[jax.ShapeDtypeStruct], m: int) -> tuple[int, int]:
     sizes = {a.shape[0] if a.shape else None for a in avals}
     if None in sizes:
         raise RuntimeConfigError(
-            "every batch leaf needs a leading batch axis; got shapes "
-            f"{[list(a.shape) for a in avals]}"
+            "every batch leaf needs a leading batch axis (it is split into microbatches); got "
+            f"shapes {[list(a.shape) for a in avals]}: a value shared by the whole batch (a "
+            "scale, a PRNG key) goes into params or is closed over by the loss function; "
+            "keys per example: jax.random.split(key, batch_size)"
         )
     if len(sizes) != 1:
         raise RuntimeConfigError(

@@ -11,7 +11,7 @@ import optax
 import pytest
 
 import hlopipe
-from hlopipe.errors import StageError
+from hlopipe.errors import RuntimeConfigError, StageError
 from hlopipe.runtime import Pipeline
 
 
@@ -285,6 +285,11 @@ def test_cli_train_takes_batch_arguments_at_any_position(tmp_path, capsys):
     assert "(match)" in out.out
     assert main(["train", str(path), "--batch-args", "0,7"]) == 2
     assert "positions must be distinct, from 0 to 3" in capsys.readouterr().err
+    # without --batch-args, the labels (an integer argument) would be a parameter: said so
+    from hlopipe import cli
+
+    plan = cli._train_plan(cli.build_parser().parse_args(["train", str(path)]), hlopipe.load(path))
+    assert "integer arguments are usually data" in plan["notes"]["params"]
 
 
 def test_infer_reduces_batch_statistics_and_concatenates_per_example_outputs():
@@ -314,3 +319,10 @@ def test_stage_meshes_that_differ_train_like_one_device_and_print_as_they_are():
                     stage_mesh_shape=[(2,), (1,)], optimizer=opt)  # fmt: skip
     assert "2 ranks x (2, 1) devices" in repr(pipe)  # was "2 ranks x 2 devices"
     _assert_trains_like_one_device(pipe, _loss, _params(), batches, opt)
+
+
+def test_a_batch_leaf_without_batch_axis_says_where_shared_values_go():
+    x, y = _batch()
+    with pytest.raises(RuntimeConfigError, match=r"leading batch axis.*goes into params.*split"):
+        Pipeline(lambda p, b: _loss(p, b[:2]) * b[2], _params(), (x, y, jnp.float32(2.0)),
+                 num_microbatches=2, devices=jax.devices()[:2])  # fmt: skip
