@@ -759,9 +759,10 @@ def _cmd_split(args: argparse.Namespace) -> int:
             f"{args.file}: --at-markers, but the program has no stage_boundary markers: {why}; "
             "or pass --stages N to choose cut points automatically"
         )
-    staged = stages.split(program, num_stages=args.stages)
-    argnums = None if args.no_autodiff else tuple(range(len(program.in_avals)))
-    path = staged.export(args.output, format=args.format, argnums=argnums)
+    with _x64_if_needed(program):
+        staged = stages.split(program, num_stages=args.stages)
+        argnums = None if args.no_autodiff else tuple(range(len(program.in_avals)))
+        path = staged.export(args.output, format=args.format, argnums=argnums)
     print(stages.format_manifest(path), end="")
     print(f"wrote {path}")
     return 0
@@ -1007,10 +1008,10 @@ def _add_train(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--batch-args",
-        type=int,
-        metavar="N",
-        help="how many trailing arguments are the (micro)batch; default: the trailing integer "
-        "arguments, else 1",
+        metavar="N|I,J,...",
+        help="which arguments are the (micro)batch: N, the last N; or their positions (from 0, "
+        "comma-separated: '0,1' for a program taking x, labels, then parameters); default: "
+        "the trailing integer arguments, else the last one",
     )
     p.add_argument("--schedule", default="1f1b", help="schedule name (see 'hlopipe schedule')")
     p.add_argument("--microbatches", type=int, default=4, help="microbatches per step (4)")
@@ -1073,9 +1074,29 @@ def _cmd_train(args: argparse.Namespace) -> int:
         jax.config.update("jax_num_cpu_devices", args.cpu_devices or _CPU_DEVICES)
 
     program = _load(args.file, args.module)
-    plan = _train_plan(args, program)
-    _print_plan(plan)
-    return _train(args, plan)
+    with _x64_if_needed(program):
+        plan = _train_plan(args, program)
+        _print_plan(plan)
+        return _train(args, plan)
+
+
+@contextlib.contextmanager
+def _x64_if_needed(program: Any) -> Any:
+    """A program with 64-bit types (TensorFlow's and PyTorch's int64 labels) is split and
+    trained in JAX's 64-bit mode: set globally (the runtime's compile and rank threads must
+    see it too, which ``jax.enable_x64`` does not reach), and put back after."""
+    import jax
+
+    from hlopipe.rehydrate import module_ir
+    from hlopipe.rehydrate._rehydrate import _uses_64bit
+
+    before = bool(jax.config.read("jax_enable_x64"))
+    if _uses_64bit(module_ir(program)):
+        jax.config.update("jax_enable_x64", True)
+    try:
+        yield
+    finally:
+        jax.config.update("jax_enable_x64", before)
 
 
 def _check_schedule_name(name: str) -> None:
@@ -1101,12 +1122,14 @@ def _train_plan(args: argparse.Namespace, program: Any) -> dict[str, Any]:
     from hlopipe.io._program import _fmt_aval
 
     avals: list[Any] = list(program.in_avals)
-    names = [n or f"argument {i}" for i, n in enumerate(program.arg_names)]
-    nb, p_avals, b_avals = _batch_split(args, avals)
+    nb, p_avals, b_avals, order = _batch_split(args, avals)
+    # from here on the arguments are (parameters..., batch...); `order` maps them back
+    names = [program.arg_names[i] or f"argument {i}" for i in order]
+    fn = _reordered(program, order)
     mb = int(b_avals[0].shape[0])
     m = args.microbatches
     rng = np.random.default_rng(args.seed)
-    params, init_note = _initial_params(args, program, names, p_avals, rng)
+    params, init_note = _initial_params(args, program, order, names, p_avals, rng)
     # data: from --data, or one fixed synthetic batch that a model can learn by heart
     if args.data:
         batch = _read_npz(args.data, "--data", b_avals, names[len(p_avals) :], m)
@@ -1120,7 +1143,8 @@ def _train_plan(args: argparse.Namespace, program: Any) -> dict[str, Any]:
     layout = _stage_layout(args, program, mb)
     S, devices = layout["stages"], layout["devices"]
     return {
-        "program": program,
+        "program": program if fn is None else fn,
+        "flat": program.as_function(flat=True) if fn is None else fn.flat,
         "names": names,
         "p_avals": p_avals,
         "b_avals": b_avals,
@@ -1134,7 +1158,8 @@ def _train_plan(args: argparse.Namespace, program: Any) -> dict[str, Any]:
         "notes": {
             "program": f"{args.file}: {len(avals)} arguments = {len(p_avals)} parameters "
             f"({sum(int(np.prod(a.shape)) for a in p_avals):,} values) + a microbatch of "
-            f"{nb} ({', '.join(_fmt_aval(a) for a in b_avals)})",
+            f"{nb} ({', '.join(_fmt_aval(a) for a in b_avals)}"
+            + (")" if fn is None else f", arguments {', '.join(map(str, order[-nb:]))})"),
             "stages": layout["stage_note"],
             "devices": layout["device_note"],
             "schedule": f"{args.schedule}, {m} microbatches of {mb} = a batch of {m * mb} per "
@@ -1147,36 +1172,85 @@ def _train_plan(args: argparse.Namespace, program: Any) -> dict[str, Any]:
     }
 
 
-def _batch_split(args: argparse.Namespace, avals: list[Any]) -> tuple[int, list[Any], list[Any]]:
-    """How many trailing arguments are the batch (--batch-args, else the trailing integer
-    ones, else one), and the parameter and batch avals."""
+def _batch_split(
+    args: argparse.Namespace, avals: list[Any]
+) -> tuple[int, list[Any], list[Any], list[int]]:
+    """Which arguments are the batch (--batch-args: the last N, or positions; else the
+    trailing integer ones, else the last one); the parameter and batch avals, and the order
+    (parameter positions, then batch positions)."""
     import numpy as np
 
     from hlopipe.errors import RuntimeConfigError
     from hlopipe.io._program import _fmt_aval
 
-    nb = args.batch_args
-    if nb is None:
+    n = len(avals)
+    spec = args.batch_args
+    if spec is None:
         nb = 0
-        while nb < len(avals) and np.issubdtype(np.dtype(avals[-1 - nb].dtype), np.integer):
+        while nb < n and np.issubdtype(np.dtype(avals[-1 - nb].dtype), np.integer):
             nb += 1
-        nb = nb or 1
-    if not 0 < nb < len(avals):
-        raise RuntimeConfigError(
-            f"--batch-args {nb}: the program has {len(avals)} arguments; the batch must be "
-            "some of the last ones and at least one argument must be a parameter"
-        )
-    p_avals, b_avals = avals[:-nb], avals[-nb:]
+        b_idx = list(range(n - (nb or 1), n))
+    elif str(spec).strip().isdigit():
+        nb = int(spec)
+        if not 0 < nb < n:
+            raise RuntimeConfigError(
+                f"--batch-args {nb}: the program has {n} arguments; the batch must be "
+                "some of the last ones and at least one argument must be a parameter"
+            )
+        b_idx = list(range(n - nb, n))
+    else:
+        try:
+            b_idx = [int(x) for x in str(spec).split(",")]
+        except ValueError:
+            raise RuntimeConfigError(
+                f"--batch-args {spec!r}: give a count N (the last N arguments) or positions "
+                "from 0, comma-separated ('0,1')"
+            ) from None
+        bad = [i for i in b_idx if not 0 <= i < n]
+        if bad or len(set(b_idx)) != len(b_idx) or len(b_idx) >= n:
+            raise RuntimeConfigError(
+                f"--batch-args {spec}: positions must be distinct, from 0 to {n - 1} (the "
+                f"program has {n} arguments), and leave at least one parameter"
+            )
+    nb = len(b_idx)
+    p_idx = [i for i in range(n) if i not in b_idx]
+    p_avals, b_avals = [avals[i] for i in p_idx], [avals[i] for i in b_idx]
     if any(not a.shape for a in b_avals):
         raise RuntimeConfigError(
-            f"the last {nb} argument(s) ({', '.join(_fmt_aval(a) for a in b_avals)}) are taken "
-            "as the batch, but a scalar has no batch axis; set --batch-args N"
+            f"arguments {', '.join(map(str, b_idx))} ({', '.join(_fmt_aval(a) for a in b_avals)}) "
+            "are taken as the batch, but a scalar has no batch axis; set --batch-args"
         )
-    return nb, p_avals, b_avals
+    return nb, p_avals, b_avals, p_idx + b_idx
+
+
+def _reordered(program: Any, order: list[int]) -> Any:
+    """``None`` when the program takes (parameters..., batch...) already; else a loss function
+    ``(params list, batch list)`` calling the program with its arguments in their places (its
+    ``flat`` attribute: the same over flat arguments)."""
+    if order == sorted(order):
+        return None
+    f = program.as_function(flat=True)
+
+    def flat(*leaves: Any) -> Any:
+        full: list[Any] = [None] * len(order)
+        for i, v in zip(order, leaves):
+            full[i] = v
+        return f(*full)
+
+    def loss(params: list[Any], batch: list[Any]) -> Any:
+        return flat(*params, *batch)
+
+    loss.flat = flat  # type: ignore[attr-defined]
+    return loss
 
 
 def _initial_params(
-    args: argparse.Namespace, program: Any, names: list[str], p_avals: list[Any], rng: Any
+    args: argparse.Namespace,
+    program: Any,
+    order: list[int],
+    names: list[str],
+    p_avals: list[Any],
+    rng: Any,
 ) -> tuple[list[Any], str]:
     """Parameters from --params, or initialised by role where the names show it; and a note."""
     if args.params:
@@ -1184,12 +1258,17 @@ def _initial_params(
         return params, f"from {args.params}"
     params = []
     roles: dict[str, int] = {}
-    for name, a in zip(names, p_avals):
-        value, role = _init_by_role(name if name in program.arg_names else None, a, rng)
+    for i, a in zip(order, p_avals):
+        value, role = _init_by_role(program.arg_names[i] or None, a, rng)
         params.append(value)
         roles[role] = roles.get(role, 0) + 1
     by_role = ", ".join(f"{n} {r}" for r, n in roles.items())
-    if any(program.arg_names[: len(p_avals)]):
+    if "integer parameters = 0" in roles and args.batch_args is None:
+        by_role += (
+            "; integer arguments are usually data (token ids, labels): give the batch's "
+            "positions with --batch-args I,J"
+        )
+    if any(program.arg_names[i] for i in order[: len(p_avals)]):
         return params, (
             f"initialised by role from the argument names: {by_role} (--params FILE.npz "
             "to start from yours)"
@@ -1427,7 +1506,7 @@ def _train_one_device(args: argparse.Namespace, plan: dict[str, Any], opt: Any, 
 
     if start:
         raise HlopipeError("--check compares from initial values; leave out --resume with it")
-    f = plan["program"].as_function(flat=True)
+    f = plan["flat"]
     m, mb = args.microbatches, plan["microbatch"]
     params = list(plan["params"])
     train = [k for k, p in enumerate(params) if np.issubdtype(np.asarray(p).dtype, np.inexact)]

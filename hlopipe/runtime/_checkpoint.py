@@ -63,17 +63,27 @@ def _write(path: str, array: Any) -> None:
         os.fsync(f.fileno())
 
 
-def _opt_leaves(state: Any, names: set[str]) -> list[tuple[str, str | None, Any]]:
-    """(leaf path, parameter path or None, leaf) of an optimizer state over {name: array}."""
-    out = []
+def _read(path: str, dtype: Any) -> np.ndarray:
+    """An array written by :func:`_write`, as ``dtype``. NumPy writes the dtypes that JAX adds
+    (bfloat16, float8, int4: ml_dtypes) as raw bytes (``|V2``), so they are viewed back."""
+    a = np.load(path, allow_pickle=False)
+    want = np.dtype(dtype)
+    if a.dtype != want and a.dtype.kind == "V" and a.dtype.itemsize == want.itemsize:
+        a = a.view(want)
+    return a
+
+
+def _opt_leaves(pipe: Pipeline, s: int, state: Any) -> list[tuple[str, str | None, Any]]:
+    """(leaf path, kind, leaf) of stage ``s``'s optimizer state: kind ``"param"`` for a leaf of
+    a parameter the stage owns, ``"shared"`` for one of no parameter (a count), ``None`` for
+    a placeholder's (another stage's parameter: not stored)."""
+    view = pipe.param_store.view
+    own = set(pipe.owned[s])
+    out: list[tuple[str, str | None, Any]] = []
     for path, leaf in jax.tree_util.tree_flatten_with_path(state)[0]:
-        param = None
-        for k in path:
-            key = getattr(k, "key", None)
-            if isinstance(key, str) and key in names:
-                param = key
-                break
-        out.append((jax.tree_util.keystr(path), param, leaf))
+        q = view.param_of(path, np.shape(leaf))
+        kind = "shared" if q is None else "param" if q in own else None
+        out.append((jax.tree_util.keystr(path), kind, leaf))
     return out
 
 
@@ -120,15 +130,14 @@ def save(pipe: Pipeline, state: PipelineState, directory: str | os.PathLike, kee
     for p, r in enumerate(pipe.owner_rank):
         if pipe.layout.local(r):
             _write(os.path.join(tmp, "params", _fname(pipe.param_names[p])), state.values[r][p])
-    names = set(pipe.param_names)
     for s, st in enumerate(state.opt_states):
         if st is None or not pipe.layout.local(pipe.placement.rank_of(s)):
             continue
         shared = os.path.join(tmp, "opt_shared", f"stage{s}")
-        for leaf_path, param, leaf in _opt_leaves(st, names):
-            if param is not None:
+        for leaf_path, kind, leaf in _opt_leaves(pipe, s, st):
+            if kind == "param":
                 _write(os.path.join(tmp, "opt", _fname(leaf_path)), leaf)
-            else:
+            elif kind == "shared":
                 os.makedirs(shared, exist_ok=True)
                 _write(os.path.join(shared, _fname(leaf_path)), leaf)
         if os.path.isdir(shared):
@@ -221,11 +230,11 @@ def restore(pipe: Pipeline, directory: str | os.PathLike, step: int | None = Non
         for r in pipe.holders[p]:
             if pipe.layout.local(r):
                 if host is None:
-                    host = np.load(os.path.join(folder, "params", _fname(n)))
+                    file = os.path.join(folder, "params", _fname(n))
+                    host = _read(file, pipe.param_avals[p].dtype)
                 values[r][p] = jax.device_put(host, pipe.plan.param_sharding(r, p))
     opt_states: list[Any] = [None] * pipe.staged.num_stages
     if pipe.optimizer is not None:
-        names = set(pipe.param_names)
         shared_root = os.path.join(folder, "opt_shared")
         shared_dirs = sorted(
             os.listdir(shared_root) if os.path.isdir(shared_root) else [],
@@ -237,8 +246,11 @@ def restore(pipe: Pipeline, directory: str | os.PathLike, step: int | None = Non
             own = [values[pipe.owner_rank[p]][p] for p in owned]
             template = pipe.param_store.optimizer_fns(s)[0](own)
             leaves = []
-            for leaf_path, param, leaf in _opt_leaves(template, names):
-                if param is not None:
+            for leaf_path, kind, leaf in _opt_leaves(pipe, s, template):
+                if kind is None:  # a placeholder of another stage's parameter
+                    leaves.append(leaf)
+                    continue
+                if kind == "param":
                     file = os.path.join(folder, "opt", _fname(leaf_path))
                 else:
                     cands = [os.path.join(shared_root, d, _fname(leaf_path)) for d in shared_dirs]
@@ -249,7 +261,7 @@ def restore(pipe: Pipeline, directory: str | os.PathLike, step: int | None = Non
                         f"{folder}: no optimizer state {leaf_path!r} (saved with another "
                         "optimizer, or without one?)"
                     )
-                leaves.append(jax.device_put(np.load(file), leaf.sharding))
+                leaves.append(jax.device_put(_read(file, leaf.dtype), leaf.sharding))
             opt_states[s] = jax.tree_util.tree_unflatten(
                 jax.tree_util.tree_structure(template), leaves
             )

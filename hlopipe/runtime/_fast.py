@@ -12,10 +12,9 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 
 from hlopipe.runtime._executor import StepResult
-from hlopipe.runtime._plan import PipelinePlan
+from hlopipe.runtime._plan import PipelinePlan, host_leaves
 from hlopipe.runtime._stream import InstructionStream
 
 
@@ -64,7 +63,7 @@ class FastStep:
             regs[k] = values[r][p]
         if self.batch_slots:
             b = plan.microbatch_size
-            host = [np.asarray(x) for x in leaves]
+            host = host_leaves(leaves)
             parts = [host[leaf][i * b : (i + 1) * b] for _, leaf, i in self.batch_slots]
             placed = jax.device_put(parts, list(self.batch_shardings))
             for (k, _, _), v in zip(self.batch_slots, placed):

@@ -2,7 +2,10 @@
 clipping over all stages.
 
 The runtime updates each stage's parameters where they live, with the optimizer applied to
-that stage's parameters only. That equals the optimizer on one device exactly when every
+that stage's parameters only, in the pytree the user gave (:class:`TreeView`: the other
+parameters are empty placeholders), so that masks and labels (``optax.masked``,
+``multi_transform``, ``adamw(mask=...)``), by pytree or by path, see what they see on one
+device. That equals the optimizer on one device exactly when every
 update (and every state leaf) of a parameter depends on that parameter's gradient, value and
 state alone (sgd, adam, adamw, lion, adafactor, per-parameter clipping...). Whether it does is
 read from the transformation itself: its ``update`` is traced (abstractly, nothing runs) and
@@ -23,6 +26,7 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jax.sharding import NamedSharding, PartitionSpec
 
 from hlopipe.errors import RuntimeConfigError
@@ -70,8 +74,59 @@ def global_clip_norm(t: Any) -> float | None:
     return None if v is None else float(v)
 
 
-def _key_names(path: Any) -> set[str]:
-    return {k.key for k in path if isinstance(k, jax.tree_util.DictKey) and isinstance(k.key, str)}
+def _keys(path: Any) -> tuple[str, ...]:
+    return tuple(jax.tree_util.keystr((k,)) for k in path)
+
+
+@dataclass(frozen=True, eq=False)
+class TreeView:
+    """The parameter pytree as a stage's optimizer sees it: the stage's own parameters in
+    place, every other leaf a placeholder (an empty array), so the tree has the user's
+    structure and paths; and which parameter an optimizer-state leaf belongs to."""
+
+    treedef: Any
+    avals: tuple[Any, ...]
+    by_keys: dict[tuple[str, ...], int]
+
+    @classmethod
+    def of(cls, treedef: Any, avals: Sequence[Any]) -> TreeView:
+        n = treedef.num_leaves
+        tree = jax.tree_util.tree_unflatten(treedef, list(range(n)))
+        paths = jax.tree_util.tree_flatten_with_path(tree)[0]
+        return cls(treedef, tuple(avals), {_keys(k): q for k, q in paths})
+
+    @staticmethod
+    def placeholder(aval: Any) -> Any:
+        dt = aval.dtype if jnp.issubdtype(aval.dtype, jnp.inexact) else jnp.float32
+        return jnp.zeros((0,), dt)
+
+    def full(self, own: Sequence[int], leaves: Sequence[Any], abstract: bool = False) -> Any:
+        """The parameter tree with ``leaves`` at the positions ``own``, placeholders elsewhere."""
+        out: list[Any] = []
+        for a in self.avals:
+            ph = self.placeholder(a)
+            out.append(jax.ShapeDtypeStruct(ph.shape, ph.dtype) if abstract else ph)
+        for q, x in zip(own, leaves):
+            out[q] = x
+        return jax.tree_util.tree_unflatten(self.treedef, out)
+
+    def pick(self, tree: Any, own: Sequence[int]) -> list[Any]:
+        leaves = self.treedef.flatten_up_to(tree)
+        return [leaves[q] for q in own]
+
+    def param_of(self, path: Any, shape: Sequence[int] | None = None) -> int | None:
+        """The parameter whose path ends the state leaf's ``path`` (the longest such), or
+        ``None`` (a count, a shared statistic). A lone array's empty path matches a leaf of
+        its shape only."""
+        keys = _keys(path)
+        for cut in range(len(keys) + 1):
+            q = self.by_keys.get(keys[cut:])
+            if q is None:
+                continue
+            if cut == len(keys) and (shape is None or tuple(shape) != tuple(self.avals[q].shape)):
+                return None
+            return q
+        return None
 
 
 def _deps(jaxpr: Any, ins: Sequence[frozenset[str]]) -> list[frozenset[str]]:
@@ -99,40 +154,42 @@ def _deps(jaxpr: Any, ins: Sequence[frozenset[str]]) -> list[frozenset[str]]:
     return [read(v) for v in jaxpr.outvars]
 
 
-def mixing(t: Any, names: Sequence[str], avals: Sequence[Any]) -> str | None:
+def mixing(t: Any, view: TreeView, trained: Sequence[int], names: Sequence[str]) -> str | None:
     """Why ``t`` cannot run per stage (a sentence), or ``None`` when it can: traces
-    ``t.update`` over ``{name: aval}`` and checks that each parameter's update and state depend
-    on that parameter only (state leaves of no parameter, like a step count, on none)."""
-    p = {n: jax.ShapeDtypeStruct(a.shape, a.dtype) for n, a in zip(names, avals)}
+    ``t.update`` over the parameter tree (the ``trained`` leaves; placeholders for the others)
+    and checks that each parameter's update and state depend on that parameter only (state
+    leaves of no parameter, like a step count, on none)."""
+    avals = [jax.ShapeDtypeStruct(view.avals[q].shape, view.avals[q].dtype) for q in trained]
+    p = view.full(trained, avals, abstract=True)
     try:
         state = jax.eval_shape(t.init, p)
         closed = jax.make_jaxpr(lambda g, s, q: t.update(g, s, q))(p, state, p)
     except Exception as e:  # a transformation that needs more than (updates, state, params)
         return f"its update cannot be checked ({type(e).__name__}: {e})"
-    g_paths = jax.tree_util.tree_flatten_with_path(p)[0]
+    mine = set(trained)
+
+    def label(q: int | None, kind: str) -> frozenset[str]:
+        return frozenset({str(q)}) if q is not None and q in mine else frozenset({f"<{kind}>"})
+
+    g_labels = [label(q, "x") for q in range(len(view.avals))]
     s_paths = jax.tree_util.tree_flatten_with_path(state)[0]
-
-    def label(path: Any, kind: str) -> frozenset[str]:
-        ks = _key_names(path) & set(names)
-        return frozenset(ks) if ks else frozenset({f"<{kind}>"})
-
     ins = [
-        *[label(k, "x") for k, _ in g_paths],
-        *[label(k, "shared") for k, _ in s_paths],
-        *[label(k, "x") for k, _ in g_paths],
+        *g_labels,
+        *[label(view.param_of(k, np.shape(x)), "shared") for k, x in s_paths],
+        *g_labels,
     ]
     outs = _deps(closed.jaxpr, ins)
     upd_struct, st_struct = jax.eval_shape(lambda g, s, q: t.update(g, s, q), p, state, p)
-    out_paths = [
-        *[k for k, _ in jax.tree_util.tree_flatten_with_path(upd_struct)[0]],
-        *[k for k, _ in jax.tree_util.tree_flatten_with_path(st_struct)[0]],
-    ]
-    for path, d in zip(out_paths, outs):
-        own = _key_names(path) & set(names)
+    u_paths = jax.tree_util.tree_flatten_with_path(upd_struct)[0]
+    st_paths = jax.tree_util.tree_flatten_with_path(st_struct)[0]
+    owners = [*range(len(u_paths)), *[view.param_of(k, np.shape(x)) for k, x in st_paths]]
+    out_paths = [k for k, _ in [*u_paths, *st_paths]]
+    for path, q, d in zip(out_paths, owners, outs):
+        own = {str(q)} if q is not None else set()
         data = {x for x in d if not x.startswith("<")}
         if len(data - own) > 0:
             where = jax.tree_util.keystr(path)
-            who = sorted(data - own)[:3]
+            who = sorted(names[int(x)] for x in data - own)[:3]
             return f"its output {where} depends on other parameters ({', '.join(who)} ...)"
     return None
 
@@ -148,7 +205,9 @@ class OptimizerPlan:
     clips: tuple[float, ...]
 
 
-def plan_optimizer(opt: Any, names: Sequence[str], avals: Sequence[Any]) -> OptimizerPlan:
+def plan_optimizer(
+    opt: Any, view: TreeView, trained: Sequence[int], names: Sequence[str]
+) -> OptimizerPlan:
     """Check ``opt`` for running per stage; raises :class:`RuntimeConfigError` naming the
     transformation that reads across parameters (other than a top-level global-norm clip)."""
     parts = chain_parts(opt)
@@ -159,7 +218,7 @@ def plan_optimizer(opt: Any, names: Sequence[str], avals: Sequence[Any]) -> Opti
     for i, t in enumerate(parts):
         if i in clip_at:
             continue
-        why = mixing(t, names, avals)
+        why = mixing(t, view, trained, names)
         if why is not None:
             raise RuntimeConfigError(
                 f"optimizer transformation {_name(t)!r} reads across parameters ({why}); "
@@ -189,17 +248,17 @@ def clip_with(updates: Any, g_norm: Any, max_norm: float) -> Any:
     )
 
 
-def state_shardings(state: Any, names: Sequence[str], avals: Sequence[Any],
-                    shardings: Sequence[Any], mesh: Any) -> Any:  # fmt: skip
-    """Shardings for an optimizer state over ``{name: param}``: a leaf of one parameter with
+def state_shardings(state: Any, view: TreeView, own: Sequence[int], shardings: Sequence[Any],
+                    mesh: Any) -> Any:  # fmt: skip
+    """Shardings for a stage's optimizer state: a leaf of one of its parameters (``own``) with
     that parameter's shape gets the parameter's sharding, every other leaf is replicated."""
-    by_name = {n: (tuple(a.shape), sh) for n, a, sh in zip(names, avals, shardings)}
+    by_param = {q: sh for q, sh in zip(own, shardings)}
     rep = NamedSharding(mesh, PartitionSpec())
 
     def one(path: Any, leaf: Any) -> Any:
-        for n in _key_names(path):
-            if n in by_name and by_name[n][0] == tuple(leaf.shape):
-                return by_name[n][1]
+        q = view.param_of(path, leaf.shape)
+        if q in by_param and tuple(view.avals[q].shape) == tuple(leaf.shape):
+            return by_param[q]
         return rep
 
     return jax.tree_util.tree_map_with_path(one, state)

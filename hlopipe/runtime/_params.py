@@ -18,7 +18,7 @@ import numpy as np
 
 from hlopipe.runtime import _optim
 from hlopipe.runtime._comm import Comm
-from hlopipe.runtime._plan import PipelinePlan
+from hlopipe.runtime._plan import PipelinePlan, host_leaves
 
 
 @dataclass(eq=False)
@@ -74,13 +74,10 @@ class Params:
         self.optimizer = optimizer
         self._opt_fns: dict[int, tuple[Any, list[Any]]] = {}
         self.opt_plan: _optim.OptimizerPlan | None = None
+        self.view = _optim.TreeView.of(plan.param_treedef, plan.param_avals)
         if optimizer is not None:
-            trained = [p for owned in plan.owned for p in owned]
-            self.opt_plan = _optim.plan_optimizer(
-                optimizer,
-                [plan.param_names[p] for p in trained],
-                [plan.param_avals[p] for p in trained],
-            )
+            trained = sorted(p for owned in plan.owned for p in owned)
+            self.opt_plan = _optim.plan_optimizer(optimizer, self.view, trained, plan.param_names)
 
     def state(self, values: list[dict[int, jax.Array]], opt_states: list[Any], step: int) -> Any:
         pl = self.plan
@@ -114,22 +111,25 @@ class Params:
 
         pl = self.plan
         rank = pl.placement.rank_of(s)
-        # The state is the optimizer's over {parameter path: array}, so that its per-parameter
-        # leaves carry the parameter's path (checkpoints store them by it, not by stage).
-        names = tuple(pl.param_names[p] for p in pl.owned[s])
+        # The state is the optimizer's over the user's parameter tree (the other stages'
+        # parameters as empty placeholders), so that its per-parameter leaves carry the
+        # parameter's path (checkpoints store them by it, not by stage) and masks and labels
+        # see the tree they were written for.
+        own_idx = tuple(pl.owned[s])
+        view = self.view
         rep = pl.placement.replicated(rank)
-        p_sh = [pl.param_sharding(rank, p) for p in pl.owned[s]]
-        avals = [pl.param_avals[p] for p in pl.owned[s]]
+        p_sh = [pl.param_sharding(rank, p) for p in own_idx]
+        avals = [pl.param_avals[p] for p in own_idx]
         opt = self.optimizer
         oplan = self.opt_plan
         assert oplan is not None
 
         def init_fn(p: list[Any]) -> Any:
-            return opt.init(dict(zip(names, p)))
+            return opt.init(view.full(own_idx, p))
 
         # Optimizer state leaves of a parameter live like it; the rest (counts) replicated.
         st_sh = _optim.state_shardings(
-            jax.eval_shape(init_fn, list(avals)), names, avals, p_sh, pl.placement.meshes[rank]
+            jax.eval_shape(init_fn, list(avals)), view, own_idx, p_sh, pl.placement.meshes[rank]
         )
 
         def sq_of(xs: list[Any]) -> Any:
@@ -140,7 +140,7 @@ class Params:
             last = k == len(oplan.bounds) - 1
 
             def fn(u: list[Any], st: Any, p: list[Any], gn: Any) -> Any:
-                ud, pd = dict(zip(names, u)), dict(zip(names, p))
+                ud, pd = view.full(own_idx, u), view.full(own_idx, p)
                 if k > 0:
                     ud = _optim.clip_with(ud, gn, oplan.clips[k - 1])
                 if oplan.parts is None:
@@ -152,9 +152,10 @@ class Params:
                     st = tuple(parts)
                 if last:
                     new = optax.apply_updates(pd, ud)
-                    out = [[new[n] for n in names], st]
+                    out = [view.pick(new, own_idx), st]
                 else:
-                    out = [[ud[n] for n in names], st, sq_of([ud[n] for n in names])]
+                    mine = view.pick(ud, own_idx)
+                    out = [mine, st, sq_of(mine)]
                 if k == 0:
                     out.append(sq_of(u))  # the gradient norm StepMetrics reports
                 return tuple(out)
@@ -185,7 +186,7 @@ class Params:
         pl = self.plan
         leaves = pl.check_batch(batch)
         b, m, n = pl.microbatch_size, pl.num_microbatches, pl.num_params
-        host = [np.asarray(x) for x in leaves]
+        host = host_leaves(leaves)
         placement = pl.placement
         placed: dict[tuple[int, int, int], Any] = {}  # (leaf, rank, microbatch) -> array
         args: dict[tuple[int, int], list[Any]] = {}

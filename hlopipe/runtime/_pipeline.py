@@ -42,7 +42,8 @@ class Pipeline:
       program: a loss function ``fn(params, batch)``, a :class:`~hlopipe.stages.StagedProgram`
         (its flat arguments are the leaves of ``(params, batch)``), or the path of an XLA
         program file (HLO text, StableHLO, ...) whose flat arguments are ``(params leaves...,
-        batch leaves...)`` at microbatch size.
+        batch leaves...)`` at microbatch size. A program with 64-bit types (int64 labels)
+        needs ``jax.config.update("jax_enable_x64", True)`` first (``hlopipe train`` sets it).
       params: the parameter pytree (arrays or ``jax.ShapeDtypeStruct``; only the structure,
         shapes and dtypes are used here — :meth:`init` takes the values).
       batch: an example full batch (pytree); every leaf has the batch on its leading axis.
@@ -441,8 +442,9 @@ class Pipeline:
 
     def infer(self, state: PipelineState, batch: Any) -> Any:
         """Run the forward-only schedule on ``batch``; the program's outputs for the whole
-        batch: per-microbatch outputs concatenated on their leading (batch) axis, scalar
-        outputs averaged over the microbatches (a mean loss stays the full-batch mean).
+        batch: per-microbatch outputs concatenated on their leading (batch) axis; outputs
+        without one (scalars, statistics over the batch such as running means) averaged over
+        the microbatches (summed with ``loss_reduction="sum"``), as the loss is.
         Results are on the default device.
 
         Across processes every process calls it and every process gets the whole result: the
@@ -478,9 +480,11 @@ class Pipeline:
                     self.comm.on_every_process(result.outputs.get((k, i)), ex.rank, aval, split)
                     for i in range(m)
                 ]
-                if parts[0].ndim == 0:
+                if not self.plan.per_example[k]:
+                    # the loss, or a statistic over the batch: reduced like the loss
                     red = np.sum if self.plan.loss_reduction == "sum" else np.mean
-                    flat_out.append(jnp.asarray(red(parts, dtype=np.float64), parts[0].dtype))
+                    value = red(np.stack(parts), axis=0, dtype=np.float64)
+                    flat_out.append(jnp.asarray(value, parts[0].dtype))
                 else:
                     flat_out.append(jnp.asarray(np.concatenate(parts, axis=0)))
             elif src.kind == "arg":
@@ -512,9 +516,15 @@ class Pipeline:
         return self._timeline
 
     def __repr__(self) -> str:
+        sizes = [int(m.devices.size) for m in self.placement.meshes]
+        per_rank = (
+            f"{sizes[0]} devices"
+            if len(set(sizes)) == 1
+            else f"({', '.join(map(str, sizes))}) devices"  # meshes differ between ranks
+        )
         return (
             f"Pipeline({self.staged.num_stages} stages, schedule {self.schedule.name!r}, "
-            f"{self.schedule.num_ranks} ranks x {self.placement.group_size} devices, "
+            f"{self.schedule.num_ranks} ranks x {per_rank}, "
             f"{self.num_microbatches} microbatches of {self.microbatch_size})"
         )
 

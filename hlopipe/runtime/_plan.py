@@ -25,6 +25,7 @@ from hlopipe.runtime._multiprocess import ProcessLayout
 from hlopipe.runtime._placement import Placement, default_group_size, place
 from hlopipe.schedules import Kind, Schedule
 from hlopipe.stages import StagedProgram, arg_partition_specs, split
+from hlopipe.stages._jaxpr import check_64bit_mode
 
 
 def sds(x: Any) -> jax.ShapeDtypeStruct:
@@ -65,6 +66,9 @@ class PipelinePlan:
     # per parameter leaf: the PartitionSpec asked for it (None: sharding propagation decides)
     param_specs: tuple[Any, ...] = ()
     loss_reduction: str = "mean"  # "mean" or "sum" over the batch
+    # per program output: whether it has the batch on its leading axis (infer concatenates
+    # those over the microbatches and reduces the others, like the loss)
+    per_example: tuple[bool, ...] = ()
 
     def param_sharding(self, rank: int, p: int) -> Any:
         """The sharding parameter leaf ``p`` has on ``rank``: the one its first stage there
@@ -132,6 +136,15 @@ class PipelinePlan:
         return leaves
 
 
+def host_leaves(leaves: Sequence[Any]) -> list[Any]:
+    """Batch leaves to slice into microbatches: on the host (NumPy), except typed PRNG key
+    arrays, which NumPy cannot hold; those stay JAX arrays (sliced and moved alike)."""
+    return [
+        x if jax.dtypes.issubdtype(jnp.result_type(x), jax.dtypes.prng_key) else np.asarray(x)
+        for x in leaves
+    ]
+
+
 def _is_path(x: Any) -> bool:
     return isinstance(x, str | os.PathLike)
 
@@ -142,8 +155,10 @@ def _batch_sizes(avals: list[jax.ShapeDtypeStruct], m: int) -> tuple[int, int]:
     sizes = {a.shape[0] if a.shape else None for a in avals}
     if None in sizes:
         raise RuntimeConfigError(
-            "every batch leaf needs a leading batch axis; got shapes "
-            f"{[list(a.shape) for a in avals]}"
+            "every batch leaf needs a leading batch axis (it is split into microbatches); got "
+            f"shapes {[list(a.shape) for a in avals]}: a value shared by the whole batch (a "
+            "scale, a PRNG key) goes into params or is closed over by the loss function; "
+            "keys per example: jax.random.split(key, batch_size)"
         )
     if len(sizes) != 1:
         raise RuntimeConfigError(
@@ -188,7 +203,7 @@ def _split(
         prog = load(program) if _is_path(program) else program
         target: Any = prog
         args: tuple[Any, ...] = ()
-        fn = prog.as_function()
+        fn = prog.as_function(flat=True)  # a jax.export artifact's own pytrees are not used
         trace_args = [jax.ShapeDtypeStruct(a.shape, a.dtype) for a in prog.in_avals]  # type: ignore[union-attr]
     elif callable(program):
         target = program
@@ -206,6 +221,13 @@ def _split(
     if num_stages is None and default and not _has_markers(jax.make_jaxpr(fn)(*trace_args).jaxpr):
         num_stages = default
     return split(target, *args, num_stages=num_stages)
+
+
+def _check_64bit(staged: StagedProgram) -> None:
+    """A staged program with 64-bit types needs JAX's 64-bit mode (split checks the same;
+    this catches a StagedProgram split in that mode and run outside it)."""
+    for st in staged.stages:
+        check_64bit_mode(st.jaxpr.jaxpr, f"stage {st.index}")
 
 
 def _check_signature(
@@ -227,7 +249,7 @@ def _check_signature(
         )
     paths = list(getattr(staged, "in_paths", None) or [])
     for k, (w, h) in enumerate(zip(want, have)):
-        if tuple(w.shape) == tuple(h.shape) and jnp.dtype(w.dtype) == jnp.dtype(h.dtype):
+        if tuple(w.shape) == tuple(h.shape) and w.dtype == h.dtype:
             continue
         what = f"parameter {k}" if k < n_p else f"batch leaf {k - n_p}"
         name = f" {paths[k]}" if k < len(paths) and paths[k] != f"[{k}]" else ""
@@ -316,6 +338,7 @@ def build_plan(
         program, param_treedef, param_avals, batch_treedef, mb_avals, num_stages, default_stages
     )
     S = staged.num_stages
+    _check_64bit(staged)
     _check_signature(staged, param_avals, mb_avals, batch_avals, m)
     argnums = _argnums(staged, len(param_avals))
 
@@ -359,6 +382,44 @@ def build_plan(
         loss=_loss_location(staged, sched),
         param_specs=tuple(specs),
         loss_reduction=loss_reduction,
+        per_example=_per_example(
+            program, staged, param_treedef, param_avals, batch_treedef, mb_avals
+        ),
+    )
+
+
+def _per_example(
+    program: Any,
+    staged: StagedProgram,
+    param_treedef: Any,
+    param_avals: list[Any],
+    batch_treedef: Any,
+    mb_avals: list[Any],
+) -> tuple[bool, ...]:
+    """Which outputs carry the batch on their leading axis. A loss function is evaluated
+    (abstractly) at twice the microbatch: an output whose leading axis doubles does; one that
+    does not (a batch statistic, say running means) is a reduction over the batch. A program
+    file has fixed shapes: an output whose leading axis is the microbatch size does."""
+    mb = int(mb_avals[0].shape[0])
+    outs = staged.out_avals
+    guess = tuple(bool(a.shape) and a.shape[0] == mb for a in outs)
+    if isinstance(program, StagedProgram) or _is_path(program) or not callable(program):
+        return guess
+    double = [jax.ShapeDtypeStruct((2 * mb, *a.shape[1:]), a.dtype) for a in mb_avals]
+    try:
+        got = jax.eval_shape(
+            program,
+            jax.tree_util.tree_unflatten(param_treedef, param_avals),
+            jax.tree_util.tree_unflatten(batch_treedef, double),
+        )
+    except Exception:  # shapes fixed inside the function: keep the guess
+        return guess
+    leaves = jax.tree_util.tree_leaves(got)
+    if len(leaves) != len(outs):
+        return guess
+    return tuple(
+        bool(a.shape) and a.shape[0] == mb and tuple(o.shape) == (2 * mb, *a.shape[1:])
+        for o, a in zip(leaves, outs)
     )
 
 

@@ -197,8 +197,31 @@ def _trace_merged(
     p_avals = [J.sds(a) for a in in_avals[:P]]
     x_avals = [J.sds(a) for a in in_avals[P:]]
     ct_avals = [J.sds(out_avals[i]) for i in diff_outputs]
-    mj = jax.make_jaxpr(merged)(p_avals, x_avals, ct_avals)
+    try:
+        mj = jax.make_jaxpr(merged)(p_avals, x_avals, ct_avals)
+    except (ValueError, TypeError, NotImplementedError) as e:
+        first = str(e).strip().split("\n")[0]
+        if not any(w in first.lower() for w in ("differentiat", "transpose", "jvp")):
+            raise
+        raise StageError(
+            f"stage {stage.index} cannot be differentiated{_first_while(sj.jaxpr)}: {first} "
+            "A pipeline trains what jax.grad can differentiate: make the loop a lax.scan or a "
+            "fori_loop with static bounds, or put lax.stop_gradient around what needs no "
+            "gradient (an inference schedule runs forwards only)"
+        ) from e
     return mj, diff_params, diff_inputs, diff_outputs
+
+
+def _first_while(jaxpr: Any) -> str:
+    """`` (a while loop at FILE:LINE)`` for the first ``while`` in ``jaxpr`` (nested too)."""
+    for e in jaxpr.eqns:
+        if e.primitive.name == "while":
+            return f" (a while loop at {J.where(e)})"
+        for sub in J.sub_jaxprs(e):
+            found = _first_while(getattr(sub, "jaxpr", sub))
+            if found:
+                return found
+    return ""
 
 
 @dataclass(frozen=True)

@@ -218,3 +218,36 @@ def needed_eqns(eqns: Sequence[Any], outvars: Iterable[Any]) -> list[bool]:
             mask[i] = True
             live.update(v for v in eqn.invars if not isinstance(v, Literal))
     return mask
+
+
+_WIDE = ("int64", "uint64", "float64", "complex128")
+
+
+def first_64bit(jaxpr: Any) -> Any:
+    """The first equation of ``jaxpr`` (nested ones too) with a 64-bit value, or ``None``."""
+    for e in jaxpr.eqns:
+        if any(str(getattr(v.aval, "dtype", "")) in _WIDE for v in [*e.invars, *e.outvars]):
+            return e
+        for sub in sub_jaxprs(e):
+            found = first_64bit(getattr(sub, "jaxpr", sub))
+            if found is not None:
+                return found
+    return None
+
+
+def check_64bit_mode(jaxpr: Any, what: str = "the program") -> None:
+    """A program with 64-bit types (a TensorFlow or PyTorch program's int64 labels, say) is
+    split and run in JAX's 64-bit mode only: outside it, JAX narrows the values its stages are
+    rebuilt from to 32 bits and the stage compiler fails on the mix."""
+    if jax.config.read("jax_enable_x64"):
+        return
+    e = first_64bit(jaxpr)
+    if e is not None:
+        wide = sorted({str(v.aval.dtype) for v in [*e.invars, *e.outvars]} & set(_WIDE))
+        raise StageError(
+            f"the program uses 64-bit types ({', '.join(wide)} in {what}, "
+            f"'{e.primitive.name}' at {where(e)}), and JAX's 64-bit mode is off: call "
+            "jax.config.update('jax_enable_x64', True) first (the context manager "
+            "jax.enable_x64 is not enough for a Pipeline, which compiles and runs in threads "
+            "of its own), or export the program with 32-bit types"
+        )

@@ -396,6 +396,7 @@ def split_jaxpr(
     paths = list(in_paths) if in_paths is not None else [f"[{i}]" for i in range(n_in)]
     argnum_of = list(argnums_of) if argnums_of is not None else list(range(n_in))
     J.check_markers_placeable(closed.jaxpr)
+    J.check_64bit_mode(closed.jaxpr)
     closed = J.inline(closed, lambda e: any(J.contains_marker(j) for j in J.sub_jaxprs(e)))
     eqns = closed.jaxpr.eqns
     markers = [i for i, e in enumerate(eqns) if J.is_marker(e)]
