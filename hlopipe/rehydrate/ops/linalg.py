@@ -229,6 +229,42 @@ def _orgqr(ctx: RuleContext, a: Any, taus: Any, **attrs: Any) -> Any:
     return q
 
 
+def _tuple_result(ctx: RuleContext, *outs: Any) -> Any:
+    """The results of an XLA custom call with one tuple result, as the interpreter takes it
+    (one value, a tuple), or as separate results where the program has them so."""
+    return (tuple(outs),) if len(ctx.result_avals) == 1 else tuple(outs)
+
+
+@builtin("Qr")
+def _xla_qr(ctx: RuleContext, a: Any, **attrs: Any) -> Any:
+    """XLA's ``Qr`` (TF's Qr and MatrixInverse): LAPACK ``geqrf``'s compact form, R on and
+    above the diagonal, the Householder vectors below it, and their scales ``taus``."""
+    return _tuple_result(ctx, *_jax_compat.geqrf(a))
+
+
+@builtin("ProductOfElementaryHouseholderReflectors")
+def _xla_householder_product(ctx: RuleContext, a: Any, taus: Any, **attrs: Any) -> Any:
+    """XLA's product of the reflectors of a ``Qr`` (LAPACK ``orgqr``): Q."""
+    return lax_linalg.householder_product(a, taus)
+
+
+@builtin("Eigh")
+def _xla_eigh(ctx: RuleContext, a: Any, **attrs: Any) -> Any:
+    """XLA's ``Eigh`` (TF's SelfAdjointEigV2): ``(vectors, values)``; the backend config is
+    ``lower,sort_eigenvalues,max_iter,tol`` (the last two are the Jacobi solver's, which
+    LAPACK's does not need)."""
+    cfg = str(attrs.get("backend_config") or "1,1").split(",")
+    try:
+        lower, sort = bool(int(cfg[0])), bool(int(cfg[1]))
+    except (ValueError, IndexError):
+        raise UnsupportedOpError(
+            f"custom call Eigh at {ctx.loc}: backend_config {attrs.get('backend_config')!r} "
+            "is not 'lower,sort_eigenvalues,max_iter,tol'"
+        ) from None
+    v, w = lax_linalg.eigh(a, lower=lower, symmetrize_input=False, sort_eigenvalues=sort)
+    return _tuple_result(ctx, v, w)
+
+
 @builtin(*_real_or_complex("syevd", "syevd", "heevd"))
 def _syevd(ctx: RuleContext, a: Any, **attrs: Any) -> Any:
     cfg = _cfg(attrs)
