@@ -1,5 +1,5 @@
 #loc1 = loc("XLA_Args")
-module @a_inference_keras_convs_3018__.1 attributes {mhlo.cross_program_prefetches = [], mhlo.input_output_alias = [], mhlo.is_dynamic = false, mhlo.use_auto_spmd_partitioning = false} {
+module @a_inference_keras_convs_3166__.1 attributes {mhlo.cross_program_prefetches = [], mhlo.input_output_alias = [], mhlo.is_dynamic = false, mhlo.use_auto_spmd_partitioning = false} {
   func.func @main(%arg0: tensor<2x5x5x3xf32> loc("XLA_Args"), %arg1: tensor<3x3x3x1xf32> loc("XLA_Args"), %arg2: tensor<1x1x3x4xf32> loc("XLA_Args"), %arg3: tensor<4xf32> loc("XLA_Args"), %arg4: tensor<3x3x3x4xf32> loc("XLA_Args"), %arg5: tensor<3xf32> loc("XLA_Args")) -> tensor<2x10x10x3xf32> {
     %c = stablehlo.constant dense<[2, 10, 10, 3]> : tensor<4xi32> loc(#loc20)
     %0 = stablehlo.reshape %arg0 : (tensor<2x5x5x3xf32>) -> tensor<2x5x5x3xf32> loc(#loc4)
