@@ -183,7 +183,10 @@ def static_trip_bound(interpreter: Any, op: Op, inits: list[Any], env: Any) -> i
     trip count. The smallest such count; None when no part has one."""
     if "conjuncts" not in op.cache:
         funcs = getattr(getattr(interpreter, "module", None), "funcs", None)
-        op.cache["conjuncts"] = _conjunct_conditions(op.regions[0], funcs)
+        # the steps past the end run the body too (their results dropped): only a body
+        # without effects may
+        pure = not _has_effects(op.regions[1], funcs or {}, set())
+        op.cache["conjuncts"] = _conjunct_conditions(op.regions[0], funcs) if pure else []
     bounds = []
     for k in range(len(op.cache["conjuncts"])):
         n = static_trip_count(interpreter, op, inits, env, variant=k)
@@ -193,6 +196,25 @@ def static_trip_bound(interpreter: Any, op: Op, inits: list[Any], env: Any) -> i
 
 
 _PASS_THROUGH = {"stablehlo.reshape", "stablehlo.convert"}
+_EFFECTS = {"stablehlo.send", "stablehlo.recv", "stablehlo.infeed", "stablehlo.outfeed"}
+
+
+def _has_effects(block: Block, funcs: dict[str, Any], seen: set[str]) -> bool:
+    """Whether ``block`` (its regions, the functions it calls) sends, receives, feeds or
+    makes a custom call with side effects."""
+    for o in block.ops:
+        if o.name in _EFFECTS or (
+            o.name == "stablehlo.custom_call" and o.attrs.get("has_side_effect")
+        ):
+            return True
+        if any(_has_effects(r, funcs, seen) for r in o.regions):
+            return True
+        callee = o.attrs.get("callee") if o.name == "func.call" else None
+        if isinstance(callee, str) and callee not in seen and callee in funcs:
+            seen.add(callee)
+            if _has_effects(funcs[callee].block, funcs, seen):
+                return True
+    return False
 
 
 def _conjunct_conditions(cond: Block, funcs: dict[str, Any] | None) -> list[Block]:

@@ -270,3 +270,18 @@ def test_loop_bounded_by_one_part_of_its_condition_differentiates(n: int) -> Non
     _close(jax.jit(f)(np.int32(n), x), ref(x))
     got = jax.jit(jax.grad(lambda x: f(np.int32(n), x).sum()))(x)
     _close(got, jax.grad(lambda x: ref(x).sum())(x))
+
+
+def test_bounded_loop_with_side_effects_stays_a_while_loop() -> None:
+    """Steps past the end run the body with their results dropped: not for a body with
+    effects (a side-effecting custom call), which keeps its lax.while_loop."""
+    hlopipe.register_custom_call("hlopipe_test_loop_effect", lambda x: x)
+    text = BOUNDED.replace(
+        "%y1 = stablehlo.sine %y : tensor<3xf32>",
+        "%e = stablehlo.custom_call @hlopipe_test_loop_effect(%y) {has_side_effect = true}"
+        " : (tensor<3xf32>) -> tensor<3xf32>\n    %y1 = stablehlo.sine %e : tensor<3xf32>",
+    )
+    f = hlopipe.load(text).as_function()
+    x = np.array([0.3, -1.0, 2.0], np.float32)
+    assert not _uses_scan(f, np.int32(2), x)
+    _close(jax.jit(f)(np.int32(2), x), jnp.sin(jnp.sin(x)))
