@@ -10,6 +10,10 @@ fact of the program: we compute it by running only the control part (jitted, on 
 values) and rehydrate the loop as a ``lax.scan`` of that length. Nested loops, several
 induction variables, counting down, ``<=``/``!=`` bounds, bounds carried in the state (as
 post-optimisation HLO has them) and conditions that call functions all fall out of this.
+
+A loop whose count is not static may still be *bounded*: a condition ``i < max and
+cond(state)`` (TensorFlow's ``maximum_iterations``) runs at most as often as its first part
+alone, whose count is static. :func:`static_trip_bound` finds such a bound.
 """
 
 from __future__ import annotations
@@ -96,13 +100,20 @@ def control_state(
     return idx, cond_slice, body_slice, outside
 
 
-def static_trip_count(interpreter: Any, op: Op, inits: list[Any], env: Any) -> int | None:
-    """The number of iterations of the while ``op`` when it is fixed at trace time."""
+def static_trip_count(
+    interpreter: Any, op: Op, inits: list[Any], env: Any, variant: int | None = None
+) -> int | None:
+    """The number of iterations of the while ``op`` when it is fixed at trace time; with
+    ``variant``, that of the loop whose condition is the ``variant``-th conjunct of the
+    condition (:func:`static_trip_bound`)."""
     cond, body = op.regions
-    analysis = op.cache.get("control_state")
+    tag = "" if variant is None else f"/{variant}"
+    analysis = op.cache.get("control_state" + tag)
     if analysis is None:
         funcs = getattr(getattr(interpreter, "module", None), "funcs", None)
-        analysis = op.cache["control_state"] = control_state(cond, body, funcs)
+        if variant is not None:
+            cond = op.cache["conjuncts"][variant]
+        analysis = op.cache["control_state" + tag] = control_state(cond, body, funcs)
     idx, cond_slice, body_slice, outside = analysis  # type: ignore[misc]
     if not all(is_known(inits[i]) for i in idx):
         return None
@@ -122,7 +133,7 @@ def static_trip_count(interpreter: Any, op: Op, inits: list[Any], env: Any) -> i
         (a.dtype.str, a.shape, a.tobytes())
         for a in (*state, *(np.asarray(captured[v]) for v in sorted(captured)))
     )
-    counts = op.cache.setdefault("trip_counts", {})
+    counts = op.cache.setdefault("trip_counts" + tag, {})
     if key in counts:
         return counts[key]
 
@@ -163,6 +174,104 @@ def static_trip_count(interpreter: Any, op: Op, inits: list[Any], env: Any) -> i
     with jax.ensure_compile_time_eval():
         k += int(jax.jit(count)(state))
     return _remember(counts, key, None if k >= MAX_TRIP_COUNT else k)
+
+
+def static_trip_bound(interpreter: Any, op: Op, inits: list[Any], env: Any) -> int | None:
+    """A bound on the iterations of the while ``op`` known at trace time, where the count
+    itself is not: its condition is a conjunction (through reshapes and calls, as TensorFlow
+    writes ``i < maximum_iterations and cond(...)``) one of whose parts alone has a static
+    trip count. The smallest such count; None when no part has one."""
+    if "conjuncts" not in op.cache:
+        funcs = getattr(getattr(interpreter, "module", None), "funcs", None)
+        # the steps past the end run the body too (their results dropped): only a body
+        # without effects may
+        pure = not _has_effects(op.regions[1], funcs or {}, set())
+        op.cache["conjuncts"] = _conjunct_conditions(op.regions[0], funcs) if pure else []
+    bounds = []
+    for k in range(len(op.cache["conjuncts"])):
+        n = static_trip_count(interpreter, op, inits, env, variant=k)
+        if n is not None:
+            bounds.append(n)
+    return min(bounds) if bounds else None
+
+
+_PASS_THROUGH = {"stablehlo.reshape", "stablehlo.convert"}
+_EFFECTS = {"stablehlo.send", "stablehlo.recv", "stablehlo.infeed", "stablehlo.outfeed"}
+
+
+def _has_effects(block: Block, funcs: dict[str, Any], seen: set[str]) -> bool:
+    """Whether ``block`` (its regions, the functions it calls) sends, receives, feeds or
+    makes a custom call with side effects."""
+    for o in block.ops:
+        if o.name in _EFFECTS or (
+            o.name == "stablehlo.custom_call" and o.attrs.get("has_side_effect")
+        ):
+            return True
+        if any(_has_effects(r, funcs, seen) for r in o.regions):
+            return True
+        callee = o.attrs.get("callee") if o.name == "func.call" else None
+        if isinstance(callee, str) and callee not in seen and callee in funcs:
+            seen.add(callee)
+            if _has_effects(funcs[callee].block, funcs, seen):
+                return True
+    return False
+
+
+def _conjunct_conditions(cond: Block, funcs: dict[str, Any] | None) -> list[Block]:
+    """One copy of the condition block per part of the conjunction it returns, that part
+    alone returned: the ``and`` op is replaced by ``and(part, part)``, in the condition or in
+    the function it calls (copied under a new name into ``funcs``)."""
+    import dataclasses
+
+    if len(cond.returns) != 1:
+        return []
+
+    def variants(block: Block, value: int, depth: int) -> list[Block]:
+        made = {r: (i, o) for i, o in enumerate(block.ops) for r in o.results}
+        while value in made and made[value][1].name in _PASS_THROUGH:
+            value = made[value][1].operands[0]
+        if value not in made or depth > 8:
+            return []
+        i, op = made[value]
+        out: list[Block] = []
+        if op.name == "stablehlo.and" and len(op.operands) == 2:
+            for part in _and_leaves(block, made, value):
+                new_op = dataclasses.replace(op, operands=(part, part), cache={})
+                out.append(
+                    dataclasses.replace(
+                        block,
+                        ops=[*block.ops[:i], new_op, *block.ops[i + 1 :]],
+                        drop_after=list(block.drop_after),
+                    )
+                )
+            return out
+        callee = funcs.get(op.attrs.get("callee")) if op.name == "func.call" and funcs else None  # type: ignore[arg-type]
+        if callee is None:
+            return []
+        ret = callee.block.returns[op.results.index(value)]
+        for k, inner in enumerate(variants(callee.block, ret, depth + 1)):
+            name = f"{callee.name}#conjunct{k}"
+            funcs[name] = dataclasses.replace(callee, name=name, block=inner)  # type: ignore[index]
+            attrs = {**op.attrs, "callee": name}
+            new_op = dataclasses.replace(op, attrs=attrs, cache={})
+            out.append(
+                dataclasses.replace(
+                    block,
+                    ops=[*block.ops[:i], new_op, *block.ops[i + 1 :]],
+                    drop_after=list(block.drop_after),
+                )
+            )
+        return out
+
+    return variants(cond, cond.returns[0], 0)
+
+
+def _and_leaves(block: Block, made: dict[int, Any], value: int) -> list[int]:
+    """The parts of a (nested) boolean ``and`` computed in ``block``."""
+    op = made[value][1] if value in made else None
+    if op is None or op.name != "stablehlo.and" or len(op.operands) != 2:
+        return [value]
+    return [v for o in op.operands for v in _and_leaves(block, made, o)]
 
 
 def _remember(counts: dict[Any, int | None], key: Any, count: int | None) -> int | None:

@@ -32,13 +32,15 @@ DATA = Path(__file__).resolve().parents[1] / "data" / "frameworks"
 LEFT_OUT: dict[str, str] = {}
 
 # (rtol, atol relative to the largest expected magnitude) per dtype kind; integers and
-# booleans must be exact. float32 differs between frameworks by summation order and fused
-# multiply-adds, gradients more than values.
+# booleans must be exact. float32 (complex64) differs between frameworks by summation order and
+# fused multiply-adds, gradients more than values.
 TOLERANCE = {
     "float64": (1e-9, 1e-10),
     "float32": (2e-4, 2e-5),
     "float16": (1e-2, 1e-3),
     "bfloat16": (2e-2, 1e-2),
+    "complex64": (2e-4, 2e-5),
+    "complex128": (1e-9, 1e-10),
 }
 
 
@@ -104,8 +106,9 @@ def _assert_close(got: Any, want: np.ndarray, what: str) -> None:
         np.testing.assert_array_equal(got, want, err_msg=what)
         return
     rtol, atol = TOLERANCE[want.dtype.name]
-    g = got.astype(np.float64)
-    w = want.astype(np.float64)
+    wide = np.complex128 if want.dtype.kind == "c" else np.float64
+    g = got.astype(wide)
+    w = want.astype(wide)
     scale = float(np.max(np.abs(w[np.isfinite(w)]), initial=1.0))
     np.testing.assert_allclose(g, w, rtol=rtol, atol=atol * max(scale, 1.0), err_msg=what)
 

@@ -222,3 +222,66 @@ def test_remembered_trip_counts_are_bounded(monkeypatch) -> None:
         op for op in module_ir(prog).funcs[prog.entry].block.ops if op.name.endswith("while")
     ]
     assert 0 < len(loop.cache["trip_counts"]) <= 3
+
+
+# TensorFlow's while loops with ``maximum_iterations``: the condition is ``i < max and
+# cond(state)``, the second part data-dependent. The first part bounds the trip count.
+BOUNDED = """
+func.func private @cond_fn(%i: tensor<i32>, %j: tensor<i32>, %n: tensor<i32>,
+                           %x: tensor<3xf32>) -> tensor<i1> {
+  %c5 = stablehlo.constant dense<5> : tensor<i32>
+  %a = stablehlo.compare LT, %i, %c5 : (tensor<i32>, tensor<i32>) -> tensor<i1>
+  %b = stablehlo.compare LT, %j, %n : (tensor<i32>, tensor<i32>) -> tensor<i1>
+  %p = stablehlo.and %a, %b : tensor<i1>
+  %r = stablehlo.reshape %p : (tensor<i1>) -> tensor<i1>
+  return %r : tensor<i1>
+}
+func.func @main(%n: tensor<i32>, %x: tensor<3xf32>) -> tensor<3xf32> {
+  %c0 = stablehlo.constant dense<0> : tensor<i32>
+  %r:4 = stablehlo.while(%i = %c0, %j = %c0, %m = %n, %y = %x)
+      : tensor<i32>, tensor<i32>, tensor<i32>, tensor<3xf32>
+  cond {
+    %p = func.call @cond_fn(%i, %j, %m, %y)
+        : (tensor<i32>, tensor<i32>, tensor<i32>, tensor<3xf32>) -> tensor<i1>
+    stablehlo.return %p : tensor<i1>
+  } do {
+    %c1 = stablehlo.constant dense<1> : tensor<i32>
+    %i1 = stablehlo.add %i, %c1 : tensor<i32>
+    %j1 = stablehlo.add %j, %c1 : tensor<i32>
+    %y1 = stablehlo.sine %y : tensor<3xf32>
+    stablehlo.return %i1, %j1, %m, %y1 : tensor<i32>, tensor<i32>, tensor<i32>, tensor<3xf32>
+  }
+  return %r#3 : tensor<3xf32>
+}
+"""
+
+
+@pytest.mark.parametrize("n", [0, 2, 5, 9])
+def test_loop_bounded_by_one_part_of_its_condition_differentiates(n: int) -> None:
+    f = hlopipe.load(BOUNDED).as_function()
+    x = np.array([0.3, -1.0, 2.0], np.float32)
+
+    def ref(x):
+        for _ in range(min(n, 5)):
+            x = jnp.sin(x)
+        return x
+
+    assert _uses_scan(f, np.int32(n), x)
+    _close(jax.jit(f)(np.int32(n), x), ref(x))
+    got = jax.jit(jax.grad(lambda x: f(np.int32(n), x).sum()))(x)
+    _close(got, jax.grad(lambda x: ref(x).sum())(x))
+
+
+def test_bounded_loop_with_side_effects_stays_a_while_loop() -> None:
+    """Steps past the end run the body with their results dropped: not for a body with
+    effects (a side-effecting custom call), which keeps its lax.while_loop."""
+    hlopipe.register_custom_call("hlopipe_test_loop_effect", lambda x: x)
+    text = BOUNDED.replace(
+        "%y1 = stablehlo.sine %y : tensor<3xf32>",
+        "%e = stablehlo.custom_call @hlopipe_test_loop_effect(%y) {has_side_effect = true}"
+        " : (tensor<3xf32>) -> tensor<3xf32>\n    %y1 = stablehlo.sine %e : tensor<3xf32>",
+    )
+    f = hlopipe.load(text).as_function()
+    x = np.array([0.3, -1.0, 2.0], np.float32)
+    assert not _uses_scan(f, np.int32(2), x)
+    _close(jax.jit(f)(np.int32(2), x), jnp.sin(jnp.sin(x)))

@@ -12,7 +12,7 @@ from jax.extend.core import Primitive
 from jax.interpreters import ad, batching, mlir
 
 from hlopipe.errors import RehydrateError
-from hlopipe.rehydrate._loops import static_trip_count
+from hlopipe.rehydrate._loops import static_trip_bound, static_trip_count
 from hlopipe.rehydrate.registry import RuleContext, rule
 
 # ---- while -----------------------------------------------------------------------------------
@@ -35,6 +35,12 @@ def while_(ctx: RuleContext, *inits: Any) -> Any:
         out, _ = lax.scan(step, tuple(inits), None, length=trips)
         return tuple(out)
 
+    bound = None
+    if interp.options.get("loops", "auto") == "auto":
+        bound = static_trip_bound(interp, ctx.op, list(inits), cond.env)
+    if bound is not None and bound <= MAX_BOUNDED_STEPS:
+        return _bounded_loop(cond, body, inits, bound)
+
     def c(carry: tuple) -> Any:
         (pred,) = cond(*carry)
         return pred
@@ -44,6 +50,32 @@ def while_(ctx: RuleContext, *inits: Any) -> Any:
 
     out = lax.while_loop(c, b, tuple(inits))
     return tuple(_guard(x, ctx.loc) for x in out)
+
+
+# A loop whose trip count is only bounded at trace time runs as a scan of the bound's length
+# when the bound is at most this (every step computes the body, used or not).
+MAX_BOUNDED_STEPS = 4096
+
+
+def _bounded_loop(cond: Any, body: Any, inits: tuple, bound: int) -> tuple:
+    """A while loop of at most ``bound`` iterations (TensorFlow's ``maximum_iterations``)
+    as a ``lax.scan`` of ``bound`` steps, each taking the body's results only while the
+    condition still holds: the same values, and reverse-mode differentiable."""
+    if bound == 0:
+        return tuple(inits)
+
+    def step(carry: tuple, _: Any) -> tuple:
+        state, running = carry
+        (pred,) = cond(*state)
+        running = lax.bitwise_and(running, pred)
+        new = tuple(body(*state))
+        kept = tuple(
+            lax.select(running, b, a) if hasattr(a, "dtype") else b for a, b in zip(state, new)
+        )
+        return (kept, running), None
+
+    (out, _), _ = lax.scan(step, (tuple(inits), np.bool_(True)), None, length=bound)
+    return tuple(out)
 
 
 # A dynamic loop cannot be reverse-differentiated. Its results pass through an identity whose

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 from jax import lax
@@ -215,7 +216,7 @@ def _getrf(ctx: RuleContext, a: Any, **attrs: Any) -> Any:
 
 @_lapack("geqrf")
 def _geqrf(ctx: RuleContext, a: Any, **attrs: Any) -> Any:
-    out, taus = _jax_compat.geqrf(a)
+    out, taus = _qr_compact(a)
     if len(ctx.result_avals) == 3:
         return out, taus, _info(ctx, 2, lax.full(ctx.result_avals[2].shape, 0, np.int32))
     return out, taus
@@ -223,10 +224,123 @@ def _geqrf(ctx: RuleContext, a: Any, **attrs: Any) -> Any:
 
 @builtin(*_real_or_complex("orgqr", "orgqr", "ungqr"))
 def _orgqr(ctx: RuleContext, a: Any, taus: Any, **attrs: Any) -> Any:
-    q = lax_linalg.householder_product(a, taus)
+    q = _q_from_compact(a, taus)
     if len(ctx.result_avals) == 2:
         return q, _info(ctx, 1, lax.full(ctx.result_avals[1].shape, 0, np.int32))
     return q
+
+
+def _tuple_result(ctx: RuleContext, *outs: Any) -> Any:
+    """The results of an XLA custom call with one tuple result, as the interpreter takes it
+    (one value, a tuple), or as separate results where the program has them so."""
+    return (tuple(outs),) if len(ctx.result_avals) == 1 else tuple(outs)
+
+
+def _householder_qr(a: Any) -> tuple[Any, Any]:
+    """LAPACK ``geqrf``'s compact QR of one real matrix in plain lax ops (differentiable):
+    column by column, the reflector ``I - tau v v^T`` (``v[j] = 1``) that zeroes the column
+    below the diagonal, ``tau = 0`` where it is zero already (``dlarfg``)."""
+    m, n = a.shape
+    rows = jnp.arange(m)
+    cols = jnp.arange(n)
+
+    def step(j: Any, carry: tuple) -> tuple:
+        a, taus = carry
+        col = lax.dynamic_index_in_dim(a, j, axis=1, keepdims=False)
+        below = rows > j
+        x = jnp.where(below, col, 0)
+        alpha = lax.dynamic_index_in_dim(col, j, keepdims=False)
+        sigma = jnp.sum(x * x)
+        zero = sigma == 0
+        norm = jnp.sqrt(alpha * alpha + jnp.where(zero, 1, sigma))
+        beta = jnp.where(alpha >= 0, -norm, norm)
+        tau = jnp.where(zero, 0, (beta - alpha) / beta)
+        scale = 1 / jnp.where(zero, 1, alpha - beta)
+        v = jnp.where(below, x * scale, 0) + (rows == j).astype(a.dtype)
+        upd = a - tau * jnp.outer(v, v @ a)
+        a = jnp.where(cols[None, :] > j, upd, a)
+        new_col = jnp.where(
+            rows == j, jnp.where(zero, alpha, beta), jnp.where(below, x * scale, col)
+        )
+        a = lax.dynamic_update_index_in_dim(a, new_col, j, axis=1)
+        return a, taus.at[j].set(tau)
+
+    k = min(m, n)
+    return lax.fori_loop(0, k, step, (a, jnp.zeros((k,), a.dtype)))
+
+
+def _householder_q(a: Any, taus: Any) -> Any:
+    """LAPACK ``orgqr`` of one real matrix in plain lax ops: ``H_1 ... H_k`` applied to the
+    first columns of the identity."""
+    m, n = a.shape
+    rows = jnp.arange(m)
+
+    def step(i: Any, q: Any) -> Any:
+        j = taus.shape[0] - 1 - i
+        col = lax.dynamic_index_in_dim(a, j, axis=1, keepdims=False)
+        v = jnp.where(rows > j, col, 0) + (rows == j).astype(a.dtype)
+        tau = lax.dynamic_index_in_dim(taus, j, keepdims=False)
+        return q - tau * jnp.outer(v, v @ q)
+
+    return lax.fori_loop(0, taus.shape[0], step, jnp.eye(m, n, dtype=a.dtype))
+
+
+@jax.custom_jvp
+def _qr_compact(a: Any) -> tuple[Any, Any]:
+    return tuple(_jax_compat.geqrf(a))
+
+
+@_qr_compact.defjvp
+def _qr_compact_jvp(primals: tuple, tangents: tuple) -> tuple:
+    # LAPACK's values; the derivative of the same algorithm written in lax ops
+    if jnp.iscomplexobj(primals[0]):
+        raise UnsupportedOpError("no derivative of the compact QR form of a complex matrix")
+    f = jnp.vectorize(_householder_qr, signature="(m,n)->(m,n),(k)")
+    return jax.jvp(f, primals, tangents)
+
+
+@jax.custom_jvp
+def _q_from_compact(a: Any, taus: Any) -> Any:
+    return lax_linalg.householder_product(a, taus)
+
+
+@_q_from_compact.defjvp
+def _q_from_compact_jvp(primals: tuple, tangents: tuple) -> tuple:
+    if jnp.iscomplexobj(primals[0]):
+        raise UnsupportedOpError("no derivative of the Householder product of complex reflectors")
+    f = jnp.vectorize(_householder_q, signature="(m,n),(k)->(m,n)")
+    return jax.jvp(f, primals, tangents)
+
+
+@builtin("Qr")
+def _xla_qr(ctx: RuleContext, a: Any, **attrs: Any) -> Any:
+    """XLA's ``Qr`` (TF's Qr, MatrixInverse, MatrixSolve): LAPACK ``geqrf``'s compact form, R
+    on and above the diagonal, the Householder vectors below it, and their scales ``taus``;
+    differentiable (real types) through the same algorithm in lax ops."""
+    return _tuple_result(ctx, *_qr_compact(a))
+
+
+@builtin("ProductOfElementaryHouseholderReflectors")
+def _xla_householder_product(ctx: RuleContext, a: Any, taus: Any, **attrs: Any) -> Any:
+    """XLA's product of the reflectors of a ``Qr`` (LAPACK ``orgqr``): Q."""
+    return _q_from_compact(a, taus)
+
+
+@builtin("Eigh")
+def _xla_eigh(ctx: RuleContext, a: Any, **attrs: Any) -> Any:
+    """XLA's ``Eigh`` (TF's SelfAdjointEigV2): ``(vectors, values)``; the backend config is
+    ``lower,sort_eigenvalues,max_iter,tol`` (the last two are the Jacobi solver's, which
+    LAPACK's does not need)."""
+    cfg = str(attrs.get("backend_config") or "1,1").split(",")
+    try:
+        lower, sort = bool(int(cfg[0])), bool(int(cfg[1]))
+    except (ValueError, IndexError):
+        raise UnsupportedOpError(
+            f"custom call Eigh at {ctx.loc}: backend_config {attrs.get('backend_config')!r} "
+            "is not 'lower,sort_eigenvalues,max_iter,tol'"
+        ) from None
+    v, w = lax_linalg.eigh(a, lower=lower, symmetrize_input=False, sort_eigenvalues=sort)
+    return _tuple_result(ctx, v, w)
 
 
 @builtin(*_real_or_complex("syevd", "syevd", "heevd"))

@@ -5,8 +5,9 @@ matching ``lax.reduce_*`` so JAX can differentiate it; any other region runs thr
 ``lax.reduce`` with the region as the computation.
 
 JAX has no derivative for a variadic ``lax.reduce``. The common variadic form, a region that
-*selects* one of its two candidates for every result (arg-max / arg-min as (value, index)
-pairs, max with its position), is made differentiable: the reduce itself (the program's own
+*selects* one of its two candidates for every floating result (arg-max / arg-min as (value,
+index) pairs, max with its position; an index may be computed otherwise, as TF's smaller index
+of tied values), is made differentiable: the reduce itself (the program's own
 region, so its tie-breaking) picks the results, and each floating result's derivative is the
 derivative of the input element it picked (the first position whose every operand equals the
 results). Other variadic regions with floating operands refuse differentiation by name.
@@ -119,8 +120,10 @@ def reduce(ctx: RuleContext, *operands: Any, dimensions: tuple[int, ...]) -> Any
 
     dims = tuple(dimensions)
     if n > 1 and any(_is_inexact(x) for x in (*xs, *inits)):
-        if _selects(region.block, n) and not any(_is_inexact(i) and not is_known(i) for i in inits):
-            return _selection_reduce(xs, inits, computation, dims)
+        picked = _selects(region.block, n, [_is_inexact(x) for x in xs])
+        traced_init = any(_is_inexact(i) and not is_known(i) for i in inits)
+        if picked is not None and any(picked) and not traced_init:
+            return _selection_reduce(xs, inits, computation, dims, picked)
         return tuple(
             _no_grad(ctx)(lambda *a: lax.reduce(a[:n], a[n:], computation, dims), xs, inits)
         )
@@ -132,25 +135,33 @@ def _is_inexact(x: Any) -> bool:
     return bool(jnp.issubdtype(np.dtype(x.dtype), jnp.inexact))
 
 
-def _selects(block: Block, n: int) -> bool:
-    """Whether every result of a reduce region ``(acc_0..acc_n-1, x_0..x_n-1)`` is one of its
-    two candidates ``acc_k``/``x_k``, directly or through a ``stablehlo.select``."""
+def _selects(block: Block, n: int, inexact: list[bool]) -> list[bool] | None:
+    """Which results of a reduce region ``(acc_0..acc_n-1, x_0..x_n-1)`` are one of their two
+    candidates ``acc_k``/``x_k``, directly or through a ``stablehlo.select``; None when a
+    floating result is not (an integer result may be computed otherwise: TF's arg-max takes
+    the smaller index of tied values, ``select(eq, min(i, j), select(ge, i, j))``)."""
     if len(block.args) != 2 * n or len(block.returns) != n:
-        return False
+        return None
     made = {r: op for op in block.ops for r in op.results}
+    picked = []
     for k, ret in enumerate(block.returns):
         pair = {block.args[k], block.args[n + k]}
-        if ret in pair:
-            continue
         op = made.get(ret)
-        if op is None or op.name != "stablehlo.select" or set(op.operands[1:]) != pair:
-            return False
-    return True
+        sel = ret in pair or (
+            op is not None and op.name == "stablehlo.select" and set(op.operands[1:]) == pair
+        )
+        if not sel and inexact[k]:
+            return None
+        picked.append(sel)
+    return picked
 
 
-def _selection_reduce(xs: Any, inits: Any, computation: Any, dims: tuple[int, ...]) -> tuple:
+def _selection_reduce(
+    xs: Any, inits: Any, computation: Any, dims: tuple[int, ...], picked: list[bool]
+) -> tuple:
     """A selecting variadic reduce whose floating results carry the derivative of the element
-    they selected (see the module docstring)."""
+    they selected (see the module docstring); ``picked``: the results that are one of their
+    candidates (the others, integers, take no part in finding the element)."""
     stopped = [lax.stop_gradient(x) for x in xs]
     outs = lax.reduce(tuple(stopped), tuple(inits), computation, dims)
     rank = np.ndim(xs[0])
@@ -163,7 +174,9 @@ def _selection_reduce(xs: Any, inits: Any, computation: Any, dims: tuple[int, ..
         return lax.reshape(x, (*x.shape[: len(keep)], size))
 
     match = None
-    for x, o in zip(stopped, outs):
+    for x, o, p in zip(stopped, outs, picked):
+        if not p:
+            continue
         eq = lax.eq(flat(x), lax.expand_dims(o, (len(keep),)))
         match = eq if match is None else lax.bitwise_and(match, eq)
     assert match is not None

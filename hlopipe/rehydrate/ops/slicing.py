@@ -13,7 +13,8 @@ Out-of-bounds indices follow the StableHLO specification, not any one backend:
   between XLA and the specification").
 
 Scatter regions that are one of add, multiply, minimum, maximum (or just return the update)
-become ``lax.scatter_add/mul/min/max`` or ``lax.scatter``, which JAX differentiates. Any other
+become ``lax.scatter_add/mul/min/max`` or ``lax.scatter``, which JAX differentiates (a
+multiply whose indices may repeat: its derivative is the element-wise form's). Any other
 region (and variadic scatters whose results depend on each other) runs element by element:
 the region is applied with ``jax.vmap`` to all updates whose result indices are distinct
 (one round when ``unique_indices`` holds or constant indices show it), in several rounds when
@@ -371,13 +372,46 @@ def scatter(
         if any(f is None and k != "keep" for f, k in zip(fns, kinds)):
             fns = None
     if fns is not None:
-        return tuple(
-            x
-            if fn is None
-            else _scatter_windows(fn, x, idx, u, d, dnums, indices_are_sorted, unique_indices)
-            for fn, x, u in zip(fns, inputs, updates)
-        )
+
+        def fast(inputs: Sequence[Any], idx: Any, updates: Sequence[Any]) -> tuple:
+            return tuple(
+                x
+                if fn is None
+                else _scatter_windows(fn, x, idx, u, d, dnums, indices_are_sorted, unique_indices)
+                for fn, x, u in zip(fns, inputs, updates)
+            )
+
+        if unique_indices or not any(
+            k == "stablehlo.multiply" and jnp.issubdtype(dt, jnp.inexact)
+            for k, dt in zip(kinds or [], in_dtypes)
+        ):
+            return fast(inputs, idx, updates)
+
+        # JAX differentiates scatter_mul only with unique indices (TF's unsorted_segment_prod
+        # has repeated ones): the fast scatter's values, the element-wise form's derivative
+        def slow(inputs: Sequence[Any], idx: Any, updates: Sequence[Any]) -> tuple:
+            return tuple(
+                _scatter_elements(ctx, region, list(inputs), idx, list(updates), d, bdims, False)
+            )
+
+        return _with_derivative_of(fast, slow, inputs, idx, updates)
     return tuple(_scatter_elements(ctx, region, inputs, idx, updates, d, bdims, unique_indices))
+
+
+def _with_derivative_of(
+    fast: Callable[..., tuple], slow: Callable[..., tuple], inputs: Any, idx: Any, updates: Any
+) -> tuple:
+    """``fast(inputs, idx, updates)``, differentiated as ``slow`` (the same function)."""
+
+    @jax.custom_jvp
+    def f(inputs: tuple, idx: Any, updates: tuple) -> tuple:
+        return fast(inputs, idx, updates)
+
+    @f.defjvp
+    def f_jvp(primals: tuple, tangents: tuple) -> tuple:
+        return jax.jvp(slow, primals, tangents)
+
+    return f(tuple(inputs), idx, tuple(updates))
 
 
 def _scatter_windows(

@@ -4,11 +4,13 @@
 its arguments becomes JAX's differentiable monoid primitives (``reduce_window_sum/max/min``):
 the program's init value pads the operand explicitly (StableHLO pads, and fills base-dilation
 holes, with the init value) and is combined once into every window, so any init value is
-exact, and a traced one too. Every other region runs through the generic
-``lax.reduce_window`` with the region as the computation (forward- but not reverse-mode
-differentiable in JAX), again on an operand padded explicitly with the init values: XLA's
-own reduce_window skips padded positions, where the specification reduces the init value
-there too, and the two differ when the init value is not neutral.
+exact, and a traced one too. Every other region (TF's cumprod and cumulative logsumexp,
+variadic windows) is a fold over the window's positions, one strided slice of the operands
+per position combined in by the region, so it is reverse-mode differentiable too (JAX's
+``lax.reduce_window`` with a general computation is not), again on an operand padded
+explicitly with the init values: XLA's own reduce_window skips padded positions, where the
+specification reduces the init value there too, and the two differ when the init value is
+not neutral.
 
 ``select_and_scatter`` (the gradient of max/min pooling): the common case, a ``GE``/``LE``
 select, an ``add`` scatter, no padding and a float type, is the VJP of JAX's
@@ -134,18 +136,58 @@ def reduce_window(
         if out is not None:
             return out
 
-    def computation(acc: tuple, x: tuple) -> tuple:
-        return tuple(region(*acc, *x))
-
     if any(p != (0, 0) for p in pads) or any(b != 1 for b in base):
         # StableHLO pads (and fills base-dilation holes) with the init values, which then
         # enter the reduction; XLA skips padded positions instead. Pad explicitly so that a
         # non-neutral init value gives the specified answer.
         cfg = [(lo, hi, b - 1) for (lo, hi), b in zip(pads, base)]
         xs = tuple(lax.pad(x, lax.convert_element_type(v, x.dtype), cfg) for x, v in zip(xs, inits))
-        pads, base = [(0, 0)] * rank, (1,) * rank
-    out = lax.reduce_window(tuple(xs), tuple(inits), computation, window, strides, pads, base, wdil)
+    out = _folded_reduce_window(region, xs, inits, window, strides, wdil)
     return tuple(out) if n > 1 else out[0]
+
+
+def _folded_reduce_window(
+    region: Region,
+    xs: tuple[Any, ...],
+    inits: tuple[Any, ...],
+    window: tuple[int, ...],
+    strides: tuple[int, ...],
+    wdil: tuple[int, ...],
+) -> tuple[Any, ...]:
+    """``reduce_window`` (no padding left) as a fold over the window's positions: the init
+    values, then for each position in row-major order one strided slice of every operand
+    combined in by the region (element-wise). Built of slices and the region's own ops, so
+    reverse-mode differentiable where ``lax.reduce_window`` with a general computation is
+    not (cumprod, cumulative logsumexp); the order is XLA's (init first, row-major)."""
+    shape = xs[0].shape
+    span = [(w - 1) * d + 1 for w, d in zip(window, wdil)]
+    out_shape = tuple((n - sp) // s + 1 if n >= sp else 0 for n, sp, s in zip(shape, span, strides))
+    acc = tuple(
+        lax.broadcast(lax.convert_element_type(v, x.dtype), out_shape) for x, v in zip(xs, inits)
+    )
+    num = int(np.prod(window, dtype=np.int64))
+    if num == 0 or 0 in out_shape:
+        return acc
+    combine = vmapped_region(region)
+    rank = len(window)
+    extent = tuple(s * (n - 1) + 1 for s, n in zip(strides, out_shape))
+
+    def position(k: Any, carry: tuple) -> tuple:
+        start = []
+        for w, d in zip(reversed(window), reversed(wdil)):
+            start.append((k % w) * d)
+            k = k // w
+        start = start[::-1]
+        if isinstance(k, int):
+            cut = [lax.slice(x, start, [o + e for o, e in zip(start, extent)], strides) for x in xs]
+        else:
+            cut = [
+                lax.slice(lax.dynamic_slice(x, start, extent), (0,) * rank, extent, strides)
+                for x in xs
+            ]
+        return tuple(combine(*carry, *cut))
+
+    return _fold(position, 0, num, acc)
 
 
 # ---- select_and_scatter ----------------------------------------------------------------------

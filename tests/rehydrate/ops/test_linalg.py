@@ -157,3 +157,61 @@ def test_int4_dot_general_widens_first():
         }}"""
         got = jax.jit(rehydrate(text))(a, b)
         np.testing.assert_array_equal(np.asarray(got).astype(np.int32), expected)
+
+
+# XLA's own Qr / ProductOfElementaryHouseholderReflectors custom calls (TensorFlow's Qr,
+# MatrixInverse, MatrixSolve): LAPACK's compact form, differentiable.
+XLA_QR = """
+func.func @main(%a: tensor<2x{m}x{n}xf32>) -> (tensor<2x{m}x{n}xf32>, tensor<2x{m}x{n}xf32>) {{
+  %t = stablehlo.custom_call @Qr(%a) : (tensor<2x{m}x{n}xf32>)
+      -> tuple<tensor<2x{m}x{n}xf32>, tensor<2x{k}xf32>>
+  %c = stablehlo.get_tuple_element %t[0] : (tuple<tensor<2x{m}x{n}xf32>, tensor<2x{k}xf32>>)
+      -> tensor<2x{m}x{n}xf32>
+  %taus = stablehlo.get_tuple_element %t[1] : (tuple<tensor<2x{m}x{n}xf32>, tensor<2x{k}xf32>>)
+      -> tensor<2x{k}xf32>
+  %q = stablehlo.custom_call @ProductOfElementaryHouseholderReflectors(%c, %taus)
+      : (tensor<2x{m}x{n}xf32>, tensor<2x{k}xf32>) -> tensor<2x{m}x{n}xf32>
+  return %c, %q : tensor<2x{m}x{n}xf32>, tensor<2x{m}x{n}xf32>
+}}
+"""
+
+
+@pytest.mark.parametrize(("m", "n"), [(3, 3), (5, 3)])
+def test_xla_qr_custom_calls_match_and_differentiate(m: int, n: int) -> None:
+    import hlopipe
+
+    f = hlopipe.load(XLA_QR.format(m=m, n=n, k=min(m, n))).as_function()
+    a = np.random.default_rng(3).standard_normal((2, m, n)).astype(np.float32)
+    compact, q = jax.jit(f)(a)
+    q_ref, r_ref = jnp.linalg.qr(a)
+    np.testing.assert_allclose(q, q_ref, rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(jnp.triu(compact[:, :n]), r_ref, rtol=1e-4, atol=1e-5)
+    ct_q = np.random.default_rng(4).standard_normal(q.shape).astype(np.float32)
+    ct_r = np.random.default_rng(5).standard_normal(r_ref.shape).astype(np.float32)
+
+    def loss(a):
+        c, q = f(a)
+        return (q * ct_q).sum() + (jnp.triu(c[:, :n]) * ct_r).sum()
+
+    def ref(a):
+        q, r = jnp.linalg.qr(a)
+        return (q * ct_q).sum() + (r * ct_r).sum()
+
+    got = jax.jit(jax.grad(loss))(a)
+    np.testing.assert_allclose(got, jax.grad(ref)(a), rtol=2e-3, atol=2e-4)
+
+
+def test_lapack_qr_custom_calls_differentiate() -> None:
+    """``jnp.linalg.qr`` lowers to the LAPACK geqrf/orgqr custom calls on CPU; rehydrated,
+    they differentiate like JAX's qr (JAX itself has no derivative of geqrf)."""
+    import hlopipe
+
+    def f(a):
+        q, r = jnp.linalg.qr(a)
+        return (q * jnp.arange(16.0).reshape(4, 4)).sum() + (r * r).sum()
+
+    a = np.random.default_rng(0).standard_normal((4, 4)).astype(np.float32)
+    text = jax.jit(f).lower(a).as_text()
+    assert "lapack_sgeqrf_ffi" in text
+    g = hlopipe.load(text).as_function()
+    np.testing.assert_allclose(jax.grad(g)(a), jax.grad(f)(a), rtol=1e-3, atol=1e-4)

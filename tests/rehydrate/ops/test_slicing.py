@@ -549,3 +549,29 @@ def test_gather_out_of_bounds_clamps_as_xla() -> None:
     np.testing.assert_array_equal(np.asarray(jax.jit(fn)(x, idx)), want)
     np.testing.assert_array_equal(want[0], x[0:2, 1:4])  # -3 clamps to 0
     np.testing.assert_array_equal(want[2], x[2:4, 0:3])
+
+
+def test_scatter_multiply_with_repeated_traced_indices_differentiates() -> None:
+    """TF's unsorted_segment_prod: a multiply scatter whose (traced) indices repeat. JAX
+    differentiates scatter_mul only with unique indices; rehydrated, it differentiates."""
+
+    def f(x, ids, u):
+        return jax.ops.segment_prod(u, ids, num_segments=3) * x
+
+    x = np.array([1.5, -0.5, 2.0], np.float32)
+    ids = np.array([0, 2, 0, 1, 2, 0], np.int32)
+    u = np.array([0.3, -1.2, 2.0, 0.7, 0.0, -0.4], np.float32)
+    text = jax.jit(f).lower(x, ids, u).as_text()
+    assert "stablehlo.multiply" in text and "unique_indices = true" not in text
+    g = hlopipe.load(text).as_function()
+    np.testing.assert_allclose(jax.jit(g)(x, ids, u), f(x, ids, u), rtol=1e-6)
+
+    def ref(x, u):  # the products written out per segment
+        segs = [jnp.prod(jnp.where(ids == s, u, 1.0)) for s in range(3)]
+        return jnp.stack(segs) * x
+
+    loss = lambda fn: lambda x, u: jnp.sum(jnp.sin(fn(x, u)))  # noqa: E731
+    got = jax.jit(jax.grad(loss(lambda x, u: g(x, ids, u)), argnums=(0, 1)))(x, u)
+    want = jax.grad(loss(ref), argnums=(0, 1))(x, u)
+    for a, b in zip(got, want):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
