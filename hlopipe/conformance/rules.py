@@ -36,7 +36,15 @@ CHECK_KINDS = {
     "check.expect_close": "expect_close",
     "check.expect_serialized_eq": "expect_serialized_eq",
 }
-CHECK_TARGETS = ("check.expect_eq", "check.expect_close", "check.expect_almost_eq")
+CHECK_TARGETS = (
+    "check.expect_eq",
+    "check.expect_close",
+    "check.expect_almost_eq",
+    # the older testdata's form: ``%ok = stablehlo.custom_call @check.eq(%a, %b) : (...) ->
+    # tensor<i1>``, the verdict returned
+    "check.eq",
+    "check.almost_eq",
+)
 
 
 def _rule(*names: str) -> Callable[[Rule], Rule]:
@@ -144,11 +152,27 @@ def check_op(ctx: RuleContext, *operands: Any, **attrs: Any) -> tuple:
 def _custom_check(target: str) -> Rule:
     kind = target.removeprefix("check.")
 
-    def impl(ctx: RuleContext, actual: Any, expected: Any = None, **attrs: Any) -> tuple:
+    def impl(ctx: RuleContext, actual: Any, expected: Any = None, **attrs: Any) -> Any:
         _record(ctx, kind, actual, expected, attrs)
-        return ()
+        if not ctx.result_avals:
+            return ()
+        return tuple(_verdict(kind, actual, expected, aval) for aval in ctx.result_avals)
 
     return impl
+
+
+def _verdict(kind: str, actual: Any, expected: Any, aval: Any) -> Any:
+    """A check custom call's result (``tensor<i1>``): whether the check holds, by
+    :func:`compare` with the default tolerances, computed on the host."""
+    from hlopipe.conformance.compare import compare
+
+    def host(a: Any, e: Any) -> np.ndarray:
+        ok = compare(kind, np.asarray(a), np.asarray(e), generated=True) is None
+        return np.full(aval.shape, ok, dtype=aval.dtype)
+
+    if expected is None:
+        raise UnsupportedOpError(f"@check.{kind} has one operand; it compares two")
+    return jax.pure_callback(host, jax.ShapeDtypeStruct(aval.shape, aval.dtype), actual, expected)
 
 
 CUSTOM_CALLS.update({t: _custom_check(t) for t in CHECK_TARGETS})

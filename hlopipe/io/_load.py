@@ -16,7 +16,7 @@ from typing import Any
 
 from jaxlib.mlir import ir
 
-from hlopipe.errors import LoadError
+from hlopipe.errors import LoadError, UnsupportedOpError
 from hlopipe.io import _bytecode, _guard, _xla
 from hlopipe.io._program import Program, pick_entry
 
@@ -278,6 +278,7 @@ def _from_mlir(
                 except Exception:
                     raise LoadError(f"{name}: not valid MLIR bytecode: {_clean(e)}") from None
             else:
+                _refuse_quantized(name, data)
                 raise LoadError(f"{name}: not valid StableHLO/MLIR text: {_clean(e)}") from None
         if fmt in ("stablehlo-text", "mlir-bytecode") and _may_have_mhlo_ops(data, fmt, strings):
             module = _normalise_mhlo(module, ctx)
@@ -669,3 +670,18 @@ def _is_flatbuffer_export(data: bytes) -> bool:
         return False
     root = int.from_bytes(data[:4], "little")
     return 4 <= root < len(data)
+
+
+def _refuse_quantized(name: str, data: bytes) -> None:
+    """Text with quantized element types fails to parse: jaxlib's MLIR registers no ``quant``
+    dialect, so StableHLO's verifier rejects ``!quant.uniform`` types. Say so, at the first."""
+    text = data.decode(errors="replace")
+    at = text.find("!quant.")
+    if at < 0:
+        return
+    line = text.count("\n", 0, at) + 1
+    raise UnsupportedOpError(
+        f"{name}:{line}: quantized element type (!quant.uniform<...>) is not supported: jaxlib's "
+        "MLIR has no quant dialect to read it; dequantize in the producer (or export the "
+        "program with float types)"
+    )

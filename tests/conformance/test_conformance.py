@@ -451,6 +451,70 @@ module @jit_main {
     assert r.status == "fail" and r.reference == "fail" and not r.worse_than_reference
 
 
+OLD_CHECK = """
+module {
+  func.func @main() -> tensor<i1> {
+    %0 = stablehlo.constant dense<[1.0, 2.0]> : tensor<2xf32>
+    %1 = stablehlo.add %0, %0 : tensor<2xf32>
+    %2 = stablehlo.constant dense<[2.0, 4.0]> : tensor<2xf32>
+    %3 = stablehlo.custom_call @check.eq(%1, %2) : (tensor<2xf32>, tensor<2xf32>) -> tensor<i1>
+    return %3 : tensor<i1>
+  }
+}
+"""
+
+
+def test_older_check_custom_call_with_a_verdict_result(tmp_path):
+    # the older testdata's form returns the check's verdict (tensor<i1>): its value is what
+    # the check decided, and a wrong expectation still fails the file
+    r = conf.run_file(_write(tmp_path, OLD_CHECK))
+    assert r.format == "testdata" and r.status == "pass", r.message
+    bad = OLD_CHECK.replace("[2.0, 4.0]", "[2.0, 4.5]")
+    r = conf.run_file(_write(tmp_path, bad, "bad.mlir"))
+    assert r.status == "fail" and "first at [1]" in r.message, r.message
+    # the verdict itself, as a later check sees it: true, then false
+    import jax
+
+    from hlopipe.conformance import runner
+    from hlopipe.conformance.rules import dialect_scope
+    from hlopipe.rehydrate import rehydrate
+
+    text = (
+        OLD_CHECK.replace("-> tensor<i1> {", "{")
+        .replace("@main", "@t")
+        .replace("return %3 : tensor<i1>", VERDICTS)
+    )
+    (test,) = runner.find_tests("t.mlir", conf.to_generic(text))
+    with jax.enable_x64(True), dialect_scope():
+        rec = runner.run_mode(rehydrate(test.program), "jit")
+    assert [bool(c.actual) for c in rec.checks[2:]] == [True, False]
+
+
+VERDICTS = """%4 = stablehlo.constant dense<[2.0, 4.5]> : tensor<2xf32>
+    %5 = stablehlo.custom_call @check.eq(%1, %4) : (tensor<2xf32>, tensor<2xf32>) -> tensor<i1>
+    check.expect_eq_const %3, dense<true> : tensor<i1>
+    check.expect_eq_const %5, dense<true> : tensor<i1>
+    func.return"""
+
+
+QUANTIZED = """
+func.func @q() {
+  %a = stablehlo.constant dense<[4.0, 15.0]> : tensor<2xf32>
+  %q = stablehlo.uniform_quantize %a : (tensor<2xf32>) -> tensor<2x!quant.uniform<i8:f32, 0.5:-20>>
+  %r = stablehlo.uniform_dequantize %q
+    : (tensor<2x!quant.uniform<i8:f32, 0.5:-20>>) -> tensor<2xf32>
+  check.expect_eq_const %r, dense<[4.0, 15.0]> : tensor<2xf32>
+  func.return
+}
+"""
+
+
+def test_quantized_types_are_refused_by_name_and_line(tmp_path):
+    r = conf.run_file(_write(tmp_path, QUANTIZED))
+    assert r.status == "unsupported", r.message
+    assert ":4: quantized element type (!quant.uniform<...>)" in r.message
+
+
 def test_reference_xla_on_interpret_format():
     r = conf.run_file(DATA / "checks.mlir", reference="xla")
     # the probe test has nothing XLA can compare with
