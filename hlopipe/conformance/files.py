@@ -25,6 +25,7 @@ from pathlib import Path
 from hlopipe.errors import HlopipeError, LoadError
 from hlopipe.io import detect_format as program_format
 
+MLIR_BYTECODE_MAGIC = b"ML\xefR"
 _SPLIT = re.compile(r"^[ \t]*//[ \t]*-----[ \t]*$", re.M)
 _PRETTY = re.compile(
     r"^(\s*)(?:(%[\w$.#:-]+(?:\s*,\s*%[\w$.-]+)*)\s*=\s*)?(check|interpreter)\.(\w+)\b(.*)$"
@@ -50,9 +51,32 @@ def detect_format(text: str) -> str:
     return "mlir"
 
 
+def read_test_file(path: str | os.PathLike[str]) -> str:
+    """A test file's text: StableHLO text as it is; MLIR bytecode (a portable artifact of any
+    version jaxlib reads, or StableHLO bytecode) and VHLO text as the StableHLO text they
+    hold.
+
+    Raises:
+      OSError, UnicodeDecodeError: the file cannot be read.
+      HlopipeError: bytecode that does not load.
+    """
+    data = Path(path).read_bytes()
+    if data.startswith(MLIR_BYTECODE_MAGIC):
+        fmt = "mlir-bytecode"
+    elif re.search(rb"\bvhlo\.func_v\d", data):  # VHLO text
+        fmt = "stablehlo-text"
+    else:
+        return data.decode()
+    from hlopipe.io import load_bytes
+
+    prog = load_bytes(data, name=str(path), format=fmt)
+    with prog.context:
+        return str(prog.module)
+
+
 def collect_files(paths: Sequence[str | os.PathLike[str]], k: str | None = None) -> list[Path]:
-    """The ``.mlir`` files of ``paths`` (files as given, folders searched recursively), sorted
-    within each folder, filtered to names containing ``k``.
+    """The ``.mlir`` / ``.mlirbc`` files of ``paths`` (files as given, folders searched
+    recursively), sorted within each folder, filtered to names containing ``k``.
 
     Raises:
       HlopipeError: a path that does not exist, or a folder without ``.mlir`` files.
@@ -61,7 +85,7 @@ def collect_files(paths: Sequence[str | os.PathLike[str]], k: str | None = None)
     for p in paths:
         path = Path(p)
         if path.is_dir():
-            found = sorted(path.rglob("*.mlir"))
+            found = sorted(p for p in path.rglob("*.mlir*") if p.suffix in (".mlir", ".mlirbc"))
             if not found:
                 raise HlopipeError(f"{path}: no .mlir files in this folder")
             out.extend(found)

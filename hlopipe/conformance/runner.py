@@ -22,7 +22,14 @@ import jax
 import numpy as np
 
 from hlopipe.conformance.compare import compare
-from hlopipe.conformance.files import any_func, detect_format, referenced, split_modules, to_generic
+from hlopipe.conformance.files import (
+    any_func,
+    detect_format,
+    read_test_file,
+    referenced,
+    split_modules,
+    to_generic,
+)
 from hlopipe.conformance.results import FileResult, crash_text, merge
 from hlopipe.conformance.rules import CHECK_KINDS, Recording, dialect_scope, recording
 from hlopipe.errors import HlopipeError, UnsupportedOpError
@@ -67,7 +74,7 @@ def run_file(
     start, cpu = time.perf_counter(), time.process_time()
     path = str(path)
     try:
-        text = Path(path).read_text()
+        text = read_test_file(path)
         result = FileResult(path, "pass", format=detect_format(text))
     except (OSError, UnicodeDecodeError, HlopipeError) as e:
         return FileResult(path, "error", f"cannot read: {e}", time.perf_counter() - start)

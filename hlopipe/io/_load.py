@@ -8,6 +8,7 @@ before XLA's C++ parser sees it, and a ``jax.export`` artifact is a flatbuffer.
 
 from __future__ import annotations
 
+import io
 import os
 import re
 import threading
@@ -272,18 +273,42 @@ def _from_mlir(
         except (ir.MLIRError, ValueError, UnicodeDecodeError) as e:
             if fmt == "mlir-bytecode":
                 try:  # a VHLO portable artifact (what jax.export stores)
-                    text = _xla.deserialize_portable_artifact(data)
-                    module = ir.Module.parse(text)
+                    module = _xla.deserialize_portable_artifact(data)
                     fmt = "vhlo-artifact"
                 except Exception:
                     raise LoadError(f"{name}: not valid MLIR bytecode: {_clean(e)}") from None
             else:
                 _refuse_quantized(name, data)
                 raise LoadError(f"{name}: not valid StableHLO/MLIR text: {_clean(e)}") from None
+        if _is_vhlo(module):
+            module = _from_vhlo(module, data, fmt, name)
+            fmt = "vhlo-artifact"
         if fmt in ("stablehlo-text", "mlir-bytecode") and _may_have_mhlo_ops(data, fmt, strings):
             module = _normalise_mhlo(module, ctx)
         entry_name = entry or pick_entry(module, ctx)
     return Program(format=fmt, module=module, context=ctx, entry=entry_name, source=name)
+
+
+def _is_vhlo(module: ir.Module) -> bool:
+    """Whether the module holds VHLO ops (a portable artifact, or VHLO text): jaxlib registers
+    the VHLO dialect, so such bytecode parses as it is, with nothing to run until converted."""
+    return any(op.operation.name.startswith("vhlo.") for op in module.body.operations)
+
+
+def _from_vhlo(module: ir.Module, data: bytes, fmt: str, name: str) -> ir.Module:
+    """A VHLO module (of any version jaxlib still reads) as StableHLO, with StableHLO's own
+    deserializer; in the current context."""
+    if fmt != "mlir-bytecode":  # VHLO text: the deserializer takes bytecode
+        buf = io.BytesIO()
+        module.operation.write_bytecode(buf)
+        data = buf.getvalue()
+    try:
+        return _xla.deserialize_portable_artifact(data)
+    except Exception as e:
+        raise LoadError(
+            f"{name}: a VHLO module (StableHLO portable artifact) that StableHLO's deserializer "
+            f"cannot read: {_clean(e)}"
+        ) from None
 
 
 def drop_unreachable(module: ir.Module, entry: str) -> None:

@@ -50,8 +50,9 @@ def mhlo_to_stablehlo(data: bytes) -> bytes:
     return bytes(compat.mhlo_to_stablehlo(data))
 
 
-def deserialize_portable_artifact(data: bytes) -> str:
-    """A VHLO portable artifact (what jax.export stores) -> StableHLO text."""
+def deserialize_portable_artifact(data: bytes) -> ir.Module:
+    """A VHLO portable artifact (what jax.export stores) -> a StableHLO module, in the
+    current context."""
     return jex_mlir.deserialize_portable_artifact(data)
 
 
