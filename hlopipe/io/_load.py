@@ -278,8 +278,10 @@ def _from_mlir(
                 except Exception:
                     raise LoadError(f"{name}: not valid MLIR bytecode: {_clean(e)}") from None
             else:
-                _refuse_quantized(name, data)
-                raise LoadError(f"{name}: not valid StableHLO/MLIR text: {_clean(e)}") from None
+                quantized = _with_quant_dialect(data, name, e)
+                if quantized is None:
+                    raise LoadError(f"{name}: not valid StableHLO/MLIR text: {_clean(e)}") from None
+                module = quantized
         if _is_vhlo(module):
             module = _from_vhlo(module, data, fmt, name)
             fmt = "vhlo-artifact"
@@ -697,16 +699,21 @@ def _is_flatbuffer_export(data: bytes) -> bool:
     return 4 <= root < len(data)
 
 
-def _refuse_quantized(name: str, data: bytes) -> None:
-    """Text with quantized element types fails to parse: jaxlib's MLIR registers no ``quant``
-    dialect, so StableHLO's verifier rejects ``!quant.uniform`` types. Say so, at the first."""
+def _with_quant_dialect(data: bytes, name: str, error: Exception) -> ir.Module | None:
+    """Text with quantized element types, parsed once the ``quant`` dialect is loaded (None for
+    other text). jaxlib's contexts register that dialect without loading it, so StableHLO's
+    verifier rejects ``!quant.uniform`` types until StableHLO's deserializer (which loads
+    every dialect it reads) has run in the context: an empty portable artifact loads it."""
     text = data.decode(errors="replace")
     at = text.find("!quant.")
     if at < 0:
-        return
-    line = text.count("\n", 0, at) + 1
-    raise UnsupportedOpError(
-        f"{name}:{line}: quantized element type (!quant.uniform<...>) is not supported: jaxlib's "
-        "MLIR has no quant dialect to read it; dequantize in the producer (or export the "
-        "program with float types)"
-    )
+        return None
+    try:
+        _xla.deserialize_portable_artifact(_xla.empty_portable_artifact())
+        return ir.Module.parse(text)
+    except Exception:
+        line = text.count("\n", 0, at) + 1
+        raise UnsupportedOpError(
+            f"{name}:{line}: quantized element type (!quant.uniform<...>) could not be read: "
+            f"{_clean(error)}"
+        ) from None
