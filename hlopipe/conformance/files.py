@@ -111,15 +111,31 @@ def split_modules(text: str) -> list[tuple[int, str]]:
     return out
 
 
+_PRETTY_FUNC = re.compile(r"func\.func\s+(?:public\s+|private\s+)?@([\w$.-]+)\s*\(\s*\)")
+# MLIR's generic form: "func.func"() <{function_type = () -> (), sym_name = "name"}> ({...
+_GENERIC_FUNC = re.compile(r'"func\.func"\s*\(\s*\)\s*<?\{(?P<attrs>[^{}]*)\}')
+
+
 def any_func(text: str) -> str | None:
-    """The name of some argument-less function of the module text (an entry to load it by)."""
-    m = re.search(r"func\.func\s+(?:public\s+|private\s+)?@([\w$.-]+)\s*\(\s*\)", text)
-    return m.group(1) if m else None
+    """The name of some argument-less function of the module text (an entry to load it by),
+    written in the custom or the generic form."""
+    m = _PRETTY_FUNC.search(text)
+    if m:
+        return m.group(1)
+    for g in _GENERIC_FUNC.finditer(text):
+        attrs = g.group("attrs")
+        name = re.search(r'sym_name\s*=\s*"([^"]+)"', attrs)
+        if name and re.search(r"function_type\s*=\s*\(\s*\)\s*->", attrs):
+            return name.group(1)
+    return None
 
 
 def referenced(name: str, text: str) -> bool:
-    """Whether the module text uses ``@name`` anywhere besides its definition."""
-    return len(re.findall(rf"@{re.escape(name)}(?![\w$.-])", text)) > 1
+    """Whether the module text uses ``@name`` anywhere besides its definition (a generic-form
+    definition names it as ``sym_name = "name"``, without the ``@``)."""
+    uses = len(re.findall(rf"@{re.escape(name)}(?![\w$.-])", text))
+    defined = re.search(rf"func\.func\s+(?:public\s+|private\s+)?@{re.escape(name)}\s*\(", text)
+    return uses > (1 if defined else 0)
 
 
 def to_generic(text: str) -> str:

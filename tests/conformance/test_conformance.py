@@ -479,6 +479,39 @@ def test_portable_artifact_test_files(tmp_path, version):
     assert r.status == "fail" and "expected np.float32(0.85)" in r.message, r.message
 
 
+GENERIC_MODULE = """"builtin.module"() ({
+  "func.func"() <{function_type = (tensor<2xi32>) -> tensor<2xi32>, sym_name = "double",
+                  sym_visibility = "private"}> ({
+  ^bb0(%a: tensor<2xi32>):
+    %0 = "stablehlo.add"(%a, %a) : (tensor<2xi32>, tensor<2xi32>) -> tensor<2xi32>
+    "func.return"(%0) : (tensor<2xi32>) -> ()
+  }) : () -> ()
+  "func.func"() <{function_type = () -> tensor<i32>, sym_name = "seven"}> ({
+    %0 = "stablehlo.constant"() <{value = dense<7> : tensor<i32>}> : () -> tensor<i32>
+    "func.return"(%0) : (tensor<i32>) -> ()
+  }) : () -> ()
+  "func.func"() <{function_type = () -> (), sym_name = "generic_test"}> ({
+    %0 = "stablehlo.constant"() <{value = dense<[1, 2]> : tensor<2xi32>}> : () -> tensor<2xi32>
+    %1 = "func.call"(%0) <{callee = @double}> : (tensor<2xi32>) -> tensor<2xi32>
+    %2 = "func.call"() <{callee = @seven}> : () -> tensor<i32>
+    "check.expect_eq_const"(%1) {value = dense<[2, 4]> : tensor<2xi32>} : (tensor<2xi32>) -> ()
+    "check.expect_eq_const"(%2) {value = dense<7> : tensor<i32>} : (tensor<i32>) -> ()
+    "func.return"() : () -> ()
+  }) : () -> ()
+}) : () -> ()
+"""
+
+
+def test_a_module_in_generic_form(tmp_path):
+    # its functions are defined by sym_name, not @name: the argument-less one that nothing
+    # calls is the test, the called one (@seven) is not
+    r = conf.run_file(_write(tmp_path, GENERIC_MODULE))
+    assert r.status == "pass", r.message
+    assert list(r.tests) == ["t.mlir:12 @generic_test"]
+    r = conf.run_file(_write(tmp_path, GENERIC_MODULE.replace("[2, 4]", "[2, 5]"), "b.mlir"))
+    assert r.status == "fail", r.message
+
+
 OLD_CHECK = """
 module {
   func.func @main() -> tensor<i1> {
