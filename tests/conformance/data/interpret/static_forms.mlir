@@ -70,3 +70,23 @@ func.func @check_custom_call_returning_its_verdict() {
   check.expect_eq_const %ok, dense<true> : tensor<i1>
   func.return
 }
+
+// -----
+
+func.func @token_through_while() {
+  %t = stablehlo.create_token : !stablehlo.token
+  %zero = stablehlo.constant dense<0> : tensor<i32>
+  %three = stablehlo.constant dense<3> : tensor<i32>
+  %one = stablehlo.constant dense<1> : tensor<i32>
+  %r:2 = stablehlo.while(%i = %zero, %tk = %t) : tensor<i32>, !stablehlo.token
+  cond {
+    %c = stablehlo.compare LT, %i, %three : (tensor<i32>, tensor<i32>) -> tensor<i1>
+    stablehlo.return %c : tensor<i1>
+  } do {
+    %j = stablehlo.add %i, %one : tensor<i32>
+    %tk2 = stablehlo.after_all %tk : !stablehlo.token
+    stablehlo.return %j, %tk2 : tensor<i32>, !stablehlo.token
+  }
+  check.expect_eq_const %r#0, dense<3> : tensor<i32>
+  func.return
+}
