@@ -20,6 +20,7 @@ import numpy as np
 
 from hlopipe.conformance.results import Check
 from hlopipe.errors import UnsupportedOpError
+from hlopipe.rehydrate._ir import _is_float as is_float
 from hlopipe.rehydrate.custom_calls import scoped_custom_calls
 from hlopipe.rehydrate.registry import Rule, RuleContext, scoped_rules
 
@@ -128,9 +129,41 @@ def make_check(
 
 
 def _record(ctx: RuleContext, kind: str, actual: Any, expected: Any, attrs: dict) -> None:
+    """Record the check each time it runs, with the values it ran on: through a host
+    callback, so a check inside a loop body, a branch or a called function records what it
+    saw on each run (and nothing when it does not run), never a traced value."""
     custom = ctx.name == "stablehlo.custom_call"  # the generated testdata's form
     rec = _current(kind if custom else ctx.name, ctx.loc)
-    rec.checks.append(make_check(kind, actual, expected, attrs, ctx.loc, generated=custom))
+    loc = ctx.loc
+
+    # 1-byte floats travel as f32 (exact) and are cast back: XLA cannot hand every one of
+    # them (f6, f4) to the host
+    narrow = [_narrow_float(x) for x in (actual, expected)]
+    actual, expected = (
+        x if d is None else jax.lax.convert_element_type(x, np.float32)
+        for x, d in zip((actual, expected), narrow, strict=True)
+    )
+
+    def on_host(a: Any, e: Any = None) -> None:
+        a = np.asarray(a) if narrow[0] is None else np.asarray(a).astype(narrow[0])
+        if e is not None:
+            e = np.asarray(e) if narrow[1] is None else np.asarray(e).astype(narrow[1])
+        rec.checks.append(make_check(kind, a, e, attrs, loc, generated=custom))
+
+    # unordered: a jitted test may also run a multi-device program (run_parallel), where JAX
+    # allows no ordered effects; the runner puts the records back in source order
+    if expected is None:
+        jax.debug.callback(on_host, actual)
+    else:
+        jax.debug.callback(on_host, actual, expected)
+
+
+def _narrow_float(x: Any) -> np.dtype | None:
+    """The dtype of ``x`` when it is a float type of one byte or less, else None."""
+    if x is None:
+        return None
+    dtype = np.dtype(x.dtype)
+    return dtype if dtype.itemsize == 1 and is_float(dtype) else None
 
 
 # ---- the rules ------------------------------------------------------------------------------

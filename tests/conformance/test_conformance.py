@@ -479,6 +479,34 @@ def test_portable_artifact_test_files(tmp_path, version):
     assert r.status == "fail" and "expected np.float32(0.85)" in r.message, r.message
 
 
+IN_LOOP = """
+func.func @in_loop() {
+  %zero = stablehlo.constant dense<0> : tensor<i32>
+  %one = stablehlo.constant dense<1> : tensor<i32>
+  %n = stablehlo.constant dense<3> : tensor<i32>
+  %r = stablehlo.while(%i = %zero) : tensor<i32>
+  cond {
+    %c = stablehlo.compare LT, %i, %n : (tensor<i32>, tensor<i32>) -> tensor<i1>
+    stablehlo.return %c : tensor<i1>
+  } do {
+    %m = stablehlo.minimum %i, %one : tensor<i32>
+    check.expect_eq_const %m, dense<0> : tensor<i32>
+    %j = stablehlo.add %i, %one : tensor<i32>
+    stablehlo.return %j : tensor<i32>
+  }
+  func.return
+}
+"""
+
+
+def test_a_check_in_a_loop_body_fails_on_the_run_where_it_does_not_hold(tmp_path):
+    # checks record on the host as they run: the second iteration's value fails the test
+    # (a traced value recorded at trace time escaped the loop: an error, not a verdict)
+    r = conf.run_file(_write(tmp_path, IN_LOOP))
+    assert r.status == "fail" and r.modes == {"jit": "fail", "eager": "fail"}, r.message
+    assert "got np.int32(1), expected np.int32(0)" in r.message
+
+
 GENERIC_MODULE = """"builtin.module"() ({
   "func.func"() <{function_type = (tensor<2xi32>) -> tensor<2xi32>, sym_name = "double",
                   sym_visibility = "private"}> ({
@@ -623,13 +651,14 @@ def test_family_from_file_names():
     assert conf.family("all_reduce.mlir") == "all_reduce"
 
 
-# XLA's literal converter cannot hold f6E2M3FN values: compiling this aborts the process
-# (`Check failed: ... array.h`), as a constant test of StableHLO's interpreter suite does.
+# XLA's literal converter cannot hold f6E2M3FN values: a jitted test returning one aborts the
+# process (`Check failed: ... array.h`).
 ABORTS_XLA = """
-func.func @constant_f6() {
+func.func @constant_f6() -> tensor<2xf6E2M3FN> {
   %0 = stablehlo.constant dense<[1.0, 2.0]> : tensor<2xf6E2M3FN>
-  check.expect_eq_const %0, dense<[1.0, 2.0]> : tensor<2xf6E2M3FN>
-  func.return
+  %1 = stablehlo.constant dense<1> : tensor<i32>
+  check.expect_eq_const %1, dense<1> : tensor<i32>
+  func.return %0 : tensor<2xf6E2M3FN>
 }
 """
 

@@ -90,3 +90,33 @@ func.func @token_through_while() {
   check.expect_eq_const %r#0, dense<3> : tensor<i32>
   func.return
 }
+
+// -----
+
+// Checks run where they are: in a loop body each time it runs, in a branch only when taken.
+func.func @checks_inside_a_loop_and_its_branches() {
+  %zero = stablehlo.constant dense<0> : tensor<i32>
+  %one = stablehlo.constant dense<1> : tensor<i32>
+  %five = stablehlo.constant dense<5> : tensor<i32>
+  %n = stablehlo.constant dense<3> : tensor<i32>
+  %r = stablehlo.while(%i = %zero) : tensor<i32>
+  cond {
+    %c = stablehlo.compare LT, %i, %n : (tensor<i32>, tensor<i32>) -> tensor<i1>
+    stablehlo.return %c : tensor<i1>
+  } do {
+    %small = stablehlo.compare LT, %i, %n : (tensor<i32>, tensor<i32>) -> tensor<i1>
+    check.expect_eq_const %small, dense<true> : tensor<i1>
+    %never = stablehlo.compare EQ, %i, %five : (tensor<i32>, tensor<i32>) -> tensor<i1>
+    "stablehlo.if"(%never) ({
+      check.expect_eq_const %i, dense<5> : tensor<i32>
+      check.expect_eq_const %i, dense<-1> : tensor<i32>
+      stablehlo.return
+    }, {
+      stablehlo.return
+    }) : (tensor<i1>) -> ()
+    %j = stablehlo.add %i, %one : tensor<i32>
+    stablehlo.return %j : tensor<i32>
+  }
+  check.expect_eq_const %r, dense<3> : tensor<i32>
+  func.return
+}
