@@ -19,7 +19,7 @@ import jax
 import numpy as np
 
 from hlopipe.conformance.results import Check
-from hlopipe.errors import UnsupportedOpError
+from hlopipe.errors import HlopipeError, UnsupportedOpError
 from hlopipe.rehydrate._ir import _is_float as is_float
 from hlopipe.rehydrate.custom_calls import scoped_custom_calls
 from hlopipe.rehydrate.registry import Rule, RuleContext, scoped_rules
@@ -234,6 +234,8 @@ def run_parallel(ctx: RuleContext, *inputs: Any, programs: Any = None, **attrs: 
     process (``(0, 0)``, ``(0, 1)``, ...)."""
     from hlopipe.rehydrate._interpreter import raise_if_unsupported
 
+    if _is_mpmd(ctx, programs):
+        return _run_mpmd(ctx, programs, inputs)
     name, replicas, partitions = _grid(ctx, programs, attrs)
     n = replicas * partitions
     module = ctx.interpreter.module
@@ -309,3 +311,134 @@ def _run_on_grid(
         check_vma=False,
     )(*stacked)
     return [tuple(outs[j][p] for j in range(nres)) for p in range(n)]
+
+
+# ---- processes running different programs ---------------------------------------------------
+# They exchange data only through send/recv channels (collectives need one SPMD program):
+# each process's function runs on its own, in one trace; a send stores its value under the
+# channel, a recv takes the oldest one. A process whose recv finds nothing yet is run again
+# after the others (what it sent in the failed attempt taken back).
+
+_CHANNELS: list[dict[int, list[Any]]] = []  # the channels of the MPMD runs in progress
+
+
+class _NotSentYet(HlopipeError):
+    """A recv found its channel empty: its process runs again after the others."""
+
+
+def _is_mpmd(ctx: RuleContext, programs: Any) -> bool:
+    """Whether the processes run different programs, or programs that use send/recv."""
+    if not isinstance(programs, list) or not all(isinstance(row, list) for row in programs):
+        return False
+    names = {str(n) for row in programs for n in row}
+    module = ctx.interpreter.module
+    if len(names) > 1:
+        return True
+    name = next(iter(names), None)
+    if name not in module.funcs:
+        return False
+    used = _op_names(module.funcs[name].block, module, set())
+    return bool(used & {"stablehlo.send", "stablehlo.recv"})
+
+
+def _run_mpmd(ctx: RuleContext, programs: list, inputs: tuple) -> tuple:
+    from hlopipe.rehydrate._interpreter import raise_if_unsupported
+    from hlopipe.rehydrate._spmd import COLLECTIVE_OPS, DEVICE_ID_OPS
+
+    module = ctx.interpreter.module
+    names = [str(n) for row in programs for n in row]
+    funcs = []
+    for name in names:
+        raise_if_unsupported(module, name)
+        func = module.funcs[name]
+        used = _op_names(func.block, module, set())
+        spmd = sorted(used & (COLLECTIVE_OPS | DEVICE_ID_OPS))
+        if spmd:
+            raise UnsupportedOpError(
+                f"interpreter.run_parallel at {ctx.loc}: its processes run apart (different "
+                f"programs, or send/recv) and @{name} uses {spmd[0]}: only send/recv connect "
+                "such processes here (collectives need one SPMD program)"
+            )
+        funcs.append(func)
+    arity = [len(f.block.args) for f in funcs]
+    if len(inputs) != sum(arity):
+        raise UnsupportedOpError(
+            f"interpreter.run_parallel at {ctx.loc}: {len(inputs)} inputs for programs taking "
+            f"{sum(arity)} arguments in all"
+        )
+    starts = [sum(arity[:p]) for p in range(len(funcs))]
+    args = [inputs[starts[p] : starts[p] + arity[p]] for p in range(len(funcs))]
+    outs: list[tuple | None] = [None] * len(funcs)
+    channels: dict[int, list[Any]] = {}
+    _CHANNELS.append(channels)
+    try:
+        pending = list(range(len(funcs)))
+        while pending:
+            waiting = []
+            for p in pending:
+                saved = {k: list(v) for k, v in channels.items()}
+                try:
+                    outs[p] = tuple(ctx.interpreter.run(funcs[p], *args[p]))
+                except _NotSentYet:
+                    channels.clear()
+                    channels.update(saved)
+                    waiting.append(p)
+            if waiting == pending:
+                raise UnsupportedOpError(
+                    f"interpreter.run_parallel at {ctx.loc}: the recv of "
+                    f"@{names[pending[0]]} waits for a send no other process makes first"
+                )
+            pending = waiting
+    finally:
+        _CHANNELS.pop()
+    return tuple(o for row in outs for o in (row or ()))
+
+
+def _op_names(block: Any, module: Any, seen: set[str]) -> set[str]:
+    """The op names of ``block``, its regions and the functions it calls."""
+    out: set[str] = set()
+    for op in block.ops:
+        out.add(op.name)
+        for region in op.regions:
+            out |= _op_names(region, module, seen)
+        callee = op.attrs.get("callee") if op.name == "func.call" else None
+        if isinstance(callee, str) and callee not in seen and callee in module.funcs:
+            seen.add(callee)
+            out |= _op_names(module.funcs[callee].block, module, seen)
+    return out
+
+
+def _channel_of(ctx: RuleContext, channel_handle: Any) -> int:
+    from hlopipe.rehydrate.ops.collectives import _channel
+
+    if not _CHANNELS:
+        raise UnsupportedOpError(
+            f"{ctx.name} at {ctx.loc} is not supported outside interpreter.run_parallel: "
+            "host/device channels have no JAX equivalent inside a function"
+        )
+    return _channel(channel_handle)
+
+
+@_rule("stablehlo.send")
+def send(ctx: RuleContext, *operands: Any, channel_handle: Any = None, **attrs: Any) -> Any:
+    """Within ``run_parallel`` of different programs: the values go to the channel."""
+    channel = _channel_of(ctx, channel_handle)
+    *values, _token = operands
+    _CHANNELS[-1].setdefault(channel, []).append(tuple(values))
+    return np.zeros((0,), dtype=bool)
+
+
+@_rule("stablehlo.recv")
+def recv(ctx: RuleContext, token: Any, *, channel_handle: Any = None, **attrs: Any) -> tuple:
+    """Within ``run_parallel`` of different programs: the oldest values sent on the channel."""
+    channel = _channel_of(ctx, channel_handle)
+    queue = _CHANNELS[-1].get(channel)
+    if not queue:
+        raise _NotSentYet
+    values = queue.pop(0)
+    if len(values) != len(ctx.result_avals) - 1:
+        raise UnsupportedOpError(
+            f"stablehlo.recv at {ctx.loc} receives {len(ctx.result_avals) - 1} values, the send "
+            f"on channel {channel} sent {len(values)}"
+        )
+    return (*values, np.zeros((0,), dtype=bool))

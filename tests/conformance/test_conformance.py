@@ -507,6 +507,29 @@ def test_a_check_in_a_loop_body_fails_on_the_run_where_it_does_not_hold(tmp_path
     assert "got np.int32(1), expected np.int32(0)" in r.message
 
 
+def test_different_programs_per_process_refused_when_not_connected_by_send_recv(tmp_path):
+    text = (DATA / "send_recv.mlir").read_text()
+    lonely = (
+        text.replace("programs = [[@recv, @send]]", "programs = [[@recv, @recv]]")
+        .replace("(%1, %0, %1)", "(%1, %1)")
+        .replace("%results:3", "%results:4")
+    )
+    lonely = lonely.replace(
+        "(!stablehlo.token, tensor<2x2xi64>, !stablehlo.token) -> (tensor<2x2xi64>, "
+        "!stablehlo.token, !stablehlo.token)",
+        "(!stablehlo.token, !stablehlo.token) -> (tensor<2x2xi64>, !stablehlo.token, "
+        "tensor<2x2xi64>, !stablehlo.token)",
+    )
+    r = conf.run_file(_write(tmp_path, lonely))
+    assert r.status == "unsupported" and "waits for a send" in r.message, r.message
+    with_ids = text.replace(
+        "  func.return %result : !stablehlo.token",
+        "  %id = stablehlo.replica_id : tensor<ui32>\n  func.return %result : !stablehlo.token",
+    )
+    r = conf.run_file(_write(tmp_path, with_ids, "ids.mlir"))
+    assert r.status == "unsupported" and "stablehlo.replica_id" in r.message, r.message
+
+
 GENERIC_MODULE = """"builtin.module"() ({
   "func.func"() <{function_type = (tensor<2xi32>) -> tensor<2xi32>, sym_name = "double",
                   sym_visibility = "private"}> ({
