@@ -147,8 +147,23 @@ def mlir_name(dtype: np.dtype) -> str:
 _TENSOR = re.compile(r"^tensor<(?P<body>.*)>$", re.S)
 
 
-def parse_tensor_type(text: str) -> tuple[tuple[int, ...], np.dtype]:
-    """'tensor<2x3xf32>' -> ((2, 3), float32). Encodings (`, #sdy...`) are ignored."""
+class DynamicAval:
+    """A ranked tensor type with dynamic dimensions (``tensor<?x2xf32>``): ``shape`` holds
+    None for each ``?``. Values of such types inside a function get their sizes when they are
+    computed; a program's own arguments must be static (:func:`aval_of_type`)."""
+
+    def __init__(self, shape: tuple[int | None, ...], dtype: np.dtype) -> None:
+        self.shape = shape
+        self.dtype = np.dtype(dtype)
+
+    def __repr__(self) -> str:
+        dims = "x".join("?" if d is None else str(d) for d in self.shape)
+        return f"DynamicAval({dims}, {self.dtype})"
+
+
+def parse_tensor_type(text: str, dynamic: bool = False) -> tuple[tuple[int, ...], np.dtype]:
+    """'tensor<2x3xf32>' -> ((2, 3), float32). Encodings (`, #sdy...`) are ignored. A ``?``
+    dimension is refused unless ``dynamic``, which reads it as None."""
     text = text.strip()
     m = _TENSOR.match(text)
     if m is None:
@@ -164,30 +179,35 @@ def parse_tensor_type(text: str) -> tuple[tuple[int, ...], np.dtype]:
         elif ch == "," and depth == 0:
             body = body[:i]
             break
-    parts = []
+    parts: list[int | None] = []
     rest = body
     while True:
         m2 = re.match(r"^(\?|\d+)x", rest)
         if not m2:
             break
-        if m2.group(1) == "?":
+        # a bounded dynamic dimension (XLA's padded tensors: ``#stablehlo.bounds<4>``) has a
+        # size that changes at run time: refused either way
+        if m2.group(1) == "?" and (not dynamic or "bounds<" in text):
             raise UnsupportedOpError(
                 f"dynamic shape in {text}: refine the shapes first "
                 "(jax.export with concrete shapes)"
             )
-        parts.append(int(m2.group(1)))
+        parts.append(None if m2.group(1) == "?" else int(m2.group(1)))
         rest = rest[m2.end() :]
-    return tuple(parts), dtype_of(rest)
+    return tuple(parts), dtype_of(rest)  # type: ignore[arg-type]
 
 
-def aval_of_type(t: object) -> jax.ShapeDtypeStruct | TokenType:
-    """An MLIR type (object or text) -> jax.ShapeDtypeStruct, or TokenType for tokens."""
+def aval_of_type(t: object, dynamic: bool = False) -> jax.ShapeDtypeStruct | TokenType:
+    """An MLIR type (object or text) -> jax.ShapeDtypeStruct, or TokenType for tokens; with
+    ``dynamic``, a type with ``?`` dimensions -> :class:`DynamicAval`."""
     text = str(t)
     if text == TOKEN:
         return TokenType()
     if text.startswith("tuple<"):
         raise UnsupportedOpError(f"tuple type {text} in a signature: flatten it first")
-    shape, dtype = parse_tensor_type(text)
+    shape, dtype = parse_tensor_type(text, dynamic)
+    if None in shape:
+        return DynamicAval(shape, dtype)  # type: ignore[return-value]
     if "!quant." in text:
         element = text[text.index("!quant.") :].removesuffix(">")
         return QuantizedAval(shape, quantized_of(_balanced(element)))

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from hlopipe.errors import HlopipeError, RehydrateError, UnsupportedOpError
-from hlopipe.io._types import QuantizedAval, TokenType
+from hlopipe.io._types import DynamicAval, QuantizedAval, TokenType
 from hlopipe.rehydrate import _quant
 from hlopipe.rehydrate._ir import Block, Func, ModuleIR, Op
 from hlopipe.rehydrate.registry import (
@@ -201,6 +201,13 @@ def _check_results(results: Sequence[Any], op: Op) -> None:
             continue
         shape = getattr(value, "shape", None)
         dtype = getattr(value, "dtype", None)
+        if (  # a dynamic dimension takes the size the value has
+            isinstance(aval, DynamicAval)
+            and shape is not None
+            and len(shape) == len(aval.shape)
+            and all(a is None or a == n for n, a in zip(shape, aval.shape, strict=True))
+        ):
+            shape = aval.shape
         if shape is None or tuple(shape) != tuple(aval.shape) or np.dtype(dtype) != aval.dtype:
             if dtype is not None and _x64_narrowed(np.dtype(dtype), aval.dtype):
                 raise RehydrateError(

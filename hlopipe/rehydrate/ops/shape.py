@@ -48,14 +48,24 @@ def broadcast(ctx: RuleContext, x: Any, *, broadcast_sizes: tuple[int, ...]) -> 
 
 
 def _result_shape(ctx: RuleContext, shape: Any) -> tuple[int, ...]:
+    """The result's shape: its type's, a dynamic dimension (``?``) read from the shape operand
+    (which must then be known at trace time)."""
     out = tuple(ctx.aval.shape)
     known = known_value(shape)
-    if known is not None and tuple(int(v) for v in np.ravel(known)) != out:
+    if known is None and None in out:
         raise UnsupportedOpError(
-            f"{ctx.name} at {ctx.loc}: its shape operand {np.ravel(known).tolist()} "
-            f"disagrees with its result type {list(out)}"
+            f"{ctx.name} at {ctx.loc}: a dynamic result shape computed at run time is not "
+            "supported (JAX needs static shapes)"
         )
-    return out
+    if known is None:
+        return out
+    sizes = tuple(int(v) for v in np.ravel(known))
+    if len(sizes) != len(out) or any(o is not None and o != k for o, k in zip(out, sizes)):
+        raise UnsupportedOpError(
+            f"{ctx.name} at {ctx.loc}: its shape operand {list(sizes)} disagrees with its "
+            f"result type {['?' if o is None else o for o in out]}"
+        )
+    return sizes
 
 
 @rule("stablehlo.dynamic_iota")
@@ -80,6 +90,13 @@ def dynamic_broadcast_in_dim(
 ) -> Any:
     out = _result_shape(ctx, shape)
     return lax.broadcast_in_dim(x, out, tuple(broadcast_dimensions))
+
+
+@rule("tensor.cast")
+def tensor_cast(ctx: RuleContext, x: Any) -> Any:
+    """A cast between static and dynamic forms of one shape: the value (the interpreter checks
+    it has the result type's static sizes)."""
+    return x
 
 
 @rule("stablehlo.transpose")
