@@ -11,7 +11,7 @@ from typing import Any
 import jax
 import numpy as np
 
-from hlopipe.errors import HlopipeError, LoadError, RehydrateError
+from hlopipe.errors import HlopipeError, LoadError, RehydrateError, UnsupportedOpError
 from hlopipe.io import Program, TokenType, load
 from hlopipe.io._types import mlir_name
 from hlopipe.rehydrate import ops as _ops  # noqa: F401  (registers every rule)
@@ -95,6 +95,12 @@ def rehydrate(
     plan = spmd_plan(program, mir, mesh, partitioned)
     mesh = plan.mesh if mesh is None else mesh
     func = mir.funcs[program.entry]
+    for i, aval in enumerate(func.block.arg_avals):
+        if str(getattr(aval, "text", "")).startswith("tuple<"):
+            raise UnsupportedOpError(
+                f"{program.source}: argument {i} of @{program.entry} has the tuple type "
+                f"{aval.text}: flatten it first (one argument per element)"
+            )
     if mesh is not None and plan.boundary:
         func = outline_manual_parts(func)
     interp = Interpreter(mir, mesh=mesh, axis=axis, loops=loops, sdy_meshes=plan.sdy_meshes)

@@ -97,6 +97,14 @@ func.func @main(%t: !stablehlo.token) -> tensor<2xf32> {
 """
     with pytest.raises(HlopipeError, match=r"stablehlo\.infeed is not supported"):
         hlopipe.load(text).as_function()
+    tupled = """
+func.func @main(%x: tuple<tensor<2xf32>, tensor<i32>>) -> tensor<2xf32> {
+  %0 = stablehlo.get_tuple_element %x[0] : (tuple<tensor<2xf32>, tensor<i32>>) -> tensor<2xf32>
+  return %0 : tensor<2xf32>
+}
+"""
+    with pytest.raises(hlopipe.UnsupportedOpError, match="argument 0 of @main has the tuple type"):
+        hlopipe.load(tupled).as_function()
     # a dynamic shape runs now: traced for the size each call brings
     # (tests/rehydrate/test_dynamic_shapes.py)
     dynamic = (
