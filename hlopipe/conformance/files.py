@@ -25,6 +25,7 @@ from pathlib import Path
 from hlopipe.errors import HlopipeError, LoadError
 from hlopipe.io import detect_format as program_format
 
+MLIR_BYTECODE_MAGIC = b"ML\xefR"
 _SPLIT = re.compile(r"^[ \t]*//[ \t]*-----[ \t]*$", re.M)
 _PRETTY = re.compile(
     r"^(\s*)(?:(%[\w$.#:-]+(?:\s*,\s*%[\w$.-]+)*)\s*=\s*)?(check|interpreter)\.(\w+)\b(.*)$"
@@ -50,9 +51,32 @@ def detect_format(text: str) -> str:
     return "mlir"
 
 
+def read_test_file(path: str | os.PathLike[str]) -> str:
+    """A test file's text: StableHLO text as it is; MLIR bytecode (a portable artifact of any
+    version jaxlib reads, or StableHLO bytecode) and VHLO text as the StableHLO text they
+    hold.
+
+    Raises:
+      OSError, UnicodeDecodeError: the file cannot be read.
+      HlopipeError: bytecode that does not load.
+    """
+    data = Path(path).read_bytes()
+    if data.startswith(MLIR_BYTECODE_MAGIC):
+        fmt = "mlir-bytecode"
+    elif re.search(rb"\bvhlo\.func_v\d", data):  # VHLO text
+        fmt = "stablehlo-text"
+    else:
+        return data.decode()
+    from hlopipe.io import load_bytes
+
+    prog = load_bytes(data, name=str(path), format=fmt)
+    with prog.context:
+        return str(prog.module)
+
+
 def collect_files(paths: Sequence[str | os.PathLike[str]], k: str | None = None) -> list[Path]:
-    """The ``.mlir`` files of ``paths`` (files as given, folders searched recursively), sorted
-    within each folder, filtered to names containing ``k``.
+    """The ``.mlir`` / ``.mlirbc`` files of ``paths`` (files as given, folders searched
+    recursively), sorted within each folder, filtered to names containing ``k``.
 
     Raises:
       HlopipeError: a path that does not exist, or a folder without ``.mlir`` files.
@@ -61,7 +85,7 @@ def collect_files(paths: Sequence[str | os.PathLike[str]], k: str | None = None)
     for p in paths:
         path = Path(p)
         if path.is_dir():
-            found = sorted(path.rglob("*.mlir"))
+            found = sorted(p for p in path.rglob("*.mlir*") if p.suffix in (".mlir", ".mlirbc"))
             if not found:
                 raise HlopipeError(f"{path}: no .mlir files in this folder")
             out.extend(found)
@@ -87,15 +111,31 @@ def split_modules(text: str) -> list[tuple[int, str]]:
     return out
 
 
+_PRETTY_FUNC = re.compile(r"func\.func\s+(?:public\s+|private\s+)?@([\w$.-]+)\s*\(\s*\)")
+# MLIR's generic form: "func.func"() <{function_type = () -> (), sym_name = "name"}> ({...
+_GENERIC_FUNC = re.compile(r'"func\.func"\s*\(\s*\)\s*<?\{(?P<attrs>[^{}]*)\}')
+
+
 def any_func(text: str) -> str | None:
-    """The name of some argument-less function of the module text (an entry to load it by)."""
-    m = re.search(r"func\.func\s+(?:public\s+|private\s+)?@([\w$.-]+)\s*\(\s*\)", text)
-    return m.group(1) if m else None
+    """The name of some argument-less function of the module text (an entry to load it by),
+    written in the custom or the generic form."""
+    m = _PRETTY_FUNC.search(text)
+    if m:
+        return m.group(1)
+    for g in _GENERIC_FUNC.finditer(text):
+        attrs = g.group("attrs")
+        name = re.search(r'sym_name\s*=\s*"([^"]+)"', attrs)
+        if name and re.search(r"function_type\s*=\s*\(\s*\)\s*->", attrs):
+            return name.group(1)
+    return None
 
 
 def referenced(name: str, text: str) -> bool:
-    """Whether the module text uses ``@name`` anywhere besides its definition."""
-    return len(re.findall(rf"@{re.escape(name)}(?![\w$.-])", text)) > 1
+    """Whether the module text uses ``@name`` anywhere besides its definition (a generic-form
+    definition names it as ``sym_name = "name"``, without the ``@``)."""
+    uses = len(re.findall(rf"@{re.escape(name)}(?![\w$.-])", text))
+    defined = re.search(rf"func\.func\s+(?:public\s+|private\s+)?@{re.escape(name)}\s*\(", text)
+    return uses > (1 if defined else 0)
 
 
 def to_generic(text: str) -> str:

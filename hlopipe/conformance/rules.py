@@ -19,7 +19,8 @@ import jax
 import numpy as np
 
 from hlopipe.conformance.results import Check
-from hlopipe.errors import UnsupportedOpError
+from hlopipe.errors import HlopipeError, UnsupportedOpError
+from hlopipe.rehydrate._ir import _is_float as is_float
 from hlopipe.rehydrate.custom_calls import scoped_custom_calls
 from hlopipe.rehydrate.registry import Rule, RuleContext, scoped_rules
 
@@ -36,7 +37,15 @@ CHECK_KINDS = {
     "check.expect_close": "expect_close",
     "check.expect_serialized_eq": "expect_serialized_eq",
 }
-CHECK_TARGETS = ("check.expect_eq", "check.expect_close", "check.expect_almost_eq")
+CHECK_TARGETS = (
+    "check.expect_eq",
+    "check.expect_close",
+    "check.expect_almost_eq",
+    # the older testdata's form: ``%ok = stablehlo.custom_call @check.eq(%a, %b) : (...) ->
+    # tensor<i1>``, the verdict returned
+    "check.eq",
+    "check.almost_eq",
+)
 
 
 def _rule(*names: str) -> Callable[[Rule], Rule]:
@@ -120,9 +129,41 @@ def make_check(
 
 
 def _record(ctx: RuleContext, kind: str, actual: Any, expected: Any, attrs: dict) -> None:
+    """Record the check each time it runs, with the values it ran on: through a host
+    callback, so a check inside a loop body, a branch or a called function records what it
+    saw on each run (and nothing when it does not run), never a traced value."""
     custom = ctx.name == "stablehlo.custom_call"  # the generated testdata's form
     rec = _current(kind if custom else ctx.name, ctx.loc)
-    rec.checks.append(make_check(kind, actual, expected, attrs, ctx.loc, generated=custom))
+    loc = ctx.loc
+
+    # 1-byte floats travel as f32 (exact) and are cast back: XLA cannot hand every one of
+    # them (f6, f4) to the host
+    narrow = [_narrow_float(x) for x in (actual, expected)]
+    actual, expected = (
+        x if d is None else jax.lax.convert_element_type(x, np.float32)
+        for x, d in zip((actual, expected), narrow, strict=True)
+    )
+
+    def on_host(a: Any, e: Any = None) -> None:
+        a = np.asarray(a) if narrow[0] is None else np.asarray(a).astype(narrow[0])
+        if e is not None:
+            e = np.asarray(e) if narrow[1] is None else np.asarray(e).astype(narrow[1])
+        rec.checks.append(make_check(kind, a, e, attrs, loc, generated=custom))
+
+    # unordered: a jitted test may also run a multi-device program (run_parallel), where JAX
+    # allows no ordered effects; the runner puts the records back in source order
+    if expected is None:
+        jax.debug.callback(on_host, actual)
+    else:
+        jax.debug.callback(on_host, actual, expected)
+
+
+def _narrow_float(x: Any) -> np.dtype | None:
+    """The dtype of ``x`` when it is a float type of one byte or less, else None."""
+    if x is None:
+        return None
+    dtype = np.dtype(x.dtype)
+    return dtype if dtype.itemsize == 1 and is_float(dtype) else None
 
 
 # ---- the rules ------------------------------------------------------------------------------
@@ -144,11 +185,27 @@ def check_op(ctx: RuleContext, *operands: Any, **attrs: Any) -> tuple:
 def _custom_check(target: str) -> Rule:
     kind = target.removeprefix("check.")
 
-    def impl(ctx: RuleContext, actual: Any, expected: Any = None, **attrs: Any) -> tuple:
+    def impl(ctx: RuleContext, actual: Any, expected: Any = None, **attrs: Any) -> Any:
         _record(ctx, kind, actual, expected, attrs)
-        return ()
+        if not ctx.result_avals:
+            return ()
+        return tuple(_verdict(kind, actual, expected, aval) for aval in ctx.result_avals)
 
     return impl
+
+
+def _verdict(kind: str, actual: Any, expected: Any, aval: Any) -> Any:
+    """A check custom call's result (``tensor<i1>``): whether the check holds, by
+    :func:`compare` with the default tolerances, computed on the host."""
+    from hlopipe.conformance.compare import compare
+
+    def host(a: Any, e: Any) -> np.ndarray:
+        ok = compare(kind, np.asarray(a), np.asarray(e), generated=True) is None
+        return np.full(aval.shape, ok, dtype=aval.dtype)
+
+    if expected is None:
+        raise UnsupportedOpError(f"@check.{kind} has one operand; it compares two")
+    return jax.pure_callback(host, jax.ShapeDtypeStruct(aval.shape, aval.dtype), actual, expected)
 
 
 CUSTOM_CALLS.update({t: _custom_check(t) for t in CHECK_TARGETS})
@@ -177,6 +234,8 @@ def run_parallel(ctx: RuleContext, *inputs: Any, programs: Any = None, **attrs: 
     process (``(0, 0)``, ``(0, 1)``, ...)."""
     from hlopipe.rehydrate._interpreter import raise_if_unsupported
 
+    if _is_mpmd(ctx, programs):
+        return _run_mpmd(ctx, programs, inputs)
     name, replicas, partitions = _grid(ctx, programs, attrs)
     n = replicas * partitions
     module = ctx.interpreter.module
@@ -252,3 +311,134 @@ def _run_on_grid(
         check_vma=False,
     )(*stacked)
     return [tuple(outs[j][p] for j in range(nres)) for p in range(n)]
+
+
+# ---- processes running different programs ---------------------------------------------------
+# They exchange data only through send/recv channels (collectives need one SPMD program):
+# each process's function runs on its own, in one trace; a send stores its value under the
+# channel, a recv takes the oldest one. A process whose recv finds nothing yet is run again
+# after the others (what it sent in the failed attempt taken back).
+
+_CHANNELS: list[dict[int, list[Any]]] = []  # the channels of the MPMD runs in progress
+
+
+class _NotSentYet(HlopipeError):
+    """A recv found its channel empty: its process runs again after the others."""
+
+
+def _is_mpmd(ctx: RuleContext, programs: Any) -> bool:
+    """Whether the processes run different programs, or programs that use send/recv."""
+    if not isinstance(programs, list) or not all(isinstance(row, list) for row in programs):
+        return False
+    names = {str(n) for row in programs for n in row}
+    module = ctx.interpreter.module
+    if len(names) > 1:
+        return True
+    name = next(iter(names), None)
+    if name not in module.funcs:
+        return False
+    used = _op_names(module.funcs[name].block, module, set())
+    return bool(used & {"stablehlo.send", "stablehlo.recv"})
+
+
+def _run_mpmd(ctx: RuleContext, programs: list, inputs: tuple) -> tuple:
+    from hlopipe.rehydrate._interpreter import raise_if_unsupported
+    from hlopipe.rehydrate._spmd import COLLECTIVE_OPS, DEVICE_ID_OPS
+
+    module = ctx.interpreter.module
+    names = [str(n) for row in programs for n in row]
+    funcs = []
+    for name in names:
+        raise_if_unsupported(module, name)
+        func = module.funcs[name]
+        used = _op_names(func.block, module, set())
+        spmd = sorted(used & (COLLECTIVE_OPS | DEVICE_ID_OPS))
+        if spmd:
+            raise UnsupportedOpError(
+                f"interpreter.run_parallel at {ctx.loc}: its processes run apart (different "
+                f"programs, or send/recv) and @{name} uses {spmd[0]}: only send/recv connect "
+                "such processes here (collectives need one SPMD program)"
+            )
+        funcs.append(func)
+    arity = [len(f.block.args) for f in funcs]
+    if len(inputs) != sum(arity):
+        raise UnsupportedOpError(
+            f"interpreter.run_parallel at {ctx.loc}: {len(inputs)} inputs for programs taking "
+            f"{sum(arity)} arguments in all"
+        )
+    starts = [sum(arity[:p]) for p in range(len(funcs))]
+    args = [inputs[starts[p] : starts[p] + arity[p]] for p in range(len(funcs))]
+    outs: list[tuple | None] = [None] * len(funcs)
+    channels: dict[int, list[Any]] = {}
+    _CHANNELS.append(channels)
+    try:
+        pending = list(range(len(funcs)))
+        while pending:
+            waiting = []
+            for p in pending:
+                saved = {k: list(v) for k, v in channels.items()}
+                try:
+                    outs[p] = tuple(ctx.interpreter.run(funcs[p], *args[p]))
+                except _NotSentYet:
+                    channels.clear()
+                    channels.update(saved)
+                    waiting.append(p)
+            if waiting == pending:
+                raise UnsupportedOpError(
+                    f"interpreter.run_parallel at {ctx.loc}: the recv of "
+                    f"@{names[pending[0]]} waits for a send no other process makes first"
+                )
+            pending = waiting
+    finally:
+        _CHANNELS.pop()
+    return tuple(o for row in outs for o in (row or ()))
+
+
+def _op_names(block: Any, module: Any, seen: set[str]) -> set[str]:
+    """The op names of ``block``, its regions and the functions it calls."""
+    out: set[str] = set()
+    for op in block.ops:
+        out.add(op.name)
+        for region in op.regions:
+            out |= _op_names(region, module, seen)
+        callee = op.attrs.get("callee") if op.name == "func.call" else None
+        if isinstance(callee, str) and callee not in seen and callee in module.funcs:
+            seen.add(callee)
+            out |= _op_names(module.funcs[callee].block, module, seen)
+    return out
+
+
+def _channel_of(ctx: RuleContext, channel_handle: Any) -> int:
+    from hlopipe.rehydrate.ops.collectives import _channel
+
+    if not _CHANNELS:
+        raise UnsupportedOpError(
+            f"{ctx.name} at {ctx.loc} is not supported outside interpreter.run_parallel: "
+            "host/device channels have no JAX equivalent inside a function"
+        )
+    return _channel(channel_handle)
+
+
+@_rule("stablehlo.send")
+def send(ctx: RuleContext, *operands: Any, channel_handle: Any = None, **attrs: Any) -> Any:
+    """Within ``run_parallel`` of different programs: the values go to the channel."""
+    channel = _channel_of(ctx, channel_handle)
+    *values, _token = operands
+    _CHANNELS[-1].setdefault(channel, []).append(tuple(values))
+    return np.zeros((0,), dtype=bool)
+
+
+@_rule("stablehlo.recv")
+def recv(ctx: RuleContext, token: Any, *, channel_handle: Any = None, **attrs: Any) -> tuple:
+    """Within ``run_parallel`` of different programs: the oldest values sent on the channel."""
+    channel = _channel_of(ctx, channel_handle)
+    queue = _CHANNELS[-1].get(channel)
+    if not queue:
+        raise _NotSentYet
+    values = queue.pop(0)
+    if len(values) != len(ctx.result_avals) - 1:
+        raise UnsupportedOpError(
+            f"stablehlo.recv at {ctx.loc} receives {len(ctx.result_avals) - 1} values, the send "
+            f"on channel {channel} sent {len(values)}"
+        )
+    return (*values, np.zeros((0,), dtype=bool))

@@ -19,10 +19,16 @@ from pathlib import Path
 from typing import Any
 
 import jax
-import numpy as np
 
 from hlopipe.conformance.compare import compare
-from hlopipe.conformance.files import any_func, detect_format, referenced, split_modules, to_generic
+from hlopipe.conformance.files import (
+    any_func,
+    detect_format,
+    read_test_file,
+    referenced,
+    split_modules,
+    to_generic,
+)
 from hlopipe.conformance.results import FileResult, crash_text, merge
 from hlopipe.conformance.rules import CHECK_KINDS, Recording, dialect_scope, recording
 from hlopipe.errors import HlopipeError, UnsupportedOpError
@@ -67,7 +73,7 @@ def run_file(
     start, cpu = time.perf_counter(), time.process_time()
     path = str(path)
     try:
-        text = Path(path).read_text()
+        text = read_test_file(path)
         result = FileResult(path, "pass", format=detect_format(text))
     except (OSError, UnicodeDecodeError, HlopipeError) as e:
         return FileResult(path, "error", f"cannot read: {e}", time.perf_counter() - start)
@@ -203,35 +209,20 @@ def missing_checks(rec: Recording, declared: collections.Counter[str]) -> str | 
 
 
 def run_mode(f: Any, mode: str) -> Recording:
-    """Run the test function ``f`` once in ``mode`` and return what its checks saw, as numpy."""
-
-    def record() -> tuple[Recording, list[Any]]:
-        with recording() as rec:
-            f()
-        values = []
-        for c in rec.checks:
-            values.append(c.actual)
-            values.append(c.expected if c.expected is not None else np.zeros((), np.int8))
-        return rec, values
-
-    if mode == "jit":
-        holder: list[Recording] = []
-
-        def traced() -> list[Any]:
-            rec, values = record()
-            holder.append(rec)
-            return values
-
-        values = jax.jit(traced)()
-        rec = holder[-1]
-    else:
-        rec, values = record()
-    jax.effects_barrier()
-    for i, c in enumerate(rec.checks):
-        c.actual = np.asarray(values[2 * i])
-        if c.expected is not None:
-            c.expected = np.asarray(values[2 * i + 1])
+    """Run the test function ``f`` once in ``mode`` and return what its checks saw (each
+    check records its values on the host as it runs, as numpy)."""
+    with recording() as rec:
+        # the test function's own results are computed too (testdata's @main returns its)
+        out = jax.jit(f)() if mode == "jit" else f()
+        jax.block_until_ready(out)
+        jax.effects_barrier()
+    rec.checks.sort(key=lambda c: _line(c.loc))  # stable: a loop's runs stay in order
     return rec
+
+
+def _line(loc: str) -> int:
+    tail = loc.rsplit(":", 1)[-1]
+    return int(tail) if tail.isdigit() else 0
 
 
 def evaluate(rec: Recording, strict: bool) -> str | None:

@@ -182,6 +182,7 @@ def crash_reason(log: str) -> str:
 
 def worker_main() -> None:
     """In a worker: run the jobs read from stdin, one JSON reply per line on stdout."""
+    from hlopipe.conformance.files import read_test_file
     from hlopipe.conformance.reference import reference_xla
     from hlopipe.conformance.runner import evaluate
 
@@ -196,7 +197,7 @@ def worker_main() -> None:
         if "reference" in job:
             judge = functools.partial(evaluate, strict=bool(job["strict"]))
             with jax.enable_x64(True):
-                reply: Any = reference_xla(Path(job["reference"]).read_text(), judge)
+                reply: Any = reference_xla(read_test_file(job["reference"]), judge)
         else:
             reply = dataclasses.asdict(run_file_bounded(job["path"], **job["options"]))
         out.write(json.dumps(reply) + "\n")

@@ -8,6 +8,7 @@ before XLA's C++ parser sees it, and a ``jax.export`` artifact is a flatbuffer.
 
 from __future__ import annotations
 
+import io
 import os
 import re
 import threading
@@ -16,7 +17,7 @@ from typing import Any
 
 from jaxlib.mlir import ir
 
-from hlopipe.errors import LoadError
+from hlopipe.errors import LoadError, UnsupportedOpError
 from hlopipe.io import _bytecode, _guard, _xla
 from hlopipe.io._program import Program, pick_entry
 
@@ -272,17 +273,44 @@ def _from_mlir(
         except (ir.MLIRError, ValueError, UnicodeDecodeError) as e:
             if fmt == "mlir-bytecode":
                 try:  # a VHLO portable artifact (what jax.export stores)
-                    text = _xla.deserialize_portable_artifact(data)
-                    module = ir.Module.parse(text)
+                    module = _xla.deserialize_portable_artifact(data)
                     fmt = "vhlo-artifact"
                 except Exception:
                     raise LoadError(f"{name}: not valid MLIR bytecode: {_clean(e)}") from None
             else:
-                raise LoadError(f"{name}: not valid StableHLO/MLIR text: {_clean(e)}") from None
+                quantized = _with_quant_dialect(data, name, e)
+                if quantized is None:
+                    raise LoadError(f"{name}: not valid StableHLO/MLIR text: {_clean(e)}") from None
+                module = quantized
+        if _is_vhlo(module):
+            module = _from_vhlo(module, data, fmt, name)
+            fmt = "vhlo-artifact"
         if fmt in ("stablehlo-text", "mlir-bytecode") and _may_have_mhlo_ops(data, fmt, strings):
             module = _normalise_mhlo(module, ctx)
         entry_name = entry or pick_entry(module, ctx)
     return Program(format=fmt, module=module, context=ctx, entry=entry_name, source=name)
+
+
+def _is_vhlo(module: ir.Module) -> bool:
+    """Whether the module holds VHLO ops (a portable artifact, or VHLO text): jaxlib registers
+    the VHLO dialect, so such bytecode parses as it is, with nothing to run until converted."""
+    return any(op.operation.name.startswith("vhlo.") for op in module.body.operations)
+
+
+def _from_vhlo(module: ir.Module, data: bytes, fmt: str, name: str) -> ir.Module:
+    """A VHLO module (of any version jaxlib still reads) as StableHLO, with StableHLO's own
+    deserializer; in the current context."""
+    if fmt != "mlir-bytecode":  # VHLO text: the deserializer takes bytecode
+        buf = io.BytesIO()
+        module.operation.write_bytecode(buf)
+        data = buf.getvalue()
+    try:
+        return _xla.deserialize_portable_artifact(data)
+    except Exception as e:
+        raise LoadError(
+            f"{name}: a VHLO module (StableHLO portable artifact) that StableHLO's deserializer "
+            f"cannot read: {_clean(e)}"
+        ) from None
 
 
 def drop_unreachable(module: ir.Module, entry: str) -> None:
@@ -669,3 +697,23 @@ def _is_flatbuffer_export(data: bytes) -> bool:
         return False
     root = int.from_bytes(data[:4], "little")
     return 4 <= root < len(data)
+
+
+def _with_quant_dialect(data: bytes, name: str, error: Exception) -> ir.Module | None:
+    """Text with quantized element types, parsed once the ``quant`` dialect is loaded (None for
+    other text). jaxlib's contexts register that dialect without loading it, so StableHLO's
+    verifier rejects ``!quant.uniform`` types until StableHLO's deserializer (which loads
+    every dialect it reads) has run in the context: an empty portable artifact loads it."""
+    text = data.decode(errors="replace")
+    at = text.find("!quant.")
+    if at < 0:
+        return None
+    try:
+        _xla.deserialize_portable_artifact(_xla.empty_portable_artifact())
+        return ir.Module.parse(text)
+    except Exception:
+        line = text.count("\n", 0, at) + 1
+        raise UnsupportedOpError(
+            f"{name}:{line}: quantized element type (!quant.uniform<...>) could not be read: "
+            f"{_clean(error)}"
+        ) from None

@@ -5,6 +5,7 @@ The private jax/jaxlib names behind them live in :mod:`hlopipe._jax_compat`.
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import jax
@@ -50,9 +51,18 @@ def mhlo_to_stablehlo(data: bytes) -> bytes:
     return bytes(compat.mhlo_to_stablehlo(data))
 
 
-def deserialize_portable_artifact(data: bytes) -> str:
-    """A VHLO portable artifact (what jax.export stores) -> StableHLO text."""
+def deserialize_portable_artifact(data: bytes) -> ir.Module:
+    """A VHLO portable artifact (what jax.export stores) -> a StableHLO module, in the
+    current context."""
     return jex_mlir.deserialize_portable_artifact(data)
+
+
+@functools.cache
+def empty_portable_artifact() -> bytes:
+    """An empty module as a StableHLO portable artifact (deserializing it loads, into the
+    current context, the dialects artifacts may use: ``quant`` among them)."""
+    with make_context():
+        return bytes(jex_mlir.serialize_portable_artifact(ir.Module.parse("module {}"), "1.0.0"))
 
 
 def stablehlo_to_hlo_text(module_text: str) -> str:

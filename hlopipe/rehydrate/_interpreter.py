@@ -18,7 +18,8 @@ from typing import Any
 import numpy as np
 
 from hlopipe.errors import HlopipeError, RehydrateError, UnsupportedOpError
-from hlopipe.io._types import TokenType
+from hlopipe.io._types import DynamicAval, QuantizedAval, TokenType
+from hlopipe.rehydrate import _quant
 from hlopipe.rehydrate._ir import Block, Func, ModuleIR, Op
 from hlopipe.rehydrate.registry import (
     REFUSED,
@@ -102,6 +103,11 @@ class Interpreter:
         if rule is None:
             raise UnsupportedOpError(missing_rule_message(op.name, 1, op.loc))
         regions = tuple(Region(self, b, env) for b in op.regions)
+        quantized = op.cache.get("quantized")
+        if quantized is None:
+            quantized = op.cache["quantized"] = _quant.wrapped(op)
+        if quantized:  # dequantize -> op -> quantize (see _quant)
+            return self._run_quantized(op, rule, operands, regions)
         ctx = RuleContext(op.name, op.loc, op.result_avals, op.operand_avals, regions, op, self)
         attrs = op.cache.get("attrs")
         if attrs is None or op.cache.get("attrs_of") is not rule:
@@ -119,6 +125,36 @@ class Interpreter:
                 f"while rehydrating {op.name} at {op.loc}: {type(e).__name__}: {e}"
             ) from e
         results = _as_results(out, len(op.results), op)
+        _check_results(results, op)
+        return results
+
+    def _run_quantized(
+        self, op: Op, rule: Any, operands: list[Any], regions: tuple[Region, ...]
+    ) -> Sequence[Any]:
+        """An op with quantized operands or results, computed in their expressed types."""
+        results_avals = tuple(_quant.expressed_aval(a) for a in op.result_avals)
+        operand_avals = tuple(_quant.expressed_aval(a) for a in op.operand_avals)
+        ctx = RuleContext(op.name, op.loc, results_avals, operand_avals, regions, op, self)
+        attrs = rule_attrs(rule, op.attrs)
+        bad = unknown_attrs(rule, op.attrs)
+        if bad:
+            raise UnsupportedOpError(unknown_attr_message(op, bad))
+        try:
+            xs = [
+                _quant.dequantize(x, a.quant) if isinstance(a, QuantizedAval) else x
+                for x, a in zip(operands, op.operand_avals, strict=True)
+            ]
+            out = _as_results(self.call_rule(rule, ctx, xs, attrs), len(op.results), op)
+            results = [
+                _quant.quantize(y, a.quant) if isinstance(a, QuantizedAval) else y
+                for y, a in zip(out, op.result_avals, strict=True)
+            ]
+        except HlopipeError:
+            raise
+        except Exception as e:
+            raise RehydrateError(
+                f"while rehydrating quantized {op.name} at {op.loc}: {type(e).__name__}: {e}"
+            ) from e
         _check_results(results, op)
         return results
 
@@ -165,6 +201,13 @@ def _check_results(results: Sequence[Any], op: Op) -> None:
             continue
         shape = getattr(value, "shape", None)
         dtype = getattr(value, "dtype", None)
+        if (  # a dynamic dimension takes the size the value has
+            isinstance(aval, DynamicAval)
+            and shape is not None
+            and len(shape) == len(aval.shape)
+            and all(a is None or a == n for n, a in zip(shape, aval.shape, strict=True))
+        ):
+            shape = aval.shape
         if shape is None or tuple(shape) != tuple(aval.shape) or np.dtype(dtype) != aval.dtype:
             if dtype is not None and _x64_narrowed(np.dtype(dtype), aval.dtype):
                 raise RehydrateError(

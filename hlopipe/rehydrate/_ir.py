@@ -309,7 +309,7 @@ def _aval_of_text(text: str) -> Any:
         return OpaqueAttr(text)
     if text.startswith("!") and text != "!stablehlo.token":
         return OpaqueAttr(text)
-    return aval_of_type(text)
+    return aval_of_type(text, dynamic=True)
 
 
 _ENUM = re.compile(r"^#(?:stablehlo|mhlo|chlo)<(\w+)\s+([\w ,]+)>$")

@@ -139,9 +139,7 @@ def static_trip_count(
 
     def full(s: tuple) -> list:
         it = iter(s)
-        return [
-            next(it) if i in idx else np.zeros(avals[i].shape, avals[i].dtype) for i in range(n)
-        ]
+        return [next(it) if i in idx else _placeholder(avals[i]) for i in range(n)]
 
     # 1. Short loops: step the control part eagerly (no compilation).
     k = 0
@@ -280,3 +278,11 @@ def _remember(counts: dict[Any, int | None], key: Any, count: int | None) -> int
         del counts[next(iter(counts))]
     counts[key] = count
     return count
+
+
+def _placeholder(aval: Any) -> np.ndarray:
+    """A value of ``aval``'s type for a loop-carried value the control part does not read (a
+    token is an empty array, as the token rules make it)."""
+    if not hasattr(aval, "shape"):
+        return np.zeros((0,), dtype=bool)
+    return np.zeros(aval.shape, aval.dtype)

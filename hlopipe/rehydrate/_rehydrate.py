@@ -11,7 +11,7 @@ from typing import Any
 import jax
 import numpy as np
 
-from hlopipe.errors import HlopipeError, LoadError, RehydrateError
+from hlopipe.errors import HlopipeError, LoadError, RehydrateError, UnsupportedOpError
 from hlopipe.io import Program, TokenType, load
 from hlopipe.io._types import mlir_name
 from hlopipe.rehydrate import ops as _ops  # noqa: F401  (registers every rule)
@@ -95,6 +95,12 @@ def rehydrate(
     plan = spmd_plan(program, mir, mesh, partitioned)
     mesh = plan.mesh if mesh is None else mesh
     func = mir.funcs[program.entry]
+    for i, aval in enumerate(func.block.arg_avals):
+        if str(getattr(aval, "text", "")).startswith("tuple<"):
+            raise UnsupportedOpError(
+                f"{program.source}: argument {i} of @{program.entry} has the tuple type "
+                f"{aval.text}: flatten it first (one argument per element)"
+            )
     if mesh is not None and plan.boundary:
         func = outline_manual_parts(func)
     interp = Interpreter(mir, mesh=mesh, axis=axis, loops=loops, sdy_meshes=plan.sdy_meshes)
@@ -261,7 +267,7 @@ def _widen_arg(x: Any, aval: Any, i: int, name: str) -> Any:
         )
     want = np.dtype(aval.dtype)
     got = np.dtype(dtype)
-    if tuple(shape) != tuple(aval.shape):
+    if not _shape_fits(shape, aval.shape):
         raise RehydrateError(f"{name}: argument {i} is {_fmt(x)}, expected {_fmt(aval)}")
     if got == want:
         return x
@@ -271,9 +277,18 @@ def _widen_arg(x: Any, aval: Any, i: int, name: str) -> Any:
     raise RehydrateError(f"{name}: argument {i} is {_fmt(x)}, expected {_fmt(aval)}")
 
 
+def _shape_fits(shape: Any, want: Any) -> bool:
+    """Whether an argument's shape is the type's (a dynamic ``?`` dimension, None, takes any
+    size: the function is traced again for each)."""
+    return len(shape) == len(want) and all(
+        w is None or int(n) == w for n, w in zip(shape, want, strict=True)
+    )
+
+
 def _fmt(a: Any) -> str:
     try:
-        return f"{mlir_name(np.dtype(a.dtype))}[{','.join(map(str, a.shape))}]"
+        dims = ",".join("?" if d is None else str(d) for d in a.shape)
+        return f"{mlir_name(np.dtype(a.dtype))}[{dims}]"
     except Exception:
         return f"{getattr(a, 'dtype', '?')}{list(getattr(a, 'shape', ()))}"
 
@@ -291,5 +306,5 @@ def _check_args(args: tuple, avals: list[Any], name: str) -> None:
             raise RehydrateError(
                 f"{name}: argument {i} is a {type(x).__name__}, expected an array {_fmt(a)}"
             )
-        if tuple(shape) != tuple(a.shape) or np.dtype(dtype) != np.dtype(a.dtype):
+        if not _shape_fits(shape, a.shape) or np.dtype(dtype) != np.dtype(a.dtype):
             raise RehydrateError(f"{name}: argument {i} is {_fmt(x)}, expected {_fmt(a)}")

@@ -451,6 +451,191 @@ module @jit_main {
     assert r.status == "fail" and r.reference == "fail" and not r.worse_than_reference
 
 
+SINE = """
+module @jit_main {
+  func.func public @main() -> tensor<2xf32> {
+    %0 = stablehlo.constant dense<[0.0, 1.0]> : tensor<2xf32>
+    %1 = stablehlo.constant dense<[0.0, 0.841470957]> : tensor<2xf32>
+    %2 = stablehlo.sine %0 : tensor<2xf32>
+    stablehlo.custom_call @check.expect_close(%2, %1) {has_side_effect = true}
+      : (tensor<2xf32>, tensor<2xf32>) -> ()
+    return %2 : tensor<2xf32>
+  }
+}
+"""
+
+
+@pytest.mark.parametrize("version", ["0.9.0", "1.0.0"])
+def test_portable_artifact_test_files(tmp_path, version):
+    from jaxlib.mlir.dialects import stablehlo
+
+    for name, text in (("good", SINE), ("bad", SINE.replace("0.841470957", "0.85"))):
+        art = stablehlo.serialize_portable_artifact_str(text, version)
+        (tmp_path / f"{name}.mlirbc").write_bytes(art)
+    assert [p.name for p in conf.collect_files([tmp_path])] == ["bad.mlirbc", "good.mlirbc"]
+    r = conf.run_file(tmp_path / "good.mlirbc")
+    assert r.format == "testdata" and r.status == "pass", r.message
+    r = conf.run_file(tmp_path / "bad.mlirbc")
+    assert r.status == "fail" and "expected np.float32(0.85)" in r.message, r.message
+
+
+IN_LOOP = """
+func.func @in_loop() {
+  %zero = stablehlo.constant dense<0> : tensor<i32>
+  %one = stablehlo.constant dense<1> : tensor<i32>
+  %n = stablehlo.constant dense<3> : tensor<i32>
+  %r = stablehlo.while(%i = %zero) : tensor<i32>
+  cond {
+    %c = stablehlo.compare LT, %i, %n : (tensor<i32>, tensor<i32>) -> tensor<i1>
+    stablehlo.return %c : tensor<i1>
+  } do {
+    %m = stablehlo.minimum %i, %one : tensor<i32>
+    check.expect_eq_const %m, dense<0> : tensor<i32>
+    %j = stablehlo.add %i, %one : tensor<i32>
+    stablehlo.return %j : tensor<i32>
+  }
+  func.return
+}
+"""
+
+
+def test_a_check_in_a_loop_body_fails_on_the_run_where_it_does_not_hold(tmp_path):
+    # checks record on the host as they run: the second iteration's value fails the test
+    # (a traced value recorded at trace time escaped the loop: an error, not a verdict)
+    r = conf.run_file(_write(tmp_path, IN_LOOP))
+    assert r.status == "fail" and r.modes == {"jit": "fail", "eager": "fail"}, r.message
+    assert "got np.int32(1), expected np.int32(0)" in r.message
+
+
+def test_different_programs_per_process_refused_when_not_connected_by_send_recv(tmp_path):
+    text = (DATA / "send_recv.mlir").read_text()
+    lonely = (
+        text.replace("programs = [[@recv, @send]]", "programs = [[@recv, @recv]]")
+        .replace("(%1, %0, %1)", "(%1, %1)")
+        .replace("%results:3", "%results:4")
+    )
+    lonely = lonely.replace(
+        "(!stablehlo.token, tensor<2x2xi64>, !stablehlo.token) -> (tensor<2x2xi64>, "
+        "!stablehlo.token, !stablehlo.token)",
+        "(!stablehlo.token, !stablehlo.token) -> (tensor<2x2xi64>, !stablehlo.token, "
+        "tensor<2x2xi64>, !stablehlo.token)",
+    )
+    r = conf.run_file(_write(tmp_path, lonely))
+    assert r.status == "unsupported" and "waits for a send" in r.message, r.message
+    with_ids = text.replace(
+        "  func.return %result : !stablehlo.token",
+        "  %id = stablehlo.replica_id : tensor<ui32>\n  func.return %result : !stablehlo.token",
+    )
+    r = conf.run_file(_write(tmp_path, with_ids, "ids.mlir"))
+    assert r.status == "unsupported" and "stablehlo.replica_id" in r.message, r.message
+
+
+GENERIC_MODULE = """"builtin.module"() ({
+  "func.func"() <{function_type = (tensor<2xi32>) -> tensor<2xi32>, sym_name = "double",
+                  sym_visibility = "private"}> ({
+  ^bb0(%a: tensor<2xi32>):
+    %0 = "stablehlo.add"(%a, %a) : (tensor<2xi32>, tensor<2xi32>) -> tensor<2xi32>
+    "func.return"(%0) : (tensor<2xi32>) -> ()
+  }) : () -> ()
+  "func.func"() <{function_type = () -> tensor<i32>, sym_name = "seven"}> ({
+    %0 = "stablehlo.constant"() <{value = dense<7> : tensor<i32>}> : () -> tensor<i32>
+    "func.return"(%0) : (tensor<i32>) -> ()
+  }) : () -> ()
+  "func.func"() <{function_type = () -> (), sym_name = "generic_test"}> ({
+    %0 = "stablehlo.constant"() <{value = dense<[1, 2]> : tensor<2xi32>}> : () -> tensor<2xi32>
+    %1 = "func.call"(%0) <{callee = @double}> : (tensor<2xi32>) -> tensor<2xi32>
+    %2 = "func.call"() <{callee = @seven}> : () -> tensor<i32>
+    "check.expect_eq_const"(%1) {value = dense<[2, 4]> : tensor<2xi32>} : (tensor<2xi32>) -> ()
+    "check.expect_eq_const"(%2) {value = dense<7> : tensor<i32>} : (tensor<i32>) -> ()
+    "func.return"() : () -> ()
+  }) : () -> ()
+}) : () -> ()
+"""
+
+
+def test_a_module_in_generic_form(tmp_path):
+    # its functions are defined by sym_name, not @name: the argument-less one that nothing
+    # calls is the test, the called one (@seven) is not
+    r = conf.run_file(_write(tmp_path, GENERIC_MODULE))
+    assert r.status == "pass", r.message
+    assert list(r.tests) == ["t.mlir:12 @generic_test"]
+    r = conf.run_file(_write(tmp_path, GENERIC_MODULE.replace("[2, 4]", "[2, 5]"), "b.mlir"))
+    assert r.status == "fail", r.message
+
+
+OLD_CHECK = """
+module {
+  func.func @main() -> tensor<i1> {
+    %0 = stablehlo.constant dense<[1.0, 2.0]> : tensor<2xf32>
+    %1 = stablehlo.add %0, %0 : tensor<2xf32>
+    %2 = stablehlo.constant dense<[2.0, 4.0]> : tensor<2xf32>
+    %3 = stablehlo.custom_call @check.eq(%1, %2) : (tensor<2xf32>, tensor<2xf32>) -> tensor<i1>
+    return %3 : tensor<i1>
+  }
+}
+"""
+
+
+def test_older_check_custom_call_with_a_verdict_result(tmp_path):
+    # the older testdata's form returns the check's verdict (tensor<i1>): its value is what
+    # the check decided, and a wrong expectation still fails the file
+    r = conf.run_file(_write(tmp_path, OLD_CHECK))
+    assert r.format == "testdata" and r.status == "pass", r.message
+    bad = OLD_CHECK.replace("[2.0, 4.0]", "[2.0, 4.5]")
+    r = conf.run_file(_write(tmp_path, bad, "bad.mlir"))
+    assert r.status == "fail" and "first at [1]" in r.message, r.message
+    # the verdict itself, as a later check sees it: true, then false
+    import jax
+
+    from hlopipe.conformance import runner
+    from hlopipe.conformance.rules import dialect_scope
+    from hlopipe.rehydrate import rehydrate
+
+    text = (
+        OLD_CHECK.replace("-> tensor<i1> {", "{")
+        .replace("@main", "@t")
+        .replace("return %3 : tensor<i1>", VERDICTS)
+    )
+    (test,) = runner.find_tests("t.mlir", conf.to_generic(text))
+    with jax.enable_x64(True), dialect_scope():
+        rec = runner.run_mode(rehydrate(test.program), "jit")
+    assert [bool(c.actual) for c in rec.checks[2:]] == [True, False]
+
+
+VERDICTS = """%4 = stablehlo.constant dense<[2.0, 4.5]> : tensor<2xf32>
+    %5 = stablehlo.custom_call @check.eq(%1, %4) : (tensor<2xf32>, tensor<2xf32>) -> tensor<i1>
+    check.expect_eq_const %3, dense<true> : tensor<i1>
+    check.expect_eq_const %5, dense<true> : tensor<i1>
+    func.return"""
+
+
+QUANTIZED = """
+func.func @q() {
+  %a = stablehlo.constant dense<[4.0, 15.0]> : tensor<2xf32>
+  %q = stablehlo.uniform_quantize %a : (tensor<2xf32>) -> tensor<2x!quant.uniform<i8:f32, 0.5:-20>>
+  %r = stablehlo.uniform_dequantize %q
+    : (tensor<2x!quant.uniform<i8:f32, 0.5:-20>>) -> tensor<2xf32>
+  check.expect_eq_const %r, dense<[4.0, 15.0]> : tensor<2xf32>
+  func.return
+}
+"""
+
+
+def test_quantized_types_parse_and_a_wrong_value_fails(tmp_path):
+    # jaxlib's contexts register the quant dialect without loading it: the text parses only
+    # once the loader has loaded it
+    r = conf.run_file(_write(tmp_path, QUANTIZED))
+    assert r.status == "pass", r.message
+    r = conf.run_file(
+        _write(
+            tmp_path,
+            QUANTIZED.replace("%r, dense<[4.0, 15.0]>", "%r, dense<[4.0, 15.5]>"),
+            "b.mlir",
+        )
+    )
+    assert r.status == "fail" and "expected np.float32(15.5)" in r.message, r.message
+
+
 def test_reference_xla_on_interpret_format():
     r = conf.run_file(DATA / "checks.mlir", reference="xla")
     # the probe test has nothing XLA can compare with
@@ -489,13 +674,14 @@ def test_family_from_file_names():
     assert conf.family("all_reduce.mlir") == "all_reduce"
 
 
-# XLA's literal converter cannot hold f6E2M3FN values: compiling this aborts the process
-# (`Check failed: ... array.h`), as a constant test of StableHLO's interpreter suite does.
+# XLA's literal converter cannot hold f6E2M3FN values: a jitted test returning one aborts the
+# process (`Check failed: ... array.h`).
 ABORTS_XLA = """
-func.func @constant_f6() {
+func.func @constant_f6() -> tensor<2xf6E2M3FN> {
   %0 = stablehlo.constant dense<[1.0, 2.0]> : tensor<2xf6E2M3FN>
-  check.expect_eq_const %0, dense<[1.0, 2.0]> : tensor<2xf6E2M3FN>
-  func.return
+  %1 = stablehlo.constant dense<1> : tensor<i32>
+  check.expect_eq_const %1, dense<1> : tensor<i32>
+  func.return %0 : tensor<2xf6E2M3FN>
 }
 """
 

@@ -69,6 +69,29 @@ def test_every_format_loads(sources, fmt, tmp_path) -> None:
         np.testing.assert_allclose(a, b, rtol=1e-6)
 
 
+@pytest.mark.parametrize("version", ["0.9.0", "0.19.0", "1.0.0", "current"])
+def test_portable_artifacts_of_older_versions_and_vhlo_text_load(sources, version) -> None:
+    # jaxlib registers the VHLO dialect, so an artifact parses as VHLO ops (nothing to run)
+    # unless the loader converts it with StableHLO's deserializer
+    from jaxlib.mlir import ir
+    from jaxlib.mlir.dialects import stablehlo
+
+    from hlopipe.io._xla import make_context
+
+    if version == "current":
+        version = stablehlo.get_current_version()
+    art = stablehlo.serialize_portable_artifact_str(sources["stablehlo-text"], version)
+    with make_context():
+        vhlo_text = str(ir.Module.parse(art))
+    assert "vhlo.func_v1" in vhlo_text
+    for src in (art, vhlo_text):
+        prog = hlopipe.load(src)
+        assert prog.format == "vhlo-artifact" and prog.entry == "main"
+        got = prog.as_function()(W, X)
+        for a, b in zip(got, f(W, X), strict=True):
+            np.testing.assert_allclose(a, b, rtol=1e-6)
+
+
 def test_program_contents(sources) -> None:
     prog = hlopipe.load(sources["stablehlo-text"])
     counts = prog.op_counts()

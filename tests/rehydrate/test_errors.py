@@ -89,12 +89,29 @@ def test_wrong_arguments_at_call_time(low) -> None:
 
 def test_unsupported_feature_is_hlopipe_error() -> None:
     text = """
-func.func @main(%x: tensor<?xf32>) -> tensor<?xf32> {
-  return %x : tensor<?xf32>
+func.func @main(%t: !stablehlo.token) -> tensor<2xf32> {
+  %r:2 = "stablehlo.infeed"(%t) {infeed_config = ""}
+    : (!stablehlo.token) -> (tensor<2xf32>, !stablehlo.token)
+  return %r#0 : tensor<2xf32>
 }
 """
-    with pytest.raises(HlopipeError, match="dynamic shape"):
+    with pytest.raises(HlopipeError, match=r"stablehlo\.infeed is not supported"):
         hlopipe.load(text).as_function()
+    tupled = """
+func.func @main(%x: tuple<tensor<2xf32>, tensor<i32>>) -> tensor<2xf32> {
+  %0 = stablehlo.get_tuple_element %x[0] : (tuple<tensor<2xf32>, tensor<i32>>) -> tensor<2xf32>
+  return %0 : tensor<2xf32>
+}
+"""
+    with pytest.raises(hlopipe.UnsupportedOpError, match="argument 0 of @main has the tuple type"):
+        hlopipe.load(tupled).as_function()
+    # a dynamic shape runs now: traced for the size each call brings
+    # (tests/rehydrate/test_dynamic_shapes.py)
+    dynamic = (
+        "func.func @main(%x: tensor<?xf32>) -> tensor<?xf32> {\n  return %x : tensor<?xf32>\n}"
+    )
+    f = hlopipe.load(dynamic).as_function()
+    assert [f(jnp.arange(n, dtype=jnp.float32)).shape for n in (2, 5)] == [(2,), (5,)]
 
 
 def test_errors_subclass_hlopipe_error() -> None:

@@ -17,7 +17,8 @@ import spec_cases
 
 pytestmark = pytest.mark.x64
 
-# Quantized types do not parse in jaxlib's MLIR context (no quant dialect): not run here.
+# Quantized types: neither XLA nor jaxlib's reference interpreter runs them (no oracle); the
+# conformance data (tests/conformance/data/interpret/quantized.mlir) checks them instead.
 SKIP_OPS = {"uniform_quantize"}
 OPS_DOC = Path(__file__).parents[2] / "docs" / "ops.md"
 CHUNKS = 8

@@ -4,6 +4,7 @@ offloading annotations, ``mhlo.*`` ops XLA's converter writes as custom calls)."
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any
 
 import numpy as np
@@ -54,6 +55,27 @@ def _identity(ctx: RuleContext, *xs: Any, **attrs: Any) -> Any:
     if len(xs) == 1:
         return xs[0]
     return tuple(xs)
+
+
+@builtin("shape_assertion")
+def _shape_assertion(ctx: RuleContext, pred: Any, *dims: Any, **attrs: Any) -> Any:
+    """jax.export's check of a shape-polymorphic program's argument sizes: the sizes are known
+    when the program is traced for its arguments, so a violated assertion is an error then
+    (its message with the sizes filled in)."""
+    from hlopipe.rehydrate._known import known_value
+
+    ok = known_value(pred)
+    if ok is None:
+        raise UnsupportedOpError(
+            f"shape_assertion at {ctx.loc} on a value computed at run time is not supported"
+        )
+    if not bool(np.all(ok)):
+        values = [known_value(d) for d in dims]
+        message = str(attrs.get("error_message", "shape assertion failed"))
+        with contextlib.suppress(IndexError, ValueError, KeyError):
+            message = message.format(*(int(np.asarray(v)) for v in values if v is not None))
+        raise RehydrateError(f"shape_assertion at {ctx.loc}: {message}")
+    return ()
 
 
 @builtin("mhlo.erf")

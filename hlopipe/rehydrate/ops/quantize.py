@@ -1,10 +1,9 @@
 """Quantization: ``stablehlo.uniform_quantize`` / ``uniform_dequantize``.
 
-Quantized element types (``!quant.uniform<i8:f32, 0.5:3>``) have no JAX dtype, and the IR
-reader refuses them when it reads the program's types, so a program with quantized tensors
-stops there with an ``UnsupportedOpError`` naming the type. These rules are reached only when
-neither the operand nor the result is of a quantized type, which the specification does not
-allow; they say so precisely instead of producing a wrong answer.
+A quantized tensor (``!quant.uniform<i8:f32, 0.5:3>``, per tensor or per axis) is held as its
+storage integers (:class:`hlopipe.io._types.QuantizedAval` carries the scales and zero points);
+other ops on quantized tensors run as dequantize -> op -> quantize
+(:mod:`hlopipe.rehydrate._quant`), as the specification defines them.
 """
 
 from __future__ import annotations
@@ -12,13 +11,27 @@ from __future__ import annotations
 from typing import Any
 
 from hlopipe.errors import UnsupportedOpError
+from hlopipe.io._types import QuantizedAval
+from hlopipe.rehydrate._quant import dequantize, quantize
 from hlopipe.rehydrate.registry import RuleContext, rule
 
 
-@rule("stablehlo.uniform_quantize", "stablehlo.uniform_dequantize")
-def uniform_quantize(ctx: RuleContext, x: Any, **attrs: Any) -> Any:
-    raise UnsupportedOpError(
-        f"{ctx.name} at {ctx.loc} is not supported: quantized element types "
-        "(!quant.uniform<...>) have no JAX dtype; dequantize in the producer "
-        "(jax.export of the float program) instead"
-    )
+@rule("stablehlo.uniform_quantize")
+def uniform_quantize(ctx: RuleContext, x: Any) -> Any:
+    """A float tensor quantized to the result type; a quantized one requantized (its values
+    dequantized, then quantized to the result's scales and zero points)."""
+    out = ctx.aval
+    if not isinstance(out, QuantizedAval):
+        raise UnsupportedOpError(f"{ctx.name} at {ctx.loc}: its result type is not quantized")
+    src = ctx.operand_avals[0]
+    if isinstance(src, QuantizedAval):
+        x = dequantize(x, src.quant)
+    return quantize(x, out.quant)
+
+
+@rule("stablehlo.uniform_dequantize")
+def uniform_dequantize(ctx: RuleContext, x: Any) -> Any:
+    src = ctx.operand_avals[0]
+    if not isinstance(src, QuantizedAval):
+        raise UnsupportedOpError(f"{ctx.name} at {ctx.loc}: its operand type is not quantized")
+    return dequantize(x, src.quant)

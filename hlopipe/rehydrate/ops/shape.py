@@ -5,10 +5,12 @@ from __future__ import annotations
 
 from typing import Any
 
+import jax
 import numpy as np
 from jax import lax
 
 from hlopipe.errors import UnsupportedOpError
+from hlopipe.rehydrate._known import known_value
 from hlopipe.rehydrate.registry import RuleContext, rule
 
 
@@ -38,6 +40,63 @@ def broadcast_in_dim(ctx: RuleContext, x: Any, *, broadcast_dimensions: tuple[in
 @rule("stablehlo.broadcast")
 def broadcast(ctx: RuleContext, x: Any, *, broadcast_sizes: tuple[int, ...]) -> Any:
     return lax.broadcast(x, tuple(broadcast_sizes))
+
+
+# ---- the dynamic forms with static result types --------------------------------------------
+# With a static result type, the shape operand only restates it: the op is its static form.
+# A shape known at trace time that disagrees with the result type is an invalid program.
+
+
+def _result_shape(ctx: RuleContext, shape: Any) -> tuple[int, ...]:
+    """The result's shape: its type's, a dynamic dimension (``?``) read from the shape operand
+    (which must then be known at trace time)."""
+    out = tuple(ctx.aval.shape)
+    known = known_value(shape)
+    if known is None and None in out:
+        raise UnsupportedOpError(
+            f"{ctx.name} at {ctx.loc}: a dynamic result shape computed at run time is not "
+            "supported (JAX needs static shapes)"
+        )
+    if known is None:
+        return out
+    sizes = tuple(int(v) for v in np.ravel(known))
+    if len(sizes) != len(out) or any(o is not None and o != k for o, k in zip(out, sizes)):
+        raise UnsupportedOpError(
+            f"{ctx.name} at {ctx.loc}: its shape operand {list(sizes)} disagrees with its "
+            f"result type {['?' if o is None else o for o in out]}"
+        )
+    return sizes
+
+
+@rule("stablehlo.dynamic_iota")
+def dynamic_iota(ctx: RuleContext, shape: Any, *, iota_dimension: int) -> Any:
+    return lax.broadcasted_iota(ctx.aval.dtype, _result_shape(ctx, shape), iota_dimension)
+
+
+@rule("stablehlo.dynamic_reshape")
+def dynamic_reshape(ctx: RuleContext, x: Any, shape: Any) -> Any:
+    return lax.reshape(x, _result_shape(ctx, shape))
+
+
+@rule("stablehlo.dynamic_broadcast_in_dim")
+def dynamic_broadcast_in_dim(
+    ctx: RuleContext,
+    x: Any,
+    shape: Any,
+    *,
+    broadcast_dimensions: tuple[int, ...],
+    known_expanding_dimensions: Any = None,
+    known_nonexpanding_dimensions: Any = None,
+) -> Any:
+    out = _result_shape(ctx, shape)
+    return lax.broadcast_in_dim(x, out, tuple(broadcast_dimensions))
+
+
+@rule("tensor.cast")
+def tensor_cast(ctx: RuleContext, x: Any) -> Any:
+    """A cast between static and dynamic forms of one shape: the value (the interpreter checks
+    it has the result type's static sizes)."""
+    return x
 
 
 @rule("stablehlo.transpose")
@@ -78,16 +137,32 @@ def get_dimension_size(ctx: RuleContext, x: Any, *, dimension: int) -> Any:
     return np.asarray(np.shape(x)[dimension], dtype=ctx.aval.dtype)
 
 
+@jax.tree_util.register_pytree_node_class
+class TupleValue:
+    """A value of tuple type built by ``stablehlo.tuple`` inside a function: its elements, held
+    in a pytree node so ``jax.jit`` and control flow carry it (a bare Python tuple would be
+    read as one result per element)."""
+
+    def __init__(self, items: tuple[Any, ...]) -> None:
+        self.items = tuple(items)
+
+    def tree_flatten(self) -> tuple[tuple[Any, ...], None]:
+        return self.items, None
+
+    @classmethod
+    def tree_unflatten(cls, aux: None, children: Any) -> TupleValue:
+        return cls(tuple(children))
+
+
 @rule("stablehlo.tuple")
 def tuple_(ctx: RuleContext, *xs: Any) -> Any:
-    raise UnsupportedOpError(
-        f"stablehlo.tuple at {ctx.loc} builds a tuple value; tuples are only supported as "
-        "flattened function arguments and results"
-    )
+    return TupleValue(xs)
 
 
 @rule("stablehlo.get_tuple_element")
 def get_tuple_element(ctx: RuleContext, t: Any, *, index: int) -> Any:
+    if isinstance(t, TupleValue):
+        return t.items[index]
     if isinstance(t, tuple):
         return t[index]
     raise UnsupportedOpError(f"stablehlo.get_tuple_element at {ctx.loc} on a non-tuple value")
