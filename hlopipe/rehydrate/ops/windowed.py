@@ -49,6 +49,9 @@ _BOOL_WINDOW = {
     "stablehlo.and": "stablehlo.minimum",
 }
 
+# the monoid ops above (and their boolean forms) take their operands in either order
+_COMMUTATIVE = set(_WINDOW_MONOIDS) | set(_BOOL_WINDOW)
+
 # unroll the K window positions of select_and_scatter's general form up to this many
 _UNROLL = 16
 
@@ -127,12 +130,16 @@ def reduce_window(
     wdil = tuple(window_dilations) if window_dilations else (1,) * rank
     pads = _pairs(padding, rank)
     region = ctx.regions[0]
-    if n == 1:
-        out = monoid_reduce_window(
-            region.binary_op(), xs[0], inits[0], window, strides, pads, base, wdil
-        )
-        if out is not None:
-            return out
+    per_operand = [region.binary_op()] if n == 1 else _separable_ops(region, n)
+    if per_operand is not None:
+        # each result reduces its own operand with add/max/min: one differentiable monoid
+        # reduce_window per operand (a variadic region whose results do not mix)
+        outs = [
+            monoid_reduce_window(op, x, v, window, strides, pads, base, wdil)
+            for op, x, v in zip(per_operand, xs, inits, strict=True)
+        ]
+        if all(o is not None for o in outs):
+            return outs[0] if n == 1 else tuple(outs)
 
     def computation(acc: tuple, x: tuple) -> tuple:
         return tuple(region(*acc, *x))
@@ -146,6 +153,25 @@ def reduce_window(
         pads, base = [(0, 0)] * rank, (1,) * rank
     out = lax.reduce_window(tuple(xs), tuple(inits), computation, window, strides, pads, base, wdil)
     return tuple(out) if n > 1 else out[0]
+
+
+def _separable_ops(region: Region, n: int) -> list[str | None] | None:
+    """Per result, the op name when the variadic region's result ``i`` is ``op(acc_i, x_i)``
+    (either order for a commutative op) and nothing else; None when any result mixes."""
+    block = region.block
+    if len(block.args) != 2 * n or len(block.returns) != n:
+        return None
+    producer = {r: op for op in block.ops for r in op.results}
+    names: list[str | None] = []
+    for i, ret in enumerate(block.returns):
+        op = producer.get(ret)
+        pair = (block.args[i], block.args[n + i])
+        if op is None or len(op.operands) != 2 or len(op.results) != 1:
+            return None
+        if op.operands != pair and not (op.operands == pair[::-1] and op.name in _COMMUTATIVE):
+            return None
+        names.append(op.name)
+    return names
 
 
 # ---- select_and_scatter ----------------------------------------------------------------------
