@@ -38,6 +38,7 @@ from jax.sharding import NamedSharding, PartitionSpec
 
 from hlopipe.errors import RehydrateError, UnsupportedOpError
 from hlopipe.rehydrate._ir import Block, Func, ModuleIR, Op, OpaqueAttr, _free_values, _liveness
+from hlopipe.rehydrate._known import is_known
 
 if TYPE_CHECKING:
     from hlopipe.io import Program
@@ -628,9 +629,13 @@ def per_device(
         return tuple(jnp.expand_dims(o, 0) if s else o for o, s in zip(outs, stacked))
 
     mapped = jax.shard_map(on_device, mesh=mesh, in_specs=ispecs, out_specs=ospecs, check_vma=False)
+    # Called with concrete arrays, it runs jitted: an eager shard_map traces its body with a
+    # trace that compile-time evaluation (a loop's trip count, _loops.py) cannot step out of.
+    # Under the caller's own trace it is traced there (threads tracing at once stay apart).
+    jitted = jax.jit(mapped)
 
     def run_global(*args: Any) -> tuple[Any, ...]:
-        return tuple(mapped(*args))
+        return tuple((jitted if all(is_known(a) for a in args) else mapped)(*args))
 
     return run_global, [_global_aval(a, s, mesh) for a, s in zip(sig.arg_avals, ispecs)]
 
