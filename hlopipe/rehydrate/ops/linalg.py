@@ -95,13 +95,17 @@ def _tril_mask(shape: tuple[int, ...], lower: bool) -> Any:
 
 @rule("stablehlo.cholesky")
 def cholesky(ctx: RuleContext, a: Any, *, lower: bool = False) -> Any:
-    """The opposite triangle is implementation-defined; hlopipe sets it to zero."""
-    factor = lax_linalg.cholesky(a, symmetrize_input=False)  # lower triangle of a is read
+    """The opposite triangle is implementation-defined; hlopipe sets it to zero. A matrix
+    that is not positive definite (or holds a NaN) gives NaN in every element, as XLA does
+    (JAX leaves the opposite triangle zero)."""
     if lower:
-        return factor
-    # upper: U = L^H of the factor of the Hermitian matrix whose upper triangle a holds
-    herm = lax.select(_tril_mask(tuple(a.shape), True), _adjoint(a), a)
-    return _adjoint(lax_linalg.cholesky(herm, symmetrize_input=False))
+        factor = lax_linalg.cholesky(a, symmetrize_input=False)  # lower triangle of a is read
+    else:
+        # upper: U = L^H of the factor of the Hermitian matrix whose upper triangle a holds
+        herm = lax.select(_tril_mask(tuple(a.shape), True), _adjoint(a), a)
+        factor = _adjoint(lax_linalg.cholesky(herm, symmetrize_input=False))
+    failed = jnp.any(jnp.isnan(factor), axis=(-2, -1), keepdims=True)
+    return jnp.where(failed, jnp.array(np.nan, factor.dtype), factor)
 
 
 def _adjoint(x: Any) -> Any:
