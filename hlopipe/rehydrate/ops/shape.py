@@ -80,22 +80,21 @@ def get_dimension_size(ctx: RuleContext, x: Any, *, dimension: int) -> Any:
 
 @rule("stablehlo.tuple")
 def tuple_(ctx: RuleContext, *xs: Any) -> Any:
-    raise UnsupportedOpError(
-        f"stablehlo.tuple at {ctx.loc} builds a tuple value; tuples are only supported as "
-        "flattened function arguments and results"
-    )
+    """A tuple value (XLA's converter keeps one where HLO copies a whole tuple): a Python
+    tuple, taken apart by ``get_tuple_element``."""
+    return (tuple(xs),)
 
 
 @rule("stablehlo.get_tuple_element")
 def get_tuple_element(ctx: RuleContext, t: Any, *, index: int) -> Any:
     if isinstance(t, tuple):
-        return t[index]
+        return (t[index],) if isinstance(t[index], tuple) else t[index]  # a tuple is one value
     raise UnsupportedOpError(f"stablehlo.get_tuple_element at {ctx.loc} on a non-tuple value")
 
 
 @rule("mhlo.copy")
 def copy(ctx: RuleContext, x: Any, **attrs: Any) -> Any:
-    return x
+    return (x,) if isinstance(x, tuple) else x  # a tuple is one value
 
 
 @rule("mhlo.add_dependency")
