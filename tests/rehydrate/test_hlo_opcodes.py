@@ -251,3 +251,32 @@ def test_dead_function_with_bounded_dynamic_shapes_does_not_stop_the_program() -
     )
     with pytest.raises(UnsupportedOpError, match=r"in @(main|dead): [a-z_.]+ at .*: dynamic shape"):
         hlopipe.rehydrate(live)
+
+
+def test_one_device_collective_program_with_a_loop_runs_when_called_directly() -> None:
+    # per device under shard_map: called eagerly, the loop's trip count used to be evaluated
+    # inside an eager shard_map trace (TracerBoolConversionError); its values are XLA's
+    from pathlib import Path
+
+    path = Path(__file__).parents[1] / "data/frameworks/xla/while_with_collectives_one_replica.hlo"
+    f = hlopipe.rehydrate(hlopipe.load(path))
+    want = np.sin(np.sin(np.sin(X4)))
+    np.testing.assert_allclose(np.asarray(f(X4)), want, rtol=1e-6)
+    np.testing.assert_allclose(np.asarray(jax.jit(f)(X4)), want, rtol=1e-6)
+
+
+def test_compare_with_the_other_signedness_reads_the_bits_as_declared() -> None:
+    # not valid HLO for XLA's verifier, and the specification forbids it: hlopipe compares as
+    # the comparison type says, never silently by the element type
+    a = np.array([-1, 1, 5, -3], np.int32)
+    b = np.array([1, -1, 5, -2], np.int32)
+    text = _hlo(
+        "x = s32[4]{0} parameter(0)\n  y = s32[4]{0} parameter(1)\n"
+        "  ux = u32[4]{0} convert(x)\n  uy = u32[4]{0} convert(y)\n"
+        "  lt = pred[4]{0} compare(x, y), direction=LT, type=UNSIGNED\n"
+        "  gt = pred[4]{0} compare(ux, uy), direction=GT, type=SIGNED\n"
+        "  ROOT r = (pred[4]{0}, pred[4]{0}) tuple(lt, gt)"
+    )
+    lt, gt = hlopipe.rehydrate(hlopipe.load(text.encode()))(a, b)
+    np.testing.assert_array_equal(lt, a.view(np.uint32) < b.view(np.uint32))
+    np.testing.assert_array_equal(gt, a > b)
