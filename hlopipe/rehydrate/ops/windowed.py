@@ -32,7 +32,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from hlopipe.rehydrate.ops.reduce import is_identity
+from hlopipe.rehydrate.ops.reduce import is_identity, separable_ops
 from hlopipe.rehydrate.registry import Region, RuleContext, rule
 
 _WINDOW_MONOIDS: dict[str, Callable[[Any, Any], Any]] = {
@@ -48,9 +48,6 @@ _BOOL_WINDOW = {
     "stablehlo.multiply": "stablehlo.minimum",
     "stablehlo.and": "stablehlo.minimum",
 }
-
-# the monoid ops above (and their boolean forms) take their operands in either order
-_COMMUTATIVE = set(_WINDOW_MONOIDS) | set(_BOOL_WINDOW)
 
 # unroll the K window positions of select_and_scatter's general form up to this many
 _UNROLL = 16
@@ -130,7 +127,7 @@ def reduce_window(
     wdil = tuple(window_dilations) if window_dilations else (1,) * rank
     pads = _pairs(padding, rank)
     region = ctx.regions[0]
-    per_operand = [region.binary_op()] if n == 1 else _separable_ops(region, n)
+    per_operand = [region.binary_op()] if n == 1 else separable_ops(region.block, n)
     if per_operand is not None:
         # each result reduces its own operand with add/max/min: one differentiable monoid
         # reduce_window per operand (a variadic region whose results do not mix)
@@ -153,25 +150,6 @@ def reduce_window(
         pads, base = [(0, 0)] * rank, (1,) * rank
     out = lax.reduce_window(tuple(xs), tuple(inits), computation, window, strides, pads, base, wdil)
     return tuple(out) if n > 1 else out[0]
-
-
-def _separable_ops(region: Region, n: int) -> list[str | None] | None:
-    """Per result, the op name when the variadic region's result ``i`` is ``op(acc_i, x_i)``
-    (either order for a commutative op) and nothing else; None when any result mixes."""
-    block = region.block
-    if len(block.args) != 2 * n or len(block.returns) != n:
-        return None
-    producer = {r: op for op in block.ops for r in op.results}
-    names: list[str | None] = []
-    for i, ret in enumerate(block.returns):
-        op = producer.get(ret)
-        pair = (block.args[i], block.args[n + i])
-        if op is None or len(op.operands) != 2 or len(op.results) != 1:
-            return None
-        if op.operands != pair and not (op.operands == pair[::-1] and op.name in _COMMUTATIVE):
-            return None
-        names.append(op.name)
-    return names
 
 
 # ---- select_and_scatter ----------------------------------------------------------------------
