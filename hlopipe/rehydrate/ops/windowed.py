@@ -1,14 +1,16 @@
 """Windowed reductions: ``stablehlo.reduce_window`` and ``stablehlo.select_and_scatter``.
 
-``reduce_window`` with one operand and a region that only adds (takes the max, the min) of
-its arguments becomes JAX's differentiable monoid primitives (``reduce_window_sum/max/min``):
-the program's init value pads the operand explicitly (StableHLO pads, and fills base-dilation
-holes, with the init value) and is combined once into every window, so any init value is
-exact, and a traced one too. Every other region runs through the generic
-``lax.reduce_window`` with the region as the computation (forward- but not reverse-mode
-differentiable in JAX), again on an operand padded explicitly with the init values: XLA's
-own reduce_window skips padded positions, where the specification reduces the init value
-there too, and the two differ when the init value is not neutral.
+``reduce_window`` computes what XLA computes: the init value enters every window once and
+padded positions and base-dilation holes not at all (the specification pads, and fills
+holes, with the init value; the two differ when it is not neutral). A region that only adds
+(takes the max, the min) of its arguments, per operand (a variadic region whose results do
+not mix), becomes JAX's differentiable monoid primitives (``reduce_window_sum/max/min``) on
+the operand padded with the identity, the init value combined once; any init value is exact,
+a traced one too. Every other region runs through the generic ``lax.reduce_window`` with the
+region as the computation (XLA's values), given a derivative, for windows of up to
+``_FOLD_MAX`` positions, by the same reduction written as a fold over the window's positions
+(JAX has none for the generic form); so is max/min pooling with window dilation, whose VJP
+JAX lacks.
 
 ``select_and_scatter`` (the gradient of max/min pooling): the common case, a ``GE``/``LE``
 select, an ``add`` scatter, no padding and a float type, is the VJP of JAX's
@@ -24,6 +26,8 @@ calls over |source| elements each: O(K·|source|) work, unrolled for small windo
 
 from __future__ import annotations
 
+import itertools
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -48,6 +52,10 @@ _BOOL_WINDOW = {
     "stablehlo.multiply": "stablehlo.minimum",
     "stablehlo.and": "stablehlo.minimum",
 }
+
+# a reduce_window with any region gets a derivative (a fold over the window's positions) for
+# windows of up to this many positions
+_FOLD_MAX = 64
 
 # unroll the K window positions of select_and_scatter's general form up to this many
 _UNROLL = 16
@@ -97,13 +105,16 @@ def monoid_reduce_window(
         op = _BOOL_WINDOW.get(op, op)
     if op not in _WINDOW_MONOIDS or (dtype.kind == "c" and op != "stablehlo.add"):
         return None
+    if op != "stablehlo.add" and any(d != 1 for d in wdil) and math.prod(window) <= _FOLD_MAX:
+        return None  # JAX cannot differentiate max/min pooling with window dilation: the fold
     combine = _WINDOW_MONOIDS[op]
     ident = _identity(op, dtype)
     if is_identity(op, init):
         return lax.reduce_window(x, ident, combine, window, strides, pads, base, wdil)
+    # XLA: the init value enters every window once, padding and base-dilation holes not at all
+    # (the specification pads with the init value): pad with the identity, combine the init
     if any(p != (0, 0) for p in pads) or any(b != 1 for b in base):
-        init_x = lax.convert_element_type(init, dtype)
-        x = lax.pad(x, init_x, [(lo, hi, b - 1) for (lo, hi), b in zip(pads, base)])
+        x = lax.pad(x, jnp.asarray(ident), [(lo, hi, b - 1) for (lo, hi), b in zip(pads, base)])
     y = lax.reduce_window(x, ident, combine, window, strides, [(0, 0)] * x.ndim, None, wdil)
     return combine(y, lax.convert_element_type(init, dtype))
 
@@ -141,15 +152,74 @@ def reduce_window(
     def computation(acc: tuple, x: tuple) -> tuple:
         return tuple(region(*acc, *x))
 
-    if any(p != (0, 0) for p in pads) or any(b != 1 for b in base):
-        # StableHLO pads (and fills base-dilation holes) with the init values, which then
-        # enter the reduction; XLA skips padded positions instead. Pad explicitly so that a
-        # non-neutral init value gives the specified answer.
-        cfg = [(lo, hi, b - 1) for (lo, hi), b in zip(pads, base)]
-        xs = tuple(lax.pad(x, lax.convert_element_type(v, x.dtype), cfg) for x, v in zip(xs, inits))
-        pads, base = [(0, 0)] * rank, (1,) * rank
-    out = lax.reduce_window(tuple(xs), tuple(inits), computation, window, strides, pads, base, wdil)
+    # lax.reduce_window takes padding and base dilation as XLA does: padded positions and
+    # holes are skipped (the specification reduces the init value there too)
+    cfg = [(lo, hi, b - 1) for (lo, hi), b in zip(pads, base)]
+
+    def generic(*args: Any) -> tuple:
+        return tuple(
+            lax.reduce_window(args[:n], args[n:], computation, window, strides, pads, base, wdil)
+        )
+
+    if math.prod(window) <= _FOLD_MAX and any(
+        jnp.issubdtype(np.dtype(x.dtype), jnp.inexact) for x in xs
+    ):
+        out = _with_folded_derivative(generic, region, n, window, strides, wdil, cfg)(*xs, *inits)
+    else:
+        out = generic(*xs, *inits)
     return tuple(out) if n > 1 else out[0]
+
+
+def _with_folded_derivative(
+    generic: Callable[..., tuple],
+    region: Region,
+    n: int,
+    window: tuple[int, ...],
+    strides: tuple[int, ...],
+    wdil: tuple[int, ...],
+    cfg: list[tuple[int, int, int]],
+) -> Callable[..., tuple]:
+    """``generic`` (XLA's own reduce_window: its values) with a derivative: that of the same
+    reduction written as a fold of the region over the window's positions in row-major order,
+    one strided slice of each operand per position, padded positions and base-dilation holes
+    (``cfg``, as ``lax.pad`` takes it) masked out. JAX has no derivative for a reduce_window
+    with an arbitrary region."""
+
+    def folded(*args: Any) -> tuple:
+        inits = args[n:]
+        xs = [
+            lax.pad(x, lax.convert_element_type(v, x.dtype), cfg) for x, v in zip(args[:n], inits)
+        ]
+        inside = lax.pad(jnp.ones(args[0].shape, bool), np.array(False), cfg)
+        acc = args[n:]
+        shape = xs[0].shape
+        out_shape = [
+            (p - (w - 1) * d - 1) // s + 1 for p, w, d, s in zip(shape, window, wdil, strides)
+        ]
+        if min(out_shape, default=1) <= 0:
+            return generic(*args)
+        step = vmapped_region(region)
+        acc = tuple(
+            lax.broadcast(lax.convert_element_type(v, x.dtype), out_shape) for v, x in zip(acc, xs)
+        )
+        for offset in itertools.product(*(range(w) for w in window)):
+            start = [o * d for o, d in zip(offset, wdil)]
+            limit = [st + (m - 1) * s + 1 for st, m, s in zip(start, out_shape, strides)]
+            new = step(*acc, *(lax.slice(x, start, limit, strides) for x in xs))
+            keep = lax.slice(inside, start, limit, strides)
+            acc = tuple(lax.select(keep, a, b) for a, b in zip(new, acc, strict=True))
+        return tuple(acc)
+
+    @jax.custom_jvp
+    def f(*args: Any) -> tuple:
+        return generic(*args)
+
+    @f.defjvp
+    def f_jvp(primals: tuple, tangents: tuple) -> tuple:
+        _, out_tangents = jax.jvp(folded, primals, tangents)
+        return f(*primals), out_tangents
+
+    return f
 
 
 # ---- select_and_scatter ----------------------------------------------------------------------
