@@ -280,3 +280,21 @@ def test_compare_with_the_other_signedness_reads_the_bits_as_declared() -> None:
     lt, gt = hlopipe.rehydrate(hlopipe.load(text.encode()))(a, b)
     np.testing.assert_array_equal(lt, a.view(np.uint32) < b.view(np.uint32))
     np.testing.assert_array_equal(gt, a > b)
+
+
+def test_custom_call_kept_in_mhlo_dispatches_by_target() -> None:
+    # a schedule (or a tuple result with the status-returning API) keeps mhlo.custom_call:
+    # unknown targets are refused by name, registered ones run
+    text = _hlo(
+        f"p = {F4} parameter(0)\n"
+        f'  ROOT r = ({F4}, s32[]) custom-call(p), custom_call_target="test.mhlo_kept", '
+        "api_version=API_VERSION_STATUS_RETURNING, schedule=SCHEDULE_LATEST"
+    )
+    program = hlopipe.load(text.encode())
+    assert "mhlo.custom_call @test.mhlo_kept" in program.to_text()
+    with pytest.raises(UnsupportedOpError, match=r"'test\.mhlo_kept'"):
+        hlopipe.rehydrate(program)(X4)
+    hlopipe.register_custom_call("test.mhlo_kept", lambda x: (2 * x, np.int32(7)), replace=True)
+    y, s = hlopipe.rehydrate(program)(X4)
+    np.testing.assert_array_equal(y, 2 * X4)
+    assert int(s) == 7
