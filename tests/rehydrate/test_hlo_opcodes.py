@@ -298,3 +298,22 @@ def test_custom_call_kept_in_mhlo_dispatches_by_target() -> None:
     y, s = hlopipe.rehydrate(program)(X4)
     np.testing.assert_array_equal(y, 2 * X4)
     assert int(s) == 7
+
+
+def test_hlo_dot_of_int4_widens_as_dot_general_does() -> None:
+    # HLO `dot` without batch dimensions converts to stablehlo.dot; XLA's CPU backend refuses
+    # int4 operands with a wider result, so the rule widens them to 8 bits (exact)
+    import ml_dtypes
+
+    a = np.array([[1, -2, 7], [-8, 3, 0]], ml_dtypes.int4)
+    b = np.array([[1, 2], [3, -4], [5, 6]], ml_dtypes.int4)
+    text = _hlo(
+        "a = s4[2,3]{1,0} parameter(0)\n  b = s4[3,2]{1,0} parameter(1)\n"
+        "  ROOT d = s32[2,2]{1,0} dot(a, b), lhs_contracting_dims={1}, rhs_contracting_dims={0}"
+    )
+    program = hlopipe.load(text.encode())
+    assert "stablehlo.dot " in program.to_text()
+    f = hlopipe.rehydrate(program)
+    want = a.astype(np.int32) @ b.astype(np.int32)
+    np.testing.assert_array_equal(np.asarray(f(a, b)), want)
+    np.testing.assert_array_equal(np.asarray(jax.jit(f)(a, b)), want)

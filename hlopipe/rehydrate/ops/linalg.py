@@ -44,6 +44,10 @@ def dot_general(
 ) -> Any:
     d = dot_dimension_numbers
     dims = ((d.lhs_contract, d.rhs_contract), (d.lhs_batch, d.rhs_batch))
+    return _dot(ctx, lhs, rhs, dims, precision_config)
+
+
+def _dot(ctx: RuleContext, lhs: Any, rhs: Any, dims: Any, precision_config: Any) -> Any:
     out_dtype = np.dtype(ctx.aval.dtype)
     lhs, rhs = _byte_int(lhs), _byte_int(rhs)
     narrow = out_dtype.kind == "V" and not jnp.issubdtype(out_dtype, jnp.floating)
@@ -73,13 +77,7 @@ def _byte_int(x: Any) -> Any:
 @rule("stablehlo.dot")
 def dot(ctx: RuleContext, lhs: Any, rhs: Any, *, precision_config: Any = None) -> Any:
     contract = ((np.ndim(lhs) - 1,), (0,))
-    return lax.dot_general(
-        lhs,
-        rhs,
-        (contract, ((), ())),
-        precision=precision(precision_config),
-        preferred_element_type=ctx.aval.dtype,
-    )
+    return _dot(ctx, lhs, rhs, (contract, ((), ())), precision_config)
 
 
 # ---- factorizations and solves ------------------------------------------------------------------
