@@ -285,7 +285,7 @@ def scan_unsupported(module: ModuleIR, entry: str) -> list[tuple[str, int, str]]
         key = None
         if find_rule(op.name) is None:
             key = op.name
-        elif op.name == "stablehlo.custom_call":
+        elif op.name in ("stablehlo.custom_call", "mhlo.custom_call"):
             target = op.attrs.get("call_target_name", "")
             if find_custom_call(target) is None:
                 key = f"stablehlo.custom_call @{target}"

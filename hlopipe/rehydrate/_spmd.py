@@ -38,6 +38,7 @@ from jax.sharding import NamedSharding, PartitionSpec
 
 from hlopipe.errors import RehydrateError, UnsupportedOpError
 from hlopipe.rehydrate._ir import Block, Func, ModuleIR, Op, OpaqueAttr, _free_values, _liveness
+from hlopipe.rehydrate._known import is_known
 
 if TYPE_CHECKING:
     from hlopipe.io import Program
@@ -474,8 +475,9 @@ def _runs_on_one_device(program: Program, found: dict[str, Any]) -> bool:
     """Whether XLA runs this HLO program on one device (one replica, one partition, as its
     header says or leaves to XLA's defaults), where its collectives are identities. An
     HloModuleProto declares no counts: XLA's defaults hold. StableHLO declares them as module
-    attributes; without those its collectives stay refused without a mesh."""
-    if found["boundary"] or not found["top"]:
+    attributes; without those its collectives stay refused without a mesh. Manual-part
+    boundaries that keep their shape (one shard: the whole array) are identities there too."""
+    if found["reshaping_boundary"] or not (found["top"] or found["boundary"]):
         return False
     declared = program.extra.get("device_counts")
     if declared is None and program.format.rsplit("/", 1)[-1] == "hlo-proto":
@@ -509,6 +511,7 @@ def _collective_uses(mir: ModuleIR, entry: str) -> dict[str, Any]:
     """The first collective anywhere ("any"), the first outside shard_map parts ("top"), and
     whether the program has manual-part boundaries (custom calls) ("boundary")."""
     found: dict[str, Any] = {"any": None, "top": None, "boundary": None}
+    found["reshaping_boundary"] = None  # a boundary whose shard is not the whole array
     seen: set[str] = set()
     spmd_ops = COLLECTIVE_OPS | DEVICE_ID_OPS
 
@@ -521,6 +524,10 @@ def _collective_uses(mir: ModuleIR, entry: str) -> dict[str, Any]:
             target = op.attrs.get("call_target_name")
             if op.name == "stablehlo.custom_call" and target in MANUAL_BOUNDARIES:
                 found["boundary"] = found["boundary"] or (f"custom call @{target}", op.loc)
+                shapes = [getattr(a, "shape", None) for a in op.operand_avals + op.result_avals]
+                known = {tuple(sh) for sh in shapes if sh is not None}
+                if None in shapes or len(known) != 1:  # an opaque type counts as a change
+                    found["reshaping_boundary"] = found["boundary"]
             if op.name == "func.call":
                 callee = op.attrs.get("callee")
                 if callee in mir.funcs and callee not in seen:
@@ -622,9 +629,13 @@ def per_device(
         return tuple(jnp.expand_dims(o, 0) if s else o for o, s in zip(outs, stacked))
 
     mapped = jax.shard_map(on_device, mesh=mesh, in_specs=ispecs, out_specs=ospecs, check_vma=False)
+    # Called with concrete arrays, it runs jitted: an eager shard_map traces its body with a
+    # trace that compile-time evaluation (a loop's trip count, _loops.py) cannot step out of.
+    # Under the caller's own trace it is traced there (threads tracing at once stay apart).
+    jitted = jax.jit(mapped)
 
     def run_global(*args: Any) -> tuple[Any, ...]:
-        return tuple(mapped(*args))
+        return tuple((jitted if all(is_known(a) for a in args) else mapped)(*args))
 
     return run_global, [_global_aval(a, s, mesh) for a, s in zip(sig.arg_avals, ispecs)]
 

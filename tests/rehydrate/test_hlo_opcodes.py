@@ -251,3 +251,69 @@ def test_dead_function_with_bounded_dynamic_shapes_does_not_stop_the_program() -
     )
     with pytest.raises(UnsupportedOpError, match=r"in @(main|dead): [a-z_.]+ at .*: dynamic shape"):
         hlopipe.rehydrate(live)
+
+
+def test_one_device_collective_program_with_a_loop_runs_when_called_directly() -> None:
+    # per device under shard_map: called eagerly, the loop's trip count used to be evaluated
+    # inside an eager shard_map trace (TracerBoolConversionError); its values are XLA's
+    from pathlib import Path
+
+    path = Path(__file__).parents[1] / "data/frameworks/xla/while_with_collectives_one_replica.hlo"
+    f = hlopipe.rehydrate(hlopipe.load(path))
+    want = np.sin(np.sin(np.sin(X4)))
+    np.testing.assert_allclose(np.asarray(f(X4)), want, rtol=1e-6)
+    np.testing.assert_allclose(np.asarray(jax.jit(f)(X4)), want, rtol=1e-6)
+
+
+def test_compare_with_the_other_signedness_reads_the_bits_as_declared() -> None:
+    # not valid HLO for XLA's verifier, and the specification forbids it: hlopipe compares as
+    # the comparison type says, never silently by the element type
+    a = np.array([-1, 1, 5, -3], np.int32)
+    b = np.array([1, -1, 5, -2], np.int32)
+    text = _hlo(
+        "x = s32[4]{0} parameter(0)\n  y = s32[4]{0} parameter(1)\n"
+        "  ux = u32[4]{0} convert(x)\n  uy = u32[4]{0} convert(y)\n"
+        "  lt = pred[4]{0} compare(x, y), direction=LT, type=UNSIGNED\n"
+        "  gt = pred[4]{0} compare(ux, uy), direction=GT, type=SIGNED\n"
+        "  ROOT r = (pred[4]{0}, pred[4]{0}) tuple(lt, gt)"
+    )
+    lt, gt = hlopipe.rehydrate(hlopipe.load(text.encode()))(a, b)
+    np.testing.assert_array_equal(lt, a.view(np.uint32) < b.view(np.uint32))
+    np.testing.assert_array_equal(gt, a > b)
+
+
+def test_custom_call_kept_in_mhlo_dispatches_by_target() -> None:
+    # a schedule (or a tuple result with the status-returning API) keeps mhlo.custom_call:
+    # unknown targets are refused by name, registered ones run
+    text = _hlo(
+        f"p = {F4} parameter(0)\n"
+        f'  ROOT r = ({F4}, s32[]) custom-call(p), custom_call_target="test.mhlo_kept", '
+        "api_version=API_VERSION_STATUS_RETURNING, schedule=SCHEDULE_LATEST"
+    )
+    program = hlopipe.load(text.encode())
+    assert "mhlo.custom_call @test.mhlo_kept" in program.to_text()
+    with pytest.raises(UnsupportedOpError, match=r"'test\.mhlo_kept'"):
+        hlopipe.rehydrate(program)(X4)
+    hlopipe.register_custom_call("test.mhlo_kept", lambda x: (2 * x, np.int32(7)), replace=True)
+    y, s = hlopipe.rehydrate(program)(X4)
+    np.testing.assert_array_equal(y, 2 * X4)
+    assert int(s) == 7
+
+
+def test_hlo_dot_of_int4_widens_as_dot_general_does() -> None:
+    # HLO `dot` without batch dimensions converts to stablehlo.dot; XLA's CPU backend refuses
+    # int4 operands with a wider result, so the rule widens them to 8 bits (exact)
+    import ml_dtypes
+
+    a = np.array([[1, -2, 7], [-8, 3, 0]], ml_dtypes.int4)
+    b = np.array([[1, 2], [3, -4], [5, 6]], ml_dtypes.int4)
+    text = _hlo(
+        "a = s4[2,3]{1,0} parameter(0)\n  b = s4[3,2]{1,0} parameter(1)\n"
+        "  ROOT d = s32[2,2]{1,0} dot(a, b), lhs_contracting_dims={1}, rhs_contracting_dims={0}"
+    )
+    program = hlopipe.load(text.encode())
+    assert "stablehlo.dot " in program.to_text()
+    f = hlopipe.rehydrate(program)
+    want = a.astype(np.int32) @ b.astype(np.int32)
+    np.testing.assert_array_equal(np.asarray(f(a, b)), want)
+    np.testing.assert_array_equal(np.asarray(jax.jit(f)(a, b)), want)

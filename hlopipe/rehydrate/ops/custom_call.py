@@ -34,6 +34,22 @@ def custom_call(ctx: RuleContext, *operands: Any, call_target_name: str, **attrs
     return out
 
 
+@rule("mhlo.custom_call")
+def mhlo_custom_call(
+    ctx: RuleContext,
+    *operands: Any,
+    call_target_name: str,
+    custom_call_schedule: Any = None,
+    **attrs: Any,
+) -> Any:
+    """What XLA's converter keeps as ``mhlo.custom_call`` (a scheduling hint, a tuple result):
+    the same dispatch (the schedule only orders work); a tuple result is one value, taken
+    apart by ``get_tuple_element``."""
+    out = custom_call(ctx, *operands, call_target_name=call_target_name, **attrs)
+    tuple_result = len(ctx.result_avals) == 1 and not hasattr(ctx.result_avals[0], "shape")
+    return (tuple(out),) if tuple_result and isinstance(out, tuple | list) else out
+
+
 @builtin("Sharding", "SPMDFullToShardShape", "SPMDShardToFullShape")
 def sharding(ctx: RuleContext, x: Any, **attrs: Any) -> Any:
     """Sharding annotations. Without a mesh they are dropped; the collective rules (issue 4)

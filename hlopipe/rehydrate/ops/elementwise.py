@@ -385,11 +385,32 @@ def compare(
     fn = _CMP.get(comparison_direction)
     if fn is None:
         raise UnsupportedOpError(f"compare direction {comparison_direction} is not supported")
+    x, y = _signedness_as_declared(ctx, compare_type, x, y)
     if compare_type == "TOTALORDER" and jnp.issubdtype(x.dtype, jnp.floating):
         return fn(_total_order_key(x), _total_order_key(y))
     if _is_bool(x) and comparison_direction not in ("EQ", "NE"):
         x, y = lax.convert_element_type(x, np.uint8), lax.convert_element_type(y, np.uint8)
     return fn(x, y)
+
+
+def _signedness_as_declared(
+    ctx: RuleContext, compare_type: str | None, x: Any, y: Any
+) -> tuple[Any, Any]:
+    """Integers compared with the other signedness (UNSIGNED on a signed type, SIGNED on an
+    unsigned one; the specification does not allow it and XLA's verifier refuses it) are
+    compared as the type says: their bits read with that signedness."""
+    dtype = np.dtype(x.dtype)
+    if compare_type == "UNSIGNED" and jnp.issubdtype(dtype, jnp.signedinteger):
+        other = np.dtype(f"u{dtype.itemsize}") if dtype.itemsize * 8 == _bits(x) else None
+    elif compare_type == "SIGNED" and jnp.issubdtype(dtype, jnp.unsignedinteger):
+        other = np.dtype(f"i{dtype.itemsize}") if dtype.itemsize * 8 == _bits(x) else None
+    else:
+        return x, y
+    if other is None:  # sub-byte integers
+        raise UnsupportedOpError(
+            f"stablehlo.compare at {ctx.loc} compares {dtype} values as {compare_type}"
+        )
+    return lax.bitcast_convert_type(x, other), lax.bitcast_convert_type(y, other)
 
 
 __all__ = ["compare", "jnp"]

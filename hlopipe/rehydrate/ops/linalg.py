@@ -45,6 +45,10 @@ def dot_general(
 ) -> Any:
     d = dot_dimension_numbers
     dims = ((d.lhs_contract, d.rhs_contract), (d.lhs_batch, d.rhs_batch))
+    return _dot(ctx, lhs, rhs, dims, precision_config)
+
+
+def _dot(ctx: RuleContext, lhs: Any, rhs: Any, dims: Any, precision_config: Any) -> Any:
     out_dtype = np.dtype(ctx.aval.dtype)
     lhs, rhs = _byte_int(lhs), _byte_int(rhs)
     narrow = out_dtype.kind == "V" and not jnp.issubdtype(out_dtype, jnp.floating)
@@ -74,13 +78,7 @@ def _byte_int(x: Any) -> Any:
 @rule("stablehlo.dot")
 def dot(ctx: RuleContext, lhs: Any, rhs: Any, *, precision_config: Any = None) -> Any:
     contract = ((np.ndim(lhs) - 1,), (0,))
-    return lax.dot_general(
-        lhs,
-        rhs,
-        (contract, ((), ())),
-        precision=precision(precision_config),
-        preferred_element_type=ctx.aval.dtype,
-    )
+    return _dot(ctx, lhs, rhs, (contract, ((), ())), precision_config)
 
 
 # ---- factorizations and solves ------------------------------------------------------------------
@@ -96,13 +94,17 @@ def _tril_mask(shape: tuple[int, ...], lower: bool) -> Any:
 
 @rule("stablehlo.cholesky")
 def cholesky(ctx: RuleContext, a: Any, *, lower: bool = False) -> Any:
-    """The opposite triangle is implementation-defined; hlopipe sets it to zero."""
-    factor = lax_linalg.cholesky(a, symmetrize_input=False)  # lower triangle of a is read
+    """The opposite triangle is implementation-defined; hlopipe sets it to zero. A matrix
+    that is not positive definite (or holds a NaN) gives NaN in every element, as XLA does
+    (JAX leaves the opposite triangle zero)."""
     if lower:
-        return factor
-    # upper: U = L^H of the factor of the Hermitian matrix whose upper triangle a holds
-    herm = lax.select(_tril_mask(tuple(a.shape), True), _adjoint(a), a)
-    return _adjoint(lax_linalg.cholesky(herm, symmetrize_input=False))
+        factor = lax_linalg.cholesky(a, symmetrize_input=False)  # lower triangle of a is read
+    else:
+        # upper: U = L^H of the factor of the Hermitian matrix whose upper triangle a holds
+        herm = lax.select(_tril_mask(tuple(a.shape), True), _adjoint(a), a)
+        factor = _adjoint(lax_linalg.cholesky(herm, symmetrize_input=False))
+    failed = jnp.any(jnp.isnan(factor), axis=(-2, -1), keepdims=True)
+    return jnp.where(failed, jnp.array(np.nan, factor.dtype), factor)
 
 
 def _adjoint(x: Any) -> Any:

@@ -4,10 +4,12 @@ A region that only adds (max, min, multiplies, ands, ors) its two arguments beco
 matching ``lax.reduce_*`` so JAX can differentiate it; any other region runs through
 ``lax.reduce`` with the region as the computation.
 
-JAX has no derivative for a variadic ``lax.reduce``. The common variadic form, a region that
-*selects* one of its two candidates for every floating result (arg-max / arg-min as (value,
-index) pairs, max with its position; an index may be computed otherwise, as TF's smaller index
-of tied values), is made differentiable: the reduce itself (the program's own
+JAX has no derivative for a variadic ``lax.reduce``. A variadic region whose results do not
+mix (result ``i`` is a monoid of operand ``i`` alone) is one ``lax.reduce_*`` per operand. The
+common variadic form, a region that *selects* one of its two candidates for every floating
+result (arg-max / arg-min as (value, index) pairs, max with its position; an index may be
+computed otherwise, as TF's smaller index of tied values), is made differentiable: the reduce
+itself (the program's own
 region, so its tie-breaking) picks the results, and each floating result's derivative is the
 derivative of the input element it picked (the first position whose every operand equals the
 results). Other variadic regions with floating operands refuse differentiation by name.
@@ -119,6 +121,14 @@ def reduce(ctx: RuleContext, *operands: Any, dimensions: tuple[int, ...]) -> Any
         return region(*acc, *x)
 
     dims = tuple(dimensions)
+    per_operand = separable_ops(region.block, n) if n > 1 else None
+    if per_operand is not None:
+        # each result reduces its own operand with a monoid: one differentiable reduce each
+        outs = [
+            monoid_reduce(op, x, v, dims) for op, x, v in zip(per_operand, xs, inits, strict=True)
+        ]
+        if all(o is not None for o in outs):
+            return tuple(outs)
     if n > 1 and any(_is_inexact(x) for x in (*xs, *inits)):
         picked = _selects(region.block, n, [_is_inexact(x) for x in xs])
         traced_init = any(_is_inexact(i) and not is_known(i) for i in inits)
@@ -129,6 +139,25 @@ def reduce(ctx: RuleContext, *operands: Any, dimensions: tuple[int, ...]) -> Any
         )
     out = lax.reduce(tuple(xs), tuple(inits), computation, dims)
     return tuple(out) if n > 1 else out[0] if isinstance(out, tuple | list) else out
+
+
+def separable_ops(block: Block, n: int) -> list[str] | None:
+    """Per result, the op name when a variadic region's result ``i`` is ``op(acc_i, x_i)``
+    (either order for a commutative op) and nothing else; None when any result mixes
+    operands (or is not one binary op)."""
+    if len(block.args) != 2 * n or len(block.returns) != n:
+        return None
+    producer = {r: op for op in block.ops for r in op.results}
+    names: list[str] = []
+    for i, ret in enumerate(block.returns):
+        op = producer.get(ret)
+        pair = (block.args[i], block.args[n + i])
+        if op is None or len(op.operands) != 2 or len(op.results) != 1:
+            return None
+        if op.operands != pair and not (op.operands == pair[::-1] and op.name in _MONOIDS):
+            return None
+        names.append(op.name)
+    return names
 
 
 def _is_inexact(x: Any) -> bool:

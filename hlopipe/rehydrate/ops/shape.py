@@ -156,6 +156,8 @@ class TupleValue:
 
 @rule("stablehlo.tuple")
 def tuple_(ctx: RuleContext, *xs: Any) -> Any:
+    """A tuple value (XLA's converter keeps one where HLO copies a whole tuple; torch_xla's
+    scan returns one): one value, taken apart by ``get_tuple_element``."""
     return TupleValue(xs)
 
 
@@ -170,7 +172,7 @@ def get_tuple_element(ctx: RuleContext, t: Any, *, index: int) -> Any:
 
 @rule("mhlo.copy")
 def copy(ctx: RuleContext, x: Any, **attrs: Any) -> Any:
-    return x
+    return x  # a tuple value (TupleValue) passes on as one value
 
 
 @rule("mhlo.add_dependency")

@@ -1,16 +1,16 @@
 """Windowed reductions: ``stablehlo.reduce_window`` and ``stablehlo.select_and_scatter``.
 
-``reduce_window`` with one operand and a region that only adds (takes the max, the min) of
-its arguments becomes JAX's differentiable monoid primitives (``reduce_window_sum/max/min``):
-the program's init value pads the operand explicitly (StableHLO pads, and fills base-dilation
-holes, with the init value) and is combined once into every window, so any init value is
-exact, and a traced one too. Every other region (TF's cumprod and cumulative logsumexp,
-variadic windows) is a fold over the window's positions, one strided slice of the operands
-per position combined in by the region, so it is reverse-mode differentiable too (JAX's
-``lax.reduce_window`` with a general computation is not), again on an operand padded
-explicitly with the init values: XLA's own reduce_window skips padded positions, where the
-specification reduces the init value there too, and the two differ when the init value is
-not neutral.
+``reduce_window`` computes what XLA computes: the init value enters every window once and
+padded positions and base-dilation holes not at all (the specification pads, and fills
+holes, with the init value; the two differ when it is not neutral). A region that only adds
+(takes the max, the min) of its arguments, per operand (a variadic region whose results do
+not mix), becomes JAX's differentiable monoid primitives (``reduce_window_sum/max/min``) on
+the operand padded with the identity, the init value combined once; any init value is exact,
+a traced one too. Every other region runs through the generic ``lax.reduce_window`` with the
+region as the computation (XLA's values), given a derivative, for windows of up to
+``_FOLD_MAX`` positions, by the same reduction written as a fold over the window's positions
+(JAX has none for the generic form); so is max/min pooling with window dilation, whose VJP
+JAX lacks.
 
 ``select_and_scatter`` (the gradient of max/min pooling): the common case, a ``GE``/``LE``
 select, an ``add`` scatter, no padding and a float type, is the VJP of JAX's
@@ -26,6 +26,8 @@ calls over |source| elements each: O(K·|source|) work, unrolled for small windo
 
 from __future__ import annotations
 
+import itertools
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -34,7 +36,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from hlopipe.rehydrate.ops.reduce import is_identity
+from hlopipe.rehydrate.ops.reduce import is_identity, separable_ops
 from hlopipe.rehydrate.registry import Region, RuleContext, rule
 
 _WINDOW_MONOIDS: dict[str, Callable[[Any, Any], Any]] = {
@@ -50,6 +52,10 @@ _BOOL_WINDOW = {
     "stablehlo.multiply": "stablehlo.minimum",
     "stablehlo.and": "stablehlo.minimum",
 }
+
+# a reduce_window with any region gets a derivative (a fold over the window's positions) for
+# windows of up to this many positions
+_FOLD_MAX = 64
 
 # unroll the K window positions of select_and_scatter's general form up to this many
 _UNROLL = 16
@@ -99,13 +105,16 @@ def monoid_reduce_window(
         op = _BOOL_WINDOW.get(op, op)
     if op not in _WINDOW_MONOIDS or (dtype.kind == "c" and op != "stablehlo.add"):
         return None
+    if op != "stablehlo.add" and any(d != 1 for d in wdil) and math.prod(window) <= _FOLD_MAX:
+        return None  # JAX cannot differentiate max/min pooling with window dilation: the fold
     combine = _WINDOW_MONOIDS[op]
     ident = _identity(op, dtype)
     if is_identity(op, init):
         return lax.reduce_window(x, ident, combine, window, strides, pads, base, wdil)
+    # XLA: the init value enters every window once, padding and base-dilation holes not at all
+    # (the specification pads with the init value): pad with the identity, combine the init
     if any(p != (0, 0) for p in pads) or any(b != 1 for b in base):
-        init_x = lax.convert_element_type(init, dtype)
-        x = lax.pad(x, init_x, [(lo, hi, b - 1) for (lo, hi), b in zip(pads, base)])
+        x = lax.pad(x, jnp.asarray(ident), [(lo, hi, b - 1) for (lo, hi), b in zip(pads, base)])
     y = lax.reduce_window(x, ident, combine, window, strides, [(0, 0)] * x.ndim, None, wdil)
     return combine(y, lax.convert_element_type(init, dtype))
 
@@ -129,65 +138,88 @@ def reduce_window(
     wdil = tuple(window_dilations) if window_dilations else (1,) * rank
     pads = _pairs(padding, rank)
     region = ctx.regions[0]
-    if n == 1:
-        out = monoid_reduce_window(
-            region.binary_op(), xs[0], inits[0], window, strides, pads, base, wdil
-        )
-        if out is not None:
-            return out
+    per_operand = [region.binary_op()] if n == 1 else separable_ops(region.block, n)
+    if per_operand is not None:
+        # each result reduces its own operand with add/max/min: one differentiable monoid
+        # reduce_window per operand (a variadic region whose results do not mix)
+        outs = [
+            monoid_reduce_window(op, x, v, window, strides, pads, base, wdil)
+            for op, x, v in zip(per_operand, xs, inits, strict=True)
+        ]
+        if all(o is not None for o in outs):
+            return outs[0] if n == 1 else tuple(outs)
 
-    if any(p != (0, 0) for p in pads) or any(b != 1 for b in base):
-        # StableHLO pads (and fills base-dilation holes) with the init values, which then
-        # enter the reduction; XLA skips padded positions instead. Pad explicitly so that a
-        # non-neutral init value gives the specified answer.
-        cfg = [(lo, hi, b - 1) for (lo, hi), b in zip(pads, base)]
-        xs = tuple(lax.pad(x, lax.convert_element_type(v, x.dtype), cfg) for x, v in zip(xs, inits))
-    out = _folded_reduce_window(region, xs, inits, window, strides, wdil)
+    def computation(acc: tuple, x: tuple) -> tuple:
+        return tuple(region(*acc, *x))
+
+    # lax.reduce_window takes padding and base dilation as XLA does: padded positions and
+    # holes are skipped (the specification reduces the init value there too)
+    cfg = [(lo, hi, b - 1) for (lo, hi), b in zip(pads, base)]
+
+    def generic(*args: Any) -> tuple:
+        return tuple(
+            lax.reduce_window(args[:n], args[n:], computation, window, strides, pads, base, wdil)
+        )
+
+    if math.prod(window) <= _FOLD_MAX and any(
+        jnp.issubdtype(np.dtype(x.dtype), jnp.inexact) for x in xs
+    ):
+        out = _with_folded_derivative(generic, region, n, window, strides, wdil, cfg)(*xs, *inits)
+    else:
+        out = generic(*xs, *inits)
     return tuple(out) if n > 1 else out[0]
 
 
-def _folded_reduce_window(
+def _with_folded_derivative(
+    generic: Callable[..., tuple],
     region: Region,
-    xs: tuple[Any, ...],
-    inits: tuple[Any, ...],
+    n: int,
     window: tuple[int, ...],
     strides: tuple[int, ...],
     wdil: tuple[int, ...],
-) -> tuple[Any, ...]:
-    """``reduce_window`` (no padding left) as a fold over the window's positions: the init
-    values, then for each position in row-major order one strided slice of every operand
-    combined in by the region (element-wise). Built of slices and the region's own ops, so
-    reverse-mode differentiable where ``lax.reduce_window`` with a general computation is
-    not (cumprod, cumulative logsumexp); the order is XLA's (init first, row-major)."""
-    shape = xs[0].shape
-    span = [(w - 1) * d + 1 for w, d in zip(window, wdil)]
-    out_shape = tuple((n - sp) // s + 1 if n >= sp else 0 for n, sp, s in zip(shape, span, strides))
-    acc = tuple(
-        lax.broadcast(lax.convert_element_type(v, x.dtype), out_shape) for x, v in zip(xs, inits)
-    )
-    num = int(np.prod(window, dtype=np.int64))
-    if num == 0 or 0 in out_shape:
-        return acc
-    combine = vmapped_region(region)
-    rank = len(window)
-    extent = tuple(s * (n - 1) + 1 for s, n in zip(strides, out_shape))
+    cfg: list[tuple[int, int, int]],
+) -> Callable[..., tuple]:
+    """``generic`` (XLA's own reduce_window: its values) with a derivative: that of the same
+    reduction written as a fold of the region over the window's positions in row-major order,
+    one strided slice of each operand per position, padded positions and base-dilation holes
+    (``cfg``, as ``lax.pad`` takes it) masked out. JAX has no derivative for a reduce_window
+    with an arbitrary region."""
 
-    def position(k: Any, carry: tuple) -> tuple:
-        start = []
-        for w, d in zip(reversed(window), reversed(wdil)):
-            start.append((k % w) * d)
-            k = k // w
-        start = start[::-1]
-        if isinstance(k, int):
-            cut = [lax.slice(x, start, [o + e for o, e in zip(start, extent)], strides) for x in xs]
-        else:
-            cut = [
-                lax.slice(lax.dynamic_slice(x, start, extent), (0,) * rank, extent, strides)
-                for x in xs
-            ]
-        return tuple(combine(*carry, *cut))
+    def folded(*args: Any) -> tuple:
+        inits = args[n:]
+        xs = [
+            lax.pad(x, lax.convert_element_type(v, x.dtype), cfg) for x, v in zip(args[:n], inits)
+        ]
+        inside = lax.pad(jnp.ones(args[0].shape, bool), np.array(False), cfg)
+        acc = args[n:]
+        shape = xs[0].shape
+        out_shape = [
+            (p - (w - 1) * d - 1) // s + 1 for p, w, d, s in zip(shape, window, wdil, strides)
+        ]
+        if min(out_shape, default=1) <= 0:
+            return generic(*args)
+        step = vmapped_region(region)
+        acc = tuple(
+            lax.broadcast(lax.convert_element_type(v, x.dtype), out_shape) for v, x in zip(acc, xs)
+        )
+        for offset in itertools.product(*(range(w) for w in window)):
+            start = [o * d for o, d in zip(offset, wdil)]
+            limit = [st + (m - 1) * s + 1 for st, m, s in zip(start, out_shape, strides)]
+            new = step(*acc, *(lax.slice(x, start, limit, strides) for x in xs))
+            keep = lax.slice(inside, start, limit, strides)
+            acc = tuple(lax.select(keep, a, b) for a, b in zip(new, acc, strict=True))
+        return tuple(acc)
 
-    return _fold(position, 0, num, acc)
+    @jax.custom_jvp
+    def f(*args: Any) -> tuple:
+        return generic(*args)
+
+    @f.defjvp
+    def f_jvp(primals: tuple, tangents: tuple) -> tuple:
+        _, out_tangents = jax.jvp(folded, primals, tangents)
+        return f(*primals), out_tangents
+
+    return f
 
 
 # ---- select_and_scatter ----------------------------------------------------------------------
