@@ -119,7 +119,7 @@ def reduce(ctx: RuleContext, *operands: Any, dimensions: tuple[int, ...]) -> Any
 
     dims = tuple(dimensions)
     if n > 1 and any(_is_inexact(x) for x in (*xs, *inits)):
-        if _selects(region.block, n) and not any(_is_inexact(i) and not is_known(i) for i in inits):
+        if selects(region.block, n) and not any(_is_inexact(i) and not is_known(i) for i in inits):
             return _selection_reduce(xs, inits, computation, dims)
         return tuple(
             _no_grad(ctx)(lambda *a: lax.reduce(a[:n], a[n:], computation, dims), xs, inits)
@@ -132,20 +132,36 @@ def _is_inexact(x: Any) -> bool:
     return bool(jnp.issubdtype(np.dtype(x.dtype), jnp.inexact))
 
 
-def _selects(block: Block, n: int) -> bool:
+_PICKS = {"stablehlo.minimum", "stablehlo.maximum"}
+
+
+def selects(block: Block, n: int) -> bool:
     """Whether every result of a reduce region ``(acc_0..acc_n-1, x_0..x_n-1)`` is one of its
-    two candidates ``acc_k``/``x_k``, directly or through a ``stablehlo.select``."""
+    two candidates ``acc_k``/``x_k``: directly, or through any nest of ``stablehlo.select``,
+    ``minimum`` and ``maximum`` of them (each returns one of its operands). torch_xla's
+    argmax/argmin region takes the smaller index on a tie: ``select(eq, min(i, j),
+    select(ge, i, j))``."""
     if len(block.args) != 2 * n or len(block.returns) != n:
         return False
     made = {r: op for op in block.ops for r in op.results}
-    for k, ret in enumerate(block.returns):
-        pair = {block.args[k], block.args[n + k]}
-        if ret in pair:
-            continue
-        op = made.get(ret)
-        if op is None or op.name != "stablehlo.select" or set(op.operands[1:]) != pair:
+
+    def picks(v: int, pair: set[int], depth: int = 0) -> bool:
+        if v in pair:
+            return True
+        op = made.get(v)
+        if op is None or depth > 8:
             return False
-    return True
+        if op.name == "stablehlo.select":
+            cands = op.operands[1:]
+        elif op.name in _PICKS and len(op.operands) == 2:
+            cands = op.operands
+        else:
+            return False
+        return all(picks(c, pair, depth + 1) for c in cands)
+
+    return all(
+        picks(ret, {block.args[k], block.args[n + k]}) for k, ret in enumerate(block.returns)
+    )
 
 
 def _selection_reduce(xs: Any, inits: Any, computation: Any, dims: tuple[int, ...]) -> tuple:
