@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 from jax import lax
@@ -215,7 +216,7 @@ def _getrf(ctx: RuleContext, a: Any, **attrs: Any) -> Any:
 
 @_lapack("geqrf")
 def _geqrf(ctx: RuleContext, a: Any, **attrs: Any) -> Any:
-    out, taus = _jax_compat.geqrf(a)
+    out, taus = _householder_qr(ctx, a)
     if len(ctx.result_avals) == 3:
         return out, taus, _info(ctx, 2, lax.full(ctx.result_avals[2].shape, 0, np.int32))
     return out, taus
@@ -227,6 +228,59 @@ def _orgqr(ctx: RuleContext, a: Any, taus: Any, **attrs: Any) -> Any:
     if len(ctx.result_avals) == 2:
         return q, _info(ctx, 1, lax.full(ctx.result_avals[1].shape, 0, np.int32))
     return q
+
+
+# XLA's own linear-algebra custom calls, which its expander passes rewrite before any backend
+# sees them (PyTorch/XLA emits them for torch.linalg.qr / eigh): "Qr" is geqrf's (the
+# Householder form, taus), "ProductOfElementaryHouseholderReflectors" orgqr's Q, and "Eigh"
+# (backend config "lower,sort_eigenvalues,max_iter,tol") returns (eigenvectors as columns,
+# eigenvalues). XLA computes Eigh by Jacobi rotations: eigenvalues agree with LAPACK's to
+# rounding, each eigenvector up to its sign.
+def _results(ctx: RuleContext, *outs: Any) -> Any:
+    """``outs`` as the call's results: one tuple-typed result (HLO's form) or one each."""
+    return (tuple(outs),) if len(ctx.result_avals) == 1 else tuple(outs)
+
+
+def _householder_qr(ctx: RuleContext, a: Any) -> tuple[Any, Any]:
+    """geqrf's (Householder form, taus); JAX has no derivative for it: a derivative asked for
+    is refused naming the op (JAX would fail with a NotImplementedError of its own)."""
+
+    @jax.custom_jvp
+    def qr(a: Any) -> tuple[Any, Any]:
+        return tuple(_jax_compat.geqrf(a))
+
+    @qr.defjvp
+    def qr_jvp(primals: Any, tangents: Any) -> Any:
+        raise UnsupportedOpError(
+            f"{ctx.name} at {ctx.loc}: a Householder QR (geqrf) has no derivative in JAX; "
+            "differentiate with respect to inputs it does not depend on"
+        )
+
+    return qr(a)
+
+
+@builtin("Qr")
+def _xla_qr(ctx: RuleContext, a: Any, **attrs: Any) -> Any:
+    return _results(ctx, *_householder_qr(ctx, a))
+
+
+@builtin("ProductOfElementaryHouseholderReflectors")
+def _xla_householder_product(ctx: RuleContext, a: Any, taus: Any, **attrs: Any) -> Any:
+    return lax_linalg.householder_product(a, taus)
+
+
+@builtin("Eigh")
+def _xla_eigh(ctx: RuleContext, a: Any, **attrs: Any) -> Any:
+    config = str(attrs.get("backend_config") or "1,1").split(",")
+    try:
+        lower, sort = bool(int(config[0])), bool(int(config[1]))
+    except (ValueError, IndexError):
+        raise UnsupportedOpError(
+            f"custom call Eigh at {ctx.loc}: backend config {attrs.get('backend_config')!r} "
+            "is not XLA's 'lower,sort_eigenvalues,max_iter,tol'"
+        ) from None
+    v, w = lax_linalg.eigh(a, lower=lower, symmetrize_input=False, sort_eigenvalues=sort)
+    return _results(ctx, v, w)
 
 
 @builtin(*_real_or_complex("syevd", "syevd", "heevd"))
