@@ -14,6 +14,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 from jaxlib.mlir import ir
 
 from hlopipe.errors import LoadError
@@ -278,11 +279,40 @@ def _from_mlir(
                 except Exception:
                     raise LoadError(f"{name}: not valid MLIR bytecode: {_clean(e)}") from None
             else:
-                raise LoadError(f"{name}: not valid StableHLO/MLIR text: {_clean(e)}") from None
+                unpacked = _unpack_bool_hex(data.decode("utf-8", "replace"))
+                if unpacked is None:
+                    raise LoadError(f"{name}: not valid StableHLO/MLIR text: {_clean(e)}") from None
+                try:
+                    module = ir.Module.parse(unpacked)
+                except (ir.MLIRError, ValueError):
+                    raise LoadError(f"{name}: not valid StableHLO/MLIR text: {_clean(e)}") from None
         if fmt in ("stablehlo-text", "mlir-bytecode") and _may_have_mhlo_ops(data, fmt, strings):
             module = _normalise_mhlo(module, ctx)
         entry_name = entry or pick_entry(module, ctx)
     return Program(format=fmt, module=module, context=ctx, entry=entry_name, source=name)
+
+
+_BOOL_HEX = re.compile(r'dense<"0x([0-9A-Fa-f]*)">(\s*:\s*tensor<((?:\d+x)*)i1>)')
+
+
+def _unpack_bool_hex(text: str) -> str | None:
+    """``text`` with each boolean hex constant written one bit per element (newer MLIR packs
+    ``i1`` elements eight to a byte, lowest bit first; PyTorch/XLA's StableHLO text does)
+    rewritten one byte per element, as jaxlib's parser reads them; None when there is none."""
+    changed = False
+
+    def unpack(m: re.Match[str]) -> str:
+        nonlocal changed
+        n = int(np.prod([int(d) for d in m.group(3).split("x") if d], dtype=np.int64))
+        packed = bytes.fromhex(m.group(1))
+        if len(packed) == n or len(packed) != (n + 7) // 8:
+            return m.group(0)
+        changed = True
+        bits = np.unpackbits(np.frombuffer(packed, np.uint8), bitorder="little")[:n]
+        return f'dense<"0x{bits.astype(np.uint8).tobytes().hex().upper()}">{m.group(2)}'
+
+    out = _BOOL_HEX.sub(unpack, text)
+    return out if changed else None
 
 
 def drop_unreachable(module: ir.Module, entry: str) -> None:

@@ -165,3 +165,25 @@ def test_tf_style_elided_constant_in_text() -> None:
 def test_not_a_dump_folder(tmp_path) -> None:
     with pytest.raises(LoadError, match="not an XLA dump folder"):
         hlopipe.load(tmp_path)
+
+
+def test_bit_packed_boolean_constants() -> None:
+    """Newer MLIR (PyTorch/XLA's StableHLO text) packs i1 hex constants eight elements to a
+    byte, lowest bit first; jaxlib's parser wants a byte each. Both load, to the same values;
+    a hex constant of neither size is still refused."""
+    want = np.array([1, 0, 1, 1, 0, 0, 0, 0, 1, 1], bool)
+    src = """
+    func.func @main(%x: tensor<10xf32>) -> (tensor<10xi1>, tensor<10xf32>) {
+      %c = stablehlo.constant dense<"0x{hex}"> : tensor<10xi1>
+      %z = stablehlo.constant dense<0.0> : tensor<10xf32>
+      %y = stablehlo.select %c, %x, %z : tensor<10xi1>, tensor<10xf32>
+      return %c, %y : tensor<10xi1>, tensor<10xf32>
+    }"""
+    x = np.arange(1, 11, dtype=np.float32)
+    for hex_ in ("0D03", want.astype(np.uint8).tobytes().hex()):
+        f = hlopipe.load(src.replace("{hex}", hex_).encode()).as_function()
+        mask, y = f(x)
+        np.testing.assert_array_equal(mask, want)
+        np.testing.assert_array_equal(y, np.where(want, x, 0))
+    with pytest.raises(LoadError, match="hex data size"):
+        hlopipe.load(src.replace("{hex}", "0D0300").encode())
