@@ -273,8 +273,7 @@ def _from_mlir(
         except (ir.MLIRError, ValueError, UnicodeDecodeError) as e:
             if fmt == "mlir-bytecode":
                 try:  # a VHLO portable artifact (what jax.export stores)
-                    text = _xla.deserialize_portable_artifact(data)
-                    module = ir.Module.parse(text)
+                    module = _artifact_module(data)
                     fmt = "vhlo-artifact"
                 except Exception:
                     raise LoadError(f"{name}: not valid MLIR bytecode: {_clean(e)}") from None
@@ -286,6 +285,18 @@ def _from_mlir(
                     module = ir.Module.parse(unpacked)
                 except (ir.MLIRError, ValueError):
                     raise LoadError(f"{name}: not valid StableHLO/MLIR text: {_clean(e)}") from None
+        if fmt == "mlir-bytecode" and any(
+            op.operation.name.startswith("vhlo.") for op in module.body.operations
+        ):
+            # a portable artifact that this jaxlib's MLIR reads as VHLO ops as they are
+            # (PyTorch/XLA's get_stablehlo_bytecode): upgrade it to StableHLO
+            try:
+                module = _artifact_module(data)
+            except Exception as e:
+                raise LoadError(
+                    f"{name}: not a readable StableHLO portable artifact: {_clean(e)}"
+                ) from None
+            fmt = "vhlo-artifact"
         if fmt in ("stablehlo-text", "mlir-bytecode") and _may_have_mhlo_ops(data, fmt, strings):
             module = _normalise_mhlo(module, ctx)
         entry_name = entry or pick_entry(module, ctx)
@@ -313,6 +324,13 @@ def _unpack_bool_hex(text: str) -> str | None:
 
     out = _BOOL_HEX.sub(unpack, text)
     return out if changed else None
+
+
+def _artifact_module(data: bytes) -> ir.Module:
+    """A VHLO portable artifact as a StableHLO module of the current context (jaxlib gives
+    the module, or its text)."""
+    out = _xla.deserialize_portable_artifact(data)
+    return out if isinstance(out, ir.Module) else ir.Module.parse(out)
 
 
 def drop_unreachable(module: ir.Module, entry: str) -> None:
