@@ -568,18 +568,27 @@ def _touch_attr(name: str, attr: Any) -> None:
 # ---- dump folders ---------------------------------------------------------------------------
 
 
-_DUMP_RE = re.compile(r"^module_(\d+)\.(.+?)\.(before_optimizations|after_optimizations|.+?)\.")
+_DUMP_FILE = re.compile(r"^module_(\d+)\.(.+)$")
+# where a module's name ends: its stage (XLA prefixes the backend: cpu_after_optimizations)
+_DUMP_STAGE = re.compile(r"^(.+?)\.(?:before_optimizations|(?:[a-z]+_)?after_optimizations)\b")
 
 
 def dump_modules(path: str | os.PathLike[str]) -> dict[str, dict[str, Path]]:
-    """The modules of an XLA dump folder: name -> {stage: file}, e.g. 'jit_f' ->
-    {'before_optimizations.pb': ..., 'before_optimizations.txt': ...}."""
+    """The modules of an XLA dump folder: name -> {stage: file}, e.g. 'module_0000.jit_f' ->
+    {'before_optimizations.pb': ..., 'before_optimizations.txt': ...}. A module's name may
+    hold dots (PyTorch/XLA's 'SyncTensorsGraph.40'): it ends where its stage begins."""
+    files = [(m, f) for f in sorted(Path(path).iterdir()) if (m := _DUMP_FILE.match(f.name))]
+    names: dict[str, str] = {}
+    for m, _ in files:
+        stage = _DUMP_STAGE.match(m.group(2))
+        if stage and m.group(1) not in names:
+            names[m.group(1)] = stage.group(1)
     out: dict[str, dict[str, Path]] = {}
-    for f in sorted(Path(path).iterdir()):
-        m = _DUMP_RE.match(f.name)
-        if not m:
+    for m, f in files:
+        name = names.get(m.group(1))
+        if name is None or not m.group(2).startswith(name + "."):
             continue
-        key = f"module_{m.group(1)}.{m.group(2)}"
+        key = f"module_{m.group(1)}.{name}"
         rest = f.name[len(key) + 1 :]
         if rest.endswith((".txt", ".pb", ".mlir", ".hlo")) and "buffer-assignment" not in rest:
             out.setdefault(key, {})[rest] = f
@@ -614,6 +623,8 @@ def _load_dump_dir(path: Path, module: str | None, entry: str | None) -> Program
         "after_optimizations.pb",
         "after_optimizations.txt",
     ]
+    # XLA names the optimized module after its backend: cpu_after_optimizations.txt
+    order += sorted(f for f in files if re.fullmatch(r"[a-z]+_after_optimizations\.(?:pb|txt)", f))
     for want in order:
         if want in files:
             prog = load(files[want], entry=entry)
