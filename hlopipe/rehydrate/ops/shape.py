@@ -98,10 +98,9 @@ def get_dimension_size(ctx: RuleContext, x: Any, *, dimension: int) -> Any:
 
 @rule("stablehlo.tuple")
 def tuple_(ctx: RuleContext, *xs: Any) -> Any:
-    raise UnsupportedOpError(
-        f"stablehlo.tuple at {ctx.loc} builds a tuple value; tuples are only supported as "
-        "flattened function arguments and results"
-    )
+    """A tuple value: a Python tuple that ``get_tuple_element`` takes apart (PyTorch/XLA's
+    StableHLO returns tuples from private functions, as its scan body and loop function)."""
+    return (tuple(xs),)
 
 
 @rule("stablehlo.get_tuple_element")
