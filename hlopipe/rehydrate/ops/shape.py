@@ -39,11 +39,12 @@ def broadcast_in_dim(ctx: RuleContext, x: Any, *, broadcast_dimensions: tuple[in
         value is not None
         and value.size == 1
         and value.dtype.kind == "f"
-        and np.isinf(value).any()
+        and np.isposinf(value).any()
         and int(np.prod(shape, dtype=np.int64)) <= _KNOWN_INFINITY_SIZE
     ):
-        # an infinity stays known (a view, no copy), so that the multiply it meets can keep
-        # its derivative finite (elementwise.multiply: XLA's math library's x * inf)
+        # +inf stays known (a view, no copy), so that the multiply it meets can keep its
+        # derivative finite (elementwise.multiply: XLA's math library's x * inf); -inf, the
+        # masks and max initial values, stays a broadcast the decompiler folds
         return np.broadcast_to(value.reshape(()), shape)
     return lax.broadcast_in_dim(x, shape, tuple(broadcast_dimensions))
 
