@@ -137,10 +137,9 @@ _PICKS = {"stablehlo.minimum", "stablehlo.maximum"}
 
 def selects(block: Block, n: int) -> bool:
     """Whether every result of a reduce region ``(acc_0..acc_n-1, x_0..x_n-1)`` is one of its
-    two candidates ``acc_k``/``x_k``: directly, or through any nest of ``stablehlo.select``,
-    ``minimum`` and ``maximum`` of them (each returns one of its operands). torch_xla's
-    argmax/argmin region takes the smaller index on a tie: ``select(eq, min(i, j),
-    select(ge, i, j))``."""
+    two candidates ``acc_k``/``x_k``: directly, or through any nest of ``stablehlo.select``
+    of them, and of integer ``minimum``/``maximum`` (torch_xla's argmax/argmin region takes
+    the smaller index on a tie: ``select(eq, min(i, j), select(ge, i, j))``)."""
     if len(block.args) != 2 * n or len(block.returns) != n:
         return False
     made = {r: op for op in block.ops for r in op.results}
@@ -153,7 +152,9 @@ def selects(block: Block, n: int) -> bool:
             return False
         if op.name == "stablehlo.select":
             cands = op.operands[1:]
-        elif op.name in _PICKS and len(op.operands) == 2:
+        elif op.name in _PICKS and len(op.operands) == 2 and _integral(op.result_avals[0]):
+            # an index's tie-break; a float minimum/maximum chooses on its own, and the
+            # derivative follows the element every result agrees on
             cands = op.operands
         else:
             return False
@@ -162,6 +163,11 @@ def selects(block: Block, n: int) -> bool:
     return all(
         picks(ret, {block.args[k], block.args[n + k]}) for k, ret in enumerate(block.returns)
     )
+
+
+def _integral(aval: Any) -> bool:
+    dtype = getattr(aval, "dtype", None)
+    return dtype is not None and np.dtype(dtype).kind in "iub"
 
 
 def _selection_reduce(xs: Any, inits: Any, computation: Any, dims: tuple[int, ...]) -> tuple:
