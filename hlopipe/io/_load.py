@@ -15,6 +15,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 from jaxlib.mlir import ir
 
 from hlopipe.errors import LoadError, UnsupportedOpError
@@ -273,14 +274,25 @@ def _from_mlir(
         except (ir.MLIRError, ValueError, UnicodeDecodeError) as e:
             if fmt == "mlir-bytecode":
                 try:  # a VHLO portable artifact (what jax.export stores)
-                    module = _xla.deserialize_portable_artifact(data)
+                    module = _artifact_module(data)
                     fmt = "vhlo-artifact"
                 except Exception:
                     raise LoadError(f"{name}: not valid MLIR bytecode: {_clean(e)}") from None
             else:
                 quantized = _with_quant_dialect(data, name, e)
                 if quantized is None:
-                    raise LoadError(f"{name}: not valid StableHLO/MLIR text: {_clean(e)}") from None
+                    # newer MLIR packs boolean hex constants a bit per element
+                    unpacked = _unpack_bool_hex(data.decode("utf-8", "replace"))
+                    if unpacked is None:
+                        raise LoadError(
+                            f"{name}: not valid StableHLO/MLIR text: {_clean(e)}"
+                        ) from None
+                    try:
+                        quantized = ir.Module.parse(unpacked)
+                    except (ir.MLIRError, ValueError):
+                        raise LoadError(
+                            f"{name}: not valid StableHLO/MLIR text: {_clean(e)}"
+                        ) from None
                 module = quantized
         if _is_vhlo(module):
             module = _from_vhlo(module, data, fmt, name)
@@ -305,12 +317,42 @@ def _from_vhlo(module: ir.Module, data: bytes, fmt: str, name: str) -> ir.Module
         module.operation.write_bytecode(buf)
         data = buf.getvalue()
     try:
-        return _xla.deserialize_portable_artifact(data)
+        return _artifact_module(data)
     except Exception as e:
         raise LoadError(
             f"{name}: a VHLO module (StableHLO portable artifact) that StableHLO's deserializer "
             f"cannot read: {_clean(e)}"
         ) from None
+
+
+_BOOL_HEX = re.compile(r'dense<"0x([0-9A-Fa-f]*)">(\s*:\s*tensor<((?:\d+x)*)i1>)')
+
+
+def _unpack_bool_hex(text: str) -> str | None:
+    """``text`` with each boolean hex constant written one bit per element (newer MLIR packs
+    ``i1`` elements eight to a byte, lowest bit first; PyTorch/XLA's StableHLO text does)
+    rewritten one byte per element, as jaxlib's parser reads them; None when there is none."""
+    changed = False
+
+    def unpack(m: re.Match[str]) -> str:
+        nonlocal changed
+        n = int(np.prod([int(d) for d in m.group(3).split("x") if d], dtype=np.int64))
+        packed = bytes.fromhex(m.group(1))
+        if len(packed) == n or len(packed) != (n + 7) // 8:
+            return m.group(0)
+        changed = True
+        bits = np.unpackbits(np.frombuffer(packed, np.uint8), bitorder="little")[:n]
+        return f'dense<"0x{bits.astype(np.uint8).tobytes().hex().upper()}">{m.group(2)}'
+
+    out = _BOOL_HEX.sub(unpack, text)
+    return out if changed else None
+
+
+def _artifact_module(data: bytes) -> ir.Module:
+    """A VHLO portable artifact as a StableHLO module of the current context (jaxlib gives
+    the module, or its text)."""
+    out = _xla.deserialize_portable_artifact(data)
+    return out if isinstance(out, ir.Module) else ir.Module.parse(out)
 
 
 def drop_unreachable(module: ir.Module, entry: str) -> None:
@@ -548,18 +590,27 @@ def _touch_attr(name: str, attr: Any) -> None:
 # ---- dump folders ---------------------------------------------------------------------------
 
 
-_DUMP_RE = re.compile(r"^module_(\d+)\.(.+?)\.(before_optimizations|after_optimizations|.+?)\.")
+_DUMP_FILE = re.compile(r"^module_(\d+)\.(.+)$")
+# where a module's name ends: its stage (XLA prefixes the backend: cpu_after_optimizations)
+_DUMP_STAGE = re.compile(r"^(.+?)\.(?:before_optimizations|(?:[a-z]+_)?after_optimizations)\b")
 
 
 def dump_modules(path: str | os.PathLike[str]) -> dict[str, dict[str, Path]]:
-    """The modules of an XLA dump folder: name -> {stage: file}, e.g. 'jit_f' ->
-    {'before_optimizations.pb': ..., 'before_optimizations.txt': ...}."""
+    """The modules of an XLA dump folder: name -> {stage: file}, e.g. 'module_0000.jit_f' ->
+    {'before_optimizations.pb': ..., 'before_optimizations.txt': ...}. A module's name may
+    hold dots (PyTorch/XLA's 'SyncTensorsGraph.40'): it ends where its stage begins."""
+    files = [(m, f) for f in sorted(Path(path).iterdir()) if (m := _DUMP_FILE.match(f.name))]
+    names: dict[str, str] = {}
+    for m, _ in files:
+        stage = _DUMP_STAGE.match(m.group(2))
+        if stage and m.group(1) not in names:
+            names[m.group(1)] = stage.group(1)
     out: dict[str, dict[str, Path]] = {}
-    for f in sorted(Path(path).iterdir()):
-        m = _DUMP_RE.match(f.name)
-        if not m:
+    for m, f in files:
+        name = names.get(m.group(1))
+        if name is None or not m.group(2).startswith(name + "."):
             continue
-        key = f"module_{m.group(1)}.{m.group(2)}"
+        key = f"module_{m.group(1)}.{name}"
         rest = f.name[len(key) + 1 :]
         if rest.endswith((".txt", ".pb", ".mlir", ".hlo")) and "buffer-assignment" not in rest:
             out.setdefault(key, {})[rest] = f
@@ -594,6 +645,8 @@ def _load_dump_dir(path: Path, module: str | None, entry: str | None) -> Program
         "after_optimizations.pb",
         "after_optimizations.txt",
     ]
+    # XLA names the optimized module after its backend: cpu_after_optimizations.txt
+    order += sorted(f for f in files if re.fullmatch(r"[a-z]+_after_optimizations\.(?:pb|txt)", f))
     for want in order:
         if want in files:
             prog = load(files[want], entry=entry)

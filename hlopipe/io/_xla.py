@@ -51,9 +51,9 @@ def mhlo_to_stablehlo(data: bytes) -> bytes:
     return bytes(compat.mhlo_to_stablehlo(data))
 
 
-def deserialize_portable_artifact(data: bytes) -> ir.Module:
-    """A VHLO portable artifact (what jax.export stores) -> a StableHLO module, in the
-    current context."""
+def deserialize_portable_artifact(data: bytes) -> Any:
+    """A VHLO portable artifact (what jax.export stores) -> a StableHLO module in the current
+    context (or its text, in jaxlib versions that give text)."""
     return jex_mlir.deserialize_portable_artifact(data)
 
 

@@ -188,3 +188,44 @@ def test_tf_style_elided_constant_in_text() -> None:
 def test_not_a_dump_folder(tmp_path) -> None:
     with pytest.raises(LoadError, match="not an XLA dump folder"):
         hlopipe.load(tmp_path)
+
+
+def test_bit_packed_boolean_constants() -> None:
+    """Newer MLIR (PyTorch/XLA's StableHLO text) packs i1 hex constants eight elements to a
+    byte, lowest bit first; jaxlib's parser wants a byte each. Both load, to the same values;
+    a hex constant of neither size is still refused."""
+    want = np.array([1, 0, 1, 1, 0, 0, 0, 0, 1, 1], bool)
+    src = """
+    func.func @main(%x: tensor<10xf32>) -> (tensor<10xi1>, tensor<10xf32>) {
+      %c = stablehlo.constant dense<"0x{hex}"> : tensor<10xi1>
+      %z = stablehlo.constant dense<0.0> : tensor<10xf32>
+      %y = stablehlo.select %c, %x, %z : tensor<10xi1>, tensor<10xf32>
+      return %c, %y : tensor<10xi1>, tensor<10xf32>
+    }"""
+    x = np.arange(1, 11, dtype=np.float32)
+    for hex_ in ("0D03", want.astype(np.uint8).tobytes().hex()):
+        f = hlopipe.load(src.replace("{hex}", hex_).encode()).as_function()
+        mask, y = f(x)
+        np.testing.assert_array_equal(mask, want)
+        np.testing.assert_array_equal(y, np.where(want, x, 0))
+    with pytest.raises(LoadError, match="hex data size"):
+        hlopipe.load(src.replace("{hex}", "0D0300").encode())
+
+
+def test_dump_folder_module_names_with_dots(tmp_path) -> None:
+    """PyTorch/XLA names its graphs 'SyncTensorsGraph.40': a dump file is
+    module_0000.SyncTensorsGraph.40.before_optimizations.txt, and XLA names the optimized
+    module after its backend (cpu_after_optimizations.txt)."""
+    x = np.arange(6, dtype=np.float32).reshape(2, 3)
+    text = jax.jit(lambda a: jnp.tanh(a) * 2).lower(x).as_text(dialect="hlo")
+    stem = "module_0000.SyncTensorsGraph.40"
+    (tmp_path / f"{stem}.before_optimizations.txt").write_text(text)
+    (tmp_path / f"{stem}.cpu_after_optimizations.txt").write_text(text)
+    (tmp_path / f"{stem}.ir-no-opt.ll").write_text("; llvm")
+    (tmp_path / f"{stem}.debug_options").write_text("")
+    assert list(dump_modules(tmp_path)) == [stem]
+    prog = hlopipe.load(tmp_path)
+    assert prog.extra["dump_file"].endswith(".40.before_optimizations.txt")
+    np.testing.assert_allclose(prog.as_function()(x), np.tanh(x) * 2, rtol=1e-6)
+    (tmp_path / f"{stem}.before_optimizations.txt").unlink()
+    assert hlopipe.load(tmp_path).extra["dump_file"].endswith(".40.cpu_after_optimizations.txt")

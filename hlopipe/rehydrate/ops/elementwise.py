@@ -12,12 +12,14 @@ from __future__ import annotations
 import functools
 from typing import Any
 
+import jax
 import jax.numpy as jnp
 import ml_dtypes
 import numpy as np
 from jax import lax
 
 from hlopipe.errors import UnsupportedOpError
+from hlopipe.rehydrate._known import known_value
 from hlopipe.rehydrate.registry import RuleContext, rule
 
 
@@ -136,7 +138,34 @@ def subtract(ctx: RuleContext, x: Any, y: Any) -> Any:
 @rule("stablehlo.multiply")
 @sub_byte
 def multiply(ctx: RuleContext, x: Any, y: Any) -> Any:
-    return lax.bitwise_and(x, y) if _is_bool(x) else lax.mul(x, y)
+    if _is_bool(x):
+        return lax.bitwise_and(x, y)
+    for a, c in ((x, y), (y, x)):
+        value = known_value(c)
+        if value is not None and value.dtype.kind == "f" and np.isinf(value).any():
+            return _times_infinite(a, value)
+    return lax.mul(x, y)
+
+
+def _times_infinite(x: Any, c: np.ndarray) -> Any:
+    """``x * c`` for a constant ``c`` with infinities, whose derivative takes them as the
+    largest finite value of the type. XLA's math library writes ``select(|x| == 1, x * inf,
+    ...)`` (ErfInv: torch.erfinv, trunc_normal_) and the like: the zero cotangent of the
+    branch not taken times ``inf`` would be NaN everywhere; a nonzero tangent still gives
+    the largest magnitude the type has (or overflows to the infinity itself)."""
+    if c.size and (c == c.flat[0]).all():
+        c = np.asarray(c.flat[0])  # a splat: one scalar, not a dense constant
+    big = np.where(np.isinf(c), np.sign(c) * ml_dtypes.finfo(c.dtype).max, c).astype(c.dtype)
+
+    @jax.custom_jvp
+    def times(x: Any) -> Any:
+        return lax.mul(x, lax.convert_element_type(c, x.dtype))
+
+    @times.defjvp
+    def times_jvp(primals: Any, tangents: Any) -> Any:
+        return times(primals[0]), lax.mul(tangents[0], lax.convert_element_type(big, x.dtype))
+
+    return times(x)
 
 
 @rule("stablehlo.divide")

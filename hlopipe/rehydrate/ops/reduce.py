@@ -130,7 +130,7 @@ def reduce(ctx: RuleContext, *operands: Any, dimensions: tuple[int, ...]) -> Any
         if all(o is not None for o in outs):
             return tuple(outs)
     if n > 1 and any(_is_inexact(x) for x in (*xs, *inits)):
-        picked = _selects(region.block, n, [_is_inexact(x) for x in xs])
+        picked = selecting_results(region.block, n, [_is_inexact(x) for x in xs])
         traced_init = any(_is_inexact(i) and not is_known(i) for i in inits)
         if picked is not None and any(picked) and not traced_init:
             return _selection_reduce(xs, inits, computation, dims, picked)
@@ -164,7 +164,7 @@ def _is_inexact(x: Any) -> bool:
     return bool(jnp.issubdtype(np.dtype(x.dtype), jnp.inexact))
 
 
-def _selects(block: Block, n: int, inexact: list[bool]) -> list[bool] | None:
+def selecting_results(block: Block, n: int, inexact: list[bool]) -> list[bool] | None:
     """Which results of a reduce region ``(acc_0..acc_n-1, x_0..x_n-1)`` are one of their two
     candidates ``acc_k``/``x_k``, directly or through a ``stablehlo.select``; None when a
     floating result is not (an integer result may be computed otherwise: TF's arg-max takes

@@ -34,7 +34,25 @@ def reshape(ctx: RuleContext, x: Any) -> Any:
 
 @rule("stablehlo.broadcast_in_dim")
 def broadcast_in_dim(ctx: RuleContext, x: Any, *, broadcast_dimensions: tuple[int, ...]) -> Any:
-    return lax.broadcast_in_dim(x, ctx.aval.shape, tuple(broadcast_dimensions))
+    value = known_value(x)
+    shape = tuple(ctx.aval.shape)
+    if (
+        value is not None
+        and value.size == 1
+        and value.dtype.kind == "f"
+        and np.isposinf(value).any()
+        and int(np.prod(shape, dtype=np.int64)) <= _KNOWN_INFINITY_SIZE
+    ):
+        # +inf stays known (a view, no copy), so that the multiply it meets can keep its
+        # derivative finite (elementwise.multiply: XLA's math library's x * inf); -inf, the
+        # masks and max initial values, stays a broadcast the decompiler folds
+        return np.broadcast_to(value.reshape(()), shape)
+    return lax.broadcast_in_dim(x, shape, tuple(broadcast_dimensions))
+
+
+# above this many elements a broadcast infinity becomes a traced value like any other (a known
+# one would be a dense constant of that size in the compiled program)
+_KNOWN_INFINITY_SIZE = 1 << 16
 
 
 @rule("stablehlo.broadcast")

@@ -36,7 +36,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from hlopipe.rehydrate.ops.reduce import is_identity, separable_ops
+from hlopipe.rehydrate.ops.reduce import is_identity, selecting_results, separable_ops
 from hlopipe.rehydrate.registry import Region, RuleContext, rule
 
 _WINDOW_MONOIDS: dict[str, Callable[[Any, Any], Any]] = {
@@ -148,9 +148,23 @@ def reduce_window(
         ]
         if all(o is not None for o in outs):
             return outs[0] if n == 1 else tuple(outs)
+    if n == 1 and region.binary_op() == "stablehlo.multiply" and _inexact(xs[0]):
+        out = _cumulative_product(xs[0], inits[0], window, strides, pads, base, wdil)
+        if out is not None:
+            return out
 
     def computation(acc: tuple, x: tuple) -> tuple:
         return tuple(region(*acc, *x))
+
+    if n > 1 and any(_inexact(x) for x in xs):
+        picked = selecting_results(region.block, n, [_inexact(x) for x in xs])
+        if picked is not None and any(picked):
+            # a value and its position (torch's cummax): any window size, differentiable
+            cfg = [(lo, hi, b - 1) for (lo, hi), b in zip(pads, base)]
+            padded = tuple(
+                lax.pad(x, lax.convert_element_type(v, x.dtype), cfg) for x, v in zip(xs, inits)
+            )
+            return _selection_reduce_window(padded, inits, computation, window, strides, wdil)
 
     # lax.reduce_window takes padding and base dilation as XLA does: padded positions and
     # holes are skipped (the specification reduces the init value there too)
@@ -220,6 +234,84 @@ def _with_folded_derivative(
         return f(*primals), out_tangents
 
     return f
+
+
+def _cumulative_product(
+    x: Any,
+    init: Any,
+    window: tuple[int, ...],
+    strides: tuple[int, ...],
+    pads: list[tuple[int, int]],
+    base: tuple[int, ...],
+    wdil: tuple[int, ...],
+) -> Any | None:
+    """A floating ``reduce_window`` with a multiply region that is a cumulative product
+    (torch's ``cumprod``: one axis, the whole of it, padded before or after by its length less
+    one, init 1) as ``lax.cumprod``, differentiable at any length; None otherwise (other
+    product windows take the generic path)."""
+    shape = np.shape(x)
+    rank = len(shape)
+    if not is_identity("stablehlo.multiply", init):
+        return None
+    wide = [a for a in range(rank) if window[a] != 1 or pads[a] != (0, 0)]
+    if len(wide) == 1 and all(v == 1 for v in (*strides, *base, *wdil)):
+        a = wide[0]
+        size = shape[a]
+        if window[a] == size and pads[a] in ((size - 1, 0), (0, size - 1)):
+            return lax.cumprod(x, axis=a, reverse=pads[a] == (0, size - 1))
+    return None
+
+
+def _inexact(x: Any) -> bool:
+    return bool(jnp.issubdtype(np.dtype(x.dtype), jnp.inexact))
+
+
+def _selection_reduce_window(
+    xs: tuple, inits: tuple, computation: Callable, window: tuple, strides: tuple, wdil: tuple
+) -> tuple:
+    """A variadic reduce_window whose region picks one of its two candidates (torch's
+    ``cummax``/``cummin``: a value and its index). JAX has no derivative for a variadic
+    ``lax.reduce_window``; here the window runs on the stopped operands with one more operand,
+    each element's flat position in the padded operand (-1 for the init value), carried along the
+    candidate the region picked, and every floating result takes the derivative of the
+    element at that position. ``xs`` are padded already."""
+    stopped = tuple(lax.stop_gradient(x) for x in xs)
+    shape = np.shape(xs[0])
+    size = int(np.prod(shape, dtype=np.int64))
+    pos = lax.broadcasted_iota(np.int32, (size,), 0).reshape(shape)
+
+    def with_pos(acc: tuple, x: tuple) -> tuple:
+        res = tuple(computation(acc[:-1], x[:-1]))
+        took_acc = None
+        for r, a in zip(res, acc[:-1]):
+            eq = lax.eq(r, a)
+            took_acc = eq if took_acc is None else lax.bitwise_and(took_acc, eq)
+        assert took_acc is not None
+        return (*res, lax.select(took_acc, acc[-1], x[-1]))
+
+    no_pos = lax.full((), -1, np.int32)
+    zeros = [(0, 0)] * len(shape)
+    *outs, picked = lax.reduce_window(
+        (*stopped, pos), (*inits, no_pos), with_pos, window, strides, zeros, None, wdil
+    )
+    return tuple(
+        _with_derivative_at(o, lax.reshape(x, (size,)), picked) if _inexact(x) else o
+        for x, o in zip(xs, outs)
+    )
+
+
+@jax.custom_jvp
+def _with_derivative_at(out: Any, flat_x: Any, picked: Any) -> Any:
+    """``out``, whose derivative is that of ``flat_x[picked]`` (zero where ``picked`` < 0)."""
+    return out
+
+
+@_with_derivative_at.defjvp
+def _with_derivative_at_jvp(primals: Any, tangents: Any) -> Any:
+    out, _, picked = primals
+    t = tangents[1]
+    got = jnp.take(t, jnp.maximum(picked, 0), axis=0)
+    return out, jnp.where(picked >= 0, got, jnp.zeros((), t.dtype))
 
 
 # ---- select_and_scatter ----------------------------------------------------------------------

@@ -453,3 +453,29 @@ def test_complex_max_min_reduce_as_xla(t: str) -> None:
                 g.imag.view(bits) == w.imag.view(bits)
             )
             assert same.all(), f"{mode} reduce {k}: {g[~same][:4]!r} != XLA's {w[~same][:4]!r}"
+
+
+def test_times_infinity_in_branch_not_taken_keeps_gradient_finite() -> None:
+    """XLA's math library selects ``x * inf`` where a function is infinite (ErfInv at
+    |x| = 1): the zero cotangent of the branch not taken must not become NaN (0 * inf), in
+    HLO text (a broadcast scalar) and StableHLO (a dense constant) alike."""
+    import hlopipe
+
+    hlo = """HloModule m
+ENTRY main {
+  x = f32[5] parameter(0)
+  one = f32[] constant(1)
+  ones = f32[5] broadcast(one), dimensions={}
+  edge = pred[5] compare(x, ones), direction=EQ
+  pinf = f32[] constant(inf)
+  infs = f32[5] broadcast(pinf), dimensions={}
+  big = f32[5] multiply(x, infs)
+  sq = f32[5] multiply(x, x)
+  ROOT out = f32[5] select(edge, big, sq)
+}
+"""
+    f = hlopipe.load(hlo.encode()).as_function()
+    x = np.array([0.5, 1.0, -2.0, 3.0, 1.0], np.float32)
+    np.testing.assert_array_equal(jax.jit(f)(x), [0.25, np.inf, 4.0, 9.0, np.inf])
+    g = jax.grad(lambda x: f(x).sum())(np.array([0.5, 0.25, -2.0, 3.0, 0.0], np.float32))
+    np.testing.assert_array_equal(g, [1.0, 0.5, -4.0, 6.0, 0.0])

@@ -215,3 +215,43 @@ def test_lapack_qr_custom_calls_differentiate() -> None:
     assert "lapack_sgeqrf_ffi" in text
     g = hlopipe.load(text).as_function()
     np.testing.assert_allclose(jax.grad(g)(a), jax.grad(f)(a), rtol=1e-3, atol=1e-4)
+
+
+# XLA's own linear-algebra custom calls (PyTorch/XLA's inv, slogdet, eigh), in HLO text
+_XLA_LINALG = """HloModule xla_linalg
+
+ENTRY main {
+  a = f32[2,4,4] parameter(0)
+  qr = (f32[2,4,4], f32[2,4]) custom-call(a), custom_call_target="Qr"
+  h = f32[2,4,4] get-tuple-element(qr), index=0
+  taus = f32[2,4] get-tuple-element(qr), index=1
+  q = f32[2,4,4] custom-call(h, taus), custom_call_target="ProductOfElementaryHouseholderReflectors"
+  s = f32[2,4,4] parameter(1)
+  eigh = (f32[2,4,4], f32[2,4]) custom-call(s), custom_call_target="Eigh",
+    backend_config="1,1,100,0.000001"
+  v = f32[2,4,4] get-tuple-element(eigh), index=0
+  w = f32[2,4] get-tuple-element(eigh), index=1
+  ROOT out = (f32[2,4,4], f32[2,4,4], f32[2,4,4], f32[2,4]) tuple(h, q, v, w)
+}
+"""
+
+
+def test_xla_qr_eigh_custom_calls() -> None:
+    import hlopipe
+
+    f = hlopipe.load(_XLA_LINALG.encode()).as_function()
+    a, s = _gen(np.float32), _spd(np.float32)
+    h, q, v, w = jax.jit(f)(a, s)
+    want_q, want_r = np.linalg.qr(a.astype(np.float64))
+    # the same Householder reflections as LAPACK: Q and R with LAPACK's signs
+    np.testing.assert_allclose(q, want_q, atol=1e-5)
+    np.testing.assert_allclose(np.triu(h), want_r, atol=1e-5)
+    np.testing.assert_allclose(w, np.linalg.eigvalsh(s.astype(np.float64)), rtol=1e-5)
+    # eigenvectors: columns, each up to its sign
+    np.testing.assert_allclose(v @ (w[..., None] * np.swapaxes(v, -1, -2)), s, atol=1e-4)
+    # the eigenvalues differentiate (JAX's eigh), and so does the Householder QR
+    g = jax.grad(lambda s: f(a, s)[3].sum())(s)
+    np.testing.assert_allclose(g, np.broadcast_to(np.eye(4), s.shape), atol=1e-5)
+    g = jax.jit(jax.grad(lambda a: f(a, s)[1].sum()))(a)
+    want = jax.grad(lambda a: jnp.linalg.qr(a)[0].sum())(a)
+    np.testing.assert_allclose(g, want, rtol=2e-3, atol=2e-4)
