@@ -31,6 +31,7 @@ from hlopipe.decompile._source import (
     dtype_name,
     param,
     scalar,
+    typed_scalar,
 )
 
 Fold = Callable[[Body, Any], bool]
@@ -79,7 +80,12 @@ def literal_value(body: Body, atom: Any) -> Any:
 
 
 def py_scalar(value: Any, dtype: Any) -> Expr:
-    """A weakly typed Python scalar (takes the dtype of the array it meets)."""
+    """A weakly typed Python scalar (takes the dtype of the array it meets); an integer that a
+    weak int32 cannot hold (a uint32/int64 bound: JAX refuses it with an OverflowError) is
+    written with its dtype."""
+    dt = np.dtype(dtype)
+    if np.issubdtype(dt, np.integer) and not -(2**31) <= int(value) < 2**31:
+        return Expr(typed_scalar(value, dt), ATOM)
     text = scalar(value, dtype)
     return Expr(text, UNARY if text.startswith("-") else ATOM)
 

@@ -34,6 +34,17 @@ REFUSED = {
     # XLA's Eigh and Qr custom calls: lax.linalg primitives without a public call
     "torch_xla/xla_linalg/stablehlo": "eigh|geqrf",
     "torch_xla/xla_eigvalsh/stablehlo": "eigh",
+    "tensorflow/linalg_inverse_qr_eigh/stablehlo": "eigh|geqrf",
+    # a reduce_window with a general region (TF's cumprod): its region is a jaxpr parameter
+    "tensorflow/cumulative_prod_logsumexp/stablehlo": "reduce_window",
+    "xla/reduce_window_init_padding/hlo-text": "reduce_window|custom_jvp",
+    # one-replica collectives run in a one-device shard_map
+    "xla/async_collective_pairs_one_replica/hlo-text": "shard_map",
+    "xla/while_with_collectives_one_replica/hlo-text": "shard_map",
+    "xla/manual_boundaries_one_device/hlo-text": "shard_map",
+    # lax.linalg primitives the decompiler has no call for
+    "xla/cholesky_not_positive_definite/hlo-text": "cholesky",
+    "xla/triangular_solve_options/hlo-text": "triangular_solve",
 }
 
 
