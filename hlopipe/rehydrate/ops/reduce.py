@@ -129,9 +129,9 @@ def reduce(ctx: RuleContext, *operands: Any, dimensions: tuple[int, ...]) -> Any
         ]
         if all(o is not None for o in outs):
             return tuple(outs)
-    if n > 1 and any(_is_inexact(x) for x in (*xs, *inits)):
-        picked = selecting_results(region.block, n, [_is_inexact(x) for x in xs])
-        traced_init = any(_is_inexact(i) and not is_known(i) for i in inits)
+    if n > 1 and any(is_inexact(x) for x in (*xs, *inits)):
+        picked = selecting_results(region.block, n, [is_inexact(x) for x in xs])
+        traced_init = any(is_inexact(i) and not is_known(i) for i in inits)
         if picked is not None and any(picked) and not traced_init:
             return _selection_reduce(xs, inits, computation, dims, picked)
         return tuple(
@@ -160,7 +160,7 @@ def separable_ops(block: Block, n: int) -> list[str] | None:
     return names
 
 
-def _is_inexact(x: Any) -> bool:
+def is_inexact(x: Any) -> bool:
     return bool(jnp.issubdtype(np.dtype(x.dtype), jnp.inexact))
 
 
@@ -213,7 +213,7 @@ def _selection_reduce(
     first = lax.bitwise_and(match, lax.eq(count, lax.full_like(count, 1)))
     result = []
     for x, o in zip(xs, outs):
-        if not _is_inexact(x):
+        if not is_inexact(x):
             result.append(o)
             continue
         result.append(_with_picked_derivative(o, flat(x), first))

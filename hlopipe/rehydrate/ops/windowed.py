@@ -36,7 +36,12 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from hlopipe.rehydrate.ops.reduce import is_identity, selecting_results, separable_ops
+from hlopipe.rehydrate.ops.reduce import (
+    is_identity,
+    is_inexact,
+    selecting_results,
+    separable_ops,
+)
 from hlopipe.rehydrate.registry import Region, RuleContext, rule
 
 _WINDOW_MONOIDS: dict[str, Callable[[Any, Any], Any]] = {
@@ -148,7 +153,7 @@ def reduce_window(
         ]
         if all(o is not None for o in outs):
             return outs[0] if n == 1 else tuple(outs)
-    if n == 1 and region.binary_op() == "stablehlo.multiply" and _inexact(xs[0]):
+    if n == 1 and region.binary_op() == "stablehlo.multiply" and is_inexact(xs[0]):
         out = _cumulative_product(xs[0], inits[0], window, strides, pads, base, wdil)
         if out is not None:
             return out
@@ -156,11 +161,13 @@ def reduce_window(
     def computation(acc: tuple, x: tuple) -> tuple:
         return tuple(region(*acc, *x))
 
-    if n > 1 and any(_inexact(x) for x in xs):
-        picked = selecting_results(region.block, n, [_inexact(x) for x in xs])
+    # padding and base dilation as lax.pad takes them
+    cfg = [(lo, hi, b - 1) for (lo, hi), b in zip(pads, base)]
+    inexact = [is_inexact(x) for x in xs]
+    if n > 1 and any(inexact):
+        picked = selecting_results(region.block, n, inexact)
         if picked is not None and any(picked):
             # a value and its position (torch's cummax): any window size, differentiable
-            cfg = [(lo, hi, b - 1) for (lo, hi), b in zip(pads, base)]
             padded = tuple(
                 lax.pad(x, lax.convert_element_type(v, x.dtype), cfg) for x, v in zip(xs, inits)
             )
@@ -168,16 +175,12 @@ def reduce_window(
 
     # lax.reduce_window takes padding and base dilation as XLA does: padded positions and
     # holes are skipped (the specification reduces the init value there too)
-    cfg = [(lo, hi, b - 1) for (lo, hi), b in zip(pads, base)]
-
     def generic(*args: Any) -> tuple:
         return tuple(
             lax.reduce_window(args[:n], args[n:], computation, window, strides, pads, base, wdil)
         )
 
-    if math.prod(window) <= _FOLD_MAX and any(
-        jnp.issubdtype(np.dtype(x.dtype), jnp.inexact) for x in xs
-    ):
+    if math.prod(window) <= _FOLD_MAX and any(inexact):
         out = _with_folded_derivative(generic, region, n, window, strides, wdil, cfg)(*xs, *inits)
     else:
         out = generic(*xs, *inits)
@@ -262,10 +265,6 @@ def _cumulative_product(
     return None
 
 
-def _inexact(x: Any) -> bool:
-    return bool(jnp.issubdtype(np.dtype(x.dtype), jnp.inexact))
-
-
 def _selection_reduce_window(
     xs: tuple, inits: tuple, computation: Callable, window: tuple, strides: tuple, wdil: tuple
 ) -> tuple:
@@ -295,7 +294,7 @@ def _selection_reduce_window(
         (*stopped, pos), (*inits, no_pos), with_pos, window, strides, zeros, None, wdil
     )
     return tuple(
-        _with_derivative_at(o, lax.reshape(x, (size,)), picked) if _inexact(x) else o
+        _with_derivative_at(o, lax.reshape(x, (size,)), picked) if is_inexact(x) else o
         for x, o in zip(xs, outs)
     )
 
