@@ -37,6 +37,7 @@ _LAZY: dict[str, tuple[str, str | None]] = {
     "stages": ("hlopipe.stages", None),
     "schedules": ("hlopipe.schedules", None),
     "runtime": ("hlopipe.runtime", None),
+    "training": ("hlopipe.training", None),
     "models": ("hlopipe.models", None),
     "distributed": ("hlopipe.runtime.distributed", None),
 }

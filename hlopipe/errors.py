@@ -1,15 +1,85 @@
 """The errors hlopipe raises for user mistakes.
 
-This module imports nothing, so every room (even the pure-Python ``schedules``) can use it.
-Every error a user can cause is a subclass of :class:`HlopipeError`; the CLI prints such an
-error as one ``error: ...`` line and exits with status 2.
+This module imports nothing of hlopipe, so every room (even the pure-Python ``schedules``) can
+use it. Every error a user can cause is a subclass of :class:`HlopipeError`; the CLI prints
+such an error as one ``error: ...`` line and exits with status 2. An error names the keyword
+arguments it concerns as :class:`Keyword` fields, which the CLI writes as its flags.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+_UNSET: Any = object()
+
+
+@dataclass(frozen=True)
+class Keyword:
+    """A keyword argument of a library call that an error message names, as a field of the
+    error rather than words in its text: ``num_stages=3`` in Python, and whatever a front end
+    sets it with (``--stages 3`` in the ``hlopipe`` command) when rendered by
+    :meth:`HlopipeError.render`.
+
+    Example:
+      >>> raise StageError(Keyword("num_stages", 3), " was asked for; remove ",
+      ...                  Keyword("num_stages"), " or the markers")
+    """
+
+    name: str
+    value: Any = _UNSET
+
+    def __str__(self) -> str:
+        return self.name if self.value is _UNSET else f"{self.name}={self.value}"
+
+    def as_flag(self, flag: str) -> str:
+        """This keyword written as a command-line flag (with its value where it has one)."""
+        if self.value is _UNSET:
+            return flag
+        value = self.value
+        if isinstance(value, tuple) and len(value) == 1:
+            value = value[0]
+        return f"{flag} {value}"
+
 
 class HlopipeError(Exception):
-    """Base class of every error hlopipe raises for bad input or unsupported programs."""
+    """Base class of every error hlopipe raises for bad input or unsupported programs.
+
+    The message is given in parts: text, and :class:`Keyword` fields for the keyword
+    arguments it concerns (``keywords``), so that a front end names them its own way
+    (:meth:`render`); ``str(e)`` writes them as Python keywords.
+    """
+
+    def __init__(self, *parts: Any) -> None:
+        self.parts: tuple[Any, ...] = parts
+        if len(parts) > 1 or any(isinstance(p, Keyword) for p in parts):
+            super().__init__("".join(str(p) for p in parts))
+        else:
+            super().__init__(*parts)
+
+    @property
+    def keywords(self) -> tuple[Keyword, ...]:
+        """The keyword arguments this error concerns, in the order the message names them."""
+        return tuple(p for p in getattr(self, "parts", ()) if isinstance(p, Keyword))
+
+    def render(self, flags: Mapping[str, str]) -> str:
+        """The message with each keyword named by ``flags`` (keyword -> flag) written as that
+        flag, the others as Python keywords."""
+        parts = getattr(self, "parts", None)
+        if not parts or not self.keywords:
+            return str(self)
+        return render(parts, flags)
+
+
+def render(parts: Sequence[Any], flags: Mapping[str, str] | None = None) -> str:
+    """Text and :class:`Keyword` parts joined, each keyword named by ``flags`` (keyword ->
+    flag) written as that flag, the others as Python keywords."""
+    flags = flags or {}
+    return "".join(
+        p.as_flag(flags[p.name]) if isinstance(p, Keyword) and p.name in flags else str(p)
+        for p in parts
+    )
 
 
 class LoadError(HlopipeError):

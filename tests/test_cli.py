@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -118,3 +119,69 @@ def test_real_process_error_line() -> None:
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error: ") and "no such file" in lines[0]
     assert "Traceback" not in proc.stderr
+
+
+# ---- train: the arguments' roles ------------------------------------------------------------
+
+
+def mlp_loss(params, x, y):
+    return jnp.mean((jnp.tanh(x @ params["w"] + params["b"]) - y) ** 2)
+
+
+def lifted_loss(p0, p1, p2):
+    """torch_xla's shape: generic names, the input at position 0, a scale lifted into p2."""
+    return jnp.mean((jnp.tanh(p0 @ p1) * p2) ** 2)
+
+
+TRAIN_FAST = ["--stages", "1", "--stage-devices", "1", "--steps", "2", "--microbatches", "2"]
+
+
+def test_train_takes_float_x_and_y_as_the_batch_by_name(tmp_path, capsys) -> None:
+    """A loss (params, x, y) with float x and y: the names make x and y the batch (the dtype
+    rule used to train x as a parameter), and the plan says which rule chose."""
+    sds = jax.ShapeDtypeStruct
+    args = ({"w": sds((3, 2), jnp.float32), "b": sds((2,), jnp.float32)},
+            sds((4, 3), jnp.float32), sds((4, 2), jnp.float32))  # fmt: skip
+    path = tmp_path / "mlp.hlo"
+    path.write_text(jax.jit(mlp_loss).lower(*args).as_text(dialect="hlo"))
+    assert main(["train", str(path), *TRAIN_FAST, "--check"]) == 0
+    out = capsys.readouterr().out
+    assert "batch     x, y (by name: the arguments outside params)" in out
+    assert "2 parameters (8 values) + a microbatch of 2 (f32[4,3], f32[4,2])" in out
+    assert re.search(r"max \|loss difference\| \S+ \(match\)", out)
+
+
+def test_train_freezes_lifted_scalars_and_takes_one_batch_position(tmp_path, capsys) -> None:
+    sds = jax.ShapeDtypeStruct
+    args = (sds((4, 3), jnp.float32), sds((3, 2), jnp.float32), sds((), jnp.float32))
+    path = tmp_path / "lifted.hlo"
+    path.write_text(jax.jit(lifted_loss).lower(*args).as_text(dialect="hlo"))
+    # without their values: one line that says what they are and how to give them
+    assert main(["train", str(path), "--batch-args", "0", *TRAIN_FAST]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "arguments 2 (f32[]) are scalars, taken as constants" in err
+    assert "give every argument that is not the batch with --params FILE.npz" in err
+    values = tmp_path / "values.npz"
+    np.savez(values, w=np.full((3, 2), 0.3, np.float32), scale=np.float32(0.7978))
+    argv = ["train", str(path), "--batch-args", "0", "--params", str(values), *TRAIN_FAST]
+    assert main([*argv, "--check"]) == 0
+    out = capsys.readouterr().out
+    assert "batch     argument 0 (as --batch-args 0 says)" in out
+    assert "frozen    2 (f32[]): scalars lifted into arguments, never trained" in out
+    assert "1 parameters (6 values) + a microbatch of 1 (f32[4,3], arguments 0)" in out
+    assert re.search(r"max \|loss difference\| \S+ \(match\)", out)
+
+
+def test_train_batch_args_errors_show_the_syntax(tmp_path, capsys) -> None:
+    path = tmp_path / "lifted.hlo"
+    sds = jax.ShapeDtypeStruct
+    args = (sds((4, 3), jnp.float32), sds((3, 2), jnp.float32), sds((), jnp.float32))
+    path.write_text(jax.jit(lifted_loss).lower(*args).as_text(dialect="hlo"))
+    for spec, words in (
+        ("x", "--batch-args x: expected positions from 0 such as 0 (one argument), 0,1 or 2-4"),
+        ("0,5", "--batch-args 0,5: positions must be distinct, from 0 to 2"),
+        ("2", "are taken as the batch, but a scalar has no batch axis; set --batch-args ("),
+    ):
+        assert main(["train", str(path), "--batch-args", spec]) == 2
+        err = capsys.readouterr().err.strip()
+        assert err.startswith("error: ") and words in err and "last:N" in err, err

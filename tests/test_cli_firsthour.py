@@ -19,8 +19,10 @@ import numpy as np
 import pytest
 
 import hlopipe
-from hlopipe import cli
+from hlopipe import training
 from hlopipe.cli import main
+from hlopipe.cli._common import COMMANDS, one_line
+from hlopipe.errors import Keyword, LoadError, RuntimeConfigError
 
 VOCAB, SEQ, D, CLASSES, BATCH = 8, 3, 8, 4, 4
 
@@ -119,13 +121,13 @@ def test_parameters_follow_their_role() -> None:
     rng = np.random.default_rng(0)
     f32 = jax.ShapeDtypeStruct((8,), jnp.float32)
     mat = jax.ShapeDtypeStruct((16, 4), jnp.float32)
-    ones, role = cli._init_by_role("params__layers___0___ln1____g__", f32, rng)
+    ones, role = training.init_by_role("params__layers___0___ln1____g__", f32, rng)
     assert role == "norm scales = 1" and (ones == 1).all()
-    zeros, role = cli._init_by_role("params['l1']['b']", f32, rng)
+    zeros, role = training.init_by_role("params['l1']['b']", f32, rng)
     assert role == "biases = 0" and (zeros == 0).all()
-    ln_w, _ = cli._init_by_role("model.layernorm.weight", f32, rng)
+    ln_w, _ = training.init_by_role("model.layernorm.weight", f32, rng)
     assert (ln_w == 1).all()
-    w, role = cli._init_by_role("params['l1']['w']", mat, rng)
+    w, role = training.init_by_role("params['l1']['w']", mat, rng)
     assert role.startswith("matrices") and abs(w.std() - 0.25) < 0.08  # 1/sqrt(fan_in 16)
 
 
@@ -142,10 +144,12 @@ def test_train_without_names_says_parameters_are_random(tmp_path) -> None:
     )
     path = tmp_path / "noname.hlo"
     path.write_text(text)
-    args = cli.build_parser().parse_args(["train", str(path), "--stages", "1"])
-    plan = cli._train_plan(args, hlopipe.load(path))
-    assert plan["notes"]["params"].startswith("RANDOM -- pass --params FILE.npz")
-    assert "the program carries no argument names" in plan["notes"]["params"]
+    plan = training.plan_training(hlopipe.load(path))
+    note = plan.describe(COMMANDS["train"].flags)["params"]
+    assert note.startswith("RANDOM -- pass --params FILE.npz")
+    assert "the program carries no argument names" in note
+    # from Python, the same words name the keyword argument
+    assert plan.describe()["params"].startswith("RANDOM -- pass params=FILE.npz")
 
 
 # ---- 2. --module on every command that takes a file -------------------------------------------
@@ -276,12 +280,22 @@ def test_errors_name_flags_not_keywords(dump_dir, tmp_path, capsys) -> None:
     err = capsys.readouterr().err
     assert "remove --stages or the markers" in err and "num_stages" not in err
     assert "first marker in " in err and "hlopipe/rehydrate" not in err  # the user's file
-    assert cli._in_cli_terms(
-        "choose num_microbatches dividing 32; a smaller stage_mesh_shape", "train"
-    ) == ("choose --microbatches dividing 32; a smaller --stage-devices")
-    assert cli._in_cli_terms("pick one with module=NAME (--module NAME): a", "run") == (
+    # the error's keyword fields, not its words, become the command's flags
+    e = RuntimeConfigError(
+        "choose ", Keyword("num_microbatches"), " dividing 32; a smaller ",
+        Keyword("stage_mesh_shape"), "; num_microbatches=3 as text stays",
+    )  # fmt: skip
+    assert e.keywords == (Keyword("num_microbatches"), Keyword("stage_mesh_shape"))
+    assert str(e).startswith("choose num_microbatches dividing 32; a smaller stage_mesh_shape")
+    assert one_line(e, "train") == (
+        "choose --microbatches dividing 32; a smaller --stage-devices; "
+        "num_microbatches=3 as text stays"
+    )
+    assert one_line(LoadError("pick one with ", Keyword("module", "NAME"), ": a"), "run") == (
         "pick one with --module NAME: a"
     )
+    assert main(["split", str(dump_dir), "--at-markers", "-o", str(tmp_path / "y")]) == 2
+    assert "pick one with --module NAME: " in capsys.readouterr().err
     npy = tmp_path / "a.npy"
     np.save(npy, np.ones(3))
     assert main(["run", str(dump_dir), "--module", "jit_double", "--inputs", str(npy)]) == 2

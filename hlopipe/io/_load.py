@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 from jaxlib.mlir import ir
 
-from hlopipe.errors import LoadError, UnsupportedOpError
+from hlopipe.errors import Keyword, LoadError, UnsupportedOpError
 from hlopipe.io import _bytecode, _guard, _xla
 from hlopipe.io._program import Program, pick_entry
 
@@ -633,8 +633,9 @@ def _load_dump_dir(path: Path, module: str | None, entry: str | None) -> Program
             picked = exact
         else:
             raise LoadError(
-                f"{path}: {len(picked)} modules, pick one with module=NAME (--module NAME): "
-                + ", ".join(picked)
+                f"{path}: {len(picked)} modules, pick one with ",
+                Keyword("module", "NAME"),
+                ": " + ", ".join(picked),
             )
     files = modules[picked[0]]
     order = [

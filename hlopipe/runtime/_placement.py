@@ -22,7 +22,7 @@ import jax
 import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
-from hlopipe.errors import RuntimeConfigError
+from hlopipe.errors import Keyword, RuntimeConfigError
 
 DATA_AXIS = "data"
 
@@ -195,7 +195,9 @@ def place(
             raise RuntimeConfigError(
                 f"{schedule_name} needs {num_ranks} ranks x {group} devices per stage mesh = "
                 f"{needed} devices, only {len(devs)} given (at most {len(devs) // group} ranks "
-                f"fit); use fewer stages, a smaller stage_mesh_shape, or more devices"
+                "fit); use fewer stages, a smaller ",
+                Keyword("stage_mesh_shape"),
+                ", or more devices",
             )
         raise RuntimeConfigError(
             f"{schedule_name} on stage meshes {shapes} needs {needed} devices, only "

@@ -19,7 +19,7 @@ import numpy as np
 from jax.sharding import NamedSharding, PartitionSpec
 
 from hlopipe import schedules
-from hlopipe.errors import RuntimeConfigError
+from hlopipe.errors import Keyword, RuntimeConfigError
 from hlopipe.runtime._compile import StageExecutables, build_executables
 from hlopipe.runtime._multiprocess import ProcessLayout
 from hlopipe.runtime._placement import Placement, default_group_size, place
@@ -168,7 +168,9 @@ def _batch_sizes(avals: list[jax.ShapeDtypeStruct], m: int) -> tuple[int, int]:
     if b % m:
         raise RuntimeConfigError(
             f"a batch of {b} does not split into {m} equal microbatches "
-            f"({b} % {m} = {b % m}); choose num_microbatches dividing {b}"
+            f"({b} % {m} = {b % m}); choose ",
+            Keyword("num_microbatches"),
+            f" dividing {b}",
         )
     return b, b // m
 
@@ -470,7 +472,9 @@ def _flat_avals(tree: Any) -> tuple[list[Any], Any]:
 def _check_counts(num_microbatches: Any, loss_reduction: str) -> int:
     m = num_microbatches
     if not isinstance(m, int) or isinstance(m, bool) or m < 1:
-        raise RuntimeConfigError(f"num_microbatches must be a positive integer, got {m!r}")
+        raise RuntimeConfigError(
+            Keyword("num_microbatches"), f" must be a positive integer, got {m!r}"
+        )
     if loss_reduction not in ("mean", "sum"):
         raise RuntimeConfigError(f"loss_reduction must be 'mean' or 'sum', got {loss_reduction!r}")
     return m
@@ -512,7 +516,8 @@ def _resolve_schedule(
         sched = schedule
         if sched.num_microbatches != m:
             raise RuntimeConfigError(
-                f"the schedule is for {sched.num_microbatches} microbatches, num_microbatches={m}"
+                f"the schedule is for {sched.num_microbatches} microbatches, ",
+                Keyword("num_microbatches", m),
             )
     else:
         if S % v:

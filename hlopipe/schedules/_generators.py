@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-from hlopipe.errors import ScheduleError
+from hlopipe.errors import Keyword, ScheduleError
 from hlopipe.schedules._ir import Action, Kind, Overlap, Schedule
 
 F, B, I, W = Kind.F, Kind.B, Kind.I, Kind.W
@@ -19,14 +19,18 @@ F, B, I, W = Kind.F, Kind.B, Kind.I, Kind.W
 def _check(name: str, p: int, m: int, v: int, allowed_v: tuple[int, ...] | None = None) -> None:
     for label, value in (("num_ranks", p), ("num_microbatches", m), ("virtual_stages", v)):
         if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-            raise ScheduleError(f"{name}: {label} must be a positive integer, got {value!r}")
+            raise ScheduleError(
+                f"{name}: ", Keyword(label), f" must be a positive integer, got {value!r}"
+            )
     if allowed_v is not None and v not in allowed_v:
         if allowed_v == (1,):
             hint = "; for several stages per rank use interleaved-1f1b or looped-bfs"
         else:
             hint = ""
         raise ScheduleError(
-            f"{name} supports virtual_stages={' or '.join(map(str, allowed_v))}, got {v}{hint}"
+            f"{name} supports ",
+            Keyword("virtual_stages", " or ".join(map(str, allowed_v))),
+            f", got {v}{hint}",
         )
 
 

@@ -27,7 +27,7 @@ import jax
 from jax.extend import core as jcore
 from jax.extend import source_info_util
 
-from hlopipe.errors import StageError
+from hlopipe.errors import Keyword, StageError
 from hlopipe.stages import _jaxpr as J
 from hlopipe.stages._sharding import Consistent, compile_consistent, merge
 
@@ -329,17 +329,29 @@ def infer_layout(
         f"{len(backward.out_avals)} results"
     )
     if not fits:
+        given = [
+            part
+            for k, v in (("num_params", num_params), ("num_outputs", num_outputs))
+            if v is not None
+            for part in ("; ", Keyword(k, v))
+        ]
         raise StageError(
-            f"no grouping of the arguments fits a forward (params, inputs) -> (outputs, "
-            f"residuals) and a backward (params, residuals, cotangents) -> results ({sig}"
-            + (f"; num_params={num_params}" if num_params is not None else "")
-            + (f"; num_outputs={num_outputs}" if num_outputs is not None else "")
-            + ")"
+            "no grouping of the arguments fits a forward (params, inputs) -> (outputs, "
+            f"residuals) and a backward (params, residuals, cotangents) -> results ({sig}",
+            *given,
+            ")",
         )
-    options = ", ".join(f"(num_params={f.num_params}, num_outputs={f.num_outputs})" for f in fits)
+    options: list[Any] = []
+    for f in fits:
+        options += [", (" if options else "(", Keyword("num_params", f.num_params), ", "]
+        options += [Keyword("num_outputs", f.num_outputs), ")"]
     raise StageError(
-        f"{len(fits)} groupings fit the signatures ({sig}): {options}; pass num_params and "
-        "num_outputs (CLI: --params N --outputs N)"
+        f"{len(fits)} groupings fit the signatures ({sig}): ",
+        *options,
+        "; pass ",
+        Keyword("num_params"),
+        " and ",
+        Keyword("num_outputs"),
     )
 
 

@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from hlopipe.errors import StageError
+from hlopipe.errors import Keyword, StageError
 from hlopipe.stages._jaxpr import Literal, aval_bytes
 
 
@@ -72,7 +72,7 @@ def partition(
     c = np.asarray(compute, dtype=np.float64)
     n = len(c)
     if num_stages < 1:
-        raise StageError(f"num_stages must be at least 1, got {num_stages}")
+        raise StageError(Keyword("num_stages"), f" must be at least 1, got {num_stages}")
     if n < num_stages:
         raise StageError(
             f"cannot make {num_stages} stages from {n} indivisible pieces of work "

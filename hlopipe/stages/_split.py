@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 import jax
 import numpy as np
 
-from hlopipe.errors import StageError
+from hlopipe.errors import Keyword, StageError
 from hlopipe.stages import _jaxpr as J
 from hlopipe.stages._cost import CostModel, eqn_cost, eqn_costs
 from hlopipe.stages._partition import (
@@ -361,10 +361,13 @@ def split(
         # A rehydrated program's equations are traced in hlopipe's interpreter: a location
         # there means nothing to the user, the program file does.
         source = getattr(fn_or_program, "source", None) if names is not None else None
-        msg = re.sub(r" at \S*hlopipe/\S+ \([^)]*\)", f" in {source}", str(e))
-        if source is None or msg == str(e):
+        parts = tuple(
+            re.sub(r" at \S*hlopipe/\S+ \([^)]*\)", f" in {source}", p) if isinstance(p, str) else p
+            for p in e.parts
+        )
+        if source is None or parts == e.parts:
             raise
-        raise StageError(msg) from e
+        raise StageError(*parts) from e
 
 
 def split_jaxpr(
@@ -404,16 +407,20 @@ def split_jaxpr(
     if markers:
         if num_stages is not None and num_stages != len(markers) + 1:
             raise StageError(
-                f"num_stages={num_stages} was asked for, but the program has {len(markers)} "
+                Keyword("num_stages", num_stages),
+                f" was asked for, but the program has {len(markers)} "
                 f"stage_boundary markers ({len(markers) + 1} stages; first marker at "
-                f"{J.where(eqns[markers[0]])}); remove num_stages or the markers"
+                f"{J.where(eqns[markers[0]])}); remove ",
+                Keyword("num_stages"),
+                " or the markers",
             )
         starts = [0] + [m + 1 for m in markers]
     else:
         if num_stages is None:
             raise StageError(
-                "the program has no stage_boundary markers; pass num_stages=N to choose cut "
-                "points automatically"
+                "the program has no stage_boundary markers; pass ",
+                Keyword("num_stages", "N"),
+                " to choose cut points automatically",
             )
         closed = _inline_heavy(closed, num_stages)
         starts, part, run, costs = _auto_starts(closed, num_stages, cm, memory_cap, max_candidates)

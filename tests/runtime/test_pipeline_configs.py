@@ -188,7 +188,7 @@ def test_cli_train_and_split_run_a_64bit_program_in_64bit_mode(
     from hlopipe.cli import main
 
     code = main(["train", int64_labels_program, "--steps", "2", "--check", "--microbatches",
-                 "2", "--batch-args", "2"])  # fmt: skip
+                 "2", "--batch-args", "last:2"])  # fmt: skip
     out = capsys.readouterr()
     assert code == 0, out.err
     assert "(match)" in out.out
@@ -286,10 +286,10 @@ def test_cli_train_takes_batch_arguments_at_any_position(tmp_path, capsys):
     assert main(["train", str(path), "--batch-args", "0,7"]) == 2
     assert "positions must be distinct, from 0 to 3" in capsys.readouterr().err
     # without --batch-args, the labels (an integer argument) would be a parameter: said so
-    from hlopipe import cli
+    from hlopipe import training
 
-    plan = cli._train_plan(cli.build_parser().parse_args(["train", str(path)]), hlopipe.load(path))
-    assert "integer arguments are usually data" in plan["notes"]["params"]
+    plan = training.plan_training(hlopipe.load(path))
+    assert "integer arguments are usually data" in plan.describe()["params"]
 
 
 def test_infer_reduces_batch_statistics_and_concatenates_per_example_outputs():

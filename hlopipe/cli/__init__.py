@@ -1,0 +1,80 @@
+"""The ``hlopipe`` command.
+
+One module per subcommand (``cli/<name>.py``), each a thin layer over the library: an
+``add_<name>(parser)`` that declares its arguments and a handler registered with
+:func:`~hlopipe.cli._common.register`, together with the flags that set the library keywords
+its errors may name. Errors a user can cause are :class:`~hlopipe.errors.HlopipeError`; they
+print one ``error: ...`` line and exit 2 (with a traceback under ``--debug``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import sys
+import traceback
+from collections.abc import Sequence
+
+# The commands register themselves on import, in the order `hlopipe --help` lists them.
+from hlopipe.cli import schedule as _schedule  # noqa: F401
+
+from hlopipe.cli import inspect as _inspect  # noqa: F401  # isort: skip
+from hlopipe.cli import run as _run  # noqa: F401  # isort: skip
+from hlopipe.cli import decompile as _decompile  # noqa: F401  # isort: skip
+from hlopipe.cli import demo as _demo  # noqa: F401  # isort: skip
+from hlopipe.cli import split as _split  # noqa: F401  # isort: skip
+from hlopipe.cli import conformance as _conformance  # noqa: F401  # isort: skip
+from hlopipe.cli import train as _train  # noqa: F401  # isort: skip
+from hlopipe.cli import launch as _launch  # noqa: F401  # isort: skip
+from hlopipe.cli._common import COMMANDS, Parser, one_line
+from hlopipe.errors import HlopipeError
+
+__all__ = ["build_parser", "main"]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = Parser(prog="hlopipe", description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--debug", action="store_true", help="show tracebacks on errors")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
+    sub.required = True
+    for name, command in COMMANDS.items():
+        p = sub.add_parser(name, help=command.help, description=command.help)
+        p.add_argument(
+            "--debug",
+            action="store_true",
+            default=argparse.SUPPRESS,
+            help="show tracebacks on errors",
+        )
+        command.add(p)
+        p.set_defaults(_handler=command.run)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    # XLA's C++ INFO logs would drown the output.
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    debug = getattr(args, "debug", False)
+    try:
+        code = int(args._handler(args) or 0)
+        sys.stdout.flush()  # a closed pipe shows here, inside the handler below
+        return code
+    except HlopipeError as e:
+        if debug:
+            traceback.print_exc()
+        msg = str(e)
+        print(f"error: {one_line(e, args.command)}" if not debug else f"error: {msg}",
+              file=sys.stderr)  # fmt: skip
+        return 2
+    except KeyboardInterrupt:
+        print("error: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        # the reader went away (`hlopipe inspect --json | head`): stop quietly; stdout now
+        # goes nowhere so that the flush at exit does not fail again
+        with contextlib.suppress(OSError):
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+        return 0

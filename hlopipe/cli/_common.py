@@ -1,0 +1,153 @@
+"""What every command shares: the registry of commands, the parser, checks of output paths
+before any work, loading a FILE with --module, 64-bit mode for one run."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from hlopipe.errors import HlopipeError
+
+
+class Command:
+    """One subcommand: ``add`` declares its arguments, ``run`` runs it, ``flags`` names the
+    library keywords its errors may concern by the flags that set them."""
+
+    def __init__(
+        self,
+        name: str,
+        help: str,
+        add: Callable[[argparse.ArgumentParser], None],
+        run: Callable[[argparse.Namespace], int],
+        flags: Mapping[str, str],
+    ) -> None:
+        self.name, self.help, self.add, self.run = name, help, add, run
+        self.flags = {**COMMON_FLAGS, **flags}
+
+
+# name -> Command, in the order `hlopipe --help` lists them; filled by `register`.
+COMMANDS: dict[str, Command] = {}
+
+# keywords every command renders as its flag
+COMMON_FLAGS = {"module": "--module"}
+
+CPU_DEVICES = 8  # on CPU, `train` and `demo` simulate this many devices unless told otherwise
+PLOT_SUFFIXES = (".png", ".svg", ".pdf", ".jpg", ".jpeg", ".eps", ".ps", ".webp", ".tif", ".tiff")
+
+
+def register(
+    name: str, help: str, add: Callable[[argparse.ArgumentParser], None], **flags: str
+) -> Callable[[Callable[[argparse.Namespace], int]], Callable[[argparse.Namespace], int]]:
+    """``@register("train", "...", add_train, num_stages="--stages")`` on a command's
+    handler; ``flags``: library keyword -> the flag that sets it."""
+
+    def wrap(handler: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namespace], int]:
+        COMMANDS[name] = Command(name, help, add, handler, flags)
+        handler.__doc__ = help
+        return handler
+
+    return wrap
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse, but usage errors follow the one-line ``error: ...`` / exit 2 convention, and
+    a mistyped choice (a subcommand) gets a "did you mean"."""
+
+    def error(self, message: str):  # type: ignore[override]
+        import re
+
+        m = re.search(r"invalid choice: '([^']*)' \(choose from (.*)\)", message)
+        if m:
+            choices = [c.strip(" '") for c in m.group(2).split(",")]
+            message = f"{message}{did_you_mean(m.group(1), choices)}"
+        self.exit(2, f"error: {message} (see '{self.prog} --help')\n")
+
+
+def did_you_mean(word: str, choices: Any) -> str:
+    """``" (did you mean 'x'?)"`` when a choice is close to ``word``, else ``""``."""
+    import difflib
+
+    close = difflib.get_close_matches(str(word).lower(), [str(c) for c in choices], n=1)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+def one_line(e: BaseException, command: str | None = None) -> str:
+    """The error as one line: its lines joined, whitespace collapsed, and the library keywords
+    it concerns (its ``Keyword`` fields) written as the command's flags."""
+    cmd = COMMANDS.get(command or "")
+    text = e.render(cmd.flags if cmd else COMMON_FLAGS) if isinstance(e, HlopipeError) else str(e)
+    return " ".join(text.split())
+
+
+def check_output_file(path: str, flag: str, suffixes: Sequence[str] | None = None) -> None:
+    """Before any work: ``path`` can be written as a file (its folder exists, it is not a
+    folder, its suffix is one of ``suffixes``)."""
+    from pathlib import Path
+
+    p = Path(path)
+    if suffixes is not None and p.suffix.lower() not in suffixes:
+        raise HlopipeError(
+            f"{flag} {path}: the format follows the file name; use one of "
+            f"{', '.join(suffixes[:3])} (not {p.suffix or 'no suffix'!r})"
+        )
+    if p.is_dir():
+        raise HlopipeError(f"{flag} {path}: is a folder; give a file name")
+    parent = p.parent if str(p.parent) else Path(".")
+    if not parent.is_dir():
+        raise HlopipeError(f"{flag} {path}: the folder {parent} does not exist; create it first")
+    if not os.access(parent, os.W_OK) or (p.exists() and not os.access(p, os.W_OK)):
+        raise HlopipeError(f"{flag} {path}: cannot write there (permission denied)")
+
+
+def check_output_dir(path: str, flag: str) -> None:
+    """Before any work: ``path`` is a folder or can become one (its parent exists)."""
+    from pathlib import Path
+
+    p = Path(path)
+    if p.exists() and not p.is_dir():
+        raise HlopipeError(f"{flag} {path}: is a file, not a folder; give a folder name")
+    if not p.exists() and not p.parent.is_dir():
+        raise HlopipeError(
+            f"{flag} {path}: its parent folder {p.parent} does not exist; create it first"
+        )
+    if not os.access(p if p.exists() else p.parent, os.W_OK):
+        raise HlopipeError(f"{flag} {path}: cannot write there (permission denied)")
+
+
+def load(path: str, module: str | None) -> Any:
+    """``io.load`` for a command's FILE and --module, with a "did you mean" for the module."""
+    from pathlib import Path
+
+    from hlopipe import io
+
+    if module is not None and Path(path).is_dir():
+        names = list(io.dump_modules(path))
+        if names and not any(module in n for n in names):
+            short = [n.split(".", 1)[-1] for n in names]
+            raise HlopipeError(
+                f"--module {module}: no module of {path} matches{did_you_mean(module, short)}; "
+                f"modules: {', '.join(short)}"
+            )
+    return io.load(path, module=module)
+
+
+@contextlib.contextmanager
+def x64_if_needed(program: Any) -> Any:
+    """A program with 64-bit types (TensorFlow's and PyTorch's int64 labels) is split and
+    trained in JAX's 64-bit mode: set globally (the runtime's compile and rank threads must
+    see it too, which ``jax.enable_x64`` does not reach), and put back after."""
+    import jax
+
+    from hlopipe.rehydrate import module_ir
+    from hlopipe.rehydrate._rehydrate import _uses_64bit
+
+    before = bool(jax.config.read("jax_enable_x64"))
+    if _uses_64bit(module_ir(program)):
+        jax.config.update("jax_enable_x64", True)
+    try:
+        yield
+    finally:
+        jax.config.update("jax_enable_x64", before)

@@ -1,0 +1,22 @@
+"""`hlopipe demo`: the README's main job (over `hlopipe.demo`)."""
+
+from __future__ import annotations
+
+import argparse
+
+from hlopipe.cli._common import register
+
+
+def _add_demo(p: argparse.ArgumentParser) -> None:
+    del p
+
+
+@register(
+    "demo",
+    "the main job: rehydrate a tiny GPT loss from HLO, then pipeline-train it on 8 CPUs",
+    _add_demo,
+)
+def _cmd_demo(args: argparse.Namespace) -> int:
+    from hlopipe.demo import main as demo_main
+
+    return demo_main()

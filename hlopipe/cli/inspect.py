@@ -1,0 +1,136 @@
+"""`hlopipe inspect`: a program's format, signature, ops, cost, markers (over `io`, `rehydrate`)."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from hlopipe.cli._common import load, register
+
+
+def _add_inspect(p: argparse.ArgumentParser) -> None:
+    p.add_argument("file", help="an XLA program (any format), a dump folder, or a manifest.json")
+    p.add_argument("--module", help="in a dump folder, the module to pick")
+    p.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    p.add_argument("--no-cost", action="store_true", help="skip XLA's cost analysis")
+
+
+@register(
+    "inspect",
+    "show a program's format, signature, ops, cost, markers, unsupported ops",
+    _add_inspect,
+)
+def _cmd_inspect(args: argparse.Namespace) -> int:
+    import json
+    from pathlib import Path
+
+    if Path(args.file).name == "manifest.json":
+        from hlopipe import stages
+
+        print(stages.format_manifest(args.file))
+        _print_stage_arguments(args.file)
+        return 0
+    from hlopipe.io._program import _fmt_aval
+    from hlopipe.rehydrate import module_ir, scan_unsupported
+
+    prog = load(args.file, args.module)
+    counts = prog.op_counts(entry_only=False)
+    cost: dict[str, float] = {}
+    if not args.no_cost:
+        try:
+            cost = prog.cost_analysis()
+        except Exception as e:  # cost analysis is informative only
+            cost = {"error": str(e).splitlines()[0]}  # type: ignore[dict-item]
+    unsupported = scan_unsupported(module_ir(prog), prog.entry)
+    info = {
+        "file": args.file,
+        "format": prog.format,
+        "entry": prog.entry,
+        "inputs": [_fmt_aval(a) for a in prog.in_avals],
+        "input_names": _stage_file_names(args.file, len(prog.in_avals)) or prog.arg_names,
+        "outputs": [_fmt_aval(a) for a in prog.out_avals],
+        "ops": dict(counts.most_common()),
+        "flops": cost.get("flops"),
+        "bytes_accessed": cost.get("bytes accessed"),
+        "stage_markers": prog.stage_markers(),
+        "unsupported": [{"op": n, "count": c, "first": loc} for n, c, loc in unsupported],
+    }
+    if args.json:
+        print(json.dumps(info, indent=1))
+        return 0
+    _print_info(info, counts, unsupported)
+    return 0
+
+
+def _print_stage_arguments(manifest: str) -> None:
+    """Each stage's file arguments by name, in order (see docs/stage-files.md)."""
+    import json
+    from pathlib import Path
+
+    m = json.loads(Path(manifest).read_text())
+    print("stage file arguments, in order: the program arguments it reads, then what it receives")
+    for st in m["stages"]:
+        names = [a["path"] for a in st.get("arguments", st.get("params", []))]
+        recv = [f"stage {r['from_stage']} output {r['output']}" for r in st["inputs"]]
+        print(
+            f"  stage {st['index']}: {', '.join(names) or '-'}"
+            + (f" | received: {', '.join(recv)}" if recv else "")
+        )
+
+
+def _stage_file_names(path: str, n: int) -> list[str] | None:
+    """For a stage file written by `split`, its arguments' names from the manifest next to
+    it: the program arguments it reads, then ``from stage S output J`` for what it receives."""
+    import json
+    from pathlib import Path
+
+    manifest = Path(path).parent / "manifest.json"
+    if not manifest.is_file():
+        return None
+    try:
+        m = json.loads(manifest.read_text())
+        for st in m.get("stages", []):
+            if st.get("file") == Path(path).name:
+                names = [a["path"] for a in st.get("arguments", st.get("params", []))]
+                names += [
+                    f"from stage {r['from_stage']} output {r['output']}" for r in st["inputs"]
+                ]
+                return names if len(names) == n else None
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    return None
+
+
+def _print_info(info: dict[str, Any], counts: Any, unsupported: list[Any]) -> None:
+    """What `inspect` found, as text and tables."""
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console(highlight=False)
+    console.print(
+        f"[bold]{info['file']}[/]  format [cyan]{info['format']}[/]  entry @{info['entry']}"
+    )
+    if any(info["input_names"]):
+        console.print(f"inputs ({len(info['inputs'])}):")
+        width = max(len(n or "") for n in info["input_names"])
+        for i, (n, a) in enumerate(zip(info["input_names"], info["inputs"])):
+            console.print(f"  {i:>3}  {n or '-':<{width}}  {a}", soft_wrap=True)
+    else:
+        console.print(f"inputs : ({', '.join(info['inputs'])})", soft_wrap=True)
+    console.print(f"outputs: ({', '.join(info['outputs'])})", soft_wrap=True)
+    if info["flops"] is not None:
+        console.print(
+            f"cost   : {info['flops']:.4g} FLOPs, {info['bytes_accessed']:.4g} bytes "
+            "accessed (XLA cost analysis, before optimisation)"
+        )
+    console.print(f"stage markers: {info['stage_markers']}")
+    table = Table("op", "count", title=f"{sum(counts.values())} ops")
+    for name, n in counts.most_common():
+        table.add_row(name, str(n))
+    console.print(table)
+    if unsupported:
+        console.print(f"[red]unsupported ops ({len(unsupported)}):[/]")
+        for name, n, loc in unsupported:
+            console.print(f"  {name}  x{n}  first at {loc}", soft_wrap=True)
+    else:
+        console.print("[green]every op has a rehydration rule[/]")

@@ -1,0 +1,258 @@
+"""`hlopipe train`: pipeline-train a loss program (over `training` and `runtime`)."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+from typing import Any
+
+from hlopipe.cli._common import (
+    COMMANDS,
+    CPU_DEVICES,
+    PLOT_SUFFIXES,
+    check_output_dir,
+    check_output_file,
+    did_you_mean,
+    load,
+    register,
+    x64_if_needed,
+)
+
+
+def _add_train(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "file",
+        help="an XLA program of a loss: arguments params..., then one microbatch; its first "
+        "output a scalar loss, a mean over the batch",
+    )
+    p.add_argument("--module", help="in a dump folder, the module to pick")
+    p.add_argument(
+        "--params",
+        metavar="NPZ",
+        help="initial values of every argument that is not the batch (the parameters and "
+        "the frozen constants), arrays in argument order (default: parameters initialised by "
+        "role; a program with frozen constants needs this)",
+    )
+    p.add_argument(
+        "--data",
+        metavar="NPZ",
+        help="one full batch, arrays in argument order: full batch = microbatches x the "
+        "program's batch (default: one fixed synthetic batch)",
+    )
+    p.add_argument(
+        "--batch-args",
+        metavar="I,J|I-J|last:N",
+        help="which arguments are the (micro)batch, by position from 0: '0' (one), '0,1' "
+        "(a program taking x, labels, then parameters), '2-4' (a range, both ends included), "
+        "'last:2' (the last two); default: the arguments named outside params/variables/"
+        "state/weights, else the trailing integer ones, else the last one",
+    )
+    p.add_argument("--schedule", default="1f1b", help="schedule name (see 'hlopipe schedule')")
+    p.add_argument("--microbatches", type=int, default=4, help="microbatches per step (4)")
+    p.add_argument("--virtual-stages", type=int, help="stages per rank (schedule default)")
+    p.add_argument(
+        "--stages",
+        type=int,
+        help="stages to cut into when the program has no markers (default: one per device)",
+    )
+    p.add_argument(
+        "--stage-devices",
+        type=int,
+        help="devices per stage, data parallel (default: the most that the devices allow and "
+        "that divide the program's batch)",
+    )
+    p.add_argument(
+        "--cpu-devices", type=int, metavar="N", help=f"on CPU, simulate N devices ({CPU_DEVICES})"
+    )
+    p.add_argument("--steps", type=int, default=10, help="training steps (10)")
+    p.add_argument("--optimizer", choices=("adam", "adamw", "sgd"), default="adam")
+    p.add_argument("--lr", type=float, default=1e-2, help="learning rate (0.01)")
+    p.add_argument("--int-high", type=int, default=2, help="synthetic integer data in [0, N) (2)")
+    p.add_argument("--seed", type=int, default=0, help="seed of parameters and synthetic data")
+    p.add_argument(
+        "--check", action="store_true", help="also train on one device and compare the losses"
+    )
+    p.add_argument("--save", metavar="DIR", help="checkpoint the final state into DIR")
+    p.add_argument("--resume", metavar="DIR", help="start from the newest checkpoint in DIR")
+    p.add_argument("--plot", metavar="PNG", help="write the measured timeline of the last step")
+
+
+@register(
+    "train",
+    "pipeline-train the loss program in a file on the local devices",
+    _add_train,
+    num_microbatches="--microbatches",
+    stage_mesh_shape="--stage-devices",
+    virtual_stages="--virtual-stages",
+    num_stages="--stages",
+    batch_args="--batch-args",
+    params="--params",
+    data="--data",
+    jax_num_cpu_devices="--cpu-devices",
+)
+def _cmd_train(args: argparse.Namespace) -> int:
+    import jax
+
+    from hlopipe import training
+
+    # 1. everything that can be wrong with the command line, before any compiling.
+    _check_args(args)
+    with contextlib.suppress(Exception):  # CPU only; a backend already up keeps its devices
+        jax.config.update("jax_num_cpu_devices", args.cpu_devices or CPU_DEVICES)
+
+    # 2. the plan: roles of the arguments, values, stages and devices; printed.
+    program = load(args.file, args.module)
+    with x64_if_needed(program):
+        plan = training.plan_training(
+            program,
+            batch_args=args.batch_args,
+            params=args.params,
+            data=args.data,
+            num_microbatches=args.microbatches,
+            int_high=args.int_high,
+            seed=args.seed,
+        )
+        layout = training.plan_stages(
+            program,
+            plan.microbatch,
+            schedule=args.schedule,
+            stages=args.stages,
+            stage_devices=args.stage_devices,
+            virtual_stages=args.virtual_stages,
+        )
+        _print_plan(args, plan, layout)
+        # 3. train, and with --check the same on one device
+        return _train(args, plan, layout)
+
+
+def _check_args(args: argparse.Namespace) -> None:
+    from hlopipe.errors import RuntimeConfigError
+
+    for flag in ("microbatches", "steps", "stages", "stage_devices", "cpu_devices"):
+        value = getattr(args, flag)
+        if value is not None and value < 1:
+            raise RuntimeConfigError(f"--{flag.replace('_', '-')} must be at least 1, not {value}")
+    if args.plot:
+        check_output_file(args.plot, "--plot", PLOT_SUFFIXES)
+    if args.save:
+        check_output_dir(args.save, "--save")
+    if args.resume:
+        from hlopipe.runtime._checkpoint import latest_step
+
+        if latest_step(args.resume) is None:
+            raise RuntimeConfigError(
+                f"--resume {args.resume}: no checkpoint there (train with --save DIR first)"
+            )
+    _check_schedule_name(args.schedule)
+
+
+def _check_schedule_name(name: str) -> None:
+    from hlopipe import schedules
+    from hlopipe.errors import ScheduleError
+
+    try:
+        schedules.get(name, 1, 1)
+    except ScheduleError:
+        raise ScheduleError(
+            f"--schedule {name!r} is not a schedule{did_you_mean(name, schedules.GENERATORS)}; "
+            f"valid names: {', '.join(schedules.GENERATORS)}"
+        ) from None
+    except Exception:  # a known name that needs more ranks than one: fine here
+        pass
+
+
+def _print_plan(args: argparse.Namespace, plan: Any, layout: Any) -> None:
+    """The plan, one topic a line: each choice with the words that explain it."""
+    from hlopipe.errors import render
+
+    flags = COMMANDS["train"].flags
+    words = plan.describe(flags)
+    m, mb = plan.num_microbatches, plan.microbatch
+    lines = {
+        "program": f"{args.file}: {words.pop('program')}",
+        **{k: words.pop(k) for k in ("batch", "frozen") if k in words},
+        "stages": render(layout.stage_note, flags),
+        "devices": render(layout.device_note, flags),
+        "schedule": f"{args.schedule}, {m} microbatches of {mb} = a batch of {m * mb} per "
+        "step (full batch = microbatches x the program's batch)",
+        **words,
+        "optimizer": f"{args.optimizer}(lr={args.lr:g}), {args.steps} steps"
+        + (f", resuming from {args.resume}" if args.resume else ""),
+    }
+    for key, text in lines.items():
+        print(f"{key:<10}{text}")
+
+
+def _train(args: argparse.Namespace, plan: Any, layout: Any) -> int:
+    import optax
+
+    from hlopipe import schedules
+    from hlopipe.runtime import Pipeline
+
+    opt = {"adam": optax.adam, "adamw": optax.adamw, "sgd": optax.sgd}[args.optimizer](args.lr)
+    params, batch = list(plan.params), list(plan.batch)
+    pipe = Pipeline(
+        plan.loss,
+        params,
+        batch,
+        num_stages=layout.num_stages,
+        schedule=args.schedule,
+        num_microbatches=args.microbatches,
+        virtual_stages=args.virtual_stages,
+        devices=list(layout.devices),
+        stage_mesh_shape=(layout.group,),
+        optimizer=opt,
+    )
+    state = pipe.restore(args.resume) if args.resume else pipe.init(params)
+    if args.resume:
+        print(f"resumed step {state.step} from {args.resume}")
+    print(f"compiling {pipe.staged.num_stages} stages' forward and backward (in step 1)...")
+    state, losses = _steps(args, pipe, state, batch)
+    tl = pipe.timeline()
+    fell = losses[-1] < losses[0]
+    print(
+        f"ran {pipe!r}: {args.steps} steps, loss {losses[0]:.4f} -> {losses[-1]:.4f}"
+        + ("" if fell or args.steps < 2 else " (it did not fall: check the data and --lr)")
+        + f"; measured bubble of the last step {tl.bubble_fraction:.1%}"
+    )
+    code = _check(args, plan, opt, losses, state.step - args.steps) if args.check else 0
+    if args.save:
+        print(f"checkpoint written to {pipe.save(state, args.save)}")
+    if args.plot:
+        schedules.plot(tl, args.plot)
+        print(f"timeline written to {args.plot}")
+    return code
+
+
+def _steps(args: argparse.Namespace, pipe: Any, state: Any, batch: list[Any]) -> Any:
+    """``args.steps`` steps, each printed; the last one profiled for the timeline."""
+    import time
+
+    losses: list[float] = []
+    for k in range(args.steps):
+        t0 = time.perf_counter()
+        # the last step is profiled (each action waited for and timed) for the timeline
+        state, metrics = pipe.step(state, batch, profile=k == args.steps - 1)
+        losses.append(float(metrics.loss))
+        print(
+            f"step {state.step:4d}  loss {metrics.loss:.6f}  grad norm {metrics.grad_norm:.4f}  "
+            f"{(time.perf_counter() - t0) * 1e3:8.1f} ms"
+        )
+    return state, losses
+
+
+def _check(args: argparse.Namespace, plan: Any, opt: Any, losses: list[float], start: int) -> int:
+    """--check: the same steps on one device; 0 when the losses match, else 1."""
+    from hlopipe import training
+    from hlopipe.errors import HlopipeError
+
+    if start:
+        raise HlopipeError("--check compares from initial values; leave out --resume with it")
+    ref = training.train_one_device(plan, opt, args.steps)
+    diff = max(abs(a - b) for a, b in zip(losses, ref, strict=True))
+    ok = diff <= 1e-4 * max(1.0, max(abs(x) for x in ref))
+    print(
+        f"check: the same {args.steps} steps on one device: loss {ref[0]:.4f} -> "
+        f"{ref[-1]:.4f}; max |loss difference| {diff:.2e} " + ("(match)" if ok else "(DIFFERENT)")
+    )
+    return 0 if ok else 1

@@ -1,0 +1,314 @@
+"""`plan_training`: what training a loss program takes (its arguments' roles, initial values,
+one batch) and `plan_stages`: how many stages on which devices; each choice with the words
+that explain it."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from hlopipe.errors import Keyword, RuntimeConfigError, render
+from hlopipe.io._program import _fmt_aval
+from hlopipe.training._data import read_arrays, synthetic
+from hlopipe.training._roles import ArgumentRoles, Role, infer_roles, init_by_role
+
+
+@dataclass(frozen=True)
+class TrainingPlan:
+    """A loss program ready to train: ``Pipeline(plan.loss, plan.params, plan.batch, ...)``.
+
+    Attributes:
+      program: the loaded program (its first output a scalar loss over one microbatch).
+      roles: each argument's role (parameter, batch, frozen constant) and how it was chosen.
+      params: the trained parameters' initial values, in argument order.
+      frozen: the frozen constants' values, in argument order (closed over by ``loss``).
+      batch: one full batch: each batch argument with ``num_microbatches`` microbatches.
+      num_microbatches, microbatch: the batch is ``num_microbatches`` x ``microbatch`` rows.
+      params_note, data_note: where the values came from, in words (text and
+        :class:`~hlopipe.errors.Keyword` parts; see ``describe``).
+    """
+
+    program: Any
+    roles: ArgumentRoles
+    params: tuple[Any, ...]
+    frozen: tuple[Any, ...]
+    batch: tuple[Any, ...]
+    num_microbatches: int
+    microbatch: int
+    params_note: tuple[Any, ...]
+    data_note: tuple[Any, ...]
+
+    @property
+    def in_order(self) -> bool:
+        """The program takes (parameters..., batch...) with nothing frozen: it is its own loss."""
+        order = [a.position for a in self.roles.parameters + self.roles.batch]
+        return not self.frozen and order == sorted(order)
+
+    def flat(self) -> Callable[..., Any]:
+        """The program over ``(*params, *batch)`` (frozen constants filled in)."""
+        f = self.program.as_function(flat=True)
+        if self.in_order:
+            return f
+        n = len(self.roles.arguments)
+        slots = [a.position for a in self.roles.parameters + self.roles.batch]
+        fixed = {a.position: v for a, v in zip(self.roles.frozen, self.frozen, strict=True)}
+
+        def flat(*leaves: Any) -> Any:
+            full: list[Any] = [fixed.get(i) for i in range(n)]
+            for i, v in zip(slots, leaves, strict=True):
+                full[i] = v
+            return f(*full)
+
+        return flat
+
+    @property
+    def loss(self) -> Any:
+        """What a ``Pipeline`` trains: the program itself when it takes (parameters...,
+        batch...), else a loss ``(params list, batch list)`` calling it with every argument in
+        its place."""
+        if self.in_order:
+            return self.program
+        flat = self.flat()
+
+        def loss(params: list[Any], batch: list[Any]) -> Any:
+            return flat(*params, *batch)
+
+        return loss
+
+    def describe(self, flags: Mapping[str, str] | None = None) -> dict[str, str]:
+        """The plan in words, by topic: ``program``, ``batch``, ``frozen`` (when any),
+        ``params``, ``data``; the keywords it mentions named by ``flags`` (keyword -> flag;
+        default: as Python keywords)."""
+        r = self.roles
+        p_avals = [a.aval for a in r.parameters]
+        b = r.batch
+        where = "" if self.in_order else f", arguments {', '.join(str(a.position) for a in b)}"
+        lines = {
+            "program": f"{len(r.arguments)} arguments = {len(r.parameters)} parameters "
+            f"({sum(int(np.prod(a.shape)) for a in p_avals):,} values) + a microbatch of "
+            f"{len(b)} ({', '.join(_fmt_aval(a.aval) for a in b)}{where})"
+            + (f" + {len(r.frozen)} frozen constants" if r.frozen else ""),
+            "batch": f"{', '.join(a.label for a in b)} ({render(r.how, flags)})",
+        }
+        if r.frozen:
+            lines["frozen"] = (
+                f"{', '.join(a.describe() for a in r.frozen)}: scalars lifted into arguments, "
+                "never trained"
+            )
+        lines["params"] = render(self.params_note, flags)
+        lines["data"] = render(self.data_note, flags)
+        return lines
+
+
+def plan_training(
+    program: Any,
+    *,
+    batch_args: Any = None,
+    params: str | None = None,
+    data: str | None = None,
+    num_microbatches: int = 4,
+    int_high: int = 2,
+    seed: int = 0,
+) -> TrainingPlan:
+    """Plan training the loss program ``program`` (a loaded :class:`~hlopipe.io.Program`).
+
+    Args:
+      batch_args: which arguments are the batch: ``"0,1"``, ``"2-4"``, ``"last:2"`` or a list
+        of positions; default: inferred from the names, else the dtypes (see ``infer_roles``).
+      params: an .npz with the initial values of every argument that is not the batch
+        (parameters and frozen constants), in argument order; default: parameters
+        initialised by role, and an error when the program has frozen constants.
+      data: an .npz with one full batch (``num_microbatches`` x the program's batch); default:
+        one fixed synthetic batch.
+      int_high, seed: synthetic integers in ``[0, int_high)``; the random generator's seed.
+
+    Example:
+      >>> plan = plan_training(hlopipe.load("loss.hlo"), batch_args="last:2")
+      >>> pipe = hlopipe.Pipeline(plan.loss, list(plan.params), list(plan.batch),
+      ...                         num_microbatches=plan.num_microbatches)
+    """
+    avals = list(program.in_avals)
+    roles = infer_roles(avals, program.arg_names, batch_args)
+    rng = np.random.default_rng(seed)
+    trained, frozen, params_note = _initial_values(roles, params, batch_args, rng)
+    b_args = roles.batch
+    m = num_microbatches
+    if data:
+        names = [a.label for a in b_args]
+        b_avals = [a.aval for a in b_args]
+        batch = read_arrays(data, "data", b_avals, names, m, what="batch arguments")
+        data_note: tuple[Any, ...] = (f"from {data}, the same batch every step",)
+    else:
+        batch = [synthetic(a.aval, m, int_high, rng) for a in b_args]
+        data_note = (
+            "one fixed synthetic batch, the same every step, so the loss should fall: "
+            f"integers in [0, {int_high}), floats ~ N(0, 1) (",
+            Keyword("data", "FILE.npz"),
+            " for yours)",
+        )
+    return TrainingPlan(
+        program=program,
+        roles=roles,
+        params=tuple(trained),
+        frozen=tuple(frozen),
+        batch=tuple(batch),
+        num_microbatches=m,
+        microbatch=int(b_args[0].aval.shape[0]),
+        params_note=params_note,
+        data_note=data_note,
+    )
+
+
+def _initial_values(
+    roles: ArgumentRoles, path: str | None, batch_args: Any, rng: Any
+) -> tuple[list[Any], list[Any], tuple[Any, ...]]:
+    """(parameters, frozen constants, a note): from the file at ``path``, or by role."""
+    if path:
+        given = roles.given
+        values = read_arrays(path, "params", [a.aval for a in given], [a.label for a in given])
+        trained = [v for a, v in zip(given, values, strict=True) if a.role is Role.PARAMETER]
+        frozen = [v for a, v in zip(given, values, strict=True) if a.role is Role.FROZEN]
+        return trained, frozen, (f"from {path}",)
+    if roles.frozen:
+        raise RuntimeConfigError(
+            f"arguments {', '.join(a.describe() for a in roles.frozen)} are scalars, taken as "
+            "constants a framework lifted into arguments (torch_xla does): they are frozen, "
+            "never trained, and their values cannot be guessed; give every argument that is "
+            "not the batch with ",
+            Keyword("params", "FILE.npz"),
+            " (parameters and constants in argument order)",
+        )
+    params: list[Any] = []
+    roles_seen: dict[str, int] = {}
+    for a in roles.parameters:
+        value, role = init_by_role(a.name, a.aval, rng)
+        params.append(value)
+        roles_seen[role] = roles_seen.get(role, 0) + 1
+    by_role: tuple[Any, ...] = (", ".join(f"{n} {r}" for r, n in roles_seen.items()),)
+    if "integer parameters = 0" in roles_seen and batch_args is None:
+        by_role += (
+            "; integer arguments are usually data (token ids, labels): give the batch's "
+            "positions with ",
+            Keyword("batch_args", "I,J"),
+        )
+    yours = (" (", Keyword("params", "FILE.npz"), " to start from yours)")
+    if any(a.name for a in roles.parameters):
+        return params, [], ("initialised by role from the argument names: ", *by_role, *yours)
+    return (
+        params,
+        [],
+        (
+            "RANDOM -- pass ",
+            Keyword("params", "FILE.npz"),
+            " (arrays in argument order) to train from real values: the program carries no "
+            "argument names, so no parameter's role can be seen (",
+            *by_role,
+            ")",
+        ),
+    )
+
+
+@dataclass(frozen=True)
+class StageLayout:
+    """How many stages on which devices: ``num_stages`` is ``None`` at the program's markers
+    (the split finds them), ``devices`` the ones used, ``group`` devices per stage."""
+
+    stages: int
+    num_stages: int | None
+    devices: tuple[Any, ...]
+    group: int
+    stage_note: tuple[Any, ...]
+    device_note: tuple[Any, ...]
+
+
+def plan_stages(
+    program: Any,
+    microbatch: int,
+    *,
+    schedule: str = "1f1b",
+    stages: int | None = None,
+    stage_devices: int | None = None,
+    virtual_stages: int | None = None,
+    devices: Sequence[Any] | None = None,
+) -> StageLayout:
+    """Stages (at the markers, ``stages``, or one per device group), ranks and devices per
+    stage (the most that divide ``microbatch`` unless ``stage_devices``)."""
+    import jax
+
+    from hlopipe import schedules
+
+    markers = program.stage_markers()
+    v = virtual_stages or schedules.default_virtual_stages(schedule)
+    devs = list(devices if devices is not None else jax.local_devices())
+    if markers:
+        S = markers + 1
+        if stages and stages != S:
+            raise RuntimeConfigError(
+                Keyword("num_stages", stages),
+                f": the program has {markers} stage markers, which make {S} stages; leave ",
+                Keyword("num_stages"),
+                " out",
+            )
+        stage_note: tuple[Any, ...] = (f"{S}, at the program's {markers} stage markers",)
+    elif stages:
+        S = stages
+        stage_note = (
+            f"{S} (",
+            Keyword("num_stages", S),
+            "), cost-balanced: the program has no stage markers",
+        )
+    else:
+        S = max(len(devs) // (stage_devices or 1), 1) * v
+        stage_note = (
+            f"{S}, cost-balanced, one per device{' group' if stage_devices else ''}: the "
+            "program has no stage markers (",
+            Keyword("num_stages", "N"),
+            " to choose)",
+        )
+    if S % v:
+        raise RuntimeConfigError(
+            f"schedule {schedule!r} puts {v} stages on each rank, {S} stages are not a "
+            "multiple of it; choose ",
+            Keyword("virtual_stages"),
+            " or ",
+            Keyword("num_stages"),
+        )
+    return _place(devs, S, S // v, microbatch, stage_devices, stage_note, markers)
+
+
+def _place(
+    devs: list[Any],
+    S: int,
+    ranks: int,
+    mb: int,
+    group: int | None,
+    stage_note: tuple[Any, ...],
+    markers: int,
+) -> StageLayout:
+    platform = devs[0].platform
+    if group is None:
+        group = max((g for g in range(1, len(devs) // ranks + 1) if mb % g == 0), default=1)
+    if ranks * group > len(devs):
+        cpu = platform == "cpu"
+        raise RuntimeConfigError(
+            f"{ranks} ranks x {group} devices per stage need {ranks * group} devices, there are "
+            f"{len(devs)}",
+            *((" (", Keyword("jax_num_cpu_devices", "N"), ")") if cpu else ()),
+        )
+    simulated = platform == "cpu" and len(devs) > 1
+    device_note = (
+        f"{ranks} ranks x {group} {platform.upper()} device(s) of the {len(devs)} local ones",
+        *((" (simulated; ", Keyword("jax_num_cpu_devices", "N"), ")") if simulated else ()),
+        ", data parallel inside each stage" if group > 1 else "",
+    )
+    return StageLayout(
+        stages=S,
+        num_stages=None if markers else S,
+        devices=tuple(devs[: ranks * group]),
+        group=group,
+        stage_note=stage_note,
+        device_note=device_note,
+    )

@@ -1,0 +1,51 @@
+"""The reference a pipelined run is checked against: the same training on one device."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from hlopipe.training._plan import TrainingPlan
+
+
+def train_one_device(plan: TrainingPlan, optimizer: Any, steps: int) -> list[float]:
+    """The losses of ``steps`` training steps on one device from the plan's initial values:
+    the program's loss averaged over the microbatches, ``jax.value_and_grad``, ``optimizer``
+    (an optax transformation) on the floating-point parameters; integer parameters and the
+    frozen constants stay as they are."""
+    import jax
+    import jax.numpy as jnp
+    import optax
+
+    f = plan.flat()
+    m, mb = plan.num_microbatches, plan.microbatch
+    params = list(plan.params)
+    train = [k for k, p in enumerate(params) if np.issubdtype(np.asarray(p).dtype, np.inexact)]
+
+    def loss(trained: list[Any], fixed: list[Any], batch: list[Any]) -> Any:
+        full = list(fixed)
+        for k, v in zip(train, trained, strict=True):
+            full[k] = v
+        total = 0.0
+        for i in range(m):
+            out = f(*full, *[b[i * mb : (i + 1) * mb] for b in batch])
+            total = total + (out[0] if isinstance(out, tuple) else out)
+        return total / m
+
+    @jax.jit
+    def step(trained: Any, st: Any, fixed: Any, batch: Any) -> Any:
+        value, g = jax.value_and_grad(loss)(trained, fixed, batch)
+        u, st = optimizer.update(g, st, trained)
+        return optax.apply_updates(trained, u), st, value
+
+    dev = jax.local_devices()[0]
+    trained = jax.device_put([jnp.asarray(params[k]) for k in train], dev)
+    fixed = jax.device_put([jnp.asarray(p) for p in params], dev)
+    batch = jax.device_put([jnp.asarray(b) for b in plan.batch], dev)
+    st = optimizer.init(trained)
+    losses = []
+    for _ in range(steps):
+        trained, st, value = step(trained, st, fixed, batch)
+        losses.append(float(value))
+    return losses

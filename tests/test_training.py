@@ -1,0 +1,161 @@
+"""hlopipe.training: the roles of a loss program's arguments (batch, parameters, frozen
+constants), its plan, and the one-device reference run; the library under `hlopipe train`."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+import pytest
+
+import hlopipe
+from hlopipe import training
+from hlopipe.errors import Keyword, RuntimeConfigError
+from hlopipe.training import Role
+
+FRAMEWORKS = Path(__file__).parent / "data" / "frameworks"
+F32 = jnp.float32
+
+
+def _sds(*shape: int, dtype=F32) -> jax.ShapeDtypeStruct:
+    return jax.ShapeDtypeStruct(shape, dtype)
+
+
+def mlp_loss(params, x, y):
+    return jnp.mean((jnp.tanh(x @ params["w"] + params["b"]) - y) ** 2)
+
+
+MLP_ARGS = ({"w": _sds(3, 2), "b": _sds(2)}, _sds(4, 3), _sds(4, 2))
+
+
+@pytest.fixture(scope="module")
+def mlp_hlo(tmp_path_factory) -> Path:
+    path = tmp_path_factory.mktemp("training") / "mlp.hlo"
+    path.write_text(jax.jit(mlp_loss).lower(*MLP_ARGS).as_text(dialect="hlo"))
+    return path
+
+
+def roles_of(r: training.ArgumentRoles) -> list[str]:
+    return [a.role.value for a in r.arguments]
+
+
+def test_float_x_and_y_beside_params_are_the_batch(mlp_hlo) -> None:
+    """(params, x, y) with float x and y: the names say x and y are data. The dtype rule alone
+    took only y as the batch and trained x as a parameter."""
+    prog = hlopipe.load(mlp_hlo)
+    r = training.infer_roles(prog.in_avals, prog.arg_names)
+    assert [a.name for a in r.batch] == ["x", "y"]
+    assert [a.name for a in r.parameters] == ["params__b__", "params__w__"] and not r.frozen
+    assert r.how == ("by name: the arguments outside params",)
+
+
+@pytest.mark.parametrize("root", ["params", "variables", "state", "weights"])
+def test_parameter_roots_and_export_paths(root) -> None:
+    avals = [_sds(3, 2), _sds(2), _sds(4, 3), _sds(4, 2)]
+    names = [f"{root}['w']", f"{root}['b']", "x", "y"]
+    assert roles_of(training.infer_roles(avals, names)) == ["parameter"] * 2 + ["batch"] * 2
+    # jax.export names by position: a dict's leaves are the parameters, arrays the data
+    export = ["[0]['b']", "[0]['w']", "[1]", "[2]"]
+    assert roles_of(training.infer_roles(avals, export)) == ["parameter"] * 2 + ["batch"] * 2
+
+
+def test_without_names_the_dtypes_decide_and_say_so() -> None:
+    avals = [_sds(3, 2), _sds(4, 3), _sds(4, dtype=jnp.int32)]
+    r = training.infer_roles(avals, [None, None, None])
+    assert roles_of(r) == ["parameter", "parameter", "batch"]
+    assert "the trailing integer ones" in r.how[0]
+    r = training.infer_roles(avals[:2], [None, None])
+    assert roles_of(r) == ["parameter", "batch"] and "the last one" in r.how[0]
+
+
+@pytest.mark.parametrize(
+    "spec, want",
+    [("0", [0]), ("2", [2]), ("0,1", [0, 1]), ("1-3", [1, 2, 3]), ("last:2", [3, 4]), ([4], [4])],
+)
+def test_batch_args_name_positions(spec, want) -> None:
+    """A single number is a position (torch_xla's input_ids at 0), not "the last N"."""
+    assert training.parse_batch_args(spec, 5) == want
+
+
+@pytest.mark.parametrize(
+    "spec, words",
+    [
+        ("x", "expected positions from 0 such as 0 (one argument), 0,1 or 2-4"),
+        ("last:0", "or last:N for the last N arguments"),
+        ("0,7", "positions must be distinct, from 0 to 4"),
+        ("1,1", "positions must be distinct"),
+        ("0-4", "leave at least one parameter"),
+    ],
+)
+def test_batch_args_errors_show_the_syntax(spec, words) -> None:
+    with pytest.raises(RuntimeConfigError) as e:
+        training.parse_batch_args(spec, 5)
+    assert words in str(e.value) and "last:N" in str(e.value)
+    assert e.value.keywords == (Keyword("batch_args", spec),)
+    assert e.value.render({"batch_args": "--batch-args"}).startswith(f"--batch-args {spec}: ")
+
+
+def test_torch_xla_lifted_scalars_are_frozen() -> None:
+    """torch_xla's program takes its lifted scalar constants (f64[] and f32[]) as arguments;
+    the fixture's manifest, written by the generator from torch, says which are constants."""
+    case = FRAMEWORKS / "torch_xla" / "attention_layernorm_gelu"
+    manifest = json.loads(case.with_suffix(".json").read_text())
+    prog = hlopipe.load(case.with_suffix(".hlo"))
+    inputs = [i for i, a in enumerate(manifest["args"]) if a["kind"] == "input"]
+    r = training.infer_roles(prog.in_avals, prog.arg_names, batch_args=str(inputs[0]))
+    kinds = {"param": "parameter", "input": "batch", "const": "frozen"}
+    assert roles_of(r) == [kinds[a["kind"]] for a in manifest["args"]]
+    # without values for them, planning refuses rather than guess 0.7978 or -inf
+    with pytest.raises(RuntimeConfigError) as e:
+        training.plan_training(prog, batch_args=str(inputs[0]))
+    assert "are scalars, taken as constants a framework lifted into arguments" in str(e.value)
+    assert "7 (f64[])" in str(e.value) and Keyword("params", "FILE.npz") in e.value.keywords
+
+
+def lifted_loss(p0, p1, p2, p3):
+    """torch_xla's shape of a loss: generic argument names, a scale lifted into an argument."""
+    return jnp.mean((jnp.tanh(p2 @ p0) * p1 - p3) ** 2)
+
+
+def test_frozen_constants_are_given_and_never_trained(tmp_path) -> None:
+    args = (_sds(3, 2), _sds(), _sds(4, 3), _sds(4, 2))
+    path = tmp_path / "lifted.hlo"
+    path.write_text(jax.jit(lifted_loss).lower(*args).as_text(dialect="hlo"))
+    w = np.random.default_rng(1).standard_normal((3, 2)).astype(np.float32)
+    scale = np.float32(0.7978)
+    np.savez(tmp_path / "p.npz", w, scale)
+    prog = hlopipe.load(path)
+    assert prog.arg_names == [None] * 4
+    plan = training.plan_training(
+        prog, batch_args="2,3", params=str(tmp_path / "p.npz"), num_microbatches=2
+    )
+    assert [a.position for a in plan.roles.frozen] == [1] and plan.frozen == (scale,)
+    assert len(plan.params) == 1 and np.array_equal(plan.params[0], w)
+    assert "1 (f32[]): scalars lifted into arguments, never trained" in plan.describe()["frozen"]
+    # the loss a Pipeline trains has the constant in place: the JAX function is the oracle
+    x, y = plan.batch
+    got = plan.loss([w], [x[:4], y[:4]])
+    np.testing.assert_allclose(got, lifted_loss(w, scale, x[:4], y[:4]), rtol=1e-6)
+    # the reference run trains w only: the same as optax on the JAX loss with scale fixed
+    opt = optax.sgd(0.1)
+    losses = training.train_one_device(plan, opt, steps=3)
+
+    def ref_loss(w):
+        return sum(lifted_loss(w, scale, x[i : i + 4], y[i : i + 4]) for i in (0, 4)) / 2
+
+    want, wj, st = [], jnp.asarray(w), opt.init(jnp.asarray(w))
+    for _ in range(3):
+        v, g = jax.value_and_grad(ref_loss)(wj)
+        u, st = opt.update(g, st, wj)
+        wj = optax.apply_updates(wj, u)
+        want.append(float(v))
+    np.testing.assert_allclose(losses, want, rtol=1e-5)
+
+
+def test_a_scalar_under_params_is_a_parameter() -> None:
+    r = training.infer_roles([_sds(), _sds(4, 3)], ["params['temperature']", "x"])
+    assert [a.role for a in r.arguments] == [Role.PARAMETER, Role.BATCH]
