@@ -3,12 +3,7 @@ schedule."""
 
 from __future__ import annotations
 
-from hlopipe.schedules._gen_common import (
-    B,
-    F,
-    _check,
-    _looped,
-)
+from hlopipe.schedules._gen_common import B, F, _check, _looped
 from hlopipe.schedules._ir import Action, Schedule
 
 

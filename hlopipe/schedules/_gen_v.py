@@ -3,15 +3,7 @@
 from __future__ import annotations
 
 from hlopipe.errors import ScheduleError
-from hlopipe.schedules._gen_common import (
-    _SEARCH_LIMIT,
-    B,
-    F,
-    I,
-    W,
-    _check,
-    _choose,
-)
+from hlopipe.schedules._gen_common import _SEARCH_LIMIT, B, F, I, W, _check, _choose
 from hlopipe.schedules._gen_zero_bubble import _zero_bubble
 from hlopipe.schedules._ir import Action, Kind, Overlap, Schedule
 

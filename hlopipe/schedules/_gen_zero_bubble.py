@@ -4,12 +4,7 @@ fill the bubbles."""
 from __future__ import annotations
 
 from hlopipe.errors import ScheduleError
-from hlopipe.schedules._gen_common import (
-    F,
-    I,
-    W,
-    _check,
-)
+from hlopipe.schedules._gen_common import F, I, W, _check
 from hlopipe.schedules._ir import Action, Kind, Schedule
 
 # ---------------------------------------------------------------------------------------------
@@ -28,6 +23,64 @@ from hlopipe.schedules._ir import Action, Kind, Schedule
 # ---------------------------------------------------------------------------------------------
 
 
+class _Play:
+    """The pipeline played forward in time for :func:`_zero_bubble`: what ended when, each
+    stage's next F and I, each rank's pending W's and live microbatches."""
+
+    def __init__(
+        self, p: int, m: int, placement: tuple[int, ...], alive: list[int], in_flight: list[int]
+    ) -> None:
+        n = len(placement)
+        self.m, self.last, self.t = m, n - 1, 0
+        self.local = {r: [s for s in reversed(range(n)) if placement[s] == r] for r in range(p)}
+        self.end: dict[tuple[int, Kind, int], int] = {}
+        self.next_f = dict.fromkeys(range(n), 0)
+        self.next_i = dict.fromkeys(range(n), 0)
+        self.pending_w: dict[int, list[Action]] = {r: [] for r in range(p)}
+        self.alive = dict.fromkeys(range(p), 0)
+        self.in_flight = dict.fromkeys(range(p), 0)
+        self.alive_limit, self.in_flight_limit = alive, in_flight
+
+    def done(self, key: tuple[int, Kind, int]) -> bool:
+        e = self.end.get(key)
+        return e is not None and e <= self.t
+
+    def pick(self, r: int, kind: str) -> Action | None:
+        """Rank ``r``'s next action of ``kind`` ("F", "I" or "W") that may start now."""
+        if kind == "F":
+            if self.alive[r] >= self.alive_limit[r] or self.in_flight[r] >= self.in_flight_limit[r]:
+                return None
+            for s in self.local[r]:
+                i = self.next_f[s]
+                if i < self.m and (s == 0 or self.done((s - 1, F, i))):
+                    return Action(s, F, i)
+        elif kind == "I":
+            for s in self.local[r]:
+                i = self.next_i[s]
+                ready = s == self.last or self.done((s + 1, I, i))
+                if i < self.m and self.done((s, F, i)) and ready:
+                    return Action(s, I, i)
+        elif self.pending_w[r]:
+            return self.pending_w[r][0]  # its I ran on this rank in an earlier step
+        return None
+
+    def start(self, r: int, a: Action) -> None:
+        """Rank ``r`` runs ``a`` from now for one step."""
+        s, k, i = a
+        if k is F:
+            self.next_f[s] += 1
+            self.alive[r] += 1
+            self.in_flight[r] += 1
+        elif k is I:
+            self.next_i[s] += 1
+            self.in_flight[r] -= 1
+            self.pending_w[r].append(Action(s, W, i))
+        else:
+            self.pending_w[r].pop(0)
+            self.alive[r] -= 1
+        self.end[a] = self.t + 1
+
+
 def _zero_bubble(
     name: str,
     p: int,
@@ -37,63 +90,20 @@ def _zero_bubble(
     in_flight_limit: list[int],
     priority: str,
 ) -> Schedule:
-    num_stages = len(placement)
-    last = num_stages - 1
-    local = {r: [s for s in reversed(range(num_stages)) if placement[s] == r] for r in range(p)}
-    end: dict[tuple[int, Kind, int], int] = {}
-    next_f = dict.fromkeys(range(num_stages), 0)
-    next_i = dict.fromkeys(range(num_stages), 0)
-    pending_w: dict[int, list[Action]] = {r: [] for r in range(p)}
-    alive = dict.fromkeys(range(p), 0)
-    in_flight = dict.fromkeys(range(p), 0)
+    play = _Play(p, m, placement, alive_limit, in_flight_limit)
     free = dict.fromkeys(range(p), 0)
     actions: dict[int, list[Action | None]] = {r: [] for r in range(p)}
-    remaining = 3 * num_stages * m
-    t = 0
-
-    def done_by(key: tuple[int, Kind, int], now: int) -> bool:
-        e = end.get(key)
-        return e is not None and e <= now
-
-    def pick(r: int, kind: str) -> Action | None:
-        if kind == "F":
-            if alive[r] >= alive_limit[r] or in_flight[r] >= in_flight_limit[r]:
-                return None
-            for s in local[r]:
-                i = next_f[s]
-                if i < m and (s == 0 or done_by((s - 1, F, i), t)):
-                    return Action(s, F, i)
-        elif kind == "I":
-            for s in local[r]:
-                i = next_i[s]
-                if i < m and done_by((s, F, i), t) and (s == last or done_by((s + 1, I, i), t)):
-                    return Action(s, I, i)
-        elif pending_w[r]:
-            return pending_w[r][0]  # its I ran on this rank in an earlier step
-        return None
-
+    remaining = 3 * len(placement) * m
     while remaining:
-        busy_until = t
+        t = busy_until = play.t
         for r in range(p):
             if free[r] > t:
                 busy_until = max(busy_until, free[r])
                 continue
-            choice = next((a for k in priority if (a := pick(r, k)) is not None), None)
+            choice = next((a for k in priority if (a := play.pick(r, k)) is not None), None)
             if choice is None:
                 continue
-            s, k, i = choice
-            if k is F:
-                next_f[s] += 1
-                alive[r] += 1
-                in_flight[r] += 1
-            elif k is I:
-                next_i[s] += 1
-                in_flight[r] -= 1
-                pending_w[r].append(Action(s, W, i))
-            else:
-                pending_w[r].pop(0)
-                alive[r] -= 1
-            end[choice] = t + 1
+            play.start(r, choice)
             free[r] = t + 1
             actions[r].append(choice)
             remaining -= 1
@@ -101,8 +111,8 @@ def _zero_bubble(
         if busy_until == t and remaining:
             # Nothing started and nothing is running: the limits leave no way forward.
             raise ScheduleError(f"{name}: stuck with memory limits {alive_limit}")
-        t += 1
-    return Schedule(name, p, num_stages, m, placement, actions)
+        play.t += 1
+    return Schedule(name, p, len(placement), m, placement, actions)
 
 
 def zb_h1(num_ranks: int, num_microbatches: int, virtual_stages: int = 1) -> Schedule:
