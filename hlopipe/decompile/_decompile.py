@@ -95,21 +95,34 @@ def decompile(
         raise DecompileError(f"style must be one of {', '.join(STYLES)}, not {style!r}")
     if not isinstance(program, Program):
         program = load(program)
+    closed, n_args = _traced(program)
+    limit = source_constant_limit if source_constant_limit is not None else 16
+    mod = Module(style, limit if constants_file is not None else 1 << 62)
+    mod.x64 = uses_64bit(closed.jaxpr)
+    lines = _main_lines(mod, closed, argument_names(program, n_args))
+    source = _module_text(program, mod, lines, constants_file)
+    if formatted:
+        source = format_source(source)
+    return Decompiled(source, dict(mod.npz), constants_file if mod.npz else None)
+
+
+def _traced(program: Program) -> tuple[Any, int]:
+    """The program rehydrated and traced to a closed jaxpr; its number of arguments."""
     from hlopipe.rehydrate import rehydrate
 
     f = rehydrate(program)
     avals = [jax.ShapeDtypeStruct(a.shape, a.dtype) for a in f.in_avals]
     try:
-        closed = jax.make_jaxpr(f)(*avals)
+        return jax.make_jaxpr(f)(*avals), len(avals)
     except HlopipeError:
         raise  # rehydration's own error says what and where
     except Exception as e:  # a rule that cannot trace abstractly
         raise DecompileError(f"{program.source}: cannot trace the program: {e}") from e
-    limit = source_constant_limit if source_constant_limit is not None else 16
-    if constants_file is None:
-        limit = 1 << 62
-    mod = Module(style, limit)
-    names = [mod.reserve(n) for n in argument_names(program, len(avals))]
+
+
+def _main_lines(mod: Module, closed: Any, arg_names: list[str]) -> list[str]:
+    """The lines of ``main``, the entry function."""
+    names = [mod.reserve(n) for n in arg_names]
     jaxpr = closed.jaxpr
     env = {v: Expr(n, ATOM, frozenset({v})) for v, n in zip(jaxpr.invars, names, strict=True)}
     mod.reserve("main")
@@ -117,19 +130,11 @@ def decompile(
     lines, _ = function_lines(
         mod, "main", closed, names, [], env, (lambda r: r[0].text) if single else _pack
     )
-    if uses_64bit(closed.jaxpr):
-        # without 64-bit mode JAX would quietly compute in 32 bits
-        lines[1:1] = [
-            '    if not jax.config.read("jax_enable_x64"):',
-            "        raise RuntimeError(",
-            '            "main uses 64-bit types: call '
-            "jax.config.update('jax_enable_x64', True) first\"",
-            "        )",
-        ]
-    source = _module_text(program, mod, lines, constants_file)
-    if formatted:
-        source = format_source(source)
-    return Decompiled(source, dict(mod.npz), constants_file if mod.npz else None)
+    if mod.x64:
+        # without 64-bit mode JAX would quietly compute in 32 bits: the function runs in a
+        # 64-bit scope of its own, as the rehydrated one does, whatever the caller's mode
+        lines[1:] = [_X64_SCOPE, *_indented(lines[1:])]
+    return lines
 
 
 _WIDE = {np.dtype(t) for t in (np.float64, np.int64, np.uint64, np.complex128)}
@@ -218,6 +223,9 @@ def _module_text(
     if "hlopipe." in code:
         extra = "\nimport hlopipe  # stage_boundary: the pipeline stage marker (an identity)\n"
     header = f'"""Decompiled by hlopipe from {_doc_escape(program.source)} ({program.format}).'
+    if len(header) > 97:  # a long path on its own line (ruff lets a line of one word be long)
+        source = _doc_escape(program.source)
+        header = f'"""Decompiled by hlopipe ({program.format}) from\n{source}\n'
     header += '"""\n'
     if mod.npz:
         imports = ["import pathlib", "", *imports]
@@ -233,10 +241,19 @@ def _module_text(
         parts.append(
             f'_CONSTANTS = np.load(pathlib.Path(__file__).with_name("{constants_file}"))\n'
         )
-    if consts:
+    if consts and mod.x64:  # made in 64-bit mode, or 64-bit constants would be 32-bit ones
+        parts.append(_X64_SCOPE.strip() + "\n" + "\n".join(_indented(consts.split("\n"))) + "\n")
+    elif consts:
         parts.append(consts + "\n")
     parts.append("\n" + code + "\n")
     return "\n".join(parts)
+
+
+_X64_SCOPE = "    with jax.enable_x64(True):"
+
+
+def _indented(lines: list[str]) -> list[str]:
+    return ["    " + line if line.strip() else line for line in lines]
 
 
 def _doc_escape(s: str) -> str:

@@ -2,7 +2,7 @@
 loop and branch bodies, constants above the function.
 
 The walk mirrors the interpreter's: values live in an environment keyed by jaxpr variable, each
-equation goes to the emitter of its primitive (:mod:`hlopipe.decompile._prims`), which returns
+equation goes to the emitter of its primitive (:mod:`hlopipe.decompile.emitters`), which returns
 the expression of its result. A value used once by a plain call is written inline into its
 user; the others get a name. Statements nothing reads are dropped at the end (the program is
 pure), so a fold that reads past an equation leaves no dead line behind.
@@ -79,6 +79,9 @@ class Module:
         self._taken: set[str] = set()
         self._counts: collections.Counter[str] = collections.Counter()
         self.notes: list[str] = []
+        # the program has 64-bit types: it runs in a jax.enable_x64 scope of its own, where a
+        # Python int is an int64
+        self.x64 = False
 
     def fresh(self, hint: str) -> str:
         base = identifier(hint) or "v"

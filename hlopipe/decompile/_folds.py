@@ -258,12 +258,31 @@ def _binary(body: Body, eqn: Any) -> bool:
         e = Expr(f"{FUNCTIONS2[name]}({x.text}, {y.text})", ATOM, _deps(ops))
         return define(body, eqn, e, name)
     sym, prec = OPERATORS[name]
+    if name in ("eq", "ne") and is_bool and {x.text, y.text} & {"True", "False"}:
+        # `m != False` reads as a mistake (ruff's E712); the function is the same equations
+        fn = "jnp.equal" if name == "eq" else "jnp.not_equal"
+        return define(body, eqn, Expr(f"{fn}({x.text}, {y.text})", ATOM, _deps(ops)), "m")
     if prec == CMP and x.text == y.text:
         if name == "ne" and _float(dtype):  # x != x: the NaN test, as jnp writes it
             return define(body, eqn, Expr(f"jnp.isnan({x.text})", ATOM, x.deps), "nan")
         return False  # a value compared with itself reads as a mistake: keep the lax call
+    if prec == CMP and _is_number(x.text) and not _is_number(y.text):
+        # `0.5 < x` as `x > 0.5`, the same comparison (ruff's SIM300 reads the other as Yoda)
+        x, y, sym = y, x, _MIRRORED.get(sym, sym)
     e = Expr(f"{x.wrap(prec)} {sym} {y.wrap(prec, right=True)}", prec, _deps(ops))
     return define(body, eqn, e, {"add": "h", "sub": "d", "mul": "p", "div": "q"}.get(name, "m"))
+
+
+_MIRRORED = {"<": ">", "<=": ">=", ">": "<", ">=": "<="}
+
+
+def _is_number(text: str) -> bool:
+    """Whether ``text`` is a Python number (or bool) literal, as folded scalars are written."""
+    try:
+        complex(text.replace("np.", "").replace("complex", ""))
+    except ValueError:
+        return text in ("True", "False", "np.inf", "-np.inf", "np.nan")
+    return True
 
 
 UNARY_FUNCS = {

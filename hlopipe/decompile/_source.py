@@ -105,6 +105,11 @@ def param(v: Any) -> str:
     """A Python expression for an equation parameter (shapes, dtypes, lax enums, ...)."""
     if v is None or isinstance(v, (bool, str)):
         return repr(v)
+    if isinstance(v, enum.Enum):  # before int: lax.FftType is an IntEnum
+        cls = type(v)
+        if getattr(lax, cls.__name__, None) is cls:
+            return f"lax.{cls.__name__}.{v.name}"
+        raise DecompileError(f"cannot write the parameter {v!r} as source")
     if isinstance(v, (int, np.integer)):
         return repr(int(v))
     if isinstance(v, float):
@@ -114,11 +119,6 @@ def param(v: Any) -> str:
         if getattr(lax, attr, None) is v:
             return f"lax.{attr}"
         raise DecompileError(f"cannot write the primitive parameter {v.name} as source")
-    if isinstance(v, enum.Enum):
-        cls = type(v)
-        if getattr(lax, cls.__name__, None) is cls:
-            return f"lax.{cls.__name__}.{v.name}"
-        raise DecompileError(f"cannot write the parameter {v!r} as source")
     if isinstance(v, tuple) and hasattr(v, "_fields"):
         tcls = type(v)
         if getattr(lax, tcls.__name__, None) is tcls:

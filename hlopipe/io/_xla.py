@@ -107,3 +107,10 @@ def compile_stablehlo(module_text: str, num_devices: int = 1) -> Any:
         mod = ir.Module.parse(module_text)
         data = jax_mlir.module_to_bytecode(mod)
     return backend.compile_and_load(data, device_list, options)
+
+
+def error_text(e: BaseException) -> str:
+    """An XLA/MLIR error's message on one line, without XLA's status prefix."""
+    msg = str(e)
+    msg = msg.replace("INVALID_ARGUMENT: ", "")
+    return " ".join(msg.split())[:2000]

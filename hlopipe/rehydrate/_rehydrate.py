@@ -17,7 +17,9 @@ from hlopipe.io._types import mlir_name
 from hlopipe.rehydrate import ops as _ops  # noqa: F401  (registers every rule)
 from hlopipe.rehydrate._interpreter import Interpreter, raise_if_unsupported
 from hlopipe.rehydrate._ir import Func, ModuleIR
-from hlopipe.rehydrate._spmd import Signature, on_mesh, outline_manual_parts, spmd_plan
+from hlopipe.rehydrate._on_mesh import Signature, on_mesh
+from hlopipe.rehydrate._outline import outline_manual_parts
+from hlopipe.rehydrate._spmd import spmd_plan
 
 
 def module_ir(program: Program) -> ModuleIR:

@@ -280,7 +280,7 @@ def arg_partition_specs(program: Any, axes: Sequence[tuple[str, int]]) -> list[A
     """
     from jax.sharding import PartitionSpec
 
-    from hlopipe.rehydrate._spmd import hlo_sharding_spec, parse_sdy_shardings
+    from hlopipe.rehydrate._sharding_text import hlo_sharding_spec, parse_sdy_shardings
 
     func = program.entry_func
     if "arg_attrs" not in func.attributes:

@@ -16,6 +16,7 @@ import hlopipe
 from hlopipe.decompile import Decompiled, decompile
 
 RUFF = Path(sys.executable).with_name("ruff")
+PYPROJECT = Path(__file__).parents[2] / "pyproject.toml"
 
 
 def equations(closed: Any) -> int:
@@ -61,13 +62,13 @@ def program_of(f: Any, *args: Any) -> hlopipe.Program:
 
 def ruff_errors(source: str, tmp: Path) -> str:
     """What ``ruff check`` says about ``source`` (empty when it passes), with ruff's defaults
-    and with this project's rule set."""
+    and with this project's own settings (``pyproject.toml``: its rules, 100 columns)."""
     path = tmp / "check_me.py"
     path.write_text(source)
     out = []
-    for extra in ([], ["--select", "E,F,W,I,B,UP,SIM,RUF", "--line-length", "100"]):
+    for settings in (["--isolated"], ["--config", str(PYPROJECT)]):
         r = subprocess.run(
-            [str(RUFF), "check", "--isolated", "-q", *extra, str(path)],
+            [str(RUFF), "check", "-q", *settings, str(path)],
             capture_output=True,
             text=True,
         )

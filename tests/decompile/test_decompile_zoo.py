@@ -101,3 +101,28 @@ def test_demo_program(tmp_path: Path) -> None:
     grads = jax.jit(jax.grad(mod.main))(*args)
     want = jax.jit(jax.grad(f))(*args)
     assert_close(grads, want, rtol=1e-4)
+
+
+def _bools(m, x):
+    return jnp.where(m != False, x, 0.0), (m == True) & (x > 0), jnp.less(0.5, x)  # noqa: E712
+
+
+def _fft_conv(x, k):
+    n = x.shape[-1] + k.shape[-1] - 1
+    return jnp.fft.irfft(jnp.fft.rfft(x, n) * jnp.fft.rfft(k, n), n)
+
+
+def test_ruff_accepts_boolean_comparisons_fft_and_a_long_source_path(tmp_path: Path) -> None:
+    # `m != False` (E712), `0.5 < x` (SIM300) and a docstring line over 100 columns failed the
+    # project's settings
+    m, x = np.array([True, False, True]), np.linspace(-1, 1, 3, dtype=np.float32)
+    long_dir = tmp_path / ("a_directory_with_a_long_name_" * 3)
+    long_dir.mkdir()
+    path = long_dir / "bools.hlo"
+    path.write_text(jax.jit(_bools).lower(m, x).as_text())
+    d = decompile(path)
+    assert ruff_errors(d.source, tmp_path) == "", d.source
+    assert_close(as_tuple(from_source(d)(m, x)), as_tuple(_bools(m, x)))
+    k = np.linspace(0, 1, 6, dtype=np.float32).reshape(2, 3)
+    conv = jax.export.export(jax.jit(_fft_conv))(x.reshape(1, 3).repeat(2, 0), k)
+    assert ruff_errors(decompile(conv.serialize()).source, tmp_path) == ""

@@ -14,7 +14,7 @@ import hlopipe
 from hlopipe._jax_compat import hlo_module_from_text
 from hlopipe.errors import LoadError
 from hlopipe.io import detect_format
-from hlopipe.io._load import with_module_header
+from hlopipe.io._hlo import with_module_header
 
 # No `HloModule` line, no ENTRY keyword: the last computation is the entry. A post-optimisation
 # loop fusion, a non-default layout ({0,1}), a tuple result; two computations nobody calls, one
@@ -297,3 +297,39 @@ def test_hlo_text_guard_process_is_reused_and_replaced_when_it_dies() -> None:
         hlopipe.load(SIGNATURES)  # the load it died under is refused, not the process
     prog = hlopipe.load(SIGNATURES)  # and a fresh one takes over
     assert _guard._child[0].proc is not child and prog.format == "hlo-text"
+
+
+# MLIR text whose string escapes a non-ASCII byte (here UTF-8 'é'): probed before loading
+ESCAPED = (
+    'func.func @main(%x: tensor<2xf32>) -> tensor<2xf32> attributes {note = "caf\\c3\\a9"} {\n'
+    "  return %x : tensor<2xf32>\n}\n"
+)
+
+
+def test_mlir_text_is_probed_in_the_guard_process_which_is_then_retired() -> None:
+    from hlopipe.io import _guard
+
+    hlopipe.load(ENTRY_FIRST)
+    child = _guard._child[0].proc
+    prog = hlopipe.load(ESCAPED)  # one crash-isolation process: the warm one, not another
+    assert prog.format == "stablehlo-text"
+    assert child.poll() is not None and not _guard._child  # retired after the probe
+    hlopipe.load(ENTRY_FIRST)
+    assert _guard._child[0].proc is not child  # a fresh one parses the next HLO text
+
+
+def test_a_probe_that_takes_the_guard_process_down_refuses_the_input(monkeypatch) -> None:
+    from hlopipe.io import _guard
+
+    _guard._stop()
+    dies = "import signal; os.kill(os.getpid(), signal.SIGABRT)"
+    monkeypatch.setattr(
+        _guard,
+        "_CHILD",
+        _guard._CHILD.replace("from hlopipe.io._guard import probe_in_child", dies),
+    )
+    with pytest.raises(LoadError, match=r"crashed reading this stablehlo-text .*SIGABRT"):
+        hlopipe.load(ESCAPED)
+    assert not _guard._child
+    monkeypatch.undo()
+    assert hlopipe.load(ESCAPED).format == "stablehlo-text"

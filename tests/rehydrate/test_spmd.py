@@ -1,5 +1,6 @@
-"""The steps of SPMD rehydration (rehydrate/_spmd.py) one by one: ordering the ops around an
-outlined manual part, reading a program's device counts, the plan for a one-device program."""
+"""The steps of SPMD rehydration (rehydrate/_spmd.py, _outline.py, _sharding_text.py) one by
+one: ordering the ops around an outlined manual part, reading a program's device counts, the
+plan for a one-device program, reading sharding strings."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ import hlopipe
 from hlopipe.errors import UnsupportedOpError
 from hlopipe.rehydrate import module_ir
 from hlopipe.rehydrate._ir import Op
-from hlopipe.rehydrate._spmd import outline_manual_parts, toposort
+from hlopipe.rehydrate._outline import outline_manual_parts, toposort
 
 
 def op(name: str, operands: tuple[int, ...], results: tuple[int, ...], captures=()) -> Op:
@@ -95,3 +96,73 @@ def test_outline_manual_parts_moves_a_shard_map_into_one_op() -> None:
 def test_hlo_text_device_counts_come_from_its_header(header: str, counts: tuple) -> None:
     text = header + "ENTRY main {\n  ROOT x = f32[2] parameter(0)\n}\n"
     assert hlopipe.load(text).extra["device_counts"] == counts
+
+
+_ADD = "add {\n  x = f32[] parameter(0)\n  y = f32[] parameter(1)\n  ROOT s = f32[] add(x, y)\n}\n"
+
+
+@pytest.mark.parametrize(
+    "op",
+    [
+        "f32[16] all-gather(p), replica_groups={}, dimensions={0}",  # the group is implicit
+        "f32[1] reduce-scatter(p), replica_groups={}, dimensions={0}, to_apply=add",
+        "f32[8] all-reduce(p), replica_groups={{0,1,2,3},{4,5,6,7}}, to_apply=add",
+        "f32[8] collective-permute(p), source_target_pairs={{0,7},{7,0}}",
+    ],
+)
+def test_a_multi_device_program_without_its_device_counts_asks_for_a_mesh(op: str) -> None:
+    # no replica_count / num_partitions in the header (as in an HloModuleProto): XLA's
+    # defaults say one device, but the collective shows more, so the program needs mesh=
+    p = "f32[2]" if "all-gather" in op else "f32[8]"
+    text = f"HloModule m\n\n{_ADD}\nENTRY main {{\n  p = {p} parameter(0)\n  ROOT r = {op}\n}}\n"
+    program = hlopipe.load(text)
+    with pytest.raises(UnsupportedOpError, match=r"multi-device program .*on 8 devices.*mesh="):
+        program.as_function()  # refused before running (it was an all_gather shape error)
+
+
+def test_a_one_device_program_without_device_counts_still_runs_without_a_mesh() -> None:
+    text = (
+        f"HloModule m\n\n{_ADD}\nENTRY main {{\n  p = f32[8] parameter(0)\n"
+        "  ROOT r = f32[8] all-reduce(p), replica_groups={}, to_apply=add\n}\n"
+    )
+    x = jnp.arange(8.0)
+    assert jnp.array_equal(hlopipe.load(text).as_function()(x), x)
+
+
+_AXES = [("x", 2), ("y", 4)]
+
+
+@pytest.mark.parametrize(
+    ("text", "ndim", "axes", "want"),
+    [
+        ("{devices=[2,4]<=[8]}", 2, _AXES, P("x", "y")),
+        ("{devices=[4,2]<=[2,4]T(1,0)}", 2, _AXES, P("y", "x")),
+        ("{devices=[8,1]<=[8]}", 2, _AXES, P(("x", "y"), None)),
+        ("{devices=[1,8]<=[2,4]T(1,0)}", 2, _AXES, P(None, ("y", "x"))),
+        ("{devices=[2,1,4]<=[8] last_tile_dim_replicate}", 2, _AXES, P("x", None)),
+        ("{devices=[4,1,2]<=[2,4]T(1,0) last_tile_dim_replicate}", 2, _AXES, P("y", None)),
+        ("{devices=[2,2,2]<=[2,2,2]T(2,0,1)}", 3, [("a", 2), ("b", 2), ("c", 2)], P("c", "a", "b")),
+        ("{devices=[4]<=[4]}", 1, [("one", 1), ("x", 4)], P("x")),
+    ],
+)
+def test_iota_shardings_are_read_from_their_structure_as_the_search_reads_them(
+    text: str, ndim: int, axes: list, want: P, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from hlopipe.rehydrate import _sharding_text
+
+    searched = _sharding_text.hlo_sharding_spec(text, ndim, axes)  # either way
+    with monkeypatch.context() as m:  # the structure alone, no search
+        m.setattr(_sharding_text, "_find_spec", lambda *a: pytest.fail("searched"))
+        assert _sharding_text.hlo_sharding_spec(text, ndim, axes) == want
+    with monkeypatch.context() as m:  # the search alone (explicit device lists take it)
+        m.setattr(_sharding_text, "_iota_spec", lambda *a: None)
+        assert _sharding_text.hlo_sharding_spec(text, ndim, axes) == want == searched
+
+
+def test_an_iota_run_that_splits_a_mesh_axis_falls_back_to_the_search() -> None:
+    from hlopipe.rehydrate._sharding_text import hlo_sharding_spec
+
+    # [2,2] runs over a size-4 axis: no run lines up, the search says what it is
+    assert hlo_sharding_spec("{devices=[4,1]<=[2,2]}", 2, [("x", 4)]) == P("x", None)
+    with pytest.raises(UnsupportedOpError, match="cannot be expressed"):
+        hlo_sharding_spec("{devices=[2,2]<=[2,2]T(1,0)}", 2, [("x", 4)])

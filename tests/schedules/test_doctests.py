@@ -5,7 +5,20 @@ import importlib
 
 import pytest
 
-MODULES = ["__init__", "_ir", "_grid", "_generators", "_lower", "_validate", "_simulate", "_plot"]
+MODULES = [
+    "__init__",
+    "_ir",
+    "_grid",
+    "_generators",
+    "_gen_flush",
+    "_gen_interleaved",
+    "_gen_zero_bubble",
+    "_gen_v",
+    "_lower",
+    "_validate",
+    "_simulate",
+    "_plot",
+]
 
 
 @pytest.mark.parametrize("name", MODULES)

@@ -1,5 +1,6 @@
 """Collectives and sharding annotations, under a mesh the user passes (the rules; the SPMD
-plan, context and sharding parsers they use live in ``rehydrate/_spmd.py``).
+plan and context they use live in ``rehydrate/_spmd.py``, the sharding parsers in
+``_sharding_text.py``, the mesh wrappers in ``_on_mesh.py``).
 
 A program an SPMD partitioner produced runs once per device; its collectives name their
 peers by device id (``replica_groups``, ``source_target_pairs``). Rehydrated, such a program
@@ -29,18 +30,9 @@ from jax.sharding import PartitionSpec
 
 from hlopipe.errors import UnsupportedOpError
 from hlopipe.rehydrate._ir import OpaqueAttr
-from hlopipe.rehydrate._spmd import (
-    Spmd,
-    attr_text,
-    axis_map,
-    constrain,
-    hlo_axes,
-    hlo_sharding_spec,
-    mesh_axes,
-    parse_sdy_shardings,
-    region_under_shard_map,
-    require_spmd,
-)
+from hlopipe.rehydrate._on_mesh import axis_map, constrain, hlo_axes, region_under_shard_map
+from hlopipe.rehydrate._sharding_text import attr_text, hlo_sharding_spec, parse_sdy_shardings
+from hlopipe.rehydrate._spmd import Spmd, mesh_axes, require_spmd
 from hlopipe.rehydrate.custom_calls import builtin
 from hlopipe.rehydrate.registry import Region, RuleContext, rule
 
