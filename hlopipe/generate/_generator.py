@@ -10,6 +10,7 @@ is updated in place and never leaves its device; only activations and feedback m
 
 from __future__ import annotations
 
+import copy
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -93,6 +94,15 @@ class Generator:
                      zip(self.split.staged.stages, self.plans, strict=True)]  # fmt: skip
         self._params = _place_params(params, roles, self.plans, self.devices, self.source)
         self.prefill = None if prefill is None else _Prefill(prefill, self, S)
+
+    def with_groups(self, groups: int) -> Generator:
+        """The same generator (same compiled stages and placed parameters) for another number
+        of groups in flight."""
+        if not isinstance(groups, int) or groups < 1:
+            raise RuntimeConfigError(f"groups must be a positive integer, got {groups!r}")
+        other = copy.copy(self)
+        other.groups = groups
+        return other
 
     # -- roles -------------------------------------------------------------------------------
     def _check_roles(self, roles: ArgRoles) -> None:
@@ -488,9 +498,9 @@ def generate_unsplit(
     """The oracle: the same tokens from the unsplit programs on one device, one group at a
     time. Returns ``(tokens [groups, b, n], final state per group)``."""
     dev = device or jax.devices()[0]
-    fdec = jax.jit(decode.as_function(flat=True), device=dev)
+    fdec = _jitted(decode)
     roles = decode.arg_roles()
-    flat_params = jax.tree_util.tree_leaves(params)
+    flat_params = jax.device_put(jax.tree_util.tree_leaves(params), dev)
     st_idx = [r.index for r in roles.state]
     tok_i = roles.feedback[0].index
     tok_o = roles.feedback[0].output
@@ -499,8 +509,7 @@ def generate_unsplit(
     for g in range(groups):
         seq = []
         if prompts is not None:
-            fpre = jax.jit(prefill.as_function(flat=True), device=dev)
-            outs = fpre(*flat_params, np.asarray(prompts[g], np.int32))
+            outs = _jitted(prefill)(*flat_params, np.asarray(prompts[g], np.int32))
             pre_tok = prefill_outputs(prefill, roles, tok_i)[0]
             tok = outs[pre_tok]
             cache = [o for i, o in enumerate(outs) if i != pre_tok]
@@ -529,3 +538,11 @@ def generate_unsplit(
         results.append(np.stack([np.asarray(x) for x in seq], axis=-1))
         states.append([np.asarray(c) for c in cache])
     return np.stack(results), states
+
+
+def _jitted(program: Any) -> Any:
+    """The program's flat function, jitted once per program."""
+    fn = program.extra.get("generate_jit")
+    if fn is None:
+        fn = program.extra["generate_jit"] = jax.jit(program.as_function(flat=True))
+    return fn
