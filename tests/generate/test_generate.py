@@ -56,7 +56,7 @@ def _prompts(groups, seed=1):
 def test_the_model_gives_varied_tokens_with_margins():
     """Equality of tokens means something only if they vary and the top-1 is clear."""
     prog, pre = exported(CUTS[2]), exported_prefill(CUTS[2])
-    toks, states = generate_unsplit(prog, params(), N, prefill=pre, prompts=_prompts(2))
+    toks, _ = generate_unsplit(prog, params(), N, prefill=pre, prompts=_prompts(2))
     assert len(np.unique(toks)) >= 8
     # top-1/top-2 margin of every decode step of group 0, from the unsplit model itself
     cache = jax.jit(gd.prefill_fn(CFG))(params(), jnp.asarray(_prompts(2)[0]))[1]
