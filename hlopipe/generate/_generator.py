@@ -19,6 +19,7 @@ from typing import Any
 import jax
 import numpy as np
 
+from hlopipe import schedules
 from hlopipe.errors import RuntimeConfigError, StageError
 from hlopipe.generate._plan import (
     FEEDBACK,
@@ -444,11 +445,14 @@ class Session:
         self._first = None
         t0 = time.perf_counter()
         host = 0.0
-        for t in range(steps):
-            for g in range(gen.groups):
-                h = time.perf_counter()
-                self._step(g, self.position + t, out[g])
-                host += time.perf_counter() - h
+        # Issued in the decode schedule's order: microbatch m is step m // G of group m % G;
+        # each rank's list is that order, so one global pass respects every rank's list.
+        order = decode_order(len(gen.plans), gen.groups, steps) if steps else []
+        for m in order:
+            t, g = divmod(m, gen.groups)
+            h = time.perf_counter()
+            self._step(g, self.position + t, out[g])
+            host += time.perf_counter() - h
         self.position += steps
         result = np.stack([np.stack([np.asarray(x) for x in row], axis=-1) for row in out])
         wall = time.perf_counter() - t0
@@ -468,9 +472,55 @@ class Session:
         )
         return result
 
+    def profile(self, repeats: int = 3) -> list[float]:
+        """Each stage's decode step alone (seconds, the median of ``repeats`` runs waited
+        for), on group 0's state at the current position: what the measured busy fraction
+        and the simulator's costs are made of. The state is not changed."""
+        gen = self.gen
+        times = []
+        for p in gen.plans:
+            st = gen.split.staged.stages[p.stage]
+            fn = jax.jit(st.fn)  # no donation: group 0's state must survive
+            dev = gen.devices[p.stage]
+            args = [_example_input(self, p, k, key, dev) for k, key in p.inputs]
+            jax.block_until_ready(fn(*args))
+            runs = []
+            for _ in range(repeats):
+                t0 = time.perf_counter()
+                jax.block_until_ready(fn(*args))
+                runs.append(time.perf_counter() - t0)
+            times.append(float(np.median(runs)))
+        return times
+
     def state(self, g: int) -> list[np.ndarray]:
         """Group ``g``'s state, the flat state arguments in order (read from the devices)."""
         return [np.asarray(self._state[g][slot.arg]) for slot in self.gen.split.slots]
+
+
+def _example_input(session: Session, p: StagePlan, kind: str, key: Any, dev: Any) -> Any:
+    gen = session.gen
+    if kind == PARAM:
+        return gen._params[p.stage][key]
+    if kind == STATE:
+        return session._state[0][key]
+    if kind == FEEDBACK:
+        return jax.device_put(session._feedback[0][key], dev)
+    if kind == INPUT:
+        return jax.device_put(np.int32(min(session.position, gen.max_len - 1)), dev)
+    src, out = key
+    aval = gen.split.staged.stages[src].outputs[out]
+    return jax.device_put(np.zeros(aval.shape, aval.dtype), dev)
+
+
+def decode_order(num_stages: int, groups: int, steps: int) -> list[int]:
+    """The microbatches of ``schedules.decode`` in the order every rank runs them (checked by
+    the validator: the driver issues each microbatch's stages in this order)."""
+    sched = schedules.decode(num_stages, groups, steps)
+    schedules.validate(sched)
+    rows = [[a.microbatch for a in row if a is not None] for row in sched.actions.values()]
+    if any(row != rows[0] for row in rows):  # pragma: no cover - the generator's invariant
+        raise RuntimeConfigError("decode schedule: ranks disagree on the order of the groups")
+    return rows[0]
 
 
 def _check_shape(x: Any, lead: tuple[int, ...], name: str, form: str, ndim: int) -> np.ndarray:
