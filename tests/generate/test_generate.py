@@ -169,3 +169,37 @@ def test_bad_input():
     prog = hlopipe.load(jax.export.export(plain)(*_example()).serialize())
     with pytest.raises(RuntimeConfigError, match="no argument is state"):
         Generator(prog, params())
+
+
+def test_compiled_hlo_with_markers_generates_the_unsplit_tokens():
+    from hlopipe.marker import KEEP_MARKERS
+
+    compiled = _decode_jit(CUTS[2]).lower(*_example()).compile(compiler_options=KEEP_MARKERS)
+    prog = hlopipe.load(compiled.as_text().encode())
+    roles = prog.arg_roles()
+    assert [r.output for r in roles.state] == list(range(1, 9))
+    assert all("input_output_alias" in r.reason for r in roles.state)
+    first = np.asarray(jax.random.randint(jax.random.key(7), (2, B), 0, CFG.vocab, jnp.int32))
+    toks = Generator(prog, params(), groups=2).start(tokens=first, position=0).generate(12)
+    np.testing.assert_array_equal(toks, generate_unsplit(prog, params(), 12, tokens=first)[0])
+
+
+def test_sharded_export_roles_from_buffer_donor():
+    from jax.sharding import Mesh, NamedSharding
+    from jax.sharding import PartitionSpec as PS
+
+    mesh = Mesh(np.array(jax.devices()[:2]), ("x",))
+    rep, by_batch = NamedSharding(mesh, PS()), NamedSharding(mesh, PS("x"))
+    ex = _example()
+    shardings = (jax.tree.map(lambda _: rep, ex[0]), jax.tree.map(lambda _: by_batch, ex[1]))
+    fn = jax.jit(
+        gd.decode_fn(CFG, stage_boundary, cuts=(2,)),
+        donate_argnums=1,
+        in_shardings=(*shardings, rep, rep),
+    )
+    prog = hlopipe.load(jax.export.export(fn)(*ex).serialize())
+    roles = prog.arg_roles()
+    assert all("jax.buffer_donor" in r.reason for r in roles.state)
+    # matched by path: cache [1][i]['k'] to result [1][i]['k']
+    assert [r.output for r in roles.state] == list(range(1, 9))
+    assert roles.feedback[0].path == "[2]" and roles.inputs[0].path == "[3]"
