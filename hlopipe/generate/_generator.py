@@ -405,8 +405,8 @@ class Session:
             for kind, key in p.inputs:
                 if kind == PARAM:
                     args.append(gen._params[p.stage][key])
-                elif kind == STATE:
-                    args.append(state[key])
+                elif kind == STATE:  # on its stage's device: counted if it ever were not
+                    args.append(self._move(state[key], dev, "state"))
                 elif kind == FEEDBACK:
                     args.append(self._move(fb[key], dev, "feedback"))
                 elif kind == INPUT:
@@ -443,6 +443,8 @@ class Session:
             )
         out: list[list[Any]] = [[] if first is None else [first[g]] for g in range(gen.groups)]
         self._first = None
+        c = self.counters
+        before = (c.activations, c.feedback, c.state)
         t0 = time.perf_counter()
         host = 0.0
         # Issued in the decode schedule's order: microbatch m is step m // G of group m % G;
@@ -465,9 +467,12 @@ class Session:
             inter_token_s=wall / steps if steps else 0.0,
             host_per_action_s=host / actions if actions else 0.0,
             bytes_sent=dict(
-                activations=self.counters.activations,
-                feedback=self.counters.feedback,
-                state=self.counters.state,
+                activations=c.activations, feedback=c.feedback, state=c.state
+            ),  # since start, the prefill's included
+            decode_bytes_sent=dict(
+                activations=c.activations - before[0],
+                feedback=c.feedback - before[1],
+                state=c.state - before[2],
             ),
         )
         return result
