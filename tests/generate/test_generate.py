@@ -206,3 +206,13 @@ def test_sharded_export_roles_from_buffer_donor():
     # matched by path: cache [1][i]['k'] to result [1][i]['k']
     assert [r.output for r in roles.state] == list(range(1, 9))
     assert roles.feedback[0].path == "[2]" and roles.inputs[0].path == "[3]"
+
+
+def test_without_markers_the_cost_model_cuts():
+    prog = exported(())
+    gen = Generator(prog, params(), num_stages=2, groups=2)
+    assert len(gen.plans) == 2 and all(gen.split.state_of(s) for s in range(2))
+    first = np.asarray(jax.random.randint(jax.random.key(5), (2, B), 0, CFG.vocab, jnp.int32))
+    toks = gen.start(tokens=first).generate(8)
+    np.testing.assert_array_equal(toks, generate_unsplit(prog, params(), 8, tokens=first)[0])
+    assert gen.start(tokens=first).generate(1).shape == (2, B, 1)
