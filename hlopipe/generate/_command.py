@@ -47,6 +47,10 @@ def run_command(
         inputs: dict[str, Any] = {"prompts": rng.integers(0, vocab_hi, (groups, b, prompt_len))}
     else:
         inputs = {"tokens": rng.integers(0, vocab_hi, (groups, *gen.token.shape)), "position": 0}
+    extra = gen.roles.feedback[1:]  # an RNG key fed back: random first values per group
+    inputs["feedback"] = {
+        r.path: rng.integers(0, 2**31, (groups, *r.shape)).astype(r.dtype) for r in extra
+    }
     session = gen.start(**inputs)
     toks = session.generate(tokens)
     for g in range(min(groups, 2)):
@@ -59,10 +63,7 @@ def run_command(
     )
     if not check:
         return 0
-    if prefill is not None:
-        ref, _ = generate_unsplit(decode, params, tokens, prefill=prefill, **inputs)
-    else:
-        ref, _ = generate_unsplit(decode, params, tokens, **inputs)
+    ref, _ = generate_unsplit(decode, params, tokens, prefill=prefill, **inputs)
     bad = np.argwhere(ref != toks)
     if len(bad):
         g, s, t = (int(x) for x in bad[0])

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import copy
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -192,11 +192,16 @@ class Generator:
         tokens: Any = None,
         state: Sequence[Sequence[Any]] | None = None,
         position: int | None = None,
+        feedback: Mapping[Any, Any] | None = None,
     ) -> Session:
         """A session of ``groups`` groups: from ``prompts[groups, b, P]`` through the prefill
         (pipelined, the prefill's token first), or from ``tokens[groups, b]`` at ``position``
-        with ``state`` (per group, the flat state arguments; zeros when not given)."""
-        return Session(self, prompts, tokens, state, position)
+        with ``state`` (per group, the flat state arguments; zeros when not given).
+        ``feedback`` gives the first value of every other feedback argument (an RNG key), by
+        path or flat index, shaped ``[groups, ...]``."""
+        session = Session(self, prompts, tokens, state, position)
+        session._start_feedback(feedback or {})
+        return session
 
 
 _KIND = {"parameter": PARAM, "state": STATE, "feedback": FEEDBACK, "input": INPUT}
@@ -330,6 +335,33 @@ class Session:
             self.position = 0 if position is None else int(position)
             self._check_position(self.position)
             self._start_from(tokens, state)
+
+    def _start_feedback(self, given: Mapping[Any, Any]) -> None:
+        """The first value of each feedback argument other than the token."""
+        gen = self.gen
+        known = {r.path: r for r in gen.roles.feedback} | {r.index: r for r in gen.roles.feedback}
+        for name in given:
+            if name not in known or known[name].index == gen.token.index:
+                raise RuntimeConfigError(
+                    f"feedback={{{name!r}: ...}}: not a feedback argument other than the token; "
+                    f"those are {[r.path for r in gen.roles.feedback[1:]]}"
+                )
+        for r in gen.roles.feedback[1:]:
+            value = given.get(r.path, given.get(r.index))
+            if value is None:
+                raise RuntimeConfigError(
+                    f"feedback argument {r.index} ({r.path}, {r.dtype}{list(r.shape)}) needs a "
+                    f"first value per group: start(..., feedback={{{r.path!r}: [groups, ...]}})"
+                )
+            arr = np.asarray(value)
+            if arr.shape != (gen.groups, *r.shape) or str(arr.dtype) != r.dtype:
+                raise RuntimeConfigError(
+                    f"feedback {r.path}: expected {r.dtype}{[gen.groups, *r.shape]} (groups "
+                    f"first), got {arr.dtype}{list(arr.shape)}"
+                )
+            reader = next(p.stage for p in gen.plans if (FEEDBACK, r.index) in p.inputs)
+            for g in range(gen.groups):
+                self._feedback[g][r.index] = jax.device_put(arr[g], gen.devices[reader])
 
     def _check_position(self, pos: int) -> None:
         if not 0 <= pos < self.gen.max_len:
@@ -548,6 +580,7 @@ def generate_unsplit(
     tokens: Any = None,
     state: Any = None,
     position: int = 0,
+    feedback: Mapping[Any, Any] | None = None,
     device: Any = None,
 ) -> tuple[np.ndarray, list[list[np.ndarray]]]:
     """The oracle: the same tokens from the unsplit programs on one device, one group at a
@@ -561,8 +594,13 @@ def generate_unsplit(
     tok_o = roles.feedback[0].output
     results, states = [], []
     groups = len(prompts) if prompts is not None else len(tokens)
+    given = dict(feedback or {})
     for g in range(groups):
         seq = []
+        fb = {
+            r.index: np.asarray(given.get(r.path, given.get(r.index)))[g]
+            for r in roles.feedback[1:]
+        }
         if prompts is not None:
             outs = _jitted(prefill)(*flat_params, np.asarray(prompts[g], np.int32))
             pre_tok = prefill_outputs(prefill, roles, tok_i)[0]
@@ -585,9 +623,12 @@ def generate_unsplit(
                 args[r.index] = v
             for i, v in zip(st_idx, cache, strict=True):
                 args[i] = v
+            for r in roles.feedback[1:]:
+                args[r.index] = fb[r.index]
             args[tok_i], args[roles.inputs[0].index] = tok, np.int32(pos + t)
             outs = fdec(*args)
             tok = outs[tok_o]
+            fb = {r.index: outs[r.output] for r in roles.feedback[1:]}
             cache = [outs[roles[i].output] for i in st_idx]
             seq.append(tok)
         results.append(np.stack([np.asarray(x) for x in seq], axis=-1))

@@ -21,6 +21,7 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from hlopipe.models.gpt import layer_norm
 
@@ -172,16 +173,43 @@ def decode_fn(
     boundary: Callable[[Any], Any] | None = None,
     layers_per_stage: int | None = None,
     cuts: Sequence[int] = (),
-) -> Callable[..., tuple[jax.Array, Any]]:
-    """``decode(params, cache, tokens int32[b], position int32[]) -> (next int32[b], cache)``."""
+    *,
+    sample: bool = False,
+) -> Callable[..., Any]:
+    """``decode(params, cache, tokens int32[b], position int32[]) -> (next int32[b], cache)``,
+    greedy; with ``sample``, ``decode(params, cache, tokens, position, key uint32[2]) ->
+    (next, cache, key)``: sampled from the softmax with a raw key carried as feedback."""
     cut = _cut_after(cfg, layers_per_stage, cuts)
 
-    def decode(params: Params, cache: Any, tokens: jax.Array, position: jax.Array):
+    def decode(params: Params, cache: Any, tokens: jax.Array, position: jax.Array, *key: Any):
         x = params["embed"][tokens][:, None] + params["pos"][position][None, None]
         x, cache = _run(params, cache, x, position, cfg, boundary, cut)
-        return jnp.argmax(_head(params, x), axis=-1).astype(jnp.int32), cache
+        logits = _head(params, x)
+        if not sample:
+            return jnp.argmax(logits, axis=-1).astype(jnp.int32), cache
+        noise = _gumbel(key[0], logits.shape)
+        nxt = jnp.argmax(logits + noise, axis=-1).astype(jnp.int32)
+        return nxt, cache, _mix(key[0] + jnp.uint32(1))
 
     return decode
+
+
+def _mix(x: jax.Array) -> jax.Array:
+    """A 32-bit integer hash (murmur3's finaliser): jax.random's threefry would bring 64-bit
+    counters into the exported program."""
+    x = x ^ (x >> 16)
+    x = x * jnp.uint32(0x85EBCA6B)
+    x = x ^ (x >> 13)
+    x = x * jnp.uint32(0xC2B2AE35)
+    return x ^ (x >> 16)
+
+
+def _gumbel(key: jax.Array, shape: tuple[int, ...]) -> jax.Array:
+    """Gumbel noise from a raw ``uint32[2]`` key (sampling = argmax of logits + noise)."""
+    n = jnp.arange(int(np.prod(shape)), dtype=jnp.uint32).reshape(shape)
+    bits = _mix(_mix(n * jnp.uint32(0x9E3779B9) ^ key[0]) ^ key[1])
+    u = ((bits >> 8).astype(jnp.float32) + 0.5) / jnp.float32(1 << 24)
+    return -jnp.log(-jnp.log(u))
 
 
 def prefill_fn(

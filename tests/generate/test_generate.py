@@ -216,3 +216,29 @@ def test_without_markers_the_cost_model_cuts():
     toks = gen.start(tokens=first).generate(8)
     np.testing.assert_array_equal(toks, generate_unsplit(prog, params(), 8, tokens=first)[0])
     assert gen.start(tokens=first).generate(1).shape == (2, B, 1)
+
+
+def test_sampling_with_a_key_fed_back():
+    """A sampled decode step: the raw key is feedback (made and read by the last stage)."""
+    fn = jax.jit(gd.decode_fn(CFG, stage_boundary, cuts=(2,), sample=True), donate_argnums=1)
+    ex = (*_example(), jax.random.PRNGKey(0))
+    prog = hlopipe.load(jax.export.export(fn)(*ex).serialize())
+    roles = prog.arg_roles()
+    assert [(r.path, r.output) for r in roles.feedback] == [("[2]", 0), ("[4]", 9)]
+    gen = Generator(prog, params(), groups=2)
+    first = np.asarray(jax.random.randint(jax.random.key(5), (2, B), 0, CFG.vocab, jnp.int32))
+    keys = np.stack([np.asarray(jax.random.PRNGKey(s)) for s in (11, 12)])
+    session = gen.start(tokens=first, feedback={"[4]": keys})
+    toks = session.generate(16)
+    ref, _ = generate_unsplit(prog, params(), 16, tokens=first, feedback={"[4]": keys})
+    np.testing.assert_array_equal(toks, ref)
+    assert len(np.unique(toks)) >= 8
+    assert session.metrics["bytes_sent"]["feedback"] == 15 * 2 * B * 4  # the token only
+    other = gen.start(tokens=first, feedback={"[4]": keys[::-1]}).generate(16)
+    assert not np.array_equal(other, toks)  # the key matters
+    with pytest.raises(
+        RuntimeConfigError, match=r"feedback argument 47 \(\[4\], uint32\[2\]\) needs a first"
+    ):
+        gen.start(tokens=first)
+    with pytest.raises(RuntimeConfigError, match=r"feedback \[4\]: expected uint32\[2, 2\]"):
+        gen.start(tokens=first, feedback={"[4]": keys[:1]})
