@@ -307,8 +307,9 @@ class _Counters:
 class Session:
     """Groups of sequences being generated: state on its stages, tokens fed back on device.
 
-    ``metrics`` after :meth:`generate`: tokens/s, time to first token, inter-token latency,
-    host time per action, bytes sent per token by kind (``state`` is always 0: counted).
+    ``metrics`` after :meth:`generate`: tokens/s, time to first token (with a prefill; its
+    tokens are waited for once), inter-token latency, host time per action, bytes sent by kind
+    since the start and in the last ``generate`` (``state``: counted, 0 when state stays).
     """
 
     def __init__(self, gen: Generator, prompts: Any, tokens: Any, state: Any, position: Any):
@@ -328,6 +329,10 @@ class Session:
             self._check_position(self.position)
             self._run_prefill(prompts)
             self.metrics["prefill_dispatch_s"] = time.perf_counter() - t0
+            # The first tokens are read here (the one wait before decoding starts), so that the
+            # time to first token is measured, not the time to dispatch.
+            jax.block_until_ready(self._first)
+            self.metrics["time_to_first_token_s"] = time.perf_counter() - t0
         else:
             if tokens is None:
                 raise RuntimeConfigError("start needs prompts (with a prefill) or tokens=")

@@ -126,6 +126,9 @@ def test_split_generation_equals_unsplit(S):
                 np.testing.assert_array_equal(mine, theirs)  # bit-equal caches
         sent = session.metrics["bytes_sent"]
         assert sent["state"] == 0
+        assert (
+            session.metrics["time_to_first_token_s"] > 0 and session.metrics["tokens"] == toks.size
+        )
         decode_sent = session.metrics["decode_bytes_sent"]
         assert decode_sent["activations"] + decode_sent["feedback"] == (N - 1) * groups * per_step
         assert decode_sent["state"] == 0
