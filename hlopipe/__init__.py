@@ -33,6 +33,7 @@ _LAZY: dict[str, tuple[str, str | None]] = {
     "split": ("hlopipe.stages", "split"),
     "StagedProgram": ("hlopipe.stages", "StagedProgram"),
     "Pipeline": ("hlopipe.runtime", "Pipeline"),
+    "Generator": ("hlopipe.generate", "Generator"),
     "io": ("hlopipe.io", None),
     "stages": ("hlopipe.stages", None),
     "schedules": ("hlopipe.schedules", None),

@@ -26,6 +26,7 @@ from hlopipe.cli import demo as _demo  # noqa: F401  # isort: skip
 from hlopipe.cli import split as _split  # noqa: F401  # isort: skip
 from hlopipe.cli import conformance as _conformance  # noqa: F401  # isort: skip
 from hlopipe.cli import train as _train  # noqa: F401  # isort: skip
+from hlopipe.cli import generate as _generate  # noqa: F401  # isort: skip
 from hlopipe.cli import launch as _launch  # noqa: F401  # isort: skip
 from hlopipe.cli._common import COMMANDS, Parser, one_line
 from hlopipe.errors import HlopipeError

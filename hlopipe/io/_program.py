@@ -97,6 +97,18 @@ class Program:
                 names.append(None if name is None or _GENERIC.match(name) else name)
         return names
 
+    def arg_roles(self, *, state: Any = None, feedback: Any = None) -> Any:
+        """Per argument: parameter, state (aliased to an output), feedback (fed from an
+        output) or input, with the reason; ``state=`` / ``feedback=`` override what the
+        program says. See :func:`hlopipe.io._roles.find_roles`.
+
+        Example:
+          >>> print(hlopipe.load("decode.bin").arg_roles())        # doctest: +SKIP
+        """
+        from hlopipe.io._roles import find_roles
+
+        return find_roles(self, state=state, feedback=feedback)
+
     # ---- contents ---------------------------------------------------------------------------
     def op_counts(self, *, entry_only: bool = False) -> collections.Counter[str]:
         """How many times each op name occurs (in every function, or only those reachable)."""

@@ -11,6 +11,7 @@ Pure Python: imports nothing of hlopipe but :mod:`hlopipe.errors`, and no JAX.
 """
 
 from hlopipe.schedules._auto import Candidate, best, rank_candidates
+from hlopipe.schedules._decode import decode, steady_bubble
 from hlopipe.schedules._generators import (
     GENERATORS,
     canonical_name,
@@ -49,6 +50,7 @@ __all__ = [
     "available",
     "best",
     "canonical_name",
+    "decode",
     "default_virtual_stages",
     "dualpipev",
     "format_grid",
@@ -67,6 +69,7 @@ __all__ = [
     "resolve_costs",
     "simulate",
     "split_overlaps",
+    "steady_bubble",
     "to_chrome_trace",
     "validate",
     "zb_h1",

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from hlopipe.schedules._decode import feedback_source
 from hlopipe.schedules._grid import schedule_error
 from hlopipe.schedules._ir import Action, Kind, Schedule
 
@@ -91,7 +92,11 @@ def ready(
     s, k, mb = a
     if k is Kind.F:
         if s == 0:
-            return 0.0
+            fb = feedback_source(schedule, a)
+            if fb is None:
+                return 0.0
+            t = _done(end, fb.stage, (Kind.F,), fb.microbatch)
+            return None if t is None else t + (send_cost if place[fb.stage] != rank else 0.0)
         t = _done(end, s - 1, (Kind.F,), mb)
         return None if t is None else t + (send_cost if place[s - 1] != rank else 0.0)
     if k in _BACKWARD:
@@ -109,7 +114,9 @@ def ready(
     if k is Kind.SEND_B:
         return _done(end, s, _BACKWARD, mb)
     if k is Kind.RECV_F:
-        t = _done(end, s - 1, (Kind.SEND_F,), mb)
+        fb = feedback_source(schedule, a)
+        src = (s - 1, mb) if fb is None else (fb.stage, fb.microbatch)
+        t = _done(end, src[0], (Kind.SEND_F,), src[1])
         return None if t is None else t + send_cost
     t = _done(end, s + 1, (Kind.SEND_B,), mb)  # RECV_B
     return None if t is None else t + send_cost
@@ -121,6 +128,9 @@ def _needs(schedule: Schedule, a: Action) -> list[tuple[int, Kind, int]]:
         return [d for part in a.parts for d in _needs(schedule, part)]
     s, k, mb = a
     if k is Kind.F:
+        fb = feedback_source(schedule, a) if s == 0 else None
+        if fb is not None:
+            return [tuple(fb)]  # type: ignore[list-item]
         return [(s - 1, Kind.F, mb)] if s > 0 else []
     if k in _BACKWARD:
         deps = [(s, Kind.F, mb)]
@@ -134,6 +144,9 @@ def _needs(schedule: Schedule, a: Action) -> list[tuple[int, Kind, int]]:
     if k is Kind.SEND_B:
         return [(s, Kind.B, mb), (s, Kind.I, mb)]
     if k is Kind.RECV_F:
+        fb = feedback_source(schedule, a)
+        if fb is not None:
+            return [(fb.stage, Kind.SEND_F, fb.microbatch)]
         return [(s - 1, Kind.SEND_F, mb)]
     return [(s + 1, Kind.SEND_B, mb)]
 

@@ -176,6 +176,10 @@ class Schedule:
     num_microbatches: int
     stage_to_rank: tuple[int, ...]
     actions: dict[int, list[Action | None]] = field(default_factory=dict)
+    # A decode schedule (``schedules.decode``): microbatch ``m`` is step ``m // feedback_groups``
+    # of group ``m % feedback_groups``, and the last stage's output of ``m`` feeds the first
+    # stage of ``m + feedback_groups``. 0: no feedback (every other schedule).
+    feedback_groups: int = 0
 
     def __post_init__(self) -> None:
         for attr in ("num_ranks", "num_stages", "num_microbatches"):
@@ -265,6 +269,7 @@ class Schedule:
             self.num_microbatches,
             self.stage_to_rank,
             {r: list(row) for r, row in actions.items()},
+            self.feedback_groups,
         )
 
     # -- text and CSV ----------------------------------------------------------------------------
@@ -277,6 +282,8 @@ class Schedule:
             "num_microbatches": self.num_microbatches,
             "stage_to_rank": list(self.stage_to_rank),
         }
+        if self.feedback_groups:
+            meta["feedback_groups"] = self.feedback_groups
         return "# hlopipe-schedule " + json.dumps(meta)
 
     def to_text(self) -> str:
@@ -434,6 +441,7 @@ def _parse_header(line: str) -> dict:
             "num_stages": int(meta["num_stages"]),
             "num_microbatches": int(meta["num_microbatches"]),
             "stage_to_rank": tuple(int(r) for r in meta["stage_to_rank"]),
+            "feedback_groups": int(meta.get("feedback_groups", 0)),
         }
     except (ValueError, KeyError, TypeError) as e:
         raise ScheduleError(f"bad schedule header {line!r}: {e}") from e

@@ -15,6 +15,7 @@ each other, which is why the transfers are not batched or reordered here.
 from __future__ import annotations
 
 from hlopipe.errors import ScheduleError
+from hlopipe.schedules._decode import feedback_source, feeds_back
 from hlopipe.schedules._ir import Action, Kind, Schedule
 
 
@@ -41,8 +42,11 @@ def lower(schedule: Schedule) -> Schedule:
                 continue
             # Receive just before the action that needs the data (both parts of an overlap).
             for s, k, mb in a.parts:
+                fb = feedback_source(schedule, Action(s, k, mb)) if k is Kind.F else None
                 if k is Kind.F and s > 0 and place[s - 1] != r:
                     row.append(Action(s, Kind.RECV_F, mb))
+                elif fb is not None and place[fb.stage] != r:
+                    row.append(Action(s, Kind.RECV_F, mb))  # the last stage's feedback
                 elif k in (Kind.B, Kind.I) and s < last and place[s + 1] != r:
                     row.append(Action(s, Kind.RECV_B, mb))
             row.append(a)
@@ -50,6 +54,8 @@ def lower(schedule: Schedule) -> Schedule:
             for s, k, mb in a.parts:
                 if k is Kind.F and s < last and place[s + 1] != r:
                     row.append(Action(s, Kind.SEND_F, mb))
+                elif k is Kind.F and s == last and feeds_back(schedule, mb) and place[0] != r:
+                    row.append(Action(s, Kind.SEND_F, mb))  # feedback to the first stage
                 elif k in (Kind.B, Kind.I) and s > 0 and place[s - 1] != r:
                     row.append(Action(s, Kind.SEND_B, mb))
         lowered[r] = row

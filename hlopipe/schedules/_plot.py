@@ -7,7 +7,7 @@ import os
 from typing import Any
 
 from hlopipe.errors import ScheduleError
-from hlopipe.schedules._ir import COMM_KINDS, COMPUTE_KINDS, Kind
+from hlopipe.schedules._ir import COMM_KINDS, COMPUTE_KINDS, Kind, Schedule
 from hlopipe.schedules._simulate import Timeline
 
 COLOURS = {
@@ -245,6 +245,7 @@ def to_chrome_trace(
                         "microbatch": a.microbatch,
                         "kind": a.kind.value,
                         **({"parts": [str(x) for x in a.parts]} if len(a.parts) > 1 else {}),
+                        **_decode_args(schedule, a.microbatch),
                     },
                 }
             )
@@ -253,3 +254,9 @@ def to_chrome_trace(
         with open(path, "w") as f:
             json.dump(trace, f)
     return trace
+
+
+def _decode_args(schedule: Schedule, microbatch: int) -> dict:
+    """A decode schedule's microbatch as its group and token step."""
+    g = schedule.feedback_groups
+    return {"group": microbatch % g, "step": microbatch // g} if g else {}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from hlopipe.schedules import _engine
+from hlopipe.schedules._decode import feedback_source, feeds_back
 from hlopipe.schedules._grid import schedule_error
 from hlopipe.schedules._ir import (
     COMM_KINDS,
@@ -112,6 +113,9 @@ def _check_coverage(schedule: Schedule, seen: dict[Action, tuple[int, int]]) -> 
             for a in needed:
                 if a not in seen:
                     raise schedule_error(schedule, place[s], None, f"{a.describe()} is missing")
+            if lowered and s == last and feeds_back(schedule, mb) and place[0] != place[s]:
+                nxt = mb + schedule.feedback_groups
+                expected_comms |= {Action(s, Kind.SEND_F, mb), Action(0, Kind.RECV_F, nxt)}
             if lowered and s < last and place[s + 1] != place[s]:
                 expected_comms |= {Action(s, Kind.SEND_F, mb), Action(s + 1, Kind.RECV_F, mb)}
                 if training:
@@ -146,7 +150,18 @@ def _local_needs(
     s, k, mb = a
     place, last = schedule.stage_to_rank, schedule.num_stages - 1
     needs: list[tuple[tuple[Action, ...], str]] = []
+    fb = feedback_source(schedule, a) if k is F else None
+    if fb is not None:
+        own = Action(s, F, fb.microbatch)
+        needs.append(((own,), f"{own.describe()}, its own previous step"))
+        if place[fb.stage] == r and fb != own:
+            needs.append(((fb,), f"{fb.describe()}, its feedback on this rank"))
+        elif place[fb.stage] != r and lowered:
+            needs.append(((Action(s, Kind.RECV_F, mb),), "its RECV_F (the feedback)"))
     if k is F and s > 0:
+        own = Action(s, F, mb - schedule.feedback_groups)
+        if schedule.feedback_groups and own.microbatch >= 0:
+            needs.append(((own,), f"{own.describe()}, its own previous step"))
         if place[s - 1] == r:
             dep = Action(s - 1, F, mb)
             needs.append(((dep,), f"{dep.describe()}, its input on this rank"))

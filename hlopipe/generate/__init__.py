@@ -1,0 +1,10 @@
+"""Pipelined generation: a decode step (and its prefill) split into stages, each stage keeping
+the state of its own layers (its KV cache), many groups of sequences in flight.
+
+Public API: :class:`Generator` (``hlopipe.Generator``), its :class:`Session`, and
+:func:`generate_unsplit`, the one-device oracle. See ``docs/generation.md``.
+"""
+
+from hlopipe.generate._generator import Generator, Session, generate_unsplit
+
+__all__ = ["Generator", "Session", "generate_unsplit"]

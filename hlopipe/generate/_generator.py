@@ -1,0 +1,649 @@
+"""`Generator`: a decode step served across pipeline stages, each stage keeping its state.
+
+One host, one controller: every stage's executables run on their own device and the driver
+issues every action asynchronously (``jax.jit`` dispatch and ``jax.device_put`` return before
+the device is done), in the order of :func:`hlopipe.schedules.decode` (round robin of the
+groups, token after token). Nothing waits on a device until the tokens are read at the end of
+:meth:`Session.generate`. State arguments are donated to the stage that keeps them, so a cache
+is updated in place and never leaves its device; only activations and feedback move.
+"""
+
+from __future__ import annotations
+
+import copy
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import jax
+import numpy as np
+
+from hlopipe import schedules
+from hlopipe.errors import RuntimeConfigError, StageError
+from hlopipe.generate._plan import (
+    FEEDBACK,
+    INPUT,
+    PARAM,
+    STATE,
+    StagePlan,
+    plan_stages,
+    prefill_outputs,
+)
+from hlopipe.io._roles import ArgRoles
+from hlopipe.stages._state import StatefulSplit, split_stateful, state_sends
+
+
+class Generator:
+    """A decode step (and optionally its prefill) split into stages that keep their state.
+
+    Args:
+      decode: the decode step, a loaded ``Program``:
+        ``(params, state, tokens, position) -> (next_tokens, state)``.
+      params: the first argument's pytree (the program's parameters).
+      prefill: the prefill ``Program``, ``(params, prompt) -> (next_tokens, state)``.
+      num_stages: must agree with the programs' stage markers when both are given (without
+        markers, the cut points are chosen by the cost model).
+      groups: how many groups of sequences are in flight.
+      devices: one device per stage (default: the first ``num_stages``).
+      state / feedback: overrides of the argument roles (see ``Program.arg_roles``).
+      max_len: the cache length (default: the axis after the batch axis of the first state
+        argument).
+
+    Example:
+      >>> gen = hlopipe.Generator(dec, params, prefill=pre, groups=8)   # doctest: +SKIP
+      >>> tokens = gen.start(prompts).generate(32)                       # doctest: +SKIP
+    """
+
+    def __init__(
+        self,
+        decode: Any,
+        params: Any,
+        *,
+        prefill: Any = None,
+        num_stages: int | None = None,
+        groups: int = 1,
+        devices: Sequence[Any] | None = None,
+        state: Any = None,
+        feedback: Any = None,
+        max_len: int | None = None,
+    ) -> None:
+        self.source = getattr(decode, "source", "the decode step")
+        roles = decode.arg_roles(state=state, feedback=feedback)
+        self.roles: ArgRoles = roles
+        self._check_roles(roles)
+        if not isinstance(groups, int) or groups < 1:
+            raise RuntimeConfigError(f"groups must be a positive integer, got {groups!r}")
+        self.groups = groups
+        self.split: StatefulSplit = split_stateful(
+            decode, roles, num_stages=num_stages, what=self.source
+        )
+        S = self.split.num_stages
+        devices = list(devices) if devices is not None else jax.devices()[:S]
+        if len(devices) < S:
+            raise RuntimeConfigError(
+                f"{S} stages need {S} devices, {len(devices)} given (jax has "
+                f"{len(jax.devices())}); pass devices= or fewer stages"
+            )
+        self.devices = devices[:S]
+        self.batch = self.token.shape[0] if self.token.shape else 1
+        self.max_len = max_len if max_len is not None else self._cache_len()
+        kinds = {r.index: _KIND[r.role] for r in roles}
+        slots = {x.arg: x for x in self.split.slots}
+        self.plans = plan_stages(self.split.staged, kinds, slots)
+        self._fns = [jax.jit(st.fn, donate_argnums=p.donate) for st, p in
+                     zip(self.split.staged.stages, self.plans, strict=True)]  # fmt: skip
+        self._params = _place_params(params, roles, self.plans, self.devices, self.source)
+        self.prefill = None if prefill is None else _Prefill(prefill, self, S)
+
+    def with_groups(self, groups: int) -> Generator:
+        """The same generator (same compiled stages and placed parameters) for another number
+        of groups in flight."""
+        if not isinstance(groups, int) or groups < 1:
+            raise RuntimeConfigError(f"groups must be a positive integer, got {groups!r}")
+        other = copy.copy(self)
+        other.groups = groups
+        return other
+
+    # -- roles -------------------------------------------------------------------------------
+    def _check_roles(self, roles: ArgRoles) -> None:
+        if not roles.state:
+            raise RuntimeConfigError(
+                f"{self.source}: no argument is state (nothing is aliased to an output: the "
+                "program was exported without donation); export it with the state donated or "
+                "pass state=[argument paths]"
+            )
+        fb = roles.feedback
+        if not fb:
+            raise RuntimeConfigError(
+                f"{self.source}: no argument is fed back from an output (the token); pass "
+                "feedback={argument: output}"
+            )
+        self.token = fb[0]
+        ints = [r for r in roles.inputs if r.shape == () and "int" in r.dtype]
+        if len(roles.inputs) != 1 or not ints:
+            names = ", ".join(r.path for r in roles.inputs) or "none"
+            raise RuntimeConfigError(
+                f"{self.source}: expected one scalar integer input (the position) besides "
+                f"parameters, state and feedback; found {names}"
+            )
+        self.position = ints[0]
+
+    def _cache_len(self) -> int:
+        first = self.roles.state[0]
+        shape = list(first.shape)
+        if self.batch in shape and shape.index(self.batch) + 1 < len(shape):
+            return int(shape[shape.index(self.batch) + 1])
+        raise RuntimeConfigError(
+            f"{self.source}: cannot tell the cache length from state {first.path} "
+            f"{first.dtype}{shape} (no axis after the batch axis of size {self.batch}); "
+            "pass max_len="
+        )
+
+    # -- views -------------------------------------------------------------------------------
+    def state_bytes(self, stage: int) -> int:
+        return sum(x.nbytes for x in self.split.state_of(stage))
+
+    def param_bytes(self, stage: int) -> int:
+        return sum(int(v.nbytes) for k, v in self._params[stage].items())
+
+    def bytes_per_token(self) -> dict[str, int]:
+        """Theory, per group and decode step: activations sent between stages, feedback sent
+        from the stage that makes it to those that read it, and state (0 by construction)."""
+        act = sum(p.send_bytes for p in self.plans)
+        return {"activations": act, "feedback": self._feedback_bytes(), "state": 0}
+
+    def _feedback_bytes(self) -> int:
+        total = 0
+        for arg, out in self.split.feedback:
+            src = self.split.staged.out_sources[out]
+            readers = {
+                p.stage for p in self.plans for k, a in p.inputs if k == FEEDBACK and a == arg
+            }
+            nbytes = (
+                int(np.prod(self.roles[arg].shape, dtype=np.int64))
+                * np.dtype(self.roles[arg].dtype).itemsize
+            )
+            total += nbytes * sum(1 for s in readers if src.kind != "stage" or s != src.stage)
+        return total
+
+    def __repr__(self) -> str:
+        lines = [
+            f"Generator({self.source}: {len(self.plans)} stages, {self.groups} group(s) of "
+            f"{self.batch}, cache length {self.max_len})",
+            f"{'stage':>5}  {'device':<14} {'state':<28} {'param B':>9} {'state B/group':>13} "
+            f"{'sent B/token':>12}",
+        ]
+        for p in self.plans:
+            paths = self.split.layers_of(p.stage)
+            shown = ", ".join(paths[:2]) + (f" +{len(paths) - 2}" if len(paths) > 2 else "")
+            lines.append(
+                f"{p.stage:>5}  {self.devices[p.stage]!s:<14} {shown:<28} "
+                f"{self.param_bytes(p.stage):>9} {self.state_bytes(p.stage):>13} "
+                f"{p.send_bytes:>12}"
+            )
+        return "\n".join(lines)
+
+    # -- sessions ----------------------------------------------------------------------------
+    def start(
+        self,
+        prompts: Any = None,
+        *,
+        tokens: Any = None,
+        state: Sequence[Sequence[Any]] | None = None,
+        position: int | None = None,
+        feedback: Mapping[Any, Any] | None = None,
+    ) -> Session:
+        """A session of ``groups`` groups: from ``prompts[groups, b, P]`` through the prefill
+        (pipelined, the prefill's token first), or from ``tokens[groups, b]`` at ``position``
+        with ``state`` (per group, the flat state arguments; zeros when not given).
+        ``feedback`` gives the first value of every other feedback argument (an RNG key), by
+        path or flat index, shaped ``[groups, ...]``."""
+        session = Session(self, prompts, tokens, state, position)
+        session._start_feedback(feedback or {})
+        return session
+
+
+_KIND = {"parameter": PARAM, "state": STATE, "feedback": FEEDBACK, "input": INPUT}
+
+
+def _place_params(
+    params: Any, roles: ArgRoles, plans: list[StagePlan], devices: list[Any], source: str
+) -> list[dict[int, Any]]:
+    """Each stage's parameters on its device, keyed by flat argument."""
+    leaves = jax.tree_util.tree_leaves_with_path(params)
+    want = roles.parameters
+    if len(leaves) != len(want):
+        raise RuntimeConfigError(
+            f"{source}: params has {len(leaves)} leaves, the program takes {len(want)} "
+            "parameters (its first argument)"
+        )
+    by_arg: dict[int, Any] = {}
+    for (path, leaf), r in zip(leaves, want, strict=True):
+        shape, dtype = tuple(np.shape(leaf)), str(np.asarray(leaf).dtype)
+        if (shape, dtype) != (tuple(r.shape), r.dtype):
+            raise RuntimeConfigError(
+                f"{source}: params{jax.tree_util.keystr(path)} is {dtype}{list(shape)} but "
+                f"argument {r.index} ({r.path}) is {r.dtype}{list(r.shape)}"
+            )
+        by_arg[r.index] = leaf
+    return [
+        {a: jax.device_put(by_arg[a], devices[p.stage]) for k, a in p.inputs if k == PARAM}
+        for p in plans
+    ]
+
+
+class _Prefill:
+    """The prefill split like the decode step: the same stages keep the same state."""
+
+    def __init__(self, program: Any, gen: Generator, S: int) -> None:
+        from hlopipe.stages._split import split
+
+        what = f"the prefill {getattr(program, 'source', '')}".rstrip()
+        try:
+            self.staged = split(program, num_stages=S)
+        except StageError as e:
+            raise StageError(f"{what} does not split like the decode step ({S} stages): {e}") from e
+        n_params = len(gen.roles.parameters)
+        if len(program.in_avals) != n_params + 1:
+            raise RuntimeConfigError(
+                f"{what}: takes {len(program.in_avals)} arguments; expected the decode step's "
+                f"{n_params} parameters and one prompt"
+            )
+        self.prompt_arg = n_params
+        self.prompt_aval = program.in_avals[n_params]
+        self.token_out, state_of_out = prefill_outputs(program, gen.roles, gen.token.index, what)
+        slots = {x.arg: x for x in gen.split.slots}
+        for o, arg in state_of_out.items():
+            src = self.staged.out_sources[o]
+            if src.kind != "stage" or src.stage != slots[arg].stage:
+                made = f"stage {src.stage}" if src.kind == "stage" else "no stage"
+                raise StageError(
+                    f"{what}: {made} makes the state {slots[arg].path}, which the decode step "
+                    f"keeps on stage {slots[arg].stage}: the stage markers of the two programs "
+                    "disagree"
+                )
+        items = [(None, o, slots[a].path, gen.roles[a].shape, gen.roles[a].dtype)
+                 for o, a in state_of_out.items()]  # fmt: skip
+        crossing = state_sends(self.staged, items)
+        if crossing:
+            s, d, path = crossing[0]
+            raise StageError(
+                f"{what}: a version of the state {path} would be sent from stage {s} to stage "
+                f"{d}; make each stage's state on that stage (an empty cache inside its layer)"
+            )
+        kinds = {i: (PARAM if i < n_params else INPUT) for i in range(n_params + 1)}
+        self.plans = plan_stages(self.staged, kinds, {})
+        self.state_of_out = state_of_out
+        self._fns = [jax.jit(st.fn) for st in self.staged.stages]
+        leaves = {a: v for d in gen._params for a, v in d.items()}
+        self._params = [
+            {
+                a: _on(leaves, gen._params, a, gen.devices[p.stage])
+                for k, a in p.inputs
+                if k == PARAM
+            }
+            for p in self.plans
+        ]
+
+
+def _on(leaves: dict[int, Any], placed: list[dict[int, Any]], a: int, device: Any) -> Any:
+    for d in placed:
+        if a in d and d[a].devices() == {device}:
+            return d[a]
+    return jax.device_put(leaves[a], device)
+
+
+@dataclass
+class _Counters:
+    activations: int = 0
+    feedback: int = 0
+    state: int = 0
+    actions: int = 0
+    host_s: float = 0.0
+    per_step: list[int] = field(default_factory=list)
+
+
+class Session:
+    """Groups of sequences being generated: state on its stages, tokens fed back on device.
+
+    ``metrics`` after :meth:`generate`: tokens/s, time to first token (with a prefill; its
+    tokens are waited for once), inter-token latency, host time per action, bytes sent by kind
+    since the start and in the last ``generate`` (``state``: counted, 0 when state stays).
+    """
+
+    def __init__(self, gen: Generator, prompts: Any, tokens: Any, state: Any, position: Any):
+        self.gen = gen
+        G, b = gen.groups, gen.batch
+        self.counters = _Counters()
+        self.metrics: dict[str, Any] = {}
+        self._state: list[dict[int, Any]] = [{} for _ in range(G)]
+        self._feedback: list[dict[int, Any]] = [{} for _ in range(G)]
+        self._first: list[Any] | None = None
+        t0 = time.perf_counter()
+        if prompts is not None:
+            if gen.prefill is None:
+                raise RuntimeConfigError("prompts need a prefill program (prefill=...)")
+            prompts = _check_shape(prompts, (G, b), "prompts", "[groups, batch, length]", 3)
+            self.position = int(prompts.shape[2])
+            self._check_position(self.position)
+            self._run_prefill(prompts)
+            self.metrics["prefill_dispatch_s"] = time.perf_counter() - t0
+            # The first tokens are read here (the one wait before decoding starts), so that the
+            # time to first token is measured, not the time to dispatch.
+            jax.block_until_ready(self._first)
+            self.metrics["time_to_first_token_s"] = time.perf_counter() - t0
+        else:
+            if tokens is None:
+                raise RuntimeConfigError("start needs prompts (with a prefill) or tokens=")
+            tokens = _check_shape(tokens, (G, *gen.token.shape), "tokens", "[groups, batch]", 2)
+            self.position = 0 if position is None else int(position)
+            self._check_position(self.position)
+            self._start_from(tokens, state)
+
+    def _start_feedback(self, given: Mapping[Any, Any]) -> None:
+        """The first value of each feedback argument other than the token."""
+        gen = self.gen
+        known = {r.path: r for r in gen.roles.feedback} | {r.index: r for r in gen.roles.feedback}
+        for name in given:
+            if name not in known or known[name].index == gen.token.index:
+                raise RuntimeConfigError(
+                    f"feedback={{{name!r}: ...}}: not a feedback argument other than the token; "
+                    f"those are {[r.path for r in gen.roles.feedback[1:]]}"
+                )
+        for r in gen.roles.feedback[1:]:
+            value = given.get(r.path, given.get(r.index))
+            if value is None:
+                raise RuntimeConfigError(
+                    f"feedback argument {r.index} ({r.path}, {r.dtype}{list(r.shape)}) needs a "
+                    f"first value per group: start(..., feedback={{{r.path!r}: [groups, ...]}})"
+                )
+            arr = np.asarray(value)
+            if arr.shape != (gen.groups, *r.shape) or str(arr.dtype) != r.dtype:
+                raise RuntimeConfigError(
+                    f"feedback {r.path}: expected {r.dtype}{[gen.groups, *r.shape]} (groups "
+                    f"first), got {arr.dtype}{list(arr.shape)}"
+                )
+            reader = next(p.stage for p in gen.plans if (FEEDBACK, r.index) in p.inputs)
+            for g in range(gen.groups):
+                self._feedback[g][r.index] = jax.device_put(arr[g], gen.devices[reader])
+
+    def _check_position(self, pos: int) -> None:
+        if not 0 <= pos < self.gen.max_len:
+            raise RuntimeConfigError(
+                f"position {pos} is beyond the cache (length {self.gen.max_len}); shorten the "
+                "prompt or the generation"
+            )
+
+    def _start_from(self, tokens: np.ndarray, state: Any) -> None:
+        gen = self.gen
+        for g in range(gen.groups):
+            flat = None if state is None else list(state[g])
+            if flat is not None and len(flat) != len(gen.split.slots):
+                raise RuntimeConfigError(
+                    f"state of group {g}: {len(flat)} arrays, the program has "
+                    f"{len(gen.split.slots)} state arguments"
+                )
+            for k, slot in enumerate(gen.split.slots):
+                r = gen.roles[slot.arg]
+                value = np.zeros(r.shape, r.dtype) if flat is None else flat[k]
+                if (tuple(np.shape(value)), str(np.asarray(value).dtype)) != (r.shape, r.dtype):
+                    raise RuntimeConfigError(
+                        f"state of group {g}, {r.path}: expected {r.dtype}{list(r.shape)}, got "
+                        f"{np.asarray(value).dtype}{list(np.shape(value))}"
+                    )
+                self._state[g][slot.arg] = jax.device_put(value, gen.devices[slot.stage])
+            self._feedback[g][gen.token.index] = jax.device_put(tokens[g], gen.devices[0])
+
+    # -- the driver --------------------------------------------------------------------------
+    def _move(self, value: Any, device: Any, kind: str) -> Any:
+        if value.devices() == {device}:
+            return value
+        setattr(self.counters, kind, getattr(self.counters, kind) + int(value.nbytes))
+        return jax.device_put(value, device)
+
+    def _run_prefill(self, prompts: np.ndarray) -> None:
+        gen, pre = self.gen, self.gen.prefill
+        assert pre is not None
+        tok_src = pre.staged.out_sources[pre.token_out]
+        firsts = []
+        for g in range(gen.groups):
+            got: dict[tuple[int, int], Any] = {}
+            for st, p in zip(pre.staged.stages, pre.plans, strict=True):
+                dev = gen.devices[p.stage]
+                args = []
+                for kind, key in p.inputs:
+                    if kind == PARAM:
+                        args.append(pre._params[p.stage][key])
+                    elif kind == INPUT:
+                        args.append(jax.device_put(prompts[g], dev))
+                    else:
+                        args.append(self._move(got[key], dev, "activations"))
+                outs = pre._fns[st.index](*args)
+                for j, out in enumerate(outs):
+                    got[(st.index, j)] = out
+                for j, o in p.program_out.items():
+                    if o in pre.state_of_out:
+                        self._state[g][pre.state_of_out[o]] = outs[j]
+            tok = got[(tok_src.stage, tok_src.index)]
+            self._feedback[g][gen.token.index] = tok
+            firsts.append(tok)
+        self._first = firsts
+
+    def _step(self, g: int, position: int, tokens_out: list[Any]) -> None:
+        """One decode step of group ``g``: every stage in order, all dispatched async."""
+        gen = self.gen
+        got: dict[tuple[int, int], Any] = {}
+        state, fb = self._state[g], self._feedback[g]
+        new_fb: dict[int, Any] = {}
+        for p, fn in zip(gen.plans, gen._fns, strict=True):
+            dev = gen.devices[p.stage]
+            args = []
+            for kind, key in p.inputs:
+                if kind == PARAM:
+                    args.append(gen._params[p.stage][key])
+                elif kind == STATE:  # on its stage's device: counted if it ever were not
+                    args.append(self._move(state[key], dev, "state"))
+                elif kind == FEEDBACK:
+                    args.append(self._move(fb[key], dev, "feedback"))
+                elif kind == INPUT:
+                    args.append(jax.device_put(np.int32(position), dev))
+                else:  # RECV
+                    args.append(self._move(got[key], dev, "activations"))
+            outs = fn(*args)
+            self.counters.actions += 1
+            for j, out in enumerate(outs):
+                got[(p.stage, j)] = out
+            for j, arg in p.state_out.items():
+                state[arg] = outs[j]
+            for j, o in p.program_out.items():
+                for arg, fo in gen.split.feedback:
+                    if fo == o:
+                        new_fb[arg] = outs[j]
+        fb.update(new_fb)
+        tokens_out.append(new_fb[gen.token.index])
+
+    def generate(self, n: int) -> np.ndarray:
+        """The next ``n`` tokens of every sequence, ``[groups, b, n]`` (with a prefill, its
+        token is the first of the first call)."""
+        if not isinstance(n, int) or n < 1:
+            raise RuntimeConfigError(f"generate needs a positive number of tokens, got {n!r}")
+        gen = self.gen
+        first = self._first
+        steps = n - (1 if first is not None else 0)
+        last = self.position + steps - 1
+        if steps and last >= gen.max_len:
+            raise RuntimeConfigError(
+                f"position {last} is beyond the cache (length {gen.max_len}): {steps} decode "
+                f"steps from position {self.position}; generate at most "
+                f"{gen.max_len - self.position + (first is not None)} tokens"
+            )
+        out: list[list[Any]] = [[] if first is None else [first[g]] for g in range(gen.groups)]
+        self._first = None
+        c = self.counters
+        before = (c.activations, c.feedback, c.state)
+        t0 = time.perf_counter()
+        host = 0.0
+        # Issued in the decode schedule's order: microbatch m is step m // G of group m % G;
+        # each rank's list is that order, so one global pass respects every rank's list.
+        order = decode_order(len(gen.plans), gen.groups, steps) if steps else []
+        for m in order:
+            t, g = divmod(m, gen.groups)
+            h = time.perf_counter()
+            self._step(g, self.position + t, out[g])
+            host += time.perf_counter() - h
+        self.position += steps
+        result = np.stack([np.stack([np.asarray(x) for x in row], axis=-1) for row in out])
+        wall = time.perf_counter() - t0
+        self.counters.host_s += host
+        actions = steps * gen.groups * len(gen.plans)
+        self.metrics.update(
+            tokens=int(result.size),
+            wall_s=wall,
+            tokens_per_s=result.size / wall if wall else float("inf"),
+            inter_token_s=wall / steps if steps else 0.0,
+            host_per_action_s=host / actions if actions else 0.0,
+            bytes_sent=dict(
+                activations=c.activations, feedback=c.feedback, state=c.state
+            ),  # since start, the prefill's included
+            decode_bytes_sent=dict(
+                activations=c.activations - before[0],
+                feedback=c.feedback - before[1],
+                state=c.state - before[2],
+            ),
+        )
+        return result
+
+    def profile(self, repeats: int = 3) -> list[float]:
+        """Each stage's decode step alone (seconds, the median of ``repeats`` runs waited
+        for), on group 0's state at the current position: what the measured busy fraction
+        and the simulator's costs are made of. The state is not changed."""
+        gen = self.gen
+        times = []
+        for p in gen.plans:
+            st = gen.split.staged.stages[p.stage]
+            fn = jax.jit(st.fn)  # no donation: group 0's state must survive
+            dev = gen.devices[p.stage]
+            args = [_example_input(self, p, k, key, dev) for k, key in p.inputs]
+            jax.block_until_ready(fn(*args))
+            runs = []
+            for _ in range(repeats):
+                t0 = time.perf_counter()
+                jax.block_until_ready(fn(*args))
+                runs.append(time.perf_counter() - t0)
+            times.append(float(np.median(runs)))
+        return times
+
+    def state(self, g: int) -> list[np.ndarray]:
+        """Group ``g``'s state, the flat state arguments in order (read from the devices)."""
+        return [np.asarray(self._state[g][slot.arg]) for slot in self.gen.split.slots]
+
+
+def _example_input(session: Session, p: StagePlan, kind: str, key: Any, dev: Any) -> Any:
+    gen = session.gen
+    if kind == PARAM:
+        return gen._params[p.stage][key]
+    if kind == STATE:
+        return session._state[0][key]
+    if kind == FEEDBACK:
+        return jax.device_put(session._feedback[0][key], dev)
+    if kind == INPUT:
+        return jax.device_put(np.int32(min(session.position, gen.max_len - 1)), dev)
+    src, out = key
+    aval = gen.split.staged.stages[src].outputs[out]
+    return jax.device_put(np.zeros(aval.shape, aval.dtype), dev)
+
+
+def decode_order(num_stages: int, groups: int, steps: int) -> list[int]:
+    """The microbatches of ``schedules.decode`` in the order every rank runs them (checked by
+    the validator: the driver issues each microbatch's stages in this order)."""
+    sched = schedules.decode(num_stages, groups, steps)
+    schedules.validate(sched)
+    rows = [[a.microbatch for a in row if a is not None] for row in sched.actions.values()]
+    if any(row != rows[0] for row in rows):  # pragma: no cover - the generator's invariant
+        raise RuntimeConfigError("decode schedule: ranks disagree on the order of the groups")
+    return rows[0]
+
+
+def _check_shape(x: Any, lead: tuple[int, ...], name: str, form: str, ndim: int) -> np.ndarray:
+    arr = np.asarray(x)
+    if arr.ndim != ndim or tuple(arr.shape[: len(lead)]) != lead or arr.dtype.kind not in "iu":
+        raise RuntimeConfigError(
+            f"{name} must be integers shaped {form} with groups, batch = {lead[:2]}, got "
+            f"{arr.dtype}{list(arr.shape)}"
+        )
+    return arr.astype(np.int32)
+
+
+def generate_unsplit(
+    decode: Any,
+    params: Any,
+    n: int,
+    *,
+    prefill: Any = None,
+    prompts: Any = None,
+    tokens: Any = None,
+    state: Any = None,
+    position: int = 0,
+    feedback: Mapping[Any, Any] | None = None,
+    device: Any = None,
+) -> tuple[np.ndarray, list[list[np.ndarray]]]:
+    """The oracle: the same tokens from the unsplit programs on one device, one group at a
+    time. Returns ``(tokens [groups, b, n], final state per group)``."""
+    dev = device or jax.devices()[0]
+    fdec = _jitted(decode)
+    roles = decode.arg_roles()
+    flat_params = jax.device_put(jax.tree_util.tree_leaves(params), dev)
+    st_idx = [r.index for r in roles.state]
+    tok_i = roles.feedback[0].index
+    tok_o = roles.feedback[0].output
+    results, states = [], []
+    groups = len(prompts) if prompts is not None else len(tokens)
+    given = dict(feedback or {})
+    for g in range(groups):
+        seq = []
+        fb = {
+            r.index: np.asarray(given.get(r.path, given.get(r.index)))[g]
+            for r in roles.feedback[1:]
+        }
+        if prompts is not None:
+            outs = _jitted(prefill)(*flat_params, np.asarray(prompts[g], np.int32))
+            pre_tok = prefill_outputs(prefill, roles, tok_i)[0]
+            tok = outs[pre_tok]
+            cache = [o for i, o in enumerate(outs) if i != pre_tok]
+            pos = np.asarray(prompts).shape[2]
+            seq.append(tok)
+            steps = n - 1
+        else:
+            tok = np.asarray(tokens[g], np.int32)
+            cache = (
+                [np.zeros(roles[i].shape, roles[i].dtype) for i in st_idx]
+                if state is None
+                else list(state[g])
+            )
+            pos, steps = position, n
+        for t in range(steps):
+            args: list[Any] = [None] * len(roles)
+            for r, v in zip(roles.parameters, flat_params, strict=True):
+                args[r.index] = v
+            for i, v in zip(st_idx, cache, strict=True):
+                args[i] = v
+            for r in roles.feedback[1:]:
+                args[r.index] = fb[r.index]
+            args[tok_i], args[roles.inputs[0].index] = tok, np.int32(pos + t)
+            outs = fdec(*args)
+            tok = outs[tok_o]
+            fb = {r.index: outs[r.output] for r in roles.feedback[1:]}
+            cache = [outs[roles[i].output] for i in st_idx]
+            seq.append(tok)
+        results.append(np.stack([np.asarray(x) for x in seq], axis=-1))
+        states.append([np.asarray(c) for c in cache])
+    return np.stack(results), states
+
+
+def _jitted(program: Any) -> Any:
+    """The program's flat function, jitted once per program."""
+    fn = program.extra.get("generate_jit")
+    if fn is None:
+        fn = program.extra["generate_jit"] = jax.jit(program.as_function(flat=True))
+    return fn

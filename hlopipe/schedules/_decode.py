@@ -1,0 +1,60 @@
+"""The decode schedule: groups of sequences in flight through the stages, token after token.
+
+Generation calls a decode step again and again; each call's token (the last stage's output)
+is the first stage's input of the next call. With ``groups`` groups of sequences, stage ``s``
+runs every group's step ``t`` in turn (round robin), so that while one group's token travels
+through the later stages the first stage already works on the next group. Microbatch ``m`` of
+a decode schedule is step ``m // groups`` of group ``m % groups``. Its dependencies: the
+previous stage (same microbatch), this stage's own previous step of the group (microbatch
+``m - groups``: the stage's state, its KV cache, is updated in place), and for the first stage
+the last stage's output of microbatch ``m - groups`` (the feedback). The validator, the
+simulator, ``lower`` (a feedback transfer is a ``SEND_F`` of the last stage and a ``RECV_F``
+of the first), plots and Chrome traces read them from ``Schedule.feedback_groups``.
+
+With every step costing the same, each rank is busy ``groups`` of every ``stages`` time units
+while ``groups < stages``: the steady-state bubble is ``max(0, 1 - groups / stages)``.
+"""
+
+from __future__ import annotations
+
+from hlopipe.errors import ScheduleError
+from hlopipe.schedules._ir import Action, Kind, Schedule
+
+
+def decode(num_stages: int, groups: int, tokens: int) -> Schedule:
+    """Round robin of ``groups`` groups over ``num_stages`` stages (one per rank), ``tokens``
+    decode steps each.
+
+    >>> s = decode(2, 2, 2)
+    >>> [str(a) for a in s.actions[1]], s.feedback_groups
+    (['1F0', '1F1', '1F2', '1F3'], 2)
+    """
+    for label, value in (("num_stages", num_stages), ("groups", groups), ("tokens", tokens)):
+        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+            raise ScheduleError(f"decode: {label} must be a positive integer, got {value!r}")
+    m = groups * tokens
+    # 1. every rank runs its stage for step 0 of each group, then step 1 of each group, ...
+    actions: dict[int, list[Action | None]] = {
+        r: [Action(r, Kind.F, i) for i in range(m)] for r in range(num_stages)
+    }
+    return Schedule("decode", num_stages, num_stages, m, tuple(range(num_stages)), actions, groups)
+
+
+def feedback_source(schedule: Schedule, action: Action) -> Action | None:
+    """The last stage's forward whose output ``action`` (a first-stage F or RECV_F) takes as
+    feedback, or None (not a decode schedule, or a group's first step)."""
+    g = schedule.feedback_groups
+    if not g or action.stage != 0 or action.microbatch < g:
+        return None
+    return Action(schedule.num_stages - 1, Kind.F, action.microbatch - g)
+
+
+def feeds_back(schedule: Schedule, microbatch: int) -> bool:
+    """Whether the last stage's output of ``microbatch`` feeds a later step."""
+    g = schedule.feedback_groups
+    return bool(g) and microbatch + g < schedule.num_microbatches
+
+
+def steady_bubble(num_stages: int, groups: int) -> float:
+    """The idle share of each rank in the steady state with equal costs."""
+    return max(0.0, 1.0 - groups / num_stages)

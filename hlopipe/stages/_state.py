@@ -1,0 +1,176 @@
+"""Splitting a program that carries state (a decode step and its KV cache) so that each piece
+of state stays on one stage.
+
+A state argument (aliased to an output: see ``hlopipe.io._roles``) must be read only by the
+stage that makes its new value; then that stage keeps it on its devices from call to call and
+updates it in place, and no byte of it ever crosses a stage boundary. :func:`split_stateful`
+splits as :func:`~hlopipe.stages.split` does and checks exactly that, and that no value sent
+between stages is a version of a state argument (a value between the argument and its aliased
+output with its shape and dtype: what a cache chained through every layer would send).
+Whatever cannot be kept local is refused with a :class:`~hlopipe.errors.StageError` naming it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from hlopipe.errors import StageError
+from hlopipe.stages import _jaxpr as J
+from hlopipe.stages._split import StagedProgram, split
+
+
+@dataclass(frozen=True)
+class StateSlot:
+    """State argument ``arg`` (path ``path``) lives on ``stage``; its new value is output
+    ``stage_output`` of that stage (``None`` when the program returns it unchanged)."""
+
+    arg: int
+    output: int
+    path: str
+    stage: int
+    stage_output: int | None
+    nbytes: int
+
+
+@dataclass(eq=False)
+class StatefulSplit:
+    """A :class:`StagedProgram` whose state stays on its stages.
+
+    Attributes:
+      staged: the split program.
+      roles: the argument roles (an ``ArgRoles``).
+      slots: per state argument, where it lives (:class:`StateSlot`), in argument order.
+      feedback: ``(argument, output)`` pairs fed from one call to the next.
+      state_versions: how many values sent between stages are state (always 0 once built:
+        counted, then refused when not 0).
+    """
+
+    staged: StagedProgram
+    roles: Any
+    slots: list[StateSlot]
+    feedback: list[tuple[int, int]]
+    state_versions: int = 0
+    _by_stage: dict[int, list[StateSlot]] = field(default_factory=dict, repr=False)
+
+    @property
+    def num_stages(self) -> int:
+        return self.staged.num_stages
+
+    def state_of(self, stage: int) -> list[StateSlot]:
+        """The state slots stage ``stage`` keeps."""
+        if not self._by_stage:
+            for s in range(self.num_stages):
+                self._by_stage[s] = [x for x in self.slots if x.stage == s]
+        return self._by_stage[stage]
+
+    def layers_of(self, stage: int) -> list[str]:
+        """The paths of the state a stage keeps (a layer's cache names its layer)."""
+        return [x.path for x in self.state_of(stage)]
+
+
+def split_stateful(
+    program: Any,
+    roles: Any,
+    *,
+    num_stages: int | None = None,
+    example_args: Sequence[Any] = (),
+    what: str = "the program",
+) -> StatefulSplit:
+    """Split ``program`` (a loaded Program or a function of flat arguments) keeping state local.
+
+    Raises:
+      StageError naming the state argument that more than one stage reads, or that a stage
+      other than its reader makes, or the stage pair a version of it would cross.
+    """
+    staged = split(program, *example_args, num_stages=num_stages)
+    paths = [r.path for r in roles]
+    slots: list[StateSlot] = []
+    for r in roles.state:
+        readers = [st.index for st in staged.stages if r.index in st.params_needed]
+        src = staged.out_sources[r.output]
+        if src.kind == "stage":
+            owner, out = src.stage, src.index
+        elif src.kind == "arg" and src.index == r.index:
+            owner, out = (readers[0] if readers else 0), None
+        else:
+            raise StageError(
+                f"{what}: state argument {r.index} ({paths[r.index]}) is aliased to output "
+                f"{r.output}, which is not made by any stage (a constant or another argument); "
+                "it cannot be carried"
+            )
+        wrong = [s for s in readers if s != owner]
+        if wrong:
+            raise StageError(
+                f"{what}: state argument {r.index} ({paths[r.index]}) is read by stage(s) "
+                f"{', '.join(map(str, wrong))} but its new value (output {r.output}) is made by "
+                f"stage {owner}: it would cross stages. Keep one cache per layer (not one array "
+                "stacked over the layers) or cut so that whatever reads it is on one stage"
+            )
+        slots.append(
+            StateSlot(r.index, r.output, paths[r.index], owner, out, J.aval_bytes(_aval(r)))
+        )
+    versions = _state_sends(staged, roles)
+    if versions:
+        s, d, path = versions[0]
+        raise StageError(
+            f"{what}: a version of state argument {path} would be sent from stage {s} to stage "
+            f"{d} ({len(versions)} value(s) of state cross stages); the state must stay on its "
+            "stage"
+        )
+    feedback = [(r.index, int(r.output)) for r in roles.feedback if r.output is not None]
+    return StatefulSplit(staged, roles, slots, feedback, 0)
+
+
+def _aval(role: Any) -> Any:
+    import jax
+    import numpy as np
+
+    return jax.ShapeDtypeStruct(role.shape, np.dtype(role.dtype))
+
+
+def _state_sends(staged: StagedProgram, roles: Any) -> list[tuple[int, int, str]]:
+    """Every value sent between stages that is a version of a state argument: on the dataflow
+    from the argument to its aliased output, with the argument's shape and dtype."""
+    items = [(r.index, r.output, r.path, r.shape, r.dtype) for r in roles.state]
+    return state_sends(staged, items)
+
+
+def state_sends(
+    staged: StagedProgram, items: Sequence[tuple[int | None, int, str, Any, Any]]
+) -> list[tuple[int, int, str]]:
+    """``(src, dst, path)`` of each value sent between stages that is a version of the state
+    ``items`` name as ``(argument or None, output, path, shape, dtype)``: a value with its shape
+    and dtype that reaches the output (and comes from the argument, when there is one)."""
+    jaxpr = staged.jaxpr.jaxpr
+    sent: dict[Any, tuple[int, int]] = {}
+    for st in staged.stages:
+        for snd in st.sends:
+            var = st.jaxpr.jaxpr.outvars[snd.output]
+            sent.setdefault(var, (st.index, snd.dst))
+    found: list[tuple[int, int, str]] = []
+    for arg, output, path, shape, dtype in items if sent else ():
+        up = _ancestors(jaxpr, jaxpr.outvars[output])
+        down = _descendants(jaxpr, jaxpr.invars[arg]) if arg is not None else up
+        key = (tuple(shape), str(dtype))
+        for var, (s, d) in sent.items():
+            if var in down and var in up and (tuple(var.aval.shape), str(var.aval.dtype)) == key:
+                found.append((s, d, path))
+    return found
+
+
+def _descendants(jaxpr: Any, var: Any) -> set[Any]:
+    seen = {var}
+    for e in jaxpr.eqns:
+        if any(not isinstance(v, J.Literal) and v in seen for v in e.invars):
+            seen.update(e.outvars)
+    return seen
+
+
+def _ancestors(jaxpr: Any, var: Any) -> set[Any]:
+    seen = {var} if not isinstance(var, J.Literal) else set()
+    for e in reversed(jaxpr.eqns):
+        if any(v in seen for v in e.outvars):
+            seen.update(v for v in e.invars if not isinstance(v, J.Literal))
+    return seen

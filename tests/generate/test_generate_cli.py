@@ -1,0 +1,49 @@
+"""`hlopipe generate`: the split program's tokens checked against the unsplit one; bad input
+is one `error:` line."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from hlopipe.cli import main
+from hlopipe.marker import stage_boundary
+from hlopipe.models import gpt_decode as gd
+
+CFG = gd.DecodeConfig()
+
+
+def _write(tmp_path, donate=True):
+    params = gd.init(jax.random.key(0), CFG)
+    ex = (params, gd.empty_cache(2, CFG), jnp.zeros(2, jnp.int32), jnp.int32(0))
+    dec = jax.jit(gd.decode_fn(CFG, stage_boundary, cuts=(2,)), donate_argnums=1 if donate else ())
+    pre = jax.jit(gd.prefill_fn(CFG, stage_boundary, cuts=(2,)))
+    d, p = tmp_path / "decode.bin", tmp_path / "prefill.bin"
+    d.write_bytes(jax.export.export(dec)(*ex).serialize())
+    p.write_bytes(jax.export.export(pre)(params, jnp.zeros((2, 8), jnp.int32)).serialize())
+    np.savez(tmp_path / "params.npz", *jax.tree_util.tree_leaves(params))
+    return str(d), str(p), str(tmp_path / "params.npz")
+
+
+def test_generate_check(tmp_path, capsys):
+    d, p, params = _write(tmp_path)
+    args = ["generate", d, "--prefill", p, "--params", params, "--groups", "3", "--tokens", "12"]
+    assert main([*args, "--stages", "2", "--check"]) == 0
+    out = capsys.readouterr().out
+    assert "check: all 72 tokens equal the unsplit program's" in out
+    assert "state 0" in out
+    # 42 tokens: decode steps at positions 8..48, one beyond the cache; then --stages 3
+    assert main([*args[:-1], "42"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("error: position 48 is beyond the cache")
+    assert main([*args, "--stages", "3"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "--stages 3" in err[0] and "1 stage_boundary markers" in err[0]
+
+
+def test_generate_refuses_a_program_without_state(tmp_path, capsys):
+    d, _, _ = _write(tmp_path, donate=False)
+    assert main(["generate", d]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("error: ") and "no argument is state" in err[0]
