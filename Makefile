@@ -48,6 +48,7 @@ fixtures: $(STAMP)
 	$(BIN)/python scripts/fixtures/xla_style.py
 	$(PY) scripts/fixtures/tensorflow_models.py || python3 scripts/fixtures/tensorflow_models.py
 	$(PY) scripts/fixtures/torch_xla_models.py || python3 scripts/fixtures/torch_xla_models.py
+	$(PY) scripts/fixtures/torch_xla_decode.py || python3 scripts/fixtures/torch_xla_decode.py
 	$(BIN)/python scripts/fixtures/check_with_xla.py
 
 clean:
