@@ -47,7 +47,10 @@ bench: $(STAMP)
 fixtures: $(STAMP)
 	$(BIN)/python scripts/fixtures/xla_style.py
 	$(PY) scripts/fixtures/tensorflow_models.py || python3 scripts/fixtures/tensorflow_models.py
+	$(PY) scripts/fixtures/tensorflow_loops.py || python3 scripts/fixtures/tensorflow_loops.py
 	$(PY) scripts/fixtures/torch_xla_models.py || python3 scripts/fixtures/torch_xla_models.py
+	$(PY) scripts/fixtures/torch_xla_decode.py || python3 scripts/fixtures/torch_xla_decode.py
+	$(PY) scripts/fixtures/torch_xla_loops.py || python3 scripts/fixtures/torch_xla_loops.py
 	$(BIN)/python scripts/fixtures/check_with_xla.py
 
 clean:
