@@ -1441,6 +1441,7 @@ def _train(args: argparse.Namespace, plan: dict[str, Any]) -> int:
 
     from hlopipe import schedules
     from hlopipe.runtime import Pipeline
+    from hlopipe.runtime._finite import compare_losses
 
     opt = {"adam": optax.adam, "adamw": optax.adamw, "sgd": optax.sgd}[args.optimizer](args.lr)
     params, batch = plan["params"], plan["batch"]
@@ -1455,6 +1456,7 @@ def _train(args: argparse.Namespace, plan: dict[str, Any]) -> int:
         devices=plan["devices"],
         stage_mesh_shape=(plan["group"],),
         optimizer=opt,
+        check_finite=True,  # a NaN/inf loss or gradient stops the run, naming where it starts
     )
     state = pipe.restore(args.resume) if args.resume else pipe.init(params)
     if args.resume:
@@ -1480,12 +1482,10 @@ def _train(args: argparse.Namespace, plan: dict[str, Any]) -> int:
     code = 0
     if args.check:
         ref = _train_one_device(args, plan, opt, state.step - args.steps)
-        diff = max(abs(a - b) for a, b in zip(losses, ref))
-        ok = diff <= 1e-4 * max(1.0, max(abs(x) for x in ref))
+        ok, verdict = compare_losses(losses, ref)  # NaN/inf in either run never matches
         print(
             f"check: the same {args.steps} steps on one device: loss {ref[0]:.4f} -> "
-            f"{ref[-1]:.4f}; max |loss difference| {diff:.2e} "
-            + ("(match)" if ok else "(DIFFERENT)")
+            f"{ref[-1]:.4f}; {verdict}"
         )
         code = 0 if ok else 1
     if args.save:
