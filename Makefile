@@ -46,6 +46,7 @@ bench: $(STAMP)
 # HLO with jaxlib, then every program run with XLA directly against its stored values.
 fixtures: $(STAMP)
 	$(BIN)/python scripts/fixtures/xla_style.py
+	$(BIN)/python scripts/fixtures/jax_programs.py
 	$(PY) scripts/fixtures/tensorflow_models.py || python3 scripts/fixtures/tensorflow_models.py
 	$(PY) scripts/fixtures/tensorflow_loops.py || python3 scripts/fixtures/tensorflow_loops.py
 	$(PY) scripts/fixtures/torch_xla_models.py || python3 scripts/fixtures/torch_xla_models.py

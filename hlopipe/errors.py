@@ -108,3 +108,7 @@ class RuntimeConfigError(HlopipeError):
 
 class DistributedError(HlopipeError):
     """A multi-process run failed: a peer process died or could not be reached."""
+
+
+class NonFiniteError(HlopipeError):
+    """A training step's loss or gradients are not finite (``Pipeline(check_finite=True)``)."""

@@ -202,6 +202,7 @@ def _train(args: argparse.Namespace, plan: Any, layout: Any) -> int:
         devices=list(layout.devices),
         stage_mesh_shape=(layout.group,),
         optimizer=opt,
+        check_finite=True,  # a NaN/inf loss or gradient stops the run, naming where it starts
     )
     state = pipe.restore(args.resume) if args.resume else pipe.init(params)
     if args.resume:
@@ -248,11 +249,12 @@ def _check(args: argparse.Namespace, plan: Any, opt: Any, losses: list[float], s
 
     if start:
         raise HlopipeError("--check compares from initial values; leave out --resume with it")
+    from hlopipe.runtime import compare_losses
+
     ref = training.train_one_device(plan, opt, args.steps)
-    diff = max(abs(a - b) for a, b in zip(losses, ref, strict=True))
-    ok = diff <= 1e-4 * max(1.0, max(abs(x) for x in ref))
+    ok, verdict = compare_losses(losses, ref)  # NaN/inf in either run never matches
     print(
         f"check: the same {args.steps} steps on one device: loss {ref[0]:.4f} -> "
-        f"{ref[-1]:.4f}; max |loss difference| {diff:.2e} " + ("(match)" if ok else "(DIFFERENT)")
+        f"{ref[-1]:.4f}; {verdict}"
     )
     return 0 if ok else 1

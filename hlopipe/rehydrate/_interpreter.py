@@ -21,6 +21,7 @@ from hlopipe.errors import HlopipeError, RehydrateError, UnsupportedOpError
 from hlopipe.io._types import DynamicAval, QuantizedAval, TokenType
 from hlopipe.rehydrate import _quant
 from hlopipe.rehydrate._ir import Block, Func, ModuleIR, Op
+from hlopipe.rehydrate._safe_grad import prepared
 from hlopipe.rehydrate.registry import (
     REFUSED,
     Region,
@@ -80,6 +81,7 @@ class Interpreter:
             return self.run_block(func.block, args, None)
 
     def run_block(self, block: Block, args: Sequence[Any], parent: _Env | None) -> tuple:
+        block = prepared(block)  # the derivative decisions (_safe_grad)
         env = _Env(parent)
         if len(args) != len(block.args):
             raise RehydrateError(

@@ -59,6 +59,8 @@ class Block:
     # values to drop from the environment after op i (their last use)
     drop_after: list[tuple[int, ...]] = field(default_factory=list)
     _binary: Any = None
+    # this block as the interpreter runs it (rehydrate/_safe_grad.py), made on first run
+    prepared: Block | None = None
 
     def binary_op(self) -> str | None:
         if self._binary is None:

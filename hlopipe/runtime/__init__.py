@@ -10,6 +10,7 @@ Public API:
 * :class:`PipelineExecutionError` — a step failed while running (an action raised, or a
   receive timed out: deadlock or dead rank), naming the rank, step and action.
 * :func:`measured_timeline` — a ``schedules.Timeline`` from measured per-action times.
+* :func:`compare_losses` — two runs' losses compared; a non-finite loss never matches.
 
 In one process a step is an instruction stream issued asynchronously by one controller
 thread (``_stream.py``); a profiled step runs one thread per rank and times each action
@@ -18,6 +19,7 @@ for the collectives (``_multiprocess.py``). See docs/runtime-performance.md.
 """
 
 from hlopipe.runtime._executor import Mailbox, PipelineExecutionError
+from hlopipe.runtime._finite import compare_losses
 from hlopipe.runtime._pipeline import Pipeline, PipelineState, StepMetrics, measured_timeline
 from hlopipe.runtime._placement import Placement, place
 
@@ -28,6 +30,7 @@ __all__ = [
     "PipelineState",
     "Placement",
     "StepMetrics",
+    "compare_losses",
     "measured_timeline",
     "place",
 ]

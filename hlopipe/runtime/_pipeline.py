@@ -23,6 +23,7 @@ from hlopipe.runtime._comm import Comm
 from hlopipe.runtime._compile import StageExecutables
 from hlopipe.runtime._executor import StepPlan, StepResult
 from hlopipe.runtime._fast import FastStep
+from hlopipe.runtime._finite import check_step
 from hlopipe.runtime._metrics import StepMetrics, measured_timeline
 from hlopipe.runtime._multiprocess import split_on_data
 from hlopipe.runtime._params import Params, PipelineState
@@ -85,6 +86,10 @@ class Pipeline:
       sync_actions: profile every step (as ``step(..., profile=True)`` does): each action is
         waited for on its rank, so the step is slower and its timeline measured. Default off:
         a step issues every action asynchronously and waits only at its end.
+      check_finite: test each step's losses and gradients before the update; when one is not
+        finite, raise ``NonFiniteError`` naming the step and the first microbatch, stage and
+        action (``1F0``, ``1B0``) that made one (``runtime/_finite.py``). Default off (it
+        waits for the step's values); ``hlopipe train`` turns it on.
 
     The loss must be the program's first output, a scalar that is a *mean over the batch
     axis* (or a sum, with ``loss_reduction="sum"``): the microbatch losses then average (sum)
@@ -122,6 +127,7 @@ class Pipeline:
         remat: bool = False,
         recv_timeout: float = 120.0,
         sync_actions: bool = False,
+        check_finite: bool = False,
     ) -> None:
         if isinstance(schedule, str) and schedule == "auto":
             program, schedule = _auto_schedule(
@@ -149,6 +155,7 @@ class Pipeline:
         self.optimizer = optimizer
         self.recv_timeout = recv_timeout
         self.sync_actions = sync_actions
+        self.check_finite = check_finite
         self.comm = Comm(self.plan, recv_timeout)
         self.param_store = Params(self.plan, self.comm, optimizer)
         self._plans: dict[str, StepPlan] = {}
@@ -395,6 +402,8 @@ class Pipeline:
             del args
             self.comm.last_transfer_seconds = getattr(run, "transfer_seconds", 0.0)
         grads = self.param_store.total_grads(result.acc)
+        if self.check_finite:  # before the update: the parameters that made them are intact
+            check_step(self, state, batch, result, state.step + 1)
         new_state, pending_norm = self.param_store.update(state, grads)
         losses = self._losses(result, ls)
         grad_norm = self.param_store.grad_norm(pending_norm)

@@ -1,4 +1,4 @@
-"""Programs nobody here wrote: TensorFlow, PyTorch/XLA and XLA-style HLO, against their source.
+"""Programs nobody here wrote: TensorFlow, PyTorch/XLA, XLA-style HLO and JAX, against their source.
 
 Every fixture under ``tests/data/frameworks/<framework>/`` (written by the generators in
 ``scripts/fixtures/``, ``make fixtures``) is loaded with :func:`hlopipe.load` in each format it
@@ -116,7 +116,7 @@ def _assert_close(got: Any, want: np.ndarray, what: str) -> None:
 def test_fixtures_are_there() -> None:
     """The data directory holds fixtures of every framework: a wrong path must not pass."""
     frameworks = {m["framework"] for m in _manifests()}
-    assert {"xla", "tensorflow", "torch_xla"} <= frameworks, frameworks
+    assert {"xla", "tensorflow", "torch_xla", "jax"} <= frameworks, frameworks
     ids = {f"{m['framework']}/{m['case']}/{fmt}" for m in _manifests() for fmt in m["formats"]}
     assert set(LEFT_OUT) <= ids, sorted(set(LEFT_OUT) - ids)  # no stale entries
 

@@ -104,7 +104,9 @@ def _guard_transpose(ct: Any, x: Any, *, loc: str) -> Any:
     raise RehydrateError(
         f"cannot reverse-differentiate the while loop at {loc}: its trip count depends on "
         "values computed at run time, so it stays a lax.while_loop (forward mode, jit and vmap "
-        "still work). Rewrite the loop with a static bound, or use jax.jvp/jax.jacfwd"
+        "still work). Rewrite the loop with a static bound, or use jax.jvp/jax.jacfwd; to "
+        "split such a program without its backward, use `hlopipe split --no-autodiff` "
+        "(StagedProgram.export(..., argnums=None))"
     )
 
 

@@ -261,7 +261,12 @@ def _complex_pick(x: Any, y: Any, first_wins: Any) -> Any:
 def maximum(ctx: RuleContext, x: Any, y: Any) -> Any:
     if _is_bool(x):
         return lax.bitwise_or(x, y)
-    return _complex_pick(x, y, lax.ge) if _is_complex(x) else lax.max(x, y)
+    if _is_complex(x):
+        return _complex_pick(x, y, lax.ge)
+    side = ctx.op.cache.get("constant_operand")  # marked by rehydrate/_safe_grad.py
+    if side is not None:
+        return _max_of_constant(y, x) if side == 0 else _max_of_constant(x, y)
+    return lax.max(x, y)
 
 
 @rule("stablehlo.minimum")
@@ -269,7 +274,37 @@ def maximum(ctx: RuleContext, x: Any, y: Any) -> Any:
 def minimum(ctx: RuleContext, x: Any, y: Any) -> Any:
     if _is_bool(x):
         return lax.bitwise_and(x, y)
-    return _complex_pick(x, y, lax.le) if _is_complex(x) else lax.min(x, y)
+    if _is_complex(x):
+        return _complex_pick(x, y, lax.le)
+    side = ctx.op.cache.get("constant_operand")
+    if side is not None:
+        return _min_of_constant(y, x) if side == 0 else _min_of_constant(x, y)
+    return lax.min(x, y)
+
+
+# max(x, c) / min(x, c) for a constant c, differentiated as the frameworks differentiate ReLU,
+# ReLU6, hard-tanh and clamps: x's derivative is 1 where x is strictly on its side of c, else
+# 0 (a tie goes to the constant; lax.max and lax.min split it 1/2 each).
+@jax.custom_jvp
+def _max_of_constant(x: Any, c: Any) -> Any:
+    return lax.max(x, c)
+
+
+@_max_of_constant.defjvp
+def _max_of_constant_jvp(primals: Any, tangents: Any) -> Any:
+    (x, c), (tx, tc) = primals, tangents
+    return lax.max(x, c), lax.select(lax.gt(x, c), tx, tc)
+
+
+@jax.custom_jvp
+def _min_of_constant(x: Any, c: Any) -> Any:
+    return lax.min(x, c)
+
+
+@_min_of_constant.defjvp
+def _min_of_constant_jvp(primals: Any, tangents: Any) -> Any:
+    (x, c), (tx, tc) = primals, tangents
+    return lax.min(x, c), lax.select(lax.lt(x, c), tx, tc)
 
 
 @rule("stablehlo.and")
@@ -355,6 +390,18 @@ def select(ctx: RuleContext, pred: Any, on_true: Any, on_false: Any) -> Any:
     if np.ndim(pred) == 0 and np.ndim(on_true) != 0:
         pred = lax.broadcast(pred, np.shape(on_true))
     return lax.select(pred, on_true, on_false)
+
+
+@rule("hlopipe.grad_guard")
+def grad_guard(ctx: RuleContext, pred: Any, x: Any, *, keep: bool) -> Any:
+    """``x`` (broadcast to the result's shape), whose tangent is zero in the lanes where
+    ``pred != keep``: the inputs of a select's branch whose derivative may be infinite in the
+    lanes the select does not take from it (rehydrate/_safe_grad.py). XLA folds it to ``x``."""
+    shape = tuple(ctx.aval.shape)
+    pred = lax.broadcast_in_dim(pred, shape, ()) if np.ndim(pred) != len(shape) else pred
+    x = lax.broadcast_in_dim(x, shape, ()) if np.ndim(x) != len(shape) else x
+    frozen = lax.stop_gradient(x)
+    return lax.select(pred, x, frozen) if keep else lax.select(pred, frozen, x)
 
 
 @rule("stablehlo.convert")
