@@ -184,8 +184,13 @@ def find_roles(
 
     guessed: set[int] = set()
     if state is not None:
-        for arg, out in _resolve(state, in_paths, out_paths, in_avals, out_avals, taken, src):
-            claim(arg, out, STATE, "state= override")
+        from hlopipe.io._inplace import in_place_updates
+
+        flow = {a: o for o, a in in_place_updates(program).items()}
+        resolved = _resolve(state, in_paths, out_paths, in_avals, out_avals, taken, src, flow)
+        for arg, out in resolved:
+            how = "; output by data flow" if flow.get(arg) == out else ""
+            claim(arg, out, STATE, f"state= override{how}")
     else:
         _program_state(program, claim, guessed, in_paths, out_paths, in_avals, out_avals, taken)
     first_state = min((a for a, r in roles.items() if r[0] == STATE), default=None)
@@ -375,7 +380,11 @@ def _resolve(
     out_avals: list[Any],
     taken: dict[int, int],
     src: str,
+    flow: Mapping[int, int] | None = None,
 ) -> list[tuple[int, int]]:
+    """``(argument, output)`` pairs an override names; an argument named alone gets the output
+    data flow shows updating it in place (``flow``: argument -> output), else the free one with
+    its path below the top level, else the first free one with its shape and dtype."""
     pairs: list[tuple[int, int]] = []
     if isinstance(spec, Mapping):
         for a_sel, o_sel in spec.items():
@@ -391,7 +400,9 @@ def _resolve(
     claimed = dict(taken)
     for a_sel in [spec] if isinstance(spec, int | str) else spec:
         for arg in _select(a_sel, in_paths, "argument", src):
-            out = _match_output(arg, in_paths, out_paths, in_avals, out_avals, claimed)
+            out = (flow or {}).get(arg)
+            if out is None or out in claimed:
+                out = _match_output(arg, in_paths, out_paths, in_avals, out_avals, claimed)
             if out is None:
                 a = _aval_key(in_avals[arg])
                 raise RuntimeConfigError(

@@ -62,3 +62,9 @@ def test_same_shape_guess_is_said_and_refused_until_overridden():
     told = prog.arg_roles(feedback={1: 2, 2: 1})
     assert not told.ambiguous
     assert {r.index: r.output for r in told.feedback} == {1: 2, 2: 1}
+
+
+def test_state_override_by_arguments_alone_takes_outputs_by_data_flow():
+    roles = hlopipe.load(str(CASE) + ".hlo").arg_roles(state=sorted(TRUE))
+    assert {r.index: r.output for r in roles.state} == TRUE
+    assert all(r.reason == "state= override; output by data flow" for r in roles.state)
