@@ -107,6 +107,13 @@ class Generator:
 
     # -- roles -------------------------------------------------------------------------------
     def _check_roles(self, roles: ArgRoles) -> None:
+        if roles.ambiguous:
+            r = roles.ambiguous[0]
+            raise RuntimeConfigError(
+                f"{self.source}: which output feeds argument {r.index} ({r.path}) is a guess "
+                f"({r.reason}); a wrong pairing would mix up state, so name it: "
+                "state={argument: output} or feedback={argument: output}"
+            )
         if not roles.state:
             raise RuntimeConfigError(
                 f"{self.source}: no argument is state (nothing is aliased to an output: the "

@@ -12,6 +12,16 @@ from the previous call's outputs, and which are plain inputs.
   program, the leading arguments before the first state argument.
 * **input**: the rest (a position the caller advances, say).
 
+**Data flow wins over alias pairs.** Where the module shows it, an output that is a chain of
+``dynamic_update_slice`` / ``scatter`` (through copies, reshapes, converts, bitcasts, identity
+transposes, ``optimization_barrier``, fusions and ``func.call``) rooted at one entry argument of
+its type updates that argument in place: the two are paired as state whatever the alias
+attributes say. XLA's optimised ``input_output_alias`` pairs donated inputs with outputs by
+shape, not by which output updates which input (a torch_xla decode step aliases the updated K
+cache to the V cache's parameter), so it only decides the pairs data flow does not show. A
+pairing that is still a guess among outputs of one shape is marked ``ambiguous`` (and said so in
+its reason); :class:`~hlopipe.Generator` refuses it until ``state=`` / ``feedback=`` decide.
+
 ``state=`` and ``feedback=`` override what the program says, for programs exported without
 donation; they are checked against shapes, dtypes and paths.
 """
@@ -43,10 +53,16 @@ class ArgRole:
     output: int | None
     shape: tuple[int, ...]
     dtype: str
+    ambiguous: bool = False
 
 
 class ArgRoles(tuple):
     """The :class:`ArgRole` of every flat argument, in order; prints as a table."""
+
+    @property
+    def ambiguous(self) -> list[ArgRole]:
+        """State or feedback whose output was guessed among several of its shape."""
+        return [r for r in self if r.ambiguous]
 
     def of(self, role: str) -> list[ArgRole]:
         return [r for r in self if r.role == role]
@@ -141,6 +157,11 @@ def find_roles(
     roles: dict[int, tuple[str, str, int | None]] = {}
 
     def claim(arg: int, out: int, role: str, reason: str) -> None:
+        if arg in roles:
+            raise RuntimeConfigError(
+                f"{src}: argument {arg} ({in_paths[arg]}) would be {role} of output {out} but "
+                f"is already {roles[arg][0]} of output {roles[arg][2]}"
+            )
         if not 0 <= out < len(out_avals):
             raise RuntimeConfigError(
                 f"{src}: argument {arg} ({in_paths[arg]}) is {role} of output {out}, but the "
@@ -161,21 +182,17 @@ def find_roles(
         taken[out] = arg
         roles[arg] = (role, reason, out)
 
+    guessed: set[int] = set()
     if state is not None:
-        for arg, out in _resolve(state, in_paths, out_paths, in_avals, out_avals, taken, src):
-            claim(arg, out, STATE, "state= override")
+        from hlopipe.io._inplace import in_place_updates
+
+        flow = {a: o for o, a in in_place_updates(program).items()}
+        resolved = _resolve(state, in_paths, out_paths, in_avals, out_avals, taken, src, flow)
+        for arg, out in resolved:
+            how = "; output by data flow" if flow.get(arg) == out else ""
+            claim(arg, out, STATE, f"state= override{how}")
     else:
-        aliases, donors, how = declared_aliases(program)
-        for arg, out in sorted(aliases.items()):
-            claim(arg, out, STATE, f"aliased to output {out} ({how})")
-        for arg in sorted(donors):
-            found = _match_output(arg, in_paths, out_paths, in_avals, out_avals, taken)
-            if found is None:
-                raise RuntimeConfigError(
-                    f"{src}: argument {arg} ({in_paths[arg]}) is donated (jax.buffer_donor) but "
-                    "no free output has its path, shape and dtype; pass state={arg: output}"
-                )
-            claim(arg, found, STATE, f"donated (jax.buffer_donor), output {found} by path, shape")
+        _program_state(program, claim, guessed, in_paths, out_paths, in_avals, out_avals, taken)
     first_state = min((a for a, r in roles.items() if r[0] == STATE), default=None)
     if feedback is not None:
         for arg, out in _resolve(feedback, in_paths, out_paths, in_avals, out_avals, taken, src):
@@ -185,6 +202,10 @@ def find_roles(
                 )
             claim(arg, out, FEEDBACK, "feedback= override")
     top = _top_levels(program, len(in_avals))
+    same_aval = {
+        k: [o for o in range(len(out_avals)) if o not in taken and _aval_key(out_avals[o]) == k]
+        for k in {_aval_key(a) for a in in_avals}
+    }
     for i in range(len(in_avals)):
         if i in roles:
             continue
@@ -198,15 +219,87 @@ def find_roles(
             match = next(
                 (o for o in free if _aval_key(out_avals[o]) == _aval_key(in_avals[i])), None
             )
-            if match is not None:
+            many = same_aval[_aval_key(in_avals[i])]
+            if match is not None and len(many) > 1:
+                guessed.add(i)
+                claim(i, match, FEEDBACK, f"output {match} has its shape and dtype; ambiguous: "
+                      f"outputs {', '.join(map(str, many))} all do and data flow does not tell "
+                      f"which feeds it; pass feedback={{{i}: output}} or state=")  # fmt: skip
+            elif match is not None:
                 claim(i, match, FEEDBACK, f"output {match} has its shape and dtype")
             else:
                 roles[i] = (INPUT, "no output has its shape and dtype", None)
         else:
             roles[i] = (INPUT, "not named in feedback=", None)
     return ArgRoles(
-        ArgRole(i, in_paths[i], *roles[i], *_aval_key(in_avals[i])) for i in range(len(in_avals))
+        ArgRole(i, in_paths[i], *roles[i], *_aval_key(in_avals[i]), ambiguous=i in guessed)
+        for i in range(len(in_avals))
     )
+
+
+def _program_state(
+    program: Any,
+    claim: Any,
+    guessed: set[int],
+    in_paths: list[str],
+    out_paths: list[str],
+    in_avals: list[Any],
+    out_avals: list[Any],
+    taken: dict[int, int],
+) -> None:
+    """State as the program shows it: in-place updates by data flow first, then the declared
+    aliases and donors for the arguments data flow does not pair."""
+    from hlopipe.io._inplace import in_place_updates
+
+    src = getattr(program, "source", "<program>")
+    aliases, donors, how = declared_aliases(program)
+    flow = in_place_updates(program)  # output -> argument
+    alias_of = {o: a for a, o in aliases.items()}
+    for out, arg in sorted(flow.items()):
+        said = f"output {out} updates arg {arg} in place (data flow)"
+        if aliases.get(arg) == out:
+            why = f"{said}; {how} agrees"
+        elif out in alias_of:
+            why = f"{said}; {how} pairs it with arg {alias_of[out]} by shape"
+        elif arg in aliases:
+            why = f"{said}; {how} pairs arg {arg} with output {aliases[arg]} by shape"
+        elif arg in donors:
+            why = f"{said}; donated (jax.buffer_donor)"
+        else:
+            why = f"{said}; no alias declared"
+        claim(arg, out, STATE, why)
+    done = set(taken.values())
+    for arg in sorted(set(aliases) | donors):
+        if arg in done:
+            continue
+        said_out = aliases.get(arg)
+        if said_out is not None and said_out not in taken:
+            out = said_out
+            rivals = [o for o, a in alias_of.items() if o != out and a not in done
+                      and _aval_key(out_avals[o]) == _aval_key(out_avals[out])]  # fmt: skip
+            why = f"aliased to output {out} ({how})"
+            if rivals and how == "HLO input_output_alias":
+                guessed.add(arg)
+                why += (f"; ambiguous: XLA pairs donors by shape and outputs "
+                        f"{', '.join(map(str, rivals))} have it too, data flow does not tell; "
+                        "pass state={argument: output}")  # fmt: skip
+            claim(arg, out, STATE, why)
+            continue
+        free = [o for o in range(len(out_avals)) if o not in taken
+                and _aval_key(out_avals[o]) == _aval_key(in_avals[arg])]  # fmt: skip
+        found = _match_output(arg, in_paths, out_paths, in_avals, out_avals, taken)
+        if found is None:
+            raise RuntimeConfigError(
+                f"{src}: argument {arg} ({in_paths[arg]}) is donated ({how or 'jax.buffer_donor'}) "
+                "but no free output has its path, shape and dtype; pass state={arg: output}"
+            )
+        why = f"donated, output {found} by path, shape"
+        by_path = _strip_top(in_paths[arg]) == _strip_top(out_paths[found]) != ""
+        if len(free) > 1 and not by_path:
+            guessed.add(arg)
+            why += (f"; ambiguous: outputs {', '.join(map(str, free))} all fit, data flow does "
+                    "not tell; pass state={argument: output}")  # fmt: skip
+        claim(arg, found, STATE, why)
 
 
 def _paths(names: Sequence[str | None], n: int, what: str) -> list[str]:
@@ -287,7 +380,11 @@ def _resolve(
     out_avals: list[Any],
     taken: dict[int, int],
     src: str,
+    flow: Mapping[int, int] | None = None,
 ) -> list[tuple[int, int]]:
+    """``(argument, output)`` pairs an override names; an argument named alone gets the output
+    data flow shows updating it in place (``flow``: argument -> output), else the free one with
+    its path below the top level, else the first free one with its shape and dtype."""
     pairs: list[tuple[int, int]] = []
     if isinstance(spec, Mapping):
         for a_sel, o_sel in spec.items():
@@ -303,7 +400,9 @@ def _resolve(
     claimed = dict(taken)
     for a_sel in [spec] if isinstance(spec, int | str) else spec:
         for arg in _select(a_sel, in_paths, "argument", src):
-            out = _match_output(arg, in_paths, out_paths, in_avals, out_avals, claimed)
+            out = (flow or {}).get(arg)
+            if out is None or out in claimed:
+                out = _match_output(arg, in_paths, out_paths, in_avals, out_avals, claimed)
             if out is None:
                 a = _aval_key(in_avals[arg])
                 raise RuntimeConfigError(
