@@ -459,6 +459,12 @@ def _cmd_inspect(args: argparse.Namespace) -> int:
         except Exception as e:  # cost analysis is informative only
             cost = {"error": str(e).splitlines()[0]}  # type: ignore[dict-item]
     unsupported = scan_unsupported(module_ir(prog), prog.entry)
+    try:  # what splitting would make of the program's loops (layer loops are cut by ranges)
+        from hlopipe.stages import describe_loops
+
+        loops = [] if unsupported else describe_loops(prog)
+    except Exception as e:  # informative only, like the cost
+        loops = [f"(loops not analysed: {str(e).splitlines()[0] if str(e) else type(e).__name__})"]
     info = {
         "file": args.file,
         "format": prog.format,
@@ -470,6 +476,7 @@ def _cmd_inspect(args: argparse.Namespace) -> int:
         "flops": cost.get("flops"),
         "bytes_accessed": cost.get("bytes accessed"),
         "stage_markers": prog.stage_markers(),
+        "loops": loops,
         "unsupported": [{"op": n, "count": c, "first": loc} for n, c, loc in unsupported],
     }
     if args.json:
@@ -494,6 +501,8 @@ def _cmd_inspect(args: argparse.Namespace) -> int:
             "accessed (XLA cost analysis, before optimisation)"
         )
     console.print(f"stage markers: {info['stage_markers']}")
+    for line in loops:
+        console.print(f"loop: {line}", soft_wrap=True)
     table = Table("op", "count", title=f"{sum(counts.values())} ops")
     for name, n in counts.most_common():
         table.add_row(name, str(n))

@@ -69,7 +69,12 @@ class LoopReport:
         if self.splittable:
             return (
                 f"while loop of {self.length} iterations over {self.num_params} stacked "
-                f"parameters ({len(self.stacked)} stacked operands): splittable into ranges"
+                f"parameters: splittable into ranges"
+                + (
+                    f" ({len(self.stacked)} stacked operands)"
+                    if len(self.stacked) != self.num_params
+                    else ""
+                )
             )
         n = f"of {self.length} iterations " if self.length is not None else ""
         return f"loop {n}left whole: {self.reason}"
@@ -597,3 +602,31 @@ def choose_cuts(
         ranges[k] = [(a, b) for a, b in itertools.pairwise(pts)]
         cuts_in[k] = set(range(len(ranges[k]) - 1))
     return LoopCuts(ranges, before, cuts_in, part)
+
+
+def _holds_loop(eqn: Any) -> bool:
+    return any(
+        e.primitive.name in ("scan", "while") or _holds_loop(e)
+        for sub in J.sub_jaxprs(eqn)
+        for e in getattr(sub, "jaxpr", sub).eqns
+    )
+
+
+def describe_loops(program: Any, *args: Any) -> list[str]:
+    """One line per top-level loop of a function (traced with ``args``) or a loaded
+    ``Program``: a layer loop ("while loop of 8 iterations over 10 stacked parameters:
+    splittable into ranges") or a loop left whole, with the reason. Calls holding a loop are
+    looked into, as splitting does.
+
+    Example:
+      >>> describe_loops(hlopipe.load("llm_scanned.hlo"))           # doctest: +SKIP
+      ['while loop of 32 iterations over 6 stacked parameters ...: splittable into ranges']
+    """
+    if hasattr(program, "as_function") and hasattr(program, "in_avals"):
+        fn = program.as_function(flat=True)
+        args = tuple(jax.ShapeDtypeStruct(a.shape, a.dtype) for a in program.in_avals)
+    else:
+        fn = program
+    closed, _, _ = J.trace(fn, args)
+    closed = J.inline(closed, _holds_loop)
+    return [r.describe() for r in find_loops(closed)]
