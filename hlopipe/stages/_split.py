@@ -213,7 +213,8 @@ class StagedProgram:
             + (", cut by the cost model" if self.partition is not None else ", cut at markers")
             + ")"
         )
-        return head + "\n" + render_manifest(manifest_dict(self, {})).rstrip()
+        loops = "".join(f"\nloop: {r.describe()}" for r in self.loops)
+        return head + loops + "\n" + render_manifest(manifest_dict(self, {})).rstrip()
 
     def full_text(self) -> str:
         """Every stage's jaxpr, in order (long: the full form behind ``repr``)."""

@@ -157,7 +157,7 @@ def test_scanned_gpt_program_file_splits_into_ranges(program_files, kind):
 
 def test_markers_win_over_layer_loops():
     def f(p, b):
-        tokens, targets = b
+        tokens, _ = b
         x = p["embed"][tokens] + p["pos"][: tokens.shape[1]]
         x = hlopipe.stage_boundary(x)
         x, _ = lax.scan(lambda h, w: (gpt.block(w, h, CFG.n_heads), None), x, p["blocks"])
