@@ -233,3 +233,19 @@ def test_a_reversed_scan_is_cut_into_reversed_ranges():
     got = staged.value_and_grad(W, X)
     assert abs(float(got[0]) - float(ref[0])) <= 1e-5
     assert _max_diff(got[1], ref[1]) <= 1e-5
+
+
+def test_a_loop_reading_rows_out_of_step_with_its_counter_stays_whole():
+    """``W[L - 1 - i]`` is not the row at the loop index: cutting it by ranges of rows would
+    hand each stage the wrong layers, so the loop stays whole (and the result stays right)."""
+
+    def f(w, x):  # w has 2L rows: rows L-1 .. 0 are read, all within bounds
+        h = lax.fori_loop(0, L, lambda i, h: jnp.tanh(h @ w[L - 1 - i]), jnp.tanh(x * 2.0))
+        return jnp.sum(jnp.sin(h) ** 2)
+
+    w2 = jnp.concatenate([W, W[::-1] * 0.5])
+    (line,) = describe_loops(f, w2, X)
+    assert "left whole" in line and "not read at the loop index" in line, line
+    staged = hlopipe.split(f, w2, X, num_stages=2)
+    assert staged.arg_pieces is None
+    np.testing.assert_allclose(staged(w2, X), f(w2, X), rtol=1e-6)
