@@ -400,9 +400,11 @@ def build_plan(
         stage_mesh_axes=stage_mesh_axes,
     )
     layout = ProcessLayout.of(placement)
+    if pieces:  # specs (given or annotated) are the caller's: each piece takes its leaf's
+        param_specs = _piece_specs(param_specs, caller[0], param_treedef, pieces)
     specs, execs = _executables(
         program, staged, placement, param_specs, param_treedef, param_avals, argnums, remat,
-        train=sched.has_backward,
+        train=sched.has_backward, pieces=pieces, num_caller_params=len(caller[1]),
     )  # fmt: skip
 
     # 4. ownership of parameters: the first stage using one owns it; others hold replicas.
@@ -455,6 +457,19 @@ def _param_pieces(
     leaves = [ps[0] if _whole(pieces, i) else tuple(ps) for i, ps in enumerate(per)]
     tree = jax.tree_util.tree_unflatten(treedef, leaves)
     return pieces, jax.tree_util.tree_structure(tree), new_avals
+
+
+def _piece_specs(specs: Any, caller_treedef: Any, treedef: Any, pieces: Sequence[Any]) -> Any:
+    """``param_specs`` written for the caller's tree, as the tree of the pieces (each piece of
+    a stacked parameter gets that parameter's spec); unchanged if it does not fit (the
+    structure check then says so)."""
+    if specs is None:
+        return None
+    try:
+        given = caller_treedef.flatten_up_to(specs)
+    except (ValueError, TypeError):
+        return specs
+    return jax.tree_util.tree_unflatten(treedef, [given[pc.source] for pc in pieces])
 
 
 def _whole(pieces: Sequence[Any], source: int) -> bool:
@@ -514,13 +529,17 @@ def _executables(
     remat: bool,
     *,
     train: bool,
+    pieces: Sequence[Any] = (),
+    num_caller_params: int = 0,
 ) -> tuple[list[Any], tuple[StageExecutables, ...]]:
     """The parameters' partition specs (given, or the program's own annotations) and every
     stage's executables on its rank."""
     num_params = len(param_avals)
     flat = None
     if param_specs is None:
-        flat = _annotated_specs(program, placement, num_params)
+        flat = _annotated_specs(program, placement, num_caller_params or num_params)
+        if flat is not None and pieces:
+            flat = [flat[pc.source] for pc in pieces]
     specs = _spec_leaves(param_specs, param_treedef, param_avals, staged, placement, flat)
 
     def requested(rank: int, p: int) -> Any:
