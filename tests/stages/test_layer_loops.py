@@ -249,3 +249,15 @@ def test_a_loop_reading_rows_out_of_step_with_its_counter_stays_whole():
     staged = hlopipe.split(f, w2, X, num_stages=2)
     assert staged.arg_pieces is None
     np.testing.assert_allclose(staged(w2, X), f(w2, X), rtol=1e-6)
+
+
+def test_inspect_says_what_splitting_makes_of_the_loop(program_files, capsys):
+    from hlopipe.cli import main
+
+    assert main(["inspect", program_files["hlo"], "--no-cost"]) == 0
+    out = capsys.readouterr().out
+    assert (
+        "loop: while loop of 8 iterations over 10 stacked parameters: splittable into ranges" in out
+    )
+    assert main(["inspect", program_files["hlo"], "--no-cost", "--json"]) == 0
+    assert '"loops": [' in capsys.readouterr().out
