@@ -630,3 +630,39 @@ def describe_loops(program: Any, *args: Any) -> list[str]:
     closed, _, _ = J.trace(fn, args)
     closed = J.inline(closed, _holds_loop)
     return [r.describe() for r in find_loops(closed)]
+
+
+def split_loops(
+    closed: Any,
+    loops: dict[int, LoopReport],
+    reports: list[LoopReport],
+    num_stages: int,
+    cm: Any,
+    memory_cap: float | None,
+    max_candidates: int,
+    sig: tuple[Any, Any, list[str], list[int]],
+    sliceable: set[int],
+) -> Any:
+    """The :class:`~hlopipe.stages.StagedProgram` of ``closed`` cut where the partitioner
+    says over the atom view (a layer loop is one atom per iteration): the program re-traced
+    with a marker at each cut, then built at the markers."""
+    from hlopipe.errors import StageError
+    from hlopipe.stages._split import _build
+
+    in_tree, out_tree, paths, argnum_of = sig
+    cuts = choose_cuts(closed, loops, num_stages, cm, memory_cap, max_candidates)
+    new, pieces = retrace(closed, loops, cuts.ranges, cuts.cuts_before, cuts.cuts_in, sliceable)
+    markers = [i for i, e in enumerate(new.jaxpr.eqns) if J.is_marker(e)]
+    if len(markers) != num_stages - 1:  # pragma: no cover - an internal invariant
+        raise StageError(f"hlopipe internal: {len(markers)} cuts for {num_stages} stages")
+    new_paths = [
+        paths[p.source] if p.start is None else f"{paths[p.source]}[{p.start}:{p.stop}]"
+        for p in pieces
+    ]
+    staged = _build(new, [0] + [m + 1 for m in markers], in_tree, out_tree, new_paths,
+                    [argnum_of[p.source] for p in pieces], cm, cuts.partition, None)  # fmt: skip
+    staged.loops = tuple(reports)
+    if any(p.start is not None for p in pieces):
+        staged.arg_pieces = tuple(pieces)
+        staged.caller_avals = [J.sds(a) for a in closed.in_avals]
+    return staged

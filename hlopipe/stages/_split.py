@@ -471,7 +471,9 @@ def split_jaxpr(
         loops = {r.eqn: r for r in reports if r.splittable}
         if loops and num_stages > 1:
             sliceable = set(range(n_in) if slice_args is None else slice_args)
-            return _split_loops(
+            from hlopipe.stages._loops import split_loops
+
+            return split_loops(
                 closed, loops, reports, num_stages, cm, memory_cap, max_candidates,
                 (in_tree, out_tree, paths, argnum_of), sliceable,
             )  # fmt: skip
@@ -486,40 +488,6 @@ def _find_loops(closed: Any) -> list[LoopReport]:
     from hlopipe.stages._loops import find_loops
 
     return find_loops(closed)
-
-
-def _split_loops(
-    closed: Any,
-    loops: dict[int, LoopReport],
-    reports: list[LoopReport],
-    num_stages: int,
-    cm: CostModel,
-    memory_cap: float | None,
-    max_candidates: int,
-    sig: tuple[Any, Any, list[str], list[int]],
-    sliceable: set[int],
-) -> StagedProgram:
-    """Cut where the partitioner says over the atom view (a layer loop is one atom per
-    iteration): the program re-traced with a marker at each cut, built at the markers."""
-    from hlopipe.stages._loops import choose_cuts, retrace
-
-    in_tree, out_tree, paths, argnum_of = sig
-    cuts = choose_cuts(closed, loops, num_stages, cm, memory_cap, max_candidates)
-    new, pieces = retrace(closed, loops, cuts.ranges, cuts.cuts_before, cuts.cuts_in, sliceable)
-    markers = [i for i, e in enumerate(new.jaxpr.eqns) if J.is_marker(e)]
-    if len(markers) != num_stages - 1:  # pragma: no cover - an internal invariant
-        raise StageError(f"hlopipe internal: {len(markers)} cuts for {num_stages} stages")
-    new_paths = [
-        paths[p.source] if p.start is None else f"{paths[p.source]}[{p.start}:{p.stop}]"
-        for p in pieces
-    ]
-    staged = _build(new, [0] + [m + 1 for m in markers], in_tree, out_tree, new_paths,
-                    [argnum_of[p.source] for p in pieces], cm, cuts.partition, None)  # fmt: skip
-    staged.loops = tuple(reports)
-    if any(p.start is not None for p in pieces):
-        staged.arg_pieces = tuple(pieces)
-        staged.caller_avals = [J.sds(a) for a in closed.in_avals]
-    return staged
 
 
 def _argnum(path: Any) -> int:
