@@ -106,7 +106,8 @@ def known_values(closed: Any) -> dict[Any, Any]:
 def find_loops(closed: Any, args: Sequence[Any] = ()) -> list[LoopReport]:
     """Every top-level loop of ``closed``: layer loops and, with a reason, the others.
     ``args`` are the program's arguments (variables) for counting stacked parameters."""
-    known = known_values(closed)
+    has_scan = any(e.primitive.name == "scan" for e in closed.jaxpr.eqns)
+    known = known_values(closed) if has_scan else {}
     argset = set(args) or set(closed.jaxpr.invars)
     out = []
     for i, e in enumerate(closed.jaxpr.eqns):
