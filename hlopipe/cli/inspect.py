@@ -42,6 +42,7 @@ def _cmd_inspect(args: argparse.Namespace) -> int:
         except Exception as e:  # cost analysis is informative only
             cost = {"error": str(e).splitlines()[0]}  # type: ignore[dict-item]
     unsupported = scan_unsupported(module_ir(prog), prog.entry)
+    loops = [] if unsupported else _loops(prog)
     info = {
         "file": args.file,
         "format": prog.format,
@@ -53,6 +54,7 @@ def _cmd_inspect(args: argparse.Namespace) -> int:
         "flops": cost.get("flops"),
         "bytes_accessed": cost.get("bytes accessed"),
         "stage_markers": prog.stage_markers(),
+        "loops": loops,
         "unsupported": [{"op": n, "count": c, "first": loc} for n, c, loc in unsupported],
     }
     if args.json:
@@ -60,6 +62,17 @@ def _cmd_inspect(args: argparse.Namespace) -> int:
         return 0
     _print_info(info, counts, unsupported)
     return 0
+
+
+def _loops(prog: Any) -> list[str]:
+    """What splitting would make of the program's loops (layer loops are cut by ranges)."""
+    try:
+        from hlopipe.stages import describe_loops
+
+        return describe_loops(prog)
+    except Exception as e:  # informative only, like the cost
+        why = str(e).splitlines()[0] if str(e) else type(e).__name__
+        return [f"(loops not analysed: {why})"]
 
 
 def _print_stage_arguments(manifest: str) -> None:
@@ -124,6 +137,8 @@ def _print_info(info: dict[str, Any], counts: Any, unsupported: list[Any]) -> No
             "accessed (XLA cost analysis, before optimisation)"
         )
     console.print(f"stage markers: {info['stage_markers']}")
+    for line in info["loops"]:
+        console.print(f"loop: {line}", soft_wrap=True)
     table = Table("op", "count", title=f"{sum(counts.values())} ops")
     for name, n in counts.most_common():
         table.add_row(name, str(n))

@@ -14,6 +14,13 @@ commit: a crash before it leaves the previous checkpoints as they were, and a ha
 folder is never read. In a multi-process job ``DIR`` must be on a filesystem every process
 sees (on one host, any folder).
 
+A stacked parameter whose rows are held by several stages (a cut layer loop: each stage
+holds the rows of its range of iterations) is stored whole, by the caller's path, as are its
+optimizer leaves: each process writes the rows it holds as ``<name>.rows<start>.npy`` and
+process 0 joins them (in row order) into ``<name>.npy`` before the commit; a restore takes
+each stage's rows from the whole. Such a checkpoint restores onto another stage count, and
+onto the program unsplit.
+
 Because everything is stored per parameter, not per stage, a checkpoint restores onto any
 number of processes and stages whose parameters have the same paths, shapes and dtypes (the
 optimizer's per-parameter leaves are found by the parameter path in their own path; leaves of
@@ -73,18 +80,84 @@ def _read(path: str, dtype: Any) -> np.ndarray:
     return a
 
 
-def _opt_leaves(pipe: Pipeline, s: int, state: Any) -> list[tuple[str, str | None, Any]]:
-    """(leaf path, kind, leaf) of stage ``s``'s optimizer state: kind ``"param"`` for a leaf of
-    a parameter the stage owns, ``"shared"`` for one of no parameter (a count), ``None`` for
-    a placeholder's (another stage's parameter: not stored)."""
+def _opt_leaves(pipe: Pipeline, s: int, state: Any) -> list[tuple[str, str | None, Any, Any]]:
+    """(leaf path, kind, leaf, parameter) of stage ``s``'s optimizer state: kind ``"param"``
+    for a leaf of a parameter the stage owns, ``"shared"`` for one of no parameter (a count),
+    ``None`` for a placeholder's (another stage's parameter: not stored)."""
     view = pipe.param_store.view
     own = set(pipe.owned[s])
-    out: list[tuple[str, str | None, Any]] = []
+    out: list[tuple[str, str | None, Any, Any]] = []
     for path, leaf in jax.tree_util.tree_flatten_with_path(state)[0]:
         q = view.param_of(path, np.shape(leaf))
         kind = "shared" if q is None else "param" if q in own else None
-        out.append((jax.tree_util.keystr(path), kind, leaf))
+        out.append((jax.tree_util.keystr(path), kind, leaf, q))
     return out
+
+
+def _caller_params(pipe: Pipeline) -> tuple[tuple[str, ...], tuple[Any, ...]]:
+    """The caller's parameter paths and avals (stacked parameters whole)."""
+    plan = pipe.plan
+    if plan.param_pieces:
+        return plan.caller_names, plan.caller_avals
+    return tuple(pipe.param_names), tuple(pipe.param_avals)
+
+
+def _pieces(pipe: Pipeline) -> list[tuple[str, int | None, int | None]]:
+    """Per parameter leaf of the pipeline: the caller's path it is stored under, and its rows
+    of that parameter (``None``: all of it)."""
+    plan = pipe.plan
+    if not plan.param_pieces:
+        return [(n, None, None) for n in pipe.param_names]
+    return [(plan.caller_names[pc.source], pc.start, pc.stop) for pc in plan.param_pieces]
+
+
+def _stored_opt_path(pipe: Pipeline, leaf_path: str, q: int | None) -> tuple[str, Any]:
+    """The path an optimizer leaf is stored under (a row range's leaf: the whole
+    parameter's), and the rows it holds (``None``: all)."""
+    plan = pipe.plan
+    if q is None or not plan.param_pieces or plan.param_pieces[q].start is None:
+        return leaf_path, None
+    pc = plan.param_pieces[q]
+    mine = _tree_paths(pipe)[q]
+    if not leaf_path.endswith(mine):
+        raise RuntimeConfigError(
+            f"optimizer state {leaf_path!r} of the rows {pipe.param_names[q]} of a stacked "
+            "parameter does not end with its path: cannot store it whole"
+        )
+    return leaf_path[: len(leaf_path) - len(mine)] + plan.caller_names[pc.source], pc
+
+
+def _tree_paths(pipe: Pipeline) -> list[str]:
+    tree = jax.tree_util.tree_unflatten(pipe.plan.param_treedef, list(pipe.param_avals))
+    return [jax.tree_util.keystr(k) for k, _ in jax.tree_util.tree_flatten_with_path(tree)[0]]
+
+
+def _rows_name(path: str, start: int) -> str:
+    return _fname(path)[: -len(".npy")] + f".rows{start}.npy"
+
+
+_ROWS_RE = re.compile(r"^(.*)\.rows(\d+)\.npy$")
+
+
+def _join_rows(folder: str) -> None:
+    """Join every ``<name>.rows<start>.npy`` of ``folder`` into ``<name>.npy`` (row order)."""
+    groups: dict[str, list[tuple[int, str]]] = {}
+    for f in os.listdir(folder):
+        m = _ROWS_RE.match(f)
+        if m:
+            groups.setdefault(m.group(1), []).append((int(m.group(2)), f))
+    for name, parts in groups.items():
+        parts.sort()
+        arrays = [np.load(os.path.join(folder, f), allow_pickle=False) for _, f in parts]
+        _write(os.path.join(folder, name + ".npy"), np.concatenate(arrays, axis=0))
+        for _, f in parts:
+            os.remove(os.path.join(folder, f))
+
+
+def _load_rows(file: str, dtype: Any, rows: Any) -> np.ndarray:
+    """The saved array (its rows ``rows.start:rows.stop`` when ``rows`` is a piece)."""
+    a = _read(file, dtype)
+    return a if rows is None else a[rows.start : rows.stop]
 
 
 class _Sync:
@@ -127,16 +200,21 @@ def save(pipe: Pipeline, state: PipelineState, directory: str | os.PathLike, kee
     sync.barrier(timeout)
 
     # 1. this process's share: owner copies of parameters, optimizer state of its stages.
+    pieces = _pieces(pipe)
     for p, r in enumerate(pipe.owner_rank):
         if pipe.layout.local(r):
-            _write(os.path.join(tmp, "params", _fname(pipe.param_names[p])), state.values[r][p])
+            name, start, _ = pieces[p]
+            fname = _fname(name) if start is None else _rows_name(name, start)
+            _write(os.path.join(tmp, "params", fname), state.values[r][p])
     for s, st in enumerate(state.opt_states):
         if st is None or not pipe.layout.local(pipe.placement.rank_of(s)):
             continue
         shared = os.path.join(tmp, "opt_shared", f"stage{s}")
-        for leaf_path, kind, leaf in _opt_leaves(pipe, s, st):
+        for leaf_path, kind, leaf, q in _opt_leaves(pipe, s, st):
             if kind == "param":
-                _write(os.path.join(tmp, "opt", _fname(leaf_path)), leaf)
+                path, rows = _stored_opt_path(pipe, leaf_path, q)
+                fname = _fname(path) if rows is None else _rows_name(path, rows.start)
+                _write(os.path.join(tmp, "opt", fname), leaf)
             elif kind == "shared":
                 os.makedirs(shared, exist_ok=True)
                 _write(os.path.join(shared, _fname(leaf_path)), leaf)
@@ -146,14 +224,16 @@ def save(pipe: Pipeline, state: PipelineState, directory: str | os.PathLike, kee
         _fsync_dir(os.path.join(tmp, sub))
     sync.barrier(timeout)
 
-    # 2. the commit: meta.json, then one rename.
+    # 2. the commit: stacked parameters joined, meta.json, then one rename.
     if me0:
+        for sub in ("params", "opt"):
+            _join_rows(os.path.join(tmp, sub))
         meta = {
             "format": FORMAT,
             "step": state.step,
             "params": [
                 {"path": n, "shape": list(a.shape), "dtype": np.dtype(a.dtype).name}
-                for n, a in zip(pipe.param_names, pipe.param_avals)
+                for n, a in zip(*_caller_params(pipe))
             ],
             "num_stages": pipe.staged.num_stages,
             "optimizer": state.opt_states[0] is not None if state.opt_states else False,
@@ -214,10 +294,7 @@ def restore(pipe: Pipeline, directory: str | os.PathLike, step: int | None = Non
     if meta.get("format") != FORMAT:
         raise RuntimeConfigError(f"{folder}: not an hlopipe checkpoint ({meta.get('format')!r})")
     saved = {e["path"]: (tuple(e["shape"]), e["dtype"]) for e in meta["params"]}
-    want = {
-        n: (tuple(a.shape), np.dtype(a.dtype).name)
-        for n, a in zip(pipe.param_names, pipe.param_avals)
-    }
+    want = {n: (tuple(a.shape), np.dtype(a.dtype).name) for n, a in zip(*_caller_params(pipe))}
     if saved != want:
         diff = sorted(set(saved.items()) ^ set(want.items()))[:4]
         raise RuntimeConfigError(
@@ -225,13 +302,14 @@ def restore(pipe: Pipeline, directory: str | os.PathLike, step: int | None = Non
         )
 
     values: list[dict[int, jax.Array]] = [{} for _ in range(pipe.placement.num_ranks)]
-    for p, n in enumerate(pipe.param_names):
+    pieces = _pieces(pipe)
+    for p, (n, start, stop) in enumerate(pieces):
         host = None
         for r in pipe.holders[p]:
             if pipe.layout.local(r):
                 if host is None:
                     file = os.path.join(folder, "params", _fname(n))
-                    host = _read(file, pipe.param_avals[p].dtype)
+                    host = _read(file, pipe.param_avals[p].dtype)[start:stop]
                 values[r][p] = jax.device_put(host, pipe.plan.param_sharding(r, p))
     opt_states: list[Any] = [None] * pipe.staged.num_stages
     if pipe.optimizer is not None:
@@ -246,12 +324,14 @@ def restore(pipe: Pipeline, directory: str | os.PathLike, step: int | None = Non
             own = [values[pipe.owner_rank[p]][p] for p in owned]
             template = pipe.param_store.optimizer_fns(s)[0](own)
             leaves = []
-            for leaf_path, kind, leaf in _opt_leaves(pipe, s, template):
+            for leaf_path, kind, leaf, q in _opt_leaves(pipe, s, template):
+                rows = None
                 if kind is None:  # a placeholder of another stage's parameter
                     leaves.append(leaf)
                     continue
                 if kind == "param":
-                    file = os.path.join(folder, "opt", _fname(leaf_path))
+                    path, rows = _stored_opt_path(pipe, leaf_path, q)
+                    file = os.path.join(folder, "opt", _fname(path))
                 else:
                     cands = [os.path.join(shared_root, d, _fname(leaf_path)) for d in shared_dirs]
                     found = [c for c in cands if os.path.exists(c)]
@@ -261,7 +341,7 @@ def restore(pipe: Pipeline, directory: str | os.PathLike, step: int | None = Non
                         f"{folder}: no optimizer state {leaf_path!r} (saved with another "
                         "optimizer, or without one?)"
                     )
-                leaves.append(jax.device_put(_read(file, leaf.dtype), leaf.sharding))
+                leaves.append(jax.device_put(_load_rows(file, leaf.dtype, rows), leaf.sharding))
             opt_states[s] = jax.tree_util.tree_unflatten(
                 jax.tree_util.tree_structure(template), leaves
             )

@@ -43,14 +43,20 @@ class PipelineState:
     step: int
     treedef: Any = field(repr=False)
     owner_rank: list[int] = field(repr=False)
+    # leaves -> the caller's tree, when it differs from ``treedef``'s (a cut layer loop's
+    # stacked parameters are held as their rows per range; see ``PipelinePlan.param_tree``)
+    to_tree: Any = field(default=None, repr=False)
 
     @property
     def params(self) -> Any:
         """The parameters as the pytree given to :meth:`Pipeline.init` (owner copies, each
         on its stage's devices; ``jax.device_get`` brings them to the host). Across processes,
         the leaves another process owns are ``None``; :meth:`Pipeline.gather_params` gives
-        every process all of them."""
+        every process all of them. A stacked parameter of a cut layer loop is returned whole
+        (its rows joined on its first range's devices)."""
         leaves = [self.values[r].get(p) for p, r in enumerate(self.owner_rank)]
+        if self.to_tree is not None:
+            return self.to_tree(leaves)
         return jax.tree_util.tree_unflatten(self.treedef, leaves)
 
 
@@ -81,7 +87,10 @@ class Params:
 
     def state(self, values: list[dict[int, jax.Array]], opt_states: list[Any], step: int) -> Any:
         pl = self.plan
-        return PipelineState(values, opt_states, step, pl.param_treedef, list(pl.owner_rank))
+        to_tree = pl.param_tree if pl.param_pieces else None
+        return PipelineState(
+            values, opt_states, step, pl.param_treedef, list(pl.owner_rank), to_tree
+        )
 
     def init(self, params: Any) -> PipelineState:
         pl = self.plan

@@ -419,7 +419,7 @@ class Pipeline:
             timeline=timeline,
         )
         if self.optimizer is None:
-            metrics.grads = jax.tree_util.tree_unflatten(self.param_treedef, grads)
+            metrics.grads = self.plan.param_tree(grads)
         return new_state, metrics
 
     def _losses(self, result: StepResult, ls: int) -> np.ndarray:
@@ -512,7 +512,7 @@ class Pipeline:
         parameter goes from its owner to every other process); in one process it is
         ``jax.device_get(state.params)``."""
         leaves = [self.param_store.on_every_process(state, p) for p in range(self.num_params)]
-        return jax.tree_util.tree_unflatten(self.param_treedef, leaves)
+        return self.plan.param_tree(leaves)
 
     def timeline(self) -> Timeline:
         """The measured timeline of the last profiled step (times in milliseconds); plot it

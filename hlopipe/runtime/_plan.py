@@ -69,6 +69,15 @@ class PipelinePlan:
     # per program output: whether it has the batch on its leading axis (infer concatenates
     # those over the microbatches and reduces the others, like the loss)
     per_example: tuple[bool, ...] = ()
+    # A cut layer loop hands each stage its rows of a stacked parameter: the runtime's
+    # parameter leaves are then those pieces (``param_treedef``/``param_avals``/
+    # ``param_names`` describe them; a stacked leaf is a tuple of its ranges, named
+    # ``path[start:stop]``), and ``param_pieces`` says which rows of which caller leaf each
+    # is (empty: the leaves are the caller's). ``caller_*`` describe the caller's tree.
+    param_pieces: tuple[Any, ...] = ()
+    caller_treedef: Any = None
+    caller_avals: tuple[jax.ShapeDtypeStruct, ...] = ()
+    caller_names: tuple[str, ...] = ()
 
     def param_sharding(self, rank: int, p: int) -> Any:
         """The sharding parameter leaf ``p`` has on ``rank``: the one its first stage there
@@ -105,18 +114,40 @@ class PipelinePlan:
         return out
 
     def check_params(self, params: Any) -> list[Any]:
+        """The leaves of ``params`` (the caller's tree), checked, as the runtime's parameter
+        leaves (a stacked parameter of a cut layer loop as its rows per range)."""
+        want_tree = self.caller_treedef if self.param_pieces else self.param_treedef
+        want = self.caller_avals if self.param_pieces else self.param_avals
+        names = self.caller_names if self.param_pieces else self.staged.in_paths
         leaves, treedef = jax.tree_util.tree_flatten(params)
-        if not treedef == self.param_treedef:  # PyTreeDef: == only
+        if not treedef == want_tree:  # PyTreeDef: == only
             raise RuntimeConfigError(
-                f"params have structure {treedef}, the pipeline was built for {self.param_treedef}"
+                f"params have structure {treedef}, the pipeline was built for {want_tree}"
             )
-        for k, (x, a) in enumerate(zip(leaves, self.param_avals)):
+        for k, (x, a) in enumerate(zip(leaves, want)):
             if tuple(np.shape(x)) != tuple(a.shape) or jnp.result_type(x) != a.dtype:
                 raise RuntimeConfigError(
-                    f"parameter {self.staged.in_paths[k]}: {describe([sds(x)])}, the pipeline "
+                    f"parameter {names[k]}: {describe([sds(x)])}, the pipeline "
                     f"was built for {describe([a])}"
                 )
-        return leaves
+        if not self.param_pieces:
+            return leaves
+        return [
+            leaves[pc.source] if pc.start is None else leaves[pc.source][pc.start : pc.stop]
+            for pc in self.param_pieces
+        ]
+
+    def param_tree(self, leaves: Sequence[Any]) -> Any:
+        """The caller's parameter tree from the runtime's leaves (``None`` for a leaf of
+        which a piece is ``None``: held by another process). The rows of a stacked parameter
+        are joined on the first piece's devices (or on the host, as NumPy, if they are)."""
+        if not self.param_pieces:
+            return jax.tree_util.tree_unflatten(self.param_treedef, list(leaves))
+        parts: list[list[tuple[int, Any]]] = [[] for _ in self.caller_avals]
+        for pc, x in zip(self.param_pieces, leaves):
+            parts[pc.source].append((pc.start or 0, x))
+        out = [join_rows([x for _, x in sorted(ps, key=lambda t: t[0])]) for ps in parts]
+        return jax.tree_util.tree_unflatten(self.caller_treedef, out)
 
     def check_batch(self, batch: Any) -> list[Any]:
         leaves, treedef = jax.tree_util.tree_flatten(batch)
@@ -134,6 +165,18 @@ class PipelinePlan:
                 f"({describe(self.batch_avals)})"
             )
         return leaves
+
+
+def join_rows(xs: Sequence[Any]) -> Any:
+    """Pieces of one stacked parameter (in row order) joined on their first axis: on the
+    first piece's sharding when they are device arrays, as NumPy otherwise; ``None`` if a
+    piece is."""
+    if len(xs) == 1 or any(x is None for x in xs):
+        return xs[0] if len(xs) == 1 else None
+    if all(isinstance(x, jax.Array) for x in xs):
+        sh = xs[0].sharding
+        return jnp.concatenate([jax.device_put(x, sh) for x in xs], axis=0)
+    return np.concatenate([np.asarray(x) for x in xs], axis=0)
 
 
 def host_leaves(leaves: Sequence[Any]) -> list[Any]:
@@ -222,7 +265,8 @@ def _split(
     # Without markers the program is cut into the default number of stages.
     if num_stages is None and default and not _has_markers(jax.make_jaxpr(fn)(*trace_args).jaxpr):
         num_stages = default
-    return split(target, *args, num_stages=num_stages)
+    # only parameters may reach a stage as rows of a layer loop (the batch is microbatched)
+    return split(target, *args, num_stages=num_stages, slice_args=range(len(param_avals)))
 
 
 def _check_64bit(staged: StagedProgram) -> None:
@@ -341,6 +385,8 @@ def build_plan(
     )
     S = staged.num_stages
     _check_64bit(staged)
+    caller = (param_treedef, tuple(param_avals), _names(param_treedef, param_avals))
+    pieces, param_treedef, param_avals = _param_pieces(staged, param_treedef, param_avals)
     _check_signature(staged, param_avals, mb_avals, batch_avals, m)
     argnums = _argnums(staged, len(param_avals))
 
@@ -356,9 +402,11 @@ def build_plan(
         stage_mesh_axes=stage_mesh_axes,
     )
     layout = ProcessLayout.of(placement)
+    if pieces:  # specs (given or annotated) are the caller's: each piece takes its leaf's
+        param_specs = _piece_specs(param_specs, caller[0], param_treedef, pieces)
     specs, execs = _executables(
         program, staged, placement, param_specs, param_treedef, param_avals, argnums, remat,
-        train=sched.has_backward,
+        train=sched.has_backward, pieces=pieces, num_caller_params=len(caller[1]),
     )  # fmt: skip
 
     # 4. ownership of parameters: the first stage using one owns it; others hold replicas.
@@ -380,13 +428,60 @@ def build_plan(
         execs=execs,
         remat=remat,
         **own,
-        param_names=_names(param_treedef, param_avals),
+        param_names=_piece_names(pieces, caller[2]) if pieces else caller[2],
         loss=_loss_location(staged, sched),
         param_specs=tuple(specs),
         loss_reduction=loss_reduction,
         per_example=_per_example(
-            program, staged, param_treedef, param_avals, batch_treedef, mb_avals
+            program, staged, caller[0], list(caller[1]), batch_treedef, mb_avals
         ),
+        param_pieces=pieces,
+        caller_treedef=caller[0],
+        caller_avals=caller[1],
+        caller_names=caller[2],
+    )
+
+
+def _param_pieces(
+    staged: StagedProgram, treedef: Any, avals: list[Any]
+) -> tuple[tuple[Any, ...], Any, list[Any]]:
+    """When a layer loop was cut: the pieces of the parameter leaves, the tree of the pieces
+    (a stacked leaf replaced by the tuple of its ranges) and their avals; else ``()`` and the
+    caller's own."""
+    if staged.arg_pieces is None:
+        return (), treedef, avals
+    n = len(avals)
+    pieces = tuple(pc for pc in staged.arg_pieces if pc.source < n)
+    new_avals = list(staged.in_avals[: len(pieces)])
+    per: list[list[Any]] = [[] for _ in range(n)]
+    for pc, a in zip(pieces, new_avals):
+        per[pc.source].append(a)
+    leaves = [ps[0] if _whole(pieces, i) else tuple(ps) for i, ps in enumerate(per)]
+    tree = jax.tree_util.tree_unflatten(treedef, leaves)
+    return pieces, jax.tree_util.tree_structure(tree), new_avals
+
+
+def _piece_specs(specs: Any, caller_treedef: Any, treedef: Any, pieces: Sequence[Any]) -> Any:
+    """``param_specs`` written for the caller's tree, as the tree of the pieces (each piece of
+    a stacked parameter gets that parameter's spec); unchanged if it does not fit (the
+    structure check then says so)."""
+    if specs is None:
+        return None
+    try:
+        given = caller_treedef.flatten_up_to(specs)
+    except (ValueError, TypeError):
+        return specs
+    return jax.tree_util.tree_unflatten(treedef, [given[pc.source] for pc in pieces])
+
+
+def _whole(pieces: Sequence[Any], source: int) -> bool:
+    return any(pc.source == source and pc.start is None for pc in pieces)
+
+
+def _piece_names(pieces: Sequence[Any], names: Sequence[str]) -> tuple[str, ...]:
+    return tuple(
+        names[pc.source] if pc.start is None else f"{names[pc.source]}[{pc.start}:{pc.stop}]"
+        for pc in pieces
     )
 
 
@@ -436,13 +531,17 @@ def _executables(
     remat: bool,
     *,
     train: bool,
+    pieces: Sequence[Any] = (),
+    num_caller_params: int = 0,
 ) -> tuple[list[Any], tuple[StageExecutables, ...]]:
     """The parameters' partition specs (given, or the program's own annotations) and every
     stage's executables on its rank."""
     num_params = len(param_avals)
     flat = None
     if param_specs is None:
-        flat = _annotated_specs(program, placement, num_params)
+        flat = _annotated_specs(program, placement, num_caller_params or num_params)
+        if flat is not None and pieces:
+            flat = [flat[pc.source] for pc in pieces]
     specs = _spec_leaves(param_specs, param_treedef, param_avals, staged, placement, flat)
 
     def requested(rank: int, p: int) -> Any:

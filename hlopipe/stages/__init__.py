@@ -20,6 +20,9 @@ Public API:
   backward module (paths, text or ``Program``) merged into one module, and a merged module cut
   back into forward and backward with the merged compile's shardings pinned
   (:class:`MergedModule`, :class:`SplitModules`, :class:`MergeLayout`).
+* :func:`describe_loops` — the program's top-level loops: layer loops (a ``scan`` over
+  parameters stacked ``[L, ...]``, cut by ranges of iterations when splitting) and, with the
+  reason, loops left whole.
 * :func:`format_manifest` — the stage table of an exported ``manifest.json``.
 """
 
@@ -34,6 +37,7 @@ from hlopipe.stages._files import (
     merge_files,
     split_merged,
 )
+from hlopipe.stages._loops import describe_loops
 from hlopipe.stages._partition import Partition, RepeatedRun, find_repeated_run, partition
 from hlopipe.stages._sharding import (
     ShardedStage,
@@ -70,6 +74,7 @@ __all__ = [
     "StagedProgram",
     "arg_partition_specs",
     "compile_merged",
+    "describe_loops",
     "eqn_cost",
     "find_repeated_run",
     "format_manifest",

@@ -387,6 +387,6 @@ def chain_value_and_grad(
             i = st.params_needed[k]
             grads[i] = g if i not in grads else grads[i] + g
     flat_grads = [grads.get(i, jnp.zeros(a.shape, a.dtype)) for i, a in enumerate(staged.in_avals)]
-    tree = jax.tree_util.tree_unflatten(staged.in_tree, flat_grads)
+    tree = jax.tree_util.tree_unflatten(staged.in_tree, staged.gather_flat(flat_grads))
     g_out = tuple(tree[i] for i in nums)
     return loss, (g_out[0] if isinstance(argnums, int) else g_out)

@@ -61,7 +61,7 @@ def manifest_dict(
         "program": {
             "file": files.get("program"),
             "inputs": [
-                {"index": i, "path": p, **_aval(a)}
+                {"index": i, "path": p, **_aval(a), **_rows(staged, i)}
                 for i, (p, a) in enumerate(zip(staged.in_paths, staged.in_avals))
             ],
             "outputs": _program_outputs(staged),
@@ -84,6 +84,16 @@ def manifest_dict(
             "count": staged.repeated.count,
         },
     }
+
+
+def _rows(staged: StagedProgram, i: int) -> dict[str, Any]:
+    """For an input that is rows of a caller's stacked argument (a cut layer loop): which
+    argument (``rows_of``, its flat index in the caller's signature) and which rows."""
+    pieces = staged.arg_pieces
+    if pieces is None or pieces[i].start is None:
+        return {}
+    pc = pieces[i]
+    return {"rows_of": pc.source, "rows": [pc.start, pc.stop]}
 
 
 def _stage_entry(st: Any, files: dict[str, Any]) -> dict[str, Any]:

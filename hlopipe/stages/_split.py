@@ -24,6 +24,7 @@ from hlopipe.stages._partition import (
 
 if TYPE_CHECKING:
     from hlopipe.stages._autodiff import StageAutodiff
+    from hlopipe.stages._loops import ArgPiece, LoopReport
 
 
 @dataclass(frozen=True)
@@ -169,6 +170,13 @@ class StagedProgram:
       out_sources: for each flat output, an :class:`OutputSource`.
       partition: the :class:`Partition` when cut points were chosen automatically.
       repeated: the repeated-layer structure found, if any.
+      loops: what was found of the program's top-level loops (layer loops cut by ranges of
+        iterations, and loops left whole with the reason), as ``LoopReport``s.
+      arg_pieces: when a layer loop was cut, the stages' flat arguments as pieces of the
+        caller's (``ArgPiece(source, start, stop)``: rows ``[start, stop)`` of the caller's
+        flat argument ``source``; ``start is None``: all of it); ``None`` when they are the
+        caller's. ``in_avals``/``in_paths`` describe the stages' arguments, ``caller_avals``
+        the caller's; :meth:`expand_flat` and :meth:`gather_flat` convert.
 
     Example:
       >>> staged = hlopipe.split(model, params, x)                 # doctest: +SKIP
@@ -186,6 +194,9 @@ class StagedProgram:
     cost_model: CostModel
     partition: Partition | None = None
     repeated: RepeatedRun | None = None
+    loops: tuple[LoopReport, ...] = ()
+    arg_pieces: tuple[ArgPiece, ...] | None = None
+    caller_avals: list[jax.ShapeDtypeStruct] | None = None
 
     @property
     def num_stages(self) -> int:
@@ -202,7 +213,8 @@ class StagedProgram:
             + (", cut by the cost model" if self.partition is not None else ", cut at markers")
             + ")"
         )
-        return head + "\n" + render_manifest(manifest_dict(self, {})).rstrip()
+        loops = "".join(f"\nloop: {r.describe()}" for r in self.loops)
+        return head + loops + "\n" + render_manifest(manifest_dict(self, {})).rstrip()
 
     def full_text(self) -> str:
         """Every stage's jaxpr, in order (long: the full form behind ``repr``)."""
@@ -218,7 +230,36 @@ class StagedProgram:
             raise StageError(
                 f"arguments have structure {tree}, the program was split for {self.in_tree}"
             )
-        return flat
+        return self.expand_flat(flat)
+
+    def expand_flat(self, flat: Sequence[Any]) -> list[Any]:
+        """The stages' flat arguments from the caller's (each stacked parameter of a cut layer
+        loop as its rows per range)."""
+        if self.arg_pieces is None:
+            return list(flat)
+        return [
+            flat[p.source] if p.start is None else flat[p.source][p.start : p.stop]
+            for p in self.arg_pieces
+        ]
+
+    def gather_flat(self, flat: Sequence[Any]) -> list[Any]:
+        """The caller's flat arguments (or their gradients) from the stages' (the ranges of a
+        stacked parameter joined in row order): the inverse of :meth:`expand_flat`."""
+        if self.arg_pieces is None:
+            return list(flat)
+        parts: dict[int, list[tuple[int, Any]]] = {}
+        for p, x in zip(self.arg_pieces, flat):
+            parts.setdefault(p.source, []).append((p.start or 0, x))
+        out = []
+        for i in range(len(parts)):
+            xs = [x for _, x in sorted(parts[i], key=lambda t: t[0])]
+            out.append(xs[0] if len(xs) == 1 else jax.numpy.concatenate(xs, axis=0))
+        return out
+
+    @property
+    def caller_in_avals(self) -> list[jax.ShapeDtypeStruct]:
+        """The caller's flat argument avals (``in_avals`` unless a layer loop was cut)."""
+        return list(self.caller_avals) if self.caller_avals is not None else list(self.in_avals)
 
     def run_forward(self, flat: Sequence[Any]) -> tuple[list[list[Any]], list[Any]]:
         """Run every stage on flat arguments: ``(per-stage outputs, flat program outputs)``."""
@@ -300,6 +341,7 @@ def split(
     cost_model: CostModel | None = None,
     memory_cap: float | None = None,
     max_candidates: int = 512,
+    slice_args: Sequence[int] | None = None,
 ) -> StagedProgram:
     """Cut a function (or a loaded :class:`hlopipe.Program`) into pipeline stages.
 
@@ -317,6 +359,13 @@ def split(
       cost_model: the :class:`CostModel` for predicted costs and automatic cuts.
       memory_cap: largest per-stage memory (bytes, see :class:`StageCost`) allowed.
       max_candidates: most candidate cut points considered outside repeated layers.
+      slice_args: the flat arguments that may be handed to stages as rows of a layer loop
+        (default: any); a pipeline passes its parameters' (the batch is never sliced so).
+
+    A top-level ``scan`` over parameters stacked ``[L, ...]`` (``lax.scan``, ``fori_loop``,
+    a rehydrated while loop) counts as ``L`` pieces of work and may be cut between
+    iterations: each stage runs the body over its range with its own rows of every stacked
+    parameter (see ``StagedProgram.loops`` and ``arg_pieces``).
 
     Returns:
       a :class:`StagedProgram`.
@@ -356,6 +405,7 @@ def split(
             out_tree=out_tree,
             in_paths=in_paths,
             argnums_of=[_argnum(p) for p, _ in leaves],
+            slice_args=slice_args,
         )
     except StageError as e:
         # A rehydrated program's equations are traced in hlopipe's interpreter: a location
@@ -381,6 +431,7 @@ def split_jaxpr(
     out_tree: Any = None,
     in_paths: Sequence[str] | None = None,
     argnums_of: Sequence[int] | None = None,
+    slice_args: Sequence[int] | None = None,
 ) -> StagedProgram:
     """:func:`split` for an already traced ClosedJaxpr over flat arguments.
 
@@ -423,9 +474,27 @@ def split_jaxpr(
                 " to choose cut points automatically",
             )
         closed = _inline_heavy(closed, num_stages)
+        reports = _find_loops(closed)
+        loops = {r.eqn: r for r in reports if r.splittable}
+        if loops and num_stages > 1:
+            sliceable = set(range(n_in) if slice_args is None else slice_args)
+            from hlopipe.stages._loops import split_loops
+
+            return split_loops(
+                closed, loops, reports, num_stages, cm, memory_cap, max_candidates,
+                (in_tree, out_tree, paths, argnum_of), sliceable,
+            )  # fmt: skip
         starts, part, run, costs = _auto_starts(closed, num_stages, cm, memory_cap, max_candidates)
-        return _build(closed, starts, in_tree, out_tree, paths, argnum_of, cm, part, run, costs)
+        staged = _build(closed, starts, in_tree, out_tree, paths, argnum_of, cm, part, run, costs)
+        staged.loops = tuple(reports)
+        return staged
     return _build(closed, starts, in_tree, out_tree, paths, argnum_of, cm, part, run)
+
+
+def _find_loops(closed: Any) -> list[LoopReport]:
+    from hlopipe.stages._loops import find_loops
+
+    return find_loops(closed)
 
 
 def _argnum(path: Any) -> int:
