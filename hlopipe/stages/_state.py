@@ -105,8 +105,9 @@ def split_stateful(
             raise StageError(
                 f"{what}: state argument {r.index} ({paths[r.index]}) is read by stage(s) "
                 f"{', '.join(map(str, wrong))} but its new value (output {r.output}) is made by "
-                f"stage {owner}: it would cross stages. Keep one cache per layer (not one array "
-                "stacked over the layers) or cut so that whatever reads it is on one stage"
+                f"stage {owner}: it would cross stages. Keep one cache per layer (or index one "
+                "stacked over the layers with constant layer indices) or cut so that whatever "
+                "reads it is on one stage"
             )
         slots.append(
             StateSlot(r.index, r.output, paths[r.index], owner, out, J.aval_bytes(_aval(r)))
