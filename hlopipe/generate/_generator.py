@@ -31,8 +31,13 @@ from hlopipe.generate._plan import (
     prefill_outputs,
 )
 from hlopipe.io._roles import ArgRoles
-from hlopipe.stages._stacked import StackedSplit, split_stacked
-from hlopipe.stages._state import StatefulSplit, split_stateful, state_sends
+from hlopipe.stages._stacked import StackedSplit, retrace_outputs, split_stacked
+from hlopipe.stages._state import (
+    StateCrossesStages,
+    StatefulSplit,
+    split_stateful,
+    state_sends,
+)
 
 
 class Generator:
@@ -81,7 +86,7 @@ class Generator:
             self.split: StatefulSplit = split_stateful(
                 decode, roles, num_stages=num_stages, what=self.source
             )
-        except StageError as e:  # a cache stacked over the layers: sliced per stage, or refused
+        except StateCrossesStages as e:  # a cache stacked over the layers: sliced, or refused
             self.stacked = split_stacked(
                 decode, roles, num_stages=num_stages, what=self.source, refused=e
             )
@@ -89,11 +94,7 @@ class Generator:
             roles = self.roles
             self._check_roles(roles)
             if prefill is not None:
-                raise StageError(
-                    f"{self.source}: a prefill with state stacked over the layers "
-                    f"({', '.join(s.path for s in self.stacked.stacks)}) is not sliced yet; "
-                    "start from tokens= and state= instead"
-                ) from e
+                prefill = _sliced_prefill(prefill, self.stacked, self.token.index)
         S = self.split.num_stages
         devices = list(devices) if devices is not None else jax.devices()[:S]
         if len(devices) < S:
@@ -249,6 +250,17 @@ def _place_params(
         {a: jax.device_put(by_arg[a], devices[p.stage]) for k, a in p.inputs if k == PARAM}
         for p in plans
     ]
+
+
+def _sliced_prefill(program: Any, stacked: StackedSplit, token_arg: int) -> Any:
+    """The prefill with its stacked state outputs made in the decode step's slices."""
+    what = f"the prefill {getattr(program, 'source', '')}".rstrip()
+    orig = stacked.original_roles
+    orig_token = next(r.index for r in orig.feedback if r.path == stacked.roles[token_arg].path)
+    _, state_of_out = prefill_outputs(program, orig, orig_token, what)
+    by_arg = {s.arg: s.ranges for s in stacked.stacks}
+    outputs = {o: by_arg[a] for o, a in state_of_out.items() if a in by_arg}
+    return retrace_outputs(program, outputs, what)
 
 
 class _Prefill:

@@ -12,8 +12,9 @@ stage are merged into one ``[L_s, ...]`` argument and the program split again.
 
 from __future__ import annotations
 
+import functools
 import itertools
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -123,11 +124,12 @@ def _const_int(var: Any, consts: dict[Any, Any], where: str) -> int:
     return int(x)
 
 
-def uses(jaxpr: Any, arg: int, output: int, consts: dict[Any, Any]) -> list[Range]:
-    """The leading-axis ranges every read and update of argument ``arg`` (and its versions)
-    touches, in program order; raises :class:`NotSliceable` saying which equation does not."""
-    chain = {jaxpr.invars[arg]}
-    size = jaxpr.invars[arg].aval.shape[0] if jaxpr.invars[arg].aval.shape else 0
+def uses(jaxpr: Any, start: Any, output: int, consts: dict[Any, Any]) -> list[Range]:
+    """The leading-axis ranges every read and update of ``start`` (an argument, or a stacked
+    array made in the program, and its versions) touches, in program order; raises
+    :class:`NotSliceable` saying which equation does not."""
+    chain = {start}
+    size = start.aval.shape[0] if start.aval.shape else 0
     found: list[Range] = []
     for e in jaxpr.eqns:
         hit = [i for i, v in enumerate(e.invars) if not isinstance(v, J.Literal) and v in chain]
@@ -180,6 +182,13 @@ class _Pieces:
     def __init__(self, ranges: Sequence[Range], arrays: Sequence[Any]) -> None:
         self.ranges, self.arrays = list(ranges), list(arrays)
 
+    def get(self, k: int) -> Any:
+        """Piece ``k`` (one made inside the program is made at its first use, on the stage
+        that uses it)."""
+        if callable(self.arrays[k]):
+            self.arrays[k] = self.arrays[k]()
+        return self.arrays[k]
+
     def find(self, r: Range) -> int:
         for k, (a, b) in enumerate(self.ranges):
             if a <= r[0] and r[1] <= b:
@@ -194,24 +203,29 @@ def _apply(e: Any, vals: list[Any], consts: dict[Any, Any]) -> Any:
     if name == "dynamic_update_slice":
         i = _const_int(e.invars[2], consts, name)
         k = pcs.find((i, i + e.invars[1].aval.shape[0]))
-        new = lax.dynamic_update_slice(pcs.arrays[k], vals[1], [i - pcs.ranges[k][0], *vals[3:]])
+        new = lax.dynamic_update_slice(pcs.get(k), vals[1], [i - pcs.ranges[k][0], *vals[3:]])
         return _Pieces(pcs.ranges, [*pcs.arrays[:k], new, *pcs.arrays[k + 1 :]])
     if name == "slice":
         start, limit = e.params["start_indices"], e.params["limit_indices"]
         k = pcs.find((start[0], limit[0]))
         a = pcs.ranges[k][0]
-        return lax.slice(pcs.arrays[k], (start[0] - a, *start[1:]), (limit[0] - a, *limit[1:]),
+        return lax.slice(pcs.get(k), (start[0] - a, *start[1:]), (limit[0] - a, *limit[1:]),
                          e.params["strides"])  # fmt: skip
     i = _const_int(e.invars[1], consts, name)  # dynamic_slice
     k = pcs.find((i, i + e.params["slice_sizes"][0]))
-    return lax.dynamic_slice(
-        pcs.arrays[k], [i - pcs.ranges[k][0], *vals[2:]], e.params["slice_sizes"]
-    )
+    return lax.dynamic_slice(pcs.get(k), [i - pcs.ranges[k][0], *vals[2:]], e.params["slice_sizes"])
 
 
-def _retraced(closed: Any, spec: dict[int, list[Range]], consts: dict[Any, Any]) -> Any:
-    """The program over the new flat arguments (each stacked one as its pieces, in place)."""
+def _retraced(
+    closed: Any,
+    spec: dict[int, list[Range]],
+    consts: dict[Any, Any],
+    roots: dict[Any, Sequence[Range]] | None = None,
+) -> Any:
+    """The program over the new flat arguments (each stacked one as its pieces, in place);
+    ``roots``: stacked arrays made in the program (a broadcast scalar) made as pieces."""
     jaxpr = closed.jaxpr
+    roots = roots or {}
 
     def fn(*new_args: Any) -> list[Any]:
         env: dict[Any, Any] = dict(zip(jaxpr.constvars, closed.consts, strict=True))
@@ -227,6 +241,13 @@ def _retraced(closed: Any, spec: dict[int, list[Range]], consts: dict[Any, Any])
             if vals and isinstance(vals[0], _Pieces):
                 env[e.outvars[0]] = _apply(e, vals, consts)
                 continue
+            if e.outvars and e.outvars[0] in roots:
+                shape = e.outvars[0].aval.shape
+                make = functools.partial(jax.lax.broadcast_in_dim, vals[0])
+                made = [functools.partial(make, (b - a, *shape[1:]), ())
+                        for a, b in roots[e.outvars[0]]]  # fmt: skip
+                env[e.outvars[0]] = _Pieces(roots[e.outvars[0]], made)
+                continue
             with e.ctx.manager:
                 outs = e.primitive.bind(*vals, **e.primitive.get_bind_params(e.params))
             for o, x in zip(e.outvars, outs if e.primitive.multiple_results else [outs],
@@ -235,7 +256,7 @@ def _retraced(closed: Any, spec: dict[int, list[Range]], consts: dict[Any, Any])
         flat: list[Any] = []
         for v in jaxpr.outvars:
             x = read(v)
-            flat.extend(x.arrays if isinstance(x, _Pieces) else [x])
+            flat.extend([x.get(k) for k in range(len(x.arrays))] if isinstance(x, _Pieces) else [x])
         return flat
 
     return fn
@@ -288,7 +309,8 @@ def split_stacked(
     for r in roles.state:
         try:
             size = r.shape[0] if r.shape else 0
-            pieces = pieces_of(uses(closed.jaxpr, r.index, r.output, consts), size)
+            used = uses(closed.jaxpr, closed.jaxpr.invars[r.index], r.output, consts)
+            pieces = pieces_of(used, size)
         except NotSliceable as e:
             why.append(f"{r.path}: {e}")
             continue
@@ -324,3 +346,61 @@ def _merge(s: Stacked, stage_of: dict[int, int]) -> list[Range]:
             out.append((a, b))
         last = stage_of[arg]
     return out
+
+
+@dataclass(eq=False)
+class RetracedProgram:
+    """A program re-traced with stacked outputs made as pieces: what ``split`` and the
+    generator read of a loaded Program (``as_function``, ``in_avals``, ``out_avals``)."""
+
+    source: str
+    in_avals: list[Any]
+    out_avals: list[Any]
+    fn: Any
+
+    def as_function(self, flat: bool = True) -> Any:
+        return self.fn
+
+
+def _root_of(jaxpr: Any, output: int) -> Any:
+    """The stacked array an output is updated from: a scalar broadcast, through updates."""
+    made = {o: e for e in jaxpr.eqns for o in e.outvars}
+    v = jaxpr.outvars[output]
+    while v in made and made[v].primitive.name == "dynamic_update_slice":
+        v = made[v].invars[0]
+    e = made.get(v)
+    if e is None or e.primitive.name != "broadcast_in_dim" or e.invars[0].aval.shape:
+        raise NotSliceable(f"output {output} is not updated from a broadcast scalar")
+    return v
+
+
+def retrace_outputs(program: Any, outputs: Mapping[int, Sequence[Range]], what: str) -> Any:
+    """``program`` (a prefill) with each output in ``outputs`` (a stacked array made inside
+    it) made as pieces of its leading axis, ``ranges`` each: the same slices as the decode
+    step's. Raises StageError naming the output when it cannot be."""
+    avals = [jax.ShapeDtypeStruct(a.shape, a.dtype) for a in program.in_avals]
+    closed = jax.make_jaxpr(program.as_function(flat=True))(*avals)
+    consts = _constants(closed.jaxpr)
+    roots: dict[Any, Sequence[Range]] = {}
+    for o, ranges in outputs.items():
+        try:
+            root = _root_of(closed.jaxpr, o)
+            probe = _Pieces(ranges, [])
+            for r in uses(closed.jaxpr, root, o, consts):
+                probe.find(r)
+        except NotSliceable as e:
+            raise StageError(
+                f"{what}: its stacked output {o} cannot be made in the decode step's slices "
+                f"{list(ranges)}: {e}"
+            ) from e
+        roots[root] = ranges
+    out_avals: list[Any] = []
+    for o, a in enumerate(closed.out_avals):
+        rs = outputs.get(o, [(0, a.shape[0] if a.shape else 0)])
+        out_avals.extend(
+            jax.ShapeDtypeStruct((b - s, *a.shape[1:]) if o in outputs else a.shape, a.dtype)
+            for s, b in rs
+        )
+    fn = _retraced(closed, {}, consts, roots)
+    source = getattr(program, "source", "")
+    return RetracedProgram(source, list(program.in_avals), out_avals, fn)

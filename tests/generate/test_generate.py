@@ -152,16 +152,22 @@ def test_hlo_text_decode_without_prefill():
 
 @functools.cache
 def exported_stacked(cuts):
+    """Decode step and prefill with one [L, ...] cache (per k and v) for all layers."""
     fn = jax.jit(gd.decode_fn(CFG, stage_boundary, cuts=cuts), donate_argnums=1)
     ex = (params(), gd.empty_cache(B, CFG, stacked=True), jnp.zeros(B, jnp.int32), jnp.int32(0))
-    return hlopipe.load(jax.export.export(fn)(*ex).serialize())
+    pre = jax.jit(gd.prefill_fn(CFG, stage_boundary, cuts=cuts, stacked=True))
+    return (
+        hlopipe.load(jax.export.export(fn)(*ex).serialize()),
+        hlopipe.load(jax.export.export(pre)(params(), jnp.zeros((B, P), jnp.int32)).serialize()),
+    )
 
 
 @pytest.mark.parametrize("S", [2, pytest.param(4, marks=pytest.mark.slow)])
 def test_cache_stacked_over_layers_is_sliced_per_stage(S):
-    """One [L, ...] cache for all layers: each stage keeps [L/S, ...] of it, nothing crosses."""
-    prog = exported_stacked(CUTS[S])
-    gen = Generator(prog, params(), groups=2)
+    """One [L, ...] cache for all layers: each stage keeps [L/S, ...] of it, prefill and
+    decode; no byte of it crosses a stage."""
+    prog, pre = exported_stacked(CUTS[S])
+    gen = Generator(prog, params(), prefill=pre, groups=2)
     whole = sum(int(np.prod(r.shape)) * 4 for r in prog.arg_roles().state)
     L = CFG.n_layers
     for s in range(S):
@@ -170,10 +176,10 @@ def test_cache_stacked_over_layers_is_sliced_per_stage(S):
         lo, hi = s * L // S, (s + 1) * L // S
         assert [x.path for x in kept] == [f"[1]['{kv}'][{lo}:{hi}]" for kv in "kv"]
         assert all(gen.roles[x.arg].shape[0] == L // S for x in kept)
-    first = np.asarray(jax.random.randint(jax.random.key(5), (2, B), 0, CFG.vocab, jnp.int32))
-    session = gen.start(tokens=first, position=0)
+    prompts = _prompts(2, seed=S)
+    session = gen.start(prompts)
     toks = session.generate(N)
-    ref, ref_states = generate_unsplit(prog, params(), N, tokens=first)
+    ref, ref_states = generate_unsplit(prog, params(), N, prefill=pre, prompts=prompts)
     assert len(np.unique(ref)) >= 8
     np.testing.assert_array_equal(toks, ref)
     for g in range(2):
@@ -181,16 +187,17 @@ def test_cache_stacked_over_layers_is_sliced_per_stage(S):
         assert [m.shape for m in mine] == [(L, B, CFG.max_len, 4, 8)] * 2
         for a, b in zip(mine, ref_states[g], strict=True):
             np.testing.assert_array_equal(a, b)  # bit-equal, reassembled
-    assert session.metrics["bytes_sent"]["state"] == 0
-    assert gen.bytes_per_token()["activations"] == sum(p.send_bytes for p in gen.plans) > 0
+    sent = session.metrics["bytes_sent"]
+    assert sent["state"] == 0
+    act = sum(p.send_bytes for p in gen.plans)
+    prefill_act = sum(p.send_bytes for p in gen.prefill.plans)
+    assert act > 0 and prefill_act > 0
+    # only activations and the token move, prefill included: no cache bytes
+    assert sent["activations"] == (N - 1) * 2 * act + 2 * prefill_act
     # a given (reassembled) state is sliced back onto the stages
+    first = toks[:, :, -1]
     again = gen.start(tokens=first, position=0, state=[session.state(g) for g in range(2)])
     np.testing.assert_array_equal(again.state(1)[0], session.state(1)[0])
-    if S == 2:  # a prefill making a stacked cache is not sliced yet: refused, naming it
-        fn = jax.jit(gd.prefill_fn(CFG, stage_boundary, cuts=CUTS[S], stacked=True))
-        pre = jax.export.export(fn)(params(), jnp.zeros((B, P), jnp.int32)).serialize()
-        with pytest.raises(StageError, match=r"prefill with state stacked .*\[1\]\['k'\]"):
-            Generator(prog, params(), prefill=hlopipe.load(pre))
 
 
 def _tiny_stacked(body):
