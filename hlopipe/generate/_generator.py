@@ -31,7 +31,13 @@ from hlopipe.generate._plan import (
     prefill_outputs,
 )
 from hlopipe.io._roles import ArgRoles
-from hlopipe.stages._state import StatefulSplit, split_stateful, state_sends
+from hlopipe.stages._stacked import StackedSplit, retrace_outputs, split_stacked
+from hlopipe.stages._state import (
+    StateCrossesStages,
+    StatefulSplit,
+    split_stateful,
+    state_sends,
+)
 
 
 class Generator:
@@ -75,9 +81,20 @@ class Generator:
         if not isinstance(groups, int) or groups < 1:
             raise RuntimeConfigError(f"groups must be a positive integer, got {groups!r}")
         self.groups = groups
-        self.split: StatefulSplit = split_stateful(
-            decode, roles, num_stages=num_stages, what=self.source
-        )
+        self.stacked: StackedSplit | None = None
+        try:
+            self.split: StatefulSplit = split_stateful(
+                decode, roles, num_stages=num_stages, what=self.source
+            )
+        except StateCrossesStages as e:  # a cache stacked over the layers: sliced, or refused
+            self.stacked = split_stacked(
+                decode, roles, num_stages=num_stages, what=self.source, refused=e
+            )
+            self.split, self.roles = self.stacked.split, self.stacked.roles
+            roles = self.roles
+            self._check_roles(roles)
+            if prefill is not None:
+                prefill = _sliced_prefill(prefill, self.stacked, self.token.index)
         S = self.split.num_stages
         devices = list(devices) if devices is not None else jax.devices()[:S]
         if len(devices) < S:
@@ -138,7 +155,9 @@ class Generator:
 
     def _cache_len(self) -> int:
         first = self.roles.state[0]
-        shape = list(first.shape)
+        pieces = self.stacked.stacks if self.stacked is not None else []
+        layered = any(first.index in s.args for s in pieces)  # [layers, batch, length, ...]
+        shape = list(first.shape)[1 if layered else 0 :]
         if self.batch in shape and shape.index(self.batch) + 1 < len(shape):
             return int(shape[shape.index(self.batch) + 1])
         raise RuntimeConfigError(
@@ -238,6 +257,17 @@ def _place_params(
         {a: jax.device_put(by_arg[a], devices[p.stage]) for k, a in p.inputs if k == PARAM}
         for p in plans
     ]
+
+
+def _sliced_prefill(program: Any, stacked: StackedSplit, token_arg: int) -> Any:
+    """The prefill with its stacked state outputs made in the decode step's slices."""
+    what = f"the prefill {getattr(program, 'source', '')}".rstrip()
+    orig = stacked.original_roles
+    orig_token = next(r.index for r in orig.feedback if r.path == stacked.roles[token_arg].path)
+    _, state_of_out = prefill_outputs(program, orig, orig_token, what)
+    by_arg = {s.arg: s.ranges for s in stacked.stacks}
+    outputs = {o: by_arg[a] for o, a in state_of_out.items() if a in by_arg}
+    return retrace_outputs(program, outputs, what)
 
 
 class _Prefill:
@@ -384,16 +414,24 @@ class Session:
 
     def _start_from(self, tokens: np.ndarray, state: Any) -> None:
         gen = self.gen
+        n_state = len(gen.split.slots if gen.stacked is None else gen.stacked.original_roles.state)
         for g in range(gen.groups):
             flat = None if state is None else list(state[g])
-            if flat is not None and len(flat) != len(gen.split.slots):
+            if flat is not None and len(flat) != n_state:
                 raise RuntimeConfigError(
                     f"state of group {g}: {len(flat)} arrays, the program has "
-                    f"{len(gen.split.slots)} state arguments"
+                    f"{n_state} state arguments"
                 )
-            for k, slot in enumerate(gen.split.slots):
+            given: dict[int, Any] = {}
+            if flat is not None:
+                given = (
+                    dict(zip((x.arg for x in gen.split.slots), flat, strict=True))
+                    if gen.stacked is None
+                    else gen.stacked.disassemble(flat)
+                )
+            for slot in gen.split.slots:
                 r = gen.roles[slot.arg]
-                value = np.zeros(r.shape, r.dtype) if flat is None else flat[k]
+                value = np.zeros(r.shape, r.dtype) if flat is None else given[slot.arg]
                 if (tuple(np.shape(value)), str(np.asarray(value).dtype)) != (r.shape, r.dtype):
                     raise RuntimeConfigError(
                         f"state of group {g}, {r.path}: expected {r.dtype}{list(r.shape)}, got "
@@ -542,7 +580,10 @@ class Session:
         return times
 
     def state(self, g: int) -> list[np.ndarray]:
-        """Group ``g``'s state, the flat state arguments in order (read from the devices)."""
+        """Group ``g``'s state, the flat state arguments in order (read from the devices; a
+        state stacked over the layers reassembled from its stages' slices)."""
+        if self.gen.stacked is not None:
+            return self.gen.stacked.assemble(self._state[g])
         return [np.asarray(self._state[g][slot.arg]) for slot in self.gen.split.slots]
 
 

@@ -21,6 +21,11 @@ from hlopipe.stages import _jaxpr as J
 from hlopipe.stages._split import StagedProgram, split
 
 
+class StateCrossesStages(StageError):
+    """A state argument (or a version of it) would cross stages: what a stacked cache may
+    avoid by slicing (``hlopipe.stages._stacked``)."""
+
+
 @dataclass(frozen=True)
 class StateSlot:
     """State argument ``arg`` (path ``path``) lives on ``stage``; its new value is output
@@ -102,11 +107,12 @@ def split_stateful(
             )
         wrong = [s for s in readers if s != owner]
         if wrong:
-            raise StageError(
+            raise StateCrossesStages(
                 f"{what}: state argument {r.index} ({paths[r.index]}) is read by stage(s) "
                 f"{', '.join(map(str, wrong))} but its new value (output {r.output}) is made by "
-                f"stage {owner}: it would cross stages. Keep one cache per layer (not one array "
-                "stacked over the layers) or cut so that whatever reads it is on one stage"
+                f"stage {owner}: it would cross stages. Keep one cache per layer (or index one "
+                "stacked over the layers with constant layer indices) or cut so that whatever "
+                "reads it is on one stage"
             )
         slots.append(
             StateSlot(r.index, r.output, paths[r.index], owner, out, J.aval_bytes(_aval(r)))
@@ -114,7 +120,7 @@ def split_stateful(
     versions = _state_sends(staged, roles)
     if versions:
         s, d, path = versions[0]
-        raise StageError(
+        raise StateCrossesStages(
             f"{what}: a version of state argument {path} would be sent from stage {s} to stage "
             f"{d} ({len(versions)} value(s) of state cross stages); the state must stay on its "
             "stage"

@@ -153,12 +153,84 @@ def test_hlo_text_decode_without_prefill():
     np.testing.assert_allclose(session.state(2)[5], states[2][5], rtol=1e-5, atol=1e-6)
 
 
-def test_cache_stacked_over_layers_is_refused_naming_it():
-    fn = jax.jit(gd.decode_fn(CFG, stage_boundary, cuts=(2,)), donate_argnums=1)
+@functools.cache
+def exported_stacked(cuts):
+    """Decode step and prefill with one [L, ...] cache (per k and v) for all layers."""
+    fn = jax.jit(gd.decode_fn(CFG, stage_boundary, cuts=cuts), donate_argnums=1)
     ex = (params(), gd.empty_cache(B, CFG, stacked=True), jnp.zeros(B, jnp.int32), jnp.int32(0))
-    prog = hlopipe.load(jax.export.export(fn)(*ex).serialize())
-    with pytest.raises(StageError, match=r"state argument \d+ \(\[1\]\['k'\]\)"):
-        Generator(prog, params())
+    pre = jax.jit(gd.prefill_fn(CFG, stage_boundary, cuts=cuts, stacked=True))
+    return (
+        hlopipe.load(jax.export.export(fn)(*ex).serialize()),
+        hlopipe.load(jax.export.export(pre)(params(), jnp.zeros((B, P), jnp.int32)).serialize()),
+    )
+
+
+@pytest.mark.parametrize("S", [2, pytest.param(4, marks=pytest.mark.slow)])
+def test_cache_stacked_over_layers_is_sliced_per_stage(S):
+    """One [L, ...] cache for all layers: each stage keeps [L/S, ...] of it, prefill and
+    decode; no byte of it crosses a stage."""
+    prog, pre = exported_stacked(CUTS[S])
+    gen = Generator(prog, params(), prefill=pre, groups=2)
+    whole = sum(int(np.prod(r.shape)) * 4 for r in prog.arg_roles().state)
+    L = CFG.n_layers
+    for s in range(S):
+        assert gen.state_bytes(s) * S == whole  # 1/S of the cache on each stage
+        kept = gen.split.state_of(s)
+        lo, hi = s * L // S, (s + 1) * L // S
+        assert [x.path for x in kept] == [f"[1]['{kv}'][{lo}:{hi}]" for kv in "kv"]
+        assert all(gen.roles[x.arg].shape[0] == L // S for x in kept)
+    prompts = _prompts(2, seed=S)
+    session = gen.start(prompts)
+    toks = session.generate(N)
+    ref, ref_states = generate_unsplit(prog, params(), N, prefill=pre, prompts=prompts)
+    assert len(np.unique(ref)) >= 8
+    np.testing.assert_array_equal(toks, ref)
+    for g in range(2):
+        mine = session.state(g)
+        assert [m.shape for m in mine] == [(L, B, CFG.max_len, 4, 8)] * 2
+        for a, b in zip(mine, ref_states[g], strict=True):
+            np.testing.assert_array_equal(a, b)  # bit-equal, reassembled
+    sent = session.metrics["bytes_sent"]
+    assert sent["state"] == 0
+    act = sum(p.send_bytes for p in gen.plans)
+    prefill_act = sum(p.send_bytes for p in gen.prefill.plans)
+    assert act > 0 and prefill_act > 0
+    # only activations and the token move, prefill included: no cache bytes
+    assert sent["activations"] == (N - 1) * 2 * act + 2 * prefill_act
+    # a given (reassembled) state is sliced back onto the stages
+    first = toks[:, :, -1]
+    again = gen.start(tokens=first, position=0, state=[session.state(g) for g in range(2)])
+    np.testing.assert_array_equal(again.state(1)[0], session.state(1)[0])
+
+
+def _tiny_stacked(body):
+    w = jnp.arange(32, dtype=jnp.float32).reshape(8, 4) / 7.0
+    ex = ({"w": w}, jnp.zeros((2, B, 4), jnp.float32), jnp.zeros(B, jnp.int32), jnp.int32(0))
+    prog = hlopipe.load(jax.export.export(jax.jit(body, donate_argnums=1))(*ex).serialize())
+    return prog, {"w": w}
+
+
+def test_stacked_cache_that_cannot_be_sliced_is_refused():
+    def crossing(p, cache, tokens, position):
+        x = p["w"][tokens] + position.astype(jnp.float32)
+        cache = jax.lax.dynamic_update_slice(cache, x[None], (0, 0, 0))
+        x = stage_boundary(x * 2.0)
+        x = x + cache[0]  # stage 1 reads layer 0, kept by stage 0
+        cache = jax.lax.dynamic_update_slice(cache, x[None], (1, 0, 0))
+        return jnp.argmax(x, -1).astype(jnp.int32), cache
+
+    with pytest.raises(StageError, match=r"\[1\]\[0:1\].*stage.*after slicing \[1\] into"):
+        Generator(*_tiny_stacked(crossing))
+
+    def by_position(p, cache, tokens, position):
+        x = p["w"][tokens] + position.astype(jnp.float32)
+        cache = jax.lax.dynamic_update_slice(cache, x[None], (position % 2, 0, 0))
+        x = stage_boundary(x * 2.0)
+        cache = jax.lax.dynamic_update_slice(cache, x[None], (1, 0, 0))
+        return jnp.argmax(x + cache[0], -1).astype(jnp.int32), cache
+
+    with pytest.raises(StageError, match=r"\(\[1\]\).*not sliceable.*known only at run time"):
+        Generator(*_tiny_stacked(by_position))
 
 
 def test_prefill_with_other_markers_is_refused_naming_the_stage():
