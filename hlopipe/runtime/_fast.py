@@ -99,7 +99,7 @@ class StepRunner:
 
     def fill(self, state: Any, batch: Any) -> list[Any]:
         """A register file holding the step's inputs (nothing waited for)."""
-        leaves = self.plan.check_batch(batch)
+        leaves = self._leaves(batch)
         regs: list[Any] = [None] * self.prog.n
         values = state.values
         for k, r, p in self.param_slots:
@@ -114,6 +114,19 @@ class StepRunner:
             for k, v in zip(pro.out_slots, pro.fn(*a)):
                 regs[k] = v
         return regs
+
+    def _leaves(self, batch: Any) -> list[Any]:
+        """The batch's leaves, checked against the pipeline's batch: a quick look at the
+        structure, shapes and dtypes; anything else goes through ``PipelinePlan.check_batch``
+        (which converts, or refuses with a clear error)."""
+        leaves, treedef = jax.tree_util.tree_flatten(batch)
+        avals = self.plan.batch_avals
+        if treedef == self.plan.batch_treedef and all(
+            getattr(x, "shape", None) == a.shape and getattr(x, "dtype", None) == a.dtype
+            for x, a in zip(leaves, avals)
+        ):
+            return leaves
+        return self.plan.check_batch(batch)
 
     def run(self, state: Any, batch: Any, *, sync: bool = False) -> StepResult:
         """One step: the single controller; ``sync`` (or across processes) the threaded
