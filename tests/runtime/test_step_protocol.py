@@ -12,6 +12,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 import pytest
+from jax._src.array import ArrayImpl
 
 import hlopipe
 from hlopipe.runtime import Pipeline, _compile
@@ -123,3 +124,32 @@ def test_the_loss_cotangent_is_made_once(monkeypatch):
         state, _ = pipe.step(state, _batch(seed))
     pipe.step(state, _batch(3), profile=True)
     assert len(calls) == 1
+
+
+def test_a_step_waits_for_nothing_on_the_host(monkeypatch):
+    """No value comes back from the devices during a step (the losses and the gradient norm
+    are reduced there, floats only when read), so steps can be enqueued back to back; read
+    afterwards, the loss and norm are the step's."""
+    pipe = Pipeline(_loss, _params(), _batch(), schedule="1f1b", num_microbatches=M,
+                    devices=jax.devices()[:4], optimizer=optax.sgd(0.1))  # fmt: skip
+    state = pipe.init(_params())
+    metrics = []
+    real = ArrayImpl._value
+
+    def no_host_copy(self):
+        raise AssertionError("a step read a device value on the host")
+
+    monkeypatch.setattr(ArrayImpl, "_value", property(no_host_copy))
+    for seed in (1, 2):
+        state, m = pipe.step(state, _batch(seed))
+        metrics.append(m)
+    monkeypatch.setattr(ArrayImpl, "_value", real)
+    p, opt = _params(), optax.sgd(0.1)
+    s = opt.init(p)
+    for seed, m in zip((1, 2), metrics):
+        loss, g = jax.value_and_grad(_loss)(p, _batch(seed))
+        norm = optax.tree.norm(g)
+        u, s = opt.update(g, s, p)
+        p = optax.apply_updates(p, u)
+        assert m.loss == pytest.approx(float(loss), rel=1e-5)
+        assert m.grad_norm == pytest.approx(float(norm), rel=1e-5)
