@@ -486,11 +486,29 @@ class Pipeline:
             if len(set(sizes)) == 1
             else f"({', '.join(map(str, sizes))}) devices"  # meshes differ between ranks
         )
-        return (
+        head = (
             f"Pipeline({self.staged.num_stages} stages, schedule {self.schedule.name!r}, "
             f"{self.schedule.num_ranks} ranks x {per_rank}, "
             f"{self.num_microbatches} microbatches of {self.microbatch_size})"
         )
+        return "\n".join([head, *self._placement_lines()])
+
+    def _placement_lines(self) -> list[str]:
+        """Per rank: its stages, mesh shape and axes, devices and processes."""
+        lines = []
+        stages: dict[int, list[int]] = {}
+        for ex in self.execs:
+            stages.setdefault(ex.rank, []).append(ex.stage.index)
+        for r, mesh in enumerate(self.placement.meshes):
+            shape = "x".join(str(n) for n in mesh.devices.shape)
+            axes = ", ".join(mesh.axis_names)
+            ids = [int(d.id) for d in mesh.devices.flat]
+            procs = sorted({int(d.process_index) for d in mesh.devices.flat})
+            lines.append(
+                f"  rank {r}: stages {stages.get(r, [])}, mesh {shape} ({axes}), devices {ids}, "
+                f"process{'es' if len(procs) > 1 else ''} {', '.join(map(str, procs))}"
+            )
+        return lines
 
 
 def _reduce_losses(reduction: str, *losses: Any) -> Any:

@@ -153,3 +153,18 @@ def test_a_step_waits_for_nothing_on_the_host(monkeypatch):
         p = optax.apply_updates(p, u)
         assert m.loss == pytest.approx(float(loss), rel=1e-5)
         assert m.grad_norm == pytest.approx(float(norm), rel=1e-5)
+
+
+def test_print_shows_each_ranks_mesh_axes_devices_and_processes():
+    def loss(p, b):
+        x, y = b
+        return jnp.mean((hlopipe.stage_boundary(jnp.tanh(x @ p["w0"])) @ p["w1"] - y) ** 2)
+
+    pipe = Pipeline(loss, _params(), _batch(), num_microbatches=2, devices=jax.devices()[:8],
+                    stage_mesh_shape=(2, 2), stage_mesh_axes=("data", "model"))  # fmt: skip
+    lines = str(pipe).splitlines()
+    assert lines[0].startswith("Pipeline(2 stages, schedule '1f1b', 2 ranks x 4 devices")
+    assert lines[1:] == [
+        "  rank 0: stages [0], mesh 2x2 (data, model), devices [0, 1, 2, 3], process 0",
+        "  rank 1: stages [1], mesh 2x2 (data, model), devices [4, 5, 6, 7], process 0",
+    ]
