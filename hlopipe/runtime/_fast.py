@@ -4,8 +4,9 @@ one of its interpreters.
 Per step it does only what depends on the step's values, and waits for no device:
 
 * the parameters' arrays into their slots;
-* the batch onto the ranks that read it in one ``jax.device_put`` (whole leaves: nothing is
-  sliced or copied on the host; an array already laid out there is not moved);
+* the batch's whole leaves to the ranks that read them (nothing is sliced or copied on the
+  host: a NumPy leaf is copied in the prologue's call, an array already laid out there is not
+  moved, others move in one ``jax.device_put``);
 * per rank one *prologue* executable that slices the microbatches on the device and makes the
   stages' zero gradient accumulators in the same dispatch (no zeroing dispatch of its own);
 * the program: the single controller (``_stream.py``), or the threaded interpreter
@@ -18,6 +19,7 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jax.sharding import NamedSharding, PartitionSpec
 
 from hlopipe.runtime._comm import Comm
@@ -95,7 +97,7 @@ class StepRunner:
         self.prologues = [p for p in self.prologues if p.out_slots]
         self.puts = [(n, leaf, sh) for n, p in enumerate(self.prologues)
                      for leaf, sh in zip(p.leaves, p.in_shardings)]  # fmt: skip
-        self.put_shardings = [sh for _, _, sh in self.puts]
+        self.dtypes = [a.dtype for a in plan.batch_avals]
 
     def fill(self, state: Any, batch: Any) -> list[Any]:
         """A register file holding the step's inputs (nothing waited for)."""
@@ -106,10 +108,23 @@ class StepRunner:
             regs[k] = values[r][p]
         for k, v in self.consts:
             regs[k] = v
-        placed = jax.device_put([leaves[leaf] for _, leaf, _ in self.puts], self.put_shardings)
         args: list[list[Any]] = [[] for _ in self.prologues]
-        for (n, _, _), x in zip(self.puts, placed):
+        moves: list[tuple[int, int, Any, Any]] = []
+        for n, leaf, sh in self.puts:
+            x = leaves[leaf]
+            # A NumPy leaf goes to the prologue as it is (copied in its call, on the calling
+            # thread: a device_put first would wait for a copy thread); a JAX array already
+            # laid out there is used as it is; the rest move in one device_put.
+            host = isinstance(x, np.ndarray) and x.dtype == self.dtypes[leaf]
+            if not host and not (
+                isinstance(x, jax.Array) and x.sharding.is_equivalent_to(sh, x.ndim)
+            ):
+                moves.append((n, len(args[n]), x, sh))
             args[n].append(x)
+        if moves:
+            moved = jax.device_put([m[2] for m in moves], [m[3] for m in moves])
+            for (n, j, _, _), x in zip(moves, moved):
+                args[n][j] = x
         for pro, a in zip(self.prologues, args):
             for k, v in zip(pro.out_slots, pro.fn(*a)):
                 regs[k] = v
