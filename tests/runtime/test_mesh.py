@@ -328,7 +328,7 @@ def _shared_weight_loss(p, batch):
 
 
 def test_stages_of_one_rank_that_propagation_laid_out_differently_share_a_parameter():
-    """The instruction stream reshards a parameter for a stage whose layout of it differs
+    """The step's program reshards a parameter for a stage whose layout of it differs
     from the rank's stored one (it used to pass the stored array: a sharding mismatch)."""
     ks = jax.random.split(jax.random.key(3), 6)
     shapes = {"w1": (8, 16), "w": (16, 8), "b": (8, 8), "c": (8, 8), "a": (8, 16)}
