@@ -54,15 +54,14 @@ def worker(args: argparse.Namespace) -> int:
         if k >= args.warmup:
             times.append(dt)
             xfer.append(pipe.last_transfer_seconds)
-            count.append(len(pipe._orders.get("train", [])))
+            count.append(len(pipe._cross_process_sends("train")))
     if jax.process_index() == 0:
-        mine = [t for t in pipe._orders.get("train", [])
-                if pipe.layout.local(t.src_rank) or pipe.layout.local(t.dst_rank)]  # fmt: skip
+        mine = [ins for _, ins in pipe._cross_process_sends("train")]
         print("RESULT " + json.dumps({
             "step_ms": statistics.median(times) * 1e3,
             "xfer_ms": statistics.median(xfer) * 1e3,
             "transfers": len(mine),
-            "values": sum(len(t.keys) for t in mine),
+            "values": sum(len(ins.outs) for ins in mine),
             "loss": metrics.loss,
         }), flush=True)  # fmt: skip
     return 0

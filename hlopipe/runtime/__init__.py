@@ -12,10 +12,11 @@ Public API:
 * :func:`measured_timeline` — a ``schedules.Timeline`` from measured per-action times.
 * :func:`compare_losses` — two runs' losses compared; a non-finite loss never matches.
 
-In one process a step is an instruction stream issued asynchronously by one controller
-thread (``_stream.py``); a profiled step runs one thread per rank and times each action
-(``_executor.py``); across processes each process runs its ranks' threads and a link thread
-for the collectives (``_multiprocess.py``). See docs/runtime-performance.md.
+A step is one instruction list per pipeline and mode (``_program.py``, the one builder), run by
+one of three interpreters: in one process the asynchronous single controller (``_stream.py``);
+a profiled step a thread per rank that waits for and times each instruction (``_executor.py``);
+across processes each process's rank threads and a link thread for the collectives
+(``_multiprocess.py``). See docs/runtime-performance.md.
 """
 
 from hlopipe.runtime._executor import Mailbox, PipelineExecutionError

@@ -18,16 +18,11 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
 from hlopipe.errors import DistributedError
 from hlopipe.runtime import distributed
-from hlopipe.runtime._executor import StepPlan, StepRun
-from hlopipe.runtime._multiprocess import (
-    Links,
-    MultiProcessStepRun,
-    Transfer,
-    move_group,
-    transfer_order,
-)
+from hlopipe.runtime._executor import ThreadedRun
+from hlopipe.runtime._multiprocess import Links, MultiProcessRun, move_group
 from hlopipe.runtime._placement import DATA_AXIS
 from hlopipe.runtime._plan import PipelinePlan
+from hlopipe.runtime._program import StepProgram
 
 # Pipelines built in a multi-process job, numbered alike in every process (all of them build
 # the same pipelines in the same order): the prefix of their coordinator barriers.
@@ -42,7 +37,6 @@ class Comm:
         self.layout = plan.layout
         self.timeout = timeout
         self.uid = next(_PIPE_IDS) if self.layout.multi else -1
-        self.orders: dict[str, list[Transfer]] = {}
         # compiled collectives and receive buffers: live as long as this pipeline
         self.links = Links()
         self.last_transfer_seconds = 0.0
@@ -56,17 +50,16 @@ class Comm:
         self._syncs += 1
         return self._syncs
 
-    def step_run(
-        self, plan: StepPlan, mode: str, args: Any, acc: Any, loss_ct: Any, *, sync: bool
-    ) -> StepRun:
-        """The run of one step (or inference pass) over ``plan``."""
+    def threaded_run(
+        self, prog: StepProgram, fns: list[Any], regs: list[Any], *, sync: bool
+    ) -> ThreadedRun:
+        """The threaded run of one step (or inference pass) of ``prog``: the profiling
+        interpreter in one process, the multi-process one across processes."""
         if not self.multi:
-            return StepRun(plan, args, acc, loss_ct, timeout=self.timeout, sync=sync)
-        if mode not in self.orders:
-            self.orders[mode] = transfer_order(plan, self.layout)
-        return MultiProcessStepRun(
-            plan, args, acc, loss_ct, timeout=self.timeout, sync=sync,
-            layout=self.layout, order=self.orders[mode], links=self.links,
+            return ThreadedRun(prog, fns, regs, timeout=self.timeout, sync=sync)
+        return MultiProcessRun(
+            prog, fns, regs, timeout=self.timeout, sync=sync, layout=self.layout,
+            links=self.links,
         )  # fmt: skip
 
     def move(

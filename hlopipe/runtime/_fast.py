@@ -1,9 +1,16 @@
-"""``FastStep``: an :class:`InstructionStream` fed with one step's parameters and batch.
+"""``StepRunner``: a :class:`StepProgram` fed with one step's parameters and batch, and run by
+one of its interpreters.
 
-Per step it does only what depends on the step's values: the parameters' arrays into their
-slots, the batch sliced on the host and put on its ranks in one batched ``device_put``, fresh
-zero gradient accumulators (one compiled dispatch per stage: they are donated to the
-backward), then the stream. Nothing here waits for a device.
+Per step it does only what depends on the step's values, and waits for no device:
+
+* the parameters' arrays into their slots;
+* the batch's whole leaves to the ranks that read them (nothing is sliced or copied on the
+  host: a NumPy leaf is copied in the prologue's call, an array already laid out there is not
+  moved, others move in one ``jax.device_put``);
+* per rank one *prologue* executable that slices the microbatches on the device and makes the
+  stages' zero gradient accumulators in the same dispatch (no zeroing dispatch of its own);
+* the program: the single controller (``_stream.py``), or the threaded interpreter
+  (``profile``, and across processes).
 """
 
 from __future__ import annotations
@@ -12,63 +19,149 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
+import numpy as np
+from jax.sharding import NamedSharding, PartitionSpec
 
+from hlopipe.runtime._comm import Comm
 from hlopipe.runtime._executor import StepResult
-from hlopipe.runtime._plan import PipelinePlan, host_leaves
-from hlopipe.runtime._stream import InstructionStream
+from hlopipe.runtime._plan import PipelinePlan
+from hlopipe.runtime._program import StepProgram
+from hlopipe.runtime._stream import Stream
 
 
-def _zeros_fn(avals: list[Any], shardings: list[Any]) -> Any:
-    def zeros() -> tuple[Any, ...]:
-        return tuple(jnp.zeros(a.shape, a.dtype) for a in avals)
+class _Prologue:
+    """One rank's per-step prologue: whole batch leaves in, microbatch slices and zero
+    accumulators out, in one compiled executable."""
 
-    return jax.jit(zeros, out_shardings=tuple(shardings)).lower().compile()
-
-
-class FastStep:
-    """A step of one process's ranks, all of its dispatches asynchronous."""
-
-    def __init__(self, plan: PipelinePlan, stream: InstructionStream) -> None:
-        self.plan = plan
-        self.stream = stream
-        stream.prepare()
-        self.param_slots = [(k, r, p) for (r, p), k in stream.param_slots.items()]
+    def __init__(self, plan: PipelinePlan, prog: StepProgram, rank: int) -> None:
         b = plan.microbatch_size
-        self.batch_slots: list[tuple[int, int, int]] = []
-        shardings = []
-        for (leaf, r, i), k in sorted(stream.batch_slots.items()):
+        self.slices = sorted((leaf, i, k) for (leaf, r, i), k in prog.batch_slots.items()
+                             if r == rank)  # fmt: skip
+        self.leaves = sorted({leaf for leaf, _, _ in self.slices})
+        pos = {leaf: n for n, leaf in enumerate(self.leaves)}
+        self.in_shardings = [self._whole(plan, rank, leaf) for leaf in self.leaves]
+        outs, out_sh = [], []
+        for leaf, i, _ in self.slices:
             a = plan.batch_avals[leaf]
             mb = jax.ShapeDtypeStruct((b, *a.shape[1:]), a.dtype)
-            self.batch_slots.append((k, leaf, i))
-            shardings.append(plan.placement.data(r, mb))
-        self.batch_shardings = tuple(shardings)
-        self.zeros = []
+            outs.append((pos[leaf], i))
+            out_sh.append(plan.placement.data(rank, mb))
+        zeros = []
+        self.acc_slots: list[int] = []
         for ex in plan.execs:
-            slots = stream.acc_slots.get(ex.stage.index)
-            if slots:
-                self.zeros.append((slots, _zeros_fn(ex.acc_avals, ex.acc_shardings)))
+            if ex.rank == rank and ex.stage.index in prog.acc_slots:
+                zeros += list(ex.acc_avals)
+                out_sh += ex.acc_shardings
+                self.acc_slots += prog.acc_slots[ex.stage.index]
 
-    def run(self, state: Any, batch: Any) -> StepResult:
-        regs = self.fill(state, batch)
-        seconds = self.stream.run(regs)
-        return self.stream.result(regs, seconds)
+        def prologue(*whole: Any) -> tuple[Any, ...]:
+            parts = [whole[j][i * b : (i + 1) * b] for j, i in outs]
+            return (*parts, *(jnp.zeros(a.shape, a.dtype) for a in zeros))
+
+        args = [jax.ShapeDtypeStruct(plan.batch_avals[leaf].shape, plan.batch_avals[leaf].dtype)
+                for leaf in self.leaves]  # fmt: skip
+        jitted = jax.jit(
+            prologue,
+            in_shardings=tuple(self.in_shardings),
+            out_shardings=tuple(out_sh),
+            keep_unused=True,
+        )
+        self.fn = jitted.lower(*args).compile()
+        self.out_slots = [k for _, _, k in self.slices] + self.acc_slots
+
+    @staticmethod
+    def _whole(plan: PipelinePlan, rank: int, leaf: int) -> Any:
+        """A whole batch leaf's layout on ``rank``: split over its ``"data"`` axis as the
+        microbatches are, else replicated."""
+        a = plan.batch_avals[leaf]
+        mb = jax.ShapeDtypeStruct((plan.microbatch_size, *a.shape[1:]), a.dtype)
+        spec = plan.placement.data(rank, mb).spec
+        return NamedSharding(plan.placement.meshes[rank], PartitionSpec(*spec))
+
+
+class StepRunner:
+    """The step of one mode for this process's ranks (built once per pipeline and mode)."""
+
+    def __init__(self, plan: PipelinePlan, prog: StepProgram, comm: Comm) -> None:
+        self.plan = plan
+        self.prog = prog
+        self.comm = comm
+        local = plan.layout.local
+        prog.place_consts(local)
+        self.fns = prog.resolve(local)
+        self.stream = None if plan.layout.multi else Stream(prog, self.fns)
+        self.consts = [(k, v) for k, (r, v) in prog.const.items() if local(r)]
+        self.param_slots = [(k, r, p) for (r, p), k in prog.param_slots.items() if local(r)]
+        ranks = sorted({ex.rank for ex in plan.execs if local(ex.rank)})
+        self.prologues = [_Prologue(plan, prog, r) for r in ranks]
+        self.prologues = [p for p in self.prologues if p.out_slots]
+        self.puts = [(n, leaf, sh) for n, p in enumerate(self.prologues)
+                     for leaf, sh in zip(p.leaves, p.in_shardings)]  # fmt: skip
+        self.dtypes = [a.dtype for a in plan.batch_avals]
 
     def fill(self, state: Any, batch: Any) -> list[Any]:
-        """A register file holding the step's inputs."""
-        plan = self.plan
-        leaves = plan.check_batch(batch)
-        regs: list[Any] = [None] * self.stream.n
+        """A register file holding the step's inputs (nothing waited for)."""
+        leaves = self._leaves(batch)
+        regs: list[Any] = [None] * self.prog.n
         values = state.values
         for k, r, p in self.param_slots:
             regs[k] = values[r][p]
-        if self.batch_slots:
-            b = plan.microbatch_size
-            host = host_leaves(leaves)
-            parts = [host[leaf][i * b : (i + 1) * b] for _, leaf, i in self.batch_slots]
-            placed = jax.device_put(parts, list(self.batch_shardings))
-            for (k, _, _), v in zip(self.batch_slots, placed):
+        for k, v in self.consts:
+            regs[k] = v
+        args: list[list[Any]] = [[] for _ in self.prologues]
+        moves: list[tuple[int, int, Any, Any]] = []
+        for n, leaf, sh in self.puts:
+            x = leaves[leaf]
+            # A NumPy leaf goes to the prologue as it is (copied in its call, on the calling
+            # thread: a device_put first would wait for a copy thread); a JAX array already
+            # laid out there is used as it is; the rest move in one device_put.
+            host = isinstance(x, np.ndarray) and x.dtype == self.dtypes[leaf]
+            if not host and not (
+                isinstance(x, jax.Array) and x.sharding.is_equivalent_to(sh, x.ndim)
+            ):
+                moves.append((n, len(args[n]), x, sh))
+            args[n].append(x)
+        if moves:
+            moved = jax.device_put([m[2] for m in moves], [m[3] for m in moves])
+            for (n, j, _, _), x in zip(moves, moved):
+                args[n][j] = x
+        for pro, a in zip(self.prologues, args):
+            for k, v in zip(pro.out_slots, pro.fn(*a)):
                 regs[k] = v
-        for slots, fn in self.zeros:
-            for k, z in zip(slots, fn()):
-                regs[k] = z
         return regs
+
+    def _leaves(self, batch: Any) -> list[Any]:
+        """The batch's leaves, checked against the pipeline's batch: a quick look at the
+        structure, shapes and dtypes; anything else goes through ``PipelinePlan.check_batch``
+        (which converts, or refuses with a clear error)."""
+        leaves, treedef = jax.tree_util.tree_flatten(batch)
+        avals = self.plan.batch_avals
+        if treedef == self.plan.batch_treedef and all(
+            getattr(x, "shape", None) == a.shape and getattr(x, "dtype", None) == a.dtype
+            for x, a in zip(leaves, avals)
+        ):
+            return leaves
+        return self.plan.check_batch(batch)
+
+    def run(self, state: Any, batch: Any, *, sync: bool = False) -> StepResult:
+        """One step: the single controller; ``sync`` (or across processes) the threaded
+        interpreter, every instruction waited for and timed when ``sync``."""
+        regs = self.fill(state, batch)
+        if self.stream is not None and not sync:
+            seconds = self.stream.run(regs)
+            prog = self.prog
+            return StepResult(
+                events={r: [] for r in prog.plan.schedule.actions},
+                outputs={key: regs[k] for key, k in prog.output_slots.items()},
+                acc=[
+                    [regs[k] for k in prog.acc_slots.get(ex.stage.index, [])]
+                    for ex in prog.plan.execs
+                ],
+                peak_live=dict(prog.peak_live),
+                wall_ms=seconds * 1e3,
+                dispatch_ms=seconds * 1e3,
+            )
+        run = self.comm.threaded_run(self.prog, self.fns, regs, sync=sync)
+        result = run.run()
+        self.comm.last_transfer_seconds = getattr(run, "transfer_seconds", 0.0)
+        return result

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -13,28 +13,57 @@ from hlopipe.schedules import Kind, Schedule, Timeline
 _COMPUTE = frozenset({Kind.F, Kind.B, Kind.I, Kind.W})
 
 
-@dataclass
 class StepMetrics:
     """What :meth:`Pipeline.step` reports.
 
     ``loss``: mean (sum, with ``loss_reduction="sum"``) over the microbatches of the
     program's first output (the step's loss).
     ``grad_norm``: global L2 norm of the parameter gradients (before the update).
-    ``step_time``: wall time of the step in seconds (schedule and update).
+    In one process both are computed on the devices and become Python floats only when read
+    (reading one waits for the step): a training loop that does not read them every step
+    enqueues the next step while this one runs.
+    ``step_time``: host time of the step in seconds (issuing it; with ``profile=True`` the
+    whole step, every action waited for).
     ``timeline``: the measured per-action timeline (milliseconds), as :func:`schedules.simulate`
     returns, so ``schedules.plot`` draws it; ``None`` unless the step was profiled
     (``step(..., profile=True)``).
     ``grads``: the gradient pytree, only when the pipeline has no optimizer.
     """
 
-    loss: float
-    grad_norm: float
-    step_time: float
-    timeline: Timeline | None
-    grads: Any = None
+    def __init__(
+        self,
+        loss: float | Callable[[], float],
+        grad_norm: float | Callable[[], float],
+        step_time: float,
+        timeline: Timeline | None,
+        grads: Any = None,
+    ) -> None:
+        self._loss = loss
+        self._grad_norm = grad_norm
+        self.step_time = step_time
+        self.timeline = timeline
+        self.grads = grads
+
+    @property
+    def loss(self) -> float:
+        if callable(self._loss):
+            self._loss = float(self._loss())
+        return self._loss
+
+    @property
+    def grad_norm(self) -> float:
+        if callable(self._grad_norm):
+            self._grad_norm = float(self._grad_norm())
+        return self._grad_norm
 
     def __getitem__(self, key: str) -> Any:  # metrics["loss"] reads as well
         return getattr(self, key)
+
+    def __repr__(self) -> str:
+        return (
+            f"StepMetrics(loss={self.loss!r}, grad_norm={self.grad_norm!r}, "
+            f"step_time={self.step_time!r})"
+        )
 
 
 def measured_timeline(schedule: Schedule, result: StepResult) -> Timeline:

@@ -11,11 +11,13 @@ Order, so that no pair of processes deadlocks: a collective blocks until both si
 so sends cannot run on the rank threads (two ranks sending to each other at the same step of
 1F1B would wait for each other forever). Each process instead has one *link* thread that issues
 its cross-process transfers one at a time, in one global order every process computes alike:
-the order in which a dry run of the lowered schedule (ranks advance as far as their data
-allows, round-robin) delivers them. That order extends the data dependencies (a transfer never
-waits for a value that needs a later transfer), so the earliest unfinished transfer can always
+the order of the ``send`` instructions in the step's program (``_program.py``: a dry run of the
+lowered schedule, ranks advancing as far as their data allows, round-robin). That order
+extends the data dependencies (a transfer never waits for a value that needs a later
+transfer), so the earliest unfinished transfer can always
 complete: both of its processes are at it and its value depends only on earlier ones.
-A rank's SEND hands the value to the link and returns; a RECV waits on the mailbox as before.
+A rank's ``send`` hands the values to the link and returns; the receiving rank takes them
+from the mailbox.
 
 (``jax.device_put`` onto a device of another process does not move data in jax 0.10.2 on CPU:
 it returns an array with no addressable shard on the sender, and the receiver never sees it.)
@@ -28,7 +30,7 @@ import os
 import sys
 import threading
 import time
-from collections import Counter, defaultdict
+from collections import defaultdict
 from dataclasses import dataclass
 from typing import Any
 
@@ -38,16 +40,10 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec, SingleDeviceShardin
 
 from hlopipe.errors import DistributedError, RuntimeConfigError
 from hlopipe.runtime import distributed
-from hlopipe.runtime._executor import (
-    PipelineExecutionError,
-    StepPlan,
-    StepResult,
-    StepRun,
-    _Aborted,
-    dry_run,
-)
+from hlopipe.runtime._executor import StepResult, ThreadedRun, _Aborted
 from hlopipe.runtime._placement import DATA_AXIS, Placement
-from hlopipe.schedules import Action, Kind
+from hlopipe.runtime._program import Instr, PipelineExecutionError, StepProgram
+from hlopipe.runtime._threads import carrying_context
 
 PP_AXIS = "pp"
 # Set to print every cross-process transfer as it starts and ends, and all threads' stacks on a
@@ -90,105 +86,6 @@ class ProcessLayout:
     @property
     def local_ranks(self) -> list[int]:
         return [r for r, p in enumerate(self.rank_process) if p == self.me]
-
-
-@dataclass(frozen=True)
-class Transfer:
-    """One cross-process delivery of a step: every value one stage sends to one rank of
-    another process at one send point (one microbatch, one stage pair), in one collective."""
-
-    keys: tuple[tuple[Any, ...], ...]  # (kind, stage, index, microbatch), the mailbox's keys
-    src_stage: int
-    src_rank: int
-    dst_rank: int
-
-
-def transfer_order(plan: StepPlan, layout: ProcessLayout) -> list[Transfer]:
-    """The global order of the step's cross-process transfers (see the module docstring).
-
-    Raises PipelineExecutionError when the schedule cannot finish (a deadlock in it).
-    """
-    walk = _TransferWalk(plan, layout)
-    stuck = dry_run(plan.schedule.actions, walk.advance)
-    if stuck:
-        where = "; ".join(f"rank {r} at {a}" for r, (_t, a) in stuck.items())
-        raise PipelineExecutionError(f"schedule {plan.schedule.name!r} cannot finish: {where}")
-    return walk.order
-
-
-_Delivery = tuple[tuple[Any, ...], int, int, int]  # (mailbox key, src stage, src rank, dst rank)
-
-
-class _TransferWalk:
-    """The dry run behind :func:`transfer_order`: which values each action delivers, and when
-    a rank's next action has its data; deliveries between processes are recorded in order,
-    one :class:`Transfer` per (send point, receiving rank)."""
-
-    def __init__(self, plan: StepPlan, layout: ProcessLayout) -> None:
-        self.plan = plan
-        self.layout = layout
-        self.have: Counter[tuple[Any, ...]] = Counter()
-        self.pending: dict[tuple[str, int, int], list[_Delivery]] = {}
-        self.order: list[Transfer] = []
-        self.fwd_taken: set[tuple[int, int]] = set()
-        self.ct_taken: set[tuple[int, int]] = set()
-
-    def deliver(self, items: list[_Delivery]) -> None:
-        groups: dict[int, list[tuple[Any, ...]]] = {}
-        for key, _src_stage, src_rank, dst_rank in items:
-            self.have[key] += 1
-            if self.layout.rank_process[src_rank] != self.layout.rank_process[dst_rank]:
-                groups.setdefault(dst_rank, []).append(key)
-        for dst_rank, keys in groups.items():
-            _, src_stage, src_rank, _ = items[0]
-            self.order.append(Transfer(tuple(keys), src_stage, src_rank, dst_rank))
-
-    def inputs_ready(self, s: int, i: int) -> bool:
-        n = len(self.plan.execs[s].stage.receives)
-        return (s, i) in self.fwd_taken or all(self.have[("F", s, j, i)] for j in range(n))
-
-    def cts_ready(self, s: int, i: int) -> bool:
-        expected = self.plan.expected_cts[s]
-        return (s, i) in self.ct_taken or all(
-            self.have[("B", s, k, i)] >= expected.get(k, 0)
-            for k in self.plan.execs[s].autodiff.diff_outputs
-        )
-
-    def post(self, r: int, kind: str, s: int, i: int, items: list[_Delivery]) -> None:
-        if (kind, s, i) in self.plan.send_points[r]:
-            self.pending[(kind, s, i)] = items
-        else:
-            self.deliver(items)
-
-    def sent(self, kind: str, s: int, i: int) -> list[_Delivery]:
-        """What stage ``s`` sends after its F (``kind`` "F") or its B or I ("B") of ``i``."""
-        ex, rank_of = self.plan.execs[s], self.plan.placement.rank_of
-        if kind == "F":
-            return [(("F", snd.dst, snd.input, i), s, rank_of(s), rank_of(snd.dst))
-                    for snd in ex.stage.sends]  # fmt: skip
-        out = []
-        for j in ex.autodiff.diff_inputs:
-            rc = ex.stage.receives[j]
-            out.append((("B", rc.src, rc.output, i), s, rank_of(s), rank_of(rc.src)))
-        return out
-
-    def advance(self, r: int, _t: int, a: Action) -> bool:
-        s, k, i = a
-        if k is Kind.RECV_F or (k is Kind.F and (s, i) not in self.fwd_taken):
-            if not self.inputs_ready(s, i):
-                return False
-            self.fwd_taken.add((s, i))
-        if k is Kind.RECV_B or (k in (Kind.B, Kind.I) and (s, i) not in self.ct_taken):
-            if self.plan.train and not self.cts_ready(s, i):
-                return False
-            self.ct_taken.add((s, i))
-        if k is Kind.F:
-            self.post(r, "F", s, i, self.sent("F", s, i))
-        elif k in (Kind.B, Kind.I):
-            self.post(r, "B", s, i, self.sent("B", s, i))
-        elif k in (Kind.SEND_F, Kind.SEND_B):
-            self.deliver(self.pending.pop(("F" if k is Kind.SEND_F else "B", s, i), []))
-        return True
 
 
 def split_on_data(sharding: Any) -> bool:
@@ -454,7 +351,7 @@ class _Outbox:
             self._box[key].append(value)
             self._cv.notify_all()
 
-    def take(self, key: Any, run: StepRun, timeout: float) -> Any:
+    def take(self, key: Any, run: ThreadedRun, timeout: float) -> Any:
         deadline = time.monotonic() + timeout
         with self._cv:
             while True:
@@ -476,40 +373,39 @@ class _Outbox:
             self._cv.notify_all()
 
 
-class MultiProcessStepRun(StepRun):
-    """A :class:`StepRun` that runs only this process's ranks; transfers to ranks of other
-    processes go through the link thread (see the module docstring)."""
+class MultiProcessRun(ThreadedRun):
+    """A :class:`ThreadedRun` of this process's ranks; a ``send`` to a rank of another
+    process goes through the link thread (see the module docstring)."""
 
     def __init__(
         self,
-        plan: StepPlan,
-        stage_args: dict[tuple[int, int], list[Any]],
-        acc: list[list[Any]],
-        loss_ct: Any,
+        prog: StepProgram,
+        fns: list[Any],
+        regs: list[Any],
         *,
         timeout: float,
         sync: bool,
         layout: ProcessLayout,
-        order: list[Transfer],
         links: Links,
     ) -> None:
-        super().__init__(plan, stage_args, acc, loss_ct, timeout=timeout, sync=sync)
+        super().__init__(prog, fns, regs, timeout=timeout, sync=sync, ranks=layout.local_ranks)
         self.layout = layout
         self.links = links
-        self.order = [t for t in order if layout.local(t.src_rank) or layout.local(t.dst_rank)]
+        self.order = cross_process_sends(prog, layout)
         self._outbox = _Outbox()
         self.transfer_seconds = 0.0
         self.transfers = 0
         self._trace = bool(os.environ.get(ENV_TRACE))
 
     def run(self) -> StepResult:
-        ranks = [r for r in self.layout.local_ranks if self.plan.schedule.actions.get(r)]
         self._t0 = time.perf_counter()
         # Daemon threads: after a failure, a thread stuck inside a native transfer (gloo waits
         # up to 30 min) must not keep the process alive; the step gives up on it instead.
-        threads = self._rank_threads(ranks, daemon=True)
+        threads = self._rank_threads(self.ranks, daemon=True)
         threads.append(
-            threading.Thread(target=self._guarded_link, name="hlopipe-link", daemon=True)
+            threading.Thread(
+                target=carrying_context(self._guarded_link), name="hlopipe-link", daemon=True
+            )
         )
         remove = distributed.on_lost_peer(self.mailbox.fail)
         for t in threads:
@@ -543,16 +439,11 @@ class MultiProcessStepRun(StepRun):
             return f"{msg}; {e}"
         return msg
 
-    def _deliver(self, r: int, items: list[Any]) -> None:
-        local = []
-        for item in items:
-            key, src, value, dst_rank, _sharding = item
-            if self.layout.local(dst_rank):
-                local.append(item)
-            else:
-                self._outbox.put((key, src), value)
-        if local:
-            super()._deliver(r, local)
+    def _handed_off(self, n: int, ins: Instr) -> bool:
+        if ins.op != "send" or self.layout.local(ins.dst):
+            return False
+        self._outbox.put(n, [self.regs[k] for k in ins.ins])
+        return True
 
     # -- the link thread -----------------------------------------------------------------------
 
@@ -565,43 +456,47 @@ class MultiProcessStepRun(StepRun):
             self.mailbox.fail(e)
 
     def _link(self) -> None:
-        pl = self.plan.placement
-        for n, tr in enumerate(self.order):
+        pl = self.prog.plan.placement
+        for n, ins in self.order:
             if self.mailbox.failed:
                 raise _Aborted
-            sending = self.layout.local(tr.src_rank)
-            avals, shardings = [], []
-            for kind, stage, index, _mb in tr.keys:
-                ex = self.plan.execs[stage]
-                if kind == "F":
-                    shardings.append(ex.input_shardings[index])
-                    avals.append(ex.stage.receives[index].aval)
-                else:
-                    shardings.append(ex.output_shardings[index])
-                    avals.append(ex.stage.outputs[index])
+            src_rank = ins.rank
+            sending = self.layout.local(src_rank)
             values = None
             if sending:
                 try:
-                    values = [
-                        self._outbox.take((key, tr.src_stage), self, self.timeout)
-                        for key in tr.keys
-                    ]
+                    values = self._outbox.take(n, self, self.timeout)
                 except TimeoutError:
                     raise PipelineExecutionError(
-                        f"process {self.layout.me}: transfer {n} ({tr.keys}) from rank "
-                        f"{tr.src_rank} waited {self.timeout:g} s for its value"
+                        f"process {self.layout.me}: transfer of {ins.where[2].describe()} from "
+                        f"rank {src_rank} to rank {ins.dst} waited {self.timeout:g} s for its "
+                        "value"
                     ) from None
             start = time.perf_counter()
             if self._trace:
-                print(f"hlopipe-trace: p{self.layout.me} xfer {n} {tr} start", file=sys.stderr)
-            out = move_group(
-                self.links, values, pl, self.layout, tr.src_rank, tr.dst_rank, avals, shardings
-            )
+                print(f"hlopipe-trace: p{self.layout.me} xfer {n} {ins.where} start",
+                      file=sys.stderr)  # fmt: skip
+            out = move_group(self.links, values, pl, self.layout, src_rank, ins.dst,
+                             list(ins.avals), list(ins.shardings))  # fmt: skip
             self.transfer_seconds += time.perf_counter() - start
             if self._trace:
                 print(f"hlopipe-trace: p{self.layout.me} xfer {n} done", file=sys.stderr)
             self.transfers += 1
             if not sending:
                 assert out is not None
-                for key, value in zip(tr.keys, out):
-                    self.mailbox.put(key, (tr.src_stage, value))
+                for k, value in zip(ins.outs, out):
+                    self.mailbox.put(k, value)
+
+
+def cross_process_sends(prog: StepProgram, layout: ProcessLayout) -> list[tuple[int, Instr]]:
+    """The program's sends between processes that involve this process, in the program's
+    order (which every process computes alike, so every pair issues its collectives in one
+    order; see the module docstring)."""
+    out = []
+    for n, ins in enumerate(prog.instrs):
+        if ins.op != "send":
+            continue
+        src, dst = layout.rank_process[ins.rank], layout.rank_process[ins.dst]
+        if src != dst and layout.me in (src, dst):
+            out.append((n, ins))
+    return out

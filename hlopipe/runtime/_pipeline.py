@@ -7,6 +7,7 @@ A thin facade over the parts it is made of: the frozen plan (``_plan.py``), comm
 
 from __future__ import annotations
 
+import functools
 import os
 import time
 from collections.abc import Sequence
@@ -21,16 +22,17 @@ from hlopipe import schedules
 from hlopipe.errors import RuntimeConfigError
 from hlopipe.runtime._comm import Comm
 from hlopipe.runtime._compile import StageExecutables
-from hlopipe.runtime._executor import StepPlan, StepResult
-from hlopipe.runtime._fast import FastStep
+from hlopipe.runtime._executor import StepResult
+from hlopipe.runtime._fast import StepRunner
 from hlopipe.runtime._finite import check_step
 from hlopipe.runtime._metrics import StepMetrics, measured_timeline
-from hlopipe.runtime._multiprocess import split_on_data
+from hlopipe.runtime._multiprocess import cross_process_sends, split_on_data
 from hlopipe.runtime._params import Params, PipelineState
 from hlopipe.runtime._placement import Placement
 from hlopipe.runtime._plan import PipelinePlan, build_plan
-from hlopipe.runtime._stream import InstructionStream, Unorderable
-from hlopipe.schedules import Kind, Schedule, Timeline
+from hlopipe.runtime._program import Instr, StepPlan, StepProgram, build_program
+from hlopipe.runtime._threads import carrying_context
+from hlopipe.schedules import Schedule, Timeline
 from hlopipe.stages import StagedProgram
 
 __all__ = ["Pipeline", "PipelineState", "StepMetrics", "measured_timeline"]
@@ -158,15 +160,14 @@ class Pipeline:
         self.check_finite = check_finite
         self.comm = Comm(self.plan, recv_timeout)
         self.param_store = Params(self.plan, self.comm, optimizer)
-        self._plans: dict[str, StepPlan] = {}
-        self._fast: dict[str, FastStep | None] = {}
+        self._runners: dict[str, StepRunner] = {}
         self._timeline: Timeline | None = None
         self._last_result: StepResult | None = None
+        self._reduce_losses = jax.jit(_reduce_losses, static_argnums=0)
         if self.schedule.has_backward:
             # everything a step runs is compiled, and its instructions laid out, ahead of the
             # first step
-            self._plan("train")
-            self._fast_step("train")
+            self._runner("train")
             self.param_store.compile_ahead()
 
     # -- the plan, read through ----------------------------------------------------------------
@@ -248,15 +249,12 @@ class Pipeline:
     def _uid(self) -> int:
         return self.comm.uid
 
-    @property
-    def _orders(self) -> dict[str, Any]:
-        return self.comm.orders
-
     def _next_sync_id(self) -> int:
         return self.comm.next_sync_id()
 
-    def _optimizer_fns(self, s: int) -> tuple[Any, list[Any]]:
-        return self.param_store.optimizer_fns(s)
+    def _cross_process_sends(self, mode: str) -> list[tuple[int, Instr]]:
+        """The sends of a step of ``mode`` between this process and another, in order."""
+        return cross_process_sends(self._program(mode), self.layout)
 
     def inference_schedule(self) -> Schedule:
         """The forward-only schedule :meth:`infer` runs, on this pipeline's placement.
@@ -278,70 +276,49 @@ class Pipeline:
 
     # -- running -------------------------------------------------------------------------------
 
-    def _plan(self, mode: str) -> StepPlan:
-        if mode not in self._plans:
-            if mode == "train":
-                if not self.schedule.has_backward:
-                    raise RuntimeConfigError(
-                        f"schedule {self.schedule.name!r} is forward-only; use infer(), or a "
-                        "training schedule for step()"
-                    )
-                sched = self.schedule
-            else:
-                sched = self.inference_schedule()
-            plan = StepPlan.build(
-                schedules.lower(sched),
-                list(self.execs),
-                self.placement,
-                train=mode == "train",
-                loss=self.plan.loss if mode == "train" else None,
-            )
-            self._plans[mode] = plan
-            kinds = ["infer"]
-            if mode == "train":
-                split_bw = any(
-                    a is not None and a.kind is Kind.I
-                    for row in sched.actions.values()
-                    for a in row
+    def _program(self, mode: str) -> StepProgram:
+        """The instruction list of a step of ``mode`` (``"train"`` or ``"infer"``)."""
+        return self._runner(mode).prog
+
+    def _runner(self, mode: str) -> StepRunner:
+        """The step of ``mode``, built once: its plan, its program (the one builder), every
+        executable it calls compiled, and the runner that feeds it."""
+        hit = self._runners.get(mode)
+        if hit is not None:
+            return hit
+        if mode == "train":
+            if not self.schedule.has_backward:
+                raise RuntimeConfigError(
+                    f"schedule {self.schedule.name!r} is forward-only; use infer(), or a "
+                    "training schedule for step()"
                 )
-                kinds = ["F", "I", "W"] if split_bw else ["F", "B"]
-            stream = self._build_stream(mode) if not self.layout.multi else None
-            if stream is None:
-                self._compile([(ex.stage.index, k) for ex in self.execs for k in kinds])
-            else:
-                self._compile(sorted(stream.kinds))
-        return self._plans[mode]
+            sched = self.schedule
+        else:
+            sched = self.inference_schedule()
+        train = mode == "train"
+        plan = StepPlan.build(
+            schedules.lower(sched),
+            list(self.execs),
+            self.placement,
+            train=train,
+            loss=self.plan.loss if train else None,
+        )
+        prog = build_program(plan, self.num_params, self._loss_ct() if train else None)
+        self._compile(sorted(prog.kinds))
+        runner = self._runners[mode] = StepRunner(self.plan, prog, self.comm)
+        return runner
 
-    def _build_stream(self, mode: str) -> InstructionStream | None:
-        """The step of ``mode`` as an instruction stream (``None`` for a schedule that cannot
-        be ordered, which the threaded executor then runs and reports)."""
-        plan = self._plans[mode]
-        loss_ct = None
-        if plan.train:
-            assert self.plan.loss is not None
-            ls, lk = self.plan.loss
-            loss_ct = jax.device_put(
-                np.asarray(
-                    1.0 if self.plan.loss_reduction == "sum" else 1.0 / self.num_microbatches,
-                    self.staged.out_avals[0].dtype,
-                ),
-                self.execs[ls].output_shardings[lk],
-            )
-        try:
-            return InstructionStream(plan, self.num_params, loss_ct)
-        except Unorderable:
+    def _loss_ct(self) -> Any:
+        """The loss cotangent of a microbatch (``1 / num_microbatches``, or 1 for a summed
+        loss) on the loss stage's devices; ``None`` where another process holds them."""
+        assert self.plan.loss is not None
+        ls, lk = self.plan.loss
+        if not self.layout.local(self.placement.rank_of(ls)):
             return None
-
-    def _fast_step(self, mode: str) -> FastStep | None:
-        """The asynchronous step of ``mode`` (one process only), built on first use from the
-        plan as it is then."""
-        if self.layout.multi:
-            return None
-        if mode not in self._fast:
-            self._plan(mode)
-            stream = self._build_stream(mode)
-            self._fast[mode] = None if stream is None else FastStep(self.plan, stream)
-        return self._fast[mode]
+        scale = 1.0 if self.plan.loss_reduction == "sum" else 1.0 / self.num_microbatches
+        return jax.device_put(
+            np.asarray(scale, self.staged.out_avals[0].dtype), self.execs[ls].output_shardings[lk]
+        )
 
     def _compile(self, kinds: list[tuple[int, str]]) -> None:
         """Compile the executables (stage, kind) of this process's stages, in parallel."""
@@ -363,7 +340,7 @@ class Pipeline:
                 one(it)
         else:
             with ThreadPoolExecutor(workers, thread_name_prefix="hlopipe-compile") as pool:
-                list(pool.map(one, items))
+                list(pool.map(carrying_context(one), items))
 
     def step(
         self, state: PipelineState, batch: Any, *, profile: bool = False
@@ -378,58 +355,53 @@ class Pipeline:
 
         Returns the new state (``state`` is consumed) and :class:`StepMetrics`.
         """
-        plan = self._plan("train")
+        runner = self._runner("train")
         t_start = time.perf_counter()
         profile = profile or self.sync_actions
         assert self.plan.loss is not None
-        ls, lk = self.plan.loss
-        fast = None if profile else self._fast_step("train")
-        if fast is not None:
-            result = fast.run(state, batch)
-        else:
-            m = self.num_microbatches
-            args = self.param_store.stage_args(state, batch)
-            acc = [ex.zeros() if self.layout.local(ex.rank) else [] for ex in self.execs]
-            loss_ct = None
-            if self.layout.local(self.placement.rank_of(ls)):
-                scale = 1.0 if self.plan.loss_reduction == "sum" else 1.0 / m
-                loss_ct = jax.device_put(
-                    np.asarray(scale, dtype=self.staged.out_avals[0].dtype),
-                    self.execs[ls].output_shardings[lk],
-                )
-            run = self.comm.step_run(plan, "train", args, acc, loss_ct, sync=profile)
-            result = run.run()
-            del args
-            self.comm.last_transfer_seconds = getattr(run, "transfer_seconds", 0.0)
+        result = runner.run(state, batch, sync=profile)
         grads = self.param_store.total_grads(result.acc)
         if self.check_finite:  # before the update: the parameters that made them are intact
             check_step(self, state, batch, result, state.step + 1)
         new_state, pending_norm = self.param_store.update(state, grads)
-        losses = self._losses(result, ls)
-        grad_norm = self.param_store.grad_norm(pending_norm)
-        step_time = time.perf_counter() - t_start
         self._last_result = result
         timeline = None
         if profile:
-            timeline = self._timeline = measured_timeline(plan.schedule, result)
+            timeline = self._timeline = measured_timeline(runner.prog.plan.schedule, result)
+        if self.layout.multi:
+            # every process takes part in the collectives that share them, in one order
+            loss: Any = self._shared_loss(result)
+            grad_norm: Any = self.param_store.grad_norm(pending_norm)
+        else:
+            # on the devices: a float only when the caller reads it (the step waits for nothing)
+            loss_dev = self._loss_on_device(result)
+            loss = lambda: float(loss_dev)  # noqa: E731
+            grad_norm = functools.partial(self.param_store.grad_norm, pending_norm)
         metrics = StepMetrics(
-            loss=float(np.sum(losses) if self.plan.loss_reduction == "sum" else np.mean(losses)),
-            grad_norm=grad_norm,
-            step_time=step_time,
-            timeline=timeline,
+            loss, grad_norm, step_time=time.perf_counter() - t_start, timeline=timeline
         )
         if self.optimizer is None:
             metrics.grads = self.plan.param_tree(grads)
         return new_state, metrics
 
-    def _losses(self, result: StepResult, ls: int) -> np.ndarray:
-        """The microbatch losses (float64), on every process (sent by the loss stage's)."""
+    def _loss_on_device(self, result: StepResult) -> Any:
+        """The step's loss from its microbatch losses, reduced on the loss stage's devices."""
         m = self.num_microbatches
-        owner = self.layout.rank_process[self.placement.rank_of(ls)]
+        return self._reduce_losses(
+            self.plan.loss_reduction, *[result.outputs[(0, i)] for i in range(m)]
+        )
+
+    def _shared_loss(self, result: StepResult) -> float:
+        """The step's loss in every process (sent by the loss stage's), from its microbatch
+        losses in float64."""
+        assert self.plan.loss is not None
+        m = self.num_microbatches
+        owner = self.layout.rank_process[self.placement.rank_of(self.plan.loss[0])]
         losses = None
         if owner == self.layout.me:
             losses = np.array([np.asarray(result.outputs[(0, i)]) for i in range(m)], np.float64)
-        return self.comm.share_f64(losses, owner, m)
+        shared = self.comm.share_f64(losses, owner, m)
+        return float(np.sum(shared) if self.plan.loss_reduction == "sum" else np.mean(shared))
 
     def save(self, state: PipelineState, directory: str | os.PathLike, keep: int = 2) -> str:
         """Checkpoint ``state`` under ``directory`` (``step_<n>/``, atomically; the newest
@@ -464,19 +436,11 @@ class Pipeline:
                 f"process {self.layout.me} holds no stage of this pipeline, so infer() cannot "
                 "deliver its outputs there; give the pipeline devices of every process"
             )
-        plan = self._plan("infer")
+        runner = self._runner("infer")
         m = self.num_microbatches
-        fast = None if self.sync_actions else self._fast_step("infer")
-        if fast is not None:
-            result = fast.run(state, batch)
-        else:
-            args = self.param_store.stage_args(state, batch)
-            empty: list[list[Any]] = [[] for _ in self.execs]
-            run = self.comm.step_run(plan, "infer", args, empty, None, sync=self.sync_actions)
-            result = run.run()
-            del args
-            if self.sync_actions:
-                self._timeline = measured_timeline(plan.schedule, result)
+        result = runner.run(state, batch, sync=self.sync_actions)
+        if self.sync_actions:
+            self._timeline = measured_timeline(runner.prog.plan.schedule, result)
         self._last_result = result
         batch_leaves = jax.tree_util.tree_leaves(batch)
         flat_out = []
@@ -531,11 +495,34 @@ class Pipeline:
             if len(set(sizes)) == 1
             else f"({', '.join(map(str, sizes))}) devices"  # meshes differ between ranks
         )
-        return (
+        head = (
             f"Pipeline({self.staged.num_stages} stages, schedule {self.schedule.name!r}, "
             f"{self.schedule.num_ranks} ranks x {per_rank}, "
             f"{self.num_microbatches} microbatches of {self.microbatch_size})"
         )
+        return "\n".join([head, *self._placement_lines()])
+
+    def _placement_lines(self) -> list[str]:
+        """Per rank: its stages, mesh shape and axes, devices and processes."""
+        lines = []
+        stages: dict[int, list[int]] = {}
+        for ex in self.execs:
+            stages.setdefault(ex.rank, []).append(ex.stage.index)
+        for r, mesh in enumerate(self.placement.meshes):
+            shape = "x".join(str(n) for n in mesh.devices.shape)
+            axes = ", ".join(mesh.axis_names)
+            ids = [int(d.id) for d in mesh.devices.flat]
+            procs = sorted({int(d.process_index) for d in mesh.devices.flat})
+            lines.append(
+                f"  rank {r}: stages {stages.get(r, [])}, mesh {shape} ({axes}), devices {ids}, "
+                f"process{'es' if len(procs) > 1 else ''} {', '.join(map(str, procs))}"
+            )
+        return lines
+
+
+def _reduce_losses(reduction: str, *losses: Any) -> Any:
+    total = jnp.sum(jnp.stack([x.astype(jnp.float32) for x in losses]))
+    return total if reduction == "sum" else total / len(losses)
 
 
 def _auto_schedule(program: Any, params: Any, batch: Any, **kwargs: Any) -> tuple[Any, Schedule]:

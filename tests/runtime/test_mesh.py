@@ -328,7 +328,7 @@ def _shared_weight_loss(p, batch):
 
 
 def test_stages_of_one_rank_that_propagation_laid_out_differently_share_a_parameter():
-    """The instruction stream reshards a parameter for a stage whose layout of it differs
+    """The step's program reshards a parameter for a stage whose layout of it differs
     from the rank's stored one (it used to pass the stored array: a sharding mismatch)."""
     ks = jax.random.split(jax.random.key(3), 6)
     shapes = {"w1": (8, 16), "w": (16, 8), "b": (8, 8), "c": (8, 8), "a": (8, 16)}
@@ -339,7 +339,10 @@ def test_stages_of_one_rank_that_propagation_laid_out_differently_share_a_parame
     pipe = Pipeline(staged, params, batches[0], schedule="zb-v", num_microbatches=2,
                     devices=jax.devices()[:8], param_specs=specs, optimizer=optax.sgd(0.1),
                     **MESH)  # fmt: skip
-    assert pipe._fast_step("train") is not None  # the instruction stream runs the step
+    assert pipe._runner("train").stream is not None  # the single controller runs the step
+    # stage 3's copy of w is resharded once per step, not once per microbatch
+    reshards = [ins for ins in pipe._program("train").instrs if ins.op == "reshard"]
+    assert len(reshards) == 1 and reshards[0].where[2].stage == 3
     w = pipe.param_names.index("['w']")
     s0, s3 = pipe.execs[0], pipe.execs[3]
     assert s0.rank == s3.rank == 0
@@ -347,8 +350,9 @@ def test_stages_of_one_rank_that_propagation_laid_out_differently_share_a_parame
     assert layouts[0] != layouts[1], layouts  # the case this test is about
     state = pipe.init(params)
     p, s = params, optax.sgd(0.1).init(params)
-    for b in batches:
-        state, m = pipe.step(state, b)
+    for n, b in enumerate(batches):
+        # the profiling interpreter runs the same program (the reshard included)
+        state, m = pipe.step(state, b, profile=n % 2 == 1)
         loss, g = jax.value_and_grad(_shared_weight_loss)(p, b)
         u, s = optax.sgd(0.1).update(g, s, p)
         p = optax.apply_updates(p, u)

@@ -242,9 +242,9 @@ def test_activations_held_match_the_simulated_peak(schedule):
     batch = _batches(1)[0]
     pipe = Pipeline(_staged(), _params(), batch, schedule=schedule, num_microbatches=M,
                     devices=jax.devices()[:4], optimizer=OPT)  # fmt: skip
-    fast = pipe._fast_step("train")
-    assert fast is not None
-    regs = fast.fill(pipe.init(_params()), batch)
-    peak = fast.stream.run_counting(regs)
+    runner = pipe._runner("train")
+    assert runner.stream is not None
+    regs = runner.fill(pipe.init(_params()), batch)
+    peak = runner.stream.run_counting(regs)
     assert peak == schedules.simulate(pipe.schedule).peak_activations
-    assert fast.stream.held_slots(regs) == []
+    assert runner.stream.held_slots(regs) == []

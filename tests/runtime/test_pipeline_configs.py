@@ -182,6 +182,26 @@ def test_a_64bit_program_in_64bit_mode_trains_like_one_device(int64_labels_progr
     _assert_trains_like_one_device(pipe, loss, params, batches, opt)
 
 
+@pytest.mark.parametrize("profile", [False, True], ids=["stream", "threads"])
+def test_a_64bit_program_trains_under_the_enable_x64_context(int64_labels_program, profile):
+    """``with jax.enable_x64(True):`` is per thread: the threads the pipeline starts (parallel
+    compilation, the rank threads of a profiled step) run under the caller's setting."""
+    opt = optax.sgd(0.1)
+    with jax.enable_x64(True):
+        params = [_params()["w0"], _params()["w1"]]
+        labels = jax.random.randint(jax.random.key(3), (2, 8), 0, 3, dtype=jnp.int64)
+        batches = [(_batch(seed=s)[0].astype(jnp.float32), labels[s]) for s in (0, 1)]
+        pipe = Pipeline(int64_labels_program, params, batches[0], num_microbatches=2,
+                        devices=jax.devices()[:2], optimizer=opt, sync_actions=profile)  # fmt: skip
+
+        def loss(p, b):
+            halves = [jax.tree.map(lambda v, i=i: v[4 * i : 4 * i + 4], b) for i in (0, 1)]
+            return sum(_xent(*p, *h) for h in halves) / 2
+
+        _assert_trains_like_one_device(pipe, loss, params, batches, opt)
+    assert not jax.config.read("jax_enable_x64")
+
+
 def test_cli_train_and_split_run_a_64bit_program_in_64bit_mode(
     int64_labels_program, capsys, tmp_path
 ):

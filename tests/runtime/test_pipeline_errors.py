@@ -7,8 +7,10 @@ import jax.numpy as jnp
 import pytest
 
 import hlopipe
+from hlopipe import schedules
 from hlopipe.errors import RuntimeConfigError
-from hlopipe.runtime import Pipeline, PipelineExecutionError, _compile
+from hlopipe.runtime import Mailbox, Pipeline, PipelineExecutionError, _compile
+from hlopipe.runtime._program import StepPlan, build_program
 
 
 def _params():
@@ -130,14 +132,35 @@ def test_failing_action_names_rank_and_action(monkeypatch):
         pipe.infer(state, BATCH)
 
 
-def test_lost_transfer_times_out_instead_of_hanging():
-    pipe = _pipe(schedule="inference", recv_timeout=0.5)
+def test_lost_transfer_times_out_instead_of_hanging(monkeypatch):
+    """The threaded interpreter (profiling, and across processes) waits for a value another
+    rank sends with a timeout: a value that never comes is an error naming where."""
+    pipe = _pipe(schedule="inference", recv_timeout=0.5, sync_actions=True)
     state = pipe.init(_params())
-    plan = pipe._plan("infer")
-    # drop rank 0's sends: rank 1 waits for data that never comes
-    plan.schedule.actions[0] = [a for a in plan.schedule.actions[0] if a.kind.value != "SEND_F"]
+    # rank 0's sends get lost: rank 1 waits for data that never comes
+    monkeypatch.setattr(Mailbox, "put", lambda self, key, value: None)
     with pytest.raises(
         PipelineExecutionError,
         match=r"rank 1, step 0: RECV_F of stage 1, microbatch 0 waited 0.5 s",
     ):
         pipe.infer(state, BATCH)
+
+
+def test_schedule_that_cannot_finish_is_refused_naming_where():
+    """The one builder orders a step by a dry run: a schedule with a cycle in it (rank 0's
+    first backward moved before its first forward) has no order, and is refused before
+    anything runs, naming where each rank would wait."""
+    pipe = _pipe()
+    lowered = schedules.lower(pipe.schedule)
+    row = [a for a in lowered.actions[0] if a is not None]
+    first_b = next(a for a in row if a.kind.value == "B")
+    lowered.actions[0] = [first_b, *(a for a in row if a is not first_b)]
+    plan = StepPlan.build(
+        lowered, list(pipe.execs), pipe.placement, train=True, loss=pipe.plan.loss
+    )
+    with pytest.raises(
+        PipelineExecutionError,
+        match=r"cannot finish .*rank 0 at step 0 \(B of stage 0, microbatch 0\); "
+        r"rank 1 at step 0 \(RECV_F of stage 1, microbatch 0\)",
+    ):
+        build_program(plan, pipe.num_params, None)

@@ -1,0 +1,170 @@
+"""The step protocol, written once (``runtime/_program.py``): one instruction list per pipeline
+and mode, run by the asynchronous controller and the threaded (profiling) interpreter alike.
+
+A small fresh MLP per test (split here, so that no executable another test compiled is in the
+cache): what is asserted is which executables a step calls and that the interpreters agree.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+import pytest
+from jax._src.array import ArrayImpl
+
+import hlopipe
+from hlopipe.runtime import Pipeline, _compile
+from hlopipe.schedules import Kind
+
+M = 4
+
+
+def _loss(p, batch):
+    x, y = batch
+    h = hlopipe.stage_boundary(jnp.tanh(x @ p["w0"]))
+    h = hlopipe.stage_boundary(jnp.tanh(h @ p["w1"]))
+    h = hlopipe.stage_boundary(jnp.tanh(h @ p["w2"]))
+    return jnp.mean((h @ p["w3"] - y) ** 2)
+
+
+def _params():
+    ks = jax.random.split(jax.random.key(0), 4)
+    return {f"w{n}": jax.random.normal(k, (8, 8)) * 0.4 for n, k in enumerate(ks)}
+
+
+def _batch(seed=1):
+    kx, ky = jax.random.split(jax.random.key(seed))
+    return jax.random.normal(kx, (16, 8)), jax.random.normal(ky, (16, 8))
+
+
+def _pipe(schedule):
+    return Pipeline(_loss, _params(), _batch(), schedule=schedule, num_microbatches=M,
+                    devices=jax.devices()[:4], optimizer=optax.adam(1e-2))  # fmt: skip
+
+
+def test_a_profiled_zero_bubble_step_compiles_nothing(monkeypatch):
+    """Every executable the program calls is compiled when the pipeline is built; the
+    profiling interpreter runs the same instructions, so a profiled ZB-H1 step compiles no
+    stage executable (it used to compile I and W inside the step it measured)."""
+    pipe = _pipe("zb-h1")
+    state = pipe.init(_params())
+    state, _ = pipe.step(state, _batch())  # the optimizer's jitted functions trace here
+    compiled = []
+    real = _compile._compile
+
+    def counting(*a, **k):
+        compiled.append(a[0])
+        return real(*a, **k)
+
+    monkeypatch.setattr(_compile, "_compile", counting)
+    state, metrics = pipe.step(state, _batch(2), profile=True)
+    assert compiled == []
+    assert np.isfinite(metrics.loss)
+    # the timeline has one event per action of the lowered schedule, I and W included
+    tl = pipe.timeline()
+    kinds = {a.kind for evs in tl.events.values() for a, _, _ in evs}
+    assert {Kind.F, Kind.I, Kind.W} <= kinds
+
+
+@pytest.mark.parametrize("schedule", ["1f1b", "zb-h1", "interleaved-1f1b"])
+def test_the_interpreters_agree_bit_for_bit(schedule):
+    """The asynchronous controller and the profiling interpreter run one program: from one
+    state, a normal and a profiled step give the same loss and the same parameters exactly
+    (I+W fused or not, where the F and B are fused, are decided once, for both)."""
+    pipe = _pipe(schedule)
+    a, ma = pipe.step(pipe.init(_params()), _batch())
+    b, mb = pipe.step(pipe.init(_params()), _batch(), profile=True)
+    assert ma.loss == mb.loss and ma.grad_norm == mb.grad_norm
+    for x, y in zip(jax.tree.leaves(pipe.gather_params(a)), jax.tree.leaves(pipe.gather_params(b))):
+        np.testing.assert_array_equal(x, y)
+
+
+@pytest.mark.parametrize("schedule", ["1f1b", "zb-h1"])
+def test_one_program_per_mode_and_the_decided_fusions(schedule):
+    """The program is built once per pipeline and mode; an I directly followed on its rank by
+    its W runs as one B (the W action is a mark), and a loss stage's F directly followed by
+    its B runs as one FB (the B action is a mark), in the program every interpreter runs."""
+    pipe = _pipe(schedule)
+    prog = pipe._program("train")
+    assert pipe._program("train") is prog
+    plan = prog.plan
+    # 1F1B's last stage runs F then B; ZB-H1's first stage runs I then W at the end
+    assert plan.fused if schedule == "1f1b" else plan.fused_iw
+    by_action = {}
+    for ins in prog.instrs:
+        by_action.setdefault(ins.where[2], []).append(ins)
+    for s, i in plan.fused_iw:
+        at_i = by_action[(s, Kind.I, i)]
+        assert [x.fn for x in at_i if x.op == "compute"] == [(s, "B")]
+        assert [x.op for x in by_action[(s, Kind.W, i)]] == ["mark"]
+    for s, i in plan.fused:
+        assert [x.fn for x in by_action[(s, Kind.F, i)] if x.op == "compute"] == [(s, "FB")]
+        assert [x.op for x in by_action[(s, Kind.B, i)]] == ["mark"]
+    # an I not directly followed by its W runs apart, and both are in the compiled kinds
+    apart = [(s, i) for (s, k, i) in by_action if k is Kind.I and (s, i) not in plan.fused_iw]
+    for s, i in apart:
+        assert [x.fn for x in by_action[(s, Kind.W, i)] if x.op == "compute"] == [(s, "W")]
+        assert (s, "I") in prog.kinds and (s, "W") in prog.kinds
+
+
+def test_the_loss_cotangent_is_made_once(monkeypatch):
+    calls = []
+    real = Pipeline._loss_ct
+
+    def spy(self):
+        calls.append(1)
+        return real(self)
+
+    monkeypatch.setattr(Pipeline, "_loss_ct", spy)
+    pipe = _pipe("1f1b")
+    state = pipe.init(_params())
+    for seed in (1, 2):
+        state, _ = pipe.step(state, _batch(seed))
+    pipe.step(state, _batch(3), profile=True)
+    assert len(calls) == 1
+
+
+def test_a_step_waits_for_nothing_on_the_host(monkeypatch):
+    """No value comes back from the devices during a step (the losses and the gradient norm
+    are reduced there, floats only when read), so steps can be enqueued back to back; read
+    afterwards, the loss and norm are the step's."""
+    pipe = Pipeline(_loss, _params(), _batch(), schedule="1f1b", num_microbatches=M,
+                    devices=jax.devices()[:4], optimizer=optax.sgd(0.1))  # fmt: skip
+    state = pipe.init(_params())
+    metrics = []
+    real = ArrayImpl._value
+
+    def no_host_copy(self):
+        raise AssertionError("a step read a device value on the host")
+
+    monkeypatch.setattr(ArrayImpl, "_value", property(no_host_copy))
+    for seed in (1, 2):
+        state, m = pipe.step(state, _batch(seed))
+        metrics.append(m)
+    monkeypatch.setattr(ArrayImpl, "_value", real)
+    p, opt = _params(), optax.sgd(0.1)
+    s = opt.init(p)
+    for seed, m in zip((1, 2), metrics):
+        loss, g = jax.value_and_grad(_loss)(p, _batch(seed))
+        norm = optax.tree.norm(g)
+        u, s = opt.update(g, s, p)
+        p = optax.apply_updates(p, u)
+        assert m.loss == pytest.approx(float(loss), rel=1e-5)
+        assert m.grad_norm == pytest.approx(float(norm), rel=1e-5)
+
+
+def test_print_shows_each_ranks_mesh_axes_devices_and_processes():
+    def loss(p, b):
+        x, y = b
+        return jnp.mean((hlopipe.stage_boundary(jnp.tanh(x @ p["w0"])) @ p["w1"] - y) ** 2)
+
+    pipe = Pipeline(loss, _params(), _batch(), num_microbatches=2, devices=jax.devices()[:8],
+                    stage_mesh_shape=(2, 2), stage_mesh_axes=("data", "model"))  # fmt: skip
+    lines = str(pipe).splitlines()
+    assert lines[0].startswith("Pipeline(2 stages, schedule '1f1b', 2 ranks x 4 devices")
+    assert lines[1:] == [
+        "  rank 0: stages [0], mesh 2x2 (data, model), devices [0, 1, 2, 3], process 0",
+        "  rank 1: stages [1], mesh 2x2 (data, model), devices [4, 5, 6, 7], process 0",
+    ]
