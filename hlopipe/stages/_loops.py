@@ -21,9 +21,11 @@ across a cut). A ``stage_boundary`` marker is placed at every cut, so the marker
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass
+from types import SimpleNamespace
 from typing import Any
 
 import jax
@@ -257,8 +259,12 @@ def _row_base(
         read = lambda v: v.val if isinstance(v, J.Literal) else env[v]  # noqa: E731
         return tuple(read(bj.outvars[j]) for j in state), [read(v) for v in idx_vars]
 
+    # A PyTorch/XLA counter is s64: run it in 64-bit mode (in this thread only), or JAX
+    # narrows the start to 32 bits, the body's s64 add fails and the loop is left whole.
+    wide = J.first_64bit(SimpleNamespace(eqns=need[0])) is not None
     try:
-        _, idx = jax.jit(lambda c: lax.scan(step, c, None, length=L))(tuple(init))
+        with jax.enable_x64(True) if wide else contextlib.nullcontext():
+            _, idx = jax.jit(lambda c: lax.scan(step, c, None, length=L))(tuple(init))
     except Exception:
         return None
     bases = []
