@@ -447,7 +447,7 @@ def _cmd_inspect(args: argparse.Namespace) -> int:
         print(stages.format_manifest(args.file))
         _print_stage_arguments(args.file)
         return 0
-    from hlopipe.io._program import _fmt_aval
+    from hlopipe.io import format_aval
     from hlopipe.rehydrate import module_ir, scan_unsupported
 
     prog = _load(args.file, args.module)
@@ -463,9 +463,9 @@ def _cmd_inspect(args: argparse.Namespace) -> int:
         "file": args.file,
         "format": prog.format,
         "entry": prog.entry,
-        "inputs": [_fmt_aval(a) for a in prog.in_avals],
+        "inputs": [format_aval(a) for a in prog.in_avals],
         "input_names": _stage_file_names(args.file, len(prog.in_avals)) or prog.arg_names,
-        "outputs": [_fmt_aval(a) for a in prog.out_avals],
+        "outputs": [format_aval(a) for a in prog.out_avals],
         "ops": dict(counts.most_common()),
         "flops": cost.get("flops"),
         "bytes_accessed": cost.get("bytes accessed"),
@@ -483,7 +483,7 @@ def _cmd_inspect(args: argparse.Namespace) -> int:
     if any(info["input_names"]):
         console.print(f"inputs ({len(info['inputs'])}):")
         width = max(len(n or "") for n in info["input_names"])
-        for i, (n, a) in enumerate(zip(info["input_names"], info["inputs"])):
+        for i, (n, a) in enumerate(zip(info["input_names"], info["inputs"], strict=True)):
             console.print(f"  {i:>3}  {n or '-':<{width}}  {a}", soft_wrap=True)
     else:
         console.print(f"inputs : ({', '.join(info['inputs'])})", soft_wrap=True)
@@ -566,11 +566,10 @@ def _cmd_run(args: argparse.Namespace) -> int:
         _check_output_file(args.outputs, "--outputs", (".npz",))
     prog = _load(args.file, args.module)
     avals = [a for a in prog.in_avals if not isinstance(a, TokenType)]
-    from hlopipe.rehydrate import module_ir
-    from hlopipe.rehydrate._rehydrate import _uses_64bit
+    from hlopipe.rehydrate import module_ir, uses_64bit
 
     # 64-bit mode for this run only (never left on for the caller)
-    x64 = args.x64 or _uses_64bit(module_ir(prog))
+    x64 = args.x64 or uses_64bit(module_ir(prog))
     with jax.enable_x64(True) if x64 else contextlib.nullcontext():
         return _run_loaded(args, prog, avals)
 
@@ -580,11 +579,11 @@ def _run_loaded(args: argparse.Namespace, prog: Any, avals: list) -> int:
     import numpy as np
 
     from hlopipe.errors import HlopipeError
-    from hlopipe.io._program import _fmt_aval
+    from hlopipe.io import format_aval
 
     fn = prog.as_function(flat=True)
     if args.inputs:
-        data = dict(zip(*_npz_named(args.inputs, "--inputs")))
+        data = dict(zip(*_npz_named(args.inputs, "--inputs"), strict=True))
         keys = list(data.keys())
         if len(keys) != len(avals):
             raise HlopipeError(
@@ -605,7 +604,7 @@ def _run_loaded(args: argparse.Namespace, prog: Any, avals: list) -> int:
                 f"  mean {arr.astype(np.float64).mean():.6g}  min {arr.min():.6g}  "
                 f"max {arr.max():.6g}"
             )
-        print(f"out{i}: {_fmt_aval(jax.ShapeDtypeStruct(arr.shape, arr.dtype))}{stats}")
+        print(f"out{i}: {format_aval(jax.ShapeDtypeStruct(arr.shape, arr.dtype))}{stats}")
         if arr.size <= 8:
             print(f"  {arr.tolist()}")
     if args.outputs:
@@ -1087,11 +1086,10 @@ def _x64_if_needed(program: Any) -> Any:
     see it too, which ``jax.enable_x64`` does not reach), and put back after."""
     import jax
 
-    from hlopipe.rehydrate import module_ir
-    from hlopipe.rehydrate._rehydrate import _uses_64bit
+    from hlopipe.rehydrate import module_ir, uses_64bit
 
     before = bool(jax.config.read("jax_enable_x64"))
-    if _uses_64bit(module_ir(program)):
+    if uses_64bit(module_ir(program)):
         jax.config.update("jax_enable_x64", True)
     try:
         yield
@@ -1119,7 +1117,7 @@ def _train_plan(args: argparse.Namespace, program: Any) -> dict[str, Any]:
     devices; each choice with the words that explain it."""
     import numpy as np
 
-    from hlopipe.io._program import _fmt_aval
+    from hlopipe.io import format_aval
 
     avals: list[Any] = list(program.in_avals)
     nb, p_avals, b_avals, order = _batch_split(args, avals)
@@ -1158,7 +1156,7 @@ def _train_plan(args: argparse.Namespace, program: Any) -> dict[str, Any]:
         "notes": {
             "program": f"{args.file}: {len(avals)} arguments = {len(p_avals)} parameters "
             f"({sum(int(np.prod(a.shape)) for a in p_avals):,} values) + a microbatch of "
-            f"{nb} ({', '.join(_fmt_aval(a) for a in b_avals)}"
+            f"{nb} ({', '.join(format_aval(a) for a in b_avals)}"
             + (")" if fn is None else f", arguments {', '.join(map(str, order[-nb:]))})"),
             "stages": layout["stage_note"],
             "devices": layout["device_note"],
@@ -1181,7 +1179,7 @@ def _batch_split(
     import numpy as np
 
     from hlopipe.errors import RuntimeConfigError
-    from hlopipe.io._program import _fmt_aval
+    from hlopipe.io import format_aval
 
     n = len(avals)
     spec = args.batch_args
@@ -1217,7 +1215,8 @@ def _batch_split(
     p_avals, b_avals = [avals[i] for i in p_idx], [avals[i] for i in b_idx]
     if any(not a.shape for a in b_avals):
         raise RuntimeConfigError(
-            f"arguments {', '.join(map(str, b_idx))} ({', '.join(_fmt_aval(a) for a in b_avals)}) "
+            f"arguments {', '.join(map(str, b_idx))} "
+            f"({', '.join(format_aval(a) for a in b_avals)}) "
             "are taken as the batch, but a scalar has no batch axis; set --batch-args"
         )
     return nb, p_avals, b_avals, p_idx + b_idx
@@ -1233,7 +1232,7 @@ def _reordered(program: Any, order: list[int]) -> Any:
 
     def flat(*leaves: Any) -> Any:
         full: list[Any] = [None] * len(order)
-        for i, v in zip(order, leaves):
+        for i, v in zip(order, leaves, strict=True):
             full[i] = v
         return f(*full)
 
@@ -1258,7 +1257,7 @@ def _initial_params(
         return params, f"from {args.params}"
     params = []
     roles: dict[str, int] = {}
-    for i, a in zip(order, p_avals):
+    for i, a in zip(order, p_avals, strict=True):
         value, role = _init_by_role(program.arg_names[i] or None, a, rng)
         params.append(value)
         roles[role] = roles.get(role, 0) + 1
@@ -1390,7 +1389,7 @@ def _read_npz(path: str, flag: str, avals: list[Any], names: list[str], m: int) 
     import numpy as np
 
     from hlopipe.errors import RuntimeConfigError
-    from hlopipe.io._program import _fmt_aval
+    from hlopipe.io import format_aval
 
     arrays = _npz_arrays(path, flag)
     if len(arrays) != len(avals):
@@ -1398,7 +1397,7 @@ def _read_npz(path: str, flag: str, avals: list[Any], names: list[str], m: int) 
             f"{flag} {path}: {len(arrays)} arrays, the program has {len(avals)} "
             f"{'parameters' if m == 1 else 'batch arguments'}"
         )
-    for k, (x, a, n) in enumerate(zip(arrays, avals, names)):
+    for k, (x, a, n) in enumerate(zip(arrays, avals, names, strict=True)):
         want = (a.shape[0] * m, *a.shape[1:]) if m > 1 else tuple(a.shape)
         if tuple(x.shape) != want or x.dtype != np.dtype(a.dtype):
             rule = (
@@ -1406,8 +1405,8 @@ def _read_npz(path: str, flag: str, avals: list[Any], names: list[str], m: int) 
                 if m > 1
                 else ""
             )
-            got = _fmt_aval(jax.ShapeDtypeStruct(x.shape, x.dtype))
-            exp = _fmt_aval(jax.ShapeDtypeStruct(want, a.dtype))
+            got = format_aval(jax.ShapeDtypeStruct(x.shape, x.dtype))
+            exp = format_aval(jax.ShapeDtypeStruct(want, a.dtype))
             raise RuntimeConfigError(
                 f"{flag} {path}: array {k} ({n}) is {got}, expected {exp}{rule}"
             )
@@ -1480,7 +1479,7 @@ def _train(args: argparse.Namespace, plan: dict[str, Any]) -> int:
     code = 0
     if args.check:
         ref = _train_one_device(args, plan, opt, state.step - args.steps)
-        diff = max(abs(a - b) for a, b in zip(losses, ref))
+        diff = max(abs(a - b) for a, b in zip(losses, ref, strict=True))
         ok = diff <= 1e-4 * max(1.0, max(abs(x) for x in ref))
         print(
             f"check: the same {args.steps} steps on one device: loss {ref[0]:.4f} -> "
@@ -1513,7 +1512,7 @@ def _train_one_device(args: argparse.Namespace, plan: dict[str, Any], opt: Any, 
 
     def loss(trained: list[Any], fixed: list[Any], batch: list[Any]) -> Any:
         full = list(fixed)
-        for k, v in zip(train, trained):
+        for k, v in zip(train, trained, strict=True):
             full[k] = v
         total = 0.0
         for i in range(m):

@@ -485,7 +485,9 @@ def _reduce_general(body: Body, eqn: Any) -> None:
     single = n == 1
     if single:
         params = [body.mod.fresh("a"), body.mod.fresh("b")]
-        env = {v: Expr(nm, ATOM, frozenset({v})) for v, nm in zip(inner.invars, params)}
+        env = {
+            v: Expr(nm, ATOM, frozenset({v})) for v, nm in zip(inner.invars, params, strict=True)
+        }
         lines, outer = function_lines(body.mod, fname, closed, params, [], env, lambda r: r[0].text)
     else:
         lines, outer = function_lines(
@@ -859,7 +861,9 @@ def _cond(body: Body, eqn: Any) -> None:
     for i, br in enumerate(branches):
         bname = body.mod.fresh(f"branch{i}_")
         params = [body.mod.fresh("x") for _ in br.jaxpr.invars]
-        env = {v: Expr(n, ATOM, frozenset({v})) for v, n in zip(br.jaxpr.invars, params)}
+        env = {
+            v: Expr(n, ATOM, frozenset({v})) for v, n in zip(br.jaxpr.invars, params, strict=True)
+        }
         lines, outer = function_lines(body.mod, bname, br, params, [], env, _pack)
         head += lines
         deps |= outer
@@ -911,7 +915,7 @@ def _call(body: Body, eqn: Any) -> None:
         fname = mod.fresh(p.get("name") or "fn")
         jaxpr = closed.jaxpr if hasattr(closed, "jaxpr") else closed
         params = [mod.fresh("x") for _ in jaxpr.invars]
-        env = {v: Expr(n, ATOM, frozenset({v})) for v, n in zip(jaxpr.invars, params)}
+        env = {v: Expr(n, ATOM, frozenset({v})) for v, n in zip(jaxpr.invars, params, strict=True)}
         single = len(jaxpr.outvars) == 1
         lines, _ = function_lines(
             mod,

@@ -1,18 +1,32 @@
 """Loading XLA programs of every format into a :class:`Program`, and export to text."""
 
 from hlopipe.io._load import FORMATS, detect_format, dump_modules, load, load_bytes
-from hlopipe.io._program import Program
-from hlopipe.io._types import TokenType, aval_of_type, dtype_of, parse_tensor_type
+from hlopipe.io._program import Program, format_aval
+from hlopipe.io._types import (
+    DynamicAval,
+    Quantized,
+    QuantizedAval,
+    TokenType,
+    aval_of_type,
+    dtype_of,
+    mlir_name,
+    parse_tensor_type,
+)
 
 __all__ = [
     "FORMATS",
+    "DynamicAval",
     "Program",
+    "Quantized",
+    "QuantizedAval",
     "TokenType",
     "aval_of_type",
     "detect_format",
     "dtype_of",
     "dump_modules",
+    "format_aval",
     "load",
     "load_bytes",
+    "mlir_name",
     "parse_tensor_type",
 ]

@@ -153,7 +153,7 @@ def save(pipe: Pipeline, state: PipelineState, directory: str | os.PathLike, kee
             "step": state.step,
             "params": [
                 {"path": n, "shape": list(a.shape), "dtype": np.dtype(a.dtype).name}
-                for n, a in zip(pipe.param_names, pipe.param_avals)
+                for n, a in zip(pipe.param_names, pipe.param_avals, strict=True)
             ],
             "num_stages": pipe.staged.num_stages,
             "optimizer": state.opt_states[0] is not None if state.opt_states else False,
@@ -216,7 +216,7 @@ def restore(pipe: Pipeline, directory: str | os.PathLike, step: int | None = Non
     saved = {e["path"]: (tuple(e["shape"]), e["dtype"]) for e in meta["params"]}
     want = {
         n: (tuple(a.shape), np.dtype(a.dtype).name)
-        for n, a in zip(pipe.param_names, pipe.param_avals)
+        for n, a in zip(pipe.param_names, pipe.param_avals, strict=True)
     }
     if saved != want:
         diff = sorted(set(saved.items()) ^ set(want.items()))[:4]

@@ -390,7 +390,7 @@ class StepRun:
         """Post the cotangents of stage ``s``'s differentiable inputs to their producers."""
         ex = self.plan.execs[s]
         items = []
-        for j, g in zip(ex.autodiff.diff_inputs, cts):
+        for j, g in zip(ex.autodiff.diff_inputs, cts, strict=True):
             rc = ex.stage.receives[j]
             src = self.plan.execs[rc.src]
             key = ("B", rc.src, rc.output, i)

@@ -66,9 +66,9 @@ class FastStep:
             host = host_leaves(leaves)
             parts = [host[leaf][i * b : (i + 1) * b] for _, leaf, i in self.batch_slots]
             placed = jax.device_put(parts, list(self.batch_shardings))
-            for (k, _, _), v in zip(self.batch_slots, placed):
+            for (k, _, _), v in zip(self.batch_slots, placed, strict=True):
                 regs[k] = v
         for slots, fn in self.zeros:
-            for k, z in zip(slots, fn()):
+            for k, z in zip(slots, fn(), strict=True):
                 regs[k] = z
         return regs

@@ -110,7 +110,7 @@ class PipelinePlan:
             raise RuntimeConfigError(
                 f"params have structure {treedef}, the pipeline was built for {self.param_treedef}"
             )
-        for k, (x, a) in enumerate(zip(leaves, self.param_avals)):
+        for k, (x, a) in enumerate(zip(leaves, self.param_avals, strict=True)):
             if tuple(np.shape(x)) != tuple(a.shape) or jnp.result_type(x) != a.dtype:
                 raise RuntimeConfigError(
                     f"parameter {self.staged.in_paths[k]}: {describe([sds(x)])}, the pipeline "
@@ -127,7 +127,7 @@ class PipelinePlan:
         got = [sds(x) for x in leaves]
         if any(
             tuple(g.shape) != tuple(a.shape) or g.dtype != a.dtype
-            for g, a in zip(got, self.batch_avals)
+            for g, a in zip(got, self.batch_avals, strict=True)
         ):
             raise RuntimeConfigError(
                 f"batch is ({describe(got)}), the pipeline was built for "
@@ -248,7 +248,7 @@ def _check_signature(
             f"({n_p} parameter leaves + {len(mb_avals)} batch leaves)"
         )
     paths = list(getattr(staged, "in_paths", None) or [])
-    for k, (w, h) in enumerate(zip(want, have)):
+    for k, (w, h) in enumerate(zip(want, have, strict=True)):
         if tuple(w.shape) == tuple(h.shape) and w.dtype == h.dtype:
             continue
         what = f"parameter {k}" if k < n_p else f"batch leaf {k - n_p}"
@@ -271,7 +271,7 @@ def _check_signature(
 def _argnums(staged: StagedProgram, num_params: int) -> tuple[int, ...]:
     argnum: dict[int, int] = {}
     for st in staged.stages:
-        argnum.update(zip(st.params_needed, st.param_argnums))
+        argnum.update(zip(st.params_needed, st.param_argnums, strict=True))
     p_nums = {a for i, a in argnum.items() if i < num_params}
     b_nums = {a for i, a in argnum.items() if i >= num_params}
     if p_nums & b_nums:
@@ -419,7 +419,7 @@ def _per_example(
         return guess
     return tuple(
         bool(a.shape) and a.shape[0] == mb and tuple(o.shape) == (2 * mb, *a.shape[1:])
-        for o, a in zip(leaves, outs)
+        for o, a in zip(leaves, outs, strict=True)
     )
 
 
@@ -594,7 +594,7 @@ def _spec_leaves(
             raise RuntimeConfigError(
                 f"param_specs must have the structure of params ({treedef}): {e}"
             ) from None
-    for k, (spec, a) in enumerate(zip(leaves, avals)):
+    for k, (spec, a) in enumerate(zip(leaves, avals, strict=True)):
         name = staged.in_paths[k]
         if spec is None:
             continue

@@ -125,7 +125,7 @@ class InstructionStream:
             if k in last:
                 frees[last[k]].append(k)
         out = []
-        for (fn, ins, outs, where), fr in zip(raw, frees):
+        for (fn, ins, outs, where), fr in zip(raw, frees, strict=True):
             # a slot both read and rewritten by one instruction (an accumulator) stays
             fr = [k for k in fr if k not in outs]
             out.append(Instr(fn, tuple(ins), tuple(outs), tuple(sorted(set(fr))), where))
@@ -160,7 +160,7 @@ class InstructionStream:
         try:
             for n, (fn, ins, outs, frees) in enumerate(self._prepared):  # noqa: B007
                 got = fn(*[regs[k] for k in ins])
-                for k, v in zip(outs, got):
+                for k, v in zip(outs, got, strict=True):
                     regs[k] = v
                 for k in frees:
                     regs[k] = None
@@ -178,9 +178,9 @@ class InstructionStream:
         for k, v in self.const.items():
             regs[k] = v
         peak = dict.fromkeys(self.peak_live, 0)
-        for ins, (fn, ins_, outs, frees) in zip(self.instrs, self._prepared):
+        for ins, (fn, ins_, outs, frees) in zip(self.instrs, self._prepared, strict=True):
             got = fn(*[regs[k] for k in ins_])
-            for k, v in zip(outs, got):
+            for k, v in zip(outs, got, strict=True):
                 regs[k] = v
             for k in frees:
                 regs[k] = None
@@ -245,7 +245,7 @@ class _Builder:
         # another layout reads a copy, resharded once per step before its first use.
         self.home: dict[tuple[int, int], Any] = {}
         for ex in self.execs:
-            for p, sh in zip(ex.stage.params_needed, ex.param_shardings):
+            for p, sh in zip(ex.stage.params_needed, ex.param_shardings, strict=True):
                 if p < stream.num_params:
                     self.home.setdefault((ex.rank, p), sh)
         self.resharded: dict[tuple[int, int], int] = {}
@@ -268,7 +268,7 @@ class _Builder:
         r = ex.rank
         out = []
         for p, want, aval in zip(ex.stage.params_needed, ex.param_shardings,
-                                 ex.stage.param_avals):  # fmt: skip
+                                 ex.stage.param_avals, strict=True):  # fmt: skip
             if p < st.num_params:
                 out.append(self.param_slot(s, r, p, want, len(aval.shape), where))
             else:
@@ -317,7 +317,7 @@ class _Builder:
                 self.box.setdefault(key, []).append((src, slot))
         if copies:
             outs = self.slots(len(copies))
-            for (key, src, _slot, _dst, _sh), o in zip(copies, outs):
+            for (key, src, _slot, _dst, _sh), o in zip(copies, outs, strict=True):
                 self.box.setdefault(key, []).append((src, o))
             put = functools.partial(_put, shardings=tuple(it[4] for it in copies))
             self.emit(put, [it[2] for it in copies], outs, where)
@@ -390,7 +390,7 @@ class _Builder:
     def emit_input_cts(self, r: int, s: int, i: int, cts: list[int], where: Any) -> None:
         ex = self.execs[s]
         items = []
-        for j, g in zip(ex.autodiff.diff_inputs, cts):
+        for j, g in zip(ex.autodiff.diff_inputs, cts, strict=True):
             rc = ex.stage.receives[j]
             src = self.execs[rc.src]
             key = ("B", rc.src, rc.output, i)
