@@ -3,7 +3,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test test-multiprocess test-mesh lint typecheck check bench fixtures clean
+.PHONY: demo test test-fast test-multiprocess test-mesh lint typecheck check bench fixtures clean
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV) || python3 -m venv $(VENV)
@@ -20,6 +20,11 @@ demo: $(STAMP)
 
 test: $(STAMP)
 	$(BIN)/python -m pytest -q -n 2 tests
+
+# The inner loop: the suite without the slow modules and tests (tests/conftest.py), the
+# multi-process and the 16-device ones; a few minutes. `make test` stays the full suite.
+test-fast: $(STAMP)
+	$(BIN)/python -m pytest -q -n 2 -m "not slow and not multiprocess and not devices16" tests
 
 # Only the 16-device pipeline x data x tensor configurations (make test runs them too).
 test-mesh: $(STAMP)

@@ -6,6 +6,8 @@
   from one module used to change the dtypes of tests that ran after it in the same worker).
 """
 
+from pathlib import Path
+
 import jax
 import pytest
 
@@ -41,3 +43,43 @@ def pytest_make_collect_report(collector: pytest.Collector):
         return (yield)
     finally:
         jax.config.update("jax_enable_x64", before)
+
+
+# The heavy modules, marked `slow` as a whole so that `make test-fast` (the suite without the
+# slow, multi-process and 16-device tests) stays an inner loop of a few minutes; `make test`
+# runs everything. A test elsewhere that takes more than a few seconds idle carries
+# @pytest.mark.slow itself.
+SLOW_MODULES = frozenset(
+    {
+        "conformance/test_conformance.py",
+        "decompile/test_decompile_cli.py",
+        "decompile/test_decompile_frameworks.py",
+        "decompile/test_decompile_zoo.py",
+        "rehydrate/test_collectives.py",
+        "rehydrate/test_frameworks.py",
+        "rehydrate/test_models.py",
+        "rehydrate/test_spec_sweep.py",
+        "rehydrate/test_spmd.py",
+        "runtime/test_launch.py",
+        "runtime/test_launch_loopback.py",
+        "runtime/test_launch_steps.py",
+        "runtime/test_mesh.py",
+        "runtime/test_new_schedules.py",
+        "runtime/test_pipeline.py",
+        "runtime/test_pipeline_configs.py",
+        "runtime/test_process_takeover.py",
+        "stages/test_autodiff_hlo.py",
+        "stages/test_sharding.py",
+        "test_cli.py",
+        "test_cli_firsthour.py",
+        "test_docs_examples.py",
+        "test_fuzz.py",
+    }
+)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    here = Path(__file__).resolve().parent
+    for item in items:
+        if item.path.relative_to(here).as_posix() in SLOW_MODULES:
+            item.add_marker(pytest.mark.slow)

@@ -104,3 +104,15 @@ def test_the_scans_pass_what_they_allow(tmp_path):
         "    pytest.importorskip('matplotlib')\n"
     )
     assert importorskips_of_ours([path]) == [] and loose_xfails([path]) == []
+
+
+def test_the_slow_modules_exist():
+    """``make test-fast`` leaves out the modules tests/conftest.py lists: a renamed one would
+    quietly join the fast tier."""
+    tree = ast.parse((TESTS / "conftest.py").read_text())
+    assigns = [n for n in tree.body if isinstance(n, ast.Assign)]
+    (node,) = [n for n in assigns if _dotted(n.targets[0]) == "SLOW_MODULES"]
+    SLOW_MODULES = ast.literal_eval(node.value.args[0])  # frozenset({...})
+    assert len(SLOW_MODULES) > 10
+    missing = sorted(m for m in SLOW_MODULES if not (TESTS / m).is_file())
+    assert not missing, f"tests/conftest.py SLOW_MODULES names no such file: {missing}"
