@@ -3,7 +3,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test test-fast test-multiprocess test-mesh lint typecheck check bench fixtures clean
+.PHONY: demo test test-fast test-multiprocess test-mesh lint typecheck check bench fixtures probe clean
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV) || python3 -m venv $(VENV)
@@ -54,6 +54,13 @@ fixtures: $(STAMP)
 	$(PY) scripts/fixtures/tensorflow_models.py || python3 scripts/fixtures/tensorflow_models.py
 	$(PY) scripts/fixtures/torch_xla_models.py || python3 scripts/fixtures/torch_xla_models.py
 	$(BIN)/python scripts/fixtures/check_with_xla.py
+
+# The XLA-style corpus (scripts/probe_corpus/) in full, each case through hlopipe against XLA
+# running the same text (values, gradients by finite differences), one child process per case;
+# prints a status per case and a count per status (minutes). `make fixtures` writes the cases
+# marked "fixture" to tests/data/frameworks/xla/.
+probe: $(STAMP)
+	$(BIN)/python scripts/xla_style_probe.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache .mypy_cache
