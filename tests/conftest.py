@@ -74,6 +74,27 @@ SLOW_MODULES = frozenset(
         "test_cli_firsthour.py",
         "test_docs_examples.py",
         "test_fuzz.py",
+        "stages/test_cli.py",
+    }
+)
+# Single heavy tests of otherwise quick modules (tens of seconds each on a loaded machine),
+# as `module::test`, every parametrisation of it.
+SLOW_TESTS = frozenset(
+    {
+        "rehydrate/ops/test_elementwise.py::test_against_xla",
+        "rehydrate/ops/test_elementwise.py::test_grad_and_vmap",
+        "rehydrate/ops/test_linalg.py::test_lapack_qr_custom_calls_differentiate",
+        "rehydrate/ops/test_linalg.py::test_xla_qr_custom_calls_match_and_differentiate",
+        "rehydrate/ops/test_linalg.py::test_xla_qr_eigh_custom_calls",
+        "rehydrate/ops/test_random.py::test_jax_random_programs",
+        "rehydrate/ops/test_sort.py::test_general_comparator_gradient_network",
+        "rehydrate/ops/test_windowed.py::test_cnn_pipeline_values_grad_vmap",
+        "rehydrate/ops/test_windowed.py::test_pooling_gradient_program_rehydrates",
+        "stages/test_files.py::test_merge_then_split_on_2x2_meshes_equals_value_and_grad",
+        "stages/test_split.py::test_auto_split_24_layers_cuts_between_layers",
+        "stages/test_split.py::test_mlp_chained_grads",
+        "stages/test_split.py::test_transformer_chained_grads",
+        "stages/test_split.py::test_transformer_tied_embedding_and_skip",
     }
 )
 
@@ -81,5 +102,7 @@ SLOW_MODULES = frozenset(
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     here = Path(__file__).resolve().parent
     for item in items:
-        if item.path.relative_to(here).as_posix() in SLOW_MODULES:
+        module = item.path.relative_to(here).as_posix()
+        name = getattr(item, "originalname", item.name)
+        if module in SLOW_MODULES or f"{module}::{name}" in SLOW_TESTS:
             item.add_marker(pytest.mark.slow)

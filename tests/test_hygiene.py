@@ -106,13 +106,25 @@ def test_the_scans_pass_what_they_allow(tmp_path):
     assert importorskips_of_ours([path]) == [] and loose_xfails([path]) == []
 
 
-def test_the_slow_modules_exist():
-    """``make test-fast`` leaves out the modules tests/conftest.py lists: a renamed one would
-    quietly join the fast tier."""
-    tree = ast.parse((TESTS / "conftest.py").read_text())
-    assigns = [n for n in tree.body if isinstance(n, ast.Assign)]
-    (node,) = [n for n in assigns if _dotted(n.targets[0]) == "SLOW_MODULES"]
-    SLOW_MODULES = ast.literal_eval(node.value.args[0])  # frozenset({...})
-    assert len(SLOW_MODULES) > 10
-    missing = sorted(m for m in SLOW_MODULES if not (TESTS / m).is_file())
-    assert not missing, f"tests/conftest.py SLOW_MODULES names no such file: {missing}"
+def _literal_set(path: Path, name: str) -> set[str]:
+    assigns = [n for n in ast.parse(path.read_text()).body if isinstance(n, ast.Assign)]
+    (node,) = [n for n in assigns if _dotted(n.targets[0]) == name]
+    return set(ast.literal_eval(node.value.args[0]))  # frozenset({...})
+
+
+def test_the_slow_modules_and_tests_exist():
+    """``make test-fast`` leaves out the modules and tests tests/conftest.py lists: a renamed
+    one would quietly join the fast tier."""
+    modules = _literal_set(TESTS / "conftest.py", "SLOW_MODULES")
+    tests = _literal_set(TESTS / "conftest.py", "SLOW_TESTS")
+    assert len(modules) > 10 and tests
+    missing = sorted(m for m in modules if not (TESTS / m).is_file())
+    for entry in tests:
+        module, name = entry.split("::")
+        path = TESTS / module
+        defined = path.is_file() and any(
+            isinstance(n, ast.FunctionDef) and n.name == name
+            for n in ast.walk(ast.parse(path.read_text()))
+        )
+        missing += [] if defined else [entry]
+    assert not missing, f"tests/conftest.py SLOW_MODULES/SLOW_TESTS name nothing: {missing}"
