@@ -1257,7 +1257,7 @@ def _initial_params(
         return params, f"from {args.params}"
     params = []
     roles: dict[str, int] = {}
-    for i, a in zip(order, p_avals, strict=True):
+    for i, a in zip(order[: len(p_avals)], p_avals, strict=True):
         value, role = _init_by_role(program.arg_names[i] or None, a, rng)
         params.append(value)
         roles[role] = roles.get(role, 0) + 1
