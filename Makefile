@@ -3,7 +3,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test test-multiprocess test-mesh lint typecheck check bench fixtures clean
+.PHONY: demo test test-fast test-multiprocess test-mesh lint typecheck check bench fixtures probe clean
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV) || python3 -m venv $(VENV)
@@ -20,6 +20,11 @@ demo: $(STAMP)
 
 test: $(STAMP)
 	$(BIN)/python -m pytest -q -n 2 tests
+
+# The inner loop: the suite without the slow modules and tests (tests/conftest.py), the
+# multi-process and the 16-device ones; a few minutes. `make test` stays the full suite.
+test-fast: $(STAMP)
+	$(BIN)/python -m pytest -q -n 2 -m "not slow and not multiprocess and not devices16" tests
 
 # Only the 16-device pipeline x data x tensor configurations (make test runs them too).
 test-mesh: $(STAMP)
@@ -53,6 +58,13 @@ fixtures: $(STAMP)
 	$(PY) scripts/fixtures/torch_xla_decode.py || python3 scripts/fixtures/torch_xla_decode.py
 	$(PY) scripts/fixtures/torch_xla_loops.py || python3 scripts/fixtures/torch_xla_loops.py
 	$(BIN)/python scripts/fixtures/check_with_xla.py
+
+# The XLA-style corpus (scripts/probe_corpus/) in full, each case through hlopipe against XLA
+# running the same text (values, gradients by finite differences), one child process per case;
+# prints a status per case and a count per status (minutes). `make fixtures` writes the cases
+# marked "fixture" to tests/data/frameworks/xla/.
+probe: $(STAMP)
+	$(BIN)/python scripts/xla_style_probe.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache .mypy_cache

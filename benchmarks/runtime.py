@@ -555,7 +555,7 @@ def _time_inside_jax(pipe: Pipeline, st: dict, batch, repeats: int = SMALL_REPEA
             jax.block_until_ready(st["s"].values)
     finally:
         runner.stream._prepared = saved[0]
-        for p, fn in zip(runner.prologues, saved[1]):
+        for p, fn in zip(runner.prologues, saved[1], strict=True):
             p.fn = fn
         jax.device_put = saved[2]
         pipe._reduce_losses = saved[3]

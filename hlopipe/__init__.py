@@ -29,6 +29,8 @@ _LAZY: dict[str, tuple[str, str | None]] = {
     # the package is callable: hlopipe.rehydrate(...) == hlopipe.rehydrate.rehydrate(...)
     "rehydrate": ("hlopipe.rehydrate", None),
     "register_custom_call": ("hlopipe.rehydrate", "register_custom_call"),
+    # callable too: hlopipe.decompile(program) == hlopipe.decompile.decompile(program)
+    "decompile": ("hlopipe.decompile", None),
     "stage_boundary": ("hlopipe.marker", "stage_boundary"),
     "split": ("hlopipe.stages", "split"),
     "StagedProgram": ("hlopipe.stages", "StagedProgram"),

@@ -10,8 +10,13 @@ are looked up once, here, when hlopipe is imported, so an upgrade touches this f
 * when one of the names is missing, importing hlopipe fails with a :class:`HlopipeError`
   naming it and the jax version found.
 
+``jax.interpreters`` (``ad``, ``batching``, ``mlir``: the primitive-rule tables and the MLIR
+lowering helpers) and ``jax.core.ShapedArray`` are importable in jax 0.10.2 but are legacy
+namespaces jax keeps moving into ``jax._src`` and ``jax.extend``, so they are taken here too
+and imported from here (``tests/test_jax_compat.py`` looks for them elsewhere).
+
 Wherever jax 0.10.2 has a public name for what hlopipe needs, the code uses that instead:
-``jax.interpreters.mlir.make_ir_context`` / ``module_to_bytecode``, ``jax.extend.backend``'s
+``jax.extend.backend``'s
 ``get_backend`` / ``get_compile_options``, ``jax.extend.mlir.hlo_to_stablehlo``,
 ``jax.distributed.is_initialized`` and the ``coordinator_bind_address`` of
 ``jax.distributed.initialize``.
@@ -40,7 +45,10 @@ __all__ = [
     "JAX_VERSION",
     "JaxVersionWarning",
     "PRIVATE_NAMES",
+    "ShapedArray",
     "Tracer",
+    "ad",
+    "batching",
     "check_jax_version",
     "distributed_client",
     "geqrf",
@@ -50,6 +58,7 @@ __all__ = [
     "hlo_module_from_text",
     "is_tracer",
     "mhlo_to_stablehlo",
+    "mlir",
     "mlir_module_to_xla_computation",
     "no_coordination_service",
 ]
@@ -96,6 +105,14 @@ PRIVATE_NAMES: dict[str, tuple[str, str, str]] = {
         "process 0 joining a coordination service hosted elsewhere",
     ),
     "Tracer": ("jax.core", "Tracer", "telling traced values from concrete ones"),
+    "ShapedArray": ("jax.core", "ShapedArray", "the abstract values of a primitive's results"),
+    "ad": ("jax.interpreters.ad", "", "the JVP and transpose rules of hlopipe's primitives"),
+    "batching": ("jax.interpreters.batching", "", "the batching rules of hlopipe's primitives"),
+    "mlir": (
+        "jax.interpreters.mlir",
+        "",
+        "lowering rules, MLIR contexts and types, bytecode, portable artifacts",
+    ),
 }
 
 #: The XLA pass that removes optimisation barriers (hence stage markers) on CPU; disabled by
@@ -166,6 +183,10 @@ DeviceList = _names["DeviceList"]
 get_distributed_runtime_service = _names["get_distributed_runtime_service"]
 geqrf = _names["geqrf"]
 Tracer: type = _names["Tracer"]
+ShapedArray: type = _names["ShapedArray"]
+ad = _names["ad"]
+batching = _names["batching"]
+mlir = _names["mlir"]
 _distributed_state = _names["distributed_state"]
 _distributed_module = _names["distributed_module"]
 

@@ -75,7 +75,8 @@ def run_rehydration_demo(print_fn: Any = print) -> dict[str, float]:
     gnorm = float(jnp.sqrt(sum(jnp.sum(g**2) for g in jax.tree.leaves(g_r))))
     dv = abs(float(v_r) - float(v_o))
     dg = max(
-        float(jnp.max(jnp.abs(a - b))) for a, b in zip(jax.tree.leaves(g_r), jax.tree.leaves(g_o))
+        float(jnp.max(jnp.abs(a - b)))
+        for a, b in zip(jax.tree.leaves(g_r), jax.tree.leaves(g_o), strict=True)
     )
     print_fn(f"loss (rehydrated)      {float(v_r):.6f}")
     print_fn(f"loss (original JAX)    {float(v_o):.6f}")
@@ -135,7 +136,7 @@ def run_pipeline_demo(
     t0 = time.perf_counter()
     ref = _train_one_device(params, batches, cfg, opt, devices[0])
     t_one = time.perf_counter() - t0
-    diff = max(abs(a - b) for a, b in zip(losses, ref))
+    diff = max(abs(a - b) for a, b in zip(losses, ref, strict=True))
     console.print(
         f"loss {losses[0]:.4f} -> {losses[-1]:.4f} in {steps} steps "
         f"(pipeline {t_pipe:.1f} s with compiling, one device {t_one:.1f} s)"

@@ -30,9 +30,8 @@ from typing import Any
 import jax
 from jax.extend import source_info_util
 from jax.extend.core import Primitive
-from jax.interpreters import ad, batching, mlir
 
-from hlopipe._jax_compat import BARRIER_EXPANDER_PASS
+from hlopipe._jax_compat import BARRIER_EXPANDER_PASS, ad, batching, mlir
 
 __all__ = [
     "ATTRIBUTE",

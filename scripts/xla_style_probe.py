@@ -1,17 +1,21 @@
 """Probe hlopipe with XLA-style HLO, each module against XLA running the same text directly.
 
-The cases (``scripts/xla_style_probe_cases.py``) cover the HLO syntax forms and opcodes XLA's
-own tests use. For each, XLA's answer (jaxlib's HLO parser, XLA's HLO -> StableHLO converter,
-the CPU compiler, 64-bit types on; or the case's numpy ``ref`` where XLA's CPU backend does
-not compile the module) is compared with :func:`hlopipe.load` + ``as_function()`` called
+The cases (the corpus ``scripts/probe_corpus/``: one ``.hlo`` file each, listed in its
+``manifest.json``; the fixture generator ``scripts/fixtures/xla_style.py`` reads the same
+corpus) cover the HLO syntax forms and opcodes XLA's own tests use. For each, XLA's answer
+(jaxlib's HLO parser, XLA's HLO -> StableHLO converter, the CPU compiler, 64-bit types on; or
+the values the corpus stores where XLA's CPU backend does not compile the module) is compared
+with :func:`hlopipe.load` + ``as_function()`` called
 directly in JAX's default mode, and, where the case lists ``grad``, the gradient of a random
 cotangent-weighted sum with central finite differences. Each case runs in a child process
 (XLA's parser and compiler can abort the process). Prints one line per case and a count per
-status: ``pass``, ``refused`` (an HlopipeError, with its message), ``fail`` (a wrong value or
+status: ``pass`` (a case the corpus expects refused passes when hlopipe refuses it with the
+error it names), ``refused`` (an HlopipeError, with its message), ``fail`` (a wrong value or
 gradient), ``crash`` (any other exception), ``abort`` (the child died), ``grad-*`` (the
 gradient check), ``ran-no-oracle`` (hlopipe ran what XLA refused).
 
-Usage: ``.venv/bin/python scripts/xla_style_probe.py [-k SUBSTRING] [--jobs N]`` (minutes).
+Usage: ``make probe``, or ``.venv/bin/python scripts/xla_style_probe.py [-k SUBSTRING]
+[--jobs N]`` (minutes).
 """
 
 from __future__ import annotations
@@ -31,14 +35,14 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 
 
-def _cases() -> dict[str, dict[str, Any]]:
-    sys.path.insert(0, str(HERE))
-    import xla_style_probe_cases
+def _cases() -> dict[str, Any]:
+    sys.path.insert(0, str(HERE / "probe_corpus"))
+    from corpus import load_cases
 
-    return xla_style_probe_cases.CASES
+    return load_cases()
 
 
-def _close(got: Any, want: Any, c: dict[str, Any]) -> bool:
+def _close(got: Any, want: Any, c: Any) -> bool:
     import numpy as np
 
     if want.dtype.kind in "fc" or "float" in str(want.dtype):
@@ -47,8 +51,8 @@ def _close(got: Any, want: Any, c: dict[str, Any]) -> bool:
             np.allclose(
                 got.astype(kind),
                 want.astype(kind),
-                rtol=c.get("rtol", 2e-4),
-                atol=c.get("atol", 2e-5),
+                rtol=c.rtol,
+                atol=c.atol,
                 equal_nan=True,
             )
         )
@@ -64,12 +68,14 @@ def run_one(name: str) -> dict[str, Any]:
     from check_with_xla import run_xla  # turns 64-bit types on, for XLA's run
 
     c = _cases()[name]
-    text, args = c["text"], c["args"]
+    text, args = c.text, c.args
     res: dict[str, Any] = {"name": name}
     want = None
-    if "ref" in c:
-        want = [np.asarray(w) for w in c["ref"](*args)]
-        res["oracle"] = "ref"
+    if c.oracle == "stored":
+        want = [np.asarray(w) for w in c.expected]
+        res["oracle"] = "stored"
+    elif c.oracle == "none":
+        res["oracle"] = "none"
     else:
         try:
             want = run_xla(text, args)
@@ -85,9 +91,15 @@ def run_one(name: str) -> dict[str, Any]:
         out = f(*args)
         got = [np.asarray(g) for g in (out if isinstance(out, tuple | list) else [out])]
     except HlopipeError as e:
-        return {**res, "status": "refused", "msg": f"{type(e).__name__}: {str(e)[:400]}"}
+        msg = f"{type(e).__name__}: {str(e)[:400]}"
+        expected = c.expect != "pass" and type(e).__name__ == c.expect["error"]
+        if expected and all(m in str(e) for m in c.expect["match"]):
+            return {**res, "status": "pass", "msg": f"refused as expected: {msg}"}
+        return {**res, "status": "refused", "msg": msg}
     except Exception as e:
         return {**res, "status": "crash", "msg": f"{type(e).__name__}: {str(e)[:400]}"}
+    if c.expect != "pass":
+        return {**res, "status": "fail", "msg": f"ran, but the corpus expects {c.expect}"}
     if want is None:
         return {**res, "status": "ran-no-oracle"}
     bad = []
@@ -100,9 +112,9 @@ def run_one(name: str) -> dict[str, Any]:
             bad.append(f"result {i}: {g.ravel()[:6].tolist()}, expected {w.ravel()[:6].tolist()}")
     if bad:
         return {**res, "status": "fail", "msg": "; ".join(bad)[:600]}
-    if c.get("grad"):
+    if c.grad:
         try:
-            msg = _grad_check(f, args, want, c["grad"])
+            msg = _grad_check(f, args, want, c.grad)
         except HlopipeError as e:
             return {**res, "status": "grad-refused", "msg": f"{type(e).__name__}: {str(e)[:300]}"}
         except Exception as e:

@@ -6,6 +6,8 @@
   from one module used to change the dtypes of tests that ran after it in the same worker).
 """
 
+from pathlib import Path
+
 import jax
 import pytest
 
@@ -41,3 +43,66 @@ def pytest_make_collect_report(collector: pytest.Collector):
         return (yield)
     finally:
         jax.config.update("jax_enable_x64", before)
+
+
+# The heavy modules, marked `slow` as a whole so that `make test-fast` (the suite without the
+# slow, multi-process and 16-device tests) stays an inner loop of a few minutes; `make test`
+# runs everything. A test elsewhere that takes more than a few seconds idle carries
+# @pytest.mark.slow itself.
+SLOW_MODULES = frozenset(
+    {
+        "conformance/test_conformance.py",
+        "decompile/test_decompile_cli.py",
+        "decompile/test_decompile_frameworks.py",
+        "decompile/test_decompile_zoo.py",
+        "rehydrate/test_collectives.py",
+        "rehydrate/test_frameworks.py",
+        "rehydrate/test_models.py",
+        "rehydrate/test_spec_sweep.py",
+        "rehydrate/test_spmd.py",
+        "runtime/test_launch.py",
+        "runtime/test_launch_loopback.py",
+        "runtime/test_launch_steps.py",
+        "runtime/test_mesh.py",
+        "runtime/test_new_schedules.py",
+        "runtime/test_pipeline.py",
+        "runtime/test_pipeline_configs.py",
+        "runtime/test_process_takeover.py",
+        "stages/test_autodiff_hlo.py",
+        "stages/test_sharding.py",
+        "test_cli.py",
+        "test_cli_firsthour.py",
+        "test_docs_examples.py",
+        "test_fuzz.py",
+        "stages/test_cli.py",
+    }
+)
+# Single heavy tests of otherwise quick modules (tens of seconds each on a loaded machine),
+# as `module::test`, every parametrisation of it.
+SLOW_TESTS = frozenset(
+    {
+        "rehydrate/ops/test_elementwise.py::test_against_xla",
+        "rehydrate/ops/test_elementwise.py::test_grad_and_vmap",
+        "rehydrate/ops/test_linalg.py::test_lapack_qr_custom_calls_differentiate",
+        "rehydrate/ops/test_linalg.py::test_xla_qr_custom_calls_match_and_differentiate",
+        "rehydrate/ops/test_linalg.py::test_xla_qr_eigh_custom_calls",
+        "rehydrate/ops/test_random.py::test_jax_random_programs",
+        "rehydrate/ops/test_sort.py::test_general_comparator_gradient_network",
+        "rehydrate/ops/test_windowed.py::test_cnn_pipeline_values_grad_vmap",
+        "rehydrate/ops/test_windowed.py::test_pooling_gradient_program_rehydrates",
+        "stages/test_files.py::test_merge_then_split_on_2x2_meshes_equals_value_and_grad",
+        "stages/test_split.py::test_auto_split_24_layers_cuts_between_layers",
+        "stages/test_split.py::test_mlp_chained_grads",
+        "stages/test_split.py::test_transformer_chained_grads",
+        "stages/test_split.py::test_transformer_tied_embedding_and_skip",
+    }
+)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    here = Path(__file__).resolve().parent
+    for item in items:
+        module = item.path.relative_to(here).as_posix()
+        name = getattr(item, "originalname", item.name)
+        if module in SLOW_MODULES or f"{module}::{name}" in SLOW_TESTS:
+            item.add_marker(pytest.mark.slow)

@@ -18,7 +18,7 @@ CHILD = textwrap.dedent(
     import json, os, sys
     import jax, jax.numpy as jnp
     from hypothesis import HealthCheck, given, settings, strategies as st
-    from jax.interpreters import mlir as jax_mlir
+    from hlopipe._jax_compat import mlir as jax_mlir
     from hlopipe._jax_compat import hlo_module_from_text
     import hlopipe
 
@@ -39,13 +39,19 @@ CHILD = textwrap.dedent(
     }
     src = seeds[kind]
 
+    # The unmutated seed must load, run and equal JAX, or every "refused" below means nothing.
+    want = f(*args)
+    got = hlopipe.load(src).as_function()(*args)
+    got = got[0] if isinstance(got, (tuple, list)) else got
+    seed_ok = bool(jnp.allclose(got, want, rtol=1e-6))
+
     mutation = st.one_of(
         st.tuples(st.just("flip"), st.integers(0, len(src) - 1), st.integers(0, 255)),
         st.tuples(st.just("cut"), st.integers(0, len(src) - 1), st.just(0)),
         st.tuples(st.just("insert"), st.integers(0, len(src)), st.binary(min_size=1, max_size=8)),
         st.tuples(st.just("delete"), st.integers(0, len(src) - 1), st.integers(1, 16)),
     )
-    stats = {"loaded": 0, "refused": 0, "ran": 0}
+    stats = {"examples": 0, "loaded": 0, "refused": 0, "ran": 0, "seed_ok": seed_ok}
 
     @settings(max_examples=examples, deadline=None, database=None, derandomize=False,
               suppress_health_check=list(HealthCheck))
@@ -62,6 +68,7 @@ CHILD = textwrap.dedent(
                 data[pos:pos] = arg
             elif what == "delete":
                 del data[pos:pos + arg]
+        stats["examples"] += 1
         try:
             prog = hlopipe.load(bytes(data))
             stats["loaded"] += 1
@@ -113,4 +120,11 @@ def run_fuzz(kind: str, examples: int, seed: int = 0, timeout: float = 300) -> d
 )
 def test_mutated_inputs_load_or_raise(kind: str, examples: int) -> None:
     stats = run_fuzz(kind, examples)
-    assert stats["loaded"] + stats["refused"] >= 1
+    assert stats["seed_ok"], f"the unmutated {kind} seed does not load, run and equal JAX"
+    assert stats["examples"] == examples, stats  # hypothesis ran the whole budget
+    # Each example either ran to the end or was refused with an HlopipeError (anything else
+    # fails the child); a refusal after loading counts in both "loaded" and "refused".
+    assert stats["ran"] + stats["refused"] == examples, stats
+    assert stats["loaded"] >= stats["ran"], stats
+    # The mutations reach the error paths (the seed is fixed, so this is deterministic).
+    assert stats["refused"] >= 1, stats

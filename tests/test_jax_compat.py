@@ -16,10 +16,13 @@ SCANNED = ("hlopipe", "tests", "scripts", "benchmarks")
 COMPAT = "hlopipe/_jax_compat.py"
 
 # Any private module of jax or jaxlib (jax's `_src`, jaxlib's `_jax`, `_hlo`, ...), by dotted
-# path or imported by name from the package, and jax.core's `Tracer` (no stable public home).
+# path or imported by name from the package; jax.core's `Tracer` and `ShapedArray` (no stable
+# public home); and the legacy `interpreters` namespace of jax (ad, batching, mlir, ...).
 PRIVATE = re.compile(
     r"\bjax\._src\b|\bjaxlib\._(?!_)\w+|\bfrom\s+jax(?:lib)?\s+import\s+\(?\s*_\w+"
-    r"|\bjax\.core\.Tracer\b|\bcore\.Tracer\b|\bfrom\s+jax\.core\s+import\s+[^\n]*\bTracer\b"
+    r"|\b(?:jax\.)?core\.(?:Tracer|ShapedArray)\b"
+    r"|\bfrom\s+jax\.core\s+import\s+[^\n]*\b(?:Tracer|ShapedArray)\b"
+    r"|\bjax\.interpreters\b|\bfrom\s+jax\s+import\s+[^\n]*\binterpreters\b"
 )
 
 # Files that may still hold private names (path -> how many): none.
@@ -31,7 +34,7 @@ def private_uses(text: str) -> list[str]:
 
 
 def test_pattern_catches_every_private_form() -> None:
-    j, jl, t = "jax", "jaxlib", "Tracer"  # split: this file holds no private name itself
+    j, jl, t, s = "jax", "jaxlib", "Tracer", "ShapedArray"  # split: this file holds no private name
     bad = [
         f"from {j}._src import compiler",
         f"import {j}._src.interpreters.mlir as m",
@@ -41,11 +44,23 @@ def test_pattern_catches_every_private_form() -> None:
         f"isinstance(x, {j}.core.{t})",
         f"from {j}.core import {t}",
         f"{jl}._mlir_libs",
+        f"from {j}.interpreters import ad, batching, mlir",
+        f"from {j}.interpreters import mlir as jax_mlir",
+        f"{j}.interpreters.mlir.register_lowering(p, rule)",
+        f"from {j} import core, interpreters",
+        f"{j}.core.{s}((2,), dtype)",
+        f"from {j}.core import {s}",
     ]
     assert not private_uses(f"{jl}.__version__")
     for line in bad:
         assert private_uses(line), line
-    good = ["from jax.extend import backend", "import jaxlib.mlir.ir", "from jax import lax"]
+    good = [
+        "from jax.extend import backend",
+        "import jaxlib.mlir.ir",
+        "from jax import lax",
+        "from jax.extend import mlir",
+        "from hlopipe._jax_compat import ShapedArray, mlir",
+    ]
     for line in good:
         assert not private_uses(line), line
 

@@ -2,13 +2,18 @@
 
 The table is read from the document itself, so the two cannot drift: a new import between
 rooms either follows a row's "may import" cell or the test names the file, the line, the
-import and the rule it breaks.
+import and the rule it breaks. Also read from the document and checked: the private names a
+room reaches for in another (another room's ``_module`` or ``_name``, each listed with its
+reason), the packages outside hlopipe each room imports, and the cycles the known exceptions
+make.
 """
 
 from __future__ import annotations
 
 import ast
 import re
+import sys
+import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -53,6 +58,7 @@ class Import:
     line: int
     target: str  # absolute dotted module name
     text: str  # the statement as written
+    name: str | None = None  # `from target import name`, when name is not a module
 
 
 def _cells(line: str) -> list[str]:
@@ -129,6 +135,7 @@ def imports_of(path: Path, root: Path) -> list[Import]:
     found = []
     for node in ast.walk(ast.parse(source, rel)):
         targets: list[str] = []
+        names: list[str | None] = []
         if isinstance(node, ast.Import):
             targets = [a.name for a in node.names]
         elif isinstance(node, ast.ImportFrom):
@@ -143,12 +150,14 @@ def imports_of(path: Path, root: Path) -> list[Import]:
             for a in node.names:
                 sub = f"{mod}.{a.name}"
                 targets.append(sub if _exists(sub, root) else mod)
+                names.append(None if _exists(sub, root) else a.name)
         else:
             continue
+        names += [None] * (len(targets) - len(names))
         text = ast.unparse(node)  # (get_source_segment re-splits the file on every call)
-        for t in targets:
+        for t, n in zip(targets, names, strict=True):
             if t.split(".")[0] in (PACKAGE, "jax", "jaxlib"):
-                found.append(Import(rel, node.lineno, t, text))
+                found.append(Import(rel, node.lineno, t, text, n))
     return found
 
 
@@ -296,3 +305,243 @@ def test_a_cycle_in_the_table_is_refused(table) -> None:
     m = rooms["marker"]
     cyclic = {**rooms, "marker": Room(m.name, m.path, frozenset({"io"}), False, False, False)}
     assert any("name each other" in p for p in table_problems(ROOT, cyclic))
+
+
+# -- private reach-ins -------------------------------------------------------------------------
+
+
+def reach_of(imp: Import, own: Room, rooms: dict[str, Room]) -> str | None:
+    """What ``imp`` reaches for that is private to another room, as the doc's table writes it
+    (``rehydrate._spmd``: a private module; ``rehydrate.ops.collectives._channel``: a private
+    name); None for a public name, or a name of the importer's own room."""
+    target = room_of(imp.target, rooms)
+    if target is None or target is own or target.name == PACKAGE:
+        return None
+    rest = imp.target[len(target.dotted) :].lstrip(".").split(".") if imp.target else []
+    parts = [target.name]
+    for part in filter(None, rest):
+        parts.append(part)
+        if part.startswith("_"):
+            return ".".join(parts)  # a private module: what it imports from there is private
+    if imp.name and imp.name.startswith("_") and not imp.name.startswith("__"):
+        return ".".join([*parts, imp.name])
+    return None
+
+
+def parse_reach_ins(text: str) -> dict[tuple[str, str], str]:
+    """The doc's table of known private reach-ins: (room, what it reaches) -> why."""
+    found = {}
+    for cells in _table(text, "### Private reach-ins"):
+        assert len(cells) == 4, f"{DOC.name}: a reach-in row needs 4 cells: {cells}"
+        (room,) = _ticked(cells[0])
+        for reach in _ticked(cells[1]):
+            assert cells[2].strip(), f"{DOC.name}: reach-in {room} -> {reach} gives no reason"
+            found[(room, reach)] = cells[2]
+    return found
+
+
+def private_reach_ins(
+    root: Path, rooms: dict[str, Room], known: dict[tuple[str, str], str]
+) -> list[str]:
+    """Every import of another room's ``_module`` or ``_name`` that the table of known
+    reach-ins does not list, and every listed one that no longer happens."""
+    problems, used = [], set()
+    for path in sorted((root / PACKAGE).rglob("*.py")):
+        own = room_of(_module_name(path, root)[0], rooms)
+        if own is None:
+            continue  # violations() names it
+        for imp in imports_of(path, root):
+            reach = reach_of(imp, own, rooms)
+            if reach is None:
+                continue
+            if (own.name, reach) in known:
+                used.add((own.name, reach))
+                continue
+            room = reach.split(".")[0]
+            problems.append(
+                f"{imp.file}:{imp.line}: `{imp.text}`: {own.name} reaches for {reach}, private "
+                f"to {room}: import a public name of hlopipe.{room} (make one), or list it "
+                "under 'Private reach-ins' in docs/architecture.md with its reason"
+            )
+    for room, reach in sorted(set(known) - used):
+        problems.append(
+            f"{room} no longer reaches for {reach}: remove it from 'Private reach-ins' in "
+            "docs/architecture.md"
+        )
+    return problems
+
+
+def test_private_names_stay_in_their_room(table) -> None:
+    rooms, _ = table
+    known = parse_reach_ins(DOC.read_text())
+    for room, reach in known:
+        assert room in rooms and reach.split(".")[0] in rooms, (room, reach)
+    problems = private_reach_ins(ROOT, rooms, known)
+    assert not problems, "private reach-ins docs/architecture.md does not list:\n" + "\n".join(
+        problems
+    )
+
+
+def test_the_reach_in_checker_sees_each_form(tmp_path, table) -> None:
+    rooms, _ = table
+    pkg = tmp_path / PACKAGE
+    for sub in ("io", "rehydrate", "rehydrate/ops", "conformance"):
+        (pkg / sub).mkdir(parents=True)
+        (pkg / sub / "__init__.py").write_text("")
+    (pkg / "io" / "_types.py").write_text("")
+    (pkg / "rehydrate" / "_ir.py").write_text(
+        "from hlopipe.io import aval_of_type\n"  # public: fine
+        "from hlopipe.io._types import TokenType\n"  # a private module
+        "from ._quant import q\n"  # its own room: fine
+    )
+    (pkg / "rehydrate" / "ops" / "c.py").write_text("")
+    (pkg / "conformance" / "r.py").write_text(
+        "from hlopipe.rehydrate.ops.c import _channel\n"  # a private name
+        "import hlopipe.rehydrate._ir as ir\n"  # a private module by `import`
+        "def f():\n"
+        "    from ..io import _types\n"  # a private module, relative, function-local
+    )
+    known = {("stages", "rehydrate._spmd"): "gone"}
+    found = private_reach_ins(tmp_path, rooms, known)
+    expect = [
+        "hlopipe/rehydrate/_ir.py:2: `from hlopipe.io._types import TokenType`: rehydrate "
+        "reaches for io._types",
+        "hlopipe/conformance/r.py:1: `from hlopipe.rehydrate.ops.c import _channel`: "
+        "conformance reaches for rehydrate.ops.c._channel",
+        "hlopipe/conformance/r.py:2: `import hlopipe.rehydrate._ir as ir`: conformance reaches "
+        "for rehydrate._ir",
+        "hlopipe/conformance/r.py:4: `from ..io import _types`: conformance reaches for io._types",
+        "stages no longer reaches for rehydrate._spmd",
+    ]
+    for e in expect:
+        assert sum(p.startswith(e) for p in found) == 1, (e, found)
+    assert len(found) == len(expect), found
+
+
+# -- what each room imports from outside hlopipe -----------------------------------------------
+
+
+def dependencies() -> set[str]:
+    """The import names of hlopipe's dependencies (pyproject.toml, with its extras but not the
+    test tools)."""
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    specs = list(project["dependencies"])
+    for name, extra in project.get("optional-dependencies", {}).items():
+        specs += extra if name != "test" else []
+    return {re.split(r"[<>=!\[ ;]", s, maxsplit=1)[0].replace("-", "_") for s in specs}
+
+
+def outside_imports(root: Path, rooms: dict[str, Room]) -> dict[str, dict[str, str]]:
+    """room -> {top-level package outside hlopipe and the standard library: first place}."""
+    found: dict[str, dict[str, str]] = {name: {} for name in rooms}
+    for path in sorted((root / PACKAGE).rglob("*.py")):
+        own = room_of(_module_name(path, root)[0], rooms)
+        rel = str(path.relative_to(root))
+        for node in ast.walk(ast.parse(path.read_text(), rel)):
+            if isinstance(node, ast.Import):
+                tops = [a.name.split(".")[0] for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+                tops = [node.module.split(".")[0]]
+            else:
+                continue
+            for top in tops:
+                if (
+                    own
+                    and top not in sys.stdlib_module_names
+                    and top not in (PACKAGE, "__future__")
+                ):
+                    found[own.name].setdefault(top, f"{rel}:{node.lineno}")
+    return found
+
+
+def outside_problems(root: Path, rooms: dict[str, Room], cells: dict[str, str]) -> list[str]:
+    """Packages a room imports that its "outside hlopipe" cell does not name, and dependencies
+    the cell names that the room does not import."""
+    deps, problems = dependencies(), []
+    for name, used in outside_imports(root, rooms).items():
+        words = set(re.findall(r"[A-Za-z_][A-Za-z0-9_]*", cells.get(name, "")))
+        for top, where in sorted(used.items()):
+            if top not in words:
+                problems.append(f"{where}: {name} imports {top}, which its row does not name")
+        for top in sorted((words & deps) - used.keys()):
+            problems.append(f"row of {name}: names {top}, which it does not import")
+    return problems
+
+
+def outside_cells(text: str) -> dict[str, str]:
+    cells = {}
+    for row in _table(text, "## Rooms and what each may import"):
+        (path,) = _ticked(row[0])
+        cells[_room_name(path)] = row[3]
+    return cells
+
+
+def test_outside_column_names_what_each_room_imports(table) -> None:
+    rooms, _ = table
+    problems = outside_problems(ROOT, rooms, outside_cells(DOC.read_text()))
+    assert not problems, "docs/architecture.md's outside-hlopipe column:\n" + "\n".join(problems)
+
+
+def test_the_outside_checker_sees_both_ways(tmp_path, table) -> None:
+    rooms, _ = table
+    (tmp_path / PACKAGE / "schedules").mkdir(parents=True)
+    (tmp_path / PACKAGE / "schedules" / "_a.py").write_text("import os\nimport rich.console\n")
+    cells = {"schedules": "no JAX; numpy"}
+    found = outside_problems(tmp_path, rooms, cells)
+    assert found == [
+        "hlopipe/schedules/_a.py:2: schedules imports rich, which its row does not name",
+        "row of schedules: names numpy, which it does not import",
+    ]
+
+
+# -- cycles ------------------------------------------------------------------------------------
+
+
+def room_graph(root: Path, rooms: dict[str, Room]) -> dict[str, set[str]]:
+    """room -> the rooms its modules import (ground floor left out: it imports nothing)."""
+    graph: dict[str, set[str]] = {name: set() for name in rooms}
+    for path in sorted((root / PACKAGE).rglob("*.py")):
+        own = room_of(_module_name(path, root)[0], rooms)
+        for imp in imports_of(path, root) if own else []:
+            target = room_of(imp.target, rooms)
+            if target is not None and target is not own and not target.ground:
+                graph[own.name].add(target.name)
+    return graph
+
+
+def cycles(graph: dict[str, set[str]], order: list[str]) -> set[str]:
+    """Every simple cycle, written from its room highest in the table: ``io → rehydrate → io``."""
+    found = set()
+    rank = {name: i for i, name in enumerate(order)}
+
+    def walk(start: str, node: str, path: list[str]) -> None:
+        for nxt in graph[node]:
+            if nxt == start:
+                found.add(" → ".join([*path, start]))
+            elif nxt not in path and rank[nxt] > rank[start]:
+                walk(start, nxt, [*path, nxt])
+
+    for start in order:
+        walk(start, start, [start])
+    return found
+
+
+def named_cycles(text: str) -> set[str]:
+    at = text.find("**Cycles**")
+    assert at >= 0, f"{DOC.name}: no **Cycles** paragraph"
+    para = text[at:].split("\n\n")[0]
+    return set(re.findall(r"`([^`]*→[^`]*)`", para))
+
+
+def test_the_cycles_are_named(table) -> None:
+    rooms, _ = table
+    got = cycles(room_graph(ROOT, rooms), list(rooms))
+    named = named_cycles(DOC.read_text())
+    assert got == named, f"cycles in the imports: {sorted(got)}; the doc names {sorted(named)}"
+    for cycle in got:  # each is made by a known exception (the table itself has none)
+        assert table_problems(ROOT, rooms) == [], cycle
+
+
+def test_cycles_are_found() -> None:
+    graph = {"a": {"b", "c"}, "b": {"a"}, "c": {"b"}, "d": set()}
+    assert cycles(graph, ["a", "b", "c", "d"]) == {"a → b → a", "a → c → b → a"}

@@ -34,7 +34,7 @@ def test_identity_on_pytrees():
     tree = {"a": jnp.arange(3.0), "b": (jnp.ones(2), 4)}
     out = stage_boundary(tree)
     assert jax.tree_util.tree_structure(out) == jax.tree_util.tree_structure(tree)
-    for a, b in zip(jax.tree_util.tree_leaves(out), jax.tree_util.tree_leaves(tree)):
+    for a, b in zip(jax.tree_util.tree_leaves(out), jax.tree_util.tree_leaves(tree), strict=True):
         np.testing.assert_array_equal(a, b)
     x, y = stage_boundary(jnp.ones(2), jnp.zeros(3))
     assert x.shape == (2,) and y.shape == (3,)
@@ -45,7 +45,7 @@ def test_jit_grad_vmap_jvp_linearize(args):
     w, x = args
     np.testing.assert_allclose(jax.jit(_model)(w, x), _unmarked(w, x), rtol=1e-6)
     g, g0 = jax.grad(_model)(w, x), jax.grad(_unmarked)(w, x)
-    for a, b in zip(g, g0):
+    for a, b in zip(g, g0, strict=True):
         np.testing.assert_allclose(a, b, rtol=1e-5)
     v = jax.vmap(_model, (None, 0))(w, x[:, None])
     np.testing.assert_allclose(v, jax.vmap(_unmarked, (None, 0))(w, x[:, None]), rtol=1e-6)
@@ -91,16 +91,16 @@ def test_markers_survive_compilation_with_keep_markers(args, grad):
     n = 2 if grad else 1  # the backward pass has a marker of its own
     assert hlopipe.load(low.compile().as_text()).stage_markers() == 0  # XLA drops them
     compiled = low.compile(compiler_options=hlopipe.marker.KEEP_MARKERS)
-    for got, w_ in zip(jax.tree_util.tree_leaves(compiled(w, x)), want):
+    for got, w_ in zip(jax.tree_util.tree_leaves(compiled(w, x)), want, strict=True):
         np.testing.assert_allclose(got, w_, rtol=1e-5, atol=1e-6)  # kept barriers: same values
     prog = hlopipe.load(compiled.as_text())
     assert prog.optimized and prog.stage_markers() == n
     got = jax.jit(prog.as_function())(*jax.tree_util.tree_leaves((w, x)))
     got = got if isinstance(got, tuple) else (got,)
-    for g, w_ in zip(got, want):
+    for g, w_ in zip(got, want, strict=True):
         np.testing.assert_allclose(g, w_, rtol=1e-5, atol=1e-6)
     staged = hlopipe.split(prog)
     assert len(staged.stages) == n + 1
     ran = staged(*jax.tree_util.tree_leaves((w, x)))  # the stages one after the other
-    for g, w_ in zip(jax.tree_util.tree_leaves(ran), want):
+    for g, w_ in zip(jax.tree_util.tree_leaves(ran), want, strict=True):
         np.testing.assert_allclose(g, w_, rtol=1e-5, atol=1e-6)

@@ -141,11 +141,10 @@ def x64_if_needed(program: Any) -> Any:
     see it too, which ``jax.enable_x64`` does not reach), and put back after."""
     import jax
 
-    from hlopipe.rehydrate import module_ir
-    from hlopipe.rehydrate._rehydrate import _uses_64bit
+    from hlopipe.rehydrate import module_ir, uses_64bit
 
     before = bool(jax.config.read("jax_enable_x64"))
-    if _uses_64bit(module_ir(program)):
+    if uses_64bit(module_ir(program)):
         jax.config.update("jax_enable_x64", True)
     try:
         yield

@@ -32,7 +32,7 @@ def _add_generate(p: argparse.ArgumentParser) -> None:
 def _cmd_generate(args: argparse.Namespace) -> int:
     import jax
 
-    from hlopipe.generate._command import run_command
+    from hlopipe.generate import run_command
 
     with contextlib.suppress(Exception):  # CPU only; a backend already up keeps its devices
         jax.config.update("jax_num_cpu_devices", args.cpu_devices or CPU_DEVICES)

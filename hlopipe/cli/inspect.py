@@ -30,7 +30,7 @@ def _cmd_inspect(args: argparse.Namespace) -> int:
         print(stages.format_manifest(args.file))
         _print_stage_arguments(args.file)
         return 0
-    from hlopipe.io._program import _fmt_aval
+    from hlopipe.io import format_aval
     from hlopipe.rehydrate import module_ir, scan_unsupported
 
     prog = load(args.file, args.module)
@@ -47,9 +47,9 @@ def _cmd_inspect(args: argparse.Namespace) -> int:
         "file": args.file,
         "format": prog.format,
         "entry": prog.entry,
-        "inputs": [_fmt_aval(a) for a in prog.in_avals],
+        "inputs": [format_aval(a) for a in prog.in_avals],
         "input_names": _stage_file_names(args.file, len(prog.in_avals)) or prog.arg_names,
-        "outputs": [_fmt_aval(a) for a in prog.out_avals],
+        "outputs": [format_aval(a) for a in prog.out_avals],
         "ops": dict(counts.most_common()),
         "flops": cost.get("flops"),
         "bytes_accessed": cost.get("bytes accessed"),
@@ -126,7 +126,7 @@ def _print_info(info: dict[str, Any], counts: Any, unsupported: list[Any]) -> No
     if any(info["input_names"]):
         console.print(f"inputs ({len(info['inputs'])}):")
         width = max(len(n or "") for n in info["input_names"])
-        for i, (n, a) in enumerate(zip(info["input_names"], info["inputs"])):
+        for i, (n, a) in enumerate(zip(info["input_names"], info["inputs"], strict=True)):
             console.print(f"  {i:>3}  {n or '-':<{width}}  {a}", soft_wrap=True)
     else:
         console.print(f"inputs : ({', '.join(info['inputs'])})", soft_wrap=True)

@@ -31,11 +31,10 @@ def _cmd_run(args: argparse.Namespace) -> int:
         check_output_file(args.outputs, "--outputs", (".npz",))
     prog = load(args.file, args.module)
     avals = [a for a in prog.in_avals if not isinstance(a, TokenType)]
-    from hlopipe.rehydrate import module_ir
-    from hlopipe.rehydrate._rehydrate import _uses_64bit
+    from hlopipe.rehydrate import module_ir, uses_64bit
 
     # 64-bit mode for this run only (never left on for the caller)
-    x64 = args.x64 or _uses_64bit(module_ir(prog))
+    x64 = args.x64 or uses_64bit(module_ir(prog))
     with jax.enable_x64(True) if x64 else contextlib.nullcontext():
         return _run_loaded(args, prog, avals)
 
@@ -45,7 +44,7 @@ def _run_loaded(args: argparse.Namespace, prog: Any, avals: list) -> int:
     import numpy as np
 
     from hlopipe.errors import HlopipeError
-    from hlopipe.io._program import _fmt_aval
+    from hlopipe.io import format_aval
     from hlopipe.training import load_npz
 
     fn = prog.as_function(flat=True)
@@ -71,7 +70,7 @@ def _run_loaded(args: argparse.Namespace, prog: Any, avals: list) -> int:
                 f"  mean {arr.astype(np.float64).mean():.6g}  min {arr.min():.6g}  "
                 f"max {arr.max():.6g}"
             )
-        print(f"out{i}: {_fmt_aval(jax.ShapeDtypeStruct(arr.shape, arr.dtype))}{stats}")
+        print(f"out{i}: {format_aval(jax.ShapeDtypeStruct(arr.shape, arr.dtype))}{stats}")
         if arr.size <= 8:
             print(f"  {arr.tolist()}")
     if args.outputs:

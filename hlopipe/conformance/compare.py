@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from hlopipe.rehydrate._ir import _is_float as is_float
+from hlopipe.rehydrate import is_float
 
 # How many machine epsilons of the tensor's largest expected magnitude an element of an
 # expect_almost_eq check may be off by default (accumulation order of sums).

@@ -119,7 +119,7 @@ def _checks_to_results(target: Any) -> list[CheckSpec]:
     from jaxlib.mlir import ir
     from jaxlib.mlir.dialects import func as func_d
 
-    from hlopipe.rehydrate._ir import _attrs_from_text
+    from hlopipe.rehydrate import attrs_from_text
 
     kinds: list[CheckSpec] = []
     values: list[Any] = []
@@ -134,7 +134,7 @@ def _checks_to_results(target: Any) -> list[CheckSpec]:
             kind = CHECK_KINDS.get(op.name) or target_name.removeprefix("check.")
             if kind == "expect_serialized_eq":
                 raise UnsupportedOpError("expect_serialized_eq needs the interpreter's probes")
-            attrs = _attrs_from_text(op, op.name, None)  # type: ignore[arg-type]
+            attrs = attrs_from_text(op, op.name, None)  # type: ignore[arg-type]
             kinds.append((kind, attrs, len(op.operands), bool(target_name)))
             values.extend(op.operands)
             doomed.append(op)

@@ -20,7 +20,7 @@ import numpy as np
 
 from hlopipe.conformance.results import Check
 from hlopipe.errors import HlopipeError, UnsupportedOpError
-from hlopipe.rehydrate._ir import _is_float as is_float
+from hlopipe.rehydrate import is_float
 from hlopipe.rehydrate.custom_calls import scoped_custom_calls
 from hlopipe.rehydrate.registry import Rule, RuleContext, scoped_rules
 
@@ -232,7 +232,7 @@ def run_parallel(ctx: RuleContext, *inputs: Any, programs: Any = None, **attrs: 
     module: run as one SPMD program under ``jax.shard_map`` over as many CPU devices, with the
     collective rules of ``ops/collectives.py``. Inputs and results are flat, process by
     process (``(0, 0)``, ``(0, 1)``, ...)."""
-    from hlopipe.rehydrate._interpreter import raise_if_unsupported
+    from hlopipe.rehydrate import raise_if_unsupported
 
     if _is_mpmd(ctx, programs):
         return _run_mpmd(ctx, programs, inputs)
@@ -277,7 +277,7 @@ def _run_on_grid(
     import jax.numpy as jnp
     from jax.sharding import Mesh, PartitionSpec
 
-    from hlopipe.rehydrate._interpreter import Interpreter
+    from hlopipe.rehydrate import Interpreter
     from hlopipe.rehydrate._spmd import make_spmd
 
     n = replicas * partitions
@@ -342,7 +342,7 @@ def _is_mpmd(ctx: RuleContext, programs: Any) -> bool:
 
 
 def _run_mpmd(ctx: RuleContext, programs: list, inputs: tuple) -> tuple:
-    from hlopipe.rehydrate._interpreter import raise_if_unsupported
+    from hlopipe.rehydrate import raise_if_unsupported
     from hlopipe.rehydrate._spmd import COLLECTIVE_OPS, DEVICE_ID_OPS
 
     module = ctx.interpreter.module

@@ -194,7 +194,7 @@ def argument_names(program: Program, n: int) -> list[str]:
 
 
 def _aval(t: Any) -> Any:
-    from hlopipe.io._types import aval_of_type
+    from hlopipe.io import aval_of_type
 
     try:
         return aval_of_type(t)

@@ -214,7 +214,10 @@ class Body:
         defines = tuple(v for v in outvars if not is_drop(v))
 
         def render(needed: set[Any]) -> list[str]:
-            shown = [n if (n is not None and v in needed) else "_" for v, n in zip(outvars, names)]
+            shown = [
+                n if (n is not None and v in needed) else "_"
+                for v, n in zip(outvars, names, strict=True)
+            ]
             if pattern == "single":
                 target = shown[0]
             else:

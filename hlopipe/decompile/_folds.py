@@ -613,7 +613,9 @@ def _slice(body: Body, eqn: Any) -> bool:
     p = eqn.params
     strides = p.get("strides") or (1,) * src.aval.ndim
     parts = []
-    for n, a, b, s in zip(src.aval.shape, p["start_indices"], p["limit_indices"], strides):
+    for n, a, b, s in zip(
+        src.aval.shape, p["start_indices"], p["limit_indices"], strides, strict=True
+    ):
         text = (f"{a}" if a else "") + ":" + (f"{b}" if b != n else "")
         if s != 1:
             text += f":{s}"

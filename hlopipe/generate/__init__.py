@@ -5,6 +5,7 @@ Public API: :class:`Generator` (``hlopipe.Generator``), its :class:`Session`, an
 :func:`generate_unsplit`, the one-device oracle. See ``docs/generation.md``.
 """
 
+from hlopipe.generate._command import run_command
 from hlopipe.generate._generator import Generator, Session, generate_unsplit
 
-__all__ = ["Generator", "Session", "generate_unsplit"]
+__all__ = ["Generator", "Session", "generate_unsplit", "run_command"]

@@ -30,11 +30,13 @@ from hlopipe.generate._plan import (
     plan_stages,
     prefill_outputs,
 )
-from hlopipe.io._roles import ArgRoles
-from hlopipe.stages._stacked import StackedSplit, retrace_outputs, split_stacked
-from hlopipe.stages._state import (
+from hlopipe.io import ArgRoles
+from hlopipe.stages import (
+    StackedSplit,
     StateCrossesStages,
     StatefulSplit,
+    retrace_outputs,
+    split_stacked,
     split_stateful,
     state_sends,
 )
@@ -274,7 +276,7 @@ class _Prefill:
     """The prefill split like the decode step: the same stages keep the same state."""
 
     def __init__(self, program: Any, gen: Generator, S: int) -> None:
-        from hlopipe.stages._split import split
+        from hlopipe.stages import split
 
         what = f"the prefill {getattr(program, 'source', '')}".rstrip()
         try:

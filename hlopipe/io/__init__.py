@@ -3,18 +3,35 @@
 from hlopipe.io._detect import detect_format
 from hlopipe.io._dump import dump_modules
 from hlopipe.io._load import FORMATS, load, load_bytes
-from hlopipe.io._program import Program
-from hlopipe.io._types import TokenType, aval_of_type, dtype_of, parse_tensor_type
+from hlopipe.io._program import Program, format_aval
+from hlopipe.io._roles import ArgRole, ArgRoles
+from hlopipe.io._types import (
+    DynamicAval,
+    Quantized,
+    QuantizedAval,
+    TokenType,
+    aval_of_type,
+    dtype_of,
+    mlir_name,
+    parse_tensor_type,
+)
 
 __all__ = [
+    "ArgRole",
+    "ArgRoles",
     "FORMATS",
+    "DynamicAval",
     "Program",
+    "Quantized",
+    "QuantizedAval",
     "TokenType",
     "aval_of_type",
     "detect_format",
     "dtype_of",
     "dump_modules",
+    "format_aval",
     "load",
     "load_bytes",
+    "mlir_name",
     "parse_tensor_type",
 ]

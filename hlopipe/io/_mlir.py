@@ -206,7 +206,7 @@ def _normalise_mhlo(module: ir.Module, ctx: ir.Context) -> ir.Module:
     ops = {n for n in re.findall(r"[\"\s](mhlo\.[a-z_]+)[\"\s(]", text)} - _MHLO_KEEP
     if not ops:
         return module
-    from jax.interpreters import mlir as jax_mlir
+    from hlopipe._jax_compat import mlir as jax_mlir
 
     try:
         converted = _xla.mhlo_to_stablehlo(jax_mlir.module_to_bytecode(module))

@@ -229,8 +229,8 @@ class Program:
         return decompile(self, style=style, constants_file=constants_file).source
 
     def __repr__(self) -> str:
-        ins = ", ".join(_fmt_aval(a) for a in self.in_avals)
-        outs = ", ".join(_fmt_aval(a) for a in self.out_avals)
+        ins = ", ".join(format_aval(a) for a in self.in_avals)
+        outs = ", ".join(format_aval(a) for a in self.out_avals)
         return f"Program({self.format}, {self.source}, @{self.entry}({ins}) -> ({outs}))"
 
 
@@ -266,7 +266,8 @@ def _has_marker(op: Any) -> bool:
     return is_stage_boundary_attrs(op)
 
 
-def _fmt_aval(a: Any) -> str:
+def format_aval(a: Any) -> str:
+    """An aval as MLIR writes its type's shape: ``f32[2,3]``, ``token``."""
     if isinstance(a, TokenType):
         return "token"
     from hlopipe.io._types import mlir_name

@@ -11,10 +11,10 @@ from typing import Any
 import jax
 from jax.extend import backend as jex_backend
 from jax.extend import mlir as jex_mlir
-from jax.interpreters import mlir as jax_mlir
 from jaxlib.mlir import ir
 
 from hlopipe import _jax_compat as compat
+from hlopipe._jax_compat import mlir as jax_mlir
 
 JaxRuntimeError = jax.errors.JaxRuntimeError
 

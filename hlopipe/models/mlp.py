@@ -13,7 +13,7 @@ def init(key: jax.Array, sizes: Sequence[int] = (16, 32, 32, 8)) -> list[dict[st
     keys = jax.random.split(key, len(sizes) - 1)
     return [
         {"w": jax.random.normal(k, (a, b), jnp.float32) / jnp.sqrt(a), "b": jnp.zeros(b)}
-        for k, a, b in zip(keys, sizes[:-1], sizes[1:])
+        for k, a, b in zip(keys, sizes[:-1], sizes[1:], strict=True)
     ]
 
 

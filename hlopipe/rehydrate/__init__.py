@@ -4,24 +4,31 @@ import sys
 import types
 from typing import Any
 
-from hlopipe.rehydrate._interpreter import Interpreter, scan_unsupported
-from hlopipe.rehydrate._ir import ModuleIR
-from hlopipe.rehydrate._rehydrate import module_ir, rehydrate
+from hlopipe.rehydrate._interpreter import Interpreter, raise_if_unsupported, scan_unsupported
+from hlopipe.rehydrate._ir import ModuleIR, attrs_from_text, is_float
+from hlopipe.rehydrate._rehydrate import module_ir, rehydrate, uses_64bit
+from hlopipe.rehydrate._sharding_text import hlo_sharding_spec, parse_sdy_shardings
 from hlopipe.rehydrate.custom_calls import CUSTOM_CALLS, register_custom_call
 from hlopipe.rehydrate.registry import RULES, Region, RuleContext, rule
 
 __all__ = [
+    "hlo_sharding_spec",
+    "parse_sdy_shardings",
     "CUSTOM_CALLS",
     "RULES",
     "Interpreter",
     "ModuleIR",
     "Region",
     "RuleContext",
+    "attrs_from_text",
+    "is_float",
     "module_ir",
+    "raise_if_unsupported",
     "register_custom_call",
     "rehydrate",
     "rule",
     "scan_unsupported",
+    "uses_64bit",
 ]
 
 

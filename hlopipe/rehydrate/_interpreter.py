@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from hlopipe.errors import HlopipeError, RehydrateError, UnsupportedOpError
-from hlopipe.io._types import DynamicAval, QuantizedAval, TokenType
+from hlopipe.io import DynamicAval, QuantizedAval, TokenType
 from hlopipe.rehydrate import _quant
 from hlopipe.rehydrate._ir import Block, Func, ModuleIR, Op
 from hlopipe.rehydrate._safe_grad import prepared
@@ -87,12 +87,12 @@ class Interpreter:
             raise RehydrateError(
                 f"a block takes {len(block.args)} arguments, {len(args)} were given"
             )
-        for vid, value in zip(block.args, args):
+        for vid, value in zip(block.args, args, strict=True):
             env[vid] = value
-        for op, drops in zip(block.ops, block.drop_after):
+        for op, drops in zip(block.ops, block.drop_after, strict=True):
             operands = [env[v] for v in op.operands]
             results = self.run_op(op, operands, env)
-            for vid, value in zip(op.results, results):
+            for vid, value in zip(op.results, results, strict=True):
                 env[vid] = value
             for vid in drops:
                 env.pop(vid, None)
@@ -198,7 +198,7 @@ def _as_results(out: Any, n: int, op: Op) -> Sequence[Any]:
 
 
 def _check_results(results: Sequence[Any], op: Op) -> None:
-    for i, (value, aval) in enumerate(zip(results, op.result_avals)):
+    for i, (value, aval) in enumerate(zip(results, op.result_avals, strict=True)):
         if isinstance(aval, TokenType) or not hasattr(aval, "shape"):
             continue
         shape = getattr(value, "shape", None)

@@ -20,7 +20,7 @@ from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import stablehlo as shlo
 
 from hlopipe.errors import LoadError, UnsupportedOpError
-from hlopipe.io._types import TokenType, aval_of_type, dtype_of, parse_tensor_type
+from hlopipe.io import TokenType, aval_of_type, dtype_of, parse_tensor_type
 
 _COMMUTATIVE = {
     "stablehlo.add",
@@ -277,7 +277,7 @@ class ModuleIR:
             for a in (*result_avals, *operand_avals)
         ) or not name.startswith(("stablehlo.", "chlo.", "mhlo.", "func.", "sdy."))
         if name == "stablehlo.constant" or risky:
-            return _attrs_from_text(mop, name, self)
+            return attrs_from_text(mop, name, self)
         out: dict[str, Any] = {}
         attributes = mop.attributes
         for i in range(len(attributes)):
@@ -514,7 +514,7 @@ def _scalars(words: list[str], dtype: np.dtype) -> np.ndarray:
         return np.array(
             [w == "true" or (w not in ("false",) and int(w, 0) != 0) for w in words], dtype=bool
         )
-    if not _is_float(dtype):
+    if not is_float(dtype):
         vals = [int(w, 16) if w.lower().startswith(("0x", "-0x", "+0x")) else int(w) for w in words]
         unsigned = jnp_unsigned(dtype)
         return np.array(vals, dtype=np.uint64 if unsigned else np.int64).astype(dtype)
@@ -537,7 +537,8 @@ def jnp_unsigned(dtype: np.dtype) -> bool:
     return bool(jnp.issubdtype(dtype, jnp.unsignedinteger))
 
 
-def _is_float(dtype: np.dtype) -> bool:
+def is_float(dtype: np.dtype) -> bool:
+    """Whether ``dtype`` is a floating type (ml_dtypes' narrow floats included)."""
     import jax.numpy as jnp
 
     return bool(jnp.issubdtype(dtype, jnp.floating))
@@ -546,7 +547,7 @@ def _is_float(dtype: np.dtype) -> bool:
 _ATTR_ITEM = re.compile(r"([\w.$]+)\s*=\s*")
 
 
-def _attrs_from_text(mop: Any, name: str, mir: ModuleIR) -> dict[str, Any]:
+def attrs_from_text(mop: Any, name: str, mir: ModuleIR) -> dict[str, Any]:
     """Attributes read from the op's generic text: for constants (any element type) and for
     ops whose attributes the bindings cannot cast."""
     text = mop.get_asm(

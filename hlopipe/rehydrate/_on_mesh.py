@@ -64,7 +64,7 @@ class AxisMap:
             tl = [t for t in targets if int(user[t]) > 1]
             return {
                 **{n: () for n, s in prog if s == 1},
-                **{n: (t,) for (n, _), t in zip(live, tl)},
+                **{n: (t,) for (n, _), t in zip(live, tl, strict=True)},
             }
         raise UnsupportedOpError(
             f"the program's mesh {dict(prog)} does not match the mesh {user} "
@@ -93,7 +93,7 @@ def constrain(x: Any, mesh: Any, spec: PartitionSpec) -> Any:
     sharding = NamedSharding(mesh, spec)
     explicit = [
         n
-        for n, t in zip(mesh.axis_names, getattr(mesh, "axis_types", ()))
+        for n, t in zip(mesh.axis_names, getattr(mesh, "axis_types", ()), strict=False)
         if t == jax.sharding.AxisType.Explicit
     ]
     if explicit:
@@ -185,7 +185,7 @@ def _attr_specs(
     """Per value, the PartitionSpec its sharding attributes say on ``mesh``, or None."""
     axes = [(a, int(mesh.shape[a])) for a in mesh_axes(mesh, axis)]
     amap = AxisMap(sdy_meshes, mesh, axis)
-    return [_attr_spec(a, len(v.shape), axes, amap) for a, v in zip(attrs, avals)]
+    return [_attr_spec(a, len(v.shape), axes, amap) for a, v in zip(attrs, avals, strict=True)]
 
 
 def per_device(
@@ -212,8 +212,8 @@ def per_device(
         )
     attr_in = _attr_specs(sig.arg_attrs, sig.arg_avals, mesh, axis, plan.sdy_meshes)
     attr_out = _attr_specs(sig.res_attrs, sig.res_avals, mesh, axis, plan.sdy_meshes)
-    got_in = [_as_spec(u) if u is not None else a for u, a in zip(user_in, attr_in)]
-    got_out = [_as_spec(u) if u is not None else a for u, a in zip(user_out, attr_out)]
+    got_in = [_as_spec(u) if u is not None else a for u, a in zip(user_in, attr_in, strict=True)]
+    got_out = [_as_spec(u) if u is not None else a for u, a in zip(user_out, attr_out, strict=True)]
     ispecs = tuple(PartitionSpec() if s is None else s for s in got_in)
     axis_name = plan.context(mesh, axis).axis_name
     ospecs = tuple(PartitionSpec(axis_name) if s is None else s for s in got_out)
@@ -221,7 +221,7 @@ def per_device(
 
     def on_device(*args: Any) -> tuple[Any, ...]:
         outs = run(*args)
-        return tuple(jnp.expand_dims(o, 0) if s else o for o, s in zip(outs, stacked))
+        return tuple(jnp.expand_dims(o, 0) if s else o for o, s in zip(outs, stacked, strict=True))
 
     mapped = jax.shard_map(on_device, mesh=mesh, in_specs=ispecs, out_specs=ospecs, check_vma=False)
     # Called with concrete arrays, it runs jitted: an eager shard_map traces its body with a
@@ -232,7 +232,9 @@ def per_device(
     def run_global(*args: Any) -> tuple[Any, ...]:
         return tuple((jitted if all(is_known(a) for a in args) else mapped)(*args))
 
-    return run_global, [_global_aval(a, s, mesh) for a, s in zip(sig.arg_avals, ispecs)]
+    return run_global, [
+        _global_aval(a, s, mesh) for a, s in zip(sig.arg_avals, ispecs, strict=True)
+    ]
 
 
 def _global_aval(aval: Any, spec: Any, mesh: Any) -> Any:
@@ -255,9 +257,13 @@ def constrained(
         return run
 
     def run_constrained(*args: Any) -> tuple[Any, ...]:
-        args = tuple(a if s is None else constrain(a, mesh, s) for a, s in zip(args, ispecs))
+        args = tuple(
+            a if s is None else constrain(a, mesh, s) for a, s in zip(args, ispecs, strict=True)
+        )
         outs = run(*args)
-        return tuple(o if s is None else constrain(o, mesh, s) for o, s in zip(outs, ospecs))
+        return tuple(
+            o if s is None else constrain(o, mesh, s) for o, s in zip(outs, ospecs, strict=True)
+        )
 
     return run_constrained
 

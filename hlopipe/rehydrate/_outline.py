@@ -136,10 +136,10 @@ def outline_manual_parts(func: Func) -> Func:
     block = func.block
     if not any(_target(op) in _ENTER for op in block.ops):
         return func
-    avals: dict[int, Any] = dict(zip(block.args, block.arg_avals))
+    avals: dict[int, Any] = dict(zip(block.args, block.arg_avals, strict=True))
     producer: dict[int, Op] = {}
     for op in block.ops:
-        for vid, aval in zip(op.results, op.result_avals):
+        for vid, aval in zip(op.results, op.result_avals, strict=True):
             avals[vid] = aval
             producer[vid] = op
     part = _find_manual_part(block, producer)

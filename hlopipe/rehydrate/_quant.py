@@ -16,7 +16,7 @@ import jax
 import numpy as np
 from jax import lax
 
-from hlopipe.io._types import Quantized, QuantizedAval
+from hlopipe.io import Quantized, QuantizedAval
 
 # ops that take and give quantized values as they are (their storage)
 NATIVE = {

@@ -12,8 +12,7 @@ import jax
 import numpy as np
 
 from hlopipe.errors import HlopipeError, LoadError, RehydrateError, UnsupportedOpError
-from hlopipe.io import Program, TokenType, load
-from hlopipe.io._types import mlir_name
+from hlopipe.io import Program, TokenType, load, mlir_name
 from hlopipe.rehydrate import ops as _ops  # noqa: F401  (registers every rule)
 from hlopipe.rehydrate._interpreter import Interpreter, raise_if_unsupported
 from hlopipe.rehydrate._ir import Func, ModuleIR
@@ -110,7 +109,7 @@ def rehydrate(
     run, user_avals = on_mesh(
         interp, entry.runner, entry.signature, plan, mesh, axis, in_specs, out_specs
     )
-    return _as_function(program, run, user_avals, check_args=check_args, x64=_uses_64bit(mir))
+    return _as_function(program, run, user_avals, check_args=check_args, x64=uses_64bit(mir))
 
 
 @dataclass(frozen=True)
@@ -131,7 +130,7 @@ class _Entry:
     @property
     def signature(self) -> Signature:
         def user(xs: Any, tokens: tuple[bool, ...]) -> tuple[Any, ...]:
-            return tuple(x for x, t in zip(xs, tokens) if not t)
+            return tuple(x for x, t in zip(xs, tokens, strict=True) if not t)
 
         f = self.func
         return Signature(
@@ -148,7 +147,7 @@ class _Entry:
             it = iter(args)
             full = [_token() if t else next(it) for t in self.token_in]
             outs = interp.run(self.func, *full)
-            return tuple(o for o, t in zip(outs, self.token_out) if not t)
+            return tuple(o for o, t in zip(outs, self.token_out, strict=True) if not t)
 
         return run
 
@@ -186,10 +185,10 @@ def _named(name: str) -> Any:
 def _func_result_avals(func: Any) -> list[Any]:
     # The block's return values' types are the function's result types.
     avals: dict[int, Any] = {}
-    for vid, aval in zip(func.block.args, func.block.arg_avals):
+    for vid, aval in zip(func.block.args, func.block.arg_avals, strict=True):
         avals[vid] = aval
     for op in func.block.ops:
-        for vid, aval in zip(op.results, op.result_avals):
+        for vid, aval in zip(op.results, op.result_avals, strict=True):
             avals[vid] = aval
     return [avals[v] for v in func.block.returns]
 
@@ -198,7 +197,8 @@ def _token() -> Any:
     return np.zeros((0,), dtype=bool)
 
 
-def _uses_64bit(mir: ModuleIR) -> bool:
+def uses_64bit(mir: ModuleIR) -> bool:
+    """Whether any value of the module has a 64-bit type (it then runs in a 64-bit scope)."""
     wide = _WIDE
 
     def block_uses(block: Any) -> bool:
@@ -253,7 +253,9 @@ def _in_x64_scope(run: Any, avals: list[Any], name: str) -> Any:
         if len(args) != len(avals):
             _check_args(args, avals, name)  # raises: the count is wrong
         with jax.enable_x64(True):
-            fixed = tuple(_widen_arg(x, a, i, name) for i, (x, a) in enumerate(zip(args, avals)))
+            fixed = tuple(
+                _widen_arg(x, a, i, name) for i, (x, a) in enumerate(zip(args, avals, strict=True))
+            )
             return tuple(inner(*fixed))
 
     return wrapped
@@ -301,7 +303,7 @@ def _check_args(args: tuple, avals: list[Any], name: str) -> None:
             f"{name} takes {len(avals)} arguments ({', '.join(_fmt(a) for a in avals)}), "
             f"{len(args)} were given"
         )
-    for i, (x, a) in enumerate(zip(args, avals)):
+    for i, (x, a) in enumerate(zip(args, avals, strict=True)):
         shape = getattr(x, "shape", None)
         dtype = getattr(x, "dtype", None)
         if shape is None or dtype is None:

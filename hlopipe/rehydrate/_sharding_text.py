@@ -139,7 +139,7 @@ def _find_spec(
     tile_dims = list(devices.shape[:ndim])
     for slots in itertools.product(range(ndim + 1), repeat=len(live)):
         per_dim: list[list[int]] = [[] for _ in range(ndim)]
-        for k, slot in zip(live_idx, slots):
+        for k, slot in zip(live_idx, slots, strict=True):
             if slot < ndim:
                 per_dim[slot].append(k)
         if any(math.prod(sizes[k] for k in per_dim[i]) != tile_dims[i] for i in range(ndim)):

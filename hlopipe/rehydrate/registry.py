@@ -89,7 +89,8 @@ def family_of(name: str) -> str:
     best, near = len(dialect) + 3, collections.Counter[str]()
     for op, family in families.items():
         common = next(
-            (i for i, (a, b) in enumerate(zip(name, op)) if a != b), min(len(name), len(op))
+            (i for i, (a, b) in enumerate(zip(name, op, strict=False)) if a != b),
+            min(len(name), len(op)),
         )
         if common < best:
             continue

@@ -233,7 +233,7 @@ def save(pipe: Pipeline, state: PipelineState, directory: str | os.PathLike, kee
             "step": state.step,
             "params": [
                 {"path": n, "shape": list(a.shape), "dtype": np.dtype(a.dtype).name}
-                for n, a in zip(*_caller_params(pipe))
+                for n, a in zip(*_caller_params(pipe), strict=True)
             ],
             "num_stages": pipe.staged.num_stages,
             "optimizer": state.opt_states[0] is not None if state.opt_states else False,
@@ -294,7 +294,10 @@ def restore(pipe: Pipeline, directory: str | os.PathLike, step: int | None = Non
     if meta.get("format") != FORMAT:
         raise RuntimeConfigError(f"{folder}: not an hlopipe checkpoint ({meta.get('format')!r})")
     saved = {e["path"]: (tuple(e["shape"]), e["dtype"]) for e in meta["params"]}
-    want = {n: (tuple(a.shape), np.dtype(a.dtype).name) for n, a in zip(*_caller_params(pipe))}
+    want = {
+        n: (tuple(a.shape), np.dtype(a.dtype).name)
+        for n, a in zip(*_caller_params(pipe), strict=True)
+    }
     if saved != want:
         diff = sorted(set(saved.items()) ^ set(want.items()))[:4]
         raise RuntimeConfigError(

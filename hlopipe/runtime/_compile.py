@@ -319,7 +319,7 @@ class StageExecutables:
         the host, so no executable is compiled for it)."""
         return [
             jax.device_put(np.zeros(a.shape, a.dtype), sh)
-            for a, sh in zip(self.acc_avals, self.acc_shardings)
+            for a, sh in zip(self.acc_avals, self.acc_shardings, strict=True)
         ]
 
 
@@ -335,7 +335,7 @@ def _accumulating(jaxpr: Any, n: int, keep: int) -> Any:
 
     def step(*a: Any) -> tuple[Any, ...]:
         out = fn(*a[:n])
-        return (*out[:keep], *(x + g for x, g in zip(a[n:], out[keep:])))
+        return (*out[:keep], *(x + g for x, g in zip(a[n:], out[keep:], strict=True)))
 
     return step
 
@@ -386,7 +386,7 @@ def build_executables(
         (rep if param_sharding is None else param_sharding(rank, i))
         if i < num_param_leaves
         else placement.data(rank, a)
-        for i, a in zip(stage.params_needed, stage.param_avals)
+        for i, a in zip(stage.params_needed, stage.param_avals, strict=True)
     ]
     return StageExecutables(
         stage=stage,

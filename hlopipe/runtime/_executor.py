@@ -215,7 +215,7 @@ class ThreadedRun:
         if fn is not None and not self._handed_off(n, ins):
             start = time.perf_counter()
             got = fn(*[regs[k] for k in ins.ins])
-            for k, v in zip(ins.outs, got):
+            for k, v in zip(ins.outs, got, strict=True):
                 regs[k] = v
             self._dispatch[ins.rank] += time.perf_counter() - start
             if self.sync:

@@ -96,7 +96,7 @@ class StepRunner:
         self.prologues = [_Prologue(plan, prog, r) for r in ranks]
         self.prologues = [p for p in self.prologues if p.out_slots]
         self.puts = [(n, leaf, sh) for n, p in enumerate(self.prologues)
-                     for leaf, sh in zip(p.leaves, p.in_shardings)]  # fmt: skip
+                     for leaf, sh in zip(p.leaves, p.in_shardings, strict=True)]  # fmt: skip
         self.dtypes = [a.dtype for a in plan.batch_avals]
 
     def fill(self, state: Any, batch: Any) -> list[Any]:
@@ -123,10 +123,10 @@ class StepRunner:
             args[n].append(x)
         if moves:
             moved = jax.device_put([m[2] for m in moves], [m[3] for m in moves])
-            for (n, j, _, _), x in zip(moves, moved):
+            for (n, j, _, _), x in zip(moves, moved, strict=True):
                 args[n][j] = x
-        for pro, a in zip(self.prologues, args):
-            for k, v in zip(pro.out_slots, pro.fn(*a)):
+        for pro, a in zip(self.prologues, args, strict=True):
+            for k, v in zip(pro.out_slots, pro.fn(*a), strict=True):
                 regs[k] = v
         return regs
 
@@ -138,7 +138,7 @@ class StepRunner:
         avals = self.plan.batch_avals
         if treedef == self.plan.batch_treedef and all(
             getattr(x, "shape", None) == a.shape and getattr(x, "dtype", None) == a.dtype
-            for x, a in zip(leaves, avals)
+            for x, a in zip(leaves, avals, strict=True)
         ):
             return leaves
         return self.plan.check_batch(batch)

@@ -142,7 +142,8 @@ class Links:
             )
             gshapes = [(2 * k * b[0], *b[1:]) for b, _ in local]
             args = [
-                jax.ShapeDtypeStruct(g, t, sharding=sharding) for g, (_, t) in zip(gshapes, local)
+                jax.ShapeDtypeStruct(g, t, sharding=sharding)
+                for g, (_, t) in zip(gshapes, local, strict=True)
             ]
             hit = self._programs[key] = (fn.lower(*args).compile(), sharding, gshapes)
             return hit
@@ -178,7 +179,7 @@ class Links:
             return None
         where = {d: j for j, d in enumerate(dst_devs)}
         got = []
-        for (b, _), out in zip(blocks, outs):
+        for (b, _), out in zip(blocks, outs, strict=True):
             mine = sorted(
                 ((where[s.device], s.data) for s in out.addressable_shards if s.device in where),
                 key=lambda js: js[0],
@@ -250,7 +251,7 @@ class Links:
         same = src_mesh.devices.shape == dst_mesh.devices.shape
         blocked: list[int] = []
         whole: list[int] = []
-        for n, (aval, sh) in enumerate(zip(avals, dst_shardings)):
+        for n, (aval, sh) in enumerate(zip(avals, dst_shardings, strict=True)):
             (blocked if same and _even(sh, aval.shape) else whole).append(n)
         out: list[Any] = [None] * len(avals)
         if blocked:
@@ -269,7 +270,7 @@ class Links:
                     per_dev.append([by_dev[d] for d in src_devs])
             got = self.exchange(per_dev, src_devs, dst_devs, blocks)
             if got is not None:
-                for n, shards in zip(blocked, got):
+                for n, shards in zip(blocked, got, strict=True):
                     sh = dst_shardings[n]
                     out[n] = jax.make_array_from_single_device_arrays(
                         tuple(avals[n].shape), sh, shards
@@ -287,7 +288,7 @@ class Links:
                 ]
             got = self.exchange(per_dev2, [src0], [dst0], blocks)
             if got is not None:
-                for n, (x,) in zip(whole, got):
+                for n, (x,) in zip(whole, got, strict=True):
                     out[n] = jax.device_put(x, dst_shardings[n])
         return out if receiving else None
 
@@ -323,7 +324,7 @@ def move_group(
         assert values is not None
         if src_rank == dst_rank:
             return values
-        return [jax.device_put(v, sh) for v, sh in zip(values, dst_shardings)]
+        return [jax.device_put(v, sh) for v, sh in zip(values, dst_shardings, strict=True)]
     if not src_local and not dst_local:
         return None
     src_mesh, dst_mesh = placement.meshes[src_rank], placement.meshes[dst_rank]
@@ -484,7 +485,7 @@ class MultiProcessRun(ThreadedRun):
             self.transfers += 1
             if not sending:
                 assert out is not None
-                for k, value in zip(ins.outs, out):
+                for k, value in zip(ins.outs, out, strict=True):
                     self.mailbox.put(k, value)
 
 

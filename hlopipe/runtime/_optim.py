@@ -50,7 +50,7 @@ def _closure(fn: Any) -> dict[str, Any]:
     cells = getattr(fn, "__closure__", None) or ()
     if code is None:
         return {}
-    return {n: c.cell_contents for n, c in zip(code.co_freevars, cells)}
+    return {n: c.cell_contents for n, c in zip(code.co_freevars, cells, strict=True)}
 
 
 def chain_parts(opt: Any) -> list[Any] | None:
@@ -63,7 +63,7 @@ def chain_parts(opt: Any) -> list[Any] | None:
     updates = _closure(_unwrap(opt.update)).get("update_fns")
     if not isinstance(inits, tuple | list) or not isinstance(updates, tuple | list):
         return None
-    return [optax.GradientTransformation(i, u) for i, u in zip(inits, updates)]
+    return [optax.GradientTransformation(i, u) for i, u in zip(inits, updates, strict=True)]
 
 
 def global_clip_norm(t: Any) -> float | None:
@@ -106,7 +106,7 @@ class TreeView:
         for a in self.avals:
             ph = self.placeholder(a)
             out.append(jax.ShapeDtypeStruct(ph.shape, ph.dtype) if abstract else ph)
-        for q, x in zip(own, leaves):
+        for q, x in zip(own, leaves, strict=True):
             out[q] = x
         return jax.tree_util.tree_unflatten(self.treedef, out)
 
@@ -133,7 +133,7 @@ def _deps(jaxpr: Any, ins: Sequence[frozenset[str]]) -> list[frozenset[str]]:
     """For each output of ``jaxpr`` (a Jaxpr), the labels of the inputs it depends on."""
     from jax.extend.core import Literal
 
-    env: dict[Any, frozenset[str]] = dict(zip(jaxpr.invars, ins))
+    env: dict[Any, frozenset[str]] = dict(zip(jaxpr.invars, ins, strict=True))
     for v in jaxpr.constvars:
         env[v] = frozenset()
 
@@ -149,7 +149,7 @@ def _deps(jaxpr: Any, ins: Sequence[frozenset[str]]) -> list[frozenset[str]]:
         else:
             union = frozenset().union(*args) if args else frozenset()
             outs = [union] * len(e.outvars)
-        for v, d in zip(e.outvars, outs):
+        for v, d in zip(e.outvars, outs, strict=True):
             env[v] = d
     return [read(v) for v in jaxpr.outvars]
 
@@ -184,7 +184,7 @@ def mixing(t: Any, view: TreeView, trained: Sequence[int], names: Sequence[str])
     st_paths = jax.tree_util.tree_flatten_with_path(st_struct)[0]
     owners = [*range(len(u_paths)), *[view.param_of(k, np.shape(x)) for k, x in st_paths]]
     out_paths = [k for k, _ in [*u_paths, *st_paths]]
-    for path, q, d in zip(out_paths, owners, outs):
+    for path, q, d in zip(out_paths, owners, outs, strict=True):
         own = {str(q)} if q is not None else set()
         data = {x for x in d if not x.startswith("<")}
         if len(data - own) > 0:
@@ -252,7 +252,7 @@ def state_shardings(state: Any, view: TreeView, own: Sequence[int], shardings: S
                     mesh: Any) -> Any:  # fmt: skip
     """Shardings for a stage's optimizer state: a leaf of one of its parameters (``own``) with
     that parameter's shape gets the parameter's sharding, every other leaf is replicated."""
-    by_param = {q: sh for q, sh in zip(own, shardings)}
+    by_param = {q: sh for q, sh in zip(own, shardings, strict=True)}
     rep = NamedSharding(mesh, PartitionSpec())
 
     def one(path: Any, leaf: Any) -> Any:

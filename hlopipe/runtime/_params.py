@@ -206,7 +206,7 @@ class Params:
             for i in range(m):
                 row = []
                 want_sh = pl.execs[st.index].param_shardings
-                for p, want in zip(st.params_needed, want_sh):
+                for p, want in zip(st.params_needed, want_sh, strict=True):
                     if p < n:
                         x = state.values[r][p]
                         # two stages of one rank for which propagation chose differently
@@ -225,7 +225,7 @@ class Params:
         for a parameter another process owns)."""
         pl = self.plan
         per_param: dict[int, list[tuple[int, Any]]] = {}
-        for ex, g in zip(pl.execs, acc):
+        for ex, g in zip(pl.execs, acc, strict=True):
             st = ex.stage
             local = pl.layout.local(ex.rank)
             for n, k in enumerate(ex.autodiff.diff_params):
@@ -286,7 +286,7 @@ class Params:
                 g_norm = math.sqrt(self.comm.sum_over_processes(sum(float(x) for x in sq_u)))
         for s, owned in enumerate(pl.owned):
             new: list[Any] = upd[s] if s in upd else [None] * len(owned)
-            for p, x in zip(owned, new):
+            for p, x in zip(owned, new, strict=True):
                 for r in pl.holders[p]:
                     if r == pl.owner_rank[p]:
                         if x is not None:

@@ -205,7 +205,7 @@ def place(
         )
     meshes = []
     start = 0
-    for shape, n in zip(shapes, sizes):
+    for shape, n in zip(shapes, sizes, strict=True):
         meshes.append(Mesh(np.array(devs[start : start + n]).reshape(shape), axes))
         start += n
     return Placement(tuple(meshes), tuple(stage_to_rank), batch_size)

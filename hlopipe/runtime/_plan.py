@@ -124,7 +124,7 @@ class PipelinePlan:
             raise RuntimeConfigError(
                 f"params have structure {treedef}, the pipeline was built for {want_tree}"
             )
-        for k, (x, a) in enumerate(zip(leaves, want)):
+        for k, (x, a) in enumerate(zip(leaves, want, strict=True)):
             if tuple(np.shape(x)) != tuple(a.shape) or jnp.result_type(x) != a.dtype:
                 raise RuntimeConfigError(
                     f"parameter {names[k]}: {describe([sds(x)])}, the pipeline "
@@ -144,7 +144,7 @@ class PipelinePlan:
         if not self.param_pieces:
             return jax.tree_util.tree_unflatten(self.param_treedef, list(leaves))
         parts: list[list[tuple[int, Any]]] = [[] for _ in self.caller_avals]
-        for pc, x in zip(self.param_pieces, leaves):
+        for pc, x in zip(self.param_pieces, leaves, strict=True):
             parts[pc.source].append((pc.start or 0, x))
         out = [join_rows([x for _, x in sorted(ps, key=lambda t: t[0])]) for ps in parts]
         return jax.tree_util.tree_unflatten(self.caller_treedef, out)
@@ -158,7 +158,7 @@ class PipelinePlan:
         got = [sds(x) for x in leaves]
         if any(
             tuple(g.shape) != tuple(a.shape) or g.dtype != a.dtype
-            for g, a in zip(got, self.batch_avals)
+            for g, a in zip(got, self.batch_avals, strict=True)
         ):
             raise RuntimeConfigError(
                 f"batch is ({describe(got)}), the pipeline was built for "
@@ -294,7 +294,7 @@ def _check_signature(
             f"({n_p} parameter leaves + {len(mb_avals)} batch leaves)"
         )
     paths = list(getattr(staged, "in_paths", None) or [])
-    for k, (w, h) in enumerate(zip(want, have)):
+    for k, (w, h) in enumerate(zip(want, have, strict=True)):
         if tuple(w.shape) == tuple(h.shape) and w.dtype == h.dtype:
             continue
         what = f"parameter {k}" if k < n_p else f"batch leaf {k - n_p}"
@@ -317,7 +317,7 @@ def _check_signature(
 def _argnums(staged: StagedProgram, num_params: int) -> tuple[int, ...]:
     argnum: dict[int, int] = {}
     for st in staged.stages:
-        argnum.update(zip(st.params_needed, st.param_argnums))
+        argnum.update(zip(st.params_needed, st.param_argnums, strict=True))
     p_nums = {a for i, a in argnum.items() if i < num_params}
     b_nums = {a for i, a in argnum.items() if i >= num_params}
     if p_nums & b_nums:
@@ -454,7 +454,7 @@ def _param_pieces(
     pieces = tuple(pc for pc in staged.arg_pieces if pc.source < n)
     new_avals = list(staged.in_avals[: len(pieces)])
     per: list[list[Any]] = [[] for _ in range(n)]
-    for pc, a in zip(pieces, new_avals):
+    for pc, a in zip(pieces, new_avals, strict=True):
         per[pc.source].append(a)
     leaves = [ps[0] if _whole(pieces, i) else tuple(ps) for i, ps in enumerate(per)]
     tree = jax.tree_util.tree_unflatten(treedef, leaves)
@@ -516,7 +516,7 @@ def _per_example(
         return guess
     return tuple(
         bool(a.shape) and a.shape[0] == mb and tuple(o.shape) == (2 * mb, *a.shape[1:])
-        for o, a in zip(leaves, outs)
+        for o, a in zip(leaves, outs, strict=True)
     )
 
 
@@ -698,7 +698,7 @@ def _spec_leaves(
             raise RuntimeConfigError(
                 f"param_specs must have the structure of params ({treedef}): {e}"
             ) from None
-    for k, (spec, a) in enumerate(zip(leaves, avals)):
+    for k, (spec, a) in enumerate(zip(leaves, avals, strict=True)):
         name = staged.in_paths[k]
         if spec is None:
             continue

@@ -314,7 +314,7 @@ class _Builder:
         # copy, resharded once per step before its first use.
         self.home: dict[tuple[int, int], Any] = {}
         for ex in self.execs:
-            for p, sh in zip(ex.stage.params_needed, ex.param_shardings):
+            for p, sh in zip(ex.stage.params_needed, ex.param_shardings, strict=True):
                 if p < prog.num_params:
                     self.home.setdefault((ex.rank, p), sh)
         self.resharded: dict[tuple[int, int], int] = {}
@@ -342,7 +342,7 @@ class _Builder:
         r = ex.rank
         out = []
         for p, want, aval in zip(ex.stage.params_needed, ex.param_shardings,
-                                 ex.stage.param_avals):  # fmt: skip
+                                 ex.stage.param_avals, strict=True):  # fmt: skip
             if p < pr.num_params:
                 out.append(self.param_slot(s, r, p, want, len(aval.shape), where))
             else:
@@ -378,7 +378,7 @@ class _Builder:
                 by_dst.setdefault(dst, []).append(it)
         for dst, group in by_dst.items():
             outs = self.slots(len(group))
-            for it, o in zip(group, outs):
+            for it, o in zip(group, outs, strict=True):
                 self.box.setdefault(it[0], []).append((it[1], o))
             shardings = tuple(it[4] for it in group)
             put = functools.partial(_put, shardings=shardings)
@@ -454,7 +454,7 @@ class _Builder:
     def emit_input_cts(self, r: int, s: int, i: int, cts: list[int], where: Where) -> None:
         ex = self.execs[s]
         items = []
-        for j, g in zip(ex.autodiff.diff_inputs, cts):
+        for j, g in zip(ex.autodiff.diff_inputs, cts, strict=True):
             rc = ex.stage.receives[j]
             src = self.execs[rc.src]
             key = ("B", rc.src, rc.output, i)

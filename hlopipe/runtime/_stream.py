@@ -23,7 +23,7 @@ class Stream:
         self.prog = prog
         self._prepared = [
             (n, fn, ins.ins, ins.outs, ins.frees)
-            for n, (fn, ins) in enumerate(zip(fns, prog.instrs))
+            for n, (fn, ins) in enumerate(zip(fns, prog.instrs, strict=True))
             if fn is not None or ins.frees
         ]
 
@@ -35,7 +35,7 @@ class Stream:
             for n, fn, ins, outs, frees in self._prepared:  # noqa: B007
                 if fn is not None:
                     got = fn(*[regs[k] for k in ins])
-                    for k, v in zip(outs, got):
+                    for k, v in zip(outs, got, strict=True):
                         regs[k] = v
                 for k in frees:
                     regs[k] = None
@@ -55,7 +55,7 @@ class Stream:
         for n, fn, ins, outs, frees in self._prepared:
             if fn is not None:
                 got = fn(*[regs[k] for k in ins])
-                for k, v in zip(outs, got):
+                for k, v in zip(outs, got, strict=True):
                     regs[k] = v
             for k in frees:
                 regs[k] = None

@@ -90,10 +90,19 @@ def _figure(timeline: Timeline, title: str | None = None, unit: str | None = Non
     height = 1.6 + 0.45 * p
     fig = Figure(figsize=(width, height))
     FigureCanvasAgg(fig)
-    # Room for the title above and the legend below, in inches converted to figure fractions.
-    top = 1 - 0.55 / height
-    bottom = 0.95 / height
     left = min(0.9 / width, 0.2)
+    title = title or (
+        f"{schedule.name}: {p} ranks, {schedule.num_microbatches} microbatches, "
+        f"{schedule.num_stages} stages — step {timeline.makespan:.4g} {unit}, "
+        f"bubble {timeline.bubble_fraction:.1%}"
+    )
+    lines = _title_lines(fig, title, width * (1 - left) - 0.15)
+    # Room for the title above (one line of it or more) and the legend below, in inches
+    # converted to figure fractions; the figure grows by the extra title lines.
+    height += 0.2 * (len(lines) - 1)
+    fig.set_size_inches(width, height)
+    top = 1 - (0.35 + 0.2 * len(lines)) / height
+    bottom = 0.95 / height
     ax = fig.add_axes((left, bottom, 1 - left - 0.15 / width, top - bottom))
     px_per_unit = ax.get_position().width * width * _DPI / span
     fontsize = 7 if p <= 8 else 6
@@ -109,21 +118,24 @@ def _figure(timeline: Timeline, title: str | None = None, unit: str | None = Non
     ax.set_axisbelow(True)
 
     _legend(fig, Patch, kinds_seen, transfers, chunks, width)
-    fig.text(
-        left,
-        1 - 0.12 / height,
-        title
-        or (
-            f"{schedule.name}: {p} ranks, {schedule.num_microbatches} microbatches, "
-            f"{schedule.num_stages} stages — step {timeline.makespan:.4g} {unit}, "
-            f"bubble {timeline.bubble_fraction:.1%}"
-        ),
-        ha="left",
-        va="top",
-        fontsize=10,
-        weight="bold",
-    )
+    fig.text(left, 1 - 0.12 / height, "\n".join(lines), ha="left", va="top", **_TITLE_FONT)
     return fig
+
+
+_TITLE_FONT: dict[str, Any] = {"fontsize": 10, "weight": "bold"}
+
+
+def _title_lines(fig: Any, title: str, room: float) -> list[str]:
+    """``title`` broken into lines that each fit in ``room`` inches of ``fig`` (measured with
+    the figure's renderer, so a long title is never cut off at the right edge)."""
+    import textwrap
+
+    probe = fig.text(0, 0, title, **_TITLE_FONT)
+    wide = probe.get_window_extent(renderer=fig.canvas.get_renderer()).width / fig.dpi
+    probe.remove()
+    if wide <= room:
+        return [title]
+    return textwrap.wrap(title, max(int(len(title) * room / wide * 0.95), 20))
 
 
 def _draw_events(

@@ -56,6 +56,8 @@ from hlopipe.stages._split import (
     split,
     split_jaxpr,
 )
+from hlopipe.stages._stacked import StackedSplit, retrace_outputs, split_stacked
+from hlopipe.stages._state import StateCrossesStages, StatefulSplit, split_stateful, state_sends
 
 __all__ = [
     "CostModel",
@@ -70,8 +72,11 @@ __all__ = [
     "SplitModules",
     "Stage",
     "StageAutodiff",
+    "StackedSplit",
     "StageCost",
     "StagedProgram",
+    "StateCrossesStages",
+    "StatefulSplit",
     "arg_partition_specs",
     "compile_merged",
     "describe_loops",
@@ -87,4 +92,8 @@ __all__ = [
     "split",
     "split_jaxpr",
     "split_merged",
+    "split_stacked",
+    "split_stateful",
+    "state_sends",
+    "retrace_outputs",
 ]

@@ -280,11 +280,11 @@ def cut_forward_backward(
     ]
     # The forward also computes what its own equations read: a value the backward recomputes
     # for itself (a broadcast constant, say) can feed a residual the forward makes.
-    fwd_reads = [x for e, m in zip(eqns, in_fwd) if m for x in e.invars]
+    fwd_reads = [x for e, m in zip(eqns, in_fwd, strict=True) if m for x in e.invars]
     need_fwd = J.needed_eqns(eqns, [*v.outs, *fwd_reads])
     in_fwd = [m or (need_fwd[i] and not eqn_ct[i]) for i, m in enumerate(in_fwd)]
-    fwd_eqns = [e for e, m in zip(eqns, in_fwd) if m]
-    bwd_eqns = [e for e, m in zip(eqns, in_bwd) if m]
+    fwd_eqns = [e for e, m in zip(eqns, in_fwd, strict=True) if m]
+    bwd_eqns = [e for e, m in zip(eqns, in_bwd, strict=True) if m]
     fwd_defined = {x for e in fwd_eqns for x in e.outvars} | set(v.inputs)
     bwd_defined = {x for e in bwd_eqns for x in e.outvars}
     read = _used_by(bwd_eqns, [*v.input_cts, *v.param_grads])
@@ -301,7 +301,7 @@ def cut_input_weight(
     recomputes the parameter-only values it needs rather than receiving them from I.
     """
     need_i = J.needed_eqns(bwd_eqns, v.input_cts)
-    i_eqns = [e for e, m in zip(bwd_eqns, need_i) if m]
+    i_eqns = [e for e, m in zip(bwd_eqns, need_i, strict=True) if m]
     param_only: set[Any] = set(v.params) | consts
     for e in bwd_eqns:
         if all(isinstance(x, J.Literal) or x in param_only for x in e.invars):
@@ -310,7 +310,7 @@ def cut_input_weight(
     in_i = {id(e) for e in i_eqns}
     w_eqns = [
         e
-        for e, m in zip(bwd_eqns, need_w)
+        for e, m in zip(bwd_eqns, need_w, strict=True)
         if m and (id(e) not in in_i or all(x in param_only for x in e.outvars))
     ]
     w_defined = {x for e in w_eqns for x in e.outvars}
@@ -357,7 +357,7 @@ def chain_value_and_grad(
     fbs = [st.forward_backward(nums, remat=remat) for st in staged.stages]
     outs: list[list[Any]] = []
     res: list[list[Any]] = []
-    for st, fb in zip(staged.stages, fbs):
+    for st, fb in zip(staged.stages, fbs, strict=True):
         params = [flat[i] for i in st.params_needed]
         inputs = [outs[r.src][r.output] for r in st.receives]
         y, r = jax.jit(fb.forward)(params, inputs)
@@ -368,7 +368,7 @@ def chain_value_and_grad(
     if loss_src.kind == "stage":
         cts[(loss_src.stage, loss_src.index)] = jnp.ones((), staged.out_avals[0].dtype)
     grads: dict[int, Any] = {}
-    for st, fb, r in reversed(list(zip(staged.stages, fbs, res))):
+    for st, fb, r in reversed(list(zip(staged.stages, fbs, res, strict=True))):
         params = [flat[i] for i in st.params_needed]
         out_cts = [
             cts.get((st.index, k), jnp.zeros(st.outputs[k].shape, st.outputs[k].dtype))
@@ -379,11 +379,11 @@ def chain_value_and_grad(
             gp = jax.jit(fb.backward_weight)(params, wres)
         else:
             gi, gp = jax.jit(fb.backward)(params, r, out_cts)
-        for k, g in zip(fb.diff_inputs, gi):
+        for k, g in zip(fb.diff_inputs, gi, strict=True):
             rc = st.receives[k]
             key = (rc.src, rc.output)
             cts[key] = g if key not in cts else cts[key] + g
-        for k, g in zip(fb.diff_params, gp):
+        for k, g in zip(fb.diff_params, gp, strict=True):
             i = st.params_needed[k]
             grads[i] = g if i not in grads else grads[i] + g
     flat_grads = [grads.get(i, jnp.zeros(a.shape, a.dtype)) for i, a in enumerate(staged.in_avals)]

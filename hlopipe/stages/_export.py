@@ -62,7 +62,7 @@ def manifest_dict(
             "file": files.get("program"),
             "inputs": [
                 {"index": i, "path": p, **_aval(a), **_rows(staged, i)}
-                for i, (p, a) in enumerate(zip(staged.in_paths, staged.in_avals))
+                for i, (p, a) in enumerate(zip(staged.in_paths, staged.in_avals, strict=True))
             ],
             "outputs": _program_outputs(staged),
         },
@@ -109,7 +109,7 @@ def _stage_entry(st: Any, files: dict[str, Any]) -> dict[str, Any]:
         "num_eqns": st.num_eqns,
         "arguments": [
             {"arg": i, "path": p, **_aval(a)}
-            for i, p, a in zip(st.params_needed, st.param_paths, st.param_avals)
+            for i, p, a in zip(st.params_needed, st.param_paths, st.param_avals, strict=True)
         ],
         "inputs": [{"from_stage": r.src, "output": r.output, **_aval(r.aval)} for r in st.receives],
         "outputs": [
@@ -150,7 +150,7 @@ def _autodiff_entry(index: int, fb: Any, files: dict[str, Any]) -> dict[str, Any
 def _program_outputs(staged: StagedProgram) -> list[dict[str, Any]]:
     """Each program output's aval and where it comes from (a stage, an argument, a constant)."""
     outputs = []
-    for k, (src, a) in enumerate(zip(staged.out_sources, staged.out_avals)):
+    for k, (src, a) in enumerate(zip(staged.out_sources, staged.out_avals, strict=True)):
         s: dict[str, Any] = {"kind": src.kind}
         if src.kind == "stage":
             s.update(stage=src.stage, output=src.index)

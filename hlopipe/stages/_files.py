@@ -384,20 +384,22 @@ def cut_merged(merged: Any, layout: MergeLayout) -> tuple[Any, Any]:
     xset = set(xvars)
     direct = [k for k, v in enumerate(xvars) if v in live and v not in provided]
     if direct:
-        users = [e for e, m in zip(eqns, need_b) if m and any(v in xset for v in e.invars)]
+        users = [
+            e for e, m in zip(eqns, need_b, strict=True) if m and any(v in xset for v in e.invars)
+        ]
         at = f" (first read at {J.where(users[0])})" if users else ""
         raise StageError(
             f"the backward part reads input(s) {direct} of the merged module directly, not "
             f"through a residual{at}; make them residuals of the forward"
         )
-    bwd_eqns = [e for e, m in zip(eqns, need_b) if m]
-    consts = dict(zip(jaxpr.constvars, merged.consts))
+    bwd_eqns = [e for e, m in zip(eqns, need_b, strict=True) if m]
+    consts = dict(zip(jaxpr.constvars, merged.consts, strict=True))
 
     def backward(*a: Any) -> list[Any]:
         env: dict[Any, Any] = dict(consts)
-        env.update(zip(pvars, a[:P]))
+        env.update(zip(pvars, a[:P], strict=True))
         env.update((v, a[P + k]) for v, k in alias.items())
-        env.update(zip(cvars, a[P + R :]))
+        env.update(zip(cvars, a[P + R :], strict=True))
 
         def read(v: Any) -> Any:
             return v.val if isinstance(v, J.Literal) else env[v]
@@ -408,7 +410,7 @@ def cut_merged(merged: Any, layout: MergeLayout) -> tuple[Any, Any]:
             with source_info_util.user_context(e.source_info.traceback):
                 params = e.primitive.get_bind_params(e.params)
                 ans = e.primitive.bind(*map(read, e.invars), **params)
-            for v, x in zip(e.outvars, ans if e.primitive.multiple_results else [ans]):
+            for v, x in zip(e.outvars, ans if e.primitive.multiple_results else [ans], strict=True):
                 env.setdefault(v, x)
         return [read(v) for v in results]
 
@@ -431,7 +433,7 @@ def _forward_of_merged(merged: Any, ins: list[Any], outs: list[Any], cset: set[A
     for k, v in enumerate(outs):
         if v in cset:
             raise StageError(f"forward result {k} of the merged module is a cotangent")
-    return J.make_closed(merged, ins, [e for e, m in zip(eqns, need_f) if m], outs)
+    return J.make_closed(merged, ins, [e for e, m in zip(eqns, need_f, strict=True) if m], outs)
 
 
 def _residual_aliases(eqns: Sequence[Any], res: Sequence[Any], pset: set[Any]) -> dict[Any, int]:
@@ -495,13 +497,13 @@ def _defaults(given: Any, n: int, what: str, fallback: Sequence[Any]) -> list[An
     given = list(given)
     if len(given) != n:
         raise StageError(f"{n} {what} shardings needed, got {len(given)}")
-    return [g if g is not None else f for g, f in zip(given, fallback)]
+    return [g if g is not None else f for g, f in zip(given, fallback, strict=True)]
 
 
 def _lower(closed: Any, shardings: Sequence[Any]) -> Any:
     avals = [
         jax.ShapeDtypeStruct(a.shape, a.dtype, sharding=s) if s is not None else J.sds(a)
-        for a, s in zip(closed.in_avals, shardings)
+        for a, s in zip(closed.in_avals, shardings, strict=True)
     ]
     fn = jcore.jaxpr_as_fun(closed)
     return jax.jit(lambda *a: tuple(fn(*a)), keep_unused=True).lower(*avals)

@@ -118,9 +118,9 @@ def inline(closed: Any, predicate: Callable[[Any], bool]) -> Any:
         def read(v):
             return v.val if isinstance(v, Literal) else env[v]
 
-        for v, x in zip(jaxpr.constvars, consts):
+        for v, x in zip(jaxpr.constvars, consts, strict=True):
             env[v] = x
-        for v, x in zip(jaxpr.invars, args):
+        for v, x in zip(jaxpr.invars, args, strict=True):
             env[v] = x
         for eqn in jaxpr.eqns:
             invals = [read(v) for v in eqn.invars]
@@ -136,7 +136,7 @@ def inline(closed: Any, predicate: Callable[[Any], bool]) -> Any:
                     outs = eqn.primitive.bind(*invals, **params)
                     if not eqn.primitive.multiple_results:
                         outs = [outs]
-            for v, x in zip(eqn.outvars, outs):
+            for v, x in zip(eqn.outvars, outs, strict=True):
                 env[v] = x
         return [read(v) for v in jaxpr.outvars]
 
@@ -178,7 +178,7 @@ def make_closed(
 
     Constants of ``parent`` that the equations use become this jaxpr's constants.
     """
-    const_of = dict(zip(parent.jaxpr.constvars, parent.consts))
+    const_of = dict(zip(parent.jaxpr.constvars, parent.consts, strict=True))
     defined: set[Any] = set(invars)
     constvars: list[Any] = []
     seen_const: set[Any] = set()

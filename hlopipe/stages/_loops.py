@@ -86,7 +86,7 @@ def known_values(closed: Any) -> dict[Any, Any]:
     """Values of the top-level jaxpr known when it is traced: its constants, and what small
     equations compute from literals and constants alone (a loop counter's start)."""
     jaxpr = closed.jaxpr
-    env: dict[Any, Any] = dict(zip(jaxpr.constvars, closed.consts))
+    env: dict[Any, Any] = dict(zip(jaxpr.constvars, closed.consts, strict=True))
     with jax.ensure_compile_time_eval():
         for e in jaxpr.eqns:
             if J.sub_jaxprs(e) or e.effects:
@@ -101,7 +101,7 @@ def known_values(closed: Any) -> dict[Any, Any]:
             except Exception:  # pragma: no cover - folding is best effort
                 continue
             outs = out if e.primitive.multiple_results else [out]
-            env.update({v: np.asarray(x) for v, x in zip(e.outvars, outs)})
+            env.update({v: np.asarray(x) for v, x in zip(e.outvars, outs, strict=True)})
     return env
 
 
@@ -252,9 +252,9 @@ def _row_base(
             consts[bj.invars[pos]] = known[v] if not isinstance(v, J.Literal) else v.val
 
     def step(carry: tuple, _: Any) -> tuple:
-        env = dict(zip(bj.constvars, body.consts))
+        env = dict(zip(bj.constvars, body.consts, strict=True))
         env.update(consts)
-        env.update({bj.invars[C + j]: c for j, c in zip(state, carry)})
+        env.update({bj.invars[C + j]: c for j, c in zip(state, carry, strict=True)})
         _eval(need[0], env)
         read = lambda v: v.val if isinstance(v, J.Literal) else env[v]  # noqa: E731
         return tuple(read(bj.outvars[j]) for j in state), [read(v) for v in idx_vars]
@@ -291,7 +291,7 @@ def _control_part(
     while True:
         outs = [*wanted, *(bj.outvars[j] for j in sorted(state))]
         mask = J.needed_eqns(bj.eqns, outs)
-        eqns = [e for e, m in zip(bj.eqns, mask) if m]
+        eqns = [e for e, m in zip(bj.eqns, mask, strict=True) if m]
         defined = {v for e in eqns for v in e.outvars}
         reads = {
             v for e in eqns for v in e.invars if not isinstance(v, J.Literal) and v not in defined
@@ -316,7 +316,7 @@ def _eval(eqns: Sequence[Any], env: dict[Any, Any], replace: dict[int, Any] | No
         with source_info_util.user_context(e.source_info.traceback):
             out = e.primitive.bind(*vals, **e.primitive.get_bind_params(e.params))
         outs = out if e.primitive.multiple_results else [out]
-        env.update(zip(e.outvars, outs))
+        env.update(zip(e.outvars, outs, strict=True))
 
 
 # --- the atom view ---------------------------------------------------------------------------
@@ -409,9 +409,9 @@ def retrace(
     last = _last_use(jaxpr)
 
     def run(*flat: Any) -> list[Any]:
-        env: dict[Any, Any] = dict(zip(jaxpr.constvars, closed.consts))
+        env: dict[Any, Any] = dict(zip(jaxpr.constvars, closed.consts, strict=True))
         rows: dict[int, list[Any]] = {}
-        for pc, x in zip(pieces, flat):
+        for pc, x in zip(pieces, flat, strict=True):
             if pc.start is None:
                 env[jaxpr.invars[pc.source]] = x
             else:
@@ -430,7 +430,7 @@ def retrace(
                 vals = [v.val if isinstance(v, J.Literal) else env.get(v) for v in e.invars]
                 with source_info_util.user_context(e.source_info.traceback):
                     outs = run_ranges(e, loops[k], ranges[k], vals, given, cuts_in.get(k, set()))
-                env.update(zip(e.outvars, outs))
+                env.update(zip(e.outvars, outs, strict=True))
             else:
                 _eval([e], env)
         return [v.val if isinstance(v, J.Literal) else env[v] for v in jaxpr.outvars]
@@ -466,7 +466,7 @@ def _mark_live(env: dict[Any, Any], jaxpr: Any, k: int, last: dict[Any, int]) ->
         stage_boundary(np.float32(0))
         return
     outs = stage_boundary(*[env[v] for v in live])
-    env.update(zip(live, outs if len(live) > 1 else [outs]))
+    env.update(zip(live, outs if len(live) > 1 else [outs], strict=True))
 
 
 def run_ranges(
@@ -506,10 +506,10 @@ def run_ranges(
                 xs.append(lax.slice_in_dim(vals[s.operand], lo, hi, axis=0))
 
         def step(c: tuple, x: tuple) -> tuple:
-            env = dict(zip(bj.constvars, body.consts))
+            env = dict(zip(bj.constvars, body.consts, strict=True))
             env.update(fixed)
-            env.update({bj.invars[C + j]: y for j, y in zip(varying, c)})
-            for s, y in zip(stacked, x):
+            env.update({bj.invars[C + j]: y for j, y in zip(varying, c, strict=True)})
+            for s, y in zip(stacked, x, strict=True):
                 if s.kind == "xs":
                     env[bj.invars[s.operand]] = y
             rep = {id(bj.eqns[k]): x[n][None] for k, n in reads.items()}
@@ -530,7 +530,7 @@ def run_ranges(
         order[0][n] if len(order) == 1 else lax.concatenate([part[n] for part in order], 0)
         for n in range(len(bj.outvars) - K)
     ]
-    final = dict(zip(varying, carry))
+    final = dict(zip(varying, carry, strict=True))
     return [final[j] if j in final else vals[C + j] for j in range(K)] + ys_all
 
 

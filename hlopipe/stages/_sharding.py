@@ -198,7 +198,7 @@ def compile_merged(
     def with_sh(avals: Sequence[Any], shs: Sequence[Any]) -> list[jax.ShapeDtypeStruct]:
         return [
             jax.ShapeDtypeStruct(a.shape, a.dtype, sharding=s) if s is not None else J.sds(a)
-            for a, s in zip(avals, shs)
+            for a, s in zip(avals, shs, strict=True)
         ]
 
     m_avals = with_sh(merged.in_avals, [*param_shardings, *in_sh, *ct_sh])
@@ -280,7 +280,7 @@ def arg_partition_specs(program: Any, axes: Sequence[tuple[str, int]]) -> list[A
     """
     from jax.sharding import PartitionSpec
 
-    from hlopipe.rehydrate._sharding_text import hlo_sharding_spec, parse_sdy_shardings
+    from hlopipe.rehydrate import hlo_sharding_spec, parse_sdy_shardings
 
     func = program.entry_func
     if "arg_attrs" not in func.attributes:

@@ -248,7 +248,7 @@ class StagedProgram:
         if self.arg_pieces is None:
             return list(flat)
         parts: dict[int, list[tuple[int, Any]]] = {}
-        for p, x in zip(self.arg_pieces, flat):
+        for p, x in zip(self.arg_pieces, flat, strict=True):
             parts.setdefault(p.source, []).append((p.start or 0, x))
         out = []
         for i in range(len(parts)):
@@ -393,7 +393,7 @@ def split(
     in_paths = [jax.tree_util.keystr(p) for p, _ in leaves]
     names = getattr(fn_or_program, "arg_names", None)  # a Program's own argument names
     if isinstance(names, list) and len(names) == len(in_paths):
-        in_paths = [n or p for n, p in zip(names, in_paths)]
+        in_paths = [n or p for n, p in zip(names, in_paths, strict=True)]
     try:
         return split_jaxpr(
             closed,
@@ -512,7 +512,7 @@ def _inline_heavy(closed: Any, num_stages: int) -> Any:
         if total == 0:
             return closed
         limit = total / (2 * num_stages)
-        heavy = {id(e) for e, c in zip(closed.jaxpr.eqns, costs) if c > limit}
+        heavy = {id(e) for e, c in zip(closed.jaxpr.eqns, costs, strict=True) if c > limit}
 
         def is_heavy(e: Any, h: set[int] = heavy) -> bool:
             return id(e) in h and e.primitive.name in J.CALL_PRIMITIVES

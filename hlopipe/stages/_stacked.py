@@ -263,7 +263,7 @@ def _retraced(
 
 
 def _roles_for(roles: Any, spec: dict[int, list[Range]], n_out: int) -> tuple[Any, list[Stacked]]:
-    from hlopipe.io._roles import ArgRoles
+    from hlopipe.io import ArgRoles
 
     out_of = {r.output: r.index for r in roles if r.index in spec}
     out_map: dict[int, list[int]] = {}

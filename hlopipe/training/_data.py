@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from hlopipe.errors import HlopipeError, Keyword, RuntimeConfigError
-from hlopipe.io._program import _fmt_aval
+from hlopipe.io import format_aval
 
 
 def load_npz(path: str, keyword: str = "path") -> tuple[list[str], list[Any]]:
@@ -53,8 +53,8 @@ def read_arrays(
                 if m > 1
                 else ""
             )
-            got = _fmt_aval(jax.ShapeDtypeStruct(x.shape, x.dtype))
-            exp = _fmt_aval(jax.ShapeDtypeStruct(want, a.dtype))
+            got = format_aval(jax.ShapeDtypeStruct(x.shape, x.dtype))
+            exp = format_aval(jax.ShapeDtypeStruct(want, a.dtype))
             raise RuntimeConfigError(kw, f": array {k} ({n}) is {got}, expected {exp}{rule}")
     return arrays
 

@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 
 from hlopipe.errors import Keyword, RuntimeConfigError, render
-from hlopipe.io._program import _fmt_aval
+from hlopipe.io import format_aval
 from hlopipe.training._data import read_arrays, synthetic
 from hlopipe.training._roles import ArgumentRoles, Role, infer_roles, init_by_role
 
@@ -89,7 +89,7 @@ class TrainingPlan:
         lines = {
             "program": f"{len(r.arguments)} arguments = {len(r.parameters)} parameters "
             f"({sum(int(np.prod(a.shape)) for a in p_avals):,} values) + a microbatch of "
-            f"{len(b)} ({', '.join(_fmt_aval(a.aval) for a in b)}{where})"
+            f"{len(b)} ({', '.join(format_aval(a.aval) for a in b)}{where})"
             + (f" + {len(r.frozen)} frozen constants" if r.frozen else ""),
             "batch": f"{', '.join(a.label for a in b)} ({render(r.how, flags)})",
         }

@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from hlopipe.errors import Keyword, RuntimeConfigError
-from hlopipe.io._program import _fmt_aval
+from hlopipe.io import format_aval
 
 # pytree roots whose leaves are the model's parameters (or state that goes with them)
 PARAMETER_ROOTS = frozenset(
@@ -53,7 +53,7 @@ class Argument:
         return self.name or f"argument {self.position}"
 
     def describe(self) -> str:
-        return f"{self.position} {self.name + ' ' if self.name else ''}({_fmt_aval(self.aval)})"
+        return f"{self.position} {self.name + ' ' if self.name else ''}({format_aval(self.aval)})"
 
 
 @dataclass(frozen=True)
@@ -176,7 +176,7 @@ def infer_roles(
     if scalars:
         raise RuntimeConfigError(
             f"arguments {', '.join(map(str, batch))} "
-            f"({', '.join(_fmt_aval(avals[i]) for i in batch)}) are taken as the batch, but a "
+            f"({', '.join(format_aval(avals[i]) for i in batch)}) are taken as the batch, but a "
             "scalar has no batch axis; set ",
             Keyword("batch_args"),
             f" ({BATCH_ARGS_SYNTAX})",

@@ -241,7 +241,7 @@ def test_text_that_is_neither_says_what_was_expected() -> None:
 BAD_STRING_CHILD = """
 import sys
 import jax, jax.numpy as jnp
-from jax.interpreters import mlir as jax_mlir
+from hlopipe._jax_compat import mlir as jax_mlir
 import hlopipe
 
 def f(x):

@@ -12,10 +12,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from jax.interpreters import mlir as jax_mlir
 
 import hlopipe
 from hlopipe._jax_compat import hlo_module_from_text
+from hlopipe._jax_compat import mlir as jax_mlir
 from hlopipe.errors import LoadError
 from hlopipe.io import detect_format, dump_modules
 

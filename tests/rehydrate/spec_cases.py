@@ -238,7 +238,7 @@ def _split_complex_results(text: str) -> tuple[str, list[int]]:
     names = [n.strip() for n in names_s.split(",") if n.strip()]
     types = _split_types(types_s)
     out_names, out_types, lines, cplx = [], [], [], []
-    for k, (n, t) in enumerate(zip(names, types)):
+    for k, (n, t) in enumerate(zip(names, types, strict=True)):
         if "complex<" not in t:
             out_names.append(n)
             out_types.append(t)
@@ -426,7 +426,7 @@ def _is_float(dt: np.dtype) -> bool:
 def all_same(xs: list[np.ndarray] | None, ys: list[np.ndarray] | None, case: Case) -> bool:
     if xs is None or ys is None or len(xs) != len(ys):
         return False
-    return all(same(x, y, case.ulps, case.rtol) for x, y in zip(xs, ys))
+    return all(same(x, y, case.ulps, case.rtol) for x, y in zip(xs, ys, strict=True))
 
 
 class Outcome(NamedTuple):
@@ -486,7 +486,7 @@ def _each_either(
     specification says next to a denormal flushed to zero as XLA does)."""
     if not (len(ours) == len(xla) == len(ref)):
         return False
-    for o, x, r in zip(ours, xla, ref):
+    for o, x, r in zip(ours, xla, ref, strict=True):
         if o.shape != x.shape or o.shape != r.shape or o.dtype != x.dtype:
             return False
         for i in range(o.size):

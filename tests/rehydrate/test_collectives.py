@@ -133,7 +133,7 @@ def check_same(got, want, atol: float = 1e-5) -> None:
     got = got if isinstance(got, tuple) else (got,)
     want = want if isinstance(want, tuple) else (want,)
     assert len(got) == len(want)
-    for g, w in zip(got, want):
+    for g, w in zip(got, want, strict=True):
         assert g.shape == w.shape
         np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=1e-5, atol=atol)
 
@@ -180,7 +180,7 @@ def test_per_device_results_without_shardings_come_back_stacked() -> None:
     prog = hlopipe.load(jax.jit(f).lower(*args).compile().as_text())
     got = jax.jit(prog.as_function(mesh=mesh))(*args)
     want = jax.jit(f)(*args)
-    for g, w in zip(got, want):
+    for g, w in zip(got, want, strict=True):
         assert g.shape == (4, *prog.out_avals[0].shape)
         np.testing.assert_allclose(np.asarray(g).reshape(w.shape), np.asarray(w), rtol=1e-5)
 
@@ -292,7 +292,7 @@ def test_reduce_scatter_and_all_to_all_with_groups() -> None:
     rs = [(x[0] + x[1])[0], (x[0] + x[1])[1], (x[2] + x[3])[0], (x[2] + x[3])[1]]
     # group [1, 0]: device 1 is position 0, device 0 position 1
     a2a = [[x[1][1], x[0][1]], [x[1][0], x[0][0]], [x[2][0], x[3][0]], [x[2][1], x[3][1]]]
-    want = np.array([[r, *a] for r, a in zip(rs, a2a)], np.float32)
+    want = np.array([[r, *a] for r, a in zip(rs, a2a, strict=True)], np.float32)
     np.testing.assert_allclose(got, want)
 
 

@@ -127,7 +127,7 @@ def test_converted_op_matches_xla(name: str) -> None:
     for out in (f(*args), jax.jit(f)(*args)):
         got = [np.asarray(o) for o in (out if isinstance(out, tuple) else (out,))]
         assert len(got) == len(want)
-        for g, w in zip(got, want):
+        for g, w in zip(got, want, strict=True):
             assert g.dtype == w.dtype and g.shape == w.shape
             np.testing.assert_allclose(g, w, rtol=1e-6, atol=1e-6)
 

@@ -82,12 +82,12 @@ def test_jvp(model: str) -> None:
     idx = c.float_args
     outputs = GRAD_OUTPUTS.get(model, slice(None))
     tangents = [jnp.cos(jnp.arange(c.args[i].size, dtype=c.args[i].dtype)) for i in idx]
-    tangents = [t.reshape(c.args[i].shape) for t, i in zip(tangents, idx)]
+    tangents = [t.reshape(c.args[i].shape) for t, i in zip(tangents, idx, strict=True)]
 
     def on_floats(fn):
         def g(*xs):
             full = list(c.args)
-            for i, x in zip(idx, xs):
+            for i, x in zip(idx, xs, strict=True):
                 full[i] = x
             return fn(*full)[outputs]
 

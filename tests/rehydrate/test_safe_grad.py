@@ -101,7 +101,9 @@ def test_guarded_division_and_log_equal_the_double_where() -> None:
     y = np.array([0.0, 2.0, 0.0, -0.5, 4.0, 0.0], np.float32)
     f = hlopipe.load(DIV_NO_NAN).as_function()
     np.testing.assert_array_equal(jax.jit(f)(x, y), _div_no_nan(x, y))
-    for got, want in zip(_grad(f, x, y, argnums=(0, 1)), _grad(_div_no_nan, x, y, argnums=(0, 1))):
+    for got, want in zip(
+        _grad(f, x, y, argnums=(0, 1)), _grad(_div_no_nan, x, y, argnums=(0, 1)), strict=True
+    ):
         assert np.isfinite(np.asarray(got)).all(), got
         np.testing.assert_allclose(got, want, rtol=1e-6)
     g = hlopipe.load(GUARDED_LOG).as_function()

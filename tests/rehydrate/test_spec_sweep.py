@@ -168,7 +168,7 @@ def test_two_key_sort_takes_the_lax_sort_path(monkeypatch: pytest.MonkeyPatch) -
         return lax.sort((a, b, c), num_keys=2)
 
     g = hlopipe.load(jax.jit(f).lower(k0, k1, p).as_text()).as_function()
-    for got, want in zip(jax.jit(g)(k0, k1, p), f(k0, k1, p)):
+    for got, want in zip(jax.jit(g)(k0, k1, p), f(k0, k1, p), strict=True):
         np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
     two_keys = next(c for c in spec_cases.sort_cases() if c.name.endswith("two-keys"))
     assert spec_cases.verdict(two_keys, modes=(True,)).status == "pass"

@@ -44,7 +44,7 @@ def test_64_bit_program_runs_with_x64_off_and_keeps_its_dtypes() -> None:
     f = hlopipe.rehydrate(text)
     got = f(*args)
     assert [np.asarray(g).dtype for g in got] == [w.dtype for w in want]
-    for g, w in zip(got, want):
+    for g, w in zip(got, want, strict=True):
         np.testing.assert_array_equal(np.asarray(g), w)
     assert int(np.asarray(got[1])[0]) == 4 * 3 + BIG  # no int32 truncation anywhere
     assert not jax.config.read("jax_enable_x64")  # the scope did not leak

@@ -75,5 +75,5 @@ def assert_same_training(losses, trained, steps: int, opt=OPT) -> None:
     np.testing.assert_allclose(losses, ref_losses, rtol=1e-5)
     flat_ref = jax.tree_util.tree_flatten_with_path(ref_params)[0]
     worst = max((_rel(a, b), jax.tree_util.keystr(k)) for a, (k, b) in
-                zip(jax.tree.leaves(trained), flat_ref))  # fmt: skip
+                zip(jax.tree.leaves(trained), flat_ref, strict=True))  # fmt: skip
     assert worst[0] <= 1e-5, f"parameter {worst[1]} differs by {worst[0]:.2e} (relative)"

@@ -56,7 +56,7 @@ def _assert_like_reference(losses, params, steps: int) -> None:
     ref_losses, ref_params = _reference(steps)
     np.testing.assert_allclose(losses, ref_losses, rtol=1e-5)
     assert jax.tree.structure(params) == jax.tree.structure(ref_params)
-    for a, b in zip(jax.tree.leaves(params), jax.tree.leaves(ref_params)):
+    for a, b in zip(jax.tree.leaves(params), jax.tree.leaves(ref_params), strict=True):
         assert _rel(a, b) <= 1e-5
 
 
@@ -102,7 +102,7 @@ def test_checkpoint_stores_stacked_parameters_whole_and_restores_onto_other_spli
         restored = other.restore(tmp_path)
         got = jax.device_get(restored.params)
         want = jax.device_get(state.params)
-        for a, b in zip(jax.tree.leaves(got), jax.tree.leaves(want)):
+        for a, b in zip(jax.tree.leaves(got), jax.tree.leaves(want), strict=True):
             np.testing.assert_array_equal(a, b)
         restored, m = other.step(restored, _batches(1, 1)[0])
         _assert_like_reference([_reference(2)[0][0], m.loss], jax.device_get(restored.params), 2)

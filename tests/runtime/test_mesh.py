@@ -260,7 +260,9 @@ def test_checkpoint_of_sharded_stages_restores_onto_another_layout(tmp_path):
                      devices=jax.devices()[:2], optimizer=SGD)  # fmt: skip
     back = other.restore(tmp_path)
     assert back.step == 1
-    for g, w in zip(jax.tree.leaves(jax.device_get(back.params)), jax.tree.leaves(want)):
+    for g, w in zip(
+        jax.tree.leaves(jax.device_get(back.params)), jax.tree.leaves(want), strict=True
+    ):
         np.testing.assert_array_equal(g, w)
     assert len(back.params["layers"][0]["qkv"].sharding.device_set) == 1
     # and training on from there gives the losses of the uninterrupted run
@@ -332,7 +334,9 @@ def test_stages_of_one_rank_that_propagation_laid_out_differently_share_a_parame
     from the rank's stored one (it used to pass the stored array: a sharding mismatch)."""
     ks = jax.random.split(jax.random.key(3), 6)
     shapes = {"w1": (8, 16), "w": (16, 8), "b": (8, 8), "c": (8, 8), "a": (8, 16)}
-    params = {k: jax.random.normal(kk, s) * 0.3 for (k, s), kk in zip(shapes.items(), ks)}
+    params = {
+        k: jax.random.normal(kk, s) * 0.3 for (k, s), kk in zip(shapes.items(), ks, strict=True)
+    }
     batches = [(jax.random.normal(k, (8, 8)), jax.numpy.ones((8, 8))) for k in ks[5:]] * 2
     staged = hlopipe.split(_shared_weight_loss, params, jax.tree.map(lambda a: a[:4], batches[0]))
     specs = {"w1": P(None, "model"), "w": None, "b": P(), "c": P(), "a": P()}

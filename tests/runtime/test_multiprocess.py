@@ -32,7 +32,7 @@ def _assert_params_like_one_device(path, steps: int, optimizer: str = "sgd") -> 
         got = [z[f"arr_{n}"] for n in range(len(z.files))]
     want = reference_params(steps, optimizer)
     assert len(got) == len(want)
-    for n, (g, w) in enumerate(zip(got, want)):
+    for n, (g, w) in enumerate(zip(got, want, strict=True)):
         g, w = np.asarray(g, np.float64), np.asarray(w, np.float64)
         rel = np.linalg.norm(g - w) / max(np.linalg.norm(w), 1e-30)
         assert rel <= 1e-5, f"parameter {n} differs by {rel:.2e} (relative)"
@@ -109,5 +109,5 @@ def test_every_process_gets_the_whole_inference_and_parameters(tmp_path, nproc, 
             got = [z[f"arr_{n}"] for n in range(len(z.files))]
         want = reference_params(1)
         assert len(got) == len(want)
-        for g, w in zip(got, want):
+        for g, w in zip(got, want, strict=True):
             np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-6)

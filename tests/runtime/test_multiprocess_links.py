@@ -41,7 +41,7 @@ def test_values_of_one_send_point_cross_in_one_executable_to_n_d_shardings():
     sent = [jax.device_put(v, NamedSharding(a, P())) for v in vals]
     out = links.transfer(sent, a, b, _avals(vals), shardings)
     assert out is not None
-    for got, want, sh in zip(out, vals, shardings):
+    for got, want, sh in zip(out, vals, shardings, strict=True):
         assert got.sharding == sh
         assert got.dtype == want.dtype
         np.testing.assert_array_equal(got, want)
@@ -65,6 +65,6 @@ def test_meshes_of_different_shapes_send_whole_arrays_laid_out_on_the_receiver()
     sent.append(jax.device_put(vals[1], NamedSharding(a, P())))
     out = Links().transfer(sent, a, c, _avals(vals), shardings)
     assert out is not None
-    for got, want, sh in zip(out, vals, shardings):
+    for got, want, sh in zip(out, vals, shardings, strict=True):
         assert got.sharding == sh
         np.testing.assert_array_equal(got, want)

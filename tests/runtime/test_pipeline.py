@@ -98,7 +98,9 @@ def test_gradients_without_optimizer_and_remat():
     _, metrics = pipe.step(state, batch)
     loss, grads = jax.jit(jax.value_and_grad(loss_fn))(_params(), batch)
     assert metrics.loss == pytest.approx(float(loss), rel=1e-6)
-    for a, b in zip(jax.tree.leaves(metrics.grads), jax.tree.leaves(grads)):
+    assert metrics.grads is not None  # optimizer=None: the step returns its gradients
+    assert jax.tree.structure(metrics.grads) == jax.tree.structure(grads)
+    for a, b in zip(jax.tree.leaves(metrics.grads), jax.tree.leaves(grads), strict=True):
         assert _rel(a, b) <= 1e-5
     gnorm = np.sqrt(
         sum(np.sum(np.square(np.asarray(g, np.float64))) for g in jax.tree.leaves(grads))
@@ -199,7 +201,9 @@ def test_hlo_file_trains_like_the_jax_function():
         state, metrics = pipe.step(state, b)
         ref_p, ref_s, ref_loss = ref_step(ref_p, ref_s, b)
         assert metrics.loss == pytest.approx(float(ref_loss), rel=1e-5)
-    for a, b in zip(jax.tree.leaves(jax.device_get(state.params)), jax.tree.leaves(ref_p)):
+    for a, b in zip(
+        jax.tree.leaves(jax.device_get(state.params)), jax.tree.leaves(ref_p), strict=True
+    ):
         assert _rel(a, b) <= 1e-5
 
 

@@ -44,7 +44,7 @@ def test_checkpoint_of_bfloat16_parameters_restores_them_bit_for_bit(tmp_path):
     pipe.save(state, tmp_path)
     back = pipe.restore(tmp_path)
     for a, b in zip(jax.tree.leaves(pipe.gather_params(state)),
-                    jax.tree.leaves(pipe.gather_params(back))):  # fmt: skip
+                    jax.tree.leaves(pipe.gather_params(back)), strict=True):  # fmt: skip
         assert b.dtype == jnp.bfloat16
         np.testing.assert_array_equal(np.asarray(a, np.float32), np.asarray(b, np.float32))
     _, m1 = pipe.step(state, _batch(seed=2))
@@ -76,7 +76,7 @@ def _assert_trains_like_one_device(pipe, loss, params, batches, opt, rtol=1e-5):
     ref_losses, ref_params = _reference(loss, params, batches, opt)
     np.testing.assert_allclose(losses, ref_losses, rtol=rtol)
     got = jax.tree.leaves(pipe.gather_params(state))
-    for a, b in zip(got, jax.tree.leaves(ref_params)):
+    for a, b in zip(got, jax.tree.leaves(ref_params), strict=True):
         np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=rtol, atol=1e-6)
 
 
@@ -280,7 +280,9 @@ def test_structured_optimizer_state_restores_onto_other_stages(tmp_path):
         losses.append(m.loss)
     ref_losses, ref_params = _reference(loss, _mlp_params(), batches, opt)
     np.testing.assert_allclose(losses, ref_losses, rtol=1e-5)
-    for a, b in zip(jax.tree.leaves(one.gather_params(state)), jax.tree.leaves(ref_params)):
+    for a, b in zip(
+        jax.tree.leaves(one.gather_params(state)), jax.tree.leaves(ref_params), strict=True
+    ):
         np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-4, atol=1e-6)
 
 
@@ -327,7 +329,7 @@ def test_infer_reduces_batch_statistics_and_concatenates_per_example_outputs():
     pipe = Pipeline(loss, _params(), batch, num_microbatches=2, devices=jax.devices()[:2])
     got = pipe.infer(pipe.init(_params()), batch)
     want = loss(_params(), batch)
-    for a, b in zip(jax.tree.leaves(got), jax.tree.leaves(want)):
+    for a, b in zip(jax.tree.leaves(got), jax.tree.leaves(want), strict=True):
         assert a.shape == b.shape
         np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-5, atol=1e-6)
 

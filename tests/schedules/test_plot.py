@@ -90,3 +90,22 @@ def test_chrome_trace_names_an_overlap_parts():
     spans = [e for e in to_chrome_trace(t)["traceEvents"] if e.get("cat") == "OVERLAP_F_B"]
     assert spans and spans[0]["name"].endswith(")OVERLAP_F_B")
     assert len(spans[0]["args"]["parts"]) == 2
+
+
+@pytest.mark.parametrize("ranks", [2, 4])
+def test_a_long_title_fits_the_figure(ranks):
+    """The demo's measured-timeline title used to run past the right edge: now it wraps, all of
+    it inside the figure and above the axes."""
+    from hlopipe.schedules._plot import _figure
+
+    title = (
+        f"measured 1F1B step on {ranks} ranks x 2 CPU devices (ms): bubble 71%, "
+        "simulated with measured costs 58%"
+    )
+    fig = _figure(simulate(get("1f1b", ranks, 4)), title=title)
+    (text,) = fig.texts
+    assert " ".join(text.get_text().split("\n")) == title
+    fig.canvas.draw()
+    box = text.get_window_extent().transformed(fig.transFigure.inverted())
+    assert box.x0 > 0 and box.x1 <= 1 and box.y1 <= 1
+    assert box.y0 >= fig.axes[0].get_position().y1

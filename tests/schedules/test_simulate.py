@@ -102,7 +102,7 @@ def test_timeline_events_follow_the_lists():
         assert [a for a, _, _ in t.events[r]] == s.actions[r]
         ends = [e for _, _, e in t.events[r]]
         starts = [st for _, st, _ in t.events[r]]
-        assert all(e <= s2 for e, s2 in zip(ends, starts[1:]))
+        assert all(e <= s2 for e, s2 in zip(ends[:-1], starts[1:], strict=True))
     assert t.idle[0] == t.makespan - t.busy[0]
 
 

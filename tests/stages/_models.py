@@ -12,7 +12,7 @@ def mlp_params(key, sizes=(6, 16, 16, 16, 4)):
     keys = jax.random.split(key, len(sizes) - 1)
     return [
         {"w": jax.random.normal(k, (a, b)) / jnp.sqrt(a), "b": jnp.zeros(b) + 0.1}
-        for k, a, b in zip(keys, sizes[:-1], sizes[1:])
+        for k, a, b in zip(keys, sizes[:-1], sizes[1:], strict=True)
     ]
 
 

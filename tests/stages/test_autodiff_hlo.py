@@ -23,5 +23,5 @@ def test_stage_autodiff_of_rehydrated_gpt_loss():
                                             split_backward=split_backward)  # fmt: skip
         ref_loss, ref_grads = jax.value_and_grad(gpt.loss)(params, batch, cfg)
         np.testing.assert_allclose(loss, ref_loss, rtol=1e-6)
-        for g, r in zip(grads, jax.tree.leaves(ref_grads)):
+        for g, r in zip(grads, jax.tree.leaves(ref_grads), strict=True):
             np.testing.assert_allclose(g, r, rtol=1e-4, atol=1e-6)

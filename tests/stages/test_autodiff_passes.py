@@ -24,7 +24,7 @@ def _jaxpr():
 
 
 def _names(jaxpr, mask):
-    return [e.primitive.name for e, m in zip(jaxpr.eqns, mask) if m]
+    return [e.primitive.name for e, m in zip(jaxpr.eqns, mask, strict=True) if m]
 
 
 def test_taint_marks_cotangent_and_microbatch_dependence():

@@ -61,10 +61,9 @@ def test_format_manifest_rejects_other_json(tmp_path):
 @pytest.mark.parametrize("fmt", ["hlo", "stablehlo"])
 def test_exported_program_reloads_and_splits_again(staged, tmp_path, fmt):
     """Markers survive export; the loaded (rehydrated) program splits at them again."""
-    io = pytest.importorskip("hlopipe.io")
     path = staged.export(str(tmp_path), format=fmt, argnums=None)
     m = json.loads(_read(path))
-    prog = io.load(os.path.join(tmp_path, m["program"]["file"]))
+    prog = hlopipe.load(os.path.join(tmp_path, m["program"]["file"]))
     again = hlopipe.split(prog, num_stages=3)
     assert again.num_stages == staged.num_stages
     flat = [jax.random.normal(jax.random.key(i), a.shape) for i, a in enumerate(prog.in_avals)]
@@ -75,7 +74,6 @@ def test_exported_program_reloads_and_splits_again(staged, tmp_path, fmt):
 
 
 def test_cli_split(staged, tmp_path, capsys):
-    pytest.importorskip("hlopipe.io")
     from hlopipe.cli import main
 
     staged.export(str(tmp_path / "a"), format="stablehlo", argnums=None)

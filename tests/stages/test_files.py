@@ -31,7 +31,7 @@ def _leaves(shardings):
 
 def _call(compiled, args):
     shs = _leaves(compiled.input_shardings[0])
-    return list(compiled(*[jax.device_put(a, s) for a, s in zip(args, shs)]))
+    return list(compiled(*[jax.device_put(a, s) for a, s in zip(args, shs, strict=True)]))
 
 
 @pytest.fixture(scope="module")
@@ -59,7 +59,7 @@ def test_merge_then_split_on_2x2_meshes_equals_value_and_grad(exported, tmp_path
                 mesh, P(None, "model") if p.endswith("['w']") else P("data", None) if
                 a.ndim == 2 else P()
             )
-            for p, a in zip(st.param_paths, st.param_avals)
+            for p, a in zip(st.param_paths, st.param_avals, strict=True)
         ]  # fmt: skip
         # (every residual here has the output's shape: the signatures alone are ambiguous)
         merged = merge_files(
@@ -82,7 +82,7 @@ def test_merge_then_split_on_2x2_meshes_equals_value_and_grad(exported, tmp_path
         bwd_in = _leaves(c.backward.input_shardings[0])
         res_in = bwd_in[L.num_params : L.num_params + L.num_residuals]
         assert len(res_out) == len(res_in) == L.num_residuals > 0
-        for a, b, aval in zip(res_out, res_in, fb.residual_avals):
+        for a, b, aval in zip(res_out, res_in, fb.residual_avals, strict=True):
             assert a.is_equivalent_to(b, aval.ndim), (a, b)
         assert any(tuple(getattr(r, "spec", ())) != () for r in res_out)  # something is sharded
         assert _collectives(c.backward) <= _collectives(c.merged)

@@ -40,7 +40,9 @@ def _loss(fori: bool):
 def _stacked_rows(staged, s: int) -> list[int]:
     """Leading axes of stage ``s``'s block parameters (the stacked ones)."""
     st = staged.stage(s)
-    return [a.shape[0] for a, p in zip(st.param_avals, st.param_paths) if "blocks" in p]
+    return [
+        a.shape[0] for a, p in zip(st.param_avals, st.param_paths, strict=True) if "blocks" in p
+    ]
 
 
 def _assert_balanced(staged) -> None:
@@ -53,7 +55,8 @@ def _assert_balanced(staged) -> None:
 
 def _max_diff(a, b) -> float:
     return max(
-        float(jnp.max(jnp.abs(x - y))) for x, y in zip(jax.tree.leaves(a), jax.tree.leaves(b))
+        float(jnp.max(jnp.abs(x - y)))
+        for x, y in zip(jax.tree.leaves(a), jax.tree.leaves(b), strict=True)
     )
 
 
@@ -88,8 +91,11 @@ def test_parameter_bytes_per_stage_fall_as_one_over_stages():
     for S in (2, 4, 8):
         staged = hlopipe.split(_loss(False), p, b, num_stages=S)
         held = [
-            sum(a.size * a.dtype.itemsize for a, n in zip(st.param_avals, st.param_paths)
-                if "blocks" in n)
+            sum(
+                a.size * a.dtype.itemsize
+                for a, n in zip(st.param_avals, st.param_paths, strict=True)
+                if "blocks" in n
+            )
             for st in staged.stages
         ]  # fmt: skip
         assert held == [block_bytes // S] * S
@@ -105,7 +111,7 @@ def test_the_caller_tree_round_trips_through_the_pieces():
     assert len(pieces) == len(staged.in_avals) > len(flat)
     assert [tuple(x.shape) for x in pieces] == [tuple(a.shape) for a in staged.in_avals]
     back = staged.gather_flat(pieces)
-    assert all(np.array_equal(x, y) for x, y in zip(back, flat))
+    assert all(np.array_equal(x, y) for x, y in zip(back, flat, strict=True))
     assert any("['blocks']['qkv'][2:4]" in n for n in staged.in_paths)
 
 
@@ -152,7 +158,7 @@ def test_scanned_gpt_program_file_splits_into_ranges(program_files, kind):
     got_loss, got = staged.value_and_grad(*flat, argnums=tuple(range(n_params)))
     ref = jax.tree.leaves(jax.grad(_loss(False))(_params(), _batch()))
     assert abs(float(got_loss) - want) <= 1e-5
-    assert max(float(jnp.max(jnp.abs(x - y))) for x, y in zip(got, ref)) <= 1e-5
+    assert max(float(jnp.max(jnp.abs(x - y))) for x, y in zip(got, ref, strict=True)) <= 1e-5
 
 
 def test_markers_win_over_layer_loops():

@@ -31,7 +31,7 @@ def test_two_stages_on_2x2_meshes():
         st = staged.stage(s)
         mesh = Mesh(devs[s % 2], ("data", "model"))
         shardings = []
-        for path, aval in zip(st.param_paths, st.param_avals):
+        for path, aval in zip(st.param_paths, st.param_avals, strict=True):
             if path.endswith("['w']"):
                 spec = P(None, "model") if aval.shape[0] <= aval.shape[1] else P("model", None)
             elif aval.ndim == 2:
@@ -51,16 +51,16 @@ def test_two_stages_on_2x2_meshes():
         res_out = fwd_out[fb.num_outputs :]
         res_in = bwd_in[fb.num_params : fb.num_params + fb.num_residuals]
         assert len(res_out) == len(res_in) == fb.num_residuals > 0
-        for a, b, aval in zip(res_out, res_in, fb.residual_avals):
+        for a, b, aval in zip(res_out, res_in, fb.residual_avals, strict=True):
             assert a.is_equivalent_to(b, len(aval.shape)), (a, b)
         assert _collectives(ss.backward) <= _collectives(ss.merged)
         assert _collectives(ss.forward) <= _collectives(ss.merged)
         # and the sharded executables compute the right thing
         flat = jax.tree_util.tree_leaves((params, x, y))
-        p = [jax.device_put(flat[i], sh) for i, sh in zip(st.params_needed, shardings)]
+        p = [jax.device_put(flat[i], sh) for i, sh in zip(st.params_needed, shardings, strict=True)]
         xs = [np.ones(r.aval.shape, r.aval.dtype) for r in st.receives]
-        xs = [jax.device_put(v, sh) for v, sh in zip(xs, ss.input_shardings)]
+        xs = [jax.device_put(v, sh) for v, sh in zip(xs, ss.input_shardings, strict=True)]
         out = ss.forward(*p, *xs)
         ref_out, ref_res = jax.jit(fb.forward)([flat[i] for i in st.params_needed], xs)
-        for a, b in zip(out, [*ref_out, *ref_res]):
+        for a, b in zip(out, [*ref_out, *ref_res], strict=True):
             np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-5, atol=1e-5)

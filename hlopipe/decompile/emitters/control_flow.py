@@ -170,7 +170,7 @@ def _while(body: Body, eqn: Any) -> None:
     consts = {"cond": eqn.invars[:cn], "body": eqn.invars[cn : cn + bn]}
     init = eqn.invars[cn + bn :]
     envs = {
-        part: {iv: body.ref(ov) for iv, ov in zip(p[f"{part}_jaxpr"].jaxpr.invars, vs)}
+        part: {iv: body.ref(ov) for iv, ov in zip(p[f"{part}_jaxpr"].jaxpr.invars, vs, strict=True)}
         for part, vs in consts.items()
     }
     names = {part: body.mod.fresh(part) for part in consts}
@@ -200,7 +200,9 @@ def _cond(body: Body, eqn: Any) -> None:
     for i, br in enumerate(branches):
         bname = body.mod.fresh(f"branch{i}_")
         params = [body.mod.fresh("x") for _ in br.jaxpr.invars]
-        env = {v: Expr(n, ATOM, frozenset({v})) for v, n in zip(br.jaxpr.invars, params)}
+        env = {
+            v: Expr(n, ATOM, frozenset({v})) for v, n in zip(br.jaxpr.invars, params, strict=True)
+        }
         lines, outer = function_lines(body.mod, bname, br, params, [], env, _pack)
         head += lines
         deps |= outer
@@ -248,7 +250,7 @@ def _call(body: Body, eqn: Any) -> None:
         fname = mod.fresh(p.get("name") or "fn")
         jaxpr = closed.jaxpr if hasattr(closed, "jaxpr") else closed
         params = [mod.fresh("x") for _ in jaxpr.invars]
-        env = {v: Expr(n, ATOM, frozenset({v})) for v, n in zip(jaxpr.invars, params)}
+        env = {v: Expr(n, ATOM, frozenset({v})) for v, n in zip(jaxpr.invars, params, strict=True)}
         single = len(jaxpr.outvars) == 1
         lines, _ = function_lines(
             mod,

@@ -74,7 +74,9 @@ def _reduce_general(body: Body, eqn: Any) -> None:
     single = n == 1
     if single:
         params = [body.mod.fresh("a"), body.mod.fresh("b")]
-        env = {v: Expr(nm, ATOM, frozenset({v})) for v, nm in zip(inner.invars, params)}
+        env = {
+            v: Expr(nm, ATOM, frozenset({v})) for v, nm in zip(inner.invars, params, strict=True)
+        }
         lines, outer = function_lines(body.mod, fname, closed, params, [], env, lambda r: r[0].text)
     else:
         lines, outer = function_lines(

@@ -371,8 +371,8 @@ def outlined_manual_computation(
         p = hlo_sharding_spec(s, ndim, hlo_axes)
         return PartitionSpec() if p is None else p
 
-    ispecs = tuple(spec(s, len(a.shape)) for s, a in zip(in_specs, ctx.operand_avals))
-    ospecs = tuple(spec(s, len(a.shape)) for s, a in zip(out_specs, ctx.result_avals))
+    ispecs = tuple(spec(s, len(a.shape)) for s, a in zip(in_specs, ctx.operand_avals, strict=True))
+    ospecs = tuple(spec(s, len(a.shape)) for s, a in zip(out_specs, ctx.result_avals, strict=True))
     return region_under_shard_map(ctx, operands, mesh, axes, ispecs, ospecs)
 
 

@@ -9,8 +9,8 @@ import jax
 import numpy as np
 from jax import lax
 from jax.extend.core import Primitive
-from jax.interpreters import ad, batching, mlir
 
+from hlopipe._jax_compat import ad, batching, mlir
 from hlopipe.errors import RehydrateError
 from hlopipe.rehydrate._loops import static_trip_bound, static_trip_count
 from hlopipe.rehydrate.registry import RuleContext, rule
@@ -70,7 +70,8 @@ def _bounded_loop(cond: Any, body: Any, inits: tuple, bound: int) -> tuple:
         running = lax.bitwise_and(running, pred)
         new = tuple(body(*state))
         kept = tuple(
-            lax.select(running, b, a) if hasattr(a, "dtype") else b for a, b in zip(state, new)
+            lax.select(running, b, a) if hasattr(a, "dtype") else b
+            for a, b in zip(state, new, strict=True)
         )
         return (kept, running), None
 

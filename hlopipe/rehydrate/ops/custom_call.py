@@ -163,7 +163,7 @@ def _xla_topk_call(ctx: RuleContext, x: Any, **attrs: Any) -> Any:
     comparator it is given says, and so does this (tested against XLA)."""
     import jax
 
-    from hlopipe.io._types import aval_of_type
+    from hlopipe.io import aval_of_type
 
     text = str(getattr(ctx.result_avals[0], "text", ""))
     parts = text[len("tuple<") : -1].split(", ") if text.startswith("tuple<") else []

@@ -66,7 +66,7 @@ def sub_byte(fn: Any) -> Any:
         outs = out if isinstance(out, tuple) else (out,)
         fixed = tuple(
             lax.convert_element_type(o, a.dtype) if np.dtype(a.dtype) in _SUB_BYTE else o
-            for o, a in zip(outs, ctx.result_avals)
+            for o, a in zip(outs, ctx.result_avals, strict=True)
         )
         return fixed if isinstance(out, tuple) else fixed[0]
 

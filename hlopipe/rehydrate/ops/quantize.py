@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from hlopipe.errors import UnsupportedOpError
-from hlopipe.io._types import QuantizedAval
+from hlopipe.io import QuantizedAval
 from hlopipe.rehydrate._quant import dequantize, quantize
 from hlopipe.rehydrate.registry import RuleContext, rule
 

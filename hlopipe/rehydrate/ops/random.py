@@ -24,8 +24,8 @@ import numpy as np
 from jax import lax
 from jax.extend.core import Primitive
 from jax.extend.mlir.dialects import stablehlo as hlo
-from jax.interpreters import mlir
 
+from hlopipe._jax_compat import ShapedArray, mlir
 from hlopipe.errors import UnsupportedOpError
 from hlopipe.rehydrate.registry import RuleContext, rule
 
@@ -47,8 +47,8 @@ _wide_rbg_p.multiple_results = True
 _wide_rbg_p.def_impl(lambda state, **kw: jax.jit(lambda s: _wide_rbg_p.bind(s, **kw))(state))
 _wide_rbg_p.def_abstract_eval(
     lambda state, *, shape, dtype, algorithm: (
-        jax.core.ShapedArray(state.shape, state.dtype),
-        jax.core.ShapedArray(shape, dtype),
+        ShapedArray(state.shape, state.dtype),
+        ShapedArray(shape, dtype),
     )
 )
 

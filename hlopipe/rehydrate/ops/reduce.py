@@ -203,7 +203,7 @@ def _selection_reduce(
         return lax.reshape(x, (*x.shape[: len(keep)], size))
 
     match = None
-    for x, o, p in zip(stopped, outs, picked):
+    for x, o, p in zip(stopped, outs, picked, strict=True):
         if not p:
             continue
         eq = lax.eq(flat(x), lax.expand_dims(o, (len(keep),)))
@@ -212,7 +212,7 @@ def _selection_reduce(
     count = jnp.cumsum(match, axis=-1, dtype=np.int32)
     first = lax.bitwise_and(match, lax.eq(count, lax.full_like(count, 1)))
     result = []
-    for x, o in zip(xs, outs):
+    for x, o in zip(xs, outs, strict=True):
         if not is_inexact(x):
             result.append(o)
             continue

@@ -78,7 +78,9 @@ def _result_shape(ctx: RuleContext, shape: Any) -> tuple[int, ...]:
     if known is None:
         return out
     sizes = tuple(int(v) for v in np.ravel(known))
-    if len(sizes) != len(out) or any(o is not None and o != k for o, k in zip(out, sizes)):
+    if len(sizes) != len(out) or any(
+        o is not None and o != k for o, k in zip(out, sizes, strict=True)
+    ):
         raise UnsupportedOpError(
             f"{ctx.name} at {ctx.loc}: its shape operand {list(sizes)} disagrees with its "
             f"result type {['?' if o is None else o for o in out]}"

@@ -122,7 +122,7 @@ def real_dynamic_slice(
         return lax.slice(x, tuple(int(v) for v in s), tuple(int(v) for v in lim), st)
     # run-time starts with a static result shape: one dynamic slice, then the strides
     out = ctx.aval.shape
-    sizes = tuple(max((n - 1) * k + 1, 0) for n, k in zip(out, st))
+    sizes = tuple(max((n - 1) * k + 1, 0) for n, k in zip(out, st, strict=True))
     starts = [lax.index_in_dim(start, i, keepdims=False) for i in range(len(out))]
     window = lax.dynamic_slice(x, starts, sizes)
     return lax.slice(window, (0,) * len(out), sizes, st)
@@ -139,7 +139,7 @@ def pad(
     interior_padding: Sequence[int],
     **attrs: Any,
 ) -> Any:
-    config = list(zip(edge_padding_low, edge_padding_high, interior_padding))
+    config = list(zip(edge_padding_low, edge_padding_high, interior_padding, strict=True))
     return lax.pad(x, padding_value, config)
 
 
@@ -150,7 +150,7 @@ def dynamic_pad(
     lo = _static_ints(ctx, low, "edge_padding_low")
     hi = _static_ints(ctx, high, "edge_padding_high")
     it = _static_ints(ctx, interior, "interior_padding")
-    return lax.pad(x, padding_value, list(zip(lo, hi, it)))
+    return lax.pad(x, padding_value, list(zip(lo, hi, it, strict=True)))
 
 
 # ---- dynamic_slice, dynamic_update_slice -----------------------------------------------------
@@ -161,7 +161,7 @@ def _clamped_starts(shape: Sequence[int], starts: Sequence[Any], sizes: Sequence
     out: list[Any] = []
     # lax wants every start of one integer type: constants take the type of the traced ones
     traced = [np.dtype(s.dtype) for s in starts if known_value(s) is None]
-    for s, dim, size in zip(starts, shape, sizes):
+    for s, dim, size in zip(starts, shape, sizes, strict=True):
         hi = int(dim) - int(size)
         c = known_value(s)
         if c is not None:
@@ -368,8 +368,10 @@ def scatter(
     kinds = _region_kinds(region.block, n)
     fns = None
     if kinds is not None and arg_dtypes == in_dtypes * 2 and out_dtypes == in_dtypes:
-        fns = [None if k == "keep" else _fast_fn(k, dt) for k, dt in zip(kinds, in_dtypes)]
-        if any(f is None and k != "keep" for f, k in zip(fns, kinds)):
+        fns = [
+            None if k == "keep" else _fast_fn(k, dt) for k, dt in zip(kinds, in_dtypes, strict=True)
+        ]
+        if any(f is None and k != "keep" for f, k in zip(fns, kinds, strict=True)):
             fns = None
     if fns is not None:
 
@@ -378,12 +380,12 @@ def scatter(
                 x
                 if fn is None
                 else _scatter_windows(fn, x, idx, u, d, dnums, indices_are_sorted, unique_indices)
-                for fn, x, u in zip(fns, inputs, updates)
+                for fn, x, u in zip(fns, inputs, updates, strict=True)
             )
 
         if unique_indices or not any(
             k == "stablehlo.multiply" and jnp.issubdtype(dt, jnp.inexact)
-            for k, dt in zip(kinds or [], in_dtypes)
+            for k, dt in zip(kinds or [], in_dtypes, strict=False)
         ):
             return fast(inputs, idx, updates)
 
@@ -494,7 +496,7 @@ def _scatter_elements(
 ) -> list[Any]:
     """Any region, any number of inputs: the region applied element by element."""
     out_dtypes = [np.dtype(a.dtype) for a in ctx.result_avals]
-    results = [lax.convert_element_type(x, dt) for x, dt in zip(inputs, out_dtypes)]
+    results = [lax.convert_element_type(x, dt) for x, dt in zip(inputs, out_dtypes, strict=True)]
     s = _ElementScatter(
         region,
         d,
@@ -555,14 +557,14 @@ class _ElementScatter:
         gd = lax.GatherDimensionNumbers((), tuple(range(rank)), tuple(range(rank)))
         cur = [
             lax.gather(r, where, gd, (1,) * rank, mode=_CLIP).astype(dt)
-            for r, dt in zip(results, self.arg_dtypes[:n])
+            for r, dt in zip(results, self.arg_dtypes[:n], strict=True)
         ]
-        ups = [u.astype(dt) for u, dt in zip(ups, self.arg_dtypes[n:])]
+        ups = [u.astype(dt) for u, dt in zip(ups, self.arg_dtypes[n:], strict=True)]
         new = jax.vmap(lambda *a: tuple(self.region(*a)))(*cur, *ups)
         sd = lax.ScatterDimensionNumbers((), tuple(range(rank)), tuple(range(rank)))
         return [
             lax.scatter(r, where, v.astype(r.dtype), sd, unique_indices=True, mode=_DROP)
-            for r, v in zip(results, new)
+            for r, v in zip(results, new, strict=True)
         ]
 
     def static(self, results: list[Any], idx: np.ndarray, flat_upd: list[Any]) -> list[Any]:
@@ -616,11 +618,11 @@ class _ElementScatter:
                 for r in results
             ]
             ups = [lax.dynamic_index_in_dim(u, i, keepdims=False) for u in flat_upd]
-            args = [c.astype(dt) for c, dt in zip(cur, self.arg_dtypes[:n])]
-            args += [u.astype(dt) for u, dt in zip(ups, self.arg_dtypes[n:])]
+            args = [c.astype(dt) for c, dt in zip(cur, self.arg_dtypes[:n], strict=True)]
+            args += [u.astype(dt) for u, dt in zip(ups, self.arg_dtypes[n:], strict=True)]
             new = region(*args)
             out = []
-            for r, c, v in zip(results, cur, new):
+            for r, c, v in zip(results, cur, new, strict=True):
                 v = lax.select(ok, v.astype(r.dtype), c)
                 v = jnp.reshape(v, (1,) * rank)
                 out.append(lax.dynamic_update_slice(r, v, starts, allow_negative_indices=False))

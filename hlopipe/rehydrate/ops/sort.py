@@ -359,7 +359,7 @@ def _mirror(
         seen.add(u)
         if pu.name == "stablehlo.constant":
             continue
-        stack.extend(zip(pu.operands, pv.operands))
+        stack.extend(zip(pu.operands, pv.operands, strict=True))
     return seen
 
 
@@ -402,7 +402,10 @@ def _to_rows(operands: tuple, dim: int) -> tuple[list, tuple, Any]:
     rows = [lax.reshape(x, (b, n)) for x in moved]
 
     def back(xs: list) -> tuple:
-        return tuple(lax.transpose(lax.reshape(x, orig.shape), inv) for x, orig in zip(xs, moved))
+        return tuple(
+            lax.transpose(lax.reshape(x, orig.shape), inv)
+            for x, orig in zip(xs, moved, strict=True)
+        )
 
     return rows, (b, n), back
 
@@ -443,17 +446,17 @@ def _network_sort(operands: tuple, dim: int, region: Region) -> tuple:
 
     def less(a: list, bb: list) -> Any:
         """a before b: valid first, then the comparator, then the original position."""
-        args = [v for pair in zip(a[:k_ops], bb[:k_ops]) for v in pair]
+        args = [v for pair in zip(a[:k_ops], bb[:k_ops], strict=True) for v in pair]
         (lt,) = cmp(*args)
-        swapped = [v for pair in zip(bb[:k_ops], a[:k_ops]) for v in pair]
+        swapped = [v for pair in zip(bb[:k_ops], a[:k_ops], strict=True) for v in pair]
         (gt,) = cmp(*swapped)
         tie = ~lt & ~gt & (a[-1] < bb[-1])
         return a[-2] & (~bb[-2] | lt | tie)
 
     def compare_swap(lo: list, hi: list) -> tuple[list, list]:
         swap = less(hi, lo)
-        new_lo = [lax.select(swap, h, low) for low, h in zip(lo, hi)]
-        new_hi = [lax.select(swap, low, h) for low, h in zip(lo, hi)]
+        new_lo = [lax.select(swap, h, low) for low, h in zip(lo, hi, strict=True)]
+        new_hi = [lax.select(swap, low, h) for low, h in zip(lo, hi, strict=True)]
         return new_lo, new_hi
 
     state = [*flat, valid, pos]
@@ -466,7 +469,7 @@ def _network_sort(operands: tuple, dim: int, region: Region) -> tuple:
         lo, hi = compare_swap(lo, hi)
         state = [
             lax.reshape(lax.concatenate([low, lax.rev(h, (2,))], 2), (b, size))
-            for low, h in zip(lo, hi)
+            for low, h in zip(lo, hi, strict=True)
         ]
         # 2. half-cleaners: element t against t + j, j = k/4 ... 1
         j = k // 4
@@ -475,7 +478,7 @@ def _network_sort(operands: tuple, dim: int, region: Region) -> tuple:
             lo = [lax.index_in_dim(x, 0, axis=2, keepdims=False) for x in halves]
             hi = [lax.index_in_dim(x, 1, axis=2, keepdims=False) for x in halves]
             lo, hi = compare_swap(lo, hi)
-            state = [lax.reshape(_stack2(low, h), (b, size)) for low, h in zip(lo, hi)]
+            state = [lax.reshape(_stack2(low, h), (b, size)) for low, h in zip(lo, hi, strict=True)]
             j //= 2
         k *= 2
     return back([lax.slice_in_dim(x, 0, n, axis=1) for x in state[:k_ops]])

@@ -119,7 +119,9 @@ def monoid_reduce_window(
     # XLA: the init value enters every window once, padding and base-dilation holes not at all
     # (the specification pads with the init value): pad with the identity, combine the init
     if any(p != (0, 0) for p in pads) or any(b != 1 for b in base):
-        x = lax.pad(x, jnp.asarray(ident), [(lo, hi, b - 1) for (lo, hi), b in zip(pads, base)])
+        x = lax.pad(
+            x, jnp.asarray(ident), [(lo, hi, b - 1) for (lo, hi), b in zip(pads, base, strict=True)]
+        )
     y = lax.reduce_window(x, ident, combine, window, strides, [(0, 0)] * x.ndim, None, wdil)
     return combine(y, lax.convert_element_type(init, dtype))
 
@@ -162,14 +164,15 @@ def reduce_window(
         return tuple(region(*acc, *x))
 
     # padding and base dilation as lax.pad takes them
-    cfg = [(lo, hi, b - 1) for (lo, hi), b in zip(pads, base)]
+    cfg = [(lo, hi, b - 1) for (lo, hi), b in zip(pads, base, strict=True)]
     inexact = [is_inexact(x) for x in xs]
     if n > 1 and any(inexact):
         picked = selecting_results(region.block, n, inexact)
         if picked is not None and any(picked):
             # a value and its position (torch's cummax): any window size, differentiable
             padded = tuple(
-                lax.pad(x, lax.convert_element_type(v, x.dtype), cfg) for x, v in zip(xs, inits)
+                lax.pad(x, lax.convert_element_type(v, x.dtype), cfg)
+                for x, v in zip(xs, inits, strict=True)
             )
             return _selection_reduce_window(padded, inits, computation, window, strides, wdil)
 
@@ -205,23 +208,28 @@ def _with_folded_derivative(
     def folded(*args: Any) -> tuple:
         inits = args[n:]
         xs = [
-            lax.pad(x, lax.convert_element_type(v, x.dtype), cfg) for x, v in zip(args[:n], inits)
+            lax.pad(x, lax.convert_element_type(v, x.dtype), cfg)
+            for x, v in zip(args[:n], inits, strict=True)
         ]
         inside = lax.pad(jnp.ones(args[0].shape, bool), np.array(False), cfg)
         acc = args[n:]
         shape = xs[0].shape
         out_shape = [
-            (p - (w - 1) * d - 1) // s + 1 for p, w, d, s in zip(shape, window, wdil, strides)
+            (p - (w - 1) * d - 1) // s + 1
+            for p, w, d, s in zip(shape, window, wdil, strides, strict=True)
         ]
         if min(out_shape, default=1) <= 0:
             return generic(*args)
         step = vmapped_region(region)
         acc = tuple(
-            lax.broadcast(lax.convert_element_type(v, x.dtype), out_shape) for v, x in zip(acc, xs)
+            lax.broadcast(lax.convert_element_type(v, x.dtype), out_shape)
+            for v, x in zip(acc, xs, strict=True)
         )
         for offset in itertools.product(*(range(w) for w in window)):
-            start = [o * d for o, d in zip(offset, wdil)]
-            limit = [st + (m - 1) * s + 1 for st, m, s in zip(start, out_shape, strides)]
+            start = [o * d for o, d in zip(offset, wdil, strict=True)]
+            limit = [
+                st + (m - 1) * s + 1 for st, m, s in zip(start, out_shape, strides, strict=True)
+            ]
             new = step(*acc, *(lax.slice(x, start, limit, strides) for x in xs))
             keep = lax.slice(inside, start, limit, strides)
             acc = tuple(lax.select(keep, a, b) for a, b in zip(new, acc, strict=True))
@@ -282,7 +290,7 @@ def _selection_reduce_window(
     def with_pos(acc: tuple, x: tuple) -> tuple:
         res = tuple(computation(acc[:-1], x[:-1]))
         took_acc = None
-        for r, a in zip(res, acc[:-1]):
+        for r, a in zip(res, acc[:-1], strict=True):
             eq = lax.eq(r, a)
             took_acc = eq if took_acc is None else lax.bitwise_and(took_acc, eq)
         assert took_acc is not None
@@ -295,7 +303,7 @@ def _selection_reduce_window(
     )
     return tuple(
         _with_derivative_at(o, lax.reshape(x, (size,)), picked) if is_inexact(x) else o
-        for x, o in zip(xs, outs)
+        for x, o in zip(xs, outs, strict=True)
     )
 
 
@@ -422,7 +430,7 @@ def _general_select_and_scatter(
         acc = lax.full(xp.shape, init, dtype)
         return lax.pad(acc, np.zeros((), dtype), [(-lo, -hi, 0) for lo, hi in pads])
     # each window position k reads the strided slice starting at offset(k) with this extent
-    extent = tuple(s * (n - 1) + 1 for s, n in zip(strides, out_shape))
+    extent = tuple(s * (n - 1) + 1 for s, n in zip(strides, out_shape, strict=True))
     num = int(np.prod(window, dtype=np.int64))
 
     def offset(k: Any) -> list[Any]:
@@ -435,7 +443,7 @@ def _general_select_and_scatter(
     def strided(a: Any, k: Any) -> Any:
         start = offset(k)
         if isinstance(k, int):
-            return lax.slice(a, start, [o + e for o, e in zip(start, extent)], strides)
+            return lax.slice(a, start, [o + e for o, e in zip(start, extent, strict=True)], strides)
         block = lax.dynamic_slice(a, start, extent)
         return lax.slice(block, (0,) * rank, extent, strides)
 
@@ -460,7 +468,10 @@ def _general_select_and_scatter(
         (combined,) = scatter(cur, source)
         if isinstance(k, int):
             # straight into the full array: pads and one select
-            cfg = [(o, n - o - e, s - 1) for o, n, e, s in zip(start, xp.shape, extent, strides)]
+            cfg = [
+                (o, n - o - e, s - 1)
+                for o, n, e, s in zip(start, xp.shape, extent, strides, strict=True)
+            ]
             placed = lax.pad(combined, np.zeros((), dtype), cfg)
             return lax.select(lax.pad(hit, np.array(False), cfg), placed, acc)
         block = lax.dynamic_slice(acc, start, extent)

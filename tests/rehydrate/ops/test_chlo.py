@@ -62,7 +62,7 @@ def test_against_jax(case: Case) -> None:
     f = rehydrate(jax.jit(case.fn).lower(*case.args).as_text())
     want = _leaves(case.fn(*case.args))
     for got in (_leaves(f(*case.args)), _leaves(jax.jit(f)(*case.args))):
-        for g, w in zip(got, want):
+        for g, w in zip(got, want, strict=True):
             np.testing.assert_allclose(g, w, rtol=1e-13, atol=0)
     if case.grad:
         g_want = jax.grad(lambda *a: jnp.sum(case.fn(*a)))(*case.args)
@@ -104,5 +104,5 @@ def test_mulhi(t: str, dt: Any) -> None:
     x = np.array([info.min, info.max, -1 if info.min else 1, 7, info.max // 3, 0]).astype(dt)
     y = np.array([info.min, info.max, info.max, -5 if info.min else 5, 3, 9]).astype(dt)
     bits = info.bits
-    want = np.array([(int(a) * int(b)) >> bits for a, b in zip(x, y)]).astype(dt)
+    want = np.array([(int(a) * int(b)) >> bits for a, b in zip(x, y, strict=True)]).astype(dt)
     np.testing.assert_array_equal(rehydrate(text)(x, y), want)

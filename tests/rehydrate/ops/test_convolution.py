@@ -74,7 +74,7 @@ def _jax_specs(case: Case) -> lax.ConvDimensionNumbers:
 
 def _jax_conv(case: Case, lhs: Any, rhs: Any) -> Any:
     spatial = [case.specs[1].index(c) for c in sorted(c for c in case.specs[1] if c.isdigit())]
-    rev = tuple(d for d, r in zip(spatial, case.reversal) if r)
+    rev = tuple(d for d, r in zip(spatial, case.reversal, strict=True) if r)
     return lax.conv_general_dilated(
         lhs,
         lax.rev(rhs, rev) if rev else rhs,
@@ -247,7 +247,7 @@ def test_against_jax(case: JaxCase) -> None:
 
     want = jax.grad(loss(case.fn), argnums=(0, 1))(*case.args)
     got = jax.jit(jax.grad(loss(fn), argnums=(0, 1)))(*case.args)
-    for g, w in zip(got, want):
+    for g, w in zip(got, want, strict=True):
         np.testing.assert_allclose(g, w, rtol=1e-4, atol=1e-5)
     x, w = case.args
     xs = np.stack([x, -x])

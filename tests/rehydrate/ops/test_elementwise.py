@@ -190,10 +190,10 @@ CASES = [
 def _multi_program(cases: list[Case], ins: list[list[np.ndarray]]) -> str:
     """One function applying every case to its own arguments (one compile for all)."""
     args, body, outs = [], [], []
-    for k, (case, xs) in enumerate(zip(cases, ins)):
+    for k, (case, xs) in enumerate(zip(cases, ins, strict=True)):
         ts = [f"tensor<{N}x{mlir_name(a.dtype)}>" for a in xs]
         names = [f"%a{k}_{i}" for i in range(len(xs))]
-        args += [f"{n}: {t}" for n, t in zip(names, ts)]
+        args += [f"{n}: {t}" for n, t in zip(names, ts, strict=True)]
         ot = f"tensor<{N}x{case.out}>"
         body.append(
             f'  %r{k} = "{case.op}"({", ".join(names)}) {case.attrs} : ({", ".join(ts)}) -> {ot}'
@@ -238,7 +238,7 @@ def test_against_xla(start: int) -> None:
     eager = f(*flat) if start == 0 else jitted
     bad = [
         _case_id(c)
-        for c, w, e, j in zip(cases, want, eager, jitted)
+        for c, w, e, j in zip(cases, want, eager, jitted, strict=True)
         if not (
             _same(np.asarray(e), np.asarray(w), c.ulps)
             and _same(np.asarray(j), np.asarray(w), c.ulps)
@@ -315,7 +315,7 @@ def test_grad_and_vmap() -> None:
     y = jnp.linspace(0.5, 3.0, 6)
     f = rehydrate(jax.jit(_fn).lower(x, y).as_text())
     np.testing.assert_allclose(f(x, y), _fn(x, y), rtol=1e-12)
-    for a, b in zip(jax.grad(f, (0, 1))(x, y), jax.grad(_fn, (0, 1))(x, y)):
+    for a, b in zip(jax.grad(f, (0, 1))(x, y), jax.grad(_fn, (0, 1))(x, y), strict=True):
         np.testing.assert_allclose(a, b, rtol=1e-12)
     xs = jnp.stack([x, 2 * x])
     np.testing.assert_allclose(
@@ -342,7 +342,9 @@ def test_integer_division_by_constants_does_not_crash_xla(t: str) -> None:
     }}"""
     q, r = jax.jit(rehydrate(text))()
     want_q, want_r = [], []
-    for a, b in zip(np.asarray(x, np.int64).tolist(), np.asarray(y, np.int64).tolist()):
+    for a, b in zip(
+        np.asarray(x, np.int64).tolist(), np.asarray(y, np.int64).tolist(), strict=True
+    ):
         if b == 0:
             want_q.append(-1 if info.min < 0 else info.max)
             want_r.append(a)
@@ -404,7 +406,7 @@ def test_complex_maximum_minimum_bit_for_bit_as_xla(t: str) -> None:
         return np.stack([a.real.view(bits), a.imag.view(bits)])
 
     for mode, outs in runs.items():
-        for op, got, w in zip(("maximum", "minimum"), outs, want):
+        for op, got, w in zip(("maximum", "minimum"), outs, want, strict=True):
             diff = np.flatnonzero((key(got) != key(w)).any(0))
             assert not diff.size, f"{mode} {op}: {len(diff)} differ from XLA, e.g. " + "; ".join(
                 f"{x[k]!r}, {y[k]!r}: {np.asarray(got)[k]!r} != {w[k]!r}" for k in diff[:4]
@@ -447,7 +449,7 @@ def test_complex_max_min_reduce_as_xla(t: str) -> None:
     f = rehydrate(text)
     bits = f"u{ft.itemsize}"
     for mode, got in (("jit", jax.jit(f)(x)), ("eager", f(x))):
-        for k, (g, w) in enumerate(zip(got, want)):
+        for k, (g, w) in enumerate(zip(got, want, strict=True)):
             g = np.asarray(g)
             same = (g.real.view(bits) == w.real.view(bits)) & (
                 g.imag.view(bits) == w.imag.view(bits)

@@ -77,7 +77,7 @@ def test_lapack_targets(case: Case, dt: Any) -> None:
     tol = 1e-4 if dt in (np.float32, np.complex64) else 1e-10
     want = jax.tree.leaves(case.fn(a))
     for got in (jax.tree.leaves(f(a)), jax.tree.leaves(jax.jit(f)(a))):
-        for g, w in zip(got, want):
+        for g, w in zip(got, want, strict=True):
             np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=tol, atol=tol)
     if case.grad and dt == np.float64:  # (jnp.linalg.solve/inv add while loops: slow here)
         loss = lambda fn: lambda x: jnp.sum(jnp.sin(fn(x)))  # noqa: E731

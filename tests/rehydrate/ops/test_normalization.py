@@ -95,7 +95,7 @@ def test_against_xla(kind: str, fi: int, dtype: Any) -> None:
     tol = 1e-5 if dtype == np.float32 else 1e-12
     for got in (_as_list(fn(*args)), _as_list(jax.jit(fn)(*args))):
         assert len(got) == len(want)
-        for g, w in zip(got, want):
+        for g, w in zip(got, want, strict=True):
             assert g.dtype == w.dtype and g.shape == w.shape
             np.testing.assert_allclose(g, w, rtol=tol, atol=tol)
 
@@ -112,7 +112,7 @@ def test_grad_op_is_the_vjp_of_training() -> None:
     _, vjp = jax.vjp(lambda x, s, o: train(x, s, o)[0], x, s, o)
     want = vjp(jnp.asarray(dy))
     got = jax.jit(grad)(x, s, mean, var, dy)
-    for g, w in zip(got, want):
+    for g, w in zip(got, want, strict=True):
         np.testing.assert_allclose(g, w, rtol=1e-9, atol=1e-9)
     # and vmap over a leading batch of programs
     xs = np.stack([x, 2 * x])

@@ -32,7 +32,7 @@ def test_rng_bit_generator_matches_xla(alg: str, out: str) -> None:
     want = client.compile_and_load(text, jax.devices()[:1]).execute([jax.device_put(state)])
     f = rehydrate(text)
     for got in (f(state), jax.jit(f)(state)):
-        for g, w in zip(got, want):
+        for g, w in zip(got, want, strict=True):
             assert np.asarray(g).tobytes() == np.asarray(w).tobytes()
 
 
@@ -63,7 +63,7 @@ def test_jax_random_programs(impl: str) -> None:
         return jax.random.uniform(k1, (4, 3)), jax.random.normal(k2, (5,))
 
     f = rehydrate(jax.jit(draw).lower(jnp.uint32(7)).as_text())
-    for g, w in zip(f(jnp.uint32(7)), draw(jnp.uint32(7))):
+    for g, w in zip(f(jnp.uint32(7)), draw(jnp.uint32(7)), strict=True):
         np.testing.assert_array_equal(g, w)
 
 

@@ -343,15 +343,15 @@ def test_against_reference_interpreter(case: Case) -> None:
     text = _module(case)
     if any(k in case.name for k in XLA_ORACLE):
         want = _xla(text, case.args)
-        assert not all(np.array_equal(w, r) for w, r in zip(want, _reference(text, case.args))), (
-            "the case should be one where XLA and the specification differ"
-        )
+        assert not all(
+            np.array_equal(w, r) for w, r in zip(want, _reference(text, case.args), strict=True)
+        ), "the case should be one where XLA and the specification differ"
     else:
         want = _reference(text, case.args)
     fn = hlopipe.rehydrate(hlopipe.load(text))
     for got in (_as_list(fn(*case.args)), _as_list(jax.jit(fn)(*case.args))):
         assert len(got) == len(want)
-        for g, w in zip(got, want):
+        for g, w in zip(got, want, strict=True):
             assert g.dtype == w.dtype and g.shape == w.shape
             np.testing.assert_allclose(g, w, rtol=1e-6, atol=1e-6)
 
@@ -406,7 +406,7 @@ def test_dynamic_sizes_from_constants_and_torch_index_select() -> None:
         x[:, i],
     ]
     for f in (fn, jax.jit(fn)):
-        for g, w in zip(f(x, i), want):
+        for g, w in zip(f(x, i), want, strict=True):
             np.testing.assert_array_equal(g, w)
 
 
@@ -498,7 +498,7 @@ def test_against_jax(case: JaxCase) -> None:
 
     g_want = jax.grad(loss(case.fn), argnums=case.argnums)(*args)
     g_got = jax.jit(jax.grad(loss(fn), argnums=case.argnums))(*case.args)
-    for g, w in zip(g_got, g_want):
+    for g, w in zip(g_got, g_want, strict=True):
         np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-6)
     batched = tuple(
         np.stack([a, a * 2 if a.dtype.kind == "f" else a]) for a in map(np.asarray, case.args)
@@ -524,7 +524,7 @@ def test_general_region_gradients() -> None:
     np.testing.assert_allclose(fn(x, u), unrolled(x, u), rtol=1e-6)
     got = jax.jit(jax.grad(lambda x, u: jnp.sum(jnp.sin(fn(x, u))), argnums=(0, 1)))(x, u)
     want = jax.grad(lambda x, u: jnp.sum(jnp.sin(unrolled(x, u))), argnums=(0, 1))(x, u)
-    for g, w in zip(got, want):
+    for g, w in zip(got, want, strict=True):
         np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-6)
 
 
@@ -573,5 +573,5 @@ def test_scatter_multiply_with_repeated_traced_indices_differentiates() -> None:
     loss = lambda fn: lambda x, u: jnp.sum(jnp.sin(fn(x, u)))  # noqa: E731
     got = jax.jit(jax.grad(loss(lambda x, u: g(x, ids, u)), argnums=(0, 1)))(x, u)
     want = jax.grad(loss(ref), argnums=(0, 1))(x, u)
-    for a, b in zip(got, want):
+    for a, b in zip(got, want, strict=True):
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)

@@ -186,7 +186,7 @@ def _check(case: Case, modes: tuple[str, ...] = ("eager", "jit")) -> None:
     for mode in modes:
         got = _as_list((jax.jit(fn) if mode == "jit" else fn)(*case.args))
         assert len(got) == len(want)
-        for g, w in zip(got, want):
+        for g, w in zip(got, want, strict=True):
             _same(g, w)
 
 
@@ -252,7 +252,7 @@ def test_against_jax(case: JaxCase) -> None:
 
     want = jax.grad(loss(case.fn), argnums=floats)(*case.args)
     got = jax.jit(jax.grad(loss(fn), argnums=floats))(*case.args)
-    for g, w in zip(got, want):
+    for g, w in zip(got, want, strict=True):
         np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-6)
     batched = tuple(np.stack([a, a[::-1] if a.ndim else a]) for a in case.args)
     np.testing.assert_allclose(
@@ -318,7 +318,7 @@ def test_multi_key_sort_takes_lax_sort(dtypes):
             return lax.sort(v, num_keys=k)
 
         f = hlopipe.load(jax.jit(fn).lower(*xs).as_text()).as_function()
-        for got, want in zip(jax.jit(f)(*xs), fn(*xs)):
+        for got, want in zip(jax.jit(f)(*xs), fn(*xs), strict=True):
             np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
         prims = [e.primitive.name for e in jax.make_jaxpr(f)(*xs).jaxpr.eqns]
         assert prims.count("sort") == 1 and "dot_general" not in prims, prims

@@ -301,7 +301,7 @@ def test_against_reference_interpreter(case: Case) -> None:
     fn = hlopipe.load(text).as_function()
     for got in (_as_list(fn(*case.args)), _as_list(jax.jit(fn)(*case.args))):
         assert len(got) == len(want)
-        for g, w in zip(got, want):
+        for g, w in zip(got, want, strict=True):
             assert g.dtype == w.dtype and g.shape == w.shape
             np.testing.assert_allclose(g, w, rtol=1e-6, atol=1e-6)
 
@@ -339,7 +339,7 @@ def test_cnn_pipeline_values_grad_vmap() -> None:
 
     want = jax.grad(loss(_cnn), argnums=(0, 1, 2))(x, w1, w2)
     got = jax.jit(jax.grad(loss(fn), argnums=(0, 1, 2)))(x, w1, w2)
-    for g, w in zip(got, want):
+    for g, w in zip(got, want, strict=True):
         np.testing.assert_allclose(g, w, rtol=1e-4, atol=1e-5)
     xs = np.stack([x, 2 * x])
     np.testing.assert_allclose(
