@@ -75,6 +75,12 @@ SLOW_MODULES = frozenset(
         "test_docs_examples.py",
         "test_fuzz.py",
         "stages/test_cli.py",
+        "generate/test_generate.py",
+        "generate/test_generate_cli.py",
+        "generate/test_generate_docs.py",
+        "runtime/test_layer_loops.py",
+        "runtime/test_step_protocol.py",
+        "stages/test_layer_loops.py",
     }
 )
 # Single heavy tests of otherwise quick modules (tens of seconds each on a loaded machine),
