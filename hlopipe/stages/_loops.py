@@ -555,11 +555,20 @@ def choose_cuts(
     cm: Any,
     memory_cap: float | None,
     max_candidates: int,
+    spans: Sequence[Any] = (),
 ) -> LoopCuts:
     """The exact bottleneck partition of ``closed`` where each layer loop counts as one atom
-    per iteration (cost and memory per iteration) and may be cut between any two."""
+    per iteration (cost and memory per iteration) and may be cut between any two, but never
+    inside a state's ``spans`` (``_partition.StateSpan`` over equations)."""
     from hlopipe.stages._cost import eqn_costs
-    from hlopipe.stages._partition import candidate_boundaries, crossing_bytes, partition
+    from hlopipe.stages._partition import (
+        StateSpan,
+        admissible,
+        candidate_boundaries,
+        crossing_bytes,
+        inside_spans,
+        partition,
+    )
 
     jaxpr = closed.jaxpr
     eqns = jaxpr.eqns
@@ -586,7 +595,12 @@ def choose_cuts(
             c_atoms.append(cross[k])
     c_atoms.append(cross[len(eqns)])
     cx = np.asarray(c_atoms)
-    cands = sorted(set(candidate_boundaries(len(where), cx, None, max_candidates)) | set(inner))
+    first = {k: j for j, (k, it) in reversed(list(enumerate(where)))}
+    last = {k: j for j, (k, it) in enumerate(where)}
+    # an equation span as atoms: no cut after the first atom of ``lo`` up to the last of ``hi``
+    atom_spans = [StateSpan(first[x.lo], last[x.hi], x.path) for x in spans]
+    thinned = candidate_boundaries(len(where), inside_spans(cx, atom_spans), None, max_candidates)
+    cands = admissible(sorted(set(thinned) | set(inner)), atom_spans, num_stages)
     cb = np.asarray(cands)
     prefix = np.concatenate([[0.0], np.cumsum(t_atoms)])
     memory = None
@@ -649,6 +663,7 @@ def split_loops(
     max_candidates: int,
     sig: tuple[Any, Any, list[str], list[int]],
     sliceable: set[int],
+    spans: Sequence[Any] = (),
 ) -> Any:
     """The :class:`~hlopipe.stages.StagedProgram` of ``closed`` cut where the partitioner
     says over the atom view (a layer loop is one atom per iteration): the program re-traced
@@ -657,7 +672,7 @@ def split_loops(
     from hlopipe.stages._split import _build
 
     in_tree, out_tree, paths, argnum_of = sig
-    cuts = choose_cuts(closed, loops, num_stages, cm, memory_cap, max_candidates)
+    cuts = choose_cuts(closed, loops, num_stages, cm, memory_cap, max_candidates, spans)
     new, pieces = retrace(closed, loops, cuts.ranges, cuts.cuts_before, cuts.cuts_in, sliceable)
     markers = [i for i, e in enumerate(new.jaxpr.eqns) if J.is_marker(e)]
     if len(markers) != num_stages - 1:  # pragma: no cover - an internal invariant

@@ -139,7 +139,7 @@ def _token(eqn: Any, table: dict[Any, int]) -> int:
             k,
             v
             if isinstance(v, _SIMPLE)
-            else id(v)
+            else _structure(v)
             if hasattr(v, "eqns") or hasattr(v, "jaxpr")
             else 0,
         )
@@ -155,6 +155,15 @@ def _token(eqn: Any, table: dict[Any, int]) -> int:
         return table.setdefault(key, len(table))
     except TypeError:  # an unhashable parameter: fall back to its text
         return table.setdefault(repr(key)[:2000], len(table))
+
+
+def _structure(jaxpr: Any) -> tuple[Any, ...]:
+    """A sub-jaxpr by its equations' primitives and avals (not its identity: a rehydrated
+    program makes one ``custom_jvp_call`` jaxpr object per op, equal from layer to layer)."""
+    inner = getattr(jaxpr, "jaxpr", jaxpr)
+    return tuple(
+        (e.primitive.name, tuple(str(v.aval) for v in (*e.invars, *e.outvars))) for e in inner.eqns
+    )
 
 
 def find_repeated_run(eqns: Sequence[Any], crossing: np.ndarray) -> RepeatedRun | None:
@@ -283,3 +292,84 @@ def memory_slack(memory: Sequence[float] | np.ndarray) -> float:
     without it a stage exactly at the cap could be refused by one unit in the last place."""
     m = np.asarray(memory, dtype=np.float64)
     return float(len(m) * np.finfo(np.float64).eps * np.abs(m).sum())
+
+
+# --- state that must stay on one stage ------------------------------------------------------
+
+
+class NoLocalCut(StageError):
+    """No cut into the stages asked for keeps every state argument on one stage."""
+
+
+@dataclass(frozen=True)
+class StateSpan:
+    """Equations ``lo..hi`` (inclusive) touch state ``path``: every read of the argument or of
+    a version of it, and the equation making its new value. A cut at a boundary ``b`` with
+    ``lo < b <= hi`` would put them on two stages."""
+
+    lo: int
+    hi: int
+    path: str
+
+    def cuts(self, b: int) -> bool:
+        return self.lo < b <= self.hi
+
+
+def state_spans(
+    jaxpr: Any, pairs: Sequence[tuple[int, int]], paths: Sequence[str]
+) -> list[StateSpan]:
+    """The :class:`StateSpan` of each ``(flat argument, flat output)`` state pair of ``jaxpr``.
+
+    A version of the state is a value on the dataflow from the argument to its output with the
+    argument's shape and dtype (the cache after an in-place update, read by the attention)."""
+    eqns = jaxpr.eqns
+    spans = []
+    for arg, out in pairs:
+        a, o = jaxpr.invars[arg], jaxpr.outvars[out]
+        down = {a}
+        for e in eqns:
+            if any(not isinstance(v, Literal) and v in down for v in e.invars):
+                down.update(e.outvars)
+        up = set() if isinstance(o, Literal) else {o}
+        for e in reversed(eqns):
+            if any(v in up for v in e.outvars):
+                up.update(v for v in e.invars if not isinstance(v, Literal))
+        key = (a.aval.shape, a.aval.dtype)
+        versions = {a} | {v for v in down & up if (v.aval.shape, v.aval.dtype) == key}
+        touch = [
+            i
+            for i, e in enumerate(eqns)
+            if any(not isinstance(v, Literal) and v in versions for v in (*e.invars, *e.outvars))
+        ]
+        if len(touch) > 1:
+            spans.append(StateSpan(min(touch), max(touch), paths[arg]))
+    return spans
+
+
+def inside_spans(crossing: np.ndarray, spans: Sequence[StateSpan]) -> np.ndarray:
+    """``crossing`` with ``inf`` at the boundaries that cut a span: thinning the candidates
+    then keeps an admissible boundary in each window that has one."""
+    if not spans:
+        return crossing
+    out = np.asarray(crossing, dtype=np.float64).copy()
+    for s in spans:
+        out[s.lo + 1 : s.hi + 1] = np.inf
+    return out
+
+
+def admissible(cands: Sequence[int], spans: Sequence[StateSpan], num_stages: int) -> list[int]:
+    """The candidate boundaries that cut no span. Raises :class:`NoLocalCut` naming the state
+    that leaves fewer than ``num_stages - 1`` cuts."""
+    if not spans:
+        return list(cands)
+    keep = [b for b in cands if not any(s.cuts(b) for s in spans)]
+    inner = [b for b in keep if b not in (cands[0], cands[-1])]
+    if len(inner) >= num_stages - 1:
+        return keep
+    worst = max(spans, key=lambda s: sum(s.cuts(b) for b in cands))
+    raise NoLocalCut(
+        f"no cut into {num_stages} stages keeps state on one stage: state argument "
+        f"{worst.path} is read and updated from equation {worst.lo} to {worst.hi}, and "
+        f"only {len(inner)} cut point(s) lie outside such spans; ask for at most "
+        f"{len(inner) + 1} stages, or place stage_boundary markers"
+    )

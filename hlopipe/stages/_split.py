@@ -16,10 +16,14 @@ from hlopipe.stages._cost import CostModel, eqn_cost, eqn_costs
 from hlopipe.stages._partition import (
     Partition,
     RepeatedRun,
+    StateSpan,
+    admissible,
     candidate_boundaries,
     crossing_bytes,
     find_repeated_run,
+    inside_spans,
     partition,
+    state_spans,
 )
 
 if TYPE_CHECKING:
@@ -342,6 +346,7 @@ def split(
     memory_cap: float | None = None,
     max_candidates: int = 512,
     slice_args: Sequence[int] | None = None,
+    local_state: Sequence[tuple[int, int]] = (),
 ) -> StagedProgram:
     """Cut a function (or a loaded :class:`hlopipe.Program`) into pipeline stages.
 
@@ -361,6 +366,10 @@ def split(
       max_candidates: most candidate cut points considered outside repeated layers.
       slice_args: the flat arguments that may be handed to stages as rows of a layer loop
         (default: any); a pipeline passes its parameters' (the batch is never sliced so).
+      local_state: ``(flat argument, flat output)`` pairs of state to keep on one stage: cut
+        points chosen automatically never fall between a read of the argument (or of a version
+        of it) and the equation making its output; :class:`NoLocalCut` names the state when
+        no such cut exists.
 
     A top-level ``scan`` over parameters stacked ``[L, ...]`` (``lax.scan``, ``fori_loop``,
     a rehydrated while loop) counts as ``L`` pieces of work and may be cut between
@@ -406,6 +415,7 @@ def split(
             in_paths=in_paths,
             argnums_of=[_argnum(p) for p, _ in leaves],
             slice_args=slice_args,
+            local_state=local_state,
         )
     except StageError as e:
         # A rehydrated program's equations are traced in hlopipe's interpreter: a location
@@ -432,6 +442,7 @@ def split_jaxpr(
     in_paths: Sequence[str] | None = None,
     argnums_of: Sequence[int] | None = None,
     slice_args: Sequence[int] | None = None,
+    local_state: Sequence[tuple[int, int]] = (),
 ) -> StagedProgram:
     """:func:`split` for an already traced ClosedJaxpr over flat arguments.
 
@@ -476,15 +487,18 @@ def split_jaxpr(
         closed = _inline_heavy(closed, num_stages)
         reports = _find_loops(closed)
         loops = {r.eqn: r for r in reports if r.splittable}
+        spans = state_spans(closed.jaxpr, local_state, paths)
         if loops and num_stages > 1:
             sliceable = set(range(n_in) if slice_args is None else slice_args)
             from hlopipe.stages._loops import split_loops
 
             return split_loops(
                 closed, loops, reports, num_stages, cm, memory_cap, max_candidates,
-                (in_tree, out_tree, paths, argnum_of), sliceable,
+                (in_tree, out_tree, paths, argnum_of), sliceable, spans,
             )  # fmt: skip
-        starts, part, run, costs = _auto_starts(closed, num_stages, cm, memory_cap, max_candidates)
+        starts, part, run, costs = _auto_starts(
+            closed, num_stages, cm, memory_cap, max_candidates, spans
+        )
         staged = _build(closed, starts, in_tree, out_tree, paths, argnum_of, cm, part, run, costs)
         staged.loops = tuple(reports)
         return staged
@@ -525,7 +539,12 @@ def _inline_heavy(closed: Any, num_stages: int) -> Any:
 
 
 def _auto_starts(
-    closed: Any, num_stages: int, cm: CostModel, memory_cap: float | None, max_candidates: int
+    closed: Any,
+    num_stages: int,
+    cm: CostModel,
+    memory_cap: float | None,
+    max_candidates: int,
+    spans: Sequence[StateSpan] = (),
 ) -> tuple[list[int], Partition, RepeatedRun | None, tuple[np.ndarray, np.ndarray]]:
     jaxpr = closed.jaxpr
     eqns = jaxpr.eqns
@@ -536,7 +555,8 @@ def _auto_starts(
     times = np.maximum(flops / cm.flops_per_s, nbytes / cm.bytes_per_s)
     cross = crossing_bytes(eqns, jaxpr.outvars)
     run = find_repeated_run(eqns, cross)
-    cands = candidate_boundaries(n, cross, run, max_candidates)
+    cands = candidate_boundaries(n, inside_spans(cross, spans), run, max_candidates)
+    cands = admissible(cands, spans, num_stages)
     prefix = np.concatenate([[0.0], np.cumsum(times)])
     cb = np.asarray(cands)
     compute = np.diff(prefix[cb])

@@ -18,6 +18,7 @@ from typing import Any
 
 from hlopipe.errors import StageError
 from hlopipe.stages import _jaxpr as J
+from hlopipe.stages._partition import NoLocalCut
 from hlopipe.stages._split import StagedProgram, split
 
 
@@ -85,11 +86,19 @@ def split_stateful(
 ) -> StatefulSplit:
     """Split ``program`` (a loaded Program or a function of flat arguments) keeping state local.
 
+    Cut points chosen by the cost model are only those that keep each state argument's
+    reads (of it and of its versions) and the making of its new value on one stage.
+
     Raises:
       StageError naming the state argument that more than one stage reads, or that a stage
-      other than its reader makes, or the stage pair a version of it would cross.
+      other than its reader makes, or the stage pair a version of it would cross, or that no
+      cut into ``num_stages`` keeps on one stage.
     """
-    staged = split(program, *example_args, num_stages=num_stages)
+    pairs = [(r.index, int(r.output)) for r in roles.state if r.output is not None]
+    try:
+        staged = split(program, *example_args, num_stages=num_stages, local_state=pairs)
+    except NoLocalCut as e:
+        raise StateCrossesStages(f"{what}: {e}") from e
     paths = [r.path for r in roles]
     slots: list[StateSlot] = []
     for r in roles.state:
