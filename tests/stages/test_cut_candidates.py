@@ -59,5 +59,5 @@ def test_a_layer_loop_is_not_cut_inside_a_state_span():
     src = staged.out_sources[1]
     assert readers == [src.stage] and src.kind == "stage"
     flat = [*args]
-    for got, want in zip(staged.run_forward(flat)[1], _loop_with_state(*args)):
+    for got, want in zip(staged.run_forward(flat)[1], _loop_with_state(*args), strict=True):
         assert jnp.allclose(got, want, rtol=1e-6)
