@@ -381,16 +381,7 @@ def build_plan(
 
     # 3. the schedule and the placement.
     sched = _resolve_schedule(schedule, v, virtual_stages, S, m)
-    placement = place(
-        devs,
-        stage_mesh_shape,
-        sched.num_ranks,
-        sched.stage_to_rank,
-        batch_size=mb_size,
-        schedule_name=f"schedule {sched.name!r} with {S} stages on {sched.num_ranks} ranks",
-        stage_mesh_axes=stage_mesh_axes,
-    )
-    layout = ProcessLayout.of(placement)
+    placement = _place(sched, devs, stage_mesh_shape, stage_mesh_axes, mb_size)
     if pieces:  # specs (given or annotated) are the caller's: each piece takes its leaf's
         param_specs = piece_specs(param_specs, caller[0], param_treedef, pieces)
     specs, execs = _executables(
@@ -413,22 +404,51 @@ def build_plan(
         argnums=argnums,
         schedule=sched,
         placement=placement,
-        layout=layout,
+        layout=ProcessLayout.of(placement),
         execs=execs,
         remat=remat,
         **own,
-        param_names=piece_names(pieces, caller[2]) if pieces else caller[2],
         loss=_loss_location(staged, sched),
         param_specs=tuple(specs),
         loss_reduction=loss_reduction,
         per_example=_per_example(
             program, staged, caller[0], list(caller[1]), batch_treedef, mb_avals
         ),
-        param_pieces=pieces,
-        caller_treedef=caller[0],
-        caller_avals=caller[1],
-        caller_names=caller[2],
+        **_caller_fields(pieces, caller),
     )
+
+
+def _place(
+    sched: Schedule,
+    devs: list[Any],
+    stage_mesh_shape: Any,
+    stage_mesh_axes: Sequence[str] | None,
+    mb_size: int,
+) -> Placement:
+    """The schedule's ranks placed on ``devs``, each a mesh of ``stage_mesh_shape``."""
+    return place(
+        devs,
+        stage_mesh_shape,
+        sched.num_ranks,
+        sched.stage_to_rank,
+        batch_size=mb_size,
+        schedule_name=f"schedule {sched.name!r} with {sched.num_stages} stages on "
+        f"{sched.num_ranks} ranks",
+        stage_mesh_axes=stage_mesh_axes,
+    )
+
+
+def _caller_fields(pieces: tuple[Any, ...], caller: tuple[Any, tuple[Any, ...], Any]) -> dict:
+    """The plan's fields about the caller's own parameter tree (``caller``: treedef, avals,
+    names) and the pieces a cut layer loop made of it (names per piece)."""
+    names = piece_names(pieces, caller[2]) if pieces else caller[2]
+    return {
+        "param_names": names,
+        "param_pieces": pieces,
+        "caller_treedef": caller[0],
+        "caller_avals": caller[1],
+        "caller_names": caller[2],
+    }
 
 
 def _per_example(
