@@ -382,6 +382,7 @@ def build_plan(
     # 3. the schedule and the placement.
     sched = _resolve_schedule(schedule, v, virtual_stages, S, m)
     placement = _place(sched, devs, stage_mesh_shape, stage_mesh_axes, mb_size)
+    layout = ProcessLayout.of(placement)
     if pieces:  # specs (given or annotated) are the caller's: each piece takes its leaf's
         param_specs = piece_specs(param_specs, caller[0], param_treedef, pieces)
     specs, execs = _executables(
@@ -404,7 +405,7 @@ def build_plan(
         argnums=argnums,
         schedule=sched,
         placement=placement,
-        layout=ProcessLayout.of(placement),
+        layout=layout,
         execs=execs,
         remat=remat,
         **own,
