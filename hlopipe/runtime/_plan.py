@@ -23,6 +23,7 @@ from hlopipe.errors import Keyword, RuntimeConfigError
 from hlopipe.runtime._compile import StageExecutables, build_executables
 from hlopipe.runtime._multiprocess import ProcessLayout
 from hlopipe.runtime._placement import Placement, default_group_size, place
+from hlopipe.runtime._stacked_params import join_rows, param_pieces, piece_names, piece_specs
 from hlopipe.schedules import Kind, Schedule
 from hlopipe.stages import StagedProgram, arg_partition_specs, split
 from hlopipe.stages._jaxpr import check_64bit_mode
@@ -165,18 +166,6 @@ class PipelinePlan:
                 f"({describe(self.batch_avals)})"
             )
         return leaves
-
-
-def join_rows(xs: Sequence[Any]) -> Any:
-    """Pieces of one stacked parameter (in row order) joined on their first axis: on the
-    first piece's sharding when they are device arrays, as NumPy otherwise; ``None`` if a
-    piece is."""
-    if len(xs) == 1 or any(x is None for x in xs):
-        return xs[0] if len(xs) == 1 else None
-    if all(isinstance(x, jax.Array) for x in xs):
-        sh = xs[0].sharding
-        return jnp.concatenate([jax.device_put(x, sh) for x in xs], axis=0)
-    return np.concatenate([np.asarray(x) for x in xs], axis=0)
 
 
 def host_leaves(leaves: Sequence[Any]) -> list[Any]:
@@ -386,24 +375,16 @@ def build_plan(
     S = staged.num_stages
     _check_64bit(staged)
     caller = (param_treedef, tuple(param_avals), _names(param_treedef, param_avals))
-    pieces, param_treedef, param_avals = _param_pieces(staged, param_treedef, param_avals)
+    pieces, param_treedef, param_avals = param_pieces(staged, param_treedef, param_avals)
     _check_signature(staged, param_avals, mb_avals, batch_avals, m)
     argnums = _argnums(staged, len(param_avals))
 
     # 3. the schedule and the placement.
     sched = _resolve_schedule(schedule, v, virtual_stages, S, m)
-    placement = place(
-        devs,
-        stage_mesh_shape,
-        sched.num_ranks,
-        sched.stage_to_rank,
-        batch_size=mb_size,
-        schedule_name=f"schedule {sched.name!r} with {S} stages on {sched.num_ranks} ranks",
-        stage_mesh_axes=stage_mesh_axes,
-    )
+    placement = _place(sched, devs, stage_mesh_shape, stage_mesh_axes, mb_size)
     layout = ProcessLayout.of(placement)
     if pieces:  # specs (given or annotated) are the caller's: each piece takes its leaf's
-        param_specs = _piece_specs(param_specs, caller[0], param_treedef, pieces)
+        param_specs = piece_specs(param_specs, caller[0], param_treedef, pieces)
     specs, execs = _executables(
         program, staged, placement, param_specs, param_treedef, param_avals, argnums, remat,
         train=sched.has_backward, pieces=pieces, num_caller_params=len(caller[1]),
@@ -428,61 +409,47 @@ def build_plan(
         execs=execs,
         remat=remat,
         **own,
-        param_names=_piece_names(pieces, caller[2]) if pieces else caller[2],
         loss=_loss_location(staged, sched),
         param_specs=tuple(specs),
         loss_reduction=loss_reduction,
         per_example=_per_example(
             program, staged, caller[0], list(caller[1]), batch_treedef, mb_avals
         ),
-        param_pieces=pieces,
-        caller_treedef=caller[0],
-        caller_avals=caller[1],
-        caller_names=caller[2],
+        **_caller_fields(pieces, caller),
     )
 
 
-def _param_pieces(
-    staged: StagedProgram, treedef: Any, avals: list[Any]
-) -> tuple[tuple[Any, ...], Any, list[Any]]:
-    """When a layer loop was cut: the pieces of the parameter leaves, the tree of the pieces
-    (a stacked leaf replaced by the tuple of its ranges) and their avals; else ``()`` and the
-    caller's own."""
-    if staged.arg_pieces is None:
-        return (), treedef, avals
-    n = len(avals)
-    pieces = tuple(pc for pc in staged.arg_pieces if pc.source < n)
-    new_avals = list(staged.in_avals[: len(pieces)])
-    per: list[list[Any]] = [[] for _ in range(n)]
-    for pc, a in zip(pieces, new_avals, strict=True):
-        per[pc.source].append(a)
-    leaves = [ps[0] if _whole(pieces, i) else tuple(ps) for i, ps in enumerate(per)]
-    tree = jax.tree_util.tree_unflatten(treedef, leaves)
-    return pieces, jax.tree_util.tree_structure(tree), new_avals
-
-
-def _piece_specs(specs: Any, caller_treedef: Any, treedef: Any, pieces: Sequence[Any]) -> Any:
-    """``param_specs`` written for the caller's tree, as the tree of the pieces (each piece of
-    a stacked parameter gets that parameter's spec); unchanged if it does not fit (the
-    structure check then says so)."""
-    if specs is None:
-        return None
-    try:
-        given = caller_treedef.flatten_up_to(specs)
-    except (ValueError, TypeError):
-        return specs
-    return jax.tree_util.tree_unflatten(treedef, [given[pc.source] for pc in pieces])
-
-
-def _whole(pieces: Sequence[Any], source: int) -> bool:
-    return any(pc.source == source and pc.start is None for pc in pieces)
-
-
-def _piece_names(pieces: Sequence[Any], names: Sequence[str]) -> tuple[str, ...]:
-    return tuple(
-        names[pc.source] if pc.start is None else f"{names[pc.source]}[{pc.start}:{pc.stop}]"
-        for pc in pieces
+def _place(
+    sched: Schedule,
+    devs: list[Any],
+    stage_mesh_shape: Any,
+    stage_mesh_axes: Sequence[str] | None,
+    mb_size: int,
+) -> Placement:
+    """The schedule's ranks placed on ``devs``, each a mesh of ``stage_mesh_shape``."""
+    return place(
+        devs,
+        stage_mesh_shape,
+        sched.num_ranks,
+        sched.stage_to_rank,
+        batch_size=mb_size,
+        schedule_name=f"schedule {sched.name!r} with {sched.num_stages} stages on "
+        f"{sched.num_ranks} ranks",
+        stage_mesh_axes=stage_mesh_axes,
     )
+
+
+def _caller_fields(pieces: tuple[Any, ...], caller: tuple[Any, tuple[Any, ...], Any]) -> dict:
+    """The plan's fields about the caller's own parameter tree (``caller``: treedef, avals,
+    names) and the pieces a cut layer loop made of it (names per piece)."""
+    names = piece_names(pieces, caller[2]) if pieces else caller[2]
+    return {
+        "param_names": names,
+        "param_pieces": pieces,
+        "caller_treedef": caller[0],
+        "caller_avals": caller[1],
+        "caller_names": caller[2],
+    }
 
 
 def _per_example(
