@@ -19,6 +19,7 @@ import json
 import statistics
 import sys
 import time
+from typing import Any
 
 import jax
 
@@ -464,6 +465,7 @@ def mesh_table(console, params, batch, devs) -> None:
 # -- a small model: the host's share of a short step (issue 25, part 4) ------------------------
 
 SMALL_WIDTH, SMALL_BATCH, SMALL_REPEATS = 384, 64, 15
+SMALL_CLIP = False  # "small clip": the pipeline clips by global norm before SGD (plain does not)
 
 
 def _small_loss(p, batch):
@@ -563,13 +565,20 @@ def _time_inside_jax(pipe: Pipeline, st: dict, batch, repeats: int = SMALL_REPEA
     return statistics.median(per_step)
 
 
+def _small_optimizer() -> Any:
+    """SGD, or with ``small [width] clip`` SGD after a global-norm clip (a step in phases)."""
+    if SMALL_CLIP:
+        return optax.chain(optax.clip_by_global_norm(1.0), optax.sgd(0.01))
+    return optax.sgd(0.01)
+
+
 def small_rows() -> list[tuple[str, str, str]]:
     """1 stage on 1 device against plain JAX on a ~3 ms step, side by side in one process
     (interleaved repetitions, medians), and the host time the pipeline spends per action."""
     params, batch = _small_setup()
     dev = jax.devices()[:1]
     pipe = Pipeline(_small_loss, params, batch, num_stages=1, schedule="1f1b",
-                    num_microbatches=M, devices=dev, optimizer=optax.sgd(0.01))  # fmt: skip
+                    num_microbatches=M, devices=dev, optimizer=_small_optimizer())  # fmt: skip
     st = {"s": pipe.init(params)}
 
     def pipe_step():
@@ -639,7 +648,8 @@ def small_rows() -> list[tuple[str, str, str]]:
 
 if __name__ == "__main__":
     if sys.argv[1:2] == ["small"]:  # "small [width]": a shorter step with a smaller width
-        if sys.argv[2:]:
+        SMALL_CLIP = "clip" in sys.argv[2:]
+        if sys.argv[2:] and sys.argv[2] != "clip":
             SMALL_WIDTH = int(sys.argv[2])
         for row in small_rows():
             print(" | ".join(row))

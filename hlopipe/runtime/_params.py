@@ -79,6 +79,9 @@ class Params:
         self.comm = comm
         self.optimizer = optimizer
         self._opt_fns: dict[int, tuple[Any, list[Any]]] = {}
+        # per rank, the float32 zero the first phase is given (made once, not every step)
+        self._zero: dict[int, jax.Array] = {}
+        self._global_norm = jax.jit(lambda sq: jnp.sqrt(sum(sq, jnp.float32(0))))
         self.opt_plan: _optim.OptimizerPlan | None = None
         self.view = _optim.TreeView.of(plan.param_treedef, plan.param_avals)
         if optimizer is not None:
@@ -251,9 +254,9 @@ class Params:
 
     def update(self, state: PipelineState, grads: list[Any]) -> tuple[PipelineState, Any]:
         """The optimizer's update of every stage's owned parameters (replicas refreshed from
-        their owner), issued without waiting (except between the phases of a global-norm
-        clip); and what :meth:`grad_norm` turns into the global gradient norm (per stage, its
-        squared norm, still on its devices)."""
+        their owner), issued without waiting: a global-norm clip's norm is summed and sent on
+        the devices (across processes, shared on the host); and what :meth:`grad_norm` turns
+        into the global gradient norm (per stage, its squared norm, still on its devices)."""
         pl = self.plan
         if self.optimizer is None:
             return state, [
@@ -267,7 +270,8 @@ class Params:
         upd = {s: [grads[p] for p in pl.owned[s]] for s in local}
         assert self.opt_plan is not None
         phases = len(self.opt_plan.bounds)
-        g_norm = 0.0
+        gn: dict[int, Any] = {pl.placement.rank_of(s): self._zero_on(pl.placement.rank_of(s))
+                              for s in local}  # fmt: skip
         for k in range(phases):
             # Between two phases, a global-norm clip: the squared norms of every stage's
             # updates (and every process's) summed before any stage goes on.
@@ -275,15 +279,14 @@ class Params:
             for s in local:
                 rank = pl.placement.rank_of(s)
                 own = [values[pl.owner_rank[p]][p] for p in pl.owned[s]]
-                gn = jax.device_put(np.float32(g_norm), pl.placement.replicated(rank))
-                out = self.optimizer_fns(s)[1][k](upd[s], opt_states[s], own, gn)
+                out = self.optimizer_fns(s)[1][k](upd[s], opt_states[s], own, gn[rank])
                 upd[s], opt_states[s] = out[0], out[1]
                 if k < phases - 1:
                     sq_u.append(out[2])
                 if k == 0:
                     sqnorms.append(out[-1])
             if k < phases - 1:
-                g_norm = math.sqrt(self.comm.sum_over_processes(sum(float(x) for x in sq_u)))
+                gn = self._norm_to_ranks(sq_u, list(gn))
         for s, owned in enumerate(pl.owned):
             new: list[Any] = upd[s] if s in upd else [None] * len(owned)
             for p, x in zip(owned, new, strict=True):
@@ -298,6 +301,30 @@ class Params:
                     if moved is not None:
                         values[r][p] = moved
         return self.state(values, opt_states, state.step + 1), sqnorms
+
+    def _zero_on(self, rank: int) -> jax.Array:
+        """A float32 zero replicated on ``rank``'s devices, made once per pipeline."""
+        z = self._zero.get(rank)
+        if z is None:
+            z = self._zero[rank] = jax.device_put(
+                np.float32(0), self.plan.placement.replicated(rank)
+            )
+        return z
+
+    def _norm_to_ranks(self, sq: list[Any], ranks: list[int]) -> dict[int, Any]:
+        """The global norm from the local stages' squared norms ``sq``, replicated on each of
+        ``ranks``. In one process it never leaves the devices: the squared norms are moved to
+        the first rank, summed and rooted there, and the norm is sent to the others (so a
+        clipped step reads nothing on the host). Across processes they are shared as floats,
+        by collectives every process issues in the same order."""
+        rep = self.plan.placement.replicated
+        if self.comm.multi:
+            total = self.comm.sum_over_processes(sum(float(x) for x in sq))
+            norm = np.float32(math.sqrt(total))
+            return {r: jax.device_put(norm, rep(r)) for r in ranks}
+        here = rep(ranks[0])
+        g = self._global_norm([jax.device_put(x, here) for x in sq])
+        return {r: g if r == ranks[0] else jax.device_put(g, rep(r)) for r in ranks}
 
     def grad_norm(self, pending: Any) -> float:
         """The global gradient norm from what :meth:`update` returned (waits for it)."""

@@ -158,6 +158,42 @@ def test_a_step_waits_for_nothing_on_the_host(monkeypatch):
         assert m.grad_norm == pytest.approx(float(norm), rel=1e-5)
 
 
+def test_a_clipped_adamw_step_waits_for_nothing_on_the_host(monkeypatch):
+    """With a global-norm clip before AdamW (the one cross-stage transformation) the norm is
+    summed and sent between the stages on their devices: no value comes back to the host
+    during a step; afterwards the parameters, loss and norm are one device's."""
+    opt = optax.chain(optax.clip_by_global_norm(0.05), optax.adamw(1e-2, weight_decay=0.1))
+    pipe = Pipeline(_loss, _params(), _batch(), schedule="1f1b", num_microbatches=M,
+                    devices=jax.devices()[:4], optimizer=opt)  # fmt: skip
+    state = pipe.init(_params())
+    state, _ = pipe.step(state, _batch(3))  # the optimizer's jitted functions trace here
+    metrics = []
+    real = ArrayImpl._value
+
+    def no_host_copy(self):
+        raise AssertionError("a step read a device value on the host")
+
+    monkeypatch.setattr(ArrayImpl, "_value", property(no_host_copy))
+    for seed in (1, 2):
+        state, m = pipe.step(state, _batch(seed))
+        metrics.append(m)
+    monkeypatch.setattr(ArrayImpl, "_value", real)
+    p = _params()
+    s = opt.init(p)
+    for seed, m in zip((3, 1, 2), [None, *metrics]):
+        loss, g = jax.value_and_grad(_loss)(p, _batch(seed))
+        norm = optax.tree.norm(g)
+        assert float(norm) > 0.05  # the clip is active
+        u, s = opt.update(g, s, p)
+        p = optax.apply_updates(p, u)
+        if m is not None:
+            assert m.loss == pytest.approx(float(loss), rel=1e-5)
+            assert m.grad_norm == pytest.approx(float(norm), rel=1e-5)
+    got = jax.device_get(state.params)
+    for k in p:
+        np.testing.assert_allclose(got[k], np.asarray(p[k]), rtol=1e-5, atol=1e-6)
+
+
 def test_print_shows_each_ranks_mesh_axes_devices_and_processes():
     def loss(p, b):
         x, y = b
