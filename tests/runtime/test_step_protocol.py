@@ -180,7 +180,7 @@ def test_a_clipped_adamw_step_waits_for_nothing_on_the_host(monkeypatch):
     monkeypatch.setattr(ArrayImpl, "_value", real)
     p = _params()
     s = opt.init(p)
-    for seed, m in zip((3, 1, 2), [None, *metrics]):
+    for seed, m in zip((3, 1, 2), [None, *metrics], strict=True):
         loss, g = jax.value_and_grad(_loss)(p, _batch(seed))
         norm = optax.tree.norm(g)
         assert float(norm) > 0.05  # the clip is active
