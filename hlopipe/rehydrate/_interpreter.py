@@ -81,7 +81,8 @@ class Interpreter:
             return self.run_block(func.block, args, None)
 
     def run_block(self, block: Block, args: Sequence[Any], parent: _Env | None) -> tuple:
-        block = prepared(block)  # the derivative decisions (_safe_grad)
+        if self.options.get("derivatives", "framework") == "framework":
+            block = prepared(block)  # the derivative decisions (_safe_grad)
         env = _Env(parent)
         if len(args) != len(block.args):
             raise RehydrateError(

@@ -46,6 +46,7 @@ def rehydrate(
     partitioned: bool | None = None,
     in_specs: Sequence[Any] | None = None,
     out_specs: Sequence[Any] | None = None,
+    derivatives: str = "framework",
 ) -> Any:
     """Turn an XLA program back into a JAX function by interpreting each op with ``jax.lax``.
 
@@ -56,6 +57,11 @@ def rehydrate(
       loops: ``"auto"`` turns while loops with a static trip count into ``lax.scan`` (so
         reverse-mode works); ``"while"`` keeps every loop a ``lax.while_loop``.
       check_args: check argument count, shapes and dtypes at call time.
+      derivatives: ``"framework"`` (the default) differentiates as the program's framework
+        does where differentiating the ops literally would not (an untaken branch of a
+        ``select`` never poisons the gradient; ``max``/``min`` with a constant give the
+        constant's side a tie: docs/ops.md, "Derivatives"); ``"literal"`` rehydrates every op
+        as its plain ``jax.lax`` call (the decompiler's source reads so).
       partitioned: whether the program is a per-device (SPMD-partitioned) program, as
         ``jax.jit(f).lower(...).compile().as_text()`` gives. ``None`` decides from the
         program: collectives, ``replica_id`` or ``partition_id`` outside any
@@ -93,6 +99,8 @@ def rehydrate(
     raise_if_unsupported(mir, program.entry)
     if loops not in ("auto", "while"):
         raise ValueError("loops must be 'auto' or 'while'")
+    if derivatives not in ("framework", "literal"):
+        raise ValueError("derivatives must be 'framework' or 'literal'")
     plan = spmd_plan(program, mir, mesh, partitioned)
     mesh = plan.mesh if mesh is None else mesh
     func = mir.funcs[program.entry]
@@ -104,7 +112,14 @@ def rehydrate(
             )
     if mesh is not None and plan.boundary:
         func = outline_manual_parts(func)
-    interp = Interpreter(mir, mesh=mesh, axis=axis, loops=loops, sdy_meshes=plan.sdy_meshes)
+    interp = Interpreter(
+        mir,
+        mesh=mesh,
+        axis=axis,
+        loops=loops,
+        sdy_meshes=plan.sdy_meshes,
+        derivatives=derivatives,
+    )
     entry = _Entry.of(func)
     run, user_avals = on_mesh(
         interp, entry.runner, entry.signature, plan, mesh, axis, in_specs, out_specs

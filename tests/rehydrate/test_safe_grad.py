@@ -169,3 +169,17 @@ def test_max_of_two_variables_keeps_the_split() -> None:
     for a, b in zip(got, want, strict=True):
         np.testing.assert_array_equal(a, b)
     assert float(got[0][1]) == 0.5
+
+
+def test_literal_derivatives_differentiate_the_ops_as_written() -> None:
+    """``derivatives="literal"`` (what the decompiler reads) leaves both decisions out: the
+    kink splits as ``lax.max`` does and the exact GELU's untaken branch poisons again, while
+    the values stay the program's."""
+    prog = hlopipe.load(_source(_relu6_lax, "hlo-text", KINK))
+    literal = hlopipe.rehydrate(prog, derivatives="literal")
+    framework = hlopipe.rehydrate(prog)  # the same module, rehydrated both ways in one process
+    np.testing.assert_array_equal(jax.jit(literal)(KINK), jax.jit(framework)(KINK))
+    np.testing.assert_array_equal(_grad(literal, KINK), _grad(_relu6_lax, KINK))
+    np.testing.assert_array_equal(_grad(framework, KINK), _grad(jax.nn.relu6, KINK))
+    with pytest.raises(ValueError, match="derivatives must be"):
+        hlopipe.rehydrate(prog, derivatives="torch")

@@ -263,7 +263,7 @@ def maximum(ctx: RuleContext, x: Any, y: Any) -> Any:
         return lax.bitwise_or(x, y)
     if _is_complex(x):
         return _complex_pick(x, y, lax.ge)
-    side = ctx.op.cache.get("constant_operand")  # marked by rehydrate/_safe_grad.py
+    side = _constant_side(ctx)
     if side is not None:
         return _max_of_constant(y, x) if side == 0 else _max_of_constant(x, y)
     return lax.max(x, y)
@@ -276,10 +276,18 @@ def minimum(ctx: RuleContext, x: Any, y: Any) -> Any:
         return lax.bitwise_and(x, y)
     if _is_complex(x):
         return _complex_pick(x, y, lax.le)
-    side = ctx.op.cache.get("constant_operand")
+    side = _constant_side(ctx)
     if side is not None:
         return _min_of_constant(y, x) if side == 0 else _min_of_constant(x, y)
     return lax.min(x, y)
+
+
+def _constant_side(ctx: RuleContext) -> int | None:
+    """Which operand of a max/min is a constant (marked by rehydrate/_safe_grad.py), when the
+    program is rehydrated with the frameworks' derivatives; None otherwise."""
+    if getattr(ctx.interpreter, "options", {}).get("derivatives", "framework") != "framework":
+        return None
+    return ctx.op.cache.get("constant_operand")
 
 
 # max(x, c) / min(x, c) for a constant c, differentiated as the frameworks differentiate ReLU,
