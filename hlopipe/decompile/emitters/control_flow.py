@@ -170,7 +170,11 @@ def _while(body: Body, eqn: Any) -> None:
     consts = {"cond": eqn.invars[:cn], "body": eqn.invars[cn : cn + bn]}
     init = eqn.invars[cn + bn :]
     envs = {
-        part: {iv: body.ref(ov) for iv, ov in zip(p[f"{part}_jaxpr"].jaxpr.invars, vs, strict=True)}
+        # a body's first invars are its consts, the carry follows
+        part: {
+            iv: body.ref(ov)
+            for iv, ov in zip(p[f"{part}_jaxpr"].jaxpr.invars[: len(vs)], vs, strict=True)
+        }
         for part, vs in consts.items()
     }
     names = {part: body.mod.fresh(part) for part in consts}
