@@ -46,17 +46,16 @@ from hlopipe.stages._sharding import (
     merge,
     shard_stage,
 )
-from hlopipe.stages._split import (
+from hlopipe.stages._split import split, split_jaxpr
+from hlopipe.stages._stacked import StackedSplit, retrace_outputs, split_stacked
+from hlopipe.stages._staged import (
     OutputSource,
     Receive,
     Send,
     Stage,
     StageCost,
     StagedProgram,
-    split,
-    split_jaxpr,
 )
-from hlopipe.stages._stacked import StackedSplit, retrace_outputs, split_stacked
 from hlopipe.stages._state import StateCrossesStages, StatefulSplit, split_stateful, state_sends
 
 __all__ = [

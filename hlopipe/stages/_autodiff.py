@@ -32,7 +32,7 @@ from hlopipe.errors import StageError
 from hlopipe.stages import _jaxpr as J
 
 if TYPE_CHECKING:
-    from hlopipe.stages._split import Stage, StagedProgram
+    from hlopipe.stages._staged import Stage, StagedProgram
 
 
 @dataclass(eq=False)

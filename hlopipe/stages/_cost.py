@@ -139,3 +139,20 @@ def eqn_costs(eqns: Any) -> tuple[np.ndarray, np.ndarray]:
     for i, eqn in enumerate(eqns):
         flops[i], nbytes[i] = eqn_cost(eqn)
     return flops, nbytes
+
+
+def roofline_times(cm: CostModel, flops: np.ndarray, nbytes: np.ndarray) -> np.ndarray:
+    """:meth:`CostModel.time` of each equation, from arrays of FLOPs and bytes."""
+    return np.maximum(flops / cm.flops_per_s, nbytes / cm.bytes_per_s)
+
+
+def eqn_memory(jaxpr: Any) -> np.ndarray:
+    """Per equation, the bytes it produces plus those of the program arguments it reads: what
+    a stage's equations add up to against a ``memory_cap``."""
+    invars = set(jaxpr.invars)
+    made = [sum(aval_bytes(v.aval) for v in e.outvars) for e in jaxpr.eqns]
+    read = [
+        sum(aval_bytes(v.aval) for v in e.invars if not isinstance(v, Literal) and v in invars)
+        for e in jaxpr.eqns
+    ]
+    return np.array([m + r for m, r in zip(made, read, strict=True)], dtype=np.float64)

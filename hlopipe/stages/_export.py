@@ -16,7 +16,7 @@ from hlopipe.errors import StageError
 from hlopipe.stages import _jaxpr as J
 
 if TYPE_CHECKING:
-    from hlopipe.stages._split import StagedProgram
+    from hlopipe.stages._staged import StagedProgram
 
 MANIFEST_VERSION = 2  # 2: a stage's program arguments are "arguments" (were "params")
 _EXT = {"hlo": ".hlo", "stablehlo": ".mlir"}

@@ -179,8 +179,7 @@ def merge_files(
     P, X = layout.num_params, layout.num_inputs
     merged = merge(fj, bj, num_params=P, num_outputs=layout.num_outputs)
     if mesh is None:
-        return MergedModule(_text(_lower(merged, [None] * len(merged.in_avals)), format),
-                            format, layout)  # fmt: skip
+        return MergedModule(_unsharded_text(merged, format), format, layout)
     own_p = _constraint_shardings(fj)[:P]
     c, res_sh = _compile_on_mesh(
         fj, bj, merged, layout, (param_shardings, own_p), (input_shardings, [None] * X)
@@ -255,22 +254,11 @@ def split_merged(
         layout = MergeLayout.from_json(layout)
     mj = _trace(merged, mesh, "merged module")
     L = layout
-    n_in = L.num_params + L.num_inputs + L.num_cotangents
-    n_out = L.num_outputs + L.num_residuals + L.num_results
-    if (len(mj.in_avals), len(mj.out_avals)) != (n_in, n_out):
-        raise StageError(
-            f"the merged module takes {len(mj.in_avals)} arguments and gives "
-            f"{len(mj.out_avals)} results; its layout says {n_in} and {n_out} ({L})"
-        )
+    _check_layout_fits(mj, L)
     fwd, bwd = cut_merged(mj, L)
     P, X = L.num_params, L.num_inputs
     if mesh is None:
-        return SplitModules(
-            _text(_lower(fwd, [None] * len(fwd.in_avals)), format),
-            _text(_lower(bwd, [None] * len(bwd.in_avals)), format),
-            format,
-            L,
-        )
+        return SplitModules(_unsharded_text(fwd, format), _unsharded_text(bwd, format), format, L)
     own = _constraint_shardings(mj)
     c, res_sh = _compile_on_mesh(
         fwd, bwd, mj, L, (param_shardings, own[:P]), (input_shardings, own[P : P + X])
@@ -284,6 +272,18 @@ def split_merged(
         consistent=c,
         residual_shardings=res_sh,
     )
+
+
+def _check_layout_fits(merged: Any, layout: MergeLayout) -> None:
+    """Refuse a merged module whose argument and result counts are not the layout's."""
+    L = layout
+    n_in = L.num_params + L.num_inputs + L.num_cotangents
+    n_out = L.num_outputs + L.num_residuals + L.num_results
+    if (len(merged.in_avals), len(merged.out_avals)) != (n_in, n_out):
+        raise StageError(
+            f"the merged module takes {len(merged.in_avals)} arguments and gives "
+            f"{len(merged.out_avals)} results; its layout says {n_in} and {n_out} ({L})"
+        )
 
 
 def infer_layout(
@@ -305,28 +305,12 @@ def infer_layout(
     fo = [J.sds(a) for a in forward.out_avals]
     bi = [J.sds(a) for a in backward.in_avals]
     bo = [J.sds(a) for a in backward.out_avals]
-    fits = []
-    for P in range(len(fi) + 1) if num_params is None else [num_params]:
-        if len(fi) < P or fi[:P] != bi[:P]:
-            continue
-        for O in range(len(fo) + 1) if num_outputs is None else [num_outputs]:
-            R = len(fo) - O
-            C = len(bi) - P - R
-            if R < 0 or C < 0 or C > O or fo[O:] != bi[P : P + R]:
-                continue
-            # cotangents: of some outputs, in order; results: cotangents of some inputs,
-            # then gradients of some parameters, in order
-            if not _subsequence(bi[P + R :], fo[:O]) or not any(
-                _subsequence(bo[:k], fi[P:]) and _subsequence(bo[k:], fi[:P])
-                for k in range(len(bo) + 1)
-            ):
-                continue
-            fits.append(MergeLayout(P, len(fi) - P, O, R, C, len(backward.out_avals)))
+    fits = _fitting_layouts(fi, fo, bi, bo, num_params, num_outputs)
     if len(fits) == 1:
         return fits[0]
     sig = (
         f"forward {len(fi)} arguments -> {len(fo)} results, backward {len(bi)} arguments -> "
-        f"{len(backward.out_avals)} results"
+        f"{len(bo)} results"
     )
     if not fits:
         given = [
@@ -355,6 +339,36 @@ def infer_layout(
     )
 
 
+def _fitting_layouts(
+    fi: list[Any],
+    fo: list[Any],
+    bi: list[Any],
+    bo: list[Any],
+    num_params: int | None,
+    num_outputs: int | None,
+) -> list[MergeLayout]:
+    """Every layout of a forward ``fi -> fo`` and a backward ``bi -> bo`` (avals) that fits,
+    over the given parameter and output counts or all of them."""
+    fits = []
+    for P in range(len(fi) + 1) if num_params is None else [num_params]:
+        if len(fi) < P or fi[:P] != bi[:P]:
+            continue
+        for O in range(len(fo) + 1) if num_outputs is None else [num_outputs]:
+            R = len(fo) - O
+            C = len(bi) - P - R
+            if R < 0 or C < 0 or C > O or fo[O:] != bi[P : P + R]:
+                continue
+            # cotangents: of some outputs, in order; results: cotangents of some inputs,
+            # then gradients of some parameters, in order
+            if not _subsequence(bi[P + R :], fo[:O]) or not any(
+                _subsequence(bo[:k], fi[P:]) and _subsequence(bo[k:], fi[:P])
+                for k in range(len(bo) + 1)
+            ):
+                continue
+            fits.append(MergeLayout(P, len(fi) - P, O, R, C, len(bo)))
+    return fits
+
+
 def cut_merged(merged: Any, layout: MergeLayout) -> tuple[Any, Any]:
     """Cut a merged ClosedJaxpr into its forward and backward ClosedJaxprs."""
     L = layout
@@ -373,26 +387,7 @@ def cut_merged(merged: Any, layout: MergeLayout) -> tuple[Any, Any]:
     # backward: what the results need of (params, residuals, cts).
     pset = set(pvars)
     alias = _residual_aliases(eqns, res, pset)
-    provided = pset | cset | set(alias)
-    live = {v for v in results if not isinstance(v, J.Literal)}
-    need_b = [False] * len(eqns)
-    for i in range(len(eqns) - 1, -1, -1):
-        e = eqns[i]
-        if any(v in live and v not in provided for v in e.outvars):
-            need_b[i] = True
-            live.update(v for v in e.invars if not isinstance(v, J.Literal))
-    xset = set(xvars)
-    direct = [k for k, v in enumerate(xvars) if v in live and v not in provided]
-    if direct:
-        users = [
-            e for e, m in zip(eqns, need_b, strict=True) if m and any(v in xset for v in e.invars)
-        ]
-        at = f" (first read at {J.where(users[0])})" if users else ""
-        raise StageError(
-            f"the backward part reads input(s) {direct} of the merged module directly, not "
-            f"through a residual{at}; make them residuals of the forward"
-        )
-    bwd_eqns = [e for e, m in zip(eqns, need_b, strict=True) if m]
+    bwd_eqns = _backward_eqns(eqns, results, pset | cset | set(alias), xvars)
     consts = dict(zip(jaxpr.constvars, merged.consts, strict=True))
 
     def backward(*a: Any) -> list[Any]:
@@ -417,6 +412,33 @@ def cut_merged(merged: Any, layout: MergeLayout) -> tuple[Any, Any]:
     b_avals = [J.sds(v.aval) for v in [*pvars, *res, *cvars]]
     bwd = jax.make_jaxpr(backward)(*b_avals)
     return fwd, bwd
+
+
+def _backward_eqns(
+    eqns: Sequence[Any], results: Sequence[Any], provided: set[Any], xvars: Sequence[Any]
+) -> list[Any]:
+    """The equations the backward's ``results`` need beyond the values ``provided``
+    (parameters, residuals and what they stand for, cotangents); refused if they read one of
+    the merged module's inputs ``xvars`` other than through a residual."""
+    live = {v for v in results if not isinstance(v, J.Literal)}
+    need_b = [False] * len(eqns)
+    for i in range(len(eqns) - 1, -1, -1):
+        e = eqns[i]
+        if any(v in live and v not in provided for v in e.outvars):
+            need_b[i] = True
+            live.update(v for v in e.invars if not isinstance(v, J.Literal))
+    xset = set(xvars)
+    direct = [k for k, v in enumerate(xvars) if v in live and v not in provided]
+    if direct:
+        users = [
+            e for e, m in zip(eqns, need_b, strict=True) if m and any(v in xset for v in e.invars)
+        ]
+        at = f" (first read at {J.where(users[0])})" if users else ""
+        raise StageError(
+            f"the backward part reads input(s) {direct} of the merged module directly, not "
+            f"through a residual{at}; make them residuals of the forward"
+        )
+    return [e for e, m in zip(eqns, need_b, strict=True) if m]
 
 
 def _forward_of_merged(merged: Any, ins: list[Any], outs: list[Any], cset: set[Any]) -> Any:
@@ -500,13 +522,11 @@ def _defaults(given: Any, n: int, what: str, fallback: Sequence[Any]) -> list[An
     return [g if g is not None else f for g, f in zip(given, fallback, strict=True)]
 
 
-def _lower(closed: Any, shardings: Sequence[Any]) -> Any:
-    avals = [
-        jax.ShapeDtypeStruct(a.shape, a.dtype, sharding=s) if s is not None else J.sds(a)
-        for a, s in zip(closed.in_avals, shardings, strict=True)
-    ]
+def _unsharded_text(closed: Any, format: str) -> str:
+    """``closed`` lowered without shardings, as module text."""
     fn = jcore.jaxpr_as_fun(closed)
-    return jax.jit(lambda *a: tuple(fn(*a)), keep_unused=True).lower(*avals)
+    avals = [J.sds(a) for a in closed.in_avals]
+    return _text(jax.jit(lambda *a: tuple(fn(*a)), keep_unused=True).lower(*avals), format)
 
 
 def _text(lowered: Any, format: str) -> str:

@@ -10,19 +10,19 @@ depends on (the loop counter and what it reads, all known when the program is tr
 every iteration, so ``W[i]``, ``W[clamp(0, i, L-1)]`` and the negative-index normalisation
 JAX writes all qualify without matching their shapes.
 
-Such a loop is ``L`` atoms for the partitioner (each costs one iteration). Cutting it at
-iterations ``a < b < ...`` re-traces the program with one ``scan`` per range: each runs the
-same body over its own rows of every stacked operand (a stacked program argument used by
-nothing else becomes one argument per range, so a stage holds only its rows), the carry is
-what crosses the cut, and carries the body returns unchanged become constants (never carried
-across a cut). A ``stage_boundary`` marker is placed at every cut, so the marker path of
-:func:`~hlopipe.stages.split_jaxpr` builds the stages.
+Such a loop is ``L`` atoms for the partitioner (each costs one iteration; the atom view and
+where it is cut are ``_cuts.py``'s). Cutting it at iterations ``a < b < ...`` re-traces the
+program with one ``scan`` per range: each runs the same body over its own rows of every
+stacked operand (a stacked program argument used by nothing else becomes one argument per
+range, so a stage holds only its rows), the carry is what crosses the cut, and carries the body
+returns unchanged become constants (never carried across a cut). A ``stage_boundary`` marker
+is placed at every cut, so the marker path of :func:`~hlopipe.stages.split_jaxpr` builds the
+stages.
 """
 
 from __future__ import annotations
 
 import contextlib
-import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass
 from types import SimpleNamespace
@@ -36,6 +36,8 @@ from jax.extend import source_info_util
 from hlopipe.marker import stage_boundary
 from hlopipe.stages import _jaxpr as J
 from hlopipe.stages._cost import jaxpr_cost
+from hlopipe.stages._cuts import choose_cuts
+from hlopipe.stages._staged import build_staged
 
 _FOLD_LIMIT = 1 << 16  # largest value (elements) folded when looking for known loop inputs
 
@@ -395,17 +397,7 @@ def retrace(
     cut (before top-level equation ``k`` in ``cuts_before``; after range ``r`` of loop ``k``
     for ``r`` in ``cuts_in[k]``); and the new flat arguments as pieces of the old."""
     jaxpr = closed.jaxpr
-    sliced = sliced_args(closed, loops, ranges, sliceable)
-    pieces: list[ArgPiece] = []
-    for i, _v in enumerate(jaxpr.invars):
-        if i in sliced:
-            k, s = sliced[i]
-            rev = bool(jaxpr.eqns[k].params.get("reverse"))
-            for a, b in ranges[k]:
-                lo, hi = rows_of(loops[k], s, a, b, rev)
-                pieces.append(ArgPiece(i, lo, hi))
-        else:
-            pieces.append(ArgPiece(i))
+    pieces = _arg_pieces(jaxpr, loops, ranges, sliced_args(closed, loops, ranges, sliceable))
     last = _last_use(jaxpr)
 
     def run(*flat: Any) -> list[Any]:
@@ -435,15 +427,41 @@ def retrace(
                 _eval([e], env)
         return [v.val if isinstance(v, J.Literal) else env[v] for v in jaxpr.outvars]
 
+    return jax.make_jaxpr(run)(*_piece_avals(closed.in_avals, pieces)), pieces
+
+
+def _arg_pieces(
+    jaxpr: Any,
+    loops: dict[int, LoopReport],
+    ranges: dict[int, list[tuple[int, int]]],
+    sliced: dict[int, tuple[int, Stacked]],
+) -> list[ArgPiece]:
+    """The re-traced program's flat arguments: each argument whole, or a ``sliced`` one (a
+    stacked argument of loop ``k``) as its rows per range of ``k``."""
+    pieces: list[ArgPiece] = []
+    for i, _v in enumerate(jaxpr.invars):
+        if i in sliced:
+            k, s = sliced[i]
+            rev = bool(jaxpr.eqns[k].params.get("reverse"))
+            for a, b in ranges[k]:
+                lo, hi = rows_of(loops[k], s, a, b, rev)
+                pieces.append(ArgPiece(i, lo, hi))
+        else:
+            pieces.append(ArgPiece(i))
+    return pieces
+
+
+def _piece_avals(in_avals: Sequence[Any], pieces: Sequence[ArgPiece]) -> list[Any]:
+    """The avals of the arguments ``pieces`` of arguments with avals ``in_avals``."""
     avals = []
     for pc in pieces:
-        a = closed.in_avals[pc.source]
+        a = in_avals[pc.source]
         if pc.start is None or pc.stop is None:
             shape = a.shape
         else:
             shape = (pc.stop - pc.start, *a.shape[1:])
         avals.append(jax.ShapeDtypeStruct(shape, a.dtype, weak_type=a.weak_type))
-    return jax.make_jaxpr(run)(*avals), pieces
+    return avals
 
 
 def _last_use(jaxpr: Any) -> dict[Any, int]:
@@ -497,13 +515,12 @@ def run_ranges(
     unroll = p.get("unroll", 1)
     ys_parts: list[list[Any]] = []
     for r, (a, b) in enumerate(ranges):
-        xs = []
-        for s in stacked:
-            if s.operand in given:
-                xs.append(given[s.operand][r])
-            else:
-                lo, hi = rows_of(loop, s, a, b, rev)
-                xs.append(lax.slice_in_dim(vals[s.operand], lo, hi, axis=0))
+        xs = [
+            given[s.operand][r]
+            if s.operand in given
+            else lax.slice_in_dim(vals[s.operand], *rows_of(loop, s, a, b, rev), axis=0)
+            for s in stacked
+        ]
 
         def step(c: tuple, x: tuple) -> tuple:
             env = dict(zip(bj.constvars, body.consts, strict=True))
@@ -525,104 +542,18 @@ def run_ranges(
             out = stage_boundary(*carry) if carry else stage_boundary(np.float32(0))
             if carry:
                 carry = tuple(out) if len(carry) > 1 else (out,)
-    order = ys_parts[::-1] if rev else ys_parts
-    ys_all = [
-        order[0][n] if len(order) == 1 else lax.concatenate([part[n] for part in order], 0)
-        for n in range(len(bj.outvars) - K)
-    ]
     final = dict(zip(varying, carry, strict=True))
-    return [final[j] if j in final else vals[C + j] for j in range(K)] + ys_all
+    carries = [final[j] if j in final else vals[C + j] for j in range(K)]
+    return carries + _join_ranges(ys_parts, rev, len(bj.outvars) - K)
 
 
-# --- cut points over the atom view ---------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class LoopCuts:
-    """Where :func:`choose_cuts` cuts: ranges per cut loop, cuts before top-level equations,
-    cuts after ranges, and the partition over atoms."""
-
-    ranges: dict[int, list[tuple[int, int]]]
-    cuts_before: set[int]
-    cuts_in: dict[int, set[int]]
-    partition: Any
-
-
-def choose_cuts(
-    closed: Any,
-    loops: dict[int, LoopReport],
-    num_stages: int,
-    cm: Any,
-    memory_cap: float | None,
-    max_candidates: int,
-    spans: Sequence[Any] = (),
-) -> LoopCuts:
-    """The exact bottleneck partition of ``closed`` where each layer loop counts as one atom
-    per iteration (cost and memory per iteration) and may be cut between any two, but never
-    inside a state's ``spans`` (``_partition.StateSpan`` over equations)."""
-    from hlopipe.stages._cost import eqn_costs
-    from hlopipe.stages._partition import (
-        StateSpan,
-        admissible,
-        candidate_boundaries,
-        crossing_bytes,
-        inside_spans,
-        partition,
-    )
-
-    jaxpr = closed.jaxpr
-    eqns = jaxpr.eqns
-    flops, nbytes = eqn_costs(eqns)
-    times = np.maximum(flops / cm.flops_per_s, nbytes / cm.bytes_per_s)
-    cross = crossing_bytes(eqns, jaxpr.outvars)
-    invars = set(jaxpr.invars)
-    mem = np.array(
-        [sum(J.aval_bytes(v.aval) for v in e.outvars)
-         + sum(J.aval_bytes(v.aval) for v in e.invars
-              if not isinstance(v, J.Literal) and v in invars) for e in eqns],
-        dtype=np.float64,
-    )  # fmt: skip
-    where: list[tuple[int, int]] = []  # atom -> (equation, iteration)
-    t_atoms, c_atoms, m_atoms, inner = [], [], [], []
-    for k in range(len(eqns)):
-        n = int(loops[k].length or 1) if k in loops else 1
-        for it in range(n):
-            if it:
-                inner.append(len(where))
-            where.append((k, it))
-            t_atoms.append(times[k] / n)
-            m_atoms.append(mem[k] / n)
-            c_atoms.append(cross[k])
-    c_atoms.append(cross[len(eqns)])
-    cx = np.asarray(c_atoms)
-    first = {k: j for j, (k, it) in reversed(list(enumerate(where)))}
-    last = {k: j for j, (k, it) in enumerate(where)}
-    # an equation span as atoms: no cut after the first atom of ``lo`` up to the last of ``hi``
-    atom_spans = [StateSpan(first[x.lo], last[x.hi], x.path) for x in spans]
-    thinned = candidate_boundaries(len(where), inside_spans(cx, atom_spans), None, max_candidates)
-    cands = admissible(sorted(set(thinned) | set(inner)), atom_spans, num_stages)
-    cb = np.asarray(cands)
-    prefix = np.concatenate([[0.0], np.cumsum(t_atoms)])
-    memory = None
-    if memory_cap is not None:
-        memory = np.diff(np.concatenate([[0.0], np.cumsum(m_atoms)])[cb])
-    part = partition(np.diff(prefix[cb]), cx[cb] / cm.link_bytes_per_s, num_stages,
-                     memory=memory, memory_cap=memory_cap)  # fmt: skip
-    cut_atoms = [int(cb[b]) for b in part.bounds[1:-1]]
-    iters: dict[int, list[int]] = {}
-    before: set[int] = set()
-    for j in cut_atoms:
-        k, it = where[j]
-        if it:
-            iters.setdefault(k, []).append(it)
-        else:
-            before.add(k)
-    ranges, cuts_in = {}, {}
-    for k, its in iters.items():
-        pts = [0, *sorted(its), int(loops[k].length or 0)]
-        ranges[k] = [(a, b) for a, b in itertools.pairwise(pts)]
-        cuts_in[k] = set(range(len(ranges[k]) - 1))
-    return LoopCuts(ranges, before, cuts_in, part)
+def _join_ranges(ys_parts: list[list[Any]], reverse: bool, n: int) -> list[Any]:
+    """The ``n`` stacked outputs of a loop from those of its ranges (in iteration order)."""
+    order = ys_parts[::-1] if reverse else ys_parts
+    return [
+        order[0][k] if len(order) == 1 else lax.concatenate([part[k] for part in order], 0)
+        for k in range(n)
+    ]
 
 
 def _holds_loop(eqn: Any) -> bool:
@@ -669,7 +600,6 @@ def split_loops(
     says over the atom view (a layer loop is one atom per iteration): the program re-traced
     with a marker at each cut, then built at the markers."""
     from hlopipe.errors import StageError
-    from hlopipe.stages._split import _build
 
     in_tree, out_tree, paths, argnum_of = sig
     cuts = choose_cuts(closed, loops, num_stages, cm, memory_cap, max_candidates, spans)
@@ -681,7 +611,7 @@ def split_loops(
         paths[p.source] if p.start is None else f"{paths[p.source]}[{p.start}:{p.stop}]"
         for p in pieces
     ]
-    staged = _build(new, [0] + [m + 1 for m in markers], in_tree, out_tree, new_paths,
+    staged = build_staged(new, [0] + [m + 1 for m in markers], in_tree, out_tree, new_paths,
                     [argnum_of[p.source] for p in pieces], cm, cuts.partition, None)  # fmt: skip
     staged.loops = tuple(reports)
     if any(p.start is not None for p in pieces):

@@ -78,26 +78,9 @@ def partition(
             f"cannot make {num_stages} stages from {n} indivisible pieces of work "
             f"(equations or layers); ask for at most {n} stages"
         )
-    a = np.zeros(n + 1) if comm is None else np.asarray(comm, dtype=np.float64).copy()
-    a[0] = 0.0
-    prefix = np.concatenate([[0.0], np.cumsum(c)])
-    # cost[i, j]: stage of atoms [i, j), for i < j
-    cost = prefix[None, :] - prefix[:, None] + a[:, None]
-    idx = np.arange(n + 1)
-    invalid = idx[:, None] >= idx[None, :]
-    if memory is not None and memory_cap is not None:
-        mp = np.concatenate([[0.0], np.cumsum(np.asarray(memory, dtype=np.float64))])
-        invalid |= (mp[None, :] - mp[:, None]) > memory_cap + memory_slack(memory)
-    cost = np.where(invalid, np.inf, cost)
-
-    best = cost[0].copy()  # best[j]: bottleneck of the best 1-stage split of atoms [0, j)
-    choices = []
-    for _ in range(1, num_stages):
-        cand = np.maximum(best[:, None], cost)  # stage k-1 ends at i, stage k = [i, j)
-        arg = np.argmin(cand, axis=0)
-        best = cand[arg, idx]
-        choices.append(arg)
-    if not np.isfinite(best[n]):
+    cost = _stage_costs(c, comm, memory, memory_cap)
+    bottleneck, choices = _best_splits(cost, num_stages)
+    if not np.isfinite(bottleneck):
         raise StageError(
             f"no split into {num_stages} stages fits the memory cap of {memory_cap:g} bytes"
         )
@@ -109,7 +92,44 @@ def partition(
     bounds.append(0)
     bounds.reverse()
     stage_costs = tuple(float(cost[i, j]) for i, j in itertools.pairwise(bounds))
-    return Partition(tuple(bounds), stage_costs, float(best[n]))
+    return Partition(tuple(bounds), stage_costs, bottleneck)
+
+
+def _stage_costs(
+    c: np.ndarray,
+    comm: Sequence[float] | np.ndarray | None,
+    memory: Sequence[float] | np.ndarray | None,
+    memory_cap: float | None,
+) -> np.ndarray:
+    """``cost[i, j]``: the cost of a stage of atoms ``[i, j)`` (its compute plus receiving
+    what crosses boundary ``i``); ``inf`` where ``i >= j`` or the stage exceeds the cap."""
+    n = len(c)
+    a = np.zeros(n + 1) if comm is None else np.asarray(comm, dtype=np.float64).copy()
+    a[0] = 0.0
+    prefix = np.concatenate([[0.0], np.cumsum(c)])
+    cost = prefix[None, :] - prefix[:, None] + a[:, None]
+    idx = np.arange(n + 1)
+    invalid = idx[:, None] >= idx[None, :]
+    if memory is not None and memory_cap is not None:
+        mp = np.concatenate([[0.0], np.cumsum(np.asarray(memory, dtype=np.float64))])
+        invalid |= (mp[None, :] - mp[:, None]) > memory_cap + memory_slack(memory)
+    return np.where(invalid, np.inf, cost)
+
+
+def _best_splits(cost: np.ndarray, num_stages: int) -> tuple[float, list[np.ndarray]]:
+    """The dynamic programme over a :func:`_stage_costs` matrix: the least bottleneck of
+    ``num_stages`` stages over all atoms, and per added stage ``k`` the best place ``arg[j]``
+    for stage ``k - 1`` to end when stage ``k`` ends at ``j``."""
+    n = cost.shape[0] - 1
+    idx = np.arange(n + 1)
+    best = cost[0].copy()  # best[j]: bottleneck of the best 1-stage split of atoms [0, j)
+    choices = []
+    for _ in range(1, num_stages):
+        cand = np.maximum(best[:, None], cost)  # stage k-1 ends at i, stage k = [i, j)
+        arg = np.argmin(cand, axis=0)
+        best = cand[arg, idx]
+        choices.append(arg)
+    return float(best[n]), choices
 
 
 # --- repeated layers ------------------------------------------------------------------------

@@ -2,340 +2,22 @@
 
 from __future__ import annotations
 
+import contextlib
 import re
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 import jax
-import numpy as np
 
 from hlopipe.errors import Keyword, StageError
 from hlopipe.stages import _jaxpr as J
-from hlopipe.stages._cost import CostModel, eqn_cost, eqn_costs
-from hlopipe.stages._partition import (
-    Partition,
-    RepeatedRun,
-    StateSpan,
-    admissible,
-    candidate_boundaries,
-    crossing_bytes,
-    find_repeated_run,
-    inside_spans,
-    partition,
-    state_spans,
-)
+from hlopipe.stages._cost import CostModel, eqn_cost
+from hlopipe.stages._cuts import equation_cuts
+from hlopipe.stages._partition import state_spans
+from hlopipe.stages._staged import StagedProgram, build_staged
 
 if TYPE_CHECKING:
-    from hlopipe.stages._autodiff import StageAutodiff
-    from hlopipe.stages._loops import ArgPiece, LoopReport
-
-
-@dataclass(frozen=True)
-class Receive:
-    """One input of a stage: output ``output`` of the earlier stage ``src``."""
-
-    src: int
-    output: int
-    aval: jax.ShapeDtypeStruct
-
-
-@dataclass(frozen=True)
-class Send:
-    """Output ``output`` of this stage goes to input ``input`` of the later stage ``dst``."""
-
-    dst: int
-    output: int
-    input: int
-    aval: jax.ShapeDtypeStruct
-
-
-@dataclass(frozen=True)
-class StageCost:
-    """Predicted cost of a stage under a :class:`CostModel`.
-
-    ``compute_time`` sums the roofline time of its equations; ``transfer_time`` is the time
-    to receive ``recv_bytes`` of activations; ``memory_bytes`` is the bytes of its parameters
-    plus every value its equations produce (an upper bound on one microbatch's activations).
-    """
-
-    flops: float
-    bytes: float
-    compute_time: float
-    recv_bytes: int
-    transfer_time: float
-    param_bytes: int
-    memory_bytes: int
-
-    @property
-    def time(self) -> float:
-        return self.compute_time + self.transfer_time
-
-
-@dataclass(frozen=True)
-class OutputSource:
-    """Where a flat program output comes from: ``kind`` is ``"stage"`` (output ``index`` of
-    stage ``stage``), ``"arg"`` (flat argument ``index``) or ``"const"`` (``value``)."""
-
-    kind: str
-    stage: int = -1
-    index: int = -1
-    value: Any = None
-
-
-@dataclass(eq=False)
-class Stage:
-    """One pipeline stage.
-
-    ``jaxpr`` computes the stage: its inputs are the flat original arguments in
-    ``params_needed`` (fed directly, never through earlier stages) followed by the values in
-    ``receives``; its outputs are ``outputs`` (values sent to later stages and/or program
-    outputs, see ``sends`` and ``program_outputs``).
-
-    Example:
-      >>> st = staged.stage(1)                                      # doctest: +SKIP
-      >>> outs = st([flat_args[i] for i in st.params_needed], received)  # doctest: +SKIP
-    """
-
-    index: int
-    jaxpr: Any
-    params_needed: tuple[int, ...]
-    param_paths: tuple[str, ...]
-    param_argnums: tuple[int, ...]
-    receives: tuple[Receive, ...]
-    outputs: tuple[jax.ShapeDtypeStruct, ...]
-    sends: tuple[Send, ...] = ()
-    program_outputs: tuple[tuple[int, int], ...] = ()
-    cost: StageCost | None = None
-    num_eqns: int = 0
-    _jitted: Any = field(default=None, repr=False)
-    _fb_cache: dict[Any, Any] = field(default_factory=dict, repr=False)
-
-    def __repr__(self) -> str:
-        srcs = sorted({r.src for r in self.receives})
-        cost = f", ~{self.cost.time * 1e3:.3g} ms predicted" if self.cost is not None else ""
-        return (
-            f"Stage({self.index}: {self.num_eqns} eqns, {len(self.params_needed)} program "
-            f"arguments, receives {len(self.receives)} value(s)"
-            + (f" from stage {', '.join(map(str, srcs))}" if srcs else "")
-            + f", {len(self.outputs)} output(s){cost}; the jaxpr: .jaxpr)"
-        )
-
-    @property
-    def param_avals(self) -> list[jax.ShapeDtypeStruct]:
-        return [J.sds(a) for a in self.jaxpr.in_avals[: len(self.params_needed)]]
-
-    def fn(self, *flat: Any) -> list[Any]:
-        """The stage as a plain function ``(*params, *inputs) -> list of outputs``."""
-        return jax.extend.core.jaxpr_as_fun(self.jaxpr)(*flat)
-
-    def __call__(self, params: Sequence[Any], inputs: Sequence[Any]) -> list[Any]:
-        """Run the stage (jitted) on its parameters and received inputs."""
-        if self._jitted is None:
-            self._jitted = jax.jit(self.fn)
-        return list(self._jitted(*params, *inputs))
-
-    def forward_backward(
-        self, argnums: int | Sequence[int] = 0, *, remat: bool = False
-    ) -> StageAutodiff:
-        """Forward, backward and the input/weight split of backward for this stage.
-
-        Args:
-          argnums: which positional arguments of the original function are differentiated
-            (as in ``jax.grad``); only this stage's inexact parameters among them get gradients.
-          remat: save only the stage's inputs and recompute its forward inside backward.
-
-        Returns:
-          a :class:`~hlopipe.stages.StageAutodiff` (see there for the function signatures).
-
-        Example:
-          >>> fb = staged.stage(0).forward_backward(argnums=0)       # doctest: +SKIP
-          >>> outs, res = fb.forward(params, inputs)                 # doctest: +SKIP
-          >>> in_cts, grads = fb.backward(params, res, out_cts)      # doctest: +SKIP
-        """
-        from hlopipe.stages._autodiff import build_autodiff
-
-        nums = (argnums,) if isinstance(argnums, int) else tuple(argnums)
-        key = (nums, remat)
-        if key not in self._fb_cache:
-            diff = [a in nums for a in self.param_argnums]
-            self._fb_cache[key] = build_autodiff(self, diff, remat=remat)
-        return self._fb_cache[key]
-
-
-@dataclass(eq=False)
-class StagedProgram:
-    """A program cut into pipeline stages; calling it runs the stages in order.
-
-    Attributes:
-      stages: the :class:`Stage` list, in pipeline order.
-      jaxpr: the whole program as one flat ClosedJaxpr (markers included).
-      in_avals / out_avals: flat argument / output avals of the original function.
-      out_sources: for each flat output, an :class:`OutputSource`.
-      partition: the :class:`Partition` when cut points were chosen automatically.
-      repeated: the repeated-layer structure found, if any.
-      loops: what was found of the program's top-level loops (layer loops cut by ranges of
-        iterations, and loops left whole with the reason), as ``LoopReport``s.
-      arg_pieces: when a layer loop was cut, the stages' flat arguments as pieces of the
-        caller's (``ArgPiece(source, start, stop)``: rows ``[start, stop)`` of the caller's
-        flat argument ``source``; ``start is None``: all of it); ``None`` when they are the
-        caller's. ``in_avals``/``in_paths`` describe the stages' arguments, ``caller_avals``
-        the caller's; :meth:`expand_flat` and :meth:`gather_flat` convert.
-
-    Example:
-      >>> staged = hlopipe.split(model, params, x)                 # doctest: +SKIP
-      >>> staged(params, x)          # == model(params, x)          # doctest: +SKIP
-    """
-
-    stages: list[Stage]
-    jaxpr: Any
-    in_tree: Any
-    out_tree: Any
-    in_avals: list[jax.ShapeDtypeStruct]
-    in_paths: list[str]
-    out_avals: list[jax.ShapeDtypeStruct]
-    out_sources: list[OutputSource]
-    cost_model: CostModel
-    partition: Partition | None = None
-    repeated: RepeatedRun | None = None
-    loops: tuple[LoopReport, ...] = ()
-    arg_pieces: tuple[ArgPiece, ...] | None = None
-    caller_avals: list[jax.ShapeDtypeStruct] | None = None
-
-    @property
-    def num_stages(self) -> int:
-        return len(self.stages)
-
-    def __repr__(self) -> str:
-        """One screen: the signature and a table of the stages with their sizes and costs
-        (:meth:`full_text` gives every stage's jaxpr)."""
-        from hlopipe.stages._export import manifest_dict, render_manifest
-
-        head = (
-            f"StagedProgram({self.num_stages} stages, {len(self.in_avals)} arguments -> "
-            f"{len(self.out_avals)} outputs"
-            + (", cut by the cost model" if self.partition is not None else ", cut at markers")
-            + ")"
-        )
-        loops = "".join(f"\nloop: {r.describe()}" for r in self.loops)
-        return head + loops + "\n" + render_manifest(manifest_dict(self, {})).rstrip()
-
-    def full_text(self) -> str:
-        """Every stage's jaxpr, in order (long: the full form behind ``repr``)."""
-        return "\n".join(f"# stage {st.index}\n{st.jaxpr}" for st in self.stages)
-
-    def stage(self, i: int) -> Stage:
-        """Stage ``i`` (negative indices count from the end)."""
-        return self.stages[i]
-
-    def _flatten(self, args: Sequence[Any]) -> list[Any]:
-        flat, tree = jax.tree_util.tree_flatten(tuple(args))
-        if tree != self.in_tree:
-            raise StageError(
-                f"arguments have structure {tree}, the program was split for {self.in_tree}"
-            )
-        return self.expand_flat(flat)
-
-    def expand_flat(self, flat: Sequence[Any]) -> list[Any]:
-        """The stages' flat arguments from the caller's (each stacked parameter of a cut layer
-        loop as its rows per range)."""
-        if self.arg_pieces is None:
-            return list(flat)
-        return [
-            flat[p.source] if p.start is None else flat[p.source][p.start : p.stop]
-            for p in self.arg_pieces
-        ]
-
-    def gather_flat(self, flat: Sequence[Any]) -> list[Any]:
-        """The caller's flat arguments (or their gradients) from the stages' (the ranges of a
-        stacked parameter joined in row order): the inverse of :meth:`expand_flat`."""
-        if self.arg_pieces is None:
-            return list(flat)
-        parts: dict[int, list[tuple[int, Any]]] = {}
-        for p, x in zip(self.arg_pieces, flat, strict=True):
-            parts.setdefault(p.source, []).append((p.start or 0, x))
-        out = []
-        for i in range(len(parts)):
-            xs = [x for _, x in sorted(parts[i], key=lambda t: t[0])]
-            out.append(xs[0] if len(xs) == 1 else jax.numpy.concatenate(xs, axis=0))
-        return out
-
-    @property
-    def caller_in_avals(self) -> list[jax.ShapeDtypeStruct]:
-        """The caller's flat argument avals (``in_avals`` unless a layer loop was cut)."""
-        return list(self.caller_avals) if self.caller_avals is not None else list(self.in_avals)
-
-    def run_forward(self, flat: Sequence[Any]) -> tuple[list[list[Any]], list[Any]]:
-        """Run every stage on flat arguments: ``(per-stage outputs, flat program outputs)``."""
-        outs: list[list[Any]] = []
-        for st in self.stages:
-            params = [flat[i] for i in st.params_needed]
-            inputs = [outs[r.src][r.output] for r in st.receives]
-            outs.append(st(params, inputs))
-        return outs, [self._output(src, flat, outs) for src in self.out_sources]
-
-    @staticmethod
-    def _output(src: OutputSource, flat: Sequence[Any], outs: list[list[Any]]) -> Any:
-        if src.kind == "stage":
-            return outs[src.stage][src.index]
-        if src.kind == "arg":
-            return flat[src.index]
-        return src.value
-
-    def __call__(self, *args: Any) -> Any:
-        """Run the stages one after the other; equals the original function."""
-        _, flat_out = self.run_forward(self._flatten(args))
-        return jax.tree_util.tree_unflatten(self.out_tree, flat_out)
-
-    def value_and_grad(
-        self,
-        *args: Any,
-        argnums: int | Sequence[int] = 0,
-        remat: bool = False,
-        split_backward: bool = False,
-    ) -> tuple[Any, Any]:
-        """Reference pipeline step: all stage forwards, then all backwards, on one device.
-
-        The program's first flat output must be a scalar loss (others get zero cotangents).
-        With ``split_backward`` each backward runs as I (``backward_input``) then W
-        (``backward_weight``). Equals ``jax.value_and_grad(fn, argnums)(*args)``.
-
-        Example:
-          >>> loss, grads = staged.value_and_grad(params, x, y)      # doctest: +SKIP
-        """
-        from hlopipe.stages._autodiff import chain_value_and_grad
-
-        return chain_value_and_grad(self, args, argnums, remat=remat, split_backward=split_backward)
-
-    def export(
-        self, directory: str, format: str = "hlo", *, argnums: int | Sequence[int] | None = 0
-    ) -> str:
-        """Write each stage (and its forward/backward parts) plus ``manifest.json``.
-
-        Args:
-          directory: output folder (created).
-          format: ``"hlo"`` (HLO text) or ``"stablehlo"`` (StableHLO MLIR text).
-          argnums: arguments differentiated for the forward/backward files; ``None`` skips them.
-
-        Returns:
-          the path of ``manifest.json``.
-
-        Example:
-          >>> staged.export("out", format="stablehlo")               # doctest: +SKIP
-          'out/manifest.json'
-        """
-        from hlopipe.stages._export import export
-
-        return export(self, directory, format=format, argnums=argnums)
-
-    def table(self) -> str:
-        """The stage table as text (what ``hlopipe inspect manifest.json`` shows)."""
-        from hlopipe.stages._export import manifest_dict, render_manifest
-
-        return render_manifest(manifest_dict(self, files={}))
-
-
-# --- splitting ------------------------------------------------------------------------------
+    from hlopipe.stages._loops import LoopReport
 
 
 def split(
@@ -383,7 +65,29 @@ def split(
       >>> staged = hlopipe.split(model, params, x, num_stages=4)   # doctest: +SKIP
       >>> [st.cost.time for st in staged.stages]                   # doctest: +SKIP
     """
-    cm = cost_model or CostModel()
+    closed, in_tree, out_tree, in_paths, argnums_of = _trace(fn_or_program, example_args)
+    with _in_program_terms(_program_source(fn_or_program)):
+        return split_jaxpr(
+            closed,
+            num_stages=num_stages,
+            cost_model=cost_model,
+            memory_cap=memory_cap,
+            max_candidates=max_candidates,
+            in_tree=in_tree,
+            out_tree=out_tree,
+            in_paths=in_paths,
+            argnums_of=argnums_of,
+            slice_args=slice_args,
+            local_state=local_state,
+        )
+
+
+def _trace(
+    fn_or_program: Any, example_args: tuple[Any, ...]
+) -> tuple[Any, Any, Any, list[str], list[int]]:
+    """Trace a function (on ``example_args``) or a loaded Program (on its own argument avals,
+    unless given): the ClosedJaxpr, the in and out trees, each flat argument's path (a
+    Program's own argument name where it has one) and the positional argument it belongs to."""
     fn: Callable[..., Any]
     if hasattr(fn_or_program, "as_function") and hasattr(fn_or_program, "in_avals"):
         fn = fn_or_program.as_function(flat=True)
@@ -403,24 +107,26 @@ def split(
     names = getattr(fn_or_program, "arg_names", None)  # a Program's own argument names
     if isinstance(names, list) and len(names) == len(in_paths):
         in_paths = [n or p for n, p in zip(names, in_paths, strict=True)]
+    return closed, in_tree, out_tree, in_paths, [_argnum(p) for p, _ in leaves]
+
+
+def _program_source(fn_or_program: Any) -> str | None:
+    """The file a loaded Program came from (one with argument names); ``None`` for a function."""
+    if getattr(fn_or_program, "arg_names", None) is None:
+        return None
+    return getattr(fn_or_program, "source", None)
+
+
+@contextlib.contextmanager
+def _in_program_terms(source: str | None) -> Iterator[None]:
+    """Errors of a split of the program in file ``source`` located in that file.
+
+    A rehydrated program's equations are traced in hlopipe's interpreter: a location there
+    means nothing to the user, the program file does.
+    """
     try:
-        return split_jaxpr(
-            closed,
-            num_stages=num_stages,
-            cost_model=cm,
-            memory_cap=memory_cap,
-            max_candidates=max_candidates,
-            in_tree=in_tree,
-            out_tree=out_tree,
-            in_paths=in_paths,
-            argnums_of=[_argnum(p) for p, _ in leaves],
-            slice_args=slice_args,
-            local_state=local_state,
-        )
+        yield
     except StageError as e:
-        # A rehydrated program's equations are traced in hlopipe's interpreter: a location
-        # there means nothing to the user, the program file does.
-        source = getattr(fn_or_program, "source", None) if names is not None else None
         parts = tuple(
             re.sub(r" at \S*hlopipe/\S+ \([^)]*\)", f" in {source}", p) if isinstance(p, str) else p
             for p in e.parts
@@ -453,6 +159,37 @@ def split_jaxpr(
       >>> staged = split_jaxpr(jax.make_jaxpr(f)(x), num_stages=2)  # doctest: +SKIP
     """
     cm = cost_model or CostModel()
+    sig = _flat_signature(closed, in_tree, out_tree, in_paths, argnums_of)
+    J.check_markers_placeable(closed.jaxpr)
+    J.check_64bit_mode(closed.jaxpr)
+    closed = J.inline(closed, lambda e: any(J.contains_marker(j) for j in J.sub_jaxprs(e)))
+    eqns = closed.jaxpr.eqns
+    markers = [i for i, e in enumerate(eqns) if J.is_marker(e)]
+    if not markers:
+        return _split_auto(
+            closed, num_stages, cm, memory_cap, max_candidates, sig, slice_args, local_state
+        )
+    if num_stages is not None and num_stages != len(markers) + 1:
+        raise StageError(
+            Keyword("num_stages", num_stages),
+            f" was asked for, but the program has {len(markers)} "
+            f"stage_boundary markers ({len(markers) + 1} stages; first marker at "
+            f"{J.where(eqns[markers[0]])}); remove ",
+            Keyword("num_stages"),
+            " or the markers",
+        )
+    return build_staged(closed, [0] + [m + 1 for m in markers], *sig, cm, None, None)
+
+
+def _flat_signature(
+    closed: Any,
+    in_tree: Any,
+    out_tree: Any,
+    in_paths: Sequence[str] | None,
+    argnums_of: Sequence[int] | None,
+) -> tuple[Any, Any, list[str], list[int]]:
+    """``(in_tree, out_tree, paths, argnum_of)`` with the defaults of a flat program: flat
+    tuples, paths ``[i]``, each argument its own positional argument."""
     n_in, n_out = len(closed.in_avals), len(closed.out_avals)
     if in_tree is None:
         in_tree = jax.tree_util.tree_structure(tuple(range(n_in)))
@@ -460,49 +197,46 @@ def split_jaxpr(
         out_tree = jax.tree_util.tree_structure(list(range(n_out)))
     paths = list(in_paths) if in_paths is not None else [f"[{i}]" for i in range(n_in)]
     argnum_of = list(argnums_of) if argnums_of is not None else list(range(n_in))
-    J.check_markers_placeable(closed.jaxpr)
-    J.check_64bit_mode(closed.jaxpr)
-    closed = J.inline(closed, lambda e: any(J.contains_marker(j) for j in J.sub_jaxprs(e)))
-    eqns = closed.jaxpr.eqns
-    markers = [i for i, e in enumerate(eqns) if J.is_marker(e)]
-    part = run = None
-    if markers:
-        if num_stages is not None and num_stages != len(markers) + 1:
-            raise StageError(
-                Keyword("num_stages", num_stages),
-                f" was asked for, but the program has {len(markers)} "
-                f"stage_boundary markers ({len(markers) + 1} stages; first marker at "
-                f"{J.where(eqns[markers[0]])}); remove ",
-                Keyword("num_stages"),
-                " or the markers",
-            )
-        starts = [0] + [m + 1 for m in markers]
-    else:
-        if num_stages is None:
-            raise StageError(
-                "the program has no stage_boundary markers; pass ",
-                Keyword("num_stages", "N"),
-                " to choose cut points automatically",
-            )
-        closed = _inline_heavy(closed, num_stages)
-        reports = _find_loops(closed)
-        loops = {r.eqn: r for r in reports if r.splittable}
-        spans = state_spans(closed.jaxpr, local_state, paths)
-        if loops and num_stages > 1:
-            sliceable = set(range(n_in) if slice_args is None else slice_args)
-            from hlopipe.stages._loops import split_loops
+    return in_tree, out_tree, paths, argnum_of
 
-            return split_loops(
-                closed, loops, reports, num_stages, cm, memory_cap, max_candidates,
-                (in_tree, out_tree, paths, argnum_of), sliceable, spans,
-            )  # fmt: skip
-        starts, part, run, costs = _auto_starts(
-            closed, num_stages, cm, memory_cap, max_candidates, spans
+
+def _split_auto(
+    closed: Any,
+    num_stages: int | None,
+    cm: CostModel,
+    memory_cap: float | None,
+    max_candidates: int,
+    sig: tuple[Any, Any, list[str], list[int]],
+    slice_args: Sequence[int] | None,
+    local_state: Sequence[tuple[int, int]],
+) -> StagedProgram:
+    """A program without markers cut at ``num_stages`` cost-balanced points: a layer loop in
+    it by ranges of iterations (``_loops.split_loops``), else between equations."""
+    if num_stages is None:
+        raise StageError(
+            "the program has no stage_boundary markers; pass ",
+            Keyword("num_stages", "N"),
+            " to choose cut points automatically",
         )
-        staged = _build(closed, starts, in_tree, out_tree, paths, argnum_of, cm, part, run, costs)
-        staged.loops = tuple(reports)
-        return staged
-    return _build(closed, starts, in_tree, out_tree, paths, argnum_of, cm, part, run)
+    closed = _inline_heavy(closed, num_stages)
+    reports = _find_loops(closed)
+    loops = {r.eqn: r for r in reports if r.splittable}
+    spans = state_spans(closed.jaxpr, local_state, sig[2])
+    if loops and num_stages > 1:
+        n_in = len(closed.in_avals)
+        sliceable = set(range(n_in) if slice_args is None else slice_args)
+        from hlopipe.stages._loops import split_loops
+
+        return split_loops(
+            closed, loops, reports, num_stages, cm, memory_cap, max_candidates,
+            sig, sliceable, spans,
+        )  # fmt: skip
+    starts, part, run, costs = equation_cuts(
+        closed, num_stages, cm, memory_cap, max_candidates, spans
+    )
+    staged = build_staged(closed, starts, *sig, cm, part, run, costs)
+    staged.loops = tuple(reports)
+    return staged
 
 
 def _find_loops(closed: Any) -> list[LoopReport]:
@@ -536,186 +270,3 @@ def _inline_heavy(closed: Any, num_stages: int) -> Any:
             return closed
         closed = new
     return closed
-
-
-def _auto_starts(
-    closed: Any,
-    num_stages: int,
-    cm: CostModel,
-    memory_cap: float | None,
-    max_candidates: int,
-    spans: Sequence[StateSpan] = (),
-) -> tuple[list[int], Partition, RepeatedRun | None, tuple[np.ndarray, np.ndarray]]:
-    jaxpr = closed.jaxpr
-    eqns = jaxpr.eqns
-    n = len(eqns)
-    if n == 0:
-        raise StageError("the program has no equations to split")
-    flops, nbytes = eqn_costs(eqns)
-    times = np.maximum(flops / cm.flops_per_s, nbytes / cm.bytes_per_s)
-    cross = crossing_bytes(eqns, jaxpr.outvars)
-    run = find_repeated_run(eqns, cross)
-    cands = candidate_boundaries(n, inside_spans(cross, spans), run, max_candidates)
-    cands = admissible(cands, spans, num_stages)
-    prefix = np.concatenate([[0.0], np.cumsum(times)])
-    cb = np.asarray(cands)
-    compute = np.diff(prefix[cb])
-    comm = cross[cb] / cm.link_bytes_per_s
-    memory = None
-    if memory_cap is not None:
-        invars = set(jaxpr.invars)
-        mem_eqn = np.array(
-            [
-                sum(J.aval_bytes(v.aval) for v in e.outvars)
-                + sum(J.aval_bytes(v.aval) for v in e.invars if v in invars)
-                for e in eqns
-            ],
-            dtype=np.float64,
-        )
-        mp = np.concatenate([[0.0], np.cumsum(mem_eqn)])
-        memory = np.diff(mp[cb])
-    part = partition(compute, comm, num_stages, memory=memory, memory_cap=memory_cap)
-    starts = [int(cb[b]) for b in part.bounds[:-1]]
-    return starts, part, run, (flops, nbytes)
-
-
-def _build(
-    closed: Any,
-    starts: list[int],
-    in_tree: Any,
-    out_tree: Any,
-    paths: list[str],
-    argnum_of: list[int],
-    cm: CostModel,
-    part: Partition | None,
-    run: RepeatedRun | None,
-    costs: tuple[np.ndarray, np.ndarray] | None = None,
-) -> StagedProgram:
-    jaxpr = closed.jaxpr
-    eqns = jaxpr.eqns
-    S = len(starts)
-    bounds = [*starts, len(eqns)]
-    arg_index = {v: i for i, v in enumerate(jaxpr.invars)}
-    owner, def_order = _owners(eqns, bounds)
-    params_of, recv_of, out_vars_of = _stage_vars(jaxpr, bounds, owner, arg_index)
-    flops, nbytes = costs if costs is not None else eqn_costs(eqns)
-    stages: list[Stage] = []
-    out_pos: list[dict[Any, int]] = []
-    for s in range(S):
-        pvars = sorted(params_of[s], key=lambda v: arg_index[v])
-        rvars = sorted(recv_of[s], key=lambda v: def_order[v])
-        ovars = sorted(out_vars_of[s], key=lambda v: def_order[v])
-        out_pos.append({v: k for k, v in enumerate(ovars)})
-        lo, hi = bounds[s], bounds[s + 1]
-        stages.append(
-            Stage(
-                index=s,
-                jaxpr=J.make_closed(closed, [*pvars, *rvars], eqns[lo:hi], ovars),
-                params_needed=tuple(arg_index[v] for v in pvars),
-                param_paths=tuple(paths[arg_index[v]] for v in pvars),
-                param_argnums=tuple(argnum_of[arg_index[v]] for v in pvars),
-                receives=tuple(
-                    Receive(owner[v], out_pos[owner[v]][v], J.sds(v.aval)) for v in rvars
-                ),
-                outputs=tuple(J.sds(v.aval) for v in ovars),
-                cost=_stage_cost(cm, eqns[lo:hi], flops[lo:hi], nbytes[lo:hi], pvars, rvars),
-                num_eqns=hi - lo,
-            )
-        )
-    for st in stages:
-        for k, r in enumerate(st.receives):
-            src = stages[r.src]
-            src.sends = (*src.sends, Send(st.index, r.output, k, r.aval))
-    return StagedProgram(
-        stages=stages,
-        jaxpr=closed,
-        in_tree=in_tree,
-        out_tree=out_tree,
-        in_avals=[J.sds(a) for a in closed.in_avals],
-        in_paths=paths,
-        out_avals=[J.sds(a) for a in closed.out_avals],
-        out_sources=_output_sources(closed, stages, owner, out_pos, arg_index),
-        cost_model=cm,
-        partition=part,
-        repeated=run,
-    )
-
-
-def _owners(eqns: Sequence[Any], bounds: list[int]) -> tuple[dict[Any, int], dict[Any, int]]:
-    """Which stage defines each variable, and the order variables are defined in."""
-    owner: dict[Any, int] = {}
-    def_order: dict[Any, int] = {}
-    for s in range(len(bounds) - 1):
-        for e in eqns[bounds[s] : bounds[s + 1]]:
-            for v in e.outvars:
-                owner[v] = s
-                def_order[v] = len(def_order)
-    return owner, def_order
-
-
-def _stage_vars(
-    jaxpr: Any, bounds: list[int], owner: dict[Any, int], arg_index: dict[Any, int]
-) -> tuple[list[dict[Any, None]], list[dict[Any, None]], list[dict[Any, None]]]:
-    """Per stage: the program arguments it reads, the values it receives from other stages,
-    and the values it sends on or returns as program outputs (ordered sets)."""
-    S = len(bounds) - 1
-    params_of: list[dict[Any, None]] = [{} for _ in range(S)]
-    recv_of: list[dict[Any, None]] = [{} for _ in range(S)]
-    for s in range(S):
-        for e in jaxpr.eqns[bounds[s] : bounds[s + 1]]:
-            for v in e.invars:
-                if isinstance(v, J.Literal):
-                    continue
-                if v in arg_index:
-                    params_of[s][v] = None
-                elif v in owner and owner[v] != s:
-                    recv_of[s][v] = None
-    out_vars_of: list[dict[Any, None]] = [{} for _ in range(S)]
-    for s in range(S):
-        for v in recv_of[s]:
-            out_vars_of[owner[v]][v] = None
-    for v in jaxpr.outvars:
-        if not isinstance(v, J.Literal) and v in owner:
-            out_vars_of[owner[v]][v] = None
-    return params_of, recv_of, out_vars_of
-
-
-def _stage_cost(
-    cm: CostModel,
-    eqns: Sequence[Any],
-    flops: np.ndarray,
-    nbytes: np.ndarray,
-    pvars: Sequence[Any],
-    rvars: Sequence[Any],
-) -> StageCost:
-    """A stage's predicted cost from its equations' FLOPs and bytes (roofline per equation)."""
-    ct = float(np.maximum(flops / cm.flops_per_s, nbytes / cm.bytes_per_s).sum())
-    recv_bytes = sum(J.aval_bytes(v.aval) for v in rvars)
-    param_bytes = sum(J.aval_bytes(v.aval) for v in pvars)
-    act = sum(J.aval_bytes(v.aval) for e in eqns for v in e.outvars)
-    return StageCost(float(flops.sum()), float(nbytes.sum()), ct, recv_bytes,
-                     cm.transfer_time(recv_bytes), param_bytes, param_bytes + act)  # fmt: skip
-
-
-def _output_sources(
-    closed: Any,
-    stages: list[Stage],
-    owner: dict[Any, int],
-    out_pos: list[dict[Any, int]],
-    arg_index: dict[Any, int],
-) -> list[OutputSource]:
-    """Where each program output comes from; records on each stage the outputs it returns."""
-    const_index = {v: i for i, v in enumerate(closed.jaxpr.constvars)}
-    out_sources: list[OutputSource] = []
-    for k, v in enumerate(closed.jaxpr.outvars):
-        if isinstance(v, J.Literal):
-            out_sources.append(OutputSource("const", value=v.val))
-        elif v in owner:
-            s = owner[v]
-            out_sources.append(OutputSource("stage", s, out_pos[s][v]))
-            stages[s].program_outputs = (*stages[s].program_outputs, (out_pos[s][v], k))
-        elif v in arg_index:
-            out_sources.append(OutputSource("arg", index=arg_index[v]))
-        else:
-            out_sources.append(OutputSource("const", value=closed.consts[const_index[v]]))
-    return out_sources

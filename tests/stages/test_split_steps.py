@@ -5,7 +5,7 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-from hlopipe.stages._split import _owners, _stage_vars
+from hlopipe.stages._staged import _owners, _stage_vars
 
 
 def test_owners_and_stage_vars_of_a_two_stage_cut():
