@@ -37,27 +37,47 @@ def init(key: jax.Array, cfg: GPTConfig = GPTConfig()) -> Params:
     def dense(k: jax.Array, n_in: int, n_out: int) -> jax.Array:
         return jax.random.normal(k, (n_in, n_out), jnp.float32) * std
 
-    layers = []
-    for i in range(cfg.n_layers):
-        k = jax.random.split(keys[i + 2], 4)
-        layers.append(
-            {
-                "ln1": {"g": jnp.ones(cfg.d_model), "b": jnp.zeros(cfg.d_model)},
-                "qkv": dense(k[0], cfg.d_model, 3 * cfg.d_model),
-                "proj": dense(k[1], cfg.d_model, cfg.d_model),
-                "ln2": {"g": jnp.ones(cfg.d_model), "b": jnp.zeros(cfg.d_model)},
-                "fc1": dense(k[2], cfg.d_model, cfg.d_ff),
-                "fc1_b": jnp.zeros(cfg.d_ff),
-                "fc2": dense(k[3], cfg.d_ff, cfg.d_model),
-                "fc2_b": jnp.zeros(cfg.d_model),
-            }
-        )
+    layers = [
+        block_params(keys[i + 2], cfg.d_model, cfg.d_ff, dense, biases=True)
+        for i in range(cfg.n_layers)
+    ]
     return {
         "embed": jax.random.normal(keys[0], (cfg.vocab, cfg.d_model), jnp.float32) * std,
         "pos": jax.random.normal(keys[1], (cfg.seq, cfg.d_model), jnp.float32) * std,
         "layers": layers,
-        "ln_f": {"g": jnp.ones(cfg.d_model), "b": jnp.zeros(cfg.d_model)},
+        "ln_f": norm_params(cfg.d_model),
     }
+
+
+def norm_params(d: int) -> Params:
+    """A layer norm's parameters: gain ``g`` (ones) and bias ``b`` (zeros) of width ``d``."""
+    return {"g": jnp.ones(d), "b": jnp.zeros(d)}
+
+
+def block_params(
+    key: jax.Array,
+    d_model: int,
+    d_ff: int,
+    dense: Callable[[jax.Array, int, int], jax.Array],
+    *,
+    biases: bool,
+) -> Params:
+    """One block's parameters (as :func:`block` reads them): the two layer norms, the fused
+    ``qkv`` and output ``proj`` weights, the MLP's ``fc1``/``fc2`` (with ``biases``, their
+    zero biases ``fc1_b``/``fc2_b``); ``dense(key, n_in, n_out)`` makes a weight matrix."""
+    k = jax.random.split(key, 4)
+    p = {
+        "ln1": norm_params(d_model),
+        "qkv": dense(k[0], d_model, 3 * d_model),
+        "proj": dense(k[1], d_model, d_model),
+        "ln2": norm_params(d_model),
+        "fc1": dense(k[2], d_model, d_ff),
+        "fc2": dense(k[3], d_ff, d_model),
+    }
+    if biases:
+        p["fc1_b"] = jnp.zeros(d_ff)
+        p["fc2_b"] = jnp.zeros(d_model)
+    return p
 
 
 def layer_norm(p: Params, x: jax.Array, eps: float = 1e-5) -> jax.Array:
@@ -76,8 +96,18 @@ def block(p: Params, x: jax.Array, n_heads: int) -> jax.Array:
     scores = jnp.where(mask, scores, jnp.float32(-1e9))
     att = jax.nn.softmax(scores, axis=-1) @ v
     x = x + att.transpose(0, 2, 1, 3).reshape(b, t, d) @ p["proj"]
-    h = layer_norm(p["ln2"], x)
-    h = jax.nn.gelu(h @ p["fc1"] + p["fc1_b"]) @ p["fc2"] + p["fc2_b"]
+    return mlp(p, x)
+
+
+def mlp(p: Params, x: jax.Array) -> jax.Array:
+    """A block's second half: ``x`` plus the GELU MLP of its layer norm (with the biases
+    ``fc1_b``/``fc2_b`` where ``p`` has them)."""
+    h = layer_norm(p["ln2"], x) @ p["fc1"]
+    if "fc1_b" in p:
+        h = h + p["fc1_b"]
+    h = jax.nn.gelu(h) @ p["fc2"]
+    if "fc2_b" in p:
+        h = h + p["fc2_b"]
     return x + h
 
 

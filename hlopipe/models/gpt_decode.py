@@ -23,7 +23,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from hlopipe.models.gpt import layer_norm
+from hlopipe.models.gpt import block_params, layer_norm, mlp, norm_params
 
 Params = dict[str, Any]
 
@@ -49,24 +49,15 @@ def init(key: jax.Array, cfg: DecodeConfig = DecodeConfig()) -> Params:
     def dense(k: jax.Array, n_in: int, n_out: int) -> jax.Array:
         return jax.random.normal(k, (n_in, n_out), jnp.float32) / jnp.sqrt(jnp.float32(n_in))
 
-    layers = []
-    for i in range(cfg.n_layers):
-        k = jax.random.split(keys[i + 3], 4)
-        layers.append(
-            {
-                "ln1": {"g": jnp.ones(cfg.d_model), "b": jnp.zeros(cfg.d_model)},
-                "qkv": dense(k[0], cfg.d_model, 3 * cfg.d_model),
-                "proj": dense(k[1], cfg.d_model, cfg.d_model),
-                "ln2": {"g": jnp.ones(cfg.d_model), "b": jnp.zeros(cfg.d_model)},
-                "fc1": dense(k[2], cfg.d_model, cfg.d_ff),
-                "fc2": dense(k[3], cfg.d_ff, cfg.d_model),
-            }
-        )
+    layers = [
+        block_params(keys[i + 3], cfg.d_model, cfg.d_ff, dense, biases=False)
+        for i in range(cfg.n_layers)
+    ]
     return {
         "embed": jax.random.normal(keys[0], (cfg.vocab, cfg.d_model), jnp.float32),
         "pos": jax.random.normal(keys[1], (cfg.max_len, cfg.d_model), jnp.float32),
         "layers": layers,
-        "ln_f": {"g": jnp.ones(cfg.d_model), "b": jnp.zeros(cfg.d_model)},
+        "ln_f": norm_params(cfg.d_model),
         "head": dense(keys[2], cfg.d_model, cfg.vocab) * 4.0,
     }
 
@@ -95,8 +86,7 @@ def _attend(p: Params, x: jax.Array, k_all: jax.Array, v_all: jax.Array, last: j
     scores = jnp.where(mask[None, None], scores, jnp.float32(-1e9))
     att = jnp.einsum("bhts,bshd->bthd", jax.nn.softmax(scores, axis=-1), v_all)
     x = x + att.reshape(b, t, d) @ p["proj"]
-    h = layer_norm(p["ln2"], x)
-    return x + jax.nn.gelu(h @ p["fc1"]) @ p["fc2"]
+    return mlp(p, x)
 
 
 def _kv(p: Params, x: jax.Array, cfg: DecodeConfig) -> tuple[jax.Array, jax.Array]:

@@ -18,6 +18,7 @@ alone, whose count is static. :func:`static_trip_bound` finds such a bound.
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import jax
@@ -106,27 +107,13 @@ def static_trip_count(
     """The number of iterations of the while ``op`` when it is fixed at trace time; with
     ``variant``, that of the loop whose condition is the ``variant``-th conjunct of the
     condition (:func:`static_trip_bound`)."""
-    cond, body = op.regions
     tag = "" if variant is None else f"/{variant}"
-    analysis = op.cache.get("control_state" + tag)
-    if analysis is None:
-        funcs = getattr(getattr(interpreter, "module", None), "funcs", None)
-        if variant is not None:
-            cond = op.cache["conjuncts"][variant]
-        analysis = op.cache["control_state" + tag] = control_state(cond, body, funcs)
+    analysis = _control_analysis(interpreter, op, variant, tag)
     idx, cond_slice, body_slice, outside = analysis  # type: ignore[misc]
-    if not all(is_known(inits[i]) for i in idx):
+    known = _known_control_values(idx, outside, inits, env)
+    if known is None:
         return None
-    try:
-        captured = {v: env[v] for v in outside}
-    except KeyError:
-        return None
-    if not all(is_known(v) for v in captured.values()):
-        return None
-    n = len(cond.args)
-    avals = cond.arg_avals
-    with jax.ensure_compile_time_eval():
-        state = tuple(np.asarray(inits[i]) for i in idx)
+    state, captured = known
     # The count is a function of the control state and what it reads from outside: cached, so
     # retracing (jit, grad, vmap of the same function) does not count again.
     key = tuple(
@@ -136,42 +123,99 @@ def static_trip_count(
     counts = op.cache.setdefault("trip_counts" + tag, {})
     if key in counts:
         return counts[key]
-
-    def full(s: tuple) -> list:
-        it = iter(s)
-        return [next(it) if i in idx else _placeholder(avals[i]) for i in range(n)]
-
+    part = _ControlPart(interpreter, cond_slice, body_slice, idx, env)
     # 1. Short loops: step the control part eagerly (no compilation).
-    k = 0
-    with jax.ensure_compile_time_eval():
-        while k < EAGER_STEPS:
-            (pred,) = interpreter.run_block(cond_slice, full(state), env)
-            if not bool(pred):
-                return _remember(counts, key, k)
-            out = interpreter.run_block(body_slice, full(state), env)
-            state = tuple(np.asarray(out[i]) for i in idx)
-            k += 1
-
+    k, state, ended = part.step_eagerly(state)
+    if ended:
+        return _remember(counts, key, k)
     # 2. Long loops: count the rest with one compiled loop over the control part.
-    def count(state: tuple) -> Any:
+    k += part.count_compiled(state)
+    return _remember(counts, key, None if k >= MAX_TRIP_COUNT else k)
+
+
+def _control_analysis(
+    interpreter: Any, op: Op, variant: int | None, tag: str
+) -> tuple[list[int], Block, Block, set[int]] | None:
+    """:func:`control_state` of the while ``op`` (of its ``variant``-th conjunct condition),
+    worked out once and kept in the op's cache."""
+    analysis = op.cache.get("control_state" + tag)
+    if analysis is None:
+        funcs = getattr(getattr(interpreter, "module", None), "funcs", None)
+        cond, body = op.regions
+        if variant is not None:
+            cond = op.cache["conjuncts"][variant]
+        analysis = op.cache["control_state" + tag] = control_state(cond, body, funcs)
+    return analysis  # type: ignore[no-any-return]
+
+
+def _known_control_values(
+    idx: list[int], outside: set[int], inits: list[Any], env: Any
+) -> tuple[tuple[np.ndarray, ...], dict[int, Any]] | None:
+    """The control state's initial values (as numpy arrays) and the outside values the
+    control part reads; None when any of them is not known at trace time."""
+    if not all(is_known(inits[i]) for i in idx):
+        return None
+    try:
+        captured = {v: env[v] for v in outside}
+    except KeyError:
+        return None
+    if not all(is_known(v) for v in captured.values()):
+        return None
+    with jax.ensure_compile_time_eval():
+        state = tuple(np.asarray(inits[i]) for i in idx)
+    return state, captured
+
+
+@dataclasses.dataclass(frozen=True)
+class _ControlPart:
+    """A loop's condition and body sliced to its control state (the carried values at
+    ``idx``), run on that state alone; the other carried values are placeholders."""
+
+    interpreter: Any
+    cond: Block
+    body: Block
+    idx: list[int]
+    env: Any
+
+    def full(self, state: tuple) -> list:
+        """The whole carried tuple: ``state`` at ``idx``, placeholders elsewhere."""
+        it = iter(state)
+        avals = self.cond.arg_avals
+        return [next(it) if i in self.idx else _placeholder(avals[i]) for i in range(len(avals))]
+
+    def step_eagerly(self, state: tuple) -> tuple[int, tuple, bool]:
+        """Up to :data:`EAGER_STEPS` iterations stepped eagerly (nothing compiled): how many
+        ran, the state after them, and whether the condition ended the loop."""
+        with jax.ensure_compile_time_eval():
+            for k in range(EAGER_STEPS):
+                (pred,) = self.interpreter.run_block(self.cond, self.full(state), self.env)
+                if not bool(pred):
+                    return k, state, True
+                out = self.interpreter.run_block(self.body, self.full(state), self.env)
+                state = tuple(np.asarray(out[i]) for i in self.idx)
+        return EAGER_STEPS, state, False
+
+    def count_compiled(self, state: tuple) -> int:
+        """The iterations left from ``state`` (stopping at :data:`MAX_TRIP_COUNT`), counted by
+        one compiled ``while_loop`` over the control part."""
+
         def c(carry: tuple) -> Any:
             k, s = carry
-            (pred,) = interpreter.run_block(cond_slice, full(s), env)
+            (pred,) = self.interpreter.run_block(self.cond, self.full(s), self.env)
             return jax.numpy.logical_and(pred, k < MAX_TRIP_COUNT)
 
         def b(carry: tuple) -> tuple:
             k, s = carry
-            out = interpreter.run_block(body_slice, full(s), env)
-            return k + 1, tuple(out[i] for i in idx)
+            out = self.interpreter.run_block(self.body, self.full(s), self.env)
+            return k + 1, tuple(out[i] for i in self.idx)
 
-        k, _ = jax.lax.while_loop(
-            c, b, (np.int64(0) if jax.config.read("jax_enable_x64") else np.int32(0), state)
-        )
-        return k
+        def count(state: tuple) -> Any:
+            zero = np.int64(0) if jax.config.read("jax_enable_x64") else np.int32(0)
+            k, _ = jax.lax.while_loop(c, b, (zero, state))
+            return k
 
-    with jax.ensure_compile_time_eval():
-        k += int(jax.jit(count)(state))
-    return _remember(counts, key, None if k >= MAX_TRIP_COUNT else k)
+        with jax.ensure_compile_time_eval():
+            return int(jax.jit(count)(state))
 
 
 def static_trip_bound(interpreter: Any, op: Op, inits: list[Any], env: Any) -> int | None:
@@ -219,8 +263,6 @@ def _conjunct_conditions(cond: Block, funcs: dict[str, Any] | None) -> list[Bloc
     """One copy of the condition block per part of the conjunction it returns, that part
     alone returned: the ``and`` op is replaced by ``and(part, part)``, in the condition or in
     the function it calls (copied under a new name into ``funcs``)."""
-    import dataclasses
-
     if len(cond.returns) != 1:
         return []
 
@@ -235,13 +277,7 @@ def _conjunct_conditions(cond: Block, funcs: dict[str, Any] | None) -> list[Bloc
         if op.name == "stablehlo.and" and len(op.operands) == 2:
             for part in _and_leaves(block, made, value):
                 new_op = dataclasses.replace(op, operands=(part, part), cache={})
-                out.append(
-                    dataclasses.replace(
-                        block,
-                        ops=[*block.ops[:i], new_op, *block.ops[i + 1 :]],
-                        drop_after=list(block.drop_after),
-                    )
-                )
+                out.append(_with_op(block, i, new_op))
             return out
         callee = funcs.get(op.attrs.get("callee")) if op.name == "func.call" and funcs else None  # type: ignore[arg-type]
         if callee is None:
@@ -252,16 +288,20 @@ def _conjunct_conditions(cond: Block, funcs: dict[str, Any] | None) -> list[Bloc
             funcs[name] = dataclasses.replace(callee, name=name, block=inner)  # type: ignore[index]
             attrs = {**op.attrs, "callee": name}
             new_op = dataclasses.replace(op, attrs=attrs, cache={})
-            out.append(
-                dataclasses.replace(
-                    block,
-                    ops=[*block.ops[:i], new_op, *block.ops[i + 1 :]],
-                    drop_after=list(block.drop_after),
-                )
-            )
+            out.append(_with_op(block, i, new_op))
         return out
 
     return variants(cond, cond.returns[0], 0)
+
+
+def _with_op(block: Block, i: int, new_op: Op) -> Block:
+    """A copy of ``block`` with its ``i``-th op replaced by ``new_op`` (same values, so the
+    same liveness)."""
+    return dataclasses.replace(
+        block,
+        ops=[*block.ops[:i], new_op, *block.ops[i + 1 :]],
+        drop_after=list(block.drop_after),
+    )
 
 
 def _and_leaves(block: Block, made: dict[int, Any], value: int) -> list[int]:

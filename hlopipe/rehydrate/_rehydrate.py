@@ -18,7 +18,7 @@ from hlopipe.rehydrate._interpreter import Interpreter, raise_if_unsupported
 from hlopipe.rehydrate._ir import Func, ModuleIR
 from hlopipe.rehydrate._on_mesh import Signature, on_mesh
 from hlopipe.rehydrate._outline import outline_manual_parts
-from hlopipe.rehydrate._spmd import spmd_plan
+from hlopipe.rehydrate._spmd import SpmdPlan, spmd_plan
 
 
 def module_ir(program: Program) -> ModuleIR:
@@ -52,35 +52,29 @@ def rehydrate(
 
     Args:
       program: a :class:`~hlopipe.io.Program`, or anything :func:`hlopipe.load` takes.
-      mesh: a ``jax.sharding.Mesh`` for programs with collectives or sharding annotations.
+      mesh: a ``jax.sharding.Mesh`` for programs with collectives or sharding annotations: a
+        global program's ``mhlo.sharding``/``sdy.sharding`` (arguments, results), ``@Sharding``
+        calls and ``sdy.sharding_constraint`` become ``with_sharding_constraint``, and
+        ``sdy.manual_computation`` a ``jax.shard_map``. Without a mesh, annotations are dropped
+        and collectives refused, but an HLO program of one replica and one partition (declared,
+        or XLA's defaults as in an HloModuleProto) runs on one device, as XLA runs it.
       axis: the mesh axis (or axes) the program's partitions run along.
       loops: ``"auto"`` turns while loops with a static trip count into ``lax.scan`` (so
         reverse-mode works); ``"while"`` keeps every loop a ``lax.while_loop``.
       check_args: check argument count, shapes and dtypes at call time.
       derivatives: ``"framework"`` (the default) differentiates as the program's framework
-        does where differentiating the ops literally would not (an untaken branch of a
-        ``select`` never poisons the gradient; ``max``/``min`` with a constant give the
-        constant's side a tie: docs/ops.md, "Derivatives"); ``"literal"`` rehydrates every op
-        as its plain ``jax.lax`` call (the decompiler's source reads so).
-      partitioned: whether the program is a per-device (SPMD-partitioned) program, as
-        ``jax.jit(f).lower(...).compile().as_text()`` gives. ``None`` decides from the
-        program: collectives, ``replica_id`` or ``partition_id`` outside any
-        ``shard_map`` part make it per-device. A per-device program runs under
-        ``jax.shard_map`` over ``mesh`` and takes and returns *global* arrays.
-      in_specs: for a per-device program, a ``PartitionSpec`` (or ``NamedSharding``) per
-        argument, overriding the program's ``mhlo.sharding`` (arguments without either are
-        replicated).
-      out_specs: likewise per result. A result with neither an ``mhlo.sharding`` nor an
-        out_spec comes back with every device's value stacked on a new leading axis (pass
-        ``compiled.output_shardings`` to get the original's global results).
-
-    With a mesh, sharding annotations of a global program (``mhlo.sharding`` /
-    ``sdy.sharding`` on arguments and results, ``@Sharding`` custom calls,
-    ``sdy.sharding_constraint``) become ``with_sharding_constraint`` and
-    ``sdy.manual_computation`` becomes ``jax.shard_map``; without one the annotations are
-    dropped and a program with collectives is refused -- except an HLO program that declares
-    one replica and one partition (or leaves both to XLA's defaults, as an HloModuleProto
-    does): XLA runs it on one device, and so does hlopipe (its collectives are identities).
+        does where differentiating the ops literally would not (an untaken ``select`` branch
+        never poisons the gradient; ``max``/``min`` with a constant give the constant's side a
+        tie: docs/ops.md, "Derivatives"); ``"literal"`` rehydrates every op as its plain
+        ``jax.lax`` call (the decompiler's source reads so).
+      partitioned: whether the program is per-device (SPMD-partitioned), as
+        ``jax.jit(f).lower(...).compile().as_text()`` gives; ``None`` decides from the program
+        (collectives, ``replica_id`` or ``partition_id`` outside any ``shard_map`` part). A
+        per-device program runs under ``jax.shard_map`` over ``mesh`` on *global* arrays.
+      in_specs, out_specs: for a per-device program, a ``PartitionSpec`` (or ``NamedSharding``)
+        per argument / result, overriding the program's ``mhlo.sharding``. An argument with
+        neither is replicated; a result with neither comes back with every device's value
+        stacked on a new leading axis (``compiled.output_shardings`` gives the global ones).
 
     Returns:
       ``f(*args)`` over the entry function's arguments (tokens left out), returning the single
@@ -93,17 +87,46 @@ def rehydrate(
       >>> f = hlopipe.rehydrate("model.hlo")
       >>> jax.grad(lambda *a: f(*a).sum())(*args)
     """
+    program, mir = _read(program)
+    _check_options(loops, derivatives)
+    plan = spmd_plan(program, mir, mesh, partitioned)
+    mesh = plan.mesh if mesh is None else mesh
+    interp = Interpreter(
+        mir, mesh=mesh, axis=axis, loops=loops, sdy_meshes=plan.sdy_meshes, derivatives=derivatives
+    )
+    run, user_avals = _run_entry(program, interp, plan, mesh, axis, in_specs, out_specs)
+    return _as_function(program, run, user_avals, check_args=check_args, x64=uses_64bit(mir))
+
+
+def _read(program: Program | str | bytes | os.PathLike[str]) -> tuple[Program, ModuleIR]:
+    """The program (loaded if need be) and its IR; every op without a rule refused."""
     if not isinstance(program, Program):
         program = load(program)
     mir = module_ir(program)
     raise_if_unsupported(mir, program.entry)
+    return program, mir
+
+
+def _check_options(loops: str, derivatives: str) -> None:
     if loops not in ("auto", "while"):
         raise ValueError("loops must be 'auto' or 'while'")
     if derivatives not in ("framework", "literal"):
         raise ValueError("derivatives must be 'framework' or 'literal'")
-    plan = spmd_plan(program, mir, mesh, partitioned)
-    mesh = plan.mesh if mesh is None else mesh
-    func = mir.funcs[program.entry]
+
+
+def _run_entry(
+    program: Program,
+    interp: Interpreter,
+    plan: SpmdPlan,
+    mesh: Any,
+    axis: Any,
+    in_specs: Sequence[Any] | None,
+    out_specs: Sequence[Any] | None,
+) -> tuple[Any, list[Any]]:
+    """``run(*args)`` of the entry function on ``interp`` under the SPMD ``plan`` (tuple-typed
+    arguments refused, ``sdy.manual_computation`` parts outlined on a mesh, tokens made and
+    dropped), and the avals of the arguments a caller passes."""
+    func = interp.module.funcs[program.entry]
     for i, aval in enumerate(func.block.arg_avals):
         if str(getattr(aval, "text", "")).startswith("tuple<"):
             raise UnsupportedOpError(
@@ -112,19 +135,8 @@ def rehydrate(
             )
     if mesh is not None and plan.boundary:
         func = outline_manual_parts(func)
-    interp = Interpreter(
-        mir,
-        mesh=mesh,
-        axis=axis,
-        loops=loops,
-        sdy_meshes=plan.sdy_meshes,
-        derivatives=derivatives,
-    )
     entry = _Entry.of(func)
-    run, user_avals = on_mesh(
-        interp, entry.runner, entry.signature, plan, mesh, axis, in_specs, out_specs
-    )
-    return _as_function(program, run, user_avals, check_args=check_args, x64=uses_64bit(mir))
+    return on_mesh(interp, entry.runner, entry.signature, plan, mesh, axis, in_specs, out_specs)
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,8 @@ as n-bit arithmetic does.
 from __future__ import annotations
 
 import functools
-from typing import Any
+from collections.abc import Callable
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -259,27 +260,34 @@ def _complex_pick(x: Any, y: Any, first_wins: Any) -> Any:
 @rule("stablehlo.maximum")
 @sub_byte
 def maximum(ctx: RuleContext, x: Any, y: Any) -> Any:
-    if _is_bool(x):
-        return lax.bitwise_or(x, y)
-    if _is_complex(x):
-        return _complex_pick(x, y, lax.ge)
-    side = _constant_side(ctx)
-    if side is not None:
-        return _max_of_constant(y, x) if side == 0 else _max_of_constant(x, y)
-    return lax.max(x, y)
+    return _extremum(ctx, x, y, _MAX)
 
 
 @rule("stablehlo.minimum")
 @sub_byte
 def minimum(ctx: RuleContext, x: Any, y: Any) -> Any:
+    return _extremum(ctx, x, y, _MIN)
+
+
+class _Extremum(NamedTuple):
+    """max or min: the ``lax`` op, its boolean form (or / and), the comparison by which the
+    first of two complex numbers wins, and its form with a constant operand."""
+
+    plain: Callable[[Any, Any], Any]
+    of_bools: Callable[[Any, Any], Any]
+    first_wins: Callable[[Any, Any], Any]
+    of_constant: Callable[[Any, Any], Any]
+
+
+def _extremum(ctx: RuleContext, x: Any, y: Any, kind: _Extremum) -> Any:
     if _is_bool(x):
-        return lax.bitwise_and(x, y)
+        return kind.of_bools(x, y)
     if _is_complex(x):
-        return _complex_pick(x, y, lax.le)
+        return _complex_pick(x, y, kind.first_wins)
     side = _constant_side(ctx)
     if side is not None:
-        return _min_of_constant(y, x) if side == 0 else _min_of_constant(x, y)
-    return lax.min(x, y)
+        return kind.of_constant(y, x) if side == 0 else kind.of_constant(x, y)
+    return kind.plain(x, y)
 
 
 def _constant_side(ctx: RuleContext) -> int | None:
@@ -290,53 +298,41 @@ def _constant_side(ctx: RuleContext) -> int | None:
     return ctx.op.cache.get("constant_operand")
 
 
-# max(x, c) / min(x, c) for a constant c, differentiated as the frameworks differentiate ReLU,
-# ReLU6, hard-tanh and clamps: x's derivative is 1 where x is strictly on its side of c, else
-# 0 (a tie goes to the constant; lax.max and lax.min split it 1/2 each).
-@jax.custom_jvp
-def _max_of_constant(x: Any, c: Any) -> Any:
-    return lax.max(x, c)
+def _of_constant(extremum: Any, beyond: Any) -> Any:
+    """``extremum(x, c)`` (max or min) for a constant ``c``, differentiated as the frameworks
+    differentiate ReLU, ReLU6, hard-tanh and clamps: x's derivative is 1 where x is strictly
+    ``beyond`` c, else 0 (a tie goes to the constant; lax.max and lax.min split it 1/2 each)."""
+
+    @jax.custom_jvp
+    def of_constant(x: Any, c: Any) -> Any:
+        return extremum(x, c)
+
+    @of_constant.defjvp
+    def of_constant_jvp(primals: Any, tangents: Any) -> Any:
+        (x, c), (tx, tc) = primals, tangents
+        return extremum(x, c), lax.select(beyond(x, c), tx, tc)
+
+    return of_constant
 
 
-@_max_of_constant.defjvp
-def _max_of_constant_jvp(primals: Any, tangents: Any) -> Any:
-    (x, c), (tx, tc) = primals, tangents
-    return lax.max(x, c), lax.select(lax.gt(x, c), tx, tc)
+_MAX = _Extremum(lax.max, lax.bitwise_or, lax.ge, _of_constant(lax.max, lax.gt))
+_MIN = _Extremum(lax.min, lax.bitwise_and, lax.le, _of_constant(lax.min, lax.lt))
 
 
-@jax.custom_jvp
-def _min_of_constant(x: Any, c: Any) -> Any:
-    return lax.min(x, c)
+def _binary(name: str, fn: Any) -> Any:
+    """The rule of op ``name``: ``fn`` of its two operands (sub-byte ones widened)."""
+
+    def impl(ctx: RuleContext, x: Any, y: Any) -> Any:
+        return fn(x, y)
+
+    impl.__name__ = name.split(".")[-1]
+    return rule(name)(sub_byte(impl))
 
 
-@_min_of_constant.defjvp
-def _min_of_constant_jvp(primals: Any, tangents: Any) -> Any:
-    (x, c), (tx, tc) = primals, tangents
-    return lax.min(x, c), lax.select(lax.lt(x, c), tx, tc)
-
-
-@rule("stablehlo.and")
-@sub_byte
-def and_(ctx: RuleContext, x: Any, y: Any) -> Any:
-    return lax.bitwise_and(x, y)
-
-
-@rule("stablehlo.or")
-@sub_byte
-def or_(ctx: RuleContext, x: Any, y: Any) -> Any:
-    return lax.bitwise_or(x, y)
-
-
-@rule("stablehlo.xor")
-@sub_byte
-def xor(ctx: RuleContext, x: Any, y: Any) -> Any:
-    return lax.bitwise_xor(x, y)
-
-
-@rule("stablehlo.shift_left")
-@sub_byte
-def shift_left(ctx: RuleContext, x: Any, y: Any) -> Any:
-    return lax.shift_left(x, y)
+and_ = _binary("stablehlo.and", lax.bitwise_and)
+or_ = _binary("stablehlo.or", lax.bitwise_or)
+xor = _binary("stablehlo.xor", lax.bitwise_xor)
+shift_left = _binary("stablehlo.shift_left", lax.shift_left)
 
 
 @rule("stablehlo.shift_right_logical")

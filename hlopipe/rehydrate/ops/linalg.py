@@ -287,31 +287,39 @@ def _householder_q(a: Any, taus: Any) -> Any:
     return lax.fori_loop(0, taus.shape[0], step, jnp.eye(m, n, dtype=a.dtype))
 
 
-@jax.custom_jvp
-def _qr_compact(a: Any) -> tuple[Any, Any]:
+def _lapack_with_lax_derivative(lapack: Any, algorithm: Any, signature: str, what: str) -> Any:
+    """``lapack`` (LAPACK's values) differentiated as the same ``algorithm`` written in lax ops
+    (on one matrix: vectorized over batches by its gufunc ``signature``); real types only."""
+
+    @jax.custom_jvp
+    def f(*args: Any) -> Any:
+        return lapack(*args)
+
+    @f.defjvp
+    def f_jvp(primals: tuple, tangents: tuple) -> tuple:
+        if jnp.iscomplexobj(primals[0]):
+            raise UnsupportedOpError(f"no derivative of {what}")
+        return jax.jvp(jnp.vectorize(algorithm, signature=signature), primals, tangents)
+
+    return f
+
+
+def _compact_qr_values(a: Any) -> tuple[Any, Any]:
     return tuple(_jax_compat.geqrf(a))
 
 
-@_qr_compact.defjvp
-def _qr_compact_jvp(primals: tuple, tangents: tuple) -> tuple:
-    # LAPACK's values; the derivative of the same algorithm written in lax ops
-    if jnp.iscomplexobj(primals[0]):
-        raise UnsupportedOpError("no derivative of the compact QR form of a complex matrix")
-    f = jnp.vectorize(_householder_qr, signature="(m,n)->(m,n),(k)")
-    return jax.jvp(f, primals, tangents)
-
-
-@jax.custom_jvp
-def _q_from_compact(a: Any, taus: Any) -> Any:
-    return lax_linalg.householder_product(a, taus)
-
-
-@_q_from_compact.defjvp
-def _q_from_compact_jvp(primals: tuple, tangents: tuple) -> tuple:
-    if jnp.iscomplexobj(primals[0]):
-        raise UnsupportedOpError("no derivative of the Householder product of complex reflectors")
-    f = jnp.vectorize(_householder_q, signature="(m,n),(k)->(m,n)")
-    return jax.jvp(f, primals, tangents)
+_qr_compact = _lapack_with_lax_derivative(
+    _compact_qr_values,
+    _householder_qr,
+    "(m,n)->(m,n),(k)",
+    "the compact QR form of a complex matrix",
+)
+_q_from_compact = _lapack_with_lax_derivative(
+    lax_linalg.householder_product,
+    _householder_q,
+    "(m,n),(k)->(m,n)",
+    "the Householder product of complex reflectors",
+)
 
 
 @builtin("Qr")

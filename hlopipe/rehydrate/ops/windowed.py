@@ -29,7 +29,7 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -73,6 +73,42 @@ def _pairs(padding: Any, n: int) -> list[tuple[int, int]]:
     return [(int(lo), int(hi)) for lo, hi in arr]
 
 
+class Window(NamedTuple):
+    """A window's geometry, one entry per dimension, in the order ``lax.reduce_window`` takes
+    it: size, strides, padding ``(lo, hi)``, base dilation and window dilation."""
+
+    dims: tuple[int, ...]
+    strides: tuple[int, ...]
+    pads: list[tuple[int, int]]
+    base: tuple[int, ...]
+    wdil: tuple[int, ...]
+
+    @classmethod
+    def of(
+        cls,
+        dims: tuple[int, ...],
+        strides: tuple[int, ...] | None = None,
+        padding: Any = None,
+        base: tuple[int, ...] | None = None,
+        wdil: tuple[int, ...] | None = None,
+    ) -> Window:
+        """The geometry from an op's attributes (absent ones: strides and dilations of 1, no
+        padding)."""
+        ones = (1,) * len(dims)
+        return cls(
+            dims,
+            tuple(strides) if strides else ones,
+            _pairs(padding, len(dims)),
+            tuple(base) if base else ones,
+            tuple(wdil) if wdil else ones,
+        )
+
+    @property
+    def pad_config(self) -> list[tuple[int, int, int]]:
+        """Padding and base dilation as ``lax.pad`` takes them."""
+        return [(lo, hi, b - 1) for (lo, hi), b in zip(self.pads, self.base, strict=True)]
+
+
 def _identity(op: str, dtype: np.dtype) -> Any:
     if op == "stablehlo.add":
         return np.zeros((), dtype)
@@ -91,16 +127,7 @@ def _identity(op: str, dtype: np.dtype) -> Any:
     return value
 
 
-def monoid_reduce_window(
-    op: str | None,
-    x: Any,
-    init: Any,
-    window: tuple[int, ...],
-    strides: tuple[int, ...],
-    pads: list[tuple[int, int]],
-    base: tuple[int, ...],
-    wdil: tuple[int, ...],
-) -> Any | None:
+def monoid_reduce_window(op: str | None, x: Any, init: Any, win: Window) -> Any | None:
     """``reduce_window`` of one operand through JAX's differentiable monoid primitives; None
     when ``op`` is not add/max/min (or their boolean equivalents) on a supported type."""
     if op is None:
@@ -110,19 +137,19 @@ def monoid_reduce_window(
         op = _BOOL_WINDOW.get(op, op)
     if op not in _WINDOW_MONOIDS or (dtype.kind == "c" and op != "stablehlo.add"):
         return None
-    if op != "stablehlo.add" and any(d != 1 for d in wdil) and math.prod(window) <= _FOLD_MAX:
+    if op != "stablehlo.add" and any(d != 1 for d in win.wdil) and math.prod(win.dims) <= _FOLD_MAX:
         return None  # JAX cannot differentiate max/min pooling with window dilation: the fold
     combine = _WINDOW_MONOIDS[op]
     ident = _identity(op, dtype)
     if is_identity(op, init):
-        return lax.reduce_window(x, ident, combine, window, strides, pads, base, wdil)
+        return lax.reduce_window(x, ident, combine, *win)
     # XLA: the init value enters every window once, padding and base-dilation holes not at all
     # (the specification pads with the init value): pad with the identity, combine the init
-    if any(p != (0, 0) for p in pads) or any(b != 1 for b in base):
-        x = lax.pad(
-            x, jnp.asarray(ident), [(lo, hi, b - 1) for (lo, hi), b in zip(pads, base, strict=True)]
-        )
-    y = lax.reduce_window(x, ident, combine, window, strides, [(0, 0)] * x.ndim, None, wdil)
+    if any(p != (0, 0) for p in win.pads) or any(b != 1 for b in win.base):
+        x = lax.pad(x, jnp.asarray(ident), win.pad_config)
+    y = lax.reduce_window(
+        x, ident, combine, win.dims, win.strides, [(0, 0)] * x.ndim, None, win.wdil
+    )
     return combine(y, lax.convert_element_type(init, dtype))
 
 
@@ -138,72 +165,75 @@ def reduce_window(
 ) -> Any:
     n = len(operands) // 2
     xs, inits = operands[:n], operands[n:]
-    rank = len(window_dimensions)
-    window = tuple(int(w) for w in window_dimensions)
-    strides = tuple(window_strides) if window_strides else (1,) * rank
-    base = tuple(base_dilations) if base_dilations else (1,) * rank
-    wdil = tuple(window_dilations) if window_dilations else (1,) * rank
-    pads = _pairs(padding, rank)
+    dims = tuple(int(w) for w in window_dimensions)
+    win = Window.of(dims, window_strides, padding, base_dilations, window_dilations)
     region = ctx.regions[0]
+    out = _differentiable_form(region, xs, inits, win)
+    if out is None:
+        out = _region_reduce_window(region, xs, inits, win)
+    return out
+
+
+def _differentiable_form(region: Region, xs: tuple, inits: tuple, win: Window) -> Any | None:
+    """The reduction through one of JAX's differentiable primitives, when the region is one
+    they compute: add/max/min per operand (a variadic region whose results do not mix), or a
+    floating cumulative product; None otherwise."""
+    n = len(xs)
     per_operand = [region.binary_op()] if n == 1 else separable_ops(region.block, n)
     if per_operand is not None:
-        # each result reduces its own operand with add/max/min: one differentiable monoid
-        # reduce_window per operand (a variadic region whose results do not mix)
         outs = [
-            monoid_reduce_window(op, x, v, window, strides, pads, base, wdil)
+            monoid_reduce_window(op, x, v, win)
             for op, x, v in zip(per_operand, xs, inits, strict=True)
         ]
         if all(o is not None for o in outs):
             return outs[0] if n == 1 else tuple(outs)
     if n == 1 and region.binary_op() == "stablehlo.multiply" and is_inexact(xs[0]):
-        out = _cumulative_product(xs[0], inits[0], window, strides, pads, base, wdil)
-        if out is not None:
-            return out
+        return _cumulative_product(xs[0], inits[0], win)
+    return None
+
+
+def _region_reduce_window(region: Region, xs: tuple, inits: tuple, win: Window) -> Any:
+    """The reduction with the region as its computation: a selecting region (a value and its
+    position) through :func:`_selection_reduce_window`; any other through XLA's own
+    ``lax.reduce_window``, given a folded derivative for small floating windows."""
+    n = len(xs)
 
     def computation(acc: tuple, x: tuple) -> tuple:
         return tuple(region(*acc, *x))
 
-    # padding and base dilation as lax.pad takes them
-    cfg = [(lo, hi, b - 1) for (lo, hi), b in zip(pads, base, strict=True)]
     inexact = [is_inexact(x) for x in xs]
     if n > 1 and any(inexact):
         picked = selecting_results(region.block, n, inexact)
         if picked is not None and any(picked):
             # a value and its position (torch's cummax): any window size, differentiable
             padded = tuple(
-                lax.pad(x, lax.convert_element_type(v, x.dtype), cfg)
+                lax.pad(x, lax.convert_element_type(v, x.dtype), win.pad_config)
                 for x, v in zip(xs, inits, strict=True)
             )
-            return _selection_reduce_window(padded, inits, computation, window, strides, wdil)
+            return _selection_reduce_window(
+                padded, inits, computation, win.dims, win.strides, win.wdil
+            )
 
     # lax.reduce_window takes padding and base dilation as XLA does: padded positions and
     # holes are skipped (the specification reduces the init value there too)
     def generic(*args: Any) -> tuple:
-        return tuple(
-            lax.reduce_window(args[:n], args[n:], computation, window, strides, pads, base, wdil)
-        )
+        return tuple(lax.reduce_window(args[:n], args[n:], computation, *win))
 
-    if math.prod(window) <= _FOLD_MAX and any(inexact):
-        out = _with_folded_derivative(generic, region, n, window, strides, wdil, cfg)(*xs, *inits)
+    if math.prod(win.dims) <= _FOLD_MAX and any(inexact):
+        out = _with_folded_derivative(generic, region, n, win)(*xs, *inits)
     else:
         out = generic(*xs, *inits)
     return tuple(out) if n > 1 else out[0]
 
 
 def _with_folded_derivative(
-    generic: Callable[..., tuple],
-    region: Region,
-    n: int,
-    window: tuple[int, ...],
-    strides: tuple[int, ...],
-    wdil: tuple[int, ...],
-    cfg: list[tuple[int, int, int]],
+    generic: Callable[..., tuple], region: Region, n: int, win: Window
 ) -> Callable[..., tuple]:
     """``generic`` (XLA's own reduce_window: its values) with a derivative: that of the same
     reduction written as a fold of the region over the window's positions in row-major order,
     one strided slice of each operand per position, padded positions and base-dilation holes
-    (``cfg``, as ``lax.pad`` takes it) masked out. JAX has no derivative for a reduce_window
-    with an arbitrary region."""
+    masked out. JAX has no derivative for a reduce_window with an arbitrary region."""
+    window, strides, wdil, cfg = win.dims, win.strides, win.wdil, win.pad_config
 
     def folded(*args: Any) -> tuple:
         inits = args[n:]
@@ -247,25 +277,17 @@ def _with_folded_derivative(
     return f
 
 
-def _cumulative_product(
-    x: Any,
-    init: Any,
-    window: tuple[int, ...],
-    strides: tuple[int, ...],
-    pads: list[tuple[int, int]],
-    base: tuple[int, ...],
-    wdil: tuple[int, ...],
-) -> Any | None:
+def _cumulative_product(x: Any, init: Any, win: Window) -> Any | None:
     """A floating ``reduce_window`` with a multiply region that is a cumulative product
     (torch's ``cumprod``: one axis, the whole of it, padded before or after by its length less
     one, init 1) as ``lax.cumprod``, differentiable at any length; None otherwise (other
     product windows take the generic path)."""
     shape = np.shape(x)
-    rank = len(shape)
+    window, pads = win.dims, win.pads
     if not is_identity("stablehlo.multiply", init):
         return None
-    wide = [a for a in range(rank) if window[a] != 1 or pads[a] != (0, 0)]
-    if len(wide) == 1 and all(v == 1 for v in (*strides, *base, *wdil)):
+    wide = [a for a in range(len(shape)) if window[a] != 1 or pads[a] != (0, 0)]
+    if len(wide) == 1 and all(v == 1 for v in (*win.strides, *win.base, *win.wdil)):
         a = wide[0]
         size = shape[a]
         if window[a] == size and pads[a] in ((size - 1, 0), (0, size - 1)):
@@ -363,10 +385,8 @@ def select_and_scatter(
     window_strides: tuple[int, ...] | None = None,
     padding: Any = None,
 ) -> Any:
-    rank = operand.ndim
-    window = tuple(window_dimensions) if window_dimensions else (1,) * rank
-    strides = tuple(window_strides) if window_strides else (1,) * rank
-    pads = _pairs(padding, rank)
+    dims = tuple(window_dimensions) if window_dimensions else (1,) * operand.ndim
+    win = Window.of(dims, window_strides, padding)
     select_region, scatter_region = ctx.regions
     dtype = np.dtype(operand.dtype)
     scatter_op = scatter_region.binary_op()
@@ -374,14 +394,12 @@ def select_and_scatter(
     if (
         direction is not None
         and scatter_op == "stablehlo.add"
-        and all(p == (0, 0) for p in pads)
+        and all(p == (0, 0) for p in win.pads)
         and jnp.issubdtype(dtype, jnp.floating)
         and source.size > 0
     ):
-        return _select_and_scatter_add(operand, source, init, direction, window, strides)
-    return _general_select_and_scatter(
-        operand, source, init, window, strides, pads, select_region, scatter_region
-    )
+        return _select_and_scatter_add(operand, source, init, direction, win.dims, win.strides)
+    return _general_select_and_scatter(operand, source, init, win, select_region, scatter_region)
 
 
 def _select_and_scatter_add(
@@ -408,69 +426,111 @@ def _select_and_scatter_add(
 
 
 def _general_select_and_scatter(
-    operand: Any,
-    source: Any,
-    init: Any,
-    window: tuple[int, ...],
-    strides: tuple[int, ...],
-    pads: list[tuple[int, int]],
-    select_region: Region,
-    scatter_region: Region,
+    operand: Any, source: Any, init: Any, win: Window, select_region: Region, scatter_region: Region
 ) -> Any:
+    """Any select and scatter region, padding and dtype (the module docstring): the window's
+    positions folded once to choose an element per window, once to scatter into the chosen."""
     dtype = np.dtype(operand.dtype)
-    rank = operand.ndim
-    select = vmapped_region(select_region)
-    scatter = vmapped_region(scatter_region)
     init = lax.convert_element_type(init, dtype)
-    pad_cfg = [(lo, hi, 0) for lo, hi in pads]
+    pad_cfg = [(lo, hi, 0) for lo, hi in win.pads]
+    unpad_cfg = [(-lo, -hi, 0) for lo, hi in win.pads]
     xp = lax.pad(operand, np.zeros((), dtype), pad_cfg)
     valid = lax.pad(lax.full(operand.shape, True, bool), np.array(False), pad_cfg)
-    out_shape = tuple(source.shape)
     if source.size == 0 or operand.size == 0:
         acc = lax.full(xp.shape, init, dtype)
-        return lax.pad(acc, np.zeros((), dtype), [(-lo, -hi, 0) for lo, hi in pads])
-    # each window position k reads the strided slice starting at offset(k) with this extent
-    extent = tuple(s * (n - 1) + 1 for s, n in zip(strides, out_shape, strict=True))
-    num = int(np.prod(window, dtype=np.int64))
+        return lax.pad(acc, np.zeros((), dtype), unpad_cfg)
+    pos = _Positions.of(win.dims, win.strides, tuple(source.shape))
+    chosen, chosen_valid = _choose(pos, vmapped_region(select_region), xp, valid)
+    acc = _scatter_chosen(
+        pos,
+        vmapped_region(scatter_region),
+        source,
+        chosen,
+        chosen_valid,
+        lax.full(xp.shape, init, dtype),
+    )
+    return lax.pad(acc, np.zeros((), dtype), unpad_cfg)
 
-    def offset(k: Any) -> list[Any]:
+
+class _Positions(NamedTuple):
+    """The positions of a window, over an operand padded already: position ``k`` (row-major)
+    of every window is the strided slice starting at ``offset(k)`` with this ``extent``, of
+    the windows' (the source's) shape."""
+
+    window: tuple[int, ...]
+    strides: tuple[int, ...]
+    out_shape: tuple[int, ...]
+    extent: tuple[int, ...]
+
+    @classmethod
+    def of(
+        cls, window: tuple[int, ...], strides: tuple[int, ...], out_shape: tuple[int, ...]
+    ) -> _Positions:
+        extent = tuple(s * (n - 1) + 1 for s, n in zip(strides, out_shape, strict=True))
+        return cls(window, strides, out_shape, extent)
+
+    @property
+    def num_positions(self) -> int:
+        return int(np.prod(self.window, dtype=np.int64))
+
+    def offset(self, k: Any) -> list[Any]:
+        """Where position ``k`` (a Python int, or a traced one in a loop) starts."""
         idx = []
-        for w in reversed(window):
+        for w in reversed(self.window):
             idx.append(k % w)
             k = k // w
         return idx[::-1]
 
-    def strided(a: Any, k: Any) -> Any:
-        start = offset(k)
+    def strided(self, a: Any, k: Any) -> Any:
+        """Position ``k`` of every window of ``a``: a strided slice of the windows' shape."""
+        start = self.offset(k)
         if isinstance(k, int):
-            return lax.slice(a, start, [o + e for o, e in zip(start, extent, strict=True)], strides)
-        block = lax.dynamic_slice(a, start, extent)
-        return lax.slice(block, (0,) * rank, extent, strides)
+            limit = [o + e for o, e in zip(start, self.extent, strict=True)]
+            return lax.slice(a, start, limit, self.strides)
+        block = lax.dynamic_slice(a, start, self.extent)
+        return lax.slice(block, (0,) * len(self.window), self.extent, self.strides)
 
-    # 1. choose: fold the window positions in row-major order
+
+def _choose(pos: _Positions, select: Callable[..., tuple], xp: Any, valid: Any) -> tuple[Any, Any]:
+    """1. choose: the select region folded over the window positions in row-major order.
+    Returns, per window, the position chosen and whether it is an element (not padding)."""
+
     def choose(k: Any, carry: tuple) -> tuple:
         cur, cur_k, cur_valid = carry
-        new, new_valid = strided(xp, k), strided(valid, k)
+        new, new_valid = pos.strided(xp, k), pos.strided(valid, k)
         (keep,) = select(cur, new)
         take = new_valid & (~cur_valid | ~keep)
-        k_arr = lax.full(out_shape, k, np.int32)
+        k_arr = lax.full(pos.out_shape, k, np.int32)
         return lax.select(take, new, cur), lax.select(take, k_arr, cur_k), cur_valid | take
 
-    carry = (strided(xp, 0), lax.full(out_shape, 0, np.int32), strided(valid, 0))
-    carry = _fold(choose, 1, num, carry)
-    _, chosen, chosen_valid = carry
+    carry = (pos.strided(xp, 0), lax.full(pos.out_shape, 0, np.int32), pos.strided(valid, 0))
+    _, chosen, chosen_valid = _fold(choose, 1, pos.num_positions, carry)
+    return chosen, chosen_valid
 
-    # 2. scatter: position by position, the sources whose window chose it are combined in
+
+def _scatter_chosen(
+    pos: _Positions,
+    scatter: Callable[..., tuple],
+    source: Any,
+    chosen: Any,
+    chosen_valid: Any,
+    acc: Any,
+) -> Any:
+    """2. scatter: position by position, the sources whose window chose it are combined into
+    ``acc`` (the padded operand's shape, filled with the init value) by the scatter region."""
+    dtype = np.dtype(acc.dtype)
+    strides, extent = pos.strides, pos.extent
+
     def place(k: Any, acc: Any) -> Any:
-        start = offset(k)
-        cur = strided(acc, k)
+        start = pos.offset(k)
+        cur = pos.strided(acc, k)
         hit = chosen_valid & (chosen == k)
         (combined,) = scatter(cur, source)
         if isinstance(k, int):
             # straight into the full array: pads and one select
             cfg = [
                 (o, n - o - e, s - 1)
-                for o, n, e, s in zip(start, xp.shape, extent, strides, strict=True)
+                for o, n, e, s in zip(start, acc.shape, extent, strides, strict=True)
             ]
             placed = lax.pad(combined, np.zeros((), dtype), cfg)
             return lax.select(lax.pad(hit, np.array(False), cfg), placed, acc)
@@ -481,8 +541,7 @@ def _general_select_and_scatter(
         mask = lax.pad(hit, np.array(False), interior)
         return lax.dynamic_update_slice(acc, lax.select(mask, placed, block), start)
 
-    acc = _fold(place, 0, num, lax.full(xp.shape, init, dtype))
-    return lax.pad(acc, np.zeros((), dtype), [(-lo, -hi, 0) for lo, hi in pads])
+    return _fold(place, 0, pos.num_positions, acc)
 
 
 def _fold(body: Callable[[Any, Any], Any], start: int, stop: int, carry: Any) -> Any:
@@ -494,4 +553,4 @@ def _fold(body: Callable[[Any, Any], Any], start: int, stop: int, carry: Any) ->
     return lax.fori_loop(start, stop, lambda k, c: body(k.astype(np.int32), c), carry)
 
 
-__all__ = ["monoid_reduce_window", "vmapped_region"]
+__all__ = ["Window", "monoid_reduce_window", "vmapped_region"]
