@@ -289,10 +289,12 @@ class _Prefill:
             src = self.staged.out_sources[o]
             if src.kind != "stage" or src.stage != slots[arg].stage:
                 made = f"stage {src.stage}" if src.kind == "stage" else "no stage"
+                why = ("the stage markers of the two programs disagree" if self.staged.partition
+                       is None else "without stage markers the cost model cut the two programs "
+                       "at other layers; place stage_boundary markers in both")  # fmt: skip
                 raise StageError(
                     f"{what}: {made} makes the state {slots[arg].path}, which the decode step "
-                    f"keeps on stage {slots[arg].stage}: the stage markers of the two programs "
-                    "disagree"
+                    f"keeps on stage {slots[arg].stage}: {why}"
                 )
         items = [(None, o, slots[a].path, gen.roles[a].shape, gen.roles[a].dtype)
                  for o, a in state_of_out.items()]  # fmt: skip

@@ -2,15 +2,22 @@
 parameters, which are state carried from one call to the next in place, which are fed back
 from the previous call's outputs, and which are plain inputs.
 
-* **state**: an argument aliased to an output. Read from the program: ``tf.aliasing_output``
-  on an entry argument (``jax.export`` and JAX's lowering of a donated argument), HLO's
-  ``input_output_alias`` (HLO text and protos), or ``jax.buffer_donor`` (a donated argument
-  whose output JAX left to XLA: matched to the output with the same path, shape and dtype).
+* **state**: an argument updated in place (data flow, below) or aliased to an output:
+  ``tf.aliasing_output`` on an entry argument (``jax.export`` and JAX's lowering of a donated
+  argument), HLO's ``input_output_alias`` (HLO text and protos), or ``jax.buffer_donor`` (a
+  donated argument whose output JAX left to XLA: matched to the output with the same path,
+  shape and dtype).
 * **feedback**: an argument that the next call takes from an output of this one (a token, a
   position, an RNG key): an output that is not state, with the argument's shape and dtype.
-* **parameter**: the first argument of the program's tree (``params``), or, for a flat
-  program, the leading arguments before the first state argument.
-* **input**: the rest (a position the caller advances, say).
+* **input**: the position the caller advances, by data flow: the integer argument of shape
+  ``[]`` or ``[1]`` (int32 or int64) from which an index of every in-place update of the state
+  is computed (the nearest such argument when several are); ``ArgRole.axis`` of each state
+  argument is the axis it indexes (the cache length). Without ``feedback=`` or a position,
+  other arguments with no output of their shape are inputs too.
+* **parameter**: in the first argument of the program's tree (``params``); for a flat program
+  (HLO, torch_xla: the token and position may come before the caches, constants among the
+  weights), every argument that is not state, feedback or the position, or, when data flow
+  shows no position, the arguments before the first state argument.
 
 **Data flow wins over alias pairs.** Where the module shows it, an output that is a chain of
 ``dynamic_update_slice`` / ``scatter`` (through copies, reshapes, converts, bitcasts, identity
@@ -46,7 +53,8 @@ Selector = int | str
 class ArgRole:
     """The role of flat argument ``index``: ``role`` (``parameter`` / ``state`` /
     ``feedback`` / ``input``), ``output`` (the aliased output of state, the output fed back for
-    feedback, else ``None``) and ``reason`` (how it was told, in words)."""
+    feedback, else ``None``), ``reason`` (how it was told, in words), ``ambiguous`` (the output
+    is a guess) and, for state, ``axis``: the axis the position indexes (None: not shown)."""
 
     index: int
     path: str

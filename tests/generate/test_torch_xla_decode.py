@@ -18,6 +18,7 @@ import numpy as np
 import pytest
 
 import hlopipe
+from hlopipe.errors import StageError
 from hlopipe.generate import Generator, generate_unsplit
 
 pytestmark = pytest.mark.x64
@@ -119,3 +120,12 @@ def test_position_scalar_or_one_element_int32_or_int64(shape, dtype):
     ref, _ = generate_unsplit(prog, [w], 7, tokens=tokens, position=0)
     np.testing.assert_array_equal(got, ref)
     assert len(np.unique(ref)) >= 4
+
+
+def test_a_prefill_cut_at_other_layers_is_refused():
+    """Without markers each program is cut by the cost model: XLA's optimised forms of the two
+    cut into 3 stages at other layers, and the prefill would make a cache on another stage."""
+    dec, pre = programs(".opt.hlo")
+    with pytest.raises(StageError, match=r"stage \d makes the state arg \d+, which the decode "
+                       r"step keeps on stage \d: without stage markers"):  # fmt: skip
+        Generator(dec, _params(dec), prefill=pre, num_stages=3)
