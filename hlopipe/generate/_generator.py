@@ -27,6 +27,7 @@ from hlopipe.generate._plan import (
     PARAM,
     STATE,
     StagePlan,
+    params_as,
     plan_stages,
     position_of,
     position_value,
@@ -306,13 +307,13 @@ class _Prefill:
                 f"{d}; make each stage's state on that stage (an empty cache inside its layer)"
             )
         kinds = {i: (PARAM if i in param_of else INPUT) for i in range(len(program.in_avals))}
-        self.plans = plan_stages(self.staged, kinds, {})
+        self.plans = params_as(plan_stages(self.staged, kinds, {}), param_of)
         self.state_of_out = state_of_out
         self._fns = [jax.jit(st.fn) for st in self.staged.stages]
         leaves = {a: v for d in gen._params for a, v in d.items()}
         self._params = [
             {
-                a: _on(leaves, gen._params, param_of[a], gen.devices[p.stage])
+                a: _on(leaves, gen._params, a, gen.devices[p.stage])
                 for k, a in p.inputs
                 if k == PARAM
             }

@@ -26,7 +26,7 @@ def generate_unsplit(
 ) -> tuple[np.ndarray, list[list[np.ndarray]]]:
     """The same tokens as :class:`~hlopipe.Generator` from the unsplit programs on one device,
     one group at a time. Returns ``(tokens [groups, b, n], final state per group)``."""
-    dev = device or jax.devices()[0]
+    dev = device or jax.local_devices()[0]
     roles = decode.arg_roles()
     flat = jax.device_put(jax.tree_util.tree_leaves(params), dev)
     by_arg = dict(zip((r.index for r in roles.parameters), flat, strict=True))

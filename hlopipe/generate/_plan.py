@@ -62,6 +62,18 @@ def _nbytes(aval: Any) -> int:
     return int(np.prod(aval.shape, dtype=np.int64)) * np.dtype(aval.dtype).itemsize
 
 
+def params_as(plans: list[StagePlan], param_of: dict[int, int]) -> list[StagePlan]:
+    """A prefill's plans with each parameter input keyed by the decode step's argument
+    (``param_of``: prefill argument -> decode parameter), so that both programs' stages take
+    the same placed parameters."""
+    from dataclasses import replace
+
+    return [
+        replace(p, inputs=tuple((k, param_of[a]) if k == PARAM else (k, a) for k, a in p.inputs))
+        for p in plans
+    ]
+
+
 def position_of(roles: Any, source: str) -> Any:
     """The position's role: the one plain input, an integer of shape ``[]`` or ``[1]`` (int32
     or int64: a JAX step takes a scalar, a torch_xla one an ``int64[1]``)."""
