@@ -26,9 +26,9 @@ def run_command(
 
     Returns the exit status: 0, or 1 when ``check`` finds a token that differs.
     """
-    import jax
 
-    from hlopipe.generate._generator import Generator, generate_unsplit
+    from hlopipe.generate._generator import Generator
+    from hlopipe.generate._oracle import generate_unsplit
     from hlopipe.io import load
 
     for flag, value in (("--groups", groups), ("--tokens", tokens), ("--prompt-len", prompt_len)):
@@ -40,17 +40,7 @@ def run_command(
     params = _params(params_path, roles, seed)
     gen = Generator(decode, params, prefill=prefill, num_stages=stages, groups=groups)
     out(repr(gen))
-    rng = np.random.default_rng(seed + 1)
-    vocab_hi = 64
-    b = gen.batch
-    if prefill is not None:
-        inputs: dict[str, Any] = {"prompts": rng.integers(0, vocab_hi, (groups, b, prompt_len))}
-    else:
-        inputs = {"tokens": rng.integers(0, vocab_hi, (groups, *gen.token.shape)), "position": 0}
-    extra = gen.roles.feedback[1:]  # an RNG key fed back: random first values per group
-    inputs["feedback"] = {
-        r.path: rng.integers(0, 2**31, (groups, *r.shape)).astype(r.dtype) for r in extra
-    }
+    inputs = _inputs(gen, prefill is not None, prompt_len, seed)
     session = gen.start(**inputs)
     toks = session.generate(tokens)
     for g in range(min(groups, 2)):
@@ -64,6 +54,30 @@ def run_command(
     if not check:
         return 0
     ref, _ = generate_unsplit(decode, params, tokens, prefill=prefill, **inputs)
+    return _compare(toks, ref, out)
+
+
+def _inputs(gen: Any, prompted: bool, prompt_len: int, seed: int) -> dict[str, Any]:
+    """Random prompts (with a prefill) or first tokens, and first values of other feedback
+    (an RNG key), per group."""
+    rng = np.random.default_rng(seed + 1)
+    vocab_hi, groups = 64, gen.groups
+    if prompted:
+        inputs: dict[str, Any] = {
+            "prompts": rng.integers(0, vocab_hi, (groups, gen.batch, prompt_len))
+        }
+    else:
+        inputs = {"tokens": rng.integers(0, vocab_hi, (groups, *gen.token.shape)), "position": 0}
+    extra = gen.roles.feedback[1:]  # an RNG key fed back: random first values per group
+    inputs["feedback"] = {
+        r.path: rng.integers(0, 2**31, (groups, *r.shape)).astype(r.dtype) for r in extra
+    }
+    return inputs
+
+
+def _compare(toks: np.ndarray, ref: np.ndarray, out: Any) -> int:
+    import jax
+
     bad = np.argwhere(ref != toks)
     if len(bad):
         g, s, t = (int(x) for x in bad[0])

@@ -27,7 +27,11 @@ from hlopipe.generate._plan import (
     PARAM,
     STATE,
     StagePlan,
+    params_as,
     plan_stages,
+    position_of,
+    position_value,
+    prefill_args,
     prefill_outputs,
 )
 from hlopipe.io import ArgRoles
@@ -146,19 +150,14 @@ class Generator:
                 "feedback={argument: output}"
             )
         self.token = fb[0]
-        ints = [r for r in roles.inputs if r.shape == () and "int" in r.dtype]
-        if len(roles.inputs) != 1 or not ints:
-            names = ", ".join(r.path for r in roles.inputs) or "none"
-            raise RuntimeConfigError(
-                f"{self.source}: expected one scalar integer input (the position) besides "
-                f"parameters, state and feedback; found {names}"
-            )
-        self.position = ints[0]
+        self.position = position_of(roles, self.source)
 
     def _cache_len(self) -> int:
         first = self.roles.state[0]
         pieces = self.stacked.stacks if self.stacked is not None else []
         layered = any(first.index in s.args for s in pieces)  # [layers, batch, length, ...]
+        if first.axis is not None:  # the axis the position indexes (data flow)
+            return int(first.shape[first.axis])
         shape = list(first.shape)[1 if layered else 0 :]
         if self.batch in shape and shape.index(self.batch) + 1 < len(shape):
             return int(shape[shape.index(self.batch) + 1])
@@ -283,24 +282,20 @@ class _Prefill:
             self.staged = split(program, num_stages=S)
         except StageError as e:
             raise StageError(f"{what} does not split like the decode step ({S} stages): {e}") from e
-        n_params = len(gen.roles.parameters)
-        if len(program.in_avals) != n_params + 1:
-            raise RuntimeConfigError(
-                f"{what}: takes {len(program.in_avals)} arguments; expected the decode step's "
-                f"{n_params} parameters and one prompt"
-            )
-        self.prompt_arg = n_params
-        self.prompt_aval = program.in_avals[n_params]
+        self.prompt_arg, param_of = prefill_args(program, gen.roles, what)
+        self.prompt_aval = program.in_avals[self.prompt_arg]
         self.token_out, state_of_out = prefill_outputs(program, gen.roles, gen.token.index, what)
         slots = {x.arg: x for x in gen.split.slots}
         for o, arg in state_of_out.items():
             src = self.staged.out_sources[o]
             if src.kind != "stage" or src.stage != slots[arg].stage:
                 made = f"stage {src.stage}" if src.kind == "stage" else "no stage"
+                why = ("the stage markers of the two programs disagree" if self.staged.partition
+                       is None else "without stage markers the cost model cut the two programs "
+                       "at other layers; place stage_boundary markers in both")  # fmt: skip
                 raise StageError(
                     f"{what}: {made} makes the state {slots[arg].path}, which the decode step "
-                    f"keeps on stage {slots[arg].stage}: the stage markers of the two programs "
-                    "disagree"
+                    f"keeps on stage {slots[arg].stage}: {why}"
                 )
         items = [(None, o, slots[a].path, gen.roles[a].shape, gen.roles[a].dtype)
                  for o, a in state_of_out.items()]  # fmt: skip
@@ -311,8 +306,8 @@ class _Prefill:
                 f"{what}: a version of the state {path} would be sent from stage {s} to stage "
                 f"{d}; make each stage's state on that stage (an empty cache inside its layer)"
             )
-        kinds = {i: (PARAM if i < n_params else INPUT) for i in range(n_params + 1)}
-        self.plans = plan_stages(self.staged, kinds, {})
+        kinds = {i: (PARAM if i in param_of else INPUT) for i in range(len(program.in_avals))}
+        self.plans = params_as(plan_stages(self.staged, kinds, {}), param_of)
         self.state_of_out = state_of_out
         self._fns = [jax.jit(st.fn) for st in self.staged.stages]
         leaves = {a: v for d in gen._params for a, v in d.items()}
@@ -346,9 +341,11 @@ class _Counters:
 class Session:
     """Groups of sequences being generated: state on its stages, tokens fed back on device.
 
-    ``metrics`` after :meth:`generate`: tokens/s, time to first token (with a prefill; its
-    tokens are waited for once), inter-token latency, host time per action, bytes sent by kind
-    since the start and in the last ``generate`` (``state``: counted, 0 when state stays).
+    ``metrics`` after :meth:`generate`: tokens/s, time to first token (with a prefill: from
+    ``start`` until group 0's first token is ready, read once every step is issued, so that
+    decoding overlaps the later groups' prefills), inter-token latency, host time per action,
+    bytes sent by kind since the start and in the last ``generate`` (``state``: counted, 0 when
+    state stays).
     """
 
     def __init__(self, gen: Generator, prompts: Any, tokens: Any, state: Any, position: Any):
@@ -359,23 +356,22 @@ class Session:
         self._state: list[dict[int, Any]] = [{} for _ in range(G)]
         self._feedback: list[dict[int, Any]] = [{} for _ in range(G)]
         self._first: list[Any] | None = None
-        t0 = time.perf_counter()
+        self.issued: list[tuple[str, int, int]] = []  # (phase, group, position) in issue order
+        self._t0 = t0 = time.perf_counter()
         if prompts is not None:
             if gen.prefill is None:
                 raise RuntimeConfigError("prompts need a prefill program (prefill=...)")
             prompts = _check_shape(prompts, (G, b), "prompts", "[groups, batch, length]", 3)
+            prompts = prompts.astype(gen.prefill.prompt_aval.dtype)
             self.position = int(prompts.shape[2])
             self._check_position(self.position)
-            self._run_prefill(prompts)
+            self._run_prefill(prompts)  # dispatched, not waited for: decoding overlaps it
             self.metrics["prefill_dispatch_s"] = time.perf_counter() - t0
-            # The first tokens are read here (the one wait before decoding starts), so that the
-            # time to first token is measured, not the time to dispatch.
-            jax.block_until_ready(self._first)
-            self.metrics["time_to_first_token_s"] = time.perf_counter() - t0
         else:
             if tokens is None:
                 raise RuntimeConfigError("start needs prompts (with a prefill) or tokens=")
             tokens = _check_shape(tokens, (G, *gen.token.shape), "tokens", "[groups, batch]", 2)
+            tokens = tokens.astype(gen.token.dtype)
             self.position = 0 if position is None else int(position)
             self._check_position(self.position)
             self._start_from(tokens, state)
@@ -453,8 +449,10 @@ class Session:
         gen, pre = self.gen, self.gen.prefill
         assert pre is not None
         tok_src = pre.staged.out_sources[pre.token_out]
-        firsts = []
-        for g in range(gen.groups):
+        firsts: list[Any] = [None] * gen.groups
+        # The decode+prefill schedule's first step of each group, in its order.
+        for g in decode_order(len(gen.plans), gen.groups, 1, prefill=True):
+            self.issued.append(("prefill", g, self.position))
             got: dict[tuple[int, int], Any] = {}
             for st, p in zip(pre.staged.stages, pre.plans, strict=True):
                 dev = gen.devices[p.stage]
@@ -474,12 +472,13 @@ class Session:
                         self._state[g][pre.state_of_out[o]] = outs[j]
             tok = got[(tok_src.stage, tok_src.index)]
             self._feedback[g][gen.token.index] = tok
-            firsts.append(tok)
+            firsts[g] = tok
         self._first = firsts
 
     def _step(self, g: int, position: int, tokens_out: list[Any]) -> None:
         """One decode step of group ``g``: every stage in order, all dispatched async."""
         gen = self.gen
+        self.issued.append(("decode", g, position))
         got: dict[tuple[int, int], Any] = {}
         state, fb = self._state[g], self._feedback[g]
         new_fb: dict[int, Any] = {}
@@ -494,7 +493,7 @@ class Session:
                 elif kind == FEEDBACK:
                     args.append(self._move(fb[key], dev, "feedback"))
                 elif kind == INPUT:
-                    args.append(jax.device_put(np.int32(position), dev))
+                    args.append(jax.device_put(position_value(gen.position, position), dev))
                 else:  # RECV
                     args.append(self._move(got[key], dev, "activations"))
             outs = fn(*args)
@@ -540,6 +539,9 @@ class Session:
             self._step(g, self.position + t, out[g])
             host += time.perf_counter() - h
         self.position += steps
+        if first is not None:  # waited for now, with every step issued: nothing waits on it
+            jax.block_until_ready(first[0])
+            self.metrics["time_to_first_token_s"] = time.perf_counter() - self._t0
         result = np.stack([np.stack([np.asarray(x) for x in row], axis=-1) for row in out])
         wall = time.perf_counter() - t0
         self.counters.host_s += host
@@ -598,16 +600,18 @@ def _example_input(session: Session, p: StagePlan, kind: str, key: Any, dev: Any
     if kind == FEEDBACK:
         return jax.device_put(session._feedback[0][key], dev)
     if kind == INPUT:
-        return jax.device_put(np.int32(min(session.position, gen.max_len - 1)), dev)
+        pos = min(session.position, gen.max_len - 1)
+        return jax.device_put(position_value(gen.position, pos), dev)
     src, out = key
     aval = gen.split.staged.stages[src].outputs[out]
     return jax.device_put(np.zeros(aval.shape, aval.dtype), dev)
 
 
-def decode_order(num_stages: int, groups: int, steps: int) -> list[int]:
+def decode_order(num_stages: int, groups: int, steps: int, *, prefill: bool = False) -> list[int]:
     """The microbatches of ``schedules.decode`` in the order every rank runs them (checked by
-    the validator: the driver issues each microbatch's stages in this order)."""
-    sched = schedules.decode(num_stages, groups, steps)
+    the validator: the driver issues each microbatch's stages in this order). With
+    ``prefill``, microbatch ``m < groups`` is group ``m``'s prefill."""
+    sched = schedules.decode(num_stages, groups, steps, prefill=prefill)
     schedules.validate(sched)
     rows = [[a.microbatch for a in row if a is not None] for row in sched.actions.values()]
     if any(row != rows[0] for row in rows):  # pragma: no cover - the generator's invariant
@@ -623,77 +627,3 @@ def _check_shape(x: Any, lead: tuple[int, ...], name: str, form: str, ndim: int)
             f"{arr.dtype}{list(arr.shape)}"
         )
     return arr.astype(np.int32)
-
-
-def generate_unsplit(
-    decode: Any,
-    params: Any,
-    n: int,
-    *,
-    prefill: Any = None,
-    prompts: Any = None,
-    tokens: Any = None,
-    state: Any = None,
-    position: int = 0,
-    feedback: Mapping[Any, Any] | None = None,
-    device: Any = None,
-) -> tuple[np.ndarray, list[list[np.ndarray]]]:
-    """The oracle: the same tokens from the unsplit programs on one device, one group at a
-    time. Returns ``(tokens [groups, b, n], final state per group)``."""
-    dev = device or jax.devices()[0]
-    fdec = _jitted(decode)
-    roles = decode.arg_roles()
-    flat_params = jax.device_put(jax.tree_util.tree_leaves(params), dev)
-    st_idx = [r.index for r in roles.state]
-    tok_i = roles.feedback[0].index
-    tok_o = roles.feedback[0].output
-    results, states = [], []
-    groups = len(prompts) if prompts is not None else len(tokens)
-    given = dict(feedback or {})
-    for g in range(groups):
-        seq = []
-        fb = {
-            r.index: np.asarray(given.get(r.path, given.get(r.index)))[g]
-            for r in roles.feedback[1:]
-        }
-        if prompts is not None:
-            outs = _jitted(prefill)(*flat_params, np.asarray(prompts[g], np.int32))
-            pre_tok = prefill_outputs(prefill, roles, tok_i)[0]
-            tok = outs[pre_tok]
-            cache = [o for i, o in enumerate(outs) if i != pre_tok]
-            pos = np.asarray(prompts).shape[2]
-            seq.append(tok)
-            steps = n - 1
-        else:
-            tok = np.asarray(tokens[g], np.int32)
-            cache = (
-                [np.zeros(roles[i].shape, roles[i].dtype) for i in st_idx]
-                if state is None
-                else list(state[g])
-            )
-            pos, steps = position, n
-        for t in range(steps):
-            args: list[Any] = [None] * len(roles)
-            for r, v in zip(roles.parameters, flat_params, strict=True):
-                args[r.index] = v
-            for i, v in zip(st_idx, cache, strict=True):
-                args[i] = v
-            for r in roles.feedback[1:]:
-                args[r.index] = fb[r.index]
-            args[tok_i], args[roles.inputs[0].index] = tok, np.int32(pos + t)
-            outs = fdec(*args)
-            tok = outs[tok_o]
-            fb = {r.index: outs[r.output] for r in roles.feedback[1:]}
-            cache = [outs[roles[i].output] for i in st_idx]
-            seq.append(tok)
-        results.append(np.stack([np.asarray(x) for x in seq], axis=-1))
-        states.append([np.asarray(c) for c in cache])
-    return np.stack(results), states
-
-
-def _jitted(program: Any) -> Any:
-    """The program's flat function, jitted once per program."""
-    fn = program.extra.get("generate_jit")
-    if fn is None:
-        fn = program.extra["generate_jit"] = jax.jit(program.as_function(flat=True))
-    return fn

@@ -62,14 +62,87 @@ def _nbytes(aval: Any) -> int:
     return int(np.prod(aval.shape, dtype=np.int64)) * np.dtype(aval.dtype).itemsize
 
 
+def params_as(plans: list[StagePlan], param_of: dict[int, int]) -> list[StagePlan]:
+    """A prefill's plans with each parameter input keyed by the decode step's argument
+    (``param_of``: prefill argument -> decode parameter), so that both programs' stages take
+    the same placed parameters."""
+    from dataclasses import replace
+
+    return [
+        replace(p, inputs=tuple((k, param_of[a]) if k == PARAM else (k, a) for k, a in p.inputs))
+        for p in plans
+    ]
+
+
+def position_of(roles: Any, source: str) -> Any:
+    """The position's role: the one plain input, an integer of shape ``[]`` or ``[1]`` (int32
+    or int64: a JAX step takes a scalar, a torch_xla one an ``int64[1]``)."""
+    ins = roles.inputs
+    if len(ins) != 1 or ins[0].shape not in ((), (1,)) or "int" not in ins[0].dtype:
+        names = ", ".join(f"{r.path} {r.dtype}{list(r.shape)}" for r in ins) or "none"
+        raise RuntimeConfigError(
+            f"{source}: expected one integer input of shape [] or [1] (the position) besides "
+            f"parameters, state and feedback; found {names}"
+        )
+    return ins[0]
+
+
+def position_value(role: Any, position: int) -> Any:
+    """``position`` as the position argument takes it (its dtype, shape ``[]`` or ``[1]``)."""
+    import numpy as np
+
+    return np.full(role.shape, position, dtype=role.dtype)
+
+
+def prefill_args(prefill: Any, decode_roles: Any, what: str) -> tuple[int, dict[int, int]]:
+    """The prefill's prompt argument and ``{prefill argument: decode step's parameter}``.
+
+    The prefill takes the decode step's parameters in their order and one prompt, anywhere
+    among them (last in a JAX export; where the tracer put it in a torch_xla one): the prompt
+    is the argument without which the others' shapes and dtypes are the parameters'."""
+    params = decode_roles.parameters
+    avals = [(tuple(a.shape), str(a.dtype)) for a in prefill.in_avals]
+    want = [(tuple(r.shape), r.dtype) for r in params]
+    if len(avals) != len(want) + 1:
+        raise RuntimeConfigError(
+            f"{what}: takes {len(avals)} arguments; expected the decode step's {len(want)} "
+            "parameters and one prompt"
+        )
+    fits = [k for k in range(len(avals)) if avals[:k] + avals[k + 1 :] == want]
+    if not fits:
+        raise RuntimeConfigError(
+            f"{what}: its arguments are not the decode step's {len(want)} parameters (in "
+            "their order, same shapes and dtypes) and one prompt"
+        )
+    ints = [k for k in fits if "int" in avals[k][1] and len(avals[k][0]) == 2]
+    if len(fits) > 1 and len(want) not in fits and len(ints) != 1:
+        raise RuntimeConfigError(f"{what}: arguments {fits} could each be the prompt; put it last")
+    k = len(want) if len(want) in fits else (ints or fits)[0]
+    rest = [i for i in range(len(avals)) if i != k]
+    return k, {i: r.index for i, r in zip(rest, params, strict=True)}
+
+
 def prefill_outputs(
     prefill: Any, decode_roles: Any, token_arg: int, what: str = "the prefill"
 ) -> tuple[int, dict[int, int]]:
     """Which prefill output is the first token, and ``{prefill output: decode state argument}``.
 
-    By path below the top level when both programs carry their trees (``[1][2]['k']``), else
-    in order; shapes and dtypes checked.
+    When the prefill returns what the decode step returns (the same shapes and dtypes in the
+    same order: a torch_xla pair returns logits, tokens and caches from both), output for
+    output; else the first output with the token's shape and dtype, and the rest in order.
     """
+    outs = [(tuple(a.shape), str(a.dtype)) for a in prefill.out_avals]
+    if outs == getattr(decode_roles, "out_avals", None):
+        state = {r.output: r.index for r in decode_roles.state}
+        return decode_roles[token_arg].output, state
+    return _prefill_outputs_in_order(prefill, decode_roles, token_arg, what)
+
+
+def _prefill_outputs_in_order(
+    prefill: Any, decode_roles: Any, token_arg: int, what: str
+) -> tuple[int, dict[int, int]]:
+    """The first output with the token's shape and dtype, the others the state in order;
+    shapes and dtypes checked."""
     outs = list(prefill.out_avals)
     tok = decode_roles[token_arg]
     key = (tuple(tok.shape), str(tok.dtype))

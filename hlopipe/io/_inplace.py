@@ -10,6 +10,8 @@ chain: data flow then says nothing about that output.
 
 from __future__ import annotations
 
+import collections
+import re
 from typing import Any
 
 # ops that hand result 0 on from operand 0 unchanged in content
@@ -30,25 +32,41 @@ def in_place_updates(program: Any) -> dict[int, int]:
     """``{output: argument}`` for each output of ``program``'s entry function that updates an
     entry argument of its own type in place (at least one update op on the way). An argument
     reached from two outputs is left out: data flow does not pair it."""
+    return {o: a for o, (a, _) in update_chains(program).items()}
+
+
+def index_reads(program: Any) -> dict[int, list[dict[int, dict[int, int]]]]:
+    """What indexes each in-place update: ``{state argument: [per update op on its chain:
+    {axis: {entry argument: distance}}]}``, the entry arguments each non-constant index of the
+    update is computed from (``distance``: the fewest ops between the argument and the index;
+    copies into and out of fusions and calls are free). A decode step's position is the
+    argument every update reads (the axis it indexes is the cache's length axis)."""
+    return {a: reads for a, reads in update_chains(program).values()}
+
+
+def update_chains(program: Any) -> dict[int, tuple[int, list[dict[int, dict[int, int]]]]]:
+    """``{output: (argument, index reads of its update ops)}`` (see the two functions above)."""
     from jaxlib.mlir import ir
 
+    found: dict[int, tuple[int, list[dict[int, dict[int, int]]]]] = {}
     with program.context:
         funcs = _functions(program.module, ir)
-        func = program.entry_func
-        block = func.regions[0].blocks[0]
-        ret = _terminator(block)
-        found: dict[int, int] = {}
-        for out, value in enumerate(ret.operands):
-            root = _root(value, block, funcs, ir, 0)
+        block = program.entry_func.regions[0].blocks[0]
+        for out, value in enumerate(_terminator(block).operands):
+            seen: list[dict[int, dict[int, int]]] = []
+
+            def on_update(op: Any, frames: tuple[Any, ...], seen: list[Any] = seen) -> None:
+                seen.append({ax: _sources(v, frames, funcs, ir) for ax, v in _indices(op, ir)})
+
+            root = _root(value, ((block, None),), funcs, ir, on_update)
             if root is None or not root[1]:
                 continue
-            arg = root[0]
-            if str(block.arguments[arg].type) == str(value.type):
-                found[out] = arg
+            if str(block.arguments[root[0]].type) == str(value.type):
+                found[out] = (root[0], seen)
     counts: dict[int, int] = {}
-    for arg in found.values():
+    for arg, _ in found.values():
         counts[arg] = counts.get(arg, 0) + 1
-    return {o: a for o, a in found.items() if counts[a] == 1}
+    return {o: v for o, v in found.items() if counts[v[0]] == 1}
 
 
 def _functions(module: Any, ir: Any) -> dict[str, Any]:
@@ -66,8 +84,13 @@ def _terminator(block: Any) -> Any:
     return last
 
 
-def _root(value: Any, block: Any, funcs: dict[str, Any], ir: Any, depth: int) -> Any:
-    """``(argument number of block, updated on the way)`` where ``value`` comes from, or None."""
+def _root(
+    value: Any, frames: tuple[Any, ...], funcs: dict[str, Any], ir: Any, on_update: Any
+) -> Any:
+    """``(argument number of the innermost frame's block, updated on the way)`` where ``value``
+    comes from, or None. ``frames``: ``(block, op)`` from the entry (``op`` None) inward, the
+    fusion or call whose body ``block`` is; ``on_update(op, frames)`` sees every update op."""
+    block = frames[-1][0]
     updated = False
     for _ in range(_MAX_STEPS):
         if isinstance(value.owner, ir.Block):
@@ -80,24 +103,67 @@ def _root(value: Any, block: Any, funcs: dict[str, Any], ir: Any, depth: int) ->
             value = op.operands[0]
         elif name == "stablehlo.optimization_barrier":
             value = op.operands[k]
-        elif name in _UPDATE:
-            value, updated = op.operands[0], True
-        elif name in _SCATTER:
-            n_in = (len(op.operands) - 1) // 2
-            if k >= n_in:
-                return None
+        elif name in _UPDATE or (name in _SCATTER and k < (len(op.operands) - 1) // 2):
+            on_update(op, frames)
             value, updated = op.operands[k], True
-        elif (name in _BODY or name == "func.call") and depth < 16:
+        elif (name in _BODY or name == "func.call") and len(frames) < 16:
             body = _body(op, funcs, ir)
             if body is None:
                 return None
-            inner = _root(_terminator(body).operands[k], body, funcs, ir, depth + 1)
+            inner = _root(_terminator(body).operands[k], (*frames, (body, op)), funcs, ir,
+                          on_update)  # fmt: skip
             if inner is None or inner[0] >= len(op.operands):
                 return None
             value, updated = op.operands[inner[0]], updated or inner[1]
         else:
             return None
     return None
+
+
+def _indices(op: Any, ir: Any) -> list[tuple[int, Any]]:
+    """``(axis, index value)`` of an update op: a dynamic_update_slice's start indices, or a
+    scatter's indices with the operand axes they index (one axis only)."""
+    if op.name in _UPDATE:
+        return list(enumerate(list(op.operands)[2:]))
+    dims = re.search(r"scatter_dims_to_operand_dims = \[([\d, ]*)\]",
+                     str(op.attributes["scatter_dimension_numbers"]))  # fmt: skip
+    axes = [int(x) for x in dims.group(1).split(",") if x.strip()] if dims else []
+    n_in = (len(op.operands) - 1) // 2
+    return [(axes[0], op.operands[n_in])] if len(axes) == 1 else []
+
+
+def _sources(value: Any, frames: tuple[Any, ...], funcs: dict[str, Any], ir: Any) -> dict[int, int]:
+    """``{entry argument: distance}`` for every entry argument ``value`` is computed from; the
+    distance counts the ops on the shortest path (moves into and out of bodies are free)."""
+    found: dict[int, int] = {}
+    todo: collections.deque[tuple[Any, tuple[Any, ...], int]] = collections.deque(
+        [(value, frames, 0)]
+    )
+    seen: set[tuple[Any, Any]] = set()
+    while todo and len(seen) < _MAX_STEPS:
+        v, fr, d = todo.popleft()
+        key = (v, fr[-1][1])
+        if key in seen:
+            continue
+        seen.add(key)
+        if isinstance(v.owner, ir.Block):
+            arg = ir.BlockArgument(v)
+            block, op = fr[-1]
+            if arg.owner != block:
+                continue  # a region's own argument (a reduction's, a loop's): no entry value
+            if op is None:
+                found[arg.arg_number] = min(d, found.get(arg.arg_number, d))
+            elif arg.arg_number < len(op.operands):
+                todo.appendleft((op.operands[arg.arg_number], fr[:-1], d))
+            continue
+        res = ir.OpResult(v)
+        op = res.owner.operation
+        body = _body(op, funcs, ir) if op.name in _BODY or op.name == "func.call" else None
+        if body is not None and len(fr) < 16:
+            todo.appendleft((_terminator(body).operands[res.result_number], (*fr, (body, op)), d))
+            continue
+        todo.extend((o, fr, d + 1) for o in op.operands)
+    return found
 
 
 def _identity(op: Any, ir: Any) -> bool:

@@ -2,15 +2,22 @@
 parameters, which are state carried from one call to the next in place, which are fed back
 from the previous call's outputs, and which are plain inputs.
 
-* **state**: an argument aliased to an output. Read from the program: ``tf.aliasing_output``
-  on an entry argument (``jax.export`` and JAX's lowering of a donated argument), HLO's
-  ``input_output_alias`` (HLO text and protos), or ``jax.buffer_donor`` (a donated argument
-  whose output JAX left to XLA: matched to the output with the same path, shape and dtype).
+* **state**: an argument updated in place (data flow, below) or aliased to an output:
+  ``tf.aliasing_output`` on an entry argument (``jax.export`` and JAX's lowering of a donated
+  argument), HLO's ``input_output_alias`` (HLO text and protos), or ``jax.buffer_donor`` (a
+  donated argument whose output JAX left to XLA: matched to the output with the same path,
+  shape and dtype).
 * **feedback**: an argument that the next call takes from an output of this one (a token, a
   position, an RNG key): an output that is not state, with the argument's shape and dtype.
-* **parameter**: the first argument of the program's tree (``params``), or, for a flat
-  program, the leading arguments before the first state argument.
-* **input**: the rest (a position the caller advances, say).
+* **input**: the position the caller advances, by data flow: the integer argument of shape
+  ``[]`` or ``[1]`` (int32 or int64) from which an index of every in-place update of the state
+  is computed (the nearest such argument when several are); ``ArgRole.axis`` of each state
+  argument is the axis it indexes (the cache length). Without ``feedback=`` or a position,
+  other arguments with no output of their shape are inputs too.
+* **parameter**: in the first argument of the program's tree (``params``); for a flat program
+  (HLO, torch_xla: the token and position may come before the caches, constants among the
+  weights), every argument that is not state, feedback or the position, or, when data flow
+  shows no position, the arguments before the first state argument.
 
 **Data flow wins over alias pairs.** Where the module shows it, an output that is a chain of
 ``dynamic_update_slice`` / ``scatter`` (through copies, reshapes, converts, bitcasts, identity
@@ -33,6 +40,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from hlopipe.errors import RuntimeConfigError
 
 PARAMETER, STATE, FEEDBACK, INPUT = "parameter", "state", "feedback", "input"
@@ -44,7 +53,8 @@ Selector = int | str
 class ArgRole:
     """The role of flat argument ``index``: ``role`` (``parameter`` / ``state`` /
     ``feedback`` / ``input``), ``output`` (the aliased output of state, the output fed back for
-    feedback, else ``None``) and ``reason`` (how it was told, in words)."""
+    feedback, else ``None``), ``reason`` (how it was told, in words), ``ambiguous`` (the output
+    is a guess) and, for state, ``axis``: the axis the position indexes (None: not shown)."""
 
     index: int
     path: str
@@ -54,10 +64,14 @@ class ArgRole:
     shape: tuple[int, ...]
     dtype: str
     ambiguous: bool = False
+    axis: int | None = None
 
 
 class ArgRoles(tuple):
-    """The :class:`ArgRole` of every flat argument, in order; prints as a table."""
+    """The :class:`ArgRole` of every flat argument, in order; prints as a table.
+    ``out_avals``: the program's outputs as ``(shape, dtype)`` (None when not known)."""
+
+    out_avals: list[tuple[tuple[int, ...], str]] | None = None
 
     @property
     def ambiguous(self) -> list[ArgRole]:
@@ -149,113 +163,172 @@ def find_roles(
       RuntimeConfigError naming the argument when an override does not fit (no such argument,
       another shape or dtype than its output, an output taken twice).
     """
-    in_avals, out_avals = list(program.in_avals), list(program.out_avals)
-    in_paths = _paths(program.arg_names, len(in_avals), "arg")
-    out_paths = _out_paths(program, len(out_avals))
-    src = getattr(program, "source", "<program>")
-    taken: dict[int, int] = {}  # output -> argument
-    roles: dict[int, tuple[str, str, int | None]] = {}
-
-    def claim(arg: int, out: int, role: str, reason: str) -> None:
-        if arg in roles:
-            raise RuntimeConfigError(
-                f"{src}: argument {arg} ({in_paths[arg]}) would be {role} of output {out} but "
-                f"is already {roles[arg][0]} of output {roles[arg][2]}"
-            )
-        if not 0 <= out < len(out_avals):
-            raise RuntimeConfigError(
-                f"{src}: argument {arg} ({in_paths[arg]}) is {role} of output {out}, but the "
-                f"program has {len(out_avals)} outputs"
-            )
-        if _aval_key(in_avals[arg]) != _aval_key(out_avals[out]):
-            a, o = _aval_key(in_avals[arg]), _aval_key(out_avals[out])
-            raise RuntimeConfigError(
-                f"{src}: argument {arg} ({in_paths[arg]}, {a[1]}{list(a[0])}) cannot be {role} "
-                f"of output {out} ({out_paths[out]}, {o[1]}{list(o[0])}): shapes or dtypes "
-                "differ"
-            )
-        if out in taken and taken[out] != arg:
-            raise RuntimeConfigError(
-                f"{src}: output {out} ({out_paths[out]}) would feed argument {taken[out]} and "
-                f"argument {arg} ({in_paths[arg]}); each output feeds one argument"
-            )
-        taken[out] = arg
-        roles[arg] = (role, reason, out)
-
-    guessed: set[int] = set()
+    c = _Claims(program)
     if state is not None:
-        from hlopipe.io._inplace import in_place_updates
-
-        flow = {a: o for o, a in in_place_updates(program).items()}
-        resolved = _resolve(state, in_paths, out_paths, in_avals, out_avals, taken, src, flow)
-        for arg, out in resolved:
+        flow = {a: o for o, a in c.flow.items()}
+        for arg, out in _resolve(state, *c.lists(), c.taken, c.src, flow):
             how = "; output by data flow" if flow.get(arg) == out else ""
-            claim(arg, out, STATE, f"state= override{how}")
+            c.claim(arg, out, STATE, f"state= override{how}")
     else:
-        _program_state(program, claim, guessed, in_paths, out_paths, in_avals, out_avals, taken)
-    first_state = min((a for a, r in roles.items() if r[0] == STATE), default=None)
+        _program_state(c)
     if feedback is not None:
-        for arg, out in _resolve(feedback, in_paths, out_paths, in_avals, out_avals, taken, src):
-            if arg in roles:
+        for arg, out in _resolve(feedback, *c.lists(), c.taken, c.src):
+            if arg in c.roles:
                 raise RuntimeConfigError(
-                    f"{src}: argument {arg} ({in_paths[arg]}) is state and cannot be feedback too"
+                    f"{c.src}: argument {arg} ({c.in_paths[arg]}) is state and cannot be "
+                    "feedback too"
                 )
-            claim(arg, out, FEEDBACK, "feedback= override")
-    top = _top_levels(program, len(in_avals))
-    same_aval = {
-        k: [o for o in range(len(out_avals)) if o not in taken and _aval_key(out_avals[o]) == k]
-        for k in {_aval_key(a) for a in in_avals}
-    }
-    for i in range(len(in_avals)):
-        if i in roles:
+            c.claim(arg, out, FEEDBACK, "feedback= override")
+    position, axes = _position(c)
+    _the_rest(c, position, feedback is None)
+    return c.result(axes)
+
+
+def _the_rest(c: _Claims, position: int | None, by_shape: bool) -> None:
+    """Arguments neither state nor named feedback: the position (``input``), parameters (the
+    first argument of a tree; for a flat program, what is not state, fed back or the position,
+    or, when data flow shows no position, what comes before the state), feedback by shape
+    (when ``by_shape``: no ``feedback=`` given), and plain inputs."""
+    top = _top_levels(c.program, len(c.in_avals))
+    first_state = min((a for a, r in c.roles.items() if r[0] == STATE), default=None)
+    for i in range(len(c.in_avals)):
+        if i in c.roles:
             continue
-        if (top is not None and top[i] == 0) or (
-            top is None and first_state is not None and i < first_state
-        ):
-            why = "in the first argument (params)" if top is not None else "before the state"
-            roles[i] = (PARAMETER, why, None)
-        elif feedback is None:
-            free = [o for o in range(len(out_avals)) if o not in taken]
-            match = next(
-                (o for o in free if _aval_key(out_avals[o]) == _aval_key(in_avals[i])), None
-            )
-            many = same_aval[_aval_key(in_avals[i])]
-            if match is not None and len(many) > 1:
-                guessed.add(i)
-                claim(i, match, FEEDBACK, f"output {match} has its shape and dtype; ambiguous: "
-                      f"outputs {', '.join(map(str, many))} all do and data flow does not tell "
-                      f"which feeds it; pass feedback={{{i}: output}} or state=")  # fmt: skip
-            elif match is not None:
-                claim(i, match, FEEDBACK, f"output {match} has its shape and dtype")
-            else:
-                roles[i] = (INPUT, "no output has its shape and dtype", None)
+        if i == position:
+            c.roles[i] = (INPUT, "the position: every update of the state is indexed by it "
+                          "(data flow)", None)  # fmt: skip
+        elif top is not None and top[i] == 0:
+            c.roles[i] = (PARAMETER, "in the first argument (params)", None)
+        elif top is None and position is None and first_state is not None and i < first_state:
+            c.roles[i] = (PARAMETER, "before the state", None)
+        elif by_shape and c.feed_by_shape(i):
+            pass
+        elif top is None and position is not None:
+            c.roles[i] = (PARAMETER, "not state, feedback or the position (data flow)", None)
         else:
-            roles[i] = (INPUT, "not named in feedback=", None)
-    return ArgRoles(
-        ArgRole(i, in_paths[i], *roles[i], *_aval_key(in_avals[i]), ambiguous=i in guessed)
-        for i in range(len(in_avals))
-    )
+            why = "no output has its shape and dtype" if by_shape else "not named in feedback="
+            c.roles[i] = (INPUT, why, None)
 
 
-def _program_state(
-    program: Any,
-    claim: Any,
-    guessed: set[int],
-    in_paths: list[str],
-    out_paths: list[str],
-    in_avals: list[Any],
-    out_avals: list[Any],
-    taken: dict[int, int],
-) -> None:
+class _Claims:
+    """Roles being told: ``roles`` ``{argument: (role, reason, output)}``, ``taken``
+    ``{output: argument}``, ``guessed`` (ambiguous arguments); ``claim`` checks each pair."""
+
+    def __init__(self, program: Any) -> None:
+        from hlopipe.io._inplace import update_chains
+
+        self.program = program
+        self.in_avals, self.out_avals = list(program.in_avals), list(program.out_avals)
+        self.in_paths = _paths(program.arg_names, len(self.in_avals), "arg")
+        self.out_paths = _out_paths(program, len(self.out_avals))
+        self.src = getattr(program, "source", "<program>")
+        self.taken: dict[int, int] = {}
+        self.roles: dict[int, tuple[str, str, int | None]] = {}
+        self.guessed: set[int] = set()
+        chains = update_chains(program)
+        self.flow = {o: a for o, (a, _) in chains.items()}  # output -> argument updated
+        self.reads = {a: r for a, r in chains.values()}  # argument -> what indexes its updates
+
+    def lists(self) -> tuple[list[str], list[str], list[Any], list[Any]]:
+        return self.in_paths, self.out_paths, self.in_avals, self.out_avals
+
+    def free(self, key: Any) -> list[int]:
+        """The outputs not taken yet with aval ``key``."""
+        return [o for o, a in enumerate(self.out_avals) if o not in self.taken
+                and _aval_key(a) == key]  # fmt: skip
+
+    def claim(self, arg: int, out: int, role: str, reason: str) -> None:
+        src, at = self.src, f"argument {arg} ({self.in_paths[arg]})"
+        if arg in self.roles:
+            was = self.roles[arg]
+            raise RuntimeConfigError(
+                f"{src}: {at} would be {role} of output {out} but is already {was[0]} of "
+                f"output {was[2]}"
+            )
+        if not 0 <= out < len(self.out_avals):
+            raise RuntimeConfigError(
+                f"{src}: {at} is {role} of output {out}, but the program has "
+                f"{len(self.out_avals)} outputs"
+            )
+        a, o = _aval_key(self.in_avals[arg]), _aval_key(self.out_avals[out])
+        if a != o:
+            raise RuntimeConfigError(
+                f"{src}: argument {arg} ({self.in_paths[arg]}, {a[1]}{list(a[0])}) cannot be "
+                f"{role} of output {out} ({self.out_paths[out]}, {o[1]}{list(o[0])}): shapes or "
+                "dtypes differ"
+            )
+        if self.taken.get(out, arg) != arg:
+            raise RuntimeConfigError(
+                f"{src}: output {out} ({self.out_paths[out]}) would feed argument "
+                f"{self.taken[out]} and {at}; each output feeds one argument"
+            )
+        self.taken[out] = arg
+        self.roles[arg] = (role, reason, out)
+
+    def feed_by_shape(self, i: int) -> bool:
+        """Claim argument ``i`` as feedback of the first free output of its shape and dtype;
+        ambiguous when several are free. False when none is."""
+        many = self.free(_aval_key(self.in_avals[i]))
+        if not many:
+            return False
+        match = many[0]
+        if len(many) > 1:
+            self.guessed.add(i)
+            self.claim(i, match, FEEDBACK, f"output {match} has its shape and dtype; ambiguous: "
+                       f"outputs {', '.join(map(str, many))} all do and data flow does not tell "
+                       f"which feeds it; pass feedback={{{i}: output}} or state=")  # fmt: skip
+        else:
+            self.claim(i, match, FEEDBACK, f"output {match} has its shape and dtype")
+        return True
+
+    def result(self, axes: Mapping[int, int]) -> ArgRoles:
+        roles = ArgRoles(
+            ArgRole(
+                i,
+                self.in_paths[i],
+                *self.roles[i],
+                *_aval_key(self.in_avals[i]),
+                ambiguous=i in self.guessed,
+                axis=axes.get(i),
+            )
+            for i in range(len(self.in_avals))
+        )
+        roles.out_avals = [_aval_key(a) for a in self.out_avals]
+        return roles
+
+
+def _position(c: _Claims) -> tuple[int | None, dict[int, int]]:
+    """The position by data flow: the integer argument of shape ``[]`` or ``[1]``, not state or
+    feedback, from which an index of every update of the state is computed (the nearest one
+    when several are); and for each state argument the axis it indexes. ``(None, {})`` when
+    data flow does not tell."""
+    state = [a for a, r in c.roles.items() if r[0] == STATE]
+    votes = [u for a in state for u in c.reads.get(a, []) if any(u.values())]
+    if not votes:
+        return None, {}
+    both: set[int] | None = None
+    for u in votes:
+        mine = {a for srcs in u.values() for a in srcs}
+        both = mine if both is None else both & mine
+    cands = [a for a in sorted(both or ()) if a not in c.roles
+             and _aval_key(c.in_avals[a])[0] in ((), (1,))
+             and np.dtype(_aval_key(c.in_avals[a])[1]).kind in "iu"]  # fmt: skip
+    far = {a: max(min(s[a] for s in u.values() if a in s) for u in votes) for a in cands}
+    best = sorted(cands, key=lambda a: far[a])
+    if not best or (len(best) > 1 and far[best[0]] == far[best[1]]):
+        return None, {}
+    pos = best[0]
+    axes = {a: ax for a in state for u in c.reads.get(a, [])[:1]
+            for ax, srcs in u.items() if pos in srcs}  # fmt: skip
+    return pos, axes
+
+
+def _program_state(c: _Claims) -> None:
     """State as the program shows it: in-place updates by data flow first, then the declared
     aliases and donors for the arguments data flow does not pair."""
-    from hlopipe.io._inplace import in_place_updates
-
-    src = getattr(program, "source", "<program>")
-    aliases, donors, how = declared_aliases(program)
-    flow = in_place_updates(program)  # output -> argument
+    aliases, donors, how = declared_aliases(c.program)
     alias_of = {o: a for a, o in aliases.items()}
-    for out, arg in sorted(flow.items()):
+    for out, arg in sorted(c.flow.items()):
         said = f"output {out} updates arg {arg} in place (data flow)"
         if aliases.get(arg) == out:
             why = f"{said}; {how} agrees"
@@ -263,43 +336,53 @@ def _program_state(
             why = f"{said}; {how} pairs it with arg {alias_of[out]} by shape"
         elif arg in aliases:
             why = f"{said}; {how} pairs arg {arg} with output {aliases[arg]} by shape"
-        elif arg in donors:
-            why = f"{said}; donated (jax.buffer_donor)"
         else:
-            why = f"{said}; no alias declared"
-        claim(arg, out, STATE, why)
-    done = set(taken.values())
+            why = f"{said}; " + ("donated (jax.buffer_donor)" if arg in donors else
+                                 "no alias declared")  # fmt: skip
+        c.claim(arg, out, STATE, why)
+    done = set(c.taken.values())
     for arg in sorted(set(aliases) | donors):
         if arg in done:
             continue
-        said_out = aliases.get(arg)
-        if said_out is not None and said_out not in taken:
-            out = said_out
-            rivals = [o for o, a in alias_of.items() if o != out and a not in done
-                      and _aval_key(out_avals[o]) == _aval_key(out_avals[out])]  # fmt: skip
-            why = f"aliased to output {out} ({how})"
-            if rivals and how == "HLO input_output_alias":
-                guessed.add(arg)
-                why += (f"; ambiguous: XLA pairs donors by shape and outputs "
-                        f"{', '.join(map(str, rivals))} have it too, data flow does not tell; "
-                        "pass state={argument: output}")  # fmt: skip
-            claim(arg, out, STATE, why)
-            continue
-        free = [o for o in range(len(out_avals)) if o not in taken
-                and _aval_key(out_avals[o]) == _aval_key(in_avals[arg])]  # fmt: skip
-        found = _match_output(arg, in_paths, out_paths, in_avals, out_avals, taken)
-        if found is None:
-            raise RuntimeConfigError(
-                f"{src}: argument {arg} ({in_paths[arg]}) is donated ({how or 'jax.buffer_donor'}) "
-                "but no free output has its path, shape and dtype; pass state={arg: output}"
-            )
-        why = f"donated, output {found} by path, shape"
-        by_path = _strip_top(in_paths[arg]) == _strip_top(out_paths[found]) != ""
-        if len(free) > 1 and not by_path:
-            guessed.add(arg)
-            why += (f"; ambiguous: outputs {', '.join(map(str, free))} all fit, data flow does "
-                    "not tell; pass state={argument: output}")  # fmt: skip
-        claim(arg, found, STATE, why)
+        if aliases.get(arg) is not None and aliases[arg] not in c.taken:
+            _aliased_state(c, arg, aliases[arg], alias_of, done, how)
+        else:
+            _donated_state(c, arg, how)
+
+
+def _aliased_state(
+    c: _Claims, arg: int, out: int, alias_of: Mapping[int, int], done: set[int], how: str
+) -> None:
+    """``arg`` aliased to ``out``: an HLO pair is a guess when other aliased outputs of its
+    shape are left (XLA pairs donors by shape)."""
+    rivals = [o for o, a in alias_of.items() if o != out and a not in done
+              and _aval_key(c.out_avals[o]) == _aval_key(c.out_avals[out])]  # fmt: skip
+    why = f"aliased to output {out} ({how})"
+    if rivals and how == "HLO input_output_alias":
+        c.guessed.add(arg)
+        why += (f"; ambiguous: XLA pairs donors by shape and outputs "
+                f"{', '.join(map(str, rivals))} have it too, data flow does not tell; "
+                "pass state={argument: output}")  # fmt: skip
+    c.claim(arg, out, STATE, why)
+
+
+def _donated_state(c: _Claims, arg: int, how: str) -> None:
+    """A donor without an output: the free output with its path, shape and dtype."""
+    free = c.free(_aval_key(c.in_avals[arg]))
+    found = _match_output(arg, *c.lists(), c.taken)
+    if found is None:
+        raise RuntimeConfigError(
+            f"{c.src}: argument {arg} ({c.in_paths[arg]}) is donated "
+            f"({how or 'jax.buffer_donor'}) but no free output has its path, shape and dtype; "
+            "pass state={arg: output}"
+        )
+    why = f"donated, output {found} by path, shape"
+    by_path = _strip_top(c.in_paths[arg]) == _strip_top(c.out_paths[found]) != ""
+    if len(free) > 1 and not by_path:
+        c.guessed.add(arg)
+        why += (f"; ambiguous: outputs {', '.join(map(str, free))} all fit, data flow does "
+                "not tell; pass state={argument: output}")  # fmt: skip
+    c.claim(arg, found, STATE, why)
 
 
 def _paths(names: Sequence[str | None], n: int, what: str) -> list[str]:

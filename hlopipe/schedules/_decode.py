@@ -11,6 +11,15 @@ the last stage's output of microbatch ``m - groups`` (the feedback). The validat
 simulator, ``lower`` (a feedback transfer is a ``SEND_F`` of the last stage and a ``RECV_F``
 of the first), plots and Chrome traces read them from ``Schedule.feedback_groups``.
 
+**Prefill as a group's first step.** ``decode(..., prefill=True)`` makes step 0 of each group
+(microbatches ``0 .. groups - 1``) the group's prefill: the program that reads the prompt and
+makes the group's state and first token. Its dependencies are those of any step (the previous
+stage; no feedback, as it is a first step), so the prefills are pipelined like the decode
+steps: stage ``s`` runs group ``g + 1``'s prefill while stage ``s + 1`` runs group ``g``'s, and
+with ``groups >= 2`` the first stage starts group 0's first decode step while later stages are
+still prefilling the later groups. The simulator costs a prefill step ``costs["prefill"]``
+(default: ``F``'s), the Chrome trace marks each event's ``phase``.
+
 With every step costing the same, each rank is busy ``groups`` of every ``stages`` time units
 while ``groups < stages``: the steady-state bubble is ``max(0, 1 - groups / stages)``.
 """
@@ -21,9 +30,9 @@ from hlopipe.errors import ScheduleError
 from hlopipe.schedules._ir import Action, Kind, Schedule
 
 
-def decode(num_stages: int, groups: int, tokens: int) -> Schedule:
+def decode(num_stages: int, groups: int, tokens: int, *, prefill: bool = False) -> Schedule:
     """Round robin of ``groups`` groups over ``num_stages`` stages (one per rank), ``tokens``
-    decode steps each.
+    steps each; with ``prefill``, each group's first step is its prefill (see above).
 
     >>> s = decode(2, 2, 2)
     >>> [str(a) for a in s.actions[1]], s.feedback_groups
@@ -37,7 +46,9 @@ def decode(num_stages: int, groups: int, tokens: int) -> Schedule:
     actions: dict[int, list[Action | None]] = {
         r: [Action(r, Kind.F, i) for i in range(m)] for r in range(num_stages)
     }
-    return Schedule("decode", num_stages, num_stages, m, tuple(range(num_stages)), actions, groups)
+    name = "decode+prefill" if prefill else "decode"
+    return Schedule(name, num_stages, num_stages, m, tuple(range(num_stages)), actions, groups,
+                    bool(prefill))  # fmt: skip
 
 
 def feedback_source(schedule: Schedule, action: Action) -> Action | None:
@@ -47,6 +58,11 @@ def feedback_source(schedule: Schedule, action: Action) -> Action | None:
     if not g or action.stage != 0 or action.microbatch < g:
         return None
     return Action(schedule.num_stages - 1, Kind.F, action.microbatch - g)
+
+
+def is_prefill(schedule: Schedule, microbatch: int) -> bool:
+    """Whether ``microbatch`` of a decode schedule is a group's prefill."""
+    return schedule.prefill and microbatch < schedule.feedback_groups
 
 
 def feeds_back(schedule: Schedule, microbatch: int) -> bool:

@@ -180,6 +180,9 @@ class Schedule:
     # of group ``m % feedback_groups``, and the last stage's output of ``m`` feeds the first
     # stage of ``m + feedback_groups``. 0: no feedback (every other schedule).
     feedback_groups: int = 0
+    # With feedback: step 0 of each group (microbatches ``0..feedback_groups-1``) is the
+    # group's prefill, the program that makes its state from the prompt.
+    prefill: bool = False
 
     def __post_init__(self) -> None:
         for attr in ("num_ranks", "num_stages", "num_microbatches"):
@@ -270,6 +273,7 @@ class Schedule:
             self.stage_to_rank,
             {r: list(row) for r, row in actions.items()},
             self.feedback_groups,
+            self.prefill,
         )
 
     # -- text and CSV ----------------------------------------------------------------------------
@@ -284,6 +288,8 @@ class Schedule:
         }
         if self.feedback_groups:
             meta["feedback_groups"] = self.feedback_groups
+        if self.prefill:
+            meta["prefill"] = True
         return "# hlopipe-schedule " + json.dumps(meta)
 
     def to_text(self) -> str:
@@ -442,6 +448,7 @@ def _parse_header(line: str) -> dict:
             "num_microbatches": int(meta["num_microbatches"]),
             "stage_to_rank": tuple(int(r) for r in meta["stage_to_rank"]),
             "feedback_groups": int(meta.get("feedback_groups", 0)),
+            "prefill": bool(meta.get("prefill", False)),
         }
     except (ValueError, KeyError, TypeError) as e:
         raise ScheduleError(f"bad schedule header {line!r}: {e}") from e

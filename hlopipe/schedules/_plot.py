@@ -271,4 +271,7 @@ def to_chrome_trace(
 def _decode_args(schedule: Schedule, microbatch: int) -> dict:
     """A decode schedule's microbatch as its group and token step."""
     g = schedule.feedback_groups
-    return {"group": microbatch % g, "step": microbatch // g} if g else {}
+    if not g:
+        return {}
+    phase = "prefill" if schedule.prefill and microbatch < g else "decode"
+    return {"group": microbatch % g, "step": microbatch // g, "phase": phase}

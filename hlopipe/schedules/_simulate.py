@@ -7,19 +7,22 @@ from dataclasses import dataclass, field
 
 from hlopipe.errors import ScheduleError
 from hlopipe.schedules import _engine
+from hlopipe.schedules._decode import is_prefill
 from hlopipe.schedules._ir import COMPUTE_KINDS, Action, Kind, Schedule
 
 DEFAULT_COSTS: dict[str, float] = {"F": 1.0, "B": 2.0, "I": 1.0, "W": 1.0, "send": 0.0}
 OVERLAP_COST = "F&B"  # the cost of an OVERLAP_F_B; when not given, the sum of its parts
+PREFILL_COST = "prefill"  # a decode schedule's prefill step; when not given, F's
 
 
 def resolve_costs(costs: Mapping[str, float] | None) -> dict[str, float]:
     """Fill in the costs not given, keeping B = I + W when two of the three are given.
 
     Keys: ``F``, ``B``, ``I``, ``W``, ``send``, ``F&B`` (an OVERLAP_F_B; by default the sum of
-    its two parts), and ``<kind>@<stage>`` (say ``F@3``) for one stage's cost. Given only B,
-    I = W = B / 2; given I and W, B = I + W; given B and one of
-    I, W, the other is the rest of B. Defaults: F=1, B=2, I=1, W=1, send=0.
+    its two parts), ``prefill`` (a decode schedule's prefill step; by default F's), and
+    ``<kind>@<stage>`` (say ``F@3``) for one stage's cost. Given only B, I = W = B / 2; given I
+    and W, B = I + W; given B and one of I, W, the other is the rest of B. Defaults: F=1, B=2,
+    I=1, W=1, send=0.
 
     >>> resolve_costs({"B": 3, "W": 1})["I"]
     2.0
@@ -27,10 +30,10 @@ def resolve_costs(costs: Mapping[str, float] | None) -> dict[str, float]:
     given: dict[str, float] = {}
     for key, value in (costs or {}).items():
         base, _, stage = str(key).partition("@")
-        known = base in DEFAULT_COSTS or base == OVERLAP_COST
+        known = base in DEFAULT_COSTS or base in (OVERLAP_COST, PREFILL_COST)
         if not known or (stage and (base in ("send", OVERLAP_COST) or not stage.isdigit())):
             raise ScheduleError(
-                f"unknown cost {key!r}; use F, B, I, W, send, {OVERLAP_COST}, or "
+                f"unknown cost {key!r}; use F, B, I, W, send, {OVERLAP_COST}, {PREFILL_COST}, or "
                 "<kind>@<stage> such as F@3"
             )
         try:
@@ -180,7 +183,11 @@ def simulate(
             return sum(duration(part) for part in a.parts)
         if a.kind not in COMPUTE_KINDS:
             return 0.0
-        return by_stage.get((a.stage, a.kind.value), c[a.kind.value])
+        kind = a.kind.value
+        if is_prefill(schedule, a.microbatch) and a.kind is Kind.F:  # a decode's prefill
+            f = by_stage.get((a.stage, kind), c[kind])
+            return by_stage.get((a.stage, PREFILL_COST), c.get(PREFILL_COST, f))
+        return by_stage.get((a.stage, kind), c[kind])
 
     events = _engine.run(schedule, duration, c["send"])
     makespan = max((e for evs in events.values() for _, _, e in evs), default=0.0)

@@ -1,0 +1,97 @@
+"""The oracle of generation: the unsplit programs on one device, one group at a time."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import jax
+import numpy as np
+
+from hlopipe.generate._plan import position_of, position_value, prefill_args, prefill_outputs
+
+
+def generate_unsplit(
+    decode: Any,
+    params: Any,
+    n: int,
+    *,
+    prefill: Any = None,
+    prompts: Any = None,
+    tokens: Any = None,
+    state: Any = None,
+    position: int = 0,
+    feedback: Mapping[Any, Any] | None = None,
+    device: Any = None,
+) -> tuple[np.ndarray, list[list[np.ndarray]]]:
+    """The same tokens as :class:`~hlopipe.Generator` from the unsplit programs on one device,
+    one group at a time. Returns ``(tokens [groups, b, n], final state per group)``."""
+    dev = device or jax.local_devices()[0]
+    roles = decode.arg_roles()
+    flat = jax.device_put(jax.tree_util.tree_leaves(params), dev)
+    by_arg = dict(zip((r.index for r in roles.parameters), flat, strict=True))
+    token = roles.feedback[0]
+    given = dict(feedback or {})
+    results, states = [], []
+    for g in range(len(prompts) if prompts is not None else len(tokens)):
+        fb = {
+            r.index: np.asarray(given.get(r.path, given.get(r.index)))[g]
+            for r in roles.feedback[1:]
+        }
+        if prompts is not None:
+            tok, cache = _prefilled(prefill, roles, by_arg, prompts[g])
+            seq, pos, steps = [tok], np.shape(prompts)[2], n - 1
+        else:
+            tok = np.asarray(tokens[g], token.dtype)
+            cache = (
+                [np.zeros(r.shape, r.dtype) for r in roles.state]
+                if state is None
+                else list(state[g])
+            )
+            seq, pos, steps = [], position, n
+        for t in range(steps):
+            tok, cache, fb = _step(decode, roles, by_arg, tok, cache, fb, pos + t)
+            seq.append(tok)
+        results.append(np.stack([np.asarray(x) for x in seq], axis=-1))
+        states.append([np.asarray(c) for c in cache])
+    return np.stack(results), states
+
+
+def _prefilled(prefill: Any, roles: Any, by_arg: dict[int, Any], prompt: Any) -> tuple[Any, list]:
+    """The prefill's first token and the state it makes, in the decode step's state order."""
+    k, param_of = prefill_args(prefill, roles, "the prefill")
+    args: list[Any] = [None] * len(prefill.in_avals)
+    for i, a in param_of.items():
+        args[i] = by_arg[a]
+    args[k] = np.asarray(prompt, np.dtype(prefill.in_avals[k].dtype))
+    outs = _jitted(prefill)(*args)
+    tok_out, state_of = prefill_outputs(prefill, roles, roles.feedback[0].index)
+    made = {a: outs[o] for o, a in state_of.items()}
+    return outs[tok_out], [made[r.index] for r in roles.state]
+
+
+def _step(
+    decode: Any, roles: Any, by_arg: dict[int, Any], tok: Any, cache: list, fb: dict, pos: int
+) -> tuple[Any, list, dict]:
+    """One call of the decode step: the next token, state and other feedback."""
+    args: list[Any] = [None] * len(roles)
+    for a, v in by_arg.items():
+        args[a] = v
+    for r, v in zip(roles.state, cache, strict=True):
+        args[r.index] = v
+    for a, v in fb.items():
+        args[a] = v
+    args[roles.feedback[0].index] = tok
+    where = position_of(roles, getattr(decode, "source", "the decode step"))
+    args[where.index] = position_value(where, pos)
+    outs = _jitted(decode)(*args)
+    new_fb = {r.index: outs[r.output] for r in roles.feedback[1:]}
+    return outs[roles.feedback[0].output], [outs[r.output] for r in roles.state], new_fb
+
+
+def _jitted(program: Any) -> Any:
+    """The program's flat function, jitted once per program."""
+    fn = program.extra.get("generate_jit")
+    if fn is None:
+        fn = program.extra["generate_jit"] = jax.jit(program.as_function(flat=True))
+    return fn
