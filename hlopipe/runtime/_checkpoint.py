@@ -67,13 +67,10 @@ def _spec(folder: str, sub: str, path: str, rows: Any = None, whole: Any = None)
         "kvstore": {"driver": "file", "path": os.path.join(folder, sub, _dirname(path))},
     }
     if rows is not None:
-        n = rows.stop - rows.start
         rest = [int(d) for d in whole.shape[1:]]
-        spec["dtype"] = np.dtype(whole.dtype).name
-        spec["metadata"] = {"shape": [int(whole.shape[0]), *rest], "chunks": [1, *rest]}
         spec["transform"] = {
             "input_inclusive_min": [0] * (1 + len(rest)),
-            "input_exclusive_max": [n, *rest],
+            "input_exclusive_max": [rows.stop - rows.start, *rest],
             "output": [{"input_dimension": 0, "offset": rows.start}]
             + [{"input_dimension": i + 1} for i in range(len(rest))],
         }
@@ -84,15 +81,23 @@ def _dirname(path: str) -> str:
     return urllib.parse.quote(path, safe="")
 
 
-def _write(x: jax.Array, spec: dict) -> Coroutine[Any, Any, None]:
-    """Write this process's shards of ``x``; the lowest process holding it writes the zarr
-    metadata (a row view's, identical from every writer, is written by each)."""
+def _write(x: jax.Array, spec: dict, whole: Any = None) -> Coroutine[Any, Any, None]:
+    """Write this process's shards of ``x`` (rows of the ``whole`` array, for a row view),
+    uncompressed, a chunk per shard (per row of a shard for a row view: no two writers share
+    a chunk). The lowest process holding ``x`` writes the zarr metadata (a row view's,
+    identical from every writer, is written by each)."""
     from orbax.checkpoint import serialization
 
-    primary = None
-    if "transform" not in spec:
-        devices: Any = x.sharding.device_set
-        primary = min(int(d.process_index) for d in devices)
+    devices: Any = x.sharding.device_set
+    shard = [max(1, int(n)) for n in x.sharding.shard_shape(x.shape)]
+    piece = "transform" in spec
+    spec = dict(spec, dtype=np.dtype(x.dtype).name)
+    spec["metadata"] = {
+        "shape": [int(n) for n in (whole.shape if piece else x.shape)],
+        "chunks": [1, *shard[1:]] if piece else shard,
+        "compressor": None,
+    }
+    primary = None if piece else min(int(d.process_index) for d in devices)
     return serialization.async_serialize(x, spec, primary_host=primary)
 
 
@@ -207,14 +212,15 @@ def _writes(pipe: Pipeline, state: PipelineState, tmp: str) -> list[Any]:
     for p, r in enumerate(pipe.owner_rank):
         if pipe.layout.local(r):
             path, rows, whole = _param_at(pipe, p)
-            out.append(_write(state.values[r][p], _spec(tmp, "params", path, rows, whole)))
+            x = state.values[r][p]
+            out.append(_write(x, _spec(tmp, "params", path, rows, whole), whole))
     for s, st in enumerate(state.opt_states):
         if st is None or not pipe.layout.local(pipe.placement.rank_of(s)):
             continue
         for leaf_path, kind, leaf, q in _opt_leaves(pipe, s, st):
             if kind == "param":
                 path, rows, whole = _opt_at(pipe, leaf_path, q, leaf)
-                out.append(_write(leaf, _spec(tmp, "opt", path, rows, whole)))
+                out.append(_write(leaf, _spec(tmp, "opt", path, rows, whole), whole))
             elif kind == "shared" and s == 0:
                 out.append(_write(leaf, _spec(tmp, "opt_shared", leaf_path)))
     return out
