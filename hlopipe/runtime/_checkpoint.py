@@ -13,8 +13,11 @@ Every array is a ``jax.Array`` on its rank's stage mesh. Each process writes, wi
 holds (replica 0 of each shard only): an array held whole by one process (a stage on one
 process, today's multi-process layout) is written by that process; an array over a mesh that
 spans several processes is written once, shard by shard, by the processes holding the shards
-(the lowest one writes its zarr metadata). orbax's own ``PyTreeCheckpointHandler`` is not
-used because it refuses, in a multi-process job, an array that lies on one process's devices.
+(the lowest one writes its zarr metadata). Arrays are stored uncompressed, a chunk per shard
+(orbax's default zstd made a save about twice as slow for weights that hardly compress), and
+tensorstore's file driver syncs every chunk it writes. orbax's own
+``PyTreeCheckpointHandler`` is not used because it refuses, in a multi-process job, an array
+that lies on one process's devices.
 
 A restore reads, with ``async_deserialize``, only the shards of each array that this
 process's devices hold in *this* pipeline's shardings: onto another stage count, mesh shape or

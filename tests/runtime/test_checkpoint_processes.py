@@ -22,16 +22,22 @@ JOB = os.path.join(os.path.dirname(__file__), "_checkpoint_job.py")
 STEPS, SAVE_AT = 5, 2
 
 
-def _job(nproc: int, args: list[str]) -> dict[int, float]:
-    """Run the job under ``hlopipe launch`` (2 CPU devices a process); its losses by step."""
+def _launch(nproc: int, args: list[str]) -> tuple[int, str]:
+    """Run the job under ``hlopipe launch`` (2 CPU devices a process): exit code, output."""
     out = io.StringIO()
     code = launch(
         [sys.executable, JOB, "--steps", str(STEPS), *args], nproc=nproc, devices_per_process=2,
         heartbeat_timeout=10, grace=20, timeout=150, out=out,
     )  # fmt: skip
     print(out.getvalue())  # shown when the test fails: every process's output
+    return code, out.getvalue()
+
+
+def _job(nproc: int, args: list[str]) -> dict[int, float]:
+    """The job's losses by step (it must succeed)."""
+    code, text = _launch(nproc, args)
     assert code == 0
-    found = re.findall(r"^\[rank 0\] LOSS (\d+) (\S+)$", out.getvalue(), re.M)
+    found = re.findall(r"^\[rank 0\] LOSS (\d+) (\S+)$", text, re.M)
     return {int(k): float(v) for k, v in found}
 
 
@@ -69,3 +75,12 @@ def test_saved_by_4_processes_restores_onto_2_processes_and_onto_one(tmp_path):
             state, m = pipe.step(state, b)
             losses[k] = m.loss
         _assert_same_run(losses, jax.tree.leaves(pipe.gather_params(state)), run, want)
+
+
+def test_a_process_without_a_stage_is_refused_by_name(tmp_path):
+    """2 stages of one device on 2 processes x 2 devices: both lie in process 0, so process 1
+    could not train on; its restore says so (process 0's: there is no checkpoint)."""
+    code, text = _launch(2, ["--layers-per-stage", "2", "--restore", str(tmp_path)])
+    assert code != 0
+    assert "process 1 of 2 holds no stage of this pipeline" in text
+    assert "restore with fewer processes" in text
