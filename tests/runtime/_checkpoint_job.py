@@ -6,7 +6,7 @@ the small GPT of tests/runtime/_mp_util.py with AdamW, cut into ``4 / --layers-p
 stages on stage meshes of ``--stage-devices`` devices, and prints ``LOSS <step> <loss>`` per
 step (process 0). ``--save-at k --ckpt DIR`` saves after step k and trains on;
 ``--restore DIR`` starts from the newest checkpoint there; ``--params-out F`` saves the final
-parameters (process 0) as an ``.npz``.
+parameters (process 0) as an ``.npz``; ``--scan``: the GPT's blocks in one ``lax.scan``.
 """
 
 from __future__ import annotations
@@ -35,18 +35,24 @@ def batches(steps: int) -> list:
     return [gpt.batch(jax.random.key(100 + k), BATCH, cfg) for k in range(steps)]
 
 
-def build(layers_per_stage: int, stage_devices: int, devices: list) -> tuple:
-    """The pipeline and the initial parameters (the same in every process and test)."""
+def build(layers_per_stage: int, stage_devices: int, devices: list, scan: bool = False) -> tuple:
+    """The pipeline and the initial parameters (the same in every process and test); with
+    ``scan`` the GPT's blocks are one stacked ``lax.scan``, cut by ranges of layers into as
+    many stages as ranks fit on ``devices``."""
     import jax
     import optax
 
-    from hlopipe.models import gpt
+    from hlopipe.models import gpt, gpt_scan
 
     cfg = gpt.GPTConfig(**CFG_KW)
-    loss_fn = functools.partial(
-        gpt.loss, cfg=cfg, boundary=hlopipe.stage_boundary, layers_per_stage=layers_per_stage
-    )
-    params = gpt.init(jax.random.key(0), cfg)
+    if scan:
+        loss_fn = functools.partial(gpt_scan.loss, cfg=cfg)
+        params = gpt_scan.init(jax.random.key(0), cfg)
+    else:
+        loss_fn = functools.partial(
+            gpt.loss, cfg=cfg, boundary=hlopipe.stage_boundary, layers_per_stage=layers_per_stage
+        )
+        params = gpt.init(jax.random.key(0), cfg)
     pipe = hlopipe.Pipeline(
         loss_fn, params, batches(1)[0], schedule="1f1b", num_microbatches=M, devices=devices,
         stage_mesh_shape=(stage_devices,), optimizer=optax.adamw(1e-2), recv_timeout=60.0,
@@ -63,12 +69,13 @@ def main() -> int:
     ap.add_argument("--ckpt", default="")
     ap.add_argument("--restore", default="")
     ap.add_argument("--params-out", default="")
+    ap.add_argument("--scan", action="store_true", help="the GPT with its blocks in a lax.scan")
     args = ap.parse_args()
     distributed.initialize()
     import jax
     import numpy as np
 
-    pipe, params = build(args.layers_per_stage, args.stage_devices, jax.devices())
+    pipe, params = build(args.layers_per_stage, args.stage_devices, jax.devices(), args.scan)
     state = pipe.restore(args.restore) if args.restore else pipe.init(params)
     data = batches(args.steps)
     me = jax.process_index()

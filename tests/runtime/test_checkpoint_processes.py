@@ -1,6 +1,7 @@
 """A checkpoint saved by 4 processes (a stage on each) restores onto 2 processes with another
-stage count, and onto one process (this one): training goes on with the losses and parameters
-of the run that was never interrupted."""
+stage count, and onto one process (this one, unsplit); a cut layer loop's saved by 2 restores
+onto one with another split: training goes on with the losses and parameters of the run that
+was never interrupted."""
 
 from __future__ import annotations
 
@@ -65,16 +66,30 @@ def test_saved_by_4_processes_restores_onto_2_processes_and_onto_one(tmp_path):
     moved = _job(2, [*args, "--params-out", half])
     _assert_same_run(moved, list(np.load(half).values()), run, want)
 
-    # this one process: 4 stages, and the program unsplit (one stage)
-    for layers in (1, 4):
-        pipe, _ = build(layers, 1, jax.devices()[: 4 // layers])
-        state = pipe.restore(ckpt)
-        assert state.step == SAVE_AT
-        losses = {}
-        for k, b in enumerate(batches(STEPS)[SAVE_AT:], SAVE_AT + 1):
-            state, m = pipe.step(state, b)
-            losses[k] = m.loss
-        _assert_same_run(losses, jax.tree.leaves(pipe.gather_params(state)), run, want)
+    # this one process, the program unsplit (one stage on one device)
+    pipe, _ = build(4, 1, jax.devices()[:1])
+    _resume_here(pipe, ckpt, run, want)
+
+
+def _resume_here(pipe, ckpt, run, want):
+    """Restore ``ckpt`` into ``pipe`` (in this process), train on, compare with ``run``."""
+    state = pipe.restore(ckpt)
+    assert state.step == SAVE_AT
+    losses = {}
+    for k, b in enumerate(batches(STEPS)[SAVE_AT:], SAVE_AT + 1):
+        state, m = pipe.step(state, b)
+        losses[k] = m.loss
+    _assert_same_run(losses, jax.tree.leaves(pipe.gather_params(state)), run, want)
+
+
+def test_a_cut_layer_loop_saved_by_2_processes_restores_onto_one(tmp_path):
+    """The stacked blocks of a scanned GPT cut into 4 ranges (2 a process): each stage writes
+    its rows of the one stored array; restored here onto 2 ranges of 2 layers."""
+    ckpt, whole = str(tmp_path / "ckpt"), str(tmp_path / "whole.npz")
+    run = _job(2, ["--scan", "--save-at", str(SAVE_AT), "--ckpt", ckpt, "--params-out", whole])
+    assert sorted(run) == list(range(1, STEPS + 1))
+    pipe, _ = build(1, 1, jax.devices()[:2], scan=True)
+    _resume_here(pipe, ckpt, run, list(np.load(whole).values()))
 
 
 def test_a_process_without_a_stage_is_refused_by_name(tmp_path):
