@@ -1,42 +1,49 @@
-"""Checkpoints of a :class:`Pipeline`'s state: per parameter, by its path, written atomically.
+"""Checkpoints of a :class:`Pipeline`'s state: per parameter, by its path, written atomically
+with orbax-checkpoint's array serialization, from whichever processes hold each array.
 
 Layout of ``DIR`` (one folder per saved step; the newest is what :func:`restore` reads)::
 
-    DIR/step_00000005/meta.json                 step, parameter paths, shapes, dtypes
-    DIR/step_00000005/params/<path>.npy         one file per parameter (its owner's copy)
-    DIR/step_00000005/opt/<leaf path>.npy       optimizer leaves of one parameter, by path
-    DIR/step_00000005/opt_shared/stage<s>/...   optimizer leaves of no parameter (adam's count)
+    DIR/step_00000005/meta.json              format, step, parameter paths, shapes, dtypes
+    DIR/step_00000005/params/<path>/         one zarr array per parameter (caller's path)
+    DIR/step_00000005/opt/<leaf path>/       optimizer leaves of one parameter, by path
+    DIR/step_00000005/opt_shared/<leaf>/     optimizer leaves of no parameter (adam's count)
 
-Each process writes the parameters and optimizer state of the stages it holds, from their
-devices, into ``DIR/.tmp-step_...``; every file is fsynced; after all processes are done
-(a barrier), process 0 writes ``meta.json`` and renames the folder into place, which is the
-commit: a crash before it leaves the previous checkpoints as they were, and a half-written
-folder is never read. In a multi-process job ``DIR`` must be on a filesystem every process
-sees (on one host, any folder).
+Every array is a ``jax.Array`` on its rank's stage mesh. Each process writes, with
+``orbax.checkpoint.serialization.async_serialize``, the shards it holds of the arrays it
+holds (replica 0 of each shard only): an array held whole by one process (a stage on one
+process, today's multi-process layout) is written by that process; an array over a mesh that
+spans several processes is written once, shard by shard, by the processes holding the shards
+(the lowest one writes its zarr metadata). Arrays are stored uncompressed, a chunk per shard
+(orbax's default zstd made a save about twice as slow for weights that hardly compress), and
+tensorstore's file driver syncs every chunk it writes. orbax's own
+``PyTreeCheckpointHandler`` is not used because it refuses, in a multi-process job, an array
+that lies on one process's devices.
 
-A stacked parameter whose rows are held by several stages (a cut layer loop: each stage
-holds the rows of its range of iterations) is stored whole, by the caller's path, as are its
-optimizer leaves: each process writes the rows it holds as ``<name>.rows<start>.npy`` and
-process 0 joins them (in row order) into ``<name>.npy`` before the commit; a restore takes
-each stage's rows from the whole. Such a checkpoint restores onto another stage count, and
-onto the program unsplit.
+A restore reads, with ``async_deserialize``, only the shards of each array that this
+process's devices hold in *this* pipeline's shardings: onto another stage count, mesh shape or
+process count alike. A stacked parameter whose rows are held by several stages (a cut layer
+loop) is stored whole, by the caller's path: each stage writes its rows into the whole zarr
+array (chunks of one row, so no two writers share a chunk), and a restore reads each stage's
+rows; such a checkpoint restores onto another split and onto the program unsplit.
 
-Because everything is stored per parameter, not per stage, a checkpoint restores onto any
-number of processes and stages whose parameters have the same paths, shapes and dtypes (the
-optimizer's per-parameter leaves are found by the parameter path in their own path; leaves of
-no parameter, such as a step count, are equal on every stage and taken from the first).
-
-No checkpoint library: ``numpy.save`` plus fsync and rename is all this needs, and keeps the
-dependency list short.
+The commit: everything goes into ``DIR/.tmp-step_...``; after every process is done (a
+barrier), process 0 writes ``meta.json`` and renames the folder into place: a crash before it
+leaves the previous checkpoints as they were, and a half-written folder is never read. In a
+multi-process job ``DIR`` must be on a filesystem every process sees (on one host, any folder).
+The optimizer's per-parameter leaves are found by the parameter path in their own path; leaves
+of no parameter, such as a step count, are equal on every stage and saved from stage 0's.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import re
 import shutil
 import urllib.parse
+from collections.abc import Coroutine
+from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
 import jax
@@ -48,36 +55,74 @@ if TYPE_CHECKING:
     from hlopipe.runtime._pipeline import Pipeline, PipelineState
 
 _STEP_RE = re.compile(r"^step_(\d+)$")
-FORMAT = "hlopipe-checkpoint-1"
+FORMAT = "hlopipe-checkpoint-2"
+_SUBS = ("params", "opt", "opt_shared")
 
 
-def _fname(path: str) -> str:
-    return urllib.parse.quote(path, safe="") + ".npy"
+# -- arrays: orbax's serialization, one zarr array per stored path ------------------------------
 
 
-def _fsync_dir(path: str) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+def _spec(folder: str, sub: str, path: str, rows: Any = None, whole: Any = None) -> dict:
+    """The tensorstore spec of the array stored under ``path``; with ``rows`` (a piece of a
+    stacked parameter) a view of its rows ``rows.start:rows.stop`` of the ``whole`` aval."""
+    spec: dict[str, Any] = {
+        "driver": "zarr",
+        "kvstore": {"driver": "file", "path": os.path.join(folder, sub, _dirname(path))},
+    }
+    if rows is not None:
+        rest = [int(d) for d in whole.shape[1:]]
+        spec["transform"] = {
+            "input_inclusive_min": [0] * (1 + len(rest)),
+            "input_exclusive_max": [rows.stop - rows.start, *rest],
+            "output": [{"input_dimension": 0, "offset": rows.start}]
+            + [{"input_dimension": i + 1} for i in range(len(rest))],
+        }
+    return spec
 
 
-def _write(path: str, array: Any) -> None:
-    with open(path, "wb") as f:
-        np.save(f, np.asarray(array), allow_pickle=False)
-        f.flush()
-        os.fsync(f.fileno())
+def _dirname(path: str) -> str:
+    return urllib.parse.quote(path, safe="")
 
 
-def _read(path: str, dtype: Any) -> np.ndarray:
-    """An array written by :func:`_write`, as ``dtype``. NumPy writes the dtypes that JAX adds
-    (bfloat16, float8, int4: ml_dtypes) as raw bytes (``|V2``), so they are viewed back."""
-    a = np.load(path, allow_pickle=False)
-    want = np.dtype(dtype)
-    if a.dtype != want and a.dtype.kind == "V" and a.dtype.itemsize == want.itemsize:
-        a = a.view(want)
-    return a
+def _write(x: jax.Array, spec: dict, whole: Any = None) -> Coroutine[Any, Any, None]:
+    """Write this process's shards of ``x`` (rows of the ``whole`` array, for a row view),
+    uncompressed, a chunk per shard (per row of a shard for a row view: no two writers share
+    a chunk). The lowest process holding ``x`` writes the zarr metadata (a row view's,
+    identical from every writer, is written by each)."""
+    from orbax.checkpoint import serialization
+
+    devices: Any = x.sharding.device_set
+    shard = [max(1, int(n)) for n in x.sharding.shard_shape(x.shape)]
+    piece = "transform" in spec
+    spec = dict(spec, dtype=np.dtype(x.dtype).name)
+    spec["metadata"] = {
+        "shape": [int(n) for n in (whole.shape if piece else x.shape)],
+        "chunks": [1, *shard[1:]] if piece else shard,
+        "compressor": None,
+    }
+    primary = None if piece else min(int(d.process_index) for d in devices)
+    return serialization.async_serialize(x, spec, primary_host=primary)
+
+
+async def _read(spec: dict, aval: Any, sharding: Any) -> jax.Array:
+    from orbax.checkpoint import serialization
+
+    x, _ = await serialization.async_deserialize(sharding, spec, tuple(aval.shape), aval.dtype)
+    return x
+
+
+def _run(coros: list[Coroutine[Any, Any, Any]]) -> list[Any]:
+    """Run ``coros`` concurrently to the end, in a thread of their own (the caller may be in
+    an event loop already: a notebook)."""
+
+    async def all_of() -> list[Any]:
+        return list(await asyncio.gather(*coros))
+
+    with ThreadPoolExecutor(1, thread_name_prefix="hlopipe-checkpoint") as pool:
+        return pool.submit(asyncio.run, all_of()).result()
+
+
+# -- what is stored where --------------------------------------------------------------------
 
 
 def _opt_leaves(pipe: Pipeline, s: int, state: Any) -> list[tuple[str, str | None, Any, Any]]:
@@ -102,21 +147,23 @@ def _caller_params(pipe: Pipeline) -> tuple[tuple[str, ...], tuple[Any, ...]]:
     return tuple(pipe.param_names), tuple(pipe.param_avals)
 
 
-def _pieces(pipe: Pipeline) -> list[tuple[str, int | None, int | None]]:
-    """Per parameter leaf of the pipeline: the caller's path it is stored under, and its rows
-    of that parameter (``None``: all of it)."""
+def _param_at(pipe: Pipeline, p: int) -> tuple[str, Any, Any]:
+    """Parameter leaf ``p``'s stored path, its rows of that array (``None``: all of it) and
+    the whole array's aval."""
     plan = pipe.plan
     if not plan.param_pieces:
-        return [(n, None, None) for n in pipe.param_names]
-    return [(plan.caller_names[pc.source], pc.start, pc.stop) for pc in plan.param_pieces]
+        return pipe.param_names[p], None, pipe.param_avals[p]
+    pc = plan.param_pieces[p]
+    rows = None if pc.start is None else pc
+    return plan.caller_names[pc.source], rows, plan.caller_avals[pc.source]
 
 
-def _stored_opt_path(pipe: Pipeline, leaf_path: str, q: int | None) -> tuple[str, Any]:
-    """The path an optimizer leaf is stored under (a row range's leaf: the whole
-    parameter's), and the rows it holds (``None``: all)."""
+def _opt_at(pipe: Pipeline, leaf_path: str, q: int, leaf: Any) -> tuple[str, Any, Any]:
+    """The path an optimizer leaf of parameter ``q`` is stored under (a row range's leaf: the
+    whole parameter's), its rows (``None``: all) and the whole leaf's aval."""
     plan = pipe.plan
-    if q is None or not plan.param_pieces or plan.param_pieces[q].start is None:
-        return leaf_path, None
+    if not plan.param_pieces or plan.param_pieces[q].start is None:
+        return leaf_path, None, leaf
     pc = plan.param_pieces[q]
     mine = _tree_paths(pipe)[q]
     if not leaf_path.endswith(mine):
@@ -124,7 +171,9 @@ def _stored_opt_path(pipe: Pipeline, leaf_path: str, q: int | None) -> tuple[str
             f"optimizer state {leaf_path!r} of the rows {pipe.param_names[q]} of a stacked "
             "parameter does not end with its path: cannot store it whole"
         )
-    return leaf_path[: len(leaf_path) - len(mine)] + plan.caller_names[pc.source], pc
+    whole = plan.caller_avals[pc.source]
+    aval = jax.ShapeDtypeStruct((whole.shape[0], *np.shape(leaf)[1:]), leaf.dtype)
+    return leaf_path[: len(leaf_path) - len(mine)] + plan.caller_names[pc.source], pc, aval
 
 
 def _tree_paths(pipe: Pipeline) -> list[str]:
@@ -132,32 +181,7 @@ def _tree_paths(pipe: Pipeline) -> list[str]:
     return [jax.tree_util.keystr(k) for k, _ in jax.tree_util.tree_flatten_with_path(tree)[0]]
 
 
-def _rows_name(path: str, start: int) -> str:
-    return _fname(path)[: -len(".npy")] + f".rows{start}.npy"
-
-
-_ROWS_RE = re.compile(r"^(.*)\.rows(\d+)\.npy$")
-
-
-def _join_rows(folder: str) -> None:
-    """Join every ``<name>.rows<start>.npy`` of ``folder`` into ``<name>.npy`` (row order)."""
-    groups: dict[str, list[tuple[int, str]]] = {}
-    for f in os.listdir(folder):
-        m = _ROWS_RE.match(f)
-        if m:
-            groups.setdefault(m.group(1), []).append((int(m.group(2)), f))
-    for name, parts in groups.items():
-        parts.sort()
-        arrays = [np.load(os.path.join(folder, f), allow_pickle=False) for _, f in parts]
-        _write(os.path.join(folder, name + ".npy"), np.concatenate(arrays, axis=0))
-        for _, f in parts:
-            os.remove(os.path.join(folder, f))
-
-
-def _load_rows(file: str, dtype: Any, rows: Any) -> np.ndarray:
-    """The saved array (its rows ``rows.start:rows.stop`` when ``rows`` is a piece)."""
-    a = _read(file, dtype)
-    return a if rows is None else a[rows.start : rows.stop]
+# -- save --------------------------------------------------------------------------------------
 
 
 class _Sync:
@@ -165,20 +189,84 @@ class _Sync:
 
     def __init__(self, pipe: Pipeline, what: str) -> None:
         self.multi = pipe.layout.multi
-        self.prefix = f"hlopipe-{what}-{pipe._uid}-{pipe._next_sync_id()}"
+        self.prefix = f"hlopipe-{what}-{pipe.comm.uid}-{pipe.comm.next_sync_id()}"
+        self.timeout = pipe.recv_timeout
         self.n = 0
 
-    def barrier(self, timeout: float) -> None:
+    def barrier(self) -> None:
         if not self.multi:
             return
         from hlopipe.runtime import distributed
 
         self.n += 1
         try:
-            distributed._client().wait_at_barrier(f"{self.prefix}-{self.n}", int(timeout * 1000))
+            distributed._client().wait_at_barrier(
+                f"{self.prefix}-{self.n}", int(self.timeout * 1000)
+            )
         except Exception as e:
             distributed.raise_lost_peer(e)
             raise RuntimeConfigError(f"checkpoint barrier {self.n} failed: {e}") from e
+
+
+def _writes(pipe: Pipeline, state: PipelineState, tmp: str) -> list[Any]:
+    """This process's share of the checkpoint: the owner copies of the parameters and the
+    optimizer state of the stages it holds (stage 0's also gives the shared leaves)."""
+    out = []
+    for p, r in enumerate(pipe.owner_rank):
+        if pipe.layout.local(r):
+            path, rows, whole = _param_at(pipe, p)
+            x = state.values[r][p]
+            out.append(_write(x, _spec(tmp, "params", path, rows, whole), whole))
+    for s, st in enumerate(state.opt_states):
+        if st is None or not pipe.layout.local(pipe.placement.rank_of(s)):
+            continue
+        for leaf_path, kind, leaf, q in _opt_leaves(pipe, s, st):
+            if kind == "param":
+                path, rows, whole = _opt_at(pipe, leaf_path, q, leaf)
+                out.append(_write(leaf, _spec(tmp, "opt", path, rows, whole), whole))
+            elif kind == "shared" and s == 0:
+                out.append(_write(leaf, _spec(tmp, "opt_shared", leaf_path)))
+    return out
+
+
+def _commit(pipe: Pipeline, state: PipelineState, root: str, name: str, keep: int) -> None:
+    """Process 0's part, once every array is written: ``meta.json``, then one rename (the
+    same step saved again replaces the old folder), then the oldest beyond ``keep`` go."""
+    tmp, final = os.path.join(root, f".tmp-{name}"), os.path.join(root, name)
+    meta = {
+        "format": FORMAT,
+        "step": state.step,
+        "params": [
+            {"path": n, "shape": list(a.shape), "dtype": np.dtype(a.dtype).name}
+            for n, a in zip(*_caller_params(pipe), strict=True)
+        ],
+        "num_stages": pipe.staged.num_stages,
+        "optimizer": pipe.optimizer is not None,
+    }
+    with open(os.path.join(tmp, "meta.json"), "w") as f:
+        json.dump(meta, f, indent=1)
+        f.flush()
+        os.fsync(f.fileno())
+    if os.path.exists(final):
+        old = os.path.join(root, f".old-{name}")
+        shutil.rmtree(old, ignore_errors=True)
+        os.rename(final, old)
+        os.rename(tmp, final)
+        shutil.rmtree(old)
+    else:
+        os.rename(tmp, final)
+    _fsync_dir(root)
+    steps = sorted(_steps(root))
+    for k in steps[: max(len(steps) - keep, 0)]:
+        shutil.rmtree(os.path.join(root, f"step_{k:08d}"), ignore_errors=True)
+
+
+def _fsync_dir(path: str) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 def save(pipe: Pipeline, state: PipelineState, directory: str | os.PathLike, keep: int = 2) -> str:
@@ -186,78 +274,24 @@ def save(pipe: Pipeline, state: PipelineState, directory: str | os.PathLike, kee
     job calls it. Returns the committed folder. Keeps the newest ``keep`` checkpoints."""
     root = os.fspath(directory)
     name = f"step_{state.step:08d}"
-    final = os.path.join(root, name)
     tmp = os.path.join(root, f".tmp-{name}")
-    me0 = pipe.layout.me == min(pipe.layout.rank_process)
+    first = jax.process_index() == 0
     sync = _Sync(pipe, "save")
-    timeout = pipe.recv_timeout
-    if me0:
+    if first:
         os.makedirs(root, exist_ok=True)
-        if os.path.exists(tmp):
-            shutil.rmtree(tmp)
-        for sub in ("params", "opt", "opt_shared"):
+        shutil.rmtree(tmp, ignore_errors=True)
+        for sub in _SUBS:
             os.makedirs(os.path.join(tmp, sub))
-    sync.barrier(timeout)
+    sync.barrier()
+    _run(_writes(pipe, state, tmp))
+    sync.barrier()
+    if first:
+        _commit(pipe, state, root, name, keep)
+    sync.barrier()
+    return os.path.join(root, name)
 
-    # 1. this process's share: owner copies of parameters, optimizer state of its stages.
-    pieces = _pieces(pipe)
-    for p, r in enumerate(pipe.owner_rank):
-        if pipe.layout.local(r):
-            name, start, _ = pieces[p]
-            fname = _fname(name) if start is None else _rows_name(name, start)
-            _write(os.path.join(tmp, "params", fname), state.values[r][p])
-    for s, st in enumerate(state.opt_states):
-        if st is None or not pipe.layout.local(pipe.placement.rank_of(s)):
-            continue
-        shared = os.path.join(tmp, "opt_shared", f"stage{s}")
-        for leaf_path, kind, leaf, q in _opt_leaves(pipe, s, st):
-            if kind == "param":
-                path, rows = _stored_opt_path(pipe, leaf_path, q)
-                fname = _fname(path) if rows is None else _rows_name(path, rows.start)
-                _write(os.path.join(tmp, "opt", fname), leaf)
-            elif kind == "shared":
-                os.makedirs(shared, exist_ok=True)
-                _write(os.path.join(shared, _fname(leaf_path)), leaf)
-        if os.path.isdir(shared):
-            _fsync_dir(shared)
-    for sub in ("params", "opt", "opt_shared"):
-        _fsync_dir(os.path.join(tmp, sub))
-    sync.barrier(timeout)
 
-    # 2. the commit: stacked parameters joined, meta.json, then one rename.
-    if me0:
-        for sub in ("params", "opt"):
-            _join_rows(os.path.join(tmp, sub))
-        meta = {
-            "format": FORMAT,
-            "step": state.step,
-            "params": [
-                {"path": n, "shape": list(a.shape), "dtype": np.dtype(a.dtype).name}
-                for n, a in zip(*_caller_params(pipe), strict=True)
-            ],
-            "num_stages": pipe.staged.num_stages,
-            "optimizer": state.opt_states[0] is not None if state.opt_states else False,
-        }
-        with open(os.path.join(tmp, "meta.json"), "w") as f:
-            json.dump(meta, f, indent=1)
-            f.flush()
-            os.fsync(f.fileno())
-        _fsync_dir(tmp)
-        if os.path.exists(final):  # the same step saved again: replace it
-            old = os.path.join(root, f".old-{name}")
-            if os.path.exists(old):
-                shutil.rmtree(old)
-            os.rename(final, old)
-            os.rename(tmp, final)
-            shutil.rmtree(old)
-        else:
-            os.rename(tmp, final)
-        _fsync_dir(root)
-        steps = sorted(_steps(root))
-        for k in steps[: max(len(steps) - keep, 0)]:
-            shutil.rmtree(os.path.join(root, f"step_{k:08d}"), ignore_errors=True)
-    sync.barrier(timeout)
-    return final
+# -- restore -----------------------------------------------------------------------------------
 
 
 def _steps(root: str) -> list[int]:
@@ -277,22 +311,47 @@ def latest_step(directory: str | os.PathLike) -> int | None:
     return max(steps) if steps else None
 
 
-def restore(pipe: Pipeline, directory: str | os.PathLike, step: int | None = None) -> PipelineState:
-    """The state saved under ``directory`` (the newest, or ``step``), placed on this
-    pipeline's stages; each process loads what its ranks hold."""
-    root = os.fspath(directory)
+def _check_processes(pipe: Pipeline) -> None:
+    """Refuse a job with a process that holds no stage of this pipeline: it could not train
+    on from the checkpoint."""
+    n = jax.process_count()
+    if n > 1 and not any(pipe.layout.local(r) for r in range(pipe.placement.num_ranks)):
+        raise RuntimeConfigError(
+            f"process {jax.process_index()} of {n} holds no stage of this pipeline "
+            f"({pipe.staged.num_stages} stages on {pipe.placement.num_ranks} ranks of "
+            f"{len(pipe.devices)} devices): restore with fewer processes, or give every "
+            "process a rank (a stage_mesh_shape or num_stages that uses every process's "
+            "devices)"
+        )
+
+
+def _checked_meta(pipe: Pipeline, root: str, step: int | None) -> tuple[str, dict]:
+    """The folder of checkpoint ``step`` (the newest: ``None``) and its meta, checked to be
+    an hlopipe checkpoint of this pipeline's parameters."""
     if step is None:
         step = latest_step(root)
         if step is None:
-            raise RuntimeConfigError(f"no checkpoint under {root!r}")
+            raise RuntimeConfigError(
+                f"no checkpoint under {root!r} (no step_<n>/meta.json there): save one with "
+                "Pipeline.save (hlopipe train --save) first, or give the right folder"
+            )
     folder = os.path.join(root, f"step_{step:08d}")
     try:
         with open(os.path.join(folder, "meta.json")) as f:
             meta = json.load(f)
     except FileNotFoundError:
         raise RuntimeConfigError(f"no checkpoint of step {step} under {root!r}") from None
-    if meta.get("format") != FORMAT:
-        raise RuntimeConfigError(f"{folder}: not an hlopipe checkpoint ({meta.get('format')!r})")
+    except (OSError, ValueError) as e:
+        raise RuntimeConfigError(
+            f"{folder}/meta.json is not readable ({e}): the checkpoint is damaged; restore an "
+            "older step (restore(..., step=k)) or save again"
+        ) from e
+    if not isinstance(meta, dict) or meta.get("format") != FORMAT:
+        got = meta.get("format") if isinstance(meta, dict) else None
+        raise RuntimeConfigError(
+            f"{folder}: not an hlopipe checkpoint of format {FORMAT!r} (found {got!r}); "
+            "it was written by another tool or version"
+        )
     saved = {e["path"]: (tuple(e["shape"]), e["dtype"]) for e in meta["params"]}
     want = {
         n: (tuple(a.shape), np.dtype(a.dtype).name)
@@ -301,51 +360,76 @@ def restore(pipe: Pipeline, directory: str | os.PathLike, step: int | None = Non
     if saved != want:
         diff = sorted(set(saved.items()) ^ set(want.items()))[:4]
         raise RuntimeConfigError(
-            f"{folder}: its parameters do not match this pipeline's (first differences: {diff})"
+            f"{folder}: saved from another program: its parameters do not match this "
+            f"pipeline's (first differences, path/shape/dtype: {diff}); restore it into a "
+            "pipeline of the program that saved it"
         )
+    return folder, meta
 
-    values: list[dict[int, jax.Array]] = [{} for _ in range(pipe.placement.num_ranks)]
-    pieces = _pieces(pipe)
-    for p, (n, start, stop) in enumerate(pieces):
-        host = None
+
+def _param_reads(pipe: Pipeline, folder: str) -> tuple[list[tuple[int, int]], list[Any]]:
+    """(rank, parameter) and the read of each parameter copy this process's ranks hold."""
+    keys, reads = [], []
+    for p in range(pipe.num_params):
+        path, rows, whole = _param_at(pipe, p)
         for r in pipe.holders[p]:
             if pipe.layout.local(r):
-                if host is None:
-                    file = os.path.join(folder, "params", _fname(n))
-                    host = _read(file, pipe.param_avals[p].dtype)[start:stop]
-                values[r][p] = jax.device_put(host, pipe.plan.param_sharding(r, p))
+                spec = _spec(folder, "params", path, rows, whole)
+                keys.append((r, p))
+                reads.append(_read(spec, pipe.param_avals[p], pipe.plan.param_sharding(r, p)))
+    return keys, reads
+
+
+def _opt_reads(pipe: Pipeline, folder: str, s: int, template: Any) -> list[Any]:
+    """Stage ``s``'s optimizer leaves: a read per stored leaf, the placeholders as they are."""
+    out: list[Any] = []
+    for leaf_path, kind, leaf, q in _opt_leaves(pipe, s, template):
+        if kind is None:  # a placeholder of another stage's parameter
+            out.append(leaf)
+            continue
+        sub, path, rows, whole = "opt_shared", leaf_path, None, None
+        if kind == "param":
+            sub = "opt"
+            path, rows, whole = _opt_at(pipe, leaf_path, q, leaf)
+        if not os.path.isdir(os.path.join(folder, sub, _dirname(path))):
+            raise RuntimeConfigError(
+                f"{folder}: no optimizer state {leaf_path!r}: it was saved with another "
+                "optimizer, or without one; restore with the optimizer that saved it"
+            )
+        out.append(_read(_spec(folder, sub, path, rows, whole), leaf, leaf.sharding))
+    return out
+
+
+def _gather(folder: str, reads: list[Any]) -> list[Any]:
+    """Run the reads; a missing or damaged array is named with what to do."""
+    try:
+        return _run([r for r in reads if asyncio.iscoroutine(r)])
+    except (ValueError, OSError) as e:
+        raise RuntimeConfigError(
+            f"{folder}: an array of the checkpoint is missing or damaged ({e}); restore "
+            "an older step (restore(..., step=k)) or save again"
+        ) from e
+
+
+def restore(pipe: Pipeline, directory: str | os.PathLike, step: int | None = None) -> PipelineState:
+    """The state saved under ``directory`` (the newest, or ``step``), placed on this
+    pipeline's stages; each process reads the shards its devices hold."""
+    _check_processes(pipe)
+    folder, meta = _checked_meta(pipe, os.fspath(directory), step)
+    keys, reads = _param_reads(pipe, folder)
+    values: list[dict[int, jax.Array]] = [{} for _ in range(pipe.placement.num_ranks)]
+    for (r, p), x in zip(keys, _gather(folder, reads), strict=True):
+        values[r][p] = x
     opt_states: list[Any] = [None] * pipe.staged.num_stages
     if pipe.optimizer is not None:
-        shared_root = os.path.join(folder, "opt_shared")
-        shared_dirs = sorted(
-            os.listdir(shared_root) if os.path.isdir(shared_root) else [],
-            key=lambda d: int(d[len("stage") :]),
-        )
         for s, owned in enumerate(pipe.owned):
             if not pipe.layout.local(pipe.placement.rank_of(s)):
                 continue
             own = [values[pipe.owner_rank[p]][p] for p in owned]
             template = pipe.param_store.optimizer_fns(s)[0](own)
-            leaves = []
-            for leaf_path, kind, leaf, q in _opt_leaves(pipe, s, template):
-                rows = None
-                if kind is None:  # a placeholder of another stage's parameter
-                    leaves.append(leaf)
-                    continue
-                if kind == "param":
-                    path, rows = _stored_opt_path(pipe, leaf_path, q)
-                    file = os.path.join(folder, "opt", _fname(path))
-                else:
-                    cands = [os.path.join(shared_root, d, _fname(leaf_path)) for d in shared_dirs]
-                    found = [c for c in cands if os.path.exists(c)]
-                    file = found[0] if found else os.path.join(shared_root, _fname(leaf_path))
-                if not os.path.exists(file):
-                    raise RuntimeConfigError(
-                        f"{folder}: no optimizer state {leaf_path!r} (saved with another "
-                        "optimizer, or without one?)"
-                    )
-                leaves.append(jax.device_put(_load_rows(file, leaf.dtype, rows), leaf.sharding))
-            opt_states[s] = jax.tree_util.tree_unflatten(
-                jax.tree_util.tree_structure(template), leaves
-            )
+            leaves = _opt_reads(pipe, folder, s, template)
+            it = iter(_gather(folder, leaves))
+            leaves = [next(it) if asyncio.iscoroutine(x) else x for x in leaves]
+            treedef = jax.tree_util.tree_structure(template)
+            opt_states[s] = jax.tree_util.tree_unflatten(treedef, leaves)
     return pipe.param_store.state(values, opt_states, int(meta["step"]))

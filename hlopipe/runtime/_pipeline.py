@@ -245,13 +245,6 @@ class Pipeline:
         """Seconds the last step spent in cross-process transfers (0 in one process)."""
         return self.comm.last_transfer_seconds
 
-    @property
-    def _uid(self) -> int:
-        return self.comm.uid
-
-    def _next_sync_id(self) -> int:
-        return self.comm.next_sync_id()
-
     def _cross_process_sends(self, mode: str) -> list[tuple[int, Instr]]:
         """The sends of a step of ``mode`` between this process and another, in order."""
         return cross_process_sends(self._program(mode), self.layout)
