@@ -34,7 +34,9 @@ def test_two_stages_on_data_by_model_meshes_generate_the_unsplit_tokens():
     assert all(len(m) == 4 for m in meshes) and not meshes[0] & meshes[1]
     prompts = _prompts(2, seed=11)
     session = gen.start(prompts)
+    before = session._state[0][gen.split.slots[-1].arg][1]
     toks = session.generate(N)
+    assert before.is_deleted()  # donated: updated in place on its mesh
     ref, ref_states = generate_unsplit(prog, params(), N, prefill=pre, prompts=prompts)
     assert len(np.unique(ref)) >= 8
     np.testing.assert_array_equal(toks, ref)
