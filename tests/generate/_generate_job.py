@@ -6,7 +6,8 @@ process's devices; 2 groups, 32 greedy tokens. Every process writes ``OUT/tokens
 (the tokens it got), ``OUT/oracle-<p>.npy`` (the unsplit program's on one local device) and
 ``OUT/caches-<p>.npz`` (per cache it holds: whether it is close to the oracle's, and the
 largest difference).
-``--die-after K``: process 1 exits after K tokens, in the middle of the job.
+``--die-after K``: process 1 exits after K tokens, in the middle of the job; ``--reps R``
+generates R - 1 more times and prints each time's metrics.
 """
 
 from __future__ import annotations
@@ -43,6 +44,7 @@ def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("out")
     ap.add_argument("--die-after", type=int, default=0)
+    ap.add_argument("--reps", type=int, default=1, help="generate again, timed (a benchmark)")
     args = ap.parse_args()
     distributed.initialize()
     import jax
@@ -70,6 +72,12 @@ def main() -> int:
         if me == 1:
             os._exit(3)
     toks = session.generate(N)
+    for _ in range(args.reps - 1):
+        again = gen.start(prompts)
+        assert np.array_equal(again.generate(N), toks)
+        m = again.metrics
+        print(f"METRICS {m['tokens_per_s']:.0f} tokens/s, {m['inter_token_s'] * 1e3:.2f} ms per "
+              f"token, TTFT {m['time_to_first_token_s'] * 1e3:.1f} ms", flush=True)  # fmt: skip
     print(f"TOKENS {' '.join(map(str, toks[0, 0]))}", flush=True)
     ref, ref_states = generate_unsplit(dec, params, N, prefill=pre, prompts=prompts)
     np.save(os.path.join(args.out, f"tokens-{me}.npy"), toks)
