@@ -57,10 +57,11 @@ def test_two_stages_on_data_by_model_meshes_generate_the_unsplit_tokens():
 
 
 def test_a_data_mesh_keeps_the_caches_bit_equal():
-    """Split over the batch only, every sequence is computed as on one device."""
+    """Split over the batch only, every sequence is computed as on one device (stage 0 on
+    two devices, stage 1 on one: activations resharded on the way)."""
     prog = exported(CUTS[2])
     first = np.asarray(jax.random.randint(jax.random.key(3), (1, B), 0, CFG.vocab, np.int32))
-    gen = Generator(prog, params(), stage_mesh_shape=(2,))
+    gen = Generator(prog, params(), stage_mesh_shape=[(2,), (1,)])  # meshes may differ
     session = gen.start(tokens=first)
     toks = session.generate(12)
     ref, states = generate_unsplit(prog, params(), 12, tokens=first)
@@ -68,6 +69,7 @@ def test_a_data_mesh_keeps_the_caches_bit_equal():
     for mine, theirs in zip(session.state(0), states[0], strict=True):
         np.testing.assert_array_equal(mine, theirs)
     assert session._state[0][gen.split.slots[0].arg][1].sharding.spec[0] == "data"
+    assert len(session._state[0][gen.split.slots[-1].arg][1].sharding.device_set) == 1
 
 
 def test_bad_meshes_are_refused():
