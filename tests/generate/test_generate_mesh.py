@@ -24,6 +24,7 @@ def megatron_specs(p):
             "ln_f": {"g": PS(), "b": PS()}, "head": PS(None, "model")}  # fmt: skip
 
 
+@pytest.mark.slow  # ~15 s idle (prefill and decode compiled on 2 meshes, the oracle)
 def test_two_stages_on_data_by_model_meshes_generate_the_unsplit_tokens():
     prog, pre = exported(CUTS[2]), exported_prefill(CUTS[2])
     gen = Generator(
