@@ -153,7 +153,7 @@ def parameter_specs(
     if param_specs is None and mesh.devices.size > 1 and hasattr(program, "entry_func"):
         got = arg_partition_specs(program, [(n, int(s)) for n, s in dict(mesh.shape).items()])
         flat = None if got is None else list(got[:count])
-    return list(param_spec_leaves(param_specs, treedef, avals, staged, sp.placement, flat))
+    return param_spec_leaves(param_specs, treedef, avals, staged.in_paths, sp.placement, flat)
 
 
 def _leaves(params: Any) -> list[Any]:
