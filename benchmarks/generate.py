@@ -51,7 +51,7 @@ def _run(gen: Generator, groups: int, batch: int, tokens: int, reps: int) -> dic
     rows = []
     for _ in range(reps):
         session = gen.start(prompts)
-        jax.block_until_ready([session._feedback[g] for g in range(groups)])
+        jax.block_until_ready([v for g in range(groups) for _, v in session._feedback[g].values()])
         session.generate(tokens)
         rows.append(dict(session.metrics))
     m = min(rows, key=lambda r: r["wall_s"]) if reps == 1 else rows[len(rows) // 2]
@@ -79,6 +79,20 @@ def _run(gen: Generator, groups: int, batch: int, tokens: int, reps: int) -> dic
     )
 
 
+def _mesh(shape: str, params) -> dict:
+    """Stage mesh keywords: "2x2" is (data 2 x model 2) with Megatron-style specs."""
+    if not shape:
+        return {}
+    from jax.sharding import PartitionSpec as P
+
+    ln = {"g": P(), "b": P()}
+    cols, rows = P(None, "model"), P("model", None)
+    layer = dict(ln1=ln, qkv=cols, proj=rows, ln2=ln, fc1=cols, fc2=rows)
+    specs = dict(embed=P(), pos=P(), layers=[layer] * len(params["layers"]), ln_f=ln, head=cols)
+    dims = tuple(int(x) for x in shape.split("x"))
+    return dict(stage_mesh_shape=dims, stage_mesh_axes=("data", "model"), param_specs=specs)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--stages", type=int, default=4)
@@ -86,11 +100,12 @@ def main() -> None:
     ap.add_argument("--batch", type=int, default=4)
     ap.add_argument("--tokens", type=int, default=32)
     ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--stage-mesh", default="", help="DxM: each stage on a (data x model) mesh")
     a = ap.parse_args()
     ks = [int(x) for x in a.groups.split(",")]
     S, b = a.stages, a.batch
     dec, pre, params = _programs(b, S)
-    split = Generator(dec, params, prefill=pre)
+    split = Generator(dec, params, prefill=pre, **_mesh(a.stage_mesh, params))
     dec1, pre1, _ = _programs(b, 1)
     one = Generator(dec1, params, prefill=pre1, num_stages=1)
     print(

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import os
 
 from hlopipe.cli._common import CPU_DEVICES, register
 
@@ -33,9 +34,13 @@ def _cmd_generate(args: argparse.Namespace) -> int:
     import jax
 
     from hlopipe.generate import run_command
+    from hlopipe.runtime import distributed
 
-    with contextlib.suppress(Exception):  # CPU only; a backend already up keeps its devices
-        jax.config.update("jax_num_cpu_devices", args.cpu_devices or CPU_DEVICES)
+    if os.environ.get(distributed.ENV_COORDINATOR):  # under hlopipe launch: join the job
+        distributed.initialize(cpu_devices=args.cpu_devices)
+    else:
+        with contextlib.suppress(Exception):  # CPU only; a backend already up keeps its devices
+            jax.config.update("jax_num_cpu_devices", args.cpu_devices or CPU_DEVICES)
     return run_command(args.file, prefill_path=args.prefill, params_path=args.params,
                        stages=args.stages, groups=args.groups, tokens=args.tokens,
                        prompt_len=args.prompt_len, seed=args.seed, check=args.check)  # fmt: skip

@@ -13,7 +13,7 @@ from __future__ import annotations
 import copy
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import jax
@@ -21,10 +21,24 @@ import numpy as np
 
 from hlopipe import schedules
 from hlopipe.errors import RuntimeConfigError, StageError
+from hlopipe.generate._oracle import generate_unsplit as generate_unsplit
+from hlopipe.generate._placement import (
+    CompiledStage,
+    check_params,
+    compile_stage,
+    input_sharding,
+    nbytes,
+    parameter_specs,
+    place_params,
+    place_stages,
+    requested_shardings,
+    state_shardings,
+)
 from hlopipe.generate._plan import (
     FEEDBACK,
     INPUT,
     PARAM,
+    RECV,
     STATE,
     StagePlan,
     params_as,
@@ -57,7 +71,13 @@ class Generator:
       num_stages: must agree with the programs' stage markers when both are given (without
         markers, the cut points are chosen by the cost model).
       groups: how many groups of sequences are in flight.
-      devices: one device per stage (default: the first ``num_stages``).
+      devices: the devices, cut into one group per stage in order (default: every device of
+        the job, ``jax.devices()``; under ``jax.distributed`` each process runs the stages on
+        its own devices).
+      stage_mesh_shape / stage_mesh_axes / param_specs: as ``Pipeline`` takes them: each
+        stage on a mesh of that shape (default one device), its axes so named (``"data"``
+        splits the groups' batch), parameters laid out by ``param_specs`` (a pytree of
+        ``PartitionSpec``; default the program's own annotations, else replicated).
       state / feedback: overrides of the argument roles (see ``Program.arg_roles``).
       max_len: the cache length (default: the axis after the batch axis of the first state
         argument).
@@ -79,6 +99,9 @@ class Generator:
         state: Any = None,
         feedback: Any = None,
         max_len: int | None = None,
+        stage_mesh_shape: Any = None,
+        stage_mesh_axes: Sequence[str] | None = None,
+        param_specs: Any = None,
     ) -> None:
         self.source = getattr(decode, "source", "the decode step")
         roles = decode.arg_roles(state=state, feedback=feedback)
@@ -101,23 +124,38 @@ class Generator:
             self._check_roles(roles)
             if prefill is not None:
                 prefill = _sliced_prefill(prefill, self.stacked, self.token.index)
-        S = self.split.num_stages
-        devices = list(devices) if devices is not None else jax.devices()[:S]
-        if len(devices) < S:
-            raise RuntimeConfigError(
-                f"{S} stages need {S} devices, {len(devices)} given (jax has "
-                f"{len(jax.devices())}); pass devices= or fewer stages"
-            )
-        self.devices = devices[:S]
         self.batch = self.token.shape[0] if self.token.shape else 1
         self.max_len = max_len if max_len is not None else self._cache_len()
         kinds = {r.index: _KIND[r.role] for r in roles}
         slots = {x.arg: x for x in self.split.slots}
         self.plans = plan_stages(self.split.staged, kinds, slots)
-        self._fns = [jax.jit(st.fn, donate_argnums=p.donate) for st, p in
-                     zip(self.split.staged.stages, self.plans, strict=True)]  # fmt: skip
-        self._params = _place_params(params, roles, self.plans, self.devices, self.source)
-        self.prefill = None if prefill is None else _Prefill(prefill, self, S)
+        mesh = (stage_mesh_shape, stage_mesh_axes, param_specs)
+        self._place(decode, params, devices, *mesh)
+        self.prefill = None if prefill is None else _Prefill(prefill, self, self.split.num_stages)
+
+    def _place(
+        self, decode: Any, params: Any, devices: Any, shape: Any, axes: Any, specs: Any
+    ) -> None:
+        """Each stage on its mesh (``_placement.py``), compiled there, its parameters put."""
+        S = self.split.num_stages
+        self.place = place_stages(devices, S, self.batch, shape, axes)
+        self.devices = [self.place.devices(s)[0] for s in range(S)]
+        self.param_specs = parameter_specs(
+            params, specs, decode, self.split.staged, self.place, len(self.roles.parameters)
+        )
+        by_arg = check_params(params, self.roles, self.source)
+        self._stages = [
+            compile_stage(st, p, self.place, requested_shardings(self.roles, self.param_specs,
+                          self.place, p.stage)) if self.place.local(p.stage) else None
+            for st, p in zip(self.split.staged.stages, self.plans, strict=True)
+        ]  # fmt: skip
+        self._fns = [None if c is None else c.fn for c in self._stages]
+        self._state_sh = [
+            {} if c is None else state_shardings(c, p)
+            for c, p in zip(self._stages, self.plans, strict=True)
+        ]
+        self._host_params = by_arg  # the prefill places its own from these
+        self._params = place_params(by_arg, self.plans, self._stages)
 
     def with_groups(self, groups: int) -> Generator:
         """The same generator (same compiled stages and placed parameters) for another number
@@ -172,7 +210,8 @@ class Generator:
         return sum(x.nbytes for x in self.split.state_of(stage))
 
     def param_bytes(self, stage: int) -> int:
-        return sum(int(v.nbytes) for k, v in self._params[stage].items())
+        roles = self.roles
+        return sum(nbytes(roles[a]) for k, a in self.plans[stage].inputs if k == PARAM)
 
     def bytes_per_token(self) -> dict[str, int]:
         """Theory, per group and decode step: activations sent between stages, feedback sent
@@ -194,6 +233,12 @@ class Generator:
             total += nbytes * sum(1 for s in readers if src.kind != "stage" or s != src.stage)
         return total
 
+    def _where(self, stage: int) -> str:
+        mesh = self.place.mesh(stage)
+        if mesh.devices.size == 1:
+            return str(self.devices[stage])
+        return "x".join(map(str, mesh.devices.shape)) + f" from {self.devices[stage]}"
+
     def __repr__(self) -> str:
         lines = [
             f"Generator({self.source}: {len(self.plans)} stages, {self.groups} group(s) of "
@@ -205,7 +250,7 @@ class Generator:
             paths = self.split.layers_of(p.stage)
             shown = ", ".join(paths[:2]) + (f" +{len(paths) - 2}" if len(paths) > 2 else "")
             lines.append(
-                f"{p.stage:>5}  {self.devices[p.stage]!s:<14} {shown:<28} "
+                f"{p.stage:>5}  {self._where(p.stage):<14} {shown:<28} "
                 f"{self.param_bytes(p.stage):>9} {self.state_bytes(p.stage):>13} "
                 f"{p.send_bytes:>12}"
             )
@@ -232,32 +277,6 @@ class Generator:
 
 
 _KIND = {"parameter": PARAM, "state": STATE, "feedback": FEEDBACK, "input": INPUT}
-
-
-def _place_params(
-    params: Any, roles: ArgRoles, plans: list[StagePlan], devices: list[Any], source: str
-) -> list[dict[int, Any]]:
-    """Each stage's parameters on its device, keyed by flat argument."""
-    leaves = jax.tree_util.tree_leaves_with_path(params)
-    want = roles.parameters
-    if len(leaves) != len(want):
-        raise RuntimeConfigError(
-            f"{source}: params has {len(leaves)} leaves, the program takes {len(want)} "
-            "parameters (its first argument)"
-        )
-    by_arg: dict[int, Any] = {}
-    for (path, leaf), r in zip(leaves, want, strict=True):
-        shape, dtype = tuple(np.shape(leaf)), str(np.asarray(leaf).dtype)
-        if (shape, dtype) != (tuple(r.shape), r.dtype):
-            raise RuntimeConfigError(
-                f"{source}: params{jax.tree_util.keystr(path)} is {dtype}{list(shape)} but "
-                f"argument {r.index} ({r.path}) is {r.dtype}{list(r.shape)}"
-            )
-        by_arg[r.index] = leaf
-    return [
-        {a: jax.device_put(by_arg[a], devices[p.stage]) for k, a in p.inputs if k == PARAM}
-        for p in plans
-    ]
 
 
 def _sliced_prefill(program: Any, stacked: StackedSplit, token_arg: int) -> Any:
@@ -307,25 +326,20 @@ class _Prefill:
                 f"{d}; make each stage's state on that stage (an empty cache inside its layer)"
             )
         kinds = {i: (PARAM if i in param_of else INPUT) for i in range(len(program.in_avals))}
-        self.plans = params_as(plan_stages(self.staged, kinds, {}), param_of)
         self.state_of_out = state_of_out
-        self._fns = [jax.jit(st.fn) for st in self.staged.stages]
-        leaves = {a: v for d in gen._params for a, v in d.items()}
-        self._params = [
-            {
-                a: _on(leaves, gen._params, a, gen.devices[p.stage])
-                for k, a in p.inputs
-                if k == PARAM
-            }
-            for p in self.plans
-        ]
-
-
-def _on(leaves: dict[int, Any], placed: list[dict[int, Any]], a: int, device: Any) -> Any:
-    for d in placed:
-        if a in d and d[a].devices() == {device}:
-            return d[a]
-    return jax.device_put(leaves[a], device)
+        self.plans = [  # each stage's cache outputs written in the decode step's layout
+            replace(p, state_out={j: state_of_out[o] for j, o in p.program_out.items()
+                                  if o in state_of_out})
+            for p in params_as(plan_stages(self.staged, kinds, {}), param_of)
+        ]  # fmt: skip
+        sp = gen.place
+        self._stages = [
+            compile_stage(st, p, sp, requested_shardings(gen.roles, gen.param_specs, sp, p.stage),
+                          gen._state_sh[p.stage]) if sp.local(p.stage) else None
+            for st, p in zip(self.staged.stages, self.plans, strict=True)
+        ]  # fmt: skip
+        self._fns = [None if c is None else c.fn for c in self._stages]
+        self._params = place_params(gen._host_params, self.plans, self._stages, gen._params)
 
 
 @dataclass
@@ -353,9 +367,10 @@ class Session:
         G, b = gen.groups, gen.batch
         self.counters = _Counters()
         self.metrics: dict[str, Any] = {}
-        self._state: list[dict[int, Any]] = [{} for _ in range(G)]
-        self._feedback: list[dict[int, Any]] = [{} for _ in range(G)]
-        self._first: list[Any] | None = None
+        # per group, {argument: (the stage holding it, the value; None in another process)}
+        self._state: list[dict[int, tuple[int, Any]]] = [{} for _ in range(G)]
+        self._feedback: list[dict[int, tuple[int, Any]]] = [{} for _ in range(G)]
+        self._first: list[tuple[int, Any]] | None = None
         self.issued: list[tuple[str, int, int]] = []  # (phase, group, position) in issue order
         self._t0 = t0 = time.perf_counter()
         if prompts is not None:
@@ -375,6 +390,9 @@ class Session:
             self.position = 0 if position is None else int(position)
             self._check_position(self.position)
             self._start_from(tokens, state)
+
+    def _wait_first(self) -> None:
+        jax.block_until_ready([x for _, x in self._first or [] if x is not None])
 
     def _start_feedback(self, given: Mapping[Any, Any]) -> None:
         """The first value of each feedback argument other than the token."""
@@ -399,9 +417,16 @@ class Session:
                     f"feedback {r.path}: expected {r.dtype}{[gen.groups, *r.shape]} (groups "
                     f"first), got {arr.dtype}{list(arr.shape)}"
                 )
-            reader = next(p.stage for p in gen.plans if (FEEDBACK, r.index) in p.inputs)
-            for g in range(gen.groups):
-                self._feedback[g][r.index] = jax.device_put(arr[g], gen.devices[reader])
+            self._put_feedback(r.index, arr)
+
+    def _put_feedback(self, arg: int, values: np.ndarray) -> None:
+        """Each group's first value of feedback argument ``arg`` onto the stage reading it."""
+        gen = self.gen
+        reader = next(p.stage for p in gen.plans if (FEEDBACK, arg) in p.inputs)
+        aval = jax.ShapeDtypeStruct(values.shape[1:], values.dtype)
+        sh = input_sharding(gen.place, reader, FEEDBACK, aval)
+        for g in range(gen.groups):
+            self._feedback[g][arg] = (reader, gen.place.put(values[g], reader, sh))
 
     def _check_position(self, pos: int) -> None:
         if not 0 <= pos < self.gen.max_len:
@@ -435,15 +460,41 @@ class Session:
                         f"state of group {g}, {r.path}: expected {r.dtype}{list(r.shape)}, got "
                         f"{np.asarray(value).dtype}{list(np.shape(value))}"
                     )
-                self._state[g][slot.arg] = jax.device_put(value, gen.devices[slot.stage])
-            self._feedback[g][gen.token.index] = jax.device_put(tokens[g], gen.devices[0])
+                sh = gen._state_sh[slot.stage].get(slot.arg)
+                self._state[g][slot.arg] = (slot.stage, gen.place.put(value, slot.stage, sh))
+        self._put_feedback(gen.token.index, tokens)
 
     # -- the driver --------------------------------------------------------------------------
-    def _move(self, value: Any, device: Any, kind: str) -> Any:
-        if value.devices() == {device}:
-            return value
-        setattr(self.counters, kind, getattr(self.counters, kind) + int(value.nbytes))
-        return jax.device_put(value, device)
+    # Every process runs this loop over every stage and every move; it computes its own
+    # stages only, and every move between processes is a collective both sides issue here,
+    # in this one order (``_placement.py``).
+    def _send(self, value: Any, src: int, dst: int, aval: Any, sh: Any, kind: str) -> Any:
+        """``value`` from stage ``src`` to ``sh`` on stage ``dst``, its bytes counted by kind
+        when it crosses a stage (in every process alike)."""
+        if src != dst:
+            setattr(self.counters, kind, getattr(self.counters, kind) + nbytes(aval))
+        return self.gen.place.move(value, src, dst, aval, sh)
+
+    def _inputs(self, g: int, p: StagePlan, c: Any, st: Any, x: Any, got: dict) -> list[Any]:
+        """Stage ``p``'s arguments for group ``g``: parameters, state, feedback, ``x`` (the
+        position, or the prompt) and what earlier stages sent (``got``)."""
+        gen, s = self.gen, p.stage
+        holder = c if c is not None else gen  # the prefill, or the decode step
+        comp: CompiledStage | None = holder._stages[s]
+        args: list[Any] = []
+        for i, ((kind, key), aval) in enumerate(zip(p.inputs, st.jaxpr.in_avals, strict=True)):
+            if kind == PARAM:
+                args.append(holder._params[s].get(key))
+                continue
+            sh = comp.in_shardings[i] if comp else input_sharding(gen.place, s, kind, aval)
+            if kind == INPUT:
+                args.append(gen.place.put(x, s, sh))
+            elif kind == RECV:
+                args.append(self._send(got.get(key), key[0], s, aval, sh, "activations"))
+            else:
+                at, value = (self._state if kind == STATE else self._feedback)[g][key]
+                args.append(self._send(value, at, s, aval, sh, kind))
+        return args
 
     def _run_prefill(self, prompts: np.ndarray) -> None:
         gen, pre = self.gen, self.gen.prefill
@@ -455,22 +506,14 @@ class Session:
             self.issued.append(("prefill", g, self.position))
             got: dict[tuple[int, int], Any] = {}
             for st, p in zip(pre.staged.stages, pre.plans, strict=True):
-                dev = gen.devices[p.stage]
-                args = []
-                for kind, key in p.inputs:
-                    if kind == PARAM:
-                        args.append(pre._params[p.stage][key])
-                    elif kind == INPUT:
-                        args.append(jax.device_put(prompts[g], dev))
-                    else:
-                        args.append(self._move(got[key], dev, "activations"))
-                outs = pre._fns[st.index](*args)
+                args = self._inputs(g, p, pre, st, prompts[g], got)
+                fn = pre._fns[st.index]
+                outs = fn(*args) if fn is not None else [None] * len(st.outputs)
                 for j, out in enumerate(outs):
                     got[(st.index, j)] = out
-                for j, o in p.program_out.items():
-                    if o in pre.state_of_out:
-                        self._state[g][pre.state_of_out[o]] = outs[j]
-            tok = got[(tok_src.stage, tok_src.index)]
+                for j, arg in p.state_out.items():
+                    self._state[g][arg] = (st.index, outs[j])
+            tok = (tok_src.stage, got[(tok_src.stage, tok_src.index)])
             self._feedback[g][gen.token.index] = tok
             firsts[g] = tok
         self._first = firsts
@@ -480,34 +523,35 @@ class Session:
         gen = self.gen
         self.issued.append(("decode", g, position))
         got: dict[tuple[int, int], Any] = {}
-        state, fb = self._state[g], self._feedback[g]
-        new_fb: dict[int, Any] = {}
-        for p, fn in zip(gen.plans, gen._fns, strict=True):
-            dev = gen.devices[p.stage]
-            args = []
-            for kind, key in p.inputs:
-                if kind == PARAM:
-                    args.append(gen._params[p.stage][key])
-                elif kind == STATE:  # on its stage's device: counted if it ever were not
-                    args.append(self._move(state[key], dev, "state"))
-                elif kind == FEEDBACK:
-                    args.append(self._move(fb[key], dev, "feedback"))
-                elif kind == INPUT:
-                    args.append(jax.device_put(position_value(gen.position, position), dev))
-                else:  # RECV
-                    args.append(self._move(got[key], dev, "activations"))
-            outs = fn(*args)
+        new_fb: dict[int, tuple[int, Any]] = {}
+        for p, fn, st in zip(gen.plans, gen._fns, gen.split.staged.stages, strict=True):
+            args = self._inputs(g, p, None, st, position_value(gen.position, position), got)
+            outs = fn(*args) if fn is not None else [None] * len(st.outputs)
             self.counters.actions += 1
             for j, out in enumerate(outs):
                 got[(p.stage, j)] = out
             for j, arg in p.state_out.items():
-                state[arg] = outs[j]
+                self._state[g][arg] = (p.stage, outs[j])
             for j, o in p.program_out.items():
                 for arg, fo in gen.split.feedback:
                     if fo == o:
-                        new_fb[arg] = outs[j]
-        fb.update(new_fb)
+                        new_fb[arg] = (p.stage, outs[j])
+        self._feedback[g].update(new_fb)
         tokens_out.append(new_fb[gen.token.index])
+
+    def _tokens(self, out: list[list[tuple[int, Any]]]) -> np.ndarray:
+        """The tokens ``[groups, b, n]`` on the host, in every process (each gathered onto the
+        stage making the last one, then sent to the processes that lack them)."""
+        place = self.gen.place
+        at = out[0][-1][0]
+        tok = self.gen.token
+        aval = jax.ShapeDtypeStruct(tuple(tok.shape), tok.dtype)
+        rows = [[place.move(v, s, at, aval, place.replicated(at)) for s, v in row] for row in out]
+        host = None
+        if place.local(at):
+            host = np.stack([np.stack([np.asarray(x) for x in row], axis=-1) for row in rows])
+        whole = jax.ShapeDtypeStruct((len(out), *tok.shape, len(out[0])), tok.dtype)
+        return place.everywhere(host, at, whole)
 
     def generate(self, n: int) -> np.ndarray:
         """The next ``n`` tokens of every sequence, ``[groups, b, n]`` (with a prefill, its
@@ -540,9 +584,9 @@ class Session:
             host += time.perf_counter() - h
         self.position += steps
         if first is not None:  # waited for now, with every step issued: nothing waits on it
-            jax.block_until_ready(first[0])
+            jax.block_until_ready([x for _, x in first[:1] if x is not None])
             self.metrics["time_to_first_token_s"] = time.perf_counter() - self._t0
-        result = np.stack([np.stack([np.asarray(x) for x in row], axis=-1) for row in out])
+        result = self._tokens(out)
         wall = time.perf_counter() - t0
         self.counters.host_s += host
         actions = steps * gen.groups * len(gen.plans)
@@ -566,14 +610,16 @@ class Session:
     def profile(self, repeats: int = 3) -> list[float]:
         """Each stage's decode step alone (seconds, the median of ``repeats`` runs waited
         for), on group 0's state at the current position: what the measured busy fraction
-        and the simulator's costs are made of. The state is not changed."""
+        and the simulator's costs are made of. The state is not changed. A stage another
+        process holds is ``nan``."""
         gen = self.gen
         times = []
-        for p in gen.plans:
-            st = gen.split.staged.stages[p.stage]
+        for p, c, st in zip(gen.plans, gen._stages, gen.split.staged.stages, strict=True):
+            if c is None:
+                times.append(float("nan"))
+                continue
             fn = jax.jit(st.fn)  # no donation: group 0's state must survive
-            dev = gen.devices[p.stage]
-            args = [_example_input(self, p, k, key, dev) for k, key in p.inputs]
+            args = [_example_input(self, p, c, i) for i in range(len(p.inputs))]
             jax.block_until_ready(fn(*args))
             runs = []
             for _ in range(repeats):
@@ -585,26 +631,42 @@ class Session:
 
     def state(self, g: int) -> list[np.ndarray]:
         """Group ``g``'s state, the flat state arguments in order (read from the devices; a
-        state stacked over the layers reassembled from its stages' slices)."""
+        state stacked over the layers reassembled from its stages' slices). In a job of
+        several processes, see :meth:`local_state`."""
+        held = self._state[g]
+        if any(v is None for _, v in held.values()):
+            raise RuntimeConfigError(
+                f"process {self.gen.place.layout.me} holds the state of some stages only; "
+                "read them with local_state(g)"
+            )
         if self.gen.stacked is not None:
-            return self.gen.stacked.assemble(self._state[g])
-        return [np.asarray(self._state[g][slot.arg]) for slot in self.gen.split.slots]
+            return self.gen.stacked.assemble({a: v for a, (_, v) in held.items()})
+        return [np.asarray(held[slot.arg][1]) for slot in self.gen.split.slots]
+
+    def local_state(self, g: int) -> dict[str, np.ndarray]:
+        """Group ``g``'s state held by this process's stages: ``{argument path: array}``."""
+        gen = self.gen
+        return {
+            gen.roles[slot.arg].path: np.asarray(self._state[g][slot.arg][1])
+            for slot in gen.split.slots
+            if gen.place.local(slot.stage)
+        }
 
 
-def _example_input(session: Session, p: StagePlan, kind: str, key: Any, dev: Any) -> Any:
+def _example_input(session: Session, p: StagePlan, c: CompiledStage, i: int) -> Any:
+    """Input ``i`` of stage ``p`` for :meth:`Session.profile`: the parameter, group 0's state,
+    else zeros (the position: the current one) in the executable's sharding."""
     gen = session.gen
+    kind, key = p.inputs[i]
     if kind == PARAM:
         return gen._params[p.stage][key]
     if kind == STATE:
-        return session._state[0][key]
-    if kind == FEEDBACK:
-        return jax.device_put(session._feedback[0][key], dev)
+        return session._state[0][key][1]
+    aval = gen.split.staged.stages[p.stage].jaxpr.in_avals[i]
     if kind == INPUT:
         pos = min(session.position, gen.max_len - 1)
-        return jax.device_put(position_value(gen.position, pos), dev)
-    src, out = key
-    aval = gen.split.staged.stages[src].outputs[out]
-    return jax.device_put(np.zeros(aval.shape, aval.dtype), dev)
+        return jax.device_put(position_value(gen.position, pos), c.in_shardings[i])
+    return jax.device_put(np.zeros(aval.shape, aval.dtype), c.in_shardings[i])
 
 
 def decode_order(num_stages: int, groups: int, steps: int, *, prefill: bool = False) -> list[int]:

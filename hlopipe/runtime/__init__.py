@@ -11,6 +11,10 @@ Public API:
   receive timed out: deadlock or dead rank), naming the rank, step and action.
 * :func:`measured_timeline` — a ``schedules.Timeline`` from measured per-action times.
 * :func:`compare_losses` — two runs' losses compared; a non-finite loss never matches.
+* :class:`ProcessLayout`, :class:`Links`, :func:`move_group`, :func:`param_spec_leaves` — the
+  placement and transfer pieces other runners (``hlopipe.generate``) reuse: which process
+  holds each rank, the compiled cross-process transfers, one move between two ranks, and the
+  parameter specs checked against every rank's mesh.
 
 A step is one instruction list per pipeline and mode (``_program.py``, the one builder), run by
 one of three interpreters: in one process the asynchronous single controller (``_stream.py``);
@@ -21,17 +25,23 @@ across processes each process's rank threads and a link thread for the collectiv
 
 from hlopipe.runtime._executor import Mailbox, PipelineExecutionError
 from hlopipe.runtime._finite import compare_losses
+from hlopipe.runtime._multiprocess import Links, ProcessLayout, move_group
 from hlopipe.runtime._pipeline import Pipeline, PipelineState, StepMetrics, measured_timeline
 from hlopipe.runtime._placement import Placement, place
+from hlopipe.runtime._specs import param_spec_leaves
 
 __all__ = [
+    "Links",
     "Mailbox",
     "Pipeline",
     "PipelineExecutionError",
     "PipelineState",
     "Placement",
+    "ProcessLayout",
     "StepMetrics",
     "compare_losses",
     "measured_timeline",
+    "move_group",
+    "param_spec_leaves",
     "place",
 ]
