@@ -20,7 +20,7 @@ import numpy as np
 
 from hlopipe import schedules
 from hlopipe.errors import RuntimeConfigError
-from hlopipe.runtime._comm import Comm
+from hlopipe.runtime._comm import Comm, host_value
 from hlopipe.runtime._compile import StageExecutables
 from hlopipe.runtime._executor import StepResult
 from hlopipe.runtime._fast import StepRunner
@@ -246,6 +246,12 @@ class Pipeline:
         return self.comm.last_transfer_seconds
 
     @property
+    def last_transfer_bytes(self) -> int:
+        """Bytes the last step's cross-process transfers of this process carried between
+        devices, every device pair counted (0 in one process)."""
+        return self.comm.last_transfer_bytes
+
+    @property
     def _uid(self) -> int:
         return self.comm.uid
 
@@ -399,7 +405,7 @@ class Pipeline:
         owner = self.layout.rank_process[self.placement.rank_of(self.plan.loss[0])]
         losses = None
         if owner == self.layout.me:
-            losses = np.array([np.asarray(result.outputs[(0, i)]) for i in range(m)], np.float64)
+            losses = np.array([host_value(result.outputs[(0, i)]) for i in range(m)], np.float64)
         shared = self.comm.share_f64(losses, owner, m)
         return float(np.sum(shared) if self.plan.loss_reduction == "sum" else np.mean(shared))
 
@@ -431,7 +437,7 @@ class Pipeline:
         Across processes every process calls it and every process gets the whole result: the
         output stages' processes send their outputs to each other process (collectives, in
         one order)."""
-        if self.layout.multi and self.layout.me not in self.layout.rank_process:
+        if self.layout.multi and self.layout.me not in self.layout.holders:
             raise RuntimeConfigError(
                 f"process {self.layout.me} holds no stage of this pipeline, so infer() cannot "
                 "deliver its outputs there; give the pipeline devices of every process"

@@ -93,8 +93,8 @@ def reference_params(steps: int, optimizer: str = "sgd") -> list[Any]:
 @functools.cache
 def _reference(steps: int, optimizer: str) -> tuple[list[float], list[Any]]:
     loss_fn = functools.partial(gpt.loss, cfg=CFG)
-    opt = optax.adamw(1e-2) if optimizer == "adamw" else optax.sgd(0.05, momentum=0.9)
-    if optimizer == "sgd-clip":
+    opt = optax.adamw(1e-2) if optimizer.startswith("adamw") else optax.sgd(0.05, momentum=0.9)
+    if optimizer in ("sgd-clip", "adamw-clip"):
         opt = optax.chain(optax.clip_by_global_norm(0.5), opt)
 
     @jax.jit
