@@ -152,7 +152,9 @@ def infer(args, cfg, pipe, state, params, batch) -> None:
     loss = pipe.infer(state, batch)
 
     def logits_fn(p, tokens):
-        return gpt.logits(p, tokens, cfg, hlopipe.stage_boundary, layers_per_stage=1)
+        return gpt.logits(
+            p, tokens, cfg, hlopipe.stage_boundary, layers_per_stage=args.layers_per_stage
+        )
 
     fwd = hlopipe.Pipeline(
         logits_fn, params, batch[0], schedule="inference", num_microbatches=M,

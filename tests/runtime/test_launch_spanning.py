@@ -23,9 +23,10 @@ from pathlib import Path
 import jax
 import numpy as np
 import pytest
-from _mp_util import JOB, Job, no_process_left, reference_losses, reference_params
+from _mp_util import CFG, JOB, Job, no_process_left, reference_losses, reference_params
 
 from hlopipe.errors import RuntimeConfigError
+from hlopipe.models import gpt
 from hlopipe.runtime._multiprocess import check_spanning
 
 STEPS = 3
@@ -96,6 +97,27 @@ def test_interleaved_stages_on_2_ranks_spanning_processes_train_like_one_device(
         assert act > 0 and xfer == act
 
 
+def test_every_process_gets_the_whole_inference_and_parameters_from_spanning_stages(tmp_path):
+    """2 stages of 4 data devices on 2 processes each: infer() and gather_params() give every
+    process the whole result (split outputs gathered on the rank's mesh first)."""
+    job = Job(4, ["--infer-out", str(tmp_path), "--stage-devices", "4", "--layers-per-stage",
+                  "2"], devices=2, timeout=300)  # fmt: skip
+    assert job.wait(timeout=350) == 0, job.text[-4000:]
+    params = gpt.init(jax.random.key(0), CFG)
+    want_logits = gpt.logits(params, gpt.batch(jax.random.key(100), 16, CFG)[0], CFG)
+    want = reference_params(1)
+    for q in range(4):
+        np.testing.assert_allclose(np.load(tmp_path / f"loss{q}.npy"), reference_losses(1)[0],
+                                   rtol=1e-5)  # fmt: skip
+        np.testing.assert_allclose(np.load(tmp_path / f"logits{q}.npy"), want_logits, rtol=1e-5,
+                                   atol=1e-6)  # fmt: skip
+        with np.load(tmp_path / f"params{q}.npz") as z:
+            got = [z[f"arr_{n}"] for n in range(len(z.files))]
+        assert len(got) == len(want)
+        for g, w in zip(got, want, strict=True):
+            np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-6)
+
+
 def test_a_mesh_crossing_processes_unevenly_is_refused_naming_the_rank():
     """(3,) meshes on processes of 2 devices: rank 0 holds 2 devices of process 0 and 1 of
     process 1. Every process refuses it before compiling anything; ``hlopipe launch`` says
@@ -104,7 +126,8 @@ def test_a_mesh_crossing_processes_unevenly_is_refused_naming_the_rank():
     env.pop("XLA_FLAGS", None)
     proc = subprocess.run(
         [sys.executable, "-m", "hlopipe", "launch", "--nproc", "4", "--devices-per-process",
-         "2", "--", sys.executable, JOB, "--stage-devices", "3", "--steps", "1"],
+         "2", "--", sys.executable, JOB, "--stage-devices", "3", "--layers-per-stage", "2",
+         "--steps", "1"],
         capture_output=True, text=True, env=env, timeout=300,
     )  # fmt: skip
     assert proc.returncode == 2, proc.stdout[-3000:] + proc.stderr
