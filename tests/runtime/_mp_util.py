@@ -90,8 +90,13 @@ def reference_params(steps: int, optimizer: str = "sgd") -> list[Any]:
     return _reference(steps, optimizer)[1]
 
 
+def reference_grad_norms(steps: int, optimizer: str = "sgd") -> list[float]:
+    """The global gradient norm of each step of :func:`reference_losses`' training."""
+    return _reference(steps, optimizer)[2]
+
+
 @functools.cache
-def _reference(steps: int, optimizer: str) -> tuple[list[float], list[Any]]:
+def _reference(steps: int, optimizer: str) -> tuple[list[float], list[Any], list[float]]:
     loss_fn = functools.partial(gpt.loss, cfg=CFG)
     opt = optax.adamw(1e-2) if optimizer.startswith("adamw") else optax.sgd(0.05, momentum=0.9)
     if optimizer in ("sgd-clip", "adamw-clip"):
@@ -101,12 +106,13 @@ def _reference(steps: int, optimizer: str) -> tuple[list[float], list[Any]]:
     def step(p, s, b):
         loss, g = jax.value_and_grad(loss_fn)(p, b)
         u, s = opt.update(g, s, p)
-        return optax.apply_updates(p, u), s, loss
+        return optax.apply_updates(p, u), s, loss, optax.global_norm(g)
 
     p = gpt.init(jax.random.key(0), CFG)
     s = opt.init(p)
-    out = []
+    out, norms = [], []
     for k in range(steps):
-        p, s, loss = step(p, s, gpt.batch(jax.random.key(100 + k), 16, CFG))
+        p, s, loss, norm = step(p, s, gpt.batch(jax.random.key(100 + k), 16, CFG))
         out.append(float(loss))
-    return out, jax.tree_util.tree_leaves(p)
+        norms.append(float(norm))
+    return out, jax.tree_util.tree_leaves(p), norms

@@ -126,7 +126,8 @@ def train(args, name, loss_fn, params, batches, mesh) -> None:
         if jax.process_index() == 0:
             print(
                 f"LOSS {k + 1} {metrics.loss!r} xfer_ms {pipe.last_transfer_seconds * 1e3:.1f}"
-                f" xfer_bytes {pipe.last_transfer_bytes} act_bytes {act}{tag}",
+                f" xfer_bytes {pipe.last_transfer_bytes} act_bytes {act}"
+                f" gnorm {metrics.grad_norm!r}{tag}",
                 flush=True,
             )
         if args.save_at and k + 1 == args.save_at:

@@ -23,7 +23,15 @@ from pathlib import Path
 import jax
 import numpy as np
 import pytest
-from _mp_util import CFG, JOB, Job, no_process_left, reference_losses, reference_params
+from _mp_util import (
+    CFG,
+    JOB,
+    Job,
+    no_process_left,
+    reference_grad_norms,
+    reference_losses,
+    reference_params,
+)
 
 from hlopipe.errors import RuntimeConfigError
 from hlopipe.models import gpt
@@ -49,6 +57,9 @@ def _train(tmp_path, args: list[str], schedule: str) -> Job:
     np.testing.assert_allclose(
         [losses[k] for k in range(1, STEPS + 1)], reference_losses(STEPS, OPT), rtol=1e-5
     )
+    # the global gradient norm (what the clip divides by) counts each rank once
+    norms = [float(x) for x in re.findall(r"^\[rank 0\] LOSS .* gnorm (\S+)", job.text, re.M)]
+    np.testing.assert_allclose(norms, reference_grad_norms(STEPS, OPT), rtol=1e-5)
     with np.load(tmp_path / f"params-{schedule}.npz") as z:
         got = [z[f"arr_{n}"] for n in range(len(z.files))]
     want = reference_params(STEPS, OPT)
