@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import jax
+import numpy as np
 import optax
 
 from hlopipe.models import gpt
@@ -88,6 +89,19 @@ def reference_losses(steps: int, optimizer: str = "sgd") -> list[float]:
 def reference_params(steps: int, optimizer: str = "sgd") -> list[Any]:
     """The flat parameters after ``steps`` steps of :func:`reference_losses`' training."""
     return _reference(steps, optimizer)[1]
+
+
+def assert_params_like_one_device(path: Any, steps: int, optimizer: str = "sgd") -> None:
+    """The parameters a job saved (``np.savez`` of the flat leaves) equal one device's after
+    ``steps`` steps (relative norm of the difference at most 1e-5, per parameter)."""
+    with np.load(path) as z:
+        got = [z[f"arr_{n}"] for n in range(len(z.files))]
+    want = reference_params(steps, optimizer)
+    assert len(got) == len(want)
+    for n, (g, w) in enumerate(zip(got, want, strict=True)):
+        g, w = np.asarray(g, np.float64), np.asarray(w, np.float64)
+        rel = np.linalg.norm(g - w) / max(np.linalg.norm(w), 1e-30)
+        assert rel <= 1e-5, f"parameter {n} differs by {rel:.2e} (relative)"
 
 
 def reference_grad_norms(steps: int, optimizer: str = "sgd") -> list[float]:

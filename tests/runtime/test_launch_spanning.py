@@ -27,6 +27,7 @@ from _mp_util import (
     CFG,
     JOB,
     Job,
+    assert_params_like_one_device,
     no_process_left,
     reference_grad_norms,
     reference_losses,
@@ -60,14 +61,7 @@ def _train(tmp_path, args: list[str], schedule: str) -> Job:
     # the global gradient norm (what the clip divides by) counts each rank once
     norms = [float(x) for x in re.findall(r"^\[rank 0\] LOSS .* gnorm (\S+)", job.text, re.M)]
     np.testing.assert_allclose(norms, reference_grad_norms(STEPS, OPT), rtol=1e-5)
-    with np.load(tmp_path / f"params-{schedule}.npz") as z:
-        got = [z[f"arr_{n}"] for n in range(len(z.files))]
-    want = reference_params(STEPS, OPT)
-    assert len(got) == len(want)
-    for n, (g, w) in enumerate(zip(got, want, strict=True)):
-        g, w = np.asarray(g, np.float64), np.asarray(w, np.float64)
-        rel = np.linalg.norm(g - w) / max(np.linalg.norm(w), 1e-30)
-        assert rel <= 1e-5, f"parameter {n} differs by {rel:.2e} (relative)"
+    assert_params_like_one_device(tmp_path / f"params-{schedule}.npz", STEPS, OPT)
     assert no_process_left([p.pid for p in job.procs])
     return job
 
