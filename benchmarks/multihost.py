@@ -1,15 +1,22 @@
 """Multi-process step time: the same pipeline on 1, 2 and 4 local processes.
 
 Run: ``python benchmarks/multihost.py`` (starts its own jobs with ``hlopipe launch``). The
-model, the 4 stages (one CPU device each) and the schedule stay the same; only how the 4
-devices are spread over processes changes (1x4, 2x2, 4x1), so the difference is what crossing
-processes costs: gloo ``ppermute`` collectives instead of ``device_put``, the link thread that
-orders them, and the coordinator round trips for the loss and the gradient norm.
+model, the schedule and the 8 CPU devices stay the same; only how the devices are spread over
+processes changes (1x8, 2x4, 4x2), for two placements:
 
-Columns: median step time over the timed steps; time process 0's link thread spent in
-cross-process transfers per step (issue to completion, including waiting for the peer); how
-many transfers (one per microbatch and stage pair, each carrying its values) process 0 took
-part in per step. Not a pass/fail test.
+* ``whole``: 4 stages on meshes of 2 devices; with 4 processes each holds one whole stage;
+* ``spanning``: 2 stages on meshes of 4 devices (data parallel); with 4 processes each
+  stage's mesh spans 2 processes (its gradient all-reduce runs between them, and activations
+  cross shard by shard).
+
+So the difference is what crossing processes costs: gloo collectives instead of
+``device_put`` and in-process collectives, the link thread (or, for a spanning rank, the
+program-order thread) that orders them, and sharing the loss and the gradient norm.
+
+Columns: median step time over the timed steps and its ratio to 1 process (same placement);
+time process 0 spent in cross-process transfers per step (issue to completion, including
+waiting for the peer); how many transfers (one per microbatch and stage pair) it took part in
+per step and the bytes they carried. Not a pass/fail test.
 """
 
 from __future__ import annotations
@@ -37,13 +44,13 @@ def worker(args: argparse.Namespace) -> int:
 
     cfg = gpt.GPTConfig(vocab=32, seq=16, d_model=32, n_heads=2, n_layers=4, d_ff=64)
     loss_fn = functools.partial(
-        gpt.loss, cfg=cfg, boundary=hlopipe.stage_boundary, layers_per_stage=1
+        gpt.loss, cfg=cfg, boundary=hlopipe.stage_boundary, layers_per_stage=args.layers
     )
     params = gpt.init(jax.random.key(0), cfg)
     batch = gpt.batch(jax.random.key(1), 32, cfg)
     pipe = hlopipe.Pipeline(
         loss_fn, params, batch, schedule=args.schedule, num_microbatches=8,
-        devices=jax.devices(), optimizer=optax.sgd(0.01),
+        devices=jax.devices(), optimizer=optax.sgd(0.01), stage_mesh_shape=(args.mesh,),
     )  # fmt: skip
     state = pipe.init(params)
     times, xfer, count = [], [], []
@@ -62,9 +69,14 @@ def worker(args: argparse.Namespace) -> int:
             "xfer_ms": statistics.median(xfer) * 1e3,
             "transfers": len(mine),
             "values": sum(len(ins.outs) for ins in mine),
+            "bytes": pipe.last_transfer_bytes,
             "loss": metrics.loss,
         }), flush=True)  # fmt: skip
     return 0
+
+
+# placement -> (stages' mesh size, layers per stage): 8 devices in all
+PLACEMENTS = {"whole": (2, 1), "spanning": (4, 2)}
 
 
 def main() -> int:
@@ -74,47 +86,57 @@ def main() -> int:
     ap.add_argument("--steps", type=int, default=5)
     ap.add_argument("--warmup", type=int, default=2)
     ap.add_argument("--procs", default="1,2,4")
+    ap.add_argument("--placements", default="whole,spanning")
+    ap.add_argument("--mesh", type=int, default=2, help=argparse.SUPPRESS)
+    ap.add_argument("--layers", type=int, default=1, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.worker:
         return worker(args)
+    rows = []
+    for placement in args.placements.split(","):
+        for n in [int(x) for x in args.procs.split(",")]:
+            rows.append((placement, n, _job(args, placement, n)))
+    _table(rows, args.schedule)
+    return 0
 
+
+def _job(args: argparse.Namespace, placement: str, n: int) -> dict:
+    """Process 0's results of one job of ``n`` processes with ``placement``."""
     import io
-
-    from rich.console import Console
-    from rich.table import Table
 
     from hlopipe.runtime.launch import launch
 
-    rows = []
-    for n in [int(x) for x in args.procs.split(",")]:
-        out = io.StringIO()
-        cmd = [sys.executable, __file__, "--worker", "--schedule", args.schedule,
-               "--steps", str(args.steps), "--warmup", str(args.warmup)]  # fmt: skip
-        code = launch(cmd, nproc=n, devices_per_process=4 // n, timeout=600, out=out)
-        line = next((ln for ln in out.getvalue().splitlines() if " RESULT " in ln), None)
-        if code or line is None:
-            print(out.getvalue()[-3000:])
-            raise SystemExit(f"the {n}-process job failed (exit {code})")
-        rows.append((n, json.loads(line.split(" RESULT ", 1)[1])))
-    base = rows[0][1]["step_ms"]
-    t = Table(title=f"GPT, 4 stages x 1 CPU device, {args.schedule}, 8 microbatches")
-    for c in (
-        "processes",
-        "devices/process",
-        "step ms",
-        "vs 1 process",
-        "cross-process transfer ms/step (proc 0)",
-        "transfers/step (proc 0; one per microbatch and stage pair)",
-        "values/step (proc 0)",
-        "loss",
-    ):
+    mesh, layers = PLACEMENTS[placement]
+    out = io.StringIO()
+    cmd = [sys.executable, __file__, "--worker", "--schedule", args.schedule, "--steps",
+           str(args.steps), "--warmup", str(args.warmup), "--mesh", str(mesh), "--layers",
+           str(layers)]  # fmt: skip
+    code = launch(cmd, nproc=n, devices_per_process=8 // n, timeout=900, out=out)
+    line = next((ln for ln in out.getvalue().splitlines() if " RESULT " in ln), None)
+    if code or line is None:
+        print(out.getvalue()[-3000:])
+        raise SystemExit(f"the {n}-process {placement} job failed (exit {code})")
+    return dict(json.loads(line.split(" RESULT ", 1)[1]))
+
+
+def _table(rows: list[tuple[str, int, dict]], schedule: str) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    t = Table(title=f"GPT, 8 CPU devices, {schedule}, 8 microbatches")
+    for c in ("placement", "processes", "devices/process", "step ms", "vs 1 process",
+              "xfer ms/step (proc 0)", "transfers/step (proc 0)", "values/step (proc 0)",
+              "bytes/step (proc 0)", "loss"):  # fmt: skip
         t.add_column(c, justify="right")
-    for n, r in rows:
-        t.add_row(str(n), str(4 // n), f"{r['step_ms']:.1f}", f"{r['step_ms'] / base:.2f}x",
-                  f"{r['xfer_ms']:.1f}", str(r["transfers"]), str(r["values"]),
+    base = {p: r["step_ms"] for p, n, r in rows if n == 1}
+    for p, n, r in rows:
+        mesh, _ = PLACEMENTS[p]
+        label = f"{p}: {8 // mesh} stages x ({mesh},)"
+        ratio = f"{r['step_ms'] / base[p]:.2f}x" if p in base else "-"
+        t.add_row(label, str(n), str(8 // n), f"{r['step_ms']:.1f}", ratio, f"{r['xfer_ms']:.1f}",
+                  str(r["transfers"]), str(r["values"]), str(r["bytes"]),
                   f"{r['loss']:.6f}")  # fmt: skip
-    Console(width=140).print(t)
-    return 0
+    Console(width=160).print(t)
 
 
 if __name__ == "__main__":

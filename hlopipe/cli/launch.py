@@ -70,6 +70,12 @@ def _cmd_launch(args: argparse.Namespace) -> int:
         os.unlink(log_path)
         return 0
     kept = f"{out.hidden} lines of JAX/XLA logs and C++ stacks kept out; " if out.hidden else ""
+    if out.first_error is not None:
+        # a process refused the job (a layout that cannot work, a bad argument): say why
+        rank, name, msg = out.first_error
+        print(f"error: process {rank}: {name}: {msg} ({kept}every process's full output: "
+              f"{log_path})", file=sys.stderr)  # fmt: skip
+        return 2
     print(
         f"error: the job failed with exit code {code} (the first process to fail; the others "
         f"were stopped); {kept}every process's full output: {log_path}",
@@ -85,9 +91,13 @@ class _LaunchOutput:
 
     _GLOG = re.compile(r"^[IWEF]\d{4} \d\d:\d\d:\d\d\.\d+\s+\d+\s+\S+:\d+\]")
     _PREFIX = re.compile(r"^\[rank (\d+)\] ?")
+    # the last line of a process's traceback when it stopped on one of hlopipe's errors
+    _HLOPIPE_ERROR = re.compile(r"^\[rank (\d+)\] hlopipe\.errors\.(\w+): (.*)$")
 
     def __init__(self, log: Any, terminal: Any) -> None:
         self.log, self.terminal = log, terminal
+        # (process, error class, message) of the first process that raised a HlopipeError
+        self.first_error: tuple[str, str, str] | None = None
         self.in_stack: set[str] = set()
         self.in_log: set[str] = set()
         self.hidden = 0
@@ -98,6 +108,9 @@ class _LaunchOutput:
         self._partial += text
         *lines, self._partial = self._partial.split("\n")
         for line in lines:
+            m = self._HLOPIPE_ERROR.match(line)
+            if m and self.first_error is None and m.group(2) != "DistributedError":
+                self.first_error = (m.group(1), m.group(2), m.group(3))
             if self._noise(line):
                 self.hidden += 1
             else:

@@ -119,7 +119,15 @@ def place_stages(
         devs, shape, num_stages, tuple(range(num_stages)), batch_size=batch,
         schedule_name=f"{num_stages} stages", stage_mesh_axes=stage_mesh_axes,
     )  # fmt: skip
-    return StagePlacement(pl, ProcessLayout.of(pl))
+    layout = ProcessLayout.of(pl)
+    spanning = [s for s in range(num_stages) if layout.spans(s)]
+    if spanning:
+        raise RuntimeConfigError(
+            f"stage {spanning[0]}'s mesh spans processes {list(layout.rank_procs[spanning[0]])}: "
+            "generation keeps each stage's mesh inside one process (training may span); give "
+            "a stage_mesh_shape that divides each process's devices"
+        )
+    return StagePlacement(pl, layout)
 
 
 def _spread(num_stages: int, shape: Any) -> list[Any]:

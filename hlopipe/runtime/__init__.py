@@ -28,7 +28,7 @@ from hlopipe.runtime._finite import compare_losses
 from hlopipe.runtime._multiprocess import Links, ProcessLayout, move_group
 from hlopipe.runtime._pipeline import Pipeline, PipelineState, StepMetrics, measured_timeline
 from hlopipe.runtime._placement import Placement, place
-from hlopipe.runtime._specs import param_spec_leaves
+from hlopipe.runtime._placement import spec_leaves as param_spec_leaves
 
 __all__ = [
     "Links",

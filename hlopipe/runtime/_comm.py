@@ -40,6 +40,7 @@ class Comm:
         # compiled collectives and receive buffers: live as long as this pipeline
         self.links = Links()
         self.last_transfer_seconds = 0.0
+        self.last_transfer_bytes = 0
         self._syncs = 0
 
     @property
@@ -82,21 +83,68 @@ class Comm:
 
     def on_every_process(self, value: Any, src_rank: int, aval: Any, split: bool) -> np.ndarray:
         """``value``, held by ``src_rank`` (``None`` in other processes), as a host array in
-        every process: one transfer to each other process, every process in the same order.
-        ``split``: whether ``value`` is split on its leading axis over the rank's devices."""
+        every process holding a rank: the rank's processes read their own copy (gathered on
+        the rank's mesh first when it spans processes and is split), and its lead process
+        sends it from the mesh's first device to the first device of each other process,
+        every process in the same order. ``split``: whether ``value`` is split on its leading
+        axis over the rank's devices (kept for callers; the result is whole either way)."""
         if not self.multi:
             return np.asarray(value)
-        rank_process = self.layout.rank_process
-        owner = rank_process[src_rank]
-        out = value
-        pl = self.plan.placement
-        for q in sorted(set(rank_process) - {owner}):
-            dst = rank_process.index(q)  # q's first rank
-            sharding = pl.data(dst, aval) if split else pl.replicated(dst)
-            moved = self._move(value, src_rank, dst, aval, sharding)
-            if q == self.layout.me:
-                out = moved
-        return np.asarray(out)
+        layout = self.layout
+        out = None
+        mesh = self.plan.placement.meshes[src_rank]
+        d0 = mesh.devices.flat[0]
+        x0 = None
+        if layout.local(src_rank):
+            value = self._replicated(value, src_rank)
+            out = host_value(value)
+            if layout.lead(src_rank):
+                x0 = jax.device_put(out, d0)
+        targets = [q for q in layout.holders if q not in layout.rank_procs[src_rank]]
+        got = self._from_device(x0, d0, targets, aval, f"sending a value of rank {src_rank}")
+        return np.asarray(out if got is None else got)
+
+    def _from_device(
+        self, value: Any, src_dev: Any, targets: list[int], aval: Any, what: str
+    ) -> np.ndarray | None:
+        """``value`` (on ``src_dev``; ``None`` in other processes) whole to the first device
+        of each process of ``targets``, one after the other (every process calls it alike);
+        what this process received, as a host array (``None`` where it received nothing)."""
+        first = _first_devices()
+        me, src = self.layout.me, int(src_dev.process_index)
+        src_mesh = Mesh(np.array([src_dev]), (DATA_AXIS,))
+        here = None
+        for q in targets:
+            if me not in (q, src):
+                continue
+            dst_mesh = Mesh(np.array([first[q]]), (DATA_AXIS,))
+            got = self._links_transfer(
+                None if value is None else [value], src_mesh, dst_mesh, aval,
+                f"{what} to process {q}",
+            )  # fmt: skip
+            if q == me:
+                assert got is not None
+                here = np.asarray(got[0])
+        return here
+
+    def _replicated(self, value: Any, rank: int) -> Any:
+        """``value`` with the whole of it on each of this process's devices of ``rank``
+        (a collective among the rank's processes when it is split across them)."""
+        if value.is_fully_addressable or value.sharding.is_fully_replicated:
+            return value
+        return jax.device_put(value, self.plan.placement.replicated(rank))
+
+    def _links_transfer(
+        self, values: list[Any] | None, src_mesh: Mesh, dst_mesh: Mesh, aval: Any, what: str
+    ) -> list[Any] | None:
+        """One value whole between two one-device meshes (see ``Links.transfer``)."""
+        try:
+            return self.links.transfer(
+                values, src_mesh, dst_mesh, [aval], [NamedSharding(dst_mesh, PartitionSpec())]
+            )
+        except Exception as e:
+            distributed.raise_lost_peer(e)
+            raise DistributedError(f"{what} failed: {e}") from e
 
     def share_f64(self, values: np.ndarray | None, src_process: int, n: int) -> np.ndarray:
         """``n`` float64 values known to ``src_process`` (``values`` there, ``None``
@@ -106,46 +154,47 @@ class Comm:
         if not self.multi:
             assert values is not None
             return np.asarray(values, np.float64)
-        me = self.layout.me
-        first: dict[int, Any] = {}
-        for d in jax.devices():
-            first.setdefault(int(d.process_index), d)
+        first = _first_devices()
         aval = jax.ShapeDtypeStruct((2 * n,), np.uint32)
-        src_mesh = Mesh(np.array([first[src_process]]), (DATA_AXIS,))
-        bits = None
-        dev = None
-        if me == src_process:
+        bits = dev = None
+        if self.layout.me == src_process:
             assert values is not None
             bits = np.ascontiguousarray(np.asarray(values, np.float64).reshape(n)).view(np.uint32)
-            dev = jax.device_put(bits, NamedSharding(src_mesh, PartitionSpec()))
-        out = bits
-        for q in sorted(first):
-            if q == src_process or me not in (q, src_process):
-                continue
-            dst_mesh = Mesh(np.array([first[q]]), (DATA_AXIS,))
-            try:
-                got = self.links.transfer(
-                    None if dev is None else [dev], src_mesh, dst_mesh, [aval],
-                    [NamedSharding(dst_mesh, PartitionSpec())],
-                )  # fmt: skip
-            except Exception as e:
-                distributed.raise_lost_peer(e)
-                raise DistributedError(
-                    f"sending the step's results from process {src_process} to process {q} "
-                    f"failed: {e}"
-                ) from e
-            if q == me:
-                assert got is not None
-                out = np.asarray(got[0])
+            dev = jax.device_put(bits, first[src_process])
+        targets = [q for q in sorted(first) if q != src_process]
+        what = f"sending the step's results from process {src_process}"
+        got = self._from_device(dev, first[src_process], targets, aval, what)
+        out = bits if got is None else got
         return np.ascontiguousarray(out, np.uint32).view(np.float64)
 
     def sum_over_processes(self, x: float) -> float:
-        """``x`` summed over the processes holding ranks, in process order (every process
-        gets the same float)."""
+        """``x`` summed over the lead processes of the ranks, in process order (every process
+        gets the same float). A process holding only a share of a rank spanning processes
+        adds nothing: that rank's lead gives its value."""
         if not self.multi:
             return x
         total = 0.0
-        for q in sorted(set(self.layout.rank_process)):
+        for q in sorted(set(self.layout.rank_process)):  # each rank's lead process
             mine = np.array([x], np.float64) if q == self.layout.me else None
             total += float(self.share_f64(mine, q, 1)[0])
         return total
+
+
+def _first_devices() -> dict[int, Any]:
+    """Each process's first device."""
+    first: dict[int, Any] = {}
+    for d in jax.devices():
+        first.setdefault(int(d.process_index), d)
+    return first
+
+
+def host_value(x: Any) -> np.ndarray:
+    """``x`` on the host from this process's own shards: the whole array when this process
+    holds all of it (every array in one process; a replicated one across processes)."""
+    if x.is_fully_addressable:
+        return np.asarray(x)
+    if not x.sharding.is_fully_replicated:
+        raise DistributedError(
+            f"an array of shape {x.shape} split across processes has no whole copy here"
+        )
+    return np.asarray(x.addressable_data(0))

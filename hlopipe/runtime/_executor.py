@@ -173,9 +173,9 @@ class ThreadedRun:
         t0 = self._t0
         current: tuple[int, Action] | None = None
         start = end = 0.0
-        for n, ins in self.prog.rank_instrs(r):
+        for n, ins in self._instrs(r):
             _, t, a = ins.where
-            if (t, a) != current:
+            if (t, a) != current and ins.rank == r:
                 if current is not None:
                     self.events[r].append((current[1], (start - t0) * 1e3, (end - t0) * 1e3))
                 current = (t, a)
@@ -197,6 +197,10 @@ class ThreadedRun:
         if current is not None:
             self.events[r].append((current[1], (start - t0) * 1e3, (end - t0) * 1e3))
         self._where[r] = "finished"
+
+    def _instrs(self, r: int) -> list[tuple[int, Instr]]:
+        """What rank ``r``'s thread runs, in order: its instructions."""
+        return self.prog.rank_instrs(r)
 
     def _timeout_message(self, r: int, t: int, a: Action) -> str:
         others = "; ".join(f"rank {q} at {w}" for q, w in sorted(self._where.items()) if q != r)

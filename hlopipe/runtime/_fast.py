@@ -116,6 +116,9 @@ class StepRunner:
             # thread: a device_put first would wait for a copy thread); a JAX array already
             # laid out there is used as it is; the rest move in one device_put.
             host = isinstance(x, np.ndarray) and x.dtype == self.dtypes[leaf]
+            if not host and not sh.is_fully_addressable and not isinstance(x, np.ndarray):
+                # a mesh spanning processes: each process gives its own shards of its copy
+                x, host = np.asarray(x), x.dtype == self.dtypes[leaf]
             if not host and not (
                 isinstance(x, jax.Array) and x.sharding.is_equivalent_to(sh, x.ndim)
             ):
@@ -164,4 +167,5 @@ class StepRunner:
         run = self.comm.threaded_run(self.prog, self.fns, regs, sync=sync)
         result = run.run()
         self.comm.last_transfer_seconds = getattr(run, "transfer_seconds", 0.0)
+        self.comm.last_transfer_bytes = getattr(run, "transfer_bytes", 0)
         return result

@@ -26,6 +26,9 @@ it returns an array with no addressable shard on the sender, and the receiver ne
 from __future__ import annotations
 
 import faulthandler
+import hashlib
+import itertools
+import math
 import os
 import sys
 import threading
@@ -46,6 +49,7 @@ from hlopipe.runtime._program import Instr, PipelineExecutionError, StepProgram
 from hlopipe.runtime._threads import carrying_context
 
 PP_AXIS = "pp"
+_LINKS_IDS = itertools.count()
 # Set to print every cross-process transfer as it starts and ends, and all threads' stacks on a
 # receive timeout (for diagnosing a stalled job).
 ENV_TRACE = "HLOPIPE_TRACE_TRANSFERS"
@@ -57,35 +61,86 @@ _MAX_LAYOUTS = 256
 
 @dataclass(frozen=True)
 class ProcessLayout:
-    """Which process holds each rank, and which ranks are this process's."""
+    """Which processes hold each rank, and which ranks are this process's.
 
-    rank_process: tuple[int, ...]
+    A rank's mesh lies within one process, or spans whole processes (each holding the same
+    box of the mesh); every process holding a device of a rank runs that rank's
+    instructions, on global arrays over its whole mesh.
+    """
+
+    rank_procs: tuple[tuple[int, ...], ...]
     me: int
 
     @classmethod
     def of(cls, placement: Placement) -> ProcessLayout:
-        procs = []
-        for r, mesh in enumerate(placement.meshes):
-            owners = sorted({int(d.process_index) for d in mesh.devices.flat})
-            if len(owners) != 1:
-                raise RuntimeConfigError(
-                    f"rank {r}'s stage mesh spans processes {owners}; a stage mesh must lie "
-                    "within one process (use a stage_mesh_shape dividing the devices per "
-                    "process)"
-                )
-            procs.append(owners[0])
-        return cls(tuple(procs), jax.process_index())
+        procs = tuple(check_spanning(placement, r) for r in range(placement.num_ranks))
+        if any(len(p) > 1 for p in procs) and not placement.uniform:
+            shapes = [tuple(m.devices.shape) for m in placement.meshes]
+            raise RuntimeConfigError(
+                f"stage meshes of different shapes {shapes} with a mesh spanning processes: "
+                "give every stage one stage_mesh_shape (a spanning rank moves values shard "
+                "by shard to a mesh of its own shape)"
+            )
+        return cls(procs, jax.process_index())
+
+    @property
+    def rank_process(self) -> tuple[int, ...]:
+        """Each rank's lead process (its first): the one that reads its host values."""
+        return tuple(p[0] for p in self.rank_procs)
 
     @property
     def multi(self) -> bool:
-        return len(set(self.rank_process)) > 1
+        return len({q for p in self.rank_procs for q in p}) > 1
 
     def local(self, rank: int) -> bool:
-        return self.rank_process[rank] == self.me
+        return self.me in self.rank_procs[rank]
+
+    def lead(self, rank: int) -> bool:
+        """Whether this process is ``rank``'s lead process."""
+        return self.rank_procs[rank][0] == self.me
+
+    def spans(self, rank: int) -> bool:
+        return len(self.rank_procs[rank]) > 1
+
+    @property
+    def holders(self) -> list[int]:
+        """The processes holding a rank, in order."""
+        return sorted({q for p in self.rank_procs for q in p})
 
     @property
     def local_ranks(self) -> list[int]:
-        return [r for r, p in enumerate(self.rank_process) if p == self.me]
+        return [r for r in range(len(self.rank_procs)) if self.local(r)]
+
+
+def check_spanning(placement: Placement, rank: int) -> tuple[int, ...]:
+    """The processes holding ``rank``'s mesh, in order. Refused (naming the rank and what to
+    change) unless the mesh lies in one process, or is cut by the processes into equal boxes
+    (each process a block of whole positions of every axis) and holds all their devices."""
+    mesh = placement.meshes[rank]
+    owner = np.vectorize(lambda d: int(d.process_index), otypes=[int])(mesh.devices)
+    procs = tuple(sorted({int(q) for q in owner.flat}))
+    if len(procs) == 1:
+        return procs
+    shape = tuple(mesh.devices.shape)
+    counts = {q: int((owner == q).sum()) for q in procs}
+    per = {q: sum(1 for d in jax.devices() if d.process_index == q) for q in procs}
+    boxes: set[tuple[int, ...]] = set()
+    for q in procs:
+        where = np.argwhere(owner == q)
+        lo, hi = where.min(axis=0), where.max(axis=0) + 1
+        box = tuple(int(h - lo_) for h, lo_ in zip(hi, lo, strict=True))
+        # a process's devices that do not fill their bounding box: not a block of the mesh
+        boxes.add(box if math.prod(box) == counts[q] else (-1,))
+    if len(boxes) != 1 or (-1,) in boxes or any(counts[q] != per[q] for q in procs):
+        held = ", ".join(f"process {q}: {counts[q]} of its {per[q]}" for q in procs)
+        raise RuntimeConfigError(
+            f"rank {rank}'s stage mesh {shape} ({', '.join(mesh.axis_names)}) crosses "
+            f"processes unevenly ({held} devices); a stage mesh must lie within one process "
+            "or span whole processes, each holding an equal block of the mesh: use a "
+            "stage_mesh_shape whose size divides, or is a multiple of, the devices per "
+            f"process ({max(per.values())})"
+        )
+    return procs
 
 
 def split_on_data(sharding: Any) -> bool:
@@ -103,10 +158,15 @@ class Links:
     """
 
     def __init__(self) -> None:
+        # numbered alike in every process (each builds the same pipelines in one order)
+        self.uid = next(_LINKS_IDS)
+        self._met: set[str] = set()
         self._programs: dict[Any, Any] = {}
         self._zeros: dict[Any, Any] = {}
         self._layouts: dict[Any, Any] = {}
         self._lock = threading.Lock()
+        # bytes the exchanges carried between devices, all device pairs together
+        self.moved_bytes = 0
 
     def __len__(self) -> int:
         return len(self._programs)
@@ -146,7 +206,17 @@ class Links:
                 for g, (_, t) in zip(gshapes, local, strict=True)
             ]
             hit = self._programs[key] = (fn.lower(*args).compile(), sharding, gshapes)
-            return hit
+        # its first run forms a gloo context: all its processes there first
+        procs = sorted({int(d.process_index) for d in [*src_devs, *dst_devs]})
+        self.meet_once(hashlib.sha1(repr(key).encode()).hexdigest()[:16], procs)
+        return hit
+
+    def meet_once(self, tag: str, processes: list[int]) -> None:
+        """:func:`distributed.meet` of ``processes`` under ``tag``, the first time only."""
+        if tag in self._met or len(processes) < 2:
+            return
+        distributed.meet(f"links{self.uid}/{tag}", processes)
+        self._met.add(tag)
 
     def exchange(
         self,
@@ -155,24 +225,27 @@ class Links:
         dst_devs: list[Any],
         blocks: list[tuple[tuple[int, ...], Any]],
     ) -> list[list[Any]] | None:
-        """Value ``v``'s block ``per_dev[v][j]`` on ``src_devs[j]`` to ``dst_devs[j]``, every
-        value in one executable. The sending process passes ``per_dev``, the receiving one
-        ``None`` (one process may be both); the receiver gets the blocks on its devices, the
-        sender alone ``None``. Blocks until done."""
+        """Value ``v``'s block on ``src_devs[j]`` to ``dst_devs[j]``, every value in one
+        executable. A sending process passes ``per_dev[v]``: the blocks of its own devices of
+        ``src_devs``, in order; a receiving one ``None`` (one process may be both). A
+        receiver gets the blocks on its own devices of ``dst_devs``, in order; a process
+        that only sends, ``None``. Every process of either list calls it; blocks until done."""
         compiled, sharding, gshapes = self._program(src_devs, dst_devs, blocks)
+        self.moved_bytes += len(src_devs) * sum(
+            math.prod(b) * np.dtype(t).itemsize for b, t in blocks
+        )
         me = jax.process_index()
-        receiving = dst_devs[0].process_index == me
+        my_dst = [d for d in dst_devs if d.process_index == me]
+        receiving = bool(my_dst)
         if per_dev is None:  # a receiver's operands are placeholders: made once
             key = (id(compiled), "recv")
             operands = self._zeros.get(key)
             if operands is None:
                 operands = self._zeros[key] = self._operands(
-                    None, dst_devs, blocks, gshapes, sharding
+                    None, my_dst, blocks, gshapes, sharding
                 )
         else:
-            operands = self._operands(
-                per_dev, dst_devs if receiving else [], blocks, gshapes, sharding
-            )
+            operands = self._operands(per_dev, my_dst, blocks, gshapes, sharding)
         outs = compiled(*operands)
         jax.block_until_ready(outs)
         if not receiving:
@@ -237,60 +310,120 @@ class Links:
         avals: list[Any],
         dst_shardings: list[Any],
     ) -> list[Any] | None:
-        """``values`` (on ``src_mesh``; ``None`` in the receiving process) to
-        ``dst_shardings`` on ``dst_mesh``, in at most two executables. Both processes call it
-        alike; returns the arrays on the receiver, ``None`` on the sender.
+        """``values`` (on ``src_mesh``; ``None`` in a receiving process) to
+        ``dst_shardings`` on ``dst_mesh``, in at most two executables. Every process holding a
+        device of either mesh calls it alike; returns the arrays (global ones when
+        ``dst_mesh`` spans processes) where ``dst_mesh`` has devices, ``None`` elsewhere.
 
         A value goes block by block when the two meshes have one shape and its receiver's
         sharding divides it evenly: the sender lays it out as the receiver will hold it, each
         device pair carries its block, and the receiver reassembles its sharding from its
-        blocks (any N-D mesh and spec). Otherwise it goes whole, first device to first device,
-        and is laid out to its sharding there."""
-        sending = values is not None
-        receiving = dst_mesh.devices.flat[0].process_index == jax.process_index()
-        same = src_mesh.devices.shape == dst_mesh.devices.shape
-        blocked: list[int] = []
-        whole: list[int] = []
-        for n, (aval, sh) in enumerate(zip(avals, dst_shardings, strict=True)):
-            (blocked if same and _even(sh, aval.shape) else whole).append(n)
+        blocks (any N-D mesh and spec; each process passes and takes only the blocks of its
+        own devices). An uneven value between meshes spanning processes goes replicated, each
+        device pair carrying the whole value, and is laid out on the receiver. Otherwise it
+        goes whole, first device to first device, and is laid out to its sharding there."""
+        me = jax.process_index()
+        receiving = any(d.process_index == me for d in dst_mesh.devices.flat)
+        routes = self.routes(src_mesh, dst_mesh, avals, dst_shardings)
+        blocked = [(n, via) for n, via in enumerate(routes) if via is not None]
+        whole = [n for n, via in enumerate(routes) if via is None]
         out: list[Any] = [None] * len(avals)
         if blocked:
-            src_devs, dst_devs = list(src_mesh.devices.flat), list(dst_mesh.devices.flat)
-            blocks = [
-                (tuple(dst_shardings[n].shard_shape(avals[n].shape)), avals[n].dtype)
-                for n in blocked
-            ]
-            per_dev: list[list[Any]] | None = None
-            if sending:
-                assert values is not None
-                per_dev = []
-                for n in blocked:
-                    laid = self._laid_out(values[n], src_mesh, dst_shardings[n])
-                    by_dev = {s.device: s.data for s in laid.addressable_shards}
-                    per_dev.append([by_dev[d] for d in src_devs])
-            got = self.exchange(per_dev, src_devs, dst_devs, blocks)
-            if got is not None:
-                for n, shards in zip(blocked, got, strict=True):
-                    sh = dst_shardings[n]
-                    out[n] = jax.make_array_from_single_device_arrays(
-                        tuple(avals[n].shape), sh, shards
-                    )
+            self._blocks(values, src_mesh, dst_mesh, avals, blocked, dst_shardings, out)
         if whole:
-            src0, dst0 = src_mesh.devices.flat[0], dst_mesh.devices.flat[0]
-            blocks = [(tuple(avals[n].shape), avals[n].dtype) for n in whole]
-            per_dev2: list[list[Any]] | None = None
-            if sending:
-                assert values is not None
-                first = SingleDeviceSharding(src0)
-                per_dev2 = [
-                    [v if v.sharding.is_equivalent_to(first, v.ndim) else jax.device_put(v, first)]
-                    for v in (values[n] for n in whole)
-                ]
-            got = self.exchange(per_dev2, [src0], [dst0], blocks)
-            if got is not None:
-                for n, (x,) in zip(whole, got, strict=True):
-                    out[n] = jax.device_put(x, dst_shardings[n])
+            self._whole(values, src_mesh, dst_mesh, avals, whole, dst_shardings, out)
         return out if receiving else None
+
+    @staticmethod
+    def routes(
+        src_mesh: Mesh, dst_mesh: Mesh, avals: list[Any], dst_shardings: list[Any]
+    ) -> list[Any]:
+        """Per value, the sharding (on the receiver's mesh) it crosses in block by block,
+        or ``None``: whole, first device to first device (see :meth:`transfer`)."""
+        same = src_mesh.devices.shape == dst_mesh.devices.shape
+        spanning = _spans(src_mesh) or _spans(dst_mesh)
+        out: list[Any] = []
+        for aval, sh in zip(avals, dst_shardings, strict=True):
+            if same and _even(sh, aval.shape):
+                out.append(sh)
+            elif same and spanning:
+                out.append(NamedSharding(dst_mesh, PartitionSpec()))
+            else:
+                out.append(None)
+        return out
+
+    def lay_out(self, values: list[Any], src_mesh: Mesh, routes: list[Any]) -> list[Any]:
+        """``values`` laid out on ``src_mesh`` as they cross (``routes``). On a mesh spanning
+        processes this is a collective among them: the rank's own thread calls it, in program
+        order, so that it never runs beside another of that mesh's executables in a
+        different order in another process."""
+        return [v if via is None else self._laid_out(v, src_mesh, via)
+                for v, via in zip(values, routes, strict=True)]  # fmt: skip
+
+    def _blocks(
+        self,
+        values: list[Any] | None,
+        src_mesh: Mesh,
+        dst_mesh: Mesh,
+        avals: list[Any],
+        picked: list[tuple[int, Any]],
+        dst_shardings: list[Any],
+        out: list[Any],
+    ) -> None:
+        """Values ``n`` of ``picked`` block by block, each laid out as its ``via`` sharding
+        on both meshes (then as ``dst_shardings[n]`` on the receiver), into ``out``."""
+        me = jax.process_index()
+        src_devs, dst_devs = list(src_mesh.devices.flat), list(dst_mesh.devices.flat)
+        blocks = [(tuple(via.shard_shape(avals[n].shape)), avals[n].dtype) for n, via in picked]
+        per_dev: list[list[Any]] | None = None
+        if values is not None:
+            mine = [d for d in src_devs if d.process_index == me]
+            per_dev = []
+            for n, via in picked:
+                laid = self._laid_out(values[n], src_mesh, via)
+                by_dev = {s.device: s.data for s in laid.addressable_shards}
+                per_dev.append([by_dev[d] for d in mine])
+        got = self.exchange(per_dev, src_devs, dst_devs, blocks)
+        if got is None:
+            return
+        mine = [d for d in dst_devs if d.process_index == me]
+        for (n, via), shards in zip(picked, got, strict=True):
+            sh, shape = dst_shardings[n], tuple(avals[n].shape)
+            if via is not sh:  # whole on each device: each device keeps its own part
+                index = sh.devices_indices_map(shape)
+                shards = [jax.device_put(x[index[d]], d) for x, d in zip(shards, mine, strict=True)]
+            out[n] = jax.make_array_from_single_device_arrays(shape, sh, shards)
+
+    def _whole(
+        self,
+        values: list[Any] | None,
+        src_mesh: Mesh,
+        dst_mesh: Mesh,
+        avals: list[Any],
+        picked: list[int],
+        dst_shardings: list[Any],
+        out: list[Any],
+    ) -> None:
+        """Values ``picked`` whole, first device to first device (meshes in one process
+        each), into ``out``."""
+        src0, dst0 = src_mesh.devices.flat[0], dst_mesh.devices.flat[0]
+        blocks = [(tuple(avals[n].shape), avals[n].dtype) for n in picked]
+        per_dev: list[list[Any]] | None = None
+        if values is not None:
+            first = SingleDeviceSharding(src0)
+            per_dev = [
+                [v if v.sharding.is_equivalent_to(first, v.ndim) else jax.device_put(v, first)]
+                for v in (values[n] for n in picked)
+            ]
+        got = self.exchange(per_dev, [src0], [dst0], blocks)
+        if got is not None:
+            for n, (x,) in zip(picked, got, strict=True):
+                out[n] = jax.device_put(x, dst_shardings[n])
+
+
+def _spans(mesh: Mesh) -> bool:
+    """Whether ``mesh`` has devices of more than one process."""
+    return len({d.process_index for d in mesh.devices.flat}) > 1
 
 
 def _even(sharding: Any, shape: Any) -> bool:
@@ -335,9 +468,13 @@ def move_group(
     except Exception as e:
         distributed.raise_lost_peer(e)
         raise DistributedError(
-            f"transfer between rank {src_rank} (process {layout.rank_process[src_rank]}) and "
-            f"rank {dst_rank} (process {layout.rank_process[dst_rank]}) failed: {e}"
+            f"transfer between rank {src_rank} ({_procs(layout.rank_procs[src_rank])}) and "
+            f"rank {dst_rank} ({_procs(layout.rank_procs[dst_rank])}) failed: {e}"
         ) from e
+
+
+def _procs(ps: tuple[int, ...]) -> str:
+    return f"process{'es' if len(ps) > 1 else ''} {', '.join(map(str, ps))}"
 
 
 class _Outbox:
@@ -376,38 +513,43 @@ class _Outbox:
 
 class MultiProcessRun(ThreadedRun):
     """A :class:`ThreadedRun` of this process's ranks; a ``send`` to a rank of another
-    process goes through the link thread (see the module docstring)."""
+    process goes through the link thread (see the module docstring), or, for a rank
+    spanning processes, is issued in the program's order on the rank's own thread."""
 
     def __init__(
-        self,
-        prog: StepProgram,
-        fns: list[Any],
-        regs: list[Any],
-        *,
-        timeout: float,
-        sync: bool,
-        layout: ProcessLayout,
-        links: Links,
+        self, prog: StepProgram, *args: Any, layout: ProcessLayout, links: Links, **kw: Any
     ) -> None:
-        super().__init__(prog, fns, regs, timeout=timeout, sync=sync, ranks=layout.local_ranks)
+        """As :class:`ThreadedRun` (the program, ``fns``, ``regs``, ``timeout``, ``sync``),
+        for this process's ranks of ``layout``; ``links``: the pipeline's transfers."""
+        super().__init__(prog, *args, ranks=layout.local_ranks, **kw)
         self.layout = layout
         self.links = links
         self.order = cross_process_sends(prog, layout)
         self._outbox = _Outbox()
         self.transfer_seconds = 0.0
+        self.transfer_bytes = 0
         self.transfers = 0
         self._trace = bool(os.environ.get(ENV_TRACE))
+        # A rank spanning processes is its processes' only rank: they run its instructions
+        # and their transfers on one thread, in the program's order (see _instrs).
+        self._in_order = any(layout.spans(r) for r in self.ranks)
 
     def run(self) -> StepResult:
+        if self._in_order:  # the rank's first collectives form gloo contexts: meet first
+            (r,) = self.ranks
+            self.links.meet_once(f"rank{r}-{len(self.prog.instrs)}",
+                                 list(self.layout.rank_procs[r]))  # fmt: skip
         self._t0 = time.perf_counter()
         # Daemon threads: after a failure, a thread stuck inside a native transfer (gloo waits
         # up to 30 min) must not keep the process alive; the step gives up on it instead.
         threads = self._rank_threads(self.ranks, daemon=True)
-        threads.append(
-            threading.Thread(
-                target=carrying_context(self._guarded_link), name="hlopipe-link", daemon=True
-            )
-        )
+        if not self._in_order:
+            threads.append(
+                threading.Thread(
+                    target=carrying_context(self._guarded_link), name="hlopipe-link",
+                    daemon=True,
+                )
+            )  # fmt: skip
         remove = distributed.on_lost_peer(self.mailbox.fail)
         for t in threads:
             t.start()
@@ -443,8 +585,36 @@ class MultiProcessRun(ThreadedRun):
     def _handed_off(self, n: int, ins: Instr) -> bool:
         if ins.op != "send" or self.layout.local(ins.dst):
             return False
-        self._outbox.put(n, [self.regs[k] for k in ins.ins])
+        values = [self.regs[k] for k in ins.ins]
+        if self.layout.spans(ins.rank):
+            pl = self.prog.plan.placement
+            src, dst = pl.meshes[ins.rank], pl.meshes[ins.dst]
+            routes = self.links.routes(src, dst, list(ins.avals), list(ins.shardings))
+            values = self.links.lay_out(values, src, routes)
+        if self._in_order:
+            self._exchange(n, ins, values)
+        else:
+            self._outbox.put(n, values)
         return True
+
+    def _instrs(self, r: int) -> list[tuple[int, Instr]]:
+        """Rank ``r``'s instructions; for a rank spanning processes, with the transfers into
+        it, all in the program's order. Its processes then issue every executable that
+        involves another process (its own, with collectives among them; the transfers) in
+        one global order: XLA:CPU runs a process's collective executables one after another
+        in the order issued, so two of its processes issuing the rank's executables and a
+        transfer in different orders would wait for each other forever."""
+        if not self._in_order:
+            return super()._instrs(r)
+        return [(n, ins) for n, ins in enumerate(self.prog.instrs)
+                if ins.rank == r or (ins.op == "send" and ins.dst == r
+                                     and not self.layout.local(ins.rank))]  # fmt: skip
+
+    def _do(self, n: int, ins: Instr) -> None:
+        if self._in_order and not self.layout.local(ins.rank):
+            self._exchange(n, ins, None)  # a transfer into this process's rank
+            return
+        super()._do(n, ins)
 
     # -- the link thread -----------------------------------------------------------------------
 
@@ -457,36 +627,39 @@ class MultiProcessRun(ThreadedRun):
             self.mailbox.fail(e)
 
     def _link(self) -> None:
-        pl = self.prog.plan.placement
         for n, ins in self.order:
             if self.mailbox.failed:
                 raise _Aborted
-            src_rank = ins.rank
-            sending = self.layout.local(src_rank)
             values = None
-            if sending:
+            if self.layout.local(ins.rank):
                 try:
                     values = self._outbox.take(n, self, self.timeout)
                 except TimeoutError:
                     raise PipelineExecutionError(
                         f"process {self.layout.me}: transfer of {ins.where[2].describe()} from "
-                        f"rank {src_rank} to rank {ins.dst} waited {self.timeout:g} s for its "
+                        f"rank {ins.rank} to rank {ins.dst} waited {self.timeout:g} s for its "
                         "value"
                     ) from None
-            start = time.perf_counter()
-            if self._trace:
-                print(f"hlopipe-trace: p{self.layout.me} xfer {n} {ins.where} start",
-                      file=sys.stderr)  # fmt: skip
-            out = move_group(self.links, values, pl, self.layout, src_rank, ins.dst,
-                             list(ins.avals), list(ins.shardings))  # fmt: skip
-            self.transfer_seconds += time.perf_counter() - start
-            if self._trace:
-                print(f"hlopipe-trace: p{self.layout.me} xfer {n} done", file=sys.stderr)
-            self.transfers += 1
-            if not sending:
-                assert out is not None
-                for k, value in zip(ins.outs, out, strict=True):
-                    self.mailbox.put(k, value)
+            self._exchange(n, ins, values)
+
+    def _exchange(self, n: int, ins: Instr, values: list[Any] | None) -> None:
+        """Transfer ``n`` between processes (``values`` where it is sent from); the
+        receiver's values go to the mailbox."""
+        start, moved = time.perf_counter(), self.links.moved_bytes
+        if self._trace:
+            print(f"hlopipe-trace: p{self.layout.me} xfer {n} {ins.where} start",
+                  file=sys.stderr)  # fmt: skip
+        out = move_group(self.links, values, self.prog.plan.placement, self.layout, ins.rank,
+                         ins.dst, list(ins.avals), list(ins.shardings))  # fmt: skip
+        self.transfer_seconds += time.perf_counter() - start
+        self.transfer_bytes += self.links.moved_bytes - moved
+        if self._trace:
+            print(f"hlopipe-trace: p{self.layout.me} xfer {n} done", file=sys.stderr)
+        self.transfers += 1
+        if values is None:
+            assert out is not None
+            for k, value in zip(ins.outs, out, strict=True):
+                self.mailbox.put(k, value)
 
 
 def cross_process_sends(prog: StepProgram, layout: ProcessLayout) -> list[tuple[int, Instr]]:
@@ -497,7 +670,7 @@ def cross_process_sends(prog: StepProgram, layout: ProcessLayout) -> list[tuple[
     for n, ins in enumerate(prog.instrs):
         if ins.op != "send":
             continue
-        src, dst = layout.rank_process[ins.rank], layout.rank_process[ins.dst]
-        if src != dst and layout.me in (src, dst):
+        src, dst = layout.rank_procs[ins.rank], layout.rank_procs[ins.dst]
+        if src != dst and (layout.me in src or layout.me in dst):
             out.append((n, ins))
     return out

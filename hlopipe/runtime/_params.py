@@ -17,7 +17,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from hlopipe.runtime import _optim
-from hlopipe.runtime._comm import Comm
+from hlopipe.runtime._comm import Comm, host_value
 from hlopipe.runtime._plan import PipelinePlan, host_leaves
 
 
@@ -66,7 +66,9 @@ def fresh_copy(x: Any, sharding: Any) -> jax.Array:
     ``jax.device_put(..., may_alias=False)`` still aliases the source's buffer on a device it
     shares with a multi-device target (seen with jax 0.10.2), so such arrays go via the host.
     """
-    if isinstance(x, jax.Array) and set(x.devices()) & set(sharding.device_set):
+    if isinstance(x, jax.Array) and (
+        set(x.devices()) & set(sharding.device_set) or not sharding.is_fully_addressable
+    ):
         x = np.asarray(x)
     return jax.device_put(x, sharding, may_alias=False)
 
@@ -119,8 +121,6 @@ class Params:
         hit = self._opt_fns.get(s)
         if hit is not None:
             return hit
-        import optax
-
         pl = self.plan
         rank = pl.placement.rank_of(s)
         # The state is the optimizer's over the user's parameter tree (the other stages'
@@ -144,43 +144,11 @@ class Params:
             jax.eval_shape(init_fn, list(avals)), view, own_idx, p_sh, pl.placement.meshes[rank]
         )
 
-        def sq_of(xs: list[Any]) -> Any:
-            return sum((jnp.sum(jnp.square(x.astype(jnp.float32))) for x in xs), jnp.float32(0))
-
-        def phase(k: int) -> Any:
-            a, b = oplan.bounds[k]
-            last = k == len(oplan.bounds) - 1
-
-            def fn(u: list[Any], st: Any, p: list[Any], gn: Any) -> Any:
-                ud, pd = view.full(own_idx, u), view.full(own_idx, p)
-                if k > 0:
-                    ud = _optim.clip_with(ud, gn, oplan.clips[k - 1])
-                if oplan.parts is None:
-                    ud, st = opt.update(ud, st, pd)
-                else:
-                    parts = list(st)
-                    for i in range(a, b):
-                        ud, parts[i] = oplan.parts[i].update(ud, parts[i], pd)
-                    st = tuple(parts)
-                if last:
-                    new = optax.apply_updates(pd, ud)
-                    out = [view.pick(new, own_idx), st]
-                else:
-                    mine = view.pick(ud, own_idx)
-                    out = [mine, st, sq_of(mine)]
-                if k == 0:
-                    out.append(sq_of(u))  # the gradient norm StepMetrics reports
-                return tuple(out)
-
-            n_scalars = (not last) + (k == 0)
-            return jax.jit(
-                fn,
-                out_shardings=(p_sh, st_sh, *[rep] * n_scalars),
-                donate_argnums=(1, 2) if last else (1,),
-            )
-
         init = jax.jit(init_fn, out_shardings=st_sh)
-        phases = [phase(k) for k in range(len(oplan.bounds))]
+        phases = [
+            _phase(opt, oplan, view, own_idx, k, (p_sh, st_sh, rep))
+            for k in range(len(oplan.bounds))
+        ]
         self._opt_fns[s] = (init, phases)
         return init, phases
 
@@ -260,7 +228,9 @@ class Params:
         pl = self.plan
         if self.optimizer is None:
             return state, [
-                g for g in grads if g is not None and jnp.issubdtype(g.dtype, jnp.inexact)
+                (pl.layout.lead(pl.owner_rank[p]), g)
+                for p, g in enumerate(grads)
+                if g is not None and jnp.issubdtype(g.dtype, jnp.inexact)
             ]
 
         values = [dict(v) for v in state.values]
@@ -281,9 +251,9 @@ class Params:
                 own = [values[pl.owner_rank[p]][p] for p in pl.owned[s]]
                 out = self.optimizer_fns(s)[1][k](upd[s], opt_states[s], own, gn[rank])
                 upd[s], opt_states[s] = out[0], out[1]
-                if k < phases - 1:
+                if k < phases - 1 and pl.layout.lead(rank):  # a rank's norm counted once
                     sq_u.append(out[2])
-                if k == 0:
+                if k == 0 and pl.layout.lead(rank):  # a rank's norm counted once
                     sqnorms.append(out[-1])
             if k < phases - 1:
                 gn = self._norm_to_ranks(sq_u, list(gn))
@@ -319,7 +289,7 @@ class Params:
         by collectives every process issues in the same order."""
         rep = self.plan.placement.replicated
         if self.comm.multi:
-            total = self.comm.sum_over_processes(sum(float(x) for x in sq))
+            total = self.comm.sum_over_processes(sum(float(host_value(x)) for x in sq))
             norm = np.float32(math.sqrt(total))
             return {r: jax.device_put(norm, rep(r)) for r in ranks}
         here = rep(ranks[0])
@@ -329,9 +299,9 @@ class Params:
     def grad_norm(self, pending: Any) -> float:
         """The global gradient norm from what :meth:`update` returned (waits for it)."""
         if self.optimizer is None:
-            sq = sum(float(np.sum(np.square(np.asarray(g, np.float64)))) for g in pending)
+            sq = sum(_square_sum(g) * lead for lead, g in pending)
         else:
-            sq = sum(float(x) for x in pending)
+            sq = sum(float(host_value(x)) for x in pending)
         return math.sqrt(self.comm.sum_over_processes(sq))
 
     def on_every_process(self, state: PipelineState, p: int) -> np.ndarray:
@@ -339,3 +309,57 @@ class Params:
         r = self.plan.owner_rank[p]
         value = state.values[r].get(p) if self.plan.layout.local(r) else None
         return self.comm.on_every_process(value, r, self.plan.param_avals[p], False)
+
+
+def _square_sum(g: jax.Array) -> float:
+    """The sum of ``g``'s squares: in float64 on the host when this process holds all of
+    ``g``; else on its devices in float32, by every process holding a part (a collective)."""
+    if g.is_fully_addressable:
+        return float(np.sum(np.square(np.asarray(g, np.float64))))
+    return float(host_value(jnp.sum(jnp.square(g.astype(jnp.float32)))))
+
+
+def _sq_of(xs: list[Any]) -> Any:
+    return sum((jnp.sum(jnp.square(x.astype(jnp.float32))) for x in xs), jnp.float32(0))
+
+
+def _phase(
+    opt: Any, oplan: Any, view: Any, own_idx: tuple[int, ...], k: int, shardings: tuple
+) -> Any:
+    """Update phase ``k`` of a stage owning parameters ``own_idx``, jitted:
+    ``(updates, state, params, global_norm) -> (updates or new params, state, ...)``
+    (see :meth:`Params.optimizer_fns`); ``shardings``: the parameters', the state's, and a
+    replicated one for the scalars."""
+    import optax
+
+    p_sh, st_sh, rep = shardings
+    a, b = oplan.bounds[k]
+    last = k == len(oplan.bounds) - 1
+
+    def fn(u: list[Any], st: Any, p: list[Any], gn: Any) -> Any:
+        ud, pd = view.full(own_idx, u), view.full(own_idx, p)
+        if k > 0:
+            ud = _optim.clip_with(ud, gn, oplan.clips[k - 1])
+        if oplan.parts is None:
+            ud, st = opt.update(ud, st, pd)
+        else:
+            parts = list(st)
+            for i in range(a, b):
+                ud, parts[i] = oplan.parts[i].update(ud, parts[i], pd)
+            st = tuple(parts)
+        if last:
+            new = optax.apply_updates(pd, ud)
+            out = [view.pick(new, own_idx), st]
+        else:
+            mine = view.pick(ud, own_idx)
+            out = [mine, st, _sq_of(mine)]
+        if k == 0:
+            out.append(_sq_of(u))  # the gradient norm StepMetrics reports
+        return tuple(out)
+
+    n_scalars = (not last) + (k == 0)
+    return jax.jit(
+        fn,
+        out_shardings=(p_sh, st_sh, *[rep] * n_scalars),
+        donate_argnums=(1, 2) if last else (1,),
+    )

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
@@ -219,3 +220,59 @@ def default_group_size(stage_mesh_shape: Any) -> int:
         return max(math.prod(int(d) for d in shape), 1) if shape else 1
     except (TypeError, ValueError):
         return 1
+
+
+def spec_leaves(
+    param_specs: Any,
+    treedef: Any,
+    avals: Sequence[Any],
+    in_paths: Sequence[str],
+    placement: Placement,
+    flat: list[Any] | None = None,
+) -> list[Any]:
+    """One ``PartitionSpec`` (or ``None``: propagate) per parameter leaf, checked against
+    every rank's mesh: ``param_specs``, else ``flat`` (a program's annotations), else
+    replicated everywhere."""
+    if flat is not None:
+        leaves = list(flat)  # from the program's own annotations
+    elif param_specs is None:
+        return [PartitionSpec()] * len(avals)
+    else:
+        try:
+            leaves = treedef.flatten_up_to(param_specs)
+        except (ValueError, TypeError) as e:
+            raise RuntimeConfigError(
+                f"param_specs must have the structure of params ({treedef}): {e}"
+            ) from None
+    for k, (spec, a) in enumerate(zip(leaves, avals, strict=True)):
+        name = in_paths[k]
+        if spec is None:
+            continue
+        if not isinstance(spec, PartitionSpec):
+            raise RuntimeConfigError(
+                f"param_specs{name}: expected a jax.sharding.PartitionSpec or None, got "
+                f"{type(spec).__name__} {spec!r}"
+            )
+        if len(spec) > len(a.shape):
+            raise RuntimeConfigError(
+                f"param_specs{name}: {spec} has {len(spec)} entries, the parameter has "
+                f"{len(a.shape)} dimensions ({jnp.dtype(a.dtype).name}{list(a.shape)})"
+            )
+        for r, mesh in enumerate(placement.meshes):
+            sizes = dict(mesh.shape)
+            for dim, entry in enumerate(spec):
+                axes = () if entry is None else (entry,) if isinstance(entry, str) else entry
+                n = 1
+                for ax in axes:
+                    if ax not in sizes:
+                        raise RuntimeConfigError(
+                            f"param_specs{name}: {spec} names mesh axis {ax!r}; the stage "
+                            f"meshes have axes {tuple(mesh.axis_names)}"
+                        )
+                    n *= sizes[ax]
+                if a.shape[dim] % n:
+                    raise RuntimeConfigError(
+                        f"param_specs{name}: {spec} splits dimension {dim} (size "
+                        f"{a.shape[dim]}) {n} ways on rank {r}'s mesh {sizes}; it must divide"
+                    )
+    return leaves

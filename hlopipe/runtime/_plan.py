@@ -22,7 +22,7 @@ from hlopipe import schedules
 from hlopipe.errors import Keyword, RuntimeConfigError
 from hlopipe.runtime._compile import StageExecutables, build_executables
 from hlopipe.runtime._multiprocess import ProcessLayout
-from hlopipe.runtime._placement import Placement, default_group_size, place
+from hlopipe.runtime._placement import Placement, default_group_size, place, spec_leaves
 from hlopipe.runtime._stacked_params import join_rows, param_pieces, piece_names, piece_specs
 from hlopipe.schedules import Kind, Schedule
 from hlopipe.stages import StagedProgram, arg_partition_specs, split
@@ -364,25 +364,19 @@ def build_plan(
 
     # 1. the schedule's shape (virtual stages per rank) decides the default stage count.
     group = default_group_size(stage_mesh_shape)
-    v, default_stages = _stage_count(
-        schedule, virtual_stages, num_stages, len(devs), group, stage_mesh_shape
-    )
+    v, default_stages = _stage_count(schedule, virtual_stages, num_stages, len(devs), group,
+                                     stage_mesh_shape)  # fmt: skip
 
     # 2. the staged program, split at microbatch size.
-    staged = _split(
-        program, param_treedef, param_avals, batch_treedef, mb_avals, num_stages, default_stages
-    )
-    S = staged.num_stages
-    _check_64bit(staged)
-    caller = (param_treedef, tuple(param_avals), _names(param_treedef, param_avals))
-    pieces, param_treedef, param_avals = param_pieces(staged, param_treedef, param_avals)
-    _check_signature(staged, param_avals, mb_avals, batch_avals, m)
+    staged, caller, pieces, param_treedef, param_avals = _staged(
+        program, param_treedef, param_avals, batch_treedef, batch_avals, mb_avals, m,
+        num_stages, default_stages,
+    )  # fmt: skip
     argnums = _argnums(staged, len(param_avals))
 
-    # 3. the schedule and the placement.
-    sched = _resolve_schedule(schedule, v, virtual_stages, S, m)
+    # 3. the schedule and the placement (refused where a mesh crosses processes unevenly).
+    sched = _resolve_schedule(schedule, v, virtual_stages, staged.num_stages, m)
     placement = _place(sched, devs, stage_mesh_shape, stage_mesh_axes, mb_size)
-    layout = ProcessLayout.of(placement)
     if pieces:  # specs (given or annotated) are the caller's: each piece takes its leaf's
         param_specs = piece_specs(param_specs, caller[0], param_treedef, pieces)
     specs, execs = _executables(
@@ -393,30 +387,39 @@ def build_plan(
     # 4. ownership of parameters: the first stage using one owns it; others hold replicas.
     own = _ownership(staged, placement, param_avals)
     return PipelinePlan(
-        num_microbatches=m,
-        devices=tuple(devs),
-        param_treedef=param_treedef,
-        param_avals=tuple(param_avals),
-        batch_treedef=batch_treedef,
-        batch_avals=tuple(batch_avals),
-        batch_size=batch_size,
-        microbatch_size=mb_size,
-        staged=staged,
-        argnums=argnums,
-        schedule=sched,
-        placement=placement,
-        layout=layout,
-        execs=execs,
-        remat=remat,
-        **own,
-        loss=_loss_location(staged, sched),
-        param_specs=tuple(specs),
-        loss_reduction=loss_reduction,
-        per_example=_per_example(
-            program, staged, caller[0], list(caller[1]), batch_treedef, mb_avals
-        ),
-        **_caller_fields(pieces, caller),
+        num_microbatches=m, devices=tuple(devs), param_treedef=param_treedef,
+        param_avals=tuple(param_avals), batch_treedef=batch_treedef,
+        batch_avals=tuple(batch_avals), batch_size=batch_size, microbatch_size=mb_size,
+        staged=staged, argnums=argnums, schedule=sched, placement=placement,
+        layout=ProcessLayout.of(placement),
+        execs=execs, remat=remat, **own, loss=_loss_location(staged, sched),
+        param_specs=tuple(specs), loss_reduction=loss_reduction,
+        per_example=_per_example(program, staged, caller[0], list(caller[1]), batch_treedef,
+                                 mb_avals), **_caller_fields(pieces, caller),
+    )  # fmt: skip
+
+
+def _staged(
+    program: Any,
+    param_treedef: Any,
+    param_avals: list[Any],
+    batch_treedef: Any,
+    batch_avals: list[Any],
+    mb_avals: list[Any],
+    m: int,
+    num_stages: int | None,
+    default_stages: int | None,
+) -> tuple[StagedProgram, tuple[Any, tuple[Any, ...], Any], tuple[Any, ...], Any, list[Any]]:
+    """The program split into stages and checked; the caller's parameter tree (treedef,
+    avals, names); the pieces a cut layer loop made of it and the parameters they give."""
+    staged = _split(
+        program, param_treedef, param_avals, batch_treedef, mb_avals, num_stages, default_stages
     )
+    _check_64bit(staged)
+    caller = (param_treedef, tuple(param_avals), _names(param_treedef, param_avals))
+    pieces, param_treedef, param_avals = param_pieces(staged, param_treedef, param_avals)
+    _check_signature(staged, param_avals, mb_avals, batch_avals, m)
+    return staged, caller, pieces, param_treedef, param_avals  # fmt: skip
 
 
 def _place(
@@ -509,7 +512,7 @@ def _executables(
         flat = _annotated_specs(program, placement, num_caller_params or num_params)
         if flat is not None and pieces:
             flat = [flat[pc.source] for pc in pieces]
-    specs = _spec_leaves(param_specs, param_treedef, param_avals, staged, placement, flat)
+    specs = spec_leaves(param_specs, param_treedef, param_avals, staged.in_paths, placement, flat)
 
     def requested(rank: int, p: int) -> Any:
         spec = specs[p]
@@ -641,59 +644,3 @@ def _annotated_specs(program: Any, placement: Placement, num_params: int) -> Any
     mesh = placement.meshes[0]
     specs = arg_partition_specs(prog, [(n, int(s)) for n, s in dict(mesh.shape).items()])
     return None if specs is None else list(specs[:num_params])
-
-
-def _spec_leaves(
-    param_specs: Any,
-    treedef: Any,
-    avals: Sequence[Any],
-    staged: StagedProgram,
-    placement: Placement,
-    flat: list[Any] | None = None,
-) -> list[Any]:
-    """One ``PartitionSpec`` (or ``None``: propagate) per parameter leaf, checked against
-    every rank's mesh: ``param_specs``, else ``flat`` (a program's annotations), else
-    replicated everywhere."""
-    if flat is not None:
-        leaves = list(flat)  # from the program's own annotations
-    elif param_specs is None:
-        return [PartitionSpec()] * len(avals)
-    else:
-        try:
-            leaves = treedef.flatten_up_to(param_specs)
-        except (ValueError, TypeError) as e:
-            raise RuntimeConfigError(
-                f"param_specs must have the structure of params ({treedef}): {e}"
-            ) from None
-    for k, (spec, a) in enumerate(zip(leaves, avals, strict=True)):
-        name = staged.in_paths[k]
-        if spec is None:
-            continue
-        if not isinstance(spec, PartitionSpec):
-            raise RuntimeConfigError(
-                f"param_specs{name}: expected a jax.sharding.PartitionSpec or None, got "
-                f"{type(spec).__name__} {spec!r}"
-            )
-        if len(spec) > len(a.shape):
-            raise RuntimeConfigError(
-                f"param_specs{name}: {spec} has {len(spec)} entries, the parameter has "
-                f"{len(a.shape)} dimensions ({describe([a])})"
-            )
-        for r, mesh in enumerate(placement.meshes):
-            sizes = dict(mesh.shape)
-            for dim, entry in enumerate(spec):
-                axes = () if entry is None else (entry,) if isinstance(entry, str) else entry
-                n = 1
-                for ax in axes:
-                    if ax not in sizes:
-                        raise RuntimeConfigError(
-                            f"param_specs{name}: {spec} names mesh axis {ax!r}; the stage "
-                            f"meshes have axes {tuple(mesh.axis_names)}"
-                        )
-                    n *= sizes[ax]
-                if a.shape[dim] % n:
-                    raise RuntimeConfigError(
-                        f"param_specs{name}: {spec} splits dimension {dim} (size "
-                        f"{a.shape[dim]}) {n} ways on rank {r}'s mesh {sizes}; it must divide"
-                    )
-    return leaves

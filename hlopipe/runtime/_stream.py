@@ -33,12 +33,7 @@ class Stream:
         n = 0
         try:
             for n, fn, ins, outs, frees in self._prepared:  # noqa: B007
-                if fn is not None:
-                    got = fn(*[regs[k] for k in ins])
-                    for k, v in zip(outs, got, strict=True):
-                        regs[k] = v
-                for k in frees:
-                    regs[k] = None
+                _issue(regs, fn, ins, outs, frees)
         except Exception as e:
             r, t, a = self.prog.instrs[n].where
             raise PipelineExecutionError(
@@ -53,12 +48,7 @@ class Stream:
         prog = self.prog
         peak = dict.fromkeys(prog.peak_live, 0)
         for n, fn, ins, outs, frees in self._prepared:
-            if fn is not None:
-                got = fn(*[regs[k] for k in ins])
-                for k, v in zip(outs, got, strict=True):
-                    regs[k] = v
-            for k in frees:
-                regs[k] = None
+            _issue(regs, fn, ins, outs, frees)
             instr = prog.instrs[n]
             r = instr.rank
             held = sum(
@@ -74,3 +64,13 @@ class Stream:
         output nor a constant (after a run: none, or a buffer leaked)."""
         keep = self.prog.keep()
         return [k for k, v in enumerate(regs) if v is not None and k not in keep]
+
+
+def _issue(regs: list[Any], fn: Any, ins: Any, outs: Any, frees: Any) -> None:
+    """One instruction: ``fn`` on the slots ``ins`` into ``outs``; then ``frees`` dropped."""
+    if fn is not None:
+        got = fn(*[regs[k] for k in ins])
+        for k, v in zip(outs, got, strict=True):
+            regs[k] = v
+    for k in frees:
+        regs[k] = None

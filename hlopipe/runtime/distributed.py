@@ -400,6 +400,20 @@ def kv_get(key: str, timeout: float, *, who: int | None = None) -> str:
             )
 
 
+def meet(name: str, processes: list[int], timeout: float = 900.0) -> None:
+    """Wait until every process of ``processes`` has called ``meet(name, ...)`` (checking
+    the peers every second: a dead one fails with :class:`DistributedError` naming it).
+
+    Before the first collective between processes: gloo gives a new context 30 s to form,
+    so a process arriving there long before its peers (still compiling, or in a slow first
+    step on a loaded machine) would fail; here it waits for them instead."""
+    me = process_index()
+    kv_set(f"hlopipe/meet/{name}/{me}", "here")
+    for q in processes:
+        if q != me:
+            kv_get(f"hlopipe/meet/{name}/{q}", timeout, who=q)
+
+
 def wait_for_lost_peer() -> DistributedError | None:
     """After a failed exchange with other processes: wait (up to the heartbeat's detection
     time) for the watchdog to name a lost process, and return its error; ``None`` when every

@@ -23,7 +23,7 @@ from hlopipe.runtime import distributed
 B, P, N, GROUPS = 2, 8, 32, 2
 
 
-def programs(cfg, params):
+def programs(cfg, params, cuts=(2,)):
     import jax
     import jax.numpy as jnp
 
@@ -31,13 +31,31 @@ def programs(cfg, params):
     from hlopipe.marker import stage_boundary
     from hlopipe.models import gpt_decode as gd
 
-    dec = jax.jit(gd.decode_fn(cfg, stage_boundary, cuts=(2,)), donate_argnums=1)
+    dec = jax.jit(gd.decode_fn(cfg, stage_boundary, cuts=cuts), donate_argnums=1)
     ex = (params, gd.empty_cache(B, cfg), jnp.zeros(B, jnp.int32), jnp.int32(0))
-    pre = jax.jit(gd.prefill_fn(cfg, stage_boundary, cuts=(2,)))
+    pre = jax.jit(gd.prefill_fn(cfg, stage_boundary, cuts=cuts))
     return (
         hlopipe.load(jax.export.export(dec)(*ex).serialize()),
         hlopipe.load(jax.export.export(pre)(params, jnp.zeros((B, P), jnp.int32)).serialize()),
     )
+
+
+def refuse_spanning(Generator, cfg, params) -> None:
+    """One stage on a mesh over both processes' 8 devices is refused, naming the stage."""
+    import jax
+
+    from hlopipe.errors import RuntimeConfigError
+
+    dec, _ = programs(cfg, params, cuts=())
+    try:
+        Generator(
+            dec, params, num_stages=1, groups=GROUPS, devices=jax.devices(), stage_mesh_shape=(8,)
+        )
+    except RuntimeConfigError as e:
+        assert "stage 0's mesh spans processes [0, 1]" in str(e), e
+        print("REFUSED SPANNING", flush=True)
+    else:
+        raise AssertionError("a stage mesh spanning processes was not refused")
 
 
 def main() -> int:
@@ -59,6 +77,8 @@ def main() -> int:
     cfg = gd.DecodeConfig()
     params = gd.init(jax.random.key(0), cfg)
     dec, pre = programs(cfg, params)
+    if not args.die_after:
+        refuse_spanning(Generator, cfg, params)
     gen = Generator(
         dec, params, prefill=pre, groups=GROUPS, stage_mesh_shape=(2, 2),
         stage_mesh_axes=("data", "model"), param_specs=megatron_specs(params),

@@ -31,6 +31,7 @@ def _launch(tmp_path: Path, *extra: str) -> tuple[int, str]:
 def test_two_processes_generate_the_same_tokens_as_the_unsplit_program(tmp_path):
     code, text = _launch(tmp_path)
     assert code == 0, text[-4000:]
+    assert len(re.findall(r"^\[rank \d\] REFUSED SPANNING$", text, re.M)) == 2, text[-4000:]
     toks = [np.load(tmp_path / f"tokens-{p}.npy") for p in (0, 1)]
     oracle = np.load(tmp_path / "oracle-0.npy")
     assert toks[0].shape == (2, 2, 32) and len(np.unique(oracle)) >= 8

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import jax
+import numpy as np
 import optax
 
 from hlopipe.models import gpt
@@ -90,23 +91,42 @@ def reference_params(steps: int, optimizer: str = "sgd") -> list[Any]:
     return _reference(steps, optimizer)[1]
 
 
+def assert_params_like_one_device(path: Any, steps: int, optimizer: str = "sgd") -> None:
+    """The parameters a job saved (``np.savez`` of the flat leaves) equal one device's after
+    ``steps`` steps (relative norm of the difference at most 1e-5, per parameter)."""
+    with np.load(path) as z:
+        got = [z[f"arr_{n}"] for n in range(len(z.files))]
+    want = reference_params(steps, optimizer)
+    assert len(got) == len(want)
+    for n, (g, w) in enumerate(zip(got, want, strict=True)):
+        g, w = np.asarray(g, np.float64), np.asarray(w, np.float64)
+        rel = np.linalg.norm(g - w) / max(np.linalg.norm(w), 1e-30)
+        assert rel <= 1e-5, f"parameter {n} differs by {rel:.2e} (relative)"
+
+
+def reference_grad_norms(steps: int, optimizer: str = "sgd") -> list[float]:
+    """The global gradient norm of each step of :func:`reference_losses`' training."""
+    return _reference(steps, optimizer)[2]
+
+
 @functools.cache
-def _reference(steps: int, optimizer: str) -> tuple[list[float], list[Any]]:
+def _reference(steps: int, optimizer: str) -> tuple[list[float], list[Any], list[float]]:
     loss_fn = functools.partial(gpt.loss, cfg=CFG)
-    opt = optax.adamw(1e-2) if optimizer == "adamw" else optax.sgd(0.05, momentum=0.9)
-    if optimizer == "sgd-clip":
+    opt = optax.adamw(1e-2) if optimizer.startswith("adamw") else optax.sgd(0.05, momentum=0.9)
+    if optimizer in ("sgd-clip", "adamw-clip"):
         opt = optax.chain(optax.clip_by_global_norm(0.5), opt)
 
     @jax.jit
     def step(p, s, b):
         loss, g = jax.value_and_grad(loss_fn)(p, b)
         u, s = opt.update(g, s, p)
-        return optax.apply_updates(p, u), s, loss
+        return optax.apply_updates(p, u), s, loss, optax.global_norm(g)
 
     p = gpt.init(jax.random.key(0), CFG)
     s = opt.init(p)
-    out = []
+    out, norms = [], []
     for k in range(steps):
-        p, s, loss = step(p, s, gpt.batch(jax.random.key(100 + k), 16, CFG))
+        p, s, loss, norm = step(p, s, gpt.batch(jax.random.key(100 + k), 16, CFG))
         out.append(float(loss))
-    return out, jax.tree_util.tree_leaves(p)
+        norms.append(float(norm))
+    return out, jax.tree_util.tree_leaves(p), norms

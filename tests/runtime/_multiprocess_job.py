@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import functools
+import math
 import os
 import sys
 import time
@@ -30,6 +31,8 @@ def optimizer(name: str):
 
     if name == "adamw":
         return optax.adamw(1e-2)
+    if name == "adamw-clip":
+        return optax.chain(optax.clip_by_global_norm(0.5), optax.adamw(1e-2))
     if name == "sgd-clip":
         return optax.chain(optax.clip_by_global_norm(0.5), optax.sgd(0.05, momentum=0.9))
     return optax.sgd(0.05, momentum=0.9)
@@ -52,6 +55,7 @@ def main() -> int:
     ap.add_argument("--schedule", default="1f1b")
     ap.add_argument("--steps", type=int, default=4)
     ap.add_argument("--stage-devices", type=int, default=1)
+    ap.add_argument("--layers-per-stage", type=int, default=1, help="2: 2 stages of 2 layers")
     ap.add_argument("--optimizer", default="sgd")
     ap.add_argument("--mesh", default="", help="2x2: (data, model) stage meshes, Megatron specs")
     ap.add_argument("--save-at", type=int, default=0)
@@ -74,8 +78,9 @@ def main() -> int:
     print(f"PID {os.getpid()}", flush=True)
     cfg = gpt.GPTConfig(**CFG_KW)
     loss_fn = functools.partial(
-        gpt.loss, cfg=cfg, boundary=hlopipe.stage_boundary, layers_per_stage=1
-    )
+        gpt.loss, cfg=cfg, boundary=hlopipe.stage_boundary,
+        layers_per_stage=args.layers_per_stage,
+    )  # fmt: skip
     params = gpt.init(jax.random.key(0), cfg)
     batches = [gpt.batch(jax.random.key(100 + k), BATCH, cfg) for k in range(args.steps)]
     mesh: dict = {"stage_mesh_shape": (args.stage_devices,)}
@@ -99,6 +104,8 @@ def train(args, name, loss_fn, params, batches, mesh) -> None:
         loss_fn, params, batches[0], schedule=name, num_microbatches=M,
         devices=jax.devices(), optimizer=optimizer(args.optimizer), recv_timeout=60.0, **mesh,
     )  # fmt: skip
+    if jax.process_index() == 0:
+        print(pipe, flush=True)
     if args.restore:
         state = pipe.restore(args.restore)
     else:
@@ -108,12 +115,19 @@ def train(args, name, loss_fn, params, batches, mesh) -> None:
 
         infer(args, gpt.GPTConfig(**CFG_KW), pipe, state, params, batches[0])
         return
+    # the bytes of the values this process's cross-process sends carry (its program's)
+    act = sum(
+        math.prod(a.shape) * np.dtype(a.dtype).itemsize
+        for _, ins in pipe._cross_process_sends("train")
+        for a in ins.avals
+    )
     for k in range(state.step, args.steps):
         state, metrics = pipe.step(state, batches[k])
         if jax.process_index() == 0:
             print(
                 f"LOSS {k + 1} {metrics.loss!r} xfer_ms {pipe.last_transfer_seconds * 1e3:.1f}"
-                f"{tag}",
+                f" xfer_bytes {pipe.last_transfer_bytes} act_bytes {act}"
+                f" gnorm {metrics.grad_norm!r}{tag}",
                 flush=True,
             )
         if args.save_at and k + 1 == args.save_at:
@@ -139,7 +153,9 @@ def infer(args, cfg, pipe, state, params, batch) -> None:
     loss = pipe.infer(state, batch)
 
     def logits_fn(p, tokens):
-        return gpt.logits(p, tokens, cfg, hlopipe.stage_boundary, layers_per_stage=1)
+        return gpt.logits(
+            p, tokens, cfg, hlopipe.stage_boundary, layers_per_stage=args.layers_per_stage
+        )
 
     fwd = hlopipe.Pipeline(
         logits_fn, params, batch[0], schedule="inference", num_microbatches=M,

@@ -11,6 +11,7 @@ import jax
 import numpy as np
 import pytest
 from _mp_util import CFG, Job, no_process_left, reference_losses, reference_params
+from _mp_util import assert_params_like_one_device as _assert_params_like_one_device
 
 from hlopipe.models import gpt
 
@@ -25,17 +26,6 @@ CASES = [
     (4, "1f1b", 2),
     (4, "zb-h1", 2),
 ]
-
-
-def _assert_params_like_one_device(path, steps: int, optimizer: str = "sgd") -> None:
-    with np.load(path) as z:
-        got = [z[f"arr_{n}"] for n in range(len(z.files))]
-    want = reference_params(steps, optimizer)
-    assert len(got) == len(want)
-    for n, (g, w) in enumerate(zip(got, want, strict=True)):
-        g, w = np.asarray(g, np.float64), np.asarray(w, np.float64)
-        rel = np.linalg.norm(g - w) / max(np.linalg.norm(w), 1e-30)
-        assert rel <= 1e-5, f"parameter {n} differs by {rel:.2e} (relative)"
 
 
 def _assert_losses_like_one_device(losses, steps: int, text: str, optimizer: str = "sgd"):
