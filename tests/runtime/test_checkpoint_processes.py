@@ -1,7 +1,7 @@
-"""A checkpoint saved by 4 processes (a stage on each) restores onto 2 processes with another
-stage count, and onto one process (this one, unsplit); a cut layer loop's saved by 2 restores
-onto one with another split: training goes on with the losses and parameters of the run that
-was never interrupted."""
+"""A checkpoint saved by 4 processes (2 stages, each on a mesh spanning 2 processes) restores
+onto 2 processes with another stage count and mesh shape, and onto one process (this one,
+unsplit); a cut layer loop's saved by 2 restores onto one with another split: training goes on
+with the losses and parameters of the run that was never interrupted."""
 
 from __future__ import annotations
 
@@ -53,16 +53,18 @@ def _assert_same_run(losses, params, want_losses, want_params):
 
 def test_saved_by_4_processes_restores_onto_2_processes_and_onto_one(tmp_path):
     ckpt, whole = str(tmp_path / "ckpt"), str(tmp_path / "whole.npz")
-    # 4 processes, a stage on each (a 2-device mesh); saved at step 2, trained on uninterrupted
-    run = _job(4, ["--stage-devices", "2", "--save-at", str(SAVE_AT), "--ckpt", ckpt,
-                   "--params-out", whole])  # fmt: skip
+    # 4 processes, 2 stages of 2 layers, each stage's 4-device mesh spanning 2 processes (every
+    # parameter a global array over 2 processes); saved at step 2, trained on uninterrupted
+    run = _job(4, ["--layers-per-stage", "2", "--stage-devices", "4", "--save-at", str(SAVE_AT),
+                   "--ckpt", ckpt, "--params-out", whole])  # fmt: skip
     assert sorted(run) == list(range(1, STEPS + 1))
     assert os.listdir(ckpt) == [f"step_{SAVE_AT:08d}"]
     want = list(np.load(whole).values())
 
-    # 2 processes, a stage of 2 layers on each (another stage count)
+    # 2 processes, 4 stages of one layer on one device each (another stage count, mesh shape
+    # and process count; whole stages per process)
     half = str(tmp_path / "half.npz")
-    args = ["--layers-per-stage", "2", "--stage-devices", "2", "--restore", ckpt]
+    args = ["--layers-per-stage", "1", "--stage-devices", "1", "--restore", ckpt]
     moved = _job(2, [*args, "--params-out", half])
     _assert_same_run(moved, list(np.load(half).values()), run, want)
 
