@@ -18,8 +18,9 @@ install: $(STAMP)
 demo: $(STAMP)
 	$(BIN)/hlopipe demo
 
+# The 25 slowest tests are listed at the end (what to trim when the suite nears 20 min idle).
 test: $(STAMP)
-	$(BIN)/python -m pytest -q -n 2 tests
+	$(BIN)/python -m pytest -q -n 2 --durations=25 tests
 
 # The inner loop: the suite without the slow modules and tests (tests/conftest.py), the
 # multi-process and the 16-device ones; a few minutes. `make test` stays the full suite.

@@ -60,7 +60,10 @@ def _assert_like_reference(losses, params, steps: int) -> None:
         assert _rel(a, b) <= 1e-5
 
 
+@functools.cache
 def _pipe(schedule: str, ranks: int, v: int | None = None) -> Pipeline:
+    """Built once per configuration (the 1F1B pipeline on 2 ranks serves two tests: building
+    compiles every stage; each test starts from a fresh ``init`` state)."""
     return Pipeline(loss_fn, _params(), _batches(1)[0], schedule=schedule, num_microbatches=M,
                     devices=jax.devices()[:ranks], optimizer=OPT, virtual_stages=v)  # fmt: skip
 

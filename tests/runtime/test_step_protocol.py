@@ -1,11 +1,15 @@
 """The step protocol, written once (``runtime/_program.py``): one instruction list per pipeline
 and mode, run by the asynchronous controller and the threaded (profiling) interpreter alike.
 
-A small fresh MLP per test (split here, so that no executable another test compiled is in the
-cache): what is asserted is which executables a step calls and that the interpreters agree.
+A small fresh MLP per test where compiles or calls are counted (split here, so that no
+executable another test compiled is in the cache): what is asserted is which executables a step
+calls and that the interpreters agree. The two tests that count nothing share one pipeline per
+schedule (:func:`_shared_pipe`): building one compiles every stage.
 """
 
 from __future__ import annotations
+
+import functools
 
 import jax
 import jax.numpy as jnp
@@ -45,6 +49,11 @@ def _pipe(schedule):
                     devices=jax.devices()[:4], optimizer=optax.adam(1e-2))  # fmt: skip
 
 
+@functools.cache
+def _shared_pipe(schedule):
+    return _pipe(schedule)
+
+
 def test_a_profiled_zero_bubble_step_compiles_nothing(monkeypatch):
     """Every executable the program calls is compiled when the pipeline is built; the
     profiling interpreter runs the same instructions, so a profiled ZB-H1 step compiles no
@@ -74,7 +83,7 @@ def test_the_interpreters_agree_bit_for_bit(schedule):
     """The asynchronous controller and the profiling interpreter run one program: from one
     state, a normal and a profiled step give the same loss and the same parameters exactly
     (I+W fused or not, where the F and B are fused, are decided once, for both)."""
-    pipe = _pipe(schedule)
+    pipe = _shared_pipe(schedule)
     a, ma = pipe.step(pipe.init(_params()), _batch())
     b, mb = pipe.step(pipe.init(_params()), _batch(), profile=True)
     assert ma.loss == mb.loss and ma.grad_norm == mb.grad_norm
@@ -89,7 +98,7 @@ def test_one_program_per_mode_and_the_decided_fusions(schedule):
     """The program is built once per pipeline and mode; an I directly followed on its rank by
     its W runs as one B (the W action is a mark), and a loss stage's F directly followed by
     its B runs as one FB (the B action is a mark), in the program every interpreter runs."""
-    pipe = _pipe(schedule)
+    pipe = _shared_pipe(schedule)
     prog = pipe._program("train")
     assert pipe._program("train") is prog
     plan = prog.plan

@@ -37,6 +37,12 @@ def _loss(fori: bool):
     return functools.partial(gpt_scan.loss, cfg=CFG, fori=fori)
 
 
+@functools.cache
+def _split(fori: bool, S: int):
+    """The scanned GPT split into ``S`` stages, once per module (several tests read it)."""
+    return hlopipe.split(_loss(fori), _params(), _batch(), num_stages=S)
+
+
 def _stacked_rows(staged, s: int) -> list[int]:
     """Leading axes of stage ``s``'s block parameters (the stacked ones)."""
     st = staged.stage(s)
@@ -63,7 +69,7 @@ def _max_diff(a, b) -> float:
 @pytest.mark.parametrize("fori", [False, True], ids=["scan", "fori_loop"])
 @pytest.mark.parametrize("S", [2, 4, 8])
 def test_scanned_gpt_splits_into_balanced_ranges(S, fori):
-    staged = hlopipe.split(_loss(fori), _params(), _batch(), num_stages=S)
+    staged = _split(fori, S)
     assert staged.num_stages == S
     (loop,) = [r for r in staged.loops if r.splittable]
     assert loop.length == L and loop.num_params == 10
@@ -77,7 +83,7 @@ def test_scanned_gpt_splits_into_balanced_ranges(S, fori):
 def test_scanned_gpt_stages_differentiate_like_jax(fori, S, iw):
     loss = _loss(fori)
     p, b = _params(), _batch()
-    staged = hlopipe.split(loss, p, b, num_stages=S)
+    staged = _split(fori, S)
     ref_loss, ref_g = jax.value_and_grad(loss)(p, b)
     got_loss, got_g = staged.value_and_grad(p, b, split_backward=iw)
     assert abs(float(got_loss) - float(ref_loss)) <= 1e-5
@@ -86,10 +92,10 @@ def test_scanned_gpt_stages_differentiate_like_jax(fori, S, iw):
 
 
 def test_parameter_bytes_per_stage_fall_as_one_over_stages():
-    p, b = _params(), _batch()
+    p = _params()
     block_bytes = sum(x.nbytes for x in jax.tree.leaves(p["blocks"]))
     for S in (2, 4, 8):
-        staged = hlopipe.split(_loss(False), p, b, num_stages=S)
+        staged = _split(False, S)
         held = [
             sum(
                 a.size * a.dtype.itemsize
@@ -105,7 +111,7 @@ def test_parameter_bytes_per_stage_fall_as_one_over_stages():
 
 def test_the_caller_tree_round_trips_through_the_pieces():
     p, b = _params(), _batch()
-    staged = hlopipe.split(_loss(False), p, b, num_stages=4)
+    staged = _split(False, 4)
     flat = jax.tree.leaves((p, b))
     pieces = staged.expand_flat(flat)
     assert len(pieces) == len(staged.in_avals) > len(flat)
