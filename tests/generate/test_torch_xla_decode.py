@@ -76,8 +76,9 @@ def test_generator_equals_torch_and_the_unsplit_program(S):
         np.testing.assert_array_equal(first[0, :, 0], TORCH_PRE["out_1"])
         np.testing.assert_array_equal(first[0, :, 1], TORCH_DEC["out_1"])
         mine = dict(zip((x.arg for x in gen.split.slots), session.state(0), strict=True))
-        for arg, out in TRUE_STATE.items():
-            np.testing.assert_allclose(mine[arg], TORCH_DEC[f"out_{out}"], rtol=0, atol=1e-6)
+        for arg, out in TRUE_STATE.items():  # torch's float32 sums against XLA's: within
+            # 1e-6 at XLA's default optimisation, 1.2e-6 seen at the suite's O0 (conftest.py)
+            np.testing.assert_allclose(mine[arg], TORCH_DEC[f"out_{out}"], rtol=0, atol=2e-6)
         # the rest (positions 6, 7; torch stored none): the unsplit rehydrated programs
         toks = np.concatenate([first, session.generate(2)], axis=-1)
         np.testing.assert_array_equal(toks, ref[:G])
