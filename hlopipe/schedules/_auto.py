@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, TypedDict, Unpack
+from typing import TypedDict, Unpack
 
 from hlopipe.errors import ScheduleError
 from hlopipe.schedules._generators import get
@@ -89,14 +89,9 @@ class Search(TypedDict, total=False):
     num_stages: int | None
 
 
-def _checked(search: Mapping[str, Any]) -> None:
+def _checked(search: Search) -> None:
     """Refuse a keyword :class:`Search` does not name, or a limit that is not positive."""
-    unknown = [k for k in search if k not in Search.__optional_keys__]
-    if unknown:
-        raise ScheduleError(
-            f"best: unknown keyword {unknown[0]!r}; the search keywords are "
-            f"{', '.join(Search.__annotations__)}"
-        )
+    ScheduleError.refuse_unknown(search, Search, "best")
     limit = search.get("memory_limit")
     if limit is not None and not limit > 0:
         raise ScheduleError(f"memory_limit must be a positive number, got {limit!r}")

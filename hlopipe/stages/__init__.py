@@ -4,7 +4,8 @@ Public API:
 
 * :func:`split` — a function or loaded ``Program`` → :class:`StagedProgram` (at
   ``stage_boundary`` markers, or at cost-balanced cut points with ``num_stages``);
-  :func:`split_jaxpr` does the same for an already traced ClosedJaxpr.
+  :func:`split_jaxpr` does the same for an already traced ClosedJaxpr; :class:`Cuts` is
+  their keywords (the TypedDict mypy checks a call against).
 * :class:`StagedProgram`, :class:`Stage`, :class:`Receive`, :class:`Send`,
   :class:`StageCost`, :class:`OutputSource` — the result and its parts.
 * :class:`StageAutodiff` — per-stage ``forward`` / ``backward`` / ``backward_input`` /
@@ -46,7 +47,7 @@ from hlopipe.stages._sharding import (
     merge,
     shard_stage,
 )
-from hlopipe.stages._split import split, split_jaxpr
+from hlopipe.stages._split import Cuts, split, split_jaxpr
 from hlopipe.stages._stacked import StackedSplit, retrace_outputs, split_stacked
 from hlopipe.stages._staged import (
     OutputSource,
@@ -60,6 +61,7 @@ from hlopipe.stages._state import StateCrossesStages, StatefulSplit, split_state
 
 __all__ = [
     "CostModel",
+    "Cuts",
     "MergeLayout",
     "MergedModule",
     "OutputSource",

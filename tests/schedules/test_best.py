@@ -79,7 +79,7 @@ def test_fixed_stages_use_measured_per_stage_costs():
 def test_an_unknown_search_keyword_is_refused_by_name():
     """The keywords are Search's, checked at run time too (mypy checks them statically)."""
     for search in (best, rank_candidates):
-        with pytest.raises(ScheduleError, match="unknown keyword 'memry_limit'; the search keywo"):
+        with pytest.raises(ScheduleError, match="unknown keyword 'memry_limit'; the keywords"):
             search(4, 8, memry_limit=4)  # type: ignore[call-arg]
     assert list(Search.__annotations__) == [
         "memory_limit", "microbatch_counts", "names", "num_stages"
