@@ -14,8 +14,9 @@ Public API:
   the cost model and the exact partitioner.
 * :func:`shard_stage`, :class:`ShardedStage` — consistent sharding of a stage's forward and
   backward ("merge, then split"); :func:`merge` joins a forward and backward jaxpr into one;
-  :func:`compile_merged` compiles the merged program once and returns the shardings it chose
-  (what the runtime pins on each stage's F / B / I / W / FB); :func:`arg_partition_specs`
+  :func:`compile_merged` compiles the merged program once, a :class:`MergedCompile` of the
+  shardings it chose (what the runtime pins on each stage's F / B / I / W / FB; its
+  ``consistent()`` compiles forward and backward apart, pinned); :func:`arg_partition_specs`
   reads a loaded program's argument sharding annotations as ``PartitionSpec``s.
 * :func:`merge_files` / :func:`split_merged` — the same at the file level: a forward and a
   backward module (paths, text or ``Program``) merged into one module, and a merged module cut
@@ -41,6 +42,7 @@ from hlopipe.stages._files import (
 from hlopipe.stages._loops import describe_loops
 from hlopipe.stages._partition import Partition, RepeatedRun, find_repeated_run, partition
 from hlopipe.stages._sharding import (
+    MergedCompile,
     ShardedStage,
     arg_partition_specs,
     compile_merged,
@@ -63,6 +65,7 @@ __all__ = [
     "CostModel",
     "Cuts",
     "MergeLayout",
+    "MergedCompile",
     "MergedModule",
     "OutputSource",
     "Partition",
