@@ -58,6 +58,18 @@ class HlopipeError(Exception):
         else:
             super().__init__(*parts)
 
+    @classmethod
+    def refuse_unknown(cls, given: Mapping[str, object], declared: type, where: str) -> None:
+        """Raise this error if ``given`` holds a keyword the TypedDict ``declared`` does not
+        declare, naming it and those it does: the run-time check of a ``**kwargs:
+        Unpack[declared]`` (mypy checks the callers it sees)."""
+        known = list(declared.__annotations__)
+        unknown = [k for k in given if k not in known]
+        if unknown:
+            raise cls(
+                f"{where}: unknown keyword {unknown[0]!r}; the keywords are {', '.join(known)}"
+            )
+
     @property
     def keywords(self) -> tuple[Keyword, ...]:
         """The keyword arguments this error concerns, in the order the message names them."""

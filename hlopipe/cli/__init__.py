@@ -1,10 +1,11 @@
 """The ``hlopipe`` command.
 
 One module per subcommand (``cli/<name>.py``), each a thin layer over the library: an
-``add_<name>(parser)`` that declares its arguments and a handler registered with
-:func:`~hlopipe.cli._common.register`, together with the flags that set the library keywords
-its errors may name. Errors a user can cause are :class:`~hlopipe.errors.HlopipeError`; they
-print one ``error: ...`` line and exit 2 (with a traceback under ``--debug``).
+``_add_<name>(parser)`` that declares its arguments, a handler whose docstring is its help
+line, and a ``COMMAND`` (:class:`~hlopipe.cli._common.Command`) naming both, together with
+the flags that set the library keywords its errors may name; ``_IN_ORDER`` below lists them.
+Errors a user can cause are :class:`~hlopipe.errors.HlopipeError`; they print one
+``error: ...`` line and exit 2 (with a traceback under ``--debug``).
 """
 
 from __future__ import annotations
@@ -16,22 +17,26 @@ import sys
 import traceback
 from collections.abc import Sequence
 
-# The commands register themselves on import, in the order `hlopipe --help` lists them.
-from hlopipe.cli import schedule as _schedule  # noqa: F401
-
-from hlopipe.cli import inspect as _inspect  # noqa: F401  # isort: skip
-from hlopipe.cli import run as _run  # noqa: F401  # isort: skip
-from hlopipe.cli import decompile as _decompile  # noqa: F401  # isort: skip
-from hlopipe.cli import demo as _demo  # noqa: F401  # isort: skip
-from hlopipe.cli import split as _split  # noqa: F401  # isort: skip
-from hlopipe.cli import conformance as _conformance  # noqa: F401  # isort: skip
-from hlopipe.cli import train as _train  # noqa: F401  # isort: skip
-from hlopipe.cli import generate as _generate  # noqa: F401  # isort: skip
-from hlopipe.cli import launch as _launch  # noqa: F401  # isort: skip
+from hlopipe.cli import (
+    conformance,
+    decompile,
+    demo,
+    generate,
+    inspect,
+    launch,
+    run,
+    schedule,
+    split,
+    train,
+)
 from hlopipe.cli._common import COMMANDS, Parser, one_line
 from hlopipe.errors import HlopipeError
 
 __all__ = ["build_parser", "main"]
+
+# The commands, in the order `hlopipe --help` lists them.
+_IN_ORDER = (schedule, inspect, run, decompile, demo, split, conformance, train, generate, launch)
+COMMANDS.update((m.COMMAND.name, m.COMMAND) for m in _IN_ORDER)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -1,4 +1,4 @@
-"""What every command shares: the registry of commands, the parser, checks of output paths
+"""What every command shares: the description of a command, the parser, checks of output paths
 before any work, loading a FILE with --module, 64-bit mode for one run."""
 
 from __future__ import annotations
@@ -6,29 +6,31 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from hlopipe.errors import HlopipeError
 
 
 class Command:
-    """One subcommand: ``add`` declares its arguments, ``run`` runs it, ``flags`` names the
-    library keywords its errors may concern by the flags that set them."""
+    """One subcommand: ``add`` declares its arguments, ``run`` runs it (its docstring is the
+    command's help line), ``flags`` names the library keywords its errors may concern by the
+    flags that set them (``num_stages="--stages"``). Each ``cli/<name>.py`` ends with its
+    ``COMMAND``; ``cli/__init__.py`` lists them."""
 
     def __init__(
         self,
         name: str,
-        help: str,
         add: Callable[[argparse.ArgumentParser], None],
         run: Callable[[argparse.Namespace], int],
-        flags: Mapping[str, str],
+        **flags: str,
     ) -> None:
-        self.name, self.help, self.add, self.run = name, help, add, run
+        self.name, self.add, self.run = name, add, run
+        self.help = (run.__doc__ or "").strip()
         self.flags = {**COMMON_FLAGS, **flags}
 
 
-# name -> Command, in the order `hlopipe --help` lists them; filled by `register`.
+# name -> Command, in the order `hlopipe --help` lists them (``cli/__init__.py`` fills it).
 COMMANDS: dict[str, Command] = {}
 
 # keywords every command renders as its flag
@@ -36,20 +38,6 @@ COMMON_FLAGS = {"module": "--module"}
 
 CPU_DEVICES = 8  # on CPU, `train` and `demo` simulate this many devices unless told otherwise
 PLOT_SUFFIXES = (".png", ".svg", ".pdf", ".jpg", ".jpeg", ".eps", ".ps", ".webp", ".tif", ".tiff")
-
-
-def register(
-    name: str, help: str, add: Callable[[argparse.ArgumentParser], None], **flags: str
-) -> Callable[[Callable[[argparse.Namespace], int]], Callable[[argparse.Namespace], int]]:
-    """``@register("train", "...", add_train, num_stages="--stages")`` on a command's
-    handler; ``flags``: library keyword -> the flag that sets it."""
-
-    def wrap(handler: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namespace], int]:
-        COMMANDS[name] = Command(name, help, add, handler, flags)
-        handler.__doc__ = help
-        return handler
-
-    return wrap
 
 
 class Parser(argparse.ArgumentParser):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from hlopipe.cli._common import register
+from hlopipe.cli._common import Command
 from hlopipe.errors import HlopipeError
 
 
@@ -40,8 +40,8 @@ def _add_conformance(p: argparse.ArgumentParser) -> None:
     p.add_argument("-v", "--verbose", action="store_true", help="list every file's status")
 
 
-@register("conformance", "run StableHLO conformance tests through rehydration", _add_conformance)
 def _cmd_conformance(args: argparse.Namespace) -> int:
+    """run StableHLO conformance tests through rehydration"""
     import contextlib
     import json
 
@@ -128,3 +128,6 @@ def _run_with_progress(args: argparse.Namespace, files: list[Any], console: Any)
             strict=args.strict,
             reference=args.reference,
         )
+
+
+COMMAND = Command("conformance", _add_conformance, _cmd_conformance)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from hlopipe.cli._common import register
+from hlopipe.cli._common import Command
 from hlopipe.errors import HlopipeError
 
 
@@ -20,10 +20,8 @@ def _add_decompile(p: argparse.ArgumentParser) -> None:
     )
 
 
-@register(
-    "decompile", "write a program back as readable JAX source (a .py defining main)", _add_decompile
-)
 def _cmd_decompile(args: argparse.Namespace) -> int:
+    """write a program back as readable JAX source (a .py defining main)"""
     from pathlib import Path
 
     import hlopipe
@@ -43,3 +41,6 @@ def _cmd_decompile(args: argparse.Namespace) -> int:
     lines = len(result.source.splitlines())
     print(f"wrote {', '.join(map(str, written))} ({lines} lines, def main)")
     return 0
+
+
+COMMAND = Command("decompile", _add_decompile, _cmd_decompile)

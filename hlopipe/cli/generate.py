@@ -7,7 +7,7 @@ import argparse
 import contextlib
 import os
 
-from hlopipe.cli._common import CPU_DEVICES, register
+from hlopipe.cli._common import CPU_DEVICES, Command
 
 
 def _add_generate(p: argparse.ArgumentParser) -> None:
@@ -24,13 +24,8 @@ def _add_generate(p: argparse.ArgumentParser) -> None:
     p.add_argument("--cpu-devices", type=int, help=f"CPU devices (default {CPU_DEVICES})")
 
 
-@register(
-    "generate",
-    "generate tokens with a decode step split into stages",
-    _add_generate,
-    num_stages="--stages",
-)
 def _cmd_generate(args: argparse.Namespace) -> int:
+    """generate tokens with a decode step split into stages"""
     import jax
 
     from hlopipe.generate import run_command
@@ -44,3 +39,6 @@ def _cmd_generate(args: argparse.Namespace) -> int:
     return run_command(args.file, prefill_path=args.prefill, params_path=args.params,
                        stages=args.stages, groups=args.groups, tokens=args.tokens,
                        prompt_len=args.prompt_len, seed=args.seed, check=args.check)  # fmt: skip
+
+
+COMMAND = Command("generate", _add_generate, _cmd_generate, num_stages="--stages")

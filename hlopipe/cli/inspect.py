@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from hlopipe.cli._common import load, register
+from hlopipe.cli._common import Command, load
 
 
 def _add_inspect(p: argparse.ArgumentParser) -> None:
@@ -15,12 +15,8 @@ def _add_inspect(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-cost", action="store_true", help="skip XLA's cost analysis")
 
 
-@register(
-    "inspect",
-    "show a program's format, signature, ops, cost, markers, unsupported ops",
-    _add_inspect,
-)
 def _cmd_inspect(args: argparse.Namespace) -> int:
+    """show a program's format, signature, ops, cost, markers, unsupported ops"""
     import json
     from pathlib import Path
 
@@ -149,3 +145,6 @@ def _print_info(info: dict[str, Any], counts: Any, unsupported: list[Any]) -> No
             console.print(f"  {name}  x{n}  first at {loc}", soft_wrap=True)
     else:
         console.print("[green]every op has a rehydration rule[/]")
+
+
+COMMAND = Command("inspect", _add_inspect, _cmd_inspect)

@@ -8,7 +8,7 @@ import re
 import sys
 from typing import Any
 
-from hlopipe.cli._common import register
+from hlopipe.cli._common import Command
 
 
 def _add_launch(p: argparse.ArgumentParser) -> None:
@@ -27,8 +27,8 @@ def _add_launch(p: argparse.ArgumentParser) -> None:
     p.add_argument("cmd", nargs=argparse.REMAINDER, help="-- CMD ARGS...: what each process runs")
 
 
-@register("launch", "start N local processes of one jax.distributed job (CPU, gloo)", _add_launch)
 def _cmd_launch(args: argparse.Namespace) -> int:
+    """start N local processes of one jax.distributed job (CPU, gloo)"""
     from hlopipe.errors import RuntimeConfigError
     from hlopipe.runtime.launch import launch
 
@@ -148,3 +148,6 @@ class _LaunchOutput:
     def flush(self) -> None:
         self.log.flush()
         self.terminal.flush()
+
+
+COMMAND = Command("launch", _add_launch, _cmd_launch)

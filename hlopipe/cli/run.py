@@ -6,7 +6,7 @@ import argparse
 import contextlib
 from typing import Any
 
-from hlopipe.cli._common import check_output_file, load, register
+from hlopipe.cli._common import Command, check_output_file, load
 
 
 def _add_run(p: argparse.ArgumentParser) -> None:
@@ -19,10 +19,8 @@ def _add_run(p: argparse.ArgumentParser) -> None:
     p.add_argument("--x64", action="store_true", help="enable 64-bit types (auto when needed)")
 
 
-@register(
-    "run", "rehydrate a program and run it on given or random inputs", _add_run, inputs="--inputs"
-)
 def _cmd_run(args: argparse.Namespace) -> int:
+    """rehydrate a program and run it on given or random inputs"""
     import jax
 
     from hlopipe.io import TokenType
@@ -98,3 +96,6 @@ def _random_inputs(avals: list, seed: int) -> list:
         else:
             values.append(rng.standard_normal(a.shape).astype(dt))
     return values
+
+
+COMMAND = Command("run", _add_run, _cmd_run, inputs="--inputs")

@@ -6,7 +6,7 @@ import argparse
 import os
 from typing import Any
 
-from hlopipe.cli._common import PLOT_SUFFIXES, check_output_file, register
+from hlopipe.cli._common import PLOT_SUFFIXES, Command, check_output_file
 
 
 def _add_schedule(p: argparse.ArgumentParser) -> None:
@@ -82,13 +82,8 @@ def _read_schedule_file(path: str):  # -> schedules.Schedule
     return schedules.Schedule.from_torch_csv(text, name=name)
 
 
-@register(
-    "schedule",
-    "generate, check and simulate a pipeline schedule",
-    _add_schedule,
-    num_microbatches="--microbatches",
-)
 def _cmd_schedule(args: argparse.Namespace) -> int:
+    """generate, check and simulate a pipeline schedule"""
     from hlopipe import schedules
     from hlopipe.errors import ScheduleError
 
@@ -248,3 +243,6 @@ def _print_ranking(args: argparse.Namespace, ranked: list[Any]) -> None:
             "yes" if c.fits else "no",
         )
     Console(highlight=False).print(table)
+
+
+COMMAND = Command("schedule", _add_schedule, _cmd_schedule, num_microbatches="--microbatches")

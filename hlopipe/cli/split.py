@@ -6,7 +6,7 @@ import argparse
 from collections.abc import Sequence
 from typing import Any
 
-from hlopipe.cli._common import check_output_dir, load, register, x64_if_needed
+from hlopipe.cli._common import Command, check_output_dir, load, x64_if_needed
 from hlopipe.errors import HlopipeError
 
 
@@ -49,15 +49,8 @@ def _add_split(p: argparse.ArgumentParser) -> None:
     )
 
 
-@register(
-    "split",
-    "cut a program into pipeline stages; write modules + manifest.json",
-    _add_split,
-    num_stages="--stages",
-    num_params="--params",
-    num_outputs="--outputs",
-)
 def _cmd_split(args: argparse.Namespace) -> int:
+    """cut a program into pipeline stages; write modules + manifest.json"""
     from hlopipe import stages
 
     if args.merge or args.unmerge:
@@ -186,3 +179,13 @@ def _default_sharding(aval: Any, mesh: Any, kind: str) -> Any:
 def _print_shardings(what: str, shardings: Sequence[Any] | None) -> None:
     for k, s in enumerate(shardings or []):
         print(f"  {what} {k}: {getattr(s, 'spec', s)}")
+
+
+COMMAND = Command(
+    "split",
+    _add_split,
+    _cmd_split,
+    num_stages="--stages",
+    num_params="--params",
+    num_outputs="--outputs",
+)

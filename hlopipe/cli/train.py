@@ -7,14 +7,13 @@ import contextlib
 from typing import Any
 
 from hlopipe.cli._common import (
-    COMMANDS,
     CPU_DEVICES,
     PLOT_SUFFIXES,
+    Command,
     check_output_dir,
     check_output_file,
     did_you_mean,
     load,
-    register,
     x64_if_needed,
 )
 
@@ -77,20 +76,8 @@ def _add_train(p: argparse.ArgumentParser) -> None:
     p.add_argument("--plot", metavar="PNG", help="write the measured timeline of the last step")
 
 
-@register(
-    "train",
-    "pipeline-train the loss program in a file on the local devices",
-    _add_train,
-    num_microbatches="--microbatches",
-    stage_mesh_shape="--stage-devices",
-    virtual_stages="--virtual-stages",
-    num_stages="--stages",
-    batch_args="--batch-args",
-    params="--params",
-    data="--data",
-    jax_num_cpu_devices="--cpu-devices",
-)
 def _cmd_train(args: argparse.Namespace) -> int:
+    """pipeline-train the loss program in a file on the local devices"""
     import jax
 
     from hlopipe import training
@@ -165,7 +152,7 @@ def _print_plan(args: argparse.Namespace, plan: Any, layout: Any) -> None:
     """The plan, one topic a line: each choice with the words that explain it."""
     from hlopipe.errors import render
 
-    flags = COMMANDS["train"].flags
+    flags = COMMAND.flags
     words = plan.describe(flags)
     m, mb = plan.num_microbatches, plan.microbatch
     lines = {
@@ -258,3 +245,18 @@ def _check(args: argparse.Namespace, plan: Any, opt: Any, losses: list[float], s
         f"{ref[-1]:.4f}; {verdict}"
     )
     return 0 if ok else 1
+
+
+COMMAND = Command(
+    "train",
+    _add_train,
+    _cmd_train,
+    num_microbatches="--microbatches",
+    stage_mesh_shape="--stage-devices",
+    virtual_stages="--virtual-stages",
+    num_stages="--stages",
+    batch_args="--batch-args",
+    params="--params",
+    data="--data",
+    jax_num_cpu_devices="--cpu-devices",
+)

@@ -420,16 +420,14 @@ def restore(pipe: Pipeline, directory: str | os.PathLike, step: int | None = Non
     values: list[dict[int, jax.Array]] = [{} for _ in range(pipe.placement.num_ranks)]
     for (r, p), x in zip(keys, _gather(folder, reads), strict=True):
         values[r][p] = x
-    opt_states: list[Any] = [None] * pipe.staged.num_stages
-    if pipe.optimizer is not None:
-        for s, owned in enumerate(pipe.owned):
-            if not pipe.layout.local(pipe.placement.rank_of(s)):
-                continue
-            own = [values[pipe.owner_rank[p]][p] for p in owned]
-            template = pipe.param_store.optimizer_fns(s)[0](own)
-            leaves = _opt_reads(pipe, folder, s, template)
-            it = iter(_gather(folder, leaves))
-            leaves = [next(it) if asyncio.iscoroutine(x) else x for x in leaves]
-            treedef = jax.tree_util.tree_structure(template)
-            opt_states[s] = jax.tree_util.tree_unflatten(treedef, leaves)
+    # a fresh optimizer state of each local stage is the template its saved leaves fill
+    opt_states = pipe.param_store.init_opt_states(values)
+    for s, template in enumerate(opt_states):
+        if template is None:
+            continue
+        leaves = _opt_reads(pipe, folder, s, template)
+        it = iter(_gather(folder, leaves))
+        leaves = [next(it) if asyncio.iscoroutine(x) else x for x in leaves]
+        treedef = jax.tree_util.tree_structure(template)
+        opt_states[s] = jax.tree_util.tree_unflatten(treedef, leaves)
     return pipe.param_store.state(values, opt_states, int(meta["step"]))

@@ -204,13 +204,13 @@ class StageExecutables:
     ) -> tuple[list[Any], list[Any]]:
         """``compile_merged`` of ``forward`` + ``backward``: the compiled program is cached
         as ``kind``; returns its flat input and output shardings."""
-        _, mc, m_in, m_out = compile_merged(
+        m = compile_merged(
             forward, backward, num_params=self.autodiff.num_params, num_outputs=num_outputs,
             **pins,
         )  # fmt: skip
         with _CACHE_LOCK:
-            _CACHE.setdefault(self.stage, {})[self._key(kind)] = mc
-        return m_in, m_out
+            _CACHE.setdefault(self.stage, {})[self._key(kind)] = m.compiled
+        return m.in_shardings, m.out_shardings
 
     def _compile_merged(self) -> Any:
         self.layout()

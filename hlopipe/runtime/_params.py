@@ -105,14 +105,21 @@ class Params:
             for r in pl.holders[p]:
                 if pl.layout.local(r):
                     values[r][p] = fresh_copy(x, pl.param_sharding(r, p))
+        return self.state(values, self.init_opt_states(values), 0)
+
+    def init_opt_states(self, values: list[dict[int, jax.Array]]) -> list[Any]:
+        """Per stage, ``optimizer.init`` of the parameters it owns (taken from ``values``, as
+        :class:`PipelineState` holds them); ``None`` for a stage another process runs, and
+        for every stage without an optimizer."""
+        pl = self.plan
         opt_states: list[Any] = [None] * pl.staged.num_stages
-        if self.optimizer is not None:
-            for s, owned in enumerate(pl.owned):
-                if not pl.layout.local(pl.placement.rank_of(s)):
-                    continue
+        if self.optimizer is None:
+            return opt_states
+        for s, owned in enumerate(pl.owned):
+            if pl.layout.local(pl.placement.rank_of(s)):
                 own = [values[pl.owner_rank[p]][p] for p in owned]
                 opt_states[s] = self.optimizer_fns(s)[0](own)
-        return self.state(values, opt_states, 0)
+        return opt_states
 
     def optimizer_fns(self, s: int) -> tuple[Any, list[Any]]:
         """Stage ``s``'s jitted ``optimizer.init`` and its update phases (built once per

@@ -12,7 +12,7 @@ import os
 import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from typing import Any, Generic, Never, TypeVar, overload
 
 import jax
 import jax.numpy as jnp
@@ -26,7 +26,7 @@ from hlopipe.runtime._executor import StepResult
 from hlopipe.runtime._fast import StepRunner
 from hlopipe.runtime._finite import check_step
 from hlopipe.runtime._metrics import StepMetrics, measured_timeline
-from hlopipe.runtime._multiprocess import cross_process_sends, split_on_data
+from hlopipe.runtime._multiprocess import ProcessLayout, cross_process_sends, split_on_data
 from hlopipe.runtime._params import Params, PipelineState
 from hlopipe.runtime._placement import Placement
 from hlopipe.runtime._plan import PipelinePlan, build_plan
@@ -36,6 +36,26 @@ from hlopipe.schedules import Schedule, Timeline
 from hlopipe.stages import StagedProgram
 
 __all__ = ["Pipeline", "PipelineState", "StepMetrics", "measured_timeline"]
+
+T = TypeVar("T")
+
+
+class _FromPlan(Generic[T]):
+    """A read-only attribute of a :class:`Pipeline` that is its plan's attribute of the same
+    name (``pipe.schedule`` is ``pipe.plan.schedule``)."""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    @overload
+    def __get__(self, pipe: None, owner: type) -> _FromPlan[T]: ...
+    @overload
+    def __get__(self, pipe: Pipeline, owner: type) -> T: ...
+    def __get__(self, pipe: Pipeline | None, owner: type) -> T | _FromPlan[T]:
+        return self if pipe is None else getattr(pipe.plan, self.name)
+
+    def __set__(self, pipe: Pipeline, value: Never) -> None:
+        raise AttributeError(f"Pipeline.{self.name} is its plan's, read-only")
 
 
 class Pipeline:
@@ -92,6 +112,11 @@ class Pipeline:
         finite, raise ``NonFiniteError`` naming the step and the first microbatch, stage and
         action (``1F0``, ``1B0``) that made one (``runtime/_finite.py``). Default off (it
         waits for the step's values); ``hlopipe train`` turns it on.
+
+    ``pipe.plan`` is what the constructor decided, frozen (``runtime/_plan.py``'s
+    ``PipelinePlan``: shapes, stages, schedule, placement, parameter ownership); its common
+    facts read through as ``pipe.schedule``, ``pipe.staged``, ``pipe.num_microbatches``,
+    ``pipe.param_names``, ``pipe.devices``, ... (read-only).
 
     The loss must be the program's first output, a scalar that is a *mean over the batch
     axis* (or a sum, with ``loss_reduction="sum"``): the microbatch losses then average (sum)
@@ -170,75 +195,28 @@ class Pipeline:
             self._runner("train")
             self.param_store.compile_ahead()
 
-    # -- the plan, read through ----------------------------------------------------------------
+    # -- the plan, read through (``pipe.plan`` holds every fact; these are its common ones) --
 
-    @property
-    def num_microbatches(self) -> int:
-        return self.plan.num_microbatches
-
-    @property
-    def microbatch_size(self) -> int:
-        return self.plan.microbatch_size
-
-    @property
-    def batch_size(self) -> int:
-        return self.plan.batch_size
-
-    @property
-    def remat(self) -> bool:
-        return self.plan.remat
+    num_microbatches = _FromPlan[int]()
+    microbatch_size = _FromPlan[int]()
+    batch_size = _FromPlan[int]()
+    remat = _FromPlan[bool]()
+    staged = _FromPlan[StagedProgram]()
+    schedule = _FromPlan[Schedule]()
+    placement = _FromPlan[Placement]()
+    layout = _FromPlan[ProcessLayout]()
+    execs = _FromPlan[tuple[StageExecutables, ...]]()
+    num_params = _FromPlan[int]()
+    param_treedef = _FromPlan[Any]()
+    param_avals = _FromPlan[tuple[jax.ShapeDtypeStruct, ...]]()
+    param_names = _FromPlan[tuple[str, ...]]()
+    owner_rank = _FromPlan[tuple[int, ...]]()
+    holders = _FromPlan[tuple[tuple[int, ...], ...]]()
+    owned = _FromPlan[tuple[tuple[int, ...], ...]]()
 
     @property
     def devices(self) -> list[Any]:
         return list(self.plan.devices)
-
-    @property
-    def staged(self) -> StagedProgram:
-        return self.plan.staged
-
-    @property
-    def schedule(self) -> Schedule:
-        return self.plan.schedule
-
-    @property
-    def placement(self) -> Placement:
-        return self.plan.placement
-
-    @property
-    def layout(self) -> Any:
-        return self.plan.layout
-
-    @property
-    def execs(self) -> tuple[StageExecutables, ...]:
-        return self.plan.execs
-
-    @property
-    def num_params(self) -> int:
-        return self.plan.num_params
-
-    @property
-    def param_treedef(self) -> Any:
-        return self.plan.param_treedef
-
-    @property
-    def param_avals(self) -> tuple[jax.ShapeDtypeStruct, ...]:
-        return self.plan.param_avals
-
-    @property
-    def param_names(self) -> tuple[str, ...]:
-        return self.plan.param_names
-
-    @property
-    def owner_rank(self) -> tuple[int, ...]:
-        return self.plan.owner_rank
-
-    @property
-    def holders(self) -> tuple[tuple[int, ...], ...]:
-        return self.plan.holders
-
-    @property
-    def owned(self) -> tuple[tuple[int, ...], ...]:
-        return self.plan.owned
 
     @property
     def last_transfer_seconds(self) -> float:

@@ -10,7 +10,7 @@ Pure Python: imports nothing of hlopipe but :mod:`hlopipe.errors`, and no JAX.
 0.273
 """
 
-from hlopipe.schedules._auto import Candidate, best, rank_candidates
+from hlopipe.schedules._auto import Candidate, Search, best, rank_candidates
 from hlopipe.schedules._decode import decode, steady_bubble
 from hlopipe.schedules._generators import (
     GENERATORS,
@@ -45,6 +45,7 @@ __all__ = [
     "Kind",
     "Overlap",
     "Schedule",
+    "Search",
     "Timeline",
     "align",
     "available",

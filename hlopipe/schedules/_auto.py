@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import TypedDict, Unpack
 
 from hlopipe.errors import ScheduleError
 from hlopipe.schedules._generators import get
@@ -78,30 +79,45 @@ def _scaled_costs(
     return out
 
 
+class Search(TypedDict, total=False):
+    """The search keywords of :func:`best` and :func:`rank_candidates`, each optional
+    (documented in :func:`best`); mypy checks a call's keywords against these."""
+
+    memory_limit: float | None
+    microbatch_counts: Sequence[int] | None
+    names: Sequence[str] | None
+    num_stages: int | None
+
+
+def _checked(search: Search) -> None:
+    """Refuse a keyword :class:`Search` does not name, or a limit that is not positive."""
+    ScheduleError.refuse_unknown(search, Search, "best")
+    limit = search.get("memory_limit")
+    if limit is not None and not limit > 0:
+        raise ScheduleError(f"memory_limit must be a positive number, got {limit!r}")
+
+
 def rank_candidates(
     num_ranks: int,
     num_microbatches: int,
     costs: Mapping[str, float] | None = None,
-    *,
-    memory_limit: float | None = None,
-    microbatch_counts: Sequence[int] | None = None,
-    names: Sequence[str] | None = None,
-    num_stages: int | None = None,
+    **search: Unpack[Search],
 ) -> list[Candidate]:
     """Every schedule :func:`best` considers, simulated; those that fit first, fastest first.
 
     Combinations a generator refuses (say dualpipev with fewer than 2p microbatches) are left
-    out. Arguments as for :func:`best`.
+    out. Arguments (and the :class:`Search` keywords) as for :func:`best`.
     """
-    if memory_limit is not None and not memory_limit > 0:
-        raise ScheduleError(f"memory_limit must be a positive number, got {memory_limit!r}")
-    counts = list(microbatch_counts) if microbatch_counts else [num_microbatches]
+    _checked(search)
+    memory_limit = search.get("memory_limit")
+    num_stages = search.get("num_stages")
+    counts = list(search.get("microbatch_counts") or [num_microbatches])
     for m in counts:
         if not isinstance(m, int) or m < 1:
             raise ScheduleError(f"microbatch counts must be positive integers, got {m!r}")
     resolve_costs(costs)  # bad keys fail here, once
     out: list[Candidate] = []
-    for name in names or list(VIRTUAL_CHOICES):
+    for name in search.get("names") or list(VIRTUAL_CHOICES):
         if name not in VIRTUAL_CHOICES:
             raise ScheduleError(
                 f"best: unknown training schedule {name!r}; "
@@ -131,11 +147,7 @@ def best(
     num_ranks: int,
     num_microbatches: int,
     costs: Mapping[str, float] | None = None,
-    *,
-    memory_limit: float | None = None,
-    microbatch_counts: Sequence[int] | None = None,
-    names: Sequence[str] | None = None,
-    num_stages: int | None = None,
+    **search: Unpack[Search],
 ) -> Schedule:
     """The training schedule with the shortest simulated step whose memory fits.
 
@@ -148,6 +160,8 @@ def best(
         :func:`resolve_costs` reads them; ``F@r`` for rank r's share when ranks differ, as a
         profiling step with one stage per rank measures). With v stages per rank each stage
         costs 1/v of that; a microbatch count m' scales every cost by num_microbatches / m'.
+
+    Keyword Args (those of :class:`Search`, each optional):
       memory_limit: the most activations a rank may hold, in units of one microbatch through
         one rank's share (1F1B's rank 0 holds num_ranks); None for no limit.
       microbatch_counts: other microbatch counts allowed (say the divisors of the batch).
@@ -162,15 +176,7 @@ def best(
     >>> s.name, s.num_stages // s.num_ranks
     ('interleaved-zb', 4)
     """
-    ranked = rank_candidates(
-        num_ranks,
-        num_microbatches,
-        costs,
-        memory_limit=memory_limit,
-        microbatch_counts=microbatch_counts,
-        names=names,
-        num_stages=num_stages,
-    )
+    ranked = rank_candidates(num_ranks, num_microbatches, costs, **search)
     if not ranked:
         raise ScheduleError(
             f"no schedule for {num_ranks} ranks and {num_microbatches} microbatches"
@@ -178,7 +184,7 @@ def best(
     if not ranked[0].fits:
         least = min(c.memory for c in ranked)
         raise ScheduleError(
-            f"no schedule fits memory_limit={memory_limit}: the least any needs is {least:g} "
-            f"(units of one microbatch through one rank's share)"
+            f"no schedule fits memory_limit={search.get('memory_limit')}: the least any needs "
+            f"is {least:g} (units of one microbatch through one rank's share)"
         )
     return ranked[0].schedule

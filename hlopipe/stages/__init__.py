@@ -4,7 +4,8 @@ Public API:
 
 * :func:`split` — a function or loaded ``Program`` → :class:`StagedProgram` (at
   ``stage_boundary`` markers, or at cost-balanced cut points with ``num_stages``);
-  :func:`split_jaxpr` does the same for an already traced ClosedJaxpr.
+  :func:`split_jaxpr` does the same for an already traced ClosedJaxpr; :class:`Cuts` is
+  their keywords (the TypedDict mypy checks a call against).
 * :class:`StagedProgram`, :class:`Stage`, :class:`Receive`, :class:`Send`,
   :class:`StageCost`, :class:`OutputSource` — the result and its parts.
 * :class:`StageAutodiff` — per-stage ``forward`` / ``backward`` / ``backward_input`` /
@@ -13,8 +14,9 @@ Public API:
   the cost model and the exact partitioner.
 * :func:`shard_stage`, :class:`ShardedStage` — consistent sharding of a stage's forward and
   backward ("merge, then split"); :func:`merge` joins a forward and backward jaxpr into one;
-  :func:`compile_merged` compiles the merged program once and returns the shardings it chose
-  (what the runtime pins on each stage's F / B / I / W / FB); :func:`arg_partition_specs`
+  :func:`compile_merged` compiles the merged program once, a :class:`MergedCompile` of the
+  shardings it chose (what the runtime pins on each stage's F / B / I / W / FB; its
+  ``consistent()`` compiles forward and backward apart, pinned); :func:`arg_partition_specs`
   reads a loaded program's argument sharding annotations as ``PartitionSpec``s.
 * :func:`merge_files` / :func:`split_merged` — the same at the file level: a forward and a
   backward module (paths, text or ``Program``) merged into one module, and a merged module cut
@@ -40,13 +42,14 @@ from hlopipe.stages._files import (
 from hlopipe.stages._loops import describe_loops
 from hlopipe.stages._partition import Partition, RepeatedRun, find_repeated_run, partition
 from hlopipe.stages._sharding import (
+    MergedCompile,
     ShardedStage,
     arg_partition_specs,
     compile_merged,
     merge,
     shard_stage,
 )
-from hlopipe.stages._split import split, split_jaxpr
+from hlopipe.stages._split import Cuts, split, split_jaxpr
 from hlopipe.stages._stacked import StackedSplit, retrace_outputs, split_stacked
 from hlopipe.stages._staged import (
     OutputSource,
@@ -60,7 +63,9 @@ from hlopipe.stages._state import StateCrossesStages, StatefulSplit, split_state
 
 __all__ = [
     "CostModel",
+    "Cuts",
     "MergeLayout",
+    "MergedCompile",
     "MergedModule",
     "OutputSource",
     "Partition",

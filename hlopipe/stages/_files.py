@@ -29,7 +29,7 @@ from jax.extend import source_info_util
 
 from hlopipe.errors import Keyword, StageError
 from hlopipe.stages import _jaxpr as J
-from hlopipe.stages._sharding import Consistent, compile_consistent, merge
+from hlopipe.stages._sharding import Consistent, MergedCompile, compile_merged, merge
 
 _EXT = {"hlo": ".hlo", "stablehlo": ".mlir"}
 # identity-like equations a residual output may pass through on its way out of the merged
@@ -181,16 +181,16 @@ def merge_files(
     if mesh is None:
         return MergedModule(_unsharded_text(merged, format), format, layout)
     own_p = _constraint_shardings(fj)[:P]
-    c, res_sh = _compile_on_mesh(
+    m, res_sh = _compile_on_mesh(
         fj, bj, merged, layout, (param_shardings, own_p), (input_shardings, [None] * X)
     )
     return MergedModule(
-        text=_text(c.merged_lowered, format),
+        text=_text(m.lowered, format),
         format=format,
         layout=layout,
         mesh=mesh,
-        compiled=c.merged,
-        param_shardings=c.merged_in[:P],
+        compiled=m.compiled,
+        param_shardings=m.in_shardings[:P],
         residual_shardings=res_sh,
     )
 
@@ -202,18 +202,18 @@ def _compile_on_mesh(
     layout: MergeLayout,
     params: tuple[Sequence[Any] | None, Sequence[Any]],
     inputs: tuple[Sequence[Any] | None, Sequence[Any]],
-) -> tuple[Any, Any]:
-    """Compile forward, backward and merged consistently; ``params`` and ``inputs`` are
-    ``(shardings the caller gave, the defaults for those it left None)``. Returns the
-    compiled triple and the residuals' shardings."""
+) -> tuple[MergedCompile, Any]:
+    """Compile the merged program on the mesh; ``params`` and ``inputs`` are ``(shardings the
+    caller gave, the defaults for those it left None)``. Returns the compile and the
+    residuals' shardings."""
     P, X = layout.num_params, layout.num_inputs
-    c = compile_consistent(
+    m = compile_merged(
         fwd, bwd, num_params=P, num_outputs=layout.num_outputs,
         param_shardings=_defaults(params[0], P, "parameter", params[1]),
         input_shardings=_defaults(inputs[0], X, "input", inputs[1]), merged=merged,
     )  # fmt: skip
     O, R = layout.num_outputs, layout.num_residuals
-    return c, c.merged_out[O : O + R]
+    return m, m.out_shardings[O : O + R]
 
 
 def split_merged(
@@ -260,9 +260,10 @@ def split_merged(
     if mesh is None:
         return SplitModules(_unsharded_text(fwd, format), _unsharded_text(bwd, format), format, L)
     own = _constraint_shardings(mj)
-    c, res_sh = _compile_on_mesh(
+    m, res_sh = _compile_on_mesh(
         fwd, bwd, mj, L, (param_shardings, own[:P]), (input_shardings, own[P : P + X])
     )
+    c = m.consistent()
     return SplitModules(
         forward=_text(c.forward_lowered, format),
         backward=_text(c.backward_lowered, format),

@@ -118,14 +118,14 @@ def shard_stage(
     in_sh = list(input_shardings) if input_shardings is not None else [None] * X
     if len(in_sh) != X:
         raise StageError(f"stage {fb.stage_index} has {X} inputs, got {len(in_sh)} shardings")
-    c = compile_consistent(
+    c = compile_merged(
         fb.forward_jaxpr,
         fb.backward_jaxpr,
         num_params=P,
         num_outputs=O,
         param_shardings=param_shardings,
         input_shardings=in_sh,
-    )
+    ).consistent()
     n_res, n_gi = fb.num_residuals, len(fb.diff_inputs)
     out_sh, res_sh = c.merged_out[:O], c.merged_out[O : O + n_res]
     gi_sh = c.merged_out[O + n_res : O + n_res + n_gi]
@@ -148,7 +148,7 @@ def shard_stage(
 
 @dataclass(eq=False)
 class Consistent:
-    """What :func:`compile_consistent` gives: the merged, forward and backward programs,
+    """What :meth:`MergedCompile.consistent` gives: the merged, forward and backward programs,
     lowered (``*_lowered``, whose ``as_text()`` carries the pinned shardings) and compiled,
     and the merged executable's flat input / output shardings."""
 
@@ -160,6 +160,51 @@ class Consistent:
     backward: Any
     merged_in: list[Any]
     merged_out: list[Any]
+
+
+@dataclass(eq=False)
+class MergedCompile:
+    """What :func:`compile_merged` gives: the merged program ``lowered`` and ``compiled``, and
+    its flat input shardings ``in_shardings`` (``params, inputs, cts``) and output shardings
+    ``out_shardings`` (``outputs, residuals, results``) as propagation completed them.
+    :meth:`consistent` is the second half of "merge, then split"."""
+
+    forward: Any
+    backward: Any
+    num_params: int
+    num_outputs: int
+    lowered: Any
+    compiled: Any
+    in_shardings: list[Any]
+    out_shardings: list[Any]
+
+    def consistent(self) -> Consistent:
+        """The forward and backward compiled apart, with everything they exchange with the
+        outside (and the residuals between them) pinned to what the merged compile chose.
+
+        Example:
+          >>> c = compile_merged(fwd, bwd, num_params=2, num_outputs=1,
+          ...                    param_shardings=shardings).consistent()  # doctest: +SKIP
+          >>> c.forward.output_shardings                                  # doctest: +SKIP
+        """
+        fwd, bwd, P, O = self.forward, self.backward, self.num_params, self.num_outputs
+        m_in, m_out = self.in_shardings, self.out_shardings
+        X, n_res = len(fwd.in_avals) - P, len(fwd.out_avals) - O
+        p_sh, x_sh, ct_sh = m_in[:P], m_in[P : P + X], m_in[P + X :]
+        fl = jax.jit(
+            lambda *a: tuple(jaxpr_as_fun(fwd)(*a)),
+            in_shardings=(*p_sh, *x_sh),
+            out_shardings=tuple(m_out[: O + n_res]),
+            keep_unused=True,
+        ).lower(*[J.sds(a) for a in fwd.in_avals])
+        bl = jax.jit(
+            lambda *a: tuple(jaxpr_as_fun(bwd)(*a)),
+            in_shardings=(*p_sh, *m_out[O : O + n_res], *ct_sh),
+            out_shardings=tuple(m_out[O + n_res :]),
+            keep_unused=True,
+        ).lower(*[J.sds(a) for a in bwd.in_avals])
+        ml, mc = self.lowered, self.compiled
+        return Consistent(ml, mc, fl, fl.compile(), bl, bl.compile(), m_in, m_out)
 
 
 def compile_merged(
@@ -174,14 +219,16 @@ def compile_merged(
     ct_shardings: Sequence[jax.sharding.Sharding | None] | None = None,
     result_shardings: Sequence[jax.sharding.Sharding | None] | None = None,
     merged: Any = None,
-) -> tuple[Any, Any, list[Any], list[Any]]:
-    """Compile the merged ``forward`` + ``backward`` once; ``(lowered, compiled, in, out)``.
+) -> MergedCompile:
+    """Compile the merged ``forward`` + ``backward`` once (a :class:`MergedCompile`).
 
-    ``in`` / ``out`` are the merged executable's flat input shardings (``params, inputs,
-    cts``) and output shardings (``outputs, residuals, results``) as propagation completed
-    them. Every ``*_shardings`` argument pins what it names (``None`` entries, or ``None``,
-    leave it to propagation): the runtime pins what crosses a stage's boundary (inputs,
-    outputs, their cotangents) and lets the residuals be chosen here.
+    ``forward``: ``(params, inputs) -> (outputs, residuals)``; ``backward``: ``(params,
+    residuals, cts) -> results``. Every ``*_shardings`` argument pins what it names
+    (``None`` entries, or ``None``, leave it to propagation): the runtime pins what crosses a
+    stage's boundary (inputs, outputs, their cotangents) and lets the residuals be chosen
+    here. ``merged`` is the merged ClosedJaxpr when the caller has it already (default:
+    :func:`merge`). ``.consistent()`` of the result compiles forward and backward apart with
+    everything pinned to the merged program's choice.
     """
     P, O = num_params, num_outputs
     X = len(forward.in_avals) - P
@@ -209,58 +256,8 @@ def compile_merged(
         keep_unused=True,
     ).lower(*m_avals)
     mc = ml.compile()
-    return ml, mc, _leaves(mc.input_shardings[0]), _leaves(mc.output_shardings)
-
-
-def compile_consistent(
-    forward: Any,
-    backward: Any,
-    *,
-    num_params: int,
-    num_outputs: int,
-    param_shardings: Sequence[jax.sharding.Sharding | None],
-    input_shardings: Sequence[jax.sharding.Sharding | None] | None = None,
-    merged: Any = None,
-) -> Consistent:
-    """Merge ``forward`` and ``backward`` ClosedJaxprs, compile once, pin, compile each.
-
-    ``forward``: ``(params, inputs) -> (outputs, residuals)``; ``backward``: ``(params,
-    residuals, cts) -> results``. ``None`` shardings (parameters, inputs; cotangents always)
-    are left to propagation on the merged program; everything the forward and backward
-    exchange with the outside is then pinned to what the merged executable chose. ``merged``
-    is the merged ClosedJaxpr when the caller has it already (default: :func:`merge`).
-
-    Example:
-      >>> c = compile_consistent(fwd, bwd, num_params=2, num_outputs=1,
-      ...                        param_shardings=shardings)          # doctest: +SKIP
-      >>> c.forward.output_shardings                                 # doctest: +SKIP
-    """
-    P, O = num_params, num_outputs
-    X = len(forward.in_avals) - P
-    n_res = len(forward.out_avals) - O
-    ml, mc, m_in, m_out = compile_merged(
-        forward,
-        backward,
-        num_params=P,
-        num_outputs=O,
-        param_shardings=param_shardings,
-        input_shardings=input_shardings,
-        merged=merged,
-    )
-    p_sh, x_sh, ct_sh = m_in[:P], m_in[P : P + X], m_in[P + X :]
-    fl = jax.jit(
-        lambda *a: tuple(jaxpr_as_fun(forward)(*a)),
-        in_shardings=(*p_sh, *x_sh),
-        out_shardings=tuple(m_out[: O + n_res]),
-        keep_unused=True,
-    ).lower(*[J.sds(a) for a in forward.in_avals])
-    bl = jax.jit(
-        lambda *a: tuple(jaxpr_as_fun(backward)(*a)),
-        in_shardings=(*p_sh, *m_out[O : O + n_res], *ct_sh),
-        out_shardings=tuple(m_out[O + n_res :]),
-        keep_unused=True,
-    ).lower(*[J.sds(a) for a in backward.in_avals])
-    return Consistent(ml, mc, fl, fl.compile(), bl, bl.compile(), m_in, m_out)
+    m_in, m_out = _leaves(mc.input_shardings[0]), _leaves(mc.output_shardings)
+    return MergedCompile(forward, backward, P, O, ml, mc, m_in, m_out)
 
 
 def arg_partition_specs(program: Any, axes: Sequence[tuple[str, int]]) -> list[Any] | None:

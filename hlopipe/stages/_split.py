@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 import re
 from collections.abc import Callable, Iterator, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict, Unpack
 
 import jax
 
@@ -20,16 +20,19 @@ if TYPE_CHECKING:
     from hlopipe.stages._loops import LoopReport
 
 
-def split(
-    fn_or_program: Any,
-    *example_args: Any,
-    num_stages: int | None = None,
-    cost_model: CostModel | None = None,
-    memory_cap: float | None = None,
-    max_candidates: int = 512,
-    slice_args: Sequence[int] | None = None,
-    local_state: Sequence[tuple[int, int]] = (),
-) -> StagedProgram:
+class Cuts(TypedDict, total=False):
+    """The keywords that choose where :func:`split` and :func:`split_jaxpr` cut, each optional
+    (documented in :func:`split`); mypy checks a call's keywords against these."""
+
+    num_stages: int | None
+    cost_model: CostModel | None
+    memory_cap: float | None
+    max_candidates: int
+    slice_args: Sequence[int] | None
+    local_state: Sequence[tuple[int, int]]
+
+
+def split(fn_or_program: Any, *example_args: Any, **cuts: Unpack[Cuts]) -> StagedProgram:
     """Cut a function (or a loaded :class:`hlopipe.Program`) into pipeline stages.
 
     With ``stage_boundary`` markers in the program, the cuts are at the markers (a marker ends
@@ -42,10 +45,12 @@ def split(
       fn_or_program: a JAX-traceable function, or a ``Program`` from ``hlopipe.load`` (its
         ``as_function()`` and ``in_avals`` are used; no example arguments needed).
       *example_args: arguments (arrays or ``jax.ShapeDtypeStruct``) to trace ``fn`` with.
+
+    Keyword Args (those of :class:`Cuts`, each optional):
       num_stages: number of stages; required when there are no markers.
       cost_model: the :class:`CostModel` for predicted costs and automatic cuts.
       memory_cap: largest per-stage memory (bytes, see :class:`StageCost`) allowed.
-      max_candidates: most candidate cut points considered outside repeated layers.
+      max_candidates: most candidate cut points considered outside repeated layers (512).
       slice_args: the flat arguments that may be handed to stages as rows of a layer loop
         (default: any); a pipeline passes its parameters' (the batch is never sliced so).
       local_state: ``(flat argument, flat output)`` pairs of state to keep on one stage: cut
@@ -65,20 +70,16 @@ def split(
       >>> staged = hlopipe.split(model, params, x, num_stages=4)   # doctest: +SKIP
       >>> [st.cost.time for st in staged.stages]                   # doctest: +SKIP
     """
+    StageError.refuse_unknown(cuts, Cuts, "split")
     closed, in_tree, out_tree, in_paths, argnums_of = _trace(fn_or_program, example_args)
     with _in_program_terms(_program_source(fn_or_program)):
         return split_jaxpr(
             closed,
-            num_stages=num_stages,
-            cost_model=cost_model,
-            memory_cap=memory_cap,
-            max_candidates=max_candidates,
             in_tree=in_tree,
             out_tree=out_tree,
             in_paths=in_paths,
             argnums_of=argnums_of,
-            slice_args=slice_args,
-            local_state=local_state,
+            **cuts,
         )
 
 
@@ -139,26 +140,24 @@ def _in_program_terms(source: str | None) -> Iterator[None]:
 def split_jaxpr(
     closed: Any,
     *,
-    num_stages: int | None = None,
-    cost_model: CostModel | None = None,
-    memory_cap: float | None = None,
-    max_candidates: int = 512,
     in_tree: Any = None,
     out_tree: Any = None,
     in_paths: Sequence[str] | None = None,
     argnums_of: Sequence[int] | None = None,
-    slice_args: Sequence[int] | None = None,
-    local_state: Sequence[tuple[int, int]] = (),
+    **cuts: Unpack[Cuts],
 ) -> StagedProgram:
     """:func:`split` for an already traced ClosedJaxpr over flat arguments.
 
     ``in_tree``/``out_tree`` default to flat tuples; ``argnums_of`` maps each flat argument to
-    the positional argument it belongs to (default: its own index).
+    the positional argument it belongs to (default: its own index). The keywords that choose
+    the cuts (:class:`Cuts`) are :func:`split`'s.
 
     Example:
       >>> staged = split_jaxpr(jax.make_jaxpr(f)(x), num_stages=2)  # doctest: +SKIP
     """
-    cm = cost_model or CostModel()
+    StageError.refuse_unknown(cuts, Cuts, "split_jaxpr")
+    cm = cuts.get("cost_model") or CostModel()
+    num_stages = cuts.get("num_stages")
     sig = _flat_signature(closed, in_tree, out_tree, in_paths, argnums_of)
     J.check_markers_placeable(closed.jaxpr)
     J.check_64bit_mode(closed.jaxpr)
@@ -166,9 +165,7 @@ def split_jaxpr(
     eqns = closed.jaxpr.eqns
     markers = [i for i, e in enumerate(eqns) if J.is_marker(e)]
     if not markers:
-        return _split_auto(
-            closed, num_stages, cm, memory_cap, max_candidates, sig, slice_args, local_state
-        )
+        return _split_auto(closed, cm, sig, cuts)
     if num_stages is not None and num_stages != len(markers) + 1:
         raise StageError(
             Keyword("num_stages", num_stages),
@@ -201,17 +198,12 @@ def _flat_signature(
 
 
 def _split_auto(
-    closed: Any,
-    num_stages: int | None,
-    cm: CostModel,
-    memory_cap: float | None,
-    max_candidates: int,
-    sig: tuple[Any, Any, list[str], list[int]],
-    slice_args: Sequence[int] | None,
-    local_state: Sequence[tuple[int, int]],
+    closed: Any, cm: CostModel, sig: tuple[Any, Any, list[str], list[int]], cuts: Cuts
 ) -> StagedProgram:
     """A program without markers cut at ``num_stages`` cost-balanced points: a layer loop in
     it by ranges of iterations (``_loops.split_loops``), else between equations."""
+    num_stages, memory_cap = cuts.get("num_stages"), cuts.get("memory_cap")
+    max_candidates, slice_args = cuts.get("max_candidates", 512), cuts.get("slice_args")
     if num_stages is None:
         raise StageError(
             "the program has no stage_boundary markers; pass ",
@@ -221,7 +213,7 @@ def _split_auto(
     closed = _inline_heavy(closed, num_stages)
     reports = _find_loops(closed)
     loops = {r.eqn: r for r in reports if r.splittable}
-    spans = state_spans(closed.jaxpr, local_state, sig[2])
+    spans = state_spans(closed.jaxpr, cuts.get("local_state", ()), sig[2])
     if loops and num_stages > 1:
         n_in = len(closed.in_avals)
         sliceable = set(range(n_in) if slice_args is None else slice_args)

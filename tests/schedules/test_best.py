@@ -4,7 +4,7 @@ that fits the memory limit."""
 import pytest
 
 from hlopipe.errors import ScheduleError
-from hlopipe.schedules import best, get, rank_candidates, simulate
+from hlopipe.schedules import Search, best, get, rank_candidates, simulate
 from hlopipe.schedules._auto import VIRTUAL_CHOICES, _scaled_costs
 
 
@@ -74,3 +74,13 @@ def test_fixed_stages_use_measured_per_stage_costs():
     assert top.makespan == pytest.approx(simulate(top.schedule, costs).makespan)
     assert best(4, 8, costs, num_stages=8) == top.schedule
     assert rank_candidates(4, 8, costs, num_stages=6) == []
+
+
+def test_an_unknown_search_keyword_is_refused_by_name():
+    """The keywords are Search's, checked at run time too (mypy checks them statically)."""
+    for search in (best, rank_candidates):
+        with pytest.raises(ScheduleError, match="unknown keyword 'memry_limit'; the keywords"):
+            search(4, 8, memry_limit=4)  # type: ignore[call-arg]
+    assert list(Search.__annotations__) == [
+        "memory_limit", "microbatch_counts", "names", "num_stages"
+    ]  # fmt: skip

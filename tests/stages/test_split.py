@@ -227,3 +227,16 @@ def test_marker_location_of_a_program_file_is_the_file(tmp_path) -> None:
     assert "hlopipe/" not in str(e.value).replace(str(path), "")
     with pytest.raises(StageError, match=r"at .*test_split.py:\d+"):  # a function: its line
         hlopipe.split(model, jnp.ones(3), jnp.ones((4, 3)))
+
+
+def test_an_unknown_cut_keyword_is_refused_by_name(mlp):
+    """split's keywords are Cuts', checked at run time too (mypy checks them statically)."""
+    params, x, y, _ = mlp
+    with pytest.raises(StageError, match="split: unknown keyword 'num_stage'; the keywords"):
+        hlopipe.split(mlp_loss, params, x, y, num_stage=2)  # type: ignore[call-arg]
+    closed = jax.make_jaxpr(mlp_loss)(params, x, y)
+    with pytest.raises(StageError, match="split_jaxpr: unknown keyword 'memory_caps'"):
+        hlopipe.stages.split_jaxpr(closed, num_stages=2, memory_caps=1.0)  # type: ignore[call-arg]
+    assert list(hlopipe.stages.Cuts.__annotations__) == [
+        "num_stages", "cost_model", "memory_cap", "max_candidates", "slice_args", "local_state"
+    ]  # fmt: skip

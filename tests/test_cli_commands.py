@@ -1,0 +1,26 @@
+"""The command table: every ``cli/<name>.py`` is a command, listed once, with its help line."""
+
+from __future__ import annotations
+
+import pkgutil
+
+import hlopipe.cli
+from hlopipe.cli import build_parser
+from hlopipe.cli._common import COMMANDS
+
+
+def test_every_command_module_is_in_the_table_in_order():
+    modules = {m.name for m in pkgutil.iter_modules(hlopipe.cli.__path__) if m.name[0] != "_"}
+    assert set(COMMANDS) == modules
+    order = ["schedule", "inspect", "run", "decompile", "demo", "split", "conformance"]
+    assert list(COMMANDS) == [*order, "train", "generate", "launch"]
+    for name, command in COMMANDS.items():
+        assert command.name == name
+        assert command.help and "\n" not in command.help  # the handler's docstring
+        assert command.flags["module"] == "--module"
+
+
+def test_help_lists_each_command_with_its_line():
+    text = " ".join(build_parser().format_help().split())
+    for name, command in COMMANDS.items():
+        assert f"{name} {command.help}" in text
