@@ -31,7 +31,14 @@ from jax.sharding import NamedSharding
 
 from hlopipe.errors import RuntimeConfigError
 from hlopipe.generate._plan import FEEDBACK, INPUT, PARAM, RECV, STATE, StagePlan
-from hlopipe.runtime import Links, ProcessLayout, move_group, param_spec_leaves, place
+from hlopipe.runtime import (
+    Links,
+    ProcessLayout,
+    move_group,
+    on_every_process,
+    param_spec_leaves,
+    place,
+)
 from hlopipe.stages import arg_partition_specs
 
 
@@ -42,7 +49,10 @@ class StagePlacement:
 
     placement: Any
     layout: ProcessLayout
-    links: Links = field(default_factory=Links)
+    links: Links = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.links = Links.for_layout(self.layout)
 
     @property
     def multi(self) -> bool:
@@ -82,25 +92,10 @@ class StagePlacement:
         return None if moved is None else moved[0]
 
     def everywhere(self, value: np.ndarray | None, stage: int, aval: Any) -> np.ndarray:
-        """A host array known to the process holding ``stage`` (``None`` elsewhere), in every
-        process: one transfer to each other process's first stage, in process order."""
-        if not self.multi:
-            assert value is not None
-            return value
-        out = value
-        owner = self.layout.rank_process[stage]
-        for q in sorted(set(self.layout.rank_process) - {owner}):
-            dst = self.layout.rank_process.index(q)
-            src = None if value is None else jax.device_put(value, self.replicated(stage))
-            got = self.move(src, stage, dst, aval, self.replicated(dst))
-            if q == self.layout.me:
-                out = np.asarray(got)
-        if out is None:  # a process holding no stage
-            raise RuntimeConfigError(
-                f"process {self.layout.me} holds no stage of the generator; give every "
-                "process's devices a stage (more stages or fewer processes)"
-            )
-        return np.asarray(out)
+        """A host array known to the processes holding ``stage`` (``None`` elsewhere), in
+        every process of the job (``runtime.on_every_process``: one transfer to each other
+        process, in process order)."""
+        return on_every_process(self.links, self.placement, self.layout, value, stage, aval)
 
 
 def place_stages(
@@ -119,7 +114,7 @@ def place_stages(
         devs, shape, num_stages, tuple(range(num_stages)), batch_size=batch,
         schedule_name=f"{num_stages} stages", stage_mesh_axes=stage_mesh_axes,
     )  # fmt: skip
-    layout = ProcessLayout.of(pl)
+    layout = ProcessLayout.of(pl, "generator")
     spanning = [s for s in range(num_stages) if layout.spans(s)]
     if spanning:
         raise RuntimeConfigError(
