@@ -8,8 +8,9 @@ lines that the test checks against plain JAX on one device.
 2. ``REFUSED`` / ``OWN``: a pipeline on process 0's devices only, built by every process:
    process 0 trains it, the others are refused by name.
 3. ``BYSTANDER``: a pipeline on processes 0 and 1, stepped, inferred and gathered by all four.
-4. ``NONFINITE``: ``check_finite`` on 2 ranks whose meshes span 2 processes each; step 2's
-   batch holds a NaN: every process raises the same ``NonFiniteError``.
+4. ``NANLOSS`` / ``INFGRAD``: ``check_finite`` on 2 ranks whose meshes span 2 processes each;
+   step 2's batch holds a NaN (a NaN loss), then an inf (finite losses, a NaN gradient on
+   stage 0): every process raises the same ``NonFiniteError`` each time.
 5. ZB-V on 2 ranks spanning 2 processes each: ``--params-out`` gets the parameters.
 """
 
@@ -146,6 +147,9 @@ def bystander(me: int) -> None:
 
 
 def nonfinite(me: int) -> None:
+    """Step 2 again and again on one state (a refused step updates nothing): a NaN input
+    makes microbatch 1's loss NaN; an inf input leaves every loss finite (tanh saturates) but
+    makes stage 0's weight gradient NaN (inf x 0)."""
     import jax
 
     pipe = pipeline(jax.devices(), stage_mesh_shape=(4,), check_finite=True)
@@ -153,10 +157,11 @@ def nonfinite(me: int) -> None:
     state = pipe.init(init())
     state, _ = pipe.step(state, batch(0))
     x, y = batch(1)
-    try:
-        pipe.step(state, (x.at[5, 3].set(float("nan")), y))  # microbatch 1 (of 4)
-    except hlopipe.errors.NonFiniteError as e:
-        print(f"NONFINITE {me} {e}", flush=True)
+    for tag, bad in (("NANLOSS", float("nan")), ("INFGRAD", float("inf"))):
+        try:
+            pipe.step(state, (x.at[5, 3].set(bad), y))  # an example of microbatch 1 (of 4)
+        except hlopipe.errors.NonFiniteError as e:
+            print(f"{tag} {me} {e}", flush=True)
 
 
 def zb_v(me: int, out: str) -> None:

@@ -10,9 +10,10 @@ plain JAX on one device.
   others are refused by name (saying what to do), before anything runs.
 * A pipeline on processes 0 and 1: processes 2 and 3, holding none of it, get the step's loss,
   ``infer``'s output and the parameters too.
-* ``check_finite`` with 2 ranks whose meshes span 2 processes each: a NaN in step 2's batch is
-  named (step, microbatch, stage) by the same ``NonFiniteError`` in every process, and the job
-  goes on (every process stopped at the same collective).
+* ``check_finite`` with 2 ranks whose meshes span 2 processes each: a NaN loss, and NaN
+  gradients of one stage under finite losses, are named (step, microbatch or stage) by the same
+  ``NonFiniteError`` in every process, and the job goes on (every process stopped at the same
+  collective).
 * ZB-V on 2 ranks spanning 2 processes each: the parameters equal one device's.
 """
 
@@ -104,12 +105,19 @@ def test_processes_holding_no_stage_get_the_loss_outputs_and_parameters(ran):
 
 
 def test_check_finite_on_spanning_meshes_raises_alike_in_every_process(ran):
-    got = _lines(ran[0], "NONFINITE")
-    assert sorted(got) == list(range(NPROC)), ran[0][-3000:]
-    assert len(set(got.values())) == 1, got
-    assert got[0].startswith(
-        "step 2: not finite first in the loss of microbatch 1 (1F1): 1 NaN (of 1 values)"
-    ), got[0]
+    """A NaN loss (found from the losses every process shares), then NaN gradients of stage 0
+    under finite losses (found by stage 0's processes, told to every other)."""
+    want = {
+        "NANLOSS": "step 2: not finite first in the loss of microbatch 1 (1F1): 1 NaN (of 1 "
+        "values); the program computes it",
+        "INFGRAD": "step 2: not finite first in the gradients of stage 0 (its backward "
+        "actions); the program computes it",
+    }
+    for tag, start in want.items():
+        got = _lines(ran[0], tag)
+        assert sorted(got) == list(range(NPROC)), (tag, ran[0][-3000:])
+        assert len(set(got.values())) == 1, got
+        assert got[0].startswith(start), got[0]
 
 
 def test_zb_v_on_ranks_spanning_processes_trains_like_one_device(ran):
