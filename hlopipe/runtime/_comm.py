@@ -151,12 +151,7 @@ def on_every_process(
     out = x0 = None
     d0 = placement.meshes[src_rank].devices.flat[0]
     if layout.local(src_rank):
-        if isinstance(value, np.ndarray):
-            out = value
-        else:
-            if not (value.is_fully_addressable or value.sharding.is_fully_replicated):
-                value = jax.device_put(value, placement.replicated(src_rank))
-            out = host_value(value)
+        out = value if isinstance(value, np.ndarray) else host_copy(value, placement, src_rank)
         if layout.lead(src_rank) and layout.multi:
             x0 = jax.device_put(out, d0)
     if not layout.multi:
@@ -166,6 +161,15 @@ def on_every_process(
     got = _from_device(links, layout.me, x0, d0, targets, aval,
                        f"sending a value of rank {src_rank}")  # fmt: skip
     return np.asarray(out if got is None else got)
+
+
+def host_copy(value: Any, placement: Placement, rank: int) -> np.ndarray:
+    """``value`` (an array on ``rank``'s mesh) whole on the host of a process holding the rank:
+    gathered on the mesh first when it spans processes and is split (a collective among the
+    rank's processes, which all call it in the same order)."""
+    if not (value.is_fully_addressable or value.sharding.is_fully_replicated):
+        value = jax.device_put(value, placement.replicated(rank))
+    return host_value(value)
 
 
 def _from_device(
