@@ -92,7 +92,7 @@ def test_a_pipeline_inside_another_process_is_refused_naming_it(ran):
 def test_processes_holding_no_stage_get_the_loss_outputs_and_parameters(ran):
     got = _lines(ran[0], "BYSTANDER")
     assert sorted(got) == list(range(NPROC)), ran[0][-3000:]
-    losses, params = job.reference([0])
+    losses, params, _ = job.reference([0])
     want_infer = float(jax.jit(job.loss_fn)(_unflat(params), job.batch(1)))
     want_sum = float(sum(np.sum(np.asarray(p, np.float64)) for p in params))
     for rest in got.values():
@@ -122,9 +122,11 @@ def test_check_finite_on_spanning_meshes_raises_alike_in_every_process(ran):
 
 def test_zb_v_on_ranks_spanning_processes_trains_like_one_device(ran):
     text, out_dir = ran
-    (line,) = re.findall(r"^\[rank 0\] ZBV losses \[(.*)\]$", text, re.M)
-    losses, want = job.reference(list(range(job.STEPS)))
+    ((line, norms),) = re.findall(r"^\[rank 0\] ZBV losses \[(.*)\] norms \[(.*)\]$", text, re.M)
+    losses, want, want_norms = job.reference(list(range(job.STEPS)))
     np.testing.assert_allclose(_floats(line), losses, rtol=1e-5)
+    # the global norm (the clip's) counts each spanning rank once, not once per process
+    np.testing.assert_allclose(_floats(norms), want_norms, rtol=1e-5)
     with np.load(out_dir / "params-zb-v.npz") as z:
         got = [z[f"arr_{n}"] for n in range(len(z.files))]
     assert len(got) == len(want)
