@@ -1,11 +1,12 @@
 """Multi-controller execution: every process builds the same plan and runs its own ranks.
 
 Under ``jax.distributed`` every process sees every device; a rank (one stage mesh) lives on
-the devices of one process. Each process runs the threads of the ranks it holds, exactly as
-the single-process executor does; what changes is a transfer whose receiver lives in another
-process. That becomes an XLA collective over a 2 x K mesh spanning the sender's and the
-receiver's stage meshes (a ``ppermute`` along the ``"pp"`` axis inside ``shard_map``; gloo on
-CPU, NCCL on GPU), which both processes must issue.
+one process's devices or spans whole processes (``ProcessLayout``). Each process runs the
+threads of the ranks it holds as the single-process executor does (a spanning rank: see
+``MultiProcessRun``); what changes is a transfer whose receiver lives in another process. That
+becomes an XLA collective over a 2 x K mesh spanning the sender's and the receiver's stage
+meshes (a ``ppermute`` along the ``"pp"`` axis inside ``shard_map``; gloo on CPU, NCCL on
+GPU), which both processes must issue.
 
 Order, so that no pair of processes deadlocks: a collective blocks until both sides issue it,
 so sends cannot run on the rank threads (two ranks sending to each other at the same step of
@@ -84,8 +85,7 @@ class ProcessLayout:
                 "give every stage one stage_mesh_shape (a spanning rank moves values shard "
                 "by shard to a mesh of its own shape)"
             )
-        layout = cls(procs, jax.process_index())
-        held = layout.holders
+        layout, held = cls(procs, jax.process_index()), sorted({q for p in procs for q in p})
         if len(held) == 1 and held[0] != layout.me:
             ids = sorted({int(d.id) for m in placement.meshes for d in m.devices.flat})
             raise RuntimeConfigError(
