@@ -639,15 +639,16 @@ class Session:
                 f"process {self.gen.place.layout.me} holds the state of some stages only; "
                 "read them with local_state(g)"
             )
+        host = {a: self.gen.place.host(v, s) for a, (s, v) in held.items()}
         if self.gen.stacked is not None:
-            return self.gen.stacked.assemble({a: v for a, (_, v) in held.items()})
-        return [np.asarray(held[slot.arg][1]) for slot in self.gen.split.slots]
+            return self.gen.stacked.assemble(host)
+        return [host[slot.arg] for slot in self.gen.split.slots]
 
     def local_state(self, g: int) -> dict[str, np.ndarray]:
         """Group ``g``'s state held by this process's stages: ``{argument path: array}``."""
         gen = self.gen
         return {
-            gen.roles[slot.arg].path: np.asarray(self._state[g][slot.arg][1])
+            gen.roles[slot.arg].path: gen.place.host(self._state[g][slot.arg][1], slot.stage)
             for slot in gen.split.slots
             if gen.place.local(slot.stage)
         }

@@ -31,7 +31,15 @@ from jax.sharding import NamedSharding
 
 from hlopipe.errors import RuntimeConfigError
 from hlopipe.generate._plan import FEEDBACK, INPUT, PARAM, RECV, STATE, StagePlan
-from hlopipe.runtime import Links, ProcessLayout, move_group, param_spec_leaves, place
+from hlopipe.runtime import (
+    Links,
+    ProcessLayout,
+    host_copy,
+    move_group,
+    on_every_process,
+    param_spec_leaves,
+    place,
+)
 from hlopipe.stages import arg_partition_specs
 
 
@@ -42,7 +50,10 @@ class StagePlacement:
 
     placement: Any
     layout: ProcessLayout
-    links: Links = field(default_factory=Links)
+    links: Links = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.links = Links.for_layout(self.layout)
 
     @property
     def multi(self) -> bool:
@@ -81,26 +92,16 @@ class StagePlacement:
         )  # fmt: skip
         return None if moved is None else moved[0]
 
+    def host(self, value: Any, stage: int) -> np.ndarray:
+        """``value`` (on ``stage``'s mesh) whole on the host of a process holding the stage
+        (a collective among its processes when the mesh spans them and splits the value)."""
+        return host_copy(value, self.placement, stage)
+
     def everywhere(self, value: np.ndarray | None, stage: int, aval: Any) -> np.ndarray:
-        """A host array known to the process holding ``stage`` (``None`` elsewhere), in every
-        process: one transfer to each other process's first stage, in process order."""
-        if not self.multi:
-            assert value is not None
-            return value
-        out = value
-        owner = self.layout.rank_process[stage]
-        for q in sorted(set(self.layout.rank_process) - {owner}):
-            dst = self.layout.rank_process.index(q)
-            src = None if value is None else jax.device_put(value, self.replicated(stage))
-            got = self.move(src, stage, dst, aval, self.replicated(dst))
-            if q == self.layout.me:
-                out = np.asarray(got)
-        if out is None:  # a process holding no stage
-            raise RuntimeConfigError(
-                f"process {self.layout.me} holds no stage of the generator; give every "
-                "process's devices a stage (more stages or fewer processes)"
-            )
-        return np.asarray(out)
+        """A host array known to the processes holding ``stage`` (``None`` elsewhere), in
+        every process of the job (``runtime.on_every_process``: one transfer to each other
+        process, in process order)."""
+        return on_every_process(self.links, self.placement, self.layout, value, stage, aval)
 
 
 def place_stages(
@@ -119,21 +120,15 @@ def place_stages(
         devs, shape, num_stages, tuple(range(num_stages)), batch_size=batch,
         schedule_name=f"{num_stages} stages", stage_mesh_axes=stage_mesh_axes,
     )  # fmt: skip
-    layout = ProcessLayout.of(pl)
-    spanning = [s for s in range(num_stages) if layout.spans(s)]
-    if spanning:
-        raise RuntimeConfigError(
-            f"stage {spanning[0]}'s mesh spans processes {list(layout.rank_procs[spanning[0]])}: "
-            "generation keeps each stage's mesh inside one process (training may span); give "
-            "a stage_mesh_shape that divides each process's devices"
-        )
-    return StagePlacement(pl, layout)
+    return StagePlacement(pl, ProcessLayout.of(pl, "generator"))
 
 
 def _spread(num_stages: int, shape: Any) -> list[Any]:
-    """The job's devices for ``num_stages`` stage meshes, the same number in every process."""
+    """The job's devices for ``num_stages`` stage meshes, the same number in every process
+    (all of them, in process order, when a stage's mesh is larger than a process's devices:
+    each mesh then spans whole processes)."""
     n = jax.process_count()
-    if n == 1 or isinstance(shape, list):
+    if n == 1 or isinstance(shape, list) or math.prod(shape) > len(jax.local_devices()):
         return list(jax.devices())
     if num_stages % n:
         raise RuntimeConfigError(

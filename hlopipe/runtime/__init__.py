@@ -11,10 +11,12 @@ Public API:
   receive timed out: deadlock or dead rank), naming the rank, step and action.
 * :func:`measured_timeline` — a ``schedules.Timeline`` from measured per-action times.
 * :func:`compare_losses` — two runs' losses compared; a non-finite loss never matches.
-* :class:`ProcessLayout`, :class:`Links`, :func:`move_group`, :func:`param_spec_leaves` — the
-  placement and transfer pieces other runners (``hlopipe.generate``) reuse: which process
-  holds each rank, the compiled cross-process transfers, one move between two ranks, and the
-  parameter specs checked against every rank's mesh.
+* :class:`ProcessLayout`, :class:`Links`, :func:`move_group`, :func:`on_every_process`,
+  :func:`host_copy`, :func:`param_spec_leaves` — the placement and transfer pieces other
+  runners (``hlopipe.generate``) reuse: which process holds each rank, the compiled
+  cross-process transfers, one move between two ranks, a rank's value as a host array in every
+  process (or in its own processes), and the parameter specs checked against every rank's
+  mesh.
 
 A step is one instruction list per pipeline and mode (``_program.py``, the one builder), run by
 one of three interpreters: in one process the asynchronous single controller (``_stream.py``);
@@ -23,6 +25,7 @@ across processes each process's rank threads and a link thread for the collectiv
 (``_multiprocess.py``). See docs/runtime-performance.md.
 """
 
+from hlopipe.runtime._comm import host_copy, on_every_process
 from hlopipe.runtime._executor import Mailbox, PipelineExecutionError
 from hlopipe.runtime._finite import compare_losses
 from hlopipe.runtime._multiprocess import Links, ProcessLayout, move_group
@@ -40,8 +43,10 @@ __all__ = [
     "ProcessLayout",
     "StepMetrics",
     "compare_losses",
+    "host_copy",
     "measured_timeline",
     "move_group",
+    "on_every_process",
     "param_spec_leaves",
     "place",
 ]

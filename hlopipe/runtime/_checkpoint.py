@@ -275,7 +275,8 @@ def save(pipe: Pipeline, state: PipelineState, directory: str | os.PathLike, kee
     root = os.fspath(directory)
     name = f"step_{state.step:08d}"
     tmp = os.path.join(root, f".tmp-{name}")
-    first = jax.process_index() == 0
+    # process 0 commits; a process's own pipeline (inside it) is its own to commit
+    first = jax.process_index() == 0 or not pipe.layout.multi
     sync = _Sync(pipe, "save")
     if first:
         os.makedirs(root, exist_ok=True)

@@ -19,8 +19,8 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec
 from hlopipe.errors import DistributedError
 from hlopipe.runtime import distributed
 from hlopipe.runtime._executor import ThreadedRun
-from hlopipe.runtime._multiprocess import Links, MultiProcessRun, move_group
-from hlopipe.runtime._placement import DATA_AXIS
+from hlopipe.runtime._multiprocess import Links, MultiProcessRun, ProcessLayout, move_group
+from hlopipe.runtime._placement import DATA_AXIS, Placement
 from hlopipe.runtime._plan import PipelinePlan
 from hlopipe.runtime._program import StepProgram
 
@@ -38,7 +38,7 @@ class Comm:
         self.timeout = timeout
         self.uid = next(_PIPE_IDS) if self.layout.multi else -1
         # compiled collectives and receive buffers: live as long as this pipeline
-        self.links = Links()
+        self.links = Links.for_layout(self.layout)
         self.last_transfer_seconds = 0.0
         self.last_transfer_bytes = 0
         self._syncs = 0
@@ -83,68 +83,13 @@ class Comm:
 
     def on_every_process(self, value: Any, src_rank: int, aval: Any, split: bool) -> np.ndarray:
         """``value``, held by ``src_rank`` (``None`` in other processes), as a host array in
-        every process holding a rank: the rank's processes read their own copy (gathered on
-        the rank's mesh first when it spans processes and is split), and its lead process
-        sends it from the mesh's first device to the first device of each other process,
-        every process in the same order. ``split``: whether ``value`` is split on its leading
-        axis over the rank's devices (kept for callers; the result is whole either way)."""
+        every process (see :func:`on_every_process`). ``split``: whether ``value`` is split
+        on its leading axis over the rank's devices (kept for callers; the result is whole
+        either way)."""
         if not self.multi:
             return np.asarray(value)
-        layout = self.layout
-        out = None
-        mesh = self.plan.placement.meshes[src_rank]
-        d0 = mesh.devices.flat[0]
-        x0 = None
-        if layout.local(src_rank):
-            value = self._replicated(value, src_rank)
-            out = host_value(value)
-            if layout.lead(src_rank):
-                x0 = jax.device_put(out, d0)
-        targets = [q for q in layout.holders if q not in layout.rank_procs[src_rank]]
-        got = self._from_device(x0, d0, targets, aval, f"sending a value of rank {src_rank}")
-        return np.asarray(out if got is None else got)
-
-    def _from_device(
-        self, value: Any, src_dev: Any, targets: list[int], aval: Any, what: str
-    ) -> np.ndarray | None:
-        """``value`` (on ``src_dev``; ``None`` in other processes) whole to the first device
-        of each process of ``targets``, one after the other (every process calls it alike);
-        what this process received, as a host array (``None`` where it received nothing)."""
-        first = _first_devices()
-        me, src = self.layout.me, int(src_dev.process_index)
-        src_mesh = Mesh(np.array([src_dev]), (DATA_AXIS,))
-        here = None
-        for q in targets:
-            if me not in (q, src):
-                continue
-            dst_mesh = Mesh(np.array([first[q]]), (DATA_AXIS,))
-            got = self._links_transfer(
-                None if value is None else [value], src_mesh, dst_mesh, aval,
-                f"{what} to process {q}",
-            )  # fmt: skip
-            if q == me:
-                assert got is not None
-                here = np.asarray(got[0])
-        return here
-
-    def _replicated(self, value: Any, rank: int) -> Any:
-        """``value`` with the whole of it on each of this process's devices of ``rank``
-        (a collective among the rank's processes when it is split across them)."""
-        if value.is_fully_addressable or value.sharding.is_fully_replicated:
-            return value
-        return jax.device_put(value, self.plan.placement.replicated(rank))
-
-    def _links_transfer(
-        self, values: list[Any] | None, src_mesh: Mesh, dst_mesh: Mesh, aval: Any, what: str
-    ) -> list[Any] | None:
-        """One value whole between two one-device meshes (see ``Links.transfer``)."""
-        try:
-            return self.links.transfer(
-                values, src_mesh, dst_mesh, [aval], [NamedSharding(dst_mesh, PartitionSpec())]
-            )
-        except Exception as e:
-            distributed.raise_lost_peer(e)
-            raise DistributedError(f"{what} failed: {e}") from e
+        got = on_every_process(self.links, self.plan.placement, self.layout, value, src_rank, aval)
+        return np.asarray(got)
 
     def share_f64(self, values: np.ndarray | None, src_process: int, n: int) -> np.ndarray:
         """``n`` float64 values known to ``src_process`` (``values`` there, ``None``
@@ -163,7 +108,8 @@ class Comm:
             dev = jax.device_put(bits, first[src_process])
         targets = [q for q in sorted(first) if q != src_process]
         what = f"sending the step's results from process {src_process}"
-        got = self._from_device(dev, first[src_process], targets, aval, what)
+        got = _from_device(self.links, self.layout.me, dev, first[src_process], targets, aval,
+                           what)  # fmt: skip
         out = bits if got is None else got
         return np.ascontiguousarray(out, np.uint32).view(np.float64)
 
@@ -173,11 +119,83 @@ class Comm:
         adds nothing: that rank's lead gives its value."""
         if not self.multi:
             return x
-        total = 0.0
+        return float(self.sum_f64_over_processes(np.array([x], np.float64))[0])
+
+    def sum_f64_over_processes(self, xs: np.ndarray) -> np.ndarray:
+        """The float64 vector ``xs`` (one length in every process) summed over the lead
+        processes of the ranks, in process order: the same values in every process of the
+        job (a NaN or inf anywhere stays one)."""
+        n = len(xs)
+        total = np.zeros(n, np.float64)
+        if not self.multi:
+            return total + xs
         for q in sorted(set(self.layout.rank_process)):  # each rank's lead process
-            mine = np.array([x], np.float64) if q == self.layout.me else None
-            total += float(self.share_f64(mine, q, 1)[0])
+            total += self.share_f64(xs if q == self.layout.me else None, q, n)
         return total
+
+
+def on_every_process(
+    links: Links,
+    placement: Placement,
+    layout: ProcessLayout,
+    value: Any,
+    src_rank: int,
+    aval: Any,
+) -> np.ndarray:
+    """``value``, held by ``src_rank`` (a ``jax.Array`` on its mesh, or a host array every
+    process of the rank knows; ``None`` in other processes), as a host array in every process
+    of the job. The rank's processes read their own copy (gathered on the rank's mesh first
+    when it spans processes and is split: a collective among them); its lead process sends it
+    from the mesh's first device to the first device of each other process, one after the
+    other. Every process of the job calls it, in the same order."""
+    out = x0 = None
+    d0 = placement.meshes[src_rank].devices.flat[0]
+    if layout.local(src_rank):
+        out = value if isinstance(value, np.ndarray) else host_copy(value, placement, src_rank)
+        if layout.lead(src_rank) and layout.multi:
+            x0 = jax.device_put(out, d0)
+    if not layout.multi:
+        assert out is not None
+        return np.asarray(out)
+    targets = [q for q in sorted(_first_devices()) if q not in layout.rank_procs[src_rank]]
+    got = _from_device(links, layout.me, x0, d0, targets, aval,
+                       f"sending a value of rank {src_rank}")  # fmt: skip
+    return np.asarray(out if got is None else got)
+
+
+def host_copy(value: Any, placement: Placement, rank: int) -> np.ndarray:
+    """``value`` (an array on ``rank``'s mesh) whole on the host of a process holding the rank:
+    gathered on the mesh first when it spans processes and is split (a collective among the
+    rank's processes, which all call it in the same order)."""
+    if not (value.is_fully_addressable or value.sharding.is_fully_replicated):
+        value = jax.device_put(value, placement.replicated(rank))
+    return host_value(value)
+
+
+def _from_device(
+    links: Links, me: int, value: Any, src_dev: Any, targets: list[int], aval: Any, what: str
+) -> np.ndarray | None:
+    """``value`` (on ``src_dev``; ``None`` in other processes) whole to the first device of
+    each process of ``targets``, one after the other (every process calls it alike); what this
+    process received, as a host array (``None`` where it received nothing)."""
+    first = _first_devices()
+    src = int(src_dev.process_index)
+    src_mesh = Mesh(np.array([src_dev]), (DATA_AXIS,))
+    here = None
+    for q in targets:
+        if me not in (q, src):
+            continue
+        dst_mesh = Mesh(np.array([first[q]]), (DATA_AXIS,))
+        try:
+            got = links.transfer(None if value is None else [value], src_mesh, dst_mesh, [aval],
+                                 [NamedSharding(dst_mesh, PartitionSpec())])  # fmt: skip
+        except Exception as e:
+            distributed.raise_lost_peer(e)
+            raise DistributedError(f"{what} to process {q} failed: {e}") from e
+        if q == me:
+            assert got is not None
+            here = np.asarray(got[0])
+    return here
 
 
 def _first_devices() -> dict[int, Any]:

@@ -22,6 +22,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from hlopipe.errors import NonFiniteError
+from hlopipe.runtime._comm import host_value
 
 _HINT = (
     "the program computes it from these parameters and data (not the learning rate: nothing "
@@ -61,20 +62,26 @@ def _what(x: Any) -> str:
     return " and ".join(p for p in parts if p) + f" (of {a.size} values)"
 
 
-def check_step(pipe: Any, state: Any, batch: Any, result: Any, step: int) -> None:
+def check_step(
+    pipe: Any, state: Any, batch: Any, result: Any, step: int, losses: Any = None
+) -> None:
     """Raise :class:`NonFiniteError` when step ``step``'s losses or gradients (``result``, from
-    ``state`` and ``batch``) are not all finite, naming where they start."""
+    ``state`` and ``batch``) are not all finite, naming where they start.
+
+    Across processes ``losses`` are the step's microbatch losses, shared with every process
+    (float64): every process reaches the same verdict and raises the same error, so none goes
+    on into the update's collectives alone."""
     ls, _ = pipe.plan.loss
-    owner = pipe.layout.rank_process[pipe.placement.rank_of(ls)]
-    losses: list[Any] = []
-    if owner == pipe.layout.me:  # flat output 0 is the loss
+    if pipe.layout.multi:
+        bad, stages = _shared_verdict(pipe, result, losses)
+    else:  # flat output 0 is the loss
         losses = [result.outputs[(0, i)] for i in range(pipe.num_microbatches)]
-    bad = [i for i, x in enumerate(losses) if not _finite(x)]
-    stages = [
-        ex.stage.index
-        for ex, acc in zip(pipe.execs, result.acc, strict=True)
-        if not all(_finite(g) for g in acc)
-    ]
+        bad = [i for i, x in enumerate(losses) if not _finite(x)]
+        stages = [
+            ex.stage.index
+            for ex, acc in zip(pipe.execs, result.acc, strict=True)
+            if not all(_finite(g) for g in acc)
+        ]
     if not bad and not stages:
         return
     where = None if pipe.layout.multi else locate(pipe, state, batch)
@@ -85,6 +92,29 @@ def check_step(pipe: Any, state: Any, batch: Any, result: Any, step: int) -> Non
             else f"the gradients of stage {stages[0]} (its backward actions)"
         )
     raise NonFiniteError(f"step {step}: not finite first in {where}; {_HINT}")
+
+
+def _shared_verdict(pipe: Any, result: Any, losses: Any) -> tuple[list[int], list[int]]:
+    """The microbatches whose shared loss is not finite and the stages whose gradients are
+    not, alike in every process: each stage's flag is computed by every process holding its
+    rank (one executable on the rank's mesh, in stage order: a collective when the mesh spans
+    processes), told by the rank's lead, and summed over the processes."""
+    flags = np.zeros(len(pipe.execs), np.float64)
+    for ex, acc in zip(pipe.execs, result.acc, strict=True):
+        if not pipe.layout.local(ex.rank):
+            continue
+        grads = [g for g in acc if jnp.issubdtype(g.dtype, jnp.inexact)]
+        ok = not grads or bool(host_value(_all_finite(grads)))
+        if not ok and pipe.layout.lead(ex.rank):
+            flags[ex.stage.index] = 1.0
+    shared = pipe.comm.sum_f64_over_processes(flags)
+    bad = [i for i, x in enumerate(losses) if not math.isfinite(float(x))]
+    return bad, [s for s, f in enumerate(shared) if f != 0]
+
+
+@jax.jit
+def _all_finite(xs: list[Any]) -> Any:
+    return jnp.all(jnp.stack([jnp.isfinite(x).all() for x in xs]))
 
 
 def locate(pipe: Any, state: Any, batch: Any) -> str | None:

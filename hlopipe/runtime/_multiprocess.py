@@ -1,11 +1,12 @@
 """Multi-controller execution: every process builds the same plan and runs its own ranks.
 
 Under ``jax.distributed`` every process sees every device; a rank (one stage mesh) lives on
-the devices of one process. Each process runs the threads of the ranks it holds, exactly as
-the single-process executor does; what changes is a transfer whose receiver lives in another
-process. That becomes an XLA collective over a 2 x K mesh spanning the sender's and the
-receiver's stage meshes (a ``ppermute`` along the ``"pp"`` axis inside ``shard_map``; gloo on
-CPU, NCCL on GPU), which both processes must issue.
+one process's devices or spans whole processes (``ProcessLayout``). Each process runs the
+threads of the ranks it holds as the single-process executor does (a spanning rank: see
+``MultiProcessRun``); what changes is a transfer whose receiver lives in another process. That
+becomes an XLA collective over a 2 x K mesh spanning the sender's and the receiver's stage
+meshes (a ``ppermute`` along the ``"pp"`` axis inside ``shard_map``; gloo on CPU, NCCL on
+GPU), which both processes must issue.
 
 Order, so that no pair of processes deadlocks: a collective blocks until both sides issue it,
 so sends cannot run on the rank threads (two ranks sending to each other at the same step of
@@ -72,7 +73,10 @@ class ProcessLayout:
     me: int
 
     @classmethod
-    def of(cls, placement: Placement) -> ProcessLayout:
+    def of(cls, placement: Placement, what: str = "pipeline") -> ProcessLayout:
+        """The layout of ``placement`` seen from this process. A ``what`` (pipeline,
+        generator) whose devices all lie in one other process is refused here: it runs in
+        that process alone, with no collectives, so this process could take no part in it."""
         procs = tuple(check_spanning(placement, r) for r in range(placement.num_ranks))
         if any(len(p) > 1 for p in procs) and not placement.uniform:
             shapes = [tuple(m.devices.shape) for m in placement.meshes]
@@ -81,7 +85,18 @@ class ProcessLayout:
                 "give every stage one stage_mesh_shape (a spanning rank moves values shard "
                 "by shard to a mesh of its own shape)"
             )
-        return cls(procs, jax.process_index())
+        layout, held = cls(procs, jax.process_index()), sorted({q for p in procs for q in p})
+        if len(held) == 1 and held[0] != layout.me:
+            ids = sorted({int(d.id) for m in placement.meshes for d in m.devices.flat})
+            raise RuntimeConfigError(
+                f"process {layout.me} builds a {what} whose devices {ids} are all process "
+                f"{held[0]}'s: a {what} inside one process runs there alone, with no "
+                f"collectives, so process {layout.me} can take no part in it. Build it only "
+                f"in process {held[0]} (if jax.process_index() == {held[0]}), give each "
+                "process its own on its own devices (devices=jax.local_devices()), or give it "
+                "devices of several processes (devices=jax.devices()) to run one across them"
+            )
+        return layout
 
     @property
     def rank_process(self) -> tuple[int, ...]:
@@ -157,9 +172,9 @@ class Links:
     device pair carrying its block of every value (a ``ppermute`` per value inside it).
     """
 
-    def __init__(self) -> None:
-        # numbered alike in every process (each builds the same pipelines in one order)
-        self.uid = next(_LINKS_IDS)
+    def __init__(self, uid: int = -1) -> None:
+        # names its meetings: alike in every process of the job (see for_layout)
+        self.uid = uid
         self._met: set[str] = set()
         self._programs: dict[Any, Any] = {}
         self._zeros: dict[Any, Any] = {}
@@ -167,6 +182,14 @@ class Links:
         self._lock = threading.Lock()
         # bytes the exchanges carried between devices, all device pairs together
         self.moved_bytes = 0
+
+    @classmethod
+    def for_layout(cls, layout: ProcessLayout) -> Links:
+        """The links of a pipeline (or generator) of ``layout``. One across processes is
+        numbered in the order built, alike in every process (each builds the same ones in one
+        order); one inside a process (a process's own pipeline) takes no number, so that
+        processes building different local ones still number their shared ones alike."""
+        return cls(next(_LINKS_IDS) if layout.multi else -1)
 
     def __len__(self) -> int:
         return len(self._programs)

@@ -182,7 +182,7 @@ class Pipeline:
         self.optimizer = optimizer
         self.recv_timeout = recv_timeout
         self.sync_actions = sync_actions
-        self.check_finite = check_finite and _no_spanning_mesh(self.layout)
+        self.check_finite = check_finite
         self.comm = Comm(self.plan, recv_timeout)
         self.param_store = Params(self.plan, self.comm, optimizer)
         self._runners: dict[str, StepRunner] = {}
@@ -338,16 +338,19 @@ class Pipeline:
         assert self.plan.loss is not None
         result = runner.run(state, batch, sync=profile)
         grads = self.param_store.total_grads(result.acc)
+        # across processes every process takes part in the collectives that share the losses
+        # (and the check's verdict), in one order
+        losses = self._shared_losses(result) if self.layout.multi else None
         if self.check_finite:  # before the update: the parameters that made them are intact
-            check_step(self, state, batch, result, state.step + 1)
+            check_step(self, state, batch, result, state.step + 1, losses)
         new_state, pending_norm = self.param_store.update(state, grads)
         self._last_result = result
         timeline = None
         if profile:
             timeline = self._timeline = measured_timeline(runner.prog.plan.schedule, result)
-        if self.layout.multi:
-            # every process takes part in the collectives that share them, in one order
-            loss: Any = self._shared_loss(result)
+        if losses is not None:
+            red = np.sum if self.plan.loss_reduction == "sum" else np.mean
+            loss: Any = float(red(losses))
             grad_norm: Any = self.param_store.grad_norm(pending_norm)
         else:
             # on the devices: a float only when the caller reads it (the step waits for nothing)
@@ -368,17 +371,16 @@ class Pipeline:
             self.plan.loss_reduction, *[result.outputs[(0, i)] for i in range(m)]
         )
 
-    def _shared_loss(self, result: StepResult) -> float:
-        """The step's loss in every process (sent by the loss stage's), from its microbatch
-        losses in float64."""
+    def _shared_losses(self, result: StepResult) -> np.ndarray:
+        """The step's microbatch losses in float64 in every process (sent by the loss
+        stage's lead process)."""
         assert self.plan.loss is not None
         m = self.num_microbatches
         owner = self.layout.rank_process[self.placement.rank_of(self.plan.loss[0])]
         losses = None
         if owner == self.layout.me:
             losses = np.array([host_value(result.outputs[(0, i)]) for i in range(m)], np.float64)
-        shared = self.comm.share_f64(losses, owner, m)
-        return float(np.sum(shared) if self.plan.loss_reduction == "sum" else np.mean(shared))
+        return self.comm.share_f64(losses, owner, m)
 
     def save(self, state: PipelineState, directory: str | os.PathLike, keep: int = 2) -> str:
         """Checkpoint ``state`` under ``directory`` (``step_<n>/``, atomically; the newest
@@ -407,12 +409,7 @@ class Pipeline:
 
         Across processes every process calls it and every process gets the whole result: the
         output stages' processes send their outputs to each other process (collectives, in
-        one order)."""
-        if self.layout.multi and self.layout.me not in self.layout.holders:
-            raise RuntimeConfigError(
-                f"process {self.layout.me} holds no stage of this pipeline, so infer() cannot "
-                "deliver its outputs there; give the pipeline devices of every process"
-            )
+        one order), one holding no stage of the pipeline too."""
         runner = self._runner("infer")
         m = self.num_microbatches
         result = runner.run(state, batch, sync=self.sync_actions)
@@ -517,15 +514,3 @@ def _auto_schedule(program: Any, params: Any, batch: Any, **kwargs: Any) -> tupl
         num_stages=probe.staged.num_stages,
     )
     return probe.staged, chosen
-
-
-def _no_spanning_mesh(layout: Any) -> bool:
-    """True, or refused: ``check_finite`` with a stage mesh spanning processes."""
-    spanning = [r for r in range(len(layout.rank_procs)) if layout.spans(r)]
-    if spanning:
-        raise RuntimeConfigError(
-            f"check_finite with rank {spanning[0]}'s stage mesh spanning processes "
-            f"{list(layout.rank_procs[spanning[0]])} is not supported yet; leave "
-            "check_finite off, or use a stage_mesh_shape within one process"
-        )
-    return True

@@ -96,8 +96,9 @@ def test_a_cut_layer_loop_saved_by_2_processes_restores_onto_one(tmp_path):
 
 def test_a_process_without_a_stage_is_refused_by_name(tmp_path):
     """2 stages of one device on 2 processes x 2 devices: both lie in process 0, so process 1
-    could not train on; its restore says so (process 0's: there is no checkpoint)."""
+    could take no part; building the pipeline there says so (process 0's restore: there is
+    no checkpoint)."""
     code, text = _launch(2, ["--layers-per-stage", "2", "--restore", str(tmp_path)])
     assert code != 0
-    assert "process 1 of 2 holds no stage of this pipeline" in text
-    assert "restore with fewer processes" in text
+    assert "process 1 builds a pipeline whose devices [0, 1] are all process 0's" in text
+    assert "devices=jax.local_devices()" in text

@@ -1,0 +1,141 @@
+"""Pipelines that use some processes of a job only, ``check_finite`` and ZB-V on stage meshes
+spanning processes: one ``hlopipe launch --nproc 4 --devices-per-process 2`` job
+(tests/runtime/_local_job.py) running every scenario one after the other, each checked against
+plain JAX on one device.
+
+* Each process's own pipeline on its own devices trains on its own data like one device, and
+  checkpoints and restores, with no collective between processes; processes that built
+  different numbers of such pipelines still meet on the shared ones after them.
+* A pipeline on process 0's devices only, built by every process: process 0 trains it, the
+  others are refused by name (saying what to do), before anything runs.
+* A pipeline on processes 0 and 1: processes 2 and 3, holding none of it, get the step's loss,
+  ``infer``'s output and the parameters too.
+* ``check_finite`` with 2 ranks whose meshes span 2 processes each: a NaN loss, and NaN
+  gradients of one stage under finite losses, are named (step, microbatch or stage) by the same
+  ``NonFiniteError`` in every process, and the job goes on (every process stopped at the same
+  collective).
+* ZB-V on 2 ranks spanning 2 processes each: the parameters equal one device's.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+import sys
+from pathlib import Path
+
+import jax
+import numpy as np
+import pytest
+
+from hlopipe.runtime.launch import launch
+
+pytestmark = pytest.mark.multiprocess
+
+JOB = Path(__file__).with_name("_local_job.py")
+sys.path.insert(0, str(JOB.parent))
+import _local_job as job  # noqa: E402
+
+NPROC = 4
+
+
+@pytest.fixture(scope="module")
+def ran(tmp_path_factory):
+    out_dir = tmp_path_factory.mktemp("local-job")
+    out = io.StringIO()
+    code = launch([sys.executable, str(JOB), "--params-out", str(out_dir)], nproc=NPROC,
+                  devices_per_process=2, heartbeat_timeout=10, grace=20, timeout=500,
+                  out=out)  # fmt: skip
+    text = out.getvalue()
+    print(text)  # the whole output when a test fails
+    assert code == 0, text[-4000:]
+    return text, out_dir
+
+
+def _lines(text: str, tag: str) -> dict[int, str]:
+    """Each process's ``TAG <process> rest`` line: {process: rest}."""
+    found = re.findall(rf"^\[rank \d\] {tag} (\d) (.*)$", text, re.M)
+    return {int(q): rest for q, rest in found}
+
+
+def _floats(s: str) -> list[float]:
+    return [float(x) for x in re.findall(r"[-+]?\d+\.\d+(?:e[-+]?\d+)?|nan|inf", s)]
+
+
+def test_each_process_trains_its_own_pipeline_like_one_device(ran):
+    got = _lines(ran[0], "LOCAL")
+    assert sorted(got) == list(range(NPROC)), ran[0][-3000:]
+    for q, rest in got.items():
+        m = re.fullmatch(r"seeds \[(.*)\] losses \[(.*)\] restored_diff (\S+)", rest)
+        assert m, rest
+        seeds = [int(s) for s in m.group(1).split(",")]
+        assert seeds == [10 * q, 10 * q + 1]  # its own data
+        np.testing.assert_allclose(_floats(m.group(2)), job.reference(seeds)[0], rtol=1e-5)
+        assert float(m.group(3)) == 0.0  # the checkpoint restores what was saved
+
+
+def test_a_pipeline_inside_another_process_is_refused_naming_it(ran):
+    text = ran[0]
+    (own,) = _lines(text, "OWN").items()
+    assert own[0] == 0
+    np.testing.assert_allclose(_floats(own[1]), job.reference([0])[0], rtol=1e-5)
+    refused = _lines(text, "REFUSED")
+    assert sorted(refused) == [1, 2, 3], text[-3000:]
+    for q, msg in refused.items():
+        assert msg.startswith(
+            f"RuntimeConfigError: process {q} builds a pipeline whose devices [0, 1] are all "
+            "process 0's"
+        ), msg
+        assert "if jax.process_index() == 0" in msg and "devices=jax.local_devices()" in msg
+
+
+def test_processes_holding_no_stage_get_the_loss_outputs_and_parameters(ran):
+    got = _lines(ran[0], "BYSTANDER")
+    assert sorted(got) == list(range(NPROC)), ran[0][-3000:]
+    losses, params, _ = job.reference([0])
+    want_infer = float(jax.jit(job.loss_fn)(_unflat(params), job.batch(1)))
+    want_sum = float(sum(np.sum(np.asarray(p, np.float64)) for p in params))
+    for rest in got.values():
+        m = re.fullmatch(r"losses \[(\S+)\] infer (\S+) params_sum (\S+)", rest)
+        assert m, rest
+        np.testing.assert_allclose(float(m.group(1)), losses[0], rtol=1e-5)
+        np.testing.assert_allclose(float(m.group(2)), want_infer, rtol=1e-5)
+        np.testing.assert_allclose(float(m.group(3)), want_sum, rtol=1e-5)
+    assert len(set(got.values())) == 1  # the very same floats everywhere
+
+
+def test_check_finite_on_spanning_meshes_raises_alike_in_every_process(ran):
+    """A NaN loss (found from the losses every process shares), then NaN gradients of stage 0
+    under finite losses (found by stage 0's processes, told to every other)."""
+    want = {
+        "NANLOSS": "step 2: not finite first in the loss of microbatch 1 (1F1): 1 NaN (of 1 "
+        "values); the program computes it",
+        "INFGRAD": "step 2: not finite first in the gradients of stage 0 (its backward "
+        "actions); the program computes it",
+    }
+    for tag, start in want.items():
+        got = _lines(ran[0], tag)
+        assert sorted(got) == list(range(NPROC)), (tag, ran[0][-3000:])
+        assert len(set(got.values())) == 1, got
+        assert got[0].startswith(start), got[0]
+
+
+def test_zb_v_on_ranks_spanning_processes_trains_like_one_device(ran):
+    text, out_dir = ran
+    ((line, norms),) = re.findall(r"^\[rank 0\] ZBV losses \[(.*)\] norms \[(.*)\]$", text, re.M)
+    losses, want, want_norms = job.reference(list(range(job.STEPS)))
+    np.testing.assert_allclose(_floats(line), losses, rtol=1e-5)
+    # the global norm (the clip's) counts each spanning rank once, not once per process
+    np.testing.assert_allclose(_floats(norms), want_norms, rtol=1e-5)
+    with np.load(out_dir / "params-zb-v.npz") as z:
+        got = [z[f"arr_{n}"] for n in range(len(z.files))]
+    assert len(got) == len(want)
+    for n, (g, w) in enumerate(zip(got, want, strict=True)):
+        g, w = np.asarray(g, np.float64), np.asarray(w, np.float64)
+        rel = np.linalg.norm(g - w) / np.linalg.norm(w)
+        assert rel <= 1e-5, f"parameter {n} differs by {rel:.2e} (relative)"
+    assert re.search(r"^\[rank 3\] DONE 3$", text, re.M)
+
+
+def _unflat(leaves):
+    return jax.tree_util.tree_unflatten(jax.tree_util.tree_structure(job.init()), leaves)
