@@ -42,7 +42,7 @@ def test_dynamic_conv_is_the_convolution_with_its_constant_padding() -> None:
 
 
 def test_dynamic_conv_refuses_an_attribute_convolution_does_not_take() -> None:
-    with pytest.raises(UnsupportedOpError, match="stablehlo.dynamic_conv.*'flip'"):
+    with pytest.raises(UnsupportedOpError, match=r"stablehlo\.dynamic_conv.*'flip'"):
         hlopipe.rehydrate(_conv(CONSTANT, ", flip = true"))
 
 
