@@ -19,13 +19,29 @@ Params = dict[str, Any]
 
 
 @dataclass(frozen=True)
-class GPTConfig:
+class GPTDims:
+    """The sizes every GPT of this package has: the vocabulary, the model width ``d_model``
+    split over ``n_heads`` attention heads, ``n_layers`` blocks and the MLP's hidden width
+    ``d_ff``. :class:`GPTConfig` adds the sequence length it trains on,
+    ``gpt_decode.DecodeConfig`` the length of its KV cache."""
+
     vocab: int = 64
-    seq: int = 16
     d_model: int = 32
     n_heads: int = 4
     n_layers: int = 4
     d_ff: int = 64
+
+    @property
+    def head_dim(self) -> int:
+        return self.d_model // self.n_heads
+
+
+@dataclass(frozen=True)
+class GPTConfig(GPTDims):
+    """The training GPT's sizes: :class:`GPTDims` and ``seq``, the sequence length (the rows
+    of the position table)."""
+
+    seq: int = 16
 
 
 def init(key: jax.Array, cfg: GPTConfig = GPTConfig()) -> Params:

@@ -23,19 +23,17 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from hlopipe.models.gpt import block_params, layer_norm, mlp, norm_params
+from hlopipe.models.gpt import GPTDims, block_params, layer_norm, mlp, norm_params
 
 Params = dict[str, Any]
 
 
 @dataclass(frozen=True)
-class DecodeConfig:
-    vocab: int = 64
+class DecodeConfig(GPTDims):
+    """The decoding GPT's sizes: :class:`~hlopipe.models.gpt.GPTDims` and ``max_len``, the
+    longest sequence (prompt and generated tokens) its cache and position table hold."""
+
     max_len: int = 48
-    d_model: int = 32
-    n_heads: int = 4
-    n_layers: int = 4
-    d_ff: int = 64
 
 
 def init(key: jax.Array, cfg: DecodeConfig = DecodeConfig()) -> Params:
@@ -64,7 +62,7 @@ def init(key: jax.Array, cfg: DecodeConfig = DecodeConfig()) -> Params:
 
 def empty_cache(batch: int, cfg: DecodeConfig = DecodeConfig(), *, stacked: bool = False) -> Any:
     """A zero cache for ``batch`` sequences."""
-    hd = cfg.d_model // cfg.n_heads
+    hd = cfg.head_dim
     shape = (batch, cfg.max_len, cfg.n_heads, hd)
     if stacked:
         full = (cfg.n_layers, *shape)
@@ -78,7 +76,7 @@ def empty_cache(batch: int, cfg: DecodeConfig = DecodeConfig(), *, stacked: bool
 def _attend(p: Params, x: jax.Array, k_all: jax.Array, v_all: jax.Array, last: jax.Array, cfg):
     """Attention of ``x [b, t, d]`` (positions ``last - t + 1 .. last``) over the cache."""
     b, t, d = x.shape
-    hd = d // cfg.n_heads
+    hd = cfg.head_dim
     q = (layer_norm(p["ln1"], x) @ p["qkv"])[..., :d].reshape(b, t, cfg.n_heads, hd)
     scores = jnp.einsum("bthd,bshd->bhts", q, k_all) / jnp.sqrt(jnp.float32(hd))
     q_pos = last - t + 1 + jnp.arange(t)
@@ -91,7 +89,7 @@ def _attend(p: Params, x: jax.Array, k_all: jax.Array, v_all: jax.Array, last: j
 
 def _kv(p: Params, x: jax.Array, cfg: DecodeConfig) -> tuple[jax.Array, jax.Array]:
     b, t, d = x.shape
-    hd = d // cfg.n_heads
+    hd = cfg.head_dim
     h = layer_norm(p["ln1"], x) @ p["qkv"]
     k = h[..., d : 2 * d].reshape(b, t, cfg.n_heads, hd)
     v = h[..., 2 * d :].reshape(b, t, cfg.n_heads, hd)

@@ -94,22 +94,27 @@ class DotDims:
 
 
 @dataclass(frozen=True, slots=True)
-class GatherDims:
-    offset_dims: tuple[int, ...]
-    collapsed_slice_dims: tuple[int, ...]
+class IndexDims:
+    """The dimension numbers of a gather or a scatter, which name the same six things (the
+    spec's gather name / scatter name):
+
+    * ``window_dims`` (``offset_dims`` / ``update_window_dims``): the dimensions of the result
+      (of the updates) that run over a window of the operand;
+    * ``collapsed_dims`` (``collapsed_slice_dims`` / ``inserted_window_dims``): the operand's
+      dimensions of window size 1 that the window leaves out;
+    * ``operand_batching_dims`` (the same / ``input_batching_dims``) and
+      ``indices_batching_dims`` (``start_indices_batching_dims`` /
+      ``scatter_indices_batching_dims``): batch dimensions the operand and the indices share;
+    * ``index_map`` (``start_index_map`` / ``scatter_dims_to_operand_dims``): the operand
+      dimension each entry of an index vector indexes;
+    * ``index_vector_dim``: the dimension of the indices that holds the index vectors.
+    """
+
+    window_dims: tuple[int, ...]
+    collapsed_dims: tuple[int, ...]
     operand_batching_dims: tuple[int, ...]
-    start_indices_batching_dims: tuple[int, ...]
-    start_index_map: tuple[int, ...]
-    index_vector_dim: int
-
-
-@dataclass(frozen=True, slots=True)
-class ScatterDims:
-    update_window_dims: tuple[int, ...]
-    inserted_window_dims: tuple[int, ...]
-    input_batching_dims: tuple[int, ...]
-    scatter_indices_batching_dims: tuple[int, ...]
-    scatter_dims_to_operand_dims: tuple[int, ...]
+    indices_batching_dims: tuple[int, ...]
+    index_map: tuple[int, ...]
     index_vector_dim: int
 
 
@@ -378,7 +383,7 @@ _DIMENSION_ATTRS: tuple[tuple[str, str, Callable[..., Any], tuple[str, ...]], ..
     (
         "#stablehlo.gather<",
         "GatherDimensionNumbers",
-        GatherDims,
+        IndexDims,
         (
             "offset_dims",
             "collapsed_slice_dims",
@@ -391,7 +396,7 @@ _DIMENSION_ATTRS: tuple[tuple[str, str, Callable[..., Any], tuple[str, ...]], ..
     (
         "#stablehlo.scatter<",
         "ScatterDimensionNumbers",
-        ScatterDims,
+        IndexDims,
         (
             "update_window_dims",
             "inserted_window_dims",
@@ -659,11 +664,10 @@ __all__ = [
     "ConvDims",
     "DotDims",
     "Func",
-    "GatherDims",
+    "IndexDims",
     "ModuleIR",
     "Op",
     "OpaqueAttr",
-    "ScatterDims",
     "convert_attr",
     "dtype_of",
     "parse_dense",

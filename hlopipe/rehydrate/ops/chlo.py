@@ -15,8 +15,8 @@ from jax import lax
 
 from hlopipe.errors import UnsupportedOpError
 from hlopipe.rehydrate._ir import OpaqueAttr
-from hlopipe.rehydrate.ops import elementwise as ew
-from hlopipe.rehydrate.registry import RuleContext, rule, rule_attrs
+from hlopipe.rehydrate.ops import elementwise  # noqa: F401  (the stablehlo rules broadcast below)
+from hlopipe.rehydrate.registry import RULES, RuleContext, rule, rule_attrs
 
 
 def _conj(x: Any) -> Any:
@@ -35,23 +35,15 @@ def _unary(name: str, fn: Any) -> None:
     rule(name)(impl)
 
 
+# the ops JAX lowers from the ``jax.lax`` function of the same name
+_LAX_NAMED = (
+    "acos", "acosh", "asin", "asinh", "atan", "atanh", "cosh", "sinh", "tan",  # trigonometric
+    "erf", "erfc", "erf_inv", "lgamma", "digamma", "bessel_i1e",  # special functions
+    "square",
+)  # fmt: skip
+for _name in _LAX_NAMED:
+    _unary(f"chlo.{_name}", getattr(lax, _name))
 for _name, _fn in {
-    "chlo.acos": lax.acos,
-    "chlo.acosh": lax.acosh,
-    "chlo.asin": lax.asin,
-    "chlo.asinh": lax.asinh,
-    "chlo.atan": lax.atan,
-    "chlo.atanh": lax.atanh,
-    "chlo.cosh": lax.cosh,
-    "chlo.sinh": lax.sinh,
-    "chlo.tan": lax.tan,
-    "chlo.erf": lax.erf,
-    "chlo.erfc": lax.erfc,
-    "chlo.erf_inv": lax.erf_inv,
-    "chlo.lgamma": lax.lgamma,
-    "chlo.digamma": lax.digamma,
-    "chlo.bessel_i1e": lax.bessel_i1e,
-    "chlo.square": lax.square,
     "chlo.conj": _conj,
     "chlo.is_inf": _is_inf,
     "chlo.is_pos_inf": lambda x: lax.eq(x, lax.full_like(x, np.inf)),
@@ -165,29 +157,17 @@ def _broadcasting(name: str, inner: Any) -> None:
     rule(name)(impl)
 
 
-for _short, _inner in {
-    "add": ew.add,
-    "and": ew.and_,
-    "atan2": ew.atan2,
-    "compare": ew.compare,
-    "complex": ew.complex_,
-    "divide": ew.divide,
-    "maximum": ew.maximum,
-    "minimum": ew.minimum,
-    "multiply": ew.multiply,
-    "or": ew.or_,
-    "power": ew.power,
-    "remainder": ew.remainder,
-    "shift_left": ew.shift_left,
-    "shift_right_arithmetic": ew.shift_right_arithmetic,
-    "shift_right_logical": ew.shift_right_logical,
-    "subtract": ew.subtract,
-    "xor": ew.xor,
-    "next_after": next_after,
-    "polygamma": polygamma,
-    "zeta": zeta,
-}.items():
-    _broadcasting(f"chlo.broadcast_{_short}", _inner)
+# ``chlo.broadcast_<op>``: the rule of ``stablehlo.<op>`` (or of ``chlo.<op>``, below) on its
+# operands broadcast to the result's shape
+_BROADCASTING = (
+    "add", "subtract", "multiply", "divide", "remainder", "power", "atan2", "complex",
+    "maximum", "minimum", "compare",
+    "and", "or", "xor", "shift_left", "shift_right_arithmetic", "shift_right_logical",
+)  # fmt: skip
+for _short in _BROADCASTING:
+    _broadcasting(f"chlo.broadcast_{_short}", RULES[f"stablehlo.{_short}"])
+for _short in ("next_after", "polygamma", "zeta"):
+    _broadcasting(f"chlo.broadcast_{_short}", RULES[f"chlo.{_short}"])
 
 
 @rule("chlo.broadcast_select")

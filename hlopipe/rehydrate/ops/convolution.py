@@ -15,7 +15,7 @@ from jax import lax
 
 from hlopipe.errors import UnsupportedOpError
 from hlopipe.rehydrate._ir import ConvDims
-from hlopipe.rehydrate._known import known_value
+from hlopipe.rehydrate._known import attributes_as_operands
 from hlopipe.rehydrate.ops.linalg import precision
 from hlopipe.rehydrate.registry import RuleContext, rule
 
@@ -79,41 +79,6 @@ def convolution(
     )
 
 
-@rule("stablehlo.dynamic_conv")
-def dynamic_conv(
-    ctx: RuleContext,
-    lhs: Any,
-    rhs: Any,
-    padding: Any,
-    *,
-    dimension_numbers: ConvDims,
-    feature_group_count: int = 1,
-    batch_group_count: int = 1,
-    window_strides: tuple[int, ...] | None = None,
-    lhs_dilation: tuple[int, ...] | None = None,
-    rhs_dilation: tuple[int, ...] | None = None,
-    window_reversal: tuple[bool, ...] | None = None,
-    precision_config: Any = None,
-) -> Any:
-    """``convolution`` with its padding an operand: run when the padding is known at trace
-    time (a constant), as JAX needs static shapes."""
-    pad = known_value(padding)
-    if pad is None:
-        raise UnsupportedOpError(
-            f"stablehlo.dynamic_conv with padding computed at run time is not supported (at "
-            f"{ctx.loc}): JAX needs static shapes, so the padding must be a constant"
-        )
-    return convolution(
-        ctx,
-        lhs,
-        rhs,
-        dimension_numbers=dimension_numbers,
-        feature_group_count=feature_group_count,
-        batch_group_count=batch_group_count,
-        window_strides=window_strides,
-        padding=np.asarray(pad),
-        lhs_dilation=lhs_dilation,
-        rhs_dilation=rhs_dilation,
-        window_reversal=window_reversal,
-        precision_config=precision_config,
-    )
+# ``convolution`` with its padding an operand: run when the padding is known at trace time
+# (a constant), as JAX needs static shapes
+attributes_as_operands("stablehlo.dynamic_conv", convolution, "padding")

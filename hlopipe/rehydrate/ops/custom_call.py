@@ -36,16 +36,12 @@ def custom_call(ctx: RuleContext, *operands: Any, call_target_name: str, **attrs
 
 @rule("mhlo.custom_call")
 def mhlo_custom_call(
-    ctx: RuleContext,
-    *operands: Any,
-    call_target_name: str,
-    custom_call_schedule: Any = None,
-    **attrs: Any,
+    ctx: RuleContext, *operands: Any, custom_call_schedule: Any = None, **attrs: Any
 ) -> Any:
     """What XLA's converter keeps as ``mhlo.custom_call`` (a scheduling hint, a tuple result):
     the same dispatch (the schedule only orders work); a tuple result is one value, taken
     apart by ``get_tuple_element``."""
-    out = custom_call(ctx, *operands, call_target_name=call_target_name, **attrs)
+    out = custom_call(ctx, *operands, **attrs)
     tuple_result = len(ctx.result_avals) == 1 and not hasattr(ctx.result_avals[0], "shape")
     return (tuple(out),) if tuple_result and isinstance(out, tuple | list) else out
 

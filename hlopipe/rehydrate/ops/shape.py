@@ -140,16 +140,15 @@ def set_dimension_size(ctx: RuleContext, x: Any, size: Any, *, dimension: int) -
     static shapes); a smaller size makes a bounded dynamic shape, which is refused."""
     static = np.shape(x)[dimension]
     if not isinstance(size, np.ndarray | np.generic | int):
-        raise UnsupportedOpError(
-            f"stablehlo.set_dimension_size at {ctx.loc} sets dimension {dimension} to a size "
-            "computed at run time: bounded dynamic shapes are not supported"
-        )
-    if int(size) != static or tuple(ctx.aval.shape) != tuple(np.shape(x)):
-        raise UnsupportedOpError(
-            f"stablehlo.set_dimension_size at {ctx.loc} sets dimension {dimension} of size "
-            f"{static} to {int(size)}: bounded dynamic shapes are not supported"
-        )
-    return x
+        change = "to a size computed at run time"
+    elif int(size) != static or tuple(ctx.aval.shape) != tuple(np.shape(x)):
+        change = f"of size {static} to {int(size)}"
+    else:
+        return x
+    raise UnsupportedOpError(
+        f"stablehlo.set_dimension_size at {ctx.loc} sets dimension {dimension} {change}: "
+        "bounded dynamic shapes are not supported"
+    )
 
 
 @rule("stablehlo.get_dimension_size")

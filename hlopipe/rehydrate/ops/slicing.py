@@ -26,16 +26,15 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from hlopipe.errors import UnsupportedOpError
-from hlopipe.rehydrate._ir import Block, GatherDims, ScatterDims
-from hlopipe.rehydrate._known import known_value
+from hlopipe.rehydrate._ir import Block, IndexDims
+from hlopipe.rehydrate._known import attributes_as_operands, known_value, static_ints
 from hlopipe.rehydrate.registry import Region, RuleContext, rule
 
 _CLIP = lax.GatherScatterMode.CLIP
@@ -86,14 +85,15 @@ def _canon_indices(indices: Any, index_vector_dim: int, batching_dims: Sequence[
     return xp.transpose(indices, perm), bdims
 
 
-def _static_ints(ctx: RuleContext, x: Any, what: str) -> tuple[int, ...]:
-    c = known_value(x)
-    if c is None:
-        raise UnsupportedOpError(
-            f"{ctx.name} with {what} computed at run time is not supported (at {ctx.loc}): "
-            "JAX needs static shapes, so the sizes must be constants"
-        )
-    return tuple(int(v) for v in np.ravel(c))
+_LaxDims = TypeVar("_LaxDims", lax.GatherDimensionNumbers, lax.ScatterDimensionNumbers)
+
+
+def _in_lax_terms(indices: Any, d: IndexDims, kind: type[_LaxDims]) -> tuple[Any, _LaxDims]:
+    """``indices`` in JAX's layout (:func:`_canon_indices`) and ``d`` as ``kind``, lax's
+    gather or scatter dimension numbers (their fields stand in the same order)."""
+    idx, bdims = _canon_indices(indices, d.index_vector_dim, d.indices_batching_dims)
+    window, collapsed, index_map = tuple(d.window_dims), tuple(d.collapsed_dims), tuple(d.index_map)
+    return idx, kind(window, collapsed, index_map, tuple(d.operand_batching_dims), bdims)
 
 
 # ---- slice, pad ------------------------------------------------------------------------------
@@ -116,7 +116,7 @@ def slice_(
 def real_dynamic_slice(
     ctx: RuleContext, x: Any, start: Any, limit: Any, strides: Any, **attrs: Any
 ) -> Any:
-    st = _static_ints(ctx, strides, "strides")
+    st = static_ints(ctx, strides, "strides")
     s, lim = known_value(start), known_value(limit)
     if s is not None and lim is not None:
         return lax.slice(x, tuple(int(v) for v in s), tuple(int(v) for v in lim), st)
@@ -143,14 +143,9 @@ def pad(
     return lax.pad(x, padding_value, config)
 
 
-@rule("stablehlo.dynamic_pad")
-def dynamic_pad(
-    ctx: RuleContext, x: Any, padding_value: Any, low: Any, high: Any, interior: Any, **attrs: Any
-) -> Any:
-    lo = _static_ints(ctx, low, "edge_padding_low")
-    hi = _static_ints(ctx, high, "edge_padding_high")
-    it = _static_ints(ctx, interior, "interior_padding")
-    return lax.pad(x, padding_value, list(zip(lo, hi, it, strict=True)))
+attributes_as_operands(
+    "stablehlo.dynamic_pad", pad, "edge_padding_low", "edge_padding_high", "interior_padding"
+)
 
 
 # ---- dynamic_slice, dynamic_update_slice -----------------------------------------------------
@@ -206,16 +201,8 @@ def _narrow_indices(indices: Any) -> Any:
     return lax.convert_element_type(clamped, np.int32)
 
 
-def _gather(operand: Any, indices: Any, d: GatherDims, sizes: Sequence[int], sorted_: bool) -> Any:
-    indices = _narrow_indices(indices)
-    idx, bdims = _canon_indices(indices, d.index_vector_dim, d.start_indices_batching_dims)
-    dnums = lax.GatherDimensionNumbers(
-        offset_dims=tuple(d.offset_dims),
-        collapsed_slice_dims=tuple(d.collapsed_slice_dims),
-        start_index_map=tuple(d.start_index_map),
-        operand_batching_dims=tuple(d.operand_batching_dims),
-        start_indices_batching_dims=bdims,
-    )
+def _gather(operand: Any, indices: Any, d: IndexDims, sizes: Sequence[int], sorted_: bool) -> Any:
+    idx, dnums = _in_lax_terms(_narrow_indices(indices), d, lax.GatherDimensionNumbers)
     return lax.gather(
         operand, idx, dnums, tuple(sizes), indices_are_sorted=bool(sorted_), mode=_CLIP
     )
@@ -227,7 +214,7 @@ def gather(
     operand: Any,
     indices: Any,
     *,
-    dimension_numbers: GatherDims,
+    dimension_numbers: IndexDims,
     slice_sizes: Sequence[int],
     indices_are_sorted: bool = False,
     **attrs: Any,
@@ -235,19 +222,7 @@ def gather(
     return _gather(operand, indices, dimension_numbers, slice_sizes, indices_are_sorted)
 
 
-@rule("stablehlo.dynamic_gather")
-def dynamic_gather(
-    ctx: RuleContext,
-    operand: Any,
-    indices: Any,
-    slice_sizes: Any,
-    *,
-    dimension_numbers: GatherDims,
-    indices_are_sorted: bool = False,
-    **attrs: Any,
-) -> Any:
-    sizes = _static_ints(ctx, slice_sizes, "slice_sizes")
-    return _gather(operand, indices, dimension_numbers, sizes, indices_are_sorted)
+attributes_as_operands("stablehlo.dynamic_gather", gather, "slice_sizes")
 
 
 @rule("stablehlo.torch_index_select")
@@ -261,12 +236,12 @@ def torch_index_select(
     dim = dim % rank if rank else 0
     n_idx = irank - batch_dims
     offset = tuple(range(batch_dims, dim)) + tuple(range(dim + n_idx, dim + n_idx + rank - dim - 1))
-    dnums = GatherDims(
-        offset_dims=offset,
-        collapsed_slice_dims=(dim,),
+    dnums = IndexDims(
+        window_dims=offset,
+        collapsed_dims=(dim,),
         operand_batching_dims=tuple(range(batch_dims)),
-        start_indices_batching_dims=tuple(range(batch_dims)),
-        start_index_map=(dim,),
+        indices_batching_dims=tuple(range(batch_dims)),
+        index_map=(dim,),
         index_vector_dim=irank,
     )
     sizes = [1 if i < batch_dims or i == dim else n for i, n in enumerate(np.shape(operand))]
@@ -329,14 +304,14 @@ def _fast_fn(kind: str, dtype: np.dtype) -> Callable[..., Any] | None:
     return _SCATTER_FNS.get(kind)
 
 
-def _window_sizes(d: ScatterDims, in_shape: Sequence[int], upd_shape: Sequence[int]) -> list[int]:
+def _window_sizes(d: IndexDims, in_shape: Sequence[int], upd_shape: Sequence[int]) -> list[int]:
     """The update window's extent along each operand dimension (1 where inserted/batching)."""
     sizes, pos = [], 0
     for i in range(len(in_shape)):
-        if i in d.inserted_window_dims or i in d.input_batching_dims:
+        if i in d.collapsed_dims or i in d.operand_batching_dims:
             sizes.append(1)
         else:
-            sizes.append(int(upd_shape[d.update_window_dims[pos]]))
+            sizes.append(int(upd_shape[d.window_dims[pos]]))
             pos += 1
     return sizes
 
@@ -345,7 +320,7 @@ def _window_sizes(d: ScatterDims, in_shape: Sequence[int], upd_shape: Sequence[i
 def scatter(
     ctx: RuleContext,
     *args: Any,
-    scatter_dimension_numbers: ScatterDims,
+    scatter_dimension_numbers: IndexDims,
     indices_are_sorted: bool = False,
     unique_indices: bool = False,
     **attrs: Any,
@@ -354,14 +329,8 @@ def scatter(
     inputs, indices, updates = list(args[:n]), args[n], list(args[n + 1 :])
     d = scatter_dimension_numbers
     region = ctx.regions[0]
-    idx, bdims = _canon_indices(indices, d.index_vector_dim, d.scatter_indices_batching_dims)
-    dnums = lax.ScatterDimensionNumbers(
-        update_window_dims=tuple(d.update_window_dims),
-        inserted_window_dims=tuple(d.inserted_window_dims),
-        scatter_dims_to_operand_dims=tuple(d.scatter_dims_to_operand_dims),
-        operand_batching_dims=tuple(d.input_batching_dims),
-        scatter_indices_batching_dims=bdims,
-    )
+    idx, dnums = _in_lax_terms(indices, d, lax.ScatterDimensionNumbers)
+    bdims = dnums.scatter_indices_batching_dims
     in_dtypes = [np.dtype(x.dtype) for x in inputs]
     arg_dtypes = [np.dtype(a.dtype) for a in region.block.arg_avals]
     out_dtypes = [np.dtype(a.dtype) for a in ctx.result_avals]
@@ -421,7 +390,7 @@ def _scatter_windows(
     operand: Any,
     idx: Any,
     updates: Any,
-    d: ScatterDims,
+    d: IndexDims,
     dnums: lax.ScatterDimensionNumbers,
     sorted_: bool,
     unique: bool,
@@ -443,7 +412,7 @@ def _scatter_windows(
 def _element_indices(
     xp: Any,
     idx: Any,
-    d: ScatterDims,
+    d: IndexDims,
     bdims: Sequence[int],
     upd_shape: Sequence[int],
     rank: int,
@@ -455,11 +424,11 @@ def _element_indices(
 
     ``idx`` is the canonical index array (index vector last, wide integers)."""
     ru = len(upd_shape)
-    wdims = tuple(d.update_window_dims)
+    wdims = tuple(d.window_dims)
     sdims = [i for i in range(ru) if i not in wdims]
     starts = xp.broadcast_to(xp.expand_dims(idx, wdims), (*upd_shape, np.shape(idx)[-1]))
     window_operand_dims = [
-        i for i in range(rank) if i not in d.inserted_window_dims and i not in d.input_batching_dims
+        i for i in range(rank) if i not in d.collapsed_dims and i not in d.operand_batching_dims
     ]
     dtype = idx.dtype
 
@@ -473,10 +442,10 @@ def _element_indices(
     comps = []
     for od in range(rank):
         c = xp.zeros(tuple(upd_shape), dtype=dtype)
-        if od in d.scatter_dims_to_operand_dims:
-            c = c + starts[..., list(d.scatter_dims_to_operand_dims).index(od)]
-        if od in d.input_batching_dims:
-            b = bdims[list(d.input_batching_dims).index(od)]
+        if od in d.index_map:
+            c = c + starts[..., list(d.index_map).index(od)]
+        if od in d.operand_batching_dims:
+            b = bdims[list(d.operand_batching_dims).index(od)]
             c = c + iota(sdims[b])
         if window and od in window_operand_dims:
             c = c + iota(wdims[window_operand_dims.index(od)])
@@ -490,7 +459,7 @@ def _scatter_elements(
     inputs: list[Any],
     idx: Any,
     updates: list[Any],
-    d: ScatterDims,
+    d: IndexDims,
     bdims: Sequence[int],
     unique: bool,
 ) -> list[Any]:
@@ -522,7 +491,7 @@ class _ElementScatter:
     rounds of distinct result indices (indices known now) or one element at a time."""
 
     region: Region
-    d: ScatterDims
+    d: IndexDims
     bdims: Sequence[int]
     in_shape: tuple[int, ...]
     upd_shape: tuple[int, ...]
