@@ -19,7 +19,6 @@ import json
 import statistics
 import sys
 import time
-from typing import Any
 
 import jax
 
@@ -29,6 +28,7 @@ if "--xfer-worker" not in sys.argv:  # a worker gets its devices from hlopipe la
 import jax.numpy as jnp
 import numpy as np
 import optax
+import small_step  # benchmarks/small_step.py (this script's folder is on the path)
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 from rich.console import Console
 from rich.table import Table
@@ -236,7 +236,7 @@ def main() -> None:
                  f"ratio to SPMD {t_mpmd / t_spmd:.2f}"))  # fmt: skip
 
     # 4. a small model (a ~3 ms step): the host's share
-    rows += small_rows()
+    rows += small_step.small_rows()
 
     # 5. cross-process transfers: one (microbatch, stage pair) vs a bare collective
     rows += xfer_rows()
@@ -462,197 +462,9 @@ def mesh_table(console, params, batch, devs) -> None:
     console.print(table)
 
 
-# -- a small model: the host's share of a short step (issue 25, part 4) ------------------------
-
-SMALL_WIDTH, SMALL_BATCH, SMALL_REPEATS = 384, 64, 15
-SMALL_CLIP = False  # "small clip": the pipeline clips by global norm before SGD (plain does not)
-
-
-def _small_loss(p, batch):
-    x, y = batch
-    h = x
-    for w in p["ws"]:
-        h = jnp.tanh(h @ w)
-    return jnp.mean((h @ p["out"] - y) ** 2)
-
-
-def _small_setup():
-    ks = jax.random.split(jax.random.key(0), 5)
-    d = SMALL_WIDTH
-    params = {"ws": [jax.random.normal(k, (d, d)) / np.sqrt(d) for k in ks[:3]],
-              "out": jax.random.normal(ks[3], (d, 16)) / np.sqrt(d)}  # fmt: skip
-    kx, ky = jax.random.split(ks[4])
-    batch = (np.asarray(jax.random.normal(kx, (SMALL_BATCH, d))),
-             np.asarray(jax.random.normal(ky, (SMALL_BATCH, 16))))  # fmt: skip
-    return params, batch
-
-
-def _small_plain(params, batch, *, host_slicing: bool):
-    """``jit(value_and_grad)`` per microbatch, gradients summed, then SGD, on one device. With
-    ``host_slicing`` the loop also slices the (NumPy) batch on the host each step and fetches
-    its losses as floats; without, the microbatches are on the device ahead and nothing is
-    fetched."""
-    vg = jax.jit(jax.value_and_grad(_small_loss))
-    add = jax.jit(lambda a, b: jax.tree.map(jnp.add, a, b), donate_argnums=0)
-    update = jax.jit(lambda p, g: jax.tree.map(lambda x, y: x - 0.01 * y / M, p, g),
-                     donate_argnums=(0,))  # fmt: skip
-    b = SMALL_BATCH // M
-    dev = jax.devices()[0]
-    mbs = [jax.device_put(jax.tree.map(lambda x, i=i: x[i * b : (i + 1) * b], batch), dev)
-           for i in range(M)]  # fmt: skip
-    st = {"p": jax.device_put(params, dev), "losses": None}
-
-    def step():
-        acc, losses = None, []
-        for i in range(M):
-            mb = (
-                jax.tree.map(lambda x, i=i: x[i * b : (i + 1) * b], batch)
-                if host_slicing
-                else mbs[i]
-            )
-            loss, g = vg(st["p"], mb)
-            losses.append(loss)
-            acc = g if acc is None else add(acc, g)
-        st["p"] = update(st["p"], acc)
-        if host_slicing:
-            st["losses"] = [float(x) for x in losses]
-        return st["p"]
-
-    return step
-
-
-def _time_inside_jax(pipe: Pipeline, st: dict, batch, repeats: int = SMALL_REPEATS) -> float:
-    """Median seconds a step (issued, not waited for) spends inside JAX's calls: the
-    program's executables and copies, the prologue, ``jax.device_put``, the loss reduction
-    and the optimizer's functions, each wrapped in a timer for the measurement."""
-    inside = [0.0]
-
-    def timed(f):
-        def g(*a, **k):
-            t0 = time.perf_counter()
-            try:
-                return f(*a, **k)
-            finally:
-                inside[0] += time.perf_counter() - t0
-
-        return g
-
-    runner = pipe._runner("train")
-    saved = (runner.stream._prepared, [p.fn for p in runner.prologues], jax.device_put,
-             pipe._reduce_losses, dict(pipe.param_store._opt_fns))  # fmt: skip
-    runner.stream._prepared = [(n, fn and timed(fn), *rest)
-                               for n, fn, *rest in runner.stream._prepared]  # fmt: skip
-    for p in runner.prologues:
-        p.fn = timed(p.fn)
-    jax.device_put = timed(jax.device_put)
-    pipe._reduce_losses = timed(pipe._reduce_losses)
-    for s, (init, phases) in saved[4].items():
-        pipe.param_store._opt_fns[s] = (init, [timed(f) for f in phases])
-    per_step = []
-    try:
-        for _ in range(repeats):
-            inside[0] = 0.0
-            st["s"], st["m"] = pipe.step(st["s"], batch)
-            per_step.append(inside[0])
-            jax.block_until_ready(st["s"].values)
-    finally:
-        runner.stream._prepared = saved[0]
-        for p, fn in zip(runner.prologues, saved[1], strict=True):
-            p.fn = fn
-        jax.device_put = saved[2]
-        pipe._reduce_losses = saved[3]
-        pipe.param_store._opt_fns.update(saved[4])
-    return statistics.median(per_step)
-
-
-def _small_optimizer() -> Any:
-    """SGD, or with ``small [width] clip`` SGD after a global-norm clip (a step in phases)."""
-    if SMALL_CLIP:
-        return optax.chain(optax.clip_by_global_norm(1.0), optax.sgd(0.01))
-    return optax.sgd(0.01)
-
-
-def small_rows() -> list[tuple[str, str, str]]:
-    """1 stage on 1 device against plain JAX on a ~3 ms step, side by side in one process
-    (interleaved repetitions, medians), and the host time the pipeline spends per action."""
-    params, batch = _small_setup()
-    dev = jax.devices()[:1]
-    pipe = Pipeline(_small_loss, params, batch, num_stages=1, schedule="1f1b",
-                    num_microbatches=M, devices=dev, optimizer=_small_optimizer())  # fmt: skip
-    st = {"s": pipe.init(params)}
-
-    def pipe_step():
-        st["s"], st["m"] = pipe.step(st["s"], batch)
-        return st["s"].values
-
-    plain = _small_plain(params, batch, host_slicing=False)
-    host = _small_plain(params, batch, host_slicing=True)
-    fns = {"plain": plain, "host": host, "pipe": pipe_step}
-    times: dict[str, list[float]] = {k: [] for k in fns}
-    for fn in fns.values():
-        jax.block_until_ready(fn())
-    for _ in range(SMALL_REPEATS):  # interleaved, so that load changes hit all alike
-        for k, fn in fns.items():
-            t0 = time.perf_counter()
-            jax.block_until_ready(fn())
-            times[k].append(time.perf_counter() - t0)
-    med = {k: statistics.median(v) for k, v in times.items()}
-    # host time of a step that waits for nothing, and of a plain JAX dispatch
-    n_actions = sum(
-        len([a for a in r if a]) for r in schedules.lower(pipe.schedule).actions.values()
-    )
-    host_t = []
-    for _ in range(SMALL_REPEATS):
-        t0 = time.perf_counter()
-        st["s"], st["m"] = pipe.step(st["s"], batch)
-        host_t.append(time.perf_counter() - t0)
-        jax.block_until_ready(st["s"].values)
-    # (the runtime before issue 25 has no _runner: its share inside JAX is not measured)
-    inside = _time_inside_jax(pipe, st, batch) if hasattr(pipe, "_runner") else float("nan")
-    # enqueued back to back: K steps, one wait at the end (the loss read once), the pipeline
-    # and the plain loop alike
-    K = 10
-    chain = {"pipe": [], "plain": []}
-    for _ in range(3):
-        t0 = time.perf_counter()
-        for _ in range(K):
-            st["s"], st["m"] = pipe.step(st["s"], batch)
-        _ = st["m"].loss
-        chain["pipe"].append((time.perf_counter() - t0) / K)
-        t0 = time.perf_counter()
-        for _ in range(K):
-            out = plain()
-        jax.block_until_ready(out)
-        chain["plain"].append((time.perf_counter() - t0) / K)
-    t_chain = statistics.median(chain["pipe"])
-    t_chain_plain = statistics.median(chain["plain"])
-    h = statistics.median(host_t)
-    beyond = (h - inside) / n_actions
-    return [
-        ("small model: plain jit(value_and_grad), 1 device", f"{med['plain'] * 1e3:.2f} ms",
-         f"{M} microbatches on the device ahead, d={SMALL_WIDTH}, batch {SMALL_BATCH}"),
-        ("small model: plain loop slicing on host, fetching losses", f"{med['host'] * 1e3:.2f} ms",
-         f"ratio to plain {med['host'] / med['plain']:.3f}"),
-        ("small model: pipeline, 1 stage on 1 device", f"{med['pipe'] * 1e3:.2f} ms",
-         f"ratio to plain {med['pipe'] / med['plain']:.3f} (goal <= 1.05); to the host-slicing "
-         f"loop {med['pipe'] / med['host']:.3f}"),
-        ("small model: pipeline, 10 steps enqueued, one wait", f"{t_chain * 1e3:.2f} ms",
-         f"per step; plain loop enqueued alike {t_chain_plain * 1e3:.2f} ms, ratio "
-         f"{t_chain / t_chain_plain:.3f}"),
-        ("small model: host time per action", f"{h / n_actions * 1e6:.0f} µs",
-         f"step issued in {h * 1e3:.2f} ms for {n_actions} actions, {inside * 1e3:.2f} ms of it "
-         f"inside JAX calls (dispatch; on CPU small programs also run inside the call); "
-         f"beyond JAX {beyond * 1e6:.0f} µs per action (goal <= 20)"),
-    ]  # fmt: skip
-
-
 if __name__ == "__main__":
-    if sys.argv[1:2] == ["small"]:  # "small [width]": a shorter step with a smaller width
-        SMALL_CLIP = "clip" in sys.argv[2:]
-        if sys.argv[2:] and sys.argv[2] != "clip":
-            SMALL_WIDTH = int(sys.argv[2])
-        for row in small_rows():
-            print(" | ".join(row))
+    if sys.argv[1:2] == ["small"]:  # "small [width] [clip]": see small_step.py
+        small_step.main(sys.argv[2:])
         sys.exit(0)
     if sys.argv[1:] == ["--xfer-worker"]:
         xfer_worker()

@@ -26,7 +26,7 @@ from hlopipe.runtime._comm import Comm
 from hlopipe.runtime._executor import StepResult
 from hlopipe.runtime._plan import PipelinePlan
 from hlopipe.runtime._program import StepProgram
-from hlopipe.runtime._stream import Stream
+from hlopipe.runtime._stream import Stream, gather
 
 
 class _Prologue:
@@ -80,7 +80,11 @@ class _Prologue:
 
 
 class StepRunner:
-    """The step of one mode for this process's ranks (built once per pipeline and mode)."""
+    """The step of one mode for this process's ranks (built once per pipeline and mode).
+
+    Everything a step does that does not depend on its values is decided here, once: which
+    parameter goes into which slot, which batch leaf goes to which prologue, which slots hold
+    the results; per step :meth:`fill` and :meth:`run` only move the step's own values."""
 
     def __init__(self, plan: PipelinePlan, prog: StepProgram, comm: Comm) -> None:
         self.plan = plan
@@ -90,7 +94,11 @@ class StepRunner:
         prog.place_consts(local)
         self.fns = prog.resolve(local)
         self.stream = None if plan.layout.multi else Stream(prog, self.fns)
-        self.consts = [(k, v) for k, (r, v) in prog.const.items() if local(r)]
+        # a register file holding the constants (copied per step; the rest is filled in)
+        self._blank: list[Any] = [None] * prog.n
+        for k, (r, v) in prog.const.items():
+            if local(r):
+                self._blank[k] = v
         self.param_slots = [(k, r, p) for (r, p), k in prog.param_slots.items() if local(r)]
         ranks = sorted({ex.rank for ex in plan.execs if local(ex.rank)})
         self.prologues = [_Prologue(plan, prog, r) for r in ranks]
@@ -98,27 +106,45 @@ class StepRunner:
         self.puts = [(n, leaf, sh) for n, p in enumerate(self.prologues)
                      for leaf, sh in zip(p.leaves, p.in_shardings, strict=True)]  # fmt: skip
         self.dtypes = [a.dtype for a in plan.batch_avals]
+        self._shapes = [(tuple(a.shape), a.dtype) for a in plan.batch_avals]
+        # the results' slots, read in one call each
+        self._ranks = tuple(prog.plan.schedule.actions)
+        self._out_keys = tuple(prog.output_slots)
+        self._out_get = gather(tuple(prog.output_slots.values()))
+        self._acc_gets = [gather(tuple(prog.acc_slots.get(ex.stage.index, [])))
+                          for ex in prog.plan.execs]  # fmt: skip
 
     def fill(self, state: Any, batch: Any) -> list[Any]:
         """A register file holding the step's inputs (nothing waited for)."""
         leaves = self._leaves(batch)
-        regs: list[Any] = [None] * self.prog.n
+        regs = self._blank.copy()
         values = state.values
         for k, r, p in self.param_slots:
             regs[k] = values[r][p]
-        for k, v in self.consts:
-            regs[k] = v
+        args = self._prologue_args(leaves)
+        for pro, a in zip(self.prologues, args, strict=True):
+            got = pro.fn(*a)
+            for k, v in zip(pro.out_slots, got, strict=True):
+                regs[k] = v
+        return regs
+
+    def _prologue_args(self, leaves: list[Any]) -> list[list[Any]]:
+        """Per prologue, its whole batch leaves. A NumPy leaf goes to the prologue as it is
+        (copied in its call, on the calling thread: a device_put first would wait for a copy
+        thread); a JAX array already laid out there is used as it is; the rest move in one
+        ``jax.device_put``."""
         args: list[list[Any]] = [[] for _ in self.prologues]
         moves: list[tuple[int, int, Any, Any]] = []
+        dtypes = self.dtypes
         for n, leaf, sh in self.puts:
             x = leaves[leaf]
-            # A NumPy leaf goes to the prologue as it is (copied in its call, on the calling
-            # thread: a device_put first would wait for a copy thread); a JAX array already
-            # laid out there is used as it is; the rest move in one device_put.
-            host = isinstance(x, np.ndarray) and x.dtype == self.dtypes[leaf]
+            if type(x) is np.ndarray and x.dtype == dtypes[leaf]:
+                args[n].append(x)
+                continue
+            host = isinstance(x, np.ndarray) and x.dtype == dtypes[leaf]
             if not host and not sh.is_fully_addressable and not isinstance(x, np.ndarray):
                 # a mesh spanning processes: each process gives its own shards of its copy
-                x, host = np.asarray(x), x.dtype == self.dtypes[leaf]
+                x, host = np.asarray(x), x.dtype == dtypes[leaf]
             if not host and not (
                 isinstance(x, jax.Array) and x.sharding.is_equivalent_to(sh, x.ndim)
             ):
@@ -128,22 +154,19 @@ class StepRunner:
             moved = jax.device_put([m[2] for m in moves], [m[3] for m in moves])
             for (n, j, _, _), x in zip(moves, moved, strict=True):
                 args[n][j] = x
-        for pro, a in zip(self.prologues, args, strict=True):
-            for k, v in zip(pro.out_slots, pro.fn(*a), strict=True):
-                regs[k] = v
-        return regs
+        return args
 
     def _leaves(self, batch: Any) -> list[Any]:
         """The batch's leaves, checked against the pipeline's batch: a quick look at the
         structure, shapes and dtypes; anything else goes through ``PipelinePlan.check_batch``
         (which converts, or refuses with a clear error)."""
         leaves, treedef = jax.tree_util.tree_flatten(batch)
-        avals = self.plan.batch_avals
-        if treedef == self.plan.batch_treedef and all(
-            getattr(x, "shape", None) == a.shape and getattr(x, "dtype", None) == a.dtype
-            for x, a in zip(leaves, avals, strict=True)
-        ):
-            return leaves
+        if treedef == self.plan.batch_treedef and len(leaves) == len(self._shapes):
+            for x, (shape, dtype) in zip(leaves, self._shapes):  # noqa: B905 (lengths checked)
+                if getattr(x, "shape", None) != shape or getattr(x, "dtype", None) != dtype:
+                    break
+            else:
+                return leaves
         return self.plan.check_batch(batch)
 
     def run(self, state: Any, batch: Any, *, sync: bool = False) -> StepResult:
@@ -152,15 +175,11 @@ class StepRunner:
         regs = self.fill(state, batch)
         if self.stream is not None and not sync:
             seconds = self.stream.run(regs)
-            prog = self.prog
             return StepResult(
-                events={r: [] for r in prog.plan.schedule.actions},
-                outputs={key: regs[k] for key, k in prog.output_slots.items()},
-                acc=[
-                    [regs[k] for k in prog.acc_slots.get(ex.stage.index, [])]
-                    for ex in prog.plan.execs
-                ],
-                peak_live=dict(prog.peak_live),
+                events={r: [] for r in self._ranks},
+                outputs=dict(zip(self._out_keys, self._out_get(regs), strict=True)),
+                acc=[list(get(regs)) for get in self._acc_gets],
+                peak_live=dict(self.prog.peak_live),
                 wall_ms=seconds * 1e3,
                 dispatch_ms=seconds * 1e3,
             )

@@ -84,6 +84,7 @@ class Params:
         # per rank, the float32 zero the first phase is given (made once, not every step)
         self._zero: dict[int, jax.Array] = {}
         self._global_norm = jax.jit(lambda sq: jnp.sqrt(sum(sq, jnp.float32(0))))
+        self._direct: list[tuple[int, int]] | None = None  # see _direct_grads
         self.opt_plan: _optim.OptimizerPlan | None = None
         self.view = _optim.TreeView.of(plan.param_treedef, plan.param_avals)
         if optimizer is not None:
@@ -201,6 +202,9 @@ class Params:
     def total_grads(self, acc: list[list[Any]]) -> list[Any]:
         """Per parameter, the sum of its stages' gradients, on its owner's rank (``None``
         for a parameter another process owns)."""
+        direct = self._direct_grads()
+        if direct:
+            return [acc[e][n] for e, n in direct]
         pl = self.plan
         per_param: dict[int, list[tuple[int, Any]]] = {}
         for ex, g in zip(pl.execs, acc, strict=True):
@@ -226,6 +230,30 @@ class Params:
                     total = total + moved
             out.append(total)
         return out
+
+    def _direct_grads(self) -> list[tuple[int, int]]:
+        """Per parameter, (stage, accumulator) holding its whole gradient, when every
+        parameter has one stage computing its gradient, on its owner's rank in this process
+        (then :meth:`total_grads` has nothing to sum or move); else empty. Decided once."""
+        if self._direct is None:
+            pl = self.plan
+            src: dict[int, list[tuple[int, int, int]]] = {}
+            for e, ex in enumerate(pl.execs):
+                for n, k in enumerate(ex.autodiff.diff_params):
+                    src.setdefault(ex.stage.params_needed[k], []).append((e, n, ex.rank))
+            direct: list[tuple[int, int]] = []
+            for p in range(len(pl.param_avals)):
+                parts = src.get(p, [])
+                if (
+                    len(parts) != 1
+                    or parts[0][2] != pl.owner_rank[p]
+                    or not pl.layout.local(parts[0][2])
+                ):
+                    direct = []
+                    break
+                direct.append(parts[0][:2])
+            self._direct = direct
+        return self._direct
 
     def update(self, state: PipelineState, grads: list[Any]) -> tuple[PipelineState, Any]:
         """The optimizer's update of every stage's owned parameters (replicas refreshed from

@@ -353,9 +353,10 @@ class Pipeline:
             loss: Any = float(red(losses))
             grad_norm: Any = self.param_store.grad_norm(pending_norm)
         else:
-            # on the devices: a float only when the caller reads it (the step waits for nothing)
-            loss_dev = self._loss_on_device(result)
-            loss = lambda: float(loss_dev)  # noqa: E731
+            # reduced on the devices and made a float only when the caller reads it (the step
+            # waits for nothing and dispatches nothing for a loss nobody reads)
+            losses = [result.outputs[(0, i)] for i in range(self.num_microbatches)]
+            loss = functools.partial(self._loss_on_device, losses)
             grad_norm = functools.partial(self.param_store.grad_norm, pending_norm)
         metrics = StepMetrics(
             loss, grad_norm, step_time=time.perf_counter() - t_start, timeline=timeline
@@ -364,12 +365,10 @@ class Pipeline:
             metrics.grads = self.plan.param_tree(grads)
         return new_state, metrics
 
-    def _loss_on_device(self, result: StepResult) -> Any:
-        """The step's loss from its microbatch losses, reduced on the loss stage's devices."""
-        m = self.num_microbatches
-        return self._reduce_losses(
-            self.plan.loss_reduction, *[result.outputs[(0, i)] for i in range(m)]
-        )
+    def _loss_on_device(self, losses: list[Any]) -> Any:
+        """The step's loss from its microbatch ``losses``, reduced on the loss stage's
+        devices."""
+        return self._reduce_losses(self.plan.loss_reduction, *losses)
 
     def _shared_losses(self, result: StepResult) -> np.ndarray:
         """The step's microbatch losses in float64 in every process (sent by the loss

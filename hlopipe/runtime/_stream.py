@@ -6,14 +6,24 @@ the work by its data dependencies. The program's global order respects every ran
 every data dependency, so issuing it in order is a valid step; nothing waits on a device
 inside it. The loop is ``regs[outs] = fn(*regs[ins]); regs[frees] = None`` per instruction
 (``recv`` and ``mark`` instructions call nothing and are dropped when the stream is prepared).
+
+The loop is the step's host cost per action, so everything that does not change between steps
+is decided when the stream is prepared: each instruction's argument slots as one
+``operator.itemgetter`` (one C call gathers them), and its result and freed slots as tuples.
 """
 
 from __future__ import annotations
 
+import operator
 import time
+from collections.abc import Callable
 from typing import Any
 
 from hlopipe.runtime._program import PipelineExecutionError, StepProgram
+
+# (instruction index, what to call or None, its arguments gathered from the register file,
+#  the slots its results go to, the slots freed after it)
+_Step = tuple[int, Any, Callable[[list[Any]], tuple[Any, ...]], tuple[int, ...], tuple[int, ...]]
 
 
 class Stream:
@@ -21,8 +31,8 @@ class Stream:
 
     def __init__(self, prog: StepProgram, fns: list[Any]) -> None:
         self.prog = prog
-        self._prepared = [
-            (n, fn, ins.ins, ins.outs, ins.frees)
+        self._prepared: list[_Step] = [
+            (n, fn, gather(ins.ins), ins.outs, ins.frees)
             for n, (fn, ins) in enumerate(zip(fns, prog.instrs, strict=True))
             if fn is not None or ins.frees
         ]
@@ -30,10 +40,17 @@ class Stream:
     def run(self, regs: list[Any]) -> float:
         """Issue every instruction (``regs`` holds the inputs); returns seconds spent."""
         t0 = time.perf_counter()
-        n = 0
+        n = -1
         try:
-            for n, fn, ins, outs, frees in self._prepared:  # noqa: B007
-                _issue(regs, fn, ins, outs, frees)
+            for n, fn, get, outs, frees in self._prepared:  # noqa: B007
+                if fn is not None:
+                    got = fn(*get(regs))
+                    if len(got) != len(outs):
+                        raise ValueError(f"{len(got)} results where {len(outs)} were expected")
+                    for k, v in zip(outs, got):  # noqa: B905 (lengths checked above)
+                        regs[k] = v
+                for k in frees:
+                    regs[k] = None
         except Exception as e:
             r, t, a = self.prog.instrs[n].where
             raise PipelineExecutionError(
@@ -47,8 +64,12 @@ class Stream:
         runs); returns the most per rank. For tests: slower than :meth:`run`."""
         prog = self.prog
         peak = dict.fromkeys(prog.peak_live, 0)
-        for n, fn, ins, outs, frees in self._prepared:
-            _issue(regs, fn, ins, outs, frees)
+        for n, fn, get, outs, frees in self._prepared:
+            if fn is not None:
+                for k, v in zip(outs, fn(*get(regs)), strict=True):
+                    regs[k] = v
+            for k in frees:
+                regs[k] = None
             instr = prog.instrs[n]
             r = instr.rank
             held = sum(
@@ -66,11 +87,11 @@ class Stream:
         return [k for k, v in enumerate(regs) if v is not None and k not in keep]
 
 
-def _issue(regs: list[Any], fn: Any, ins: Any, outs: Any, frees: Any) -> None:
-    """One instruction: ``fn`` on the slots ``ins`` into ``outs``; then ``frees`` dropped."""
-    if fn is not None:
-        got = fn(*[regs[k] for k in ins])
-        for k, v in zip(outs, got, strict=True):
-            regs[k] = v
-    for k in frees:
-        regs[k] = None
+def gather(ins: tuple[int, ...]) -> Callable[[list[Any]], tuple[Any, ...]]:
+    """The values of slots ``ins`` from a register file, as a tuple, in one C call."""
+    if len(ins) >= 2:
+        return operator.itemgetter(*ins)
+    if len(ins) == 1:
+        (k,) = ins
+        return lambda regs: (regs[k],)
+    return lambda regs: ()
