@@ -355,8 +355,8 @@ class Pipeline:
         else:
             # reduced on the devices and made a float only when the caller reads it (the step
             # waits for nothing and dispatches nothing for a loss nobody reads)
-            losses = [result.outputs[(0, i)] for i in range(self.num_microbatches)]
-            loss = functools.partial(self._loss_on_device, losses)
+            mb_losses = [result.outputs[(0, i)] for i in range(self.num_microbatches)]
+            loss = functools.partial(self._loss_on_device, mb_losses)
             grad_norm = functools.partial(self.param_store.grad_norm, pending_norm)
         metrics = StepMetrics(
             loss, grad_norm, step_time=time.perf_counter() - t_start, timeline=timeline
