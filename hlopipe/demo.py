@@ -98,15 +98,17 @@ DEMO_LR = 1e-2
 
 
 def run_pipeline_demo(
-    console: Any, steps: int = DEMO_STEPS, plot_path: str | None = None
+    console: Any, steps: int | None = None, plot_path: str | None = None
 ) -> dict[str, Any]:
     """Train the shipped HLO loss with 1F1B on 4 stages x 2 devices and compare with one
-    device; returns the numbers (losses, max difference, plot path)."""
+    device; returns the numbers (losses, max difference, plot path). ``steps``: DEMO_STEPS
+    when not given (read when called: a test of ``hlopipe demo`` trains fewer)."""
     import optax
 
     from hlopipe.models import gpt
     from hlopipe.runtime import Pipeline
 
+    steps = DEMO_STEPS if steps is None else steps
     path, meta = demo_files()
     cfg = gpt.GPTConfig(**meta["config"])
     params = gpt.init(jax.random.key(meta["param_seed"]), cfg)

@@ -115,10 +115,38 @@ SLOW_TESTS = frozenset(
 )
 
 
+# The longest tests (tens of seconds to minutes each in `make test`'s profile), longest first:
+# they run first, so that under `-n 2` no long test starts near the end while the other worker
+# has nothing left (pytest-xdist hands the tests out in this order). `module::test`, every
+# parametrisation of it; the rest keep their order.
+LONGEST_FIRST = (
+    "conformance/test_conformance.py::test_stablehlo_testdata_suite",
+    "runtime/test_mesh.py::test_16_devices_4_stages_of_2x2_meshes_train_like_one_device",
+    "runtime/test_checkpoint_processes.py::test_saved_by_4_processes_restores_onto_2_processes_and_onto_one",
+    "test_cli.py::test_demo",
+    "runtime/test_multiprocess_checkpoint.py::test_save_kill_restore_gives_uninterrupted_losses",
+    "runtime/test_launch_spanning.py::test_spanning_stage_meshes_train_and_infer_like_one_device",
+    "runtime/test_layer_loops.py::test_checkpoint_stores_stacked_parameters_whole_and_restores_onto_other_splits",
+    "stages/test_autodiff_hlo.py::test_stage_autodiff_of_rehydrated_gpt_loss",
+    "runtime/test_multiprocess.py::test_processes_train_and_infer_like_one_device",
+    "stages/test_layer_loops.py::test_scanned_gpt_stages_differentiate_like_jax",
+    "runtime/test_checkpoint_processes.py::test_a_cut_layer_loop_saved_by_2_processes_restores_onto_one",
+    "runtime/test_multiprocess_failures.py::test_killed_process_is_named_by_every_other",
+    "rehydrate/test_spec_sweep.py::test_sweep",
+    "runtime/test_multiprocess.py::test_interleaved_and_zb_v_across_2_processes_train_like_one_device",
+    "generate/test_generate_launch.py::test_a_process_dying_mid_generation_is_named",
+    "runtime/test_multiprocess.py::test_2_processes_x_8_devices_of_2x2_stage_meshes_train_like_one_device",
+)
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     here = Path(__file__).resolve().parent
+    first = {name: n for n, name in enumerate(LONGEST_FIRST)}
+    rank: dict[str, int] = {}
     for item in items:
         module = item.path.relative_to(here).as_posix()
         name = getattr(item, "originalname", item.name)
         if module in SLOW_MODULES or f"{module}::{name}" in SLOW_TESTS:
             item.add_marker(pytest.mark.slow)
+        rank[item.nodeid] = first.get(f"{module}::{name}", len(first))
+    items.sort(key=lambda item: rank[item.nodeid])  # stable: the others keep their order

@@ -84,10 +84,16 @@ def test_errors_are_one_line_exit_2(tmp_path, capsys) -> None:
 
 
 @pytest.mark.slow  # compiles the tiny GPT's value_and_grad twice: tens of seconds on 2 cores
-def test_demo(capsys) -> None:
+def test_demo(capsys, monkeypatch) -> None:
+    from hlopipe import demo
+
+    # the command's whole path, training 3 steps of the demo's 30 (`make demo` trains 30;
+    # the pipeline vs one device on the demo's layout: tests/runtime/test_pipeline.py)
+    monkeypatch.setattr(demo, "DEMO_STEPS", 3)
     assert main(["demo"]) == 0
     out = capsys.readouterr().out
     assert "matches the original" in out
+    assert "in 3 steps" in out and "pipeline training matches one-device training" in out
     from hlopipe.demo import demo_files
 
     assert f"hlopipe inspect {demo_files()[0]}" in out  # the full path, to look at next

@@ -109,15 +109,18 @@ def test_the_scans_pass_what_they_allow(tmp_path):
 def _literal_set(path: Path, name: str) -> set[str]:
     assigns = [n for n in ast.parse(path.read_text()).body if isinstance(n, ast.Assign)]
     (node,) = [n for n in assigns if _dotted(n.targets[0]) == name]
-    return set(ast.literal_eval(node.value.args[0]))  # frozenset({...})
+    value = node.value.args[0] if isinstance(node.value, ast.Call) else node.value
+    return set(ast.literal_eval(value))  # frozenset({...}) or (...)
 
 
 def test_the_slow_modules_and_tests_exist():
     """``make test-fast`` leaves out the modules and tests tests/conftest.py lists: a renamed
-    one would quietly join the fast tier."""
+    one would quietly join the fast tier (or, of LONGEST_FIRST, quietly run last again)."""
     modules = _literal_set(TESTS / "conftest.py", "SLOW_MODULES")
     tests = _literal_set(TESTS / "conftest.py", "SLOW_TESTS")
-    assert len(modules) > 10 and tests
+    longest = _literal_set(TESTS / "conftest.py", "LONGEST_FIRST")
+    assert len(modules) > 10 and tests and longest
+    tests |= longest
     missing = sorted(m for m in modules if not (TESTS / m).is_file())
     for entry in tests:
         module, name = entry.split("::")
@@ -127,4 +130,6 @@ def test_the_slow_modules_and_tests_exist():
             for n in ast.walk(ast.parse(path.read_text()))
         )
         missing += [] if defined else [entry]
-    assert not missing, f"tests/conftest.py SLOW_MODULES/SLOW_TESTS name nothing: {missing}"
+    assert not missing, (
+        f"tests/conftest.py SLOW_MODULES/SLOW_TESTS/LONGEST_FIRST name nothing: {missing}"
+    )

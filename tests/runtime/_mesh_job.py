@@ -50,6 +50,22 @@ def megatron_specs(params: dict) -> dict:
     }
 
 
+# max_norm below the gradients' norm, so that the clip acts in every step; (optimizer, whether
+# the parameters are compared too)
+OPTIMIZERS = [
+    (optax.chain(optax.clip_by_global_norm(0.5), optax.adamw(1e-2)), False),
+    (optax.chain(optax.clip_by_global_norm(0.5), optax.sgd(0.1, momentum=0.9)), True),
+]
+
+
+@functools.cache
+def one_device(stages: int, k: int):
+    """The one-device training of ``model(stages)`` with ``OPTIMIZERS[k]``: (losses, params);
+    computed once for the schedules that train the same model (1F1B and ZB-H1)."""
+    loss_fn, params, batches, _ = model(stages)
+    return reference(loss_fn, params, batches, OPTIMIZERS[k][0])
+
+
 def reference(loss_fn, params, batches, opt):
     @jax.jit
     def step(p, s, b):
@@ -81,13 +97,9 @@ def model(stages: int):
 
 def main(schedule: str) -> None:
     stages = 8 if schedule.startswith("interleaved") else 4
-    loss_fn, params, batches, staged = model(stages)
-    # max_norm below the gradients' norm, so that the clip acts in every step
-    for opt, check_params in [
-        (optax.chain(optax.clip_by_global_norm(0.5), optax.adamw(1e-2)), False),
-        (optax.chain(optax.clip_by_global_norm(0.5), optax.sgd(0.1, momentum=0.9)), True),
-    ]:
-        ref_losses, ref_params = reference(loss_fn, params, batches, opt)
+    _, params, batches, staged = model(stages)
+    for k, (opt, check_params) in enumerate(OPTIMIZERS):
+        ref_losses, ref_params = one_device(stages, k)
         pipe = Pipeline(
             staged, params, batches[0], schedule=schedule, num_microbatches=M,
             devices=jax.devices()[:16], stage_mesh_shape=(2, 2),

@@ -65,8 +65,42 @@ class Job:
             for m in re.finditer(rf"^\[rank 0\] LOSS (\d+) (\S+){tail}", self.text, re.M)
         }
 
+    def section(self, label: str) -> str:
+        """Process 0's lines of scenario ``label``, of a job that ran several
+        (``_multiprocess_job.py``'s ``SCENARIO`` lines)."""
+        out, inside = [], False
+        for line in self.text.splitlines():
+            if line.startswith("[rank 0] SCENARIO "):
+                inside = line == f"[rank 0] SCENARIO {label}"
+            elif inside and line.startswith("[rank 0] "):
+                out.append(line)
+        return "\n".join(out)
+
     def alive(self) -> list[int]:
         return [p.pid for p in self.procs if p.poll() is None]
+
+
+def check_scenarios(job: Job, code: int, checks: dict[str, Any]) -> None:
+    """Run each scenario's checks (``label -> function``) on a job that ran them one after the
+    other, and fail naming every scenario whose checks fail, with why; when the job failed, the
+    scenario it stopped in is named too."""
+    failed: dict[str, str] = {}
+    for label, check in checks.items():
+        if f"[rank 0] SCENARIO {label}" not in job.text:
+            failed[label] = "not run: the job stopped before it"
+            continue
+        try:
+            check()
+        except AssertionError as e:
+            failed[label] = str(e)[:3000]
+    started = [label for label in checks if f"[rank 0] SCENARIO {label}" in job.text]
+    stopped = f" (it exited with {code} in scenario {started[-1]!r})" if code and started else ""
+    assert code == 0 and not failed, (
+        f"job exit code {code}{stopped}; failed scenarios: {sorted(failed)}\n"
+        + "\n".join(f"--- {label}: {why}" for label, why in failed.items())
+        + "\n--- the job's output, last lines:\n"
+        + job.text[-4000:]
+    )
 
 
 def no_process_left(pids: list[int]) -> bool:

@@ -5,6 +5,11 @@ small GPT of tests/runtime/test_pipeline.py (4 stages, a tied embedding) and pri
 ``LOSS <step> <loss>`` per step (process 0 only), ``PID <pid>`` first, so that a test can
 kill it. ``--save-at k --ckpt DIR`` saves after step k; ``--restore DIR`` resumes from there.
 ``--mesh 2x2`` gives every stage a (2 data x 2 model) mesh with Megatron-style parameter specs.
+
+Several scenarios on one process layout run in one job (one process start, one
+``jax.distributed`` start): their argument lists separated by ``+``, each with ``--label NAME``;
+process 0 prints ``SCENARIO NAME`` before each, and the losses of each are tagged with their
+schedule (``Job.section`` and ``Job.losses`` in _mp_util.py read them).
 """
 
 from __future__ import annotations
@@ -50,7 +55,7 @@ def megatron_specs(params):
             "ln_f": {"g": P(), "b": P()}}  # fmt: skip
 
 
-def main() -> int:
+def parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser()
     ap.add_argument("--schedule", default="1f1b")
     ap.add_argument("--steps", type=int, default=4)
@@ -64,8 +69,18 @@ def main() -> int:
     ap.add_argument("--sleep-after", type=int, default=0, help="sleep after this step")
     ap.add_argument("--infer-out", default="", help="infer instead of training; save in DIR")
     ap.add_argument("--params-out", default="", help="save the trained parameters in DIR")
-    args = ap.parse_args()
+    ap.add_argument("--label", default="", help="the scenario's name (several in one job)")
+    return ap
 
+
+def main() -> int:
+    groups: list[list[str]] = [[]]
+    for a in sys.argv[1:]:
+        if a == "+":
+            groups.append([])
+        else:
+            groups[-1].append(a)
+    scenarios = [parser().parse_args(g) for g in groups]
     if os.environ.get("HLOPIPE_TEST_DUMP_AFTER"):
         import faulthandler
 
@@ -73,9 +88,20 @@ def main() -> int:
     distributed.initialize()
     import jax
 
+    print(f"PID {os.getpid()}", flush=True)
+    for args in scenarios:
+        if args.label and jax.process_index() == 0:
+            print(f"SCENARIO {args.label}", flush=True)
+        scenario(args, tagged=len(scenarios) > 1)
+    return 0
+
+
+def scenario(args, tagged: bool) -> None:
+    """One training (a schedule after the other) or inference, as ``args`` say."""
+    import jax
+
     from hlopipe.models import gpt
 
-    print(f"PID {os.getpid()}", flush=True)
     cfg = gpt.GPTConfig(**CFG_KW)
     loss_fn = functools.partial(
         gpt.loss, cfg=cfg, boundary=hlopipe.stage_boundary,
@@ -89,17 +115,16 @@ def main() -> int:
         mesh = {"stage_mesh_shape": shape, "stage_mesh_axes": ("data", "model"),
                 "param_specs": megatron_specs(params)}  # fmt: skip
     for name in args.schedule.split(","):
-        train(args, name, loss_fn, params, batches, mesh)
-    return 0
+        train(args, name, loss_fn, params, batches, mesh, tagged)
 
 
-def train(args, name, loss_fn, params, batches, mesh) -> None:
+def train(args, name, loss_fn, params, batches, mesh, tagged=False) -> None:
     """Train with schedule ``name``; print its losses (tagged with the schedule when the job
     runs several, one after the other); save the parameters with ``--params-out``."""
     import jax
     import numpy as np
 
-    tag = f" schedule {name}" if "," in args.schedule else ""
+    tag = f" schedule {name}" if tagged or "," in args.schedule else ""
     pipe = hlopipe.Pipeline(
         loss_fn, params, batches[0], schedule=name, num_microbatches=M,
         devices=jax.devices(), optimizer=optimizer(args.optimizer), recv_timeout=60.0, **mesh,

@@ -1,6 +1,7 @@
 """Stage meshes that span processes, under ``hlopipe launch --nproc 4 --devices-per-process 2``.
 
-Each job runs tests/runtime/_multiprocess_job.py (8 CPU devices in 4 processes): every
+One job runs tests/runtime/_multiprocess_job.py (8 CPU devices in 4 processes) for the four
+scenarios, one after the other in the same processes (each checked on its own output): every
 process holding devices of a rank runs that rank's instructions on global arrays over its whole
 mesh, and values cross between two such ranks shard by shard. AdamW behind global-norm
 clipping; parameters after 3 steps are compared with plain JAX on one device.
@@ -13,6 +14,7 @@ test_multiprocess.py. A layout whose mesh crosses processes unevenly is refused.
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import subprocess
@@ -28,6 +30,7 @@ from _mp_util import (
     JOB,
     Job,
     assert_params_like_one_device,
+    check_scenarios,
     no_process_left,
     reference_grad_norms,
     reference_losses,
@@ -40,6 +43,12 @@ from hlopipe.runtime._multiprocess import check_spanning
 
 STEPS = 3
 OPT = "adamw-clip"
+LAYOUT = {  # scenario -> its arguments besides the training's (one job runs them all)
+    "4-data-1f1b": ["--schedule", "1f1b", "--stage-devices", "4", "--layers-per-stage", "2"],
+    "2x2-zb-h1": ["--schedule", "zb-h1", "--mesh", "2x2", "--layers-per-stage", "2"],
+    "interleaved": ["--schedule", "interleaved-1f1b", "--stage-devices", "4"],
+    "inference": ["--stage-devices", "4", "--layers-per-stage", "2"],
+}
 
 
 def _bytes(text: str) -> list[tuple[int, int]]:
@@ -48,79 +57,107 @@ def _bytes(text: str) -> list[tuple[int, int]]:
     return [(int(a), int(b)) for a, b in re.findall(pattern, text, re.M)]
 
 
-def _train(tmp_path, args: list[str], schedule: str) -> Job:
-    job = Job(4, ["--schedule", schedule, "--steps", str(STEPS), "--optimizer", OPT,
-                  "--params-out", str(tmp_path), *args], devices=2, timeout=400)  # fmt: skip
-    code = job.wait(timeout=450)
-    assert code == 0, job.text[-4000:]
-    losses = job.losses()
-    assert sorted(losses) == list(range(1, STEPS + 1)), job.text[-4000:]
+def _trained_like_one_device(text: str, params: Path) -> None:
+    """One scenario's training (process 0's lines ``text``) equals one device's: losses,
+    global gradient norms, parameters after the last step."""
+    losses = {int(k): float(v) for k, v in re.findall(r"^\[rank 0\] LOSS (\d+) (\S+)", text, re.M)}
+    assert sorted(losses) == list(range(1, STEPS + 1)), text[-4000:]
     np.testing.assert_allclose(
         [losses[k] for k in range(1, STEPS + 1)], reference_losses(STEPS, OPT), rtol=1e-5
     )
     # the global gradient norm (what the clip divides by) counts each rank once
-    norms = [float(x) for x in re.findall(r"^\[rank 0\] LOSS .* gnorm (\S+)", job.text, re.M)]
+    norms = [float(x) for x in re.findall(r"^\[rank 0\] LOSS .* gnorm (\S+)", text, re.M)]
     np.testing.assert_allclose(norms, reference_grad_norms(STEPS, OPT), rtol=1e-5)
-    assert_params_like_one_device(tmp_path / f"params-{schedule}.npz", STEPS, OPT)
-    assert no_process_left([p.pid for p in job.procs])
-    return job
+    assert_params_like_one_device(params, STEPS, OPT)
 
 
 pytestmark = pytest.mark.multiprocess
 
 
-def test_2_stages_of_4_data_devices_on_2_processes_each_train_like_one_device(tmp_path):
-    """Each stage's (4,) data mesh spans 2 processes; activations and cotangents cross
-    shard by shard: the bytes moved per step are the activation bytes, not 4x them."""
-    job = _train(tmp_path, ["--stage-devices", "4", "--layers-per-stage", "2"], "1f1b")
+def _data_mesh_of_4(text: str, out: Path) -> None:
+    """2 stages of 4 data devices, 1F1B: each stage's (4,) data mesh spans 2 processes;
+    activations and cotangents cross shard by shard: the bytes moved per step are the
+    activation bytes, not 4x them."""
+    _trained_like_one_device(text, out / "params-1f1b.npz")
     # print(pipe) names each rank's processes
     assert "rank 0: stages [0], mesh 4 (data), devices [0, 1, 2048, 2049], processes 0, 1" in (
-        job.text
-    ), job.text[:3000]
-    assert "rank 1: stages [1], mesh 4 (data)" in job.text and "processes 2, 3" in job.text
-    moved = _bytes(job.text)
+        text
+    ), text[:3000]
+    assert "rank 1: stages [1], mesh 4 (data)" in text and "processes 2, 3" in text
+    moved = _bytes(text)
     assert len(moved) == STEPS
     for xfer, act in moved:
         assert act > 0 and xfer == act
 
 
-def test_2_stages_of_2x2_meshes_on_2_processes_each_train_like_one_device(tmp_path):
+def _meshes_2x2(text: str, out: Path) -> None:
     """(2 data x 2 model) meshes, Megatron specs, each on 2 processes (one data row each),
     zero-bubble: a process's collectives among the rank's processes and its transfers
     are issued in one order. A value crosses as the receiver holds it: split on data,
     replicated on the model axis, so each row's block crosses to both of its devices (2x
     the activation bytes, not 4x)."""
-    job = _train(tmp_path, ["--mesh", "2x2", "--layers-per-stage", "2"], "zb-h1")
-    for xfer, act in _bytes(job.text):
+    _trained_like_one_device(text, out / "params-zb-h1.npz")
+    moved = _bytes(text)
+    assert len(moved) == STEPS
+    for xfer, act in moved:
         assert act > 0 and xfer == 2 * act
 
 
-def test_interleaved_stages_on_2_ranks_spanning_processes_train_like_one_device(tmp_path):
+def _interleaved(text: str, out: Path) -> None:
     """4 stages, interleaved 1F1B on 2 ranks of 4 devices, each rank on 2 processes."""
-    job = _train(tmp_path, ["--stage-devices", "4"], "interleaved-1f1b")
-    for xfer, act in _bytes(job.text):
+    _trained_like_one_device(text, out / "params-interleaved-1f1b.npz")
+    moved = _bytes(text)
+    assert len(moved) == STEPS
+    for xfer, act in moved:
         assert act > 0 and xfer == act
 
 
-def test_every_process_gets_the_whole_inference_and_parameters_from_spanning_stages(tmp_path):
+def _inference(text: str, out: Path) -> None:
     """2 stages of 4 data devices on 2 processes each: infer() and gather_params() give every
     process the whole result (split outputs gathered on the rank's mesh first)."""
-    job = Job(4, ["--infer-out", str(tmp_path), "--stage-devices", "4", "--layers-per-stage",
-                  "2"], devices=2, timeout=300)  # fmt: skip
-    assert job.wait(timeout=350) == 0, job.text[-4000:]
+    del text  # what every process saved is checked
     params = gpt.init(jax.random.key(0), CFG)
     want_logits = gpt.logits(params, gpt.batch(jax.random.key(100), 16, CFG)[0], CFG)
     want = reference_params(1)
     for q in range(4):
-        np.testing.assert_allclose(np.load(tmp_path / f"loss{q}.npy"), reference_losses(1)[0],
+        np.testing.assert_allclose(np.load(out / f"loss{q}.npy"), reference_losses(1)[0],
                                    rtol=1e-5)  # fmt: skip
-        np.testing.assert_allclose(np.load(tmp_path / f"logits{q}.npy"), want_logits, rtol=1e-5,
+        np.testing.assert_allclose(np.load(out / f"logits{q}.npy"), want_logits, rtol=1e-5,
                                    atol=1e-6)  # fmt: skip
-        with np.load(tmp_path / f"params{q}.npz") as z:
+        with np.load(out / f"params{q}.npz") as z:
             got = [z[f"arr_{n}"] for n in range(len(z.files))]
         assert len(got) == len(want)
         for g, w in zip(got, want, strict=True):
             np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-6)
+
+
+CHECKS = {
+    "4-data-1f1b": _data_mesh_of_4,
+    "2x2-zb-h1": _meshes_2x2,
+    "interleaved": _interleaved,
+    "inference": _inference,
+}
+
+
+def test_spanning_stage_meshes_train_and_infer_like_one_device(tmp_path):
+    """The four scenarios below, one after the other in one job of 4 processes x 2 devices
+    (one process start and one jax.distributed start for all); each scenario's checks are
+    made on its own output, and a failure names the scenario."""
+    args: list[str] = []
+    for label, layout in LAYOUT.items():
+        out = tmp_path / label
+        out.mkdir()
+        role = ["--infer-out", str(out)] if label == "inference" else [
+            "--steps", str(STEPS), "--optimizer", OPT, "--params-out", str(out)]  # fmt: skip
+        args += [*(["+"] if args else []), "--label", label, *layout, *role]
+    job = Job(4, args, devices=2, timeout=900)
+    code = job.wait(timeout=1000)
+    checks = {
+        label: functools.partial(check, job.section(label), tmp_path / label)
+        for label, check in CHECKS.items()
+    }
+    check_scenarios(job, code, checks)
+    assert no_process_left([p.pid for p in job.procs])
 
 
 def test_a_mesh_crossing_processes_unevenly_is_refused_naming_the_rank():

@@ -10,7 +10,14 @@ from __future__ import annotations
 import jax
 import numpy as np
 import pytest
-from _mp_util import CFG, Job, no_process_left, reference_losses, reference_params
+from _mp_util import (
+    CFG,
+    Job,
+    check_scenarios,
+    no_process_left,
+    reference_losses,
+    reference_params,
+)
 from _mp_util import assert_params_like_one_device as _assert_params_like_one_device
 
 from hlopipe.models import gpt
@@ -22,7 +29,8 @@ SCHEDULES = ["1f1b", "zb-h1"]
 CASES = [
     # (processes, devices per stage): 2 x 2 devices -> 4 stages, 2 ranks per process;
     # 4 x 2 devices -> 4 stages, one rank of 2 data-parallel devices per process. Each job
-    # trains with 1F1B, then with ZB-H1 (a fresh pipeline each, one process start for both).
+    # trains with 1F1B, then with ZB-H1 (a fresh pipeline each), then infers: one process
+    # start for the three.
     (2, 1),
     (4, 2),
 ]
@@ -36,16 +44,26 @@ def _assert_losses_like_one_device(losses, steps: int, text: str, optimizer: str
 
 
 @pytest.mark.parametrize("nproc,stage_devices", CASES, ids=[f"{n}proc" for n, _ in CASES])
-def test_processes_train_like_one_device(tmp_path, nproc, stage_devices):
-    job = Job(nproc, ["--schedule", ",".join(SCHEDULES), "--steps", str(STEPS),
-                      "--stage-devices", str(stage_devices), "--params-out", str(tmp_path)],
-              timeout=300)  # fmt: skip
-    code = job.wait(timeout=400)
-    assert code == 0, job.text[-4000:]
+def test_processes_train_and_infer_like_one_device(tmp_path, nproc, stage_devices):
+    """Two scenarios in one job: training (1F1B, then ZB-H1), then inference."""
+    (tmp_path / "inference").mkdir()
+    job = Job(nproc, ["--label", "training", "--schedule", ",".join(SCHEDULES), "--steps",
+                      str(STEPS), "--stage-devices", str(stage_devices), "--params-out",
+                      str(tmp_path), "+", "--label", "inference", "--infer-out",
+                      str(tmp_path / "inference"), "--stage-devices", str(stage_devices)],
+              timeout=400)  # fmt: skip
+    code = job.wait(timeout=500)
+    check_scenarios(job, code, {
+        "training": lambda: _trained_like_one_device(job, tmp_path),
+        "inference": lambda: _whole_inference_and_parameters(tmp_path / "inference", nproc),
+    })  # fmt: skip
+    assert no_process_left([p.pid for p in job.procs])
+
+
+def _trained_like_one_device(job: Job, out) -> None:
     for name in SCHEDULES:
         _assert_losses_like_one_device(job.losses(name), STEPS, job.text)
-        _assert_params_like_one_device(tmp_path / f"params-{name}.npz", STEPS)
-    assert no_process_left([p.pid for p in job.procs])
+        _assert_params_like_one_device(out / f"params-{name}.npz", STEPS)
 
 
 def test_interleaved_and_zb_v_across_2_processes_train_like_one_device(tmp_path):
@@ -77,26 +95,24 @@ def test_2_processes_x_8_devices_of_2x2_stage_meshes_train_like_one_device(tmp_p
     assert not np.isclose(losses[2], reference_losses(2)[1], rtol=1e-5)
 
 
-@pytest.mark.parametrize("nproc,stage_devices", [(2, 1), (4, 2)], ids=["2proc", "4proc"])
-def test_every_process_gets_the_whole_inference_and_parameters(tmp_path, nproc, stage_devices):
-    job = Job(nproc, ["--infer-out", str(tmp_path), "--stage-devices", str(stage_devices)])
-    code = job.wait()
-    assert code == 0, job.text[-4000:]
+def _whole_inference_and_parameters(out, nproc: int) -> None:
+    """Every process gets the whole inference (loss, logits) and, after one step, every
+    parameter from gather_params (state.params holds its own only)."""
     params = gpt.init(jax.random.key(0), CFG)
     tokens = gpt.batch(jax.random.key(100), 16, CFG)[0]
     want_logits = gpt.logits(params, tokens, CFG)
     for q in range(nproc):
-        loss = np.load(tmp_path / f"loss{q}.npy")
+        loss = np.load(out / f"loss{q}.npy")
         assert loss.shape == ()
         np.testing.assert_allclose(loss, reference_losses(1)[0], rtol=1e-5)
-        logits = np.load(tmp_path / f"logits{q}.npy")
+        logits = np.load(out / f"logits{q}.npy")
         assert logits.shape == want_logits.shape
         np.testing.assert_allclose(logits, want_logits, rtol=1e-5, atol=1e-6)
         # after one step: state.params holds this process's parameters only, and
         # gather_params gives every process all of them
-        held = np.load(tmp_path / f"held{q}.npy")
+        held = np.load(out / f"held{q}.npy")
         assert held.any() and not held.all()
-        with np.load(tmp_path / f"params{q}.npz") as z:
+        with np.load(out / f"params{q}.npz") as z:
             got = [z[f"arr_{n}"] for n in range(len(z.files))]
         want = reference_params(1)
         assert len(got) == len(want)
