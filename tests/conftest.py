@@ -126,6 +126,8 @@ LONGEST_FIRST = (
     "test_cli.py::test_demo",
     "runtime/test_multiprocess_checkpoint.py::test_save_kill_restore_gives_uninterrupted_losses",
     "runtime/test_launch_spanning.py::test_spanning_stage_meshes_train_and_infer_like_one_device",
+    "runtime/test_launch_local.py::test_pipelines_on_some_processes_check_finite_and_zb_v_spanning",
+    "generate/test_generate_spanning.py::test_stages_spanning_processes_generate_the_unsplit_programs_tokens",
     "runtime/test_layer_loops.py::test_checkpoint_stores_stacked_parameters_whole_and_restores_onto_other_splits",
     "stages/test_autodiff_hlo.py::test_stage_autodiff_of_rehydrated_gpt_loss",
     "runtime/test_multiprocess.py::test_processes_train_and_infer_like_one_device",

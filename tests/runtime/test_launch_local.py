@@ -39,17 +39,28 @@ import _local_job as job  # noqa: E402
 NPROC = 4
 
 
-@pytest.fixture(scope="module")
-def ran(tmp_path_factory):
-    out_dir = tmp_path_factory.mktemp("local-job")
+def test_pipelines_on_some_processes_check_finite_and_zb_v_spanning(tmp_path):
+    """One job for the five scenarios (one launch: its tests would otherwise each be handed to
+    an xdist worker, and each worker would launch it); every scenario is checked on the job's
+    output, and a failure names each scenario that failed, with why."""
     out = io.StringIO()
-    code = launch([sys.executable, str(JOB), "--params-out", str(out_dir)], nproc=NPROC,
+    code = launch([sys.executable, str(JOB), "--params-out", str(tmp_path)], nproc=NPROC,
                   devices_per_process=2, heartbeat_timeout=10, grace=20, timeout=500,
                   out=out)  # fmt: skip
     text = out.getvalue()
-    print(text)  # the whole output when a test fails
+    print(text)  # the whole output when a check fails
     assert code == 0, text[-4000:]
-    return text, out_dir
+    failed: dict[str, str] = {}
+    for check in (_each_process_trains_its_own_pipeline_like_one_device,
+                  _a_pipeline_inside_another_process_is_refused_naming_it,
+                  _processes_holding_no_stage_get_the_loss_outputs_and_parameters,
+                  _check_finite_on_spanning_meshes_raises_alike_in_every_process,
+                  _zb_v_on_ranks_spanning_processes_trains_like_one_device):  # fmt: skip
+        try:
+            check((text, tmp_path))
+        except AssertionError as e:
+            failed[check.__name__.strip("_")] = str(e)[:3000]
+    assert not failed, "failed scenarios:\n" + "\n".join(f"--- {k}: {v}" for k, v in failed.items())
 
 
 def _lines(text: str, tag: str) -> dict[int, str]:
@@ -62,7 +73,7 @@ def _floats(s: str) -> list[float]:
     return [float(x) for x in re.findall(r"[-+]?\d+\.\d+(?:e[-+]?\d+)?|nan|inf", s)]
 
 
-def test_each_process_trains_its_own_pipeline_like_one_device(ran):
+def _each_process_trains_its_own_pipeline_like_one_device(ran: tuple[str, Path]) -> None:
     got = _lines(ran[0], "LOCAL")
     assert sorted(got) == list(range(NPROC)), ran[0][-3000:]
     for q, rest in got.items():
@@ -74,7 +85,7 @@ def test_each_process_trains_its_own_pipeline_like_one_device(ran):
         assert float(m.group(3)) == 0.0  # the checkpoint restores what was saved
 
 
-def test_a_pipeline_inside_another_process_is_refused_naming_it(ran):
+def _a_pipeline_inside_another_process_is_refused_naming_it(ran: tuple[str, Path]) -> None:
     text = ran[0]
     (own,) = _lines(text, "OWN").items()
     assert own[0] == 0
@@ -89,7 +100,7 @@ def test_a_pipeline_inside_another_process_is_refused_naming_it(ran):
         assert "if jax.process_index() == 0" in msg and "devices=jax.local_devices()" in msg
 
 
-def test_processes_holding_no_stage_get_the_loss_outputs_and_parameters(ran):
+def _processes_holding_no_stage_get_the_loss_outputs_and_parameters(ran: tuple[str, Path]) -> None:
     got = _lines(ran[0], "BYSTANDER")
     assert sorted(got) == list(range(NPROC)), ran[0][-3000:]
     losses, params, _ = job.reference([0])
@@ -104,7 +115,7 @@ def test_processes_holding_no_stage_get_the_loss_outputs_and_parameters(ran):
     assert len(set(got.values())) == 1  # the very same floats everywhere
 
 
-def test_check_finite_on_spanning_meshes_raises_alike_in_every_process(ran):
+def _check_finite_on_spanning_meshes_raises_alike_in_every_process(ran: tuple[str, Path]) -> None:
     """A NaN loss (found from the losses every process shares), then NaN gradients of stage 0
     under finite losses (found by stage 0's processes, told to every other)."""
     want = {
@@ -120,7 +131,7 @@ def test_check_finite_on_spanning_meshes_raises_alike_in_every_process(ran):
         assert got[0].startswith(start), got[0]
 
 
-def test_zb_v_on_ranks_spanning_processes_trains_like_one_device(ran):
+def _zb_v_on_ranks_spanning_processes_trains_like_one_device(ran: tuple[str, Path]) -> None:
     text, out_dir = ran
     ((line, norms),) = re.findall(r"^\[rank 0\] ZBV losses \[(.*)\] norms \[(.*)\]$", text, re.M)
     losses, want, want_norms = job.reference(list(range(job.STEPS)))
