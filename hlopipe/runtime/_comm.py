@@ -9,7 +9,6 @@ way, as exact float64 bit patterns, never through the coordinator's key-value st
 
 from __future__ import annotations
 
-import itertools
 from typing import Any
 
 import jax
@@ -24,10 +23,6 @@ from hlopipe.runtime._placement import DATA_AXIS, Placement
 from hlopipe.runtime._plan import PipelinePlan
 from hlopipe.runtime._program import StepProgram
 
-# Pipelines built in a multi-process job, numbered alike in every process (all of them build
-# the same pipelines in the same order): the prefix of their coordinator barriers.
-_PIPE_IDS = itertools.count()
-
 
 class Comm:
     """Moves values between the ranks of one pipeline, whichever processes hold them."""
@@ -36,9 +31,10 @@ class Comm:
         self.plan = plan
         self.layout = plan.layout
         self.timeout = timeout
-        self.uid = next(_PIPE_IDS) if self.layout.multi else -1
         # compiled collectives and receive buffers: live as long as this pipeline
         self.links = Links.for_layout(self.layout)
+        # the prefix of its coordinator barriers: its links' number, alike in every process
+        self.uid = self.links.uid
         self.last_transfer_seconds = 0.0
         self.last_transfer_bytes = 0
         self._syncs = 0
