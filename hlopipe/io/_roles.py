@@ -38,7 +38,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, overload
+from typing import Any
 
 import numpy as np
 
@@ -67,22 +67,6 @@ class ArgRole:
     axis: int | None = None
 
 
-class _OfRole:
-    """``ArgRoles.state`` (``.feedback``, ...): the arguments of one role, in order."""
-
-    def __init__(self, role: str):
-        self.role = role
-
-    @overload
-    def __get__(self, roles: None, owner: type) -> _OfRole: ...
-
-    @overload
-    def __get__(self, roles: ArgRoles, owner: type) -> list[ArgRole]: ...
-
-    def __get__(self, roles: ArgRoles | None, owner: type) -> _OfRole | list[ArgRole]:
-        return self if roles is None else roles.of(self.role)
-
-
 class ArgRoles(tuple):
     """The :class:`ArgRole` of every flat argument, in order; prints as a table.
     ``out_avals``: the program's outputs as ``(shape, dtype)`` (None when not known)."""
@@ -97,10 +81,21 @@ class ArgRoles(tuple):
     def of(self, role: str) -> list[ArgRole]:
         return [r for r in self if r.role == role]
 
-    state = _OfRole(STATE)
-    feedback = _OfRole(FEEDBACK)
-    parameters = _OfRole(PARAMETER)
-    inputs = _OfRole(INPUT)
+    @property
+    def state(self) -> list[ArgRole]:
+        return self.of(STATE)
+
+    @property
+    def feedback(self) -> list[ArgRole]:
+        return self.of(FEEDBACK)
+
+    @property
+    def parameters(self) -> list[ArgRole]:
+        return self.of(PARAMETER)
+
+    @property
+    def inputs(self) -> list[ArgRole]:
+        return self.of(INPUT)
 
     def __str__(self) -> str:
         lines = [f"{'arg':>4}  {'role':<9}  {'output':>6}  {'shape':<22} path: reason"]
