@@ -93,8 +93,10 @@ def pipeline_step(pipe: Pipeline, params, batch):
     st = {"s": pipe.init(params)}
 
     def step():
-        st["s"], metrics = pipe.step(st["s"], batch)
-        st["m"] = metrics  # the loss and norm are floats: the step has finished on the devices
+        st["s"], st["m"] = pipe.step(st["s"], batch)
+        # the step returns without waiting (its loss is read only when asked for): wait for
+        # its updated parameters and optimizer state, as the plain steps wait for theirs
+        jax.block_until_ready((st["s"].values, st["s"].opt_states))
 
     return step, st
 
