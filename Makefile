@@ -3,24 +3,49 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test test-fast test-multiprocess test-mesh lint typecheck check bench fixtures probe clean
+.PHONY: install lock demo test test-numerics test-fast test-multiprocess test-mesh lint typecheck check bench fixtures probe clean
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV) || python3 -m venv $(VENV)
 	$(BIN)/python -m pip install --upgrade pip
 
-$(STAMP): $(BIN)/python pyproject.toml
-	$(BIN)/python -m pip install -e ".[test]"
+# Exact versions from the lock file (constraints.txt); `make demo` installs hlopipe, its runtime
+# needs and what the demo draws with, `make test` adds every extra and the test tools.
+DEMO_STAMP := $(VENV)/.installed-demo
+EXTRAS := test,plot
+
+$(STAMP): $(BIN)/python pyproject.toml constraints.txt
+	$(BIN)/python -m pip install -c constraints.txt -e ".[$(EXTRAS)]"
 	touch $(STAMP)
+
+$(DEMO_STAMP): $(BIN)/python pyproject.toml constraints.txt
+	$(BIN)/python -m pip install -c constraints.txt -e ".[plot]"
+	touch $(DEMO_STAMP)
 
 install: $(STAMP)
 
-demo: $(STAMP)
+demo: $(DEMO_STAMP)
 	$(BIN)/hlopipe demo
 
+# Writes constraints.txt anew from the venv (after changing pyproject.toml's dependencies).
+lock: $(STAMP)
+	{ sed -n '1,/^$$/p' constraints.txt; \
+	  $(BIN)/python -m pip freeze --exclude-editable | LC_ALL=C sort -f; } > constraints.new
+	mv constraints.new constraints.txt
+
 # The 25 slowest tests are listed at the end (what to trim when the suite nears 20 min idle).
+# Three tiers (tests/conftest.py): the suite at LLVM's O0 (compiles fast); the tests that claim
+# XLA's default numerics (bit-equality) at its default optimisation; on x86-64 those and the
+# tightest tolerances once more at the AVX2 vector width, where AVX-512 rounds otherwise.
 test: $(STAMP)
 	$(BIN)/python -m pytest -q -n 2 --durations=25 tests
+	$(MAKE) --no-print-directory test-numerics
+
+test-numerics: $(STAMP)
+	HLOPIPE_TEST_XLA_OPT=1 $(BIN)/python -m pytest -q -n 2 -m xla_default tests
+	if [ "$$(uname -m)" = x86_64 ]; then \
+	  HLOPIPE_TEST_XLA_OPT=1 XLA_FLAGS=--xla_cpu_max_isa=AVX2 \
+	    $(BIN)/python -m pytest -q -n 2 -m "xla_default or numeric" tests; fi
 
 # The inner loop: the suite without the slow modules and tests (tests/conftest.py), the
 # multi-process and the 16-device ones; a few minutes. `make test` stays the full suite.

@@ -137,7 +137,7 @@ def version_message(version: str) -> str:
     return (
         f"hlopipe was written for jax {JAX_VERSION} but runs on jax {version}: it uses jax "
         f"internals that may have changed ({names}; the XLA pass {BARRIER_EXPANDER_PASS!r}). "
-        f"Install jax=={JAX_VERSION} jaxlib=={JAX_VERSION} (pinned in pyproject.toml), or "
+        f"Install jax=={JAX_VERSION} jaxlib=={JAX_VERSION} (the versions constraints.txt pins), or "
         "re-check those names in hlopipe/_jax_compat.py and run `make test`."
     )
 

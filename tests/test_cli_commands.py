@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pkgutil
+import re
 
 import hlopipe.cli
 from hlopipe.cli import build_parser
@@ -24,3 +25,17 @@ def test_help_lists_each_command_with_its_line():
     text = " ".join(build_parser().format_help().split())
     for name, command in COMMANDS.items():
         assert f"{name} {command.help}" in text
+
+
+def test_version_is_the_installed_distributions():
+    """`hlopipe --version` prints the version pip installed (pyproject.toml takes it from
+    hlopipe.__version__), as `hlopipe X.Y.Z`, and exits 0."""
+    import importlib.metadata
+    import subprocess
+    import sys
+
+    out = subprocess.run(
+        [sys.executable, "-m", "hlopipe", "--version"], capture_output=True, text=True, check=True
+    )
+    assert out.stdout == f"hlopipe {importlib.metadata.version('hlopipe')}\n"
+    assert re.fullmatch(r"hlopipe \d+\.\d+\.\d+\n", out.stdout)

@@ -117,6 +117,7 @@ def test_the_slow_modules_and_tests_exist():
     """``make test-fast`` leaves out the modules and tests tests/conftest.py lists: a renamed
     one would quietly join the fast tier (or, of LONGEST_FIRST, quietly run last again)."""
     modules = _literal_set(TESTS / "conftest.py", "SLOW_MODULES")
+    modules |= _literal_set(TESTS / "conftest.py", "NUMERIC_MODULES")
     tests = _literal_set(TESTS / "conftest.py", "SLOW_TESTS")
     longest = _literal_set(TESTS / "conftest.py", "LONGEST_FIRST")
     assert len(modules) > 10 and tests and longest
@@ -130,6 +131,4 @@ def test_the_slow_modules_and_tests_exist():
             for n in ast.walk(ast.parse(path.read_text()))
         )
         missing += [] if defined else [entry]
-    assert not missing, (
-        f"tests/conftest.py SLOW_MODULES/SLOW_TESTS/LONGEST_FIRST name nothing: {missing}"
-    )
+    assert not missing, f"tests/conftest.py's test lists name nothing: {missing}"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import tomllib
 import warnings
 from pathlib import Path
 
@@ -121,9 +122,17 @@ def test_every_exported_name_resolves_on_this_jax() -> None:
 
 
 def test_written_for_the_pinned_version() -> None:
-    pyproject = (REPO / "pyproject.toml").read_text()
-    assert f'"jax=={_jax_compat.JAX_VERSION}"' in pyproject
-    assert f'"jaxlib=={_jax_compat.JAX_VERSION}"' in pyproject
+    """The lock file `make` installs from pins the jax the private names were checked on, and
+    pyproject.toml's range admits it."""
+    locked = (REPO / "constraints.txt").read_text().splitlines()
+    assert f"jax=={_jax_compat.JAX_VERSION}" in locked
+    assert f"jaxlib=={_jax_compat.JAX_VERSION}" in locked
+    pyproject = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["dependencies"]
+    for name in ("jax", "jaxlib"):
+        (spec,) = [s for s in pyproject if re.split(r"[<>=!~ ]", s, maxsplit=1)[0] == name]
+        low, high = re.fullmatch(rf"{name}>=([\d.]+),<([\d.]+)", spec).groups()
+        version = tuple(map(int, _jax_compat.JAX_VERSION.split(".")))
+        assert tuple(map(int, low.split("."))) <= version < tuple(map(int, high.split(".")))
 
 
 def test_same_version_does_not_warn(monkeypatch: pytest.MonkeyPatch) -> None:

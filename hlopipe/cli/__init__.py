@@ -17,6 +17,7 @@ import sys
 import traceback
 from collections.abc import Sequence
 
+from hlopipe import __version__
 from hlopipe.cli import (
     conformance,
     decompile,
@@ -42,6 +43,7 @@ COMMANDS.update((m.COMMAND.name, m.COMMAND) for m in _IN_ORDER)
 def build_parser() -> argparse.ArgumentParser:
     parser = Parser(prog="hlopipe", description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--debug", action="store_true", help="show tracebacks on errors")
+    parser.add_argument("--version", action="version", version=f"hlopipe {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
     sub.required = True
     for name, command in COMMANDS.items():
