@@ -131,7 +131,7 @@ def plan_training(
       ...                         num_microbatches=plan.num_microbatches)
     """
     avals = list(program.in_avals)
-    roles = infer_roles(avals, program.arg_names, batch_args)
+    roles = infer_roles(avals, program.arg_names, batch_args, program.top_level_args())
     rng = np.random.default_rng(seed)
     trained, frozen, params_note = _initial_values(roles, params, batch_args, rng)
     b_args = roles.batch
