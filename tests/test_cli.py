@@ -216,6 +216,14 @@ def test_train_a_jax_export_by_its_tree_and_check_a_wrong_plan(tmp_path, capsys)
     assert "(match)" not in out
 
 
+def test_train_refuses_a_schedule_that_would_be_no_pipeline(hlo_file, capsys) -> None:
+    assert main(["train", str(hlo_file), "--stages", "2", "--schedule", "interleaved-1f1b"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("error: schedule 'interleaved-1f1b' puts 2 stages on each rank") and (
+        "choose --stages 4 (2 ranks), --virtual-stages 1 (2 ranks of one stage)" in err
+    ), err
+
+
 def test_train_batch_args_errors_show_the_syntax(tmp_path, capsys) -> None:
     path = tmp_path / "lifted.hlo"
     sds = jax.ShapeDtypeStruct

@@ -14,7 +14,7 @@ import pytest
 
 import hlopipe
 from hlopipe import training
-from hlopipe.errors import Keyword, RuntimeConfigError
+from hlopipe.errors import Keyword, RuntimeConfigError, render
 from hlopipe.training import Role
 
 FRAMEWORKS = Path(__file__).parent / "data" / "frameworks"
@@ -253,3 +253,47 @@ def test_torch_xla_integer_labels_are_the_batch() -> None:
     assert "with the integer argument(s) 0 of the same leading dimension" in r.how[0]
     # nothing in the program shows the roles: the reference cannot check them
     assert training.program_roles(prog).evidence is training.Evidence.NONE
+
+
+# ---- defaults that say what they did --------------------------------------------------------
+
+
+def _one_f_one_b_bubble(p: int, m: int) -> float:
+    """1F1B's idle share with F=1, B=2 and free transfers, p ranks, m >= 1 microbatches: each
+    rank works m (F + B) of a step lasting (m + p - 1)(F + B)."""
+    return (p - 1) / (m + p - 1)
+
+
+def test_a_plan_idling_over_half_says_so_and_what_lowers_it(mlp_hlo) -> None:
+    """No markers, 8 devices: 8 stages with 4 microbatches idle 7/11 of each step."""
+    prog = hlopipe.load(mlp_hlo)
+    devices = jax.devices()[:8]
+    layout = training.plan_stages(prog, 4, devices=devices, num_microbatches=4)
+    assert layout.stages == 8
+    flags = {"num_microbatches": "--microbatches", "num_stages": "--stages"}
+    note = render(layout.bubble_note, flags)
+    assert f"the simulated bubble is {_one_f_one_b_bubble(8, 4):.0%} of each step" in note
+    # the smallest doubling of the microbatches and the most stages that idle half or less
+    assert _one_f_one_b_bubble(8, 8) <= 0.5 < _one_f_one_b_bubble(6, 4)
+    assert f"more microbatches (--microbatches 8: {_one_f_one_b_bubble(8, 8):.0%})" in note
+    assert f"fewer stages (--stages 5: {_one_f_one_b_bubble(5, 4):.0%}) would lower it" in note
+    # enough microbatches: nothing to say
+    assert _one_f_one_b_bubble(8, 16) <= 0.5
+    assert training.plan_stages(prog, 4, devices=devices, num_microbatches=16).bubble_note == ()
+
+
+def test_interleaving_every_stage_on_one_rank_is_refused(mlp_hlo) -> None:
+    """--stages 2 --schedule interleaved-1f1b on 8 devices used to become 1 rank x 8 devices
+    without a word: no pipeline at all."""
+    prog = hlopipe.load(mlp_hlo)
+    kw = dict(schedule="interleaved-1f1b", stages=2, num_microbatches=4)
+    with pytest.raises(RuntimeConfigError) as e:
+        training.plan_stages(prog, 4, devices=jax.devices()[:8], **kw)
+    assert "so 2 stages make 1 rank: no pipeline" in str(e.value)
+    assert Keyword("num_stages", 4) in e.value.keywords
+    assert Keyword("virtual_stages", 1) in e.value.keywords
+    # honoured when it can be: 4 stages make 2 ranks; on one device there is no other choice
+    assert (
+        training.plan_stages(prog, 4, devices=jax.devices()[:8], **{**kw, "stages": 4}).stages == 4
+    )
+    assert training.plan_stages(prog, 4, devices=jax.devices()[:1], **kw).stages == 2

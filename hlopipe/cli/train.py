@@ -106,6 +106,7 @@ def _cmd_train(args: argparse.Namespace) -> int:
             stages=args.stages,
             stage_devices=args.stage_devices,
             virtual_stages=args.virtual_stages,
+            num_microbatches=args.microbatches,
         )
         _print_plan(args, plan, layout)
         # 3. train, and with --check the same on one device
@@ -162,6 +163,7 @@ def _print_plan(args: argparse.Namespace, plan: Any, layout: Any) -> None:
         "devices": render(layout.device_note, flags),
         "schedule": f"{args.schedule}, {m} microbatches of {mb} = a batch of {m * mb} per "
         "step (full batch = microbatches x the program's batch)",
+        **({"bubble": render(layout.bubble_note, flags)} if layout.bubble_note else {}),
         **words,
         "optimizer": f"{args.optimizer}(lr={args.lr:g}), {args.steps} steps"
         + (f", resuming from {args.resume}" if args.resume else ""),
