@@ -349,7 +349,8 @@ def _bubble_note(schedule: str, ranks: int, m: int, v: int, stages: int | None) 
     if fewer is not None:
         if ways:
             ways.append(" or ")
-        ways += ["fewer stages (", Keyword("num_stages", fewer * v) if stages else f"{fewer * v}"]
+        at = Keyword("num_stages", fewer * v) if stages else f"{fewer * v}: fewer markers"
+        ways += ["fewer stages (", at]
         ways.append(f": {simulated_bubble(schedule, fewer, m, v):.0%})")
     return (*out, *(ways or ["more microbatches or fewer stages"]), " would lower it")
 
