@@ -203,6 +203,16 @@ def test_a_jax_export_tree_makes_argument_0_the_parameters(layers_export) -> Non
     assert roles.parameters == tuple(range(8)) and roles.batch == (8, 9)
 
 
+def test_top_level_args_count_keywords_after_the_positional_ones() -> None:
+    def loss(params, x, *, y):
+        return layers_loss(params, x, y)
+
+    exported = jax.export.export(jax.jit(loss))(*LAYERS_ARGS[:2], y=LAYERS_ARGS[2])
+    prog = hlopipe.io.load_bytes(bytes(exported.serialize()))
+    assert prog.top_level_args() == [0] * 8 + [1, 2]
+    assert training.program_roles(prog).batch == (8, 9)
+
+
 def test_the_reference_calls_the_program_as_exported(layers_export) -> None:
     """--check's reference: the oracle is optax on the Python loss itself, on one device."""
     plan = training.plan_training(hlopipe.load(layers_export), num_microbatches=2)
