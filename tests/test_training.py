@@ -249,6 +249,18 @@ def test_the_reference_refuses_roles_the_program_does_not_give(layers_export) ->
     )
 
 
+def test_the_reference_takes_named_roles_from_the_names(mlp_hlo) -> None:
+    """HLO text with JAX's names (params__b__, params__w__, x, y): the names are the evidence;
+    a --batch-args that trains x is refused there too."""
+    prog = hlopipe.load(mlp_hlo)
+    roles = training.program_roles(prog)
+    assert roles.evidence is training.Evidence.NAMES
+    assert roles.parameters == (0, 1) and roles.batch == (2, 3)
+    run = training.train_reference(training.plan_training(prog, batch_args="3"), None, 1)
+    assert run.losses is None and len(run.differences) == 1
+    assert run.differences[0].startswith("argument 2 x (f32[4,3]) is a parameter in the plan")
+
+
 def test_torch_xla_integer_labels_are_the_batch() -> None:
     """torch_xla's loss takes (labels i64[8], b2, w2, b1, w1, x): no names, the labels first.
     The fixture's manifest (written from torch) says which are data. The labels used to be an

@@ -165,10 +165,10 @@ def infer_roles(
     n = len(avals)
     roots = [name_root(x) for x in names]
     param_named = [is_parameter_name(x) for x in names]
+    # a tree of two or more top-level arguments: argument 0 holds the parameters
     by_tree = tops is not None and len(tops) == n and max(tops, default=0) >= 1
-    if by_tree:
-        assert tops is not None
-        param_named = [t == 0 for t in tops]  # the tree names argument 0 the parameters
+    if tops is not None and by_tree:
+        param_named = [t == 0 for t in tops]
     if batch_args is not None:
         batch = parse_batch_args(batch_args, n)
         how: tuple[Any, ...] = ("as ", Keyword("batch_args", _spec_text(batch_args)), " says")
