@@ -175,7 +175,53 @@ def test_train_freezes_lifted_scalars_and_takes_one_batch_position(tmp_path, cap
     assert "batch     argument 0 (as --batch-args 0 says)" in out
     assert "frozen    2 (f32[]): scalars lifted into arguments, never trained" in out
     assert "1 parameters (6 values) + a microbatch of 1 (f32[4,3], arguments 0)" in out
-    assert re.search(r"max \|loss difference\| \S+ \(match\)", out)
+    # generic names (p0, p1, p2): nothing to check the roles against, and said so
+    assert re.search(
+        r"max \|loss difference\| \S+ \(the pipeline agrees\); the roles are UNCHECKED", out
+    )
+    assert "(match)" not in out
+
+
+def layers_loss(params, x, y):
+    h = x
+    for i, layer in enumerate(params):
+        h = h @ layer["w"] + layer["b"]
+        h = jnp.tanh(h) if i < 3 else h
+    return jnp.mean((h - y) ** 2)
+
+
+def test_train_a_jax_export_by_its_tree_and_check_a_wrong_plan(tmp_path, capsys) -> None:
+    """loss(params, x, y), params four {"w", "b"} layers, exported with jax.export: the tree
+    makes 8 parameters and a batch of x, y (the dtype rule trained x at random, and --check
+    matched: both sides ran the same plan). A wrong --batch-args is not a match."""
+    sds = jax.ShapeDtypeStruct
+    f32 = jnp.float32
+    params = [
+        {"w": sds((a, b), f32), "b": sds((b,), f32)} for a, b in ((3, 4), (4, 4), (4, 4), (4, 1))
+    ]
+    path = tmp_path / "layers.jax_export"
+    exported = jax.export.export(jax.jit(layers_loss))(params, sds((4, 3), f32), sds((4, 1), f32))
+    path.write_bytes(exported.serialize())
+    assert main(["train", str(path), *TRAIN_FAST, "--check"]) == 0
+    out = capsys.readouterr().out
+    assert "10 arguments = 8 parameters (61 values) + a microbatch of 2 (f32[4,3], f32[4,1])" in out
+    assert "batch     [1], [2] (by the program's tree (jax.export)" in out
+    assert re.search(r"called directly with the roles by its tree .* \(match\)", out)
+    assert main(["train", str(path), *TRAIN_FAST, "--check", "--batch-args", "9"]) == 1
+    out = capsys.readouterr().out
+    assert "check: NO MATCH: the plan's roles are not the program's" in out
+    assert (
+        "argument 8 [1] (f32[4,3]) is a parameter in the plan, in the batch by the program" in out
+    )
+    assert "(match)" not in out
+
+
+def test_train_refuses_a_schedule_that_would_be_no_pipeline(hlo_file, capsys) -> None:
+    assert main(["train", str(hlo_file), "--stages", "2", "--schedule", "interleaved-1f1b"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("error: schedule 'interleaved-1f1b' puts 2 stages on each rank") and (
+        "choose --stages 4 (2 ranks), --virtual-stages 1 (2 ranks of one stage)" in err
+    ), err
 
 
 def test_train_batch_args_errors_show_the_syntax(tmp_path, capsys) -> None:

@@ -14,7 +14,7 @@ import pytest
 
 import hlopipe
 from hlopipe import training
-from hlopipe.errors import Keyword, RuntimeConfigError
+from hlopipe.errors import Keyword, RuntimeConfigError, render
 from hlopipe.training import Role
 
 FRAMEWORKS = Path(__file__).parent / "data" / "frameworks"
@@ -159,3 +159,163 @@ def test_frozen_constants_are_given_and_never_trained(tmp_path) -> None:
 def test_a_scalar_under_params_is_a_parameter() -> None:
     r = training.infer_roles([_sds(), _sds(4, 3)], ["params['temperature']", "x"])
     assert [a.role for a in r.arguments] == [Role.PARAMETER, Role.BATCH]
+
+
+# ---- roles from the program's own tree; --check's reference on them -------------------------
+
+
+def layers_loss(params, x, y):
+    """A loss of four {"w", "b"} layers, as a user exports it with jax.export."""
+    h = x
+    for i, layer in enumerate(params):
+        h = h @ layer["w"] + layer["b"]
+        h = jnp.tanh(h) if i < 3 else h
+    return jnp.mean((h - y) ** 2)
+
+
+LAYERS_ARGS = (
+    [{"w": _sds(a, b), "b": _sds(b)} for a, b in ((5, 6), (6, 6), (6, 6), (6, 2))],
+    _sds(4, 5),
+    _sds(4, 2),
+)
+
+
+@pytest.fixture(scope="module")
+def layers_export(tmp_path_factory) -> Path:
+    path = tmp_path_factory.mktemp("export") / "layers.jax_export"
+    path.write_bytes(jax.export.export(jax.jit(layers_loss))(*LAYERS_ARGS).serialize())
+    return path
+
+
+def test_a_jax_export_tree_makes_argument_0_the_parameters(layers_export) -> None:
+    """loss(params, x, y) exported with jax.export: the 8 leaves of argument 0 are the
+    parameters, x and y the batch. The dtype rule took y alone and trained x at random."""
+    prog = hlopipe.load(layers_export)
+    assert prog.top_level_args() == [0] * 8 + [1, 2]
+    plan = training.plan_training(prog, num_microbatches=2)
+    assert [a.position for a in plan.roles.parameters] == list(range(8))
+    assert [a.position for a in plan.roles.batch] == [8, 9] and not plan.roles.frozen
+    assert "by the program's tree (jax.export)" in plan.describe()["batch"]
+    assert plan.describe()["program"].startswith("10 arguments = 8 parameters (134 values)")
+    # the program's own reading agrees, without the plan
+    roles = training.program_roles(prog)
+    assert roles.evidence is training.Evidence.TREE
+    assert roles.parameters == tuple(range(8)) and roles.batch == (8, 9)
+
+
+def test_top_level_args_count_keywords_after_the_positional_ones() -> None:
+    def loss(params, x, *, y):
+        return layers_loss(params, x, y)
+
+    exported = jax.export.export(jax.jit(loss))(*LAYERS_ARGS[:2], y=LAYERS_ARGS[2])
+    prog = hlopipe.io.load_bytes(bytes(exported.serialize()))
+    assert prog.top_level_args() == [0] * 8 + [1, 2]
+    assert training.program_roles(prog).batch == (8, 9)
+
+
+def test_the_reference_calls_the_program_as_exported(layers_export) -> None:
+    """--check's reference: the oracle is optax on the Python loss itself, on one device."""
+    plan = training.plan_training(hlopipe.load(layers_export), num_microbatches=2)
+    opt = optax.adam(0.05)
+    run = training.train_reference(plan, opt, steps=3)
+    assert run.differences == () and run.roles.evidence is training.Evidence.TREE
+    leaves = {a.name: v for a, v in zip(plan.roles.parameters, plan.params, strict=True)}
+    params = [{k: jnp.asarray(leaves[f"[0][{i}]['{k}']"]) for k in "wb"} for i in range(4)]
+    x, y = plan.batch
+
+    def loss(p):
+        return sum(layers_loss(p, x[i : i + 4], y[i : i + 4]) for i in (0, 4)) / 2
+
+    @jax.jit
+    def step(params, st):
+        v, g = jax.value_and_grad(loss)(params)
+        u, st = opt.update(g, st, params)
+        return optax.apply_updates(params, u), st, v
+
+    want, st = [], jax.jit(opt.init)(params)
+    for _ in range(3):
+        params, st, v = step(params, st)
+        want.append(float(v))
+    np.testing.assert_allclose(run.losses, want, rtol=1e-5)
+
+
+def test_the_reference_refuses_roles_the_program_does_not_give(layers_export) -> None:
+    """A wrong --batch-args (y alone: x trained as a parameter) cannot match itself."""
+    plan = training.plan_training(hlopipe.load(layers_export), batch_args="9")
+    run = training.train_reference(plan, optax.sgd(0.1), steps=1)
+    assert run.losses is None
+    assert run.differences == (
+        "argument 8 [1] (f32[4,5]) is a parameter in the plan, in the batch by the program",
+    )
+
+
+def test_the_reference_takes_named_roles_from_the_names(mlp_hlo) -> None:
+    """HLO text with JAX's names (params__b__, params__w__, x, y): the names are the evidence;
+    a --batch-args that trains x is refused there too."""
+    prog = hlopipe.load(mlp_hlo)
+    roles = training.program_roles(prog)
+    assert roles.evidence is training.Evidence.NAMES
+    assert roles.parameters == (0, 1) and roles.batch == (2, 3)
+    run = training.train_reference(training.plan_training(prog, batch_args="3"), None, 1)
+    assert run.losses is None and len(run.differences) == 1
+    assert run.differences[0].startswith("argument 2 x (f32[4,3]) is a parameter in the plan")
+
+
+def test_torch_xla_integer_labels_are_the_batch() -> None:
+    """torch_xla's loss takes (labels i64[8], b2, w2, b1, w1, x): no names, the labels first.
+    The fixture's manifest (written from torch) says which are data. The labels used to be an
+    "integer parameter = 0"."""
+    case = FRAMEWORKS / "torch_xla" / "mlp_xent"
+    manifest = json.loads(case.with_suffix(".json").read_text())
+    prog = hlopipe.load(case.with_suffix(".hlo"))
+    assert prog.arg_names == [None] * 6 and prog.top_level_args() is None
+    r = training.infer_roles(prog.in_avals, prog.arg_names)
+    kinds = {"param": "parameter", "input": "batch", "label": "batch"}
+    assert roles_of(r) == [kinds[a["kind"]] for a in manifest["args"]]
+    assert "with the integer argument(s) 0 of the same leading dimension" in r.how[0]
+    # nothing in the program shows the roles: the reference cannot check them
+    assert training.program_roles(prog).evidence is training.Evidence.NONE
+
+
+# ---- defaults that say what they did --------------------------------------------------------
+
+
+def _one_f_one_b_bubble(p: int, m: int) -> float:
+    """1F1B's idle share with F=1, B=2 and free transfers, p ranks, m >= 1 microbatches: each
+    rank works m (F + B) of a step lasting (m + p - 1)(F + B)."""
+    return (p - 1) / (m + p - 1)
+
+
+def test_a_plan_idling_over_half_says_so_and_what_lowers_it(mlp_hlo) -> None:
+    """No markers, 8 devices: 8 stages with 4 microbatches idle 7/11 of each step."""
+    prog = hlopipe.load(mlp_hlo)
+    devices = jax.devices()[:8]
+    layout = training.plan_stages(prog, 4, devices=devices, num_microbatches=4)
+    assert layout.stages == 8
+    flags = {"num_microbatches": "--microbatches", "num_stages": "--stages"}
+    note = render(layout.bubble_note, flags)
+    assert f"the simulated bubble is {_one_f_one_b_bubble(8, 4):.0%} of each step" in note
+    # the smallest doubling of the microbatches and the most stages that idle half or less
+    assert _one_f_one_b_bubble(8, 8) <= 0.5 < _one_f_one_b_bubble(6, 4)
+    assert f"more microbatches (--microbatches 8: {_one_f_one_b_bubble(8, 8):.0%})" in note
+    assert f"fewer stages (--stages 5: {_one_f_one_b_bubble(5, 4):.0%}) would lower it" in note
+    # enough microbatches: nothing to say
+    assert _one_f_one_b_bubble(8, 16) <= 0.5
+    assert training.plan_stages(prog, 4, devices=devices, num_microbatches=16).bubble_note == ()
+
+
+def test_interleaving_every_stage_on_one_rank_is_refused(mlp_hlo) -> None:
+    """--stages 2 --schedule interleaved-1f1b on 8 devices used to become 1 rank x 8 devices
+    without a word: no pipeline at all."""
+    prog = hlopipe.load(mlp_hlo)
+    kw = dict(schedule="interleaved-1f1b", stages=2, num_microbatches=4)
+    with pytest.raises(RuntimeConfigError) as e:
+        training.plan_stages(prog, 4, devices=jax.devices()[:8], **kw)
+    assert "so 2 stages make 1 rank: no pipeline" in str(e.value)
+    assert Keyword("num_stages", 4) in e.value.keywords
+    assert Keyword("virtual_stages", 1) in e.value.keywords
+    # honoured when it can be: 4 stages make 2 ranks; on one device there is no other choice
+    assert (
+        training.plan_stages(prog, 4, devices=jax.devices()[:8], **{**kw, "stages": 4}).stages == 4
+    )
+    assert training.plan_stages(prog, 4, devices=jax.devices()[:1], **kw).stages == 2

@@ -106,6 +106,7 @@ def _cmd_train(args: argparse.Namespace) -> int:
             stages=args.stages,
             stage_devices=args.stage_devices,
             virtual_stages=args.virtual_stages,
+            num_microbatches=args.microbatches,
         )
         _print_plan(args, plan, layout)
         # 3. train, and with --check the same on one device
@@ -162,6 +163,7 @@ def _print_plan(args: argparse.Namespace, plan: Any, layout: Any) -> None:
         "devices": render(layout.device_note, flags),
         "schedule": f"{args.schedule}, {m} microbatches of {mb} = a batch of {m * mb} per "
         "step (full batch = microbatches x the program's batch)",
+        **({"bubble": render(layout.bubble_note, flags)} if layout.bubble_note else {}),
         **words,
         "optimizer": f"{args.optimizer}(lr={args.lr:g}), {args.steps} steps"
         + (f", resuming from {args.resume}" if args.resume else ""),
@@ -230,7 +232,9 @@ def _steps(args: argparse.Namespace, pipe: Any, state: Any, batch: list[Any]) ->
 
 
 def _check(args: argparse.Namespace, plan: Any, opt: Any, losses: list[float], start: int) -> int:
-    """--check: the same steps on one device; 0 when the losses match, else 1."""
+    """--check: the program called directly on one device, with the roles its own tree or
+    names give (never the plan's); 0 when the losses match, else 1. A program with neither
+    has its roles unchecked: the pipeline is compared with one device on the plan's roles."""
     from hlopipe import training
     from hlopipe.errors import HlopipeError
 
@@ -238,11 +242,27 @@ def _check(args: argparse.Namespace, plan: Any, opt: Any, losses: list[float], s
         raise HlopipeError("--check compares from initial values; leave out --resume with it")
     from hlopipe.runtime import compare_losses
 
-    ref = training.train_one_device(plan, opt, args.steps)
-    ok, verdict = compare_losses(losses, ref)  # NaN/inf in either run never matches
+    ref = training.train_reference(plan, opt, args.steps)
+    said = f"the roles by {ref.roles.evidence.value}"
+    if ref.differences:
+        print(
+            f"check: NO MATCH: the plan's roles are not the program's ({said}): "
+            + "; ".join(ref.differences)
+        )
+        return 1
+    if ref.losses is None:  # nothing in the program to check the roles against
+        unchecked = training.train_one_device(plan, opt, args.steps)
+        ok, verdict = compare_losses(losses, unchecked)
+        print(
+            f"check: the same {args.steps} steps on one device with the plan's roles: "
+            f"{verdict.replace('(match)', '(the pipeline agrees)')}; the roles are UNCHECKED: "
+            f"the program carries {ref.roles.evidence.value}"
+        )
+        return 0 if ok else 1
+    ok, verdict = compare_losses(losses, ref.losses)  # NaN/inf in either run never matches
     print(
-        f"check: the same {args.steps} steps on one device: loss {ref[0]:.4f} -> "
-        f"{ref[-1]:.4f}; {verdict}"
+        f"check: the same {args.steps} steps on one device, the program called directly with "
+        f"{said}: loss {ref.losses[0]:.4f} -> {ref.losses[-1]:.4f}; {verdict}"
     )
     return 0 if ok else 1
 

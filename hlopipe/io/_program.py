@@ -97,6 +97,33 @@ class Program:
                 names.append(None if name is None or _GENERIC.match(name) else name)
         return names
 
+    def top_level_args(self) -> list[int] | None:
+        """For each flat argument, the top-level argument of the function it belongs to, when
+        the program carries its input tree (a ``jax.export`` artifact of ``f(params, x, y)``
+        gives ``[0, 0, ..., 1, 2]``; keyword arguments count after the positional ones);
+        ``None`` for a program without a tree (or whose tree does not cover its arguments).
+
+        Example:
+          >>> hlopipe.load("loss.jax_export").top_level_args()     # doctest: +SKIP
+          [0, 0, 0, 0, 1, 2]
+        """
+        exp = self.extra.get("exported")
+        tree = getattr(exp, "in_tree", None)
+        n = len(self.in_avals)
+        if tree is None or tree.num_leaves != n:
+            return None
+        value = jax.tree_util.tree_unflatten(tree, range(n))
+        if isinstance(value, tuple) and len(value) == 2 and isinstance(value[1], dict):
+            args, kwargs = value  # the (args, kwargs) that jax.export flattens
+            tops = [*args, *(kwargs[k] for k in sorted(kwargs))]
+        else:
+            tops = list(value) if isinstance(value, (tuple, list)) else [value]
+        out = [0] * n
+        for top, sub in enumerate(tops):
+            for leaf in jax.tree_util.tree_leaves(sub):
+                out[leaf] = top
+        return out
+
     def arg_roles(self, *, state: Any = None, feedback: Any = None) -> Any:
         """Per argument: parameter, state (aliased to an output), feedback (fed from an
         output) or input, with the reason; ``state=`` / ``feedback=`` override what the

@@ -406,20 +406,8 @@ def _out_paths(program: Any, n: int) -> list[str]:
 
 def _top_levels(program: Any, n: int) -> list[int] | None:
     """The top-level argument each flat argument belongs to, when the program has a tree."""
-    exp = program.extra.get("exported")
-    tree = getattr(exp, "in_tree", None)
-    if tree is None or tree.num_leaves != n:
-        return None
-    import jax
-
-    value = jax.tree_util.tree_unflatten(tree, range(n))
-    if isinstance(value, tuple) and len(value) == 2 and value[1] == {}:
-        value = value[0]
-    out = [0] * n
-    for top, sub in enumerate(value):
-        for leaf in jax.tree_util.tree_leaves(sub):
-            out[leaf] = top
-    return out
+    tops = program.top_level_args()
+    return tops if tops is not None and len(tops) == n else None
 
 
 def _select(sel: Selector, paths: list[str], what: str, src: str) -> list[int]:

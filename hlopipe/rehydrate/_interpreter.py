@@ -82,7 +82,7 @@ class Interpreter:
 
     def run_block(self, block: Block, args: Sequence[Any], parent: _Env | None) -> tuple:
         if self.options.get("derivatives", "framework") == "framework":
-            block = prepared(block)  # the derivative decisions (_safe_grad)
+            block = prepared(block, self.module.funcs)  # the derivative decisions (_safe_grad)
         env = _Env(parent)
         if len(args) != len(block.args):
             raise RehydrateError(

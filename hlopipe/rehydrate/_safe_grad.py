@@ -23,6 +23,12 @@ that wrote it differentiates. Two places differ, and both are decided here, once
    derivative goes to the constant, so the variable's is 0 (``lax.max`` splits a tie ½/½). The
    op is marked here (``op.cache["constant_operand"]``); its rule reads the mark.
 
+Both see through calls: JAX lowers ``jnp.where`` to ``call @_where`` (HLO ``call``,
+StableHLO ``func.call``), so the select sits in a function of its own while the risky branch
+is computed by its caller. A small call whose function holds a select or a risky op and no
+regions is inlined into the block first (:func:`_inline_calls`), as XLA's optimiser inlines
+it, so the unoptimised program differentiates as the optimised one does.
+
 ``docs/ops.md`` ("Derivatives") lists these decisions.
 """
 
@@ -35,7 +41,7 @@ from typing import Any
 import jax
 import numpy as np
 
-from hlopipe.rehydrate._ir import Block, Op, _liveness
+from hlopipe.rehydrate._ir import Block, Func, Op, _liveness
 
 # Lane-wise ops: result element i depends on operand element i alone (same shapes; clamp's and
 # select's scalar operands are broadcast).
@@ -119,14 +125,20 @@ _MAX_MIN = frozenset({"stablehlo.maximum", "stablehlo.minimum"})
 # bounds the trace time a long lane-wise chain of selects could take
 MAX_COPY = 4096
 
+# a called function with more ops than this is not inlined (it runs as a call, unguarded)
+MAX_INLINE = 64
+# ops that call another function of the module, and the attribute naming it
+_CALLS = {"func.call": "callee", "stablehlo.composite": "decomposition"}
+
 _fresh = itertools.count(-1, -1)  # value ids of copies: negative, never a module's own
 
 
-def prepared(block: Block) -> Block:
-    """``block`` with the derivative decisions of this module made (cached on the block)."""
+def prepared(block: Block, funcs: dict[str, Func] | None = None) -> Block:
+    """``block`` with the derivative decisions of this module made (cached on the block);
+    ``funcs``: the module's functions, whose small guarded calls are inlined."""
     out = block.prepared
     if out is None:
-        out = _prepare(block)
+        out = _prepare(block, funcs or {})
         out.prepared = out
         block.prepared = out
     return out
@@ -137,11 +149,12 @@ def _inexact(aval: Any) -> bool:
     return dtype is not None and np.dtype(dtype).kind in "fc"
 
 
-def _prepare(block: Block) -> Block:
+def _prepare(block: Block, funcs: dict[str, Func]) -> Block:
     producer: dict[int, Op] = {}
     ops: list[Op] = []
-    copies = 0
-    for op in block.ops:
+    body = _inline_calls(block.ops, funcs)
+    copies = int(body is not block.ops)
+    for op in body:
         if op.name in _MAX_MIN and _inexact(op.result_avals[0]):
             _mark_constant_operand(op, producer)
         elif op.name == "stablehlo.select" and _inexact(op.result_avals[0]):
@@ -159,6 +172,69 @@ def _prepare(block: Block) -> Block:
     out = Block(block.args, block.arg_avals, kept, block.returns, block.terminator)
     _liveness(out)
     return out
+
+
+# ---- calls ---------------------------------------------------------------------------------
+
+
+def _inlinable(op: Op, funcs: dict[str, Func]) -> Func | None:
+    """The function ``op`` calls when inlining it may let a guard see its select or risky op:
+    a small function without regions (a nested call is inlined in its turn)."""
+    attr = _CALLS.get(op.name)
+    func = funcs.get(op.attrs.get(attr)) if attr else None  # type: ignore[arg-type]
+    if func is None or len(func.block.ops) > MAX_INLINE:
+        return None
+    inner = func.block.ops
+    if any(o.regions for o in inner) or len(func.block.args) != len(op.operands):
+        return None
+    if len(func.block.returns) != len(op.results):
+        return None
+    if not any(o.name in _RISKY or o.name == "stablehlo.select" or o.name in _CALLS for o in inner):
+        return None
+    return func
+
+
+def _inline_calls(ops: list[Op], funcs: dict[str, Func], depth: int = 0) -> list[Op]:
+    """``ops`` with the calls :func:`_inlinable` accepts replaced by the called function's ops
+    (its values renamed; each result of the call bound to the value the function returns);
+    ``ops`` itself when there are none."""
+    if depth > 4 or not funcs or not any(op.name in _CALLS for op in ops):
+        return ops
+    out: list[Op] = []
+    changed = False
+    for op in ops:
+        func = _inlinable(op, funcs)
+        if func is None:
+            out.append(op)
+            continue
+        changed = True
+        names = dict(zip(func.block.args, op.operands, strict=True))
+        bound: dict[int, int] = {}  # the function's returned value -> the call's result
+        for ret, res in zip(func.block.returns, op.results, strict=True):
+            if ret not in names and ret not in bound:
+                bound[ret] = res
+        inner: list[Op] = []
+        for o in func.block.ops:
+            for r in o.results:
+                names[r] = bound.get(r) or next(_fresh)
+            inner.append(
+                replace(
+                    o,
+                    operands=tuple(names[u] for u in o.operands),
+                    results=tuple(names[r] for r in o.results),
+                    cache=dict(o.cache),
+                )
+            )
+        for ret, res, aval in zip(func.block.returns, op.results, op.result_avals, strict=True):
+            if bound.get(ret) != res:  # returned twice, or an argument passed through
+                inner.append(_identity(names[ret], res, aval, op))
+        out.extend(_inline_calls(inner, funcs, depth + 1))
+    return out if changed else ops
+
+
+def _identity(src: int, dst: int, aval: Any, at: Op) -> Op:
+    """``dst = src``: a call's result that is not computed by an op of the called function."""
+    return Op("stablehlo.convert", (src,), (dst,), {}, (), at.loc, (aval,), (aval,))
 
 
 # ---- kinks ---------------------------------------------------------------------------------

@@ -1,6 +1,8 @@
 """Training a loss program from a file: which arguments are the batch, the parameters and the
 frozen constants (`infer_roles`), their initial values and one batch (`plan_training`), the
-stages and devices (`plan_stages`), and the one-device reference run (`train_one_device`).
+stages and devices (`plan_stages`), and the one-device reference runs: on the plan's roles
+(`train_one_device`) and on the roles the program's own tree or names give (`train_reference`,
+what ``--check`` compares with).
 
 ``hlopipe train`` is a thin layer over this; from Python::
 
@@ -11,6 +13,13 @@ stages and devices (`plan_stages`), and the one-device reference run (`train_one
                             num_stages=layout.num_stages, devices=layout.devices)
 """
 
+from hlopipe.training._check import (
+    Evidence,
+    ProgramRoles,
+    ReferenceRun,
+    program_roles,
+    train_reference,
+)
 from hlopipe.training._data import load_npz, read_arrays, synthetic
 from hlopipe.training._plan import StageLayout, TrainingPlan, plan_stages, plan_training
 from hlopipe.training._reference import train_one_device
@@ -31,6 +40,9 @@ __all__ = [
     "BATCH_ARGS_SYNTAX",
     "PARAMETER_ROOTS",
     "Argument",
+    "Evidence",
+    "ProgramRoles",
+    "ReferenceRun",
     "ArgumentRoles",
     "Role",
     "StageLayout",
@@ -43,7 +55,9 @@ __all__ = [
     "parse_batch_args",
     "plan_stages",
     "plan_training",
+    "program_roles",
     "read_arrays",
     "synthetic",
     "train_one_device",
+    "train_reference",
 ]

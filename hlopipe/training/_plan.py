@@ -4,6 +4,7 @@ that explain it."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -131,7 +132,7 @@ def plan_training(
       ...                         num_microbatches=plan.num_microbatches)
     """
     avals = list(program.in_avals)
-    roles = infer_roles(avals, program.arg_names, batch_args)
+    roles = infer_roles(avals, program.arg_names, batch_args, program.top_level_args())
     rng = np.random.default_rng(seed)
     trained, frozen, params_note = _initial_values(roles, params, batch_args, rng)
     b_args = roles.batch
@@ -222,6 +223,8 @@ class StageLayout:
     group: int
     stage_note: tuple[Any, ...]
     device_note: tuple[Any, ...]
+    # the simulated bubble when it exceeds half of each step, and what would lower it
+    bubble_note: tuple[Any, ...] = ()
 
 
 def plan_stages(
@@ -233,9 +236,18 @@ def plan_stages(
     stage_devices: int | None = None,
     virtual_stages: int | None = None,
     devices: Sequence[Any] | None = None,
+    num_microbatches: int | None = None,
 ) -> StageLayout:
     """Stages (at the markers, ``stages``, or one per device group), ranks and devices per
-    stage (the most that divide ``microbatch`` unless ``stage_devices``)."""
+    stage (the most that divide ``microbatch`` unless ``stage_devices``). With
+    ``num_microbatches``, a schedule that idles more than half of each step (simulated, F=1
+    and B=2 per stage) gets a ``bubble_note`` saying what would lower it.
+
+    Raises:
+      RuntimeConfigError: the stages do not fit the schedule or the devices; or they would
+        all sit on one rank of several devices (an interleaved schedule with as many stages as
+        it puts on a rank), which is no pipeline.
+    """
     import jax
 
     from hlopipe import schedules
@@ -276,7 +288,71 @@ def plan_stages(
             " or ",
             Keyword("num_stages"),
         )
-    return _place(devs, S, S // v, microbatch, stage_devices, stage_note, markers)
+    if S // v == 1 and v > 1 and len(devs) > 1:
+        more: tuple[Any, ...] = () if markers else (Keyword("num_stages", S * 2), " (2 ranks), ")
+        raise RuntimeConfigError(
+            f"schedule {schedule!r} puts {v} stages on each rank, so {S} stages make 1 rank: "
+            "no pipeline, every stage on the same devices one after another; for a pipeline "
+            "over these devices, choose ",
+            *more,
+            Keyword("virtual_stages", 1),
+            f" ({S} ranks of one stage) or a schedule with one stage per rank, such as '1f1b'",
+        )
+    layout = _place(devs, S, S // v, microbatch, stage_devices, stage_note, markers)
+    if num_microbatches is None:
+        return layout
+    note = _bubble_note(schedule, S // v, num_microbatches, v, stages=None if markers else S)
+    return dataclasses.replace(layout, bubble_note=note)
+
+
+def simulated_bubble(schedule: str, ranks: int, num_microbatches: int, virtual: int) -> float:
+    """The idle share of a step of ``schedule`` simulated with F=1, B=2 per stage and free
+    transfers (``nan`` when the schedule cannot be built for these sizes)."""
+    from hlopipe import schedules
+    from hlopipe.errors import ScheduleError
+
+    try:
+        sched = schedules.get(schedule, ranks, num_microbatches, virtual)
+    except ScheduleError:
+        return float("nan")
+    return float(schedules.simulate(sched, {"F": 1, "B": 2}).bubble_fraction)
+
+
+def _bubble_note(schedule: str, ranks: int, m: int, v: int, stages: int | None) -> tuple[Any, ...]:
+    """Words for a simulated bubble over 50%: the microbatches and the stages that lower it
+    to half or less (each found by simulating), or ``()``."""
+    bubble = simulated_bubble(schedule, ranks, m, v)
+    if not bubble > 0.5:
+        return ()
+    more = next(
+        (
+            k
+            for k in (2 * m, 4 * m, 8 * m, 16 * m)
+            if simulated_bubble(schedule, ranks, k, v) <= 0.5
+        ),
+        None,
+    )
+    fewer = next(
+        (r for r in range(ranks - 1, 1, -1) if simulated_bubble(schedule, r, m, v) <= 0.5), None
+    )
+    out: list[Any] = [
+        f"the simulated bubble is {bubble:.0%} of each step ({ranks} ranks, {m} microbatches; "
+        "F=1, B=2 per stage): over half of the devices' time idle; "
+    ]
+    ways: list[Any] = []
+    if more is not None:
+        ways += [
+            "more microbatches (",
+            Keyword("num_microbatches", more),
+            f": {simulated_bubble(schedule, ranks, more, v):.0%})",
+        ]
+    if fewer is not None:
+        if ways:
+            ways.append(" or ")
+        at = Keyword("num_stages", fewer * v) if stages else f"{fewer * v}: fewer markers"
+        ways += ["fewer stages (", at]
+        ways.append(f": {simulated_bubble(schedule, fewer, m, v):.0%})")
+    return (*out, *(ways or ["more microbatches or fewer stages"]), " would lower it")
 
 
 def _place(

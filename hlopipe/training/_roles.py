@@ -1,12 +1,16 @@
 """Which arguments of a loss program are the batch, the trained parameters and the frozen
 constants, and why.
 
-The order of evidence: the caller's ``batch_args``; then the argument names (a pytree root
-``params``/``variables``/``state``/``weights`` is a parameter, every other named argument
-is the batch); then, when the names show no roles, the dtypes (the trailing integer arguments,
-else the last one). Scalars that are not named as parameters are constants a framework lifted
-into arguments (torch_xla lifts GELU's 0.7978, attention scales, the -inf of masks): they are
-frozen, never initialised at random nor trained.
+The order of evidence: the caller's ``batch_args``; then the program's own tree (a
+``jax.export`` artifact of ``loss(params, x, y)``: the leaves of argument 0 are the parameters,
+those of the later arguments the batch, as ``Program.arg_roles`` reads it); then the argument
+names (a pytree root ``params``/``variables``/``state``/``weights`` is a parameter, every other
+named argument is the batch); then, when the names show no roles, the dtypes (the trailing
+integer arguments, else the last one; with either, every integer argument whose leading
+dimension is the batch's: labels or token ids are data, never trained). Scalars that are not
+named as parameters are constants a framework lifted into arguments (torch_xla lifts GELU's
+0.7978, attention scales, the -inf of masks): they are frozen, never initialised at random nor
+trained.
 """
 
 from __future__ import annotations
@@ -149,16 +153,31 @@ def _positions(text: str, n: int) -> list[int]:
 
 
 def infer_roles(
-    avals: Sequence[Any], names: Sequence[str | None], batch_args: Any = None
+    avals: Sequence[Any],
+    names: Sequence[str | None],
+    batch_args: Any = None,
+    tops: Sequence[int] | None = None,
 ) -> ArgumentRoles:
     """The role of each argument (see the module's docstring); ``batch_args`` as in
-    :func:`parse_batch_args` (a string or positions) overrides the inference of the batch."""
+    :func:`parse_batch_args` (a string or positions) overrides the inference of the batch;
+    ``tops``: the top-level argument of each (``Program.top_level_args()``), when the program
+    has a tree."""
     n = len(avals)
     roots = [name_root(x) for x in names]
     param_named = [is_parameter_name(x) for x in names]
+    # a tree of two or more top-level arguments: argument 0 holds the parameters
+    by_tree = tops is not None and len(tops) == n and max(tops, default=0) >= 1
+    if tops is not None and by_tree:
+        param_named = [t == 0 for t in tops]
     if batch_args is not None:
         batch = parse_batch_args(batch_args, n)
         how: tuple[Any, ...] = ("as ", Keyword("batch_args", _spec_text(batch_args)), " says")
+    elif by_tree:
+        batch = [i for i in range(n) if not param_named[i] and avals[i].shape]
+        how = (
+            "by the program's tree (jax.export): the leaves of argument 0 are the parameters, "
+            "those of the later arguments the batch",
+        )
     elif any(param_named):
         batch = [i for i in range(n) if roots[i] is not None and not param_named[i]]
         batch = [i for i in batch if avals[i].shape]
@@ -198,19 +217,37 @@ def _spec_text(spec: Any) -> str:
 
 
 def _batch_by_dtype(avals: Sequence[Any]) -> tuple[list[int], tuple[Any, ...]]:
-    """The trailing integer arguments (token ids, labels), else the last non-scalar one."""
+    """The trailing integer arguments (token ids, labels), else the last non-scalar one; with
+    them, the other integer arguments of the batch's leading dimension (torch_xla puts its
+    ``labels`` first)."""
     n = len(avals)
     shaped = [i for i in range(n) if avals[i].shape]
+    is_int = [np.issubdtype(np.dtype(a.dtype), np.integer) for a in avals]
     ints: list[int] = []
     for i in reversed(shaped):
-        if not np.issubdtype(np.dtype(avals[i].dtype), np.integer):
+        if not is_int[i]:
             break
         ints.insert(0, i)
     if ints and len(ints) < len(shaped):
-        return ints, ("by dtype (no argument names show the roles): the trailing integer ones",)
-    last = shaped[-1:] if shaped else [n - 1]
-    why = "by dtype (no argument names show the roles, no trailing integer arguments): the last one"
-    return last, (why, "; name the batch with ", Keyword("batch_args", "I,J"))
+        batch = ints
+        why = "by dtype (no argument names show the roles): the trailing integer ones"
+    else:
+        batch = shaped[-1:] if shaped else [n - 1]
+        why = (
+            "by dtype (no argument names show the roles, no trailing integer arguments): the "
+            "last one"
+        )
+    rows = avals[batch[0]].shape[:1]
+    more = [i for i in shaped if is_int[i] and i not in batch and avals[i].shape[:1] == rows]
+    if more and len(batch) + len(more) < len(shaped):
+        batch = sorted(batch + more)
+        why += (
+            f", with the integer argument(s) {', '.join(map(str, more))} of the same leading "
+            "dimension (labels, token ids: data, never trained)"
+        )
+    if ints and len(ints) < len(shaped):
+        return batch, (why,)
+    return batch, (why, "; name the batch with ", Keyword("batch_args", "I,J"))
 
 
 def init_by_role(name: str | None, aval: Any, rng: Any) -> tuple[Any, str]:

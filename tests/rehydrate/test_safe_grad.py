@@ -111,6 +111,57 @@ def test_guarded_division_and_log_equal_the_double_where() -> None:
     assert np.isfinite(np.asarray(_grad(g, x))).all()
 
 
+def _where_divide(a, b):
+    return jnp.where(b != 0, a / b, 0.0)
+
+
+@jax.jit
+def _divide(a, b):  # a called function of its own: the risky op in one call...
+    return a / b
+
+
+def _where_of_calls(a, b):  # ...the select in another (JAX's call @_where)
+    return jax.jit(_where_divide)(a, b) + jnp.where(b != 0, _divide(a, b), 0.0)
+
+
+def _double_where(a, b):
+    return jnp.where(b != 0, a / jnp.where(b != 0, b, 1.0), 0.0)
+
+
+@pytest.mark.parametrize(
+    "fn, fmt, calls, factor",
+    [
+        (_where_divide, "hlo-text", 1, 1),
+        (_where_divide, "stablehlo", 1, 1),
+        (_where_divide, "optimized", 0, 1),
+        (_where_of_calls, "hlo-text", 4, 2),
+        (_where_of_calls, "stablehlo", 4, 2),
+    ],
+)
+def test_guards_see_through_calls(fn, fmt: str, calls: int, factor: float) -> None:
+    """``jnp.where(b != 0, a / b, 0)``: JAX lowers the where to ``call @_where``; unoptimised
+    (the select in a called function, the division outside it, or each in a call of its own)
+    it differentiates as XLA's optimised program (the calls inlined) does: 0 where untaken,
+    as the double-where JAX program."""
+    a = np.array([1.0, 2.0, 3.0, -4.0, 0.5], np.float32)
+    b = np.array([1.0, 0.0, 2.0, 0.0, -0.25], np.float32)
+    low = jax.jit(fn).lower(a, b)
+    if fmt == "optimized":
+        text = low.compile().as_text()
+    else:
+        text = _source(fn, fmt, a, b)
+    # the fixture is the form it claims: calls unoptimised, none after XLA's inlining
+    found = len(re.findall(r"\bcall\(|\bcall @", text))
+    assert found >= calls if calls else found == 0, text
+    f = hlopipe.load(text).as_function()
+    np.testing.assert_allclose(jax.jit(f)(a, b), factor * _double_where(a, b), rtol=1e-6)
+    got = _grad(f, a, b, argnums=(0, 1))
+    want = _grad(lambda a, b: factor * _double_where(a, b), a, b, argnums=(0, 1))
+    for g, w in zip(got, want, strict=True):
+        assert np.isfinite(np.asarray(g)).all(), g
+        np.testing.assert_allclose(g, w, rtol=1e-6)
+
+
 def test_a_nan_the_program_computes_stays() -> None:
     """log taken at 0 (the select picks it): the gradient is the literal one, infinite."""
     text = GUARDED_LOG.replace("direction=GT", "direction=GE").replace("[6]", "[2]")

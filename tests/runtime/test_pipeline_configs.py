@@ -211,7 +211,8 @@ def test_cli_train_and_split_run_a_64bit_program_in_64bit_mode(
                  "2", "--batch-args", "last:2"])  # fmt: skip
     out = capsys.readouterr()
     assert code == 0, out.err
-    assert "(match)" in out.out
+    # names w0, w1, x, labels show no parameters: the pipeline agrees, the roles unchecked
+    assert "(the pipeline agrees); the roles are UNCHECKED" in out.out
     assert not jax.config.read("jax_enable_x64")  # put back after the run
     out_dir = tmp_path / "stages"
     assert main(["split", int64_labels_program, "--at-markers", "-o", str(out_dir)]) == 0
@@ -304,7 +305,7 @@ def test_cli_train_takes_batch_arguments_at_any_position(tmp_path, capsys):
     assert "2 parameters (56 values) + a microbatch of 2 (f32[4,5], i32[4], arguments 0, 1)" in (
         out.out
     )
-    assert "(match)" in out.out
+    assert "(the pipeline agrees); the roles are UNCHECKED" in out.out
     assert main(["train", str(path), "--batch-args", "0,7"]) == 2
     assert "positions must be distinct, from 0 to 3" in capsys.readouterr().err
     # without --batch-args, the labels (an integer argument) would be a parameter: said so
