@@ -310,9 +310,19 @@ def _take_key_values(s: str) -> tuple[list[str], str]:
         elif key in _INT_ATTRS:
             attrs.append(f"{key} = {val} : i64")
         else:
-            attrs.append(f"{key} = {float(val)!r} : f64")
+            attrs.append(f"{key} = {_mlir_float(val)} : f64")
         s = s[m.end() :]
     return attrs, s.strip().removeprefix(",").strip()
+
+
+def _mlir_float(text: str) -> str:
+    """A float literal as MLIR reads it: with a decimal point (MLIR reads ``1e-06`` as an
+    integer followed by garbage)."""
+    out = repr(float(text))
+    if "." in out or not out[-1].isdigit():  # inf, nan
+        return out
+    mantissa, e, exponent = out.partition("e")
+    return f"{mantissa}.0{e}{exponent}"
 
 
 def _take_types_and_attr_dicts(s: str) -> tuple[list[str], list[str]]:
