@@ -582,16 +582,14 @@ def compare(
 
 
 def _complex_order(direction: str, x: Any, y: Any) -> Any:
-    """An ordering compare of complex numbers as XLA computes it: ``LT``/``GT`` compare
-    (real, imaginary) lexicographically, as the specification says; ``LE``/``GE`` compare
-    the real parts alone (``0+1j <= 0+0j`` holds). JAX's own compares refuse complex."""
+    """An ordering compare of complex numbers as XLA computes it: ``op(re x, re y) or (re x
+    == re y and op(im x, im y))``. For ``LT``/``GT`` that is the specification's
+    lexicographic order; for ``LE``/``GE`` the first term already holds on equal real
+    parts, so the real parts alone decide (``0+1j <= 0+0j`` holds, where the specification
+    says it does not). JAX's own compares refuse complex operands."""
+    order = _CMP[direction]
     (re_x, im_x), (re_y, im_y) = (lax.real(x), lax.imag(x)), (lax.real(y), lax.imag(y))
-    if direction in ("LE", "GE"):
-        return _CMP[direction](re_x, re_y)
-    strict = _CMP[direction]
-    return lax.bitwise_or(
-        strict(re_x, re_y), lax.bitwise_and(lax.eq(re_x, re_y), strict(im_x, im_y))
-    )
+    return lax.bitwise_or(order(re_x, re_y), lax.bitwise_and(lax.eq(re_x, re_y), order(im_x, im_y)))
 
 
 def _signedness_as_declared(
