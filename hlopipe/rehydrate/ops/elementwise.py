@@ -92,10 +92,24 @@ def _imag(x: Any) -> Any:
 
 def _complex_cbrt(z: Any) -> Any:
     """The principal cube root, ``|z|^(1/3) * exp(i * arg(z) / 3)`` (the specification's
-    complex cubic root; ``lax.cbrt`` and XLA take real operands only)."""
-    radius = lax.cbrt(lax.abs(z))
-    angle = lax.div(lax.atan2(lax.imag(z), lax.real(z)), lax.full_like(radius, 3))
+    complex cubic root; ``lax.cbrt`` and XLA take real operands only). ``|z|`` is taken of
+    ``z`` scaled by its larger part, so it overflows only where the root itself would; a
+    denormal part counts as a zero of its sign, as XLA on CPU reads denormals (its ``atan2``
+    reads ``(-1.5, 5e-324)`` as ``-pi``)."""
+    re_, im = _flush_denormal(lax.real(z)), _flush_denormal(lax.imag(z))
+    big = lax.max(lax.abs(re_), lax.abs(im))
+    usable = lax.bitwise_and(lax.gt(big, lax.full_like(big, 0)), lax.is_finite(big))
+    scale = lax.select(usable, big, lax.full_like(big, 1))
+    scaled = lax.complex(lax.div(re_, scale), lax.div(im, scale))
+    radius = lax.mul(lax.cbrt(scale), lax.cbrt(lax.abs(scaled)))
+    angle = lax.div(lax.atan2(im, re_), lax.full_like(radius, 3))
     return lax.complex(lax.mul(radius, lax.cos(angle)), lax.mul(radius, lax.sin(angle)))
+
+
+def _flush_denormal(x: Any) -> Any:
+    """``x`` with its denormal values replaced by a zero of their sign."""
+    tiny = lax.full_like(x, ml_dtypes.finfo(np.dtype(x.dtype)).tiny)
+    return lax.select(lax.lt(lax.abs(x), tiny), lax.mul(x, lax.full_like(x, 0)), x)
 
 
 def _negate(x: Any) -> Any:
