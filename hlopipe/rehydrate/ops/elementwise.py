@@ -461,13 +461,13 @@ def bitcast_convert(ctx: RuleContext, x: Any) -> Any:
     flat = lax.reshape(_parts(x), (int(np.size(x)) * (2 if src.kind == "c" else 1),))
     word = _part_dtype(dtype)
     a, b = _bit_width(np.dtype(flat.dtype)), _bit_width(word)
+    n = int(np.size(flat))
     if a == 1 or b == 1:
         flat = _from_bits(_to_bits(ctx, flat), word, ctx)
     elif a > b:
-        flat = lax.bitcast_convert_type(flat, word)
-        flat = lax.reshape(flat, (int(np.size(flat)),))
+        flat = lax.reshape(lax.bitcast_convert_type(flat, word), (n * a // b,))
     elif a < b:
-        flat = lax.bitcast_convert_type(lax.reshape(flat, (-1, b // a)), word)
+        flat = lax.bitcast_convert_type(lax.reshape(flat, (n * a // b, b // a)), word)
     else:
         flat = lax.bitcast_convert_type(flat, word)
     shape = tuple(ctx.aval.shape)

@@ -64,6 +64,8 @@ func.func @bitcast_convert_c128_to_c64() {
   %operand = stablehlo.constant dense<(0x0123456789ABCDEF, 0x0000000011111111)> : tensor<complex<f64>>
   %result = stablehlo.bitcast_convert %operand : (tensor<complex<f64>>) -> tensor<2xcomplex<f32>>
   check.expect_eq_const %result, dense<[(0x89ABCDEF, 0x01234567), (0x11111111, 0x00000000)]> : tensor<2xcomplex<f32>>
+  %back = stablehlo.bitcast_convert %result : (tensor<2xcomplex<f32>>) -> tensor<complex<f64>>
+  check.expect_eq %back, %operand : tensor<complex<f64>>
   func.return
 }
 
