@@ -44,7 +44,7 @@ def detect_format(text: str) -> str:
         r"^\s*(?:%\S+\s*=\s*)?(?:check|interpreter)\.\w+\s", text, re.M
     ):
         return "interpret"
-    if '"interpreter.' in text:
+    if '"interpreter.' in text or '"check.' in text:  # the dialects' generic form
         return "interpret"
     if "custom_call @check." in text:
         return "testdata"
@@ -154,9 +154,10 @@ def to_generic(text: str) -> str:
             out.append(line)
             i += 1
             continue
-        # an op may span lines while its brackets are open
+        # an op may span lines: while its brackets are open, after a trailing comma or
+        # colon, and onto lines that start with what only follows its operands
         stmt, j = _strip_comment(line), i
-        while _depth(stmt) > 0 and j + 1 < len(lines):
+        while j + 1 < len(lines) and _continues(stmt, lines[j + 1]):
             j += 1
             stmt += " " + _strip_comment(lines[j]).strip()
         m = _PRETTY.match(stmt)
@@ -170,6 +171,20 @@ def to_generic(text: str) -> str:
         out.extend("" for _ in range(j - i))
         i = j + 1
     return "\n".join(out)
+
+
+_GOES_ON = re.compile(r"(?:[:,{]|dense<|dense_resource<|array<|sparse<|[A-Za-z_]\w*\s*=)")
+
+
+def _continues(stmt: str, following: str) -> bool:
+    """Whether the custom-syntax op in ``stmt`` goes on on the ``following`` line: a bracket
+    is left open, ``stmt`` ends with a comma or colon, or the line starts with what only
+    follows an operand (a type after ``:``, a constant, an attribute dictionary, a
+    ``key = value``). A line that starts a new op (``%x = ...``, ``"dialect.op"(...)``,
+    ``func.return``) does not."""
+    if _depth(stmt) > 0 or stmt.endswith((",", ":")):
+        return True
+    return bool(_GOES_ON.match(_strip_comment(following).strip()))
 
 
 def _strip_comment(line: str) -> str:
@@ -295,9 +310,19 @@ def _take_key_values(s: str) -> tuple[list[str], str]:
         elif key in _INT_ATTRS:
             attrs.append(f"{key} = {val} : i64")
         else:
-            attrs.append(f"{key} = {float(val)!r} : f64")
+            attrs.append(f"{key} = {_mlir_float(val)} : f64")
         s = s[m.end() :]
     return attrs, s.strip().removeprefix(",").strip()
+
+
+def _mlir_float(text: str) -> str:
+    """A float literal as MLIR reads it: with a decimal point (MLIR reads ``1e-06`` as an
+    integer followed by garbage)."""
+    out = repr(float(text))
+    if "." in out or not out[-1].isdigit():  # inf, nan
+        return out
+    mantissa, e, exponent = out.partition("e")
+    return f"{mantissa}.0{e}{exponent}"
 
 
 def _take_types_and_attr_dicts(s: str) -> tuple[list[str], list[str]]:

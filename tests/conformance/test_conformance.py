@@ -192,6 +192,44 @@ def test_to_generic_keeps_line_numbers_of_multi_line_ops():
     assert len(out) == 4 and out[0] == "a" and out[3] == "b" and "value = dense<[1, 2]>" in out[1]
 
 
+@pytest.mark.parametrize(
+    "pretty",
+    [
+        # a trailing comma, the constant on the next line
+        "check.expect_almost_eq_const %x,\n    dense<[1.0e-03, 2.0]> : tensor<2xf64>",
+        # the type on the next line
+        "check.expect_almost_eq_const %x, dense<[1.0e-03, 2.0]>\n    : tensor<2xf64>",
+        # the attribute dictionary on the next line
+        "check.expect_almost_eq_const %x, dense<[1.0e-03, 2.0]> : tensor<2xf64>\n"
+        "    {tolerance = 1.0e-06 : f64}",
+        # a tolerance Python would print without a decimal point, on the next line
+        "check.expect_almost_eq_const %x, dense<[1.0e-03, 2.0]> : tensor<2xf64>,\n"
+        "    tolerance = 1.0e-6",
+        # MLIR's generic form, left as it is
+        '"check.expect_almost_eq_const"(%x) {value = dense<[1.0e-03, 2.0]> : tensor<2xf64>} '
+        ": (tensor<2xf64>) -> ()",
+        '"check.expect_almost_eq_const"(%x) <{value = dense<[1.0e-03, 2.0]> : tensor<2xf64>}> '
+        ": (tensor<2xf64>) -> ()",
+    ],
+)
+def test_check_ops_across_lines_and_in_generic_form(tmp_path, pretty):
+    """Held-out programs write a check op across lines, or in MLIR's generic form; each is
+    read whole (line numbers kept) and runs as the check it is."""
+    text = (
+        "func.func @t() {\n"
+        "  %x = stablehlo.constant dense<[1.0e-03, 2.0]> : tensor<2xf64>\n"
+        f"  {pretty}\n"
+        "  func.return\n}\n"
+    )
+    generic = conf.to_generic(text)
+    assert generic.count("\n") == text.count("\n")
+    r = conf.run_file(_write(tmp_path, text))
+    assert (r.format, r.status) == ("interpret", "pass"), r.message
+    k = text.rindex("2.0]>")  # the expectation, not the constant
+    r = conf.run_file(_write(tmp_path, text[:k] + "2.5]>" + text[k + 5 :], "wrong.mlir"))
+    assert r.status == "fail" and "first at [1]" in r.message, r.message
+
+
 def test_split_modules_line_numbers():
     text = "func.func @a() {\n}\n// -----\nfunc.func @b() {\n}\n"
     (l1, _), (l2, c2) = conf.split_modules(text)

@@ -525,7 +525,7 @@ SHAPES: tuple[tuple[int, ...], ...] = ((), (0,), (12,), (2, 0, 3))
 
 UNARY: dict[str, tuple[str, ...]] = {
     "abs": (*SINT, *FLOAT, *COMPLEX),
-    "cbrt": FLOAT,
+    "cbrt": (*FLOAT, *COMPLEX),
     "ceil": FLOAT,
     "floor": FLOAT,
     "round_nearest_afz": FLOAT,
@@ -699,6 +699,7 @@ def elementwise_cases() -> Iterator[Case]:
         )
     # bitcast_convert: same width, widening and narrowing
     widths = {
+        "i1": 1,  # one bit an element, each element's low bit first
         "i8": 8,
         "ui8": 8,
         "i16": 16,

@@ -90,6 +90,28 @@ def _imag(x: Any) -> Any:
     return lax.imag(x) if np.dtype(x.dtype).kind == "c" else lax.full_like(x, 0)
 
 
+def _complex_cbrt(z: Any) -> Any:
+    """The principal cube root, ``|z|^(1/3) * exp(i * arg(z) / 3)`` (the specification's
+    complex cubic root; ``lax.cbrt`` and XLA take real operands only). ``|z|`` is taken of
+    ``z`` scaled by its larger part, so it overflows only where the root itself would; a
+    denormal part counts as a zero of its sign, as XLA on CPU reads denormals (its ``atan2``
+    reads ``(-1.5, 5e-324)`` as ``-pi``)."""
+    re_, im = _flush_denormal(lax.real(z)), _flush_denormal(lax.imag(z))
+    big = lax.max(lax.abs(re_), lax.abs(im))
+    usable = lax.bitwise_and(lax.gt(big, lax.full_like(big, 0)), lax.is_finite(big))
+    scale = lax.select(usable, big, lax.full_like(big, 1))
+    scaled = lax.complex(lax.div(re_, scale), lax.div(im, scale))
+    radius = lax.mul(lax.cbrt(scale), lax.cbrt(lax.abs(scaled)))
+    angle = lax.div(lax.atan2(im, re_), lax.full_like(radius, 3))
+    return lax.complex(lax.mul(radius, lax.cos(angle)), lax.mul(radius, lax.sin(angle)))
+
+
+def _flush_denormal(x: Any) -> Any:
+    """``x`` with its denormal values replaced by a zero of their sign."""
+    tiny = lax.full_like(x, ml_dtypes.finfo(np.dtype(x.dtype)).tiny)
+    return lax.select(lax.lt(lax.abs(x), tiny), lax.mul(x, lax.full_like(x, 0)), x)
+
+
 def _negate(x: Any) -> Any:
     return x if _is_bool(x) else lax.neg(x)  # -x == x modulo 2
 
@@ -109,7 +131,7 @@ for _name, _fn in {
     "stablehlo.logistic": lax.logistic,
     "stablehlo.sqrt": lax.sqrt,
     "stablehlo.rsqrt": lax.rsqrt,
-    "stablehlo.cbrt": lax.cbrt,
+    "stablehlo.cbrt": lambda x: _complex_cbrt(x) if _is_complex(x) else lax.cbrt(x),
     "stablehlo.negate": _negate,
     "stablehlo.sign": lax.sign,
     "stablehlo.not": lax.bitwise_not,
@@ -186,6 +208,12 @@ def divide(ctx: RuleContext, x: Any, y: Any) -> Any:
 @rule("stablehlo.remainder")
 @sub_byte
 def remainder(ctx: RuleContext, x: Any, y: Any) -> Any:
+    if _is_complex(x):
+        raise UnsupportedOpError(
+            f"stablehlo.remainder of {np.dtype(x.dtype)} at {ctx.loc} is not supported: the "
+            "specification lists complex operands but leaves the quotient's rounding "
+            "undefined, and neither XLA nor StableHLO's reference interpreter computes it"
+        )
     if np.dtype(x.dtype).kind not in "iu":
         return lax.rem(x, y)
     zero, _, safe = _int_divisor(x, y)  # MIN % -1 = MIN % 1 = 0
@@ -424,11 +452,103 @@ def bitcast_convert(ctx: RuleContext, x: Any) -> Any:
     src = np.dtype(x.dtype)
     if src == dtype:
         return x
-    if src == np.dtype(bool) or dtype == np.dtype(bool):
-        as_u8 = lax.convert_element_type(x, np.uint8) if src == np.dtype(bool) else x
-        out = lax.bitcast_convert_type(as_u8, np.uint8 if dtype == np.dtype(bool) else dtype)
-        return lax.ne(out, lax.full_like(out, 0)) if dtype == np.dtype(bool) else out
-    return lax.bitcast_convert_type(x, dtype)
+    if not {src.kind, dtype.kind} & {"b", "c"}:
+        return lax.bitcast_convert_type(x, dtype)
+    # JAX bitcasts neither i1 (one bit an element in the specification, one byte in JAX) nor
+    # complex numbers: the operand's bits are laid out flat in memory order (each element's
+    # low bit first, a complex number's real part before its imaginary part, as the
+    # specification's examples read them) and read back as the result type
+    flat = lax.reshape(_parts(x), (int(np.size(x)) * (2 if src.kind == "c" else 1),))
+    word = _part_dtype(dtype)
+    a, b = _bit_width(np.dtype(flat.dtype)), _bit_width(word)
+    n = int(np.size(flat))
+    if a == 1 or b == 1:
+        flat = _from_bits(_to_bits(ctx, flat), word, ctx)
+    elif a > b:
+        flat = lax.reshape(lax.bitcast_convert_type(flat, word), (n * a // b,))
+    elif a < b:
+        flat = lax.bitcast_convert_type(lax.reshape(flat, (n * a // b, b // a)), word)
+    else:
+        flat = lax.bitcast_convert_type(flat, word)
+    shape = tuple(ctx.aval.shape)
+    if dtype.kind != "c":
+        return lax.reshape(flat, shape)
+    pairs = lax.reshape(flat, (*shape, 2))
+    return lax.complex(pairs[..., 0], pairs[..., 1])
+
+
+def _parts(x: Any) -> Any:
+    """A complex ``x`` as its (real, imaginary) parts on a new last axis; others as they are."""
+    if np.dtype(x.dtype).kind != "c":
+        return x
+    return lax.concatenate([lax.real(x)[..., None], lax.imag(x)[..., None]], np.ndim(x))
+
+
+def _part_dtype(dtype: np.dtype) -> np.dtype:
+    """The type of a complex type's parts; any other type itself."""
+    return np.dtype({"c": f"f{dtype.itemsize // 2}"}.get(dtype.kind, dtype))
+
+
+def _bit_width(dtype: np.dtype) -> int:
+    if dtype == np.dtype(bool):
+        return 1
+    if jnp.issubdtype(dtype, jnp.integer):
+        return int(ml_dtypes.iinfo(dtype).bits)
+    return int(ml_dtypes.finfo(dtype).bits)
+
+
+_UNSIGNED = {
+    2: np.dtype(ml_dtypes.uint2),
+    4: np.dtype(ml_dtypes.uint4),
+    8: np.dtype(np.uint8),
+    16: np.dtype(np.uint16),
+    32: np.dtype(np.uint32),
+    64: np.dtype(np.uint64),
+}
+
+
+def _unsigned_twin(dtype: np.dtype, ctx: RuleContext) -> np.dtype:
+    """The unsigned integer type as wide as ``dtype``, to read its bit pattern through."""
+    twin = _UNSIGNED.get(_bit_width(dtype))
+    if twin is None:
+        raise UnsupportedOpError(
+            f"stablehlo.bitcast_convert at {ctx.loc} between i1 and {dtype} is not supported: "
+            f"JAX has no {_bit_width(dtype)}-bit integer type to read its bits through"
+        )
+    return twin
+
+
+def _to_bits(ctx: RuleContext, flat: Any) -> Any:
+    """The bits of a flat array, element by element, each element's low bit first."""
+    dtype = np.dtype(flat.dtype)
+    if dtype == np.dtype(bool):
+        return flat
+    width = _bit_width(dtype)
+    u = lax.bitcast_convert_type(flat, _unsigned_twin(dtype, ctx))
+    if width < 8:
+        u = lax.convert_element_type(u, np.uint8)
+    n = int(np.size(flat))
+    shifts = lax.broadcasted_iota(u.dtype, (n, width), 1)
+    bits = lax.shift_right_logical(lax.broadcast_in_dim(u, (n, width), (0,)), shifts)
+    bits = lax.bitwise_and(bits, lax.full_like(bits, 1))
+    return lax.reshape(lax.ne(bits, lax.full_like(bits, 0)), (n * width,))
+
+
+def _from_bits(bits: Any, dtype: np.dtype, ctx: RuleContext) -> Any:
+    """Flat bits (each element's low bit first) read as a flat array of ``dtype``."""
+    if dtype == np.dtype(bool):
+        return bits
+    width = _bit_width(dtype)
+    twin = _unsigned_twin(dtype, ctx)
+    wide = np.dtype(np.uint8) if width < 8 else twin
+    n = int(np.size(bits)) // width
+    digits = lax.convert_element_type(lax.reshape(bits, (n, width)), wide)
+    digits = lax.shift_left(digits, lax.broadcasted_iota(wide, (n, width), 1))
+    # the bits are disjoint: their sum is their bitwise or
+    u = lax.reduce(digits, np.zeros((), wide), lax.bitwise_or, (1,))
+    if width < 8:
+        u = lax.convert_element_type(u, twin)
+    return lax.bitcast_convert_type(u, dtype)
 
 
 @rule("stablehlo.reduce_precision")
@@ -468,9 +588,22 @@ def compare(
     x, y = _signedness_as_declared(ctx, compare_type, x, y)
     if compare_type == "TOTALORDER" and jnp.issubdtype(x.dtype, jnp.floating):
         return fn(_total_order_key(x), _total_order_key(y))
+    if _is_complex(x) and comparison_direction not in ("EQ", "NE"):
+        return _complex_order(comparison_direction, x, y)
     if _is_bool(x) and comparison_direction not in ("EQ", "NE"):
         x, y = lax.convert_element_type(x, np.uint8), lax.convert_element_type(y, np.uint8)
     return fn(x, y)
+
+
+def _complex_order(direction: str, x: Any, y: Any) -> Any:
+    """An ordering compare of complex numbers as XLA computes it: ``op(re x, re y) or (re x
+    == re y and op(im x, im y))``. For ``LT``/``GT`` that is the specification's
+    lexicographic order; for ``LE``/``GE`` the first term already holds on equal real
+    parts, so the real parts alone decide (``0+1j <= 0+0j`` holds, where the specification
+    says it does not). JAX's own compares refuse complex operands."""
+    order = _CMP[direction]
+    (re_x, im_x), (re_y, im_y) = (lax.real(x), lax.imag(x)), (lax.real(y), lax.imag(y))
+    return lax.bitwise_or(order(re_x, re_y), lax.bitwise_and(lax.eq(re_x, re_y), order(im_x, im_y)))
 
 
 def _signedness_as_declared(

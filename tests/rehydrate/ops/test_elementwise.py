@@ -481,3 +481,136 @@ ENTRY main {
     np.testing.assert_array_equal(jax.jit(f)(x), [0.25, np.inf, 4.0, 9.0, np.inf])
     g = jax.grad(lambda x: f(x).sum())(np.array([0.5, 0.25, -2.0, 3.0, 0.0], np.float32))
     np.testing.assert_array_equal(g, [1.0, 0.5, -4.0, 6.0, 0.0])
+
+
+# every bit width bitcast into and out of i1: one bit an element (the specification), each
+# element's bits in memory order, low bit first
+BIT_TYPES = (
+    "i2",
+    "i4",
+    "ui4",
+    "f4E2M1FN",
+    "i8",
+    "f8E4M3FN",
+    "f8E5M2",
+    "ui16",
+    "bf16",
+    "f16",
+    "i32",
+    "f32",
+    "ui64",
+    "f64",
+)  # fmt: skip (complex and i1 do not bitcast: the verifier refuses real <-> complex)
+
+
+def _bits_of(a: np.ndarray, width: int) -> np.ndarray:
+    """numpy's view of the bits of ``a``: its bytes in memory, each byte's low bit first (a
+    sub-byte value sits in the low bits of its byte)."""
+    if width < 8:
+        per_byte = np.unpackbits(a.view(np.uint8)[:, None], axis=1, bitorder="little")
+        return per_byte[:, :width].astype(bool)
+    return np.unpackbits(a.view(np.uint8), bitorder="little").reshape(a.size, width).astype(bool)
+
+
+def test_bitcast_convert_into_and_out_of_i1_every_width() -> None:
+    args, body, outs, ins, want = [], [], [], [], []
+    for k, t in enumerate(BIT_TYPES):
+        dt = dtype_of(t)
+        width = ml_dtypes.iinfo(dt).bits if jnp.issubdtype(dt, jnp.integer) else None
+        width = width or ml_dtypes.finfo(dt).bits
+        x = _sample(t, k)
+        bits = _bits_of(x, width)
+        ins += [x, bits]
+        want += [bits, x]
+        xt, bt = f"tensor<{N}x{t}>", f"tensor<{N}x{width}xi1>"
+        args += [f"%x{k}: {xt}", f"%b{k}: {bt}"]
+        body += [
+            f"  %to{k} = stablehlo.bitcast_convert %x{k} : ({xt}) -> {bt}",
+            f"  %from{k} = stablehlo.bitcast_convert %b{k} : ({bt}) -> {xt}",
+        ]
+        outs += [(f"%to{k}", bt), (f"%from{k}", xt)]
+    text = (
+        f"func.func @main({', '.join(args)}) -> ({', '.join(t for _, t in outs)}) {{\n"
+        + "\n".join(body)
+        + f"\n  return {', '.join(v for v, _ in outs)} : {', '.join(t for _, t in outs)}\n}}\n"
+    )
+    # jitted only: eagerly, every op compiles alone (the interpreter-suite file
+    # tests/conformance/data/interpret/bits_and_complex.mlir runs the rule eagerly too)
+    got = jax.jit(rehydrate(text))(*ins)
+    for name, g, w in zip([v for v, _ in outs], got, want, strict=True):
+        g = np.asarray(g)
+        assert g.dtype == w.dtype and g.shape == w.shape, name
+        same = g == w if g.dtype == np.dtype(bool) else g.view(np.uint8) == w.view(np.uint8)
+        assert np.all(same), f"{name}: {g} != {w}"
+
+
+def test_bitcast_convert_f6_and_i1_refused_by_name() -> None:
+    from hlopipe.errors import UnsupportedOpError
+
+    text = """func.func @main(%x: tensor<2x6xi1>) -> tensor<2xf6E2M3FN> {
+      %r = stablehlo.bitcast_convert %x : (tensor<2x6xi1>) -> tensor<2xf6E2M3FN>
+      return %r : tensor<2xf6E2M3FN>
+    }"""
+    with pytest.raises(UnsupportedOpError, match="no 6-bit integer type"):
+        rehydrate(text)(np.ones((2, 6), bool))
+
+
+@pytest.mark.parametrize("t", ["complex<f32>", "complex<f64>"])
+def test_complex_cbrt_is_the_principal_root(t: str) -> None:
+    x = _sample(t, 3)  # edge values: NaN, infinities, signed zeros, the type's largest
+    x[:4] = [-8, -1j, 0, 3 + 4j]  # the specification's (3, 4) and the branch cut
+    # the closed form in complex128 (for complex<f64>, where |z| overflows there, the root
+    # is checked by its size alone)
+    wide = x.astype(np.complex128)
+    with np.errstate(all="ignore"):
+        want = np.abs(wide) ** (1 / 3) * np.exp(1j * np.angle(wide) / 3)
+    got = np.asarray(jax.jit(rehydrate(_program("stablehlo.cbrt", [x], t)))(x))
+    finite = np.isfinite(x)
+    exact = finite & np.isfinite(want)
+    tol = 8 * ml_dtypes.finfo(x.real.dtype).eps
+    np.testing.assert_allclose(got[exact], want[exact].astype(x.dtype), rtol=tol, atol=tol)
+    np.testing.assert_allclose(got[0], 1 + 1.7320508075688772j, rtol=tol)
+    huge = finite & ~np.isfinite(want)
+    big = np.maximum(np.abs(x.real), np.abs(x.imag))[huge]
+    assert np.all(np.isfinite(got[huge])), got[huge]
+    np.testing.assert_array_less(np.abs(got[huge]), 2 * np.cbrt(big))
+    np.testing.assert_array_less(np.cbrt(big), 2 * np.abs(got[huge]))
+    # cubed back (where the cube does not overflow)
+    small = finite & (np.abs(wide) < 1e6)
+    np.testing.assert_allclose(got[small] ** 3, x[small], rtol=100 * tol, atol=100 * tol)
+
+
+@pytest.mark.parametrize("t", ["complex<f32>", "complex<f64>"])
+def test_complex_ordering_compare_as_xla(t: str) -> None:
+    # every pair of real and imaginary parts from {-inf, -1, 0, 1, nan}: ties in either part
+    parts = [-np.inf, -1.0, 0.0, 1.0, np.nan]
+    grid = np.array([complex(a, b) for a in parts for b in parts])
+    dt = dtype_of(t)
+    x, y = np.repeat(grid, grid.size).astype(dt), np.tile(grid, grid.size).astype(dt)
+    n = x.size
+    ts = f"tensor<{n}x{t}>"
+    body = [
+        f"  %{d} = stablehlo.compare {d}, %a, %b, FLOAT : ({ts}, {ts}) -> tensor<{n}xi1>"
+        for d in ("LT", "LE", "GT", "GE", "EQ", "NE")
+    ]
+    outs = ", ".join(f"tensor<{n}xi1>" for _ in body)
+    text = (
+        f"func.func @main(%a: {ts}, %b: {ts}) -> ({outs}) {{\n"
+        + "\n".join(body)
+        + f"\n  return %LT, %LE, %GT, %GE, %EQ, %NE : {outs}\n}}\n"
+    )
+    client = jax.devices()[0].client
+    want = client.compile_and_load(text, jax.devices()[:1]).execute(
+        [jax.device_put(x), jax.device_put(y)]
+    )
+    got = jax.jit(rehydrate(text))(x, y)
+    for d, g, w in zip(("LT", "LE", "GT", "GE", "EQ", "NE"), got, want, strict=True):
+        np.testing.assert_array_equal(np.asarray(g), np.asarray(w), err_msg=d)
+
+
+def test_complex_remainder_refused_by_name() -> None:
+    from hlopipe.errors import UnsupportedOpError
+
+    x = _sample("complex<f32>", 0)
+    with pytest.raises(UnsupportedOpError, match=r"remainder of complex64 .* not supported"):
+        rehydrate(_program("stablehlo.remainder", [x, x], "complex<f32>"))(x, x)
