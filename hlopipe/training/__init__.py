@@ -12,6 +12,15 @@ stages and devices (`plan_stages`), and the one-device reference run (`train_one
 """
 
 from hlopipe.training._data import load_npz, read_arrays, synthetic
+from hlopipe.training._dataset import (
+    Batches,
+    DataKind,
+    Dataset,
+    Position,
+    eval_batches,
+    open_dataset,
+)
+from hlopipe.training._log import METRICS_FILE, EventWriter, RunLog, crc32c, read_metrics
 from hlopipe.training._plan import StageLayout, TrainingPlan, plan_stages, plan_training
 from hlopipe.training._reference import train_one_device
 from hlopipe.training._roles import (
@@ -29,6 +38,17 @@ from hlopipe.training._roles import (
 
 __all__ = [
     "BATCH_ARGS_SYNTAX",
+    "METRICS_FILE",
+    "EventWriter",
+    "RunLog",
+    "crc32c",
+    "read_metrics",
+    "Batches",
+    "DataKind",
+    "Dataset",
+    "Position",
+    "eval_batches",
+    "open_dataset",
     "PARAMETER_ROOTS",
     "Argument",
     "ArgumentRoles",
