@@ -150,12 +150,12 @@ def run_steps(args: argparse.Namespace, plan: Any, pipe: Any, state: Any) -> Run
             ):
                 eval_loss = _evaluate(pipe, state, eval_set, size)
             rate = size * (tokens or 1) / dt
-            pace = sum(times) / len(times) if times else dt
+            eta = _eta(sum(times) / len(times) * (total - step)) if times else "-:--:--"
             progress.line(
                 f"step {step:4d}  loss {loss:.6f}  grad norm {grad_norm:.4f}  "
                 f"{dt * 1e3:8.1f} ms"
                 + (f"  eval loss {eval_loss:.6f}" if eval_loss is not None else "")
-                + f"  ETA {_eta(pace * (total - step))}"
+                + f"  ETA {eta if step < total else _eta(0)}"
             )
             if run_log is not None:
                 run_log.write(
