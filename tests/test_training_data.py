@@ -190,6 +190,13 @@ def test_shards_by_name_and_position(tmp_path) -> None:
     got = [next(batches) for _ in range(3)]  # the fifth sample is an epoch's remainder
     np.testing.assert_array_equal(got[1][0], xs[2:4])
     np.testing.assert_array_equal(got[2][0], xs[0:2])
+    npy = tmp_path / "npy"
+    npy.mkdir()
+    np.save(npy / "y.npy", ys)  # one .npy per argument, named as it
+    np.save(npy / "x.npy", xs)
+    x, y = training.open_dataset(str(npy), args).source[4]
+    np.testing.assert_array_equal(x, xs[4])
+    assert y == ys[4]
     shuffled = training.Batches(ds, 2, shuffle=True, seed=0)
     epoch = [next(shuffled) for _ in range(2)]
     seen = np.concatenate([b[1] for b in epoch])

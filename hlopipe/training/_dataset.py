@@ -207,7 +207,7 @@ def _token_dataset(
 def _shard_arrays(path: str, kw: Keyword) -> tuple[list[str], list[Any]]:
     try:
         if path.endswith(".npy"):
-            return [os.path.splitext(os.path.basename(path))[0]], [np.load(path, mmap_mode="r")]
+            return [_stem(path)], [np.load(path, mmap_mode="r")]
         with np.load(path, allow_pickle=False) as f:
             return list(f.files), [f[k] for k in f.files]
     except (OSError, ValueError, EOFError) as e:
@@ -229,10 +229,18 @@ def _match(names: list[str], arrays: list[Any], batch: Sequence[Argument], where
     return list(arrays)
 
 
+def _stem(path: str) -> str:
+    return os.path.splitext(os.path.basename(path))[0]
+
+
 def _shard_dataset(path: str, files: list[str], batch: Sequence[Argument], kw: Keyword) -> Dataset:
     per_arg: list[list[Any]] = [[] for _ in batch]
-    for f in files:
-        names, arrays = _shard_arrays(f, kw)
+    shards = [_shard_arrays(f, kw) for f in files]
+    if len(batch) > 1 and {_stem(f) for f in files} == {a.name for a in batch}:
+        # one .npy per batch argument, named as it: one shard (x.npy, y.npy)
+        shards = [([n for ns, _ in shards for n in ns], [x for _, xs in shards for x in xs])]
+        files = [path]
+    for f, (names, arrays) in zip(files, shards, strict=True):
         matched = _match(names, arrays, batch, f)
         rows = {int(x.shape[0]) if x.ndim else -1 for x in matched}
         if len(rows) != 1 or -1 in rows:
