@@ -137,9 +137,10 @@ def test_kill_and_resume_equals_the_uninterrupted_run(files, tmp_path, capsys) -
     assert train(d, *argv, "--steps", "3", "--save", str(ckpt)) == 0
     assert sorted(p.name for p in ckpt.iterdir()) == ["step_00000002", "step_00000003"]
     shutil.rmtree(ckpt / "step_00000003")
-    assert train(d, *argv, "--steps", "4", "--resume", str(ckpt)) == 0
-    out = capsys.readouterr().out
+    assert train(d, *argv, "--steps", "4", "--resume", str(ckpt), "-v") == 0
+    out, err = capsys.readouterr()
     assert "resumed step 2" in out
+    assert f"INFO hlopipe: data position restored from {ckpt}" in err  # -v: the hlopipe logger
     a = training.read_metrics(str(straight))
     b = training.read_metrics(str(resumed))
     assert [r["step"] for r in b] == [1, 2, 3, 3, 4]  # killed run's step 3, then 3 and 4 again

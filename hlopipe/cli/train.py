@@ -200,18 +200,20 @@ def _check_args(args: argparse.Namespace) -> None:
 
 
 def _setup_logging(verbosity: int) -> None:
-    """The package's one logger, ``hlopipe``, to stderr: warnings, -v info, -vv debug."""
+    """The package's one logger, ``hlopipe``, to this command's stderr: warnings, -v info,
+    -vv debug (the handler is replaced on every run, so an in-process caller's stderr is it)."""
     import logging
+    import sys
 
     logger = logging.getLogger("hlopipe")
-    logger.setLevel(
-        logging.DEBUG if verbosity > 1 else logging.INFO if verbosity else logging.WARNING
-    )
-    if not logger.handlers:
-        handler = logging.StreamHandler()
-        handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
-        logger.addHandler(handler)
-    logger.propagate = False
+    level = logging.DEBUG if verbosity > 1 else logging.INFO if verbosity else logging.WARNING
+    logger.setLevel(level)
+    for old in [h for h in logger.handlers if getattr(h, "hlopipe_cli", False)]:
+        logger.removeHandler(old)
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
+    handler.hlopipe_cli = True  # type: ignore[attr-defined]
+    logger.addHandler(handler)
 
 
 def _check_schedule_name(name: str) -> None:
