@@ -25,7 +25,13 @@ class RunResult:
 def total_steps(args: argparse.Namespace, steps_per_epoch: int | None) -> int:
     """The run's last step (global): ``--steps``, else ``--epochs`` x steps an epoch, else 10."""
     if args.epochs is not None:
-        assert steps_per_epoch is not None  # _check_args: --epochs needs a dataset
+        if steps_per_epoch is None:
+            from hlopipe.errors import RuntimeConfigError
+
+            raise RuntimeConfigError(
+                f"--epochs counts passes over a dataset; --data {args.data} is one batch, "
+                "used every step: give --steps N"
+            )
         return args.epochs * steps_per_epoch
     return args.steps if args.steps is not None else 10
 
