@@ -204,6 +204,14 @@ def test_shards_by_name_and_position(tmp_path) -> None:
     epoch = [next(shuffled) for _ in range(2)]
     seen = np.concatenate([b[1] for b in epoch])
     assert len(set(seen.tolist())) == 4  # an epoch reads distinct samples
+    # a saved position continues a fresh stream at the next batch; another seed is refused
+    saved = json.loads(json.dumps(shuffled.position().to_json()))
+    want = next(shuffled)
+    again = training.Batches(ds, 2, shuffle=True, seed=0)
+    again.seek(saved)
+    np.testing.assert_array_equal(next(again)[1], want[1])
+    with pytest.raises(hlopipe.errors.RuntimeConfigError, match="shuffled by seed 0; this run"):
+        training.Batches(ds, 2, shuffle=True, seed=1).seek(saved)
 
 
 def test_event_file_records_frame_and_checksum(tmp_path) -> None:
