@@ -1,6 +1,8 @@
 """Training a loss program from a file: which arguments are the batch, the parameters and the
 frozen constants (`infer_roles`), their initial values and one batch (`plan_training`), the
-stages and devices (`plan_stages`), and the one-device reference run (`train_one_device`).
+stages and devices (`plan_stages`), and the one-device reference run (`train_one_device`);
+a dataset read batch after batch (`open_dataset`, `Batches`: grain underneath, its position
+saved with a checkpoint) and the run's log (`RunLog`: ``metrics.jsonl`` and TensorBoard events).
 
 ``hlopipe train`` is a thin layer over this; from Python::
 
