@@ -109,7 +109,7 @@ def test_train_defaults_check_save_resume(dump_dir, tmp_path) -> None:
 
     again = hlopipe_cmd(
         "train", str(dump_dir), "--module", "jit_loss", "--cpu-devices", "4",
-        "--microbatches", "2", "--steps", "1", "--resume", str(ckpt),
+        "--microbatches", "2", "--steps", "5", "--resume", str(ckpt),
     )  # fmt: skip
     assert again.returncode == 0, again.stdout + again.stderr
     assert "resumed step 4" in again.stdout

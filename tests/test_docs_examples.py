@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import ast
 import os
 import re
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -47,3 +49,39 @@ def test_stage_files_chained_by_hand(tmp_path) -> None:
     (code,) = python_blocks(ROOT / "docs" / "stage-files.md")
     out = run_example(code, tmp_path)
     assert out.startswith("by hand:")
+
+
+def shell_commands(path: Path) -> list[str]:
+    """The commands of a page's ```bash blocks, continuation lines joined."""
+    blocks = re.findall(r"^```bash\n(.*?)^```", path.read_text(), re.M | re.S)
+    return [c.strip() for b in blocks for c in b.replace("\\\n", " ").splitlines() if c.strip()]
+
+
+def test_training_page_end_to_end(tmp_path) -> None:
+    """docs/training.md: the program and token file, a split run saving every 2 steps with a
+    log and evaluation, a resume to step 10, the log read back."""
+    page = ROOT / "docs" / "training.md"
+    make, read = python_blocks(page)
+    assert "wrote loss.hlo" in run_example(make, tmp_path)
+    env = dict(os.environ, JAX_PLATFORMS="cpu", PYTHONPATH=str(ROOT))
+    env.pop("XLA_FLAGS", None)
+    outs = []
+    for command in shell_commands(page):
+        argv = shlex.split(command)
+        assert argv[0] == "hlopipe"
+        proc = subprocess.run(
+            [sys.executable, "-m", "hlopipe", *argv[1:]], cwd=tmp_path, capture_output=True,
+            text=True, env=env, timeout=300,
+        )  # fmt: skip
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        outs.append(proc.stdout)
+    plan = page.read_text().split("```\nprogram")[1].split("```")[0]
+    for line in ("program" + plan).strip().splitlines():
+        assert line.replace("loss.hlo", "") in outs[0].replace("loss.hlo", ""), line
+    assert "resumed step 6" in outs[1]
+    out = run_example(read, tmp_path)
+    lines = out.splitlines()
+    assert lines[0] == str(list(range(1, 11)))
+    first, last = map(float, re.findall(r"[\d.]+", lines[1]))
+    assert last < first - 0.5, out
+    assert [s for s, _ in ast.literal_eval(lines[2][5:])] == [3, 6, 9, 10]

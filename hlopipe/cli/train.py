@@ -16,6 +16,7 @@ from hlopipe.cli._common import (
     load,
     x64_if_needed,
 )
+from hlopipe.cli._train_run import run_steps
 
 
 def _add_train(p: argparse.ArgumentParser) -> None:
@@ -34,9 +35,12 @@ def _add_train(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--data",
-        metavar="NPZ",
-        help="one full batch, arrays in argument order: full batch = microbatches x the "
-        "program's batch (default: one fixed synthetic batch)",
+        metavar="PATH",
+        help="an .npz of one full batch (arrays in argument order; full batch = microbatches x "
+        "the program's batch), used every step; or a dataset: a folder or glob of .npy/.npz "
+        "shards whose arrays are samples along axis 0 (matched to the batch arguments by name "
+        "or position), or a token file (.bin, a 1-D .npy) cut into windows of --seq-len; "
+        "default: one fixed synthetic batch",
     )
     p.add_argument(
         "--batch-args",
@@ -63,7 +67,41 @@ def _add_train(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--cpu-devices", type=int, metavar="N", help=f"on CPU, simulate N devices ({CPU_DEVICES})"
     )
-    p.add_argument("--steps", type=int, default=10, help="training steps (10)")
+    p.add_argument(
+        "--steps",
+        type=int,
+        help="the run's total training steps; a resumed run continues to it (10)",
+    )
+    p.add_argument("--epochs", type=int, help="train this many passes over the --data dataset")
+    p.add_argument(
+        "--seq-len",
+        type=int,
+        metavar="S",
+        help="a token file's window: sample j is tokens[j*S : j*S+S], its labels the same "
+        "shifted by one (default: the program's sequence length, which S must equal)",
+    )
+    p.add_argument(
+        "--token-dtype",
+        default="uint16",
+        choices=("uint16", "uint32", "int32"),
+        help="the tokens of a .bin file (uint16, as nanoGPT and Megatron write them)",
+    )
+    p.add_argument(
+        "--no-shuffle",
+        action="store_true",
+        help="read the dataset in file order (default: each epoch shuffled by --seed)",
+    )
+    p.add_argument("--eval-data", metavar="PATH", help="a dataset to report an evaluation loss on")
+    p.add_argument(
+        "--eval-every", type=int, metavar="N", help="evaluate every N steps (default: at the end)"
+    )
+    p.add_argument(
+        "--log-dir",
+        metavar="DIR",
+        help="write metrics.jsonl (a JSON object per step, appended on resume) and "
+        "TensorBoard event files there",
+    )
+    p.add_argument("-v", "--verbose", action="count", default=0, help="log more (-vv: debug)")
     p.add_argument("--optimizer", choices=("adam", "adamw", "sgd"), default="adam")
     p.add_argument("--lr", type=float, default=1e-2, help="learning rate (0.01)")
     p.add_argument("--int-high", type=int, default=2, help="synthetic integer data in [0, N) (2)")
@@ -71,8 +109,22 @@ def _add_train(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--check", action="store_true", help="also train on one device and compare the losses"
     )
-    p.add_argument("--save", metavar="DIR", help="checkpoint the final state into DIR")
-    p.add_argument("--resume", metavar="DIR", help="start from the newest checkpoint in DIR")
+    p.add_argument(
+        "--save", metavar="DIR", help="checkpoint into DIR (at the end, and every --save-every)"
+    )
+    p.add_argument(
+        "--save-every",
+        type=int,
+        metavar="N",
+        help="also checkpoint every N steps, with the data position (into --save, else --resume)",
+    )
+    p.add_argument("--keep", type=int, default=2, help="checkpoints kept in DIR (2)")
+    p.add_argument(
+        "--resume",
+        metavar="DIR",
+        help="continue from the newest checkpoint in DIR, and its data position, to --steps "
+        "(saving into DIR unless --save says otherwise)",
+    )
     p.add_argument("--plot", metavar="PNG", help="write the measured timeline of the last step")
 
 
@@ -84,6 +136,7 @@ def _cmd_train(args: argparse.Namespace) -> int:
 
     # 1. everything that can be wrong with the command line, before any compiling.
     _check_args(args)
+    _setup_logging(args.verbose)
     with contextlib.suppress(Exception):  # CPU only; a backend already up keeps its devices
         jax.config.update("jax_num_cpu_devices", args.cpu_devices or CPU_DEVICES)
 
@@ -98,6 +151,8 @@ def _cmd_train(args: argparse.Namespace) -> int:
             num_microbatches=args.microbatches,
             int_high=args.int_high,
             seed=args.seed,
+            seq_len=args.seq_len,
+            token_dtype=args.token_dtype,
         )
         layout = training.plan_stages(
             program,
@@ -116,7 +171,8 @@ def _cmd_train(args: argparse.Namespace) -> int:
 def _check_args(args: argparse.Namespace) -> None:
     from hlopipe.errors import RuntimeConfigError
 
-    for flag in ("microbatches", "steps", "stages", "stage_devices", "cpu_devices"):
+    flags = ("microbatches", "steps", "stages", "stage_devices", "cpu_devices")
+    for flag in (*flags, "epochs", "seq_len", "save_every", "keep", "eval_every"):
         value = getattr(args, flag)
         if value is not None and value < 1:
             raise RuntimeConfigError(f"--{flag.replace('_', '-')} must be at least 1, not {value}")
@@ -124,6 +180,16 @@ def _check_args(args: argparse.Namespace) -> None:
         check_output_file(args.plot, "--plot", PLOT_SUFFIXES)
     if args.save:
         check_output_dir(args.save, "--save")
+    if args.log_dir:
+        check_output_dir(args.log_dir, "--log-dir")
+    if args.epochs is not None and args.steps is not None:
+        raise RuntimeConfigError("give --steps or --epochs, not both")
+    if args.epochs is not None and not args.data:
+        raise RuntimeConfigError("--epochs counts passes over a dataset: give it with --data")
+    if args.save_every and not (args.save or args.resume):
+        raise RuntimeConfigError("--save-every N needs a folder to save into: --save DIR")
+    if args.eval_every and not args.eval_data:
+        raise RuntimeConfigError("--eval-every N evaluates on --eval-data PATH: give it")
     if args.resume:
         from hlopipe.runtime._checkpoint import latest_step
 
@@ -132,6 +198,23 @@ def _check_args(args: argparse.Namespace) -> None:
                 f"--resume {args.resume}: no checkpoint there (train with --save DIR first)"
             )
     _check_schedule_name(args.schedule)
+
+
+def _setup_logging(verbosity: int) -> None:
+    """The package's one logger, ``hlopipe``, to this command's stderr: warnings, -v info,
+    -vv debug (the handler is replaced on every run, so an in-process caller's stderr is it)."""
+    import logging
+    import sys
+
+    logger = logging.getLogger("hlopipe")
+    level = logging.DEBUG if verbosity > 1 else logging.INFO if verbosity else logging.WARNING
+    logger.setLevel(level)
+    for old in [h for h in logger.handlers if getattr(h, "hlopipe_cli", False)]:
+        logger.removeHandler(old)
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
+    handler.hlopipe_cli = True  # type: ignore[attr-defined]
+    logger.addHandler(handler)
 
 
 def _check_schedule_name(name: str) -> None:
@@ -165,11 +248,18 @@ def _print_plan(args: argparse.Namespace, plan: Any, layout: Any) -> None:
         "step (full batch = microbatches x the program's batch)",
         **({"bubble": render(layout.bubble_note, flags)} if layout.bubble_note else {}),
         **words,
-        "optimizer": f"{args.optimizer}(lr={args.lr:g}), {args.steps} steps"
+        **({"reading": _reading(args)} if plan.dataset is not None else {}),
+        "optimizer": f"{args.optimizer}(lr={args.lr:g}), "
+        + (f"{args.epochs} epochs" if args.epochs else f"{args.steps or 10} steps")
         + (f", resuming from {args.resume}" if args.resume else ""),
     }
     for key, text in lines.items():
         print(f"{key:<10}{text}")
+
+
+def _reading(args: argparse.Namespace) -> str:
+    order = "in file order" if args.no_shuffle else f"each epoch shuffled by --seed {args.seed}"
+    return f"a full batch a step, {order}; the remainder of an epoch dropped"
 
 
 def _train(args: argparse.Namespace, plan: Any, layout: Any) -> int:
@@ -197,38 +287,26 @@ def _train(args: argparse.Namespace, plan: Any, layout: Any) -> int:
     if args.resume:
         print(f"resumed step {state.step} from {args.resume}")
     print(f"compiling {pipe.staged.num_stages} stages' forward and backward (in step 1)...")
-    state, losses = _steps(args, pipe, state, batch)
+    run = run_steps(args, plan, pipe, state)
+    losses = run.losses
+    if not losses:
+        return 0
     tl = pipe.timeline()
     fell = losses[-1] < losses[0]
     print(
-        f"ran {pipe!r}: {args.steps} steps, loss {losses[0]:.4f} -> {losses[-1]:.4f}"
-        + ("" if fell or args.steps < 2 else " (it did not fall: check the data and --lr)")
+        f"ran {pipe!r}: {len(losses)} steps, loss {losses[0]:.4f} -> {losses[-1]:.4f}"
+        + (
+            ""
+            if fell or len(losses) < 2 or plan.dataset
+            else " (it did not fall: check the data and --lr)"
+        )
         + f"; measured bubble of the last step {tl.bubble_fraction:.1%}"
     )
-    code = _check(args, plan, opt, losses, state.step - args.steps) if args.check else 0
-    if args.save:
-        print(f"checkpoint written to {pipe.save(state, args.save)}")
+    code = _check(args, plan, opt, losses, run.start) if args.check else 0
     if args.plot:
         schedules.plot(tl, args.plot)
         print(f"timeline written to {args.plot}")
     return code
-
-
-def _steps(args: argparse.Namespace, pipe: Any, state: Any, batch: list[Any]) -> Any:
-    """``args.steps`` steps, each printed; the last one profiled for the timeline."""
-    import time
-
-    losses: list[float] = []
-    for k in range(args.steps):
-        t0 = time.perf_counter()
-        # the last step is profiled (each action waited for and timed) for the timeline
-        state, metrics = pipe.step(state, batch, profile=k == args.steps - 1)
-        losses.append(float(metrics.loss))
-        print(
-            f"step {state.step:4d}  loss {metrics.loss:.6f}  grad norm {metrics.grad_norm:.4f}  "
-            f"{(time.perf_counter() - t0) * 1e3:8.1f} ms"
-        )
-    return state, losses
 
 
 def _check(args: argparse.Namespace, plan: Any, opt: Any, losses: list[float], start: int) -> int:
@@ -242,7 +320,12 @@ def _check(args: argparse.Namespace, plan: Any, opt: Any, losses: list[float], s
         raise HlopipeError("--check compares from initial values; leave out --resume with it")
     from hlopipe.runtime import compare_losses
 
-    ref = training.train_reference(plan, opt, args.steps)
+    batches = None
+    if plan.dataset is not None:  # the same batches again, from the start
+        size = plan.num_microbatches * plan.microbatch
+        data = training.Batches(plan.dataset, size, shuffle=not args.no_shuffle, seed=args.seed)
+        batches = [next(data) for _ in losses]
+    ref = training.train_reference(plan, opt, len(losses), batches)
     said = f"the roles by {ref.roles.evidence.value}"
     if ref.differences:
         print(
@@ -251,17 +334,17 @@ def _check(args: argparse.Namespace, plan: Any, opt: Any, losses: list[float], s
         )
         return 1
     if ref.losses is None:  # nothing in the program to check the roles against
-        unchecked = training.train_one_device(plan, opt, args.steps)
+        unchecked = training.train_one_device(plan, opt, len(losses), batches)
         ok, verdict = compare_losses(losses, unchecked)
         print(
-            f"check: the same {args.steps} steps on one device with the plan's roles: "
+            f"check: the same {len(losses)} steps on one device with the plan's roles: "
             f"{verdict.replace('(match)', '(the pipeline agrees)')}; the roles are UNCHECKED: "
             f"the program carries {ref.roles.evidence.value}"
         )
         return 0 if ok else 1
     ok, verdict = compare_losses(losses, ref.losses)  # NaN/inf in either run never matches
     print(
-        f"check: the same {args.steps} steps on one device, the program called directly with "
+        f"check: the same {len(losses)} steps on one device, the program called directly with "
         f"{said}: loss {ref.losses[0]:.4f} -> {ref.losses[-1]:.4f}; {verdict}"
     )
     return 0 if ok else 1
@@ -279,4 +362,7 @@ COMMAND = Command(
     params="--params",
     data="--data",
     jax_num_cpu_devices="--cpu-devices",
+    seq_len="--seq-len",
+    token_dtype="--token-dtype",
+    eval_data="--eval-data",
 )

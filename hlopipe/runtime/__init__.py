@@ -10,6 +10,8 @@ Public API:
 * :class:`PipelineExecutionError` — a step failed while running (an action raised, or a
   receive timed out: deadlock or dead rank), naming the rank, step and action.
 * :func:`measured_timeline` — a ``schedules.Timeline`` from measured per-action times.
+* :func:`read_checkpoint_extra` — the JSON data saved with a checkpoint (``save(...,
+  extra=)``: ``hlopipe train`` keeps its data position there).
 * :func:`compare_losses` — two runs' losses compared; a non-finite loss never matches.
 * :class:`ProcessLayout`, :class:`Links`, :func:`move_group`, :func:`on_every_process`,
   :func:`host_copy`, :func:`param_spec_leaves` — the placement and transfer pieces other
@@ -25,6 +27,7 @@ across processes each process's rank threads and a link thread for the collectiv
 (``_multiprocess.py``). See docs/runtime-performance.md.
 """
 
+from hlopipe.runtime._checkpoint import read_extra as read_checkpoint_extra
 from hlopipe.runtime._comm import host_copy, on_every_process
 from hlopipe.runtime._executor import Mailbox, PipelineExecutionError
 from hlopipe.runtime._finite import compare_losses
@@ -49,4 +52,5 @@ __all__ = [
     "on_every_process",
     "param_spec_leaves",
     "place",
+    "read_checkpoint_extra",
 ]

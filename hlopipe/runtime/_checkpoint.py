@@ -3,7 +3,8 @@ with orbax-checkpoint's array serialization, from whichever processes hold each 
 
 Layout of ``DIR`` (one folder per saved step; the newest is what :func:`restore` reads)::
 
-    DIR/step_00000005/meta.json              format, step, parameter paths, shapes, dtypes
+    DIR/step_00000005/meta.json              format, step, parameter paths, shapes, dtypes,
+                                             the caller's ``extra`` (a data position)
     DIR/step_00000005/params/<path>/         one zarr array per parameter (caller's path)
     DIR/step_00000005/opt/<leaf path>/       optimizer leaves of one parameter, by path
     DIR/step_00000005/opt_shared/<leaf>/     optimizer leaves of no parameter (adam's count)
@@ -229,7 +230,9 @@ def _writes(pipe: Pipeline, state: PipelineState, tmp: str) -> list[Any]:
     return out
 
 
-def _commit(pipe: Pipeline, state: PipelineState, root: str, name: str, keep: int) -> None:
+def _commit(
+    pipe: Pipeline, state: PipelineState, root: str, name: str, keep: int, extra: Any
+) -> None:
     """Process 0's part, once every array is written: ``meta.json``, then one rename (the
     same step saved again replaces the old folder), then the oldest beyond ``keep`` go."""
     tmp, final = os.path.join(root, f".tmp-{name}"), os.path.join(root, name)
@@ -242,6 +245,7 @@ def _commit(pipe: Pipeline, state: PipelineState, root: str, name: str, keep: in
         ],
         "num_stages": pipe.staged.num_stages,
         "optimizer": pipe.optimizer is not None,
+        "extra": extra,
     }
     with open(os.path.join(tmp, "meta.json"), "w") as f:
         json.dump(meta, f, indent=1)
@@ -269,9 +273,18 @@ def _fsync_dir(path: str) -> None:
         os.close(fd)
 
 
-def save(pipe: Pipeline, state: PipelineState, directory: str | os.PathLike, keep: int = 2) -> str:
+def save(
+    pipe: Pipeline,
+    state: PipelineState,
+    directory: str | os.PathLike,
+    keep: int = 2,
+    extra: Any = None,
+) -> str:
     """Write ``state`` under ``directory`` (see the module docstring); every process of the
-    job calls it. Returns the committed folder. Keeps the newest ``keep`` checkpoints."""
+    job calls it. Returns the committed folder. Keeps the newest ``keep`` checkpoints.
+    ``extra``: JSON-able data committed with the arrays (process 0's), read back by
+    :func:`read_extra`."""
+    json.dumps(extra)  # not JSON-able: a TypeError before anything is written
     root = os.fspath(directory)
     name = f"step_{state.step:08d}"
     tmp = os.path.join(root, f".tmp-{name}")
@@ -287,7 +300,7 @@ def save(pipe: Pipeline, state: PipelineState, directory: str | os.PathLike, kee
     _run(_writes(pipe, state, tmp))
     sync.barrier()
     if first:
-        _commit(pipe, state, root, name, keep)
+        _commit(pipe, state, root, name, keep, extra)
     sync.barrier()
     return os.path.join(root, name)
 
@@ -310,6 +323,22 @@ def latest_step(directory: str | os.PathLike) -> int | None:
     """The newest complete checkpoint's step under ``directory`` (``None``: there is none)."""
     steps = _steps(os.fspath(directory))
     return max(steps) if steps else None
+
+
+def read_extra(directory: str | os.PathLike, step: int | None = None) -> Any:
+    """The ``extra`` saved with checkpoint ``step`` (the newest: ``None``) under
+    ``directory``; ``None`` when it was saved without."""
+    root = os.fspath(directory)
+    step = latest_step(root) if step is None else step
+    if step is None:
+        raise RuntimeConfigError(f"no checkpoint under {root!r} (no step_<n>/meta.json there)")
+    try:
+        with open(os.path.join(root, f"step_{step:08d}", "meta.json")) as f:
+            return json.load(f).get("extra")
+    except (OSError, ValueError) as e:
+        raise RuntimeConfigError(
+            f"{root}/step_{step:08d}/meta.json is not readable ({e}): the checkpoint is damaged"
+        ) from e
 
 
 def _check_processes(pipe: Pipeline) -> None:

@@ -381,14 +381,18 @@ class Pipeline:
             losses = np.array([host_value(result.outputs[(0, i)]) for i in range(m)], np.float64)
         return self.comm.share_f64(losses, owner, m)
 
-    def save(self, state: PipelineState, directory: str | os.PathLike, keep: int = 2) -> str:
+    def save(
+        self, state: PipelineState, directory: str | os.PathLike, keep: int = 2, extra: Any = None
+    ) -> str:
         """Checkpoint ``state`` under ``directory`` (``step_<n>/``, atomically; the newest
         ``keep`` are kept): each parameter and its optimizer state by the parameter's path,
         written by the process holding it. Every process of the job calls it. Returns the
-        folder written. See ``hlopipe/runtime/_checkpoint.py`` for the layout."""
+        folder written. ``extra``: JSON-able data committed with it (a data loader's
+        position), read back by ``hlopipe.runtime.read_checkpoint_extra``. See
+        ``hlopipe/runtime/_checkpoint.py`` for the layout."""
         from hlopipe.runtime import _checkpoint
 
-        return _checkpoint.save(self, state, directory, keep)
+        return _checkpoint.save(self, state, directory, keep, extra)
 
     def restore(self, directory: str | os.PathLike, step: int | None = None) -> PipelineState:
         """The state saved under ``directory`` (the newest checkpoint, or ``step``), placed on

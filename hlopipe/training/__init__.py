@@ -2,7 +2,9 @@
 frozen constants (`infer_roles`), their initial values and one batch (`plan_training`), the
 stages and devices (`plan_stages`), and the one-device reference runs: on the plan's roles
 (`train_one_device`) and on the roles the program's own tree or names give (`train_reference`,
-what ``--check`` compares with).
+what ``--check`` compares with);
+a dataset read batch after batch (`open_dataset`, `Batches`: grain underneath, its position
+saved with a checkpoint) and the run's log (`RunLog`: ``metrics.jsonl`` and TensorBoard events).
 
 ``hlopipe train`` is a thin layer over this; from Python::
 
@@ -21,6 +23,15 @@ from hlopipe.training._check import (
     train_reference,
 )
 from hlopipe.training._data import load_npz, read_arrays, synthetic
+from hlopipe.training._dataset import (
+    Batches,
+    DataKind,
+    Dataset,
+    Position,
+    eval_batches,
+    open_dataset,
+)
+from hlopipe.training._log import METRICS_FILE, EventWriter, RunLog, crc32c, read_metrics
 from hlopipe.training._plan import StageLayout, TrainingPlan, plan_stages, plan_training
 from hlopipe.training._reference import train_one_device
 from hlopipe.training._roles import (
@@ -38,6 +49,17 @@ from hlopipe.training._roles import (
 
 __all__ = [
     "BATCH_ARGS_SYNTAX",
+    "METRICS_FILE",
+    "EventWriter",
+    "RunLog",
+    "crc32c",
+    "read_metrics",
+    "Batches",
+    "DataKind",
+    "Dataset",
+    "Position",
+    "eval_batches",
+    "open_dataset",
     "PARAMETER_ROOTS",
     "Argument",
     "Evidence",

@@ -14,6 +14,7 @@ import numpy as np
 from hlopipe.errors import Keyword, RuntimeConfigError, render
 from hlopipe.io import format_aval
 from hlopipe.training._data import read_arrays, synthetic
+from hlopipe.training._dataset import Dataset, is_one_batch, open_dataset
 from hlopipe.training._roles import ArgumentRoles, Role, infer_roles, init_by_role
 
 
@@ -30,6 +31,8 @@ class TrainingPlan:
       num_microbatches, microbatch: the batch is ``num_microbatches`` x ``microbatch`` rows.
       params_note, data_note: where the values came from, in words (text and
         :class:`~hlopipe.errors.Keyword` parts; see ``describe``).
+      dataset: the samples a run reads batch after batch (``batch`` is then its first
+        ``microbatches x microbatch`` samples in file order); ``None``: ``batch`` every step.
     """
 
     program: Any
@@ -41,6 +44,7 @@ class TrainingPlan:
     microbatch: int
     params_note: tuple[Any, ...]
     data_note: tuple[Any, ...]
+    dataset: Dataset | None = None
 
     @property
     def in_order(self) -> bool:
@@ -113,6 +117,8 @@ def plan_training(
     num_microbatches: int = 4,
     int_high: int = 2,
     seed: int = 0,
+    seq_len: int | None = None,
+    token_dtype: str = "uint16",
 ) -> TrainingPlan:
     """Plan training the loss program ``program`` (a loaded :class:`~hlopipe.io.Program`).
 
@@ -122,8 +128,10 @@ def plan_training(
       params: an .npz with the initial values of every argument that is not the batch
         (parameters and frozen constants), in argument order; default: parameters
         initialised by role, and an error when the program has frozen constants.
-      data: an .npz with one full batch (``num_microbatches`` x the program's batch); default:
-        one fixed synthetic batch.
+      data: an .npz with one full batch (``num_microbatches`` x the program's batch), used
+        every step; or a dataset (see :func:`open_dataset`): a folder or glob of .npy/.npz
+        shards of samples, or a token file (``.bin`` of ``token_dtype``, a 1-D ``.npy``) cut
+        into windows of ``seq_len``; default: one fixed synthetic batch.
       int_high, seed: synthetic integers in ``[0, int_high)``; the random generator's seed.
 
     Example:
@@ -137,11 +145,26 @@ def plan_training(
     trained, frozen, params_note = _initial_values(roles, params, batch_args, rng)
     b_args = roles.batch
     m = num_microbatches
-    if data:
+    dataset = None
+    data_note: tuple[Any, ...]
+    if data and not is_one_batch(data, b_args, m):
+        dataset = open_dataset(data, b_args, seq_len=seq_len, token_dtype=token_dtype)
+        B = m * int(b_args[0].aval.shape[0])
+        if dataset.num_samples < B:
+            raise RuntimeConfigError(
+                Keyword("data", data),
+                f": {dataset.num_samples} samples, a step takes {B} (",
+                Keyword("num_microbatches"),
+                " x the program's batch)",
+            )
+        rows = [dataset.source[i] for i in range(B)]
+        batch = [np.stack(col) for col in zip(*rows, strict=True)]
+        data_note = (f"{dataset.note}; {dataset.num_samples // B:,} steps an epoch",)
+    elif data:
         names = [a.label for a in b_args]
         b_avals = [a.aval for a in b_args]
         batch = read_arrays(data, "data", b_avals, names, m, what="batch arguments")
-        data_note: tuple[Any, ...] = (f"from {data}, the same batch every step",)
+        data_note = (f"from {data}, the same batch every step",)
     else:
         batch = [synthetic(a.aval, m, int_high, rng) for a in b_args]
         data_note = (
@@ -160,6 +183,7 @@ def plan_training(
         microbatch=int(b_args[0].aval.shape[0]),
         params_note=params_note,
         data_note=data_note,
+        dataset=dataset,
     )
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+from collections.abc import Iterable
 from typing import Any
 
 import numpy as np
@@ -9,11 +11,14 @@ import numpy as np
 from hlopipe.training._plan import TrainingPlan
 
 
-def train_one_device(plan: TrainingPlan, optimizer: Any, steps: int) -> list[float]:
+def train_one_device(
+    plan: TrainingPlan, optimizer: Any, steps: int, batches: Iterable[Any] | None = None
+) -> list[float]:
     """The losses of ``steps`` training steps on one device from the plan's initial values:
     the program's loss averaged over the microbatches, ``jax.value_and_grad``, ``optimizer``
     (an optax transformation) on the floating-point parameters; integer parameters and the
-    frozen constants stay as they are."""
+    frozen constants stay as they are. Each step takes the next of ``batches`` (full
+    batches, one array per batch argument), or the plan's one batch."""
     import jax
     import jax.numpy as jnp
     import optax
@@ -42,10 +47,12 @@ def train_one_device(plan: TrainingPlan, optimizer: Any, steps: int) -> list[flo
     dev = jax.local_devices()[0]
     trained = jax.device_put([jnp.asarray(params[k]) for k in train], dev)
     fixed = jax.device_put([jnp.asarray(p) for p in params], dev)
-    batch = jax.device_put([jnp.asarray(b) for b in plan.batch], dev)
+    fixed_batch = [plan.batch] if batches is None else None
+    source = iter(batches) if batches is not None else itertools.cycle(fixed_batch or [])
     st = optimizer.init(trained)
     losses = []
     for _ in range(steps):
+        batch = jax.device_put([jnp.asarray(b) for b in next(source)], dev)
         trained, st, value = step(trained, st, fixed, batch)
         losses.append(float(value))
     return losses

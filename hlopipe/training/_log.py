@@ -1,0 +1,129 @@
+"""What a training run leaves to read back: ``metrics.jsonl`` (a JSON object per step, appended
+on resume) and TensorBoard event files (scalars, written in TensorBoard's record format by
+hand: a few protobuf fields and CRC-32C framing, so no TensorFlow or tensorboard package is
+needed to write them)."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import socket
+import struct
+import time
+from collections.abc import Mapping
+from typing import Any
+
+METRICS_FILE = "metrics.jsonl"
+
+
+def _crc32c_table() -> list[int]:
+    table = []
+    for n in range(256):
+        c = n
+        for _ in range(8):
+            c = (c >> 1) ^ 0x82F63B78 if c & 1 else c >> 1  # Castagnoli, reflected
+        table.append(c)
+    return table
+
+
+_CRC32C = _crc32c_table()
+
+
+def crc32c(data: bytes) -> int:
+    """CRC-32C (Castagnoli) of ``data``, the checksum of TFRecord framing."""
+    c = 0xFFFFFFFF
+    for b in data:
+        c = _CRC32C[(c ^ b) & 0xFF] ^ (c >> 8)
+    return c ^ 0xFFFFFFFF
+
+
+def _masked(crc: int) -> int:
+    return (((crc >> 15) | (crc << 17)) + 0xA282EAD8) & 0xFFFFFFFF
+
+
+def _record(data: bytes) -> bytes:
+    """One TFRecord: length, its masked CRC, the data, the data's masked CRC."""
+    n = struct.pack("<Q", len(data))
+    return (
+        n + struct.pack("<I", _masked(crc32c(n))) + data + struct.pack("<I", _masked(crc32c(data)))
+    )
+
+
+def _varint(v: int) -> bytes:
+    out = bytearray()
+    while True:
+        b = v & 0x7F
+        v >>= 7
+        out.append(b | (0x80 if v else 0))
+        if not v:
+            return bytes(out)
+
+
+def _field(number: int, payload: bytes) -> bytes:
+    """A length-delimited protobuf field."""
+    return _varint(number << 3 | 2) + _varint(len(payload)) + payload
+
+
+def _event(wall_time: float, step: int | None = None, body: bytes = b"") -> bytes:
+    """A ``tensorflow.Event``: wall_time (1, double), step (2, int64), then ``body``."""
+    out = _varint(1 << 3 | 1) + struct.pack("<d", wall_time)
+    if step is not None:
+        out += _varint(2 << 3 | 0) + _varint(step)
+    return out + body
+
+
+def _scalar(tag: str, value: float) -> bytes:
+    """``Summary.Value`` {tag (1), simple_value (2, float)} inside ``Summary`` (Event field 5)."""
+    v = _field(1, tag.encode()) + _varint(2 << 3 | 5) + struct.pack("<f", value)
+    return _field(1, v)
+
+
+class EventWriter:
+    """Scalars into a TensorBoard event file under ``directory`` (``tensorboard --logdir``)."""
+
+    def __init__(self, directory: str) -> None:
+        name = f"events.out.tfevents.{int(time.time())}.{socket.gethostname()}.hlopipe"
+        self.path = os.path.join(directory, name)
+        self._f = open(self.path, "ab")  # noqa: SIM115 -- held open for the run; close()
+        self._f.write(_record(_event(time.time(), body=_field(3, b"brain.Event:2"))))
+
+    def scalars(self, step: int, values: Mapping[str, float]) -> None:
+        summary = b"".join(
+            _scalar(tag, float(v))
+            for tag, v in values.items()
+            if v is not None and math.isfinite(v)
+        )
+        self._f.write(_record(_event(time.time(), step, _field(5, summary))))
+        self._f.flush()
+
+    def close(self) -> None:
+        self._f.close()
+
+
+class RunLog:
+    """A run's log folder: ``metrics.jsonl`` (appended: a resumed run continues it) and a
+    TensorBoard event file. ``write`` takes one step's record; ``None`` values are left out."""
+
+    def __init__(self, directory: str) -> None:
+        os.makedirs(directory, exist_ok=True)
+        self.metrics_path = os.path.join(directory, METRICS_FILE)
+        self._metrics = open(self.metrics_path, "a")  # noqa: SIM115 -- closed by close()
+        self._events = EventWriter(directory)
+
+    def write(self, record: Mapping[str, Any]) -> None:
+        kept = {k: v for k, v in record.items() if v is not None}
+        self._metrics.write(json.dumps(kept) + "\n")
+        self._metrics.flush()
+        numbers = {k: v for k, v in kept.items() if k != "step" and isinstance(v, int | float)}
+        self._events.scalars(int(kept["step"]), numbers)
+
+    def close(self) -> None:
+        self._metrics.close()
+        self._events.close()
+
+
+def read_metrics(directory: str) -> list[dict[str, Any]]:
+    """The records of ``directory/metrics.jsonl``, in order."""
+    with open(os.path.join(directory, METRICS_FILE)) as f:
+        return [json.loads(line) for line in f if line.strip()]

@@ -1,0 +1,239 @@
+"""`hlopipe train` on a dataset: a token file read in file order gives the losses of a plain JAX
+loop over the same samples; a run killed between saves and resumed gives the uninterrupted
+run's losses; the log reads back. The oracle is the model's own JAX function and optax on one
+device, never hlopipe's plan."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import struct
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+import pytest
+
+import hlopipe
+from hlopipe import training
+from hlopipe.cli import main
+
+V, D, S, MB, M = 16, 8, 8, 2, 2  # vocabulary, width, sequence, microbatch, microbatches
+B = MB * M  # samples a step takes
+LR = 0.05
+
+
+def token_loss(params, tokens, labels):
+    h = jnp.tanh(params["emb"][tokens] @ params["w1"])
+    h = hlopipe.stage_boundary(h)
+    logp = jax.nn.log_softmax(h @ params["out"])
+    return -jnp.mean(jnp.take_along_axis(logp, labels[..., None], axis=-1))
+
+
+def init_params():
+    k1, k2, k3 = jax.random.split(jax.random.key(1), 3)
+    return {
+        "emb": jax.random.normal(k1, (V, D)),
+        "out": jax.random.normal(k2, (D, V)) * 0.5,
+        "w1": jax.random.normal(k3, (D, D)) * 0.5,
+    }
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory):
+    """The loss as HLO text, its initial parameters (argument order), a token file of 2 full
+    batches and one sample more (the remainder an epoch drops), an eval token file."""
+    d = tmp_path_factory.mktemp("tokens")
+    tok = jax.ShapeDtypeStruct((MB, S), jnp.int32)
+    hlo = jax.jit(token_loss).lower(init_params(), tok, tok).as_text(dialect="hlo")
+    (d / "loss.hlo").write_text(hlo)
+    np.savez(d / "init.npz", *jax.tree.leaves(init_params()))
+    rng = np.random.default_rng(0)
+    n_samples = 2 * B + 1
+    tokens = rng.integers(0, V, n_samples * S + 1).astype(np.uint16)
+    tokens.tofile(d / "train.bin")
+    rng.integers(0, V, 2 * B * S + 1).astype(np.uint16).tofile(d / "eval.bin")
+    return d, tokens
+
+
+def plain_jax_losses(tokens: np.ndarray, order: list[list[int]]) -> list[float]:
+    """A plain JAX loop: step k's batch is the samples ``order[k]`` of the token file."""
+    return plain_jax_run(tokens, order)[0]
+
+
+def plain_jax_run(tokens: np.ndarray, order: list[list[int]]) -> tuple[list[float], dict]:
+    """The losses of the plain loop and its parameters after the last step."""
+    opt = optax.adam(LR)
+
+    @jax.jit
+    def step(params, st, x, y):
+        value, g = jax.value_and_grad(token_loss)(params, x, y)
+        u, st = opt.update(g, st, params)
+        return optax.apply_updates(params, u), st, value
+
+    params = init_params()
+    st = opt.init(params)
+    losses = []
+    for samples in order:
+        x, y = windows(tokens, samples)
+        params, st, value = step(params, st, x, y)
+        losses.append(float(value))
+    return losses, params
+
+
+def windows(tokens: np.ndarray, samples: Any) -> tuple[np.ndarray, np.ndarray]:
+    """Samples ``samples`` of a token file as (tokens, labels), by the issue's definition."""
+    x = np.stack([tokens[j * S : j * S + S] for j in samples]).astype(np.int32)
+    y = np.stack([tokens[j * S + 1 : j * S + S + 1] for j in samples]).astype(np.int32)
+    return x, y
+
+
+def train(d, *extra: str) -> int:
+    argv = ["train", str(d / "loss.hlo"), "--data", str(d / "train.bin"), "--stage-devices", "1"]
+    argv += ["--microbatches", str(M), "--params", str(d / "init.npz"), "--lr", str(LR), *extra]
+    return main(argv)
+
+
+def test_token_file_in_file_order_equals_a_plain_jax_loop(files, tmp_path, capsys) -> None:
+    """Sample j is tokens[j*S : j*S+S] and its labels the window shifted by one; step k takes
+    the next B samples; the 9th sample (an epoch's remainder) is never read; 3 steps go into
+    the second epoch. The log folder reads back one record per step; --eval-data gives on
+    evaluation steps the mean loss over the eval set's full batches, equal to the model's loss
+    at the plain loop's parameters computed directly."""
+    d, tokens = files
+    logs = tmp_path / "logs"
+    argv = ["--no-shuffle", "--steps", "3", "--log-dir", str(logs)]
+    assert train(d, *argv, "--eval-data", str(d / "eval.bin"), "--eval-every", "2") == 0
+    out = capsys.readouterr().out
+    assert "9 (tokens, labels) windows of 8" in out and "2 steps an epoch" in out
+    assert "stages    2, at the program's 1 stage markers" in out
+    records = training.read_metrics(str(logs))
+    assert [r["step"] for r in records] == [1, 2, 3]
+    want = plain_jax_losses(tokens, [[0, 1, 2, 3], [4, 5, 6, 7], [0, 1, 2, 3]])
+    np.testing.assert_allclose([r["loss"] for r in records], want, rtol=2e-5)
+    for r in records:
+        assert r["grad_norm"] > 0 and r["step_time_s"] > 0
+        assert r["tokens_per_s"] == pytest.approx(B * S / r["step_time_s"], rel=1e-6)
+    assert 0 <= records[-1]["bubble"] < 1  # simulated from the profiled step's costs
+    assert "eval_loss" not in records[0] and "eval_loss" in records[2]  # and at the end
+    params = plain_jax_run(tokens, [[0, 1, 2, 3], [4, 5, 6, 7]])[1]
+    ev = np.fromfile(d / "eval.bin", np.uint16)
+    want = np.mean([token_loss(params, *windows(ev, range(k, k + B))) for k in (0, B)])
+    assert records[1]["eval_loss"] == pytest.approx(float(want), rel=2e-5)
+    # no ETA before a step that neither compiled nor was profiled (step 2 is, for the bubble)
+    assert re.search(r"^step +1 +loss .* ETA -:--:--$", out, re.M)
+    assert re.search(r"^step +3 +loss .* ETA 0:00:00$", out, re.M)
+
+
+def test_kill_and_resume_equals_the_uninterrupted_run(files, tmp_path, capsys) -> None:
+    """Shuffled by --seed: 4 steps straight; then 3 steps saving every 2, the last checkpoint
+    lost (killed after step 3, before its save), resumed to 4 from step 2's checkpoint and its
+    data position: steps 3 and 4 are the uninterrupted run's, and the log is appended."""
+    d, _ = files
+    straight, resumed, ckpt = tmp_path / "a", tmp_path / "b", tmp_path / "ckpt"
+    assert train(d, "--steps", "4", "--seed", "3", "--log-dir", str(straight)) == 0
+    argv = ["--seed", "3", "--log-dir", str(resumed), "--save-every", "2"]
+    assert train(d, *argv, "--steps", "3", "--save", str(ckpt)) == 0
+    assert sorted(p.name for p in ckpt.iterdir()) == ["step_00000002", "step_00000003"]
+    shutil.rmtree(ckpt / "step_00000003")
+    assert train(d, *argv, "--steps", "4", "--resume", str(ckpt), "-v") == 0
+    out, err = capsys.readouterr()
+    assert "resumed step 2" in out
+    assert f"INFO hlopipe: data position restored from {ckpt}" in err  # -v: the hlopipe logger
+    a = training.read_metrics(str(straight))
+    b = training.read_metrics(str(resumed))
+    assert [r["step"] for r in b] == [1, 2, 3, 3, 4]  # killed run's step 3, then 3 and 4 again
+    np.testing.assert_allclose([r["loss"] for r in b[3:]], [r["loss"] for r in a[2:]], rtol=1e-6)
+    # the shuffled order is not the file order (else resuming from the start would pass)
+    file_order = plain_jax_losses(files[1], [[0, 1, 2, 3], [4, 5, 6, 7]])
+    assert not np.allclose([r["loss"] for r in a[:2]], file_order, rtol=1e-4)
+    assert (ckpt / "step_00000004" / "meta.json").exists()  # saved into the resumed folder
+    meta = json.loads((ckpt / "step_00000004" / "meta.json").read_text())
+    assert meta["extra"]["data"]["seed"] == 3 and meta["extra"]["data"]["batch_size"] == B
+
+
+def test_dataset_errors_name_the_flag(files, tmp_path, capsys) -> None:
+    d, _ = files
+    assert train(d, "--seq-len", "5") == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("error: --seq-len 5: the program's sequence length is 8"), err
+    odd = tmp_path / "odd.bin"
+    odd.write_bytes(b"\x01\x02\x03")
+    argv = ["train", str(d / "loss.hlo"), "--data", str(odd), "--params", str(d / "init.npz")]
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert "3 bytes is not a whole number of uint16 tokens (--token-dtype)" in err, err
+    assert main([*argv[:3], str(d / "train.bin"), "--epochs", "1", "--steps", "2"]) == 2
+    assert "give --steps or --epochs, not both" in capsys.readouterr().err
+
+
+def test_shards_by_name_and_position(tmp_path) -> None:
+    """Shards of samples along axis 0, matched to the batch arguments by name (any order of
+    arrays) or by position; read in file order across shards."""
+    x_aval = jax.ShapeDtypeStruct((2, 3), jnp.float32)
+    y_aval = jax.ShapeDtypeStruct((2,), jnp.int32)
+    args = [
+        training.Argument(1, "x", x_aval, training.Role.BATCH),
+        training.Argument(2, "y", y_aval, training.Role.BATCH),
+    ]
+    xs = np.arange(5 * 3, dtype=np.float32).reshape(5, 3)
+    ys = np.arange(5, dtype=np.int64)
+    np.savez(tmp_path / "a.npz", y=ys[:3], x=xs[:3])  # by name, in another order
+    np.savez(tmp_path / "b.npz", xs[3:], ys[3:])  # by position
+    ds = training.open_dataset(str(tmp_path), args)
+    assert ds.num_samples == 5
+    for j in range(5):
+        x, y = ds.source[j]
+        np.testing.assert_array_equal(x, xs[j])
+        assert y == ys[j] and y.dtype == np.int32
+    batches = training.Batches(ds, 2, shuffle=False, seed=0)
+    got = [next(batches) for _ in range(3)]  # the fifth sample is an epoch's remainder
+    np.testing.assert_array_equal(got[1][0], xs[2:4])
+    np.testing.assert_array_equal(got[2][0], xs[0:2])
+    npy = tmp_path / "npy"
+    npy.mkdir()
+    np.save(npy / "y.npy", ys)  # one .npy per argument, named as it
+    np.save(npy / "x.npy", xs)
+    x, y = training.open_dataset(str(npy), args).source[4]
+    np.testing.assert_array_equal(x, xs[4])
+    assert y == ys[4]
+    shuffled = training.Batches(ds, 2, shuffle=True, seed=0)
+    epoch = [next(shuffled) for _ in range(2)]
+    seen = np.concatenate([b[1] for b in epoch])
+    assert len(set(seen.tolist())) == 4  # an epoch reads distinct samples
+    # a saved position continues a fresh stream at the next batch; another seed is refused
+    saved = json.loads(json.dumps(shuffled.position().to_json()))
+    want = next(shuffled)
+    again = training.Batches(ds, 2, shuffle=True, seed=0)
+    again.seek(saved)
+    np.testing.assert_array_equal(next(again)[1], want[1])
+    with pytest.raises(hlopipe.errors.RuntimeConfigError, match="shuffled by seed 0; this run"):
+        training.Batches(ds, 2, shuffle=True, seed=1).seek(saved)
+
+
+def test_event_file_records_frame_and_checksum(tmp_path) -> None:
+    """CRC-32C's check value (RFC 3720: "123456789" -> 0xE3069283), and the TFRecord framing
+    of the written event file read back: length, masked CRCs, the scalars' tags and values."""
+    assert training.crc32c(b"123456789") == 0xE3069283
+    w = training.EventWriter(str(tmp_path))
+    w.scalars(7, {"loss": 1.5})
+    w.close()
+    with open(w.path, "rb") as f:
+        data = f.read()
+    records, pos = [], 0
+    while pos < len(data):
+        (n,) = struct.unpack_from("<Q", data, pos)
+        (len_crc,) = struct.unpack_from("<I", data, pos + 8)
+        body = data[pos + 12 : pos + 12 + n]
+        (body_crc,) = struct.unpack_from("<I", data, pos + 12 + n)
+        for raw, crc in ((data[pos : pos + 8], len_crc), (body, body_crc)):
+            c = training.crc32c(raw)
+            assert crc == (((c >> 15) | (c << 17)) + 0xA282EAD8) & 0xFFFFFFFF
+        records.append(body)
+        pos += 16 + n
+    assert len(records) == 2 and b"brain.Event:2" in records[0]
+    assert b"loss" in records[1] and struct.pack("<f", 1.5) in records[1]
+    assert b"\x10\x07" in records[1]  # step 7 (field 2, varint)
