@@ -146,9 +146,9 @@ def run_pipeline_demo(
     t_one = time.perf_counter() - t0
     diff = max(abs(a - b) for a, b in zip(losses, ref, strict=True))
     console.print(
-        f"loss {losses[0]:.4f} -> {losses[-1]:.4f} in {steps} steps: pipeline "
-        f"{_clock(t_train)} training (the bar's time) after {t_build:.1f} s splitting and "
-        f"compiling; one device {t_one:.1f} s, compiling included"
+        f"loss {losses[0]:.4f} -> {losses[-1]:.4f} in {steps} steps; pipeline: "
+        f"{_clock(t_train)} training, as the bar shows, after {t_build:.1f} s splitting and "
+        f"compiling; one device: {t_one:.1f} s, compiling included"
     )
     console.print(f"max |loss difference| pipeline vs one device: {diff:.2e}")
     out = _show_timeline(console, pipe, plot_path)
