@@ -128,6 +128,8 @@ def test_params_that_are_not_an_npz(program, tmp_path, capsys) -> None:
         assert main(argv) == 2, argv
         line = error_line(capsys)
         assert words in line and "allow_pickle" not in line, (argv, line)
+        # a text file is not said to hold pickled data (numpy's guess for any non-zip file)
+        assert ("pickle" in line) == (argv[-1] == str(objects)), (argv, line)
 
 
 # ---- inspect DIR of a split ----------------------------------------------------------------
