@@ -43,6 +43,24 @@ class Keyword:
         return f"{flag} {value}"
 
 
+@dataclass(frozen=True)
+class ApiOnly:
+    """Words of an error message that hold in Python only: advice to pass a keyword that no
+    command-line flag sets. ``str(e)`` says ``text``; a front end that writes the message
+    with its flags (:meth:`HlopipeError.render`) says ``elsewhere`` instead.
+
+    Example:
+      >>> raise RuntimeConfigError("no argument is state; export it with the state donated",
+      ...                          ApiOnly(" or pass state=[argument paths]"))
+    """
+
+    text: str
+    elsewhere: str = ""
+
+    def __str__(self) -> str:
+        return self.text
+
+
 class HlopipeError(Exception):
     """Base class of every error hlopipe raises for bad input or unsupported programs.
 
@@ -79,19 +97,26 @@ class HlopipeError(Exception):
         """The message with each keyword named by ``flags`` (keyword -> flag) written as that
         flag, the others as Python keywords."""
         parts = getattr(self, "parts", None)
-        if not parts or not self.keywords:
+        if not parts or not any(isinstance(p, Keyword | ApiOnly) for p in parts):
             return str(self)
         return render(parts, flags)
 
 
 def render(parts: Sequence[Any], flags: Mapping[str, str] | None = None) -> str:
     """Text and :class:`Keyword` parts joined, each keyword named by ``flags`` (keyword ->
-    flag) written as that flag, the others as Python keywords."""
+    flag) written as that flag, the others as Python keywords. Given ``flags`` (a front end),
+    an :class:`ApiOnly` part says its ``elsewhere``; without, its ``text``."""
+    front_end = flags is not None
     flags = flags or {}
-    return "".join(
-        p.as_flag(flags[p.name]) if isinstance(p, Keyword) and p.name in flags else str(p)
-        for p in parts
-    )
+
+    def one(p: Any) -> str:
+        if isinstance(p, Keyword) and p.name in flags:
+            return p.as_flag(flags[p.name])
+        if isinstance(p, ApiOnly) and front_end:
+            return p.elsewhere
+        return str(p)
+
+    return "".join(one(p) for p in parts)
 
 
 class LoadError(HlopipeError):

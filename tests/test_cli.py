@@ -7,6 +7,7 @@ import os
 import re
 import subprocess
 import sys
+import tempfile
 
 import jax
 import jax.numpy as jnp
@@ -99,6 +100,16 @@ def test_demo(capsys, monkeypatch) -> None:
     assert f"hlopipe inspect {demo_files()[0]}" in out  # the full path, to look at next
     assert "compiling value_and_grad" in out and "compiling each stage" in out
     assert "why the bubble is large here" in out
+    # issue 38: the summary's training time is what the progress bar's clock shows
+    clock = re.findall(r"step 3/3 loss \S+ (\d+:\d\d:\d\d)", out)
+    assert clock and re.search(rf"pipeline: {clock[-1]} \([\d.]+ s\) training, as the bar", out)
+    # the pipeline's last rank line ends there, a blank line after it
+    lines = out.splitlines()
+    last = max(i for i, line in enumerate(lines) if line.startswith("  rank 3:"))
+    assert lines[last].endswith("process 0") and lines[last + 1] == ""
+    # the picture's path on a line of its own
+    picture = os.path.join(tempfile.gettempdir(), "hlopipe-demo-timeline.png")
+    assert picture in [line.strip() for line in lines]
 
 
 def test_demo_output_is_not_wrapped_when_piped() -> None:

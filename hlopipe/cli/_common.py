@@ -72,7 +72,7 @@ def one_line(e: BaseException, command: str | None = None) -> str:
 
 def check_output_file(path: str, flag: str, suffixes: Sequence[str] | None = None) -> None:
     """Before any work: ``path`` can be written as a file (its folder exists, it is not a
-    folder, its suffix is one of ``suffixes``)."""
+    folder, its suffix is one of ``suffixes``, and a file can be created there)."""
     from pathlib import Path
 
     p = Path(path)
@@ -83,26 +83,65 @@ def check_output_file(path: str, flag: str, suffixes: Sequence[str] | None = Non
         )
     if p.is_dir():
         raise HlopipeError(f"{flag} {path}: is a folder; give a file name")
-    parent = p.parent if str(p.parent) else Path(".")
-    if not parent.is_dir():
-        raise HlopipeError(f"{flag} {path}: the folder {parent} does not exist; create it first")
-    if not os.access(parent, os.W_OK) or (p.exists() and not os.access(p, os.W_OK)):
-        raise HlopipeError(f"{flag} {path}: cannot write there (permission denied)")
+    _check_parent(p, flag, path)
+    _probe(p, flag, path, folder=False)
 
 
 def check_output_dir(path: str, flag: str) -> None:
-    """Before any work: ``path`` is a folder or can become one (its parent exists)."""
+    """Before any work: ``path`` is a folder or can become one (its parent exists, and a
+    folder can be created there)."""
     from pathlib import Path
 
     p = Path(path)
     if p.exists() and not p.is_dir():
         raise HlopipeError(f"{flag} {path}: is a file, not a folder; give a folder name")
-    if not p.exists() and not p.parent.is_dir():
+    if not p.exists():
+        _check_parent(p, flag, path)
+    _probe(p, flag, path, folder=True)
+
+
+def _check_parent(p: Any, flag: str, path: str) -> None:
+    """``p``'s folder exists and is a folder (``-o f.mlir/sub``: f.mlir is a file)."""
+    from pathlib import Path
+
+    parent = p.parent if str(p.parent) else Path(".")
+    if parent.is_dir():
+        return
+    # the nearest ancestor that exists: a file there is the mistake to name
+    blocker = next((a for a in p.parents if a.exists()), None)
+    if blocker is not None and not blocker.is_dir():
+        raise HlopipeError(f"{flag} {path}: {blocker} is a file, not a folder")
+    raise HlopipeError(f"{flag} {path}: the folder {parent} does not exist; create it first")
+
+
+def _probe(p: Any, flag: str, path: str, folder: bool) -> None:
+    """Create what the command will write (and remove it again), so that a place that cannot
+    hold it (a read-only or virtual file system such as /proc, where even root may not
+    write) fails here, before any work; permission bits alone do not tell (root)."""
+    import tempfile
+
+    existed = p.exists()
+    try:
+        if folder and p.exists():
+            fd, probe = tempfile.mkstemp(dir=p, prefix=".hlopipe-probe-")
+            os.close(fd)
+            os.unlink(probe)
+        elif folder:
+            p.mkdir()
+            p.rmdir()
+        elif p.exists():
+            with open(p, "ab"):  # appending nothing leaves the file as it is
+                pass
+        else:
+            with open(p, "xb"):
+                pass
+            p.unlink()
+    except OSError as e:
+        what = ("write in" if existed else "create") + (" the folder" if folder else " the file")
         raise HlopipeError(
-            f"{flag} {path}: its parent folder {p.parent} does not exist; create it first"
-        )
-    if not os.access(p if p.exists() else p.parent, os.W_OK):
-        raise HlopipeError(f"{flag} {path}: cannot write there (permission denied)")
+            f"{flag} {path}: cannot {what} ({e.strerror or e}); "
+            "give a path in a folder you can write to"
+        ) from None
 
 
 def load(path: str, module: str | None) -> Any:

@@ -41,4 +41,6 @@ def _cmd_generate(args: argparse.Namespace) -> int:
                        prompt_len=args.prompt_len, seed=args.seed, check=args.check)  # fmt: skip
 
 
-COMMAND = Command("generate", _add_generate, _cmd_generate, num_stages="--stages")
+COMMAND = Command(
+    "generate", _add_generate, _cmd_generate, num_stages="--stages", params_path="--params"
+)

@@ -9,7 +9,11 @@ from hlopipe.cli._common import Command, load
 
 
 def _add_inspect(p: argparse.ArgumentParser) -> None:
-    p.add_argument("file", help="an XLA program (any format), a dump folder, or a manifest.json")
+    p.add_argument(
+        "file",
+        help="an XLA program (any format), a dump folder, or the folder (or its manifest.json) "
+        "that `hlopipe split` wrote",
+    )
     p.add_argument("--module", help="in a dump folder, the module to pick")
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
     p.add_argument("--no-cost", action="store_true", help="skip XLA's cost analysis")
@@ -20,11 +24,14 @@ def _cmd_inspect(args: argparse.Namespace) -> int:
     import json
     from pathlib import Path
 
-    if Path(args.file).name == "manifest.json":
+    manifest = Path(args.file)
+    if manifest.is_dir() and (manifest / "manifest.json").is_file() and args.module is None:
+        manifest = manifest / "manifest.json"  # a folder `hlopipe split -o` wrote
+    if manifest.name == "manifest.json":
         from hlopipe import stages
 
-        print(stages.format_manifest(args.file))
-        _print_stage_arguments(args.file)
+        print(stages.format_manifest(str(manifest)))
+        _print_stage_arguments(str(manifest))
         return 0
     from hlopipe.io import format_aval
     from hlopipe.rehydrate import module_ir, scan_unsupported

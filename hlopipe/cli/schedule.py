@@ -151,7 +151,8 @@ def _print_schedule(args: argparse.Namespace, schedule: Any, timeline: Any) -> N
     from rich.text import Text
 
     console = Console(highlight=False)
-    grid = Text(schedules.format_grid(schedules.align(schedule)))
+    # wrapped into blocks of steps that fit the terminal (COLUMNS, else 80 when piped)
+    grid = Text(schedules.format_grid(schedules.align(schedule), width=console.width))
     for kind, style in (("F", "blue"), ("B", "green"), ("I", "cyan"), ("W", "magenta")):
         grid.highlight_regex(rf"\b\d+{kind}\d+\b", style)
     console.print(
@@ -162,13 +163,26 @@ def _print_schedule(args: argparse.Namespace, schedule: Any, timeline: Any) -> N
     peaks = " ".join(str(timeline.peak_activations[r]) for r in range(schedule.num_ranks))
     console.print(
         f"makespan {timeline.makespan:g}  bubble {timeline.bubble_fraction:.2%}  "
-        f"(within each rank's span {timeline.span_bubble_fraction:.2%})  "
-        f"peak activations per rank: {peaks}",
+        f"(within each rank's span {timeline.span_bubble_fraction:.2%})",
         soft_wrap=True,
     )
+    console.print(f"peak activations per rank: {peaks}", soft_wrap=True)
+    given = schedules.parse_costs(args.costs) if args.costs else None
+    console.print(_costs_line(given), soft_wrap=True)
     for label, path in (("plot", args.plot), ("trace", args.trace), ("torch CSV", args.to_torch)):
         if path:
             console.print(f"{label} written to {path}")
+
+
+def _costs_line(given: dict[str, float] | None) -> str:
+    """The costs the simulation used, and where they came from."""
+    from hlopipe import schedules
+
+    used = schedules.resolve_costs(given)
+    text = " ".join(f"{k}={v:g}" for k, v in used.items())
+    if not given:
+        return f"costs assumed: {text} (the defaults; set them with --costs)"
+    return f"costs: {text} (from --costs {','.join(f'{k}={v:g}' for k, v in given.items())})"
 
 
 def _schedule_auto(args: argparse.Namespace, costs: dict[str, float] | None) -> int:
@@ -203,6 +217,7 @@ def _schedule_auto(args: argparse.Namespace, costs: dict[str, float] | None) -> 
         print(json.dumps([c.as_dict() for c in ranked], indent=1))
         return 0
     _print_ranking(args, ranked)
+    print(_costs_line(costs))
     best = next((c for c in ranked if c.fits), None)
     if best is None:
         raise ScheduleError(f"no schedule for {args.ranks} ranks")

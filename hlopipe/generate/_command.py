@@ -96,8 +96,9 @@ def _params(path: str | None, roles: Any, seed: int) -> list[Any]:
     if path is None:
         rng = np.random.default_rng(seed)
         return [rng.standard_normal(r.shape).astype(r.dtype) for r in want]
-    with np.load(path, allow_pickle=False) as f:
-        arrays = [f[k] for k in f.files]
+    from hlopipe.io import load_npz
+
+    arrays = load_npz(path, "params_path")[1]
     if len(arrays) != len(want):
         raise RuntimeConfigError(
             f"--params {path}: {len(arrays)} arrays, the program takes {len(want)} parameters"

@@ -20,7 +20,7 @@ import jax
 import numpy as np
 
 from hlopipe import schedules
-from hlopipe.errors import RuntimeConfigError, StageError
+from hlopipe.errors import ApiOnly, RuntimeConfigError, StageError
 from hlopipe.generate._oracle import generate_unsplit as generate_unsplit
 from hlopipe.generate._placement import (
     CompiledStage,
@@ -57,6 +57,12 @@ from hlopipe.stages import (
     split_stacked,
     split_stateful,
     state_sends,
+)
+
+# what the command says where Python would pass a keyword (the command has no flag for it)
+_FROM_PYTHON = (
+    "; the command reads the roles from the program alone: from Python, name them with "
+    "hlopipe.generate.Generator(..., {})"
 )
 
 
@@ -172,20 +178,29 @@ class Generator:
             r = roles.ambiguous[0]
             raise RuntimeConfigError(
                 f"{self.source}: which output feeds argument {r.index} ({r.path}) is a guess "
-                f"({r.reason}); a wrong pairing would mix up state, so name it: "
-                "state={argument: output} or feedback={argument: output}"
+                f"({r.reason}); a wrong pairing would mix up state, so name it",
+                ApiOnly(
+                    ": state={argument: output} or feedback={argument: output}",
+                    _FROM_PYTHON.format("state={argument: output}, feedback={argument: output}"),
+                ),
             )
         if not roles.state:
             raise RuntimeConfigError(
                 f"{self.source}: no argument is state (nothing is aliased to an output: the "
-                "program was exported without donation); export it with the state donated or "
-                "pass state=[argument paths]"
+                "program was exported without donation); export it with the state donated "
+                "(jax.jit(step, donate_argnums=...))",
+                ApiOnly(
+                    " or pass state=[argument paths]", _FROM_PYTHON.format("state=[argument paths]")
+                ),
             )
         fb = roles.feedback
         if not fb:
             raise RuntimeConfigError(
-                f"{self.source}: no argument is fed back from an output (the token); pass "
-                "feedback={argument: output}"
+                f"{self.source}: no argument is fed back from an output (the token)",
+                ApiOnly(
+                    "; pass feedback={argument: output}",
+                    _FROM_PYTHON.format("feedback={argument: output}"),
+                ),
             )
         self.token = fb[0]
         self.position = position_of(roles, self.source)

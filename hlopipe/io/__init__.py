@@ -3,6 +3,7 @@
 from hlopipe.io._detect import detect_format
 from hlopipe.io._dump import dump_modules
 from hlopipe.io._load import FORMATS, load, load_bytes
+from hlopipe.io._npz import load_npz
 from hlopipe.io._program import Program, format_aval
 from hlopipe.io._roles import ArgRole, ArgRoles
 from hlopipe.io._types import (
@@ -32,6 +33,7 @@ __all__ = [
     "format_aval",
     "load",
     "load_bytes",
+    "load_npz",
     "mlir_name",
     "parse_tensor_type",
 ]

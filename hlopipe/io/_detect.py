@@ -22,10 +22,13 @@ _MLIR_MODULE = re.compile(r"(?:module|func\.func)\b")
 _MLIR_TEXT = re.compile(r"\bfunc\.func\b|^\s*module\b|\bstablehlo\.|\bmhlo\.", re.M)
 
 
-def detect_format(data: bytes) -> str:
-    """The format of a program held in ``data`` (see ``FORMATS``); LoadError when none fits."""
+def detect_format(data: bytes, name: str | None = None) -> str:
+    """The format of a program held in ``data`` (see ``FORMATS``); LoadError when none fits,
+    naming ``name`` (the file ``data`` came from) when given."""
+    subject = f"{name} is" if name else "input is"
     if not data.strip():
-        raise LoadError("empty input: expected an HLO or StableHLO program")
+        what = f"{name} is empty" if name else "empty input"
+        raise LoadError(f"{what}: expected an HLO or StableHLO program")
     if data.startswith(MLIR_BYTECODE_MAGIC):
         return "mlir-bytecode"
     text = _as_text(data)
@@ -42,7 +45,7 @@ def detect_format(data: bytes) -> str:
         if _MLIR_TEXT.search(body):
             return "stablehlo-text"
         raise LoadError(
-            "input is text but neither HLO text (starts with 'HloModule' or a computation, "
+            f"{subject} text but neither HLO text (starts with 'HloModule' or a computation, "
             "'name {' / 'ENTRY name {') nor MLIR text (has 'func.func' or 'module'); it starts "
             f"with {body[:40]!r}"
         )
@@ -51,8 +54,9 @@ def detect_format(data: bytes) -> str:
     if _is_flatbuffer_export(data):
         return "jax-export"
     raise LoadError(
-        "input is in no known format: not MLIR bytecode (no 'ML\\xefR' magic), not text, not a "
-        "serialized HloModuleProto (bad protobuf wire format), not a jax.export artifact"
+        f"{subject} in no known format: not MLIR bytecode (no 'ML\\xefR' magic), not "
+        "text, not a serialized HloModuleProto (bad protobuf wire format), not a jax.export "
+        f"artifact ({len(data)} bytes, starting {data[:8]!r})"
     )
 
 

@@ -82,7 +82,7 @@ def load_bytes(
     data: bytes, *, name: str = "<bytes>", format: str | None = None, entry: str | None = None
 ) -> Program:
     """Load a program held in ``data`` (see :func:`load`)."""
-    fmt = format or detect_format(data)
+    fmt = format or detect_format(data, None if name == "<bytes>" else name)
     if fmt == "hlo-text":
         text = _as_text(data)
         if text is None:

@@ -220,8 +220,12 @@ def _from_export(data: bytes, name: str, entry: str | None) -> Program:
 
     try:
         exp = jax_export.deserialize(bytearray(data))
-    except Exception as e:
-        raise LoadError(f"{name}: not a valid jax.export artifact: {error_text(e)}") from None
+    except Exception as e:  # the flatbuffer reader fails in many ways on bytes cut short
+        raise LoadError(
+            f"{name}: not a valid jax.export artifact: truncated or corrupt ({len(data)} bytes; "
+            f"jax.export.deserialize: {error_text(e)}); export it again "
+            "(jax.export.export(...).serialize())"
+        ) from None
     _guard.check_bytecode(bytes(exp.mlir_module_serialized), name, "jax-export", whole=data)
     try:
         text = exp.mlir_module()

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from typing import Any
 
 import numpy as np
@@ -66,8 +66,11 @@ class StepMetrics:
         )
 
 
-def measured_timeline(schedule: Schedule, result: StepResult) -> Timeline:
-    """A :class:`~hlopipe.schedules.Timeline` from measured events (milliseconds).
+def measured_timeline(
+    schedule: Schedule, result: StepResult, fused: Collection[tuple[int, int]] = ()
+) -> Timeline:
+    """A :class:`~hlopipe.schedules.Timeline` from measured events (milliseconds); ``fused``:
+    the (stage, microbatch) pairs whose F and B ran as one executable (``Timeline.fused``).
 
     ``costs`` holds the mean measured duration of each kind (``F``, ``B``, ``I``, ``W``,
     ``send``) and of each kind per stage (``F@2``), ready for :func:`schedules.simulate`;
@@ -87,5 +90,13 @@ def measured_timeline(schedule: Schedule, result: StepResult) -> Timeline:
                 sums.setdefault("send", []).append(e - s)
     costs = {k: float(np.mean(v)) for k, v in sums.items()}
     return Timeline(
-        schedule, costs, events, makespan, busy, idle, dict(result.peak_live), unit="ms"
+        schedule,
+        costs,
+        events,
+        makespan,
+        busy,
+        idle,
+        dict(result.peak_live),
+        unit="ms",
+        fused=frozenset(fused),
     )

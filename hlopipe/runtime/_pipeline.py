@@ -347,7 +347,9 @@ class Pipeline:
         self._last_result = result
         timeline = None
         if profile:
-            timeline = self._timeline = measured_timeline(runner.prog.plan.schedule, result)
+            timeline = self._timeline = measured_timeline(
+                runner.prog.plan.schedule, result, runner.prog.plan.fused
+            )
         if losses is not None:
             red = np.sum if self.plan.loss_reduction == "sum" else np.mean
             loss: Any = float(red(losses))
@@ -417,7 +419,9 @@ class Pipeline:
         m = self.num_microbatches
         result = runner.run(state, batch, sync=self.sync_actions)
         if self.sync_actions:
-            self._timeline = measured_timeline(runner.prog.plan.schedule, result)
+            self._timeline = measured_timeline(
+                runner.prog.plan.schedule, result, runner.prog.plan.fused
+            )
         self._last_result = result
         batch_leaves = jax.tree_util.tree_leaves(batch)
         flat_out = []

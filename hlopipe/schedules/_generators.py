@@ -78,10 +78,20 @@ def canonical_name(name: str) -> str:
     canonical = _LOOKUP.get(_key(name)) if isinstance(name, str) else None
     if canonical is None:
         raise ScheduleError(
-            f"unknown schedule {name!r}; valid names: {', '.join(GENERATORS)} "
-            f"(also: {', '.join(sorted(_ALIASES))})"
+            f"unknown schedule {name!r}{_did_you_mean(name)}; valid names: "
+            f"{', '.join(GENERATORS)} (also: {', '.join(sorted(_ALIASES))})"
         )
     return canonical
+
+
+def _did_you_mean(name: object) -> str:
+    """``" (did you mean '1f1b'?)"`` when a known name or alias is close to ``name``."""
+    import difflib
+
+    if not isinstance(name, str):
+        return ""
+    close = difflib.get_close_matches(_key(name), list(_LOOKUP), n=1)
+    return f" (did you mean {_LOOKUP[close[0]]!r}?)" if close else ""
 
 
 def default_virtual_stages(name: str) -> int:

@@ -12,6 +12,7 @@ def format_grid(
     schedule: Schedule,
     marks: Mapping[int, int] | None = None,
     upto: Mapping[int, int] | None = None,
+    width: int | None = None,
 ) -> str:
     """The schedule as a rank x step grid of text, ``.`` for an idle slot.
 
@@ -20,6 +21,10 @@ def format_grid(
       marks: rank -> step of a cell to point at; the cell is shown as ``>2B3<`` and its row
         ends with ``<-- here``.
       upto: rank -> step after which that rank's row is cut (``...``), for partial grids.
+      width: the most characters a line may have (a terminal's width): each step's column
+        is then as wide as its own widest cell, and the steps are wrapped into blocks of
+        lines that fit, one under the other, each with its own ``step`` header. Default: one
+        block, every column as wide as the widest cell.
 
     >>> from hlopipe.schedules import align, get
     >>> print(format_grid(align(get("gpipe", 2, 1))))
@@ -37,14 +42,41 @@ def format_grid(
         if r in upto and upto[r] + 1 < len(cells):
             cells = [*cells[: upto[r] + 1], "..."]
         rows[r] = cells
-    width = max((len(rows[r]) for r in rows), default=0)
-    cell_w = max([len(c) for cells in rows.values() for c in cells] + [len(str(width - 1)), 1])
+    steps = max((len(rows[r]) for r in rows), default=0)
     label_w = len(f"rank {schedule.num_ranks - 1}")
-    header = "step".ljust(label_w) + "  " + " ".join(str(t).ljust(cell_w) for t in range(width))
-    lines = [header.rstrip()]
-    for r in range(schedule.num_ranks):
-        line = f"rank {r}".ljust(label_w) + "  " + " ".join(c.ljust(cell_w) for c in rows[r])
-        if r in marks:
+    if width is None:
+        cell_w = max([len(c) for cells in rows.values() for c in cells] + [len(str(steps - 1)), 1])
+        return _block(rows, range(steps), [cell_w] * steps, label_w, marks)
+    col_w = [
+        max([len(str(t))] + [len(rows[r][t]) for r in rows if t < len(rows[r])])
+        for t in range(steps)
+    ]
+    blocks, start, used = [], 0, label_w + 2
+    for t in range(steps):
+        if t > start and used + col_w[t] > width:
+            blocks.append(range(start, t))
+            start, used = t, label_w + 2
+        used += col_w[t] + 1
+    blocks.append(range(start, steps))
+    return "\n\n".join(_block(rows, b, col_w, label_w, marks) for b in blocks)
+
+
+def _block(
+    rows: Mapping[int, list[str]],
+    steps: range,
+    col_w: list[int],
+    label_w: int,
+    marks: Mapping[int, int],
+) -> str:
+    """The grid's lines for the steps ``steps`` (columns ``col_w`` wide)."""
+
+    def cells(texts: list[str]) -> str:
+        return " ".join(texts[t].ljust(col_w[t]) if t < len(texts) else "" for t in steps)
+
+    lines = [("step".ljust(label_w) + "  " + cells([str(t) for t in range(steps.stop)])).rstrip()]
+    for r, row in rows.items():
+        line = f"rank {r}".ljust(label_w) + "  " + cells(row)
+        if r in marks and marks[r] in steps:
             line = line.rstrip() + "  <-- here"
         lines.append(line.rstrip())
     return "\n".join(lines)

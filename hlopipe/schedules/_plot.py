@@ -20,6 +20,9 @@ COLOURS = {
     Kind.SEND_F: "#9A9A9A",
     Kind.SEND_B: "#9A9A9A",
 }
+# an F and its B run as one executable (a measured timeline's ``fused``): one box, own colour
+FUSED_COLOUR = "#8172B2"
+_FUSED_LABEL = "FB (forward + backward fused)"
 _LABELS = {
     Kind.F: "F (forward)",
     Kind.B: "B (backward)",
@@ -51,7 +54,9 @@ def plot(
 
     The title sits inside the figure, the legend below the plot (never over the bars), the
     time axis is labelled with ``unit`` (default ``timeline.unit``: cost units when simulated,
-    ms when measured). An OVERLAP_F_B is one box, its forward's colour above its backward's;
+    ms when measured). An F that ran fused with its B (``timeline.fused``) is one FB box in
+    a colour of its own (the B has no time of its own to draw). An OVERLAP_F_B is one box,
+    its forward's colour above its backward's;
     when a rank holds several stages (a V, interleaved stages) each later chunk is a lighter
     shade of the kind's colour and the legend names the chunks; transfers that took time (a
     receive waiting, a measured send) are thin grey bars under the row. The width grows with
@@ -106,7 +111,7 @@ def _figure(timeline: Timeline, title: str | None = None, unit: str | None = Non
     ax = fig.add_axes((left, bottom, 1 - left - 0.15 / width, top - bottom))
     px_per_unit = ax.get_position().width * width * _DPI / span
     fontsize = 7 if p <= 8 else 6
-    kinds_seen, transfers = _draw_events(
+    kinds_seen, transfers, fused = _draw_events(
         ax, Rectangle, timeline, chunk_of, chunks, px_per_unit, fontsize
     )
     ax.set_yticks(range(p), [f"rank {r}" for r in range(p)], fontsize=8)
@@ -117,7 +122,7 @@ def _figure(timeline: Timeline, title: str | None = None, unit: str | None = Non
     ax.grid(axis="x", alpha=0.3)
     ax.set_axisbelow(True)
 
-    _legend(fig, Patch, kinds_seen, transfers, chunks, width)
+    _legend(fig, Patch, kinds_seen, transfers, fused, chunks, width)
     fig.text(left, 1 - 0.12 / height, "\n".join(lines), ha="left", va="top", **_TITLE_FONT)
     return fig
 
@@ -146,11 +151,11 @@ def _draw_events(
     chunks: int,
     px_per_unit: float,
     fontsize: int,
-) -> tuple[set[Kind], bool]:
-    """Draw each rank's boxes (and thin transfer bars) on ``ax``; returns the kinds drawn and
-    whether any transfer took time."""
+) -> tuple[set[Kind], bool, bool]:
+    """Draw each rank's boxes (and thin transfer bars) on ``ax``; returns the kinds drawn,
+    whether any transfer took time and whether any fused FB was drawn."""
     kinds_seen: set[Kind] = set()
-    transfers = False
+    transfers = fused = False
 
     def label(x0: float, x1: float, y: float, text: str, dark: bool) -> None:
         # The whole label if it fits, else the microbatch alone, else nothing.
@@ -172,8 +177,8 @@ def _draw_events(
                     Rectangle((start, r + 0.3), end - start, 0.12, color=COLOURS[a.kind], lw=0)
                 )
                 continue
-            kinds_seen.add(a.kind)
             if a.kind is Kind.OVERLAP_F_B:
+                kinds_seen.add(a.kind)
                 fwd, bwd = a.parts
                 for part, y0 in ((fwd, r - 0.4), (bwd, r)):
                     colour = _shade(COLOURS[part.kind], chunk_of[part.stage], chunks)
@@ -186,29 +191,47 @@ def _draw_events(
                 ax.add_patch(Rectangle((start, r - 0.4), end - start, 0.8, fill=False,
                                        ec="black", lw=0.8))  # fmt: skip
                 continue
-            colour = _shade(COLOURS[a.kind], chunk_of[a.stage], chunks)
+            is_fb = a.kind in (Kind.F, Kind.B) and (a.stage, a.microbatch) in timeline.fused
+            if is_fb and a.kind is Kind.B:
+                continue  # ran inside its F's box (its own event is the bookkeeping after it)
+            if is_fb:
+                fused = True
+            else:
+                kinds_seen.add(a.kind)
+            base = FUSED_COLOUR if is_fb else COLOURS[a.kind]
+            colour = _shade(base, chunk_of[a.stage], chunks)
             ax.add_patch(
                 Rectangle((start, r - 0.4), end - start, 0.8, color=colour, ec="white", lw=0.5)
             )
             text = f"{a.microbatch}" if chunks == 1 else f"{a.microbatch}\ns{a.stage}"
             label(start, end, r, text, chunk_of[a.stage] < 2 or chunks <= 2)
-    return kinds_seen, transfers
+    return kinds_seen, transfers, fused
 
 
 def _legend(
-    fig: Any, Patch: Any, kinds_seen: set[Kind], transfers: bool, chunks: int, width: float
+    fig: Any,
+    Patch: Any,
+    kinds_seen: set[Kind],
+    transfers: bool,
+    fused: bool,
+    chunks: int,
+    width: float,
 ) -> None:
-    """The legend under the plot: one entry per kind drawn (per chunk when there are several)."""
+    """The legend under the plot: one entry per kind drawn (per chunk when there are several),
+    and the fused FB when one was drawn."""
     handles = []
-    for k, text in _LABELS.items():
-        if k not in kinds_seen:
-            continue
+    entries: list[tuple[Kind | None, str]] = [(k, t) for k, t in _LABELS.items() if k in kinds_seen]
+    if fused:  # after the F and B entries
+        at = sum(1 for k, _ in entries if k in (Kind.F, Kind.B))
+        entries.insert(at, (None, _FUSED_LABEL))
+    for k, text in entries:
         if k is Kind.OVERLAP_F_B:
             handles.append(Patch(facecolor="white", edgecolor="black", label=text))
             continue
+        colour = FUSED_COLOUR if k is None else COLOURS[k]
         for c in range(chunks if chunks > 1 else 1):
             suffix = "" if chunks == 1 else f", chunk {c}"
-            handles.append(Patch(color=_shade(COLOURS[k], c, chunks), label=text + suffix))
+            handles.append(Patch(color=_shade(colour, c, chunks), label=text + suffix))
     if transfers:
         handles.append(Patch(color=COLOURS[Kind.RECV_F], label="transfer / waiting to receive"))
     fig.legend(
@@ -226,8 +249,9 @@ def to_chrome_trace(
 ) -> dict:
     """``timeline`` as a Chrome trace (open it in https://ui.perfetto.dev or chrome://tracing).
 
-    One thread per rank; one cost unit is ``unit_us`` microseconds. Writes JSON to ``path``
-    when given, and returns the trace either way.
+    One thread per rank; one cost unit is ``unit_us`` microseconds. An F that ran fused with
+    its B (``timeline.fused``) is named ``<stage>FB<microbatch>``, category ``FB``. Writes
+    JSON to ``path`` when given, and returns the trace either way.
 
     >>> from hlopipe.schedules import get, simulate
     >>> len(to_chrome_trace(simulate(get("gpipe", 2, 1)))["traceEvents"]) > 0
@@ -243,10 +267,12 @@ def to_chrome_trace(
         )
     for r, evs in timeline.events.items():
         for a, start, end in evs:
+            fb = a.kind is Kind.F and (a.stage, a.microbatch) in timeline.fused
             events.append(
                 {
-                    "name": str(a),
-                    "cat": a.kind.value,
+                    # an F that ran fused with its B: the event spans both
+                    "name": f"{a.stage}FB{a.microbatch}" if fb else str(a),
+                    "cat": "FB" if fb else a.kind.value,
                     "ph": "X",
                     "pid": 0,
                     "tid": r,

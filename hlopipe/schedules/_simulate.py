@@ -98,6 +98,9 @@ class Timeline:
         forward-only schedule an activation lives for its F only.
       unit: what a unit of time is: ``"cost units"`` when simulated, ``"ms"`` for a timeline
         a runtime measured (plots label their time axis with it).
+      fused: the (stage, microbatch) pairs whose F and B ran as one executable (a measured
+        timeline: the F's event spans both, the B's takes no time of its own); plots draw
+        such an F as an FB. Empty when simulated.
     """
 
     schedule: Schedule
@@ -108,6 +111,7 @@ class Timeline:
     idle: dict[int, float]
     peak_activations: dict[int, int] = field(default_factory=dict)
     unit: str = "cost units"
+    fused: frozenset[tuple[int, int]] = frozenset()
 
     @property
     def bubble_fraction(self) -> float:

@@ -3,29 +3,13 @@ they stand for, and a synthetic batch."""
 
 from __future__ import annotations
 
-import zipfile
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
-from hlopipe.errors import HlopipeError, Keyword, RuntimeConfigError
-from hlopipe.io import format_aval
-
-
-def load_npz(path: str, keyword: str = "path") -> tuple[list[str], list[Any]]:
-    """The names and arrays of an .npz file, in order. ``keyword``: the argument that gave
-    ``path``, named by the error when the file is not an .npz."""
-    try:
-        f = np.load(path, allow_pickle=False)
-    except (OSError, ValueError, EOFError, zipfile.BadZipFile) as e:
-        raise HlopipeError(Keyword(keyword, path), f": cannot read it as .npz ({e})") from None
-    if not hasattr(f, "files"):
-        raise HlopipeError(
-            Keyword(keyword, path), ": a single .npy array, not an .npz file (np.savez)"
-        )
-    with f:
-        return list(f.files), [f[k] for k in f.files]
+from hlopipe.errors import Keyword, RuntimeConfigError
+from hlopipe.io import format_aval, load_npz
 
 
 def read_arrays(
