@@ -86,6 +86,13 @@ def _labels(params):
     return jax.tree.map(lambda w: "w" if w else "rest", _is_w(params))
 
 
+def _scale_by_global_sum(u, s, p=None):
+    """Each update over (1 + the sum of every update's squares): a constant added to a sum
+    over parameters, which the stages must count once."""
+    total = functools.reduce(lambda a, b: a + b, [jnp.sum(x**2) for x in jax.tree.leaves(u)])
+    return jax.tree.map(lambda x: x / (total + 1.0), u), s
+
+
 CASES = {
     "lamb": lambda: optax.lamb(3e-2),
     "lars": lambda: optax.lars(0.3),
@@ -97,6 +104,10 @@ CASES = {
     "clip-then-adamw": lambda: optax.chain(optax.clip_by_global_norm(0.05), optax.adamw(3e-2)),
     "lamb-then-clip": lambda: optax.chain(optax.lamb(3e-2), optax.clip_by_global_norm(0.02)),
     "masked-lamb": lambda: optax.chain(optax.masked(optax.lamb(3e-2), _is_w), optax.sgd(0.1)),
+    "global-sum-plus-one": lambda: optax.chain(
+        optax.GradientTransformation(lambda p: optax.EmptyState(), _scale_by_global_sum),
+        optax.sgd(0.5),
+    ),
     "multi-transform": lambda: optax.multi_transform(
         {"w": optax.adafactor(3e-2, min_dim_size_to_factor=4), "rest": optax.lars(0.3)}, _labels
     ),
