@@ -210,6 +210,14 @@ class _Mixing(Exception):
         self.params = params
 
 
+class _Absent(Enum):
+    """A value a stage does not compute: another stage's, or one that needs a global sum
+    not known yet."""
+
+    ABSENT = "another stage's"
+    LATER = "needs a later global sum"
+
+
 @dataclass(frozen=True, eq=False)
 class OptimizerPlan:
     """An optimizer's update as the stages run it: the flattened update, which of its
@@ -222,7 +230,6 @@ class OptimizerPlan:
     sums: frozenset[int]
     slots: tuple[int, ...]
     slot_of: dict[int, int]
-    out_treedef: Any  # of (updates, state)
 
     @property
     def num_slots(self) -> int:
@@ -289,14 +296,6 @@ class OptimizerPlan:
             if k in op.outs:
                 return op.out_avals[0].dtype
         raise AssertionError(f"slot {slot} has no operation")
-
-
-class _Absent(Enum):
-    """A value a stage does not compute: another stage's, or one that needs a global sum
-    not known yet."""
-
-    ABSENT = "another stage's"
-    LATER = "needs a later global sum"
 
 
 def _analyse(flat: _Flat, in_deps: Sequence[_Dep]) -> tuple[dict[int, _Dep], set[int], list[int]]:
@@ -395,10 +394,8 @@ def plan_optimizer(
                 f"other parameters ({other}): the stages hold different parameters and "
                 "would not equal one device"
             )
-    return OptimizerPlan(
-        flat, deps, frozenset(sums), tuple(slots), {k: i for i, k in enumerate(slots)},
-        jax.tree_util.tree_structure(out_shape),
-    )  # fmt: skip
+    slot_of = {k: i for i, k in enumerate(slots)}
+    return OptimizerPlan(flat, deps, frozenset(sums), tuple(slots), slot_of)
 
 
 def state_shardings(state: Any, view: TreeView, own: Sequence[int], shardings: Sequence[Any],
