@@ -95,6 +95,7 @@ SLOW_MODULES = frozenset(
         "runtime/test_launch_steps.py",
         "runtime/test_mesh.py",
         "runtime/test_new_schedules.py",
+        "runtime/test_optimizers.py",
         "runtime/test_pipeline.py",
         "runtime/test_pipeline_configs.py",
         "runtime/test_process_takeover.py",

@@ -126,17 +126,19 @@ def _run(coros: list[Coroutine[Any, Any, Any]]) -> list[Any]:
 # -- what is stored where --------------------------------------------------------------------
 
 
-def _opt_leaves(pipe: Pipeline, s: int, state: Any) -> list[tuple[str, str | None, Any, Any]]:
-    """(leaf path, kind, leaf, parameter) of stage ``s``'s optimizer state: kind ``"param"``
+def _opt_leaves(pipe: Pipeline, s: int, state: Any) -> list[tuple[str, str | None, Any]]:
+    """(leaf path, kind, leaf) of stage ``s``'s optimizer state: kind ``"param"``
     for a leaf of a parameter the stage owns, ``"shared"`` for one of no parameter (a count),
-    ``None`` for a placeholder's (another stage's parameter: not stored)."""
+    ``None`` for a placeholder's (another stage's parameter: not stored). The state is over
+    the caller's tree (a stacked parameter of a cut layer loop whole, on the stage owning its
+    rows), so each leaf is stored under its own path."""
     view = pipe.param_store.view
-    own = set(pipe.owned[s])
-    out: list[tuple[str, str | None, Any, Any]] = []
+    own = set(pipe.param_store.opt_owned[s])
+    out: list[tuple[str, str | None, Any]] = []
     for path, leaf in jax.tree_util.tree_flatten_with_path(state)[0]:
         q = view.param_of(path, np.shape(leaf))
         kind = "shared" if q is None else "param" if q in own else None
-        out.append((jax.tree_util.keystr(path), kind, leaf, q))
+        out.append((jax.tree_util.keystr(path), kind, leaf))
     return out
 
 
@@ -157,29 +159,6 @@ def _param_at(pipe: Pipeline, p: int) -> tuple[str, Any, Any]:
     pc = plan.param_pieces[p]
     rows = None if pc.start is None else pc
     return plan.caller_names[pc.source], rows, plan.caller_avals[pc.source]
-
-
-def _opt_at(pipe: Pipeline, leaf_path: str, q: int, leaf: Any) -> tuple[str, Any, Any]:
-    """The path an optimizer leaf of parameter ``q`` is stored under (a row range's leaf: the
-    whole parameter's), its rows (``None``: all) and the whole leaf's aval."""
-    plan = pipe.plan
-    if not plan.param_pieces or plan.param_pieces[q].start is None:
-        return leaf_path, None, leaf
-    pc = plan.param_pieces[q]
-    mine = _tree_paths(pipe)[q]
-    if not leaf_path.endswith(mine):
-        raise RuntimeConfigError(
-            f"optimizer state {leaf_path!r} of the rows {pipe.param_names[q]} of a stacked "
-            "parameter does not end with its path: cannot store it whole"
-        )
-    whole = plan.caller_avals[pc.source]
-    aval = jax.ShapeDtypeStruct((whole.shape[0], *np.shape(leaf)[1:]), leaf.dtype)
-    return leaf_path[: len(leaf_path) - len(mine)] + plan.caller_names[pc.source], pc, aval
-
-
-def _tree_paths(pipe: Pipeline) -> list[str]:
-    tree = jax.tree_util.tree_unflatten(pipe.plan.param_treedef, list(pipe.param_avals))
-    return [jax.tree_util.keystr(k) for k, _ in jax.tree_util.tree_flatten_with_path(tree)[0]]
 
 
 # -- save --------------------------------------------------------------------------------------
@@ -221,10 +200,9 @@ def _writes(pipe: Pipeline, state: PipelineState, tmp: str) -> list[Any]:
     for s, st in enumerate(state.opt_states):
         if st is None or not pipe.layout.local(pipe.placement.rank_of(s)):
             continue
-        for leaf_path, kind, leaf, q in _opt_leaves(pipe, s, st):
+        for leaf_path, kind, leaf in _opt_leaves(pipe, s, st):
             if kind == "param":
-                path, rows, whole = _opt_at(pipe, leaf_path, q, leaf)
-                out.append(_write(leaf, _spec(tmp, "opt", path, rows, whole), whole))
+                out.append(_write(leaf, _spec(tmp, "opt", leaf_path)))
             elif kind == "shared" and s == 0:
                 out.append(_write(leaf, _spec(tmp, "opt_shared", leaf_path)))
     return out
@@ -413,20 +391,17 @@ def _param_reads(pipe: Pipeline, folder: str) -> tuple[list[tuple[int, int]], li
 def _opt_reads(pipe: Pipeline, folder: str, s: int, template: Any) -> list[Any]:
     """Stage ``s``'s optimizer leaves: a read per stored leaf, the placeholders as they are."""
     out: list[Any] = []
-    for leaf_path, kind, leaf, q in _opt_leaves(pipe, s, template):
+    for leaf_path, kind, leaf in _opt_leaves(pipe, s, template):
         if kind is None:  # a placeholder of another stage's parameter
             out.append(leaf)
             continue
-        sub, path, rows, whole = "opt_shared", leaf_path, None, None
-        if kind == "param":
-            sub = "opt"
-            path, rows, whole = _opt_at(pipe, leaf_path, q, leaf)
-        if not os.path.isdir(os.path.join(folder, sub, _dirname(path))):
+        sub = "opt" if kind == "param" else "opt_shared"
+        if not os.path.isdir(os.path.join(folder, sub, _dirname(leaf_path))):
             raise RuntimeConfigError(
                 f"{folder}: no optimizer state {leaf_path!r}: it was saved with another "
                 "optimizer, or without one; restore with the optimizer that saved it"
             )
-        out.append(_read(_spec(folder, sub, path, rows, whole), leaf, leaf.sharding))
+        out.append(_read(_spec(folder, sub, leaf_path), leaf, leaf.sharding))
     return out
 
 

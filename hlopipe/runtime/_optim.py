@@ -1,28 +1,36 @@
-"""Optimizers across stages: which optax transformations are exact per stage, and global-norm
-clipping over all stages.
+"""Optimizers across stages: any optax transformation, run per stage, equal to one device.
 
 The runtime updates each stage's parameters where they live, with the optimizer applied to
 that stage's parameters only, in the pytree the user gave (:class:`TreeView`: the other
 parameters are empty placeholders), so that masks and labels (``optax.masked``,
 ``multi_transform``, ``adamw(mask=...)``), by pytree or by path, see what they see on one
-device. That equals the optimizer on one device exactly when every
-update (and every state leaf) of a parameter depends on that parameter's gradient, value and
-state alone (sgd, adam, adamw, lion, adafactor, per-parameter clipping...). Whether it does is
-read from the transformation itself: its ``update`` is traced (abstractly, nothing runs) and
-the dataflow of the jaxpr says which parameters each output depends on.
+device. A stacked parameter of a cut layer loop is one leaf there, whole: its rows are owned
+by one stage (see ``runtime/_plan.py``), so a statistic over the whole parameter (a trust
+ratio, a norm, adafactor's factored moments, an RMS) is the one-device statistic.
 
-``optax.clip_by_global_norm`` is the one transformation that reads a global statistic and is
-made exact: an ``optax.chain`` is cut at each such clip; the stages run the part before it,
-the runtime sums every stage's (and process's) squared norm of the updates, and every stage
-then clips with that global norm, with optax's own formula, and runs on. Any other
-transformation that mixes parameters is refused by name (:class:`RuntimeConfigError`).
+What the transformation does is read from its own dataflow, never from its Python structure:
+its ``update`` is traced over the whole parameter tree (abstractly, nothing runs) and the
+jaxpr (calls inlined) is walked with, for every value, the parameters it depends on.
+
+- A value of one parameter (or of none: a step count) is computed by the stage owning that
+  parameter (by every stage).
+- A scalar ``add`` of values of different parameters is a *global sum* (the squared global
+  norm of ``optax.clip_by_global_norm``, ``normalize_by_update_norm``, wherever it sits in
+  nested chains): each stage adds the terms it has, the runtime sums those partial sums
+  over the stages (and processes), and the stages run on with the total, one *phase* per
+  global sum.
+- Anything else that combines two parameters (a ``concatenate`` of their flags, a product
+  of their norms) cannot be split by stage: the optimizer is refused before the first step
+  (:class:`RuntimeConfigError`), naming the operation, the output it reaches and where in
+  the optimizer's source it was traced.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from enum import Enum
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -30,48 +38,6 @@ import numpy as np
 from jax.sharding import NamedSharding, PartitionSpec
 
 from hlopipe.errors import RuntimeConfigError
-
-
-def _unwrap(fn: Any) -> Any:
-    """The update function inside optax's ``with_extra_args_support`` wrapper."""
-    while getattr(fn, "__qualname__", "") == "with_extra_args_support.<locals>.update":
-        fn = _closure(fn)["tx"].update
-    return fn
-
-
-def _name(t: Any) -> str:
-    fn = _unwrap(getattr(t, "update", None))
-    q = getattr(fn, "__qualname__", "") or type(t).__name__
-    return q.split(".<locals>")[0] if ".<locals>" in q else q
-
-
-def _closure(fn: Any) -> dict[str, Any]:
-    code = getattr(fn, "__code__", None)
-    cells = getattr(fn, "__closure__", None) or ()
-    if code is None:
-        return {}
-    return {n: c.cell_contents for n, c in zip(code.co_freevars, cells, strict=True)}
-
-
-def chain_parts(opt: Any) -> list[Any] | None:
-    """The transformations of a top-level ``optax.chain`` (``None`` if ``opt`` is not one)."""
-    if _name(opt) != "chain":
-        return None
-    import optax
-
-    inits = _closure(opt.init).get("init_fns")
-    updates = _closure(_unwrap(opt.update)).get("update_fns")
-    if not isinstance(inits, tuple | list) or not isinstance(updates, tuple | list):
-        return None
-    return [optax.GradientTransformation(i, u) for i, u in zip(inits, updates, strict=True)]
-
-
-def global_clip_norm(t: Any) -> float | None:
-    """``max_norm`` when ``t`` is ``optax.clip_by_global_norm(max_norm)``, else ``None``."""
-    if _name(t) != "clip_by_global_norm":
-        return None
-    v = _closure(_unwrap(t.update)).get("max_norm")
-    return None if v is None else float(v)
 
 
 def _keys(path: Any) -> tuple[str, ...]:
@@ -129,123 +95,307 @@ class TreeView:
         return None
 
 
-def _deps(jaxpr: Any, ins: Sequence[frozenset[str]]) -> list[frozenset[str]]:
-    """For each output of ``jaxpr`` (a Jaxpr), the labels of the inputs it depends on."""
-    from jax.extend.core import Literal
+# -- the optimizer's update as a flat list of operations -------------------------------------
 
-    env: dict[Any, frozenset[str]] = dict(zip(jaxpr.invars, ins, strict=True))
-    for v in jaxpr.constvars:
-        env[v] = frozenset()
-
-    def read(v: Any) -> frozenset[str]:
-        return frozenset() if isinstance(v, Literal) else env.get(v, frozenset())
-
-    for e in jaxpr.eqns:
-        args = [read(v) for v in e.invars]
-        inner = e.params.get("jaxpr", e.params.get("call_jaxpr"))
-        inner = getattr(inner, "jaxpr", inner)
-        if inner is not None and hasattr(inner, "eqns") and len(inner.invars) == len(args):
-            outs = _deps(inner, args)
-        else:
-            union = frozenset().union(*args) if args else frozenset()
-            outs = [union] * len(e.outvars)
-        for v, d in zip(e.outvars, outs, strict=True):
-            env[v] = d
-    return [read(v) for v in jaxpr.outvars]
+# Primitives that only call a jaxpr: inlined, so that the walk sees through them (jnp's
+# jitted helpers, optax's safe norms under custom_jvp). Loops and branches stay whole.
+_CALLS = frozenset(
+    {"jit", "pjit", "closed_call", "core_call", "custom_jvp_call", "custom_vjp_call",
+     "checkpoint", "remat"}
+)  # fmt: skip
 
 
-def mixing(t: Any, view: TreeView, trained: Sequence[int], names: Sequence[str]) -> str | None:
-    """Why ``t`` cannot run per stage (a sentence), or ``None`` when it can: traces
-    ``t.update`` over the parameter tree (the ``trained`` leaves; placeholders for the others)
-    and checks that each parameter's update and state depend on that parameter only (state
-    leaves of no parameter, like a step count, on none)."""
-    avals = [jax.ShapeDtypeStruct(view.avals[q].shape, view.avals[q].dtype) for q in trained]
-    p = view.full(trained, avals, abstract=True)
-    try:
-        state = jax.eval_shape(t.init, p)
-        closed = jax.make_jaxpr(lambda g, s, q: t.update(g, s, q))(p, state, p)
-    except Exception as e:  # a transformation that needs more than (updates, state, params)
-        return f"its update cannot be checked ({type(e).__name__}: {e})"
-    mine = set(trained)
+class _Op(NamedTuple):
+    """One operation of the flattened update: values are numbered (``ins``, ``outs``)."""
 
-    def label(q: int | None, kind: str) -> frozenset[str]:
-        return frozenset({str(q)}) if q is not None and q in mine else frozenset({f"<{kind}>"})
-
-    g_labels = [label(q, "x") for q in range(len(view.avals))]
-    s_paths = jax.tree_util.tree_flatten_with_path(state)[0]
-    ins = [
-        *g_labels,
-        *[label(view.param_of(k, np.shape(x)), "shared") for k, x in s_paths],
-        *g_labels,
-    ]
-    outs = _deps(closed.jaxpr, ins)
-    upd_struct, st_struct = jax.eval_shape(lambda g, s, q: t.update(g, s, q), p, state, p)
-    u_paths = jax.tree_util.tree_flatten_with_path(upd_struct)[0]
-    st_paths = jax.tree_util.tree_flatten_with_path(st_struct)[0]
-    owners = [*range(len(u_paths)), *[view.param_of(k, np.shape(x)) for k, x in st_paths]]
-    out_paths = [k for k, _ in [*u_paths, *st_paths]]
-    for path, q, d in zip(out_paths, owners, outs, strict=True):
-        own = {str(q)} if q is not None else set()
-        data = {x for x in d if not x.startswith("<")}
-        if len(data - own) > 0:
-            where = jax.tree_util.keystr(path)
-            who = sorted(names[int(x)] for x in data - own)[:3]
-            return f"its output {where} depends on other parameters ({', '.join(who)} ...)"
-    return None
+    prim: Any
+    params: dict[str, Any]
+    ins: tuple[int, ...]
+    outs: tuple[int, ...]
+    out_avals: tuple[Any, ...]
+    where: str
 
 
-@dataclass(frozen=True)
+def _where(eqn: Any) -> str:
+    """Where ``eqn`` was traced: the innermost two frames outside JAX (``function (file:line)``)."""
+    tb = getattr(eqn.source_info, "traceback", None)
+    frames = [] if tb is None else tb.frames
+    out = []
+    for f in frames:
+        name = f.file_name.replace("\\", "/")
+        if "/jax/" in name or "/jaxlib/" in name:
+            continue
+        short = "/".join(name.split("/")[-3:])
+        out.append(f"{f.function_name} ({short}:{f.line_num})")
+        if len(out) == 2:
+            break
+    return ", in ".join(out) or "an unknown place"
+
+
+class _Flat:
+    """A closed jaxpr with its calls inlined: ``ops`` in order over numbered values;
+    ``consts`` the values known when tracing (literals, closed-over constants)."""
+
+    def __init__(self, closed: Any) -> None:
+        self.ops: list[_Op] = []
+        self.consts: dict[int, Any] = {}
+        self._n = 0
+        jaxpr = closed.jaxpr
+        consts = [self._const(c) for c in closed.consts]
+        self.invars = [self._fresh() for _ in jaxpr.invars]
+        self.outvars = self._inline(jaxpr, consts, self.invars)
+
+    def _fresh(self) -> int:
+        self._n += 1
+        return self._n
+
+    def _const(self, value: Any) -> int:
+        k = self._fresh()
+        self.consts[k] = value
+        return k
+
+    def _inline(self, jaxpr: Any, consts: Sequence[int], ins: Sequence[int]) -> list[int]:
+        from jax.extend.core import Literal
+
+        env: dict[Any, int] = dict(zip(jaxpr.constvars, consts, strict=True))
+        env.update(zip(jaxpr.invars, ins, strict=True))
+
+        def read(v: Any) -> int:
+            return self._const(v.val) if isinstance(v, Literal) else env[v]
+
+        for e in jaxpr.eqns:
+            args = [read(v) for v in e.invars]
+            inner = e.params.get("jaxpr", e.params.get("call_jaxpr"))
+            if e.primitive.name in _CALLS and inner is not None:
+                closed_consts = [self._const(c) for c in getattr(inner, "consts", ())]
+                outs = self._inline(getattr(inner, "jaxpr", inner), closed_consts, args)
+            else:
+                outs = [self._fresh() for _ in e.outvars]
+                avals = tuple(v.aval for v in e.outvars)
+                self.ops.append(_Op(e.primitive, e.params, tuple(args), tuple(outs), avals,
+                                    _where(e)))  # fmt: skip
+            for v, k in zip(e.outvars, outs, strict=True):
+                env[v] = k
+        return [read(v) for v in jaxpr.outvars]
+
+
+class _Dep(NamedTuple):
+    """What a value depends on: the parameters (at most one, unless ``partial``), the global
+    sums (slots), and whether it is a sum of several parameters' terms still being added."""
+
+    params: frozenset[int]
+    slots: frozenset[int]
+    partial: bool = False
+
+
+_NONE = _Dep(frozenset(), frozenset())
+
+
+def _summable(op: _Op) -> bool:
+    a = op.out_avals[0]
+    return (
+        op.prim.name in ("add", "add_any")
+        and len(op.ins) == 2
+        and tuple(a.shape) == ()
+        and jnp.issubdtype(a.dtype, jnp.floating)
+    )
+
+
+class _Mixing(Exception):
+    """An operation that combines parameters in a way stages cannot split (internal)."""
+
+    def __init__(self, op: _Op, params: frozenset[int]) -> None:
+        super().__init__(op.prim.name)
+        self.op = op
+        self.params = params
+
+
+class _Absent(Enum):
+    """A value a stage does not compute: another stage's, or one that needs a global sum
+    not known yet."""
+
+    ABSENT = "another stage's"
+    LATER = "needs a later global sum"
+
+
+@dataclass(frozen=True, eq=False)
 class OptimizerPlan:
-    """How the runtime applies an optimizer: ``segments`` of transformations run per stage,
-    with a global-norm clip (``clips[k]``, the max norm) between segment ``k`` and ``k+1``.
-    ``parts`` is ``None`` when the optimizer runs whole (no clip to cut at)."""
+    """An optimizer's update as the stages run it: the flattened update, which of its
+    operations add partial sums (``sums``), and the values whose totals over the stages are
+    the global sums, in the order they are needed (``slots``; phase ``k`` computes a stage's
+    part of slot ``k``, the last phase the new parameters and state)."""
 
-    parts: tuple[Any, ...] | None
-    bounds: tuple[tuple[int, int], ...]
-    clips: tuple[float, ...]
+    flat: _Flat
+    deps: dict[int, _Dep]
+    sums: frozenset[int]
+    slots: tuple[int, ...]
+    slot_of: dict[int, int]
+
+    @property
+    def num_slots(self) -> int:
+        return len(self.slots)
+
+    def run(
+        self, leaves: Sequence[Any], own: frozenset[int], counts_free: bool, totals: Sequence[Any]
+    ) -> tuple[list[Any], Any]:
+        """Evaluate the update for a stage owning parameters ``own``, given the flat
+        ``(updates, state, params)`` leaves (the others' placeholders are not read) and the
+        totals of the first ``len(totals)`` slots. Returns the outputs (``None`` where they
+        are another stage's or need a later total) and the stage's part of slot
+        ``len(totals)`` (``None`` once every total is given). ``counts_free``: whether this
+        stage adds the terms of no parameter (one stage does)."""
+        absent, later = _Absent.ABSENT, _Absent.LATER
+        env: dict[int, Any] = dict(self.flat.consts)
+        for k, x in zip(self.flat.invars, leaves, strict=True):
+            env[k] = x if self.deps[k].params <= own else absent
+
+        def use(k: int) -> Any:
+            slot = self.slot_of.get(k)
+            if slot is None:
+                return env[k]
+            return totals[slot] if slot < len(totals) else later
+
+        for n, op in enumerate(self.flat.ops):
+            if n in self.sums:
+                env[op.outs[0]] = self._partial(op, env, counts_free)
+                continue
+            args = [use(k) for k in op.ins]
+            if any(a is later for a in args) or any(a is absent for a in args):
+                flag = later if any(a is later for a in args) else absent
+                for k in op.outs:
+                    env[k] = flag
+                continue
+            outs = op.prim.bind(*args, **op.params)
+            outs = outs if op.prim.multiple_results else [outs]
+            for k, x in zip(op.outs, outs, strict=True):
+                env[k] = x
+        part = None
+        if len(totals) < self.num_slots:
+            part = env[self.slots[len(totals)]]
+            if part is None:
+                part = jnp.zeros((), self.slot_dtype(len(totals)))
+        outs = [use(k) for k in self.flat.outvars]
+        return [None if isinstance(x, _Absent) else x for x in outs], part
+
+    def _partial(self, op: _Op, env: dict[int, Any], counts_free: bool) -> Any:
+        acc = None
+        for k in op.ins:
+            x = env[k]
+            if x is _Absent.LATER:
+                return x
+            dep = self.deps[k]
+            if x is _Absent.ABSENT or x is None or (not dep.params and not counts_free):
+                continue  # another stage's term, a zero partial sum, or counted elsewhere
+            acc = x if acc is None else acc + x
+        return None if acc is None else jnp.asarray(acc, op.out_avals[0].dtype)
+
+    def slot_dtype(self, slot: int) -> Any:
+        """The dtype of global sum ``slot``."""
+        k = self.slots[slot]
+        for op in self.flat.ops:
+            if k in op.outs:
+                return op.out_avals[0].dtype
+        raise AssertionError(f"slot {slot} has no operation")
+
+
+def _analyse(flat: _Flat, in_deps: Sequence[_Dep]) -> tuple[dict[int, _Dep], set[int], list[int]]:
+    """Each value's dependencies, the operations adding partial sums and the slots; raises
+    :class:`_Mixing` at the first operation that combines parameters otherwise."""
+    deps: dict[int, _Dep] = dict.fromkeys(flat.consts, _NONE)
+    deps.update(zip(flat.invars, in_deps, strict=True))
+    sums: set[int] = set()
+    slots: list[int] = []
+
+    def use(k: int) -> _Dep:
+        d = deps[k]
+        if not d.partial:
+            return d
+        if k not in slots:
+            slots.append(k)
+        return _Dep(frozenset(), d.slots | {slots.index(k)})
+
+    for n, op in enumerate(flat.ops):
+        ins = [deps[k] for k in op.ins]
+        params = frozenset().union(*(d.params for d in ins))
+        slot_deps = frozenset().union(*(d.slots for d in ins))
+        if len(params) > 1 and _summable(op):
+            sums.add(n)
+            out = _Dep(params, slot_deps, True)
+        else:
+            used = [use(k) for k in op.ins]
+            params = frozenset().union(*(d.params for d in used))
+            if len(params) > 1:
+                raise _Mixing(op, params)
+            out = _Dep(params, frozenset().union(*(d.slots for d in used)))
+        for k in op.outs:
+            deps[k] = out
+    for k in flat.outvars:
+        deps[k] = use(k)
+    return deps, sums, slots
 
 
 def plan_optimizer(
     opt: Any, view: TreeView, trained: Sequence[int], names: Sequence[str]
 ) -> OptimizerPlan:
-    """Check ``opt`` for running per stage; raises :class:`RuntimeConfigError` naming the
-    transformation that reads across parameters (other than a top-level global-norm clip)."""
-    parts = chain_parts(opt)
-    if parts is None:
-        parts = [opt]
-    clips = [(i, global_clip_norm(t)) for i, t in enumerate(parts)]
-    clip_at = [i for i, c in clips if c is not None]
-    for i, t in enumerate(parts):
-        if i in clip_at:
-            continue
-        why = mixing(t, view, trained, names)
-        if why is not None:
+    """How the stages run ``opt`` over the parameter tree ``view`` (the ``trained`` leaves;
+    ``names`` name them), decided from its traced update (see the module's docstring).
+
+    Raises:
+      RuntimeConfigError: ``opt`` does not trace as an optax transformation over the tree,
+        combines parameters other than by a global sum, or leaves an output of one
+        parameter (or a state leaf of none) depending on another parameter.
+    """
+    avals = [jax.ShapeDtypeStruct(view.avals[q].shape, view.avals[q].dtype) for q in trained]
+    p = view.full(trained, avals, abstract=True)
+    try:
+        state = jax.eval_shape(opt.init, p)
+        closed, out_shape = jax.make_jaxpr(lambda g, s, q: opt.update(g, s, q), return_shape=True)(
+            p, state, p
+        )
+    except Exception as e:  # isolation: a user's optimizer that cannot be traced
+        raise RuntimeConfigError(
+            f"the optimizer cannot be traced over the parameters ({type(e).__name__}: {e}); "
+            "give an optax GradientTransformation whose update takes (updates, state, params)"
+        ) from e
+    mine = set(trained)
+
+    def dep(q: int | None) -> _Dep:
+        return _Dep(frozenset({q}), frozenset()) if q is not None and q in mine else _NONE
+
+    g_deps = [dep(q) for q in range(len(view.avals))]
+    s_paths = jax.tree_util.tree_flatten_with_path(state)[0]
+    s_owner = [view.param_of(k, np.shape(x)) for k, x in s_paths]
+    flat = _Flat(closed)
+    try:
+        deps, sums, slots = _analyse(flat, [*g_deps, *[dep(q) for q in s_owner], *g_deps])
+    except _Mixing as m:
+        who = ", ".join(sorted(names[q] for q in m.params)[:3])
+        raise RuntimeConfigError(
+            f"the optimizer combines parameters ({who}{', ...' if len(m.params) > 3 else ''}) "
+            f"with {m.op.prim.name!r} at {m.op.where}: the stages hold different parameters "
+            "and only sums over parameters (a global norm) are computed across them. "
+            "Supported: per-parameter transformations and global-norm statistics "
+            "(optax.clip_by_global_norm ...)"
+        ) from None
+    u_paths, st_paths = (jax.tree_util.tree_flatten_with_path(x)[0] for x in out_shape)
+    if len(u_paths) != view.treedef.num_leaves:
+        raise RuntimeConfigError(
+            f"the optimizer's updates have {len(u_paths)} leaves, the parameters "
+            f"{view.treedef.num_leaves}: give an optax GradientTransformation"
+        )
+    owners = [*range(len(u_paths)), *[view.param_of(k, np.shape(x)) for k, x in st_paths]]
+    paths = [*(("updates", k) for k, _ in u_paths), *(("state", k) for k, _ in st_paths)]
+    for (kind, path), q, k in zip(paths, owners, flat.outvars, strict=True):
+        own = frozenset() if q is None or q not in mine else frozenset({q})
+        if not deps[k].params <= own:
+            other = ", ".join(sorted(names[x] for x in deps[k].params - own)[:3])
             raise RuntimeConfigError(
-                f"optimizer transformation {_name(t)!r} reads across parameters ({why}); "
-                "the pipeline updates each stage's parameters where they live and would not "
-                "equal one device. Supported: per-parameter transformations, and "
-                "optax.clip_by_global_norm at the top level of an optax.chain (computed over "
-                "all stages)"
+                f"the optimizer's {kind} {jax.tree_util.keystr(path) or '(root)'} depends on "
+                f"other parameters ({other}): the stages hold different parameters and "
+                "would not equal one device"
             )
-    if not clip_at:
-        return OptimizerPlan(None, ((0, len(parts)),), ())
-    bounds = []
-    start = 0
-    for i in clip_at:
-        bounds.append((start, i))
-        start = i + 1
-    bounds.append((start, len(parts)))
-    return OptimizerPlan(
-        tuple(parts), tuple(bounds), tuple(float(c) for _, c in clips if c is not None)
-    )
-
-
-def clip_with(updates: Any, g_norm: Any, max_norm: float) -> Any:
-    """``optax.clip_by_global_norm``'s formula, given the global norm."""
-    trigger = jnp.squeeze(g_norm < max_norm)
-    return jax.tree.map(
-        lambda t: jax.lax.select(trigger, t, (t / g_norm.astype(t.dtype)) * max_norm), updates
-    )
+    slot_of = {k: i for i, k in enumerate(slots)}
+    return OptimizerPlan(flat, deps, frozenset(sums), tuple(slots), slot_of)
 
 
 def state_shardings(state: Any, view: TreeView, own: Sequence[int], shardings: Sequence[Any],

@@ -9,6 +9,7 @@ stage, compiled once per pipeline.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -83,13 +84,27 @@ class Params:
         self._opt_fns: dict[int, tuple[Any, list[Any]]] = {}
         # per rank, the float32 zero the first phase is given (made once, not every step)
         self._zero: dict[int, jax.Array] = {}
-        self._global_norm = jax.jit(lambda sq: jnp.sqrt(sum(sq, jnp.float32(0))))
+        self._sum = jax.jit(lambda xs: sum(xs[1:], xs[0]))
         self._direct: list[tuple[int, int]] | None = None  # see _direct_grads
         self.opt_plan: _optim.OptimizerPlan | None = None
-        self.view = _optim.TreeView.of(plan.param_treedef, plan.param_avals)
+        # The optimizer sees the caller's tree: a cut layer loop's stacked parameter is one
+        # leaf, whole (its rows, owned by one stage, joined), so that statistics over the
+        # parameter (norms, trust ratios, factored moments) are the one-device ones.
+        if plan.param_pieces:
+            self.view = _optim.TreeView.of(plan.caller_treedef, plan.caller_avals)
+            self.leaf_of = tuple(pc.source for pc in plan.param_pieces)
+            names = plan.caller_names
+        else:
+            self.view = _optim.TreeView.of(plan.param_treedef, plan.param_avals)
+            self.leaf_of = tuple(range(plan.num_params))
+            names = plan.param_names
+        # per stage, the optimizer's leaves it updates
+        self.opt_owned = tuple(
+            tuple(sorted({self.leaf_of[p] for p in owned})) for owned in plan.owned
+        )
         if optimizer is not None:
-            trained = sorted(p for owned in plan.owned for p in owned)
-            self.opt_plan = _optim.plan_optimizer(optimizer, self.view, trained, plan.param_names)
+            trained = sorted(q for owned in self.opt_owned for q in owned)
+            self.opt_plan = _optim.plan_optimizer(optimizer, self.view, trained, names)
 
     def state(self, values: list[dict[int, jax.Array]], opt_states: list[Any], step: int) -> Any:
         pl = self.plan
@@ -124,8 +139,8 @@ class Params:
 
     def optimizer_fns(self, s: int) -> tuple[Any, list[Any]]:
         """Stage ``s``'s jitted ``optimizer.init`` and its update phases (built once per
-        pipeline): one phase per piece of the optimizer between global-norm clips, each
-        ``(updates, state, params, global_norm) -> (updates or new params, state, ...)``."""
+        pipeline): one phase per global sum of the optimizer and a last one, each
+        ``(updates, state, params, totals) -> (...)`` (see :func:`_phase`)."""
         hit = self._opt_fns.get(s)
         if hit is not None:
             return hit
@@ -135,27 +150,28 @@ class Params:
         # parameters as empty placeholders), so that its per-parameter leaves carry the
         # parameter's path (checkpoints store them by it, not by stage) and masks and labels
         # see the tree they were written for.
-        own_idx = tuple(pl.owned[s])
+        rows = _Rows.of(pl, self.leaf_of, s, self.opt_owned[s])
         view = self.view
         rep = pl.placement.replicated(rank)
-        p_sh = [pl.param_sharding(rank, p) for p in own_idx]
-        avals = [pl.param_avals[p] for p in own_idx]
+        p_sh = [pl.param_sharding(rank, p) for p in pl.owned[s]]
+        avals = [pl.param_avals[p] for p in pl.owned[s]]
         opt = self.optimizer
-        oplan = self.opt_plan
-        assert oplan is not None
+        assert self.opt_plan is not None
 
         def init_fn(p: list[Any]) -> Any:
-            return opt.init(view.full(own_idx, p))
+            return opt.init(view.full(rows.leaves, rows.join(p)))
 
         # Optimizer state leaves of a parameter live like it; the rest (counts) replicated.
+        leaf_sh = [p_sh[group[0]] for group in rows.groups]
         st_sh = _optim.state_shardings(
-            jax.eval_shape(init_fn, list(avals)), view, own_idx, p_sh, pl.placement.meshes[rank]
-        )
+            jax.eval_shape(init_fn, list(avals)), view, rows.leaves, leaf_sh,
+            pl.placement.meshes[rank],
+        )  # fmt: skip
 
         init = jax.jit(init_fn, out_shardings=st_sh)
         phases = [
-            _phase(opt, oplan, view, own_idx, k, (p_sh, st_sh, rep))
-            for k in range(len(oplan.bounds))
+            _phase(self.opt_plan, view, rows, s == 0, k, (p_sh, st_sh, rep))
+            for k in range(self.opt_plan.num_slots + 1)
         ]
         self._opt_fns[s] = (init, phases)
         return init, phases
@@ -272,26 +288,28 @@ class Params:
         opt_states = list(state.opt_states)
         sqnorms = []
         local = [s for s in range(len(pl.owned)) if pl.layout.local(pl.placement.rank_of(s))]
-        upd = {s: [grads[p] for p in pl.owned[s]] for s in local}
+        upd: dict[int, Any] = {s: [grads[p] for p in pl.owned[s]] for s in local}
         assert self.opt_plan is not None
-        phases = len(self.opt_plan.bounds)
-        gn: dict[int, Any] = {pl.placement.rank_of(s): self._zero_on(pl.placement.rank_of(s))
-                              for s in local}  # fmt: skip
-        for k in range(phases):
-            # Between two phases, a global-norm clip: the squared norms of every stage's
-            # updates (and every process's) summed before any stage goes on.
-            sq_u = []
+        n_slots = self.opt_plan.num_slots
+        ranks = sorted({pl.placement.rank_of(s) for s in local})
+        totals: dict[int, tuple[Any, ...]] = dict.fromkeys(ranks, ())
+        for k in range(n_slots + 1):
+            # Phase k < n_slots: every stage's part of global sum k (a squared global norm),
+            # summed over the stages (and processes) before any stage goes on.
+            parts = []
             for s in local:
                 rank = pl.placement.rank_of(s)
                 own = [values[pl.owner_rank[p]][p] for p in pl.owned[s]]
-                out = self.optimizer_fns(s)[1][k](upd[s], opt_states[s], own, gn[rank])
-                upd[s], opt_states[s] = out[0], out[1]
-                if k < phases - 1 and pl.layout.lead(rank):  # a rank's norm counted once
-                    sq_u.append(out[2])
+                out = self.optimizer_fns(s)[1][k](upd[s], opt_states[s], own, totals[rank])
+                if k == n_slots:
+                    upd[s], opt_states[s] = out[0], out[1]
+                elif pl.layout.lead(rank):  # a rank's part counted once
+                    parts.append(out[0])
                 if k == 0 and pl.layout.lead(rank):  # a rank's norm counted once
                     sqnorms.append(out[-1])
-            if k < phases - 1:
-                gn = self._norm_to_ranks(sq_u, list(gn))
+            if k < n_slots:
+                total = self._sum_to_ranks(parts, ranks, k)
+                totals = {r: (*totals[r], total[r]) for r in ranks}
         for s, owned in enumerate(pl.owned):
             new: list[Any] = upd[s] if s in upd else [None] * len(owned)
             for p, x in zip(owned, new, strict=True):
@@ -316,19 +334,21 @@ class Params:
             )
         return z
 
-    def _norm_to_ranks(self, sq: list[Any], ranks: list[int]) -> dict[int, Any]:
-        """The global norm from the local stages' squared norms ``sq``, replicated on each of
-        ``ranks``. In one process it never leaves the devices: the squared norms are moved to
-        the first rank, summed and rooted there, and the norm is sent to the others (so a
-        clipped step reads nothing on the host). Across processes they are shared as floats,
-        by collectives every process issues in the same order."""
+    def _sum_to_ranks(self, parts: list[Any], ranks: list[int], slot: int) -> dict[int, Any]:
+        """Global sum ``slot`` from the local stages' ``parts``, replicated on each of
+        ``ranks``. In one process it never leaves the devices: the parts are moved to the
+        first rank and summed there, and the total is sent to the others (so a clipped step
+        reads nothing on the host). Across processes they are shared as floats, by
+        collectives every process issues in the same order."""
         rep = self.plan.placement.replicated
         if self.comm.multi:
-            total = self.comm.sum_over_processes(sum(float(host_value(x)) for x in sq))
-            norm = np.float32(math.sqrt(total))
-            return {r: jax.device_put(norm, rep(r)) for r in ranks}
+            mine = sum(float(host_value(x)) for x in parts)
+            total = self.comm.sum_over_processes(mine)
+            assert self.opt_plan is not None
+            dtype = parts[0].dtype if parts else self.opt_plan.slot_dtype(slot)
+            return {r: jax.device_put(np.asarray(total, dtype), rep(r)) for r in ranks}
         here = rep(ranks[0])
-        g = self._global_norm([jax.device_put(x, here) for x in sq])
+        g = self._sum([jax.device_put(x, here) for x in parts])
         return {r: g if r == ranks[0] else jax.device_put(g, rep(r)) for r in ranks}
 
     def grad_norm(self, pending: Any) -> float:
@@ -358,43 +378,87 @@ def _sq_of(xs: list[Any]) -> Any:
     return sum((jnp.sum(jnp.square(x.astype(jnp.float32))) for x in xs), jnp.float32(0))
 
 
+class _Rows:
+    """How stage ``s``'s owned parameter leaves (``PipelinePlan.owned[s]``, the rows of a cut
+    layer loop's stacked parameter among them) make the optimizer's leaves it updates:
+    ``leaves`` (the caller's indices), ``groups[i]`` the positions in the owned list of the
+    rows of ``leaves[i]`` in row order, ``spans`` each owned leaf's rows of its whole
+    (``None``: all of it)."""
+
+    def __init__(self, leaves: tuple[int, ...], groups: list[list[int]],
+                 spans: list[tuple[int, int] | None]) -> None:  # fmt: skip
+        self.leaves = leaves
+        self.groups = groups
+        self.spans = spans
+
+    @classmethod
+    def of(cls, plan: PipelinePlan, leaf_of: Sequence[int], s: int,
+           leaves: tuple[int, ...]) -> _Rows:  # fmt: skip
+        owned = plan.owned[s]
+        spans: list[tuple[int, int] | None] = []
+        for p in owned:
+            pc = plan.param_pieces[p] if plan.param_pieces else None
+            spans.append(None if pc is None or pc.start is None else (pc.start, pc.stop))
+        groups = [
+            sorted((i for i, p in enumerate(owned) if leaf_of[p] == q),
+                   key=lambda i: (spans[i] or (0, 0))[0])
+            for q in leaves
+        ]  # fmt: skip
+        return cls(leaves, groups, spans)
+
+    def join(self, xs: Sequence[Any]) -> list[Any]:
+        """The optimizer's leaves from the owned leaves ``xs`` (rows joined)."""
+        return [
+            xs[g[0]] if len(g) == 1 else jnp.concatenate([xs[i] for i in g], axis=0)
+            for g in self.groups
+        ]
+
+    def split(self, whole: Sequence[Any]) -> list[Any]:
+        """The owned leaves from the optimizer's leaves ``whole`` (rows cut out again)."""
+        out: list[Any] = [None] * len(self.spans)
+        for g, x in zip(self.groups, whole, strict=True):
+            for i in g:
+                span = self.spans[i]
+                out[i] = x if span is None else x[span[0] : span[1]]
+        return out
+
+
 def _phase(
-    opt: Any, oplan: Any, view: Any, own_idx: tuple[int, ...], k: int, shardings: tuple
-) -> Any:
-    """Update phase ``k`` of a stage owning parameters ``own_idx``, jitted:
-    ``(updates, state, params, global_norm) -> (updates or new params, state, ...)``
-    (see :meth:`Params.optimizer_fns`); ``shardings``: the parameters', the state's, and a
-    replicated one for the scalars."""
+    oplan: _optim.OptimizerPlan, view: Any, rows: _Rows, counts_free: bool, k: int,
+    shardings: tuple,
+) -> Any:  # fmt: skip
+    """Update phase ``k`` of a stage, jitted: ``(updates, state, params, totals) -> ...``
+    over the stage's owned parameter leaves, ``totals`` the global sums before ``k``. A phase
+    before the last returns the stage's part of global sum ``k``; the last, the new
+    parameters and state. Phase 0 adds the squared norm of the gradients (for StepMetrics).
+    ``shardings``: the parameters', the state's, and a replicated one for the scalars."""
     import optax
 
     p_sh, st_sh, rep = shardings
-    a, b = oplan.bounds[k]
-    last = k == len(oplan.bounds) - 1
+    last = k == oplan.num_slots
+    own = frozenset(rows.leaves)
 
-    def fn(u: list[Any], st: Any, p: list[Any], gn: Any) -> Any:
-        ud, pd = view.full(own_idx, u), view.full(own_idx, p)
-        if k > 0:
-            ud = _optim.clip_with(ud, gn, oplan.clips[k - 1])
-        if oplan.parts is None:
-            ud, st = opt.update(ud, st, pd)
-        else:
-            parts = list(st)
-            for i in range(a, b):
-                ud, parts[i] = oplan.parts[i].update(ud, parts[i], pd)
-            st = tuple(parts)
+    def fn(u: list[Any], st: Any, p: list[Any], totals: tuple[Any, ...]) -> Any:
+        ud = view.full(rows.leaves, rows.join(u))
+        pd = view.full(rows.leaves, rows.join(p))
+        leaves = [*jax.tree.leaves(ud), *jax.tree.leaves(st), *jax.tree.leaves(pd)]
+        outs, part = oplan.run(leaves, own, counts_free, totals)
+        out: list[Any]
         if last:
-            new = optax.apply_updates(pd, ud)
-            out = [view.pick(new, own_idx), st]
+            n_u = view.treedef.num_leaves
+            st_leaves = jax.tree.leaves(st)
+            new_st = [x if y is None else y for x, y in zip(st_leaves, outs[n_u:], strict=True)]
+            u_own = [outs[q] for q in rows.leaves]
+            new = optax.apply_updates(rows.join(p), u_own)
+            out = [rows.split(new), jax.tree.unflatten(jax.tree.structure(st), new_st)]
         else:
-            mine = view.pick(ud, own_idx)
-            out = [mine, st, _sq_of(mine)]
+            out = [part]
         if k == 0:
             out.append(_sq_of(u))  # the gradient norm StepMetrics reports
         return tuple(out)
 
-    n_scalars = (not last) + (k == 0)
-    return jax.jit(
-        fn,
-        out_shardings=(p_sh, st_sh, *[rep] * n_scalars),
-        donate_argnums=(1, 2) if last else (1,),
-    )
+    if last:
+        out_sh: tuple = (p_sh, st_sh, *([rep] if k == 0 else []))
+    else:
+        out_sh = (rep, *([rep] if k == 0 else []))
+    return jax.jit(fn, out_shardings=out_sh, donate_argnums=(1, 2) if last else ())

@@ -7,6 +7,7 @@ A thin facade over the parts it is made of: the frozen plan (``_plan.py``), comm
 
 from __future__ import annotations
 
+import copy
 import functools
 import os
 import time
@@ -97,11 +98,13 @@ class Pipeline:
         (and their gradients) are summed. Either way the step equals ``jax.value_and_grad``
         of the loss on the whole batch.
       optimizer: an ``optax.GradientTransformation`` applied per stage to the parameters that
-        stage owns. Per-parameter transformations (sgd, adam, adamw, lion, adafactor, ...)
-        then equal the same optimizer on one device exactly; ``optax.clip_by_global_norm`` in
-        a top-level ``optax.chain`` is computed over every stage's (and process's) gradients,
-        so it does too; any other transformation that reads across parameters is refused by
-        name. ``None``: no update, the gradients are returned in the metrics.
+        stage owns, equal to the same optimizer on one device: per-parameter statistics
+        (sgd, adam, lamb, lars, adafactor, lion, masks and labels by path...) see whole
+        parameters (a cut layer loop's stacked parameter is updated whole by one of its
+        stages), and sums over parameters (``optax.clip_by_global_norm``'s norm, anywhere
+        in nested chains) are summed over every stage (and process). Any other operation
+        combining parameters is refused before the first step, naming it and where it was
+        traced. ``None``: no update, the gradients are returned in the metrics.
       remat: recompute each stage's forward in its backward instead of keeping residuals.
       recv_timeout: seconds a receive waits before the step fails with an error naming the
         rank and action (a deadlock or a failed rank, never a hang).
@@ -194,6 +197,28 @@ class Pipeline:
             # first step
             self._runner("train")
             self.param_store.compile_ahead()
+
+    def with_optimizer(self, optimizer: Any) -> Pipeline:
+        """This pipeline with another optimizer: the same plan and compiled stages (nothing
+        of the step is compiled again), the optimizer checked and its update built.
+
+        Args:
+          optimizer: as for the constructor.
+
+        Returns:
+          A new :class:`Pipeline`; states of this one do not carry over (``init`` again).
+
+        Raises:
+          RuntimeConfigError: the optimizer cannot run per stage (as the constructor).
+        """
+        other = copy.copy(self)
+        other.optimizer = optimizer
+        other.param_store = Params(self.plan, self.comm, optimizer)
+        other._timeline = None
+        other._last_result = None
+        if self.schedule.has_backward:
+            other.param_store.compile_ahead()
+        return other
 
     # -- the plan, read through (``pipe.plan`` holds every fact; these are its common ones) --
 

@@ -8,6 +8,7 @@ the :class:`PipelinePlan`; nothing writes to it.
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -385,7 +386,7 @@ def build_plan(
     )  # fmt: skip
 
     # 4. ownership of parameters: the first stage using one owns it; others hold replicas.
-    own = _ownership(staged, placement, param_avals)
+    own = _ownership(staged, placement, param_avals, pieces)
     return PipelinePlan(
         num_microbatches=m, devices=tuple(devs), param_treedef=param_treedef,
         param_avals=tuple(param_avals), batch_treedef=batch_treedef,
@@ -605,9 +606,14 @@ def _resolve_schedule(
     return sched
 
 
-def _ownership(staged: StagedProgram, placement: Placement, param_avals: list[Any]) -> dict:
+def _ownership(
+    staged: StagedProgram, placement: Placement, param_avals: list[Any], pieces: Sequence[Any] = ()
+) -> dict:
     """Who uses, owns and holds each parameter: the first stage using one owns it (its
-    optimizer state and update; only floating parameters), the others hold replicas."""
+    optimizer state and update; only floating parameters), the others hold replicas. The
+    rows of a cut layer loop's stacked parameter (``pieces``) are owned together, by one of
+    the stages using them (the least loaded, counting the bytes each owns), so that the
+    optimizer updates the parameter whole, as on one device."""
     num_params = len(param_avals)
     users: list[list[int]] = [[] for _ in range(num_params)]
     for st in staged.stages:
@@ -615,6 +621,24 @@ def _ownership(staged: StagedProgram, placement: Placement, param_avals: list[An
             if p < num_params:
                 users[p].append(st.index)
     owner = [u[0] if u else 0 for u in users]
+    rows: dict[int, list[int]] = {}
+    for p, pc in enumerate(pieces):
+        if pc.start is not None:
+            rows.setdefault(pc.source, []).append(p)
+    load = [0] * staged.num_stages
+
+    def nbytes(ps: Sequence[int]) -> int:
+        return sum(math.prod(param_avals[p].shape) * param_avals[p].dtype.itemsize for p in ps)
+
+    stacked = {p for ps in rows.values() for p in ps}
+    for p in range(num_params):
+        if p not in stacked:
+            load[owner[p]] += nbytes([p])
+    for ps in sorted(rows.values(), key=lambda ps: (-nbytes(ps), ps[0])):
+        home = min(sorted({owner[p] for p in ps}), key=lambda s: load[s])
+        load[home] += nbytes(ps)
+        for p in ps:
+            owner[p] = home
     owner_rank = [placement.rank_of(o) for o in owner]
     holders = [
         tuple(sorted({owner_rank[p]} | {placement.rank_of(s) for s in users[p]}))

@@ -1,6 +1,7 @@
 """A pipeline over a scanned GPT (8 blocks stacked [8, ...], one lax.scan) cut by ranges of
-iterations: 1F1B, ZB-H1 and interleaved training equal to one device, each rank holding only
-its rows of the stacked blocks; checkpoints store the stacked parameters whole, and restore
+iterations: 1F1B, ZB-H1 and interleaved training equal to one device, each stage computing with
+only its rows of the stacked blocks (the optimizer updates each stacked parameter whole, on one
+of them: test_optimizers.py); checkpoints store the stacked parameters whole, and restore
 onto another stage count and onto the unsplit program."""
 
 from __future__ import annotations
