@@ -12,6 +12,8 @@ import pytest
 import hlopipe
 from hlopipe.models import llama
 from hlopipe.stages import split
+from hlopipe.stages._local import find_remade
+from hlopipe.stages._partition import crossing_bytes
 
 B, S, D, L, V = 2, 8, 16, 8, 12
 
@@ -77,6 +79,38 @@ def test_a_mask_made_once_is_made_on_every_stage(marked):
     np.testing.assert_allclose(value, want_value, rtol=1e-5)
     for g, w in zip(grads, want_grads, strict=True):
         np.testing.assert_allclose(g, w, rtol=1e-4, atol=1e-6)
+
+
+def test_a_mask_read_by_a_layer_loop_is_made_on_every_stage():
+    """The layers as a ``lax.scan`` over stacked weights reading the mask: cut into ranges of
+    iterations, each range's stage makes the mask itself."""
+
+    def loss(ws, batch):
+        x, y = batch
+        mask = jnp.tril(jnp.ones((S, S), bool))
+        fill = jnp.full((S, S), -1e9, jnp.float32)
+        h, _ = jax.lax.scan(lambda h, w: (_layer(w, h, mask, fill), None), x, ws)
+        return jnp.mean((h - y) ** 2)
+
+    ws, batch = jnp.stack(_ws()), _batch()
+    staged = split(loss, ws, batch, num_stages=4)
+    assert staged.arg_pieces is not None  # the loop was cut into ranges
+    _sends_only(staged, jax.ShapeDtypeStruct((B, S, D), jnp.float32))
+    value, grads = staged.value_and_grad(ws, batch)
+    want_value, want_grads = jax.value_and_grad(loss)(ws, batch)
+    np.testing.assert_allclose(value, want_value, rtol=1e-5)
+    np.testing.assert_allclose(grads, want_grads, rtol=1e-4, atol=1e-6)
+
+
+def test_the_cost_model_counts_only_the_residual_stream_between_layers():
+    """What the partitioner sees crossing a boundary between layers is the residual stream,
+    not the mask and fill every layer reads."""
+    ws, batch = _ws(), _batch()
+    jaxpr = jax.make_jaxpr(_masked_loss(marked=False))(ws, batch).jaxpr
+    dots = [i for i, e in enumerate(jaxpr.eqns) if e.primitive.name == "dot_general"]
+    cross = crossing_bytes(jaxpr.eqns, jaxpr.outvars, remade=find_remade(jaxpr).remade)
+    layer_1 = dots[len(dots) // L]  # (layer 0 reads x, an argument: never counted)
+    assert cross[layer_1 : dots[-1]].min() == B * S * D * 4  # at the layers' ends
 
 
 def test_the_pipeline_of_a_mask_made_once_trains_as_one_device():
@@ -173,7 +207,7 @@ def test_llama_at_7b_width_from_python_sends_only_the_residual_stream():
 def test_a_small_llama_from_hlo_text_splits_to_one_devices_loss_and_gradients():
     """The same loss at small sizes, rehydrated from its HLO text and split into 3 stages by
     the cost model: only the residual stream crosses, and loss and gradients equal JAX's."""
-    cfg = llama.LlamaConfig(layers=3)
+    cfg = llama.LlamaConfig(layers=3, seq=8)
     fn = llama.loss_fn(cfg)
     params = llama.init(jax.random.key(4), cfg)
     tokens = jax.random.randint(jax.random.key(5), (cfg.batch, cfg.seq), 0, cfg.vocab)
@@ -184,7 +218,7 @@ def test_a_small_llama_from_hlo_text_splits_to_one_devices_loss_and_gradients():
     flat = [*jax.tree_util.tree_leaves(params), tokens, labels]
     n = len(flat) - 2
     value, grads = staged.value_and_grad(*flat, argnums=tuple(range(n)))
-    want_value, want_grads = jax.value_and_grad(fn)(params, tokens, labels)
+    want_value, want_grads = jax.jit(jax.value_and_grad(fn))(params, tokens, labels)
     np.testing.assert_allclose(value, want_value, rtol=1e-5)
     for g, w in zip(grads, jax.tree_util.tree_leaves(want_grads), strict=True):
         np.testing.assert_allclose(g, w, rtol=1e-4, atol=1e-6)
