@@ -126,14 +126,15 @@ def find_remade(jaxpr: Any) -> Remade:
         for o in eqn.outvars:
             args[o] = r
             defs[o] = eqn
-    remade = set()
-    for v, r in args.items():
-        src = v
-        while src in through and not isinstance(src, J.Literal):
-            src = through[src]
-        arg_bytes = sum(J.aval_bytes(a.aval) for a in r)
-        if not r or src in invars or arg_bytes < J.aval_bytes(v.aval):
-            remade.add(v)
+    found = Remade(defs, through, frozenset())
+
+    def worth(v: Any, r: frozenset[Any]) -> bool:
+        src = found.source(v)
+        if not r or (not isinstance(src, J.Literal) and src in invars):
+            return True
+        return sum(J.aval_bytes(a.aval) for a in r) < J.aval_bytes(v.aval)
+
+    remade = {v for v, r in args.items() if worth(v, r)}
     return Remade(defs, through, frozenset(remade))
 
 
