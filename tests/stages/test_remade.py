@@ -181,6 +181,32 @@ def test_labels_reach_the_last_stage_from_the_batch(relay):
     assert ranks == {pipe.placement.rank_of(3)}
 
 
+def test_a_prefills_empty_caches_made_at_the_top_are_made_on_their_stages():
+    """A prefill that makes every layer's empty cache before the first layer (as users write
+    one): each stage makes the caches of its layers and fills them; none is sent."""
+    T = 12
+
+    def prefill(ws, x):
+        caches = [jnp.zeros((B, T, D), jnp.float32) for _ in ws]
+        h, out = x, []
+        for i, (w, c) in enumerate(zip(ws, caches, strict=True)):
+            k = h @ w
+            out.append(jax.lax.dynamic_update_slice(c, k, (0, 0, 0)))
+            h = h + jnp.tanh(k)
+            if i % 2 == 1 and i < 3:
+                h = hlopipe.stage_boundary(h)
+        return h, out
+
+    ws, (x, _) = _ws()[:4], _batch()
+    staged = split(prefill, ws, x)
+    _sends_only(staged, jax.ShapeDtypeStruct((B, S, D), jnp.float32))
+    cache_stage = [src.stage for src in staged.out_sources[1:]]
+    assert cache_stage == [0, 0, 1, 1]
+    got, want = staged(ws, x), prefill(ws, x)
+    for a, b in zip(jax.tree_util.tree_leaves(got), jax.tree_util.tree_leaves(want), strict=True):
+        np.testing.assert_allclose(a, b, rtol=1e-6)
+
+
 # -- a Llama-shaped loss -------------------------------------------------------------------------
 
 
