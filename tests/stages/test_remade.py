@@ -207,6 +207,24 @@ def test_a_prefills_empty_caches_made_at_the_top_are_made_on_their_stages():
         np.testing.assert_allclose(a, b, rtol=1e-6)
 
 
+def test_a_value_no_larger_than_its_arguments_is_sent():
+    """A value made cheaply from arguments as large as itself (a weight scaled, an embedding
+    row gathered from a table larger than it) is sent: remaking it would move as many bytes
+    and put the arguments on two stages."""
+
+    def f(w, table, tokens):
+        scaled = w * 2.0
+        rows = table[tokens]
+        h = hlopipe.stage_boundary(jnp.tanh(rows @ w))
+        return jnp.sum(h @ scaled + rows)
+
+    w, table = jnp.ones((D, D)), jnp.ones((64, D))
+    staged = split(f, w, table, jnp.zeros((B, S), jnp.int32))
+    got = sorted(tuple(r.aval.shape) for r in staged.stages[1].receives)
+    assert got == sorted([(D, D), (B, S, D), (B, S, D)])
+    assert staged.stages[1].params_needed == ()
+
+
 # -- a Llama-shaped loss -------------------------------------------------------------------------
 
 
