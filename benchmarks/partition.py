@@ -5,6 +5,11 @@
    split into phases. Tracing with ``jax.make_jaxpr`` is shown apart: it is JAX's cost.
 2. A 4-stage split of a wider MLP: each stage's predicted compute time (roofline with FLOP and
    byte rates measured here) against its measured time (jitted, median of several runs).
+3. A Llama-shaped loss at 7B's width (``hlopipe.models.llama``: d 4096, ff 11008, seq 2048,
+   vocab 32000, bf16; mask, fill and rotary tables built once and read by every layer),
+   lowered with abstract arguments and split by the cost model from its HLO text and from
+   Python: the bytes sent between stages per microbatch, against the residual stream's
+   (what must cross), and the time to lower, load and split. ``--llama-only`` runs this alone.
 
 Run: ``.venv/bin/python benchmarks/partition.py``
 """
@@ -143,10 +148,44 @@ def predicted_vs_measured(console: Console) -> None:
     console.print(table)
 
 
+def llama_sends(console: Console, sizes: tuple[tuple[int, int], ...]) -> None:
+    import hlopipe
+    from hlopipe.models import llama
+
+    table = Table(title="Llama-shaped loss at 7B width: bytes sent between stages per microbatch")
+    for col in ("source", "layers", "stages", "sent / microbatch", "residual stream", "ratio",
+                "lower (JAX)", "load + split"):  # fmt: skip
+        table.add_column(col, justify="right")
+    for source in ("HLO text", "Python"):
+        for layers, stages in sizes:
+            cfg = llama.LLAMA_7B._replace(layers=layers)
+            fn, args = llama.loss_fn(cfg), llama.abstract_args(cfg)
+            t0 = time.perf_counter()
+            text = jax.jit(fn).lower(*args).as_text("hlo") if source == "HLO text" else ""
+            t1 = time.perf_counter()
+            if source == "HLO text":
+                staged = hlopipe.split(hlopipe.load(text), num_stages=stages)
+            else:
+                staged = hlopipe.split(fn, *args, num_stages=stages)
+            t2 = time.perf_counter()
+            sent = sum(st.cost.recv_bytes for st in staged.stages if st.cost is not None)
+            residual = (stages - 1) * cfg.batch * cfg.seq * cfg.d * jnp.dtype(cfg.dtype).itemsize
+            table.add_row(
+                source, str(layers), str(stages), f"{sent / 2**20:,.1f} MiB",
+                f"{residual / 2**20:,.1f} MiB", f"{sent / residual:.2f}x",
+                f"{t1 - t0:.1f} s" if text else "-", f"{t2 - t1:.1f} s",
+            )  # fmt: skip
+    console.print(table)
+
+
 def main() -> None:
+    import sys
+
     console = Console()
-    scaling(console)
-    predicted_vs_measured(console)
+    if "--llama-only" not in sys.argv:
+        scaling(console)
+        predicted_vs_measured(console)
+    llama_sends(console, ((8, 4), (32, 8)))
 
 
 if __name__ == "__main__":

@@ -1,5 +1,5 @@
 """Small built-in models for the demo, the tests and the benchmarks (pure JAX)."""
 
-from hlopipe.models import cnn, gpt, gpt_scan, mlp
+from hlopipe.models import cnn, gpt, gpt_scan, llama, mlp
 
-__all__ = ["cnn", "gpt", "gpt_scan", "mlp"]
+__all__ = ["cnn", "gpt", "gpt_scan", "llama", "mlp"]

@@ -19,7 +19,7 @@ import numpy as np
 
 from hlopipe.stages._jaxpr import ClosedJaxpr, Jaxpr, Literal, aval_bytes
 
-_MOVEMENT = frozenset(
+MOVEMENT = frozenset(
     {
         "reshape", "transpose", "broadcast_in_dim", "squeeze", "expand_dims", "slice",
         "dynamic_slice", "dynamic_update_slice", "concatenate", "pad", "gather", "rev",
@@ -125,7 +125,7 @@ def eqn_cost(eqn: Any) -> tuple[float, float]:
         return _dot_flops(eqn), nbytes
     if name == "conv_general_dilated":
         return _conv_flops(eqn), nbytes
-    if name in _MOVEMENT:
+    if name in MOVEMENT:
         return 0.0, nbytes
     if name in _REDUCTIONS:
         return float(sum(_size(v.aval) for v in eqn.invars if not isinstance(v, Literal))), nbytes

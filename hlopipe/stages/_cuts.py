@@ -20,6 +20,7 @@ import numpy as np
 
 from hlopipe.errors import StageError
 from hlopipe.stages._cost import CostModel, eqn_costs, eqn_memory, roofline_times
+from hlopipe.stages._local import find_remade
 from hlopipe.stages._partition import (
     Partition,
     RepeatedRun,
@@ -77,7 +78,7 @@ def equation_cuts(
     if not eqns:
         raise StageError("the program has no equations to split")
     flops, nbytes = eqn_costs(eqns)
-    cross = crossing_bytes(eqns, jaxpr.outvars)
+    cross = crossing_bytes(eqns, jaxpr.outvars, remade=find_remade(jaxpr).remade)
     run = find_repeated_run(eqns, cross)
     cands = candidate_boundaries(len(eqns), inside_spans(cross, spans), run, max_candidates)
     cands = admissible(cands, spans, num_stages)
@@ -140,7 +141,7 @@ def _atoms(jaxpr: Any, loops: dict[int, LoopReport], cm: CostModel) -> _Atoms:
     eqns = jaxpr.eqns
     flops, nbytes = eqn_costs(eqns)
     times = roofline_times(cm, flops, nbytes)
-    cross = crossing_bytes(eqns, jaxpr.outvars)
+    cross = crossing_bytes(eqns, jaxpr.outvars, remade=find_remade(jaxpr).remade)
     mem = eqn_memory(jaxpr)
     where: list[tuple[int, int]] = []
     t_atoms, c_atoms, m_atoms, inner = [], [], [], []

@@ -18,7 +18,7 @@ than ``max_candidates`` layers); elsewhere every equation boundary is a candidat
 from __future__ import annotations
 
 import itertools
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -248,12 +248,17 @@ def find_repeated_run(eqns: Sequence[Any], crossing: np.ndarray) -> RepeatedRun 
 
 
 def crossing_bytes(
-    eqns: Sequence[Any], outvars: Sequence[Any], sizes: dict[Any, int] | None = None
+    eqns: Sequence[Any],
+    outvars: Sequence[Any],
+    sizes: dict[Any, int] | None = None,
+    remade: Collection[Any] = (),
 ) -> np.ndarray:
     """Bytes of values defined by an equation and used after boundary ``b`` (``n + 1`` entries).
 
     Boundary ``b`` lies between equations ``b - 1`` and ``b``. Program inputs and constants
-    are not counted (they are fed to each stage directly); program outputs stay live to the end.
+    are not counted (they are fed to each stage directly), nor the values in ``remade`` (a
+    stage reading them makes them itself: ``_local``) unless the program returns them; program
+    outputs stay live to the end.
     """
     n = len(eqns)
     defined: dict[Any, int] = {}
@@ -270,7 +275,7 @@ def crossing_bytes(
     delta = np.zeros(n + 2)
     for v, d in defined.items():
         u = last.get(v)
-        if u is None or u <= d:
+        if u is None or u <= d or (u < n and v in remade):
             continue
         nb = aval_bytes(v.aval)
         delta[d + 1] += nb

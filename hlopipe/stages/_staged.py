@@ -20,6 +20,7 @@ import numpy as np
 from hlopipe.errors import StageError
 from hlopipe.stages import _jaxpr as J
 from hlopipe.stages._cost import CostModel, eqn_costs, roofline_times
+from hlopipe.stages._local import find_remade, stage_eqns, trim_markers
 from hlopipe.stages._partition import Partition, RepeatedRun
 
 if TYPE_CHECKING:
@@ -353,7 +354,8 @@ def build_staged(
     bounds = [*starts, len(eqns)]
     arg_index = {v: i for i, v in enumerate(jaxpr.invars)}
     owner, def_order = _owners(eqns, bounds)
-    params_of, recv_of, out_vars_of = _stage_vars(jaxpr, bounds, owner, arg_index)
+    per_stage = stage_eqns(eqns, bounds, owner, find_remade(jaxpr))
+    params_of, recv_of, out_vars_of = _stage_vars(jaxpr, per_stage, owner, arg_index)
     flops, nbytes = costs if costs is not None else eqn_costs(eqns)
     stages: list[Stage] = []
     out_pos: list[dict[Any, int]] = []
@@ -363,10 +365,14 @@ def build_staged(
         ovars = sorted(out_vars_of[s], key=lambda v: def_order[v])
         out_pos.append({v: k for k, v in enumerate(ovars)})
         lo, hi = bounds[s], bounds[s + 1]
+        mine = per_stage[s]
+        f, b = flops[lo:hi], nbytes[lo:hi]
+        if len(mine) != hi - lo or any(x is not y for x, y in zip(mine, eqns[lo:hi], strict=True)):
+            f, b = eqn_costs(mine)  # it makes values itself, or dead equations went
         stages.append(
             Stage(
                 index=s,
-                jaxpr=J.make_closed(closed, [*pvars, *rvars], eqns[lo:hi], ovars),
+                jaxpr=J.make_closed(closed, [*pvars, *rvars], mine, ovars),
                 params_needed=tuple(arg_index[v] for v in pvars),
                 param_paths=tuple(paths[arg_index[v]] for v in pvars),
                 param_argnums=tuple(argnum_of[arg_index[v]] for v in pvars),
@@ -374,8 +380,8 @@ def build_staged(
                     Receive(owner[v], out_pos[owner[v]][v], J.sds(v.aval)) for v in rvars
                 ),
                 outputs=tuple(J.sds(v.aval) for v in ovars),
-                cost=_stage_cost(cm, eqns[lo:hi], flops[lo:hi], nbytes[lo:hi], pvars, rvars),
-                num_eqns=hi - lo,
+                cost=_stage_cost(cm, mine, f, b, pvars, rvars),
+                num_eqns=len(mine),
             )
         )
     _record_sends(stages)
@@ -415,29 +421,41 @@ def _owners(eqns: Sequence[Any], bounds: list[int]) -> tuple[dict[Any, int], dic
 
 
 def _stage_vars(
-    jaxpr: Any, bounds: list[int], owner: dict[Any, int], arg_index: dict[Any, int]
+    jaxpr: Any,
+    per_stage: list[list[Any]],
+    owner: dict[Any, int],
+    arg_index: dict[Any, int],
 ) -> tuple[list[dict[Any, None]], list[dict[Any, None]], list[dict[Any, None]]]:
-    """Per stage: the program arguments it reads, the values it receives from other stages,
-    and the values it sends on or returns as program outputs (ordered sets)."""
-    S = len(bounds) - 1
+    """Per stage (``per_stage``: its equations, pruned here to those its outputs need): the
+    program arguments it reads, the values it receives from other stages (not those it makes
+    itself), and the values it sends on or returns as program outputs (ordered sets).
+
+    Stages are walked from the last: a value a later stage makes itself instead of receiving
+    it is then no output of the stage that made it, and the equations making it there go
+    (with the arguments only they read).
+    """
+    S = len(per_stage)
     params_of: list[dict[Any, None]] = [{} for _ in range(S)]
     recv_of: list[dict[Any, None]] = [{} for _ in range(S)]
-    for s in range(S):
-        for e in jaxpr.eqns[bounds[s] : bounds[s + 1]]:
+    out_vars_of: list[dict[Any, None]] = [{} for _ in range(S)]
+    for v in jaxpr.outvars:
+        if not isinstance(v, J.Literal) and v in owner:
+            out_vars_of[owner[v]][v] = None
+    for s in reversed(range(S)):
+        keep = J.needed_eqns(per_stage[s], out_vars_of[s])
+        live = [e for e, k in zip(per_stage[s], keep, strict=True) if k]
+        per_stage[s] = trim_markers(live, out_vars_of[s])
+        made: set[Any] = set()
+        for e in per_stage[s]:
             for v in e.invars:
-                if isinstance(v, J.Literal):
+                if isinstance(v, J.Literal) or v in made:
                     continue
                 if v in arg_index:
                     params_of[s][v] = None
                 elif v in owner and owner[v] != s:
                     recv_of[s][v] = None
-    out_vars_of: list[dict[Any, None]] = [{} for _ in range(S)]
-    for s in range(S):
-        for v in recv_of[s]:
-            out_vars_of[owner[v]][v] = None
-    for v in jaxpr.outvars:
-        if not isinstance(v, J.Literal) and v in owner:
-            out_vars_of[owner[v]][v] = None
+                    out_vars_of[owner[v]][v] = None
+            made.update(e.outvars)
     return params_of, recv_of, out_vars_of
 
 

@@ -23,7 +23,8 @@ def test_owners_and_stage_vars_of_a_two_stage_cut():
     owner, order = _owners(jaxpr.eqns, bounds)
     assert owner == {x: 0, y: 1, s: 1}
     assert order == {x: 0, y: 1, s: 2}
-    params_of, recv_of, outs_of = _stage_vars(jaxpr, bounds, owner, {a: 0, b: 1})
+    per_stage = [jaxpr.eqns[0:1], jaxpr.eqns[1:3]]
+    params_of, recv_of, outs_of = _stage_vars(jaxpr, per_stage, owner, {a: 0, b: 1})
     assert [list(p) for p in params_of] == [[a], [b]]
     assert [list(r) for r in recv_of] == [[], [x]]
     # stage 0 sends x on (and returns it); stage 1 returns sin(y), keeps y to itself
