@@ -10,6 +10,8 @@ import numpy as np
 
 from hlopipe.errors import Keyword, RuntimeConfigError
 
+VOCAB_HI = 64  # random prompts and first tokens are ids below this
+
 
 def run_command(
     decode: Any,
@@ -50,6 +52,7 @@ def run_command(
 
     from hlopipe.generate._generator import Generator
     from hlopipe.generate._oracle import generate_unsplit
+    from hlopipe.generate._plan import prefill_args
     from hlopipe.io import load
 
     for name, value in (("groups", groups), ("tokens", tokens), ("prompt_len", prompt_len)):
@@ -71,20 +74,26 @@ def run_command(
         )  # fmt: skip
     roles = decode.arg_roles()
     params = _params(params_path, roles, seed)
+    rng = np.random.default_rng(seed + 1)
+    prompts = None
+    if prefill is not None:  # checked before the compile: the prompts' shape is the prefill's
+        what = f"the prefill {getattr(prefill, 'source', '')}".rstrip()
+        aval = prefill.in_avals[prefill_args(prefill, roles, what)[0]]
+        prompts = _prompts(aval, prompt_len, ids, groups, prompts_path, rng)
+        groups = len(prompts)
     t0 = time.perf_counter()
     gen = Generator(decode, params, prefill=prefill, num_stages=stages, groups=groups or 1)
-    inputs = _inputs(gen, prompt_len, ids, groups, prompts_path, seed)
-    gen = gen.with_groups(len(inputs["prompts"] if "prompts" in inputs else inputs["tokens"]))
+    inputs = _inputs(gen, prompts, rng)
     if tokens is None:  # positions P .. max_len - 1 after a prefill's token; else 0 .. max_len - 1
-        P = int(gen.prefill.prompt_aval.shape[-1]) if gen.prefill else 0
-        tokens = max(1, min(16, gen.max_len - P + (gen.prefill is not None)))
+        P = 0 if prompts is None else prompts.shape[-1]
+        tokens = max(1, min(16, gen.max_len - P + (prompts is not None)))
     out(repr(gen))
     # a first run of two tokens warms every path (the prefill, a decode step, the sends), so
     # that the timed run below measures generation alone
     gen.start(**inputs).generate(min(tokens, 2))
     compile_s = time.perf_counter() - t0
-    session = gen.start(**inputs)
     t1 = time.perf_counter()
+    session = gen.start(**inputs)
     toks = session.generate(tokens)
     wall = time.perf_counter() - t1
     for g, s in np.ndindex(*toks.shape[:2]):
@@ -106,34 +115,36 @@ def run_command(
     return _compare(toks, ref, out)
 
 
-def _inputs(
-    gen: Any, prompt_len: int | None, ids: Any, groups: int | None, path: Any, seed: int
-) -> dict[str, Any]:
-    """The prompts (with a prefill: read, or random ids) or random first tokens, and random
-    first values of other feedback (an RNG key), per group."""
-    rng = np.random.default_rng(seed + 1)
-    vocab_hi = 64
+def _prompts(
+    aval: Any, prompt_len: int | None, ids: Any, groups: int | None, path: Any, rng: Any
+) -> np.ndarray:
+    """The prompts ``[groups, b, P]`` for a prefill whose prompt is ``aval`` (``[b, P]``):
+    read (``ids``), or random ids of length ``prompt_len`` (default ``P``), which must be
+    ``P``."""
+    b, want = (int(n) for n in aval.shape)
+    where = f"the prefill takes prompts of length {want} ({aval.dtype}{list(aval.shape)})"
+    if ids is not None:
+        return _grouped(ids, b, groups, want, where, path)
+    if prompt_len is not None and prompt_len != want:
+        raise RuntimeConfigError(
+            Keyword("prompt_len", prompt_len), f": {where}; leave ", Keyword("prompt_len"),
+            f" out or give {want}",
+        )  # fmt: skip
+    return rng.integers(0, VOCAB_HI, (groups or 1, b, want))
+
+
+def _inputs(gen: Any, prompts: np.ndarray | None, rng: Any) -> dict[str, Any]:
+    """The prompts (with a prefill) or random first tokens, and random first values of other
+    feedback (an RNG key), per group."""
     inputs: dict[str, Any]
-    if gen.prefill is None:
-        G = groups or 1
-        inputs = {"tokens": rng.integers(0, vocab_hi, (G, *gen.token.shape)), "position": 0}
+    if prompts is None:
+        inputs = {"tokens": rng.integers(0, VOCAB_HI, (gen.groups, *gen.token.shape)),
+                  "position": 0}  # fmt: skip
     else:
-        aval = gen.prefill.prompt_aval
-        want = int(aval.shape[-1])
-        where = f"the prefill takes prompts of length {want} ({aval.dtype}{list(aval.shape)})"
-        if ids is None:
-            if prompt_len is not None and prompt_len != want:
-                raise RuntimeConfigError(
-                    Keyword("prompt_len", prompt_len), f": {where}; leave ",
-                    Keyword("prompt_len"), f" out or give {want}",
-                )  # fmt: skip
-            inputs = {"prompts": rng.integers(0, vocab_hi, (groups or 1, gen.batch, want))}
-        else:
-            inputs = {"prompts": _grouped(ids, gen.batch, groups, want, where, path)}
-    G = len(inputs["prompts"] if "prompts" in inputs else inputs["tokens"])
+        inputs = {"prompts": prompts}
     extra = gen.roles.feedback[1:]  # an RNG key fed back: random first values per group
     inputs["feedback"] = {
-        r.path: rng.integers(0, 2**31, (G, *r.shape)).astype(r.dtype) for r in extra
+        r.path: rng.integers(0, 2**31, (gen.groups, *r.shape)).astype(r.dtype) for r in extra
     }
     return inputs
 
