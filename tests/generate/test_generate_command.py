@@ -155,3 +155,12 @@ def test_too_few_devices_names_how_to_get_more():
         place(jax.devices()[:1], (2,), 1, (0,), batch_size=4)
     assert "needs 2 devices, only 1 given" in str(e.value)
     assert "jax_num_cpu_devices=2" in str(e.value)
+
+
+def test_random_prompts_take_the_prefills_length():
+    from hlopipe.generate._command import _prompts
+
+    aval = jax.ShapeDtypeStruct((4, 5), np.int64)
+    rng = np.random.default_rng(0)
+    assert _prompts(aval, None, None, None, None, rng).shape == (1, 4, 5)
+    assert _prompts(aval, 5, None, 3, None, rng).shape == (3, 4, 5)
