@@ -64,6 +64,7 @@ COMMAND = Command(
     _add_generate,
     _cmd_generate,
     num_stages="--stages",
+    prefill="--prefill",
     groups="--groups",
     prompt_len="--prompt-len",
     prompts_path="--prompts",

@@ -50,6 +50,8 @@ def run_command(
       RuntimeConfigError: a count below 1, a --params file or prompts that do not fit.
     """
 
+    import jax
+
     from hlopipe.generate._generator import Generator
     from hlopipe.generate._oracle import generate_unsplit
     from hlopipe.generate._plan import prefill_args
@@ -69,8 +71,8 @@ def run_command(
     if prefill is None and (ids is not None or prompt_len is not None):
         given = Keyword("prompts_path") if ids is not None else Keyword("prompt_len")
         raise RuntimeConfigError(
-            given, " needs a prefill program (prefill=...) to read the prompts; without one, "
-            "generation starts from random first tokens"
+            given, " needs a prefill program (", Keyword("prefill"), ") to read the prompts; "
+            "without one, generation starts from random first tokens"
         )  # fmt: skip
     roles = decode.arg_roles()
     params = _params(params_path, roles, seed)
@@ -99,7 +101,7 @@ def run_command(
     for g, s in np.ndindex(*toks.shape[:2]):
         text = f" | {tokenizer.decode(toks[g, s].tolist())!r}" if tokenizer else ""
         out(f"group {g}, sequence {s}: {' '.join(map(str, toks[g, s]))}{text}")
-    if output_path is not None:
+    if output_path is not None and jax.process_index() == 0:  # one writer under launch
         np.save(output_path, toks)
         out(f"wrote {output_path}: tokens [groups, batch, tokens] = {list(toks.shape)}")
     m = session.metrics

@@ -119,6 +119,11 @@ def test_mistakes_are_one_error_line_before_any_compile(files, capsys):
     (tmp / "p.txt").write_text("w1 w2\nw1 w2 w3\n")
     err = _error(capsys, [*args, "--prompts", str(tmp / "p.txt")])
     assert "text prompts need --tokenizer" in err
+    err = _error(capsys, [*args, "--prompts", str(tmp / "p.npy"), "--prompt-len", "5"])
+    assert "give --prompts or --prompt-len, not both" in err
+    no_prefill = [args[0], args[1], *args[4:]]
+    err = _error(capsys, [*no_prefill, "--prompts", str(tmp / "p.npy")])
+    assert "--prompts needs a prefill program (--prefill)" in err
 
 
 def test_text_prompts_of_different_lengths_are_named(files, capsys):
