@@ -12,7 +12,7 @@ $(BIN)/python:
 # Exact versions from the lock file (constraints.txt); `make demo` installs hlopipe, its runtime
 # needs and what the demo draws with, `make test` adds every extra and the test tools.
 DEMO_STAMP := $(VENV)/.installed-demo
-EXTRAS := test,plot,data
+EXTRAS := test,plot,data,serve
 
 $(STAMP): $(BIN)/python pyproject.toml constraints.txt
 	$(BIN)/python -m pip install -c constraints.txt -e ".[$(EXTRAS)]"

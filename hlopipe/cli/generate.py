@@ -7,7 +7,7 @@ import argparse
 import contextlib
 import os
 
-from hlopipe.cli._common import CPU_DEVICES, Command
+from hlopipe.cli._common import CPU_DEVICES, Command, check_output_file, load, x64_if_needed
 
 
 def _add_generate(p: argparse.ArgumentParser) -> None:
@@ -16,9 +16,18 @@ def _add_generate(p: argparse.ArgumentParser) -> None:
     p.add_argument("--prefill", help="the prefill: (params, prompt) -> (next_tokens, state)")
     p.add_argument("--params", help=".npz of the parameters in order (default: random)")
     p.add_argument("--stages", type=int, help="must agree with the stage markers")
-    p.add_argument("--groups", type=int, default=1, help="groups of sequences in flight")
-    p.add_argument("--tokens", type=int, default=16, help="tokens to generate per sequence")
-    p.add_argument("--prompt-len", type=int, default=8, help="random prompt length")
+    p.add_argument("--groups", type=int, help="groups of sequences in flight (default 1, or "
+                   "as many as --prompts fills)")  # fmt: skip
+    p.add_argument("--tokens", type=int, help="tokens to generate per sequence (default 16, "
+                   "or as many as the cache holds)")  # fmt: skip
+    p.add_argument("--prompts", metavar="FILE", help="the prompts (with --prefill): a .npy of "
+                   "token ids [n, P] or [groups, batch, P], or a text file, one prompt a line, "
+                   "with --tokenizer (default: random ids)")  # fmt: skip
+    p.add_argument("--tokenizer", metavar="JSON", help="a Hugging Face tokenizers file: encodes "
+                   "text --prompts, decodes what is generated")  # fmt: skip
+    p.add_argument("--prompt-len", type=int, help="random prompt length (default: the prefill's)")
+    p.add_argument("--output", metavar="FILE.npy", help="write the tokens, [groups, batch, "
+                   "tokens], here")  # fmt: skip
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--check", action="store_true", help="compare with the unsplit program")
     p.add_argument("--cpu-devices", type=int, help=f"CPU devices (default {CPU_DEVICES})")
@@ -31,16 +40,35 @@ def _cmd_generate(args: argparse.Namespace) -> int:
     from hlopipe.generate import run_command
     from hlopipe.runtime import distributed
 
+    if args.output is not None:
+        check_output_file(args.output, "--output", (".npy",))
     if os.environ.get(distributed.ENV_COORDINATOR):  # under hlopipe launch: join the job
         distributed.initialize(cpu_devices=args.cpu_devices)
     else:
         with contextlib.suppress(Exception):  # CPU only; a backend already up keeps its devices
             jax.config.update("jax_num_cpu_devices", args.cpu_devices or CPU_DEVICES)
-    return run_command(args.file, prefill_path=args.prefill, params_path=args.params,
-                       stages=args.stages, groups=args.groups, tokens=args.tokens,
-                       prompt_len=args.prompt_len, seed=args.seed, check=args.check)  # fmt: skip
+    decode = load(args.file, None)
+    prefill = load(args.prefill, None) if args.prefill else None
+    with contextlib.ExitStack() as stack:  # PyTorch's int64 tokens: 64-bit mode for this run
+        for program in (decode, prefill):
+            if program is not None:
+                stack.enter_context(x64_if_needed(program))
+        return run_command(decode, prefill=prefill, params_path=args.params, stages=args.stages,
+                           groups=args.groups, tokens=args.tokens, prompts_path=args.prompts,
+                           tokenizer_path=args.tokenizer, prompt_len=args.prompt_len,
+                           output_path=args.output, seed=args.seed, check=args.check)  # fmt: skip
 
 
 COMMAND = Command(
-    "generate", _add_generate, _cmd_generate, num_stages="--stages", params_path="--params"
+    "generate",
+    _add_generate,
+    _cmd_generate,
+    num_stages="--stages",
+    prefill="--prefill",
+    groups="--groups",
+    prompt_len="--prompt-len",
+    prompts_path="--prompts",
+    tokenizer_path="--tokenizer",
+    params_path="--params",
+    jax_num_cpu_devices="--cpu-devices",
 )

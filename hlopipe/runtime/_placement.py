@@ -187,7 +187,8 @@ def place(
     if max(sizes) > len(devs):
         raise RuntimeConfigError(
             f"a stage mesh of shape {shapes[sizes.index(max(sizes))]} needs {max(sizes)} "
-            f"devices, only {len(devs)} given"
+            f"devices, only {len(devs)} given",
+            *_more_cpu_devices(devs, max(sizes)),
         )
     needed = sum(sizes)
     if needed > len(devs):
@@ -199,10 +200,12 @@ def place(
                 "fit); use fewer stages, a smaller ",
                 Keyword("stage_mesh_shape"),
                 ", or more devices",
+                *_more_cpu_devices(devs, needed),
             )
         raise RuntimeConfigError(
             f"{schedule_name} on stage meshes {shapes} needs {needed} devices, only "
-            f"{len(devs)} given"
+            f"{len(devs)} given",
+            *_more_cpu_devices(devs, needed),
         )
     meshes = []
     start = 0
@@ -210,6 +213,14 @@ def place(
         meshes.append(Mesh(np.array(devs[start : start + n]).reshape(shape), axes))
         start += n
     return Placement(tuple(meshes), tuple(stage_to_rank), batch_size)
+
+
+def _more_cpu_devices(devs: Sequence[Any], needed: int) -> tuple[Any, ...]:
+    """On CPU, how to get ``needed`` devices: JAX's ``jax_num_cpu_devices`` (set with
+    ``jax.config.update`` before JAX first runs; a front end names its own flag for it)."""
+    if devs[0].platform != "cpu":
+        return ()
+    return (" (on CPU, ask for more: ", Keyword("jax_num_cpu_devices", needed), ")")
 
 
 def default_group_size(stage_mesh_shape: Any) -> int:
