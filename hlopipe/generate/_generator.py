@@ -216,9 +216,11 @@ class Generator:
         missing = [(s, pos, sh) for pos in range(first, first + steps) for s, sh in readers
                    if (s, pos) not in self._positions]  # fmt: skip
         local = [(s, pos, sh) for s, pos, sh in missing if self.place.local(s)]
-        values = [position_value(self.position, pos) for _, pos, _ in local]
-        for (s, pos, _), v in zip(local, jax.device_put(values, [sh for *_, sh in local])):  # noqa: B905
-            self._positions[(s, pos)] = v
+        if local:
+            values = [position_value(self.position, pos) for _, pos, _ in local]
+            placed = jax.device_put(values, [sh for *_, sh in local])
+            for (s, pos, _), v in zip(local, placed, strict=True):
+                self._positions[(s, pos)] = v
         for s, pos, _ in missing:
             self._positions.setdefault((s, pos), None)
         at = self._positions

@@ -266,6 +266,13 @@ class Session:
         whole = jax.ShapeDtypeStruct((self.gen.groups, *tok.shape, len(rows)), tok.dtype)
         return place.everywhere(out, at, whole)
 
+    def _row(self, row: tuple[list[Any], int]) -> np.ndarray:
+        """One step's tokens ``[groups, b]`` on the host (in one process, each group's
+        array read as it is ready)."""
+        if self.gen.place.multi:
+            return self._tokens([row])[..., 0]
+        return np.stack([np.asarray(v) for v in row[0]])
+
     def _begin(self, n: int, what: str) -> int:
         """The number of decode steps of the next ``n`` tokens (one fewer when tokens are
         pending: the prefill's, or a stream's read-ahead), checked against the cache."""
@@ -343,7 +350,7 @@ class Session:
             if len(ahead) > 1:
                 self._time_first(first)
                 first = None
-                got = self._tokens([ahead.pop(0)])[..., 0]
+                got = self._row(ahead.pop(0))
                 count += got.size
                 try:
                     yield got
@@ -352,7 +359,7 @@ class Session:
                     self._pending, self._pending_at = ahead[0]
                     raise
         self._time_first(first)
-        last = self._tokens(ahead)[..., 0]
+        last = self._row(ahead[0])
         self._metrics(count + last.size, steps, time.perf_counter() - t0, before)
         yield last
 
