@@ -64,7 +64,7 @@ def _run(gen: Generator, groups: int, batch: int, tokens: int, reps: int) -> dic
     rows = []
     for _ in range(reps):
         session = gen.start(prompts)
-        jax.block_until_ready([v for g in range(groups) for _, v in session._feedback[g].values()])
+        jax.block_until_ready([v for regs in session._regs for v in regs if v is not None])
         session.generate(tokens)
         rows.append(dict(session.metrics))
     m = min(rows, key=lambda r: r["wall_s"]) if reps == 1 else rows[len(rows) // 2]
