@@ -24,6 +24,7 @@ from hlopipe.generate._oracle import generate_unsplit as generate_unsplit
 from hlopipe.generate._placement import (
     check_params,
     compile_stage,
+    input_sharding,
     nbytes,
     parameter_specs,
     place_params,
@@ -171,6 +172,25 @@ class Generator:
         self._fed_by: dict[int, tuple[int, ...]] = {}  # program output -> feedback arguments
         for arg, out in self.split.feedback:
             self._fed_by[out] = (*self._fed_by.get(out, ()), arg)
+        # what ``start`` puts: per state argument its register, its sharding (None: a stage of
+        # another process) and its zeros (the default state; device_put copies it); per
+        # feedback argument the stage reading it and the sharding it takes
+        self._state_places = [
+            (x.arg, self._layout.state[x.arg],
+             self._state_sh[x.stage].get(x.arg) if self.place.local(x.stage) else None,
+             np.zeros(self.roles[x.arg].shape, self.roles[x.arg].dtype))
+            for x in slots
+        ]  # fmt: skip
+        self._first_feedback: dict[int, tuple[int, Any]] = {}
+        for r in fed:
+            reader = next((p.stage for p in self.plans if (FEEDBACK, r.index) in p.inputs), None)
+            if reader is None:  # fed back, but read by no stage
+                continue
+            aval = jax.ShapeDtypeStruct(tuple(r.shape), r.dtype)
+            self._first_feedback[r.index] = (
+                reader,
+                input_sharding(self.place, reader, FEEDBACK, aval),
+            )
 
     def _add_params(self, plans: Any, placed: list[dict[int, Any]]) -> dict[tuple[int, int], int]:
         """Registers for each stage's placed parameters, appended to the template."""

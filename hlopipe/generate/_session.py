@@ -22,8 +22,8 @@ import numpy as np
 
 from hlopipe import schedules
 from hlopipe.errors import RuntimeConfigError
-from hlopipe.generate._placement import CompiledStage, input_sharding
-from hlopipe.generate._plan import FEEDBACK, INPUT, PARAM, STATE, StagePlan, position_value
+from hlopipe.generate._placement import CompiledStage
+from hlopipe.generate._plan import INPUT, PARAM, STATE, StagePlan, position_value
 from hlopipe.generate._steps import Home, StepProgram
 
 if TYPE_CHECKING:
@@ -115,9 +115,9 @@ class Session:
         """Each group's first value of feedback argument ``arg`` onto the stage reading it
         (one batched ``device_put`` for the groups)."""
         gen = self.gen
-        reader = next(p.stage for p in gen.plans if (FEEDBACK, arg) in p.inputs)
-        aval = jax.ShapeDtypeStruct(values.shape[1:], values.dtype)
-        sh = input_sharding(gen.place, reader, FEEDBACK, aval)
+        if arg not in gen._first_feedback:  # read by no stage
+            return
+        reader, sh = gen._first_feedback[arg]
         G, slot = gen.groups, gen._layout.feedback[arg]
         placed = jax.device_put(list(values), [sh] * G) if gen.place.local(reader) else [None] * G
         for g in range(G):
@@ -151,21 +151,21 @@ class Session:
                     if gen.stacked is None
                     else gen.stacked.disassemble(flat)
                 )
-            for slot in gen.split.slots:
-                r = gen.roles[slot.arg]
-                value = np.zeros(r.shape, r.dtype) if flat is None else given[slot.arg]
-                if (tuple(np.shape(value)), str(np.asarray(value).dtype)) != (r.shape, r.dtype):
-                    raise RuntimeConfigError(
-                        f"state of group {g}, {r.path}: expected {r.dtype}{list(r.shape)}, got "
-                        f"{np.asarray(value).dtype}{list(np.shape(value))}"
-                    )
-                reg = gen._layout.state[slot.arg]
-                if gen.place.local(slot.stage):
-                    values.append(value)
-                    shardings.append(gen._state_sh[slot.stage].get(slot.arg))
-                    where.append((g, reg))
-                else:
+            for arg, reg, sh, zeros in gen._state_places:
+                value = zeros if flat is None else given[arg]
+                if flat is not None:
+                    r = gen.roles[arg]
+                    if (np.shape(value), str(np.asarray(value).dtype)) != (r.shape, r.dtype):
+                        raise RuntimeConfigError(
+                            f"state of group {g}, {r.path}: expected {r.dtype}{list(r.shape)}, "
+                            f"got {np.asarray(value).dtype}{list(np.shape(value))}"
+                        )
+                if sh is None:  # a stage another process computes
                     self._regs[g][reg] = None
+                else:
+                    values.append(value)
+                    shardings.append(sh)
+                    where.append((g, reg))
         for (g, reg), v in zip(where, jax.device_put(values, shardings), strict=True):
             self._regs[g][reg] = v
         self._put_feedback(gen.token.index, tokens)
