@@ -6,7 +6,8 @@ Public API: :class:`Generator` (``hlopipe.Generator``), its :class:`Session`, an
 """
 
 from hlopipe.generate._command import run_command
-from hlopipe.generate._generator import Generator, Session
+from hlopipe.generate._generator import Generator
 from hlopipe.generate._oracle import generate_unsplit
+from hlopipe.generate._session import Session
 
 __all__ = ["Generator", "Session", "generate_unsplit", "run_command"]

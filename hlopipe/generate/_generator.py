@@ -3,27 +3,25 @@
 One host, one controller: every stage's executables run on their own device and the driver
 issues every action asynchronously (``jax.jit`` dispatch and ``jax.device_put`` return before
 the device is done), in the order of :func:`hlopipe.schedules.decode` (round robin of the
-groups, token after token). Nothing waits on a device until the tokens are read at the end of
-:meth:`Session.generate`. State arguments are donated to the stage that keeps them, so a cache
-is updated in place and never leaves its device; only activations and feedback move.
+groups, token after token). A step of a group is an instruction list built once
+(``_steps.py``) and run by the :class:`~hlopipe.generate._session.Session`; nothing waits on a
+device until the tokens are read. State arguments are donated to the stage that keeps them, so
+a cache is updated in place and never leaves its device; only activations and feedback move.
 """
 
 from __future__ import annotations
 
 import copy
-import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from typing import Any
 
 import jax
 import numpy as np
 
-from hlopipe import schedules
 from hlopipe.errors import ApiOnly, RuntimeConfigError, StageError
 from hlopipe.generate._oracle import generate_unsplit as generate_unsplit
 from hlopipe.generate._placement import (
-    CompiledStage,
     check_params,
     compile_stage,
     input_sharding,
@@ -38,9 +36,7 @@ from hlopipe.generate._plan import (
     FEEDBACK,
     INPUT,
     PARAM,
-    RECV,
     STATE,
-    StagePlan,
     params_as,
     plan_stages,
     position_of,
@@ -48,6 +44,8 @@ from hlopipe.generate._plan import (
     prefill_args,
     prefill_outputs,
 )
+from hlopipe.generate._session import Session
+from hlopipe.generate._steps import Home, Layout, StepProgram, build
 from hlopipe.io import ArgRoles
 from hlopipe.stages import (
     StackedSplit,
@@ -155,13 +153,107 @@ class Generator:
                           self.place, p.stage)) if self.place.local(p.stage) else None
             for st, p in zip(self.split.staged.stages, self.plans, strict=True)
         ]  # fmt: skip
-        self._fns = [None if c is None else c.fn for c in self._stages]
         self._state_sh = [
             {} if c is None else state_shardings(c, p)
             for c, p in zip(self._stages, self.plans, strict=True)
         ]
         self._host_params = by_arg  # the prefill places its own from these
         self._params = place_params(by_arg, self.plans, self._stages)
+        self._registers()
+
+    # -- the step programs (``_steps.py``) ---------------------------------------------------
+    def _registers(self) -> None:
+        """Every group's registers: the state, the feedback, then the placed parameters
+        (``_template``, copied for each group of a session); no step program yet."""
+        slots = self.split.slots
+        fed = self.roles.feedback
+        self._layout = Layout(
+            state={x.arg: i for i, x in enumerate(slots)},
+            feedback={r.index: len(slots) + k for k, r in enumerate(fed)},
+        )
+        self._template: list[Any] = [None] * (len(slots) + len(fed))
+        self._param_slots = self._add_params(self.plans, self._params)
+        self._programs: dict[tuple[Any, ...], StepProgram] = {}
+        self._positions: dict[tuple[int, int], Any] = {}  # (stage, position) -> placed
+        self._fed_by: dict[int, tuple[int, ...]] = {}  # program output -> feedback arguments
+        for arg, out in self.split.feedback:
+            self._fed_by[out] = (*self._fed_by.get(out, ()), arg)
+        # what ``start`` puts: per state argument its register, its sharding (None: a stage of
+        # another process) and its zeros (the default state; device_put copies it); per
+        # feedback argument the stage reading it and the sharding it takes
+        self._state_places = [
+            (x.arg, self._layout.state[x.arg],
+             self._state_sh[x.stage].get(x.arg) if self.place.local(x.stage) else None,
+             np.zeros(self.roles[x.arg].shape, self.roles[x.arg].dtype))
+            for x in slots
+        ]  # fmt: skip
+        self._first_feedback: dict[int, tuple[int, Any]] = {}
+        for r in fed:
+            reader = next((p.stage for p in self.plans if (FEEDBACK, r.index) in p.inputs), None)
+            if reader is None:  # fed back, but read by no stage
+                continue
+            aval = jax.ShapeDtypeStruct(tuple(r.shape), r.dtype)
+            self._first_feedback[r.index] = (
+                reader,
+                input_sharding(self.place, reader, FEEDBACK, aval),
+            )
+
+    def _add_params(self, plans: Any, placed: list[dict[int, Any]]) -> dict[tuple[int, int], int]:
+        """Registers for each stage's placed parameters, appended to the template."""
+        slots: dict[tuple[int, int], int] = {}
+        for p in plans:
+            for k, a in p.inputs:
+                if k == PARAM:
+                    slots[(p.stage, a)] = len(self._template)
+                    self._template.append(placed[p.stage].get(a))
+        return slots
+
+    def _program(self, homes: Mapping[int, Home]) -> StepProgram:
+        """The decode step's program with the feedback lying at ``homes`` (built once)."""
+        key = tuple(homes.get(r.index) for r in self.roles.feedback)
+        prog = self._programs.get(key)
+        if prog is None:
+            prog = build(
+                self.plans, self.split.staged.stages, self, self.place, self._layout,
+                dict(homes), self._fed_by, self._param_slots, len(self._template),
+            )  # fmt: skip
+            self._programs[key] = prog
+        return prog
+
+    def _step_programs(self, homes: Mapping[int, Home], steps: int) -> list[StepProgram]:
+        """The program of each of ``steps`` decode steps from ``homes`` (the first step
+        reads the feedback where ``start`` put it, the next ones where a step left it)."""
+        prog, out = self._program(homes), []
+        for _ in range(steps):
+            out.append(prog)
+            if prog.successor is None:
+                prog.successor = self._program(prog.feedback_home)
+            prog = prog.successor
+        return out
+
+    def _placed_positions(
+        self, progs: list[StepProgram], first: int, steps: int
+    ) -> list[tuple[tuple[int, Any], ...]]:
+        """Per step, ``(register, value)`` of the position on each stage reading it. A
+        position is placed once per stage for the generator's life (at most ``max_len`` small
+        arrays per stage), those missing in one batched ``device_put``: a step moves nothing
+        from the host."""
+        readers = [(s, sh) for s, _, sh in progs[0].inputs]
+        missing = [(s, pos, sh) for pos in range(first, first + steps) for s, sh in readers
+                   if (s, pos) not in self._positions]  # fmt: skip
+        local = [(s, pos, sh) for s, pos, sh in missing if self.place.local(s)]
+        if local:
+            values = [position_value(self.position, pos) for _, pos, _ in local]
+            placed = jax.device_put(values, [sh for *_, sh in local])
+            for (s, pos, _), v in zip(local, placed, strict=True):
+                self._positions[(s, pos)] = v
+        for s, pos, _ in missing:
+            self._positions.setdefault((s, pos), None)
+        at = self._positions
+        return [
+            tuple((slot, at[(s, first + t)]) for s, slot, _ in progs[t].inputs)
+            for t in range(steps)
+        ]
 
     def with_groups(self, groups: int) -> Generator:
         """The same generator (same compiled stages and placed parameters) for another number
@@ -353,355 +445,8 @@ class _Prefill:
                           gen._state_sh[p.stage]) if sp.local(p.stage) else None
             for st, p in zip(self.staged.stages, self.plans, strict=True)
         ]  # fmt: skip
-        self._fns = [None if c is None else c.fn for c in self._stages]
         self._params = place_params(gen._host_params, self.plans, self._stages, gen._params)
-
-
-@dataclass
-class _Counters:
-    activations: int = 0
-    feedback: int = 0
-    state: int = 0
-    actions: int = 0
-    host_s: float = 0.0
-    per_step: list[int] = field(default_factory=list)
-
-
-class Session:
-    """Groups of sequences being generated: state on its stages, tokens fed back on device.
-
-    ``metrics`` after :meth:`generate`: tokens/s, time to first token (with a prefill: from
-    ``start`` until group 0's first token is ready, read once every step is issued, so that
-    decoding overlaps the later groups' prefills), inter-token latency, host time per action,
-    bytes sent by kind since the start and in the last ``generate`` (``state``: counted, 0 when
-    state stays).
-    """
-
-    def __init__(self, gen: Generator, prompts: Any, tokens: Any, state: Any, position: Any):
-        self.gen = gen
-        G, b = gen.groups, gen.batch
-        self.counters = _Counters()
-        self.metrics: dict[str, Any] = {}
-        # per group, {argument: (the stage holding it, the value; None in another process)}
-        self._state: list[dict[int, tuple[int, Any]]] = [{} for _ in range(G)]
-        self._feedback: list[dict[int, tuple[int, Any]]] = [{} for _ in range(G)]
-        self._first: list[tuple[int, Any]] | None = None
-        self.issued: list[tuple[str, int, int]] = []  # (phase, group, position) in issue order
-        self._t0 = t0 = time.perf_counter()
-        if prompts is not None:
-            if gen.prefill is None:
-                raise RuntimeConfigError("prompts need a prefill program (prefill=...)")
-            prompts = _check_shape(prompts, (G, b), "prompts", "[groups, batch, length]", 3)
-            prompts = prompts.astype(gen.prefill.prompt_aval.dtype)
-            self.position = int(prompts.shape[2])
-            self._check_position(self.position)
-            self._run_prefill(prompts)  # dispatched, not waited for: decoding overlaps it
-            self.metrics["prefill_dispatch_s"] = time.perf_counter() - t0
-        else:
-            if tokens is None:
-                raise RuntimeConfigError("start needs prompts (with a prefill) or tokens=")
-            tokens = _check_shape(tokens, (G, *gen.token.shape), "tokens", "[groups, batch]", 2)
-            tokens = tokens.astype(gen.token.dtype)
-            self.position = 0 if position is None else int(position)
-            self._check_position(self.position)
-            self._start_from(tokens, state)
-
-    def _wait_first(self) -> None:
-        jax.block_until_ready([x for _, x in self._first or [] if x is not None])
-
-    def _start_feedback(self, given: Mapping[Any, Any]) -> None:
-        """The first value of each feedback argument other than the token."""
-        gen = self.gen
-        known = {r.path: r for r in gen.roles.feedback} | {r.index: r for r in gen.roles.feedback}
-        for name in given:
-            if name not in known or known[name].index == gen.token.index:
-                raise RuntimeConfigError(
-                    f"feedback={{{name!r}: ...}}: not a feedback argument other than the token; "
-                    f"those are {[r.path for r in gen.roles.feedback[1:]]}"
-                )
-        for r in gen.roles.feedback[1:]:
-            value = given.get(r.path, given.get(r.index))
-            if value is None:
-                raise RuntimeConfigError(
-                    f"feedback argument {r.index} ({r.path}, {r.dtype}{list(r.shape)}) needs a "
-                    f"first value per group: start(..., feedback={{{r.path!r}: [groups, ...]}})"
-                )
-            arr = np.asarray(value)
-            if arr.shape != (gen.groups, *r.shape) or str(arr.dtype) != r.dtype:
-                raise RuntimeConfigError(
-                    f"feedback {r.path}: expected {r.dtype}{[gen.groups, *r.shape]} (groups "
-                    f"first), got {arr.dtype}{list(arr.shape)}"
-                )
-            self._put_feedback(r.index, arr)
-
-    def _put_feedback(self, arg: int, values: np.ndarray) -> None:
-        """Each group's first value of feedback argument ``arg`` onto the stage reading it."""
-        gen = self.gen
-        reader = next(p.stage for p in gen.plans if (FEEDBACK, arg) in p.inputs)
-        aval = jax.ShapeDtypeStruct(values.shape[1:], values.dtype)
-        sh = input_sharding(gen.place, reader, FEEDBACK, aval)
-        for g in range(gen.groups):
-            self._feedback[g][arg] = (reader, gen.place.put(values[g], reader, sh))
-
-    def _check_position(self, pos: int) -> None:
-        if not 0 <= pos < self.gen.max_len:
-            raise RuntimeConfigError(
-                f"position {pos} is beyond the cache (length {self.gen.max_len}); shorten the "
-                "prompt or the generation"
-            )
-
-    def _start_from(self, tokens: np.ndarray, state: Any) -> None:
-        gen = self.gen
-        n_state = len(gen.split.slots if gen.stacked is None else gen.stacked.original_roles.state)
-        for g in range(gen.groups):
-            flat = None if state is None else list(state[g])
-            if flat is not None and len(flat) != n_state:
-                raise RuntimeConfigError(
-                    f"state of group {g}: {len(flat)} arrays, the program has "
-                    f"{n_state} state arguments"
-                )
-            given: dict[int, Any] = {}
-            if flat is not None:
-                given = (
-                    dict(zip((x.arg for x in gen.split.slots), flat, strict=True))
-                    if gen.stacked is None
-                    else gen.stacked.disassemble(flat)
-                )
-            for slot in gen.split.slots:
-                r = gen.roles[slot.arg]
-                value = np.zeros(r.shape, r.dtype) if flat is None else given[slot.arg]
-                if (tuple(np.shape(value)), str(np.asarray(value).dtype)) != (r.shape, r.dtype):
-                    raise RuntimeConfigError(
-                        f"state of group {g}, {r.path}: expected {r.dtype}{list(r.shape)}, got "
-                        f"{np.asarray(value).dtype}{list(np.shape(value))}"
-                    )
-                sh = gen._state_sh[slot.stage].get(slot.arg)
-                self._state[g][slot.arg] = (slot.stage, gen.place.put(value, slot.stage, sh))
-        self._put_feedback(gen.token.index, tokens)
-
-    # -- the driver --------------------------------------------------------------------------
-    # Every process runs this loop over every stage and every move; it computes its own
-    # stages only, and every move between processes is a collective both sides issue here,
-    # in this one order (``_placement.py``).
-    def _send(self, value: Any, src: int, dst: int, aval: Any, sh: Any, kind: str) -> Any:
-        """``value`` from stage ``src`` to ``sh`` on stage ``dst``, its bytes counted by kind
-        when it crosses a stage (in every process alike)."""
-        if src != dst:
-            setattr(self.counters, kind, getattr(self.counters, kind) + nbytes(aval))
-        return self.gen.place.move(value, src, dst, aval, sh)
-
-    def _inputs(self, g: int, p: StagePlan, c: Any, st: Any, x: Any, got: dict) -> list[Any]:
-        """Stage ``p``'s arguments for group ``g``: parameters, state, feedback, ``x`` (the
-        position, or the prompt) and what earlier stages sent (``got``)."""
-        gen, s = self.gen, p.stage
-        holder = c if c is not None else gen  # the prefill, or the decode step
-        comp: CompiledStage | None = holder._stages[s]
-        args: list[Any] = []
-        for i, ((kind, key), aval) in enumerate(zip(p.inputs, st.jaxpr.in_avals, strict=True)):
-            if kind == PARAM:
-                args.append(holder._params[s].get(key))
-                continue
-            sh = comp.in_shardings[i] if comp else input_sharding(gen.place, s, kind, aval)
-            if kind == INPUT:
-                args.append(gen.place.put(x, s, sh))
-            elif kind == RECV:
-                args.append(self._send(got.get(key), key[0], s, aval, sh, "activations"))
-            else:
-                at, value = (self._state if kind == STATE else self._feedback)[g][key]
-                args.append(self._send(value, at, s, aval, sh, kind))
-        return args
-
-    def _run_prefill(self, prompts: np.ndarray) -> None:
-        gen, pre = self.gen, self.gen.prefill
-        assert pre is not None
-        tok_src = pre.staged.out_sources[pre.token_out]
-        firsts: list[Any] = [None] * gen.groups
-        # The decode+prefill schedule's first step of each group, in its order.
-        for g in decode_order(len(gen.plans), gen.groups, 1, prefill=True):
-            self.issued.append(("prefill", g, self.position))
-            got: dict[tuple[int, int], Any] = {}
-            for st, p in zip(pre.staged.stages, pre.plans, strict=True):
-                args = self._inputs(g, p, pre, st, prompts[g], got)
-                fn = pre._fns[st.index]
-                outs = fn(*args) if fn is not None else [None] * len(st.outputs)
-                for j, out in enumerate(outs):
-                    got[(st.index, j)] = out
-                for j, arg in p.state_out.items():
-                    self._state[g][arg] = (st.index, outs[j])
-            tok = (tok_src.stage, got[(tok_src.stage, tok_src.index)])
-            self._feedback[g][gen.token.index] = tok
-            firsts[g] = tok
-        self._first = firsts
-
-    def _step(self, g: int, position: int, tokens_out: list[Any]) -> None:
-        """One decode step of group ``g``: every stage in order, all dispatched async."""
-        gen = self.gen
-        self.issued.append(("decode", g, position))
-        got: dict[tuple[int, int], Any] = {}
-        new_fb: dict[int, tuple[int, Any]] = {}
-        for p, fn, st in zip(gen.plans, gen._fns, gen.split.staged.stages, strict=True):
-            args = self._inputs(g, p, None, st, position_value(gen.position, position), got)
-            outs = fn(*args) if fn is not None else [None] * len(st.outputs)
-            self.counters.actions += 1
-            for j, out in enumerate(outs):
-                got[(p.stage, j)] = out
-            for j, arg in p.state_out.items():
-                self._state[g][arg] = (p.stage, outs[j])
-            for j, o in p.program_out.items():
-                for arg, fo in gen.split.feedback:
-                    if fo == o:
-                        new_fb[arg] = (p.stage, outs[j])
-        self._feedback[g].update(new_fb)
-        tokens_out.append(new_fb[gen.token.index])
-
-    def _tokens(self, out: list[list[tuple[int, Any]]]) -> np.ndarray:
-        """The tokens ``[groups, b, n]`` on the host, in every process (each gathered onto the
-        stage making the last one, then sent to the processes that lack them)."""
-        place = self.gen.place
-        at = out[0][-1][0]
-        tok = self.gen.token
-        aval = jax.ShapeDtypeStruct(tuple(tok.shape), tok.dtype)
-        rows = [[place.move(v, s, at, aval, place.replicated(at)) for s, v in row] for row in out]
-        host = None
-        if place.local(at):
-            host = np.stack([np.stack([np.asarray(x) for x in row], axis=-1) for row in rows])
-        whole = jax.ShapeDtypeStruct((len(out), *tok.shape, len(out[0])), tok.dtype)
-        return place.everywhere(host, at, whole)
-
-    def generate(self, n: int) -> np.ndarray:
-        """The next ``n`` tokens of every sequence, ``[groups, b, n]`` (with a prefill, its
-        token is the first of the first call)."""
-        if not isinstance(n, int) or n < 1:
-            raise RuntimeConfigError(f"generate needs a positive number of tokens, got {n!r}")
-        gen = self.gen
-        first = self._first
-        steps = n - (1 if first is not None else 0)
-        last = self.position + steps - 1
-        if steps and last >= gen.max_len:
-            raise RuntimeConfigError(
-                f"position {last} is beyond the cache (length {gen.max_len}): {steps} decode "
-                f"steps from position {self.position}; generate at most "
-                f"{gen.max_len - self.position + (first is not None)} tokens"
-            )
-        out: list[list[Any]] = [[] if first is None else [first[g]] for g in range(gen.groups)]
-        self._first = None
-        c = self.counters
-        before = (c.activations, c.feedback, c.state)
-        t0 = time.perf_counter()
-        host = 0.0
-        # Issued in the decode schedule's order: microbatch m is step m // G of group m % G;
-        # each rank's list is that order, so one global pass respects every rank's list.
-        order = decode_order(len(gen.plans), gen.groups, steps) if steps else []
-        for m in order:
-            t, g = divmod(m, gen.groups)
-            h = time.perf_counter()
-            self._step(g, self.position + t, out[g])
-            host += time.perf_counter() - h
-        self.position += steps
-        if first is not None:  # waited for now, with every step issued: nothing waits on it
-            jax.block_until_ready([x for _, x in first[:1] if x is not None])
-            self.metrics["time_to_first_token_s"] = time.perf_counter() - self._t0
-        result = self._tokens(out)
-        wall = time.perf_counter() - t0
-        self.counters.host_s += host
-        actions = steps * gen.groups * len(gen.plans)
-        self.metrics.update(
-            tokens=int(result.size),
-            wall_s=wall,
-            tokens_per_s=result.size / wall if wall else float("inf"),
-            inter_token_s=wall / steps if steps else 0.0,
-            host_per_action_s=host / actions if actions else 0.0,
-            bytes_sent=dict(
-                activations=c.activations, feedback=c.feedback, state=c.state
-            ),  # since start, the prefill's included
-            decode_bytes_sent=dict(
-                activations=c.activations - before[0],
-                feedback=c.feedback - before[1],
-                state=c.state - before[2],
-            ),
-        )
-        return result
-
-    def profile(self, repeats: int = 3) -> list[float]:
-        """Each stage's decode step alone (seconds, the median of ``repeats`` runs waited
-        for), on group 0's state at the current position: what the measured busy fraction
-        and the simulator's costs are made of. The state is not changed. A stage another
-        process holds is ``nan``."""
-        gen = self.gen
-        times = []
-        for p, c, st in zip(gen.plans, gen._stages, gen.split.staged.stages, strict=True):
-            if c is None:
-                times.append(float("nan"))
-                continue
-            fn = jax.jit(st.fn)  # no donation: group 0's state must survive
-            args = [_example_input(self, p, c, i) for i in range(len(p.inputs))]
-            jax.block_until_ready(fn(*args))
-            runs = []
-            for _ in range(repeats):
-                t0 = time.perf_counter()
-                jax.block_until_ready(fn(*args))
-                runs.append(time.perf_counter() - t0)
-            times.append(float(np.median(runs)))
-        return times
-
-    def state(self, g: int) -> list[np.ndarray]:
-        """Group ``g``'s state, the flat state arguments in order (read from the devices; a
-        state stacked over the layers reassembled from its stages' slices). In a job of
-        several processes, see :meth:`local_state`."""
-        held = self._state[g]
-        if any(v is None for _, v in held.values()):
-            raise RuntimeConfigError(
-                f"process {self.gen.place.layout.me} holds the state of some stages only; "
-                "read them with local_state(g)"
-            )
-        host = {a: self.gen.place.host(v, s) for a, (s, v) in held.items()}
-        if self.gen.stacked is not None:
-            return self.gen.stacked.assemble(host)
-        return [host[slot.arg] for slot in self.gen.split.slots]
-
-    def local_state(self, g: int) -> dict[str, np.ndarray]:
-        """Group ``g``'s state held by this process's stages: ``{argument path: array}``."""
-        gen = self.gen
-        return {
-            gen.roles[slot.arg].path: gen.place.host(self._state[g][slot.arg][1], slot.stage)
-            for slot in gen.split.slots
-            if gen.place.local(slot.stage)
-        }
-
-
-def _example_input(session: Session, p: StagePlan, c: CompiledStage, i: int) -> Any:
-    """Input ``i`` of stage ``p`` for :meth:`Session.profile`: the parameter, group 0's state,
-    else zeros (the position: the current one) in the executable's sharding."""
-    gen = session.gen
-    kind, key = p.inputs[i]
-    if kind == PARAM:
-        return gen._params[p.stage][key]
-    if kind == STATE:
-        return session._state[0][key][1]
-    aval = gen.split.staged.stages[p.stage].jaxpr.in_avals[i]
-    if kind == INPUT:
-        pos = min(session.position, gen.max_len - 1)
-        return jax.device_put(position_value(gen.position, pos), c.in_shardings[i])
-    return jax.device_put(np.zeros(aval.shape, aval.dtype), c.in_shardings[i])
-
-
-def decode_order(num_stages: int, groups: int, steps: int, *, prefill: bool = False) -> list[int]:
-    """The microbatches of ``schedules.decode`` in the order every rank runs them (checked by
-    the validator: the driver issues each microbatch's stages in this order). With
-    ``prefill``, microbatch ``m < groups`` is group ``m``'s prefill."""
-    sched = schedules.decode(num_stages, groups, steps, prefill=prefill)
-    schedules.validate(sched)
-    rows = [[a.microbatch for a in row if a is not None] for row in sched.actions.values()]
-    if any(row != rows[0] for row in rows):  # pragma: no cover - the generator's invariant
-        raise RuntimeConfigError("decode schedule: ranks disagree on the order of the groups")
-    return rows[0]
-
-
-def _check_shape(x: Any, lead: tuple[int, ...], name: str, form: str, ndim: int) -> np.ndarray:
-    arr = np.asarray(x)
-    if arr.ndim != ndim or tuple(arr.shape[: len(lead)]) != lead or arr.dtype.kind not in "iu":
-        raise RuntimeConfigError(
-            f"{name} must be integers shaped {form} with groups, batch = {lead[:2]}, got "
-            f"{arr.dtype}{list(arr.shape)}"
-        )
-    return arr.astype(np.int32)
+        self.program = build(self.plans, self.staged.stages, self, sp, gen._layout, {},
+                             {self.token_out: (gen.token.index,)},
+                             gen._add_params(self.plans, self._params),
+                             len(gen._template))  # fmt: skip

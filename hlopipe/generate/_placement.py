@@ -92,6 +92,20 @@ class StagePlacement:
         )  # fmt: skip
         return None if moved is None else moved[0]
 
+    def move_all(
+        self, values: Sequence[Any], src: int, dst: int, avals: Sequence[Any], shardings: Any
+    ) -> Sequence[Any]:
+        """:meth:`move` of several values at once: one collective between two processes
+        (``None`` for each where this process does not hold ``dst``)."""
+        if src == dst:
+            return [self.move(*vas) for vas in zip(values, [src] * len(avals), [dst] * len(avals),
+                                                  avals, shardings, strict=True)]  # fmt: skip
+        moved = move_group(
+            self.links, list(values) if self.local(src) else None, self.placement, self.layout,
+            src, dst, list(avals), list(shardings),
+        )  # fmt: skip
+        return [None] * len(avals) if moved is None else moved
+
     def host(self, value: Any, stage: int) -> np.ndarray:
         """``value`` (on ``stage``'s mesh) whole on the host of a process holding the stage
         (a collective among its processes when the mesh spans them and splits the value)."""

@@ -12,7 +12,7 @@ import pytest
 
 import hlopipe
 from hlopipe.errors import RuntimeConfigError, StageError
-from hlopipe.generate import Generator, generate_unsplit
+from hlopipe.generate import Generator, Session, generate_unsplit
 from hlopipe.marker import stage_boundary
 from hlopipe.models import gpt_decode as gd
 
@@ -320,3 +320,81 @@ def test_sampling_with_a_key_fed_back():
         gen.start(tokens=first)
     with pytest.raises(RuntimeConfigError, match=r"feedback \[4\]: expected uint32\[2, 2\]"):
         gen.start(tokens=first, feedback={"[4]": keys[:1]})
+
+
+def test_stream_gives_the_tokens_of_the_unsplit_program_step_by_step():
+    """2 stages x 2 groups with a prefill: ``stream`` yields each step's tokens, equal to the
+    oracle's; stopped early, the step it issued ahead comes first from the next call."""
+    prog, pre = exported(CUTS[2]), exported_prefill(CUTS[2])
+    gen = Generator(prog, params(), prefill=pre, groups=2)
+    prompts = _prompts(2, seed=4)
+    ref, ref_states = generate_unsplit(prog, params(), N, prefill=pre, prompts=prompts)
+    session = gen.start(prompts)
+    rows = list(session.stream(N))
+    assert [r.shape for r in rows] == [(2, B)] * N
+    np.testing.assert_array_equal(np.stack(rows, axis=-1), ref)
+    for g in range(2):
+        for mine, theirs in zip(session.state(g), ref_states[g], strict=True):
+            np.testing.assert_array_equal(mine, theirs)
+    theory = gen.bytes_per_token()
+    m = session.metrics
+    assert m["tokens"] == 2 * B * N and m["time_to_first_token_s"] > 0
+    sent = m["decode_bytes_sent"]
+    assert sent["activations"] + sent["feedback"] == (N - 1) * 2 * sum(theory.values())
+    assert sent["state"] == 0
+
+    session = gen.start(prompts)
+    it = session.stream(N)
+    head = [next(it) for _ in range(5)]  # the prefill's token and 4 steps'; a 5th issued
+    it.close()
+    assert session.position == P + 5
+    rest = session.generate(N - 5)  # the 5th step's tokens first, then N - 6 steps
+    np.testing.assert_array_equal(np.concatenate([np.stack(head, -1), rest], -1), ref)
+    assert session.position == P + N - 1
+
+
+def test_a_step_dispatches_its_stage_and_nothing_else(monkeypatch):
+    """1 stage, no markers: a decode step is one dispatch of the stage's executable; nothing
+    is put from the host (the positions are placed once per generator) and nothing is read
+    until every step is issued; ``generate`` then reads its tokens in one batched copy, and
+    ``stream`` reads step t's tokens after issuing step t + 1."""
+    import dataclasses
+
+    gen = Generator(exported(()), params(), num_stages=1)
+    events: list[str] = []
+    comp = gen._stages[0]
+
+    def step(*args):
+        events.append("step")
+        return comp.fn(*args)
+
+    gen._stages[0] = dataclasses.replace(comp, fn=step)  # the step programs are built lazily
+    put, get = jax.device_put, jax.device_get
+    read = Session._row  # a step's tokens onto the host (a stream's read)
+    monkeypatch.setattr(jax, "device_put", lambda *a, **k: (events.append("put"), put(*a, **k))[1])
+    monkeypatch.setattr(jax, "device_get", lambda x: (events.append(f"get {len(x)}"), get(x))[1])
+    monkeypatch.setattr(Session, "_row", lambda s, r: (events.append("read"), read(s, r))[1])
+    first = np.asarray(jax.random.randint(jax.random.key(5), (1, B), 0, CFG.vocab, jnp.int32))
+    ref = generate_unsplit(exported(()), params(), 9, tokens=first)[0]
+    n = 9
+    session = gen.start(tokens=first)
+    events.clear()
+    np.testing.assert_array_equal(session.generate(n), ref)
+    assert events[: n + 2] == ["put"] + ["step"] * n + [f"get {n}"]  # positions 0..8, once
+    assert "step" not in events[n + 2 :] and "put" not in events[n + 2 :]
+
+    session = gen.start(tokens=first)
+    events.clear()
+    np.testing.assert_array_equal(session.generate(n), ref)
+    assert events[: n + 1] == ["step"] * n + [f"get {n}"]
+    assert "step" not in events[n + 1 :] and "put" not in events[n + 1 :]
+
+    session = gen.start(tokens=first)
+    events.clear()
+    rows = []
+    for row in session.stream(n):
+        events.append("yield")
+        rows.append(row)
+    np.testing.assert_array_equal(np.stack(rows, -1), ref)
+    want = ["step", "step", "read", "yield"] + ["step", "read", "yield"] * (n - 2)
+    assert events == [*want, "read", "yield"]

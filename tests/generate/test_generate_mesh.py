@@ -35,7 +35,7 @@ def test_two_stages_on_data_by_model_meshes_generate_the_unsplit_tokens():
     assert all(len(m) == 4 for m in meshes) and not meshes[0] & meshes[1]
     prompts = _prompts(2, seed=11)
     session = gen.start(prompts)
-    before = session._state[0][gen.split.slots[-1].arg][1]
+    before = session._held_state(0)[gen.split.slots[-1].arg][1]
     toks = session.generate(N)
     assert before.is_deleted()  # donated: updated in place on its mesh
     ref, ref_states = generate_unsplit(prog, params(), N, prefill=pre, prompts=prompts)
@@ -46,7 +46,7 @@ def test_two_stages_on_data_by_model_meshes_generate_the_unsplit_tokens():
         assert qkv and all(gen._params[s][a].sharding.spec == PS(None, "model") for a in qkv)
     for g in range(2):
         for slot in gen.split.slots:
-            at, cache = session._state[g][slot.arg]
+            at, cache = session._held_state(g)[slot.arg]
             assert at == slot.stage and cache.sharding.device_set == meshes[slot.stage]
             # [b, len, heads, head_dim]: batch over "data", heads over "model"
             assert cache.sharding.shard_shape(cache.shape) == (B // 2, CFG.max_len, 2, 8)
@@ -77,8 +77,8 @@ def test_a_data_mesh_keeps_the_caches_bit_equal():
     np.testing.assert_array_equal(toks, ref)
     for mine, theirs in zip(session.state(0), states[0], strict=True):
         np.testing.assert_array_equal(mine, theirs)
-    assert session._state[0][gen.split.slots[0].arg][1].sharding.spec[0] == "data"
-    assert len(session._state[0][gen.split.slots[-1].arg][1].sharding.device_set) == 1
+    assert session._held_state(0)[gen.split.slots[0].arg][1].sharding.spec[0] == "data"
+    assert len(session._held_state(0)[gen.split.slots[-1].arg][1].sharding.device_set) == 1
 
 
 def test_bad_meshes_are_refused():

@@ -1,0 +1,478 @@
+"""`Session`: groups of sequences being generated, driven by the generator's step programs.
+
+Each group's values live in one register list (``_steps.py``): its parameters, its state on
+the stages that keep it, its feedback. A decode step of a group is its step program run on
+those registers: asynchronous dispatches only, the position taken from arrays the generator
+placed once. Nothing is read back between steps: :meth:`Session.generate` reads its tokens
+once, with one batched copy; :meth:`Session.stream` reads each step's tokens while the next
+step is already issued.
+"""
+
+from __future__ import annotations
+
+import functools
+import time
+from collections.abc import Generator as Gen
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import jax
+import numpy as np
+
+from hlopipe import schedules
+from hlopipe.errors import RuntimeConfigError
+from hlopipe.generate._placement import CompiledStage
+from hlopipe.generate._plan import INPUT, PARAM, STATE, StagePlan, position_value
+from hlopipe.generate._steps import Home, StepProgram
+
+if TYPE_CHECKING:
+    from hlopipe.generate._generator import Generator
+
+
+@dataclass
+class _Counters:
+    activations: int = 0
+    feedback: int = 0
+    state: int = 0
+    actions: int = 0
+    host_s: float = 0.0
+
+
+class Session:
+    """Groups of sequences being generated: state on its stages, tokens fed back on device.
+
+    ``metrics`` after :meth:`generate` (and after a :meth:`stream` is exhausted): tokens/s,
+    time to first token (with a prefill: from ``start`` until group 0's first token is ready,
+    read once every step is issued, so that decoding overlaps the later groups' prefills),
+    inter-token latency, host time per action, bytes sent by kind since the start and in the
+    last call (``state``: counted, 0 when state stays).
+    """
+
+    def __init__(self, gen: Generator, prompts: Any, tokens: Any, state: Any, position: Any):
+        self.gen = gen
+        G, b = gen.groups, gen.batch
+        self.counters = _Counters()
+        self.metrics: dict[str, Any] = {}
+        self._regs: list[list[Any]] = [list(gen._template) for _ in range(G)]
+        self._home: dict[int, Home] = {}  # where each feedback argument lies
+        # tokens issued and not yet returned: each group's value, and the stage holding it
+        self._pending: list[Any] | None = None
+        self._pending_at = 0
+        self._first_token = False  # the pending tokens are the prefill's (time to first token)
+        self._log: list[tuple[str, tuple[int, ...], int]] = []  # (phase, microbatches, position)
+        self._t0 = t0 = time.perf_counter()
+        if prompts is not None:
+            if gen.prefill is None:
+                raise RuntimeConfigError("prompts need a prefill program (prefill=...)")
+            prompts = _check_shape(prompts, (G, b), "prompts", "[groups, batch, length]", 3)
+            prompts = prompts.astype(gen.prefill.prompt_aval.dtype)
+            self.position = int(prompts.shape[2])
+            self._check_position(self.position)
+            self._run_prefill(prompts)  # dispatched, not waited for: decoding overlaps it
+            self.metrics["prefill_dispatch_s"] = time.perf_counter() - t0
+        else:
+            if tokens is None:
+                raise RuntimeConfigError("start needs prompts (with a prefill) or tokens=")
+            tokens = _check_shape(tokens, (G, *gen.token.shape), "tokens", "[groups, batch]", 2)
+            tokens = tokens.astype(gen.token.dtype)
+            self.position = 0 if position is None else int(position)
+            self._check_position(self.position)
+            self._start_from(tokens, state)
+
+    @property
+    def issued(self) -> list[tuple[str, int, int]]:
+        """What was issued, ``(phase, group, position)`` in issue order."""
+        G = self.gen.groups
+        return [(phase, m % G, pos + m // G) for phase, order, pos in self._log for m in order]
+
+    def _start_feedback(self, given: Mapping[Any, Any]) -> None:
+        """The first value of each feedback argument other than the token."""
+        gen = self.gen
+        known = {r.path: r for r in gen.roles.feedback} | {r.index: r for r in gen.roles.feedback}
+        for name in given:
+            if name not in known or known[name].index == gen.token.index:
+                raise RuntimeConfigError(
+                    f"feedback={{{name!r}: ...}}: not a feedback argument other than the token; "
+                    f"those are {[r.path for r in gen.roles.feedback[1:]]}"
+                )
+        for r in gen.roles.feedback[1:]:
+            value = given.get(r.path, given.get(r.index))
+            if value is None:
+                raise RuntimeConfigError(
+                    f"feedback argument {r.index} ({r.path}, {r.dtype}{list(r.shape)}) needs a "
+                    f"first value per group: start(..., feedback={{{r.path!r}: [groups, ...]}})"
+                )
+            arr = np.asarray(value)
+            if arr.shape != (gen.groups, *r.shape) or str(arr.dtype) != r.dtype:
+                raise RuntimeConfigError(
+                    f"feedback {r.path}: expected {r.dtype}{[gen.groups, *r.shape]} (groups "
+                    f"first), got {arr.dtype}{list(arr.shape)}"
+                )
+            self._put_feedback(r.index, arr)
+
+    def _put_feedback(self, arg: int, values: np.ndarray) -> None:
+        """Each group's first value of feedback argument ``arg`` onto the stage reading it
+        (one batched ``device_put`` for the groups)."""
+        gen = self.gen
+        if arg not in gen._first_feedback:  # read by no stage
+            return
+        reader, sh = gen._first_feedback[arg]
+        G, slot = gen.groups, gen._layout.feedback[arg]
+        placed = jax.device_put(list(values), [sh] * G) if gen.place.local(reader) else [None] * G
+        for g in range(G):
+            self._regs[g][slot] = placed[g]
+        self._home[arg] = Home(reader, sh)
+
+    def _check_position(self, pos: int) -> None:
+        if not 0 <= pos < self.gen.max_len:
+            raise RuntimeConfigError(
+                f"position {pos} is beyond the cache (length {self.gen.max_len}); shorten the "
+                "prompt or the generation"
+            )
+
+    def _start_from(self, tokens: np.ndarray, state: Any) -> None:
+        """Every group's state (given, or zeros) placed with one batched ``device_put``, and
+        the first tokens."""
+        gen = self.gen
+        n_state = len(gen.split.slots if gen.stacked is None else gen.stacked.original_roles.state)
+        values, shardings, where = [], [], []
+        for g in range(gen.groups):
+            flat = None if state is None else list(state[g])
+            if flat is not None and len(flat) != n_state:
+                raise RuntimeConfigError(
+                    f"state of group {g}: {len(flat)} arrays, the program has "
+                    f"{n_state} state arguments"
+                )
+            given: dict[int, Any] = {}
+            if flat is not None:
+                given = (
+                    dict(zip((x.arg for x in gen.split.slots), flat, strict=True))
+                    if gen.stacked is None
+                    else gen.stacked.disassemble(flat)
+                )
+            for arg, reg, sh, zeros in gen._state_places:
+                value = zeros if flat is None else given[arg]
+                if flat is not None:
+                    r = gen.roles[arg]
+                    if (np.shape(value), str(np.asarray(value).dtype)) != (r.shape, r.dtype):
+                        raise RuntimeConfigError(
+                            f"state of group {g}, {r.path}: expected {r.dtype}{list(r.shape)}, "
+                            f"got {np.asarray(value).dtype}{list(np.shape(value))}"
+                        )
+                if sh is None:  # a stage another process computes
+                    self._regs[g][reg] = None
+                else:
+                    values.append(value)
+                    shardings.append(sh)
+                    where.append((g, reg))
+        for (g, reg), v in zip(where, jax.device_put(values, shardings), strict=True):
+            self._regs[g][reg] = v
+        self._put_feedback(gen.token.index, tokens)
+
+    # -- the driver --------------------------------------------------------------------------
+    # Every process runs the same step programs over every stage and every move; it computes
+    # its own stages only, and every move between processes is a collective both sides issue
+    # in this one order (``_placement.py``).
+    def _count(self, prog: StepProgram, times: int) -> None:
+        c = self.counters
+        c.activations += prog.bytes.activations * times
+        c.feedback += prog.bytes.feedback * times
+        c.state += prog.bytes.state * times
+
+    def _run_prefill(self, prompts: np.ndarray) -> None:
+        gen, pre = self.gen, self.gen.prefill
+        assert pre is not None
+        prog = pre.program
+        G = gen.groups
+        order = decode_order(len(gen.plans), G, 1, prefill=True)
+        self._log.append(("prefill", order, self.position))
+        placed = {  # each stage reading the prompt: every group's, in one device_put
+            s: (jax.device_put(list(prompts), [sh] * G) if gen.place.local(s) else [None] * G)
+            for s, _, sh in prog.inputs
+        }
+        self._fit(prog.size)
+        for g in order:  # the decode+prefill schedule's first step of each group, in order
+            regs = self._regs[g]
+            for s, slot, _ in prog.inputs:
+                regs[slot] = placed[s][g]
+            prog.run(regs)
+        self._count(prog, G)
+        self._home.update(prog.feedback_home)
+        tok = gen._layout.feedback[gen.token.index]
+        self._pending = [self._regs[g][tok] for g in range(G)]
+        self._pending_at = prog.feedback_home[gen.token.index].stage
+        self._first_token = True
+
+    def _fit(self, size: int) -> None:
+        for regs in self._regs:
+            regs.extend([None] * (size - len(regs)))
+
+    def _issue(self, steps: int) -> Gen[tuple[list[Any], int], None, None]:
+        """Issue ``steps`` decode steps of every group in the decode schedule's order (round
+        robin: step ``t`` of every group, then step ``t + 1``), yielding each step's tokens
+        (each group's value, and the stage holding them) once it is issued for every group.
+        Closed early, what was issued is accounted for (position, bytes, ``issued``)."""
+        gen, G = self.gen, self.gen.groups
+        if not steps:
+            return
+        order = decode_order(len(gen.plans), G, steps)
+        progs = gen._step_programs(self._home, steps)
+        inputs = gen._placed_positions(progs, self.position, steps)
+        self._fit(max(p.size for p in progs))
+        tok_arg = gen.token.index
+        tok = gen._layout.feedback[tok_arg]
+        all_regs, done, host, start = self._regs, 0, 0.0, self.position
+        try:
+            for t in range(steps):
+                h = time.perf_counter()
+                prog, row = progs[t], []
+                for m in order[t * G : (t + 1) * G]:
+                    regs = all_regs[m % G]
+                    for slot, value in inputs[t]:
+                        regs[slot] = value
+                    prog.run(regs)
+                    row.append(regs[tok])
+                done += 1
+                host += time.perf_counter() - h
+                yield row, prog.feedback_home[tok_arg].stage
+        finally:
+            if done:
+                self._log.append(("decode", order[: done * G], start))
+                self.position = start + done
+                self._home = dict(progs[done - 1].feedback_home)
+                for p in set(progs[:done]):
+                    self._count(p, G * progs[:done].count(p))
+            self.counters.host_s += host
+            self.counters.actions += done * G * len(gen.plans)
+
+    def _tokens(self, rows: list[tuple[list[Any], int]]) -> np.ndarray:
+        """The tokens ``[groups, b, n]`` of ``rows`` (a step's tokens of each group, and the
+        stage holding them) on the host, in every process. In one process one batched copy;
+        in several, each gathered onto the stage making the last one, then sent to the
+        processes that lack them."""
+        place, tok = self.gen.place, self.gen.token
+        if not place.multi:
+            host = jax.device_get([v for row, _ in rows for v in row])
+            flat = np.stack(host).reshape(len(rows), self.gen.groups, *tok.shape)
+            return np.moveaxis(flat, 0, -1)
+        at = rows[-1][1]
+        aval = jax.ShapeDtypeStruct(tuple(tok.shape), tok.dtype)
+        sh = place.replicated(at)
+        moved = [[place.move(v, s, at, aval, sh) for v in row] for row, s in rows]
+        out = None
+        if place.local(at):
+            out = np.moveaxis(np.stack([np.stack(jax.device_get(row)) for row in moved]), 0, -1)
+        whole = jax.ShapeDtypeStruct((self.gen.groups, *tok.shape, len(rows)), tok.dtype)
+        return place.everywhere(out, at, whole)
+
+    def _row(self, row: tuple[list[Any], int]) -> np.ndarray:
+        """One step's tokens ``[groups, b]`` on the host (in one process, each group's
+        array read as it is ready)."""
+        if self.gen.place.multi:
+            return self._tokens([row])[..., 0]
+        return np.stack([np.asarray(v) for v in row[0]])
+
+    def _begin(self, n: int, what: str) -> int:
+        """The number of decode steps of the next ``n`` tokens (one fewer when tokens are
+        pending: the prefill's, or a stream's read-ahead), checked against the cache."""
+        if not isinstance(n, int) or isinstance(n, bool) or n < 1:
+            raise RuntimeConfigError(f"{what} needs a positive number of tokens, got {n!r}")
+        pending = self._pending is not None
+        steps = n - pending
+        last = self.position + steps - 1
+        if steps and last >= self.gen.max_len:
+            raise RuntimeConfigError(
+                f"position {last} is beyond the cache (length {self.gen.max_len}): {steps} "
+                f"decode steps from position {self.position}; generate at most "
+                f"{self.gen.max_len - self.position + pending} tokens"
+            )
+        return steps
+
+    def _take_pending(self) -> tuple[list[tuple[list[Any], int]], list[Any] | None]:
+        """The tokens issued and not yet returned (a row, or none), and, when they are the
+        prefill's, the value to wait on for the time to first token."""
+        if self._pending is None:
+            return [], None
+        rows = [(self._pending, self._pending_at)]
+        first = self._pending[:1] if self._first_token else None
+        self._pending, self._first_token = None, False
+        return rows, first
+
+    def _time_first(self, first: list[Any] | None) -> None:
+        """The time to first token, waited for once every step is issued (nothing waits on
+        it)."""
+        if first is not None:
+            jax.block_until_ready([x for x in first if x is not None])
+            self.metrics["time_to_first_token_s"] = time.perf_counter() - self._t0
+
+    def generate(self, n: int) -> np.ndarray:
+        """The next ``n`` tokens of every sequence, ``[groups, b, n]`` (with a prefill, its
+        token is the first of the first call). Every step is issued before any token is read;
+        the tokens are read once, at the end."""
+        steps = self._begin(n, "generate")
+        c = self.counters
+        before = (c.activations, c.feedback, c.state, c.host_s)
+        t0 = time.perf_counter()
+        rows, first = self._take_pending()
+        if steps:
+            rows += list(self._issue(steps))
+        self._time_first(first)
+        result = self._tokens(rows)
+        self._metrics(result.size, steps, time.perf_counter() - t0, before)
+        return result
+
+    def stream(self, n: int) -> Iterator[np.ndarray]:
+        """The next ``n`` tokens of every sequence one step at a time, ``[groups, b]`` each,
+        as soon as it is ready: step ``t + 1`` is issued before step ``t``'s tokens are read,
+        so the devices never wait for the reader. The tokens equal :meth:`generate`'s, and
+        ``metrics`` are set when the last one is read.
+
+        Stopping early leaves the step issued ahead pending: the next ``generate`` or
+        ``stream`` returns its tokens first.
+
+        Example:
+          >>> for tokens in session.stream(32):   # doctest: +SKIP
+          ...     send(tokens)                    # a server's inter-token latency
+        """
+        steps = self._begin(n, "stream")
+        return self._stream(steps)
+
+    def _stream(self, steps: int) -> Iterator[np.ndarray]:
+        c = self.counters
+        before = (c.activations, c.feedback, c.state, c.host_s)
+        t0 = time.perf_counter()
+        ahead, first = self._take_pending()
+        issue = self._issue(steps)
+        count = 0
+        for row in issue:
+            ahead.append(row)
+            if len(ahead) > 1:
+                self._time_first(first)
+                first = None
+                got = self._row(ahead.pop(0))
+                count += got.size
+                try:
+                    yield got
+                except GeneratorExit:  # the caller stopped: the step issued ahead is pending
+                    issue.close()
+                    self._pending, self._pending_at = ahead[0]
+                    raise
+        self._time_first(first)
+        last = self._row(ahead[0])
+        self._metrics(count + last.size, steps, time.perf_counter() - t0, before)
+        yield last
+
+    def _metrics(self, tokens: int, steps: int, wall: float, before: tuple) -> None:
+        c = self.counters
+        actions = steps * self.gen.groups * len(self.gen.plans)
+        self.metrics.update(
+            tokens=int(tokens),
+            wall_s=wall,
+            tokens_per_s=tokens / wall if wall else float("inf"),
+            inter_token_s=wall / steps if steps else 0.0,
+            host_per_action_s=(c.host_s - before[3]) / actions if actions else 0.0,
+            bytes_sent=dict(
+                activations=c.activations, feedback=c.feedback, state=c.state
+            ),  # since start, the prefill's included
+            decode_bytes_sent=dict(
+                activations=c.activations - before[0],
+                feedback=c.feedback - before[1],
+                state=c.state - before[2],
+            ),
+        )
+
+    def profile(self, repeats: int = 3) -> list[float]:
+        """Each stage's decode step alone (seconds, the median of ``repeats`` runs waited
+        for), on group 0's state at the current position: what the measured busy fraction
+        and the simulator's costs are made of. The state is not changed. A stage another
+        process holds is ``nan``."""
+        gen = self.gen
+        times = []
+        for p, c, st in zip(gen.plans, gen._stages, gen.split.staged.stages, strict=True):
+            if c is None:
+                times.append(float("nan"))
+                continue
+            fn = jax.jit(st.fn)  # no donation: group 0's state must survive
+            args = [_example_input(self, p, c, i) for i in range(len(p.inputs))]
+            jax.block_until_ready(fn(*args))
+            runs = []
+            for _ in range(repeats):
+                t0 = time.perf_counter()
+                jax.block_until_ready(fn(*args))
+                runs.append(time.perf_counter() - t0)
+            times.append(float(np.median(runs)))
+        return times
+
+    def _held_state(self, g: int) -> dict[int, tuple[int, Any]]:
+        """Group ``g``'s state: ``{argument: (its stage, its value; None in another
+        process)}``."""
+        regs, layout = self._regs[g], self.gen._layout
+        return {x.arg: (x.stage, regs[layout.state[x.arg]]) for x in self.gen.split.slots}
+
+    def state(self, g: int) -> list[np.ndarray]:
+        """Group ``g``'s state, the flat state arguments in order (read from the devices; a
+        state stacked over the layers reassembled from its stages' slices). In a job of
+        several processes, see :meth:`local_state`."""
+        held = self._held_state(g)
+        if any(v is None for _, v in held.values()):
+            raise RuntimeConfigError(
+                f"process {self.gen.place.layout.me} holds the state of some stages only; "
+                "read them with local_state(g)"
+            )
+        host = {a: self.gen.place.host(v, s) for a, (s, v) in held.items()}
+        if self.gen.stacked is not None:
+            return self.gen.stacked.assemble(host)
+        return [host[slot.arg] for slot in self.gen.split.slots]
+
+    def local_state(self, g: int) -> dict[str, np.ndarray]:
+        """Group ``g``'s state held by this process's stages: ``{argument path: array}``."""
+        gen = self.gen
+        held = self._held_state(g)
+        return {
+            gen.roles[slot.arg].path: gen.place.host(held[slot.arg][1], slot.stage)
+            for slot in gen.split.slots
+            if gen.place.local(slot.stage)
+        }
+
+
+def _example_input(session: Session, p: StagePlan, c: CompiledStage, i: int) -> Any:
+    """Input ``i`` of stage ``p`` for :meth:`Session.profile`: the parameter, group 0's state,
+    else zeros (the position: the current one) in the executable's sharding."""
+    gen = session.gen
+    kind, key = p.inputs[i]
+    if kind == PARAM:
+        return gen._params[p.stage][key]
+    if kind == STATE:
+        return session._regs[0][gen._layout.state[key]]
+    aval = gen.split.staged.stages[p.stage].jaxpr.in_avals[i]
+    if kind == INPUT:
+        pos = min(session.position, gen.max_len - 1)
+        return jax.device_put(position_value(gen.position, pos), c.in_shardings[i])
+    return jax.device_put(np.zeros(aval.shape, aval.dtype), c.in_shardings[i])
+
+
+@functools.lru_cache(maxsize=256)
+def decode_order(
+    num_stages: int, groups: int, steps: int, *, prefill: bool = False
+) -> tuple[int, ...]:
+    """The microbatches of ``schedules.decode`` in the order every rank runs them (checked by
+    the validator: the driver issues each microbatch's stages in this order). With
+    ``prefill``, microbatch ``m < groups`` is group ``m``'s prefill. Kept per shape: a server
+    asks for the same few again and again."""
+    sched = schedules.decode(num_stages, groups, steps, prefill=prefill)
+    schedules.validate(sched)
+    rows = [tuple(a.microbatch for a in row if a is not None) for row in sched.actions.values()]
+    if any(row != rows[0] for row in rows):  # pragma: no cover - the generator's invariant
+        raise RuntimeConfigError("decode schedule: ranks disagree on the order of the groups")
+    return rows[0]
+
+
+def _check_shape(x: Any, lead: tuple[int, ...], name: str, form: str, ndim: int) -> np.ndarray:
+    arr = np.asarray(x)
+    if arr.ndim != ndim or tuple(arr.shape[: len(lead)]) != lead or arr.dtype.kind not in "iu":
+        raise RuntimeConfigError(
+            f"{name} must be integers shaped {form} with groups, batch = {lead[:2]}, got "
+            f"{arr.dtype}{list(arr.shape)}"
+        )
+    return arr.astype(np.int32)

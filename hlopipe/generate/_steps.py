@@ -1,0 +1,250 @@
+"""One step of one group (a decode step, or a prefill) as an instruction list over registers.
+
+A session keeps, per group, one flat list of values (its *registers*): the placed parameters,
+the state arguments, the feedback arguments, the step's input (the position, or the prompt) on
+each stage that reads it, and the values a stage hands to later stages. Everything that does
+not change from one step to the next is decided once, when the program is built: which
+register each stage's executable reads (one ``operator.itemgetter``), where each result goes,
+which values move between stages (the state never does; a move whose value already lies as its
+reader takes it is dropped) and how many bytes a step moves, by kind. A step is then
+``regs[outs] = fn(*regs[ins])`` per instruction, all asynchronous dispatches; nothing waits on
+a device and nothing is read back (the docs' "the driver").
+
+Where a feedback value lies changes: ``start`` puts the first token on the stage that reads
+it, a step leaves the next one on the stage that made it, a prefill on its own last stage. A
+program is built for each such :class:`Home` of the feedback (at most three per generator) and
+kept.
+"""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Callable, Sequence
+from typing import Any, NamedTuple
+
+from hlopipe.generate._placement import StagePlacement, input_sharding, nbytes
+from hlopipe.generate._plan import INPUT, PARAM, RECV, STATE, StagePlan
+
+
+class Home(NamedTuple):
+    """Where a register's value lies: its stage and its sharding (``None``: not known here,
+    a stage another process computes)."""
+
+    stage: int
+    sharding: Any
+
+
+class Layout(NamedTuple):
+    """The registers every program of a generator shares: each state argument's and each
+    feedback argument's, first in every group's register list."""
+
+    state: dict[int, int]
+    feedback: dict[int, int]
+
+
+class StepBytes(NamedTuple):
+    """Bytes one step moves between stages, by kind (counted alike in every process)."""
+
+    activations: int
+    feedback: int
+    state: int
+
+
+# One instruction: what to call; its argument registers gathered in one C call; where its
+# results go; the registers free after it (activations whose last reader it is).
+_Instr = tuple[Callable[..., Any], Callable[[list[Any]], tuple[Any, ...]], tuple[int, ...],
+               tuple[int, ...]]  # fmt: skip
+
+
+def _gather(slots: Sequence[int]) -> Callable[[list[Any]], tuple[Any, ...]]:
+    """``regs -> tuple(regs[k] for k in slots)`` in one C call (``itemgetter`` of one item
+    returns the item itself, not a tuple)."""
+    if len(slots) == 1:
+        k = slots[0]
+        return lambda regs: (regs[k],)
+    if not slots:
+        return lambda regs: ()
+    return operator.itemgetter(*slots)
+
+
+class StepProgram:
+    """A step of one group: every stage's executable in order, each with the moves of its
+    inputs just before it (where its reader needs them: between processes, collectives every
+    process issues in this one order).
+
+    Attributes:
+      inputs: ``(stage, register, sharding)`` for each stage reading the step's input.
+      feedback_out: ``{feedback register: the register of the new value}``, copied when the
+        step ends (a stage later in the step must still read this step's value).
+      feedback_home: where each feedback argument lies after the step.
+      bytes: what one step moves between stages, by kind.
+      size: how many registers it uses (its own come after the layout's).
+    """
+
+    def __init__(
+        self,
+        instrs: list[_Instr],
+        inputs: list[tuple[int, int, Any]],
+        feedback_out: dict[int, int],
+        feedback_home: dict[int, Home],
+        step_bytes: StepBytes,
+        size: int,
+    ) -> None:
+        self._instrs = instrs
+        self.inputs = inputs
+        self._copies = tuple(feedback_out.items())
+        self.feedback_home = feedback_home
+        self.bytes = step_bytes
+        self.size = size
+        self.successor: StepProgram | None = None  # the next step's (the generator sets it)
+
+    def run(self, regs: list[Any]) -> None:
+        """Issue the step on ``regs`` (its inputs already in their registers)."""
+        for fn, get, outs, frees in self._instrs:
+            got = fn(*get(regs))
+            for k, v in zip(outs, got):  # noqa: B905 (the executable's outputs, by build)
+                regs[k] = v
+            for k in frees:
+                regs[k] = None
+        for dst, src in self._copies:
+            regs[dst] = regs[src]
+        for _, src in self._copies:
+            regs[src] = None
+
+
+def build(
+    plans: Sequence[StagePlan],
+    stages: Sequence[Any],
+    holder: Any,
+    sp: StagePlacement,
+    layout: Layout,
+    feedback_home: dict[int, Home],
+    feedback_of_output: dict[int, tuple[int, ...]],
+    param_slots: dict[tuple[int, int], int],
+    first_free: int,
+) -> StepProgram:
+    """The step program of ``plans`` (a decode step's, or a prefill's).
+
+    Args:
+      plans / stages: each stage's plan and its staged function (``jaxpr.in_avals``,
+        ``outputs``).
+      holder: what holds the compiled stages (``_stages``, ``None`` for another process's).
+      sp: the placement (moves between stages, and which process holds each stage).
+      layout: the shared registers (state and feedback).
+      feedback_home: where each feedback argument lies before the step.
+      feedback_of_output: ``{program output: feedback arguments}``, the outputs fed back.
+      param_slots: ``{(stage, parameter argument): register}`` of this program.
+      first_free: the first register no one holds: this program's inputs and activations
+        take the registers from there on.
+
+    Returns:
+      the :class:`StepProgram`.
+    """
+    free = first_free  # the next unused register
+    instrs: list[_Instr] = []
+    inputs: list[tuple[int, int, Any]] = []
+    fb_new: dict[int, int] = {}
+    fb_after = dict(feedback_home)
+    moved = dict.fromkeys(StepBytes._fields, 0)
+    last_use: dict[int, int] = {}  # a temporary register -> the instruction reading it last
+    made: dict[tuple[int, int], int] = {}  # (stage, output) -> its register
+    for p, st in zip(plans, stages, strict=True):
+        s, comp = p.stage, holder._stages[p.stage]
+        reads: list[int] = []
+        temps: list[int] = []
+        sources: dict[int, list[tuple[int, int, Any, Any]]] = {}  # stage -> values it sends
+        for i, ((kind, key), aval) in enumerate(zip(p.inputs, st.jaxpr.in_avals, strict=True)):
+            if kind == PARAM:
+                reads.append(param_slots[(s, key)])
+                continue
+            if kind == STATE:  # on its stage, in the layout its executable takes and gives
+                reads.append(layout.state[key])
+                continue
+            want = comp.in_shardings[i] if comp is not None else input_sharding(sp, s, kind, aval)
+            if kind == INPUT:
+                inputs.append((s, free, want))
+                reads.append(free)
+                free += 1
+                continue
+            if kind == RECV:
+                src, what = made[key], "activations"
+                home = Home(key[0], _out_sharding(sp, stages, holder, key))
+                temps.append(src)
+            else:
+                src, what, home = layout.feedback[key], "feedback", feedback_home[key]
+            if home.stage == s and _same(home.sharding, want, aval):
+                reads.append(src)  # already where and as the executable takes it
+                continue
+            if home.stage != s:
+                moved[what] += nbytes(aval)
+            sources.setdefault(home.stage, []).append((src, free, aval, want))
+            temps.append(free)
+            reads.append(free)
+            free += 1
+        for src_stage, group in sources.items():  # one move per sending stage
+            regs_in, regs_out, avals, wants = zip(*group, strict=True)
+            instrs.append((_mover(sp, src_stage, s, avals, wants), _gather(regs_in), regs_out, ()))
+            for k in regs_in:
+                last_use[k] = len(instrs) - 1
+        instrs.append(
+            (comp.fn if comp is not None else _absent(len(st.outputs)), _gather(reads), (), ())
+        )
+        for k in temps:
+            last_use[k] = max(last_use.get(k, -1), len(instrs) - 1)
+        outs: list[int] = []
+        for j in range(len(st.outputs)):
+            if j in p.state_out:
+                outs.append(layout.state[p.state_out[j]])
+                continue
+            made[(s, j)] = free
+            last_use.setdefault(free, len(instrs) - 1)  # read by no one: freed at once
+            for fed in feedback_of_output.get(p.program_out.get(j, -1), ()):
+                fb_new[layout.feedback[fed]] = free
+                fb_after[fed] = Home(s, _out_sharding(sp, stages, holder, (s, j)))
+            outs.append(free)
+            free += 1
+        fn, get, _, _ = instrs[-1]
+        instrs[-1] = (fn, get, tuple(outs), ())
+    kept = set(fb_new.values())  # copied into the feedback registers when the step ends
+    frees: dict[int, list[int]] = {}
+    for k, n in last_use.items():
+        if k not in kept:
+            frees.setdefault(n, []).append(k)
+    instrs = [(f, g, o, tuple(frees.get(n, ()))) for n, (f, g, o, _) in enumerate(instrs)]
+    return StepProgram(instrs, inputs, fb_new, fb_after, StepBytes(**moved), free)
+
+
+def _out_sharding(sp: StagePlacement, stages: Sequence[Any], holder: Any, key: Any) -> Any:
+    """The sharding of output ``key = (stage, output)``: the executable's own where it is
+    compiled here, else what the placement pins it to (a stage of another process)."""
+    s, j = key
+    comp = holder._stages[s]
+    return comp.out_shardings[j] if comp is not None else sp.data(s, stages[s].outputs[j])
+
+
+def _same(have: Any, want: Any, aval: Any) -> bool:
+    return have is not None and want is not None and have.is_equivalent_to(want, len(aval.shape))
+
+
+def _mover(sp: StagePlacement, src: int, dst: int, avals: Any, shardings: Any) -> Callable:
+    """The move of values from stage ``src`` to ``shardings`` on stage ``dst``, all at once:
+    one batched ``device_put`` in one process, else the placement's move (one collective
+    between two processes, nothing for a bystander).
+
+    In one process a value bound for one device is put on the device itself: JAX's
+    ``device_put`` to a ``Device`` costs a third of the host time of one to a one-device
+    ``NamedSharding``, and the executable takes either."""
+    import jax
+
+    if not sp.multi:
+        where = tuple(next(iter(sh.device_set)) if len(sh.device_set) == 1 else sh
+                      for sh in shardings)  # fmt: skip
+        return lambda *values: jax.device_put(values, where)
+    shardings = tuple(shardings)
+    return lambda *values: sp.move_all(values, src, dst, avals, shardings)
+
+
+def _absent(n: int) -> Callable[..., tuple[None, ...]]:
+    """A stage another process computes: no values here."""
+    nones = (None,) * n
+    return lambda *args: nones
