@@ -20,6 +20,8 @@ def _add_generate(p: argparse.ArgumentParser) -> None:
     p.add_argument("--tokens", type=int, default=16, help="tokens to generate per sequence")
     p.add_argument("--prompt-len", type=int, default=8, help="random prompt length")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--max-len", type=int, help="the cache length (default: the axis the "
+                   "position indexes in the cache's updates)")  # fmt: skip
     p.add_argument("--check", action="store_true", help="compare with the unsplit program")
     p.add_argument("--cpu-devices", type=int, help=f"CPU devices (default {CPU_DEVICES})")
 
@@ -38,7 +40,10 @@ def _cmd_generate(args: argparse.Namespace) -> int:
             jax.config.update("jax_num_cpu_devices", args.cpu_devices or CPU_DEVICES)
     return run_command(args.file, prefill_path=args.prefill, params_path=args.params,
                        stages=args.stages, groups=args.groups, tokens=args.tokens,
-                       prompt_len=args.prompt_len, seed=args.seed, check=args.check)  # fmt: skip
+                       prompt_len=args.prompt_len, seed=args.seed, max_len=args.max_len,
+                       check=args.check)  # fmt: skip
 
 
-COMMAND = Command("generate", _add_generate, _cmd_generate, num_stages="--stages")
+COMMAND = Command(
+    "generate", _add_generate, _cmd_generate, num_stages="--stages", max_len="--max-len"
+)

@@ -19,6 +19,7 @@ def run_command(
     tokens: int = 16,
     prompt_len: int = 8,
     seed: int = 0,
+    max_len: int | None = None,
     check: bool = False,
     out: Any = print,
 ) -> int:
@@ -38,7 +39,9 @@ def run_command(
     prefill = load(prefill_path) if prefill_path else None
     roles = decode.arg_roles()
     params = _params(params_path, roles, seed)
-    gen = Generator(decode, params, prefill=prefill, num_stages=stages, groups=groups)
+    gen = Generator(
+        decode, params, prefill=prefill, num_stages=stages, groups=groups, max_len=max_len
+    )
     out(repr(gen))
     inputs = _inputs(gen, prefill is not None, prompt_len, seed)
     session = gen.start(**inputs)

@@ -20,7 +20,7 @@ import jax
 import numpy as np
 
 from hlopipe import schedules
-from hlopipe.errors import RuntimeConfigError, StageError
+from hlopipe.errors import Keyword, RuntimeConfigError, StageError
 from hlopipe.generate._oracle import generate_unsplit as generate_unsplit
 from hlopipe.generate._placement import (
     CompiledStage,
@@ -41,12 +41,15 @@ from hlopipe.generate._plan import (
     RECV,
     STATE,
     StagePlan,
+    cache_length,
     params_as,
     plan_stages,
     position_of,
     position_value,
     prefill_args,
     prefill_outputs,
+    split_warnings,
+    stage_layers,
 )
 from hlopipe.io import ArgRoles
 from hlopipe.stages import (
@@ -79,8 +82,8 @@ class Generator:
         splits the groups' batch), parameters laid out by ``param_specs`` (a pytree of
         ``PartitionSpec``; default the program's own annotations, else replicated).
       state / feedback: overrides of the argument roles (see ``Program.arg_roles``).
-      max_len: the cache length (default: the axis after the batch axis of the first state
-        argument).
+      max_len: the cache length (default: the size of the axis the position indexes in the
+        state's update chain; an error names the candidate axes when that cannot be told).
 
     Example:
       >>> gen = hlopipe.Generator(dec, params, prefill=pre, groups=8)   # doctest: +SKIP
@@ -125,10 +128,16 @@ class Generator:
             if prefill is not None:
                 prefill = _sliced_prefill(prefill, self.stacked, self.token.index)
         self.batch = self.token.shape[0] if self.token.shape else 1
-        self.max_len = max_len if max_len is not None else self._cache_len()
+        if max_len is not None and (not isinstance(max_len, int) or max_len < 1):
+            raise RuntimeConfigError(
+                Keyword("max_len", max_len), " must be a positive integer (the cache length)"
+            )
+        if max_len is None:
+            max_len = cache_length(self.roles, self.split, self.position, self.batch, self.source)
+        self.max_len = max_len
         kinds = {r.index: _KIND[r.role] for r in roles}
         slots = {x.arg: x for x in self.split.slots}
-        self.plans = plan_stages(self.split.staged, kinds, slots)
+        self.plans = plan_stages(self.split.staged, kinds, slots, self.split.state_sent)
         mesh = (stage_mesh_shape, stage_mesh_axes, param_specs)
         self._place(decode, params, devices, *mesh)
         self.prefill = None if prefill is None else _Prefill(prefill, self, self.split.num_stages)
@@ -190,21 +199,6 @@ class Generator:
         self.token = fb[0]
         self.position = position_of(roles, self.source)
 
-    def _cache_len(self) -> int:
-        first = self.roles.state[0]
-        pieces = self.stacked.stacks if self.stacked is not None else []
-        layered = any(first.index in s.args for s in pieces)  # [layers, batch, length, ...]
-        if first.axis is not None:  # the axis the position indexes (data flow)
-            return int(first.shape[first.axis])
-        shape = list(first.shape)[1 if layered else 0 :]
-        if self.batch in shape and shape.index(self.batch) + 1 < len(shape):
-            return int(shape[shape.index(self.batch) + 1])
-        raise RuntimeConfigError(
-            f"{self.source}: cannot tell the cache length from state {first.path} "
-            f"{first.dtype}{shape} (no axis after the batch axis of size {self.batch}); "
-            "pass max_len="
-        )
-
     # -- views -------------------------------------------------------------------------------
     def state_bytes(self, stage: int) -> int:
         return sum(x.nbytes for x in self.split.state_of(stage))
@@ -215,9 +209,11 @@ class Generator:
 
     def bytes_per_token(self) -> dict[str, int]:
         """Theory, per group and decode step: activations sent between stages, feedback sent
-        from the stage that makes it to those that read it, and state (0 by construction)."""
+        from the stage that makes it to those that read it, and state: 0 unless stage markers
+        cut between a cache's update and a read of it (the pieces of it then sent)."""
         act = sum(p.send_bytes for p in self.plans)
-        return {"activations": act, "feedback": self._feedback_bytes(), "state": 0}
+        state = sum(p.state_send_bytes for p in self.plans)
+        return {"activations": act, "feedback": self._feedback_bytes(), "state": state}
 
     def _feedback_bytes(self) -> int:
         total = 0
@@ -243,18 +239,27 @@ class Generator:
         lines = [
             f"Generator({self.source}: {len(self.plans)} stages, {self.groups} group(s) of "
             f"{self.batch}, cache length {self.max_len})",
-            f"{'stage':>5}  {'device':<14} {'state':<28} {'param B':>9} {'state B/group':>13} "
-            f"{'sent B/token':>12}",
+            f"{'stage':>5}  {'device':<14} {'state':<28} {'layers':>6} {'param B':>9} "
+            f"{'state B/group':>13} {'sent B/token':>12}",
         ]
+        layers = self.layers()
         for p in self.plans:
             paths = self.split.layers_of(p.stage)
             shown = ", ".join(paths[:2]) + (f" +{len(paths) - 2}" if len(paths) > 2 else "")
             lines.append(
-                f"{p.stage:>5}  {self._where(p.stage):<14} {shown:<28} "
+                f"{p.stage:>5}  {self._where(p.stage):<14} {shown:<28} {layers[p.stage]:>6} "
                 f"{self.param_bytes(p.stage):>9} {self.state_bytes(p.stage):>13} "
                 f"{p.send_bytes:>12}"
             )
-        return "\n".join(lines)
+        return "\n".join(lines + self.warnings())
+
+    def layers(self) -> list[int]:
+        """How many layers' state each stage keeps (see ``_plan.stage_layers``)."""
+        return stage_layers(self.split, self.stacked)
+
+    def warnings(self) -> list[str]:
+        """What ``print(gen)`` warns of (see ``_plan.split_warnings``)."""
+        return split_warnings(self.layers(), self.split.state_sent)
 
     # -- sessions ----------------------------------------------------------------------------
     def start(
@@ -490,7 +495,7 @@ class Session:
             if kind == INPUT:
                 args.append(gen.place.put(x, s, sh))
             elif kind == RECV:
-                args.append(self._send(got.get(key), key[0], s, aval, sh, "activations"))
+                args.append(self._send(got.get(key), key[0], s, aval, sh, p.recv_kind(key)))
             else:
                 at, value = (self._state if kind == STATE else self._feedback)[g][key]
                 args.append(self._send(value, at, s, aval, sh, kind))

@@ -59,7 +59,13 @@ from hlopipe.stages._staged import (
     StageCost,
     StagedProgram,
 )
-from hlopipe.stages._state import StateCrossesStages, StatefulSplit, split_stateful, state_sends
+from hlopipe.stages._state import (
+    StateCrossesStages,
+    StatefulSplit,
+    length_axes,
+    split_stateful,
+    state_sends,
+)
 
 __all__ = [
     "CostModel",
@@ -89,6 +95,7 @@ __all__ = [
     "format_manifest",
     "infer_layout",
     "jaxpr_cost",
+    "length_axes",
     "merge",
     "merge_files",
     "partition",
