@@ -57,6 +57,7 @@ from hlopipe.stages import (
     StateCrossesStages,
     StatefulSplit,
     retrace_outputs,
+    split_prefill,
     split_stacked,
     split_stateful,
     state_sends,
@@ -299,27 +300,24 @@ class _Prefill:
     """The prefill split like the decode step: the same stages keep the same state."""
 
     def __init__(self, program: Any, gen: Generator, S: int) -> None:
-        from hlopipe.stages import split
-
         what = f"the prefill {getattr(program, 'source', '')}".rstrip()
-        try:
-            self.staged = split(program, num_stages=S)
-        except StageError as e:
-            raise StageError(f"{what} does not split like the decode step ({S} stages): {e}") from e
         self.prompt_arg, param_of = prefill_args(program, gen.roles, what)
         self.prompt_aval = program.in_avals[self.prompt_arg]
         self.token_out, state_of_out = prefill_outputs(program, gen.roles, gen.token.index, what)
         slots = {x.arg: x for x in gen.split.slots}
+        stage_of = {o: slots[arg].stage for o, arg in state_of_out.items()}
+        try:  # cut where the decode step keeps each cache
+            self.staged = split_prefill(program, stage_of, S, what)
+        except StageError as e:
+            raise StageError(f"{what} does not split like the decode step ({S} stages): {e}") from e
         for o, arg in state_of_out.items():
             src = self.staged.out_sources[o]
             if src.kind != "stage" or src.stage != slots[arg].stage:
                 made = f"stage {src.stage}" if src.kind == "stage" else "no stage"
-                why = ("the stage markers of the two programs disagree" if self.staged.partition
-                       is None else "without stage markers the cost model cut the two programs "
-                       "at other layers; place stage_boundary markers in both")  # fmt: skip
                 raise StageError(
                     f"{what}: {made} makes the state {slots[arg].path}, which the decode step "
-                    f"keeps on stage {slots[arg].stage}: {why}"
+                    f"keeps on stage {slots[arg].stage}: the stage markers of the two programs "
+                    "disagree"
                 )
         items = [(None, o, slots[a].path, gen.roles[a].shape, gen.roles[a].dtype)
                  for o, a in state_of_out.items()]  # fmt: skip

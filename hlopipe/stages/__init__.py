@@ -41,6 +41,7 @@ from hlopipe.stages._files import (
 )
 from hlopipe.stages._loops import describe_loops
 from hlopipe.stages._partition import Partition, RepeatedRun, find_repeated_run, partition
+from hlopipe.stages._prefill import sink_constants, split_prefill
 from hlopipe.stages._sharding import (
     MergedCompile,
     ShardedStage,
@@ -100,9 +101,11 @@ __all__ = [
     "merge_files",
     "partition",
     "shard_stage",
+    "sink_constants",
     "split",
     "split_jaxpr",
     "split_merged",
+    "split_prefill",
     "split_stacked",
     "split_stateful",
     "state_sends",
