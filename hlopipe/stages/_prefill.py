@@ -101,46 +101,139 @@ def split_prefill(
             closed, in_tree=in_tree, out_tree=out_tree, in_paths=in_paths, argnums_of=argnums,
             num_stages=num_stages,
         )  # fmt: skip
+    touches = {o: t for o in stage_of if (t := _touch(closed.jaxpr, o))}
+    closed = _by_stage(closed, touches, stage_of, what)
     starts = _cuts(closed.jaxpr, stage_of, num_stages, what)
     sig = _flat_signature(closed, in_tree, out_tree, in_paths, argnums)
     return build_staged(closed, starts, *sig, CostModel(), None, None)
 
 
-def _span(jaxpr: Any, out: int) -> tuple[int, int, int] | None:
-    """The equations from the one making output ``out``'s first version (its empty cache) to
-    the last that reads a version of it: values carried into it (``_CARRY``: updates, slices,
-    stacks) and those carried on from them (the updated K read by attention); and the first of
-    them that reads an argument's value (what ties the cache to where it is made, named in
-    errors)."""
+def _touch(jaxpr: Any, out: int) -> list[int]:
+    """The equations touching a version of output ``out``: values carried into it
+    (``_CARRY``: its empty value, updates, slices, stacks) and those carried on from them (the
+    updated K read by attention)."""
     o = jaxpr.outvars[out]
     if isinstance(o, J.Literal):
-        return None
+        return []
     chain = {o}
     for e in reversed(jaxpr.eqns):
-        if not any(v in chain for v in e.outvars):
-            continue
-        which = _CARRY.get(e.primitive.name, ())
-        ops = e.invars if which is None else [e.invars[k] for k in which if k < len(e.invars)]
-        chain.update(v for v in ops if not isinstance(v, J.Literal))
+        if any(v in chain for v in e.outvars):
+            chain.update(v for v in _carried(e) if not isinstance(v, J.Literal))
     versions = set(chain)
     for e in jaxpr.eqns:
-        which = _CARRY.get(e.primitive.name, ())
-        ops = e.invars if which is None else [e.invars[k] for k in which if k < len(e.invars)]
-        if any(not isinstance(v, J.Literal) and v in versions for v in ops):
+        if any(not isinstance(v, J.Literal) and v in versions for v in _carried(e)):
             versions.update(e.outvars)
-    touch = [
+    return [
         i
         for i, e in enumerate(jaxpr.eqns)
         if any(not isinstance(v, J.Literal) and v in versions for v in (*e.invars, *e.outvars))
     ]
-    if not touch:
-        return None
+
+
+def _carried(e: Any) -> list[Any]:
+    which = _CARRY.get(e.primitive.name, ())
+    if e.primitive.name == "select_n":
+        return list(e.invars[1:])
+    return list(e.invars) if which is None else [e.invars[k] for k in which if k < len(e.invars)]
+
+
+def _constant_eqns(jaxpr: Any) -> set[int]:
+    """The equations computing from no argument."""
     const: set[Any] = set()
-    for e in jaxpr.eqns:
+    found = set()
+    for i, e in enumerate(jaxpr.eqns):
         if all(isinstance(v, J.Literal) or v in const for v in e.invars):
             const.update(e.outvars)
-    named = [i for i in touch if not all(v in const for v in jaxpr.eqns[i].outvars)]
+            found.add(i)
+    return found
+
+
+def _span(jaxpr: Any, out: int) -> tuple[int, int, int] | None:
+    """The first and last equations touching a version of output ``out`` (:func:`_touch`),
+    and the first of them that computes from an argument (named in errors)."""
+    touch = _touch(jaxpr, out)
+    if not touch:
+        return None
+    const = _constant_eqns(jaxpr)
+    named = [i for i in touch if i not in const]
     return min(touch), max(touch), (named or touch)[0]
+
+
+def _by_stage(
+    closed: Any, touches: Mapping[int, list[int]], stage_of: Mapping[int, int], what: str
+) -> Any:
+    """``closed`` with its equations reordered (a topological order still) so that each
+    equation comes as early as the caches it touches and the values it reads allow: stage by
+    stage. XLA orders a program for its own reasons (an optimised prefill may write a later
+    layer's V cache before an earlier layer's attention); the decode step's placement of the
+    caches is what orders the stages. A constant-only equation stays right before its reader.
+
+    Raises:
+      StageError naming an equation that touches a cache kept on one stage but reads a value
+      that depends on a cache kept on a later one.
+    """
+    jaxpr = closed.jaxpr
+    eqns = jaxpr.eqns
+    const = _constant_eqns(jaxpr)
+    fixed: dict[int, int] = {}
+    for o, idxs in touches.items():
+        for i in idxs:
+            fixed.setdefault(i, stage_of[o])
+    producer = {v: i for i, e in enumerate(eqns) for v in e.outvars}
+    low = [0] * len(eqns)
+    for i, e in enumerate(eqns):
+        if i in const:
+            continue
+        ins = [producer[v] for v in e.invars if not isinstance(v, J.Literal) and v in producer]
+        ins = [j for j in ins if j not in const]
+        low[i] = max((low[j] for j in ins), default=0)
+        if i in fixed and low[i] > fixed[i]:
+            raise StageError(_late(eqns, i, fixed, low, producer, const, touches, what))
+        low[i] = fixed.get(i, low[i])
+    first_reader: dict[Any, int] = {}
+    for i in reversed(range(len(eqns))):
+        first_reader.update((v, i) for v in eqns[i].invars if not isinstance(v, J.Literal))
+    key: list[tuple[int, int, int, int]] = [(0, 0, 0, 0)] * len(eqns)
+    end = (len(stage_of) + max(stage_of.values(), default=0) + 1, len(eqns))
+    for i in reversed(range(len(eqns))):
+        if i not in const:
+            key[i] = (low[i], i, 1, 0)
+            continue
+        readers = [first_reader[v] for v in eqns[i].outvars if v in first_reader]
+        key[i] = (*(key[min(readers)][:2] if readers else end), 0, i)
+    order = sorted(range(len(eqns)), key=lambda i: key[i])
+    if order == list(range(len(eqns))):
+        return closed
+    return J.make_closed(closed, jaxpr.invars, [eqns[i] for i in order], jaxpr.outvars)
+
+
+def _late(
+    eqns: Any,
+    i: int,
+    fixed: Mapping[int, int],
+    low: list[int],
+    producer: Mapping[Any, int],
+    const: set[int],
+    touches: Mapping[int, list[int]],
+    what: str,
+) -> str:
+    """Why equation ``i`` cannot run on the stage of the cache it touches."""
+    j = i
+    while j == i or fixed.get(j) != low[j]:
+        ins = [producer[v] for v in eqns[j].invars if not isinstance(v, J.Literal)
+               and v in producer and producer[v] not in const]  # fmt: skip
+        j = max(ins, key=lambda k: low[k])
+    mine = next(o for o, t in touches.items() if i in t)
+    theirs = next(o for o, t in touches.items() if j in t)
+    e, d = eqns[i], eqns[j]
+    return (
+        f"{what}: {e.primitive.name} at {J.where(e)} (equation {i}) touches output {mine}, "
+        f"kept on stage {fixed[i]} by the decode step, but reads what {d.primitive.name} at "
+        f"{J.where(d)} (equation {j}) computes from output {theirs}, kept on stage {low[j]}: no "
+        "cut puts both on their stages. Make each layer's cache inside the layer that reads "
+        "it (an empty cache from constants alone is made where it is read), or place "
+        "stage_boundary markers at the same layers in both programs"
+    )
 
 
 def _cuts(jaxpr: Any, stage_of: Mapping[int, int], S: int, what: str) -> list[int]:

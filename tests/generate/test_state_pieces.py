@@ -104,3 +104,23 @@ def test_markers_that_cut_inside_attention_count_state_sent():
     assert theory["activations"] < KV_BYTES  # the query and the residual stream only
     text = repr(gen)
     assert f"stage 0 sends {KV_BYTES} B of state [1][0] per token to stage 1" in text
+
+
+def test_print_warns_of_a_stage_with_more_than_its_share_of_layers_or_none():
+    from hlopipe.generate._plan import split_warnings, stage_layers
+    from hlopipe.models import gpt_decode as gd
+    from hlopipe.stages import split_stateful
+
+    cfg = gd.DecodeConfig(n_layers=4, max_len=8)
+    params = gd.init(jax.random.key(0), cfg)
+    ex = (params, gd.empty_cache(B, cfg), jnp.zeros(B, jnp.int32), jnp.int32(0))
+    step = gd.decode_fn(cfg, stage_boundary, cuts=(3,))  # layers 0-2 on stage 0, 3 on stage 1
+    prog = hlopipe.load(jax.export.export(jax.jit(step, donate_argnums=1))(*ex).serialize())
+    split = split_stateful(prog, prog.arg_roles())
+    assert stage_layers(split, None) == [3, 1]
+    (warning,) = split_warnings([3, 1], ())
+    assert warning.startswith("warning: stage 0 keeps the state of 3 layers, more than its "
+                              "share (2 of 4 over 2 stages)")  # fmt: skip
+    assert split_warnings([2, 2], ()) == []
+    (none,) = split_warnings([2, 0, 2], ())
+    assert none.startswith("warning: stage 1 keeps no layer's state")
