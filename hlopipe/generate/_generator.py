@@ -309,6 +309,8 @@ class _Prefill:
         try:  # cut where the decode step keeps each cache
             self.staged = split_prefill(program, stage_of, S, what)
         except StageError as e:
+            if str(e).startswith(what):  # split_prefill's own: it names the prefill
+                raise
             raise StageError(f"{what} does not split like the decode step ({S} stages): {e}") from e
         for o, arg in state_of_out.items():
             src = self.staged.out_sources[o]

@@ -9,12 +9,14 @@ on that stage, and nothing of a cache crosses a stage:
   ``jnp.zeros`` before the first layer (as users write a prefill), a mask or a position table
   depends on no argument: the program is re-traced with such a value made again right before
   each equation that reads it (:func:`sink_constants`), so it lands on the reader's stage.
-* **Without stage markers**, the cuts are not balanced on the prefill's own costs: the span of
-  each cache (from the equation making its empty value to the last read of a version of it) must
-  lie on its decode stage, which leaves each boundary an interval of equations; the cut takes the
-  point of the interval where the fewest bytes cross (the residual stream between layers), the
-  compute balance breaking ties. No consistent cut: a :class:`StageError` naming the equation
-  that ties a cache to the wrong stage.
+* **Without stage markers**, the cuts are not balanced on the prefill's own costs. The
+  equations are reordered stage by stage (:func:`_by_stage`: XLA may write a later layer's cache
+  before an earlier layer's attention), then the span of each cache (from the equation making
+  its empty value to the last read of a version of it) must lie on its decode stage, which
+  leaves each boundary an interval of equations; the cut takes the point of the interval where
+  the fewest bytes cross (the residual stream between layers), the compute balance breaking
+  ties. No consistent order: a :class:`StageError` naming the equations that tie a cache to
+  the wrong stage.
 * **With markers**, the cuts are the markers (after the same re-trace).
 """
 
@@ -162,11 +164,12 @@ def _span(jaxpr: Any, out: int) -> tuple[int, int, int] | None:
 def _by_stage(
     closed: Any, touches: Mapping[int, list[int]], stage_of: Mapping[int, int], what: str
 ) -> Any:
-    """``closed`` with its equations reordered (a topological order still) so that each
-    equation comes as early as the caches it touches and the values it reads allow: stage by
-    stage. XLA orders a program for its own reasons (an optimised prefill may write a later
-    layer's V cache before an earlier layer's attention); the decode step's placement of the
-    caches is what orders the stages. A constant-only equation stays right before its reader.
+    """``closed`` with its equations reordered (a topological order still) stage by stage:
+    each equation touching a cache on that cache's stage, every other one as late as its
+    readers allow (the next layer's K and V projections with that layer, not sent to it). XLA
+    orders a program for its own reasons (an optimised prefill may write a later layer's V cache
+    before an earlier layer's attention); the decode step's placement of the caches is what
+    orders the stages. A constant-only equation stays right before its reader.
 
     Raises:
       StageError naming an equation that touches a cache kept on one stage but reads a value
@@ -190,17 +193,22 @@ def _by_stage(
         if i in fixed and low[i] > fixed[i]:
             raise StageError(_late(eqns, i, fixed, low, producer, const, touches, what))
         low[i] = fixed.get(i, low[i])
-    first_reader: dict[Any, int] = {}
-    for i in reversed(range(len(eqns))):
-        first_reader.update((v, i) for v in eqns[i].invars if not isinstance(v, J.Literal))
+    readers: dict[Any, list[int]] = {}
+    for i, e in enumerate(eqns):
+        for v in e.invars:
+            if not isinstance(v, J.Literal):
+                readers.setdefault(v, []).append(i)
+    last = max(stage_of.values(), default=0) + len(eqns)  # after every stage: the outputs'
+    high = [last] * len(eqns)  # the latest stage each equation may run on
     key: list[tuple[int, int, int, int]] = [(0, 0, 0, 0)] * len(eqns)
-    end = (len(stage_of) + max(stage_of.values(), default=0) + 1, len(eqns))
     for i in reversed(range(len(eqns))):
         if i not in const:
-            key[i] = (low[i], i, 1, 0)
+            later = [high[r] for v in eqns[i].outvars for r in readers.get(v, ()) if r not in const]
+            high[i] = fixed.get(i, min(later, default=last))
+            key[i] = (high[i], i, 1, 0)
             continue
-        readers = [first_reader[v] for v in eqns[i].outvars if v in first_reader]
-        key[i] = (*(key[min(readers)][:2] if readers else end), 0, i)
+        mine = [min(readers[v]) for v in eqns[i].outvars if v in readers]
+        key[i] = (*(key[min(mine)][:2] if mine else (last, len(eqns))), 0, i)
     order = sorted(range(len(eqns)), key=lambda i: key[i])
     if order == list(range(len(eqns))):
         return closed
