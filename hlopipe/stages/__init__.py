@@ -26,6 +26,11 @@ Public API:
   parameters stacked ``[L, ...]``, cut by ranges of iterations when splitting) and, with the
   reason, loops left whole.
 * :func:`format_manifest` — the stage table of an exported ``manifest.json``.
+* :func:`split_stateful` / :func:`split_stacked` — a program carrying state (a decode step)
+  split with each piece of state on one stage; :func:`length_axes` — the axis of each state
+  argument the position indexes (the cache length); :func:`split_prefill` — a prefill cut so
+  that each cache is made on the stage its decode step keeps it on; :func:`sink_constants` —
+  a program re-traced with values made from constants alone made where they are read.
 """
 
 from hlopipe.stages._autodiff import StageAutodiff
