@@ -29,6 +29,8 @@ def _add_generate(p: argparse.ArgumentParser) -> None:
     p.add_argument("--output", metavar="FILE.npy", help="write the tokens, [groups, batch, "
                    "tokens], here")  # fmt: skip
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--max-len", type=int, help="the cache length (default: the axis the "
+                   "position indexes in the cache's updates)")  # fmt: skip
     p.add_argument("--check", action="store_true", help="compare with the unsplit program")
     p.add_argument("--cpu-devices", type=int, help=f"CPU devices (default {CPU_DEVICES})")
 
@@ -56,7 +58,8 @@ def _cmd_generate(args: argparse.Namespace) -> int:
         return run_command(decode, prefill=prefill, params_path=args.params, stages=args.stages,
                            groups=args.groups, tokens=args.tokens, prompts_path=args.prompts,
                            tokenizer_path=args.tokenizer, prompt_len=args.prompt_len,
-                           output_path=args.output, seed=args.seed, check=args.check)  # fmt: skip
+                           output_path=args.output, seed=args.seed, max_len=args.max_len,
+                           check=args.check)  # fmt: skip
 
 
 COMMAND = Command(
@@ -71,4 +74,5 @@ COMMAND = Command(
     tokenizer_path="--tokenizer",
     params_path="--params",
     jax_num_cpu_devices="--cpu-devices",
+    max_len="--max-len",
 )

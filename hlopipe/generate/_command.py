@@ -26,6 +26,7 @@ def run_command(
     prompt_len: int | None = None,
     output_path: str | None = None,
     seed: int = 0,
+    max_len: int | None = None,
     check: bool = False,
     out: Any = print,
 ) -> int:
@@ -42,6 +43,7 @@ def run_command(
       tokenizer_path: a Hugging Face ``tokenizers`` JSON file, to encode text prompts and
         decode what is generated.
       output_path: where to ``np.save`` the tokens, ``[groups, batch, tokens]``.
+      max_len: the cache length (default: told by the program's data flow).
 
     Returns:
       The exit status: 0, or 1 when ``check`` finds a token that differs.
@@ -84,7 +86,8 @@ def run_command(
         prompts = _prompts(aval, prompt_len, ids, groups, prompts_path, rng)
         groups = len(prompts)
     t0 = time.perf_counter()
-    gen = Generator(decode, params, prefill=prefill, num_stages=stages, groups=groups or 1)
+    gen = Generator(decode, params, prefill=prefill, num_stages=stages, groups=groups or 1,
+                    max_len=max_len)  # fmt: skip
     inputs = _inputs(gen, prompts, rng)
     if tokens is None:  # positions P .. max_len - 1 after a prefill's token; else 0 .. max_len - 1
         P = 0 if prompts is None else prompts.shape[-1]

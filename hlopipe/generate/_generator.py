@@ -19,7 +19,7 @@ from typing import Any
 import jax
 import numpy as np
 
-from hlopipe.errors import ApiOnly, RuntimeConfigError, StageError
+from hlopipe.errors import ApiOnly, Keyword, RuntimeConfigError, StageError
 from hlopipe.generate._oracle import generate_unsplit as generate_unsplit
 from hlopipe.generate._placement import (
     check_params,
@@ -37,12 +37,15 @@ from hlopipe.generate._plan import (
     INPUT,
     PARAM,
     STATE,
+    cache_length,
     params_as,
     plan_stages,
     position_of,
     position_value,
     prefill_args,
     prefill_outputs,
+    split_warnings,
+    stage_layers,
 )
 from hlopipe.generate._session import Session
 from hlopipe.generate._steps import Home, Layout, StepProgram, build
@@ -52,6 +55,7 @@ from hlopipe.stages import (
     StateCrossesStages,
     StatefulSplit,
     retrace_outputs,
+    split_prefill,
     split_stacked,
     split_stateful,
     state_sends,
@@ -83,8 +87,8 @@ class Generator:
         splits the groups' batch), parameters laid out by ``param_specs`` (a pytree of
         ``PartitionSpec``; default the program's own annotations, else replicated).
       state / feedback: overrides of the argument roles (see ``Program.arg_roles``).
-      max_len: the cache length (default: the axis after the batch axis of the first state
-        argument).
+      max_len: the cache length (default: the size of the axis the position indexes in the
+        state's update chain; an error names the candidate axes when that cannot be told).
 
     Example:
       >>> gen = hlopipe.Generator(dec, params, prefill=pre, groups=8)   # doctest: +SKIP
@@ -129,10 +133,16 @@ class Generator:
             if prefill is not None:
                 prefill = _sliced_prefill(prefill, self.stacked, self.token.index)
         self.batch = self.token.shape[0] if self.token.shape else 1
-        self.max_len = max_len if max_len is not None else self._cache_len()
+        if max_len is not None and (not isinstance(max_len, int) or max_len < 1):
+            raise RuntimeConfigError(
+                Keyword("max_len", max_len), " must be a positive integer (the cache length)"
+            )
+        if max_len is None:
+            max_len = cache_length(self.roles, self.split, self.position, self.batch, self.source)
+        self.max_len = max_len
         kinds = {r.index: _KIND[r.role] for r in roles}
         slots = {x.arg: x for x in self.split.slots}
-        self.plans = plan_stages(self.split.staged, kinds, slots)
+        self.plans = plan_stages(self.split.staged, kinds, slots, self.split.state_sent)
         mesh = (stage_mesh_shape, stage_mesh_axes, param_specs)
         self._place(decode, params, devices, *mesh)
         self.prefill = None if prefill is None else _Prefill(prefill, self, self.split.num_stages)
@@ -297,21 +307,6 @@ class Generator:
         self.token = fb[0]
         self.position = position_of(roles, self.source)
 
-    def _cache_len(self) -> int:
-        first = self.roles.state[0]
-        pieces = self.stacked.stacks if self.stacked is not None else []
-        layered = any(first.index in s.args for s in pieces)  # [layers, batch, length, ...]
-        if first.axis is not None:  # the axis the position indexes (data flow)
-            return int(first.shape[first.axis])
-        shape = list(first.shape)[1 if layered else 0 :]
-        if self.batch in shape and shape.index(self.batch) + 1 < len(shape):
-            return int(shape[shape.index(self.batch) + 1])
-        raise RuntimeConfigError(
-            f"{self.source}: cannot tell the cache length from state {first.path} "
-            f"{first.dtype}{shape} (no axis after the batch axis of size {self.batch}); "
-            "pass max_len="
-        )
-
     # -- views -------------------------------------------------------------------------------
     def state_bytes(self, stage: int) -> int:
         return sum(x.nbytes for x in self.split.state_of(stage))
@@ -322,9 +317,11 @@ class Generator:
 
     def bytes_per_token(self) -> dict[str, int]:
         """Theory, per group and decode step: activations sent between stages, feedback sent
-        from the stage that makes it to those that read it, and state (0 by construction)."""
+        from the stage that makes it to those that read it, and state: 0 unless stage markers
+        cut between a cache's update and a read of it (the pieces of it then sent)."""
         act = sum(p.send_bytes for p in self.plans)
-        return {"activations": act, "feedback": self._feedback_bytes(), "state": 0}
+        state = sum(p.state_send_bytes for p in self.plans)
+        return {"activations": act, "feedback": self._feedback_bytes(), "state": state}
 
     def _feedback_bytes(self) -> int:
         total = 0
@@ -350,18 +347,27 @@ class Generator:
         lines = [
             f"Generator({self.source}: {len(self.plans)} stages, {self.groups} group(s) of "
             f"{self.batch}, cache length {self.max_len})",
-            f"{'stage':>5}  {'device':<14} {'state':<28} {'param B':>9} {'state B/group':>13} "
-            f"{'sent B/token':>12}",
+            f"{'stage':>5}  {'device':<14} {'state':<28} {'layers':>6} {'param B':>9} "
+            f"{'state B/group':>13} {'sent B/token':>12}",
         ]
+        layers = self.layers()
         for p in self.plans:
             paths = self.split.layers_of(p.stage)
             shown = ", ".join(paths[:2]) + (f" +{len(paths) - 2}" if len(paths) > 2 else "")
             lines.append(
-                f"{p.stage:>5}  {self._where(p.stage):<14} {shown:<28} "
+                f"{p.stage:>5}  {self._where(p.stage):<14} {shown:<28} {layers[p.stage]:>6} "
                 f"{self.param_bytes(p.stage):>9} {self.state_bytes(p.stage):>13} "
                 f"{p.send_bytes:>12}"
             )
-        return "\n".join(lines)
+        return "\n".join(lines + self.warnings())
+
+    def layers(self) -> list[int]:
+        """How many layers' state each stage keeps (see ``_plan.stage_layers``)."""
+        return stage_layers(self.split, self.stacked)
+
+    def warnings(self) -> list[str]:
+        """What ``print(gen)`` warns of (see ``_plan.split_warnings``)."""
+        return split_warnings(self.layers(), self.split.state_sent)
 
     # -- sessions ----------------------------------------------------------------------------
     def start(
@@ -401,27 +407,26 @@ class _Prefill:
     """The prefill split like the decode step: the same stages keep the same state."""
 
     def __init__(self, program: Any, gen: Generator, S: int) -> None:
-        from hlopipe.stages import split
-
         what = f"the prefill {getattr(program, 'source', '')}".rstrip()
-        try:
-            self.staged = split(program, num_stages=S)
-        except StageError as e:
-            raise StageError(f"{what} does not split like the decode step ({S} stages): {e}") from e
         self.prompt_arg, param_of = prefill_args(program, gen.roles, what)
         self.prompt_aval = program.in_avals[self.prompt_arg]
         self.token_out, state_of_out = prefill_outputs(program, gen.roles, gen.token.index, what)
         slots = {x.arg: x for x in gen.split.slots}
+        stage_of = {o: slots[arg].stage for o, arg in state_of_out.items()}
+        try:  # cut where the decode step keeps each cache
+            self.staged = split_prefill(program, stage_of, S, what)
+        except StageError as e:
+            if str(e).startswith(what):  # split_prefill's own: it names the prefill
+                raise
+            raise StageError(f"{what} does not split like the decode step ({S} stages): {e}") from e
         for o, arg in state_of_out.items():
             src = self.staged.out_sources[o]
             if src.kind != "stage" or src.stage != slots[arg].stage:
                 made = f"stage {src.stage}" if src.kind == "stage" else "no stage"
-                why = ("the stage markers of the two programs disagree" if self.staged.partition
-                       is None else "without stage markers the cost model cut the two programs "
-                       "at other layers; place stage_boundary markers in both")  # fmt: skip
                 raise StageError(
                     f"{what}: {made} makes the state {slots[arg].path}, which the decode step "
-                    f"keeps on stage {slots[arg].stage}: {why}"
+                    f"keeps on stage {slots[arg].stage}: the stage markers of the two programs "
+                    "disagree"
                 )
         items = [(None, o, slots[a].path, gen.roles[a].shape, gen.roles[a].dtype)
                  for o, a in state_of_out.items()]  # fmt: skip

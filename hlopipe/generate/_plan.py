@@ -8,10 +8,11 @@ later stages, and/or a program output (the feedback, the token).
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 
-from hlopipe.errors import RuntimeConfigError, StageError
+from hlopipe.errors import Keyword, RuntimeConfigError, StageError
 
 PARAM, STATE, FEEDBACK, INPUT, RECV = "param", "state", "feedback", "input", "recv"
 
@@ -21,7 +22,10 @@ class StagePlan:
     """Stage ``stage``: ``inputs`` as ``(kind, key)`` (key: the flat argument, or for ``recv``
     the ``(src stage, src output)``), ``donate`` the input positions of its state, ``state_out``
     ``{stage output: state argument}``, ``sends`` ``[(stage output, dst stage)]`` and
-    ``program_out`` ``{stage output: program output}``."""
+    ``program_out`` ``{stage output: program output}``; ``send_bytes`` what it sends per call
+    (activations), ``state_send_bytes`` the pieces of state among its sends (stage markers
+    that cut between a cache's update and a read of it), ``state_recvs`` the received values
+    ``(src stage, src output)`` that are such pieces."""
 
     stage: int
     inputs: tuple[tuple[str, Any], ...]
@@ -30,12 +34,21 @@ class StagePlan:
     sends: tuple[tuple[int, int], ...]
     program_out: dict[int, int]
     send_bytes: int
+    state_send_bytes: int = 0
+    state_recvs: frozenset[tuple[int, int]] = frozenset()
+
+    def recv_kind(self, key: tuple[int, int]) -> str:
+        """How a received value's bytes count: ``state`` or ``activations``."""
+        return STATE if key in self.state_recvs else "activations"
 
 
-def plan_stages(staged: Any, kinds: dict[int, str], state_slots: dict[int, Any]) -> list[StagePlan]:
+def plan_stages(
+    staged: Any, kinds: dict[int, str], state_slots: dict[int, Any], state_sent: Any = ()
+) -> list[StagePlan]:
     """One :class:`StagePlan` per stage of ``staged``; ``kinds`` maps every flat argument to
     ``param`` / ``state`` / ``feedback`` / ``input``; ``state_slots`` maps a state argument to
-    its slot (``stage_output``)."""
+    its slot (``stage_output``); ``state_sent`` the pieces of state sent (``StateSend``)."""
+    pieces = {(x.src, x.output) for x in state_sent}
     plans = []
     for st in staged.stages:
         inputs: list[tuple[str, Any]] = [(kinds[a], a) for a in st.params_needed]
@@ -47,12 +60,15 @@ def plan_stages(staged: Any, kinds: dict[int, str], state_slots: dict[int, Any])
             if slot.stage == st.index and slot.stage_output is not None
         }
         sends = tuple(sorted({(s.output, s.dst) for s in st.sends}))
-        nbytes = sum(_nbytes(st.outputs[o]) for o, _ in sends)
+        of_state = [(o, d) for o, d in sends if (st.index, o) in pieces]
+        nbytes = sum(_nbytes(st.outputs[o]) for o, d in sends if (o, d) not in of_state)
         plans.append(
             StagePlan(
-                st.index, tuple(inputs), donate, state_out, sends, dict(st.program_outputs), nbytes
+                st.index, tuple(inputs), donate, state_out, sends, dict(st.program_outputs),
+                nbytes, sum(_nbytes(st.outputs[o]) for o, _ in of_state),
+                frozenset(key for kind, key in inputs if kind == RECV and key in pieces),
             )
-        )
+        )  # fmt: skip
     return plans
 
 
@@ -169,3 +185,77 @@ def _prefill_outputs_in_order(
             )
         mapping[o] = r.index
     return token_out, mapping
+
+
+def cache_length(roles: Any, split: Any, position: Any, batch: int, source: str) -> int:
+    """The cache length: the size of the axis the position indexes in the state's update
+    chain (the program's data flow, else the traced decode step's updates), never a guess;
+    the smallest where caches differ.
+
+    Raises:
+      RuntimeConfigError naming the candidate axes and ``max_len`` when no update of the
+      state is indexed by the position along one axis."""
+    from hlopipe.stages import length_axes
+
+    state = roles.state
+    axes = {r.index: {r.axis} for r in state if r.axis is not None}
+    if len(axes) < len(state):
+        traced = length_axes(split.staged.jaxpr, [r.index for r in state], position.index)
+        axes = {a: axes.get(a) or traced[a] for a in traced}
+    told = [(r, next(iter(axes[r.index]))) for r in state if len(axes[r.index]) == 1]
+    if told:
+        return min(int(r.shape[ax]) for r, ax in told)
+    first = state[0]
+    cands = axes[first.index] or {
+        i for i, n in enumerate(first.shape) if n > 1 and not (i == 0 and n == batch)
+    }
+    named = ", ".join(f"axis {i} (size {first.shape[i]})" for i in sorted(cands)) or "none"
+    raise RuntimeConfigError(
+        f"{source}: cannot tell the cache length of state {first.path} "
+        f"{first.dtype}{list(first.shape)}: no update of it is indexed by the position "
+        f"{position.path} along one axis; the candidates are {named}; pass ",
+        Keyword("max_len", "N"),
+        " (the cache length)",
+    )
+
+
+def stage_layers(split: Any, stacked: Any) -> list[int]:
+    """How many layers' state each stage of ``split`` keeps: the layers of a cache stacked
+    over them (its pieces' ranges), else the distinct state paths once a trailing key is
+    dropped (``[1][3]['k']`` and ``[1][3]['v']`` are layer ``[1][3]``)."""
+    out = []
+    for s in range(split.num_stages):
+        slots = split.state_of(s)
+        if stacked is not None:
+            size = {a: hi - lo for st in stacked.stacks
+                    for (lo, hi), a in zip(st.ranges, st.args, strict=True)}  # fmt: skip
+            out.append(max((size.get(x.arg, 1) for x in slots), default=0))
+        else:
+            out.append(len({re.sub(r"\[['\"][^\]]*['\"]\]$", "", x.path) for x in slots}))
+    return out
+
+
+def split_warnings(layers: list[int], state_sent: Any) -> list[str]:
+    """What ``print(generator)`` warns of: a stage keeping more than its share of the layers'
+    state (``ceil(layers / stages)``) or none, and state sent between stages."""
+    S, total = len(layers), sum(layers)
+    share = -(-total // S)
+    out = [
+        f"warning: stage {s} keeps the state of {n} layers, more than its share ({share} of "
+        f"{total} over {S} stages); place stage_boundary markers to balance them"
+        for s, n in enumerate(layers)
+        if n > share
+    ]
+    out += [
+        f"warning: stage {s} keeps no layer's state (it only computes); fewer stages, or "
+        "stage_boundary markers between layers, would give it some"
+        for s, n in enumerate(layers)
+        if n == 0
+    ]
+    out += [
+        f"warning: stage {x.src} sends {x.nbytes} B of state {x.path} per token to stage "
+        f"{x.dst} (read there after its update): move the stage_boundary marker after what "
+        "reads it"
+        for x in state_sent
+    ]
+    return out

@@ -167,7 +167,7 @@ def build(
                 free += 1
                 continue
             if kind == RECV:
-                src, what = made[key], "activations"
+                src, what = made[key], p.recv_kind(key)
                 home = Home(key[0], _out_sharding(sp, stages, holder, key))
                 temps.append(src)
             else:

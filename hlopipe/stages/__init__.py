@@ -26,6 +26,11 @@ Public API:
   parameters stacked ``[L, ...]``, cut by ranges of iterations when splitting) and, with the
   reason, loops left whole.
 * :func:`format_manifest` — the stage table of an exported ``manifest.json``.
+* :func:`split_stateful` / :func:`split_stacked` — a program carrying state (a decode step)
+  split with each piece of state on one stage; :func:`length_axes` — the axis of each state
+  argument the position indexes (the cache length); :func:`split_prefill` — a prefill cut so
+  that each cache is made on the stage its decode step keeps it on; :func:`sink_constants` —
+  a program re-traced with values made from constants alone made where they are read.
 """
 
 from hlopipe.stages._autodiff import StageAutodiff
@@ -41,6 +46,7 @@ from hlopipe.stages._files import (
 )
 from hlopipe.stages._loops import describe_loops
 from hlopipe.stages._partition import Partition, RepeatedRun, find_repeated_run, partition
+from hlopipe.stages._prefill import sink_constants, split_prefill
 from hlopipe.stages._sharding import (
     MergedCompile,
     ShardedStage,
@@ -59,7 +65,13 @@ from hlopipe.stages._staged import (
     StageCost,
     StagedProgram,
 )
-from hlopipe.stages._state import StateCrossesStages, StatefulSplit, split_stateful, state_sends
+from hlopipe.stages._state import (
+    StateCrossesStages,
+    StatefulSplit,
+    length_axes,
+    split_stateful,
+    state_sends,
+)
 
 __all__ = [
     "CostModel",
@@ -89,13 +101,16 @@ __all__ = [
     "format_manifest",
     "infer_layout",
     "jaxpr_cost",
+    "length_axes",
     "merge",
     "merge_files",
     "partition",
     "shard_stage",
+    "sink_constants",
     "split",
     "split_jaxpr",
     "split_merged",
+    "split_prefill",
     "split_stacked",
     "split_stateful",
     "state_sends",

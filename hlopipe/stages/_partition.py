@@ -343,32 +343,73 @@ class StateSpan:
 def state_spans(
     jaxpr: Any, pairs: Sequence[tuple[int, int]], paths: Sequence[str]
 ) -> list[StateSpan]:
-    """The :class:`StateSpan` of each ``(flat argument, flat output)`` state pair of ``jaxpr``.
-
-    A version of the state is a value on the dataflow from the argument to its output with the
-    argument's shape and dtype (the cache after an in-place update, read by the attention)."""
-    eqns = jaxpr.eqns
+    """The :class:`StateSpan` of each ``(flat argument, flat output)`` state pair of ``jaxpr``:
+    from the first to the last equation touching a version of the state
+    (:func:`state_versions`), its reads included."""
     spans = []
     for arg, out in pairs:
-        a, o = jaxpr.invars[arg], jaxpr.outvars[out]
-        down = {a}
-        for e in eqns:
-            if any(not isinstance(v, Literal) and v in down for v in e.invars):
-                down.update(e.outvars)
-        up = set() if isinstance(o, Literal) else {o}
-        for e in reversed(eqns):
-            if any(v in up for v in e.outvars):
-                up.update(v for v in e.invars if not isinstance(v, Literal))
-        key = (a.aval.shape, a.aval.dtype)
-        versions = {a} | {v for v in down & up if (v.aval.shape, v.aval.dtype) == key}
+        versions = state_versions(jaxpr, arg, out)
         touch = [
             i
-            for i, e in enumerate(eqns)
+            for i, e in enumerate(jaxpr.eqns)
             if any(not isinstance(v, Literal) and v in versions for v in (*e.invars, *e.outvars))
         ]
         if len(touch) > 1:
             spans.append(StateSpan(min(touch), max(touch), paths[arg]))
     return spans
+
+
+# Primitives whose result holds elements of (some) operands unchanged: a slice, a layer or
+# the K half of a cache is still the cache. ``{primitive: the operands it carries}``; None:
+# every operand.
+_CARRY: dict[str, tuple[int, ...] | None] = {
+    "slice": (0,),
+    "dynamic_slice": (0,),
+    "squeeze": (0,),
+    "reshape": (0,),
+    "expand_dims": (0,),
+    "broadcast_in_dim": (0,),
+    "transpose": (0,),
+    "convert_element_type": (0,),
+    "copy": (0,),
+    "copy_p": (0,),
+    "rev": (0,),
+    "gather": (0,),
+    "dynamic_update_slice": (0,),
+    "scatter": (0,),
+    "concatenate": None,
+    "select_n": None,
+    "optimization_barrier": None,
+}
+
+
+def state_versions(jaxpr: Any, arg: int, out: int | None) -> set[Any]:
+    """The versions of state argument ``arg`` in ``jaxpr``, by data flow: the argument, the
+    values carrying its elements (slices of it, a layer of a stacked cache, the K half of a
+    ``[b, 2, T, ...]`` one, updated in place, stacked back), and the values on the way from
+    it to its new value (output ``out``) with its shape and dtype."""
+    a = jaxpr.invars[arg]
+    down, carried = {a}, {a}
+    for e in jaxpr.eqns:
+        ins = [v for v in e.invars if not isinstance(v, Literal)]
+        if any(v in down for v in ins):
+            down.update(e.outvars)
+        which = _CARRY.get(e.primitive.name, ())
+        ops = e.invars if which is None else [e.invars[k] for k in which if k < len(e.invars)]
+        if e.primitive.name == "select_n":
+            ops = e.invars[1:]
+        if any(not isinstance(v, Literal) and v in carried for v in ops):
+            carried.update(e.outvars)
+    versions = carried
+    if out is not None:
+        o = jaxpr.outvars[out]
+        up = set() if isinstance(o, Literal) else {o}
+        for e in reversed(jaxpr.eqns):
+            if any(v in up for v in e.outvars):
+                up.update(v for v in e.invars if not isinstance(v, Literal))
+        key = (a.aval.shape, a.aval.dtype)
+        versions = versions | {v for v in down & up if (v.aval.shape, v.aval.dtype) == key}
+    return versions
 
 
 def inside_spans(crossing: np.ndarray, spans: Sequence[StateSpan]) -> np.ndarray:

@@ -18,7 +18,7 @@ from typing import Any
 
 from hlopipe.errors import StageError
 from hlopipe.stages import _jaxpr as J
-from hlopipe.stages._partition import NoLocalCut
+from hlopipe.stages._partition import NoLocalCut, state_versions
 from hlopipe.stages._split import StagedProgram, split
 
 
@@ -40,6 +40,19 @@ class StateSlot:
     nbytes: int
 
 
+@dataclass(frozen=True)
+class StateSend:
+    """A piece of state argument ``path`` (an updated K or V, not the whole cache) that output
+    ``output`` of stage ``src`` sends to stage ``dst`` on every call, because stage markers cut
+    between its update and a read of it: state sent, counted as such."""
+
+    src: int
+    output: int
+    dst: int
+    path: str
+    nbytes: int
+
+
 @dataclass(eq=False)
 class StatefulSplit:
     """A :class:`StagedProgram` whose state stays on its stages.
@@ -49,15 +62,16 @@ class StatefulSplit:
       roles: the argument roles (an ``ArgRoles``).
       slots: per state argument, where it lives (:class:`StateSlot`), in argument order.
       feedback: ``(argument, output)`` pairs fed from one call to the next.
-      state_versions: how many values sent between stages are state (always 0 once built:
-        counted, then refused when not 0).
+      state_sent: the pieces of state sent between stages (:class:`StateSend`): none unless
+        stage markers cut between a cache's update and a read of it (the cost model never
+        does); a whole cache sent is refused instead.
     """
 
     staged: StagedProgram
     roles: Any
     slots: list[StateSlot]
     feedback: list[tuple[int, int]]
-    state_versions: int = 0
+    state_sent: tuple[StateSend, ...] = ()
     _by_stage: dict[int, list[StateSlot]] = field(default_factory=dict, repr=False)
 
     @property
@@ -126,7 +140,9 @@ def split_stateful(
         slots.append(
             StateSlot(r.index, r.output, paths[r.index], owner, out, J.aval_bytes(_aval(r)))
         )
-    versions = _state_sends(staged, roles)
+    items = [(r.index, r.output, r.path, r.shape, r.dtype) for r in roles.state]
+    found = state_versions_sent(staged, items)
+    versions = [(s, d, path) for s, _, d, path, whole in found if whole]
     if versions:
         s, d, path = versions[0]
         raise StateCrossesStages(
@@ -135,7 +151,11 @@ def split_stateful(
             "stage"
         )
     feedback = [(r.index, int(r.output)) for r in roles.feedback if r.output is not None]
-    return StatefulSplit(staged, roles, slots, feedback, 0)
+    sent = tuple(
+        StateSend(s, o, d, path, J.aval_bytes(staged.stages[s].outputs[o]))
+        for s, o, d, path, _ in found
+    )
+    return StatefulSplit(staged, roles, slots, feedback, sent)
 
 
 def _aval(role: Any) -> Any:
@@ -145,33 +165,39 @@ def _aval(role: Any) -> Any:
     return jax.ShapeDtypeStruct(role.shape, np.dtype(role.dtype))
 
 
-def _state_sends(staged: StagedProgram, roles: Any) -> list[tuple[int, int, str]]:
-    """Every value sent between stages that is a version of a state argument: on the dataflow
-    from the argument to its aliased output, with the argument's shape and dtype."""
-    items = [(r.index, r.output, r.path, r.shape, r.dtype) for r in roles.state]
-    return state_sends(staged, items)
-
-
 def state_sends(
     staged: StagedProgram, items: Sequence[tuple[int | None, int, str, Any, Any]]
 ) -> list[tuple[int, int, str]]:
-    """``(src, dst, path)`` of each value sent between stages that is a version of the state
-    ``items`` name as ``(argument or None, output, path, shape, dtype)``: a value with its shape
-    and dtype that reaches the output (and comes from the argument, when there is one)."""
+    """``(src, dst, path)`` of each value sent between stages that is the state the ``items``
+    name as ``(argument or None, output, path, shape, dtype)``: a value with its shape and
+    dtype that reaches the output (and comes from the argument, when there is one)."""
+    return [(s, d, path) for s, _, d, path, whole in state_versions_sent(staged, items) if whole]
+
+
+def state_versions_sent(
+    staged: StagedProgram, items: Sequence[tuple[int | None, int, str, Any, Any]]
+) -> list[tuple[int, int, int, str, bool]]:
+    """``(src stage, src output, dst stage, path, whole)`` of each value sent between stages
+    that is a version of the state ``items`` name (see :func:`state_sends`): ``whole`` when it
+    has the state's shape and dtype on the way to its output (the cache itself would travel),
+    else a piece of it (an updated K or V read by attention on a later stage)."""
     jaxpr = staged.jaxpr.jaxpr
-    sent: dict[Any, tuple[int, int]] = {}
+    sent: dict[Any, list[tuple[int, int, int]]] = {}
     for st in staged.stages:
         for snd in st.sends:
             var = st.jaxpr.jaxpr.outvars[snd.output]
-            sent.setdefault(var, (st.index, snd.dst))
-    found: list[tuple[int, int, str]] = []
+            sent.setdefault(var, []).append((st.index, snd.output, snd.dst))
+    found: list[tuple[int, int, int, str, bool]] = []
     for arg, output, path, shape, dtype in items if sent else ():
         up = _ancestors(jaxpr, jaxpr.outvars[output])
         down = _descendants(jaxpr, jaxpr.invars[arg]) if arg is not None else up
+        pieces = state_versions(jaxpr, arg, output) if arg is not None else set()
         key = (tuple(shape), str(dtype))
-        for var, (s, d) in sent.items():
-            if var in down and var in up and (tuple(var.aval.shape), str(var.aval.dtype)) == key:
-                found.append((s, d, path))
+        for var, where in sent.items():
+            whole = var in down and var in up
+            whole = whole and (tuple(var.aval.shape), str(var.aval.dtype)) == key
+            if whole or var in pieces:
+                found += [(s, o, d, path, whole) for s, o, d in where]
     return found
 
 
@@ -189,3 +215,46 @@ def _ancestors(jaxpr: Any, var: Any) -> set[Any]:
         if any(v in seen for v in e.outvars):
             seen.update(v for v in e.invars if not isinstance(v, J.Literal))
     return seen
+
+
+def length_axes(closed: Any, state_args: Sequence[int], position_arg: int) -> dict[int, set[int]]:
+    """Per state argument, the axes of it that the position indexes, read from the update
+    chain: every ``dynamic_update_slice`` whose operand comes from the argument and one of
+    whose start indices comes from ``position_arg``. The operand may be a piece of the state
+    (one layer of a cache stacked ``[b, L, 2, T, ...]``, its K or V): its axes are matched to
+    the state's as a subsequence of equal sizes, and the indexed axis counts only where every
+    such match agrees. An empty set: the chain does not tell (no such update, or a reshape
+    that merges axes on the way)."""
+    closed = J.inline(closed, lambda e: True)
+    jaxpr = closed.jaxpr
+    pos = _descendants(jaxpr, jaxpr.invars[position_arg])
+    found: dict[int, set[int]] = {}
+    for arg in state_args:
+        var = jaxpr.invars[arg]
+        full = tuple(var.aval.shape)
+        down = _descendants(jaxpr, var)
+        axes: set[int] = set()
+        for e in jaxpr.eqns:
+            if e.primitive.name != "dynamic_update_slice" or e.invars[0] not in down:
+                continue
+            sub = tuple(e.invars[0].aval.shape)
+            for j, idx in enumerate(e.invars[2:]):
+                if isinstance(idx, J.Literal) or idx not in pos:
+                    continue
+                at = {m[j] for m in _embeddings(sub, full)}
+                if len(at) == 1:
+                    axes |= at
+        found[arg] = axes
+    return found
+
+
+def _embeddings(sub: tuple[int, ...], full: tuple[int, ...]) -> list[tuple[int, ...]]:
+    """Every increasing map of ``sub``'s axes onto ``full``'s with equal sizes."""
+    if not sub:
+        return [()]
+    out: list[tuple[int, ...]] = []
+    for i in range(len(full) - len(sub) + 1):
+        if full[i] == sub[0]:
+            out += [(i, *(i + 1 + k for k in rest))
+                    for rest in _embeddings(sub[1:], full[i + 1 :])]  # fmt: skip
+    return out

@@ -19,7 +19,6 @@ import pytest
 from _rounding import reordering_bound
 
 import hlopipe
-from hlopipe.errors import StageError
 from hlopipe.generate import Generator, generate_unsplit
 
 pytestmark = pytest.mark.x64
@@ -134,10 +133,17 @@ def test_position_scalar_or_one_element_int32_or_int64(shape, dtype):
     assert len(np.unique(ref)) >= 4
 
 
-def test_a_prefill_cut_at_other_layers_is_refused():
-    """Without markers each program is cut by the cost model: XLA's optimised forms of the two
-    cut into 3 stages at other layers, and the prefill would make a cache on another stage."""
+def test_optimised_pair_without_markers_is_cut_with_its_decode_step():
+    """XLA's optimised forms of the two, cut into 3 stages by the cost model, once cut at
+    other layers (the prefill was refused); the prefill is now cut where the decode step
+    keeps each cache, and gives torch's tokens."""
     dec, pre = programs(".opt.hlo")
-    with pytest.raises(StageError, match=r"stage \d makes the state arg \d+, which the decode "
-                       r"step keeps on stage \d: without stage markers"):  # fmt: skip
-        Generator(dec, _params(dec), prefill=pre, num_stages=3)
+    gen = Generator(dec, _params(dec), prefill=pre, num_stages=3)
+    slots = {x.arg: x.stage for x in gen.split.slots}
+    for o, arg in gen.prefill.state_of_out.items():
+        assert gen.prefill.staged.out_sources[o].stage == slots[arg]
+    session = gen.start(PROMPT[None])
+    toks = session.generate(2)
+    np.testing.assert_array_equal(toks[0, :, 0], TORCH_PRE["out_1"])
+    np.testing.assert_array_equal(toks[0, :, 1], TORCH_DEC["out_1"])
+    assert session.metrics["bytes_sent"]["state"] == 0
