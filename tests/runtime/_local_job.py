@@ -7,11 +7,12 @@ lines that the test checks against plain JAX on one device.
    processes have built different numbers of pipelines before the shared ones below).
 2. ``REFUSED`` / ``OWN``: a pipeline on process 0's devices only, built by every process:
    process 0 trains it, the others are refused by name.
-3. ``BYSTANDER``: a pipeline on processes 0 and 1, stepped, inferred and gathered by all four.
+3. ``BYSTANDER``: a pipeline on processes 0 and 1, stepped, inferred and gathered by all four
+   (each writes the parameters it gathered to ``--params-out``, by path).
 4. ``NANLOSS`` / ``INFGRAD``: ``check_finite`` on 2 ranks whose meshes span 2 processes each;
    step 2's batch holds a NaN (a NaN loss), then an inf (finite losses, a NaN gradient on
    stage 0): every process raises the same ``NonFiniteError`` each time.
-5. ZB-V on 2 ranks spanning 2 processes each: ``--params-out`` gets the parameters.
+5. ZB-V on 2 ranks spanning 2 processes each: ``--params-out`` gets the parameters, by path.
 """
 
 from __future__ import annotations
@@ -86,7 +87,22 @@ def reference(seeds: list[int]):
         p, s, loss, norm = step(p, s, batch(seed))
         losses.append(float(loss))
         norms.append(float(norm))
-    return losses, jax.tree_util.tree_leaves(p), norms
+    return losses, by_path(p), norms
+
+
+def by_path(tree) -> dict:
+    """The leaves of ``tree`` keyed by their path (``['w'][2]``): a leaf put in another's place
+    is found by its name, whatever its shape or values."""
+    import jax
+
+    return {jax.tree_util.keystr(k): v for k, v in jax.tree_util.tree_leaves_with_path(tree)}
+
+
+def save_by_path(path: str, tree) -> None:
+    """The leaves of ``tree`` in an .npz, each under its path (:func:`by_path`)."""
+    import numpy as np
+
+    np.savez(path, **{k: np.asarray(v) for k, v in by_path(tree).items()})
 
 
 def pipeline(devices, **kw):
@@ -136,9 +152,8 @@ def one_process(me: int) -> None:
     print(f"OWN {me} losses {losses}", flush=True)
 
 
-def bystander(me: int) -> None:
+def bystander(me: int, out_dir: str) -> None:
     import jax
-    import numpy as np
 
     first = {}
     for d in jax.devices():
@@ -146,9 +161,8 @@ def bystander(me: int) -> None:
     pipe = pipeline([first[0], first[1]])
     state, losses, _ = train(pipe, [0])
     out = float(pipe.infer(state, batch(1)))
-    params = jax.tree_util.tree_leaves(pipe.gather_params(state))
-    total = float(sum(np.sum(np.asarray(p, np.float64)) for p in params))
-    print(f"BYSTANDER {me} losses {losses} infer {out!r} params_sum {total!r}", flush=True)
+    save_by_path(os.path.join(out_dir, f"params-bystander-{me}.npz"), pipe.gather_params(state))
+    print(f"BYSTANDER {me} losses {losses} infer {out!r}", flush=True)
 
 
 def nonfinite(me: int) -> None:
@@ -171,7 +185,6 @@ def nonfinite(me: int) -> None:
 
 def zb_v(me: int, out: str) -> None:
     import jax
-    import numpy as np
 
     loss = lambda p, b: loss_fn(p, b, layers_per_stage=1)  # noqa: E731
     pipe = hlopipe.Pipeline(loss, init(), batch(0), num_microbatches=M, schedule="zb-v",
@@ -179,10 +192,10 @@ def zb_v(me: int, out: str) -> None:
                             recv_timeout=60.0)  # fmt: skip
     assert pipe.staged.num_stages == 4 and pipe.layout.spans(0) and pipe.layout.spans(1)
     state, losses, norms = train(pipe, list(range(STEPS)))
-    params = jax.tree_util.tree_leaves(pipe.gather_params(state))
+    params = pipe.gather_params(state)
     if me == 0:
         print(f"ZBV losses {losses} norms {norms}", flush=True)
-        np.savez(os.path.join(out, "params-zb-v.npz"), *params)
+        save_by_path(os.path.join(out, "params-zb-v.npz"), params)
 
 
 def main() -> int:
@@ -195,7 +208,7 @@ def main() -> int:
     me = jax.process_index()
     local(me)
     one_process(me)
-    bystander(me)
+    bystander(me, args.params_out)
     nonfinite(me)
     zb_v(me, args.params_out)
     print(f"DONE {me}", flush=True)

@@ -9,12 +9,12 @@ plain JAX on one device.
 * A pipeline on process 0's devices only, built by every process: process 0 trains it, the
   others are refused by name (saying what to do), before anything runs.
 * A pipeline on processes 0 and 1: processes 2 and 3, holding none of it, get the step's loss,
-  ``infer``'s output and the parameters too.
+  ``infer``'s output and the parameters too (each parameter compared by its path).
 * ``check_finite`` with 2 ranks whose meshes span 2 processes each: a NaN loss, and NaN
   gradients of one stage under finite losses, are named (step, microbatch or stage) by the same
   ``NonFiniteError`` in every process, and the job goes on (every process stopped at the same
   collective).
-* ZB-V on 2 ranks spanning 2 processes each: the parameters equal one device's.
+* ZB-V on 2 ranks spanning 2 processes each: the parameters equal one device's, path by path.
 """
 
 from __future__ import annotations
@@ -101,18 +101,33 @@ def _a_pipeline_inside_another_process_is_refused_naming_it(ran: tuple[str, Path
 
 
 def _processes_holding_no_stage_get_the_loss_outputs_and_parameters(ran: tuple[str, Path]) -> None:
-    got = _lines(ran[0], "BYSTANDER")
-    assert sorted(got) == list(range(NPROC)), ran[0][-3000:]
+    text, out_dir = ran
+    got = _lines(text, "BYSTANDER")
+    assert sorted(got) == list(range(NPROC)), text[-3000:]
     losses, params, _ = job.reference([0])
     want_infer = float(jax.jit(job.loss_fn)(_unflat(params), job.batch(1)))
-    want_sum = float(sum(np.sum(np.asarray(p, np.float64)) for p in params))
     for rest in got.values():
-        m = re.fullmatch(r"losses \[(\S+)\] infer (\S+) params_sum (\S+)", rest)
+        m = re.fullmatch(r"losses \[(\S+)\] infer (\S+)", rest)
         assert m, rest
         np.testing.assert_allclose(float(m.group(1)), losses[0], rtol=1e-5)
         np.testing.assert_allclose(float(m.group(2)), want_infer, rtol=1e-5)
-        np.testing.assert_allclose(float(m.group(3)), want_sum, rtol=1e-5)
     assert len(set(got.values())) == 1  # the very same floats everywhere
+    for q in range(NPROC):  # every parameter, by path, in every process
+        _assert_params_by_path(out_dir / f"params-bystander-{q}.npz", params, f"process {q}")
+
+
+def _assert_params_by_path(npz: Path, want: dict[str, np.ndarray], who: str) -> None:
+    """Each parameter the job wrote, found by its path (``['w'][2]``), equals the one-device
+    reference's leaf of that path: a leaf gathered into another's place fails, even where the
+    two have one shape."""
+    with np.load(npz) as z:
+        got = {k: z[k] for k in z.files}
+    assert sorted(got) == sorted(want), (who, sorted(got), sorted(want))
+    for path, w in want.items():
+        g, w = np.asarray(got[path], np.float64), np.asarray(w, np.float64)
+        assert g.shape == w.shape, f"{who}: parameter {path} has shape {g.shape}, not {w.shape}"
+        rel = np.linalg.norm(g - w) / np.linalg.norm(w)
+        assert rel <= 1e-5, f"{who}: parameter {path} differs by {rel:.2e} (relative)"
 
 
 def _check_finite_on_spanning_meshes_raises_alike_in_every_process(ran: tuple[str, Path]) -> None:
@@ -138,15 +153,13 @@ def _zb_v_on_ranks_spanning_processes_trains_like_one_device(ran: tuple[str, Pat
     np.testing.assert_allclose(_floats(line), losses, rtol=1e-5)
     # the global norm (the clip's) counts each spanning rank once, not once per process
     np.testing.assert_allclose(_floats(norms), want_norms, rtol=1e-5)
-    with np.load(out_dir / "params-zb-v.npz") as z:
-        got = [z[f"arr_{n}"] for n in range(len(z.files))]
-    assert len(got) == len(want)
-    for n, (g, w) in enumerate(zip(got, want, strict=True)):
-        g, w = np.asarray(g, np.float64), np.asarray(w, np.float64)
-        rel = np.linalg.norm(g - w) / np.linalg.norm(w)
-        assert rel <= 1e-5, f"parameter {n} differs by {rel:.2e} (relative)"
+    _assert_params_by_path(out_dir / "params-zb-v.npz", want, "ZB-V")
     assert re.search(r"^\[rank 3\] DONE 3$", text, re.M)
 
 
-def _unflat(leaves):
-    return jax.tree_util.tree_unflatten(jax.tree_util.tree_structure(job.init()), leaves)
+def _unflat(by_path: dict[str, np.ndarray]):
+    """The reference's parameters (by path) as the job's tree."""
+    paths = list(job.by_path(job.init()))
+    return jax.tree_util.tree_unflatten(
+        jax.tree_util.tree_structure(job.init()), [by_path[p] for p in paths]
+    )

@@ -25,6 +25,68 @@ M = 4
 # the concrete class of a jax.Array (the one whose host copy a step must not take)
 ArrayImpl = type(jnp.zeros(()))
 
+# Every way in Python to wait on the host for a device value: the array's own methods (``_value``
+# is where its conversions to numpy and Python scalars meet), jax's functions, and numpy's
+# conversions (``np.asarray`` of a CPU array takes its buffer, past ``__array__`` and ``_value``)
+ARRAY_WAITS = ("_value", "__array__", "__float__", "__int__", "__bool__", "__index__",
+               "__complex__", "item", "tolist", "block_until_ready", "is_ready",
+               "copy_to_host_async", "__dlpack__")  # fmt: skip
+JAX_WAITS = ("block_until_ready", "device_get", "effects_barrier")
+NUMPY_WAITS = ("asarray", "array", "asanyarray", "ascontiguousarray")
+
+
+def _trap_host_waits(monkeypatch) -> list[str]:
+    """Make every host wait on a device value raise, and record it (a wait in another thread
+    whose error is swallowed is still recorded): the waits a step made, once it returns."""
+    waited: list[str] = []
+
+    def trap(name, real=None):
+        def waits(*args, **kwargs):
+            if real is not None and not any(isinstance(a, jax.Array) for a in args):
+                return real(*args, **kwargs)  # numpy on host values: no wait
+            waited.append(name)
+            raise AssertionError(f"a step waited on the host for a device value: {name}")
+
+        return waits
+
+    for name in ARRAY_WAITS:
+        wait = trap(f"Array.{name}")
+        monkeypatch.setattr(ArrayImpl, name, property(wait) if name == "_value" else wait)
+    for name in JAX_WAITS:
+        monkeypatch.setattr(jax, name, trap(f"jax.{name}"))
+    for name in NUMPY_WAITS:
+        monkeypatch.setattr(np, name, trap(f"np.{name}", getattr(np, name)))
+    return waited
+
+
+WAYS_TO_WAIT = {
+    "block_until_ready": lambda x: x.block_until_ready(),
+    "jax.block_until_ready": lambda x: jax.block_until_ready({"a": x, "b": x + 1}),
+    "jax.device_get": lambda x: jax.device_get(x),
+    "np.asarray": lambda x: np.asarray(x),
+    "np.array": lambda x: np.array(x),
+    "float": lambda x: float(x[0]),
+    "int": lambda x: int(x[0]),
+    "bool": lambda x: bool(x[0] > 0),
+    "item": lambda x: x[0].item(),
+    "tolist": lambda x: x.tolist(),
+    "is_ready polled": lambda x: x.is_ready(),
+    "copy_to_host_async": lambda x: x.copy_to_host_async(),
+    "index": lambda x: [0, 1][x[0].astype(int)],
+}
+
+
+@pytest.mark.parametrize("way", WAYS_TO_WAIT)
+def test_the_host_wait_trap_catches_each_way_to_wait(monkeypatch, way):
+    """The trap the step tests below rely on: each way to wait for a device value raises and is
+    recorded (and numpy on host values is let through)."""
+    x = jnp.arange(4.0) + 1
+    waited = _trap_host_waits(monkeypatch)
+    assert np.asarray([1.0, 2.0]).sum() == 3.0
+    with pytest.raises(AssertionError, match="waited on the host"):
+        WAYS_TO_WAIT[way](x)
+    assert len(waited) == 1, waited
+
 
 def _loss(p, batch):
     x, y = batch
@@ -140,22 +202,20 @@ def test_the_loss_cotangent_is_made_once(monkeypatch):
 
 def test_a_step_waits_for_nothing_on_the_host(monkeypatch):
     """No value comes back from the devices during a step (the losses and the gradient norm
-    are reduced there, floats only when read), so steps can be enqueued back to back; read
-    afterwards, the loss and norm are the step's."""
+    are reduced there, floats only when read), so steps can be enqueued back to back: no way to
+    wait on the host (:func:`_trap_host_waits`) is taken; read afterwards, the loss and norm
+    are the step's."""
     pipe = Pipeline(_loss, _params(), _batch(), schedule="1f1b", num_microbatches=M,
                     devices=jax.devices()[:4], optimizer=optax.sgd(0.1))  # fmt: skip
     state = pipe.init(_params())
+    batches = {seed: _batch(seed) for seed in (1, 2)}
     metrics = []
-    real = ArrayImpl._value
-
-    def no_host_copy(self):
-        raise AssertionError("a step read a device value on the host")
-
-    monkeypatch.setattr(ArrayImpl, "_value", property(no_host_copy))
+    waited = _trap_host_waits(monkeypatch)
     for seed in (1, 2):
-        state, m = pipe.step(state, _batch(seed))
+        state, m = pipe.step(state, batches[seed])
         metrics.append(m)
-    monkeypatch.setattr(ArrayImpl, "_value", real)
+    monkeypatch.undo()
+    assert waited == []
     p, opt = _params(), optax.sgd(0.1)
     s = opt.init(p)
     for seed, m in zip((1, 2), metrics, strict=True):
@@ -176,17 +236,14 @@ def test_a_clipped_adamw_step_waits_for_nothing_on_the_host(monkeypatch):
                     devices=jax.devices()[:4], optimizer=opt)  # fmt: skip
     state = pipe.init(_params())
     state, _ = pipe.step(state, _batch(3))  # the optimizer's jitted functions trace here
+    batches = {seed: _batch(seed) for seed in (1, 2)}
     metrics = []
-    real = ArrayImpl._value
-
-    def no_host_copy(self):
-        raise AssertionError("a step read a device value on the host")
-
-    monkeypatch.setattr(ArrayImpl, "_value", property(no_host_copy))
+    waited = _trap_host_waits(monkeypatch)
     for seed in (1, 2):
-        state, m = pipe.step(state, _batch(seed))
+        state, m = pipe.step(state, batches[seed])
         metrics.append(m)
-    monkeypatch.setattr(ArrayImpl, "_value", real)
+    monkeypatch.undo()
+    assert waited == []
     p = _params()
     s = opt.init(p)
     for seed, m in zip((3, 1, 2), [None, *metrics], strict=True):

@@ -51,12 +51,58 @@ def _stacked_rows(staged, s: int) -> list[int]:
     ]
 
 
-def _assert_balanced(staged) -> None:
-    """The slowest stage is within one layer's cost of an even share."""
-    times = [st.cost.time for st in staged.stages]
-    one_layer = min(times[1:-1]) / (L // staged.num_stages) if staged.num_stages > 2 else None
-    layer = one_layer or sum(times) / L
-    assert max(times) - sum(times) / len(times) <= layer, times
+def _flops(fn, *args) -> float:
+    """XLA's count of the floating-point operations of ``fn`` compiled for ``args``."""
+    cost = jax.jit(fn).lower(*args).compile().cost_analysis()
+    return float((cost[0] if isinstance(cost, list) else cost)["flops"])
+
+
+@functools.cache
+def _part_flops() -> tuple[float, float, float]:
+    """The FLOPs XLA counts for the scanned GPT's parts, each compiled alone from the model's
+    own functions (not from the split, nor the cost model): the embedding, one block, and the
+    final norm with the head and the loss. (XLA counts a loop's body once, so the stages' own
+    executables cannot be measured whole.)"""
+    p, (tokens, targets) = _params(), _batch()
+
+    def embed(p, tokens):
+        return p["embed"][tokens] + p["pos"][: tokens.shape[1]]
+
+    def head(p, x, targets):
+        logp = jax.nn.log_softmax(gpt.layer_norm(p["ln_f"], x) @ p["embed"].T, axis=-1)
+        return -jnp.take_along_axis(logp, targets[..., None], axis=-1)[..., 0].mean()
+
+    x = embed(p, tokens)
+    one_block = jax.tree.map(lambda w: w[0], p["blocks"])
+    block = functools.partial(gpt.block, n_heads=CFG.n_heads)
+    return _flops(embed, p, tokens), _flops(block, one_block, x), _flops(head, p, x, targets)
+
+
+def _compositions(total: int, parts: int):
+    """Every way to write ``total`` as ``parts`` positive integers, in order."""
+    if parts == 1:
+        yield (total,)
+        return
+    for first in range(1, total - parts + 2):
+        for rest in _compositions(total - first, parts - 1):
+            yield (first, *rest)
+
+
+def _assert_balanced(layers_per_stage: list[int]) -> None:
+    """The layers each stage holds (counted from its parameters) cost, in XLA's FLOPs of the
+    model's parts, as little as the best of every contiguous split (brute force): the slowest
+    stage's FLOPs are the least any split of the L layers into these stages reaches."""
+    embed, block, head = _part_flops()
+
+    def slowest(rows) -> float:
+        per_stage = [n * block for n in rows]
+        per_stage[0] += embed
+        per_stage[-1] += head
+        return max(per_stage)
+
+    assert sum(layers_per_stage) == L, layers_per_stage
+    best = min(slowest(rows) for rows in _compositions(L, len(layers_per_stage)))
+    assert slowest(layers_per_stage) <= best * (1 + 1e-9), (layers_per_stage, best, block)
 
 
 def _max_diff(a, b) -> float:
@@ -75,7 +121,7 @@ def test_scanned_gpt_splits_into_balanced_ranges(S, fori):
     assert loop.length == L and loop.num_params == 10
     for s in range(S):  # each stage holds L/S rows of each of the 10 stacked parameters
         assert _stacked_rows(staged, s) == [L // S] * 10
-    _assert_balanced(staged)
+    _assert_balanced([_stacked_rows(staged, s)[0] for s in range(S)])
 
 
 @pytest.mark.parametrize("fori,S,iw", [(False, 4, True), (True, 2, False)],
@@ -149,12 +195,14 @@ def test_scanned_gpt_program_file_splits_into_ranges(program_files, kind):
     ]
     for S in (2, 4, 8):
         staged = hlopipe.split(prog, num_stages=S)
+        held = []
         for s in range(S):
             st = staged.stage(s)
             rows = [staged.arg_pieces[i] for i in st.params_needed]
             assert [pc.stop - pc.start for pc in rows if pc.start is not None] == [L // S] * 10
             assert all(pc.start is None or pc.start == s * L // S for pc in rows)
-        _assert_balanced(staged)
+            held.append(next(pc.stop - pc.start for pc in rows if pc.start is not None))
+        _assert_balanced(held)
     out = staged(*flat)
     assert abs(float(out) - want) <= 1e-5
     if kind != "hlo":
