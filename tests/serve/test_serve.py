@@ -1,0 +1,242 @@
+"""`hlopipe serve` with no files (the built-in tiny GPT, 2 stages, 2 slots), started as a real
+process on a free port and driven with the `openai` client and raw HTTP. The oracle is the
+tiny GPT's decode step run directly in JAX, one prompt at a time."""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+import urllib.error
+import urllib.request
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+openai = pytest.importorskip("openai")
+
+from hlopipe.models import gpt_decode as gd  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[2]
+CFG = gd.DecodeConfig()
+
+
+@pytest.fixture(scope="module")
+def server():
+    env = dict(os.environ, PYTHONPATH=str(ROOT), PYTHONUNBUFFERED="1")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "hlopipe", "serve", "--port", "0", "--groups", "2"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env=env,
+        cwd=ROOT,
+    )
+    assert proc.stdout is not None
+    line = proc.stdout.readline()  # one line, once every stage is compiled
+    if not line.startswith("serving "):
+        proc.kill()
+        pytest.fail(f"no URL line: {line!r}{proc.stdout.read()}")
+    url = line.split(" at ")[1].strip()
+    yield proc, url
+    if proc.poll() is None:
+        proc.kill()
+        proc.wait()
+
+
+def _client(url):
+    return openai.OpenAI(base_url=url, api_key="none", max_retries=0, timeout=60)
+
+
+def _post(url, body, raw=False):
+    data = body if raw else json.dumps(body).encode()
+    req = urllib.request.Request(f"{url}/completions", data=data, method="POST")
+    try:
+        with urllib.request.urlopen(req, timeout=60) as r:
+            return r.status, dict(r.headers), r.read().decode()
+    except urllib.error.HTTPError as e:
+        return e.code, dict(e.headers), e.read().decode()
+
+
+@functools.cache
+def _params():
+    return gd.init(jax.random.key(0), CFG)  # the built-in model's parameters (seed 0)
+
+
+@functools.cache
+def _step():
+    return jax.jit(gd.decode_fn(CFG))
+
+
+def oracle(prompt, n):
+    """Greedy tokens after ``prompt``: the unsplit decode step in JAX, the prompt fed a token
+    a step, then each argmax fed back."""
+    cache = gd.empty_cache(1, CFG)
+    step = _step()
+    out: list[int] = []
+    for pos in range(len(prompt) + n - 1):
+        feed = prompt[pos] if pos < len(prompt) else out[-1]
+        tok, cache = step(_params(), cache, jnp.asarray([feed], jnp.int32), jnp.int32(pos))
+        if pos >= len(prompt) - 1:
+            out.append(int(tok[0]))
+    return out
+
+
+def _text(ids):
+    return "".join(f" {x}" for x in ids)
+
+
+def test_health_models_metrics(server):
+    _, url = server
+    base = url.removesuffix("/v1")
+    with urllib.request.urlopen(f"{base}/health") as r:
+        assert r.status == 200
+    ids = [m.id for m in _client(url).models.list().data]
+    assert ids == ["hlopipe-tiny-gpt"]
+    with urllib.request.urlopen(f"{base}/metrics") as r:
+        text = r.read().decode()
+    for name in ("hlopipe_requests_total", "hlopipe_time_to_first_token_seconds_bucket",
+                 "hlopipe_inter_token_latency_seconds_bucket", "hlopipe_queue_depth"):  # fmt: skip
+        assert name in text
+
+
+def test_concurrent_greedy_requests_equal_the_unsplit_program(server):
+    """Six requests of prompt lengths 1 to 12 (8: the prefill's) at once on 2 slots: each
+    gets the tokens the unsplit step gives its prompt alone."""
+    _, url = server
+    rng = np.random.default_rng(3)
+    cases = [(rng.integers(0, CFG.vocab, L).tolist(), n)
+             for L, n in ((3, 9), (8, 6), (5, 12), (1, 4), (8, 10), (12, 7))]  # fmt: skip
+    client = _client(url)
+
+    def ask(case):
+        prompt, n = case
+        return client.completions.create(
+            model="anything", prompt=prompt, max_tokens=n, temperature=0
+        ).model_dump()
+
+    with ThreadPoolExecutor(len(cases)) as pool:
+        got = list(pool.map(ask, cases))
+    for (prompt, n), r in zip(cases, got, strict=True):
+        want = oracle(prompt, n)
+        (choice,) = r["choices"]
+        assert choice["token_ids"] == want, prompt
+        assert choice["text"] == _text(want)
+        assert choice["finish_reason"] == "length"
+        usage = {k: r["usage"][k] for k in ("prompt_tokens", "completion_tokens", "total_tokens")}
+        assert usage == {"prompt_tokens": len(prompt), "completion_tokens": n,
+                         "total_tokens": len(prompt) + n}  # fmt: skip
+
+
+def test_a_request_sent_mid_generation_is_served_before_the_others_finish(server):
+    _, url = server
+    client = _client(url)
+    times: dict[str, float] = {}
+    started = threading.Event()
+
+    def long():
+        for _ in client.completions.create(
+            model="m", prompt=[1, 2], max_tokens=40, temperature=0, stream=True
+        ):
+            started.set()
+        times["long"] = time.perf_counter()
+
+    t = threading.Thread(target=long)
+    t.start()
+    assert started.wait(60)
+    r = client.completions.create(model="m", prompt=[5, 6, 7], max_tokens=2, temperature=0)
+    times["short"] = time.perf_counter()
+    t.join(60)
+    assert r.model_dump()["choices"][0]["token_ids"] == oracle([5, 6, 7], 2)
+    assert times["short"] < times["long"]
+
+
+def test_stream_joins_to_the_completion(server):
+    _, url = server
+    prompt, n = [9, 3, 33, 7], 11
+    whole = _client(url).completions.create(model="m", prompt=prompt, max_tokens=n)
+    chunks = list(
+        _client(url).completions.create(model="m", prompt=prompt, max_tokens=n, stream=True)
+    )
+    assert len(chunks) == n
+    assert "".join(c.choices[0].text for c in chunks) == whole.choices[0].text
+    assert whole.choices[0].text == _text(oracle(prompt, n))
+    assert [c.choices[0].finish_reason for c in chunks] == [None] * (n - 1) + ["length"]
+    status, headers, body = _post(url, {"prompt": prompt, "max_tokens": 3, "stream": True})
+    assert status == 200 and headers["content-type"].startswith("text/event-stream")
+    events = [e for e in body.split("\n\n") if e]
+    assert events[-1] == "data: [DONE]" and len(events) == 4
+
+
+def test_default_temperature_is_served_greedy_and_says_so(server):
+    _, url = server
+    status, headers, body = _post(url, {"prompt": "4 5 6", "max_tokens": 5, "n": 2})
+    assert status == 200
+    assert "greedy" in headers["x-hlopipe-warning"]
+    r = json.loads(body)
+    assert r["system_fingerprint"] == "hlopipe-greedy"
+    assert [c["token_ids"] for c in r["choices"]] == [oracle([4, 5, 6], 5)] * 2
+
+
+def test_stop_string_ends_the_text_before_it(server):
+    _, url = server
+    want = oracle([2, 4, 8], 12)
+    stop = f" {want[3]} "  # the text before the first " <4th token> " (a token, not a prefix)
+    r = _client(url).completions.create(model="m", prompt=[2, 4, 8], max_tokens=12, stop=stop)
+    full = _text(want) + " "
+    assert r.choices[0].text == full[: full.index(stop)]
+    assert r.choices[0].finish_reason == "stop"
+
+
+BAD = [
+    (b"{not json", None),
+    (b"[1, 2]", None),
+    ({"max_tokens": 3}, "prompt"),
+    ({"prompt": [1] * 49, "max_tokens": 1}, "prompt"),  # longer than the cache (48)
+    ({"prompt": [1, 2], "max_tokens": 48}, "max_tokens"),  # past the cache
+    ({"prompt": [1, 2], "max_tokens": "8"}, "max_tokens"),  # a field of the wrong type
+    ({"prompt": [1, 2], "stream": 1}, "stream"),
+    ({"prompt": [1, 2], "colour": "red"}, "colour"),
+    ({"prompt": [1, 64]}, "prompt"),  # outside the vocabulary
+    ({"prompt": []}, "prompt"),
+    ({"prompt": "once upon a time"}, "prompt"),  # text, and no tokenizer
+    ({"prompt": [1], "n": 0}, "n"),
+    ({"prompt": [1], "temperature": -1}, "temperature"),
+]
+
+
+def test_bad_requests_get_400_and_the_server_keeps_serving(server):
+    proc, url = server
+    for body, param in BAD:
+        status, _, text = _post(url, body, raw=isinstance(body, bytes))
+        assert status == 400, (body, text)
+        err = json.loads(text)["error"]
+        assert err["type"] == "invalid_request_error" and err["message"], body
+        assert err["param"] == param, (body, err)
+    with pytest.raises(openai.BadRequestError):
+        _client(url).completions.create(model="m", prompt=[1] * 60, max_tokens=1)
+    assert proc.poll() is None
+    r = _client(url).completions.create(model="m", prompt=[1, 2], max_tokens=3, temperature=0)
+    assert r.choices[0].model_dump()["token_ids"] == oracle([1, 2], 3)
+
+
+def test_ctrl_c_stops_cleanly(server):
+    """Last: Ctrl-C stops the server (exit 0) after a streamed request it was serving."""
+    proc, url = server
+    client = _client(url)
+    stream = client.completions.create(model="m", prompt=[3], max_tokens=30, stream=True)
+    first = next(iter(stream))
+    proc.send_signal(signal.SIGINT)
+    rest = list(stream)  # the request in flight is drained, not cut
+    assert len(rest) + 1 == 30 and first.choices[0].text
+    assert proc.wait(60) == 0
+    assert "stopped" in proc.stdout.read()
