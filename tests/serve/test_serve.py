@@ -137,27 +137,40 @@ def test_concurrent_greedy_requests_equal_the_unsplit_program(server):
                          "total_tokens": len(prompt) + n}  # fmt: skip
 
 
-def test_a_request_sent_mid_generation_is_served_before_the_others_finish(server):
-    _, url = server
-    client = _client(url)
-    times: dict[str, float] = {}
-    started = threading.Event()
+def test_a_request_sent_mid_generation_finishes_before_the_one_in_flight():
+    """In-process engine on 2 slots: a short request submitted when a long one makes its
+    first token is admitted at once and finishes first (the submit happens on the engine's
+    own thread, so the order is exact, not a race)."""
+    from hlopipe.generate import Generator
+    from hlopipe.serve import Engine, Request, Sequence, builtin_model
 
-    def long():
-        for _ in client.completions.create(
-            model="m", prompt=[1, 2], max_tokens=40, temperature=0, stream=True
-        ):
-            started.set()
-        times["long"] = time.perf_counter()
+    decode, _, params = builtin_model(2)
+    engine = Engine(Generator(decode, params, groups=2))  # no prefill: one compile fewer
+    order: list[tuple[str, int]] = []
+    done = threading.Event()
+    short = Request(
+        [Sequence([5, 6, 7], 2)],
+        lambda i, tok, fin: i < 0 and order.append(("short", engine.steps)),
+    )
 
-    t = threading.Thread(target=long)
-    t.start()
-    assert started.wait(60)
-    r = client.completions.create(model="m", prompt=[5, 6, 7], max_tokens=2, temperature=0)
-    times["short"] = time.perf_counter()
-    t.join(60)
-    assert r.model_dump()["choices"][0]["token_ids"] == oracle([5, 6, 7], 2)
-    assert times["short"] < times["long"]
+    def on_long(i, tok, finish):
+        if i < 0:
+            order.append(("long", engine.steps))
+            done.set()
+        elif not order and tok is not None and len(long.seqs[0].tokens) == 1:
+            order.append(("submit", engine.steps))
+            engine.submit(short)
+
+    long = Request([Sequence([1, 2], 40)], on_long)
+    engine.start()
+    try:
+        engine.submit(long)
+        assert done.wait(120)
+    finally:
+        engine.stop(60)
+    assert [k for k, _ in order] == ["submit", "short", "long"]
+    assert short.seqs[0].tokens == oracle([5, 6, 7], 2)
+    assert long.seqs[0].tokens == oracle([1, 2], 40)
 
 
 def test_stream_joins_to_the_completion(server):
@@ -169,6 +182,9 @@ def test_stream_joins_to_the_completion(server):
     )
     assert len(chunks) == n
     assert "".join(c.choices[0].text for c in chunks) == whole.choices[0].text
+    ids = [c.choices[0].model_dump()["token_ids"] for c in chunks]  # a token a chunk, as made
+    assert ids == [[x] for x in oracle(prompt, n)]
+    assert [c.choices[0].text for c in chunks] == [f" {x}" for (x,) in ids]
     assert whole.choices[0].text == _text(oracle(prompt, n))
     assert [c.choices[0].finish_reason for c in chunks] == [None] * (n - 1) + ["length"]
     status, headers, body = _post(url, {"prompt": prompt, "max_tokens": 3, "stream": True})
@@ -227,6 +243,45 @@ def test_bad_requests_get_400_and_the_server_keeps_serving(server):
     assert proc.poll() is None
     r = _client(url).completions.create(model="m", prompt=[1, 2], max_tokens=3, temperature=0)
     assert r.choices[0].model_dump()["token_ids"] == oracle([1, 2], 3)
+
+
+def test_health_is_503_until_compiled():
+    """In-process, an engine that has not compiled yet (never started): /health and
+    completions answer 503; once ready, /health answers 200."""
+    import socket
+    import types
+
+    import uvicorn
+
+    from hlopipe.serve import Engine, Model, make_app
+
+    token = types.SimpleNamespace(dtype="int32", shape=(1,))
+    gen = types.SimpleNamespace(groups=1, batch=1, max_len=8, prefill=None, token=token)
+    gen.with_groups = lambda g: gen
+    engine = Engine(gen)
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+    server = uvicorn.Server(uvicorn.Config(make_app(Model("m", engine)), log_level="warning"))
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    try:
+        for _ in range(200):
+            if server.started:
+                break
+            time.sleep(0.05)
+        url = f"http://127.0.0.1:{port}"
+        with pytest.raises(urllib.error.HTTPError) as e:
+            urllib.request.urlopen(f"{url}/health")
+        assert e.value.code == 503
+        assert _post(f"{url}/v1", {"prompt": [1], "max_tokens": 1})[0] == 503
+        engine.ready.set()
+        with urllib.request.urlopen(f"{url}/health") as r:
+            assert r.status == 200
+    finally:
+        server.should_exit = True
+        thread.join(10)
+        sock.close()
 
 
 def test_ctrl_c_stops_cleanly(server):
