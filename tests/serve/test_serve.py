@@ -95,6 +95,18 @@ def _text(ids):
     return "".join(f" {x}" for x in ids)
 
 
+def _metrics(base):
+    from prometheus_client.parser import text_string_to_metric_families
+
+    with urllib.request.urlopen(f"{base}/metrics") as r:
+        text = r.read().decode()
+    return {
+        (s.name, tuple(sorted(s.labels.items()))): s.value
+        for family in text_string_to_metric_families(text)
+        for s in family.samples
+    }
+
+
 def test_health_models_metrics(server):
     _, url = server
     base = url.removesuffix("/v1")
@@ -102,11 +114,20 @@ def test_health_models_metrics(server):
         assert r.status == 200
     ids = [m.id for m in _client(url).models.list().data]
     assert ids == ["hlopipe-tiny-gpt"]
-    with urllib.request.urlopen(f"{base}/metrics") as r:
-        text = r.read().decode()
-    for name in ("hlopipe_requests_total", "hlopipe_time_to_first_token_seconds_bucket",
-                 "hlopipe_inter_token_latency_seconds_bucket", "hlopipe_queue_depth"):  # fmt: skip
-        assert name in text
+    before = _metrics(base)
+    _client(url).completions.create(model="m", prompt=[4, 2], max_tokens=5, temperature=0)
+    after = _metrics(base)
+
+    def delta(name, **labels):
+        key = (name, tuple(sorted(labels.items())))
+        return after[key] - before.get(key, 0.0)
+
+    assert delta("hlopipe_requests_total", status="200") == 1
+    assert delta("hlopipe_prompt_tokens_total") == 2
+    assert delta("hlopipe_generated_tokens_total") == 5
+    assert delta("hlopipe_time_to_first_token_seconds_count") == 1
+    assert delta("hlopipe_inter_token_latency_seconds_count") == 4
+    assert after[("hlopipe_queue_depth", ())] == 0
 
 
 def test_concurrent_greedy_requests_equal_the_unsplit_program(server):
