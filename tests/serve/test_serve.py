@@ -305,6 +305,36 @@ def test_health_is_503_until_compiled():
         sock.close()
 
 
+def test_the_docs_examples_run_as_written(server, tmp_path):
+    """docs/serving.md's curl and openai examples, and the README's curl, against this
+    server (its port for 8000); each answers the greedy tokens."""
+    import re
+    import shlex
+
+    _, url = server
+    hostport = url.removeprefix("http://").removesuffix("/v1")
+    page = (ROOT / "docs" / "serving.md").read_text()
+    (curl,) = re.findall(r"^```bash\n(curl .*?)\n```", page, re.M | re.S)
+    readme = (ROOT / "README.md").read_text()
+    (readme_curl,) = re.findall(
+        r"^(curl -s http://127.0.0.1:8000/v1/completions .*)$", readme, re.M
+    )
+    for command in (curl, readme_curl):
+        argv = shlex.split(command.replace("127.0.0.1:8000", hostport))
+        out = subprocess.run(argv, capture_output=True, text=True, check=True, timeout=60).stdout
+        assert json.loads(out)["choices"][0]["token_ids"] == oracle([17, 4, 9], 8)
+    (code,) = re.findall(r"^```python\n(.*?)^```", page, re.M | re.S)
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    proc = subprocess.run(
+        [sys.executable, "-c", code.replace("127.0.0.1:8000", hostport)],
+        capture_output=True, text=True, env=env, cwd=tmp_path, timeout=120,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    first, streamed = proc.stdout.splitlines()
+    assert first == _text(oracle([17, 4, 9], 8)) + " 8"
+    assert streamed == _text(oracle([1, 2, 3], 8))
+
+
 def test_ctrl_c_stops_cleanly(server):
     """Last: Ctrl-C stops the server (exit 0) after a streamed request it was serving."""
     proc, url = server
