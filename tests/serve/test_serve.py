@@ -183,15 +183,33 @@ def test_a_request_sent_mid_generation_finishes_before_the_one_in_flight():
             engine.submit(short)
 
     long = Request([Sequence([1, 2], 40)], on_long)
+
+    # then a client that goes away after 3 tokens: its slot stops at once, and two requests
+    # of different prompt lengths (a slot each) are served
+    def on_gone(i, tok, finish):
+        if tok is not None and len(gone.seqs[0].tokens) == 3:
+            gone.cancelled = True
+            engine.submit(after)
+
+    gone = Request([Sequence([3], 30)], on_gone)
+    after_done = threading.Event()
+    after = Request(
+        [Sequence([4], 2), Sequence([9, 9], 2)], lambda i, tok, fin: i < 0 and after_done.set()
+    )
     engine.start()
     try:
         engine.submit(long)
         assert done.wait(120)
+        engine.submit(gone)
+        assert after_done.wait(120)
     finally:
         engine.stop(60)
     assert [k for k, _ in order] == ["submit", "short", "long"]
     assert short.seqs[0].tokens == oracle([5, 6, 7], 2)
     assert long.seqs[0].tokens == oracle([1, 2], 40)
+    assert gone.seqs[0].tokens == oracle([3], 3)  # no token after the client left
+    assert [s.tokens for s in after.seqs] == [oracle([4], 2), oracle([9, 9], 2)]
+    assert engine.steps < 40 + 3 + 3 + 5  # the long one's turns, then the others' few
 
 
 def test_stream_joins_to_the_completion(server):
@@ -222,6 +240,11 @@ def test_default_temperature_is_served_greedy_and_says_so(server):
     r = json.loads(body)
     assert r["system_fingerprint"] == "hlopipe-greedy"
     assert [c["token_ids"] for c in r["choices"]] == [oracle([4, 5, 6], 5)] * 2
+    prompts = [[4, 5, 6], "7 8", [1] * 8]  # a list of either; 8: through the prefill
+    status, _, body = _post(url, {"prompt": prompts, "max_tokens": 3, "temperature": 0})
+    want = [oracle([4, 5, 6], 3), oracle([7, 8], 3), oracle([1] * 8, 3)]
+    assert [c["token_ids"] for c in json.loads(body)["choices"]] == want
+    assert json.loads(body)["usage"]["prompt_tokens"] == 13
 
 
 def test_stop_string_ends_the_text_before_it(server):
