@@ -123,6 +123,8 @@ def make_app(model: Model) -> Starlette:
             await call.finished()
         finally:
             call.cancel()  # a client gone mid-request frees its slot; a no-op once finished
+        if model.engine.error is not None:
+            return _error(f"the engine stopped: {model.engine.error!r}", 500)
         return JSONResponse(call.body(), headers=headers)
 
     return Starlette(
@@ -342,6 +344,10 @@ class _Call:
                 text = self._choice_text(made[i])
                 delta, sent[i] = text[len(sent[i]) :], text
                 yield self._chunk(i, delta, [tok], finish)
+            if self.model.engine.error is not None:  # OpenAI's error body, as a last event
+                error = {"message": f"the engine stopped: {self.model.engine.error!r}",
+                         "type": "server_error", "param": None, "code": None}  # fmt: skip
+                yield f"data: {json.dumps({'error': error})}\n\n"
             yield "data: [DONE]\n\n"
         finally:
             self.cancel()

@@ -80,10 +80,17 @@ class Engine:
         self.steps = 0
         self.busy_s = 0.0
         self.error: BaseException | None = None
+        self._lock = threading.Lock()
 
     # -- the web side --------------------------------------------------------------------------
     def submit(self, request: Request) -> None:
-        self._queue.put(request)
+        """Queue ``request``; after the engine stopped on an error it is finished at once
+        (``error`` says why)."""
+        with self._lock:
+            if self.error is None:
+                self._queue.put(request)
+                return
+        request.emit(-1, None, None)
 
     def queue_depth(self) -> int:
         return self._queue.qsize() + len(self._waiting)
@@ -106,8 +113,21 @@ class Engine:
                 self._on_ready()
             self._loop()
         except BaseException as e:  # the thread's boundary: kept for /health and re-raised
-            self.error = e
+            with self._lock:
+                self.error = e
+            self._fail_all()
             raise
+
+    def _fail_all(self) -> None:
+        """Finish every request queued or in flight (after an error: none is left waiting)."""
+        requests = [m[0] for slot in self._slots if slot is not None for m in slot.members]
+        requests += [r for r, _ in self._waiting]
+        while not self._queue.empty():
+            r = self._queue.get_nowait()
+            if r is not None:
+                requests.append(r)
+        for r in {id(r): r for r in requests}.values():
+            r.emit(-1, None, None)
 
     def _warm(self) -> None:
         """Compile every path once: the prefill (if any), a decode step, a fed token."""

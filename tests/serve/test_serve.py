@@ -4,6 +4,7 @@ tiny GPT's decode step run directly in JAX, one prompt at a time."""
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import os
@@ -12,6 +13,7 @@ import subprocess
 import sys
 import threading
 import time
+import types
 import urllib.error
 import urllib.request
 from concurrent.futures import ThreadPoolExecutor
@@ -289,24 +291,18 @@ def test_bad_requests_get_400_and_the_server_keeps_serving(server):
     assert r.choices[0].model_dump()["token_ids"] == oracle([1, 2], 3)
 
 
-def test_health_is_503_until_compiled():
-    """In-process, an engine that has not compiled yet (never started): /health and
-    completions answer 503; once ready, /health answers 200."""
+@contextlib.contextmanager
+def _in_thread(model):
+    """``make_app(model)`` served by uvicorn in a thread on a free port: its base URL."""
     import socket
-    import types
 
     import uvicorn
 
-    from hlopipe.serve import Engine, Model, make_app
+    from hlopipe.serve import make_app
 
-    token = types.SimpleNamespace(dtype="int32", shape=(1,))
-    gen = types.SimpleNamespace(groups=1, batch=1, max_len=8, prefill=None, token=token)
-    gen.with_groups = lambda g: gen
-    engine = Engine(gen)
     sock = socket.socket()
     sock.bind(("127.0.0.1", 0))
-    port = sock.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(make_app(Model("m", engine)), log_level="warning"))
+    server = uvicorn.Server(uvicorn.Config(make_app(model), log_level="warning"))
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()
     try:
@@ -314,7 +310,29 @@ def test_health_is_503_until_compiled():
             if server.started:
                 break
             time.sleep(0.05)
-        url = f"http://127.0.0.1:{port}"
+        yield f"http://127.0.0.1:{sock.getsockname()[1]}"
+    finally:
+        server.should_exit = True
+        thread.join(10)
+        sock.close()
+
+
+def _stand_in_generator(session):
+    """What the engine reads of a generator, each new session being ``session``: for the
+    states a real one passes through too quickly to test (compiling, a failing step)."""
+    token = types.SimpleNamespace(dtype="int32", shape=(1,))
+    gen = types.SimpleNamespace(groups=1, batch=1, max_len=8, prefill=None, token=token)
+    gen.with_groups = lambda g: types.SimpleNamespace(start=lambda *a, **k: session)
+    return gen
+
+
+def test_health_is_503_until_compiled():
+    """An engine that has not compiled yet (never started): /health and completions answer
+    503; once ready, /health answers 200."""
+    from hlopipe.serve import Engine, Model
+
+    engine = Engine(_stand_in_generator(None))
+    with _in_thread(Model("m", engine)) as url:
         with pytest.raises(urllib.error.HTTPError) as e:
             urllib.request.urlopen(f"{url}/health")
         assert e.value.code == 503
@@ -322,10 +340,37 @@ def test_health_is_503_until_compiled():
         engine.ready.set()
         with urllib.request.urlopen(f"{url}/health") as r:
             assert r.status == 200
-    finally:
-        server.should_exit = True
-        thread.join(10)
-        sock.close()
+
+
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnhandledThreadExceptionWarning")
+def test_an_engine_that_fails_answers_500_and_leaves_no_request_waiting():
+    """A decode step that raises after the warm-up (a bug): the request in flight, and every
+    later one, get a 500 with OpenAI's error body (none hangs); /health answers 500."""
+    from hlopipe.serve import Engine, Model
+
+    class Failing:
+        calls = 0
+
+        def generate(self, n):
+            Failing.calls += 1
+            if Failing.calls > 2:  # the warm-up's two steps pass
+                raise RuntimeError("a bug in a step")
+            return np.zeros((1, 1, n), np.int32)
+
+        def feed(self, tokens):
+            pass
+
+    engine = Engine(_stand_in_generator(Failing()))
+    with _in_thread(Model("m", engine)) as url:
+        engine.start()
+        assert engine.ready.wait(30)
+        for body in ({"prompt": [1, 2], "max_tokens": 3}, {"prompt": [1], "max_tokens": 2}):
+            status, _, text = _post(f"{url}/v1", body)
+            assert status == 500
+            assert "a bug in a step" in json.loads(text)["error"]["message"]
+        with pytest.raises(urllib.error.HTTPError) as e:
+            urllib.request.urlopen(f"{url}/health")
+        assert e.value.code == 500
 
 
 def test_the_docs_examples_run_as_written(server, tmp_path):
