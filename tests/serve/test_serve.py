@@ -22,11 +22,10 @@ from pathlib import Path
 import jax
 import jax.numpy as jnp
 import numpy as np
+import openai  # the test extra's
 import pytest
 
-openai = pytest.importorskip("openai")
-
-from hlopipe.models import gpt_decode as gd  # noqa: E402
+from hlopipe.models import gpt_decode as gd
 
 ROOT = Path(__file__).resolve().parents[2]
 CFG = gd.DecodeConfig()
