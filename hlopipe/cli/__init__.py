@@ -27,6 +27,7 @@ from hlopipe.cli import (
     launch,
     run,
     schedule,
+    serve,
     split,
     train,
 )
@@ -36,7 +37,19 @@ from hlopipe.errors import HlopipeError
 __all__ = ["build_parser", "main"]
 
 # The commands, in the order `hlopipe --help` lists them.
-_IN_ORDER = (schedule, inspect, run, decompile, demo, split, conformance, train, generate, launch)
+_IN_ORDER = (
+    schedule,
+    inspect,
+    run,
+    decompile,
+    demo,
+    split,
+    conformance,
+    train,
+    generate,
+    serve,
+    launch,
+)
 COMMANDS.update((m.COMMAND.name, m.COMMAND) for m in _IN_ORDER)
 
 

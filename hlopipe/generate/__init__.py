@@ -5,9 +5,18 @@ Public API: :class:`Generator` (``hlopipe.Generator``), its :class:`Session`, an
 :func:`generate_unsplit`, the one-device oracle. See ``docs/generation.md``.
 """
 
+from hlopipe.generate._command import _params as load_params
+from hlopipe.generate._command import _tokenizer as load_tokenizer
 from hlopipe.generate._command import run_command
 from hlopipe.generate._generator import Generator
 from hlopipe.generate._oracle import generate_unsplit
 from hlopipe.generate._session import Session
 
-__all__ = ["Generator", "Session", "generate_unsplit", "run_command"]
+__all__ = [
+    "Generator",
+    "Session",
+    "generate_unsplit",
+    "load_params",
+    "load_tokenizer",
+    "run_command",
+]

@@ -124,6 +124,15 @@ class Session:
             self._regs[g][slot] = placed[g]
         self._home[arg] = Home(reader, sh)
 
+    def feed(self, tokens: Any) -> None:
+        """Make the next decode step read ``tokens [groups, b]`` in place of the tokens the
+        last step made: a prompt consumed by the decode step itself, one token a step (a
+        server's prompts of any length). Tokens already issued and not yet read (a prefill's,
+        a stream's read-ahead) are still returned first."""
+        gen = self.gen
+        arr = _check_shape(tokens, (gen.groups, *gen.token.shape), "tokens", "[groups, batch]", 2)
+        self._put_feedback(gen.token.index, arr.astype(gen.token.dtype))
+
     def _check_position(self, pos: int) -> None:
         if not 0 <= pos < self.gen.max_len:
             raise RuntimeConfigError(

@@ -1,0 +1,147 @@
+"""`hlopipe serve` under load: N concurrent streaming clients (the `openai` client over real
+HTTP) against the built-in tiny GPT (2 stages, `--groups` slots, batch 1 a slot), and the same
+programs driven in a plain loop (`Session.generate` of the same number of groups, one process,
+no HTTP).
+
+Run: ``python benchmarks/serve.py [--clients 1,4,8] [--requests 8] [--tokens 24]
+[--groups 4]``. Each client sends ``--requests`` requests one after the other, prompts of 3 to
+12 random ids, ``max_tokens`` ``--tokens``, greedy, streamed. Rows: throughput (generated
+tokens over the wall time of the whole load), time to first token and inter-token latency
+p50/p99 as the clients see them, and the server's own time per token (the engine's busy
+seconds from ``/metrics`` over the tokens it made). The plain loop row: tokens/s of
+``Session.generate(tokens)`` from a prefill for ``--groups`` groups (compilation excluded).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _start(groups: int) -> tuple[subprocess.Popen, str]:
+    env = dict(os.environ, PYTHONPATH=str(ROOT), PYTHONUNBUFFERED="1")
+    cmd = [sys.executable, "-m", "hlopipe", "serve", "--port", "0", "--groups", str(groups)]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True, env=env)
+    assert proc.stdout is not None
+    line = proc.stdout.readline()
+    if not line.startswith("serving "):
+        proc.kill()
+        raise SystemExit(f"the server did not start: {line!r}")
+    return proc, line.split(" at ")[1].strip()
+
+
+def _busy_and_tokens(url: str) -> tuple[float, float]:
+    from prometheus_client.parser import text_string_to_metric_families
+
+    with urllib.request.urlopen(url.removesuffix("/v1") + "/metrics") as r:
+        text = r.read().decode()
+    values = {s.name: s.value for f in text_string_to_metric_families(text) for s in f.samples}
+    return values["hlopipe_engine_busy_seconds"], values["hlopipe_generated_tokens_total"]
+
+
+def _load(url: str, clients: int, requests: int, tokens: int) -> dict[str, float]:
+    from openai import OpenAI
+
+    client = OpenAI(base_url=url, api_key="none", max_retries=0, timeout=600)
+    ttft: list[float] = []
+    itl: list[float] = []
+    made = [0]
+    lock = threading.Lock()
+
+    def one(k: int) -> None:
+        rng = np.random.default_rng(k)
+        for _ in range(requests):
+            prompt = rng.integers(0, 64, int(rng.integers(3, 13))).tolist()
+            t0 = last = time.perf_counter()
+            first, gaps, n = None, [], 0
+            for _chunk in client.completions.create(
+                model="m", prompt=prompt, max_tokens=tokens, temperature=0, stream=True
+            ):
+                now = time.perf_counter()
+                if first is None:
+                    first = now - t0
+                else:
+                    gaps.append(now - last)
+                last, n = now, n + 1
+            with lock:
+                ttft.append(first or 0.0)
+                itl.extend(gaps)
+                made[0] += n
+
+    busy0, tok0 = _busy_and_tokens(url)
+    t0 = time.perf_counter()
+    with ThreadPoolExecutor(clients) as pool:
+        list(pool.map(one, range(clients)))
+    wall = time.perf_counter() - t0
+    busy1, tok1 = _busy_and_tokens(url)
+    return {
+        "tokens_per_s": made[0] / wall,
+        "ttft_p50": float(np.percentile(ttft, 50)),
+        "ttft_p99": float(np.percentile(ttft, 99)),
+        "itl_p50": float(np.percentile(itl, 50)),
+        "itl_p99": float(np.percentile(itl, 99)),
+        "server_per_token": (busy1 - busy0) / max(tok1 - tok0, 1),
+    }
+
+
+def _plain_loop(groups: int, tokens: int) -> float:
+    import jax
+
+    jax.config.update("jax_num_cpu_devices", 8)
+    from hlopipe.generate import Generator
+    from hlopipe.serve import builtin_model
+
+    decode, prefill, params = builtin_model(2)
+    gen = Generator(decode, params, prefill=prefill, groups=groups)
+    prompts = np.random.default_rng(0).integers(0, 64, (groups, 1, 8))
+    gen.start(prompts).generate(tokens)  # compiles
+    times = []
+    for _ in range(5):
+        t0 = time.perf_counter()
+        gen.start(prompts).generate(tokens)
+        times.append(time.perf_counter() - t0)
+    return groups * tokens / float(np.median(times))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--clients", default="1,4,8")
+    ap.add_argument("--requests", type=int, default=8)
+    ap.add_argument("--tokens", type=int, default=24)
+    ap.add_argument("--groups", type=int, default=4)
+    args = ap.parse_args()
+    proc, url = _start(args.groups)
+    try:
+        _load(url, 1, 1, args.tokens)  # warm the client and the server's paths
+        print(f"hlopipe serve, built-in tiny GPT, 2 stages, {args.groups} slots; "
+              f"{args.requests} requests a client, {args.tokens} tokens each, "
+              "streamed")  # fmt: skip
+        print("| clients | tokens/s | TTFT p50 ms | TTFT p99 ms | ITL p50 ms | ITL p99 ms | "
+              "server ms/token |")  # fmt: skip
+        print("| ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+        for c in (int(x) for x in args.clients.split(",")):
+            r = _load(url, c, args.requests, args.tokens)
+            print(f"| {c} | {r['tokens_per_s']:.0f} | {r['ttft_p50'] * 1e3:.1f} | "
+                  f"{r['ttft_p99'] * 1e3:.1f} | {r['itl_p50'] * 1e3:.1f} | "
+                  f"{r['itl_p99'] * 1e3:.1f} | {r['server_per_token'] * 1e3:.2f} |")  # fmt: skip
+    finally:
+        proc.terminate()
+        proc.wait(60)
+    rate = _plain_loop(args.groups, args.tokens)
+    print(f"plain loop (Session.generate, {args.groups} groups from a prefill, no HTTP): "
+          f"{rate:.0f} tokens/s")  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()

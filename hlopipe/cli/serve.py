@@ -1,0 +1,69 @@
+"""`hlopipe serve`: an OpenAI-compatible HTTP server over the pipelined generator (over
+`hlopipe.serve`)."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+
+from hlopipe.cli._common import CPU_DEVICES, Command, load, x64_if_needed
+
+
+def _add_serve(p: argparse.ArgumentParser) -> None:
+    p.add_argument("file", nargs="?", help="the decode step: (params, state, tokens, "
+                   "position) -> (next_tokens, state), state donated (default: the built-in "
+                   "tiny GPT)")  # fmt: skip
+    p.add_argument("--prefill", help="the prefill: (params, prompt) -> (next_tokens, state)")
+    p.add_argument("--params", help=".npz of the parameters in order (default: random)")
+    p.add_argument("--tokenizer", metavar="JSON", help="a Hugging Face tokenizers file: text in "
+                   "and out (default: prompts are token ids)")  # fmt: skip
+    p.add_argument("--stages", type=int, help="must agree with the stage markers")
+    p.add_argument("--groups", type=int, default=4, help="groups in flight: the slots requests "
+                   "are batched into (default 4)")  # fmt: skip
+    p.add_argument("--max-len", type=int, help="the cache length (default: from the program)")
+    p.add_argument("--host", default="127.0.0.1", help="where to listen (default loopback)")
+    p.add_argument("--port", type=int, default=8000, help="0 picks a free port (default 8000)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the random parameters")
+    p.add_argument("--cpu-devices", type=int, help=f"CPU devices (default {CPU_DEVICES})")
+
+
+def _cmd_serve(args: argparse.Namespace) -> int:
+    """serve a decode step over HTTP with the OpenAI completions API"""
+    import jax
+
+    try:
+        from hlopipe.serve import serve
+    except ImportError as e:
+        from hlopipe.errors import RuntimeConfigError
+
+        raise RuntimeConfigError(
+            f"hlopipe serve needs the serve extra ({e.name} is missing): "
+            "pip install 'hlopipe[serve]'"
+        ) from e
+    with contextlib.suppress(Exception):  # CPU only; a backend already up keeps its devices
+        jax.config.update("jax_num_cpu_devices", args.cpu_devices or CPU_DEVICES)
+    decode = load(args.file, None) if args.file else None
+    prefill = load(args.prefill, None) if args.prefill else None
+    with contextlib.ExitStack() as stack:  # PyTorch's int64 tokens: 64-bit mode for this run
+        for program in (decode, prefill):
+            if program is not None:
+                stack.enter_context(x64_if_needed(program))
+        return serve(decode, prefill=prefill, params_path=args.params,
+                     tokenizer_path=args.tokenizer, stages=args.stages, groups=args.groups,
+                     max_len=args.max_len, host=args.host, port=args.port,
+                     seed=args.seed)  # fmt: skip
+
+
+COMMAND = Command(
+    "serve",
+    _add_serve,
+    _cmd_serve,
+    num_stages="--stages",
+    prefill="--prefill",
+    groups="--groups",
+    tokenizer_path="--tokenizer",
+    params_path="--params",
+    max_len="--max-len",
+    port="--port",
+    jax_num_cpu_devices="--cpu-devices",
+)

@@ -1,0 +1,13 @@
+"""``hlopipe serve``: an OpenAI-compatible HTTP server over the pipelined generator.
+
+Public API: :func:`serve` (what the command runs), :class:`Engine` (continuous batching of
+requests into groups), :func:`make_app` and :class:`Model` (the Starlette application). See
+``docs/serving.md``. Needs the ``serve`` extra (``pip install 'hlopipe[serve]'``).
+"""
+
+from hlopipe.serve._app import Model, make_app
+from hlopipe.serve._builtin import builtin_model
+from hlopipe.serve._engine import Engine, Request, Sequence
+from hlopipe.serve._server import serve
+
+__all__ = ["Engine", "Model", "Request", "Sequence", "builtin_model", "make_app", "serve"]

@@ -1,0 +1,223 @@
+"""The engine behind ``hlopipe serve``: requests queue, groups of sequences are generated.
+
+A group is the unit of batching. Each of the generator's ``groups`` slots holds one
+:class:`~hlopipe.generate.Session` of one group (``Generator.with_groups(1)``: the same
+compiled stages and parameters); a slot whose sequences are all finished takes the next
+requests from the queue at once, in a fresh session (its cache starts from zeros), while the
+other slots carry on. One thread drives every slot, a decode step of each in turn.
+
+A prompt of the prefill's length goes through the prefill; any other length is consumed by
+the decode step itself, its tokens fed in place of the generated ones (``Session.feed``). The
+sequences of one group share the decode step's position, so a group takes requests whose
+prompts have the same length; its unused sequences repeat the first one and are dropped.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+
+@dataclass
+class Sequence:
+    """One sequence a request asked for: its prompt, how many tokens, and what came of it."""
+
+    prompt: list[int]
+    max_tokens: int
+    stop_ids: frozenset[int] = frozenset()
+    tokens: list[int] = field(default_factory=list)
+    finish: str | None = None  # "length" or "stop" once finished
+
+
+@dataclass
+class Request:
+    """A request's sequences. The engine thread calls ``emit(index, token, finish)`` for each
+    token made (``finish``: ``None``, ``"length"`` or ``"stop"``) and ``emit(-1, None, None)``
+    once every sequence is finished; the web side hands them over to its event loop.
+    ``cancelled`` frees its slot at the next step (a client that went away)."""
+
+    seqs: list[Sequence]
+    emit: Callable[[int, int | None, str | None], object]
+    cancelled: bool = False
+    stop_check: Callable[[int, list[int]], bool] | None = None  # stop strings, per sequence
+    queued_at: float = field(default_factory=time.perf_counter)
+
+
+@dataclass
+class _Slot:
+    session: Any
+    members: list[tuple[Request, int]]  # (request, sequence index) per batch row in use
+    prompts: np.ndarray  # [b, L]
+    fed: int  # prompt tokens consumed so far (the prefill consumes them all)
+
+
+class Engine:
+    """Continuous batching over a :class:`~hlopipe.generate.Generator`: ``gen.groups`` slots
+    of one group each. ``submit`` queues a request; ``start`` warms every path (compiles) in
+    the engine thread and then serves; ``stop`` drains the requests in flight and ends."""
+
+    def __init__(self, gen: Any, *, on_ready: Callable[[], None] | None = None) -> None:
+        self.gen = gen
+        self.one = gen.with_groups(1)
+        self.batch = gen.batch
+        self.max_len = gen.max_len
+        self.prefill_len = None
+        if gen.prefill is not None:
+            self.prefill_len = int(gen.prefill.prompt_aval.shape[-1])
+        self.ready = threading.Event()
+        self._on_ready = on_ready
+        self._queue: queue.Queue[Request | None] = queue.Queue()
+        self._waiting: list[tuple[Request, int]] = []
+        self._slots: list[_Slot | None] = [None] * gen.groups
+        self._stopping = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="hlopipe-engine", daemon=True)
+        self.steps = 0
+        self.busy_s = 0.0
+        self.error: BaseException | None = None
+        self._lock = threading.Lock()
+
+    # -- the web side --------------------------------------------------------------------------
+    def submit(self, request: Request) -> None:
+        """Queue ``request``; after the engine stopped on an error it is finished at once
+        (``error`` says why)."""
+        with self._lock:
+            if self.error is None:
+                self._queue.put(request)
+                return
+        request.emit(-1, None, None)
+
+    def queue_depth(self) -> int:
+        return self._queue.qsize() + len(self._waiting)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self, timeout: float | None = None) -> None:
+        """Drain: the requests queued and in flight finish, then the thread ends."""
+        self._stopping.set()
+        self._queue.put(None)
+        self._thread.join(timeout)
+
+    # -- the engine thread -----------------------------------------------------------------------
+    def _run(self) -> None:
+        try:
+            self._warm()
+            self.ready.set()
+            if self._on_ready is not None:
+                self._on_ready()
+            self._loop()
+        except BaseException as e:  # the thread's boundary: kept for /health and re-raised
+            with self._lock:
+                self.error = e
+            self._fail_all()
+            raise
+
+    def _fail_all(self) -> None:
+        """Finish every request queued or in flight (after an error: none is left waiting)."""
+        requests = [m[0] for slot in self._slots if slot is not None for m in slot.members]
+        requests += [r for r, _ in self._waiting]
+        while not self._queue.empty():
+            r = self._queue.get_nowait()
+            if r is not None:
+                requests.append(r)
+        for r in {id(r): r for r in requests}.values():
+            r.emit(-1, None, None)
+
+    def _warm(self) -> None:
+        """Compile every path once: the prefill (if any), a decode step, a fed token."""
+        b, token = self.batch, self.gen.token
+        if self.prefill_len is not None:
+            s = self.one.start(np.zeros((1, b, self.prefill_len), np.int32))
+            s.generate(2)
+        s = self.one.start(tokens=np.zeros((1, b), token.dtype), position=0)
+        s.generate(1)
+        s.feed(np.zeros((1, b), np.int32))
+        s.generate(1)
+
+    def _loop(self) -> None:
+        while True:
+            self._take(block=not any(self._slots))
+            if self._stopping.is_set() and not any(self._slots) and not self._waiting:
+                return
+            self._fill()
+            t0 = time.perf_counter()
+            for i, slot in enumerate(self._slots):
+                if slot is not None:
+                    self._slots[i] = self._step(slot)
+            if any(self._slots):
+                self.busy_s += time.perf_counter() - t0
+                self.steps += 1
+
+    def _take(self, block: bool) -> None:
+        """Move what was submitted into the waiting list (waiting for one when idle)."""
+        try:
+            while True:
+                r = self._queue.get(block=block and not self._waiting)
+                block = False
+                if r is None:  # stop: wakes the thread
+                    continue
+                self._waiting.extend((r, i) for i in range(len(r.seqs)))
+        except queue.Empty:
+            return
+
+    def _fill(self) -> None:
+        """Give each free slot the next waiting sequences (up to the batch, prompts of one
+        length: the first waiting one's)."""
+        self._waiting = [(r, i) for r, i in self._waiting if not r.cancelled]
+        for k, slot in enumerate(self._slots):
+            if slot is not None or not self._waiting:
+                continue
+            length = len(self._waiting[0][0].seqs[self._waiting[0][1]].prompt)
+            members = [m for m in self._waiting if len(m[0].seqs[m[1]].prompt) == length]
+            members = members[: self.batch]
+            taken = {id(m[0]) * 1_000_003 + m[1] for m in members}
+            self._waiting = [m for m in self._waiting if id(m[0]) * 1_000_003 + m[1] not in taken]
+            self._slots[k] = self._begin(members)
+
+    def _begin(self, members: list[tuple[Request, int]]) -> _Slot:
+        rows = [r.seqs[i].prompt for r, i in members]
+        rows += [rows[0]] * (self.batch - len(rows))
+        prompts = np.asarray(rows, np.int32)
+        if prompts.shape[1] == self.prefill_len:
+            session = self.one.start(prompts[None])
+            return _Slot(session, members, prompts, prompts.shape[1])
+        first = prompts[None, :, 0].astype(self.gen.token.dtype)
+        session = self.one.start(tokens=first, position=0)
+        return _Slot(session, members, prompts, 1)
+
+    def _step(self, slot: _Slot) -> _Slot | None:
+        """One decode step of a slot: a prompt token fed, or a token given to each sequence.
+        Returns the slot, or ``None`` once every sequence in it is finished."""
+        row = slot.session.generate(1)[0, :, 0]
+        L = slot.prompts.shape[1]
+        if slot.fed < L:  # still reading the prompt: its next token replaces the made one
+            slot.session.feed(slot.prompts[None, :, slot.fed])
+            slot.fed += 1
+            return slot
+        live = False
+        for b, (req, i) in enumerate(slot.members):
+            seq = req.seqs[i]
+            if seq.finish is not None:
+                continue
+            if req.cancelled:
+                seq.finish = "cancelled"
+                continue
+            tok = int(row[b])
+            seq.tokens.append(tok)
+            if tok in seq.stop_ids or (
+                req.stop_check is not None and req.stop_check(i, seq.tokens)
+            ):
+                seq.finish = "stop"
+            elif len(seq.tokens) >= seq.max_tokens:
+                seq.finish = "length"
+            req.emit(i, tok, seq.finish)
+            if seq.finish is not None and all(s.finish is not None for s in req.seqs):
+                req.emit(-1, None, None)
+            live = live or seq.finish is None
+        return slot if live else None

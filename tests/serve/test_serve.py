@@ -1,0 +1,415 @@
+"""`hlopipe serve` with no files (the built-in tiny GPT, 2 stages, 2 slots), started as a real
+process on a free port and driven with the `openai` client and raw HTTP. The oracle is the
+tiny GPT's decode step run directly in JAX, one prompt at a time."""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+import types
+import urllib.error
+import urllib.request
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import openai  # the test extra's
+import pytest
+
+from hlopipe.models import gpt_decode as gd
+
+ROOT = Path(__file__).resolve().parents[2]
+CFG = gd.DecodeConfig()
+
+
+@pytest.fixture(scope="module")
+def server():
+    env = dict(os.environ, PYTHONPATH=str(ROOT), PYTHONUNBUFFERED="1")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "hlopipe", "serve", "--port", "0", "--groups", "2"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env=env,
+        cwd=ROOT,
+    )
+    assert proc.stdout is not None
+    line = proc.stdout.readline()  # one line, once every stage is compiled
+    if not line.startswith("serving "):
+        proc.kill()
+        pytest.fail(f"no URL line: {line!r}{proc.stdout.read()}")
+    url = line.split(" at ")[1].strip()
+    yield proc, url
+    if proc.poll() is None:
+        proc.kill()
+        proc.wait()
+
+
+def _client(url):
+    return openai.OpenAI(base_url=url, api_key="none", max_retries=0, timeout=60)
+
+
+def _post(url, body, raw=False):
+    data = body if raw else json.dumps(body).encode()
+    req = urllib.request.Request(f"{url}/completions", data=data, method="POST")
+    try:
+        with urllib.request.urlopen(req, timeout=60) as r:
+            return r.status, dict(r.headers), r.read().decode()
+    except urllib.error.HTTPError as e:
+        return e.code, dict(e.headers), e.read().decode()
+
+
+@functools.cache
+def _params():
+    return gd.init(jax.random.key(0), CFG)  # the built-in model's parameters (seed 0)
+
+
+@functools.cache
+def _step():
+    return jax.jit(gd.decode_fn(CFG))
+
+
+def oracle(prompt, n):
+    """Greedy tokens after ``prompt``: the unsplit decode step in JAX, the prompt fed a token
+    a step, then each argmax fed back."""
+    cache = gd.empty_cache(1, CFG)
+    step = _step()
+    out: list[int] = []
+    for pos in range(len(prompt) + n - 1):
+        feed = prompt[pos] if pos < len(prompt) else out[-1]
+        tok, cache = step(_params(), cache, jnp.asarray([feed], jnp.int32), jnp.int32(pos))
+        if pos >= len(prompt) - 1:
+            out.append(int(tok[0]))
+    return out
+
+
+def _text(ids):
+    return "".join(f" {x}" for x in ids)
+
+
+def _metrics(base):
+    from prometheus_client.parser import text_string_to_metric_families
+
+    with urllib.request.urlopen(f"{base}/metrics") as r:
+        text = r.read().decode()
+    return {
+        (s.name, tuple(sorted(s.labels.items()))): s.value
+        for family in text_string_to_metric_families(text)
+        for s in family.samples
+    }
+
+
+def test_health_models_metrics(server):
+    _, url = server
+    base = url.removesuffix("/v1")
+    with urllib.request.urlopen(f"{base}/health") as r:
+        assert r.status == 200
+    ids = [m.id for m in _client(url).models.list().data]
+    assert ids == ["hlopipe-tiny-gpt"]
+    before = _metrics(base)
+    _client(url).completions.create(model="m", prompt=[4, 2], max_tokens=5, temperature=0)
+    after = _metrics(base)
+
+    def delta(name, **labels):
+        key = (name, tuple(sorted(labels.items())))
+        return after[key] - before.get(key, 0.0)
+
+    assert delta("hlopipe_requests_total", status="200") == 1
+    assert delta("hlopipe_prompt_tokens_total") == 2
+    assert delta("hlopipe_generated_tokens_total") == 5
+    assert delta("hlopipe_time_to_first_token_seconds_count") == 1
+    assert delta("hlopipe_inter_token_latency_seconds_count") == 4
+    assert after[("hlopipe_queue_depth", ())] == 0
+
+
+def test_concurrent_greedy_requests_equal_the_unsplit_program(server):
+    """Six requests of prompt lengths 1 to 12 (8: the prefill's) at once on 2 slots: each
+    gets the tokens the unsplit step gives its prompt alone."""
+    _, url = server
+    rng = np.random.default_rng(3)
+    cases = [(rng.integers(0, CFG.vocab, L).tolist(), n)
+             for L, n in ((3, 9), (8, 6), (5, 12), (1, 4), (8, 10), (12, 7))]  # fmt: skip
+    client = _client(url)
+
+    def ask(case):
+        prompt, n = case
+        return client.completions.create(
+            model="anything", prompt=prompt, max_tokens=n, temperature=0
+        ).model_dump()
+
+    with ThreadPoolExecutor(len(cases)) as pool:
+        got = list(pool.map(ask, cases))
+    for (prompt, n), r in zip(cases, got, strict=True):
+        want = oracle(prompt, n)
+        (choice,) = r["choices"]
+        assert choice["token_ids"] == want, prompt
+        assert choice["text"] == _text(want)
+        assert choice["finish_reason"] == "length"
+        usage = {k: r["usage"][k] for k in ("prompt_tokens", "completion_tokens", "total_tokens")}
+        assert usage == {"prompt_tokens": len(prompt), "completion_tokens": n,
+                         "total_tokens": len(prompt) + n}  # fmt: skip
+
+
+def test_a_request_sent_mid_generation_finishes_before_the_one_in_flight():
+    """In-process engine on 2 slots: a short request submitted when a long one makes its
+    first token is admitted at once and finishes first (the submit happens on the engine's
+    own thread, so the order is exact, not a race)."""
+    from hlopipe.generate import Generator
+    from hlopipe.serve import Engine, Request, Sequence, builtin_model
+
+    decode, _, params = builtin_model(2)
+    engine = Engine(Generator(decode, params, groups=2))  # no prefill: one compile fewer
+    order: list[tuple[str, int]] = []
+    done = threading.Event()
+    short = Request(
+        [Sequence([5, 6, 7], 2)],
+        lambda i, tok, fin: i < 0 and order.append(("short", engine.steps)),
+    )
+
+    def on_long(i, tok, finish):
+        if i < 0:
+            order.append(("long", engine.steps))
+            done.set()
+        elif not order and tok is not None and len(long.seqs[0].tokens) == 1:
+            order.append(("submit", engine.steps))
+            engine.submit(short)
+
+    long = Request([Sequence([1, 2], 40)], on_long)
+
+    # then a client that goes away after 3 tokens: its slot stops at once, and two requests
+    # of different prompt lengths (a slot each) are served
+    def on_gone(i, tok, finish):
+        if tok is not None and len(gone.seqs[0].tokens) == 3:
+            gone.cancelled = True
+            engine.submit(after)
+
+    gone = Request([Sequence([3], 30)], on_gone)
+    after_done = threading.Event()
+    after = Request(
+        [Sequence([4], 2), Sequence([9, 9], 2)], lambda i, tok, fin: i < 0 and after_done.set()
+    )
+    engine.start()
+    try:
+        engine.submit(long)
+        assert done.wait(120)
+        engine.submit(gone)
+        assert after_done.wait(120)
+    finally:
+        engine.stop(60)
+    assert [k for k, _ in order] == ["submit", "short", "long"]
+    assert short.seqs[0].tokens == oracle([5, 6, 7], 2)
+    assert long.seqs[0].tokens == oracle([1, 2], 40)
+    assert gone.seqs[0].tokens == oracle([3], 3)  # no token after the client left
+    assert [s.tokens for s in after.seqs] == [oracle([4], 2), oracle([9, 9], 2)]
+    assert engine.steps < 40 + 3 + 3 + 5  # the long one's turns, then the others' few
+
+
+def test_stream_joins_to_the_completion(server):
+    _, url = server
+    prompt, n = [9, 3, 33, 7], 11
+    whole = _client(url).completions.create(model="m", prompt=prompt, max_tokens=n)
+    chunks = list(
+        _client(url).completions.create(model="m", prompt=prompt, max_tokens=n, stream=True)
+    )
+    assert len(chunks) == n
+    assert "".join(c.choices[0].text for c in chunks) == whole.choices[0].text
+    ids = [c.choices[0].model_dump()["token_ids"] for c in chunks]  # a token a chunk, as made
+    assert ids == [[x] for x in oracle(prompt, n)]
+    assert [c.choices[0].text for c in chunks] == [f" {x}" for (x,) in ids]
+    assert whole.choices[0].text == _text(oracle(prompt, n))
+    assert [c.choices[0].finish_reason for c in chunks] == [None] * (n - 1) + ["length"]
+    status, headers, body = _post(url, {"prompt": prompt, "max_tokens": 3, "stream": True})
+    assert status == 200 and headers["content-type"].startswith("text/event-stream")
+    events = [e for e in body.split("\n\n") if e]
+    assert events[-1] == "data: [DONE]" and len(events) == 4
+
+
+def test_default_temperature_is_served_greedy_and_says_so(server):
+    _, url = server
+    status, headers, body = _post(url, {"prompt": "4 5 6", "max_tokens": 5, "n": 2})
+    assert status == 200
+    assert "greedy" in headers["x-hlopipe-warning"]
+    r = json.loads(body)
+    assert r["system_fingerprint"] == "hlopipe-greedy"
+    assert [c["token_ids"] for c in r["choices"]] == [oracle([4, 5, 6], 5)] * 2
+    prompts = [[4, 5, 6], "7 8", [1] * 8]  # a list of either; 8: through the prefill
+    status, _, body = _post(url, {"prompt": prompts, "max_tokens": 3, "temperature": 0})
+    want = [oracle([4, 5, 6], 3), oracle([7, 8], 3), oracle([1] * 8, 3)]
+    assert [c["token_ids"] for c in json.loads(body)["choices"]] == want
+    assert json.loads(body)["usage"]["prompt_tokens"] == 13
+
+
+def test_stop_string_ends_the_text_before_it(server):
+    _, url = server
+    want = oracle([2, 4, 8], 12)
+    stop = f" {want[3]} "  # the text before the first " <4th token> " (a token, not a prefix)
+    r = _client(url).completions.create(model="m", prompt=[2, 4, 8], max_tokens=12, stop=stop)
+    full = _text(want) + " "
+    assert r.choices[0].text == full[: full.index(stop)]
+    assert r.choices[0].finish_reason == "stop"
+
+
+BAD = [
+    (b"{not json", None),
+    (b"[1, 2]", None),
+    ({"max_tokens": 3}, "prompt"),
+    ({"prompt": [1] * 49, "max_tokens": 1}, "prompt"),  # longer than the cache (48)
+    ({"prompt": [1, 2], "max_tokens": 48}, "max_tokens"),  # past the cache
+    ({"prompt": [1, 2], "max_tokens": "8"}, "max_tokens"),  # a field of the wrong type
+    ({"prompt": [1, 2], "stream": 1}, "stream"),
+    ({"prompt": [1, 2], "colour": "red"}, "colour"),
+    ({"prompt": [1, 64]}, "prompt"),  # outside the vocabulary
+    ({"prompt": []}, "prompt"),
+    ({"prompt": "once upon a time"}, "prompt"),  # text, and no tokenizer
+    ({"prompt": [1], "n": 0}, "n"),
+    ({"prompt": [1], "temperature": -1}, "temperature"),
+]
+
+
+def test_bad_requests_get_400_and_the_server_keeps_serving(server):
+    proc, url = server
+    for body, param in BAD:
+        status, _, text = _post(url, body, raw=isinstance(body, bytes))
+        assert status == 400, (body, text)
+        err = json.loads(text)["error"]
+        assert err["type"] == "invalid_request_error" and err["message"], body
+        assert err["param"] == param, (body, err)
+    with pytest.raises(openai.BadRequestError):
+        _client(url).completions.create(model="m", prompt=[1] * 60, max_tokens=1)
+    assert proc.poll() is None
+    r = _client(url).completions.create(model="m", prompt=[1, 2], max_tokens=3, temperature=0)
+    assert r.choices[0].model_dump()["token_ids"] == oracle([1, 2], 3)
+
+
+@contextlib.contextmanager
+def _in_thread(model):
+    """``make_app(model)`` served by uvicorn in a thread on a free port: its base URL."""
+    import socket
+
+    import uvicorn
+
+    from hlopipe.serve import make_app
+
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    server = uvicorn.Server(uvicorn.Config(make_app(model), log_level="warning"))
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    try:
+        for _ in range(200):
+            if server.started:
+                break
+            time.sleep(0.05)
+        yield f"http://127.0.0.1:{sock.getsockname()[1]}"
+    finally:
+        server.should_exit = True
+        thread.join(10)
+        sock.close()
+
+
+def _stand_in_generator(session):
+    """What the engine reads of a generator, each new session being ``session``: for the
+    states a real one passes through too quickly to test (compiling, a failing step)."""
+    token = types.SimpleNamespace(dtype="int32", shape=(1,))
+    gen = types.SimpleNamespace(groups=1, batch=1, max_len=8, prefill=None, token=token)
+    gen.with_groups = lambda g: types.SimpleNamespace(start=lambda *a, **k: session)
+    return gen
+
+
+def test_health_is_503_until_compiled():
+    """An engine that has not compiled yet (never started): /health and completions answer
+    503; once ready, /health answers 200."""
+    from hlopipe.serve import Engine, Model
+
+    engine = Engine(_stand_in_generator(None))
+    with _in_thread(Model("m", engine)) as url:
+        with pytest.raises(urllib.error.HTTPError) as e:
+            urllib.request.urlopen(f"{url}/health")
+        assert e.value.code == 503
+        assert _post(f"{url}/v1", {"prompt": [1], "max_tokens": 1})[0] == 503
+        engine.ready.set()
+        with urllib.request.urlopen(f"{url}/health") as r:
+            assert r.status == 200
+
+
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnhandledThreadExceptionWarning")
+def test_an_engine_that_fails_answers_500_and_leaves_no_request_waiting():
+    """A decode step that raises after the warm-up (a bug): the request in flight, and every
+    later one, get a 500 with OpenAI's error body (none hangs); /health answers 500."""
+    from hlopipe.serve import Engine, Model
+
+    class Failing:
+        calls = 0
+
+        def generate(self, n):
+            Failing.calls += 1
+            if Failing.calls > 2:  # the warm-up's two steps pass
+                raise RuntimeError("a bug in a step")
+            return np.zeros((1, 1, n), np.int32)
+
+        def feed(self, tokens):
+            pass
+
+    engine = Engine(_stand_in_generator(Failing()))
+    with _in_thread(Model("m", engine)) as url:
+        engine.start()
+        assert engine.ready.wait(30)
+        for body in ({"prompt": [1, 2], "max_tokens": 3}, {"prompt": [1], "max_tokens": 2}):
+            status, _, text = _post(f"{url}/v1", body)
+            assert status == 500
+            assert "a bug in a step" in json.loads(text)["error"]["message"]
+        with pytest.raises(urllib.error.HTTPError) as e:
+            urllib.request.urlopen(f"{url}/health")
+        assert e.value.code == 500
+
+
+def test_the_docs_examples_run_as_written(server, tmp_path):
+    """docs/serving.md's curl and openai examples, and the README's curl, against this
+    server (its port for 8000); each answers the greedy tokens."""
+    import re
+    import shlex
+
+    _, url = server
+    hostport = url.removeprefix("http://").removesuffix("/v1")
+    page = (ROOT / "docs" / "serving.md").read_text()
+    (curl,) = re.findall(r"^```bash\n(curl .*?)\n```", page, re.M | re.S)
+    readme = (ROOT / "README.md").read_text()
+    (readme_curl,) = re.findall(
+        r"^(curl -s http://127.0.0.1:8000/v1/completions .*)$", readme, re.M
+    )
+    for command in (curl, readme_curl):
+        argv = shlex.split(command.replace("127.0.0.1:8000", hostport))
+        out = subprocess.run(argv, capture_output=True, text=True, check=True, timeout=60).stdout
+        assert json.loads(out)["choices"][0]["token_ids"] == oracle([17, 4, 9], 8)
+    (code,) = re.findall(r"^```python\n(.*?)^```", page, re.M | re.S)
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    proc = subprocess.run(
+        [sys.executable, "-c", code.replace("127.0.0.1:8000", hostport)],
+        capture_output=True, text=True, env=env, cwd=tmp_path, timeout=120,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    first, streamed = proc.stdout.splitlines()
+    assert first == _text(oracle([17, 4, 9], 8)) + " 8"
+    assert streamed == _text(oracle([1, 2, 3], 8))
+
+
+def test_ctrl_c_stops_cleanly(server):
+    """Last: Ctrl-C stops the server (exit 0) after a streamed request it was serving."""
+    proc, url = server
+    client = _client(url)
+    stream = client.completions.create(model="m", prompt=[3], max_tokens=30, stream=True)
+    first = next(iter(stream))
+    proc.send_signal(signal.SIGINT)
+    rest = list(stream)  # the request in flight is drained, not cut
+    assert len(rest) + 1 == 30 and first.choices[0].text
+    assert proc.wait(60) == 0
+    assert "stopped" in proc.stdout.read()
