@@ -79,7 +79,7 @@ def equation_cuts(
         raise StageError("the program has no equations to split")
     flops, nbytes = eqn_costs(eqns)
     cross = crossing_bytes(eqns, jaxpr.outvars, remade=find_remade(jaxpr).remade)
-    run = find_repeated_run(eqns, cross)
+    run = find_repeated_run(eqns, cross, jaxpr.invars)
     cands = candidate_boundaries(len(eqns), inside_spans(cross, spans), run, max_candidates)
     cands = admissible(cands, spans, num_stages)
     memory = eqn_memory(jaxpr) if memory_cap is not None else None
