@@ -49,7 +49,13 @@ from hlopipe.stages._files import (
     split_merged,
 )
 from hlopipe.stages._loops import describe_loops
-from hlopipe.stages._memory import MemoryReport, StageMemory, memory_cap, memory_report
+from hlopipe.stages._memory import (
+    MemoryReport,
+    Optimizer,
+    StageMemory,
+    memory_cap,
+    memory_report,
+)
 from hlopipe.stages._partition import Partition, RepeatedRun, find_repeated_run, partition
 from hlopipe.stages._prefill import sink_constants, split_prefill
 from hlopipe.stages._sharding import (
@@ -83,6 +89,7 @@ __all__ = [
     "CostModel",
     "Device",
     "MemoryReport",
+    "Optimizer",
     "StageMemory",
     "device",
     "memory_cap",

@@ -1,8 +1,8 @@
 """Per-stage memory for training on a named device under a schedule.
 
 A stage holds its parameters, their gradients (in the parameters' dtype), the optimizer's
-state (Adam: two moments per parameter element, in fp32; no fp32 master copy) and, for every
-microbatch in flight, its activations for one microbatch. The activations of one
+state (Adam: two moments per parameter element, in fp32; no fp32 master copy; SGD none) and,
+for every microbatch in flight, its activations for one microbatch. The activations of one
 microbatch are counted as every value the stage's equations make plus what it receives (an
 upper bound: the backward keeps a subset of them). How many microbatches are in flight on a
 stage is read off the schedule's action list (:func:`hlopipe.schedules.peak_in_flight`:
@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from enum import Enum
 from typing import TYPE_CHECKING, NamedTuple
 
 from hlopipe.errors import Keyword, StageError
@@ -22,9 +23,23 @@ from hlopipe.stages import _jaxpr as J
 from hlopipe.stages._devices import Device, device
 
 if TYPE_CHECKING:
+    from hlopipe.schedules import Schedule
     from hlopipe.stages._staged import StagedProgram
 
-ADAM_BYTES_PER_ELEMENT = 8  # two fp32 moments
+
+class Optimizer(str, Enum):  # noqa: UP042 - the house style: a str mixin
+    """The optimizer whose state the report counts, and its bytes per parameter element."""
+
+    ADAM = "adam"  # two fp32 moments
+    ADAMW = "adamw"  # the same two moments
+    SGD = "sgd"  # no state
+
+    @property
+    def bytes_per_element(self) -> int:
+        return 0 if self is Optimizer.SGD else 8
+
+    def describe(self) -> str:
+        return "sgd (no state)" if self is Optimizer.SGD else f"{self.value} (two fp32 moments)"
 
 
 class StageMemory(NamedTuple):
@@ -100,16 +115,17 @@ def _gib(n: float) -> str:
         if n < 1024:
             return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
         n /= 1024
-    return f"{n / 1024:.2f} GiB"
+    return f"{n:.2f} GiB"
 
 
 def memory_report(
     staged: StagedProgram,
     device_name: str | Device,
     *,
-    schedule: str = "1f1b",
+    schedule: str | Schedule = "1f1b",
     num_microbatches: int | None = None,
     param_args: Sequence[int] | None = None,
+    optimizer: str | Optimizer = Optimizer.ADAM,
 ) -> MemoryReport:
     """Each stage's training memory on a named device under a schedule.
 
@@ -117,33 +133,49 @@ def memory_report(
       staged: the split program (a training loss).
       device_name: a name of :data:`DEVICES` (``"h100"``, ``"a100-40gb"``...) or a
         :class:`Device`.
-      schedule: the schedule to assume (a name of :func:`hlopipe.schedules.get`; one stage
-        per rank, or ``virtual_stages`` per rank where the schedule has them by default).
-      num_microbatches: microbatches per step (default: the number of stages).
+      schedule: the schedule to assume: a name of :func:`hlopipe.schedules.get` (one stage
+        per rank, or the schedule's default stages per rank) or a ``Schedule``.
+      num_microbatches: microbatches per step with a schedule's name (default: the number of
+        stages).
       param_args: the flat arguments that are parameters (trained: gradients and optimizer
-        state); default: the first positional argument's leaves when the program has several
-        arguments, else every floating-point argument.
+        state); default: the first positional argument's leaves when the arguments are
+        trees (a function ``loss(params, batch...)``), else (a loaded program's flat
+        arguments) every floating-point argument.
+      optimizer: ``"adam"``, ``"adamw"`` (two fp32 moments per element) or ``"sgd"`` (none).
 
     Returns:
       a :class:`MemoryReport`.
 
     Raises:
-      StageError: an unknown device, or a schedule that does not place this many stages.
+      StageError: an unknown device or optimizer, or a schedule that does not place this many
+        stages.
     """
     from hlopipe import schedules
 
     dev = device(device_name)
-    num_stages = staged.num_stages
-    m = num_stages if num_microbatches is None else num_microbatches
-    v = schedules.default_virtual_stages(schedule)
-    if num_stages % v:
+    try:
+        opt = Optimizer(str(getattr(optimizer, "value", optimizer)).lower())
+    except ValueError:
         raise StageError(
-            f"schedule {schedule!r} puts {v} stages on each rank, and {num_stages} stages do "
-            "not divide evenly; pick another schedule or a multiple of "
-            f"{v} for ",
-            Keyword("num_stages"),
+            f"optimizer {optimizer!r}: unknown; known: {', '.join(o.value for o in Optimizer)}"
+        ) from None
+    num_stages = staged.num_stages
+    if isinstance(schedule, schedules.Schedule):
+        sched = schedule
+    else:
+        m = num_stages if num_microbatches is None else num_microbatches
+        v = schedules.default_virtual_stages(schedule)
+        if num_stages % v:
+            raise StageError(
+                f"schedule {schedule!r} puts {v} stages on each rank, and {num_stages} stages "
+                f"do not divide evenly: pick another schedule, or a multiple of {v} for ",
+                Keyword("num_stages"),
+            )
+        sched = schedules.get(schedule, num_stages // v, m)
+    if sched.num_stages != num_stages:
+        raise StageError(
+            f"schedule {sched.name!r} runs {sched.num_stages} stages, the program has {num_stages}"
         )
-    sched = schedules.get(schedule, num_stages // v, m)
     in_flight = schedules.peak_in_flight(sched)
     trained = set(_param_args(staged) if param_args is None else param_args)
     rows = []
@@ -154,11 +186,11 @@ def memory_report(
         jaxpr = st.jaxpr.jaxpr
         act = sum(J.aval_bytes(v.aval) for e in jaxpr.eqns for v in e.outvars)
         per_mb = act + sum(J.aval_bytes(r.aval) for r in st.receives)
-        optimizer = ADAM_BYTES_PER_ELEMENT * elements
+        state = opt.bytes_per_element * elements
         rank = sched.stage_to_rank[st.index]
-        rows.append(StageMemory(st.index, rank, st.layers, params, params, optimizer, per_mb, held))
-    return MemoryReport(dev, schedules.canonical_name(schedule), m,
-                        "Adam (two fp32 moments)", tuple(rows))  # fmt: skip
+        rows.append(StageMemory(st.index, rank, st.layers, params, params, state, per_mb, held))
+    return MemoryReport(dev, sched.name, sched.num_microbatches,
+                        opt.describe(), tuple(rows))  # fmt: skip
 
 
 def memory_cap(device_name: str | Device) -> int:
@@ -175,8 +207,12 @@ def _size(shape: Sequence[int]) -> int:
 
 def _param_args(staged: StagedProgram) -> list[int]:
     """The flat arguments taken for parameters (see :func:`memory_report`)."""
-    argnums = {st_arg: num for st in staged.stages
-               for st_arg, num in zip(st.params_needed, st.param_argnums, strict=True)}  # fmt: skip
-    if len(set(argnums.values())) > 1:
+    argnums = {
+        i: num
+        for st in staged.stages
+        for i, num in zip(st.params_needed, st.param_argnums, strict=True)
+    }
+    nums = list(argnums.values())
+    if len(set(nums)) > 1 and len(set(nums)) < len(nums):  # a tree of parameters first
         return [i for i, num in argnums.items() if num == 0]
     return [i for i, a in enumerate(staged.in_avals) if J.is_inexact(a)]

@@ -24,6 +24,7 @@ from hlopipe.stages._local import find_remade, stage_eqns, trim_markers
 from hlopipe.stages._partition import Partition, RepeatedRun
 
 if TYPE_CHECKING:
+    from hlopipe.schedules import Schedule
     from hlopipe.stages._autodiff import StageAutodiff
     from hlopipe.stages._devices import Device
     from hlopipe.stages._loops import ArgPiece, LoopReport
@@ -332,16 +333,17 @@ class StagedProgram:
         self,
         device: str | Device,
         *,
-        schedule: str = "1f1b",
+        schedule: str | Schedule = "1f1b",
         num_microbatches: int | None = None,
         param_args: Sequence[int] | None = None,
+        optimizer: str = "adam",
     ) -> MemoryReport:
         """Each stage's training memory on a named device under a schedule (parameters,
-        gradients, Adam's state, the in-flight activations): :func:`memory_report`."""
+        gradients, the optimizer's state, the in-flight activations): :func:`memory_report`."""
         from hlopipe.stages._memory import memory_report
 
-        return memory_report(self, device, schedule=schedule,
-                             num_microbatches=num_microbatches, param_args=param_args)  # fmt: skip
+        return memory_report(self, device, schedule=schedule, num_microbatches=num_microbatches,
+                             param_args=param_args, optimizer=optimizer)  # fmt: skip
 
     def table(self) -> str:
         """The stage table as text (what ``hlopipe inspect manifest.json`` shows)."""
