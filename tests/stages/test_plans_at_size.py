@@ -186,3 +186,27 @@ def test_split_command_reports_layers_and_memory_on_a_device(tmp_path, capsys):
     assert main(["inspect", str(path), "--device", "h200", "--no-cost", "--json"]) == 0
     info = json.loads(capsys.readouterr().out)
     assert info["device"]["float_argument_bytes"] == 4 * params.sum()
+
+
+def _uneven_first_layer(params, x):
+    """Layers of an attention-like half (``a_q``, ``c_o``) and an MLP-like half (``b_up``),
+    whose parameters interleave when flattened; layer 0's first half has one more op, so the
+    repetition starts inside layer 0 and only the residual stream crosses after either half."""
+    h = x
+    for k, p in enumerate(params):
+        a = jnp.tanh(h @ p["a_q"])
+        h = h + (a * 1.5 if k == 0 else a) @ p["c_o"]
+        h = h + jnp.sin(h @ p["b_up"])
+    return jnp.sum(h * h)
+
+
+def test_on_a_tie_the_cut_is_where_a_layer_reads_its_parameters_together():
+    d = 8
+    layer = {k: jax.ShapeDtypeStruct((d, d), jnp.float32) for k in ("a_q", "b_up", "c_o")}
+    params = [dict(layer) for _ in range(4)]
+    staged = hlopipe.split(_uneven_first_layer, params, jax.ShapeDtypeStruct((2, d),
+                           jnp.float32), num_stages=2)  # fmt: skip
+    assert [sorted(st.params_needed) for st in staged.stages] == [
+        [*range(6), 12],  # layers 0 and 1 (and x)
+        list(range(6, 12)),  # layers 2 and 3
+    ]
