@@ -298,7 +298,10 @@ def _train(args: argparse.Namespace, plan: Any, layout: Any) -> int:
         print(f"resumed step {state.step} from {args.resume}")
     if args.device is not None:
         report = pipe.staged.memory_report(
-            args.device, schedule=pipe.schedule, optimizer=args.optimizer
+            args.device,
+            schedule=pipe.schedule,
+            optimizer=args.optimizer,
+            param_args=range(len(pipe.plan.param_avals)),  # the parameters come first
         )
         print(report.render(), end="")
     print(f"compiling {pipe.staged.num_stages} stages' forward and backward (in step 1)...")

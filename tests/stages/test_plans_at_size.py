@@ -210,3 +210,28 @@ def test_on_a_tie_the_cut_is_where_a_layer_reads_its_parameters_together():
         [*range(6), 12],  # layers 0 and 1 (and x)
         list(range(6, 12)),  # layers 2 and 3
     ]
+
+
+def _two_layer_loss(params, x, y):
+    h = jnp.tanh(x @ params["w1"])
+    return jnp.mean((h @ params["w2"] - y) ** 2)
+
+
+def test_train_command_prints_the_memory_of_its_own_schedule(tmp_path, capsys):
+    sds = jax.ShapeDtypeStruct
+    args = ({"w1": sds((3, 4), jnp.float32), "w2": sds((4, 2), jnp.float32)},
+            sds((4, 3), jnp.float32), sds((4, 2), jnp.float32))  # fmt: skip
+    path = tmp_path / "mlp.hlo"
+    path.write_text(jax.jit(_two_layer_loss).lower(*args).as_text(dialect="hlo"))
+    base = ["train", str(path), "--stages", "2", "--stage-devices", "1", "--steps", "1",
+            "--microbatches", "4", "--schedule", "gpipe"]  # fmt: skip
+    assert main([*base, "--device", "tpu9"]) == 2
+    assert "error: --device tpu9: unknown device" in capsys.readouterr().err
+    assert main([*base, "--device", "cpu"]) == 0
+    out = capsys.readouterr().out
+    assert "memory per stage on cpu" in out and "gpipe with 4 microbatches" in out
+    rows = [line.split() for line in out.splitlines() if line.split()[:2] in (["0", "0"],
+            ["1", "1"])]  # fmt: skip
+    assert [r[11] for r in rows] == ["4", "4"]  # GPipe holds every microbatch
+    params = {int(r[0]): int(r[3]) for r in rows}  # bytes of the parameters (not x or y)
+    assert sum(params.values()) == 4 * (12 + 8)  # w1 and w2 in f32
