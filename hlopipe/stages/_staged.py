@@ -366,9 +366,12 @@ def build_staged(
     part: Partition | None,
     run: RepeatedRun | None,
     costs: tuple[np.ndarray, np.ndarray] | None = None,
+    layers: Sequence[int] | None = None,
 ) -> StagedProgram:
     """The :class:`StagedProgram` of ``closed`` cut before the top-level equations ``starts``
-    (the first is 0); ``costs``: the equations' FLOPs and bytes, when the caller has them."""
+    (the first is 0); ``costs``: the equations' FLOPs and bytes, when the caller has them;
+    ``layers``: how many layers each stage holds, when the caller knows (else counted from
+    the repeated run ``run``)."""
     jaxpr = closed.jaxpr
     eqns = jaxpr.eqns
     bounds = [*starts, len(eqns)]
@@ -402,7 +405,11 @@ def build_staged(
                 outputs=tuple(J.sds(v.aval) for v in ovars),
                 cost=_stage_cost(cm, mine, f, b, pvars, rvars),
                 num_eqns=len(mine),
-                layers=None if run is None else _layers_in(run, lo, hi),
+                layers=layers[s]
+                if layers is not None
+                else None
+                if run is None
+                else _layers_in(run, lo, hi),
             )
         )
     _record_sends(stages)

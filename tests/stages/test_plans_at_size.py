@@ -235,3 +235,15 @@ def test_train_command_prints_the_memory_of_its_own_schedule(tmp_path, capsys):
     assert [r[11] for r in rows] == ["4", "4"]  # GPipe holds every microbatch
     params = {int(r[0]): int(r[3]) for r in rows}  # bytes of the parameters (not x or y)
     assert sum(params.values()) == 4 * (12 + 8)  # w1 and w2 in f32
+
+
+@pytest.mark.parametrize(("n_layers", "num_stages"), [(4, 2), (6, 3)])
+def test_a_layer_loop_cut_into_stages_says_how_many_layers_each_holds(n_layers, num_stages):
+    from hlopipe.models import gpt, gpt_scan
+
+    cfg = gpt.GPTConfig(n_layers=n_layers)
+    params = jax.eval_shape(lambda k: gpt_scan.init(k, cfg), jax.random.key(0))
+    batch = jax.eval_shape(lambda k: gpt.batch(k, 2, cfg), jax.random.key(1))
+    staged = hlopipe.split(lambda p, b: gpt_scan.loss(p, b, cfg), params, batch,
+                           num_stages=num_stages)  # fmt: skip
+    assert [st.layers for st in staged.stages] == [n_layers // num_stages] * num_stages
