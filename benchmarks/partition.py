@@ -10,12 +10,19 @@
    lowered with abstract arguments and split by the cost model from its HLO text and from
    Python: the bytes sent between stages per microbatch, against the residual stream's
    (what must cross), and the time to lower, load and split. ``--llama-only`` runs this alone.
+4. A Llama-shaped loss at 70B's dimensions (``llama.LLAMA_70B``: d 8192, ff 28672, 64 heads
+   sharing 8 K/V heads, bf16) at 8, 32 and 80 layers, from abstract arguments: JAX's time to
+   lower it beside hlopipe's time to load the HLO text and split it, and to split it from
+   Python (trace + split); the fastest of three runs each (a new function each time, so
+   JAX's tracing cache does not shorten the lowering); the layers per stage.
+   ``--split-time`` runs this alone.
 
 Run: ``.venv/bin/python benchmarks/partition.py``
 """
 
 from __future__ import annotations
 
+import functools
 import time
 
 import jax
@@ -178,14 +185,64 @@ def llama_sends(console: Console, sizes: tuple[tuple[int, int], ...]) -> None:
     console.print(table)
 
 
+def _fastest(fn, reps: int = 3):
+    best, out = float("inf"), None
+    for _ in range(reps):
+        t = time.perf_counter()
+        out = fn()
+        best = min(best, time.perf_counter() - t)
+    return best, out
+
+
+def split_time(console: Console) -> None:
+    import hlopipe
+    from hlopipe.models import llama
+
+    table = Table(title="Llama-shaped loss at 70B dimensions: split time beside JAX's lowering")
+    for col in ("layers", "stages", "lower (JAX)", "load HLO", "load + split",
+                "load + split / lower",
+                "Python: trace + split", "layers per stage", "sent / microbatch"):  # fmt: skip
+        table.add_column(col, justify="right")
+    for layers, stages in ((8, 4), (32, 8), (80, 16)):
+        cfg = llama.LLAMA_70B._replace(layers=layers)
+        args = llama.abstract_args(cfg)
+
+        def lower(cfg=cfg, args=args):  # a new function each time: no tracing cache hit
+            return jax.jit(llama.loss_fn(cfg)).lower(*args).as_text("hlo")
+
+        t_lower, text = _fastest(lower)
+        t_load, _ = _fastest(functools.partial(hlopipe.load, text))
+
+        def load_split(text=text, stages=stages):  # a new Program each time: nothing cached
+            return hlopipe.split(hlopipe.load(text), num_stages=stages)
+
+        t_both, staged = _fastest(load_split)
+
+        def from_python(cfg=cfg, args=args, stages=stages):
+            return hlopipe.split(llama.loss_fn(cfg), *args, num_stages=stages)
+
+        t_py, _ = _fastest(from_python)
+        sent = sum(st.cost.recv_bytes for st in staged.stages if st.cost is not None)
+        table.add_row(
+            str(layers), str(stages), f"{t_lower:.2f} s", f"{t_load:.2f} s", f"{t_both:.2f} s",
+            f"{t_both / t_lower:.2f}x", f"{t_py:.2f} s",
+            ",".join(str(st.layers) for st in staged.stages), f"{sent / 2**20:,.0f} MiB",
+        )  # fmt: skip
+    console.print(table)
+
+
 def main() -> None:
     import sys
 
-    console = Console()
+    console = Console(width=160)
+    if "--split-time" in sys.argv:
+        split_time(console)
+        return
     if "--llama-only" not in sys.argv:
         scaling(console)
         predicted_vs_measured(console)
     llama_sends(console, ((8, 4), (32, 8)))
+    split_time(console)
 
 
 if __name__ == "__main__":

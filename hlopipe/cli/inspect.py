@@ -17,6 +17,12 @@ def _add_inspect(p: argparse.ArgumentParser) -> None:
     p.add_argument("--module", help="in a dump folder, the module to pick")
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
     p.add_argument("--no-cost", action="store_true", help="skip XLA's cost analysis")
+    p.add_argument(
+        "--device",
+        metavar="NAME",
+        help="also show NAME's roofline and memory (cpu, a100-40gb, a100-80gb, h100, h200) "
+        "and, for a program, the memory its parameters, gradients and Adam's state take there",
+    )
 
 
 def _cmd_inspect(args: argparse.Namespace) -> int:
@@ -27,11 +33,18 @@ def _cmd_inspect(args: argparse.Namespace) -> int:
     manifest = Path(args.file)
     if manifest.is_dir() and (manifest / "manifest.json").is_file() and args.module is None:
         manifest = manifest / "manifest.json"  # a folder `hlopipe split -o` wrote
+    device = None
+    if args.device is not None:
+        from hlopipe import stages
+
+        device = stages.device(args.device)
     if manifest.name == "manifest.json":
         from hlopipe import stages
 
         print(stages.format_manifest(str(manifest)))
         _print_stage_arguments(str(manifest))
+        if device is not None:
+            print(_device_line(device))
         return 0
     from hlopipe.io import format_aval
     from hlopipe.rehydrate import module_ir, scan_unsupported
@@ -60,11 +73,46 @@ def _cmd_inspect(args: argparse.Namespace) -> int:
         "loops": loops,
         "unsupported": [{"op": n, "count": c, "first": loc} for n, c, loc in unsupported],
     }
+    if device is not None:
+        info["device"] = _device_info(device, prog.in_avals)
     if args.json:
         print(json.dumps(info, indent=1))
         return 0
     _print_info(info, counts, unsupported)
+    if device is not None:
+        print(_device_line(device))
+        d = info["device"]
+        print(
+            f"on {device.name}: floating-point arguments {d['float_argument_bytes'] / 2**30:.2f}"
+            f" GiB; with gradients and Adam's two fp32 moments {d['training_bytes'] / 2**30:.2f}"
+            f" GiB ({d['training_bytes'] / device.memory_bytes:.0%} of one device), before "
+            "activations (`hlopipe split --stages N --device` reports them per stage)"
+        )
     return 0
+
+
+def _device_line(device: Any) -> str:
+    return (
+        f"device {device.name}: bf16 {device.bf16_flops_per_s / 1e12:g} TFLOP/s, fp32 "
+        f"{device.fp32_flops_per_s / 1e12:g} TFLOP/s, memory {device.bytes_per_s / 1e9:g} GB/s, "
+        f"{device.memory_bytes / 1e9:g} GB, link {device.link_bytes_per_s / 1e9:g} GB/s"
+    )
+
+
+def _device_info(device: Any, avals: Any) -> dict[str, Any]:
+    """A program's floating-point arguments (taken as parameters) on ``device``: their bytes,
+    and with their gradients and Adam's two fp32 moments."""
+    import numpy as np
+
+    floats = [a for a in avals if np.issubdtype(np.dtype(a.dtype), np.inexact)]
+    nbytes = sum(int(np.prod(a.shape)) * np.dtype(a.dtype).itemsize for a in floats)
+    elements = sum(int(np.prod(a.shape)) for a in floats)
+    return {
+        "name": device.name,
+        "memory_bytes": device.memory_bytes,
+        "float_argument_bytes": nbytes,
+        "training_bytes": 2 * nbytes + 8 * elements,
+    }
 
 
 def _loops(prog: Any) -> list[str]:

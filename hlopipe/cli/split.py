@@ -31,6 +31,27 @@ def _add_split(p: argparse.ArgumentParser) -> None:
         "merged compile's shardings pinned on the residuals (needs --mesh or its .json)",
     )
     p.add_argument("--module", help="in a dump folder, the module to pick")
+    p.add_argument(
+        "--device",
+        metavar="NAME",
+        help="cost the stages with this device's roofline and print each stage's training "
+        "memory on it (cpu, a100-40gb, a100-80gb, h100, h200)",
+    )
+    p.add_argument(
+        "--schedule", default="1f1b", help="with --device: the schedule to assume (1f1b)"
+    )
+    p.add_argument(
+        "--microbatches", type=int, metavar="M", help="with --device: microbatches per step "
+        "(default: the number of stages)",
+    )  # fmt: skip
+    p.add_argument(
+        "--optimizer", choices=("adam", "adamw", "sgd"), default="adam",
+        help="with --device: the optimizer whose state to count (adam)",
+    )  # fmt: skip
+    p.add_argument(
+        "--memory-cap", action="store_true", help="with --device: cut so that each stage's "
+        "program (parameters and one microbatch's values) fits in the device's memory",
+    )  # fmt: skip
     p.add_argument("-o", "--output", required=True, metavar="DIR", help="output folder")
     p.add_argument("--format", choices=("hlo", "stablehlo"), default="hlo", help="module format")
     p.add_argument(
@@ -73,11 +94,21 @@ def _cmd_split(args: argparse.Namespace) -> int:
             f"{args.file}: --at-markers, but the program has no stage_boundary markers: {why}; "
             "or pass --stages N to choose cut points automatically"
         )
+    if args.device is None and (args.memory_cap or args.microbatches is not None):
+        raise HlopipeError("--memory-cap and --microbatches need --device NAME")
+    device = None if args.device is None else stages.device(args.device)
+    cap = stages.memory_cap(device) if device is not None and args.memory_cap else None
     with x64_if_needed(program):
-        staged = stages.split(program, num_stages=args.stages)
+        staged = stages.split(program, num_stages=args.stages, device=device, memory_cap=cap)
         argnums = None if args.no_autodiff else tuple(range(len(program.in_avals)))
         path = staged.export(args.output, format=args.format, argnums=argnums)
     print(stages.format_manifest(path), end="")
+    if device is not None:
+        report = staged.memory_report(
+            device, schedule=args.schedule, num_microbatches=args.microbatches,
+            optimizer=args.optimizer,
+        )  # fmt: skip
+        print(report.render(), end="")
     print(f"wrote {path}")
     return 0
 
@@ -186,6 +217,8 @@ COMMAND = Command(
     _add_split,
     _cmd_split,
     num_stages="--stages",
+    device="--device",
+    num_microbatches="--microbatches",
     num_params="--params",
     num_outputs="--outputs",
 )

@@ -103,6 +103,12 @@ def _add_train(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("-v", "--verbose", action="count", default=0, help="log more (-vv: debug)")
     p.add_argument("--optimizer", choices=("adam", "adamw", "sgd"), default="adam")
+    p.add_argument(
+        "--device",
+        metavar="NAME",
+        help="print each stage's memory on NAME (cpu, a100-40gb, a100-80gb, h100, h200) under "
+        "this run's schedule and microbatches before training",
+    )
     p.add_argument("--lr", type=float, default=1e-2, help="learning rate (0.01)")
     p.add_argument("--int-high", type=int, default=2, help="synthetic integer data in [0, N) (2)")
     p.add_argument("--seed", type=int, default=0, help="seed of parameters and synthetic data")
@@ -136,6 +142,10 @@ def _cmd_train(args: argparse.Namespace) -> int:
 
     # 1. everything that can be wrong with the command line, before any compiling.
     _check_args(args)
+    if args.device is not None:
+        from hlopipe.stages import device
+
+        device(args.device)  # an unknown name is refused now, not after the plan
     _setup_logging(args.verbose)
     with contextlib.suppress(Exception):  # CPU only; a backend already up keeps its devices
         jax.config.update("jax_num_cpu_devices", args.cpu_devices or CPU_DEVICES)
@@ -286,6 +296,14 @@ def _train(args: argparse.Namespace, plan: Any, layout: Any) -> int:
     state = pipe.restore(args.resume) if args.resume else pipe.init(params)
     if args.resume:
         print(f"resumed step {state.step} from {args.resume}")
+    if args.device is not None:
+        report = pipe.staged.memory_report(
+            args.device,
+            schedule=pipe.schedule,
+            optimizer=args.optimizer,
+            param_args=range(len(pipe.plan.param_avals)),  # the parameters come first
+        )
+        print(report.render(), end="")
     print(f"compiling {pipe.staged.num_stages} stages' forward and backward (in step 1)...")
     run = run_steps(args, plan, pipe, state)
     losses = run.losses
@@ -358,6 +376,7 @@ COMMAND = Command(
     stage_mesh_shape="--stage-devices",
     virtual_stages="--virtual-stages",
     num_stages="--stages",
+    device="--device",
     batch_args="--batch-args",
     params="--params",
     data="--data",

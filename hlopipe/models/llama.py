@@ -4,7 +4,8 @@ every layer (as Hugging Face and keras_hub do, and as XLA's constant merging lea
 module); pre-norm blocks of RMSNorm, rotary multi-head attention and a SwiGLU MLP; a final
 norm, an untied head and a token cross-entropy against integer labels.
 
-At real sizes (:data:`LLAMA_7B`: 32 layers, width 4096) it is for splitting from abstract
+At real sizes (:data:`LLAMA_7B`: 32 layers, width 4096; :data:`LLAMA_70B`: 80 layers, width
+8192, grouped-query attention with 8 K/V heads) it is for splitting from abstract
 arguments (:func:`abstract_args`: ``jax.ShapeDtypeStruct``s, no weights allocated); small
 configurations run. Pure JAX; ``boundary`` lets a caller put a stage marker between layers.
 """
@@ -33,20 +34,27 @@ class LlamaConfig(NamedTuple):
     seq: int = 16
     batch: int = 1
     dtype: Any = jnp.float32
+    kv_heads: int | None = None  # grouped-query attention: K/V heads shared by query heads
 
     @property
     def head_dim(self) -> int:
         return self.d // self.heads
 
+    @property
+    def num_kv_heads(self) -> int:
+        return self.heads if self.kv_heads is None else self.kv_heads
+
 
 SMALL = LlamaConfig()
 LLAMA_7B = LlamaConfig(layers=32, d=4096, ff=11008, heads=32, vocab=32000, seq=2048,
                        batch=1, dtype=jnp.bfloat16)  # fmt: skip
+LLAMA_70B = LlamaConfig(layers=80, d=8192, ff=28672, heads=64, kv_heads=8, vocab=32000,
+                        seq=2048, batch=1, dtype=jnp.bfloat16)  # fmt: skip
 
 
 def _param_shapes(cfg: LlamaConfig) -> Params:
-    d, f = cfg.d, cfg.ff
-    layer = {"attn_norm": (d,), "wq": (d, d), "wk": (d, d), "wv": (d, d), "wo": (d, d),
+    d, f, kv = cfg.d, cfg.ff, cfg.num_kv_heads * cfg.head_dim
+    layer = {"attn_norm": (d,), "wq": (d, d), "wk": (d, kv), "wv": (d, kv), "wo": (d, d),
              "mlp_norm": (d,), "w_gate": (d, f), "w_up": (d, f), "w_down": (f, d)}  # fmt: skip
     return {
         "embed": (cfg.vocab, d),
@@ -95,12 +103,14 @@ def _block(
     p: Params, h: jax.Array, bias: jax.Array, cos: jax.Array, sin: jax.Array, cfg: LlamaConfig
 ) -> jax.Array:
     b, s, d = h.shape
-    nh, hd = cfg.heads, cfg.head_dim
+    nh, hd, kvh = cfg.heads, cfg.head_dim, cfg.num_kv_heads
     x = _rms_norm(h, p["attn_norm"])
     q = (x @ p["wq"]).reshape(b, s, nh, hd)
-    k = (x @ p["wk"]).reshape(b, s, nh, hd)
-    v = (x @ p["wv"]).reshape(b, s, nh, hd)
+    k = (x @ p["wk"]).reshape(b, s, kvh, hd)
+    v = (x @ p["wv"]).reshape(b, s, kvh, hd)
     q, k = _rotate(q, cos, sin), _rotate(k, cos, sin)
+    if kvh != nh:  # each K/V head serves nh // kvh query heads
+        k, v = jnp.repeat(k, nh // kvh, axis=2), jnp.repeat(v, nh // kvh, axis=2)
     scores = jnp.einsum("bqhd,bkhd->bhqk", q, k) / jnp.sqrt(hd).astype(h.dtype)
     att = jax.nn.softmax((scores + bias).astype(jnp.float32), axis=-1).astype(h.dtype)
     h = h + jnp.einsum("bhqk,bkhd->bqhd", att, v).reshape(b, s, d) @ p["wo"]

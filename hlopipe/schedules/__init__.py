@@ -30,6 +30,7 @@ from hlopipe.schedules._generators import (
     zb_v,
 )
 from hlopipe.schedules._grid import format_grid
+from hlopipe.schedules._inflight import peak_in_flight
 from hlopipe.schedules._ir import Action, Kind, Overlap, Schedule, split_overlaps
 from hlopipe.schedules._lower import lower
 from hlopipe.schedules._plot import plot, to_chrome_trace
@@ -63,6 +64,7 @@ __all__ = [
     "looped_bfs",
     "lower",
     "names",
+    "peak_in_flight",
     "one_f_one_b",
     "parse_costs",
     "plot",

@@ -31,10 +31,14 @@ Public API:
   argument the position indexes (the cache length); :func:`split_prefill` — a prefill cut so
   that each cache is made on the stage its decode step keeps it on; :func:`sink_constants` —
   a program re-traced with values made from constants alone made where they are read.
+* :data:`DEVICES`, :class:`Device`, :func:`device` — named devices (a roofline and a memory
+  size); :func:`memory_report` (:class:`MemoryReport`, :class:`StageMemory`) — each stage's
+  training memory on one under a schedule; :func:`memory_cap` — a ``memory_cap`` from one.
 """
 
 from hlopipe.stages._autodiff import StageAutodiff
 from hlopipe.stages._cost import CostModel, eqn_cost, jaxpr_cost
+from hlopipe.stages._devices import DEVICES, Device, device
 from hlopipe.stages._export import format_manifest
 from hlopipe.stages._files import (
     MergedModule,
@@ -45,6 +49,13 @@ from hlopipe.stages._files import (
     split_merged,
 )
 from hlopipe.stages._loops import describe_loops
+from hlopipe.stages._memory import (
+    MemoryReport,
+    Optimizer,
+    StageMemory,
+    memory_cap,
+    memory_report,
+)
 from hlopipe.stages._partition import Partition, RepeatedRun, find_repeated_run, partition
 from hlopipe.stages._prefill import sink_constants, split_prefill
 from hlopipe.stages._sharding import (
@@ -74,7 +85,15 @@ from hlopipe.stages._state import (
 )
 
 __all__ = [
+    "DEVICES",
     "CostModel",
+    "Device",
+    "MemoryReport",
+    "Optimizer",
+    "StageMemory",
+    "device",
+    "memory_cap",
+    "memory_report",
     "Cuts",
     "MergeLayout",
     "MergedCompile",

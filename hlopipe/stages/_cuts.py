@@ -79,7 +79,7 @@ def equation_cuts(
         raise StageError("the program has no equations to split")
     flops, nbytes = eqn_costs(eqns)
     cross = crossing_bytes(eqns, jaxpr.outvars, remade=find_remade(jaxpr).remade)
-    run = find_repeated_run(eqns, cross)
+    run = find_repeated_run(eqns, cross, jaxpr.invars)
     cands = candidate_boundaries(len(eqns), inside_spans(cross, spans), run, max_candidates)
     cands = admissible(cands, spans, num_stages)
     memory = eqn_memory(jaxpr) if memory_cap is not None else None
@@ -100,6 +100,16 @@ class LoopCuts:
     cuts_before: set[int]
     cuts_in: dict[int, set[int]]
     partition: Any
+    cut_at: tuple[tuple[int, int], ...] = ()  # the atoms (equation, iteration) cut before
+
+    def iterations_per_stage(self, loop: int, length: int) -> list[int]:
+        """How many iterations of the loop at equation ``loop`` (of ``length``) each stage
+        runs."""
+        edges = [0]
+        for k, it in self.cut_at:
+            edges.append(it if k == loop else 0 if k < loop else length)
+        edges.append(length)
+        return [b - a for a, b in itertools.pairwise(edges)]
 
 
 @dataclass(frozen=True)
@@ -191,4 +201,4 @@ def _loop_cuts(
         pts = [0, *sorted(its), int(loops[k].length or 0)]
         ranges[k] = [(a, b) for a, b in itertools.pairwise(pts)]
         cuts_in[k] = set(range(len(ranges[k]) - 1))
-    return LoopCuts(ranges, before, cuts_in, part)
+    return LoopCuts(ranges, before, cuts_in, part, tuple(sorted(cut_at)))

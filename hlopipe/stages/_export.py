@@ -107,6 +107,7 @@ def _stage_entry(st: Any, files: dict[str, Any]) -> dict[str, Any]:
         "index": st.index,
         "file": files.get(f"stage{st.index}"),
         "num_eqns": st.num_eqns,
+        "layers": st.layers,
         "arguments": [
             {"arg": i, "path": p, **_aval(a)}
             for i, p, a in zip(st.params_needed, st.param_paths, st.param_avals, strict=True)
@@ -235,6 +236,7 @@ def render_manifest(m: dict[str, Any]) -> str:
     for col in (
         "stage",
         "eqns",
+        "layers",
         "arguments",
         "receives",
         "sends to",
@@ -258,6 +260,7 @@ def render_manifest(m: dict[str, Any]) -> str:
         t.add_row(
             str(st["index"]),
             str(st["num_eqns"]),
+            "-" if st.get("layers") is None else str(st["layers"]),
             f"{len(args)} ({_fmt_bytes(pbytes)})",
             ", ".join(f"{s}: {_fmt_bytes(b)}" for s, b in sorted(recv.items())) or "-",
             ", ".join(map(str, dsts)) + (f" out{outs}" if outs else "") or "-",

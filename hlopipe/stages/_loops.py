@@ -611,8 +611,13 @@ def split_loops(
         paths[p.source] if p.start is None else f"{paths[p.source]}[{p.start}:{p.stop}]"
         for p in pieces
     ]
+    layers = None
+    if len(loops) == 1:  # the layers are one loop's iterations
+        ((k, report),) = loops.items()
+        layers = cuts.iterations_per_stage(k, int(report.length or 0))
     staged = build_staged(new, [0] + [m + 1 for m in markers], in_tree, out_tree, new_paths,
-                    [argnum_of[p.source] for p in pieces], cm, cuts.partition, None)  # fmt: skip
+                    [argnum_of[p.source] for p in pieces], cm, cuts.partition, None,
+                    layers=layers)  # fmt: skip
     staged.loops = tuple(reports)
     if any(p.start is not None for p in pieces):
         staged.arg_pieces = tuple(pieces)

@@ -138,14 +138,22 @@ def _best_splits(cost: np.ndarray, num_stages: int) -> tuple[float, list[np.ndar
 @dataclass(frozen=True)
 class RepeatedRun:
     """``count`` repetitions of a ``period``-equation block; layer ``k`` starts at
-    ``start + k * period`` (equation index)."""
+    ``start + k * period`` (equation index), or at ``at[k]`` when the layers' equations are
+    interleaved with others (values made from constants alone, which XLA places where they
+    are first read: the first layer of a program from HLO) and ``period`` counts a layer's
+    own equations."""
 
     start: int
     period: int
     count: int
+    at: tuple[int, ...] = ()
 
     @property
     def boundaries(self) -> list[int]:
+        """The ``count + 1`` equation indices where layers start (the last: where the last
+        layer ends)."""
+        if self.at:
+            return list(self.at)
         return [self.start + k * self.period for k in range(self.count + 1)]
 
 
@@ -186,13 +194,71 @@ def _structure(jaxpr: Any) -> tuple[Any, ...]:
     )
 
 
-def find_repeated_run(eqns: Sequence[Any], crossing: np.ndarray) -> RepeatedRun | None:
+def find_repeated_run(
+    eqns: Sequence[Any], crossing: np.ndarray, invars: Sequence[Any] | None = None
+) -> RepeatedRun | None:
     """The longest stretch of equations made of one block repeated (at least twice).
 
     Periods are proposed from the distances between equal equations (same primitive, avals and
     simple parameters), verified in one vectorised pass each; the phase (where a layer starts)
-    is the one whose boundaries carry the fewest crossing bytes, earliest on ties.
+    is the one whose boundaries carry the fewest crossing bytes. On ties (after attention and
+    after the MLP only the residual stream crosses) it is the phase at which each layer reads
+    one contiguous run of the program's arguments (``invars``: a layer's parameters are one
+    subtree of the caller's, flattened together), then the earliest.
+
+    With ``invars``, the equations that read no argument, directly or through others (values
+    made from constants alone: masks, position tables), are left out of the search: XLA
+    places them where they are first read, inside the first layer, and a stage reading them
+    makes them itself. The run's boundaries are then given as ``RepeatedRun.at``.
     """
+    if invars is None:
+        return _repeated_run(eqns, crossing, None)
+    keep = _reads_arguments(eqns, invars)
+    if len(keep) == len(eqns):
+        return _repeated_run(eqns, crossing, _arg_reads(eqns, invars))
+    sub = [eqns[i] for i in keep]
+    run = _repeated_run(sub, crossing[np.append(keep, len(eqns))], _arg_reads(sub, invars))
+    if run is None:
+        return None
+    where = np.append(keep, len(eqns))
+    return RepeatedRun(int(where[run.start]), run.period, run.count,
+                       tuple(int(where[b]) for b in run.boundaries))  # fmt: skip
+
+
+def _reads_arguments(eqns: Sequence[Any], invars: Sequence[Any]) -> np.ndarray:
+    """Indices of the equations that depend on an argument of the program."""
+    dep = set(invars)
+    keep = []
+    for i, e in enumerate(eqns):
+        if any(not isinstance(v, Literal) and v in dep for v in e.invars):
+            dep.update(e.outvars)
+            keep.append(i)
+    return np.asarray(keep, dtype=np.int64)
+
+
+def _arg_reads(eqns: Sequence[Any], invars: Sequence[Any]) -> list[tuple[int, ...]]:
+    """Per equation, the indices of the program arguments it reads directly."""
+    index = {v: k for k, v in enumerate(invars)}
+    return [
+        tuple(index[v] for v in e.invars if not isinstance(v, Literal) and v in index) for e in eqns
+    ]
+
+
+def _gaps(reads: Sequence[tuple[int, ...]], bounds: np.ndarray) -> int:
+    """How far the arguments each block ``bounds[k]:bounds[k+1]`` reads are from one
+    contiguous range (0: every block reads a contiguous run of arguments)."""
+    total = 0
+    for a, b in itertools.pairwise(bounds):
+        args = {x for r in reads[a:b] for x in r}
+        if args:
+            total += max(args) - min(args) + 1 - len(args)
+    return total
+
+
+def _repeated_run(
+    eqns: Sequence[Any], crossing: np.ndarray, reads: list[tuple[int, ...]] | None
+) -> RepeatedRun | None:
+    """:func:`find_repeated_run` over ``eqns`` (``reads``: the arguments each reads)."""
     n = len(eqns)
     if n < 4:
         return None
@@ -239,7 +305,13 @@ def find_repeated_run(eqns: Sequence[Any], crossing: np.ndarray) -> RepeatedRun 
     for off in range(p):
         bs = np.arange(s + off, region_end + 1, p)
         scores.append(crossing[bs].sum() / max(len(bs), 1))
-    off = int(np.argmin(np.asarray(scores)))
+    score = np.asarray(scores)
+    tied = np.flatnonzero(score <= score.min() * (1 + 1e-9))
+    if reads is not None and len(tied) > 1:
+        gaps = [_gaps(reads, np.arange(s + int(o), region_end + 1, p)) for o in tied]
+        off = int(tied[int(np.argmin(gaps))])
+    else:
+        off = int(tied[0])
     start = s + off
     real_count = (region_end - start) // p
     if real_count < 2:

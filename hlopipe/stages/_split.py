@@ -13,6 +13,7 @@ from hlopipe.errors import Keyword, StageError
 from hlopipe.stages import _jaxpr as J
 from hlopipe.stages._cost import CostModel, eqn_cost
 from hlopipe.stages._cuts import equation_cuts
+from hlopipe.stages._devices import Device, device
 from hlopipe.stages._partition import state_spans
 from hlopipe.stages._staged import StagedProgram, build_staged
 
@@ -30,6 +31,7 @@ class Cuts(TypedDict, total=False):
     max_candidates: int
     slice_args: Sequence[int] | None
     local_state: Sequence[tuple[int, int]]
+    device: str | Device | None
 
 
 def split(fn_or_program: Any, *example_args: Any, **cuts: Unpack[Cuts]) -> StagedProgram:
@@ -49,7 +51,11 @@ def split(fn_or_program: Any, *example_args: Any, **cuts: Unpack[Cuts]) -> Stage
     Keyword Args (those of :class:`Cuts`, each optional):
       num_stages: number of stages; required when there are no markers.
       cost_model: the :class:`CostModel` for predicted costs and automatic cuts.
-      memory_cap: largest per-stage memory (bytes, see :class:`StageCost`) allowed.
+      memory_cap: largest per-stage memory (bytes, see :class:`StageCost`) allowed
+        (``stages.memory_cap("h100")``: a named device's memory).
+      device: a named device (``"h100"``, ``"a100-40gb"``, ``"cpu"``...; ``stages.DEVICES``)
+        whose roofline is the cost model when ``cost_model`` is not given (its bf16 rate when
+        the program's largest floating-point argument is 16-bit, else fp32).
       max_candidates: most candidate cut points considered outside repeated layers (512).
       slice_args: the flat arguments that may be handed to stages as rows of a layer loop
         (default: any); a pipeline passes its parameters' (the batch is never sliced so).
@@ -156,7 +162,7 @@ def split_jaxpr(
       >>> staged = split_jaxpr(jax.make_jaxpr(f)(x), num_stages=2)  # doctest: +SKIP
     """
     StageError.refuse_unknown(cuts, Cuts, "split_jaxpr")
-    cm = cuts.get("cost_model") or CostModel()
+    cm = cuts.get("cost_model") or _device_cost_model(closed, cuts.get("device"))
     num_stages = cuts.get("num_stages")
     sig = _flat_signature(closed, in_tree, out_tree, in_paths, argnums_of)
     J.check_markers_placeable(closed.jaxpr)
@@ -176,6 +182,15 @@ def split_jaxpr(
             " or the markers",
         )
     return build_staged(closed, [0] + [m + 1 for m in markers], *sig, cm, None, None)
+
+
+def _device_cost_model(closed: Any, name: str | Device | None) -> CostModel:
+    """The cost model of device ``name`` for ``closed`` (the default one without a device)."""
+    if name is None:
+        return CostModel()
+    floats = [a for a in closed.in_avals if J.is_inexact(a)]
+    widest = max(floats, key=J.aval_bytes, default=None)
+    return device(name).cost_model("float32" if widest is None else widest.dtype)
 
 
 def _flat_signature(

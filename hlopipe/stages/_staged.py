@@ -24,8 +24,11 @@ from hlopipe.stages._local import find_remade, stage_eqns, trim_markers
 from hlopipe.stages._partition import Partition, RepeatedRun
 
 if TYPE_CHECKING:
+    from hlopipe.schedules import Schedule
     from hlopipe.stages._autodiff import StageAutodiff
+    from hlopipe.stages._devices import Device
     from hlopipe.stages._loops import ArgPiece, LoopReport
+    from hlopipe.stages._memory import MemoryReport
 
 
 @dataclass(frozen=True)
@@ -105,6 +108,7 @@ class Stage:
     program_outputs: tuple[tuple[int, int], ...] = ()
     cost: StageCost | None = None
     num_eqns: int = 0
+    layers: int | None = None
     _jitted: Any = field(default=None, repr=False)
     _fb_cache: dict[Any, Any] = field(default_factory=dict, repr=False)
 
@@ -325,6 +329,22 @@ class StagedProgram:
 
         return export(self, directory, format=format, argnums=argnums)
 
+    def memory_report(
+        self,
+        device: str | Device,
+        *,
+        schedule: str | Schedule = "1f1b",
+        num_microbatches: int | None = None,
+        param_args: Sequence[int] | None = None,
+        optimizer: str = "adam",
+    ) -> MemoryReport:
+        """Each stage's training memory on a named device under a schedule (parameters,
+        gradients, the optimizer's state, the in-flight activations): :func:`memory_report`."""
+        from hlopipe.stages._memory import memory_report
+
+        return memory_report(self, device, schedule=schedule, num_microbatches=num_microbatches,
+                             param_args=param_args, optimizer=optimizer)  # fmt: skip
+
     def table(self) -> str:
         """The stage table as text (what ``hlopipe inspect manifest.json`` shows)."""
         from hlopipe.stages._export import manifest_dict, render_manifest
@@ -346,9 +366,12 @@ def build_staged(
     part: Partition | None,
     run: RepeatedRun | None,
     costs: tuple[np.ndarray, np.ndarray] | None = None,
+    layers: Sequence[int] | None = None,
 ) -> StagedProgram:
     """The :class:`StagedProgram` of ``closed`` cut before the top-level equations ``starts``
-    (the first is 0); ``costs``: the equations' FLOPs and bytes, when the caller has them."""
+    (the first is 0); ``costs``: the equations' FLOPs and bytes, when the caller has them;
+    ``layers``: how many layers each stage holds, when the caller knows (else counted from
+    the repeated run ``run``)."""
     jaxpr = closed.jaxpr
     eqns = jaxpr.eqns
     bounds = [*starts, len(eqns)]
@@ -382,6 +405,11 @@ def build_staged(
                 outputs=tuple(J.sds(v.aval) for v in ovars),
                 cost=_stage_cost(cm, mine, f, b, pvars, rvars),
                 num_eqns=len(mine),
+                layers=layers[s]
+                if layers is not None
+                else None
+                if run is None
+                else _layers_in(run, lo, hi),
             )
         )
     _record_sends(stages)
@@ -398,6 +426,11 @@ def build_staged(
         partition=part,
         repeated=run,
     )
+
+
+def _layers_in(run: RepeatedRun, lo: int, hi: int) -> int:
+    """How many of the repeated layers start in equations ``[lo, hi)``."""
+    return sum(1 for b in run.boundaries[:-1] if lo <= b < hi)
 
 
 def _record_sends(stages: list[Stage]) -> None:

@@ -238,5 +238,6 @@ def test_an_unknown_cut_keyword_is_refused_by_name(mlp):
     with pytest.raises(StageError, match="split_jaxpr: unknown keyword 'memory_caps'"):
         hlopipe.stages.split_jaxpr(closed, num_stages=2, memory_caps=1.0)  # type: ignore[call-arg]
     assert list(hlopipe.stages.Cuts.__annotations__) == [
-        "num_stages", "cost_model", "memory_cap", "max_candidates", "slice_args", "local_state"
+        "num_stages", "cost_model", "memory_cap", "max_candidates", "slice_args", "local_state",
+        "device",
     ]  # fmt: skip
