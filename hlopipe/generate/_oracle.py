@@ -83,7 +83,8 @@ def _step(
         args[a] = v
     args[roles.feedback[0].index] = tok
     where = position_of(roles, getattr(decode, "source", "the decode step"))
-    args[where.index] = position_value(where, pos)
+    if where is not None:  # else the position lives in the state (counters)
+        args[where.index] = position_value(where, pos)
     outs = _jitted(decode)(*args)
     new_fb = {r.index: outs[r.output] for r in roles.feedback[1:]}
     return outs[roles.feedback[0].output], [outs[r.output] for r in roles.state], new_fb

@@ -92,13 +92,19 @@ def params_as(plans: list[StagePlan], param_of: dict[int, int]) -> list[StagePla
 
 def position_of(roles: Any, source: str) -> Any:
     """The position's role: the one plain input, an integer of shape ``[]`` or ``[1]`` (int32
-    or int64: a JAX step takes a scalar, a torch_xla one an ``int64[1]``)."""
+    or int64: a JAX step takes a scalar, a torch_xla one an ``int64[1]``); None when the
+    position lives in the state (counters, as ``transformers``' ``StaticCache`` keeps them)
+    and no argument is left over."""
     ins = roles.inputs
+    if not ins and roles.counters:
+        return None
     if len(ins) != 1 or ins[0].shape not in ((), (1,)) or "int" not in ins[0].dtype:
         names = ", ".join(f"{r.path} {r.dtype}{list(r.shape)}" for r in ins) or "none"
+        untold = "".join(f"; {u}" for u in getattr(roles, "unresolved", ()))
         raise RuntimeConfigError(
             f"{source}: expected one integer input of shape [] or [1] (the position) besides "
-            f"parameters, state and feedback; found {names}"
+            f"parameters, state and feedback, or a position kept in the state (counters); "
+            f"found {names}{untold}"
         )
     return ins[0]
 
@@ -197,11 +203,12 @@ def cache_length(roles: Any, split: Any, position: Any, batch: int, source: str)
       state is indexed by the position along one axis."""
     from hlopipe.stages import length_axes
 
-    state = roles.state
+    state = [r for r in roles.state if not r.counter]
     axes = {r.index: {r.axis} for r in state if r.axis is not None}
-    if len(axes) < len(state):
+    if len(axes) < len(state) and position is not None:
         traced = length_axes(split.staged.jaxpr, [r.index for r in state], position.index)
         axes = {a: axes.get(a) or traced[a] for a in traced}
+    axes = {r.index: axes.get(r.index, set()) for r in state}
     told = [(r, next(iter(axes[r.index]))) for r in state if len(axes[r.index]) == 1]
     if told:
         return min(int(r.shape[ax]) for r, ax in told)
@@ -213,7 +220,7 @@ def cache_length(roles: Any, split: Any, position: Any, batch: int, source: str)
     raise RuntimeConfigError(
         f"{source}: cannot tell the cache length of state {first.path} "
         f"{first.dtype}{list(first.shape)}: no update of it is indexed by the position "
-        f"{position.path} along one axis; the candidates are {named}; pass ",
+        f"{'(its counter)' if position is None else position.path} along one axis; the candidates are {named}; pass ",
         Keyword("max_len", "N"),
         " (the cache length)",
     )
