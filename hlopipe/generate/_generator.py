@@ -408,7 +408,10 @@ class _Prefill:
 
     def __init__(self, program: Any, gen: Generator, S: int) -> None:
         what = f"the prefill {getattr(program, 'source', '')}".rstrip()
-        self.prompt_arg, param_of = prefill_args(program, gen.roles, what)
+        self.prompt_arg, param_of, constants = prefill_args(program, gen.roles, what)
+        # its own lifted constants are parameters of keys beyond the decode step's arguments
+        const_key = {i: len(gen.roles) + i for i in constants}
+        param_of = {**param_of, **const_key}
         self.prompt_aval = program.in_avals[self.prompt_arg]
         self.token_out, state_of_out = prefill_outputs(program, gen.roles, gen.token.index, what)
         slots = {x.arg: x for x in gen.split.slots}
@@ -419,8 +422,17 @@ class _Prefill:
             if str(e).startswith(what):  # split_prefill's own: it names the prefill
                 raise
             raise StageError(f"{what} does not split like the decode step ({S} stages): {e}") from e
+        # a counter the prefill sets from constants alone (the prompt length, folded by XLA or
+        # lifted into an argument): no stage makes it, its value is put in place instead
+        self.fixed_state: dict[int, Any] = {}
         for o, arg in state_of_out.items():
             src = self.staged.out_sources[o]
+            if gen.roles[arg].counter and src.kind == "const":
+                self.fixed_state[arg] = np.asarray(src.value, gen.roles[arg].dtype)
+                continue
+            if gen.roles[arg].counter and src.kind == "arg" and src.index in constants:
+                self.fixed_state[arg] = constants[src.index]
+                continue
             if src.kind != "stage" or src.stage != slots[arg].stage:
                 made = f"stage {src.stage}" if src.kind == "stage" else "no stage"
                 raise StageError(
@@ -429,7 +441,7 @@ class _Prefill:
                     "disagree"
                 )
         items = [(None, o, slots[a].path, gen.roles[a].shape, gen.roles[a].dtype)
-                 for o, a in state_of_out.items()]  # fmt: skip
+                 for o, a in state_of_out.items() if a not in self.fixed_state]  # fmt: skip
         crossing = state_sends(self.staged, items)
         if crossing:
             s, d, path = crossing[0]
@@ -450,7 +462,8 @@ class _Prefill:
                           gen._state_sh[p.stage]) if sp.local(p.stage) else None
             for st, p in zip(self.staged.stages, self.plans, strict=True)
         ]  # fmt: skip
-        self._params = place_params(gen._host_params, self.plans, self._stages, gen._params)
+        host = {**gen._host_params, **{const_key[i]: v for i, v in constants.items()}}
+        self._params = place_params(host, self.plans, self._stages, gen._params)
         self.program = build(self.plans, self.staged.stages, self, sp, gen._layout, {},
                              {self.token_out: (gen.token.index,)},
                              gen._add_params(self.plans, self._params),

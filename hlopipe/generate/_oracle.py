@@ -59,10 +59,12 @@ def generate_unsplit(
 
 def _prefilled(prefill: Any, roles: Any, by_arg: dict[int, Any], prompt: Any) -> tuple[Any, list]:
     """The prefill's first token and the state it makes, in the decode step's state order."""
-    k, param_of = prefill_args(prefill, roles, "the prefill")
+    k, param_of, constants = prefill_args(prefill, roles, "the prefill")
     args: list[Any] = [None] * len(prefill.in_avals)
     for i, a in param_of.items():
         args[i] = by_arg[a]
+    for i, v in constants.items():
+        args[i] = v
     args[k] = np.asarray(prompt, np.dtype(prefill.in_avals[k].dtype))
     outs = _jitted(prefill)(*args)
     tok_out, state_of = prefill_outputs(prefill, roles, roles.feedback[0].index)

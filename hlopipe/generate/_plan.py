@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from hlopipe.errors import Keyword, RuntimeConfigError, StageError
 
@@ -116,32 +116,103 @@ def position_value(role: Any, position: int) -> Any:
     return np.full(role.shape, position, dtype=role.dtype)
 
 
-def prefill_args(prefill: Any, decode_roles: Any, what: str) -> tuple[int, dict[int, int]]:
-    """The prefill's prompt argument and ``{prefill argument: decode step's parameter}``.
+class PrefillArgs(NamedTuple):
+    """What a prefill's arguments are: ``prompt`` (its argument), ``param_of`` ``{prefill
+    argument: decode step's parameter}`` and ``constants`` ``{prefill argument: value}``: the
+    constants it lifted that the decode step has not (a counter's increment, the prompt
+    length)."""
 
-    The prefill takes the decode step's parameters in their order and one prompt, anywhere
-    among them (last in a JAX export; where the tracer put it in a torch_xla one): the prompt
-    is the argument without which the others' shapes and dtypes are the parameters'."""
+    prompt: int
+    param_of: dict[int, int]
+    constants: dict[int, Any]
+
+
+def prefill_args(prefill: Any, decode_roles: Any, what: str) -> PrefillArgs:
+    """The prefill's prompt argument, its parameters as the decode step's, and its own lifted
+    constants.
+
+    The prefill takes the decode step's parameters and one prompt, anywhere among them (last in
+    a JAX export; where the tracer put it in a torch_xla one): the prompt is the argument
+    without which the others' shapes and dtypes are the parameters', in their order. Else (a
+    tracer that lifted a constant of its own: the prompt length a ``StaticCache`` counter
+    advances by) the decode step's parameters are matched in their order, by shape and dtype,
+    to the arguments besides an integer ``[batch, length]`` prompt, and each argument left
+    over must be an integer scalar that only the prefill's counter outputs are computed from
+    (the decode step's counters): its value is the prompt length.
+
+    Raises:
+      RuntimeConfigError naming what does not fit."""
     params = decode_roles.parameters
     avals = [(tuple(a.shape), str(a.dtype)) for a in prefill.in_avals]
     want = [(tuple(r.shape), r.dtype) for r in params]
-    if len(avals) != len(want) + 1:
+    if len(avals) == len(want) + 1:
+        fits = [k for k in range(len(avals)) if avals[:k] + avals[k + 1 :] == want]
+        if fits:
+            ints = [k for k in fits if "int" in avals[k][1] and len(avals[k][0]) == 2]
+            if len(fits) > 1 and len(want) not in fits and len(ints) != 1:
+                raise RuntimeConfigError(
+                    f"{what}: arguments {fits} could each be the prompt; put it last"
+                )
+            k = len(want) if len(want) in fits else (ints or fits)[0]
+            rest = [i for i in range(len(avals)) if i != k]
+            return PrefillArgs(k, {i: r.index for i, r in zip(rest, params, strict=True)}, {})
+    return _prefill_args_with_constants(prefill, decode_roles, what, avals, want)
+
+
+def _prefill_args_with_constants(
+    prefill: Any, decode_roles: Any, what: str, avals: list[Any], want: list[Any]
+) -> PrefillArgs:
+    """:func:`prefill_args` where the prefill has lifted constants of its own."""
+    import numpy as np
+
+    from hlopipe.io import output_sources
+
+    refused = (
+        f"{what}: takes {len(avals)} arguments; expected the decode step's {len(want)} "
+        "parameters (in their order, same shapes and dtypes), one prompt and constants that "
+        "only feed its counters"
+    )
+    prompts = [k for k, (shape, dtype) in enumerate(avals)
+               if len(shape) == 2 and "int" in dtype and (shape, dtype) not in want]  # fmt: skip
+    if len(prompts) != 1:
+        found = ", ".join(f"{k} ({avals[k][1]}{list(avals[k][0])})" for k in prompts) or "none"
+        raise RuntimeConfigError(f"{refused}; integer [batch, length] arguments: {found}")
+    prompt = prompts[0]
+    param_of: dict[int, int] = {}
+    left: list[int] = []
+    j = 0
+    for i, a in enumerate(avals):
+        if i == prompt:
+            continue
+        if j < len(want) and a == want[j]:
+            param_of[i] = decode_roles.parameters[j].index
+            j += 1
+        else:
+            left.append(i)
+    if j < len(want):
+        r = decode_roles.parameters[j]
         raise RuntimeConfigError(
-            f"{what}: takes {len(avals)} arguments; expected the decode step's {len(want)} "
-            "parameters and one prompt"
+            f"{refused}; no argument left for the decode step's parameter {r.path} "
+            f"({r.dtype}{list(r.shape)})"
         )
-    fits = [k for k in range(len(avals)) if avals[:k] + avals[k + 1 :] == want]
-    if not fits:
-        raise RuntimeConfigError(
-            f"{what}: its arguments are not the decode step's {len(want)} parameters (in "
-            "their order, same shapes and dtypes) and one prompt"
-        )
-    ints = [k for k in fits if "int" in avals[k][1] and len(avals[k][0]) == 2]
-    if len(fits) > 1 and len(want) not in fits and len(ints) != 1:
-        raise RuntimeConfigError(f"{what}: arguments {fits} could each be the prompt; put it last")
-    k = len(want) if len(want) in fits else (ints or fits)[0]
-    rest = [i for i in range(len(avals)) if i != k]
-    return k, {i: r.index for i, r in zip(rest, params, strict=True)}
+    counters = {r.index for r in decode_roles.counters}
+    _, state_of = prefill_outputs(prefill, decode_roles, decode_roles.feedback[0].index, what)
+    feeds = output_sources(prefill)
+    for i in left:
+        shape, dtype = avals[i]
+        uses = {o for o, srcs in enumerate(feeds) if i in srcs}
+        if (
+            shape not in ((), (1,))
+            or "int" not in dtype
+            or not uses
+            or any(state_of.get(o) not in counters for o in uses)
+        ):
+            raise RuntimeConfigError(
+                f"{refused}; argument {i} ({dtype}{list(shape)}) is none of these"
+            )
+    length = int(avals[prompt][0][1])
+    constants = {i: np.full(avals[i][0], length, np.dtype(avals[i][1])) for i in left}
+    return PrefillArgs(prompt, param_of, constants)
 
 
 def prefill_outputs(
@@ -217,10 +288,11 @@ def cache_length(roles: Any, split: Any, position: Any, batch: int, source: str)
         i for i, n in enumerate(first.shape) if n > 1 and not (i == 0 and n == batch)
     }
     named = ", ".join(f"axis {i} (size {first.shape[i]})" for i in sorted(cands)) or "none"
+    by = "its counter" if position is None else position.path
     raise RuntimeConfigError(
         f"{source}: cannot tell the cache length of state {first.path} "
         f"{first.dtype}{list(first.shape)}: no update of it is indexed by the position "
-        f"{'(its counter)' if position is None else position.path} along one axis; the candidates are {named}; pass ",
+        f"({by}) along one axis; the candidates are {named}; pass ",
         Keyword("max_len", "N"),
         " (the cache length)",
     )

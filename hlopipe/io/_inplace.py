@@ -83,6 +83,17 @@ def counter_candidates(program: Any) -> dict[int, list[int]]:
     return found
 
 
+def output_sources(program: Any) -> list[set[int]]:
+    """Per output of ``program``'s entry function, the entry arguments it is computed from."""
+    from jaxlib.mlir import ir
+
+    with program.context:
+        funcs = _functions(program.module, ir)
+        block = program.entry_func.regions[0].blocks[0]
+        return [set(_sources(v, ((block, None),), funcs, ir))
+                for v in _terminator(block).operands]  # fmt: skip
+
+
 def _is_counter_type(t: Any) -> bool:
     """An integer tensor of shape ``[]`` or ``[1]`` (``tensor<i64>``, ``tensor<1xui32>``)."""
     return re.fullmatch(r"tensor<(1x)?[su]?i\d+>", str(t)) is not None
