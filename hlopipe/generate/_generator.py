@@ -38,6 +38,7 @@ from hlopipe.generate._plan import (
     PARAM,
     STATE,
     cache_length,
+    counters_as_position,
     params_as,
     plan_stages,
     position_of,
@@ -112,7 +113,7 @@ class Generator:
         param_specs: Any = None,
     ) -> None:
         self.source = getattr(decode, "source", "the decode step")
-        roles = decode.arg_roles(state=state, feedback=feedback)
+        roles = counters_as_position(decode.arg_roles(state=state, feedback=feedback))
         self.roles: ArgRoles = roles
         self._check_roles(roles)
         if not isinstance(groups, int) or groups < 1:

@@ -9,7 +9,7 @@ later stages, and/or a program output (the feedback, the token).
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, NamedTuple
 
 from hlopipe.errors import Keyword, RuntimeConfigError, StageError
@@ -90,6 +90,26 @@ def params_as(plans: list[StagePlan], param_of: dict[int, int]) -> list[StagePla
     ]
 
 
+def counters_as_position(roles: Any) -> Any:
+    """``roles`` with each counter (state that carries the position, one per layer in
+    ``transformers``' ``StaticCache``) fed the position instead of carried: every counter holds
+    the number of tokens written, so the generator puts the position on each stage that reads
+    one, like a position argument, and a counter read on several stages (a mask or the
+    positional embedding made from layer 0's) ties no stages together."""
+    if not roles.counters:
+        return roles
+    from hlopipe.io import ArgRoles
+
+    new = ArgRoles(
+        replace(r, role="input", output=None,
+                reason=r.reason + "; fed the position by the generator")
+        if r.counter else r
+        for r in roles
+    )  # fmt: skip
+    new.out_avals, new.unresolved = roles.out_avals, roles.unresolved
+    return new
+
+
 def position_of(roles: Any, source: str) -> Any:
     """The position's role: the one plain input, an integer of shape ``[]`` or ``[1]`` (int32
     or int64: a JAX step takes a scalar, a torch_xla one an ``int64[1]``); None when the
@@ -98,6 +118,8 @@ def position_of(roles: Any, source: str) -> Any:
     ins = roles.inputs
     if not ins and roles.counters:
         return None
+    if len(ins) > 1 and all(r.counter for r in ins) and len({(r.shape, r.dtype) for r in ins}) == 1:
+        return ins[0]  # counters fed the position (counters_as_position): one value for all
     if len(ins) != 1 or ins[0].shape not in ((), (1,)) or "int" not in ins[0].dtype:
         names = ", ".join(f"{r.path} {r.dtype}{list(r.shape)}" for r in ins) or "none"
         untold = "".join(f"; {u}" for u in getattr(roles, "unresolved", ()))
@@ -196,8 +218,15 @@ def _prefill_args_with_constants(
             f"({r.dtype}{list(r.shape)})"
         )
     counters = {r.index for r in decode_roles.counters}
-    _, state_of = prefill_outputs(prefill, decode_roles, decode_roles.feedback[0].index, what)
+    token, state_of = prefill_outputs(prefill, decode_roles, decode_roles.feedback[0].index, what)
+    outs = [(tuple(a.shape), str(a.dtype)) for a in prefill.out_avals]
     feeds = output_sources(prefill)
+
+    def a_counter(o: int) -> bool:  # the decode step's counter, carried or fed the position
+        made = state_of.get(o)
+        return made in counters or (made is None and o != token and outs[o][0] in ((), (1,))
+                                    and "int" in outs[o][1])  # fmt: skip
+
     for i in left:
         shape, dtype = avals[i]
         uses = {o for o, srcs in enumerate(feeds) if i in srcs}
@@ -205,7 +234,7 @@ def _prefill_args_with_constants(
             shape not in ((), (1,))
             or "int" not in dtype
             or not uses
-            or any(state_of.get(o) not in counters for o in uses)
+            or not all(a_counter(o) for o in uses)
         ):
             raise RuntimeConfigError(
                 f"{refused}; argument {i} ({dtype}{list(shape)}) is none of these"

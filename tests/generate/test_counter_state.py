@@ -97,10 +97,10 @@ def test_generator_carries_the_counters(S):
     prog = _program()
     w = _weights()
     gen = Generator(prog, [w["emb"], w["w0"], w["w1"], w["head"]], num_stages=S)
-    assert gen.position is None and gen.max_len == M
-    # each stage keeps its layer's cache and counter
-    if S == 2:
-        assert [sorted(x.arg for x in gen.split.state_of(s)) for s in range(2)] == [[1, 2], [5, 6]]
+    # the counters are fed the position (each holds the number of tokens written)
+    assert [r.index for r in gen.roles.inputs] == [2, 6] and gen.max_len == M
+    if S == 2:  # each stage keeps its layer's cache
+        assert [[x.arg for x in gen.split.state_of(s)] for s in range(2)] == [[1], [5]]
     tok = np.array([[3, 11]], np.int32)
     got = gen.start(tokens=tok).generate(M)
     np.testing.assert_array_equal(np.asarray(got)[0], _looped(tok[0], M))

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 import hlopipe
-from hlopipe.generate import Generator
+from hlopipe.generate import Generator, generate_unsplit
 
 pytestmark = pytest.mark.x64
 
@@ -58,7 +58,18 @@ def _params(model, ext):
     return [npz[f"arg_{r.index}"] for r in roles.parameters]
 
 
-@pytest.mark.parametrize("ext", FORMS)
+def _layers(manifest):
+    """Each layer's K and V cache arguments, by the generator's names."""
+    at = {n: v["parameter"] for n, v in manifest["state"].items()}
+    return [sorted([at[f"k_cache_{i}"], at[f"v_cache_{i}"]]) for i in range(2)]
+
+
+# StableHLO's prefill and the optimised dump do not split at the layers yet (see the report
+# of issue 34 part 3): their decode steps and prefills are checked unsplit-equal below
+SPLIT_BY_LAYER = [".hlo", ".hlo.pb", ".sync.hlo"]
+
+
+@pytest.mark.parametrize("ext", SPLIT_BY_LAYER)
 @pytest.mark.parametrize("model", MODELS)
 def test_prefill_and_two_stages_give_torchs_tokens(model, ext):
     manifest, _ = _case(model, "decode")
@@ -66,9 +77,23 @@ def test_prefill_and_two_stages_give_torchs_tokens(model, ext):
     prompt = pre_npz[f"arg_{[a['name'] for a in pre_manifest['args']].index('prompt')}"]
     dec, pre = _load(model, "decode", ext), _load(model, "prefill", ext)
     gen = Generator(dec, _params(model, ext), prefill=pre, num_stages=2)
-    assert gen.position is None and gen.max_len == manifest["max_len"]
+    assert gen.max_len == manifest["max_len"]
+    # the counters are fed the position; each stage keeps its layer's caches
+    assert {r.index for r in gen.roles.inputs} == {r.index for r in dec.arg_roles().counters}
+    assert [sorted(x.arg for x in gen.split.state_of(s)) for s in range(2)] == _layers(manifest)
     got = np.asarray(gen.start(prompt[None]).generate(3))[0]
     np.testing.assert_array_equal(got, manifest["torch_tokens"])
+
+
+@pytest.mark.parametrize("ext", [".mlir", ".opt.hlo"])
+@pytest.mark.parametrize("model", MODELS)
+def test_unsplit_prefill_and_decode_give_torchs_tokens(model, ext):
+    manifest, _ = _case(model, "decode")
+    pre_manifest, pre_npz = _case(model, "prefill")
+    prompt = pre_npz[f"arg_{[a['name'] for a in pre_manifest['args']].index('prompt')}"]
+    dec, pre = _load(model, "decode", ext), _load(model, "prefill", ext)
+    got, _ = generate_unsplit(dec, _params(model, ext), 3, prefill=pre, prompts=prompt[None])
+    np.testing.assert_array_equal(got[0], manifest["torch_tokens"])
 
 
 @pytest.mark.parametrize("model", MODELS)
@@ -76,10 +101,10 @@ def test_decode_alone_from_torchs_state(model):
     """Without the prefill: torch's state after it (the decode fixture's arguments), the
     position told by the counters in it; the next tokens are torch's."""
     manifest, npz = _case(model, "decode")
-    dec = _load(model, "decode", ".hlo.pb")
-    roles = dec.arg_roles()
-    gen = Generator(dec, _params(model, ".hlo.pb"), num_stages=2)
-    state = [[npz[f"arg_{r.index}"] for r in roles.state]]
-    tok = npz[f"arg_{roles.feedback[0].index}"][None]
+    dec = _load(model, "decode", ".mlir")
+    gen = Generator(dec, _params(model, ".mlir"), num_stages=2)
+    assert [sorted(x.arg for x in gen.split.state_of(s)) for s in range(2)] == _layers(manifest)
+    state = [[npz[f"arg_{r.index}"] for r in gen.roles.state]]
+    tok = npz[f"arg_{gen.roles.feedback[0].index}"][None]
     got = np.asarray(gen.start(tokens=tok, state=state, position=5).generate(2))[0]
     np.testing.assert_array_equal(got, np.asarray(manifest["torch_tokens"])[:, 1:])
