@@ -423,17 +423,8 @@ class _Prefill:
             if str(e).startswith(what):  # split_prefill's own: it names the prefill
                 raise
             raise StageError(f"{what} does not split like the decode step ({S} stages): {e}") from e
-        # a counter the prefill sets from constants alone (the prompt length, folded by XLA or
-        # lifted into an argument): no stage makes it, its value is put in place instead
-        self.fixed_state: dict[int, Any] = {}
         for o, arg in state_of_out.items():
             src = self.staged.out_sources[o]
-            if gen.roles[arg].counter and src.kind == "const":
-                self.fixed_state[arg] = np.asarray(src.value, gen.roles[arg].dtype)
-                continue
-            if gen.roles[arg].counter and src.kind == "arg" and src.index in constants:
-                self.fixed_state[arg] = constants[src.index]
-                continue
             if src.kind != "stage" or src.stage != slots[arg].stage:
                 made = f"stage {src.stage}" if src.kind == "stage" else "no stage"
                 raise StageError(
@@ -442,7 +433,7 @@ class _Prefill:
                     "disagree"
                 )
         items = [(None, o, slots[a].path, gen.roles[a].shape, gen.roles[a].dtype)
-                 for o, a in state_of_out.items() if a not in self.fixed_state]  # fmt: skip
+                 for o, a in state_of_out.items()]  # fmt: skip
         crossing = state_sends(self.staged, items)
         if crossing:
             s, d, path = crossing[0]

@@ -192,17 +192,8 @@ class Session:
             for s, _, sh in prog.inputs
         }
         self._fit(prog.size)
-        stage_of = {x.arg: x.stage for x in gen.split.slots}
-        fixed = [  # state the prefill sets to constants (counters): each group's own buffer
-            (gen._layout.state[arg], jax.device_put([value] * G, [sh] * G))
-            for arg, value in pre.fixed_state.items()
-            if gen.place.local(stage_of[arg])
-            for sh in [gen._state_sh[stage_of[arg]][arg]]
-        ]
         for g in order:  # the decode+prefill schedule's first step of each group, in order
             regs = self._regs[g]
-            for slot, values in fixed:
-                regs[slot] = values[g]
             for s, slot, _ in prog.inputs:
                 regs[slot] = placed[s][g]
             prog.run(regs)
