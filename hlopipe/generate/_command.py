@@ -82,7 +82,7 @@ def run_command(
     prompts = None
     if prefill is not None:  # checked before the compile: the prompts' shape is the prefill's
         what = f"the prefill {getattr(prefill, 'source', '')}".rstrip()
-        aval = prefill.in_avals[prefill_args(prefill, roles, what)[0]]
+        aval = prefill.in_avals[prefill_args(prefill, roles, what).prompt]
         prompts = _prompts(aval, prompt_len, ids, groups, prompts_path, rng)
         groups = len(prompts)
     t0 = time.perf_counter()

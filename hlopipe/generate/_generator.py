@@ -38,6 +38,7 @@ from hlopipe.generate._plan import (
     PARAM,
     STATE,
     cache_length,
+    counters_as_position,
     params_as,
     plan_stages,
     position_of,
@@ -112,7 +113,7 @@ class Generator:
         param_specs: Any = None,
     ) -> None:
         self.source = getattr(decode, "source", "the decode step")
-        roles = decode.arg_roles(state=state, feedback=feedback)
+        roles = counters_as_position(decode.arg_roles(state=state, feedback=feedback))
         self.roles: ArgRoles = roles
         self._check_roles(roles)
         if not isinstance(groups, int) or groups < 1:
@@ -408,7 +409,10 @@ class _Prefill:
 
     def __init__(self, program: Any, gen: Generator, S: int) -> None:
         what = f"the prefill {getattr(program, 'source', '')}".rstrip()
-        self.prompt_arg, param_of = prefill_args(program, gen.roles, what)
+        self.prompt_arg, param_of, constants = prefill_args(program, gen.roles, what)
+        # its own lifted constants are parameters of keys beyond the decode step's arguments
+        const_key = {i: len(gen.roles) + i for i in constants}
+        param_of = {**param_of, **const_key}
         self.prompt_aval = program.in_avals[self.prompt_arg]
         self.token_out, state_of_out = prefill_outputs(program, gen.roles, gen.token.index, what)
         slots = {x.arg: x for x in gen.split.slots}
@@ -450,7 +454,8 @@ class _Prefill:
                           gen._state_sh[p.stage]) if sp.local(p.stage) else None
             for st, p in zip(self.staged.stages, self.plans, strict=True)
         ]  # fmt: skip
-        self._params = place_params(gen._host_params, self.plans, self._stages, gen._params)
+        host = {**gen._host_params, **{const_key[i]: v for i, v in constants.items()}}
+        self._params = place_params(host, self.plans, self._stages, gen._params)
         self.program = build(self.plans, self.staged.stages, self, sp, gen._layout, {},
                              {self.token_out: (gen.token.index,)},
                              gen._add_params(self.plans, self._params),

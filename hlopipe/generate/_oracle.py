@@ -59,10 +59,12 @@ def generate_unsplit(
 
 def _prefilled(prefill: Any, roles: Any, by_arg: dict[int, Any], prompt: Any) -> tuple[Any, list]:
     """The prefill's first token and the state it makes, in the decode step's state order."""
-    k, param_of = prefill_args(prefill, roles, "the prefill")
+    k, param_of, constants = prefill_args(prefill, roles, "the prefill")
     args: list[Any] = [None] * len(prefill.in_avals)
     for i, a in param_of.items():
         args[i] = by_arg[a]
+    for i, v in constants.items():
+        args[i] = v
     args[k] = np.asarray(prompt, np.dtype(prefill.in_avals[k].dtype))
     outs = _jitted(prefill)(*args)
     tok_out, state_of = prefill_outputs(prefill, roles, roles.feedback[0].index)
@@ -83,7 +85,8 @@ def _step(
         args[a] = v
     args[roles.feedback[0].index] = tok
     where = position_of(roles, getattr(decode, "source", "the decode step"))
-    args[where.index] = position_value(where, pos)
+    if where is not None:  # else the position lives in the state (counters)
+        args[where.index] = position_value(where, pos)
     outs = _jitted(decode)(*args)
     new_fb = {r.index: outs[r.output] for r in roles.feedback[1:]}
     return outs[roles.feedback[0].output], [outs[r.output] for r in roles.state], new_fb

@@ -9,8 +9,8 @@ later stages, and/or a program output (the feedback, the token).
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, replace
+from typing import Any, NamedTuple
 
 from hlopipe.errors import Keyword, RuntimeConfigError, StageError
 
@@ -90,15 +90,43 @@ def params_as(plans: list[StagePlan], param_of: dict[int, int]) -> list[StagePla
     ]
 
 
+def counters_as_position(roles: Any) -> Any:
+    """``roles`` with each counter (state that carries the position, one per layer in
+    ``transformers``' ``StaticCache``) fed the position instead of carried: every counter holds
+    the number of tokens written, so the generator puts the position on each stage that reads
+    one, like a position argument, and a counter read on several stages (a mask or the
+    positional embedding made from layer 0's) ties no stages together."""
+    if not roles.counters:
+        return roles
+    from hlopipe.io import ArgRoles
+
+    new = ArgRoles(
+        replace(r, role="input", output=None,
+                reason=r.reason + "; fed the position by the generator")
+        if r.counter else r
+        for r in roles
+    )  # fmt: skip
+    new.out_avals, new.unresolved = roles.out_avals, roles.unresolved
+    return new
+
+
 def position_of(roles: Any, source: str) -> Any:
     """The position's role: the one plain input, an integer of shape ``[]`` or ``[1]`` (int32
-    or int64: a JAX step takes a scalar, a torch_xla one an ``int64[1]``)."""
+    or int64: a JAX step takes a scalar, a torch_xla one an ``int64[1]``); None when the
+    position lives in the state (counters, as ``transformers``' ``StaticCache`` keeps them)
+    and no argument is left over."""
     ins = roles.inputs
+    if not ins and roles.counters:
+        return None
+    if len(ins) > 1 and all(r.counter for r in ins) and len({(r.shape, r.dtype) for r in ins}) == 1:
+        return ins[0]  # counters fed the position (counters_as_position): one value for all
     if len(ins) != 1 or ins[0].shape not in ((), (1,)) or "int" not in ins[0].dtype:
         names = ", ".join(f"{r.path} {r.dtype}{list(r.shape)}" for r in ins) or "none"
+        untold = "".join(f"; {u}" for u in getattr(roles, "unresolved", ()))
         raise RuntimeConfigError(
             f"{source}: expected one integer input of shape [] or [1] (the position) besides "
-            f"parameters, state and feedback; found {names}"
+            f"parameters, state and feedback, or a position kept in the state (counters); "
+            f"found {names}{untold}"
         )
     return ins[0]
 
@@ -110,32 +138,110 @@ def position_value(role: Any, position: int) -> Any:
     return np.full(role.shape, position, dtype=role.dtype)
 
 
-def prefill_args(prefill: Any, decode_roles: Any, what: str) -> tuple[int, dict[int, int]]:
-    """The prefill's prompt argument and ``{prefill argument: decode step's parameter}``.
+class PrefillArgs(NamedTuple):
+    """What a prefill's arguments are: ``prompt`` (its argument), ``param_of`` ``{prefill
+    argument: decode step's parameter}`` and ``constants`` ``{prefill argument: value}``: the
+    constants it lifted that the decode step has not (a counter's increment, the prompt
+    length)."""
 
-    The prefill takes the decode step's parameters in their order and one prompt, anywhere
-    among them (last in a JAX export; where the tracer put it in a torch_xla one): the prompt
-    is the argument without which the others' shapes and dtypes are the parameters'."""
+    prompt: int
+    param_of: dict[int, int]
+    constants: dict[int, Any]
+
+
+def prefill_args(prefill: Any, decode_roles: Any, what: str) -> PrefillArgs:
+    """The prefill's prompt argument, its parameters as the decode step's, and its own lifted
+    constants.
+
+    The prefill takes the decode step's parameters and one prompt, anywhere among them (last in
+    a JAX export; where the tracer put it in a torch_xla one): the prompt is the argument
+    without which the others' shapes and dtypes are the parameters', in their order. Else (a
+    tracer that lifted a constant of its own: the prompt length a ``StaticCache`` counter
+    advances by) the decode step's parameters are matched in their order, by shape and dtype,
+    to the arguments besides an integer ``[batch, length]`` prompt, and each argument left
+    over must be an integer scalar that only the prefill's counter outputs are computed from
+    (the decode step's counters): its value is the prompt length.
+
+    Raises:
+      RuntimeConfigError naming what does not fit."""
     params = decode_roles.parameters
     avals = [(tuple(a.shape), str(a.dtype)) for a in prefill.in_avals]
     want = [(tuple(r.shape), r.dtype) for r in params]
-    if len(avals) != len(want) + 1:
+    if len(avals) == len(want) + 1:
+        fits = [k for k in range(len(avals)) if avals[:k] + avals[k + 1 :] == want]
+        if fits:
+            ints = [k for k in fits if "int" in avals[k][1] and len(avals[k][0]) == 2]
+            if len(fits) > 1 and len(want) not in fits and len(ints) != 1:
+                raise RuntimeConfigError(
+                    f"{what}: arguments {fits} could each be the prompt; put it last"
+                )
+            k = len(want) if len(want) in fits else (ints or fits)[0]
+            rest = [i for i in range(len(avals)) if i != k]
+            return PrefillArgs(k, {i: r.index for i, r in zip(rest, params, strict=True)}, {})
+    return _prefill_args_with_constants(prefill, decode_roles, what, avals, want)
+
+
+def _prefill_args_with_constants(
+    prefill: Any, decode_roles: Any, what: str, avals: list[Any], want: list[Any]
+) -> PrefillArgs:
+    """:func:`prefill_args` where the prefill has lifted constants of its own."""
+    import numpy as np
+
+    from hlopipe.io import output_sources
+
+    refused = (
+        f"{what}: takes {len(avals)} arguments; expected the decode step's {len(want)} "
+        "parameters (in their order, same shapes and dtypes), one prompt and constants that "
+        "only feed its counters"
+    )
+    prompts = [k for k, (shape, dtype) in enumerate(avals)
+               if len(shape) == 2 and "int" in dtype and (shape, dtype) not in want]  # fmt: skip
+    if len(prompts) != 1:
+        found = ", ".join(f"{k} ({avals[k][1]}{list(avals[k][0])})" for k in prompts) or "none"
+        raise RuntimeConfigError(f"{refused}; integer [batch, length] arguments: {found}")
+    prompt = prompts[0]
+    param_of: dict[int, int] = {}
+    left: list[int] = []
+    j = 0
+    for i, a in enumerate(avals):
+        if i == prompt:
+            continue
+        if j < len(want) and a == want[j]:
+            param_of[i] = decode_roles.parameters[j].index
+            j += 1
+        else:
+            left.append(i)
+    if j < len(want):
+        r = decode_roles.parameters[j]
         raise RuntimeConfigError(
-            f"{what}: takes {len(avals)} arguments; expected the decode step's {len(want)} "
-            "parameters and one prompt"
+            f"{refused}; no argument left for the decode step's parameter {r.path} "
+            f"({r.dtype}{list(r.shape)})"
         )
-    fits = [k for k in range(len(avals)) if avals[:k] + avals[k + 1 :] == want]
-    if not fits:
-        raise RuntimeConfigError(
-            f"{what}: its arguments are not the decode step's {len(want)} parameters (in "
-            "their order, same shapes and dtypes) and one prompt"
-        )
-    ints = [k for k in fits if "int" in avals[k][1] and len(avals[k][0]) == 2]
-    if len(fits) > 1 and len(want) not in fits and len(ints) != 1:
-        raise RuntimeConfigError(f"{what}: arguments {fits} could each be the prompt; put it last")
-    k = len(want) if len(want) in fits else (ints or fits)[0]
-    rest = [i for i in range(len(avals)) if i != k]
-    return k, {i: r.index for i, r in zip(rest, params, strict=True)}
+    counters = {r.index for r in decode_roles.counters}
+    token, state_of = prefill_outputs(prefill, decode_roles, decode_roles.feedback[0].index, what)
+    outs = [(tuple(a.shape), str(a.dtype)) for a in prefill.out_avals]
+    feeds = output_sources(prefill)
+
+    def a_counter(o: int) -> bool:  # the decode step's counter, carried or fed the position
+        made = state_of.get(o)
+        return made in counters or (made is None and o != token and outs[o][0] in ((), (1,))
+                                    and "int" in outs[o][1])  # fmt: skip
+
+    for i in left:
+        shape, dtype = avals[i]
+        uses = {o for o, srcs in enumerate(feeds) if i in srcs}
+        if (
+            shape not in ((), (1,))
+            or "int" not in dtype
+            or not uses
+            or not all(a_counter(o) for o in uses)
+        ):
+            raise RuntimeConfigError(
+                f"{refused}; argument {i} ({dtype}{list(shape)}) is none of these"
+            )
+    length = int(avals[prompt][0][1])
+    constants = {i: np.full(avals[i][0], length, np.dtype(avals[i][1])) for i in left}
+    return PrefillArgs(prompt, param_of, constants)
 
 
 def prefill_outputs(
@@ -197,11 +303,12 @@ def cache_length(roles: Any, split: Any, position: Any, batch: int, source: str)
       state is indexed by the position along one axis."""
     from hlopipe.stages import length_axes
 
-    state = roles.state
+    state = [r for r in roles.state if not r.counter]
     axes = {r.index: {r.axis} for r in state if r.axis is not None}
-    if len(axes) < len(state):
+    if len(axes) < len(state) and position is not None:
         traced = length_axes(split.staged.jaxpr, [r.index for r in state], position.index)
         axes = {a: axes.get(a) or traced[a] for a in traced}
+    axes = {r.index: axes.get(r.index, set()) for r in state}
     told = [(r, next(iter(axes[r.index]))) for r in state if len(axes[r.index]) == 1]
     if told:
         return min(int(r.shape[ax]) for r, ax in told)
@@ -210,10 +317,11 @@ def cache_length(roles: Any, split: Any, position: Any, batch: int, source: str)
         i for i, n in enumerate(first.shape) if n > 1 and not (i == 0 and n == batch)
     }
     named = ", ".join(f"axis {i} (size {first.shape[i]})" for i in sorted(cands)) or "none"
+    by = "its counter" if position is None else position.path
     raise RuntimeConfigError(
         f"{source}: cannot tell the cache length of state {first.path} "
         f"{first.dtype}{list(first.shape)}: no update of it is indexed by the position "
-        f"{position.path} along one axis; the candidates are {named}; pass ",
+        f"({by}) along one axis; the candidates are {named}; pass ",
         Keyword("max_len", "N"),
         " (the cache length)",
     )

@@ -2,6 +2,7 @@
 
 from hlopipe.io._detect import detect_format
 from hlopipe.io._dump import dump_modules
+from hlopipe.io._inplace import output_sources
 from hlopipe.io._load import FORMATS, load, load_bytes
 from hlopipe.io._npz import load_npz
 from hlopipe.io._program import Program, format_aval
@@ -18,6 +19,7 @@ from hlopipe.io._types import (
 )
 
 __all__ = [
+    "output_sources",
     "ArgRole",
     "ArgRoles",
     "FORMATS",

@@ -6,6 +6,12 @@ along: copies, reshapes, converts, bitcasts, identity transposes, ``optimization
 the bodies of ``mhlo.fusion`` ops and of ``func.call``-ed private functions (followed through
 their block arguments). Anything else on the path (a select of two caches, an add) ends the
 chain: data flow then says nothing about that output.
+
+A **counter** is the other kind of in-place state: an integer output of shape ``[]`` or ``[1]``
+computed from one entry argument of its own type and scalars only (``counter + 1``, with the
+``1`` a constant or a scalar the framework lifted into an argument), where that argument also
+indexes an in-place update of another argument. ``transformers``' ``StaticCache`` keeps one per
+layer (``cumulative_length.add_(n)``): the position then lives in the state.
 """
 
 from __future__ import annotations
@@ -42,6 +48,59 @@ def index_reads(program: Any) -> dict[int, list[dict[int, dict[int, int]]]]:
     copies into and out of fusions and calls are free). A decode step's position is the
     argument every update reads (the axis it indexes is the cache's length axis)."""
     return {a: reads for a, reads in update_chains(program).values()}
+
+
+def counter_updates(program: Any) -> dict[int, int]:
+    """``{output: argument}`` for each counter of ``program`` (see the module docstring): an
+    output left out when several arguments could be its counter (see :func:`counter_candidates`)."""
+    return {o: c[0] for o, c in counter_candidates(program).items() if len(c) == 1}
+
+
+def counter_candidates(program: Any) -> dict[int, list[int]]:
+    """``{output: [arguments]}``: each integer ``[]`` / ``[1]`` output computed from arguments
+    of its own type and scalars only, with the arguments of its type that index an in-place
+    update (its counter when there is one; several: data flow does not tell which)."""
+    from jaxlib.mlir import ir
+
+    chains = update_chains(program)
+    indexing = {a for _, reads in chains.values() for u in reads for s in u.values() for a in s}
+    found: dict[int, list[int]] = {}
+    with program.context:
+        funcs = _functions(program.module, ir)
+        block = program.entry_func.regions[0].blocks[0]
+        args = block.arguments
+        for out, value in enumerate(_terminator(block).operands):
+            if not _is_counter_type(value.type) or isinstance(value.owner, ir.Block):
+                continue
+            srcs = _sources(value, ((block, None),), funcs, ir)
+            mine = [a for a in srcs if str(args[a].type) == str(value.type)]
+            other = [a for a in srcs if a not in mine]
+            if not all(_is_scalar_type(args[a].type) for a in other):
+                continue
+            cands = sorted(a for a in mine if a in indexing)
+            if cands:
+                found[out] = cands
+    return found
+
+
+def output_sources(program: Any) -> list[set[int]]:
+    """Per output of ``program``'s entry function, the entry arguments it is computed from."""
+    from jaxlib.mlir import ir
+
+    with program.context:
+        funcs = _functions(program.module, ir)
+        block = program.entry_func.regions[0].blocks[0]
+        return [set(_sources(v, ((block, None),), funcs, ir))
+                for v in _terminator(block).operands]  # fmt: skip
+
+
+def _is_counter_type(t: Any) -> bool:
+    """An integer tensor of shape ``[]`` or ``[1]`` (``tensor<i64>``, ``tensor<1xui32>``)."""
+    return re.fullmatch(r"tensor<(1x)?[su]?i\d+>", str(t)) is not None
+
+
+def _is_scalar_type(t: Any) -> bool:
+    return re.fullmatch(r"tensor<[a-z]\w*>", str(t)) is not None
 
 
 def update_chains(program: Any) -> dict[int, tuple[int, list[dict[int, dict[int, int]]]]]:

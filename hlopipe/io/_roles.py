@@ -6,7 +6,10 @@ from the previous call's outputs, and which are plain inputs.
   ``tf.aliasing_output`` on an entry argument (``jax.export`` and JAX's lowering of a donated
   argument), HLO's ``input_output_alias`` (HLO text and protos), or ``jax.buffer_donor`` (a
   donated argument whose output JAX left to XLA: matched to the output with the same path,
-  shape and dtype).
+  shape and dtype). A **counter** is state too: an integer ``[]`` / ``[1]`` argument whose
+  output is computed from it and scalars alone and which indexes the updates of other state
+  (``transformers``' ``StaticCache`` keeps one per layer); the position then lives in the
+  state, and no argument is the position.
 * **feedback**: an argument that the next call takes from an output of this one (a token, a
   position, an RNG key): an output that is not state, with the argument's shape and dtype.
 * **input**: the position the caller advances, by data flow: the integer argument of shape
@@ -54,7 +57,8 @@ class ArgRole:
     """The role of flat argument ``index``: ``role`` (``parameter`` / ``state`` /
     ``feedback`` / ``input``), ``output`` (the aliased output of state, the output fed back for
     feedback, else ``None``), ``reason`` (how it was told, in words), ``ambiguous`` (the output
-    is a guess) and, for state, ``axis``: the axis the position indexes (None: not shown)."""
+    is a guess) and, for state, ``axis``: the axis the position indexes (None: not shown), and
+    ``counter``: a position counter kept in the state (see the module docstring)."""
 
     index: int
     path: str
@@ -65,13 +69,16 @@ class ArgRole:
     dtype: str
     ambiguous: bool = False
     axis: int | None = None
+    counter: bool = False
 
 
 class ArgRoles(tuple):
     """The :class:`ArgRole` of every flat argument, in order; prints as a table.
-    ``out_avals``: the program's outputs as ``(shape, dtype)`` (None when not known)."""
+    ``out_avals``: the program's outputs as ``(shape, dtype)`` (None when not known);
+    ``unresolved``: in words, each role data flow could not tell, naming the candidates."""
 
     out_avals: list[tuple[tuple[int, ...], str]] | None = None
+    unresolved: tuple[str, ...] = ()  # roles data flow could not tell, with their candidates
 
     @property
     def ambiguous(self) -> list[ArgRole]:
@@ -88,6 +95,11 @@ class ArgRoles(tuple):
     @property
     def feedback(self) -> list[ArgRole]:
         return self.of(FEEDBACK)
+
+    @property
+    def counters(self) -> list[ArgRole]:
+        """The state that carries the position (per-layer counters)."""
+        return [r for r in self if r.counter]
 
     @property
     def parameters(self) -> list[ArgRole]:
@@ -180,15 +192,16 @@ def find_roles(
                 )
             c.claim(arg, out, FEEDBACK, "feedback= override")
     position, axes = _position(c)
-    _the_rest(c, position, feedback is None)
+    _the_rest(c, position, feedback is None, bool(c.counters))
     return c.result(axes)
 
 
-def _the_rest(c: _Claims, position: int | None, by_shape: bool) -> None:
+def _the_rest(c: _Claims, position: int | None, by_shape: bool, counted: bool) -> None:
     """Arguments neither state nor named feedback: the position (``input``), parameters (the
     first argument of a tree; for a flat program, what is not state, fed back or the position,
     or, when data flow shows no position, what comes before the state), feedback by shape
-    (when ``by_shape``: no ``feedback=`` given), and plain inputs."""
+    (when ``by_shape``: no ``feedback=`` given), and plain inputs. ``counted``: the position
+    lives in the state (counters), so a flat program needs no position argument."""
     top = _top_levels(c.program, len(c.in_avals))
     first_state = min((a for a, r in c.roles.items() if r[0] == STATE), default=None)
     for i in range(len(c.in_avals)):
@@ -199,12 +212,16 @@ def _the_rest(c: _Claims, position: int | None, by_shape: bool) -> None:
                           "(data flow)", None)  # fmt: skip
         elif top is not None and top[i] == 0:
             c.roles[i] = (PARAMETER, "in the first argument (params)", None)
-        elif top is None and position is None and first_state is not None and i < first_state:
+        elif (top is None and position is None and not counted and first_state is not None
+              and i < first_state):  # fmt: skip
             c.roles[i] = (PARAMETER, "before the state", None)
         elif by_shape and c.feed_by_shape(i):
             pass
         elif top is None and position is not None:
             c.roles[i] = (PARAMETER, "not state, feedback or the position (data flow)", None)
+        elif top is None and counted:
+            c.roles[i] = (PARAMETER, "not state or feedback; the position lives in the state "
+                          "(counters, data flow)", None)  # fmt: skip
         else:
             why = "no output has its shape and dtype" if by_shape else "not named in feedback="
             c.roles[i] = (INPUT, why, None)
@@ -215,7 +232,7 @@ class _Claims:
     ``{output: argument}``, ``guessed`` (ambiguous arguments); ``claim`` checks each pair."""
 
     def __init__(self, program: Any) -> None:
-        from hlopipe.io._inplace import update_chains
+        from hlopipe.io._inplace import counter_candidates, update_chains
 
         self.program = program
         self.in_avals, self.out_avals = list(program.in_avals), list(program.out_avals)
@@ -225,9 +242,12 @@ class _Claims:
         self.taken: dict[int, int] = {}
         self.roles: dict[int, tuple[str, str, int | None]] = {}
         self.guessed: set[int] = set()
+        self.counters: set[int] = set()  # state arguments claimed as counters
+        self.unresolved: list[str] = []  # counters data flow does not tell, in words
         chains = update_chains(program)
         self.flow = {o: a for o, (a, _) in chains.items()}  # output -> argument updated
         self.reads = {a: r for a, r in chains.values()}  # argument -> what indexes its updates
+        self.counter_cands = counter_candidates(program)  # output -> its possible counters
 
     def lists(self) -> tuple[list[str], list[str], list[Any], list[Any]]:
         return self.in_paths, self.out_paths, self.in_avals, self.out_avals
@@ -290,10 +310,12 @@ class _Claims:
                 *_aval_key(self.in_avals[i]),
                 ambiguous=i in self.guessed,
                 axis=axes.get(i),
+                counter=i in self.counters,
             )
             for i in range(len(self.in_avals))
         )
         roles.out_avals = [_aval_key(a) for a in self.out_avals]
+        roles.unresolved = tuple(self.unresolved)
         return roles
 
 
@@ -306,6 +328,10 @@ def _position(c: _Claims) -> tuple[int | None, dict[int, int]]:
     votes = [u for a in state for u in c.reads.get(a, []) if any(u.values())]
     if not votes:
         return None, {}
+    if c.counters:  # the position lives in the state: the axis each update's counter indexes
+        axes = {a: ax for a in state for u in c.reads.get(a, [])[:1]
+                for ax, srcs in u.items() if c.counters & set(srcs)}  # fmt: skip
+        return None, axes
     both: set[int] | None = None
     for u in votes:
         mine = {a for srcs in u.values() for a in srcs}
@@ -340,6 +366,7 @@ def _program_state(c: _Claims) -> None:
             why = f"{said}; " + ("donated (jax.buffer_donor)" if arg in donors else
                                  "no alias declared")  # fmt: skip
         c.claim(arg, out, STATE, why)
+    _counters(c, aliases, how)
     done = set(c.taken.values())
     for arg in sorted(set(aliases) | donors):
         if arg in done:
@@ -348,6 +375,33 @@ def _program_state(c: _Claims) -> None:
             _aliased_state(c, arg, aliases[arg], alias_of, done, how)
         else:
             _donated_state(c, arg, how)
+
+
+def _counters(c: _Claims, aliases: Mapping[int, int], how: str) -> None:
+    """Counters by data flow (see the module docstring); an output with several candidates
+    names them and is left to ``state=``."""
+    counts: dict[int, int] = {}
+    for cands in c.counter_cands.values():
+        for a in cands:
+            counts[a] = counts.get(a, 0) + 1
+    for out, cands in sorted(c.counter_cands.items()):
+        if out in c.taken:
+            continue
+        free = [a for a in cands if a not in c.roles and counts[a] == 1]
+        if len(free) != 1:
+            c.unresolved.append(
+                f"output {out} ({c.out_paths[out]}) is an integer counter updated from one of "
+                f"arguments {', '.join(f'{a} ({c.in_paths[a]})' for a in cands)}; data flow "
+                "does not tell which; pass state={argument: output}"
+            )
+            continue
+        arg = free[0]
+        said = f"a counter: output {out} is computed from it and scalars alone, and it indexes "
+        said += "the updates of the state (data flow; the position lives in the state)"
+        if aliases.get(arg) == out:
+            said += f"; {how} agrees"
+        c.claim(arg, out, STATE, said)
+        c.counters.add(arg)
 
 
 def _aliased_state(

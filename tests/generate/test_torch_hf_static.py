@@ -1,0 +1,110 @@
+"""Stock Hugging Face models (`LlamaForCausalLM` with grouped-query attention, `GPT2LMHeadModel`;
+2 layers, random weights) around `transformers` 5.x's own `StaticCache` through PyTorch/XLA
+(fixtures `tests/data/frameworks/torch_xla/hf_<model>_{prefill,decode}.*`, made by
+`scripts/fixtures/torch_xla_hf_static.py`). The cache has no `cache_position` input: each layer
+keeps its own `int64[]` counter advanced in place, so the position lives in the state. The
+oracle is torch's: the roles the generator recorded while tracing (`state`, argument kinds) and
+the tokens of `model.generate(do_sample=False, cache_implementation="static")` on CPU."""
+
+from __future__ import annotations
+
+import functools
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import hlopipe
+from hlopipe.generate import Generator, generate_unsplit
+
+pytestmark = pytest.mark.x64
+
+DIR = Path(__file__).parents[1] / "data" / "frameworks" / "torch_xla"
+FORMS = [".hlo", ".hlo.pb", ".mlir", ".sync.hlo", ".opt.hlo"]
+MODELS = ["llama", "gpt2"]
+
+
+@functools.cache
+def _case(model: str, step: str):
+    base = DIR / f"hf_{model}_{step}"
+    return json.loads(base.with_suffix(".json").read_text()), np.load(base.with_suffix(".npz"))
+
+
+@functools.cache
+def _load(model: str, step: str, ext: str):
+    return hlopipe.load(str(DIR / f"hf_{model}_{step}") + ext)
+
+
+@pytest.mark.parametrize("ext", FORMS)
+@pytest.mark.parametrize("model", MODELS)
+def test_roles_equal_the_truth(model, ext):
+    manifest, _ = _case(model, "decode")
+    roles = _load(model, "decode", ext).arg_roles()
+    want = {"param": "parameter", "const": "parameter", "state": "state", "feedback": "feedback"}
+    assert [r.role for r in roles] == [want[a["kind"]] for a in manifest["args"]]
+    truth = {v["parameter"]: v["output"] for v in manifest["state"].values()}
+    assert {r.index: r.output for r in roles.state} == truth
+    counters = {v["parameter"] for n, v in manifest["state"].items() if n.startswith("counter")}
+    assert {r.index for r in roles.counters} == counters
+    assert not roles.inputs and not roles.ambiguous and not roles.unresolved
+    # [batch, kv heads, length, head dim]: the counters index the length axis
+    assert {r.axis for r in roles.state if not r.counter} == {2}
+
+
+def _params(model, ext):
+    _, npz = _case(model, "decode")
+    roles = _load(model, "decode", ext).arg_roles()
+    return [npz[f"arg_{r.index}"] for r in roles.parameters]
+
+
+def _layers(manifest):
+    """Each layer's K and V cache arguments, by the generator's names."""
+    at = {n: v["parameter"] for n, v in manifest["state"].items()}
+    return [sorted([at[f"k_cache_{i}"], at[f"v_cache_{i}"]]) for i in range(2)]
+
+
+# StableHLO's prefill and the optimised dump do not split at the layers yet (see the report
+# of issue 34 part 3): their decode steps and prefills are checked unsplit-equal below
+SPLIT_BY_LAYER = [".hlo", ".hlo.pb", ".sync.hlo"]
+
+
+@pytest.mark.parametrize("ext", SPLIT_BY_LAYER)
+@pytest.mark.parametrize("model", MODELS)
+def test_prefill_and_two_stages_give_torchs_tokens(model, ext):
+    manifest, _ = _case(model, "decode")
+    pre_manifest, pre_npz = _case(model, "prefill")
+    prompt = pre_npz[f"arg_{[a['name'] for a in pre_manifest['args']].index('prompt')}"]
+    dec, pre = _load(model, "decode", ext), _load(model, "prefill", ext)
+    gen = Generator(dec, _params(model, ext), prefill=pre, num_stages=2)
+    assert gen.max_len == manifest["max_len"]
+    # the counters are fed the position; each stage keeps its layer's caches
+    assert {r.index for r in gen.roles.inputs} == {r.index for r in dec.arg_roles().counters}
+    assert [sorted(x.arg for x in gen.split.state_of(s)) for s in range(2)] == _layers(manifest)
+    got = np.asarray(gen.start(prompt[None]).generate(3))[0]
+    np.testing.assert_array_equal(got, manifest["torch_tokens"])
+
+
+@pytest.mark.parametrize("ext", [".mlir", ".opt.hlo"])
+@pytest.mark.parametrize("model", MODELS)
+def test_unsplit_prefill_and_decode_give_torchs_tokens(model, ext):
+    manifest, _ = _case(model, "decode")
+    pre_manifest, pre_npz = _case(model, "prefill")
+    prompt = pre_npz[f"arg_{[a['name'] for a in pre_manifest['args']].index('prompt')}"]
+    dec, pre = _load(model, "decode", ext), _load(model, "prefill", ext)
+    got, _ = generate_unsplit(dec, _params(model, ext), 3, prefill=pre, prompts=prompt[None])
+    np.testing.assert_array_equal(got[0], manifest["torch_tokens"])
+
+
+@pytest.mark.parametrize("model", MODELS)
+def test_decode_alone_from_torchs_state(model):
+    """Without the prefill: torch's state after it (the decode fixture's arguments), the
+    position told by the counters in it; the next tokens are torch's."""
+    manifest, npz = _case(model, "decode")
+    dec = _load(model, "decode", ".mlir")
+    gen = Generator(dec, _params(model, ".mlir"), num_stages=2)
+    assert [sorted(x.arg for x in gen.split.state_of(s)) for s in range(2)] == _layers(manifest)
+    state = [[npz[f"arg_{r.index}"] for r in gen.roles.state]]
+    tok = npz[f"arg_{gen.roles.feedback[0].index}"][None]
+    got = np.asarray(gen.start(tokens=tok, state=state, position=5).generate(2))[0]
+    np.testing.assert_array_equal(got, np.asarray(manifest["torch_tokens"])[:, 1:])
