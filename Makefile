@@ -83,6 +83,7 @@ fixtures: $(STAMP)
 	$(PY) scripts/fixtures/torch_xla_models.py || python3 scripts/fixtures/torch_xla_models.py
 	$(PY) scripts/fixtures/torch_xla_decode.py || python3 scripts/fixtures/torch_xla_decode.py
 	$(PY) scripts/fixtures/torch_xla_loops.py || python3 scripts/fixtures/torch_xla_loops.py
+	$(PY) scripts/fixtures/torch_xla_hf_static.py || python3 scripts/fixtures/torch_xla_hf_static.py
 	$(BIN)/python scripts/fixtures/check_with_xla.py
 
 # The XLA-style corpus (scripts/probe_corpus/) in full, each case through hlopipe against XLA
