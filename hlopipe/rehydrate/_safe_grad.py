@@ -153,7 +153,9 @@ def _prepare(block: Block, funcs: dict[str, Func]) -> Block:
     producer: dict[int, Op] = {}
     ops: list[Op] = []
     body = _inline_calls(block.ops, funcs)
-    copies = int(body is not block.ops)
+    # the inlined calls are kept only where a guard needed them; else the block runs as
+    # written, its calls as calls (a called function's max/min marks are made in its own block)
+    decided = 0
     for op in body:
         if op.name in _MAX_MIN and _inexact(op.result_avals[0]):
             _mark_constant_operand(op, producer)
@@ -162,11 +164,11 @@ def _prepare(block: Block, funcs: dict[str, Func]) -> Block:
             for new in made:
                 ops.append(new)
                 producer[new.results[0]] = new
-            copies += len(made)
+            decided += len(made)
         ops.append(op)
         for r in op.results:
             producer[r] = op
-    if not copies:
+    if not decided:
         return block
     kept = _drop_dead(ops, block)
     out = Block(block.args, block.arg_avals, kept, block.returns, block.terminator)
