@@ -76,9 +76,10 @@ class Pipeline:
       schedule: a name from :func:`hlopipe.schedules.get` (``"gpipe"``, ``"1f1b"``,
         ``"interleaved-1f1b"``, ``"interleaved-zb"``, ``"looped-bfs"``, ``"zb-h1"``,
         ``"zb-h2"``, ``"zb-v"``, ``"dualpipev"``, ``"inference"``: the keys of
-        ``hlopipe.schedules.GENERATORS``) or a :class:`~hlopipe.schedules.Schedule`; ``"auto"``: built
-        with 1F1B, one profiled step, then the schedule :func:`hlopipe.schedules.best` finds
-        fastest with the measured per-stage costs (same ranks and stages).
+        ``hlopipe.schedules.GENERATORS``) or a :class:`~hlopipe.schedules.Schedule`;
+        ``"auto"``: built with 1F1B, one profiled step, then the schedule
+        :func:`hlopipe.schedules.best` finds fastest with the measured per-stage costs (same
+        ranks and stages).
       num_microbatches: how many microbatches a batch is split into.
       virtual_stages: stages per rank (default: the schedule's own,
         :func:`hlopipe.schedules.default_virtual_stages`: 2 for interleaved-1f1b,
