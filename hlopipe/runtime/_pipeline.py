@@ -105,7 +105,8 @@ class Pipeline:
         (sgd, adam, lamb, lars, adafactor, lion, masks and labels by path...) see whole
         parameters (a cut layer loop's stacked parameter is updated whole by one of its
         stages), and sums over parameters (``optax.clip_by_global_norm``'s norm, anywhere
-        in nested chains) are summed over every stage (and process). Any other operation
+        in nested chains) are summed over every stage (and process), equal to one device's
+        up to the order of the additions. Any other operation
         combining parameters is refused before the first step, naming it and where it was
         traced. ``None``: no update, the gradients are returned in the metrics.
       remat: recompute each stage's forward in its backward instead of keeping residuals.
