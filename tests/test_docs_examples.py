@@ -67,7 +67,9 @@ def test_parallelism_worked_example(tmp_path) -> None:
     )  # fmt: skip
     out = run_example(code + check, tmp_path)
     assert "spec P(None, 'model') mesh {'data': 2, 'model': 2} ids [0, 1, 2, 3]" in out
-    loss, one = map(float, re.search(r"loss (\S+) one device (\S+)", out).groups())
+    found = re.search(r"loss (\S+) one device (\S+)", out)
+    assert found, out
+    loss, one = map(float, found.groups())
     assert abs(loss - one) <= 1e-5 * abs(one), out
 
 
