@@ -10,6 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -49,6 +51,26 @@ def test_stage_files_chained_by_hand(tmp_path) -> None:
     (code,) = python_blocks(ROOT / "docs" / "stage-files.md")
     out = run_example(code, tmp_path)
     assert out.startswith("by hand:")
+
+
+@pytest.mark.devices16
+def test_parallelism_worked_example(tmp_path) -> None:
+    """docs/parallelism.md's example, as written (it sets 16 CPU devices itself): the sharding
+    its last line shows, and the step's loss against the loss function run on one device."""
+    (code,) = python_blocks(ROOT / "docs" / "parallelism.md")
+    check = (
+        "\nsh = state.params['layers'][0]['qkv'].sharding"
+        "\nids = sorted(d.id for d in sh.mesh.devices.flat)"
+        "\nprint('spec', sh.spec, 'mesh', dict(sh.mesh.shape), 'ids', ids)"
+        "\none = jax.jit(loss_fn)(*jax.device_put((params, batch), jax.devices()[0]))"
+        "\nprint('loss', float(metrics.loss), 'one device', float(one))"
+    )  # fmt: skip
+    out = run_example(code + check, tmp_path)
+    assert "spec P(None, 'model') mesh {'data': 2, 'model': 2} ids [0, 1, 2, 3]" in out
+    found = re.search(r"loss (\S+) one device (\S+)", out)
+    assert found, out
+    loss, one = map(float, found.groups())
+    assert abs(loss - one) <= 1e-5 * abs(one), out
 
 
 def shell_commands(path: Path) -> list[str]:

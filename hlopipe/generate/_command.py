@@ -49,7 +49,7 @@ def run_command(
       The exit status: 0, or 1 when ``check`` finds a token that differs.
 
     Raises:
-      RuntimeConfigError: a count below 1, a --params file or prompts that do not fit.
+      RuntimeConfigError: a count below 1, a ``params_path`` file or prompts that do not fit.
     """
 
     import jax

@@ -1,9 +1,11 @@
 """`Generator`: a decode step served across pipeline stages, each stage keeping its state.
 
-One host, one controller: every stage's executables run on their own device and the driver
-issues every action asynchronously (``jax.jit`` dispatch and ``jax.device_put`` return before
-the device is done), in the order of :func:`hlopipe.schedules.decode` (round robin of the
-groups, token after token). A step of a group is an instruction list built once
+One controller per process: every stage's executables run on their own devices (a mesh of
+its own, possibly spanning processes of a ``jax.distributed`` job), and each process runs the
+same driver loop over every stage and move, computing its own stages and issuing every action
+asynchronously (``jax.jit`` dispatch, ``jax.device_put`` and a transfer between processes
+return before the device is done), in the order of :func:`hlopipe.schedules.decode` (round
+robin of the groups, token after token). A step of a group is an instruction list built once
 (``_steps.py``) and run by the :class:`~hlopipe.generate._session.Session`; nothing waits on a
 device until the tokens are read. State arguments are donated to the stage that keeps them, so
 a cache is updated in place and never leaves its device; only activations and feedback move.

@@ -74,13 +74,16 @@ class Pipeline:
       num_stages: stages to cut into when the program has no ``stage_boundary`` markers
         (default: ranks that fit on ``devices`` x virtual stages); with markers, omit it.
       schedule: a name from :func:`hlopipe.schedules.get` (``"gpipe"``, ``"1f1b"``,
-        ``"interleaved-1f1b"``, ``"looped-bfs"``, ``"zb-h1"``, ``"zb-h2"``, ``"zb-v"``,
-        ``"inference"``) or a :class:`~hlopipe.schedules.Schedule`; ``"auto"``: built
-        with 1F1B, one profiled step, then the schedule :func:`hlopipe.schedules.best` finds
-        fastest with the measured per-stage costs (same ranks and stages).
+        ``"interleaved-1f1b"``, ``"interleaved-zb"``, ``"looped-bfs"``, ``"zb-h1"``,
+        ``"zb-h2"``, ``"zb-v"``, ``"dualpipev"``, ``"inference"``: the keys of
+        ``hlopipe.schedules.GENERATORS``) or a :class:`~hlopipe.schedules.Schedule`;
+        ``"auto"``: built with 1F1B, one profiled step, then the schedule
+        :func:`hlopipe.schedules.best` finds fastest with the measured per-stage costs (same
+        ranks and stages).
       num_microbatches: how many microbatches a batch is split into.
-      virtual_stages: stages per rank (default: the schedule's own, 2 for interleaved,
-        looped-bfs and zb-v).
+      virtual_stages: stages per rank (default: the schedule's own,
+        :func:`hlopipe.schedules.default_virtual_stages`: 2 for interleaved-1f1b,
+        interleaved-zb, looped-bfs, zb-v and dualpipev).
       devices: the devices to use (default ``jax.devices()``); rank r gets the r-th group.
       stage_mesh_shape: each stage's device mesh: a tuple of any length (every stage alike,
         default ``(1,)``), or a list with one tuple per stage (stages may differ; values moving
@@ -102,7 +105,8 @@ class Pipeline:
         (sgd, adam, lamb, lars, adafactor, lion, masks and labels by path...) see whole
         parameters (a cut layer loop's stacked parameter is updated whole by one of its
         stages), and sums over parameters (``optax.clip_by_global_norm``'s norm, anywhere
-        in nested chains) are summed over every stage (and process). Any other operation
+        in nested chains) are summed over every stage (and process), equal to one device's
+        up to the order of the additions. Any other operation
         combining parameters is refused before the first step, naming it and where it was
         traced. ``None``: no update, the gradients are returned in the metrics.
       remat: recompute each stage's forward in its backward instead of keeping residuals.
