@@ -161,6 +161,25 @@ def load(path: str, module: str | None) -> Any:
     return io.load(path, module=module)
 
 
+def ask_cpu_devices(n: int) -> None:
+    """Ask JAX for ``n`` CPU devices (a CPU backend only; an accelerator's count is its own).
+    JAX refuses (``RuntimeError``) once a backend is up: the devices it has are kept then."""
+    import jax
+
+    with contextlib.suppress(RuntimeError):
+        jax.config.update("jax_num_cpu_devices", n)
+
+
+@contextlib.contextmanager
+def x64_for(*programs: Any) -> Any:
+    """:func:`x64_if_needed` for each of ``programs`` that is given (not None) at once."""
+    with contextlib.ExitStack() as stack:
+        for program in programs:
+            if program is not None:
+                stack.enter_context(x64_if_needed(program))
+        yield
+
+
 @contextlib.contextmanager
 def x64_if_needed(program: Any) -> Any:
     """A program with 64-bit types (TensorFlow's and PyTorch's int64 labels) is split and

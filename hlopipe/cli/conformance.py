@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from hlopipe.cli._common import Command
+from hlopipe.cli._common import Command, ask_cpu_devices
 from hlopipe.errors import HlopipeError
 
 
@@ -42,14 +42,10 @@ def _add_conformance(p: argparse.ArgumentParser) -> None:
 
 def _cmd_conformance(args: argparse.Namespace) -> int:
     """run StableHLO conformance tests through rehydration"""
-    import contextlib
     import json
 
-    import jax
-
     # run_parallel tests need a mesh of CPU devices; settable only before JAX starts
-    with contextlib.suppress(Exception):
-        jax.config.update("jax_num_cpu_devices", 8)
+    ask_cpu_devices(8)
     from rich.console import Console
 
     from hlopipe import conformance as conf

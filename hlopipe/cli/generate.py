@@ -4,10 +4,16 @@
 from __future__ import annotations
 
 import argparse
-import contextlib
 import os
 
-from hlopipe.cli._common import CPU_DEVICES, Command, check_output_file, load, x64_if_needed
+from hlopipe.cli._common import (
+    CPU_DEVICES,
+    Command,
+    ask_cpu_devices,
+    check_output_file,
+    load,
+    x64_for,
+)
 
 
 def _add_generate(p: argparse.ArgumentParser) -> None:
@@ -37,7 +43,6 @@ def _add_generate(p: argparse.ArgumentParser) -> None:
 
 def _cmd_generate(args: argparse.Namespace) -> int:
     """generate tokens with a decode step split into stages"""
-    import jax
 
     from hlopipe.generate import run_command
     from hlopipe.runtime import distributed
@@ -47,14 +52,10 @@ def _cmd_generate(args: argparse.Namespace) -> int:
     if os.environ.get(distributed.ENV_COORDINATOR):  # under hlopipe launch: join the job
         distributed.initialize(cpu_devices=args.cpu_devices)
     else:
-        with contextlib.suppress(Exception):  # CPU only; a backend already up keeps its devices
-            jax.config.update("jax_num_cpu_devices", args.cpu_devices or CPU_DEVICES)
+        ask_cpu_devices(args.cpu_devices or CPU_DEVICES)
     decode = load(args.file, None)
     prefill = load(args.prefill, None) if args.prefill else None
-    with contextlib.ExitStack() as stack:  # PyTorch's int64 tokens: 64-bit mode for this run
-        for program in (decode, prefill):
-            if program is not None:
-                stack.enter_context(x64_if_needed(program))
+    with x64_for(decode, prefill):  # PyTorch's int64 tokens: 64-bit mode for this run
         return run_command(decode, prefill=prefill, params_path=args.params, stages=args.stages,
                            groups=args.groups, tokens=args.tokens, prompts_path=args.prompts,
                            tokenizer_path=args.tokenizer, prompt_len=args.prompt_len,

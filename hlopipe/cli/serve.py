@@ -4,9 +4,8 @@
 from __future__ import annotations
 
 import argparse
-import contextlib
 
-from hlopipe.cli._common import CPU_DEVICES, Command, load, x64_if_needed
+from hlopipe.cli._common import CPU_DEVICES, Command, ask_cpu_devices, load, x64_for
 
 
 def _add_serve(p: argparse.ArgumentParser) -> None:
@@ -29,7 +28,6 @@ def _add_serve(p: argparse.ArgumentParser) -> None:
 
 def _cmd_serve(args: argparse.Namespace) -> int:
     """serve a decode step over HTTP with the OpenAI completions API"""
-    import jax
 
     try:
         from hlopipe.serve import serve
@@ -40,14 +38,10 @@ def _cmd_serve(args: argparse.Namespace) -> int:
             f"hlopipe serve needs the serve extra ({e.name} is missing): "
             "pip install 'hlopipe[serve]'"
         ) from e
-    with contextlib.suppress(Exception):  # CPU only; a backend already up keeps its devices
-        jax.config.update("jax_num_cpu_devices", args.cpu_devices or CPU_DEVICES)
+    ask_cpu_devices(args.cpu_devices or CPU_DEVICES)
     decode = load(args.file, None) if args.file else None
     prefill = load(args.prefill, None) if args.prefill else None
-    with contextlib.ExitStack() as stack:  # PyTorch's int64 tokens: 64-bit mode for this run
-        for program in (decode, prefill):
-            if program is not None:
-                stack.enter_context(x64_if_needed(program))
+    with x64_for(decode, prefill):  # PyTorch's int64 tokens: 64-bit mode for this run
         return serve(decode, prefill=prefill, params_path=args.params,
                      tokenizer_path=args.tokenizer, stages=args.stages, groups=args.groups,
                      max_len=args.max_len, host=args.host, port=args.port,

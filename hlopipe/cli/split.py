@@ -6,7 +6,7 @@ import argparse
 from collections.abc import Sequence
 from typing import Any
 
-from hlopipe.cli._common import Command, check_output_dir, load, x64_if_needed
+from hlopipe.cli._common import Command, ask_cpu_devices, check_output_dir, load, x64_if_needed
 from hlopipe.errors import HlopipeError
 
 
@@ -173,15 +173,13 @@ def _mesh_shape(text: str) -> tuple[int, ...]:
 
 
 def _make_mesh(shape: Sequence[int]) -> Any:
-    import contextlib
     import math
 
     import jax
     import numpy as np
 
     n = math.prod(shape)
-    with contextlib.suppress(Exception):  # on CPU, as many devices as the mesh needs
-        jax.config.update("jax_num_cpu_devices", max(n, 8))
+    ask_cpu_devices(max(n, 8))  # on CPU, as many devices as the mesh needs
     devices = jax.devices()
     if len(devices) < n:
         raise HlopipeError(f"a {'x'.join(map(str, shape))} mesh needs {n} devices, found "

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import argparse
-import contextlib
 from typing import Any
 
 from hlopipe.cli._common import (
     CPU_DEVICES,
     PLOT_SUFFIXES,
     Command,
+    ask_cpu_devices,
     check_output_dir,
     check_output_file,
     did_you_mean,
@@ -136,7 +136,6 @@ def _add_train(p: argparse.ArgumentParser) -> None:
 
 def _cmd_train(args: argparse.Namespace) -> int:
     """pipeline-train the loss program in a file on the local devices"""
-    import jax
 
     from hlopipe import training
 
@@ -147,8 +146,7 @@ def _cmd_train(args: argparse.Namespace) -> int:
 
         device(args.device)  # an unknown name is refused now, not after the plan
     _setup_logging(args.verbose)
-    with contextlib.suppress(Exception):  # CPU only; a backend already up keeps its devices
-        jax.config.update("jax_num_cpu_devices", args.cpu_devices or CPU_DEVICES)
+    ask_cpu_devices(args.cpu_devices or CPU_DEVICES)
 
     # 2. the plan: roles of the arguments, values, stages and devices; printed.
     program = load(args.file, args.module)
