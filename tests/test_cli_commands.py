@@ -39,3 +39,18 @@ def test_version_is_the_installed_distributions():
     )
     assert out.stdout == f"hlopipe {importlib.metadata.version('hlopipe')}\n"
     assert re.fullmatch(r"hlopipe \d+\.\d+\.\d+\n", out.stdout)
+
+
+def test_train_checks_a_schedules_name_not_whether_one_rank_can_run_it():
+    """`train --schedule` is checked by name before the ranks are known: dualpipev (which
+    needs 2 microbatches per rank, so `schedules.get(name, 1, 1)` refuses it) is a schedule;
+    a misspelt name is refused with a suggestion."""
+    import pytest
+
+    from hlopipe.cli.train import _check_schedule_name
+    from hlopipe.errors import ScheduleError
+
+    for name in ("dualpipev", "ZB-V", "interleaved_1f1b"):
+        _check_schedule_name(name)
+    with pytest.raises(ScheduleError, match=r"--schedule 'gpipe2' is not a schedule.*'gpipe'"):
+        _check_schedule_name("gpipe2")

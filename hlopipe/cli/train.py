@@ -230,14 +230,12 @@ def _check_schedule_name(name: str) -> None:
     from hlopipe.errors import ScheduleError
 
     try:
-        schedules.get(name, 1, 1)
+        schedules.canonical_name(name)  # the name alone: the ranks are not known yet
     except ScheduleError:
         raise ScheduleError(
             f"--schedule {name!r} is not a schedule{did_you_mean(name, schedules.GENERATORS)}; "
             f"valid names: {', '.join(schedules.GENERATORS)}"
         ) from None
-    except Exception:  # a known name that needs more ranks than one: fine here
-        pass
 
 
 def _print_plan(args: argparse.Namespace, plan: Any, layout: Any) -> None:
