@@ -247,7 +247,7 @@ def _show_timeline(console: Any, pipe: Any, plot_path: str | None) -> str:
 
 def _ask_for_cpu_devices(n: int) -> None:
     # a backend already up keeps its devices; the demo then uses the devices there are
-    with contextlib.suppress(Exception):
+    with contextlib.suppress(RuntimeError):  # what JAX raises once a backend is up
         jax.config.update("jax_num_cpu_devices", n)
 
 

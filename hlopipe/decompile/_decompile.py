@@ -18,7 +18,7 @@ import numpy as np
 from hlopipe.decompile._emit import ATOM, Expr, Module, function_lines
 from hlopipe.decompile._prims import _pack
 from hlopipe.decompile._source import DecompileError, identifier
-from hlopipe.errors import HlopipeError
+from hlopipe.errors import HlopipeError, UnsupportedOpError
 from hlopipe.io import Program, TokenType, load
 
 STYLES = ("jnp", "lax")
@@ -200,7 +200,7 @@ def _aval(t: Any) -> Any:
 
     try:
         return aval_of_type(t)
-    except Exception:
+    except UnsupportedOpError:  # a tuple, an unranked tensor: no array to name
         return None
 
 

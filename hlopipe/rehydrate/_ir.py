@@ -577,7 +577,7 @@ def attrs_from_text(mop: Any, name: str, mir: ModuleIR) -> dict[str, Any]:
             else:
                 try:
                     out[key] = convert_attr(ir.Attribute.parse(val))
-                except Exception:
+                except ir.MLIRError:  # a dialect's attribute this context does not know
                     out[key] = OpaqueAttr(val)
     return out
 

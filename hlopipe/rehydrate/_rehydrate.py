@@ -11,7 +11,7 @@ from typing import Any
 import jax
 import numpy as np
 
-from hlopipe.errors import HlopipeError, LoadError, RehydrateError, UnsupportedOpError
+from hlopipe.errors import RehydrateError, UnsupportedOpError
 from hlopipe.io import Program, TokenType, load, mlir_name
 from hlopipe.rehydrate import ops as _ops  # noqa: F401  (registers every rule)
 from hlopipe.rehydrate._interpreter import Interpreter, raise_if_unsupported
@@ -26,12 +26,7 @@ def module_ir(program: Program) -> ModuleIR:
     mir = program.extra.get("ir")
     if mir is None:
         program.drop_unreachable()  # dead computations are no part of the program
-        try:
-            mir = ModuleIR(program.module, program.context, source=program.source)
-        except HlopipeError:
-            raise
-        except Exception as e:
-            raise LoadError(f"{program.source}: cannot read the module: {e}") from e
+        mir = ModuleIR(program.module, program.context, source=program.source)
         program.extra["ir"] = mir
     return mir
 
@@ -317,11 +312,15 @@ def _shape_fits(shape: Any, want: Any) -> bool:
 
 
 def _fmt(a: Any) -> str:
+    """An argument or aval as ``f32[2,?]``; what is not an array as its type's name."""
+    if not hasattr(a, "shape") or not hasattr(a, "dtype"):
+        return type(a).__name__
+    dims = ",".join("?" if d is None else str(d) for d in a.shape)
     try:
-        dims = ",".join("?" if d is None else str(d) for d in a.shape)
-        return f"{mlir_name(np.dtype(a.dtype))}[{dims}]"
-    except Exception:
-        return f"{getattr(a, 'dtype', '?')}{list(getattr(a, 'shape', ()))}"
+        name = mlir_name(np.dtype(a.dtype))
+    except (KeyError, TypeError):  # a dtype no XLA type has (strings, objects)
+        name = str(a.dtype)
+    return f"{name}[{dims}]"
 
 
 def _check_args(args: tuple, avals: list[Any], name: str) -> None:

@@ -32,10 +32,7 @@ _BODY_PARAMS = ("jaxpr", "call_jaxpr", "fun_jaxpr")
 
 def where(eqn: Any) -> str:
     """``file:line (function)`` of an equation, for error messages."""
-    try:
-        return str(source_info_util.summarize(eqn.source_info))
-    except Exception:  # pragma: no cover - source info is best effort
-        return "<unknown location>"
+    return str(source_info_util.summarize(eqn.source_info))
 
 
 def is_marker(eqn: Any) -> bool:

@@ -98,10 +98,7 @@ def known_values(closed: Any) -> dict[Any, Any]:
             if sum(int(np.prod(v.aval.shape)) for v in e.outvars) > _FOLD_LIMIT:
                 continue
             vals = [v.val if isinstance(v, J.Literal) else env[v] for v in e.invars]
-            try:
-                out = e.primitive.bind(*vals, **e.primitive.get_bind_params(e.params))
-            except Exception:  # pragma: no cover - folding is best effort
-                continue
+            out = e.primitive.bind(*vals, **e.primitive.get_bind_params(e.params))
             outs = out if e.primitive.multiple_results else [out]
             env.update({v: np.asarray(x) for v, x in zip(e.outvars, outs, strict=True)})
     return env
@@ -264,11 +261,8 @@ def _row_base(
     # A PyTorch/XLA counter is s64: run it in 64-bit mode (in this thread only), or JAX
     # narrows the start to 32 bits, the body's s64 add fails and the loop is left whole.
     wide = J.first_64bit(SimpleNamespace(eqns=need[0])) is not None
-    try:
-        with jax.enable_x64(True) if wide else contextlib.nullcontext():
-            _, idx = jax.jit(lambda c: lax.scan(step, c, None, length=L))(tuple(init))
-    except Exception:
-        return None
+    with jax.enable_x64(True) if wide else contextlib.nullcontext():
+        _, idx = jax.jit(lambda c: lax.scan(step, c, None, length=L))(tuple(init))
     bases = []
     n = 0
     for k in reads:

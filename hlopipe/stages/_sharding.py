@@ -15,6 +15,7 @@ propagation, not sharding-in-types, decides.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -22,7 +23,7 @@ from typing import Any
 import jax
 from jax.extend.core import jaxpr_as_fun
 
-from hlopipe.errors import StageError
+from hlopipe.errors import StageError, UnsupportedOpError
 from hlopipe.stages import _jaxpr as J
 from hlopipe.stages._autodiff import StageAutodiff
 
@@ -263,7 +264,8 @@ def compile_merged(
 def arg_partition_specs(program: Any, axes: Sequence[tuple[str, int]]) -> list[Any] | None:
     """The sharding annotations on a loaded program's arguments as ``PartitionSpec``s over a
     mesh with ``axes`` (``(name, size)`` pairs), one per argument; ``None`` for an argument
-    without one or whose annotation this mesh cannot express (propagation then decides).
+    without one or whose annotation this mesh cannot express (propagation then decides, and a
+    warning names the annotation). An annotation that cannot be read is a ``StageError``.
     Returns ``None`` when no argument is annotated.
 
     ``sdy.sharding`` (Shardy) names its axes: they are kept when the mesh has an axis of that
@@ -277,7 +279,7 @@ def arg_partition_specs(program: Any, axes: Sequence[tuple[str, int]]) -> list[A
     """
     from jax.sharding import PartitionSpec
 
-    from hlopipe.rehydrate import hlo_sharding_spec, parse_sdy_shardings
+    from hlopipe.rehydrate import hlo_sharding_spec
 
     func = program.entry_func
     if "arg_attrs" not in func.attributes:
@@ -291,14 +293,14 @@ def arg_partition_specs(program: Any, axes: Sequence[tuple[str, int]]) -> list[A
         text = None
         if "sdy.sharding" in attrs:
             found = True
-            try:
-                [(_, dims)] = parse_sdy_shardings(str(attrs["sdy.sharding"]))
-            except Exception:
-                dims = None
-            if dims is not None and all(n in names for d in dims for n in d):
+            text = str(attrs["sdy.sharding"])
+            per_value = _read_sdy(k, text)
+            if per_value is not None and all(n in names for d in per_value for n in d):
                 spec = PartitionSpec(
-                    *[None if not d else d[0] if len(d) == 1 else tuple(d) for d in dims]
+                    *[None if not d else d[0] if len(d) == 1 else tuple(d) for d in per_value]
                 )
+            else:
+                _dropped(k, text, axes)
         elif "mhlo.sharding" in attrs:
             found = True
             text = str(attrs["mhlo.sharding"]).strip('"')
@@ -307,7 +309,35 @@ def arg_partition_specs(program: Any, axes: Sequence[tuple[str, int]]) -> list[A
                 try:
                     spec = hlo_sharding_spec(text, ndim, candidate)
                     break
-                except Exception:
+                except UnsupportedOpError:  # this tiling is not a spec over these axes
                     continue
+            else:
+                _dropped(k, text, axes)
         out.append(spec)
     return out if found else None
+
+
+def _read_sdy(k: int, text: str) -> list[list[str]] | None:
+    """Argument ``k``'s ``sdy.sharding`` as per-dimension axis names; None for a sharding no
+    PartitionSpec can hold (sub-axes). A text that is not one value's sharding is an error."""
+    from hlopipe.rehydrate import parse_sdy_shardings
+
+    try:
+        per_value = parse_sdy_shardings(text)
+    except UnsupportedOpError:
+        return None
+    if len(per_value) != 1:
+        raise StageError(
+            f"argument {k}: cannot read its sharding {text} (expected one "
+            "#sdy.sharding<@mesh, [{...}, ...]>); remove or fix the annotation"
+        )
+    return per_value[0][1]
+
+
+def _dropped(k: int, text: str, axes: Sequence[tuple[str, int]]) -> None:
+    warnings.warn(
+        f"argument {k}'s sharding {text} cannot be expressed on a mesh with axes "
+        f"{dict(axes)}: it is left to sharding propagation (possibly replicated); give the "
+        "mesh the program's axes to keep it",
+        stacklevel=3,
+    )
