@@ -3,8 +3,10 @@
 One job runs tests/runtime/_multiprocess_job.py (8 CPU devices in 4 processes) for the four
 scenarios, one after the other in the same processes (each checked on its own output): every
 process holding devices of a rank runs that rank's instructions on global arrays over its whole
-mesh, and values cross between two such ranks shard by shard. AdamW behind global-norm
-clipping; parameters after 3 steps are compared with plain JAX on one device.
+mesh, and values cross between two such ranks shard by shard. SGD with momentum behind
+global-norm clipping, which binds (gradient norms above 0.5) and, unlike Adam's normalised
+step, carries a wrong clip scale into the parameters; parameters after 3 steps are compared
+with plain JAX on one device.
 
 Placements covered here (one representative each; the others were run by hand, see the
 engineer's note): 2 stages x (4 data) with 1F1B; 2 stages x (2 data x 2 model) with ZB-H1; 4
@@ -42,7 +44,7 @@ from hlopipe.models import gpt
 from hlopipe.runtime._multiprocess import check_spanning
 
 STEPS = 3
-OPT = "adamw-clip"
+OPT = "sgd-clip"  # SGD shows the clip's scale in the parameters (Adam would normalise it away)
 LAYOUT = {  # scenario -> its arguments besides the training's (one job runs them all)
     "4-data-1f1b": ["--schedule", "1f1b", "--stage-devices", "4", "--layers-per-stage", "2"],
     "2x2-zb-h1": ["--schedule", "zb-h1", "--mesh", "2x2", "--layers-per-stage", "2"],
@@ -68,6 +70,7 @@ def _trained_like_one_device(text: str, params: Path) -> None:
     # the global gradient norm (what the clip divides by) counts each rank once
     norms = [float(x) for x in re.findall(r"^\[rank 0\] LOSS .* gnorm (\S+)", text, re.M)]
     np.testing.assert_allclose(norms, reference_grad_norms(STEPS, OPT), rtol=1e-5)
+    assert min(norms) > 0.5  # the clip (at 0.5) scales every step's update
     assert_params_like_one_device(params, STEPS, OPT)
 
 
