@@ -67,7 +67,7 @@ from hlopipe.stages._sharding import (
     shard_stage,
 )
 from hlopipe.stages._split import Cuts, split, split_jaxpr
-from hlopipe.stages._stacked import StackedSplit, retrace_outputs, split_stacked
+from hlopipe.stages._stacked import StackedSplit, prefer_stacked, retrace_outputs, split_stacked
 from hlopipe.stages._staged import (
     OutputSource,
     Receive,
@@ -131,6 +131,7 @@ __all__ = [
     "split_merged",
     "split_prefill",
     "split_stacked",
+    "prefer_stacked",
     "split_stateful",
     "state_sends",
     "retrace_outputs",
