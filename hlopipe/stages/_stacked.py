@@ -53,11 +53,11 @@ class Stacked:
 @dataclass(frozen=True)
 class Layering:
     """How a state array is used along its axis ``axis``: in the disjoint ``pieces`` (the ranges
-    read and written, and the gaps); ``layered`` when each piece is read and written in a
-    stretch of the program of its own, in the order of the axis (every layer reads its own
-    index: a layer axis, not the K/V pair of one layer); ``root``: the value its new value is
-    assembled from (a ``concatenate``/``stack`` of the layers' caches, or a broadcast scalar:
-    an empty cache), ``None`` when it is updated from the argument itself."""
+    read and written, and the gaps); ``layered`` when the pieces form a chain of layers in
+    the order of the axis: what is written into each is computed from what was read of the
+    one before (a layer axis, not the K/V pair of one layer's cache); ``root``: the value its
+    new value is assembled from (a ``concatenate``/``stack`` of the layers' caches, or a
+    broadcast scalar: an empty cache), ``None`` when it is updated from the argument itself."""
 
     axis: int
     pieces: tuple[Range, ...]
@@ -214,13 +214,6 @@ def _join_parts(e: Any, axis: int, made: dict[Any, tuple[int, Any]]) -> list[tup
     return parts
 
 
-def _origin(v: Any, made: dict[Any, tuple[int, Any]]) -> int | None:
-    """The equation that computed ``v`` (through reshapes and type changes)."""
-    while v in made and made[v][1].primitive.name in _SAME:
-        v = made[v][1].invars[0]
-    return made[v][0] if v in made else None
-
-
 def layering(jaxpr: Any, start: Any, output: int, axis: int, consts: dict[Any, Any]) -> Layering:
     """How state argument ``start`` (a variable; ``None`` in a prefill, which makes the state)
     and its new value, output ``output``, use axis ``axis``: every read and update of it (and
@@ -237,14 +230,16 @@ def layering(jaxpr: Any, start: Any, output: int, axis: int, consts: dict[Any, A
     root = out
     while root in made and made[root][1].primitive.name in _UPDATES:
         root = made[root][1].invars[0]
-    touches: list[tuple[int, Range]] = []
+    touches: list[Range] = []
+    reads: list[tuple[Range, Any]] = []  # (range, the value read)
+    writes: list[tuple[Range, Any]] = []  # (range, the value written into it)
     chain = {start} if start is not None else set()
     if root is not start:
         e = made[root][1] if root in made else None
         if e is not None and e.primitive.name in _JOINS:
             for r, v in _join_parts(e, axis, made):
-                at = _origin(v, made)
-                touches.append((made[root][0] if at is None else at, r))
+                touches.append(r)
+                writes.append((r, v))
         elif e is None or e.primitive.name != "broadcast_in_dim" or e.invars[0].aval.shape:
             raise NotSliceable(
                 f"output {output} is not updated from the argument, joined from the layers' "
@@ -252,41 +247,69 @@ def layering(jaxpr: Any, start: Any, output: int, axis: int, consts: dict[Any, A
             )
         chain.add(root)
     try:
-        for i, e in enumerate(jaxpr.eqns):
+        for e in jaxpr.eqns:
             hit = [k for k, v in enumerate(e.invars) if not isinstance(v, J.Literal) and v in chain]
             if not hit:
                 continue
             if hit != [0]:
                 raise NotSliceable(f"{e.primitive.name} at {J.where(e)} uses it whole")
             r = _range(e, axis, consts)
-            if e.primitive.name in _UPDATES:
-                chain.add(e.outvars[0])
             if not 0 <= r[0] < r[1] <= size:
                 raise NotSliceable(
                     f"{e.primitive.name} at {J.where(e)} touches {r} outside 0..{size}"
                 )
-            touches.append((i, r))
+            if e.primitive.name in _UPDATES:
+                chain.add(e.outvars[0])
+                writes.append((r, e.invars[1 if e.primitive.name == "dynamic_update_slice" else 2]))
+            else:
+                reads.append((r, e.outvars[0]))
+            touches.append(r)
     except NotSliceable as e:
-        partial = {r for _, r in touches if r != (0, size)}
+        partial = {r for r in touches if r != (0, size)}
         raise NotSliceable(str(e), len(partial)) from None
     outs = [i for i, v in enumerate(jaxpr.outvars) if not isinstance(v, J.Literal) and v in chain]
     if outs != [output]:
         raise NotSliceable(f"its versions are outputs {outs}, not only its aliased output {output}")
-    pieces = pieces_of([r for _, r in touches], size)
-    return Layering(
-        axis, tuple(pieces), _in_order(touches, pieces), None if root is start else root
-    )
+    pieces = pieces_of(touches, size)
+    layered = _chained(jaxpr, reads, writes, pieces)
+    return Layering(axis, tuple(pieces), layered, None if root is start else root)
 
 
-def _in_order(touches: Sequence[tuple[int, Range]], pieces: Sequence[Range]) -> bool:
-    """Whether each piece is touched in a stretch of equations of its own, in axis order (at
-    least two pieces touched)."""
-    spans: dict[int, list[int]] = {}
-    for i, r in touches:
-        k = next(k for k, (a, b) in enumerate(pieces) if a <= r[0] and r[1] <= b)
-        spans.setdefault(k, []).append(i)
-    order = [(min(spans[k]), max(spans[k])) for k in sorted(spans)]
-    return len(order) > 1 and all(hi < lo for (_, hi), (lo, _) in itertools.pairwise(order))
+def _chained(
+    jaxpr: Any,
+    reads: Sequence[tuple[Range, Any]],
+    writes: Sequence[tuple[Range, Any]],
+    pieces: Sequence[Range],
+) -> bool:
+    """Whether the pieces touched form a chain of layers: what is written into each (after
+    the first) is computed from what was read of the one before it (a layer's output is the
+    next layer's input), not side by side (the K and V halves of one layer's cache)."""
+
+    def piece(r: Range) -> int:
+        return next(k for k, (a, b) in enumerate(pieces) if a <= r[0] and r[1] <= b)
+
+    read: dict[int, set[Any]] = {}
+    written: dict[int, set[Any]] = {}
+    for r, v in reads:
+        read.setdefault(piece(r), set()).add(v)
+    for r, v in writes:
+        if not isinstance(v, J.Literal):
+            written.setdefault(piece(r), set()).add(v)
+    touched = sorted(set(read) | set(written))
+    if len(touched) < 2:
+        return False
+    for k, nxt in itertools.pairwise(touched):
+        if k not in read or not written.get(nxt, set()) & _descendants(jaxpr, read[k]):
+            return False
+    return True
+
+
+def _descendants(jaxpr: Any, start: set[Any]) -> set[Any]:
+    seen = set(start)
+    for e in jaxpr.eqns:
+        if any(not isinstance(v, J.Literal) and v in seen for v in e.invars):
+            seen.update(e.outvars)
+    return seen
 
 
 def pieces_of(ranges: Sequence[Range], size: int) -> list[Range]:
