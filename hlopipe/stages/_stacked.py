@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import functools
 import itertools
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
@@ -234,6 +235,7 @@ def layering(jaxpr: Any, start: Any, output: int, axis: int, consts: dict[Any, A
     reads: list[tuple[Range, Any]] = []  # (range, the value read)
     writes: list[tuple[Range, Any]] = []  # (range, the value written into it)
     chain = {start} if start is not None else set()
+    bad_root = ""  # told after the reads: how many the axis has says if it looks stacked
     if root is not start:
         e = made[root][1] if root in made else None
         if e is not None and e.primitive.name in _JOINS:
@@ -241,7 +243,7 @@ def layering(jaxpr: Any, start: Any, output: int, axis: int, consts: dict[Any, A
                 touches.append(r)
                 writes.append((r, v))
         elif e is None or e.primitive.name != "broadcast_in_dim" or e.invars[0].aval.shape:
-            raise NotSliceable(
+            bad_root = (
                 f"output {output} is not updated from the argument, joined from the layers' "
                 f"values along axis {axis}, nor made from a broadcast scalar"
             )
@@ -264,6 +266,8 @@ def layering(jaxpr: Any, start: Any, output: int, axis: int, consts: dict[Any, A
             else:
                 reads.append((r, e.outvars[0]))
             touches.append(r)
+        if bad_root:
+            raise NotSliceable(bad_root)
     except NotSliceable as e:
         partial = {r for r in touches if r != (0, size)}
         raise NotSliceable(str(e), len(partial)) from None
@@ -523,26 +527,26 @@ def _roles_for(roles: Any, spec: Spec, n_out: int) -> tuple[Any, list[Stacked]]:
 
 def find_layer_axes(
     closed: Any, roles: Any, consts: dict[Any, Any]
-) -> tuple[dict[int, Layering], dict[int, str], dict[int, list[int]]]:
+) -> tuple[dict[int, Layering], dict[int, dict[int, str]], dict[int, list[int]]]:
     """Per state argument of ``closed``, its layer axis told by data flow (the
-    :class:`Layering` of the axis read and written in most pieces, one in layer order first);
-    the reasons of those without one; and per such argument the candidate axes (read at two
-    or more constant ranges before the reason)."""
+    :class:`Layering` of the axis read and written in most pieces, a chain of layers first);
+    for those without one, why not, per axis; and their candidate axes (read at two or more
+    constant ranges before the reason)."""
     found: dict[int, Layering] = {}
-    why: dict[int, str] = {}
+    why: dict[int, dict[int, str]] = {}
     candidates: dict[int, list[int]] = {}
     for r in roles.state:
         if r.output is None:
             continue
         best: Layering | None = None
-        reasons = []
+        reasons: dict[int, str] = {}
         for axis in range(len(r.shape)):
             if r.shape[axis] < 2:
                 continue
             try:
                 lay = layering(closed.jaxpr, closed.jaxpr.invars[r.index], r.output, axis, consts)
             except NotSliceable as e:
-                reasons.append(f"axis {axis}: {e}")
+                reasons[axis] = str(e)
                 if e.seen > 1:
                     candidates.setdefault(r.index, []).append(axis)
                 continue
@@ -553,8 +557,16 @@ def find_layer_axes(
         if best is not None:
             found[r.index] = best
         else:
-            why[r.index] = "; ".join(reasons) or "no axis is read in parts"
+            why[r.index] = reasons
     return found, why, candidates
+
+
+def _reasons(why: Mapping[int, str], source: str | None, axes: Sequence[int] | None = None) -> str:
+    """``axis 0: ...; axis 2: ...`` (of ``axes``, default all), an equation located in the
+    program's file ``source`` rather than in hlopipe's interpreter."""
+    text = "; ".join(f"axis {a}: {w}" for a, w in why.items() if axes is None or a in axes)
+    text = text or "no axis is read in parts"
+    return re.sub(r" at \S*hlopipe/\S+ \([^)]*\)", f" in {source}" if source else "", text)
 
 
 def _traced(program: Any) -> tuple[Any, dict[Any, Any]]:
@@ -575,7 +587,8 @@ def split_stacked(
     closed, consts = _traced(program)
     found, why, _ = find_layer_axes(closed, roles, consts)
     if not found:
-        reasons = "; ".join(f"{roles[a].path}: {w}" for a, w in why.items())
+        source = getattr(program, "source", None)
+        reasons = "; ".join(f"{roles[a].path}: {_reasons(w, source)}" for a, w in why.items())
         reasons = reasons or "no state argument is indexed along a layer axis"
         raise StageError(f"{refused} (not sliceable along the layer axis: {reasons})") from refused
     return _split_sliced(program, closed, consts, roles, found, num_stages, what)
@@ -593,13 +606,15 @@ def prefer_stacked(
     closed, consts = _traced(program)
     found, why, candidates = find_layer_axes(closed, roles, consts)
     layered = {a: lay for a, lay in found.items() if lay.layered}
+    source = getattr(program, "source", None)
     notes = [
         f"warning: state {roles[a].path} {roles[a].dtype}{list(roles[a].shape)} is read at "
-        f"several indices of axis {' or '.join(map(str, axes))}, but its layer axis cannot be "
-        f"told ({why[a]}); it is kept whole on one stage: pass one cache per layer, or stage "
-        "markers"
+        f"several indices of axis {' or '.join(map(str, axes))}, but that cannot be told to be "
+        f"its layer axis ({_reasons(why[a], source, axes)}); it is kept whole on one stage: "
+        "keep one cache per layer, or write each layer's rows back with dynamic_update_slice, "
+        "a scatter of one row, or a stack/concatenate of the layers' caches"
         for a, axes in candidates.items()
-        if a not in layered
+        if a in why
     ]
     if not layered:
         return None, notes
