@@ -1,13 +1,20 @@
-"""A state argument stacked over the layers (``[L, ...]``, one array for every layer) sliced
-per stage along its leading axis, so that each stage keeps only the ``[L_s, ...]`` it uses.
+"""A state argument stacked over the layers (one array for every layer, its layer axis
+anywhere: ``[L, b, ...]``, keras_hub's ``[b, L, 2, T, ...]``) sliced per stage along that axis,
+so that each stage keeps only the rows of the layers it runs.
 
-It is sliceable when every read and update of the array (and of its updated versions) touches
-a static range of the leading axis: ``slice``, ``dynamic_slice`` and ``dynamic_update_slice``
-with a constant index there (what a loop over layers unrolled by ``jax.jit`` produces). The
-program is then re-traced with the array replaced by pieces, one per range, each indexed
-relative to its start; split once to learn which stage uses which piece, the pieces of a
-stage are merged into one ``[L_s, ...]`` argument and the program split again.
-:func:`split_stacked` does that and gives the new argument roles and how to reassemble.
+The layer axis is told by data flow (:func:`layering`, :func:`find_layer_axes`): every read
+and update of the array (and of its updated versions) touches a constant range of the axis
+(``slice``, ``dynamic_slice``, ``dynamic_update_slice``, a one-row ``scatter``: what a loop
+over layers unrolled by ``jax.jit`` produces), its new value is updated from it, joined from
+the layers' values along the axis (``concatenate``/``stack``) or made from a broadcast scalar,
+and the pieces chain: what is written into each is computed from what was read of the one
+before (layers, not the K/V pair of one layer's cache). The program is then re-traced with
+the array replaced by pieces, one per range, each indexed relative to its start, and a join
+of the layers made piece by piece as soon as its layers' values are; split once to learn which
+stage uses which piece, the pieces of a stage are merged into one argument and the program
+split again. :func:`split_stacked` does that when the whole array would cross stages;
+:func:`prefer_stacked` whenever the array has a layer axis (else the whole array would stay on
+one stage with every layer), with warnings for arrays that look stacked but cannot be sliced.
 """
 
 from __future__ import annotations
