@@ -134,9 +134,11 @@ class Generator:
             )
         else:  # kept whole on one stage; sliced along its layer axis when it has one
             if self.split.num_stages > 1:
+                staged = self.split.staged  # traced already, unless a layer loop was cut
                 self.stacked, self._layout_notes = prefer_stacked(
-                    decode, roles, num_stages=num_stages, what=self.source
-                )
+                    decode, roles, num_stages=num_stages, what=self.source,
+                    closed=staged.jaxpr if staged.arg_pieces is None else None,
+                )  # fmt: skip
         if self.stacked is not None:
             self.split, self.roles = self.stacked.split, self.stacked.roles
             roles = self.roles

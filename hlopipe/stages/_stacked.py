@@ -602,15 +602,19 @@ def split_stacked(
 
 
 def prefer_stacked(
-    program: Any, roles: Any, *, num_stages: int | None, what: str
+    program: Any, roles: Any, *, num_stages: int | None, what: str, closed: Any = None
 ) -> tuple[StackedSplit | None, list[str]]:
     """For a program whose state can stay whole on one stage: the split with each state
     argument stacked over the layers (its layer axis told by data flow: each layer reads its
     own index) sliced per stage, so that the layers spread over the stages with their cache;
     ``None`` when no state argument has a layer axis (or the sliced program does not split).
     Also the warnings of the state kept whole that looks stacked: read at several indices of
-    an axis that cannot be told to be its layer axis (naming the array and the axes)."""
-    closed, consts = _traced(program)
+    an axis that cannot be told to be its layer axis (naming the array and the axes).
+    ``closed``: the program already traced (a split's ``StagedProgram.jaxpr``), if at hand."""
+    if closed is None:
+        closed, consts = _traced(program)
+    else:
+        consts = _constants(closed)
     found, why, candidates = find_layer_axes(closed, roles, consts)
     layered = {a: lay for a, lay in found.items() if lay.layered}
     source = getattr(program, "source", None)
