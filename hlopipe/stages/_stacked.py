@@ -1,20 +1,21 @@
-"""A state argument stacked over the layers (one array for every layer, its layer axis
-anywhere: ``[L, b, ...]``, keras_hub's ``[b, L, 2, T, ...]``) sliced per stage along that axis,
-so that each stage keeps only the rows of the layers it runs.
+"""A state argument stacked over the layers (one array for every layer, its layer axis anywhere:
+``[L, b, ...]``, keras_hub's ``[b, L, 2, T, ...]``) sliced per stage along that axis, so that
+each stage keeps only the rows of the layers it runs.
 
-The layer axis is told by data flow (:func:`layering`, :func:`find_layer_axes`): every read
-and update of the array (and of its updated versions) touches a constant range of the axis
-(``slice``, ``dynamic_slice``, ``dynamic_update_slice``, a one-row ``scatter``: what a loop
-over layers unrolled by ``jax.jit`` produces), its new value is updated from it, joined from
-the layers' values along the axis (``concatenate``/``stack``) or made from a broadcast scalar,
-and the pieces chain: what is written into each is computed from what was read of the one
-before (layers, not the K/V pair of one layer's cache). The program is then re-traced with
-the array replaced by pieces, one per range, each indexed relative to its start, and a join
-of the layers made piece by piece as soon as its layers' values are; split once to learn which
-stage uses which piece, the pieces of a stage are merged into one argument and the program
-split again. :func:`split_stacked` does that when the whole array would cross stages;
-:func:`prefer_stacked` whenever the array has a layer axis (else the whole array would stay on
-one stage with every layer), with warnings for arrays that look stacked but cannot be sliced.
+The layer axis is told by data flow (:func:`layering`, :func:`find_layer_axes`): every read and
+update of the array (and of its updated versions) touches a constant range of the axis
+(``slice``, ``dynamic_slice``, a ``gather`` of one index, ``dynamic_update_slice``, a one-row
+``scatter``: what a loop over layers unrolled by ``jax.jit`` produces), its new value is
+updated from it, joined from the layers' values along the axis (``concatenate``/``stack``) or
+made from a broadcast scalar, and the pieces chain: what is written into each is computed from
+what was read of the one before (layers, not the K/V pair of one layer's cache). The program is
+then re-traced with the array replaced by pieces, one per range, each indexed relative to its
+start, and a join of the layers made piece by piece as soon as its layers' values are; split
+once to learn which stage uses which piece, the pieces of a stage are merged into one argument
+and the program split again. :func:`split_stacked` does that when the whole array would cross
+stages; :func:`prefer_stacked` whenever the array has a layer axis (else the whole array would
+stay on one stage with every layer), with warnings for arrays that look stacked but cannot be
+sliced.
 """
 
 from __future__ import annotations
@@ -181,6 +182,14 @@ def _scatter_row(e: Any, axis: int, consts: dict[Any, Any], where: str) -> int:
     return _const_int(e.invars[1], consts, f"scatter at {where}")
 
 
+def _gather_row(e: Any, axis: int, consts: dict[Any, Any], where: str) -> int:
+    """The one index along ``axis`` a gather starts at (``jnp.take(cache, [i], axis)``)."""
+    dn = e.params["dimension_numbers"]
+    if tuple(dn.start_index_map) != (axis,) or tuple(getattr(dn, "operand_batching_dims", ())):
+        raise NotSliceable(f"gather at {where} indexes other axes than {axis}")
+    return _const_int(e.invars[1], consts, f"gather at {where}")
+
+
 def _range(e: Any, axis: int, consts: dict[Any, Any]) -> Range:
     """The range of ``axis`` that equation ``e`` reads or writes of its first operand."""
     where, name = J.where(e), e.primitive.name
@@ -190,6 +199,9 @@ def _range(e: Any, axis: int, consts: dict[Any, Any]) -> Range:
     if name == "scatter":
         i = _scatter_row(e, axis, consts, where)
         return (i, i + 1)
+    if name == "gather":
+        i = _gather_row(e, axis, consts, where)
+        return (i, i + e.params["slice_sizes"][axis])
     if name == "slice" and (e.params["strides"] or (1,) * (axis + 1))[axis] == 1:
         return (e.params["start_indices"][axis], e.params["limit_indices"][axis])
     if name == "dynamic_slice":
@@ -200,7 +212,7 @@ def _range(e: Any, axis: int, consts: dict[Any, Any]) -> Range:
 
 def _join_parts(e: Any, axis: int, made: dict[Any, tuple[int, Any]]) -> list[tuple[Range, Any]]:
     """The operands of a ``concatenate``/``stack`` along ``axis`` with the range of the axis
-    each fills (operands that are themselves joins along the axis opened up)."""
+    each fills (operands that are themselves concatenations along the axis opened up)."""
     name = e.primitive.name
     along = e.params.get("dimension") if name == "concatenate" else e.params.get("axis")
     if along != axis:
@@ -210,7 +222,7 @@ def _join_parts(e: Any, axis: int, made: dict[Any, tuple[int, Any]]) -> list[tup
     for v in e.invars:
         n = 1 if name == "stack" else int(v.aval.shape[axis])
         inner = made.get(v)
-        if inner is not None and inner[1].primitive.name in _JOINS:
+        if name == "concatenate" and inner is not None and inner[1].primitive.name == name:
             try:
                 sub = _join_parts(inner[1], axis, made)
             except NotSliceable:
@@ -379,6 +391,10 @@ def _apply(e: Any, vals: list[Any], consts: dict[Any, Any]) -> Any:
                 pcs.get(k), idx, vals[2], **e.primitive.get_bind_params(e.params)
             )
         return _Pieces(ax, pcs.ranges, [*pcs.arrays[:k], new, *pcs.arrays[k + 1 :]])
+    if name == "gather":
+        row = _const_int(e.invars[1], consts, name) - a
+        idx = np.full(e.invars[1].aval.shape, row, e.invars[1].aval.dtype)
+        return e.primitive.bind(pcs.get(k), idx, **e.primitive.get_bind_params(e.params))
     if name == "slice":
         start, limit = list(e.params["start_indices"]), list(e.params["limit_indices"])
         start[ax], limit[ax] = start[ax] - a, limit[ax] - a

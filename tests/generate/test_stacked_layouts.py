@@ -73,3 +73,36 @@ def test_a_stacked_cache_whose_layer_axis_cannot_be_told_is_kept_whole_with_a_wa
     (note,) = [w for w in gen.warnings() if "[1] float32[2, 2, 4]" in w]
     assert "read at several indices of axis 0" in note and "kept whole on one stage" in note
     assert note in repr(gen)
+
+
+def test_the_layer_axis_is_told_by_data_flow():
+    """Read by a gather of one index (``jnp.take``), written by ``dynamic_update_slice`` and
+    ``jnp.stack``: the layer axis (1) is a chain of layers, each written from what the one
+    before read; the K/V axis of one layer's cache is written side by side, not a chain."""
+    from jax import lax
+
+    from hlopipe.stages import _jaxpr as J
+    from hlopipe.stages._stacked import NotSliceable, _constants, layering
+
+    def kv(c, x):  # one layer's cache [b, 2, T]: K updated, V read
+        k = lax.dynamic_update_slice(c[:, 0], x[:, None], (0, 1))
+        return x + (k * c[:, 1]).sum(-1), jnp.stack([k, c[:, 1]], axis=1)
+
+    def stacked(cache, x):  # [b, L, 2, T]
+        new = []
+        for i in range(3):
+            x, c = kv(jnp.take(cache, jnp.array([i]), axis=1)[:, 0], x)
+            new.append(c)
+        return x, jnp.stack(new, axis=1)
+
+    def told(fn, shape, axis):
+        closed = J.inline(jax.make_jaxpr(fn)(jnp.zeros(shape), jnp.ones(2)), lambda e: True)
+        jaxpr = closed.jaxpr
+        return layering(jaxpr, jaxpr.invars[0], 1, axis, _constants(closed))
+
+    lay = told(stacked, (2, 3, 2, 4), 1)
+    assert lay.pieces == ((0, 1), (1, 2), (2, 3)) and lay.layered
+    with pytest.raises(NotSliceable, match="joins along axis 1, not 2"):
+        told(stacked, (2, 3, 2, 4), 2)
+    lay = told(kv, (2, 2, 4), 1)
+    assert lay.pieces == ((0, 1), (1, 2)) and not lay.layered
