@@ -21,6 +21,7 @@ sliced.
 from __future__ import annotations
 
 import functools
+import heapq
 import itertools
 import re
 from collections.abc import Mapping, Sequence
@@ -234,15 +235,43 @@ def _join_parts(e: Any, axis: int, made: dict[Any, tuple[int, Any]]) -> list[tup
     return parts
 
 
-def layering(jaxpr: Any, start: Any, output: int, axis: int, consts: dict[Any, Any]) -> Layering:
+@dataclass(frozen=True)
+class _Index:
+    """A jaxpr's equations by the values they make (``made``: value -> (index, equation)) and
+    by the values they read (``users``: value -> the indices of its readers, in order)."""
+
+    made: dict[Any, tuple[int, Any]]
+    users: dict[Any, list[int]]
+
+    @staticmethod
+    def of(jaxpr: Any) -> _Index:
+        made: dict[Any, tuple[int, Any]] = {}
+        users: dict[Any, list[int]] = {}
+        for i, e in enumerate(jaxpr.eqns):
+            for v in e.invars:
+                if not isinstance(v, J.Literal):
+                    users.setdefault(v, []).append(i)
+            made.update((o, (i, e)) for o in e.outvars)
+        return _Index(made, users)
+
+
+def layering(
+    jaxpr: Any,
+    start: Any,
+    output: int,
+    axis: int,
+    consts: dict[Any, Any],
+    index: _Index | None = None,
+) -> Layering:
     """How state argument ``start`` (a variable; ``None`` in a prefill, which makes the state)
     and its new value, output ``output``, use axis ``axis``: every read and update of it (and
     of its versions) must touch a constant range of the axis (``slice``, ``dynamic_slice``,
     ``dynamic_update_slice``, a one-row ``scatter``), and the new value must be updated from
     the argument, joined from the layers' values along the axis (``concatenate``, ``stack``)
     or made from a broadcast scalar. Raises :class:`NotSliceable` saying which equation does
-    not."""
-    made = {o: (i, e) for i, e in enumerate(jaxpr.eqns) for o in e.outvars}
+    not. ``index``: the jaxpr's :class:`_Index`, when the caller has it."""
+    index = index or _Index.of(jaxpr)
+    made = index.made
     out = jaxpr.outvars[output]
     if isinstance(out, J.Literal):
         raise NotSliceable(f"output {output} is a constant")
@@ -267,11 +296,17 @@ def layering(jaxpr: Any, start: Any, output: int, axis: int, consts: dict[Any, A
                 f"values along axis {axis}, nor made from a broadcast scalar"
             )
         chain.add(root)
+    readers = [i for v in chain for i in index.users.get(v, ())]
+    heapq.heapify(readers)
+    seen: set[int] = set()
     try:
-        for e in jaxpr.eqns:
-            hit = [k for k, v in enumerate(e.invars) if not isinstance(v, J.Literal) and v in chain]
-            if not hit:
+        while readers:  # the equations reading the state or a version of it, in order
+            i = heapq.heappop(readers)
+            if i in seen:
                 continue
+            seen.add(i)
+            e = jaxpr.eqns[i]
+            hit = [k for k, v in enumerate(e.invars) if not isinstance(v, J.Literal) and v in chain]
             if hit != [0]:
                 raise NotSliceable(f"{e.primitive.name} at {J.where(e)} uses it whole")
             r = _range(e, axis, consts)
@@ -281,6 +316,8 @@ def layering(jaxpr: Any, start: Any, output: int, axis: int, consts: dict[Any, A
                 )
             if e.primitive.name in _UPDATES:
                 chain.add(e.outvars[0])
+                for u in index.users.get(e.outvars[0], ()):
+                    heapq.heappush(readers, u)
                 writes.append((r, e.invars[1 if e.primitive.name == "dynamic_update_slice" else 2]))
             else:
                 reads.append((r, e.outvars[0]))
@@ -558,6 +595,7 @@ def find_layer_axes(
     found: dict[int, Layering] = {}
     why: dict[int, dict[int, str]] = {}
     candidates: dict[int, list[int]] = {}
+    index = _Index.of(closed.jaxpr)
     for r in roles.state:
         if r.output is None:
             continue
@@ -567,7 +605,8 @@ def find_layer_axes(
             if r.shape[axis] < 2:
                 continue
             try:
-                lay = layering(closed.jaxpr, closed.jaxpr.invars[r.index], r.output, axis, consts)
+                start = closed.jaxpr.invars[r.index]
+                lay = layering(closed.jaxpr, start, r.output, axis, consts, index)
             except NotSliceable as e:
                 reasons[axis] = str(e)
                 if e.seen > 1:
