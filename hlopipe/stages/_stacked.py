@@ -457,7 +457,7 @@ def _retraced(closed: Any, spec: Spec, consts: dict[Any, Any], roots: Mapping[An
     from the layers' values, or an empty cache broadcast from a scalar) made as pieces."""
     jaxpr = closed.jaxpr
     made = {o: (i, e) for i, e in enumerate(jaxpr.eqns) for o in e.outvars}
-    early = _reshaped_early(roots, made)
+    asap = _asap(jaxpr, roots, _Index.of(jaxpr))
     joins = {  # each piece of a join in roots: the join and the operands falling in it
         (root, k): (made[root][1], [v for (lo, hi), v in parts if a <= lo and hi <= b])
         for root, (axis, ranges) in roots.items()
@@ -488,14 +488,23 @@ def _retraced(closed: Any, spec: Spec, consts: dict[Any, Any], roots: Mapping[An
             for o, x in zip(e.outvars, outs if e.primitive.multiple_results else [outs],
                             strict=True):  # fmt: skip
                 env[o] = x
-            for o in e.outvars:
-                for later in early.get(o, ()):
-                    bind(later)
+            settle()
             for key, (join, ops) in joins.items():
                 if key not in pieces and all(v in env for v in ops):
-                    pieces[key] = _join(join, [env[v] for v in ops], roots[join.outvars[0]][0])
+                    pieces[key] = _join(join, [read(v) for v in ops], roots[join.outvars[0]][0])
 
-        done = {id(e) for es in early.values() for e in es}
+        pending = list(asap)
+
+        def settle() -> None:  # each layer's value for a join made as soon as it can be
+            ready = [e for e in pending if all(isinstance(v, J.Literal) or v in env
+                                               for v in e.invars)]  # fmt: skip
+            for e in ready:
+                pending.remove(e)
+            for e in ready:
+                bind(e)
+
+        settle()
+        done = {id(e) for e in asap}
         for e in jaxpr.eqns:
             if id(e) in done:
                 continue
@@ -527,25 +536,25 @@ def _retraced(closed: Any, spec: Spec, consts: dict[Any, Any], roots: Mapping[An
     return fn
 
 
-def _reshaped_early(
-    roots: Mapping[Any, Any], made: dict[Any, tuple[int, Any]]
-) -> dict[Any, list[Any]]:
-    """``{value: the reshapes taking it to an operand of a join in roots}``: ``jnp.stack``
-    reshapes every layer's cache where it stacks them, after the last layer; re-traced right
-    after the value is made, each layer's piece is made in its layer, on its stage."""
-    early: dict[Any, list[Any]] = {}
-    for root, (axis, _) in roots.items():
-        e = made[root][1] if root in made else None
-        if e is None or e.primitive.name not in _JOINS:
+def _asap(jaxpr: Any, roots: Mapping[Any, Any], index: _Index) -> list[Any]:
+    """The equations that only make the layers' values for a join in ``roots`` (their results
+    read by nothing else: ``jnp.stack`` reshapes every layer's cache after the last layer, and
+    XLA may join a layer's K and V there too), in program order. Re-traced as soon as their
+    inputs are made, each layer's piece is made in its layer, on its stage."""
+    targets = {index.made[r][0] for r in roots if r in index.made}
+    targets = {i for i in targets if jaxpr.eqns[i].primitive.name in _JOINS}
+    if not targets:
+        return []
+    outs = {v for v in jaxpr.outvars if not isinstance(v, J.Literal)}
+    chosen: set[int] = set()
+    for i in range(max(targets) - 1, -1, -1):
+        e = jaxpr.eqns[i]
+        if e.effects or not e.outvars or any(o in outs for o in e.outvars):
             continue
-        for _, v in _join_parts(e, axis, made):
-            chain = []
-            while v in made and made[v][1].primitive.name in _SAME:
-                chain.append(made[v][1])
-                v = made[v][1].invars[0]
-            if chain and not isinstance(v, J.Literal):
-                early.setdefault(v, []).extend(reversed(chain))
-    return early
+        readers = [u for o in e.outvars for u in index.users.get(o, ())]
+        if readers and all(u in chosen or u in targets for u in readers):
+            chosen.add(i)
+    return [jaxpr.eqns[i] for i in sorted(chosen)]
 
 
 def _piece_path(path: str, axis: int, a: int, b: int) -> str:
