@@ -96,14 +96,22 @@ def prefill_fn(layout):
     return prefill
 
 
-def exported(layout):
-    """The decode step (cache donated) and the prefill, through ``jax.export``, loaded."""
+def exported(layout, fmt="export"):
+    """The decode step (cache donated) and the prefill, loaded: through ``jax.export``, or
+    as HLO text (``fmt="hlo"``: XLA's order of operations, not the tracer's)."""
     import hlopipe
 
     ex = (params(), empty(layout), jnp.zeros(B, jnp.int32), jnp.int32(0))
-    dec = jax.export.export(jax.jit(decode_fn(layout), donate_argnums=1))(*ex)
-    pre = jax.export.export(jax.jit(prefill_fn(layout)))(params(), jnp.zeros((B, P), jnp.int32))
-    return hlopipe.load(dec.serialize()), hlopipe.load(pre.serialize())
+    dec = jax.jit(decode_fn(layout), donate_argnums=1)
+    pre = jax.jit(prefill_fn(layout))
+    pre_ex = (params(), jnp.zeros((B, P), jnp.int32))
+    if fmt == "hlo":
+        texts = dec.lower(*ex).as_text("hlo"), pre.lower(*pre_ex).as_text("hlo")
+        return tuple(hlopipe.load(t.encode()) for t in texts)
+    return (
+        hlopipe.load(jax.export.export(dec)(*ex).serialize()),
+        hlopipe.load(jax.export.export(pre)(*pre_ex).serialize()),
+    )
 
 
 def generate_plain(layout, prompt, n):

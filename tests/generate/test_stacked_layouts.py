@@ -19,9 +19,11 @@ from hlopipe.generate import Generator
 N = 8
 
 
-@pytest.mark.parametrize(("layout", "S"), [("keras", 2), ("leading", 4)])
-def test_stacked_cache_is_sliced_along_its_layer_axis(layout, S):
-    dec, pre = m.exported(layout)
+# keras_hub's layout from HLO text (XLA joins each layer's K and V after the last layer there;
+# through jax.export: tests/generate/test_keras_hub.py), the other through jax.export
+@pytest.mark.parametrize(("layout", "S", "fmt"), [("keras", 2, "hlo"), ("leading", 4, "export")])
+def test_stacked_cache_is_sliced_along_its_layer_axis(layout, S, fmt):
+    dec, pre = m.exported(layout, fmt)
     gen = Generator(dec, m.params(), prefill=pre, num_stages=S)
     axis = 1 if layout == "keras" else 0
     # each stage holds L / S layers and only its own rows of the cache, in layer order
@@ -34,7 +36,8 @@ def test_stacked_cache_is_sliced_along_its_layer_axis(layout, S):
         assert shape[axis] == m.L // S and gen.state_bytes(s) * S == whole
         rows.append(kept.path)
     sl = ":, " * axis
-    assert rows == [f"[1][{sl}{s * m.L // S}:{(s + 1) * m.L // S}]" for s in range(S)]
+    (cache,) = dec.arg_roles().state  # named "cache" in HLO text, "[1]" in an export
+    assert rows == [f"{cache.path}[{sl}{s * m.L // S}:{(s + 1) * m.L // S}]" for s in range(S)]
     # the prefill (its empty cache made with jnp.zeros before the first layer) is cut with the
     # decode step: each stage makes its own rows of the cache
     made = [gen.prefill.staged.out_sources[o] for o in sorted(gen.prefill.state_of_out)]
