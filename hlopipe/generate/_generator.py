@@ -57,6 +57,7 @@ from hlopipe.stages import (
     StackedSplit,
     StateCrossesStages,
     StatefulSplit,
+    prefer_stacked,
     retrace_outputs,
     split_prefill,
     split_stacked,
@@ -122,6 +123,7 @@ class Generator:
             raise RuntimeConfigError(f"groups must be a positive integer, got {groups!r}")
         self.groups = groups
         self.stacked: StackedSplit | None = None
+        self._layout_notes: list[str] = []  # state that looks stacked but is kept whole
         try:
             self.split: StatefulSplit = split_stateful(
                 decode, roles, num_stages=num_stages, what=self.source
@@ -130,6 +132,14 @@ class Generator:
             self.stacked = split_stacked(
                 decode, roles, num_stages=num_stages, what=self.source, refused=e
             )
+        else:  # kept whole on one stage; sliced along its layer axis when it has one
+            if self.split.num_stages > 1:
+                staged = self.split.staged  # traced already, unless a layer loop was cut
+                self.stacked, self._layout_notes = prefer_stacked(
+                    decode, roles, num_stages=num_stages, what=self.source,
+                    closed=staged.jaxpr if staged.arg_pieces is None else None,
+                )  # fmt: skip
+        if self.stacked is not None:
             self.split, self.roles = self.stacked.split, self.stacked.roles
             roles = self.roles
             self._check_roles(roles)
@@ -370,7 +380,7 @@ class Generator:
 
     def warnings(self) -> list[str]:
         """What ``print(gen)`` warns of (see ``_plan.split_warnings``)."""
-        return split_warnings(self.layers(), self.split.state_sent)
+        return split_warnings(self.layers(), self.split.state_sent) + self._layout_notes
 
     # -- sessions ----------------------------------------------------------------------------
     def start(
@@ -401,7 +411,7 @@ def _sliced_prefill(program: Any, stacked: StackedSplit, token_arg: int) -> Any:
     orig = stacked.original_roles
     orig_token = next(r.index for r in orig.feedback if r.path == stacked.roles[token_arg].path)
     _, state_of_out = prefill_outputs(program, orig, orig_token, what)
-    by_arg = {s.arg: s.ranges for s in stacked.stacks}
+    by_arg = {s.arg: (s.axis, s.ranges) for s in stacked.stacks}
     outputs = {o: by_arg[a] for o, a in state_of_out.items() if a in by_arg}
     return retrace_outputs(program, outputs, what)
 

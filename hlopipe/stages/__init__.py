@@ -26,11 +26,13 @@ Public API:
   parameters stacked ``[L, ...]``, cut by ranges of iterations when splitting) and, with the
   reason, loops left whole.
 * :func:`format_manifest` — the stage table of an exported ``manifest.json``.
-* :func:`split_stateful` / :func:`split_stacked` — a program carrying state (a decode step)
-  split with each piece of state on one stage; :func:`length_axes` — the axis of each state
-  argument the position indexes (the cache length); :func:`split_prefill` — a prefill cut so
-  that each cache is made on the stage its decode step keeps it on; :func:`sink_constants` —
-  a program re-traced with values made from constants alone made where they are read.
+* :func:`split_stateful` / :func:`split_stacked` / :func:`prefer_stacked` — a program
+  carrying state (a decode step) split with each piece of state on one stage (a cache stacked
+  over the layers sliced along its layer axis, told by data flow); :func:`length_axes` — the
+  axis of each state argument the position indexes (the cache length); :func:`split_prefill` —
+  a prefill cut so that each cache is made on the stage its decode step keeps it on;
+  :func:`sink_constants` — a program re-traced with values made from constants alone made where
+  they are read.
 * :data:`DEVICES`, :class:`Device`, :func:`device` — named devices (a roofline and a memory
   size); :func:`memory_report` (:class:`MemoryReport`, :class:`StageMemory`) — each stage's
   training memory on one under a schedule; :func:`memory_cap` — a ``memory_cap`` from one.
@@ -67,7 +69,7 @@ from hlopipe.stages._sharding import (
     shard_stage,
 )
 from hlopipe.stages._split import Cuts, split, split_jaxpr
-from hlopipe.stages._stacked import StackedSplit, retrace_outputs, split_stacked
+from hlopipe.stages._stacked import StackedSplit, prefer_stacked, retrace_outputs, split_stacked
 from hlopipe.stages._staged import (
     OutputSource,
     Receive,
@@ -131,6 +133,7 @@ __all__ = [
     "split_merged",
     "split_prefill",
     "split_stacked",
+    "prefer_stacked",
     "split_stateful",
     "state_sends",
     "retrace_outputs",

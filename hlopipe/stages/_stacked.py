@@ -1,19 +1,29 @@
-"""A state argument stacked over the layers (``[L, ...]``, one array for every layer) sliced
-per stage along its leading axis, so that each stage keeps only the ``[L_s, ...]`` it uses.
+"""A state argument stacked over the layers (one array for every layer, its layer axis anywhere:
+``[L, b, ...]``, keras_hub's ``[b, L, 2, T, ...]``) sliced per stage along that axis, so that
+each stage keeps only the rows of the layers it runs.
 
-It is sliceable when every read and update of the array (and of its updated versions) touches
-a static range of the leading axis: ``slice``, ``dynamic_slice`` and ``dynamic_update_slice``
-with a constant index there (what a loop over layers unrolled by ``jax.jit`` produces). The
-program is then re-traced with the array replaced by pieces, one per range, each indexed
-relative to its start; split once to learn which stage uses which piece, the pieces of a
-stage are merged into one ``[L_s, ...]`` argument and the program split again.
-:func:`split_stacked` does that and gives the new argument roles and how to reassemble.
+The layer axis is told by data flow (:func:`layering`, :func:`find_layer_axes`): every read and
+update of the array (and of its updated versions) touches a constant range of the axis
+(``slice``, ``dynamic_slice``, a ``gather`` of one index, ``dynamic_update_slice``, a one-row
+``scatter``: what a loop over layers unrolled by ``jax.jit`` produces), its new value is
+updated from it, joined from the layers' values along the axis (``concatenate``/``stack``) or
+made from a broadcast scalar, and the pieces chain: what is written into each is computed from
+what was read of the one before (layers, not the K/V pair of one layer's cache). The program is
+then re-traced with the array replaced by pieces, one per range, each indexed relative to its
+start, and a join of the layers made piece by piece as soon as its layers' values are; split
+once to learn which stage uses which piece, the pieces of a stage are merged into one argument
+and the program split again. :func:`split_stacked` does that when the whole array would cross
+stages; :func:`prefer_stacked` whenever the array has a layer axis (else the whole array would
+stay on one stage with every layer), with warnings for arrays that look stacked but cannot be
+sliced.
 """
 
 from __future__ import annotations
 
 import functools
+import heapq
 import itertools
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
@@ -28,13 +38,18 @@ Range = tuple[int, int]
 
 
 class NotSliceable(Exception):
-    """Why a stacked state argument cannot be sliced (a message for a StageError)."""
+    """Why a stacked state argument cannot be sliced (a message for a StageError);
+    ``seen``: how many distinct constant ranges of the axis were read before the reason."""
+
+    def __init__(self, message: str, seen: int = 0) -> None:
+        super().__init__(message)
+        self.seen = seen
 
 
 @dataclass(frozen=True)
 class Stacked:
     """Original state argument ``arg`` (aliased to output ``output``) cut into ``ranges`` of its
-    leading axis; the pieces are new arguments ``args`` and new outputs ``outputs``."""
+    layer axis ``axis``; the pieces are new arguments ``args`` and new outputs ``outputs``."""
 
     arg: int
     output: int
@@ -42,6 +57,22 @@ class Stacked:
     ranges: tuple[Range, ...]
     args: tuple[int, ...]
     outputs: tuple[int, ...]
+    axis: int = 0
+
+
+@dataclass(frozen=True)
+class Layering:
+    """How a state array is used along its axis ``axis``: in the disjoint ``pieces`` (the ranges
+    read and written, and the gaps); ``layered`` when the pieces form a chain of layers in
+    the order of the axis: what is written into each is computed from what was read of the
+    one before (a layer axis, not the K/V pair of one layer's cache); ``root``: the value its
+    new value is assembled from (a ``concatenate``/``stack`` of the layers' caches, or a
+    broadcast scalar: an empty cache), ``None`` when it is updated from the argument itself."""
+
+    axis: int
+    pieces: tuple[Range, ...]
+    layered: bool
+    root: Any = None
 
 
 @dataclass(eq=False)
@@ -56,14 +87,14 @@ class StackedSplit:
 
     def assemble(self, by_arg: dict[int, Any]) -> list[np.ndarray]:
         """The original program's state arguments, in order, from ``{new argument: value}``
-        (the pieces of a stacked one concatenated along its leading axis)."""
+        (the pieces of a stacked one joined along its layer axis)."""
         stacked = {s.arg: s for s in self.stacks}
         new_of = _new_index(self.original_roles, self.stacks)
         out = []
         for r in self.original_roles.state:
             if r.index in stacked:
-                parts = [np.asarray(by_arg[a]) for a in stacked[r.index].args]
-                out.append(np.concatenate(parts, axis=0))
+                s = stacked[r.index]
+                out.append(np.concatenate([np.asarray(by_arg[a]) for a in s.args], axis=s.axis))
             else:
                 out.append(np.asarray(by_arg[new_of[r.index]]))
         return out
@@ -77,9 +108,10 @@ class StackedSplit:
             if r.index not in stacked:
                 got[new_of[r.index]] = value
                 continue
+            s = stacked[r.index]
             arr = np.asarray(value)
-            for (a, b), new in zip(stacked[r.index].ranges, stacked[r.index].args, strict=True):
-                got[new] = arr[a:b]
+            for (a, b), new in zip(s.ranges, s.args, strict=True):
+                got[new] = np.take(arr, np.arange(a, b), axis=s.axis)
         return got
 
 
@@ -93,9 +125,15 @@ def _new_index(roles: Any, stacks: Sequence[Stacked]) -> dict[int, int]:
     return out
 
 
-def _constants(jaxpr: Any) -> dict[Any, Any]:
-    """The small integer values computed from literals only (the layer indices)."""
-    known: dict[Any, Any] = {}
+def _constants(closed: Any) -> dict[Any, Any]:
+    """The small integer values computed from literals and the program's constants only (the
+    layer indices)."""
+    jaxpr = closed.jaxpr
+    known: dict[Any, Any] = {
+        v: np.asarray(c)
+        for v, c in zip(jaxpr.constvars, closed.consts, strict=True)
+        if np.size(c) <= 16 and np.asarray(c).dtype.kind in "iub"
+    }
 
     def value(v: Any) -> Any:
         return v.val if isinstance(v, J.Literal) else known.get(v)
@@ -119,43 +157,219 @@ def _constants(jaxpr: Any) -> dict[Any, Any]:
 
 def _const_int(var: Any, consts: dict[Any, Any], where: str) -> int:
     x = var.val if isinstance(var, J.Literal) else consts.get(var)
-    if x is None:
+    if x is None or np.size(x) != 1:
         raise NotSliceable(f"{where} indexes the layer axis with a value known only at run time")
-    return int(x)
+    return int(np.reshape(x, -1)[0])
 
 
-def uses(jaxpr: Any, start: Any, output: int, consts: dict[Any, Any]) -> list[Range]:
-    """The leading-axis ranges every read and update of ``start`` (an argument, or a stacked
-    array made in the program, and its versions) touches, in program order; raises
-    :class:`NotSliceable` saying which equation does not."""
-    chain = {start}
-    size = start.aval.shape[0] if start.aval.shape else 0
-    found: list[Range] = []
-    for e in jaxpr.eqns:
-        hit = [i for i, v in enumerate(e.invars) if not isinstance(v, J.Literal) and v in chain]
-        if not hit:
-            continue
-        where, name = J.where(e), e.primitive.name
-        if hit != [0]:
-            raise NotSliceable(f"{name} at {where} uses it whole")
-        if name == "dynamic_update_slice":
-            i = _const_int(e.invars[2], consts, f"{name} at {where}")
-            r = (i, i + e.invars[1].aval.shape[0])
-            chain.add(e.outvars[0])
-        elif name == "slice" and (e.params["strides"] or (1,))[0] == 1:
-            r = (e.params["start_indices"][0], e.params["limit_indices"][0])
-        elif name == "dynamic_slice":
-            i = _const_int(e.invars[1], consts, f"{name} at {where}")
-            r = (i, i + e.params["slice_sizes"][0])
+_UPDATES = ("dynamic_update_slice", "scatter")
+_JOINS = ("concatenate", "stack")
+# a value that is another with its axes reshaped or its type changed: a layer's cache on its
+# way into the stack (``expand_dims``)
+_SAME = ("reshape", "broadcast_in_dim", "expand_dims", "squeeze", "convert_element_type", "copy",
+         "copy_p")  # fmt: skip
+
+
+def _scatter_row(e: Any, axis: int, consts: dict[Any, Any], where: str) -> int:
+    """The one index along ``axis`` a scatter writes (``cache.at[i].set(layer)``)."""
+    dn = e.params["dimension_numbers"]
+    one_row = (
+        tuple(dn.scatter_dims_to_operand_dims) == (axis,)
+        and tuple(dn.inserted_window_dims) == (axis,)
+        and not tuple(getattr(dn, "operand_batching_dims", ()))
+    )
+    if not one_row:
+        raise NotSliceable(f"scatter at {where} writes more than one index of axis {axis}")
+    return _const_int(e.invars[1], consts, f"scatter at {where}")
+
+
+def _gather_row(e: Any, axis: int, consts: dict[Any, Any], where: str) -> int:
+    """The one index along ``axis`` a gather starts at (``jnp.take(cache, [i], axis)``)."""
+    dn = e.params["dimension_numbers"]
+    if tuple(dn.start_index_map) != (axis,) or tuple(getattr(dn, "operand_batching_dims", ())):
+        raise NotSliceable(f"gather at {where} indexes other axes than {axis}")
+    return _const_int(e.invars[1], consts, f"gather at {where}")
+
+
+def _range(e: Any, axis: int, consts: dict[Any, Any]) -> Range:
+    """The range of ``axis`` that equation ``e`` reads or writes of its first operand."""
+    where, name = J.where(e), e.primitive.name
+    if name == "dynamic_update_slice":
+        i = _const_int(e.invars[2 + axis], consts, f"{name} at {where}")
+        return (i, i + e.invars[1].aval.shape[axis])
+    if name == "scatter":
+        i = _scatter_row(e, axis, consts, where)
+        return (i, i + 1)
+    if name == "gather":
+        i = _gather_row(e, axis, consts, where)
+        return (i, i + e.params["slice_sizes"][axis])
+    if name == "slice" and (e.params["strides"] or (1,) * (axis + 1))[axis] == 1:
+        return (e.params["start_indices"][axis], e.params["limit_indices"][axis])
+    if name == "dynamic_slice":
+        i = _const_int(e.invars[1 + axis], consts, f"{name} at {where}")
+        return (i, i + e.params["slice_sizes"][axis])
+    raise NotSliceable(f"{name} at {where} uses it whole")
+
+
+def _join_parts(e: Any, axis: int, made: dict[Any, tuple[int, Any]]) -> list[tuple[Range, Any]]:
+    """The operands of a ``concatenate``/``stack`` along ``axis`` with the range of the axis
+    each fills (operands that are themselves concatenations along the axis opened up)."""
+    name = e.primitive.name
+    along = e.params.get("dimension") if name == "concatenate" else e.params.get("axis")
+    if along != axis:
+        raise NotSliceable(f"{name} at {J.where(e)} joins along axis {along}, not {axis}")
+    parts: list[tuple[Range, Any]] = []
+    at = 0
+    for v in e.invars:
+        n = 1 if name == "stack" else int(v.aval.shape[axis])
+        inner = made.get(v)
+        if name == "concatenate" and inner is not None and inner[1].primitive.name == name:
+            try:
+                sub = _join_parts(inner[1], axis, made)
+            except NotSliceable:
+                sub = [((0, n), v)]
         else:
-            raise NotSliceable(f"{name} at {where} uses it whole")
-        if not 0 <= r[0] < r[1] <= size:
-            raise NotSliceable(f"{name} at {where} touches layers {r} outside 0..{size}")
-        found.append(r)
+            sub = [((0, n), v)]
+        parts += [((at + a, at + b), x) for (a, b), x in sub]
+        at += n
+    return parts
+
+
+@dataclass(frozen=True)
+class _Index:
+    """A jaxpr's equations by the values they make (``made``: value -> (index, equation)) and
+    by the values they read (``users``: value -> the indices of its readers, in order)."""
+
+    made: dict[Any, tuple[int, Any]]
+    users: dict[Any, list[int]]
+
+    @staticmethod
+    def of(jaxpr: Any) -> _Index:
+        made: dict[Any, tuple[int, Any]] = {}
+        users: dict[Any, list[int]] = {}
+        for i, e in enumerate(jaxpr.eqns):
+            for v in e.invars:
+                if not isinstance(v, J.Literal):
+                    users.setdefault(v, []).append(i)
+            made.update((o, (i, e)) for o in e.outvars)
+        return _Index(made, users)
+
+
+def layering(
+    jaxpr: Any,
+    start: Any,
+    output: int,
+    axis: int,
+    consts: dict[Any, Any],
+    index: _Index | None = None,
+) -> Layering:
+    """How state argument ``start`` (a variable; ``None`` in a prefill, which makes the state)
+    and its new value, output ``output``, use axis ``axis``: every read and update of it (and
+    of its versions) must touch a constant range of the axis (``slice``, ``dynamic_slice``,
+    ``dynamic_update_slice``, a one-row ``scatter``), and the new value must be updated from
+    the argument, joined from the layers' values along the axis (``concatenate``, ``stack``)
+    or made from a broadcast scalar. Raises :class:`NotSliceable` saying which equation does
+    not. ``index``: the jaxpr's :class:`_Index`, when the caller has it."""
+    index = index or _Index.of(jaxpr)
+    made = index.made
+    out = jaxpr.outvars[output]
+    if isinstance(out, J.Literal):
+        raise NotSliceable(f"output {output} is a constant")
+    size = int(out.aval.shape[axis])
+    root = out
+    while root in made and made[root][1].primitive.name in _UPDATES:
+        root = made[root][1].invars[0]
+    touches: list[Range] = []
+    reads: list[tuple[Range, Any]] = []  # (range, the value read)
+    writes: list[tuple[Range, Any]] = []  # (range, the value written into it)
+    chain = {start} if start is not None else set()
+    bad_root = ""  # told after the reads: how many the axis has says if it looks stacked
+    if root is not start:
+        e = made[root][1] if root in made else None
+        if e is not None and e.primitive.name in _JOINS:
+            for r, v in _join_parts(e, axis, made):
+                touches.append(r)
+                writes.append((r, v))
+        elif e is None or e.primitive.name != "broadcast_in_dim" or e.invars[0].aval.shape:
+            bad_root = (
+                f"output {output} is not updated from the argument, joined from the layers' "
+                f"values along axis {axis}, nor made from a broadcast scalar"
+            )
+        chain.add(root)
+    readers = [i for v in chain for i in index.users.get(v, ())]
+    heapq.heapify(readers)
+    seen: set[int] = set()
+    try:
+        while readers:  # the equations reading the state or a version of it, in order
+            i = heapq.heappop(readers)
+            if i in seen:
+                continue
+            seen.add(i)
+            e = jaxpr.eqns[i]
+            hit = [k for k, v in enumerate(e.invars) if not isinstance(v, J.Literal) and v in chain]
+            if hit != [0]:
+                raise NotSliceable(f"{e.primitive.name} at {J.where(e)} uses it whole")
+            r = _range(e, axis, consts)
+            if not 0 <= r[0] < r[1] <= size:
+                raise NotSliceable(
+                    f"{e.primitive.name} at {J.where(e)} touches {r} outside 0..{size}"
+                )
+            if e.primitive.name in _UPDATES:
+                chain.add(e.outvars[0])
+                for u in index.users.get(e.outvars[0], ()):
+                    heapq.heappush(readers, u)
+                writes.append((r, e.invars[1 if e.primitive.name == "dynamic_update_slice" else 2]))
+            else:
+                reads.append((r, e.outvars[0]))
+            touches.append(r)
+        if bad_root:
+            raise NotSliceable(bad_root)
+    except NotSliceable as e:
+        partial = {r for r in touches if r != (0, size)}
+        raise NotSliceable(str(e), len(partial)) from None
     outs = [i for i, v in enumerate(jaxpr.outvars) if not isinstance(v, J.Literal) and v in chain]
     if outs != [output]:
         raise NotSliceable(f"its versions are outputs {outs}, not only its aliased output {output}")
-    return found
+    pieces = pieces_of(touches, size)
+    layered = _chained(jaxpr, reads, writes, pieces)
+    return Layering(axis, tuple(pieces), layered, None if root is start else root)
+
+
+def _chained(
+    jaxpr: Any,
+    reads: Sequence[tuple[Range, Any]],
+    writes: Sequence[tuple[Range, Any]],
+    pieces: Sequence[Range],
+) -> bool:
+    """Whether the pieces touched form a chain of layers: what is written into each (after
+    the first) is computed from what was read of the one before it (a layer's output is the
+    next layer's input), not side by side (the K and V halves of one layer's cache)."""
+
+    def piece(r: Range) -> int:
+        return next(k for k, (a, b) in enumerate(pieces) if a <= r[0] and r[1] <= b)
+
+    read: dict[int, set[Any]] = {}
+    written: dict[int, set[Any]] = {}
+    for r, v in reads:
+        read.setdefault(piece(r), set()).add(v)
+    for r, v in writes:
+        if not isinstance(v, J.Literal):
+            written.setdefault(piece(r), set()).add(v)
+    touched = sorted(set(read) | set(written))
+    if len(touched) < 2:
+        return False
+    for k, nxt in itertools.pairwise(touched):
+        if k not in read or not written.get(nxt, set()) & _descendants(jaxpr, read[k]):
+            return False
+    return True
+
+
+def _descendants(jaxpr: Any, start: set[Any]) -> set[Any]:
+    seen = set(start)
+    for e in jaxpr.eqns:
+        if any(not isinstance(v, J.Literal) and v in seen for v in e.invars):
+            seen.update(e.outvars)
+    return seen
 
 
 def pieces_of(ranges: Sequence[Range], size: int) -> list[Range]:
@@ -177,10 +391,10 @@ def pieces_of(ranges: Sequence[Range], size: int) -> list[Range]:
 
 
 class _Pieces:
-    """A stacked array held as pieces of its leading axis (while re-tracing)."""
+    """A stacked array held as pieces of its layer axis (while re-tracing)."""
 
-    def __init__(self, ranges: Sequence[Range], arrays: Sequence[Any]) -> None:
-        self.ranges, self.arrays = list(ranges), list(arrays)
+    def __init__(self, axis: int, ranges: Sequence[Range], arrays: Sequence[Any]) -> None:
+        self.axis, self.ranges, self.arrays = axis, list(ranges), list(arrays)
 
     def get(self, k: int) -> Any:
         """Piece ``k`` (one made inside the program is made at its first use, on the stage
@@ -199,60 +413,120 @@ class _Pieces:
 def _apply(e: Any, vals: list[Any], consts: dict[Any, Any]) -> Any:
     """Equation ``e`` on the pieces ``vals[0]``, indexed relative to the piece's start."""
     pcs: _Pieces = vals[0]
-    name, lax = e.primitive.name, jax.lax
-    if name == "dynamic_update_slice":
-        i = _const_int(e.invars[2], consts, name)
-        k = pcs.find((i, i + e.invars[1].aval.shape[0]))
-        new = lax.dynamic_update_slice(pcs.get(k), vals[1], [i - pcs.ranges[k][0], *vals[3:]])
-        return _Pieces(pcs.ranges, [*pcs.arrays[:k], new, *pcs.arrays[k + 1 :]])
+    ax, name, lax = pcs.axis, e.primitive.name, jax.lax
+    k = pcs.find(_range(e, ax, consts))
+    a = pcs.ranges[k][0]
+    if name in _UPDATES:
+        if name == "dynamic_update_slice":
+            at = list(vals[2:])
+            at[ax] = _const_int(e.invars[2 + ax], consts, name) - a
+            new = lax.dynamic_update_slice(pcs.get(k), vals[1], at)
+        else:
+            row = _const_int(e.invars[1], consts, name) - a
+            idx = np.full(e.invars[1].aval.shape, row, e.invars[1].aval.dtype)
+            new = e.primitive.bind(
+                pcs.get(k), idx, vals[2], **e.primitive.get_bind_params(e.params)
+            )
+        return _Pieces(ax, pcs.ranges, [*pcs.arrays[:k], new, *pcs.arrays[k + 1 :]])
+    if name == "gather":
+        row = _const_int(e.invars[1], consts, name) - a
+        idx = np.full(e.invars[1].aval.shape, row, e.invars[1].aval.dtype)
+        return e.primitive.bind(pcs.get(k), idx, **e.primitive.get_bind_params(e.params))
     if name == "slice":
-        start, limit = e.params["start_indices"], e.params["limit_indices"]
-        k = pcs.find((start[0], limit[0]))
-        a = pcs.ranges[k][0]
-        return lax.slice(pcs.get(k), (start[0] - a, *start[1:]), (limit[0] - a, *limit[1:]),
-                         e.params["strides"])  # fmt: skip
-    i = _const_int(e.invars[1], consts, name)  # dynamic_slice
-    k = pcs.find((i, i + e.params["slice_sizes"][0]))
-    return lax.dynamic_slice(pcs.get(k), [i - pcs.ranges[k][0], *vals[2:]], e.params["slice_sizes"])
+        start, limit = list(e.params["start_indices"]), list(e.params["limit_indices"])
+        start[ax], limit[ax] = start[ax] - a, limit[ax] - a
+        return lax.slice(pcs.get(k), start, limit, e.params["strides"])
+    at = list(vals[1:])  # dynamic_slice
+    at[ax] = _const_int(e.invars[1 + ax], consts, name) - a
+    return lax.dynamic_slice(pcs.get(k), at, e.params["slice_sizes"])
 
 
-def _retraced(
-    closed: Any,
-    spec: dict[int, list[Range]],
-    consts: dict[Any, Any],
-    roots: dict[Any, Sequence[Range]] | None = None,
-) -> Any:
+def _join(e: Any, operands: list[Any], axis: int) -> Any:
+    """``e`` (a ``concatenate``/``stack`` along ``axis``) of some of its operands: one piece."""
+    if e.primitive.name == "stack":
+        return e.primitive.bind(*operands, **e.params)
+    return operands[0] if len(operands) == 1 else jax.lax.concatenate(operands, axis)
+
+
+Spec = dict[int, tuple[int, list[Range]]]  # state argument -> (layer axis, ranges)
+
+
+def _retraced(closed: Any, spec: Spec, consts: dict[Any, Any], roots: Mapping[Any, Any]) -> Any:
     """The program over the new flat arguments (each stacked one as its pieces, in place);
-    ``roots``: stacked arrays made in the program (a broadcast scalar) made as pieces."""
+    ``roots``: ``{value: (axis, ranges)}`` of the stacked values made in the program (joined
+    from the layers' values, or an empty cache broadcast from a scalar) made as pieces."""
     jaxpr = closed.jaxpr
-    roots = roots or {}
+    made = {o: (i, e) for i, e in enumerate(jaxpr.eqns) for o in e.outvars}
+    asap = _asap(jaxpr, roots, _Index.of(jaxpr))
+    joins = {  # each piece of a join in roots: the join and the operands falling in it
+        (root, k): (made[root][1], [v for (lo, hi), v in parts if a <= lo and hi <= b])
+        for root, (axis, ranges) in roots.items()
+        if root in made and made[root][1].primitive.name in _JOINS
+        for parts in [_join_parts(made[root][1], axis, made)]
+        for k, (a, b) in enumerate(ranges)
+    }
 
     def fn(*new_args: Any) -> list[Any]:
         env: dict[Any, Any] = dict(zip(jaxpr.constvars, closed.consts, strict=True))
         it = iter(new_args)
         for i, v in enumerate(jaxpr.invars):
-            env[v] = _Pieces(spec[i], [next(it) for _ in spec[i]]) if i in spec else next(it)
+            if i in spec:
+                axis, ranges = spec[i]
+                env[v] = _Pieces(axis, ranges, [next(it) for _ in ranges])
+            else:
+                env[v] = next(it)
 
         def read(v: Any) -> Any:
             return v.val if isinstance(v, J.Literal) else env[v]
 
-        for e in jaxpr.eqns:
+        pieces: dict[tuple[Any, int], Any] = {}  # (join, piece) -> made as soon as it can be
+
+        def bind(e: Any) -> None:
             vals = [read(v) for v in e.invars]
-            if vals and isinstance(vals[0], _Pieces):
-                env[e.outvars[0]] = _apply(e, vals, consts)
-                continue
-            if e.outvars and e.outvars[0] in roots:
-                shape = e.outvars[0].aval.shape
-                make = functools.partial(jax.lax.broadcast_in_dim, vals[0])
-                made = [functools.partial(make, (b - a, *shape[1:]), ())
-                        for a, b in roots[e.outvars[0]]]  # fmt: skip
-                env[e.outvars[0]] = _Pieces(roots[e.outvars[0]], made)
-                continue
             with e.ctx.manager:
                 outs = e.primitive.bind(*vals, **e.primitive.get_bind_params(e.params))
             for o, x in zip(e.outvars, outs if e.primitive.multiple_results else [outs],
                             strict=True):  # fmt: skip
                 env[o] = x
+            settle()
+            for key, (join, ops) in joins.items():
+                if key not in pieces and all(v in env for v in ops):
+                    pieces[key] = _join(join, [read(v) for v in ops], roots[join.outvars[0]][0])
+
+        pending = list(asap)
+
+        def settle() -> None:  # each layer's value for a join made as soon as it can be
+            ready = [e for e in pending if all(isinstance(v, J.Literal) or v in env
+                                               for v in e.invars)]  # fmt: skip
+            for e in ready:
+                pending.remove(e)
+            for e in ready:
+                bind(e)
+
+        settle()
+        done = {id(e) for e in asap}
+        for e in jaxpr.eqns:
+            if id(e) in done:
+                continue
+            vals = [read(v) for v in e.invars]
+            if vals and isinstance(vals[0], _Pieces):
+                env[e.outvars[0]] = _apply(e, vals, consts)
+                continue
+            if e.outvars and e.outvars[0] in roots:
+                axis, ranges = roots[e.outvars[0]]
+                if e.primitive.name in _JOINS:
+                    arrays = [pieces[(e.outvars[0], k)] for k in range(len(ranges))]
+                    env[e.outvars[0]] = _Pieces(axis, ranges, arrays)
+                    continue
+                shape = list(e.outvars[0].aval.shape)
+                made_as = []
+                for a, b in ranges:
+                    shape[axis] = b - a
+                    made_as.append(functools.partial(jax.lax.broadcast_in_dim, vals[0],
+                                                     tuple(shape), ()))  # fmt: skip
+                env[e.outvars[0]] = _Pieces(axis, ranges, made_as)
+                continue
+            bind(e)
         flat: list[Any] = []
         for v in jaxpr.outvars:
             x = read(v)
@@ -262,14 +536,41 @@ def _retraced(
     return fn
 
 
-def _roles_for(roles: Any, spec: dict[int, list[Range]], n_out: int) -> tuple[Any, list[Stacked]]:
+def _asap(jaxpr: Any, roots: Mapping[Any, Any], index: _Index) -> list[Any]:
+    """The equations that only make the layers' values for a join in ``roots`` (their results
+    read by nothing else: ``jnp.stack`` reshapes every layer's cache after the last layer, and
+    XLA may join a layer's K and V there too), in program order. Re-traced as soon as their
+    inputs are made, each layer's piece is made in its layer, on its stage."""
+    targets = {index.made[r][0] for r in roots if r in index.made}
+    targets = {i for i in targets if jaxpr.eqns[i].primitive.name in _JOINS}
+    if not targets:
+        return []
+    outs = {v for v in jaxpr.outvars if not isinstance(v, J.Literal)}
+    chosen: set[int] = set()
+    for i in range(max(targets) - 1, -1, -1):
+        e = jaxpr.eqns[i]
+        if e.effects or not e.outvars or any(o in outs for o in e.outvars):
+            continue
+        readers = [u for o in e.outvars for u in index.users.get(o, ())]
+        if readers and all(u in chosen or u in targets for u in readers):
+            chosen.add(i)
+    return [jaxpr.eqns[i] for i in sorted(chosen)]
+
+
+def _piece_path(path: str, axis: int, a: int, b: int) -> str:
+    """``[1][0:2]`` for rows 0..1 of a cache stacked on its first axis, ``[1][:, 0:2]`` on its
+    second."""
+    return f"{path}[{':, ' * axis}{a}:{b}]"
+
+
+def _roles_for(roles: Any, spec: Spec, n_out: int) -> tuple[Any, list[Stacked]]:
     from hlopipe.io import ArgRoles
 
     out_of = {r.output: r.index for r in roles if r.index in spec}
     out_map: dict[int, list[int]] = {}
     at = 0
     for o in range(n_out):
-        k = len(spec[out_of[o]]) if o in out_of else 1
+        k = len(spec[out_of[o]][1]) if o in out_of else 1
         out_map[o], at = list(range(at, at + k)), at + k
     new: list[Any] = []
     stacks: list[Stacked] = []
@@ -278,16 +579,71 @@ def _roles_for(roles: Any, spec: dict[int, list[Range]], n_out: int) -> tuple[An
             out = None if r.output is None else out_map[r.output][0]
             new.append(replace(r, index=len(new), output=out))
             continue
+        axis, ranges = spec[r.index]
         args = []
-        for k, (a, b) in enumerate(spec[r.index]):
+        for k, (a, b) in enumerate(ranges):
             why = f"layers {a}..{b - 1} of the stacked {r.path} ({r.reason})"
-            piece = replace(r, index=len(new), path=f"{r.path}[{a}:{b}]", reason=why,
-                            output=out_map[r.output][k], shape=(b - a, *r.shape[1:]))  # fmt: skip
+            shape = list(r.shape)
+            shape[axis] = b - a
+            piece = replace(r, index=len(new), path=_piece_path(r.path, axis, a, b), reason=why,
+                            output=out_map[r.output][k], shape=tuple(shape))  # fmt: skip
             args.append(piece.index)
             new.append(piece)
-        stacks.append(Stacked(r.index, r.output, r.path, tuple(spec[r.index]), tuple(args),
-                              tuple(out_map[r.output])))  # fmt: skip
+        stacks.append(Stacked(r.index, r.output, r.path, tuple(ranges), tuple(args),
+                              tuple(out_map[r.output]), axis))  # fmt: skip
     return ArgRoles(new), stacks
+
+
+def find_layer_axes(
+    closed: Any, roles: Any, consts: dict[Any, Any]
+) -> tuple[dict[int, Layering], dict[int, dict[int, str]], dict[int, list[int]]]:
+    """Per state argument of ``closed``, its layer axis told by data flow (the
+    :class:`Layering` of the axis read and written in most pieces, a chain of layers first);
+    for those without one, why not, per axis; and their candidate axes (read at two or more
+    constant ranges before the reason)."""
+    found: dict[int, Layering] = {}
+    why: dict[int, dict[int, str]] = {}
+    candidates: dict[int, list[int]] = {}
+    index = _Index.of(closed.jaxpr)
+    for r in roles.state:
+        if r.output is None:
+            continue
+        best: Layering | None = None
+        reasons: dict[int, str] = {}
+        for axis in range(len(r.shape)):
+            if r.shape[axis] < 2:
+                continue
+            try:
+                start = closed.jaxpr.invars[r.index]
+                lay = layering(closed.jaxpr, start, r.output, axis, consts, index)
+            except NotSliceable as e:
+                reasons[axis] = str(e)
+                if e.seen > 1:
+                    candidates.setdefault(r.index, []).append(axis)
+                continue
+            if len(lay.pieces) > 1 and (
+                best is None or (lay.layered, len(lay.pieces)) > (best.layered, len(best.pieces))
+            ):
+                best = lay
+        if best is not None:
+            found[r.index] = best
+        else:
+            why[r.index] = reasons
+    return found, why, candidates
+
+
+def _reasons(why: Mapping[int, str], source: str | None, axes: Sequence[int] | None = None) -> str:
+    """``axis 0: ...; axis 2: ...`` (of ``axes``, default all), an equation located in the
+    program's file ``source`` rather than in hlopipe's interpreter."""
+    text = "; ".join(f"axis {a}: {w}" for a, w in why.items() if axes is None or a in axes)
+    text = text or "no axis is read in parts"
+    return re.sub(r" at \S*hlopipe/\S+ \([^)]*\)", f" in {source}" if source else "", text)
+
+
+def _traced(program: Any) -> tuple[Any, dict[Any, Any]]:
+    avals = [jax.ShapeDtypeStruct(a.shape, a.dtype) for a in program.in_avals]
+    closed = jax.make_jaxpr(program.as_function(flat=True))(*avals)
+    return closed, _constants(closed)
 
 
 def split_stacked(
@@ -299,31 +655,73 @@ def split_stacked(
       StageError: ``refused`` with the reason when no state argument can be sliced, or the
         error of the sliced program (a stage reading another stage's layers).
     """
+    closed, consts = _traced(program)
+    found, why, _ = find_layer_axes(closed, roles, consts)
+    if not found:
+        source = getattr(program, "source", None)
+        reasons = "; ".join(f"{roles[a].path}: {_reasons(w, source)}" for a, w in why.items())
+        reasons = reasons or "no state argument is indexed along a layer axis"
+        raise StageError(f"{refused} (not sliceable along the layer axis: {reasons})") from refused
+    return _split_sliced(program, closed, consts, roles, found, num_stages, what)
+
+
+def prefer_stacked(
+    program: Any, roles: Any, *, num_stages: int | None, what: str, closed: Any = None
+) -> tuple[StackedSplit | None, list[str]]:
+    """For a program whose state can stay whole on one stage: the split with each state
+    argument stacked over the layers (its layer axis told by data flow: each layer reads its
+    own index) sliced per stage, so that the layers spread over the stages with their cache;
+    ``None`` when no state argument has a layer axis (or the sliced program does not split).
+    Also the warnings of the state kept whole that looks stacked: read at several indices of
+    an axis that cannot be told to be its layer axis (naming the array and the axes).
+    ``closed``: the program already traced (a split's ``StagedProgram.jaxpr``), if at hand."""
+    if closed is None:
+        closed, consts = _traced(program)
+    else:
+        consts = _constants(closed)
+    found, why, candidates = find_layer_axes(closed, roles, consts)
+    layered = {a: lay for a, lay in found.items() if lay.layered}
+    source = getattr(program, "source", None)
+    notes = [
+        f"warning: state {roles[a].path} {roles[a].dtype}{list(roles[a].shape)} is read at "
+        f"several indices of axis {' or '.join(map(str, axes))}, but that cannot be told to be "
+        f"its layer axis ({_reasons(why[a], source, axes)}); it is kept whole on one stage: "
+        "keep one cache per layer, or write each layer's rows back with dynamic_update_slice, "
+        "a scatter of one row, or a stack/concatenate of the layers' caches"
+        for a, axes in candidates.items()
+        if a in why
+    ]
+    if not layered:
+        return None, notes
+    try:
+        sliced = _split_sliced(program, closed, consts, roles, layered, num_stages, what)
+    except StageError as e:
+        names = ", ".join(roles[a].path for a in layered)
+        return None, [*notes, f"warning: {names} kept whole on one stage: sliced along the "
+                      f"layer axis, the program does not split ({e})"]  # fmt: skip
+    return sliced, notes
+
+
+def _split_sliced(
+    program: Any,
+    closed: Any,
+    consts: dict[Any, Any],
+    roles: Any,
+    found: Mapping[int, Layering],
+    num_stages: int | None,
+    what: str,
+) -> StackedSplit:
+    """The split of ``closed`` with the state arguments ``found`` sliced along their axes: by
+    the ranges used, then the pieces one stage keeps merged."""
     from hlopipe.stages._state import split_stateful
 
-    avals = [jax.ShapeDtypeStruct(a.shape, a.dtype) for a in program.in_avals]
-    closed = jax.make_jaxpr(program.as_function(flat=True))(*avals)
-    consts = _constants(closed.jaxpr)
-    spec: dict[int, list[Range]] = {}
-    why = []
-    for r in roles.state:
-        try:
-            size = r.shape[0] if r.shape else 0
-            used = uses(closed.jaxpr, closed.jaxpr.invars[r.index], r.output, consts)
-            pieces = pieces_of(used, size)
-        except NotSliceable as e:
-            why.append(f"{r.path}: {e}")
-            continue
-        if len(pieces) > 1:
-            spec[r.index] = pieces
-    if not spec:
-        reasons = "; ".join(why) or "no state argument is indexed along a layer axis"
-        raise StageError(f"{refused} (not sliceable along the layer axis: {reasons})") from refused
+    spec: Spec = {a: (lay.axis, list(lay.pieces)) for a, lay in found.items()}
     n_out = len(closed.jaxpr.outvars)
     for _ in range(2):  # by the ranges used, then merged per stage
         new_roles, stacks = _roles_for(roles, spec, n_out)
         example = [jax.ShapeDtypeStruct(r.shape, np.dtype(r.dtype)) for r in new_roles]
-        fn = _retraced(closed, spec, consts)
+        roots = {lay.root: spec[a] for a, lay in found.items() if lay.root is not None}
+        fn = _retraced(closed, spec, consts, roots)
         try:
             split = split_stateful(fn, new_roles, num_stages=num_stages, example_args=example,
                                    what=what)  # fmt: skip
@@ -331,7 +729,7 @@ def split_stacked(
             sliced = ", ".join(f"{s.path} into {list(s.ranges)}" for s in stacks)
             raise StageError(f"{e} (after slicing {sliced} along the layer axis)") from e
         stage_of = {x.arg: x.stage for x in split.slots}
-        spec = {s.arg: _merge(s, stage_of) for s in stacks}
+        spec = {s.arg: (s.axis, _merge(s, stage_of)) for s in stacks}
     return StackedSplit(split, new_roles, stacks, roles)
 
 
@@ -362,45 +760,37 @@ class RetracedProgram:
         return self.fn
 
 
-def _root_of(jaxpr: Any, output: int) -> Any:
-    """The stacked array an output is updated from: a scalar broadcast, through updates."""
-    made = {o: e for e in jaxpr.eqns for o in e.outvars}
-    v = jaxpr.outvars[output]
-    while v in made and made[v].primitive.name == "dynamic_update_slice":
-        v = made[v].invars[0]
-    e = made.get(v)
-    if e is None or e.primitive.name != "broadcast_in_dim" or e.invars[0].aval.shape:
-        raise NotSliceable(f"output {output} is not updated from a broadcast scalar")
-    return v
-
-
-def retrace_outputs(program: Any, outputs: Mapping[int, Sequence[Range]], what: str) -> Any:
-    """``program`` (a prefill) with each output in ``outputs`` (a stacked array made inside
-    it) made as pieces of its leading axis, ``ranges`` each: the same slices as the decode
+def retrace_outputs(
+    program: Any, outputs: Mapping[int, tuple[int, Sequence[Range]]], what: str
+) -> Any:
+    """``program`` (a prefill) with each output in ``outputs`` (``{output: (layer axis,
+    ranges)}``: a stacked array made inside it, an empty cache updated layer by layer or the
+    layers' caches joined) made as pieces of its layer axis: the same slices as the decode
     step's. Raises StageError naming the output when it cannot be."""
-    avals = [jax.ShapeDtypeStruct(a.shape, a.dtype) for a in program.in_avals]
-    closed = jax.make_jaxpr(program.as_function(flat=True))(*avals)
-    consts = _constants(closed.jaxpr)
-    roots: dict[Any, Sequence[Range]] = {}
-    for o, ranges in outputs.items():
+    closed, consts = _traced(program)
+    roots: dict[Any, tuple[int, list[Range]]] = {}
+    for o, (axis, ranges) in outputs.items():
         try:
-            root = _root_of(closed.jaxpr, o)
-            probe = _Pieces(ranges, [])
-            for r in uses(closed.jaxpr, root, o, consts):
+            lay = layering(closed.jaxpr, None, o, axis, consts)
+            probe = _Pieces(axis, ranges, [])
+            for r in lay.pieces:
                 probe.find(r)
         except NotSliceable as e:
             raise StageError(
                 f"{what}: its stacked output {o} cannot be made in the decode step's slices "
-                f"{list(ranges)}: {e}"
+                f"{list(ranges)} of axis {axis}: {e}"
             ) from e
-        roots[root] = ranges
+        roots[lay.root] = (axis, list(ranges))
     out_avals: list[Any] = []
     for o, a in enumerate(closed.out_avals):
-        rs = outputs.get(o, [(0, a.shape[0] if a.shape else 0)])
-        out_avals.extend(
-            jax.ShapeDtypeStruct((b - s, *a.shape[1:]) if o in outputs else a.shape, a.dtype)
-            for s, b in rs
-        )
+        if o not in outputs:
+            out_avals.append(jax.ShapeDtypeStruct(a.shape, a.dtype))
+            continue
+        axis, ranges = outputs[o]
+        for s, b in ranges:
+            shape = list(a.shape)
+            shape[axis] = b - s
+            out_avals.append(jax.ShapeDtypeStruct(tuple(shape), a.dtype))
     fn = _retraced(closed, {}, consts, roots)
     source = getattr(program, "source", "")
     return RetracedProgram(source, list(program.in_avals), out_avals, fn)
