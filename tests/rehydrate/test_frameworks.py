@@ -102,7 +102,9 @@ def _args(m: dict[str, Any], values: dict[str, np.ndarray]) -> list[np.ndarray]:
 
 def _function(m: dict[str, Any], fmt: str) -> Any:
     prog = hlopipe.load(m["dir"] / m["formats"][fmt])
-    return prog.as_function()
+    # the manifest's arguments are the flat leaves: a jax.export artifact whose first argument
+    # is a pytree of parameters (keras_hub's) is called with them in order
+    return prog.as_function(flat=True)
 
 
 def _as_tuple(out: Any) -> tuple[Any, ...]:
