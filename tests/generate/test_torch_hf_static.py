@@ -108,3 +108,52 @@ def test_decode_alone_from_torchs_state(model):
     tok = npz[f"arg_{gen.roles.feedback[0].index}"][None]
     got = np.asarray(gen.start(tokens=tok, state=state, position=5).generate(2))[0]
     np.testing.assert_array_equal(got, np.asarray(manifest["torch_tokens"])[:, 1:])
+
+
+# --- markers placed from torch (hlopipe.torch.mark_stages after layer 0) ---------------------
+
+
+@functools.cache
+def _marked(model: str, step: str, ext: str):
+    return hlopipe.load(str(DIR / f"hf_{model}_marked_{step}") + ext)
+
+
+@pytest.mark.parametrize("ext", FORMS)
+@pytest.mark.parametrize("model", MODELS)
+def test_markers_from_torch_are_read_in_every_form(model, ext):
+    """The one marker torch placed is read from every form: the attributed custom call (HLO
+    text, proto, StableHLO, the sync dump) and, after XLA's passes, the attribute XLA moved
+    onto the barrier's get-tuple-element (the optimised dump)."""
+    for step in ("decode", "prefill"):
+        assert _marked(model, step, ext).stage_markers() == 1, step
+
+
+# one form a model splits and runs (each Generator costs seconds); the other forms carry the
+# same marker op (above). The optimised dump is not split here: XLA schedules layer 0's cache
+# update after the barrier there and the split puts it on stage 1 (issue 34 part 3).
+@pytest.mark.parametrize(("model", "ext"), [("llama", ".hlo"), ("gpt2", ".mlir")])
+def test_markers_from_torch_split_at_layer_0(model, ext):
+    """A marker placed from torch after layer 0 (forward hook, model code untouched): the
+    prefill and decode step split in 2 there without num_stages, each stage keeping its
+    layer's caches, and give torch's `model.generate` tokens."""
+    manifest, npz = _case(f"{model}_marked", "decode")
+    pre_manifest, pre_npz = _case(f"{model}_marked", "prefill")
+    prompt = pre_npz[f"arg_{[a['name'] for a in pre_manifest['args']].index('prompt')}"]
+    dec, pre = _marked(model, "decode", ext), _marked(model, "prefill", ext)
+    params = [npz[f"arg_{r.index}"] for r in dec.arg_roles().parameters]
+    gen = Generator(dec, params, prefill=pre)
+    assert gen.split.num_stages == 2
+    assert [sorted(x.arg for x in gen.split.state_of(s)) for s in range(2)] == _layers(manifest)
+    got = np.asarray(gen.start(prompt[None]).generate(3))[0]
+    np.testing.assert_array_equal(got, manifest["torch_tokens"])
+
+
+def test_torch_marker_attribute_is_the_marker_attribute():
+    """hlopipe.torch repeats the attribute (it imports no JAX); it must be the one read."""
+    import hlopipe.marker
+    import hlopipe.torch
+
+    assert hlopipe.torch.ATTRIBUTE == hlopipe.marker.ATTRIBUTE
+    assert hlopipe.torch.KEEP_MARKERS_XLA_FLAGS.endswith(
+        hlopipe.marker.KEEP_MARKERS["xla_disable_hlo_passes"]
+    )
