@@ -273,9 +273,10 @@ def _prefill_args_with_constants(
             left.append(i)
     if j < len(want):
         r = decode_roles.parameters[j]
+        others = [a for i, a in enumerate(avals) if i != prompt]
         raise RuntimeConfigError(
             f"{refused}; no argument left for the decode step's parameter {r.path} "
-            f"({r.dtype}{list(r.shape)})",
+            f"({r.dtype}{list(r.shape)}); {_unmatched(others, want)}",
             *own,
         )
     counters = {r.index for r in decode_roles.counters}
@@ -303,6 +304,21 @@ def _prefill_args_with_constants(
     length = int(avals[prompt][0][1])
     constants = {i: np.full(avals[i][0], length, np.dtype(avals[i][1])) for i in left}
     return PrefillArgs(prompt, param_of, constants)
+
+
+def _unmatched(given: list[Any], want: list[Any]) -> str:
+    """Which shapes and dtypes the prefill's arguments (besides the prompt) and the decode
+    step's parameters hold in other numbers, or, where the numbers agree, that their order
+    differs."""
+    from collections import Counter
+
+    have, need = Counter(given), Counter(want)
+    diff = [f"{d}{list(sh)}: {need[(sh, d)]} parameters, {have[(sh, d)]} prefill arguments"
+            for sh, d in sorted(set(have) | set(need), key=str)
+            if have[(sh, d)] != need[(sh, d)]]  # fmt: skip
+    if diff:
+        return "they differ in " + "; ".join(diff[:6]) + ("; ..." if len(diff) > 6 else "")
+    return "they hold the same shapes and dtypes in another order"
 
 
 def prefill_outputs(

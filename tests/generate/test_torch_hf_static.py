@@ -186,7 +186,8 @@ def test_export_prefill_needs_its_own_params():
     pre, prompt, own = _export_prefill(False)
     dec = _load("llama", "decode", ".hlo")
     params = _params("llama", ".hlo")
-    with pytest.raises(hlopipe.HlopipeError, match=r"takes 25 arguments.*prefill_params"):
+    says = r"takes 25 arguments.*float32\[\]: 3 parameters, 0 prefill arguments; int64\[\]: 0 "
+    with pytest.raises(hlopipe.HlopipeError, match=says + r"parameters, 2.*prefill_params"):
         generate_unsplit(dec, params, 3, prefill=pre, prompts=prompt[None])
     with pytest.raises(hlopipe.HlopipeError, match=r"prefill_params holds 23 arrays.*the 24"):
         generate_unsplit(dec, params, 3, prefill=pre, prompts=prompt[None],
