@@ -104,3 +104,52 @@ def test_markers_survive_compilation_with_keep_markers(args, grad):
     ran = staged(*jax.tree_util.tree_leaves((w, x)))  # the stages one after the other
     for g, w_ in zip(jax.tree_util.tree_leaves(ran), want, strict=True):
         np.testing.assert_allclose(g, w_, rtol=1e-5, atol=1e-6)
+
+
+# the two forms of a marker placed from PyTorch (hlopipe.torch), written as torch_xla and XLA
+# write them: an attributed custom call (before XLA's passes) and the attribute XLA moved onto a
+# barrier's get-tuple-element (after them, with other frontend attributes on the barrier)
+_TORCH_MARKED = """HloModule m
+
+ENTRY main {
+  p0 = f32[2,3] parameter(0)
+  t = f32[2,3] tanh(p0)
+  tu = (f32[2,3]) tuple(t)
+  b = (f32[2,3]) opt-barrier(tu)
+  g = f32[2,3] get-tuple-element(b), index=0
+  c = f32[2,3] custom-call(g), custom_call_target="LayoutConstraint", {ATTRS}
+  ROOT s = f32[2,3] sine(c)
+}
+""".replace("{ATTRS}", 'frontend_attributes={hlopipe.stage_boundary="true"}')
+_TORCH_MARKED_OPTIMISED = """HloModule m, is_scheduled=true
+
+ENTRY main {
+  p0 = f32[2,3] parameter(0)
+  t = f32[2,3] tanh(p0)
+  tu = (f32[2,3]) tuple(t)
+  b = (f32[2,3]) opt-barrier(tu), frontend_attributes={other="x"}
+  g = f32[2,3] get-tuple-element(b), index=0, frontend_attributes={hlopipe.stage_boundary="true"}
+  ROOT s = f32[2,3] sine(g)
+}
+"""
+
+
+@pytest.mark.parametrize("text", [_TORCH_MARKED, _TORCH_MARKED_OPTIMISED])
+def test_markers_placed_from_torch_are_markers(text):
+    """Both forms read as one marker that cuts there, the identity on values (the oracle: the
+    same function in JAX)."""
+    prog = hlopipe.io.load_bytes(text.encode(), name="torch.hlo")
+    assert prog.stage_markers() == 1
+    x = np.linspace(-1, 1, 6, dtype=np.float32).reshape(2, 3)
+    staged = hlopipe.split(prog.as_function(flat=True), x)
+    assert staged.num_stages == 2
+    np.testing.assert_allclose(prog.as_function(flat=True)(x), np.sin(np.tanh(x)), rtol=1e-6)
+
+
+def test_a_marked_custom_call_that_changes_shape_is_refused():
+    text = _TORCH_MARKED.replace(
+        "c = f32[2,3] custom-call(g)", "c = f32[3,2] custom-call(g)"
+    ).replace("ROOT s = f32[2,3] sine(c)", "ROOT s = f32[3,2] sine(c)")
+    prog = hlopipe.io.load_bytes(text.encode(), name="torch.hlo")
+    with pytest.raises(hlopipe.UnsupportedOpError, match=r"carries the hlopipe\.stage_boundary"):
+        prog.as_function(flat=True)(np.zeros((2, 3), np.float32))

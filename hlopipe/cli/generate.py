@@ -21,6 +21,9 @@ def _add_generate(p: argparse.ArgumentParser) -> None:
                    "(next_tokens, state), state donated")  # fmt: skip
     p.add_argument("--prefill", help="the prefill: (params, prompt) -> (next_tokens, state)")
     p.add_argument("--params", help=".npz of the parameters in order (default: random)")
+    p.add_argument("--prefill-params", metavar="FILE", help=".npz of the prefill's own "
+                   "arguments but the prompt, in its order (a torch.export prefill; default: "
+                   "the decode step's --params)")  # fmt: skip
     p.add_argument("--stages", type=int, help="must agree with the stage markers")
     p.add_argument("--groups", type=int, help="groups of sequences in flight (default 1, or "
                    "as many as --prompts fills)")  # fmt: skip
@@ -56,7 +59,8 @@ def _cmd_generate(args: argparse.Namespace) -> int:
     decode = load(args.file, None)
     prefill = load(args.prefill, None) if args.prefill else None
     with x64_for(decode, prefill):  # PyTorch's int64 tokens: 64-bit mode for this run
-        return run_command(decode, prefill=prefill, params_path=args.params, stages=args.stages,
+        return run_command(decode, prefill=prefill, params_path=args.params,
+                           prefill_params_path=args.prefill_params, stages=args.stages,
                            groups=args.groups, tokens=args.tokens, prompts_path=args.prompts,
                            tokenizer_path=args.tokenizer, prompt_len=args.prompt_len,
                            output_path=args.output, seed=args.seed, max_len=args.max_len,
@@ -74,6 +78,8 @@ COMMAND = Command(
     prompts_path="--prompts",
     tokenizer_path="--tokenizer",
     params_path="--params",
+    prefill_params="--prefill-params",
+    prefill_params_path="--prefill-params",
     jax_num_cpu_devices="--cpu-devices",
     max_len="--max-len",
 )

@@ -18,6 +18,7 @@ def run_command(
     *,
     prefill: Any = None,
     params_path: str | None = None,
+    prefill_params_path: str | None = None,
     stages: int | None = None,
     groups: int | None = None,
     tokens: int | None = None,
@@ -35,6 +36,8 @@ def run_command(
     Args:
       decode / prefill: the programs, loaded (``hlopipe.load``) or their paths.
       params_path: an .npz of the parameters alone, in argument order (default: random).
+      prefill_params_path: an .npz of the prefill's own arguments, every one but the prompt
+        in its order (``Generator``'s ``prefill_params``; default: the decode step's).
       groups: groups in flight (default 1, or as many as the prompts fill).
       tokens: tokens to generate per sequence (default 16, or as many as the cache holds).
       prompts_path: a .npy of token ids ``[n, P]`` or ``[groups, batch, P]``, or a text file
@@ -78,16 +81,25 @@ def run_command(
         )  # fmt: skip
     roles = decode.arg_roles()
     params = _params(params_path, roles, seed)
+    own = None
+    if prefill_params_path is not None:
+        if prefill is None:
+            raise RuntimeConfigError(
+                Keyword("prefill_params_path"), " needs a prefill (", Keyword("prefill"), ")"
+            )
+        from hlopipe.io import load_npz
+
+        own = list(load_npz(prefill_params_path, "prefill_params_path")[1])
     rng = np.random.default_rng(seed + 1)
     prompts = None
     if prefill is not None:  # checked before the compile: the prompts' shape is the prefill's
         what = f"the prefill {getattr(prefill, 'source', '')}".rstrip()
-        aval = prefill.in_avals[prefill_args(prefill, roles, what).prompt]
+        aval = prefill.in_avals[prefill_args(prefill, roles, what, own).prompt]
         prompts = _prompts(aval, prompt_len, ids, groups, prompts_path, rng)
         groups = len(prompts)
     t0 = time.perf_counter()
     gen = Generator(decode, params, prefill=prefill, num_stages=stages, groups=groups or 1,
-                    max_len=max_len)  # fmt: skip
+                    max_len=max_len, prefill_params=own)  # fmt: skip
     inputs = _inputs(gen, prompts, rng)
     if tokens is None:  # positions P .. max_len - 1 after a prefill's token; else 0 .. max_len - 1
         P = 0 if prompts is None else prompts.shape[-1]
@@ -116,7 +128,8 @@ def run_command(
     )
     if not check:
         return 0
-    ref, _ = generate_unsplit(decode, params, tokens, prefill=prefill, **inputs)
+    ref, _ = generate_unsplit(decode, params, tokens, prefill=prefill, prefill_params=own,
+                              **inputs)  # fmt: skip
     return _compare(toks, ref, out)
 
 

@@ -80,6 +80,10 @@ class Generator:
         ``(params, state, tokens, position) -> (next_tokens, state)``.
       params: the first argument's pytree (the program's parameters).
       prefill: the prefill ``Program``, ``(params, prompt) -> (next_tokens, state)``.
+      prefill_params: the prefill's own arguments, every one but the prompt in its order
+        (or all, ``None`` at the prompt), where its parameters are not the decode step's in
+        their order (a ``torch.export`` prefill beside a torch_xla decode step: its own
+        order, its own lifted constants); default: the decode step's ``params``, matched.
       num_stages: must agree with the programs' stage markers when both are given (without
         markers, the cut points are chosen by the cost model).
       groups: how many groups of sequences are in flight.
@@ -111,6 +115,7 @@ class Generator:
         state: Any = None,
         feedback: Any = None,
         max_len: int | None = None,
+        prefill_params: Sequence[Any] | None = None,
         stage_mesh_shape: Any = None,
         stage_mesh_axes: Sequence[str] | None = None,
         param_specs: Any = None,
@@ -158,7 +163,12 @@ class Generator:
         self.plans = plan_stages(self.split.staged, kinds, slots, self.split.state_sent)
         mesh = (stage_mesh_shape, stage_mesh_axes, param_specs)
         self._place(decode, params, devices, *mesh)
-        self.prefill = None if prefill is None else _Prefill(prefill, self, self.split.num_stages)
+        if prefill_params is not None and prefill is None:
+            raise RuntimeConfigError(
+                Keyword("prefill_params"), " given without a prefill (", Keyword("prefill"), ")"
+            )
+        S = self.split.num_stages
+        self.prefill = None if prefill is None else _Prefill(prefill, self, S, prefill_params)
 
     def _place(
         self, decode: Any, params: Any, devices: Any, shape: Any, axes: Any, specs: Any
@@ -419,9 +429,9 @@ def _sliced_prefill(program: Any, stacked: StackedSplit, token_arg: int) -> Any:
 class _Prefill:
     """The prefill split like the decode step: the same stages keep the same state."""
 
-    def __init__(self, program: Any, gen: Generator, S: int) -> None:
+    def __init__(self, program: Any, gen: Generator, S: int, own: Any = None) -> None:
         what = f"the prefill {getattr(program, 'source', '')}".rstrip()
-        self.prompt_arg, param_of, constants = prefill_args(program, gen.roles, what)
+        self.prompt_arg, param_of, constants = prefill_args(program, gen.roles, what, own)
         # its own lifted constants are parameters of keys beyond the decode step's arguments
         const_key = {i: len(gen.roles) + i for i in constants}
         param_of = {**param_of, **const_key}

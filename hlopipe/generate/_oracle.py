@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import jax
@@ -23,9 +23,11 @@ def generate_unsplit(
     position: int = 0,
     feedback: Mapping[Any, Any] | None = None,
     device: Any = None,
+    prefill_params: Sequence[Any] | None = None,
 ) -> tuple[np.ndarray, list[list[np.ndarray]]]:
     """The same tokens as :class:`~hlopipe.Generator` from the unsplit programs on one device,
-    one group at a time. Returns ``(tokens [groups, b, n], final state per group)``."""
+    one group at a time (``prefill_params`` as ``Generator`` takes them). Returns ``(tokens
+    [groups, b, n], final state per group)``."""
     dev = device or jax.local_devices()[0]
     roles = decode.arg_roles()
     flat = jax.device_put(jax.tree_util.tree_leaves(params), dev)
@@ -39,7 +41,7 @@ def generate_unsplit(
             for r in roles.feedback[1:]
         }
         if prompts is not None:
-            tok, cache = _prefilled(prefill, roles, by_arg, prompts[g])
+            tok, cache = _prefilled(prefill, roles, by_arg, prompts[g], prefill_params)
             seq, pos, steps = [tok], np.shape(prompts)[2], n - 1
         else:
             tok = np.asarray(tokens[g], token.dtype)
@@ -57,9 +59,11 @@ def generate_unsplit(
     return np.stack(results), states
 
 
-def _prefilled(prefill: Any, roles: Any, by_arg: dict[int, Any], prompt: Any) -> tuple[Any, list]:
+def _prefilled(
+    prefill: Any, roles: Any, by_arg: dict[int, Any], prompt: Any, own: Any
+) -> tuple[Any, list]:
     """The prefill's first token and the state it makes, in the decode step's state order."""
-    k, param_of, constants = prefill_args(prefill, roles, "the prefill")
+    k, param_of, constants = prefill_args(prefill, roles, "the prefill", own)
     args: list[Any] = [None] * len(prefill.in_avals)
     for i, a in param_of.items():
         args[i] = by_arg[a]

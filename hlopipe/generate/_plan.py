@@ -9,6 +9,7 @@ later stages, and/or a program output (the feedback, the token).
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any, NamedTuple
 
@@ -149,9 +150,18 @@ class PrefillArgs(NamedTuple):
     constants: dict[int, Any]
 
 
-def prefill_args(prefill: Any, decode_roles: Any, what: str) -> PrefillArgs:
+def prefill_args(
+    prefill: Any, decode_roles: Any, what: str, own: Sequence[Any] | None = None
+) -> PrefillArgs:
     """The prefill's prompt argument, its parameters as the decode step's, and its own lifted
     constants.
+
+    With ``own`` (``prefill_params``: the prefill's own arguments, every one but the prompt in
+    its order, or all of them with ``None`` at the prompt) nothing is matched: each becomes
+    one of the prefill's constants, and the prompt is the argument left out. A prefill from
+    another tracer than its decode step's (``torch.export`` beside torch_xla's lazy tensors)
+    orders its parameters its own way, lifts other constants (the counters' initial values)
+    and bakes in the scalars the decode step takes as arguments, so nothing matches it.
 
     The prefill takes the decode step's parameters and one prompt, anywhere among them (last in
     a JAX export; where the tracer put it in a torch_xla one): the prompt is the argument
@@ -164,6 +174,8 @@ def prefill_args(prefill: Any, decode_roles: Any, what: str) -> PrefillArgs:
 
     Raises:
       RuntimeConfigError naming what does not fit."""
+    if own is not None:
+        return _own_prefill_args(prefill, what, own)
     params = decode_roles.parameters
     avals = [(tuple(a.shape), str(a.dtype)) for a in prefill.in_avals]
     want = [(tuple(r.shape), r.dtype) for r in params]
@@ -181,6 +193,49 @@ def prefill_args(prefill: Any, decode_roles: Any, what: str) -> PrefillArgs:
     return _prefill_args_with_constants(prefill, decode_roles, what, avals, want)
 
 
+def _own_prefill_args(prefill: Any, what: str, own: Sequence[Any]) -> PrefillArgs:
+    """:func:`prefill_args` given the prefill's own arguments."""
+    import numpy as np
+
+    avals = [(tuple(a.shape), str(a.dtype)) for a in prefill.in_avals]
+    given = list(own)
+    nones = [k for k, v in enumerate(given) if v is None]
+    if len(given) == len(avals) and len(nones) == 1:
+        prompt = nones[0]
+    elif len(given) == len(avals) - 1 and not nones:
+        prompts = [
+            k for k, (shape, dtype) in enumerate(avals) if len(shape) == 2 and "int" in dtype
+        ]
+        if len(prompts) != 1:
+            found = ", ".join(f"{k} ({avals[k][1]}{list(avals[k][0])})" for k in prompts)
+            raise RuntimeConfigError(
+                f"{what}: ", Keyword("prefill_params"), " leaves the prompt out, but the "
+                f"integer [batch, length] arguments {found or '(none)'} could each be it; give "
+                "every argument, with None at the prompt's place"
+            )  # fmt: skip
+        prompt = prompts[0]
+        given.insert(prompt, None)
+    else:
+        raise RuntimeConfigError(
+            f"{what}: ", Keyword("prefill_params"), f" holds {len(given)} arrays"
+            f"{f' ({len(nones)} None)' if nones else ''}; the prefill takes {len(avals)} "
+            f"arguments: give the {len(avals) - 1} besides the prompt, in its order"
+        )  # fmt: skip
+    constants: dict[int, Any] = {}
+    for k, v in enumerate(given):
+        if k == prompt:
+            continue
+        a = np.asarray(v)
+        if (a.shape, str(a.dtype)) != avals[k]:
+            raise RuntimeConfigError(
+                f"{what}: ", Keyword("prefill_params"), f" gives argument {k} as "
+                f"{a.dtype}{list(a.shape)}; the prefill takes {avals[k][1]}{list(avals[k][0])} "
+                "there (the prompt taken as argument " + str(prompt) + ")"
+            )  # fmt: skip
+        constants[k] = a
+    return PrefillArgs(prompt, {}, constants)
+
+
 def _prefill_args_with_constants(
     prefill: Any, decode_roles: Any, what: str, avals: list[Any], want: list[Any]
 ) -> PrefillArgs:
@@ -194,11 +249,16 @@ def _prefill_args_with_constants(
         "parameters (in their order, same shapes and dtypes), one prompt and constants that "
         "only feed its counters"
     )
+    own = (  # how to give them when they cannot be matched: the caller's keyword
+        "; where the prefill orders its arguments its own way (torch.export) give them: ",
+        Keyword("prefill_params"),
+        " (every argument but the prompt, in the prefill's order)",
+    )
     prompts = [k for k, (shape, dtype) in enumerate(avals)
                if len(shape) == 2 and "int" in dtype and (shape, dtype) not in want]  # fmt: skip
     if len(prompts) != 1:
         found = ", ".join(f"{k} ({avals[k][1]}{list(avals[k][0])})" for k in prompts) or "none"
-        raise RuntimeConfigError(f"{refused}; integer [batch, length] arguments: {found}")
+        raise RuntimeConfigError(f"{refused}; integer [batch, length] arguments: {found}", *own)
     prompt = prompts[0]
     param_of: dict[int, int] = {}
     left: list[int] = []
@@ -213,9 +273,11 @@ def _prefill_args_with_constants(
             left.append(i)
     if j < len(want):
         r = decode_roles.parameters[j]
+        others = [a for i, a in enumerate(avals) if i != prompt]
         raise RuntimeConfigError(
             f"{refused}; no argument left for the decode step's parameter {r.path} "
-            f"({r.dtype}{list(r.shape)})"
+            f"({r.dtype}{list(r.shape)}); {_unmatched(others, want)}",
+            *own,
         )
     counters = {r.index for r in decode_roles.counters}
     token, state_of = prefill_outputs(prefill, decode_roles, decode_roles.feedback[0].index, what)
@@ -237,11 +299,26 @@ def _prefill_args_with_constants(
             or not all(a_counter(o) for o in uses)
         ):
             raise RuntimeConfigError(
-                f"{refused}; argument {i} ({dtype}{list(shape)}) is none of these"
+                f"{refused}; argument {i} ({dtype}{list(shape)}) is none of these", *own
             )
     length = int(avals[prompt][0][1])
     constants = {i: np.full(avals[i][0], length, np.dtype(avals[i][1])) for i in left}
     return PrefillArgs(prompt, param_of, constants)
+
+
+def _unmatched(given: list[Any], want: list[Any]) -> str:
+    """Which shapes and dtypes the prefill's arguments (besides the prompt) and the decode
+    step's parameters hold in other numbers, or, where the numbers agree, that their order
+    differs."""
+    from collections import Counter
+
+    have, need = Counter(given), Counter(want)
+    diff = [f"{d}{list(sh)}: {need[(sh, d)]} parameters, {have[(sh, d)]} prefill arguments"
+            for sh, d in sorted(set(have) | set(need), key=str)
+            if have[(sh, d)] != need[(sh, d)]]  # fmt: skip
+    if diff:
+        return "they differ in " + "; ".join(diff[:6]) + ("; ..." if len(diff) > 6 else "")
+    return "they hold the same shapes and dtypes in another order"
 
 
 def prefill_outputs(

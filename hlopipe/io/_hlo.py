@@ -11,6 +11,7 @@ from hlopipe.io._mlir import _from_mlir
 from hlopipe.io._program import Program
 from hlopipe.io._wire import _hlo_proto_module, _is_hlo_proto
 from hlopipe.io._xla import error_text
+from hlopipe.marker import ATTRIBUTE
 
 
 def with_module_header(text: str) -> str:
@@ -48,6 +49,43 @@ def _device_counts(text: str) -> tuple[int | None, int | None]:
     return (int(reps.group(1)) if reps else None, int(parts.group(1)) if parts else None)
 
 
+_MARKED_GTE = re.compile(
+    r"get-tuple-element\((%?[\w.\-]+)\).*?frontend_attributes=\{[^}]*?"
+    + re.escape(ATTRIBUTE)
+    + r'="([^"]*)"'
+)
+
+
+def markers_on_barriers(text: str) -> str:
+    """HLO text with each stage marker XLA moved onto a barrier's ``get-tuple-element`` put
+    back on the barrier.
+
+    A marker placed from PyTorch (``hlopipe.torch``: an ``opt-barrier`` and then a custom call
+    carrying the attribute) loses its custom call to XLA's passes, which move the attribute
+    onto the barrier's ``get-tuple-element``; XLA's HLO -> StableHLO conversion drops that
+    instruction (and its attributes), so the attribute is copied onto the barrier, where the
+    loaders read markers.
+    """
+    if ATTRIBUTE not in text:
+        return text
+    barriers = {m.group(1): m.group(2) for m in _MARKED_GTE.finditer(text)}
+    if not barriers:
+        return text
+    lines = text.split("\n")
+    for k, line in enumerate(lines):
+        m = re.match(r"\s*(?:ROOT\s+)?(%?[\w.\-]+)\s*=.*\bopt-barrier\(", line)
+        if m is None or m.group(1) not in barriers or ATTRIBUTE in line:
+            continue
+        attr = f'{ATTRIBUTE}="{barriers[m.group(1)]}"'
+        if "frontend_attributes={" in line:
+            lines[k] = line.replace(
+                "frontend_attributes={", "frontend_attributes={" + attr + ",", 1
+            )
+        else:
+            lines[k] = line.rstrip() + f", frontend_attributes={{{attr}}}"
+    return "\n".join(lines)
+
+
 _ELIDED = re.compile(r"^\s*(?:ROOT\s+)?(%?[\w.\-]+)\s*=.*\bconstant\(\{\.\.\.\}\)", re.M)
 
 
@@ -60,6 +98,7 @@ def _from_hlo_text(text: str, name: str, entry: str | None) -> Program:
             "are not in this text and computing with it would give wrong answers. Load the "
             "HloModuleProto (.pb) instead, or dump with --xla_dump_large_constants"
         )
+    text = markers_on_barriers(text)
     if not _guard.guarded():
         try:
             proto = _xla.hlo_module_from_text(text).as_serialized_hlo_module_proto()

@@ -167,9 +167,7 @@ class Program:
                     for block in region.blocks:
                         for inner in block.operations:
                             inner = inner.operation
-                            if inner.name == "stablehlo.optimization_barrier" and _has_marker(
-                                inner
-                            ):
+                            if inner.name in _MARKER_OPS and _has_marker(inner):
                                 n += 1
                             visit(inner)
 
@@ -285,6 +283,11 @@ def _with_trees(fn: Any, in_tree: Any, out_tree: Any, n_out: int, source: str) -
         return jax.tree_util.tree_unflatten(out_tree, list(out) if n_out != 1 else [out])
 
     return tree_fn
+
+
+#: The ops a stage marker is: JAX's attributed barrier; the attributed custom call of a marker
+#: placed from PyTorch (``hlopipe.torch``).
+_MARKER_OPS = ("stablehlo.optimization_barrier", "stablehlo.custom_call", "mhlo.custom_call")
 
 
 def _has_marker(op: Any) -> bool:

@@ -181,7 +181,60 @@ def split_jaxpr(
             Keyword("num_stages"),
             " or the markers",
         )
+    if cuts.get("local_state"):
+        closed = state_updates_before_markers(closed, [o for _, o in cuts["local_state"]])
+        markers = [i for i, e in enumerate(closed.jaxpr.eqns) if J.is_marker(e)]
     return build_staged(closed, [0] + [m + 1 for m in markers], *sig, cm, None, None)
+
+
+def state_updates_before_markers(closed: Any, outputs: Sequence[int]) -> Any:
+    """``closed`` with each state output's (``outputs``: flat output indices) equations moved
+    before the first marker whose results they do not depend on.
+
+    A marker cuts by program order; XLA's scheduler may put a cache's in-place update after a
+    marker it does not depend on (torch_xla's optimised dump writes layer 0's V cache after
+    the barrier that ends layer 0), which would make the cache on the next stage while its own
+    stage reads it. Equations that compute a state output, come after a marker and depend on
+    nothing computed from that marker's results go before it, in their order; nothing else
+    moves.
+    """
+    jaxpr = closed.jaxpr
+    eqns = list(jaxpr.eqns)
+    maker = {v: i for i, e in enumerate(eqns) for v in e.outvars}
+    outs = [jaxpr.outvars[o] for o in outputs]
+    moved = False
+    for k in range(sum(J.is_marker(e) for e in eqns)):
+        m = [i for i, e in enumerate(eqns) if J.is_marker(e)][k]  # moves shift later markers
+        after = set()  # equations after marker m computed from its results
+        tainted = set(eqns[m].outvars)
+        for i in range(m + 1, len(eqns)):
+            if any(not isinstance(v, J.Literal) and v in tainted for v in eqns[i].invars):
+                after.add(i)
+                tainted.update(eqns[i].outvars)
+        hoist: set[int] = set()
+        for v in outs:  # an output whose chain meets no marker-dependent equation
+            chain: set[int] = set()
+            stack = [maker[v]] if not isinstance(v, J.Literal) and v in maker else []
+            free = True
+            while stack and free:
+                i = stack.pop()
+                if i <= m or i in chain:
+                    continue
+                free = i not in after
+                chain.add(i)
+                stack += [maker[u] for u in eqns[i].invars
+                          if not isinstance(u, J.Literal) and u in maker]  # fmt: skip
+            if free:
+                hoist |= chain
+        if hoist:
+            order = sorted(hoist)
+            rest = [i for i in range(m, len(eqns)) if i not in hoist]
+            eqns = eqns[:m] + [eqns[i] for i in order] + [eqns[i] for i in rest]
+            maker = {v: i for i, e in enumerate(eqns) for v in e.outvars}
+            moved = True
+    if not moved:
+        return closed
+    return closed.replace(jaxpr=jaxpr.replace(eqns=eqns))
 
 
 def _device_cost_model(closed: Any, name: str | Device | None) -> CostModel:

@@ -65,8 +65,15 @@ def _layers(manifest):
 
 
 # StableHLO's prefill and the optimised dump do not split at the layers yet (see the report
-# of issue 34 part 3): their decode steps and prefills are checked unsplit-equal below
-SPLIT_BY_LAYER = [".hlo", ".hlo.pb", ".sync.hlo"]
+# of issue 34 part 3): their decode steps and prefills are checked unsplit-equal below. The
+# proto is the HLO text's program (checked below), so it is not split again (test time).
+SPLIT_BY_LAYER = [".hlo", ".sync.hlo"]
+
+
+@pytest.mark.parametrize("step", ["decode", "prefill"])
+@pytest.mark.parametrize("model", MODELS)
+def test_the_proto_is_the_texts_program(model, step):
+    assert _load(model, step, ".hlo.pb").to_text() == _load(model, step, ".hlo").to_text()
 
 
 @pytest.mark.parametrize("ext", SPLIT_BY_LAYER)
@@ -108,3 +115,118 @@ def test_decode_alone_from_torchs_state(model):
     tok = npz[f"arg_{gen.roles.feedback[0].index}"][None]
     got = np.asarray(gen.start(tokens=tok, state=state, position=5).generate(2))[0]
     np.testing.assert_array_equal(got, np.asarray(manifest["torch_tokens"])[:, 1:])
+
+
+# --- markers placed from torch (hlopipe.torch.mark_stages after layer 0) ---------------------
+
+
+@functools.cache
+def _marked(model: str, step: str, ext: str):
+    return hlopipe.load(str(DIR / f"hf_{model}_marked_{step}") + ext)
+
+
+@pytest.mark.parametrize("ext", FORMS)
+@pytest.mark.parametrize("model", MODELS)
+def test_markers_from_torch_are_read_in_every_form(model, ext):
+    """The one marker torch placed is read from every form: the attributed custom call (HLO
+    text, proto, StableHLO, the sync dump) and, after XLA's passes, the attribute XLA moved
+    onto the barrier's get-tuple-element (the optimised dump)."""
+    for step in ("decode", "prefill"):
+        assert _marked(model, step, ext).stage_markers() == 1, step
+
+
+# a few forms split and run (each Generator costs seconds): GPT-2's StableHLO, Llama's
+# optimised dump (where XLA schedules layer 0's V cache update after the barrier: the split
+# moves it back before the marker), Llama's HLO text below (with the torch.export prefill);
+# the other forms carry the same marker op (above)
+@pytest.mark.parametrize(("model", "ext"), [("gpt2", ".mlir"), ("llama", ".opt.hlo")])
+def test_markers_from_torch_split_at_layer_0(model, ext):
+    """A marker placed from torch after layer 0 (forward hook, model code untouched): the
+    prefill and decode step split in 2 there without num_stages, each stage keeping its
+    layer's caches, and give torch's `model.generate` tokens."""
+    manifest, npz = _case(f"{model}_marked", "decode")
+    pre_manifest, pre_npz = _case(f"{model}_marked", "prefill")
+    prompt = pre_npz[f"arg_{[a['name'] for a in pre_manifest['args']].index('prompt')}"]
+    dec, pre = _marked(model, "decode", ext), _marked(model, "prefill", ext)
+    params = [npz[f"arg_{r.index}"] for r in dec.arg_roles().parameters]
+    gen = Generator(dec, params, prefill=pre)
+    assert gen.split.num_stages == 2
+    assert [sorted(x.arg for x in gen.split.state_of(s)) for s in range(2)] == _layers(manifest)
+    got = np.asarray(gen.start(prompt[None]).generate(3))[0]
+    np.testing.assert_array_equal(got, manifest["torch_tokens"])
+
+
+def test_torch_marker_attribute_is_the_marker_attribute():
+    """hlopipe.torch repeats the attribute (it imports no JAX); it must be the one read."""
+    import hlopipe.marker
+    import hlopipe.torch
+
+    assert hlopipe.torch.ATTRIBUTE == hlopipe.marker.ATTRIBUTE
+    assert hlopipe.torch.KEEP_MARKERS_XLA_FLAGS.endswith(
+        hlopipe.marker.KEEP_MARKERS["xla_disable_hlo_passes"]
+    )
+
+
+# --- a prefill from torch.export beside the lazy-tensor decode step (Llama) ---------------
+
+
+def _export_prefill(marked: bool):
+    """The torch.export prefill, its prompt and its own arguments (the prompt left out)."""
+    case = "llama_marked_export" if marked else "llama_export"
+    manifest, npz = _case(case, "prefill")
+    names = [a["name"] for a in manifest["args"]]
+    k = names.index("prompt")
+    own = [npz[f"arg_{i}"] for i in range(len(names)) if i != k]
+    return hlopipe.load(str(DIR / f"hf_{case}_prefill.mlir")), npz[f"arg_{k}"], own
+
+
+def test_export_prefill_needs_its_own_params():
+    """torch.export orders the weights its own way, lifts the counters' initial values and
+    bakes in the scalars the lazy decode step takes: the refusal says how to give them."""
+    pre, prompt, own = _export_prefill(False)
+    dec = _load("llama", "decode", ".hlo")
+    params = _params("llama", ".hlo")
+    says = r"takes 25 arguments.*float32\[\]: 3 parameters, 0 prefill arguments; int64\[\]: 0 "
+    with pytest.raises(hlopipe.HlopipeError, match=says + r"parameters, 2.*prefill_params"):
+        generate_unsplit(dec, params, 3, prefill=pre, prompts=prompt[None])
+    with pytest.raises(hlopipe.HlopipeError, match=r"prefill_params holds 23 arrays.*the 24"):
+        generate_unsplit(dec, params, 3, prefill=pre, prompts=prompt[None],
+                         prefill_params=own[1:])  # fmt: skip
+    wrong = [*own[:11], own[11].astype(np.int32), *own[12:]]  # argument 12, lifted_tensor_0
+    with pytest.raises(hlopipe.HlopipeError, match=r"argument 12 as int32\[\].*int64\[\]"):
+        generate_unsplit(dec, params, 3, prefill=pre, prompts=prompt[None], prefill_params=wrong)
+
+
+def test_marked_export_prefill_splits_at_the_torch_marker():
+    """The marker survives torch.export, and the prefill given its own arguments
+    (prefill_params, None at the prompt) splits at it like the lazy decode step, each stage
+    making its layer's caches, and gives torch's tokens. (The unmarked export prefill takes
+    the same prefill_params; one Generator here keeps the test time down.)"""
+    manifest, npz = _case("llama_marked", "decode")
+    pre, prompt, own = _export_prefill(True)
+    assert pre.stage_markers() == 1
+    dec = _marked("llama", "decode", ".hlo")
+    params = [npz[f"arg_{r.index}"] for r in dec.arg_roles().parameters]
+    gen = Generator(dec, params, prefill=pre, prefill_params=[*own[:9], None, *own[9:]])
+    assert [sorted(x.arg for x in gen.split.state_of(s)) for s in range(2)] == _layers(manifest)
+    got = np.asarray(gen.start(prompt[None]).generate(3))[0]
+    np.testing.assert_array_equal(got, manifest["torch_tokens"])
+
+
+def test_export_prefill_from_the_shell_names_its_flag(tmp_path, capsys):
+    """The CLI says --prefill-params where the library says prefill_params (one error line,
+    before any compile)."""
+    from hlopipe.cli import main
+
+    pre, _, own = _export_prefill(False)
+    np.savez(tmp_path / "params.npz", *_params("llama", ".hlo"))
+    np.savez(tmp_path / "own.npz", *own[1:])
+    args = ["generate", str(DIR / "hf_llama_decode.hlo"), "--prefill", pre.source,
+            "--params", str(tmp_path / "params.npz")]  # fmt: skip
+    for more, says in [
+        ([], "give them: --prefill-params (every argument but the prompt"),
+        (["--prefill-params", str(tmp_path / "own.npz")], "--prefill-params holds 23 arrays"),
+    ]:
+        assert main([*args, *more]) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and err[0].startswith("error: ") and says in err[0], err

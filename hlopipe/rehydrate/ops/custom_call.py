@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 from jax import lax
 
+from hlopipe import marker
 from hlopipe.errors import RehydrateError, UnsupportedOpError
 from hlopipe.rehydrate.custom_calls import builtin, find_custom_call
 from hlopipe.rehydrate.registry import RuleContext, rule
@@ -17,6 +18,8 @@ from hlopipe.rehydrate.registry import RuleContext, rule
 
 @rule("stablehlo.custom_call")
 def custom_call(ctx: RuleContext, *operands: Any, call_target_name: str, **attrs: Any) -> Any:
+    if marker.is_stage_boundary_attrs(attrs):
+        return _marker(ctx, call_target_name, *operands)
     impl = find_custom_call(call_target_name)
     if impl is None:
         raise UnsupportedOpError(
@@ -32,6 +35,21 @@ def custom_call(ctx: RuleContext, *operands: Any, call_target_name: str, **attrs
             f"custom call {call_target_name!r} at {ctx.loc} must return {n} values"
         )
     return out
+
+
+def _marker(ctx: RuleContext, target: str, *operands: Any) -> Any:
+    """A custom call carrying the ``hlopipe.stage_boundary`` attribute (a marker placed from
+    PyTorch, ``hlopipe.torch``): the marker, the identity on its operands."""
+    shapes = [(tuple(np.shape(x)), np.dtype(x.dtype)) for x in operands]
+    results = [(tuple(a.shape), np.dtype(a.dtype)) for a in ctx.result_avals]
+    if shapes != results:
+        raise UnsupportedOpError(
+            f"custom call {target!r} at {ctx.loc} carries the {marker.ATTRIBUTE} attribute but "
+            f"is not an identity (operands {shapes}, results {results}); a stage marker returns "
+            "its operands unchanged: place it with hlopipe.torch.mark_stages"
+        )
+    out = marker.stage_boundary(*operands)
+    return tuple(out) if len(operands) > 1 else out
 
 
 @rule("mhlo.custom_call")
