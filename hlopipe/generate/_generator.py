@@ -315,18 +315,17 @@ class Generator:
         G = first.shape[0]
         keys = [(t, g, s, slot, sh) for t in range(steps) for g in range(G)
                 for s, slot, sh in progs[t].inputs]  # fmt: skip
-        local = [k for k in keys if self.place.local(k[2])]
+        local = [k for k, (_, _, s, _, _) in enumerate(keys) if self.place.local(s)]
         placed = jax.device_put(
-            [position_value(self.position, first[g] + t) for t, g, *_ in local],
-            [sh for *_, sh in local],
+            [position_value(self.position, first[keys[k][1]] + keys[k][0]) for k in local],
+            [keys[k][4] for k in local],
         )
-        value = dict(zip([id(k) for k in local], placed, strict=True))
-        out: list[list[tuple[tuple[int, Any], ...]]] = [
-            [() for _ in range(G)] for _ in range(steps)
-        ]
-        for k in keys:
-            t, g, _, slot, _ = k
-            out[t][g] += ((slot, value.get(id(k))),)
+        value: list[Any] = [None] * len(keys)  # None: a stage another process computes
+        for k, v in zip(local, placed, strict=True):
+            value[k] = v
+        out: list[list[tuple[tuple[int, Any], ...]]] = [[()] * G for _ in range(steps)]
+        for k, (t, g, _, slot, _) in enumerate(keys):
+            out[t][g] += ((slot, value[k]),)
         return out
 
     def with_groups(self, groups: int) -> Generator:

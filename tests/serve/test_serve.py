@@ -181,12 +181,14 @@ def test_groups_a_request_sent_mid_generation_finishes_first_and_greedy_is_said(
     at once and finishes first (the submit happens on the engine's own thread, so the order is
     exact, not a race). Over HTTP, a request at the default temperature is served greedy and
     says so."""
-    from hlopipe.generate import Generator
+    from hlopipe.errors import RuntimeConfigError
+    from hlopipe.generate import Generator, Sampling
     from hlopipe.serve import Engine, Model, Request, Sequence, builtin_model
     from hlopipe.serve._builtin import Form
 
     decode, _, params, _ = builtin_model(2, form=Form.TOKENS)
-    engine = Engine(Generator(decode, params, groups=2))  # no prefill: one compile fewer
+    gen = Generator(decode, params, groups=2)  # no prefill: one compile fewer
+    engine = Engine(gen)
     order: list[tuple[str, int]] = []
     done = threading.Event()
     short = Request(
@@ -239,6 +241,11 @@ def test_groups_a_request_sent_mid_generation_finishes_first_and_greedy_is_said(
     assert gone.seqs[0].tokens == oracle([3], 3)  # no token after the client left
     assert [s.tokens for s in after.seqs] == [oracle([4], 2), oracle([9, 9], 2)]
     assert steps < 40 + 3 + 3 + 5  # the long one's turns, then the others' few
+    session = gen.start(tokens=np.zeros((2, 1), np.int32), position=0)
+    with pytest.raises(RuntimeConfigError, match="one position for a whole group"):
+        session.feed(np.zeros((2, 1), np.int32), position=np.zeros((2, 1), np.int32))
+    with pytest.raises(RuntimeConfigError, match="returns tokens, not logits"):
+        session.sampling(Sampling(*(np.zeros((2, 1)),) * 4))
 
 
 def test_stream_joins_to_the_completion(server):
