@@ -274,7 +274,7 @@ def test_stream_joins_to_the_completion(server):
 
 
 def test_a_request_sent_mid_generation_starts_in_a_freed_slot_of_a_busy_group():
-    """In-process engine, one group of 2 sequences (2 slots). A long and a short request
+    """In-process engine, one stage, one group of 2 sequences (2 slots). A long and a short request
     share the group; when the short one ends, a third one is submitted (on the engine's
     thread: exact) and takes the freed slot at once: its tokens are all made while the long
     one, in the same group, is still generating (a group as the unit would make it wait for
@@ -282,8 +282,8 @@ def test_a_request_sent_mid_generation_starts_in_a_freed_slot_of_a_busy_group():
     from hlopipe.generate import Generator
     from hlopipe.serve import Engine, Request, Sequence, builtin_model
 
-    decode, _, params, max_len = builtin_model(2)
-    engine = Engine(Generator(decode, params, groups=1, max_len=max_len))
+    decode, _, params, max_len = builtin_model(1)  # one stage: fewer compiles
+    engine = Engine(Generator(decode, params, num_stages=1, groups=1, max_len=max_len))
     events: list[tuple[str, int]] = []  # (request, tokens the long one had made then)
     done = threading.Event()
 
