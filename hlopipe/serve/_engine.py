@@ -1,12 +1,13 @@
 """The engine behind ``hlopipe serve``: requests queue, sequences are generated.
 
 **Slots** (a decode step taking a position per sequence): every sequence of every group is a
-slot, all in one :class:`~hlopipe.generate.Session` that lives as long as the engine. Each
-step, the engine feeds every slot its token and its position (``Session.feed(tokens,
-position=...)``): a prompt's next token, or the token the slot made; a finished sequence's
-slot takes the next waiting sequence at the next step, from position 0 (its cache row written
-afresh, its attention masked to its own positions), while the other slots carry on. An idle
-slot runs at position 0 and its tokens are dropped.
+slot; each group is a :class:`~hlopipe.generate.Session` of one group that lives as long as
+the engine (``Generator.with_groups(1)``). Each turn, every group with a sequence in flight is
+fed its slots' tokens and positions (``Session.feed(tokens, position=...)``: a prompt's next
+token, or the token the slot made) and steps once; a group with none is not run. A finished
+sequence's slot takes the next waiting sequence at the next turn, from position 0 (its cache
+row written afresh, its attention masked to its own positions), while the other slots carry
+on. An idle slot of a busy group runs at position 0 and its tokens are dropped.
 
 **Groups** (a decode step taking one position for a group): a group is the unit of
 batching. Each of the generator's ``groups`` slots holds one
@@ -97,8 +98,8 @@ class Engine:
         self._queue: queue.Queue[Request | None] = queue.Queue()
         self._waiting: list[tuple[Request, int]] = []
         self._slots: list[_Slot | None] = [None] * gen.groups
-        # slots (a position per sequence): one session, a lane per sequence of each group
-        self._session: Any = None
+        # slots (a position per sequence): a session per group, a lane per sequence of each
+        self._sessions: list[Any] = []
         self._lanes: list[list[_Lane | None]] = [[None] * gen.batch for _ in range(gen.groups)]
         self._tokens = np.zeros((gen.groups, gen.batch), np.int32)  # what each slot reads next
         self._positions = np.zeros((gen.groups, gen.batch), np.int64)
@@ -163,11 +164,12 @@ class Engine:
         """Compile every path once: the prefill (if any), a decode step, a fed token."""
         b, token = self.batch, self.gen.token
         if self.per_sequence:
-            G = self.gen.groups
-            self._session = self.gen.start(tokens=np.zeros((G, b), token.dtype), position=0)
-            self._session.generate(1)
-            self._session.feed(self._tokens, position=self._positions)
-            self._session.generate(1)
+            for g in range(self.gen.groups):
+                session = self.one.start(tokens=np.zeros((1, b), token.dtype), position=0)
+                session.generate(1)
+                session.feed(self._tokens[g : g + 1], position=self._positions[g : g + 1])
+                session.generate(1)
+                self._sessions.append(session)
             return
         if self.prefill_len is not None:
             s = self.one.start(np.zeros((1, b, self.prefill_len), np.int32))
@@ -207,9 +209,11 @@ class Engine:
             if not self._busy():
                 continue
             t0 = time.perf_counter()
-            session = self._session
-            session.feed(self._tokens, position=self._positions)
-            made = session.generate(1)[:, :, 0]
+            made = np.zeros_like(self._tokens)
+            for g, session in enumerate(self._sessions):
+                if any(lane is not None for lane in self._lanes[g]):
+                    session.feed(self._tokens[g : g + 1], position=self._positions[g : g + 1])
+                    made[g] = session.generate(1)[0, :, 0]
             self._advance(made)
             self.busy_s += time.perf_counter() - t0
             self.steps += 1
@@ -218,7 +222,7 @@ class Engine:
         """Each free slot takes the next waiting sequence, from its prompt's first token at
         position 0."""
         self._waiting = [(r, i) for r, i in self._waiting if not r.cancelled]
-        changed = False
+        changed: set[int] = set()  # the groups whose sampling changed
         for g, row in enumerate(self._lanes):
             for b, lane in enumerate(row):
                 if lane is not None or not self._waiting:
@@ -230,11 +234,12 @@ class Engine:
                 self._positions[g, b] = 0
                 for field_values, value in zip(self._sampling, seq.sampling, strict=True):
                     field_values[g, b] = value
-                changed = True
+                changed.add(g)
         if changed and self.samples:
             from hlopipe.generate import Sampling
 
-            self._session.sampling(Sampling(*self._sampling))
+            for g in changed:
+                self._sessions[g].sampling(Sampling(*(f[g : g + 1] for f in self._sampling)))
 
     def _advance(self, made: np.ndarray) -> None:
         """After a step: each slot's next token and position (its prompt's next, or what it

@@ -275,15 +275,18 @@ def test_stream_joins_to_the_completion(server):
 
 def test_a_request_sent_mid_generation_starts_in_a_freed_slot_of_a_busy_group():
     """In-process engine, one stage, one group of 2 sequences (2 slots). A long and a short request
-    share the group; when the short one ends, a third one is submitted (on the engine's
-    thread: exact) and takes the freed slot at once: its tokens are all made while the long
-    one, in the same group, is still generating (a group as the unit would make it wait for
-    the long one). Each equals the unsplit program on its prompt alone."""
+        share the group; when the short one ends, a third one is submitted (on the engine's
+        thread: exact) and takes the freed slot at once: its tokens are all made while the long
+        one, in the same group, is still generating (a group as the unit would make it wait for
+        the long one). Each equals the unsplit program on its prompt alone. Then a session of 2
+    groups on the same stages: a sequence started again at position 0 by ``feed`` while the
+    others go on."""
     from hlopipe.generate import Generator
     from hlopipe.serve import Engine, Request, Sequence, builtin_model
 
     decode, _, params, max_len = builtin_model(1)  # one stage: fewer compiles
-    engine = Engine(Generator(decode, params, num_stages=1, groups=1, max_len=max_len))
+    gen = Generator(decode, params, num_stages=1, groups=1, max_len=max_len)
+    engine = Engine(gen)
     events: list[tuple[str, int]] = []  # (request, tokens the long one had made then)
     done = threading.Event()
 
@@ -323,6 +326,17 @@ def test_a_request_sent_mid_generation_starts_in_a_freed_slot_of_a_busy_group():
     assert short.seqs[0].tokens == oracle([7, 8, 9, 10], 3)
     assert third.seqs[0].tokens == oracle([5], 4)
     assert engine.steps <= 2 + 30  # the long one's steps: the others ran beside it
+
+    # the same stages for 2 groups in one session: each group's sequences at their own
+    # positions; one sequence started again while the other three carry on
+    session = gen.with_groups(2).start(tokens=np.array([[1, 2], [3, 4]]), position=0)
+    got = session.generate(3)
+    assert [r.tolist() for r in got.reshape(4, 3)] == [oracle([t], 3) for t in (1, 2, 3, 4)]
+    tokens, positions = got[:, :, -1].copy(), np.full((2, 2), 3)
+    tokens[1, 0], positions[1, 0] = 7, 0
+    session.feed(tokens, position=positions)
+    more = session.generate(2).reshape(4, 2).tolist()
+    assert more == [oracle([1], 5)[3:], oracle([2], 5)[3:], oracle([7], 2), oracle([4], 5)[3:]]
 
 
 def _sampled(url, seed, max_tokens=10, **how):
