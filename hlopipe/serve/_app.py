@@ -8,6 +8,7 @@ body, ``{"error": {"message", "type", "param", "code"}}``; the server keeps serv
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import secrets
 import time
@@ -83,6 +84,11 @@ class _Metrics:
         busy = Gauge("hlopipe_engine_busy_seconds", "time spent issuing and reading decode steps",
                      registry=reg)  # fmt: skip
         busy.set_function(lambda: model.engine.busy_s)
+        stage_busy = Gauge("hlopipe_stage_busy_fraction", "each stage's busy fraction since "
+                           "ready: its step timed alone x the group steps run / wall time",
+                           ["stage"], registry=reg)  # fmt: skip
+        for s in range(len(getattr(model.engine.gen, "plans", ()))):
+            stage_busy.labels(str(s)).set_function(functools.partial(model.engine.stage_busy, s))
 
 
 def make_app(model: Model) -> Starlette:

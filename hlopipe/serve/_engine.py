@@ -83,7 +83,13 @@ class Engine:
     of one group each. ``submit`` queues a request; ``start`` warms every path (compiles) in
     the engine thread and then serves; ``stop`` drains the requests in flight and ends."""
 
-    def __init__(self, gen: Any, *, on_ready: Callable[[], None] | None = None) -> None:
+    def __init__(
+        self,
+        gen: Any,
+        *,
+        on_ready: Callable[[], None] | None = None,
+        profile_stages: bool = False,
+    ) -> None:
         self.gen = gen
         self.per_sequence = bool(getattr(gen, "per_sequence", False))
         self.samples = getattr(gen, "logits_out", None) is not None  # else greedy only
@@ -108,6 +114,12 @@ class Engine:
         self._stopping = threading.Event()
         self._thread = threading.Thread(target=self._run, name="hlopipe-engine", daemon=True)
         self.steps = 0
+        # each stage's busy fraction (``profile_stages``): its step timed alone once warm
+        # (``Session.profile``) times the group steps run, over the time since ready
+        self._profile = profile_stages
+        self.stage_step_s: list[float] = []
+        self.group_steps = 0
+        self._ready_at = 0.0
         self.busy_s = 0.0
         self.error: BaseException | None = None
         self._lock = threading.Lock()
@@ -138,6 +150,9 @@ class Engine:
     def _run(self) -> None:
         try:
             self._warm()
+            if self._profile:
+                self.stage_step_s = self._profiled()
+            self._ready_at = time.perf_counter()
             self.ready.set()
             if self._on_ready is not None:
                 self._on_ready()
@@ -179,6 +194,21 @@ class Engine:
         s.feed(np.zeros((1, b), np.int32))
         s.generate(1)
 
+    def _profiled(self) -> list[float]:
+        """Each stage's decode step alone, in seconds (on a session of one group)."""
+        if self._sessions:
+            return list(self._sessions[0].profile())
+        zeros = np.zeros((1, self.batch), self.gen.token.dtype)
+        return list(self.one.start(tokens=zeros, position=0).profile())
+
+    def stage_busy(self, stage: int) -> float:
+        """Stage ``stage``'s busy fraction since the engine was ready: its step's time alone
+        times the group steps run, over the wall time (0 before, or without profiling)."""
+        if stage >= len(self.stage_step_s) or not self._ready_at:
+            return 0.0
+        wall = time.perf_counter() - self._ready_at
+        return min(1.0, self.stage_step_s[stage] * self.group_steps / wall) if wall else 0.0
+
     def _loop(self) -> None:
         if self.per_sequence:
             self._loop_slots()
@@ -192,6 +222,7 @@ class Engine:
             for i, slot in enumerate(self._slots):
                 if slot is not None:
                     self._slots[i] = self._step(slot)
+                    self.group_steps += 1
             if any(self._slots):
                 self.busy_s += time.perf_counter() - t0
                 self.steps += 1
@@ -214,6 +245,7 @@ class Engine:
                 if any(lane is not None for lane in self._lanes[g]):
                     session.feed(self._tokens[g : g + 1], position=self._positions[g : g + 1])
                     made[g] = session.generate(1)[0, :, 0]
+                    self.group_steps += 1
             self._advance(made)
             self.busy_s += time.perf_counter() - t0
             self.steps += 1

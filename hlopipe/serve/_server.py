@@ -72,7 +72,9 @@ def serve(
     sock = _bind(host, port)
     bound = sock.getsockname()[1]
     url = f"http://{host}:{bound}/v1"
-    engine = Engine(gen, on_ready=lambda: out(f"serving {name} at {url}", flush=True))
+    engine = Engine(
+        gen, on_ready=lambda: out(f"serving {name} at {url}", flush=True), profile_stages=True
+    )
     app = make_app(Model(name, engine, tokenizer, vocab))
     config = uvicorn.Config(app, log_level="warning", timeout_graceful_shutdown=30)
     server = uvicorn.Server(config)

@@ -144,6 +144,8 @@ def test_health_models_metrics(server):
     assert delta("hlopipe_time_to_first_token_seconds_count") == 1
     assert delta("hlopipe_inter_token_latency_seconds_count") == 4
     assert after[("hlopipe_queue_depth", ())] == 0
+    busy = [after[("hlopipe_stage_busy_fraction", (("stage", str(s)),))] for s in (0, 1)]
+    assert all(0 < b <= 1 for b in busy), busy  # two stages, each ran 6 steps of a group
 
 
 def test_concurrent_greedy_requests_equal_the_unsplit_program(server):
