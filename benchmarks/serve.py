@@ -1,7 +1,7 @@
 """`hlopipe serve` under load: N concurrent streaming clients (the `openai` client over real
-HTTP) against the built-in tiny GPT (2 stages, `--groups` slots, batch 1 a slot), and the same
-programs driven in a plain loop (`Session.generate` of the same number of groups, one process,
-no HTTP).
+HTTP) against the built-in tiny GPT (2 stages, `--groups` groups of 2 sequences, a slot per
+sequence), and the same program driven in a plain loop (`Session.generate` of the same number
+of groups, one process, no HTTP).
 
 Run: ``python benchmarks/serve.py [--clients 1,4,8] [--requests 8] [--tokens 24]
 [--groups 4]``. Each client sends ``--requests`` requests one after the other, prompts of 3 to
@@ -9,7 +9,7 @@ Run: ``python benchmarks/serve.py [--clients 1,4,8] [--requests 8] [--tokens 24]
 tokens over the wall time of the whole load), time to first token and inter-token latency
 p50/p99 as the clients see them, and the server's own time per token (the engine's busy
 seconds from ``/metrics`` over the tokens it made). The plain loop row: tokens/s of
-``Session.generate(tokens)`` from a prefill for ``--groups`` groups (compilation excluded).
+``Session.generate(tokens)`` from a token for ``--groups`` groups (compilation excluded).
 """
 
 from __future__ import annotations
@@ -102,16 +102,16 @@ def _plain_loop(groups: int, tokens: int) -> float:
     from hlopipe.generate import Generator
     from hlopipe.serve import builtin_model
 
-    decode, prefill, params = builtin_model(2)
-    gen = Generator(decode, params, prefill=prefill, groups=groups)
-    prompts = np.random.default_rng(0).integers(0, 64, (groups, 1, 8))
-    gen.start(prompts).generate(tokens)  # compiles
+    decode, _, params, max_len = builtin_model(2)  # a position per sequence, logits
+    gen = Generator(decode, params, groups=groups, max_len=max_len)
+    first = np.random.default_rng(0).integers(0, 64, (groups, gen.batch))
+    gen.start(tokens=first, position=0).generate(tokens)  # compiles
     times = []
     for _ in range(5):
         t0 = time.perf_counter()
-        gen.start(prompts).generate(tokens)
+        gen.start(tokens=first, position=0).generate(tokens)
         times.append(time.perf_counter() - t0)
-    return groups * tokens / float(np.median(times))
+    return groups * gen.batch * tokens / float(np.median(times))
 
 
 def main() -> None:
@@ -124,8 +124,8 @@ def main() -> None:
     proc, url = _start(args.groups)
     try:
         _load(url, 1, 1, args.tokens)  # warm the client and the server's paths
-        print(f"hlopipe serve, built-in tiny GPT, 2 stages, {args.groups} slots; "
-              f"{args.requests} requests a client, {args.tokens} tokens each, "
+        print(f"hlopipe serve, built-in tiny GPT, 2 stages, {args.groups} groups of 2 (a slot "
+              f"per sequence); {args.requests} requests a client, {args.tokens} tokens each, "
               "streamed")  # fmt: skip
         print("| clients | tokens/s | TTFT p50 ms | TTFT p99 ms | ITL p50 ms | ITL p99 ms | "
               "server ms/token |")  # fmt: skip
@@ -139,7 +139,8 @@ def main() -> None:
         proc.terminate()
         proc.wait(60)
     rate = _plain_loop(args.groups, args.tokens)
-    print(f"plain loop (Session.generate, {args.groups} groups from a prefill, no HTTP): "
+    print(f"plain loop (Session.generate, {args.groups} groups of 2 from a token, greedy, no "
+          "HTTP): "
           f"{rate:.0f} tokens/s")  # fmt: skip
 
 

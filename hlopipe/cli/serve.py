@@ -17,8 +17,9 @@ def _add_serve(p: argparse.ArgumentParser) -> None:
     p.add_argument("--tokenizer", metavar="JSON", help="a Hugging Face tokenizers file: text in "
                    "and out (default: prompts are token ids)")  # fmt: skip
     p.add_argument("--stages", type=int, help="must agree with the stage markers")
-    p.add_argument("--groups", type=int, default=4, help="groups in flight: the slots requests "
-                   "are batched into (default 4)")  # fmt: skip
+    p.add_argument("--groups", type=int, default=4, help="groups in flight (default 4): the "
+                   "slots requests are batched into, a slot per sequence when the decode step "
+                   "takes a position per sequence")  # fmt: skip
     p.add_argument("--max-len", type=int, help="the cache length (default: from the program)")
     p.add_argument("--host", default="127.0.0.1", help="where to listen (default loopback)")
     p.add_argument("--port", type=int, default=8000, help="0 picks a free port (default 8000)")

@@ -2,7 +2,8 @@
 the state of its own layers (its KV cache), many groups of sequences in flight.
 
 Public API: :class:`Generator` (``hlopipe.Generator``), its :class:`Session`, and
-:func:`generate_unsplit`, the one-device oracle. See ``docs/generation.md``.
+:func:`generate_unsplit`, the one-device oracle; :func:`sample` and :class:`Sampling`, how
+a step returning logits has its tokens chosen. See ``docs/generation.md``.
 """
 
 from hlopipe.generate._command import _params as load_params
@@ -10,13 +11,16 @@ from hlopipe.generate._command import _tokenizer as load_tokenizer
 from hlopipe.generate._command import run_command
 from hlopipe.generate._generator import Generator
 from hlopipe.generate._oracle import generate_unsplit
+from hlopipe.generate._sampling import Sampling, sample
 from hlopipe.generate._session import Session
 
 __all__ = [
     "Generator",
+    "Sampling",
     "Session",
     "generate_unsplit",
     "load_params",
     "load_tokenizer",
     "run_command",
+    "sample",
 ]

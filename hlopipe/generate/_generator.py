@@ -41,6 +41,7 @@ from hlopipe.generate._plan import (
     STATE,
     cache_length,
     counters_as_position,
+    logits_as_feedback,
     params_as,
     plan_stages,
     position_of,
@@ -50,8 +51,9 @@ from hlopipe.generate._plan import (
     split_warnings,
     stage_layers,
 )
+from hlopipe.generate._sampling import sample
 from hlopipe.generate._session import Session
-from hlopipe.generate._steps import Home, Layout, StepProgram, build
+from hlopipe.generate._steps import Home, Layout, Sampler, StepProgram, build
 from hlopipe.io import ArgRoles
 from hlopipe.stages import (
     StackedSplit,
@@ -77,7 +79,12 @@ class Generator:
 
     Args:
       decode: the decode step, a loaded ``Program``:
-        ``(params, state, tokens, position) -> (next_tokens, state)``.
+        ``(params, state, tokens, position) -> (next_tokens, state)``; or ``-> (logits,
+        state)`` with ``logits`` a float ``[b, vocab]``: the token fed back is then sampled
+        from them on the stage making them (greedy until ``Session.sampling`` says
+        otherwise). ``position`` is ``[]`` (one for the group) or ``[b]`` (one per sequence:
+        ``Session.feed`` then sets each sequence's, so that a sequence can start again while
+        the others of its group carry on).
       params: the first argument's pytree (the program's parameters).
       prefill: the prefill ``Program``, ``(params, prompt) -> (next_tokens, state)``.
       prefill_params: the prefill's own arguments, every one but the prompt in its order
@@ -122,6 +129,13 @@ class Generator:
     ) -> None:
         self.source = getattr(decode, "source", "the decode step")
         roles = counters_as_position(decode.arg_roles(state=state, feedback=feedback))
+        # the logits' output, when the token fed back is sampled from them
+        roles, self.logits_out = logits_as_feedback(roles)
+        if self.logits_out is not None and prefill is not None:
+            raise RuntimeConfigError(
+                f"{self.source} returns logits (output {self.logits_out}): it is served without "
+                "a prefill, its prompts read by the decode step a token a step; drop the prefill"
+            )
         self.roles: ArgRoles = roles
         self._check_roles(roles)
         if not isinstance(groups, int) or groups < 1:
@@ -150,7 +164,6 @@ class Generator:
             self._check_roles(roles)
             if prefill is not None:
                 prefill = _sliced_prefill(prefill, self.stacked, self.token.index)
-        self.batch = self.token.shape[0] if self.token.shape else 1
         if max_len is not None and (not isinstance(max_len, int) or max_len < 1):
             raise RuntimeConfigError(
                 Keyword("max_len", max_len), " must be a positive integer (the cache length)"
@@ -200,11 +213,29 @@ class Generator:
         (``_template``, copied for each group of a session); no step program yet."""
         slots = self.split.slots
         fed = self.roles.feedback
+        first_sampling = len(slots) + len(fed)
+        n_sampling = 0 if self.logits_out is None else 4  # the fields of ``Sampling``
         self._layout = Layout(
             state={x.arg: i for i, x in enumerate(slots)},
             feedback={r.index: len(slots) + k for k, r in enumerate(fed)},
+            sampling=tuple(range(first_sampling, first_sampling + n_sampling)),
         )
-        self._template: list[Any] = [None] * (len(slots) + len(fed))
+        self._template: list[Any] = [None] * (first_sampling + n_sampling)
+        self._sampler: Sampler | None = None
+        self.sampler_stage: int | None = None  # the stage sampling the logits
+        if self.logits_out is not None:
+            if self.position is None:
+                raise RuntimeConfigError(
+                    f"{self.source} returns logits but takes no position argument (it lives in "
+                    "the state): the sampler folds each sequence's key with its position; export "
+                    "the step with a position argument"
+                )
+            self.sampler_stage = next(
+                p.stage for p in self.plans if self.logits_out in p.program_out.values()
+            )
+            position = jax.ShapeDtypeStruct(tuple(self.position.shape), self.position.dtype)
+            self._sampler = Sampler(self.logits_out, self._layout.sampling, position,
+                                    self._sample_on)  # fmt: skip
         self._param_slots = self._add_params(self.plans, self._params)
         self._programs: dict[tuple[Any, ...], StepProgram] = {}
         self._positions: dict[tuple[int, int], Any] = {}  # (stage, position) -> placed
@@ -249,9 +280,16 @@ class Generator:
             prog = build(
                 self.plans, self.split.staged.stages, self, self.place, self._layout,
                 dict(homes), self._fed_by, self._param_slots, len(self._template),
+                self._sampler,
             )  # fmt: skip
             self._programs[key] = prog
         return prog
+
+    def _sample_on(self, stage: int) -> Any:
+        """:func:`~hlopipe.generate._sampling.sample` compiled for ``stage``'s devices, its
+        token replicated there."""
+        draw = jax.jit(sample, out_shardings=self.place.replicated(stage))
+        return lambda *args: (draw(*args),)  # an instruction's results are a tuple
 
     def _step_programs(self, homes: Mapping[int, Home], steps: int) -> list[StepProgram]:
         """The program of each of ``steps`` decode steps from ``homes`` (the first step
@@ -287,6 +325,28 @@ class Generator:
             tuple((slot, at[(s, first + t)]) for s, slot, _ in progs[t].inputs)
             for t in range(steps)
         ]
+
+    def _placed_sequence_positions(
+        self, progs: list[StepProgram], first: np.ndarray, steps: int
+    ) -> list[list[tuple[tuple[int, Any], ...]]]:
+        """Per step and group, ``(register, value)`` of each sequence's position (``first``,
+        ``[groups, b]``, plus the step) on each stage reading it: one batched ``device_put``
+        (a position per sequence changes whenever a sequence starts again, so none is kept)."""
+        G = first.shape[0]
+        keys = [(t, g, s, slot, sh) for t in range(steps) for g in range(G)
+                for s, slot, sh in progs[t].inputs]  # fmt: skip
+        local = [k for k, (_, _, s, _, _) in enumerate(keys) if self.place.local(s)]
+        placed = jax.device_put(
+            [position_value(self.position, first[keys[k][1]] + keys[k][0]) for k in local],
+            [keys[k][4] for k in local],
+        )
+        value: list[Any] = [None] * len(keys)  # None: a stage another process computes
+        for k, v in zip(local, placed, strict=True):
+            value[k] = v
+        out: list[list[tuple[tuple[int, Any], ...]]] = [[()] * G for _ in range(steps)]
+        for k, (t, g, _, slot, _) in enumerate(keys):
+            out[t][g] += ((slot, value[k]),)
+        return out
 
     def with_groups(self, groups: int) -> Generator:
         """The same generator (same compiled stages and placed parameters) for another number
@@ -328,7 +388,12 @@ class Generator:
                 ),
             )
         self.token = fb[0]
-        self.position = position_of(roles, self.source)
+        self.batch = self.token.shape[0] if self.token.shape else 1
+        self.position = position_of(roles, self.source, self.batch)
+        # a position per sequence: each sequence of a group at its own
+        self.per_sequence = (
+            self.position is not None and self.batch > 1 and self.position.shape == (self.batch,)
+        )
 
     # -- views -------------------------------------------------------------------------------
     def state_bytes(self, stage: int) -> int:

@@ -111,29 +111,65 @@ def counters_as_position(roles: Any) -> Any:
     return new
 
 
-def position_of(roles: Any, source: str) -> Any:
+def position_of(roles: Any, source: str, batch: int | None = None) -> Any:
     """The position's role: the one plain input, an integer of shape ``[]`` or ``[1]`` (int32
-    or int64: a JAX step takes a scalar, a torch_xla one an ``int64[1]``); None when the
-    position lives in the state (counters, as ``transformers``' ``StaticCache`` keeps them)
-    and no argument is left over."""
+    or int64: a JAX step takes a scalar, a torch_xla one an ``int64[1]``), or ``[batch]``: a
+    position per sequence; None when the position lives in the state (counters, as
+    ``transformers``' ``StaticCache`` keeps them) and no argument is left over."""
     ins = roles.inputs
     if not ins and roles.counters:
         return None
     if len(ins) > 1 and all(r.counter for r in ins) and len({(r.shape, r.dtype) for r in ins}) == 1:
         return ins[0]  # counters fed the position (counters_as_position): one value for all
-    if len(ins) != 1 or ins[0].shape not in ((), (1,)) or "int" not in ins[0].dtype:
+    shapes = ((), (1,)) if batch is None else ((), (1,), (batch,))
+    if len(ins) != 1 or ins[0].shape not in shapes or "int" not in ins[0].dtype:
         names = ", ".join(f"{r.path} {r.dtype}{list(r.shape)}" for r in ins) or "none"
         untold = "".join(f"; {u}" for u in getattr(roles, "unresolved", ()))
+        per_seq = "" if batch is None else f", or [{batch}] (a position per sequence)"
         raise RuntimeConfigError(
-            f"{source}: expected one integer input of shape [] or [1] (the position) besides "
-            f"parameters, state and feedback, or a position kept in the state (counters); "
-            f"found {names}{untold}"
+            f"{source}: expected one integer input of shape [] or [1]{per_seq} (the position) "
+            f"besides parameters, state and feedback, or a position kept in the state "
+            f"(counters); found {names}{untold}"
         )
     return ins[0]
 
 
-def position_value(role: Any, position: int) -> Any:
-    """``position`` as the position argument takes it (its dtype, shape ``[]`` or ``[1]``)."""
+def logits_as_feedback(roles: Any) -> tuple[Any, int | None]:
+    """A decode step returning logits: ``(roles, output)`` with its token argument made the
+    feedback of its logits output (the token fed back is sampled from them), or ``(roles,
+    None)`` when the step is not of that form.
+
+    The form: no argument fed back by shape, one output besides the state, a float ``[b,
+    vocab]`` (the logits), and integer ``[b]`` plain inputs, the first of which is the token
+    (``(params, state, tokens, position)``, as the generation docs order them)."""
+    if roles.feedback:
+        return roles, None
+    taken = {r.output for r in roles if r.output is not None}
+    free = [o for o in range(len(roles.out_avals)) if o not in taken]
+    if len(free) != 1:
+        return roles, None
+    out = free[0]
+    shape, dtype = roles.out_avals[out]
+    if len(shape) != 2 or "float" not in dtype:
+        return roles, None
+    ints = [r for r in roles.inputs if tuple(r.shape) == (shape[0],) and "int" in r.dtype]
+    if not ints:
+        return roles, None
+    token = ints[0].index
+    from hlopipe.io import ArgRoles
+
+    why = f"the token: sampled from output {out}'s logits {dtype}{list(shape)}"
+    new = ArgRoles(
+        replace(r, role="feedback", output=out, reason=why) if r.index == token else r
+        for r in roles
+    )
+    new.out_avals, new.unresolved = roles.out_avals, roles.unresolved
+    return new, out
+
+
+def position_value(role: Any, position: Any) -> Any:
+    """``position`` as the position argument takes it (its dtype and shape: ``[]``, ``[1]``,
+    or ``[b]``, where ``position`` may be each sequence's)."""
     import numpy as np
 
     return np.full(role.shape, position, dtype=role.dtype)

@@ -24,6 +24,7 @@ from hlopipe import schedules
 from hlopipe.errors import RuntimeConfigError
 from hlopipe.generate._placement import CompiledStage
 from hlopipe.generate._plan import INPUT, PARAM, STATE, StagePlan, position_value
+from hlopipe.generate._sampling import Sampling
 from hlopipe.generate._steps import Home, StepProgram
 
 if TYPE_CHECKING:
@@ -79,6 +80,10 @@ class Session:
             self.position = 0 if position is None else int(position)
             self._check_position(self.position)
             self._start_from(tokens, state)
+        # each sequence's position (a step taking one per sequence; else all alike)
+        self.positions = np.full((G, b), self.position, np.int64)
+        if gen.logits_out is not None:
+            self.sampling(Sampling(*(np.stack([v] * G) for v in Sampling.greedy(b))))
 
     @property
     def issued(self) -> list[tuple[str, int, int]]:
@@ -124,14 +129,62 @@ class Session:
             self._regs[g][slot] = placed[g]
         self._home[arg] = Home(reader, sh)
 
-    def feed(self, tokens: Any) -> None:
+    def feed(self, tokens: Any, position: Any = None) -> None:
         """Make the next decode step read ``tokens [groups, b]`` in place of the tokens the
         last step made: a prompt consumed by the decode step itself, one token a step (a
         server's prompts of any length). Tokens already issued and not yet read (a prefill's,
-        a stream's read-ahead) are still returned first."""
+        a stream's read-ahead) are still returned first.
+
+        ``position [groups, b]`` (a step taking a position per sequence) sets each sequence's
+        position from the next step on: a sequence put back to 0 starts again (its cache row
+        written afresh from there, what it held beyond its position never read) while the
+        others carry on."""
         gen = self.gen
         arr = _check_shape(tokens, (gen.groups, *gen.token.shape), "tokens", "[groups, batch]", 2)
+        if position is not None:
+            if not gen.per_sequence:
+                raise RuntimeConfigError(
+                    f"feed(position=...): {gen.source} takes one position for a whole group, "
+                    "not one per sequence; feed the tokens alone"
+                )
+            pos = _check_shape(position, (gen.groups, gen.batch), "position", "[groups, batch]", 2)
+            self._check_position(int(pos.max()))
+            self._check_position(int(pos.min()))
+            self.positions = pos.astype(np.int64)
+            self.position = int(pos.max())
         self._put_feedback(gen.token.index, arr.astype(gen.token.dtype))
+
+    def sampling(self, params: Sampling) -> None:
+        """How each sequence's next tokens are chosen from the logits (a step returning
+        logits): ``params`` holds ``[groups, b]`` arrays (``Sampling``'s fields: seed,
+        temperature, top_p, top_k), put on the stage sampling them. A session starts greedy.
+
+        Raises:
+          RuntimeConfigError: the step returns tokens, or a field's shape is not ``[groups,
+          b]``."""
+        gen = self.gen
+        if gen.sampler_stage is None:
+            raise RuntimeConfigError(
+                f"{gen.source} returns tokens, not logits: it decodes greedily, nothing to sample"
+            )
+        dtypes = Sampling(np.uint32, np.float32, np.float32, np.int32)
+        values: list[np.ndarray] = []
+        for name, value, dtype in zip(Sampling._fields, params, dtypes, strict=True):
+            arr = np.asarray(value)
+            if arr.shape != (gen.groups, gen.batch):
+                raise RuntimeConfigError(
+                    f"sampling {name}: expected shape {[gen.groups, gen.batch]} ([groups, "
+                    f"batch]), got {list(arr.shape)}"
+                )
+            values.extend(arr.astype(dtype))
+        stage = gen.sampler_stage
+        placed = [None] * len(values)
+        if gen.place.local(stage):
+            placed = jax.device_put(values, [gen.place.replicated(stage)] * len(values))
+        G = gen.groups
+        for k, reg in enumerate(gen._layout.sampling):
+            for g in range(G):
+                self._regs[g][reg] = placed[k * G + g]
 
     def _check_position(self, pos: int) -> None:
         if not 0 <= pos < self.gen.max_len:
@@ -227,7 +280,10 @@ class Session:
             return
         order = decode_order(len(gen.plans), G, steps)
         progs = gen._step_programs(self._home, steps)
-        inputs = gen._placed_positions(progs, self.position, steps)
+        if gen.per_sequence:
+            inputs = gen._placed_sequence_positions(progs, self.positions, steps)
+        else:
+            inputs = [[row] * G for row in gen._placed_positions(progs, self.position, steps)]
         self._fit(max(p.size for p in progs))
         tok_arg = gen.token.index
         tok = gen._layout.feedback[tok_arg]
@@ -237,8 +293,9 @@ class Session:
                 h = time.perf_counter()
                 prog, row = progs[t], []
                 for m in order[t * G : (t + 1) * G]:
-                    regs = all_regs[m % G]
-                    for slot, value in inputs[t]:
+                    g = m % G
+                    regs = all_regs[g]
+                    for slot, value in inputs[t][g]:
                         regs[slot] = value
                     prog.run(regs)
                     row.append(regs[tok])
@@ -249,6 +306,7 @@ class Session:
             if done:
                 self._log.append(("decode", order[: done * G], start))
                 self.position = start + done
+                self.positions += done
                 self._home = dict(progs[done - 1].feedback_home)
                 for p in set(progs[:done]):
                     self._count(p, G * progs[:done].count(p))

@@ -36,10 +36,24 @@ class Home(NamedTuple):
 
 class Layout(NamedTuple):
     """The registers every program of a generator shares: each state argument's and each
-    feedback argument's, first in every group's register list."""
+    feedback argument's, first in every group's register list, then the sampling parameters'
+    (the fields of ``_sampling.Sampling``, for a step returning logits; else none)."""
 
     state: dict[int, int]
     feedback: dict[int, int]
+    sampling: tuple[int, ...] = ()
+
+
+class Sampler(NamedTuple):
+    """A step returning logits: the program ``output`` they are, sampled by ``compiled(stage)``
+    (``_sampling.sample`` for that stage's devices) on the stage making them, from them, the
+    step's ``position`` (its aval: the sampler reads it like a stage) and the sampling
+    ``registers``; the token it makes is the feedback of ``output``."""
+
+    output: int
+    registers: tuple[int, ...]
+    position: Any
+    compiled: Callable[[int], Callable[..., Any]]
 
 
 class StepBytes(NamedTuple):
@@ -122,6 +136,7 @@ def build(
     feedback_of_output: dict[int, tuple[int, ...]],
     param_slots: dict[tuple[int, int], int],
     first_free: int,
+    sampler: Sampler | None = None,
 ) -> StepProgram:
     """The step program of ``plans`` (a decode step's, or a prefill's).
 
@@ -136,6 +151,7 @@ def build(
       param_slots: ``{(stage, parameter argument): register}`` of this program.
       first_free: the first register no one holds: this program's inputs and activations
         take the registers from there on.
+      sampler: for a step returning logits, how its token is sampled from them.
 
     Returns:
       the :class:`StepProgram`.
@@ -192,19 +208,34 @@ def build(
         for k in temps:
             last_use[k] = max(last_use.get(k, -1), len(instrs) - 1)
         outs: list[int] = []
+        logits = None  # the register of the logits this stage makes, to sample from
         for j in range(len(st.outputs)):
             if j in p.state_out:
                 outs.append(layout.state[p.state_out[j]])
                 continue
             made[(s, j)] = free
             last_use.setdefault(free, len(instrs) - 1)  # read by no one: freed at once
-            for fed in feedback_of_output.get(p.program_out.get(j, -1), ()):
-                fb_new[layout.feedback[fed]] = free
-                fb_after[fed] = Home(s, _out_sharding(sp, stages, holder, (s, j)))
+            out = p.program_out.get(j, -1)
+            if sampler is not None and out == sampler.output:
+                logits = free
+            else:
+                for fed in feedback_of_output.get(out, ()):
+                    fb_new[layout.feedback[fed]] = free
+                    fb_after[fed] = Home(s, _out_sharding(sp, stages, holder, (s, j)))
             outs.append(free)
             free += 1
         fn, get, _, _ = instrs[-1]
         instrs[-1] = (fn, get, tuple(outs), ())
+        if sampler is not None and logits is not None:  # the token, sampled on this stage
+            position, token = free, free + 1
+            free += 2
+            inputs.append((s, position, input_sharding(sp, s, INPUT, sampler.position)))
+            draw = sampler.compiled(s) if comp is not None else _absent(1)
+            instrs.append((draw, _gather((logits, position, *sampler.registers)), (token,), ()))
+            last_use[logits] = last_use[position] = len(instrs) - 1
+            for fed in feedback_of_output.get(sampler.output, ()):
+                fb_new[layout.feedback[fed]] = token
+                fb_after[fed] = Home(s, sp.replicated(s))
     kept = set(fb_new.values())  # copied into the feedback registers when the step ends
     frees: dict[int, list[int]] = {}
     for k, n in last_use.items():

@@ -4,7 +4,11 @@ The decode step follows hlopipe's generation conventions (``docs/generation.md``
 
 * ``decode(params, cache, tokens[b], position) -> (next_tokens[b], cache)``: one greedy step;
   the cache is the state (exported with it donated), the token is the feedback;
-* ``prefill(params, prompt[b, P]) -> (next_tokens[b], cache)``: the whole prompt at once.
+* ``prefill(params, prompt[b, P]) -> (next_tokens[b], cache)``: the whole prompt at once;
+* :func:`decode_slots_fn`, a server's form: ``decode(params, cache, tokens[b], position[b])
+  -> (logits[b, vocab], cache)``, each sequence at its own position (its cache row written
+  there, its attention masked to the positions up to it), so that a finished sequence's row
+  can start a new one while the others carry on; the logits are sampled outside.
 
 The cache is a list with one ``{"k", "v"}`` dict per layer (``[b, max_len, heads, head_dim]``
 each), or with ``stacked=True`` one ``{"k", "v"}`` dict of ``[layers, b, max_len, ...]``
@@ -154,6 +158,58 @@ def step_logits(
     x = params["embed"][tokens][:, None] + params["pos"][position][None, None]
     x, _ = _run(params, cache, x, position, cfg, None, set())
     return _head(params, x)
+
+
+def _run_slots(
+    params: Params,
+    cache: list[Any],
+    x: jax.Array,
+    position: jax.Array,
+    cfg: DecodeConfig,
+    boundary: Callable[[Any], Any] | None,
+    cut: set[int],
+) -> tuple[jax.Array, list[Any]]:
+    """The blocks over one token a sequence, ``x [b, 1, d]``, sequence ``i`` at
+    ``position[i]``: its keys and values written in its own cache row there, its attention
+    over its own positions up to it (what a row held beyond them is never read)."""
+    b, _, d = x.shape
+    hd = cfg.head_dim
+    rows = jnp.arange(b)
+    mask = jnp.arange(cfg.max_len)[None, :] <= position[:, None]  # [b, max_len]
+    new_cache = []
+    for i, p in enumerate(params["layers"]):
+        if boundary is not None and i in cut:
+            x = boundary(x)
+        k, v = _kv(p, x, cfg)
+        k_all = cache[i]["k"].at[rows, position].set(k[:, 0])
+        v_all = cache[i]["v"].at[rows, position].set(v[:, 0])
+        new_cache.append({"k": k_all, "v": v_all})
+        q = (layer_norm(p["ln1"], x) @ p["qkv"])[..., :d].reshape(b, 1, cfg.n_heads, hd)
+        scores = jnp.einsum("bthd,bshd->bhts", q, k_all) / jnp.sqrt(jnp.float32(hd))
+        scores = jnp.where(mask[:, None, None, :], scores, jnp.float32(-1e9))
+        att = jnp.einsum("bhts,bshd->bthd", jax.nn.softmax(scores, axis=-1), v_all)
+        x = mlp(p, x + att.reshape(b, 1, d) @ p["proj"])
+    return x, new_cache
+
+
+def decode_slots_fn(
+    cfg: DecodeConfig = DecodeConfig(),
+    boundary: Callable[[Any], Any] | None = None,
+    layers_per_stage: int | None = None,
+    cuts: Sequence[int] = (),
+) -> Callable[..., tuple[jax.Array, Any]]:
+    """``decode(params, cache, tokens int32[b], position int32[b]) -> (logits float32[b,
+    vocab], cache)``: one step of each sequence at its own position (the cache a list of
+    per-layer dicts, as :func:`empty_cache` makes it). Its argmax is :func:`decode_fn`'s token
+    for a sequence at that position."""
+    cut = _cut_after(cfg, layers_per_stage, cuts)
+
+    def decode(params: Params, cache: Any, tokens: jax.Array, position: jax.Array):
+        x = params["embed"][tokens][:, None] + params["pos"][position][:, None]
+        x, cache = _run_slots(params, cache, x, position, cfg, boundary, cut)
+        return _head(params, x), cache
+
+    return decode
 
 
 def decode_fn(

@@ -8,7 +8,9 @@ body, ``{"error": {"message", "type", "param", "code"}}``; the server keeps serv
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
+import secrets
 import time
 import uuid
 from collections.abc import AsyncIterator
@@ -24,6 +26,7 @@ from starlette.routing import Route
 from hlopipe.serve._engine import Engine, Request, Sequence
 
 FINGERPRINT_GREEDY = "hlopipe-greedy"  # a token-returning decode step: greedy whatever is asked
+FINGERPRINT_SAMPLED = "hlopipe-sampled"  # a step returning logits: sampled as asked
 _FIELDS = {  # the fields read, and the JSON types each may have
     "model": (str,),
     "prompt": (str, list),
@@ -31,12 +34,13 @@ _FIELDS = {  # the fields read, and the JSON types each may have
     "temperature": (int, float),
     "top_p": (int, float),
     "seed": (int,),
+    "top_k": (int,),
     "stop": (str, list),
     "n": (int,),
     "stream": (bool,),
 }
 _IGNORED = {"user", "logprobs", "echo", "presence_penalty", "frequency_penalty", "best_of",
-            "logit_bias", "suffix", "stream_options", "top_k"}  # fmt: skip
+            "logit_bias", "suffix", "stream_options"}  # fmt: skip
 
 
 class BadRequest(Exception):
@@ -80,12 +84,17 @@ class _Metrics:
         busy = Gauge("hlopipe_engine_busy_seconds", "time spent issuing and reading decode steps",
                      registry=reg)  # fmt: skip
         busy.set_function(lambda: model.engine.busy_s)
+        stage_busy = Gauge("hlopipe_stage_busy_fraction", "each stage's busy fraction since "
+                           "ready: its step timed alone x the group steps run / wall time",
+                           ["stage"], registry=reg)  # fmt: skip
+        for s in range(len(getattr(model.engine.gen, "plans", ()))):
+            stage_busy.labels(str(s)).set_function(functools.partial(model.engine.stage_busy, s))
 
 
 def make_app(model: Model) -> Starlette:
     """The Starlette application serving ``model``."""
     metrics = _Metrics(model)
-    greedy_only = True  # the decode steps served return tokens (see docs/serving.md)
+    greedy_only = not model.engine.samples  # a step returning tokens (see docs/serving.md)
 
     async def health(_: HttpRequest) -> Response:
         if model.engine.error is not None:
@@ -115,7 +124,7 @@ def make_app(model: Model) -> Starlette:
         headers = {}
         if greedy_only and opts["temperature"] != 0:
             headers["x-hlopipe-warning"] = "greedy: the decode step returns tokens, not logits"
-        call = _Call(model, metrics, prompts, opts)
+        call = _Call(model, metrics, prompts, opts, greedy_only)
         call.submit()
         if opts["stream"]:
             return StreamingResponse(call.events(), media_type="text/event-stream", headers=headers)
@@ -170,6 +179,7 @@ def _parse(body: dict[str, Any], model: Model) -> tuple[list[list[int]], dict[st
         "stream": _get(body, "stream", False),
         "stop": _get(body, "stop", []),
         "seed": body.get("seed"),
+        "top_k": _get(body, "top_k", 0),
     }
     if isinstance(opts["stop"], str):
         opts["stop"] = [opts["stop"]]
@@ -183,6 +193,9 @@ def _parse(body: dict[str, Any], model: Model) -> tuple[list[list[int]], dict[st
         raise BadRequest("temperature must be between 0 and 2", "temperature")
     if not 0 < opts["top_p"] <= 1:
         raise BadRequest("top_p must be in (0, 1]", "top_p")
+    if opts["top_k"] < -1:
+        raise BadRequest("top_k must be -1 or 0 (no cut) or a positive count", "top_k")
+    opts["top_k"] = max(opts["top_k"], 0)
     prompts = [_ids(p, model) for p in _prompt_list(body["prompt"])]
     limit = model.engine.max_len
     for p in prompts:
@@ -246,13 +259,24 @@ def _text(model: Model, ids: list[int]) -> str:
 class _Call:
     """One completion request in flight: the engine's tokens handed to the event loop."""
 
-    def __init__(self, model: Model, metrics: _Metrics, prompts: list[list[int]], opts: dict):
+    def __init__(
+        self,
+        model: Model,
+        metrics: _Metrics,
+        prompts: list[list[int]],
+        opts: dict,
+        greedy_only: bool,
+    ) -> None:
         self.model, self.metrics, self.opts = model, metrics, opts
+        self.fingerprint = FINGERPRINT_GREEDY if greedy_only else FINGERPRINT_SAMPLED
         self.id = f"cmpl-{uuid.uuid4().hex}"
         self.created = int(time.time())
         self.loop = asyncio.get_running_loop()
         self.events_q: asyncio.Queue[tuple[int, int | None, str | None]] = asyncio.Queue()
-        seqs = [Sequence(p, opts["max_tokens"]) for p in prompts for _ in range(opts["n"])]
+        seed = opts["seed"] if opts["seed"] is not None else secrets.randbits(32)
+        how = (opts["temperature"], opts["top_p"], opts["top_k"])
+        seqs = [Sequence(p, opts["max_tokens"], sampling=(_seed_of(seed, k), *how))
+                for p in prompts for k in range(opts["n"])]  # fmt: skip
         stops = opts["stop"]
         self.request = Request(
             seqs,
@@ -310,7 +334,7 @@ class _Call:
             "object": "text_completion",
             "created": self.created,
             "model": self.model.id,
-            "system_fingerprint": FINGERPRINT_GREEDY,
+            "system_fingerprint": self.fingerprint,
             "choices": choices,
             "usage": self._usage(),
         }
@@ -325,7 +349,7 @@ class _Call:
         choice = {"index": k, "text": text, "token_ids": ids, "logprobs": None,
                   "finish_reason": finish}  # fmt: skip
         body = {"id": self.id, "object": "text_completion", "created": self.created,
-                "model": self.model.id, "system_fingerprint": FINGERPRINT_GREEDY,
+                "model": self.model.id, "system_fingerprint": self.fingerprint,
                 "choices": [choice]}  # fmt: skip
         return f"data: {json.dumps(body)}\n\n"
 
@@ -351,3 +375,9 @@ class _Call:
             yield "data: [DONE]\n\n"
         finally:
             self.cancel()
+
+
+def _seed_of(seed: int, choice: int) -> int:
+    """Choice ``choice``'s 32-bit seed of a request's ``seed`` (each of ``n`` choices its own
+    draws; the same request repeats them)."""
+    return (seed * 0x9E3779B1 + choice * 0x85EBCA6B) % (1 << 32)

@@ -1,6 +1,16 @@
-"""The engine behind ``hlopipe serve``: requests queue, groups of sequences are generated.
+"""The engine behind ``hlopipe serve``: requests queue, sequences are generated.
 
-A group is the unit of batching. Each of the generator's ``groups`` slots holds one
+**Slots** (a decode step taking a position per sequence): every sequence of every group is a
+slot; each group is a :class:`~hlopipe.generate.Session` of one group that lives as long as
+the engine (``Generator.with_groups(1)``). Each turn, every group with a sequence in flight is
+fed its slots' tokens and positions (``Session.feed(tokens, position=...)``: a prompt's next
+token, or the token the slot made) and steps once; a group with none is not run. A finished
+sequence's slot takes the next waiting sequence at the next turn, from position 0 (its cache
+row written afresh, its attention masked to its own positions), while the other slots carry
+on. An idle slot of a busy group runs at position 0 and its tokens are dropped.
+
+**Groups** (a decode step taking one position for a group): a group is the unit of
+batching. Each of the generator's ``groups`` slots holds one
 :class:`~hlopipe.generate.Session` of one group (``Generator.with_groups(1)``: the same
 compiled stages and parameters); a slot whose sequences are all finished takes the next
 requests from the queue at once, in a fresh session (its cache starts from zeros), while the
@@ -31,6 +41,7 @@ class Sequence:
     prompt: list[int]
     max_tokens: int
     stop_ids: frozenset[int] = frozenset()
+    sampling: tuple[int, float, float, int] = (0, 0.0, 1.0, 0)  # seed, temperature, top_p, top_k
     tokens: list[int] = field(default_factory=list)
     finish: str | None = None  # "length" or "stop" once finished
 
@@ -57,13 +68,31 @@ class _Slot:
     fed: int  # prompt tokens consumed so far (the prefill consumes them all)
 
 
+@dataclass
+class _Lane:
+    """A slot's sequence (a step with a position per sequence): its request and index, the
+    prompt tokens fed so far."""
+
+    request: Request
+    index: int
+    fed: int = 1
+
+
 class Engine:
     """Continuous batching over a :class:`~hlopipe.generate.Generator`: ``gen.groups`` slots
     of one group each. ``submit`` queues a request; ``start`` warms every path (compiles) in
     the engine thread and then serves; ``stop`` drains the requests in flight and ends."""
 
-    def __init__(self, gen: Any, *, on_ready: Callable[[], None] | None = None) -> None:
+    def __init__(
+        self,
+        gen: Any,
+        *,
+        on_ready: Callable[[], None] | None = None,
+        profile_stages: bool = False,
+    ) -> None:
         self.gen = gen
+        self.per_sequence = bool(getattr(gen, "per_sequence", False))
+        self.samples = getattr(gen, "logits_out", None) is not None  # else greedy only
         self.one = gen.with_groups(1)
         self.batch = gen.batch
         self.max_len = gen.max_len
@@ -75,9 +104,22 @@ class Engine:
         self._queue: queue.Queue[Request | None] = queue.Queue()
         self._waiting: list[tuple[Request, int]] = []
         self._slots: list[_Slot | None] = [None] * gen.groups
+        # slots (a position per sequence): a session per group, a lane per sequence of each
+        self._sessions: list[Any] = []
+        self._lanes: list[list[_Lane | None]] = [[None] * gen.batch for _ in range(gen.groups)]
+        self._tokens = np.zeros((gen.groups, gen.batch), np.int32)  # what each slot reads next
+        self._positions = np.zeros((gen.groups, gen.batch), np.int64)
+        self._sampling = [np.zeros((gen.groups, gen.batch), t)
+                          for t in (np.uint32, np.float32, np.float32, np.int32)]  # fmt: skip
         self._stopping = threading.Event()
         self._thread = threading.Thread(target=self._run, name="hlopipe-engine", daemon=True)
         self.steps = 0
+        # each stage's busy fraction (``profile_stages``): its step timed alone once warm
+        # (``Session.profile``) times the group steps run, over the time since ready
+        self._profile = profile_stages
+        self.stage_step_s: list[float] = []
+        self.group_steps = 0
+        self._ready_at = 0.0
         self.busy_s = 0.0
         self.error: BaseException | None = None
         self._lock = threading.Lock()
@@ -108,6 +150,9 @@ class Engine:
     def _run(self) -> None:
         try:
             self._warm()
+            if self._profile:
+                self.stage_step_s = self._profiled()
+            self._ready_at = time.perf_counter()
             self.ready.set()
             if self._on_ready is not None:
                 self._on_ready()
@@ -121,6 +166,7 @@ class Engine:
     def _fail_all(self) -> None:
         """Finish every request queued or in flight (after an error: none is left waiting)."""
         requests = [m[0] for slot in self._slots if slot is not None for m in slot.members]
+        requests += [lane.request for row in self._lanes for lane in row if lane is not None]
         requests += [r for r, _ in self._waiting]
         while not self._queue.empty():
             r = self._queue.get_nowait()
@@ -132,6 +178,14 @@ class Engine:
     def _warm(self) -> None:
         """Compile every path once: the prefill (if any), a decode step, a fed token."""
         b, token = self.batch, self.gen.token
+        if self.per_sequence:
+            for g in range(self.gen.groups):
+                session = self.one.start(tokens=np.zeros((1, b), token.dtype), position=0)
+                session.generate(1)
+                session.feed(self._tokens[g : g + 1], position=self._positions[g : g + 1])
+                session.generate(1)
+                self._sessions.append(session)
+            return
         if self.prefill_len is not None:
             s = self.one.start(np.zeros((1, b, self.prefill_len), np.int32))
             s.generate(2)
@@ -140,7 +194,25 @@ class Engine:
         s.feed(np.zeros((1, b), np.int32))
         s.generate(1)
 
+    def _profiled(self) -> list[float]:
+        """Each stage's decode step alone, in seconds (on a session of one group)."""
+        if self._sessions:
+            return list(self._sessions[0].profile())
+        zeros = np.zeros((1, self.batch), self.gen.token.dtype)
+        return list(self.one.start(tokens=zeros, position=0).profile())
+
+    def stage_busy(self, stage: int) -> float:
+        """Stage ``stage``'s busy fraction since the engine was ready: its step's time alone
+        times the group steps run, over the wall time (0 before, or without profiling)."""
+        if stage >= len(self.stage_step_s) or not self._ready_at:
+            return 0.0
+        wall = time.perf_counter() - self._ready_at
+        return min(1.0, self.stage_step_s[stage] * self.group_steps / wall) if wall else 0.0
+
     def _loop(self) -> None:
+        if self.per_sequence:
+            self._loop_slots()
+            return
         while True:
             self._take(block=not any(self._slots))
             if self._stopping.is_set() and not any(self._slots) and not self._waiting:
@@ -150,9 +222,91 @@ class Engine:
             for i, slot in enumerate(self._slots):
                 if slot is not None:
                     self._slots[i] = self._step(slot)
+                    self.group_steps += 1
             if any(self._slots):
                 self.busy_s += time.perf_counter() - t0
                 self.steps += 1
+
+    # -- slots ---------------------------------------------------------------------------------
+    def _busy(self) -> bool:
+        return any(lane is not None for row in self._lanes for lane in row)
+
+    def _loop_slots(self) -> None:
+        while True:
+            self._take(block=not self._busy())
+            if self._stopping.is_set() and not self._busy() and not self._waiting:
+                return
+            self._admit()
+            if not self._busy():
+                continue
+            t0 = time.perf_counter()
+            made = np.zeros_like(self._tokens)
+            for g, session in enumerate(self._sessions):
+                if any(lane is not None for lane in self._lanes[g]):
+                    session.feed(self._tokens[g : g + 1], position=self._positions[g : g + 1])
+                    made[g] = session.generate(1)[0, :, 0]
+                    self.group_steps += 1
+            self._advance(made)
+            self.busy_s += time.perf_counter() - t0
+            self.steps += 1
+
+    def _admit(self) -> None:
+        """Each free slot takes the next waiting sequence, from its prompt's first token at
+        position 0."""
+        self._waiting = [(r, i) for r, i in self._waiting if not r.cancelled]
+        changed: set[int] = set()  # the groups whose sampling changed
+        for g, row in enumerate(self._lanes):
+            for b, lane in enumerate(row):
+                if lane is not None or not self._waiting:
+                    continue
+                req, i = self._waiting.pop(0)
+                seq = req.seqs[i]
+                row[b] = _Lane(req, i)
+                self._tokens[g, b] = seq.prompt[0]
+                self._positions[g, b] = 0
+                for field_values, value in zip(self._sampling, seq.sampling, strict=True):
+                    field_values[g, b] = value
+                changed.add(g)
+        if changed and self.samples:
+            from hlopipe.generate import Sampling
+
+            for g in changed:
+                self._sessions[g].sampling(Sampling(*(f[g : g + 1] for f in self._sampling)))
+
+    def _advance(self, made: np.ndarray) -> None:
+        """After a step: each slot's next token and position (its prompt's next, or what it
+        made), its sequence's token given out, a finished sequence's slot freed."""
+        for g, row in enumerate(self._lanes):
+            for b, lane in enumerate(row):
+                if lane is None:
+                    continue
+                req, seq = lane.request, lane.request.seqs[lane.index]
+                self._positions[g, b] += 1
+                if req.cancelled:
+                    seq.finish = "cancelled"
+                elif lane.fed < len(seq.prompt):  # still reading the prompt
+                    self._tokens[g, b] = seq.prompt[lane.fed]
+                    lane.fed += 1
+                    continue
+                else:
+                    tok = int(made[g, b])
+                    self._tokens[g, b] = tok
+                    self._give(req, lane.index, tok)
+                if seq.finish is not None:
+                    row[b] = None
+                    self._tokens[g, b], self._positions[g, b] = 0, 0
+
+    def _give(self, req: Request, i: int, tok: int) -> None:
+        """Sequence ``i`` of ``req`` made ``tok``: kept, its end told, and handed out."""
+        seq = req.seqs[i]
+        seq.tokens.append(tok)
+        if tok in seq.stop_ids or (req.stop_check is not None and req.stop_check(i, seq.tokens)):
+            seq.finish = "stop"
+        elif len(seq.tokens) >= seq.max_tokens:
+            seq.finish = "length"
+        req.emit(i, tok, seq.finish)
+        if seq.finish is not None and all(s.finish is not None for s in req.seqs):
+            req.emit(-1, None, None)
 
     def _take(self, block: bool) -> None:
         """Move what was submitted into the waiting list (waiting for one when idle)."""
@@ -181,15 +335,27 @@ class Engine:
             self._slots[k] = self._begin(members)
 
     def _begin(self, members: list[tuple[Request, int]]) -> _Slot:
-        rows = [r.seqs[i].prompt for r, i in members]
-        rows += [rows[0]] * (self.batch - len(rows))
-        prompts = np.asarray(rows, np.int32)
+        prompt_rows = [r.seqs[i].prompt for r, i in members]
+        prompt_rows += [prompt_rows[0]] * (self.batch - len(prompt_rows))
+        prompts = np.asarray(prompt_rows, np.int32)
         if prompts.shape[1] == self.prefill_len:
             session = self.one.start(prompts[None])
-            return _Slot(session, members, prompts, prompts.shape[1])
-        first = prompts[None, :, 0].astype(self.gen.token.dtype)
-        session = self.one.start(tokens=first, position=0)
-        return _Slot(session, members, prompts, 1)
+            fed = prompts.shape[1]
+        else:
+            first = prompts[None, :, 0].astype(self.gen.token.dtype)
+            session = self.one.start(tokens=first, position=0)
+            fed = 1
+        if self.samples:  # a step returning logits, one position a group
+            from hlopipe.generate import Sampling
+
+            rows = [r.seqs[i].sampling for r, i in members]
+            rows += [rows[0]] * (self.batch - len(rows))
+            dtypes = (np.uint32, np.float32, np.float32, np.int32)
+            columns = zip(*rows, strict=True)
+            session.sampling(
+                Sampling(*(np.asarray([c], t) for c, t in zip(columns, dtypes, strict=True)))
+            )
+        return _Slot(session, members, prompts, fed)
 
     def _step(self, slot: _Slot) -> _Slot | None:
         """One decode step of a slot: a prompt token fed, or a token given to each sequence.
@@ -208,16 +374,6 @@ class Engine:
             if req.cancelled:
                 seq.finish = "cancelled"
                 continue
-            tok = int(row[b])
-            seq.tokens.append(tok)
-            if tok in seq.stop_ids or (
-                req.stop_check is not None and req.stop_check(i, seq.tokens)
-            ):
-                seq.finish = "stop"
-            elif len(seq.tokens) >= seq.max_tokens:
-                seq.finish = "length"
-            req.emit(i, tok, seq.finish)
-            if seq.finish is not None and all(s.finish is not None for s in req.seqs):
-                req.emit(-1, None, None)
+            self._give(req, i, int(row[b]))
             live = live or seq.finish is None
         return slot if live else None

@@ -27,7 +27,8 @@ def serve(
 
     Args:
       decode / prefill: loaded programs (``hlopipe.load``); ``decode=None`` serves the
-        built-in tiny GPT (``hlopipe.models.gpt_decode``) with its prefill.
+        built-in tiny GPT (``hlopipe.models.gpt_decode``): a position per sequence, logits
+        sampled (``serve._builtin.Form.SLOTS``).
       params_path: an .npz of the parameters in argument order (default: random).
       tokenizer_path: a Hugging Face ``tokenizers`` file (text in and out); without it,
         prompts are token ids.
@@ -60,7 +61,8 @@ def serve(
                 "the built-in model takes no ", Keyword("params_path"), " or ",
                 Keyword("prefill"), "; give the decode step's file to serve your own",
             )  # fmt: skip
-        decode, prefill, params = builtin_model(stages or 2, seed)
+        decode, prefill, params, builtin_len = builtin_model(stages or 2, seed)
+        max_len = max_len or builtin_len
         name, vocab = "hlopipe-tiny-gpt", vocab or builtin_vocab()
     else:
         params = load_params(params_path, decode.arg_roles(), seed)
@@ -70,7 +72,9 @@ def serve(
     sock = _bind(host, port)
     bound = sock.getsockname()[1]
     url = f"http://{host}:{bound}/v1"
-    engine = Engine(gen, on_ready=lambda: out(f"serving {name} at {url}", flush=True))
+    engine = Engine(
+        gen, on_ready=lambda: out(f"serving {name} at {url}", flush=True), profile_stages=True
+    )
     app = make_app(Model(name, engine, tokenizer, vocab))
     config = uvicorn.Config(app, log_level="warning", timeout_graceful_shutdown=30)
     server = uvicorn.Server(config)

@@ -1,6 +1,8 @@
-"""`hlopipe serve` with no files (the built-in tiny GPT, 2 stages, 2 slots), started as a real
-process on a free port and driven with the `openai` client and raw HTTP. The oracle is the
-tiny GPT's decode step run directly in JAX, one prompt at a time."""
+"""`hlopipe serve` with no files (the built-in tiny GPT in its default form: a position per
+sequence, logits sampled on the last stage; 2 stages, 2 groups of 2 sequences: 4 slots),
+started as a real process on a free port and driven with the `openai` client and raw HTTP. The
+oracle is the tiny GPT's decode step run directly in JAX in a plain loop, one prompt at a
+time: its argmax (greedy) and its logits (what sampling may pick)."""
 
 from __future__ import annotations
 
@@ -75,20 +77,33 @@ def _params():
 
 @functools.cache
 def _step():
-    return jax.jit(gd.decode_fn(CFG))
+    return jax.jit(gd.decode_slots_fn(CFG))
+
+
+def _logits(tokens):
+    """The logits after each of ``tokens`` (``[len, vocab]``): the unsplit decode step in
+    JAX, one sequence, a token a step at positions 0, 1, ..."""
+    cache = gd.empty_cache(1, CFG)
+    out = []
+    for pos, tok in enumerate(tokens):
+        feed = jnp.asarray([tok], jnp.int32)
+        logits, cache = _step()(_params(), cache, feed, jnp.asarray([pos], jnp.int32))
+        out.append(np.asarray(logits[0]))
+    return np.stack(out)
 
 
 def oracle(prompt, n):
-    """Greedy tokens after ``prompt``: the unsplit decode step in JAX, the prompt fed a token
-    a step, then each argmax fed back."""
+    """Greedy tokens after ``prompt``: the unsplit decode step, the prompt fed a token a step,
+    then each argmax fed back."""
     cache = gd.empty_cache(1, CFG)
-    step = _step()
     out: list[int] = []
     for pos in range(len(prompt) + n - 1):
         feed = prompt[pos] if pos < len(prompt) else out[-1]
-        tok, cache = step(_params(), cache, jnp.asarray([feed], jnp.int32), jnp.int32(pos))
+        logits, cache = _step()(
+            _params(), cache, jnp.asarray([feed], jnp.int32), jnp.asarray([pos], jnp.int32)
+        )
         if pos >= len(prompt) - 1:
-            out.append(int(tok[0]))
+            out.append(int(jnp.argmax(logits[0])))
     return out
 
 
@@ -129,11 +144,14 @@ def test_health_models_metrics(server):
     assert delta("hlopipe_time_to_first_token_seconds_count") == 1
     assert delta("hlopipe_inter_token_latency_seconds_count") == 4
     assert after[("hlopipe_queue_depth", ())] == 0
+    busy = [after[("hlopipe_stage_busy_fraction", (("stage", str(s)),))] for s in (0, 1)]
+    assert all(0 < b <= 1 for b in busy), busy  # two stages, each ran 6 steps of a group
 
 
 def test_concurrent_greedy_requests_equal_the_unsplit_program(server):
-    """Six requests of prompt lengths 1 to 12 (8: the prefill's) at once on 2 slots: each
-    gets the tokens the unsplit step gives its prompt alone."""
+    """Six requests of prompt lengths 1 to 12 at once on 4 slots (2 groups of 2: sequences of
+    different lengths share a group): each gets the tokens the unsplit step gives its prompt
+    alone."""
     _, url = server
     rng = np.random.default_rng(3)
     cases = [(rng.integers(0, CFG.vocab, L).tolist(), n)
@@ -159,15 +177,20 @@ def test_concurrent_greedy_requests_equal_the_unsplit_program(server):
                          "total_tokens": len(prompt) + n}  # fmt: skip
 
 
-def test_a_request_sent_mid_generation_finishes_before_the_one_in_flight():
-    """In-process engine on 2 slots: a short request submitted when a long one makes its
-    first token is admitted at once and finishes first (the submit happens on the engine's
-    own thread, so the order is exact, not a race)."""
-    from hlopipe.generate import Generator
-    from hlopipe.serve import Engine, Request, Sequence, builtin_model
+def test_groups_a_request_sent_mid_generation_finishes_first_and_greedy_is_said():
+    """The token-returning form (one position a group: a group is the unit), in-process on 2
+    groups of 1: a short request submitted when a long one makes its first token is admitted
+    at once and finishes first (the submit happens on the engine's own thread, so the order is
+    exact, not a race). Over HTTP, a request at the default temperature is served greedy and
+    says so."""
+    from hlopipe.errors import RuntimeConfigError
+    from hlopipe.generate import Generator, Sampling
+    from hlopipe.serve import Engine, Model, Request, Sequence, builtin_model
+    from hlopipe.serve._builtin import Form
 
-    decode, _, params = builtin_model(2)
-    engine = Engine(Generator(decode, params, groups=2))  # no prefill: one compile fewer
+    decode, _, params, _ = builtin_model(2, form=Form.TOKENS)
+    gen = Generator(decode, params, groups=2)  # no prefill: one compile fewer
+    engine = Engine(gen)
     order: list[tuple[str, int]] = []
     done = threading.Event()
     short = Request(
@@ -197,29 +220,46 @@ def test_a_request_sent_mid_generation_finishes_before_the_one_in_flight():
     after = Request(
         [Sequence([4], 2), Sequence([9, 9], 2)], lambda i, tok, fin: i < 0 and after_done.set()
     )
-    engine.start()
-    try:
-        engine.submit(long)
-        assert done.wait(120)
-        engine.submit(gone)
-        assert after_done.wait(120)
-    finally:
-        engine.stop(60)
+    with _in_thread(Model("m", engine)) as url:
+        engine.start()
+        try:
+            engine.submit(long)
+            assert done.wait(120)
+            engine.submit(gone)
+            assert after_done.wait(120)
+            steps = engine.steps
+            status, headers, body = _post(f"{url}/v1", {"prompt": "4 5 6", "max_tokens": 5,
+                                                         "n": 2})  # fmt: skip
+        finally:
+            engine.stop(60)
+    assert status == 200
+    assert "greedy" in headers["x-hlopipe-warning"]
+    r = json.loads(body)
+    assert r["system_fingerprint"] == "hlopipe-greedy"
+    assert [c["token_ids"] for c in r["choices"]] == [oracle([4, 5, 6], 5)] * 2
     assert [k for k, _ in order] == ["submit", "short", "long"]
     assert short.seqs[0].tokens == oracle([5, 6, 7], 2)
     assert long.seqs[0].tokens == oracle([1, 2], 40)
     assert gone.seqs[0].tokens == oracle([3], 3)  # no token after the client left
     assert [s.tokens for s in after.seqs] == [oracle([4], 2), oracle([9, 9], 2)]
-    assert engine.steps < 40 + 3 + 3 + 5  # the long one's turns, then the others' few
+    assert steps < 40 + 3 + 3 + 5  # the long one's turns, then the others' few
+    session = gen.start(tokens=np.zeros((2, 1), np.int32), position=0)
+    with pytest.raises(RuntimeConfigError, match="one position for a whole group"):
+        session.feed(np.zeros((2, 1), np.int32), position=np.zeros((2, 1), np.int32))
+    with pytest.raises(RuntimeConfigError, match="returns tokens, not logits"):
+        session.sampling(Sampling(*(np.zeros((2, 1)),) * 4))
 
 
 def test_stream_joins_to_the_completion(server):
     _, url = server
     prompt, n = [9, 3, 33, 7], 11
-    whole = _client(url).completions.create(model="m", prompt=prompt, max_tokens=n)
-    chunks = list(
-        _client(url).completions.create(model="m", prompt=prompt, max_tokens=n, stream=True)
-    )
+    how = {"model": "m", "prompt": prompt, "max_tokens": n, "temperature": 0}
+    whole = _client(url).completions.create(**how)
+    chunks = list(_client(url).completions.create(**how, stream=True))
+    sampled = _client(url).completions.create(**how | {"temperature": 1.2, "seed": 8})
+    streamed = _client(url).completions.create(**how | {"temperature": 1.2, "seed": 8},
+                                               stream=True)  # fmt: skip
+    assert "".join(c.choices[0].text for c in streamed) == sampled.choices[0].text
     assert len(chunks) == n
     assert "".join(c.choices[0].text for c in chunks) == whole.choices[0].text
     ids = [c.choices[0].model_dump()["token_ids"] for c in chunks]  # a token a chunk, as made
@@ -227,32 +267,131 @@ def test_stream_joins_to_the_completion(server):
     assert [c.choices[0].text for c in chunks] == [f" {x}" for (x,) in ids]
     assert whole.choices[0].text == _text(oracle(prompt, n))
     assert [c.choices[0].finish_reason for c in chunks] == [None] * (n - 1) + ["length"]
-    status, headers, body = _post(url, {"prompt": prompt, "max_tokens": 3, "stream": True})
+    status, headers, body = _post(
+        url, {"prompt": prompt, "max_tokens": 3, "stream": True, "temperature": 0}
+    )
     assert status == 200 and headers["content-type"].startswith("text/event-stream")
     events = [e for e in body.split("\n\n") if e]
     assert events[-1] == "data: [DONE]" and len(events) == 4
 
 
-def test_default_temperature_is_served_greedy_and_says_so(server):
+def test_a_request_sent_mid_generation_starts_in_a_freed_slot_of_a_busy_group():
+    """In-process engine, one stage, one group of 2 sequences (2 slots). A long and a short request
+        share the group; when the short one ends, a third one is submitted (on the engine's
+        thread: exact) and takes the freed slot at once: its tokens are all made while the long
+        one, in the same group, is still generating (a group as the unit would make it wait for
+        the long one). Each equals the unsplit program on its prompt alone. Then a session of 2
+    groups on the same stages: a sequence started again at position 0 by ``feed`` while the
+    others go on."""
+    from hlopipe.generate import Generator
+    from hlopipe.serve import Engine, Request, Sequence, builtin_model
+
+    decode, _, params, max_len = builtin_model(1)  # one stage: fewer compiles
+    gen = Generator(decode, params, num_stages=1, groups=1, max_len=max_len)
+    engine = Engine(gen)
+    events: list[tuple[str, int]] = []  # (request, tokens the long one had made then)
+    done = threading.Event()
+
+    def made() -> int:
+        return len(long.seqs[0].tokens)
+
+    def on_long(i, tok, finish):
+        if i < 0:
+            events.append(("long done", made()))
+            done.set()
+
+    def on_short(i, tok, finish):
+        if i < 0:
+            events.append(("short done", made()))
+            engine.submit(third)
+
+    def on_third(i, tok, finish):
+        if tok is not None and len(third.seqs[0].tokens) == 1:
+            events.append(("third first", made()))
+        if i < 0:
+            events.append(("third done", made()))
+
+    long = Request([Sequence([1, 2], 30)], on_long)
+    short = Request([Sequence([7, 8, 9, 10], 3)], on_short)
+    third = Request([Sequence([5], 4)], on_third)
+    engine.start()
+    try:
+        engine.submit(long)
+        engine.submit(short)
+        assert done.wait(120)
+    finally:
+        engine.stop(60)
+    names = [k for k, _ in events]
+    assert names == ["short done", "third first", "third done", "long done"], events
+    assert all(n < 30 for k, n in events if k.startswith("third"))
+    assert long.seqs[0].tokens == oracle([1, 2], 30)
+    assert short.seqs[0].tokens == oracle([7, 8, 9, 10], 3)
+    assert third.seqs[0].tokens == oracle([5], 4)
+    assert engine.steps <= 2 + 30  # the long one's steps: the others ran beside it
+
+    # the same stages for 2 groups in one session: each group's sequences at their own
+    # positions; one sequence started again while the other three carry on
+    session = gen.with_groups(2).start(tokens=np.array([[1, 2], [3, 4]]), position=0)
+    got = session.generate(3)
+    assert [r.tolist() for r in got.reshape(4, 3)] == [oracle([t], 3) for t in (1, 2, 3, 4)]
+    tokens, positions = got[:, :, -1].copy(), np.full((2, 2), 3)
+    tokens[1, 0], positions[1, 0] = 7, 0
+    session.feed(tokens, position=positions)
+    more = session.generate(2).reshape(4, 2).tolist()
+    assert more == [oracle([1], 5)[3:], oracle([2], 5)[3:], oracle([7], 2), oracle([4], 5)[3:]]
+
+
+def _sampled(url, seed, max_tokens=10, **how):
+    body = {"prompt": [9, 3, 33], "max_tokens": max_tokens, "seed": seed, **how}
+    status, headers, text = _post(url, body)
+    assert status == 200, text
+    r = json.loads(text)
+    assert r["system_fingerprint"] == "hlopipe-sampled"
+    assert "x-hlopipe-warning" not in headers
+    return [c["token_ids"] for c in r["choices"]]
+
+
+def test_sampling_with_a_seed_repeats_and_differs_across_seeds(server):
+    """At temperature 1.5, the same seed sent twice at once (two slots) gives the same tokens,
+    other seeds others, and the n choices of a request differ; the default temperature (1)
+    samples too."""
     _, url = server
-    status, headers, body = _post(url, {"prompt": "4 5 6", "max_tokens": 5, "n": 2})
-    assert status == 200
-    assert "greedy" in headers["x-hlopipe-warning"]
-    r = json.loads(body)
-    assert r["system_fingerprint"] == "hlopipe-greedy"
-    assert [c["token_ids"] for c in r["choices"]] == [oracle([4, 5, 6], 5)] * 2
-    prompts = [[4, 5, 6], "7 8", [1] * 8]  # a list of either; 8: through the prefill
-    status, _, body = _post(url, {"prompt": prompts, "max_tokens": 3, "temperature": 0})
-    want = [oracle([4, 5, 6], 3), oracle([7, 8], 3), oracle([1] * 8, 3)]
-    assert [c["token_ids"] for c in json.loads(body)["choices"]] == want
-    assert json.loads(body)["usage"]["prompt_tokens"] == 13
+    with ThreadPoolExecutor(4) as pool:
+        runs = list(pool.map(lambda seed: _sampled(url, seed, temperature=1.5), [5, 5, 6, 7]))
+    assert runs[0] == runs[1]
+    assert runs[2] != runs[0] and runs[3] != runs[0] and runs[2] != runs[3]
+    assert _sampled(url, 5, temperature=1.5) == runs[0]  # alone, in whichever slot
+    first, second = _sampled(url, 11, temperature=1.5, n=2)
+    assert first != second
+    greedy = oracle([9, 3, 33], 10)
+    assert any(_sampled(url, s)[0] != greedy for s in (1, 2))  # temperature 1 by default
+
+
+def test_top_k_and_top_p_cut_what_is_sampled(server):
+    """top_k=1 and a top_p below 1/vocab are greedy at any temperature; with top_k=2 at
+    temperature 2 every token is one of the two largest logits of the unsplit step after the
+    prompt and the tokens before it, and not always the largest."""
+    _, url = server
+    greedy = oracle([9, 3, 33], 10)
+    assert _sampled(url, 3, temperature=2, top_k=1) == [greedy]
+    assert _sampled(url, 4, temperature=2, top_p=0.01) == [greedy]
+    not_top = 0
+    for seed in (1, 2, 3):
+        (tokens,) = _sampled(url, seed, max_tokens=12, temperature=2, top_k=2)
+        logits = _logits([9, 3, 33, *tokens[:-1]])[2:]  # the logits each token was drawn from
+        top2 = np.argsort(-logits, axis=-1)[:, :2]
+        assert all(t in row for t, row in zip(tokens, top2, strict=True)), (tokens, top2)
+        not_top += sum(t != row[0] for t, row in zip(tokens, top2, strict=True))
+    assert not_top > 0
 
 
 def test_stop_string_ends_the_text_before_it(server):
     _, url = server
     want = oracle([2, 4, 8], 12)
     stop = f" {want[3]} "  # the text before the first " <4th token> " (a token, not a prefix)
-    r = _client(url).completions.create(model="m", prompt=[2, 4, 8], max_tokens=12, stop=stop)
+    r = _client(url).completions.create(
+        model="m", prompt=[2, 4, 8], max_tokens=12, stop=stop, temperature=0
+    )
     full = _text(want) + " "
     assert r.choices[0].text == full[: full.index(stop)]
     assert r.choices[0].finish_reason == "stop"
@@ -272,6 +411,8 @@ BAD = [
     ({"prompt": "once upon a time"}, "prompt"),  # text, and no tokenizer
     ({"prompt": [1], "n": 0}, "n"),
     ({"prompt": [1], "temperature": -1}, "temperature"),
+    ({"prompt": [1], "top_k": -2}, "top_k"),
+    ({"prompt": [1], "top_k": 1.5}, "top_k"),
 ]
 
 

@@ -1,0 +1,78 @@
+"""Sampling a decode step's logits on its last stage: temperature, top-k, top-p, a seed per
+sequence.
+
+A decode step that returns logits (``float[b, vocab]`` where a token-returning one returns
+``int[b]``) has its token chosen by :func:`sample`, run as one more executable of the step on
+the stage that makes the logits (``_steps.py``); the chosen token is what is fed back. Each
+sequence's parameters live in its group's registers (:class:`Sampling`, put by
+``Session.sampling``); its random key is its seed folded with its position, so a sequence's
+tokens depend on its seed and its own tokens only, never on the other sequences of its group or
+on when it was admitted. Temperature 0 is greedy (argmax).
+"""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+
+class Sampling(NamedTuple):
+    """Per sequence of a group (each ``[b]``): ``seed`` (uint32), ``temperature`` (float32, 0:
+    greedy), ``top_p`` (float32 in (0, 1]; 1: no cut), ``top_k`` (int32; 0: no cut)."""
+
+    seed: Any
+    temperature: Any
+    top_p: Any
+    top_k: Any
+
+    @classmethod
+    def greedy(cls, batch: int) -> Sampling:
+        return cls(
+            np.zeros(batch, np.uint32),
+            np.zeros(batch, np.float32),
+            np.ones(batch, np.float32),
+            np.zeros(batch, np.int32),
+        )
+
+
+def sample(
+    logits: jax.Array,
+    position: jax.Array,
+    seed: jax.Array,
+    temperature: jax.Array,
+    top_p: jax.Array,
+    top_k: jax.Array,
+) -> jax.Array:
+    """The next token ``int32[b]`` of each sequence from ``logits [b, vocab]``.
+
+    Args:
+      logits: the decode step's output.
+      position: the step's position (``[]``, ``[1]`` or per sequence ``[b]``): folded into
+        each sequence's key with its seed.
+      seed / temperature / top_p / top_k: per sequence, as :class:`Sampling` holds them.
+
+    Returns:
+      argmax where ``temperature == 0``; else a draw from ``softmax(logits / temperature)``
+      restricted to the ``top_k`` largest logits (when ``top_k > 0``) and then to the smallest
+      set of them whose probability reaches ``top_p``.
+    """
+    b, vocab = logits.shape
+    logits = logits.astype(jnp.float32)
+    greedy = jnp.argmax(logits, axis=-1).astype(jnp.int32)
+    pos = jnp.broadcast_to(jnp.reshape(position, (-1,)), (b,)).astype(jnp.uint32)
+    scaled = logits / jnp.maximum(temperature, jnp.float32(1e-6))[:, None]
+    ordered = jnp.sort(scaled, axis=-1)[:, ::-1]  # largest first
+    k = jnp.where(top_k > 0, jnp.minimum(top_k, vocab), vocab)
+    kth = jnp.take_along_axis(ordered, (k - 1)[:, None], axis=-1)
+    ordered = jnp.where(ordered >= kth, ordered, -jnp.inf)
+    probs = jax.nn.softmax(ordered, axis=-1)
+    before = jnp.cumsum(probs, axis=-1) - probs  # the mass of the larger ones
+    kept = (before < top_p[:, None]) & (ordered > -jnp.inf)
+    floor = jnp.min(jnp.where(kept, ordered, jnp.inf), axis=-1, keepdims=True)
+    masked = jnp.where(scaled >= floor, scaled, -jnp.inf)
+    keys = jax.vmap(lambda s, p: jax.random.fold_in(jax.random.key(s), p))(seed, pos)
+    drawn = jax.vmap(jax.random.categorical)(keys, masked).astype(jnp.int32)
+    return jnp.where(temperature > 0, drawn, greedy)
