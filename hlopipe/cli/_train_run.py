@@ -130,7 +130,14 @@ def run_steps(args: argparse.Namespace, plan: Any, pipe: Any, state: Any) -> Run
             keyword="eval_data",
         )
     first = jax.process_index() == 0
-    run_log = training.RunLog(args.log_dir) if args.log_dir and first else None
+    run_log = None
+    if args.log_dir and first:
+        run_log = training.RunLog(args.log_dir, resumed_at=state.step if args.resume else None)
+        if run_log.dropped:
+            log.info(
+                "%s: %d records of steps after %d dropped (a killed run's, trained again)",
+                run_log.metrics_path, run_log.dropped, state.step,
+            )  # fmt: skip
     tokens = plan.dataset.tokens_per_sample if plan.dataset else 0
     profiled = {min(state.step + 1, total - 1), total - 1}  # costs for the bubble; the plot
     bubble: float | None = None
