@@ -54,6 +54,7 @@ def test_replicas_across_processes_read_disjoint_samples_and_train_like_one(file
     assert job.returncode == 0, console[-4000:]
     # 1. process 0 speaks for the job; no gloo connection lines, no library log lines
     assert "rank 0: stages [0], mesh 2 (data), devices" in console and "processes 0, 1" in console
+    assert "2 ranks x 2 CPU device(s) of the 4 in 4 processes, data parallel" in console
     assert not re.search(r"Gloo|connected to \d+ peer|^\[rank [123]\] step", console, re.M)
     assert not re.search(r"^\[rank \d\] (INFO|DEBUG)", console, re.M), console
     # 2. the samples each process read, step by step
