@@ -173,6 +173,7 @@ LONGEST_FIRST = (
     "stages/test_layer_loops.py::test_scanned_gpt_stages_differentiate_like_jax",
     "runtime/test_checkpoint_processes.py::test_a_cut_layer_loop_saved_by_2_processes_restores_onto_one",
     "runtime/test_multiprocess_failures.py::test_killed_process_is_named_by_every_other",
+    "test_training_launch.py::test_replicas_across_processes_read_disjoint_samples_and_train_like_one",
     "rehydrate/test_spec_sweep.py::test_sweep",
     "runtime/test_multiprocess.py::test_interleaved_and_zb_v_across_2_processes_train_like_one_device",
     "generate/test_generate_launch.py::test_a_process_dying_mid_generation_is_named",

@@ -145,8 +145,10 @@ def test_kill_and_resume_equals_the_uninterrupted_run(files, tmp_path, capsys) -
     assert f"INFO hlopipe: data position restored from {ckpt}" in err  # -v: the hlopipe logger
     a = training.read_metrics(str(straight))
     b = training.read_metrics(str(resumed))
-    assert [r["step"] for r in b] == [1, 2, 3, 3, 4]  # killed run's step 3, then 3 and 4 again
-    np.testing.assert_allclose([r["loss"] for r in b[3:]], [r["loss"] for r in a[2:]], rtol=1e-6)
+    # the killed run's step 3 was dropped: every step logged once, as the uninterrupted run
+    assert [r["step"] for r in b] == [1, 2, 3, 4]
+    assert "2 records of steps after 2" not in err and "1 records of steps after 2" in err
+    np.testing.assert_allclose([r["loss"] for r in b], [r["loss"] for r in a], rtol=1e-6)
     # the shuffled order is not the file order (else resuming from the start would pass)
     file_order = plain_jax_losses(files[1], [[0, 1, 2, 3], [4, 5, 6, 7]])
     assert not np.allclose([r["loss"] for r in a[:2]], file_order, rtol=1e-4)
@@ -220,6 +222,7 @@ def test_event_file_records_frame_and_checksum(tmp_path) -> None:
     assert training.crc32c(b"123456789") == 0xE3069283
     w = training.EventWriter(str(tmp_path))
     w.scalars(7, {"loss": 1.5})
+    w.restart(5)  # a resumed run: TensorBoard drops what the killed run logged after step 5
     w.close()
     with open(w.path, "rb") as f:
         data = f.read()
@@ -234,6 +237,8 @@ def test_event_file_records_frame_and_checksum(tmp_path) -> None:
             assert crc == (((c >> 15) | (c << 17)) + 0xA282EAD8) & 0xFFFFFFFF
         records.append(body)
         pos += 16 + n
-    assert len(records) == 2 and b"brain.Event:2" in records[0]
+    assert len(records) == 3 and b"brain.Event:2" in records[0]
     assert b"loss" in records[1] and struct.pack("<f", 1.5) in records[1]
     assert b"\x10\x07" in records[1]  # step 7 (field 2, varint)
+    # step 5, then session_log (field 6, 2 bytes): status (field 1) START (1)
+    assert records[2].endswith(b"\x10\x05\x32\x02\x08\x01")

@@ -36,7 +36,7 @@ def total_steps(args: argparse.Namespace, steps_per_epoch: int | None) -> int:
     return args.steps if args.steps is not None else 10
 
 
-def _batches(args: argparse.Namespace, plan: Any, state: Any) -> Any:
+def _batches(args: argparse.Namespace, plan: Any, pipe: Any, state: Any) -> Any:
     """The dataset's batch stream, moved to where the resumed checkpoint left it."""
     from hlopipe import training
     from hlopipe.runtime import read_checkpoint_extra
@@ -44,7 +44,12 @@ def _batches(args: argparse.Namespace, plan: Any, state: Any) -> Any:
     if plan.dataset is None:
         return None
     size = plan.num_microbatches * plan.microbatch
-    data = training.Batches(plan.dataset, size, shuffle=not args.no_shuffle, seed=args.seed)
+    rows = pipe.process_rows  # this process's share when replicas span processes
+    data = training.Batches(
+        plan.dataset, size, shuffle=not args.no_shuffle, seed=args.seed, rows=rows
+    )
+    if rows != (0, size):
+        log.info("this process reads rows %d:%d of every batch of %d", *rows, size)
     if args.resume:
         extra = read_checkpoint_extra(args.resume, state.step) or {}
         if extra.get("data"):
@@ -112,7 +117,7 @@ def run_steps(args: argparse.Namespace, plan: Any, pipe: Any, state: Any) -> Run
 
     from hlopipe import schedules, training
 
-    data = _batches(args, plan, state)
+    data = _batches(args, plan, pipe, state)
     size = plan.num_microbatches * plan.microbatch
     total = total_steps(args, data.steps_per_epoch if data else None)
     result = RunResult(state=state, start=state.step)
@@ -130,7 +135,14 @@ def run_steps(args: argparse.Namespace, plan: Any, pipe: Any, state: Any) -> Run
             keyword="eval_data",
         )
     first = jax.process_index() == 0
-    run_log = training.RunLog(args.log_dir) if args.log_dir and first else None
+    run_log = None
+    if args.log_dir and first:
+        run_log = training.RunLog(args.log_dir, resumed_at=state.step if args.resume else None)
+        if run_log.dropped:
+            log.info(
+                "%s: %d records of steps after %d dropped (a killed run's, trained again)",
+                run_log.metrics_path, run_log.dropped, state.step,
+            )  # fmt: skip
     tokens = plan.dataset.tokens_per_sample if plan.dataset else 0
     profiled = {min(state.step + 1, total - 1), total - 1}  # costs for the bubble; the plot
     bubble: float | None = None
@@ -141,7 +153,11 @@ def run_steps(args: argparse.Namespace, plan: Any, pipe: Any, state: Any) -> Run
         for k in range(state.step, total):
             batch = next(data) if data is not None else list(plan.batch)
             t0 = time.perf_counter()
-            state, metrics = pipe.step(state, batch, profile=k in profiled)
+            if data is not None:
+                log.debug("step %d reads samples %s", k + 1, data.last_samples.tolist())
+            state, metrics = pipe.step(
+                state, batch, profile=k in profiled, process_local=data is not None
+            )
             loss, grad_norm = float(metrics.loss), float(metrics.grad_norm)
             dt = time.perf_counter() - t0
             result.losses.append(loss)

@@ -87,9 +87,12 @@ def _cmd_launch(args: argparse.Namespace) -> int:
 class _LaunchOutput:
     """Where `launch` streams the processes' ``[rank i] ...`` lines: all of them into a log
     file; to the terminal all but the C++ side's logs (glog lines such as ``E1130
-    12:00:00.1 123 coordination_service.cc:42] ...``) and stack dumps, which the log keeps."""
+    12:00:00.1 123 coordination_service.cc:42] ...``, gloo's ``[Gloo] Rank 0 is connected to
+    1 peer ranks...``) and stack dumps, which the log keeps."""
 
     _GLOG = re.compile(r"^[IWEF]\d{4} \d\d:\d\d:\d\d\.\d+\s+\d+\s+\S+:\d+\]")
+    # gloo's line for each connected pair of a collective's processes (printed to stdout)
+    _GLOO = re.compile(r"^\[Gloo\] Rank \d+ is connected to \d+ peer ranks\.")
     _PREFIX = re.compile(r"^\[rank (\d+)\] ?")
     # the last line of a process's traceback when it stopped on one of hlopipe's errors
     _HLOPIPE_ERROR = re.compile(r"^\[rank (\d+)\] hlopipe\.errors\.(\w+): (.*)$")
@@ -126,6 +129,8 @@ class _LaunchOutput:
     def _noise(self, line: str) -> bool:
         m = self._PREFIX.match(line)
         rank, body = (m.group(1), line[m.end() :]) if m else ("", line)
+        if self._GLOO.match(body):
+            return True
         if self._GLOG.match(body):
             self.in_log.add(rank)
             return True

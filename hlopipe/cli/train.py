@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 from typing import Any
 
 from hlopipe.cli._common import (
@@ -137,8 +138,6 @@ def _add_train(p: argparse.ArgumentParser) -> None:
 def _cmd_train(args: argparse.Namespace) -> int:
     """pipeline-train the loss program in a file on the local devices"""
 
-    from hlopipe import training
-
     # 1. everything that can be wrong with the command line, before any compiling.
     _check_args(args)
     if args.device is not None:
@@ -146,9 +145,32 @@ def _cmd_train(args: argparse.Namespace) -> int:
 
         device(args.device)  # an unknown name is refused now, not after the plan
     _setup_logging(args.verbose)
-    ask_cpu_devices(args.cpu_devices or CPU_DEVICES)
+    devices = _join_job(args)
+    if args.log_dir:
+        _log_to_file(args.log_dir)
 
-    # 2. the plan: roles of the arguments, values, stages and devices; printed.
+    # 2. the plan: roles of the arguments, values, stages and devices; printed by process 0,
+    # which speaks for a job's processes (the others' stdout is dropped; errors stay on stderr)
+    with _quiet_unless_first():
+        return _plan_and_train(args, devices)
+
+
+@contextlib.contextmanager
+def _quiet_unless_first() -> Any:
+    import os
+
+    import jax
+
+    if jax.process_index() == 0:
+        yield
+        return
+    with open(os.devnull, "w") as null, contextlib.redirect_stdout(null):
+        yield
+
+
+def _plan_and_train(args: argparse.Namespace, devices: list[Any] | None) -> int:
+    from hlopipe import training
+
     program = load(args.file, args.module)
     with x64_if_needed(program):
         plan = training.plan_training(
@@ -170,6 +192,7 @@ def _cmd_train(args: argparse.Namespace) -> int:
             stage_devices=args.stage_devices,
             virtual_stages=args.virtual_stages,
             num_microbatches=args.microbatches,
+            devices=devices,
         )
         _print_plan(args, plan, layout)
         # 3. train, and with --check the same on one device
@@ -220,9 +243,57 @@ def _setup_logging(verbosity: int) -> None:
     for old in [h for h in logger.handlers if getattr(h, "hlopipe_cli", False)]:
         logger.removeHandler(old)
     handler = logging.StreamHandler(sys.stderr)
+    handler.setLevel(level)
     handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
     handler.hlopipe_cli = True  # type: ignore[attr-defined]
     logger.addHandler(handler)
+    # this command's handlers are the logger's outputs: a root handler that a library set up
+    # (logging.basicConfig) would print every message a second time, at any level
+    logger.propagate = False
+
+
+def _join_job(args: argparse.Namespace) -> list[Any] | None:
+    """Under ``hlopipe launch``: join the job and train over every process's devices (their
+    list); else ask for the CPU devices and train on this process's (None)."""
+    import os
+
+    import jax
+
+    from hlopipe.errors import RuntimeConfigError
+    from hlopipe.runtime import distributed
+
+    if not os.environ.get(distributed.ENV_COORDINATOR):
+        ask_cpu_devices(args.cpu_devices or CPU_DEVICES)
+        return None
+    distributed.initialize(cpu_devices=args.cpu_devices)
+    if args.check and jax.process_count() > 1:
+        raise RuntimeConfigError(
+            "--check trains the program on one device of one process; run it without hlopipe launch"
+        )
+    return list(jax.devices())
+
+
+def _log_to_file(directory: str) -> None:
+    """Every message of the ``hlopipe`` logger, debug included, into
+    ``directory/hlopipe.process<i>.log`` (one file per process of a job): what a run did,
+    such as the samples each step read, kept whatever ``-v`` the console has."""
+    import logging
+    import os
+
+    import jax
+
+    logger = logging.getLogger("hlopipe")
+    os.makedirs(directory, exist_ok=True)
+    path = os.path.join(directory, f"hlopipe.process{jax.process_index()}.log")
+    for old in [h for h in logger.handlers if getattr(h, "hlopipe_file", False)]:
+        logger.removeHandler(old)
+        old.close()
+    handler = logging.FileHandler(path, mode="a")
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    handler.setLevel(logging.DEBUG)
+    handler.hlopipe_file = True  # type: ignore[attr-defined]
+    logger.addHandler(handler)
+    logger.setLevel(logging.DEBUG)  # the console handler keeps -v's level
 
 
 def _check_schedule_name(name: str) -> None:

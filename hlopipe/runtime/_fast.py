@@ -15,6 +15,7 @@ Per step it does only what depends on the step's values, and waits for no device
 
 from __future__ import annotations
 
+import itertools
 from typing import Any
 
 import jax
@@ -22,6 +23,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.sharding import NamedSharding, PartitionSpec
 
+from hlopipe.errors import RuntimeConfigError
 from hlopipe.runtime._comm import Comm
 from hlopipe.runtime._executor import StepResult
 from hlopipe.runtime._plan import PipelinePlan
@@ -107,6 +109,7 @@ class StepRunner:
                      for leaf, sh in zip(p.leaves, p.in_shardings, strict=True)]  # fmt: skip
         self.dtypes = [a.dtype for a in plan.batch_avals]
         self._shapes = [(tuple(a.shape), a.dtype) for a in plan.batch_avals]
+        self.rows = self._process_rows()
         # the results' slots, read in one call each
         self._ranks = tuple(prog.plan.schedule.actions)
         self._out_keys = tuple(prog.output_slots)
@@ -114,14 +117,37 @@ class StepRunner:
         self._acc_gets = [gather(tuple(prog.acc_slots.get(ex.stage.index, [])))
                           for ex in prog.plan.execs]  # fmt: skip
 
-    def fill(self, state: Any, batch: Any) -> list[Any]:
-        """A register file holding the step's inputs (nothing waited for)."""
-        leaves = self._leaves(batch)
+    def _process_rows(self) -> tuple[int, int]:
+        """The rows ``[lo, hi)`` of the full batch that this process's devices hold, the same
+        for every batch leaf of every rank it runs (a stage mesh whose ``"data"`` axis spans
+        processes gives each process its block); else the whole batch."""
+        whole = (0, self.plan.batch_size)
+        found: set[tuple[int, int]] = set()
+        for _, leaf, sh in self.puts:
+            shape = self._shapes[leaf][0]
+            if sh.is_fully_addressable or not shape:
+                found.add(whole)
+                continue
+            starts = [idx[0].indices(shape[0])[:2] for idx in
+                      sh.addressable_devices_indices_map(shape).values()]  # fmt: skip
+            lo, hi = min(a for a, _ in starts), max(b for _, b in starts)
+            covered = sorted(set(starts))
+            contiguous = all(a == b for (_, b), (a, _) in itertools.pairwise(covered))
+            found.add((lo, hi) if contiguous and covered[0][0] == lo else whole)
+        return found.pop() if len(found) == 1 else whole
+
+    def fill(self, state: Any, batch: Any, *, local: bool = False) -> list[Any]:
+        """A register file holding the step's inputs (nothing waited for); ``local``: the
+        batch is this process's rows (:attr:`rows`) of the full batch."""
+        lo, hi = self.rows
+        if local and (lo, hi) != (0, self.plan.batch_size):
+            args = self._local_args(batch, hi - lo)
+        else:
+            args = self._prologue_args(self._leaves(batch))
         regs = self._blank.copy()
         values = state.values
         for k, r, p in self.param_slots:
             regs[k] = values[r][p]
-        args = self._prologue_args(leaves)
         for pro, a in zip(self.prologues, args, strict=True):
             got = pro.fn(*a)
             for k, v in zip(pro.out_slots, got, strict=True):
@@ -156,6 +182,29 @@ class StepRunner:
                 args[n][j] = x
         return args
 
+    def _local_args(self, batch: Any, rows: int) -> list[list[Any]]:
+        """:meth:`_prologue_args` from a process's rows of the full batch: global arrays over
+        the stage meshes, each process giving the shards of its own devices (no process holds
+        the whole batch)."""
+        leaves, treedef = jax.tree_util.tree_flatten(batch)
+        if treedef != self.plan.batch_treedef:
+            raise RuntimeConfigError(
+                f"batch has structure {treedef}, the pipeline was built for "
+                f"{self.plan.batch_treedef}"
+            )
+        args: list[list[Any]] = [[] for _ in self.prologues]
+        for n, leaf, sh in self.puts:
+            x = np.asarray(leaves[leaf], dtype=self.dtypes[leaf])
+            shape = self._shapes[leaf][0]
+            if x.shape != (rows, *shape[1:]):
+                raise RuntimeConfigError(
+                    f"batch leaf {leaf} is {list(x.shape)}; this process feeds rows "
+                    f"{self.rows[0]}:{self.rows[1]} of the full batch {list(shape)}: give "
+                    f"{[rows, *shape[1:]]}"
+                )
+            args[n].append(jax.make_array_from_process_local_data(sh, x, shape))
+        return args
+
     def _leaves(self, batch: Any) -> list[Any]:
         """The batch's leaves, checked against the pipeline's batch: a quick look at the
         structure, shapes and dtypes; anything else goes through ``PipelinePlan.check_batch``
@@ -169,10 +218,11 @@ class StepRunner:
                 return leaves
         return self.plan.check_batch(batch)
 
-    def run(self, state: Any, batch: Any, *, sync: bool = False) -> StepResult:
+    def run(self, state: Any, batch: Any, *, sync: bool = False, local: bool = False) -> StepResult:
         """One step: the single controller; ``sync`` (or across processes) the threaded
-        interpreter, every instruction waited for and timed when ``sync``."""
-        regs = self.fill(state, batch)
+        interpreter, every instruction waited for and timed when ``sync``; ``local``: see
+        :meth:`fill`."""
+        regs = self.fill(state, batch, local=local)
         if self.stream is not None and not sync:
             seconds = self.stream.run(regs)
             return StepResult(

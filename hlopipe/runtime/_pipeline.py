@@ -348,11 +348,28 @@ class Pipeline:
             with ThreadPoolExecutor(workers, thread_name_prefix="hlopipe-compile") as pool:
                 list(pool.map(carrying_context(one), items))
 
+    @property
+    def process_rows(self) -> tuple[int, int]:
+        """The rows ``[lo, hi)`` of a full batch that this process's devices hold: a block
+        when the stage meshes' ``"data"`` axis spans processes (data-parallel replicas in
+        several processes), else the whole batch. ``step(..., process_local=True)`` takes
+        just these rows."""
+        return self._runner("train").rows
+
     def step(
-        self, state: PipelineState, batch: Any, *, profile: bool = False
+        self,
+        state: PipelineState,
+        batch: Any,
+        *,
+        profile: bool = False,
+        process_local: bool = False,
     ) -> tuple[PipelineState, StepMetrics]:
         """One training step on ``batch``: every microbatch forward and backward in the
         schedule's order, gradients summed per stage, then the optimizer update per stage.
+
+        ``batch`` is the full batch, the same in every process; with ``process_local=True``
+        it is this process's rows of it (:attr:`process_rows`), so that the processes of a
+        data axis spanning them each read only their own samples.
 
         Every action is issued asynchronously; the step waits for the devices only at its end
         (for the loss and the gradient norm). ``profile=True`` instead waits for each action
@@ -365,7 +382,7 @@ class Pipeline:
         t_start = time.perf_counter()
         profile = profile or self.sync_actions
         assert self.plan.loss is not None
-        result = runner.run(state, batch, sync=profile)
+        result = runner.run(state, batch, sync=profile, local=process_local)
         grads = self.param_store.total_grads(result.acc)
         # across processes every process takes part in the collectives that share the losses
         # (and the check's verdict), in one order

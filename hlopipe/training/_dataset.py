@@ -13,6 +13,7 @@ next batch.
 from __future__ import annotations
 
 import enum
+import functools
 import glob
 import os
 from collections.abc import Iterator, Mapping, Sequence
@@ -317,10 +318,22 @@ class Batches:
       shuffle, seed: each epoch in an order drawn from ``seed`` (grain reseeds per epoch);
         ``shuffle=False``: file order.
       prefetch: batches read ahead.
+      rows: ``(lo, hi)``: read only rows ``lo:hi`` of every full batch (this process's share
+        when data-parallel replicas span processes: each process reads its own samples, and
+        the processes together read every full batch); default: all of them.
+
+    ``last_samples`` holds the indices (in the dataset) of the samples the last batch read.
     """
 
     def __init__(
-        self, dataset: Dataset, batch_size: int, *, shuffle: bool, seed: int, prefetch: int = 2
+        self,
+        dataset: Dataset,
+        batch_size: int,
+        *,
+        shuffle: bool,
+        seed: int,
+        prefetch: int = 2,
+        rows: tuple[int, int] | None = None,
     ) -> None:
         grain = _grain()
         n = dataset.num_samples
@@ -330,24 +343,32 @@ class Batches:
                 "program's batch); give more data or fewer ",
                 Keyword("num_microbatches"),
             )
-        ds = grain.MapDataset.source(dataset.source)
+        lo, hi = rows if rows is not None else (0, batch_size)
+        if not 0 <= lo < hi <= batch_size:
+            raise RuntimeConfigError(f"rows {lo}:{hi} are not rows of a batch of {batch_size}")
+        # the order is drawn over sample indices (grain shuffles indices, so it is the order a
+        # shuffle of the samples themselves would give); a batch reads its rows' samples only
+        ds = grain.MapDataset.range(n)
         if shuffle:
             ds = ds.shuffle(seed=seed)
-        self._batched = ds.batch(batch_size, drop_remainder=True)
-        self.steps_per_epoch = len(self._batched)
+        indices = ds.batch(batch_size, drop_remainder=True)
+        self._batched = indices.map(functools.partial(_read_rows, dataset.source, lo, hi))
+        self.steps_per_epoch = len(indices)
+        self.last_samples: Any = None
         reads = grain.ReadOptions(num_threads=1, prefetch_buffer_size=prefetch)
         self._iter = iter(self._batched.repeat(None).to_iter_dataset(reads))
         self._key = (n, batch_size, shuffle, seed)
 
     def first(self) -> list[Any]:
         """The first batch of the stream (for shapes), without moving it."""
-        return list(self._batched[0])
+        return list(self._batched[0][1])
 
     def __iter__(self) -> Iterator[list[Any]]:
         return self
 
     def __next__(self) -> list[Any]:
-        return list(next(self._iter))
+        self.last_samples, arrays = next(self._iter)
+        return list(arrays)
 
     def position(self) -> Position:
         """Where the stream is: the next batch it gives is the one after those taken."""
@@ -369,6 +390,14 @@ class Batches:
                 + ": resume with the same data, microbatches, --seed and shuffling"
             )
         self._iter.set_state(dict(position["iterator"]))
+
+
+def _read_rows(source: Any, lo: int, hi: int, indices: Any) -> tuple[Any, tuple[Any, ...]]:
+    """Rows ``lo:hi`` of a batch of sample ``indices``: (their indices, one stacked array per
+    batch argument)."""
+    mine = np.asarray(indices[lo:hi])
+    samples = [source[int(i)] for i in mine]
+    return mine, tuple(np.stack(column) for column in zip(*samples, strict=True))
 
 
 def eval_batches(dataset: Dataset, batch_size: int) -> Iterator[list[Any]]:

@@ -88,6 +88,13 @@ class EventWriter:
         self._f = open(self.path, "ab")  # noqa: SIM115 -- held open for the run; close()
         self._f.write(_record(_event(time.time(), body=_field(3, b"brain.Event:2"))))
 
+    def restart(self, step: int) -> None:
+        """Mark a resumed run at ``step``: a ``SessionLog`` START event, on which TensorBoard
+        drops the earlier files' events after ``step`` (a killed run's steps, run again)."""
+        session_log = _varint(1 << 3 | 0) + _varint(1)  # SessionLog {status (1): START (1)}
+        self._f.write(_record(_event(time.time(), step, _field(6, session_log))))
+        self._f.flush()
+
     def scalars(self, step: int, values: Mapping[str, float]) -> None:
         summary = b"".join(
             _scalar(tag, float(v))
@@ -103,13 +110,26 @@ class EventWriter:
 
 class RunLog:
     """A run's log folder: ``metrics.jsonl`` (appended: a resumed run continues it) and a
-    TensorBoard event file. ``write`` takes one step's record; ``None`` values are left out."""
+    TensorBoard event file. ``write`` takes one step's record; ``None`` values are left out.
 
-    def __init__(self, directory: str) -> None:
+    Args:
+      directory: the folder (made if missing).
+      resumed_at: the step a resumed run starts from (its checkpoint's). The records of later
+        steps, which a run killed between saves logged and this run trains again, are dropped
+        from ``metrics.jsonl``, so that every step is logged once; TensorBoard is told by a
+        START event at that step.
+    """
+
+    def __init__(self, directory: str, resumed_at: int | None = None) -> None:
         os.makedirs(directory, exist_ok=True)
         self.metrics_path = os.path.join(directory, METRICS_FILE)
+        self.dropped = 0  # records of steps after ``resumed_at`` taken out
+        if resumed_at is not None and os.path.exists(self.metrics_path):
+            self.dropped = _drop_after(self.metrics_path, resumed_at)
         self._metrics = open(self.metrics_path, "a")  # noqa: SIM115 -- closed by close()
         self._events = EventWriter(directory)
+        if resumed_at is not None:
+            self._events.restart(resumed_at)
 
     def write(self, record: Mapping[str, Any]) -> None:
         kept = {k: v for k, v in record.items() if v is not None}
@@ -121,6 +141,19 @@ class RunLog:
     def close(self) -> None:
         self._metrics.close()
         self._events.close()
+
+
+def _drop_after(path: str, step: int) -> int:
+    """Rewrite ``path`` without the records of steps after ``step``; how many went."""
+    with open(path) as f:
+        lines = [line for line in f if line.strip()]
+    kept = [line for line in lines if json.loads(line)["step"] <= step]
+    if len(kept) < len(lines):
+        tmp = path + ".tmp"
+        with open(tmp, "w") as f:
+            f.writelines(kept)
+        os.replace(tmp, path)
+    return len(lines) - len(kept)
 
 
 def read_metrics(directory: str) -> list[dict[str, Any]]:

@@ -398,9 +398,11 @@ def _place(
             f"{len(devs)}",
             *((" (", Keyword("jax_num_cpu_devices", "N"), ")") if cpu else ()),
         )
-    simulated = platform == "cpu" and len(devs) > 1
+    procs = sorted({int(d.process_index) for d in devs})
+    simulated = platform == "cpu" and len(devs) > len(procs)
+    where = f"in {len(procs)} processes" if len(procs) > 1 else "local ones"
     device_note = (
-        f"{ranks} ranks x {group} {platform.upper()} device(s) of the {len(devs)} local ones",
+        f"{ranks} ranks x {group} {platform.upper()} device(s) of the {len(devs)} {where}",
         *((" (simulated; ", Keyword("jax_num_cpu_devices", "N"), ")") if simulated else ()),
         ", data parallel inside each stage" if group > 1 else "",
     )
