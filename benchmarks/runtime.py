@@ -426,6 +426,8 @@ def mesh_table(console, params, batch, devs) -> None:
     """Per-stage collectives (merged vs forward-first sharding) and step times of 2 stages x a
     (2 data x 2 model) mesh against plain jit on the same 2-D mesh and the pipeline with 1-D
     (data-parallel) stages."""
+    from hlopipe.runtime._compile import ExecKind
+
     staged_fn = functools.partial(gpt.loss, cfg=CFG, boundary=hlopipe.stage_boundary,
                                   layers_per_stage=CFG.n_layers // 2)  # fmt: skip
     two_d = Pipeline(staged_fn, params, batch, schedule="1f1b", num_microbatches=M,
@@ -447,8 +449,9 @@ def mesh_table(console, params, batch, devs) -> None:
     for ex in two_d.execs:
         s = ex.stage.index
         for what, (n, b), note in [
-            ("merged F+B program", _collectives([ex.get("merged")]), "compiled once, never run"),
-            ("F + B, merged sharding", _collectives([ex.get("F"), ex.get("B")]),
+            ("merged F+B program", _collectives([ex.get(ExecKind.MERGED)]),
+             "compiled once, never run"),
+            ("F + B, merged sharding", _collectives([ex.get(ExecKind.F), ex.get(ExecKind.B)]),
              "shardings read from the merged program"),
             ("F + B, forward-first", _collectives(_forward_first(ex)),
              "forward chooses, backward pinned to it"),

@@ -35,10 +35,7 @@ from hlopipe.generate._placement import (
     state_shardings,
 )
 from hlopipe.generate._plan import (
-    FEEDBACK,
-    INPUT,
-    PARAM,
-    STATE,
+    InputKind,
     cache_length,
     counters_as_position,
     logits_as_feedback,
@@ -253,13 +250,15 @@ class Generator:
         ]  # fmt: skip
         self._first_feedback: dict[int, tuple[int, Any]] = {}
         for r in fed:
-            reader = next((p.stage for p in self.plans if (FEEDBACK, r.index) in p.inputs), None)
+            reader = next(
+                (p.stage for p in self.plans if (InputKind.FEEDBACK, r.index) in p.inputs), None
+            )
             if reader is None:  # fed back, but read by no stage
                 continue
             aval = jax.ShapeDtypeStruct(tuple(r.shape), r.dtype)
             self._first_feedback[r.index] = (
                 reader,
-                input_sharding(self.place, reader, FEEDBACK, aval),
+                input_sharding(self.place, reader, InputKind.FEEDBACK, aval),
             )
 
     def _add_params(self, plans: Any, placed: list[dict[int, Any]]) -> dict[tuple[int, int], int]:
@@ -267,7 +266,7 @@ class Generator:
         slots: dict[tuple[int, int], int] = {}
         for p in plans:
             for k, a in p.inputs:
-                if k == PARAM:
+                if k is InputKind.PARAM:
                     slots[(p.stage, a)] = len(self._template)
                     self._template.append(placed[p.stage].get(a))
         return slots
@@ -401,7 +400,7 @@ class Generator:
 
     def param_bytes(self, stage: int) -> int:
         roles = self.roles
-        return sum(nbytes(roles[a]) for k, a in self.plans[stage].inputs if k == PARAM)
+        return sum(nbytes(roles[a]) for k, a in self.plans[stage].inputs if k is InputKind.PARAM)
 
     def bytes_per_token(self) -> dict[str, int]:
         """Theory, per group and decode step: activations sent between stages, feedback sent
@@ -416,7 +415,10 @@ class Generator:
         for arg, out in self.split.feedback:
             src = self.split.staged.out_sources[out]
             readers = {
-                p.stage for p in self.plans for k, a in p.inputs if k == FEEDBACK and a == arg
+                p.stage
+                for p in self.plans
+                for k, a in p.inputs
+                if k is InputKind.FEEDBACK and a == arg
             }
             nbytes = (
                 int(np.prod(self.roles[arg].shape, dtype=np.int64))
@@ -477,7 +479,12 @@ class Generator:
         return session
 
 
-_KIND = {"parameter": PARAM, "state": STATE, "feedback": FEEDBACK, "input": INPUT}
+_KIND = {
+    "parameter": InputKind.PARAM,
+    "state": InputKind.STATE,
+    "feedback": InputKind.FEEDBACK,
+    "input": InputKind.INPUT,
+}
 
 
 def _sliced_prefill(program: Any, stacked: StackedSplit, token_arg: int) -> Any:
@@ -528,7 +535,10 @@ class _Prefill:
                 f"{what}: a version of the state {path} would be sent from stage {s} to stage "
                 f"{d}; make each stage's state on that stage (an empty cache inside its layer)"
             )
-        kinds = {i: (PARAM if i in param_of else INPUT) for i in range(len(program.in_avals))}
+        kinds = {
+            i: (InputKind.PARAM if i in param_of else InputKind.INPUT)
+            for i in range(len(program.in_avals))
+        }
         self.state_of_out = state_of_out
         self.plans = [  # each stage's cache outputs written in the decode step's layout
             replace(p, state_out={j: state_of_out[o] for j, o in p.program_out.items()

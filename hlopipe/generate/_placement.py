@@ -30,7 +30,7 @@ import numpy as np
 from jax.sharding import NamedSharding
 
 from hlopipe.errors import RuntimeConfigError
-from hlopipe.generate._plan import FEEDBACK, INPUT, PARAM, RECV, STATE, StagePlan
+from hlopipe.generate._plan import InputKind, StagePlan
 from hlopipe.runtime import (
     Links,
     ProcessLayout,
@@ -218,7 +218,7 @@ def place_params(
     for p, c in zip(plans, compiled, strict=True):
         mine: dict[int, Any] = {}
         for i, (k, a) in enumerate(p.inputs if c is not None else ()):
-            if k != PARAM:
+            if k is not InputKind.PARAM:
                 continue
             sh = c.in_shardings[i]
             again = [d[a] for d in reuse if a in d and d[a].sharding == sh]
@@ -236,13 +236,13 @@ class CompiledStage:
     out_shardings: list[Any]
 
 
-def input_sharding(sp: StagePlacement, stage: int, kind: str, aval: Any) -> Any:
+def input_sharding(sp: StagePlacement, stage: int, kind: InputKind, aval: Any) -> Any:
     """What a stage's executable takes for an input that may come from elsewhere (feedback,
     a received value, the position, a prompt): fixed by the placement alone, so every process
     knows it for every stage; ``None`` for parameters and state (decided per stage)."""
-    if kind in (FEEDBACK, RECV):
+    if kind in (InputKind.FEEDBACK, InputKind.RECV):
         return sp.data(stage, aval)
-    if kind == INPUT:
+    if kind is InputKind.INPUT:
         return sp.data(stage, aval) if aval.shape else sp.replicated(stage)
     return None
 
@@ -266,15 +266,17 @@ def compile_stage(
     state_sh = dict(state_sh or {})
     ins = []
     for (kind, key), a in zip(plan.inputs, avals, strict=True):
-        pinned = param_sh.get(key) if kind == PARAM else state_sh.get(key)
-        ins.append(pinned if kind in (PARAM, STATE) else input_sharding(sp, s, kind, a))
+        pinned = param_sh.get(key) if kind is InputKind.PARAM else state_sh.get(key)
+        ins.append(
+            pinned if kind in (InputKind.PARAM, InputKind.STATE) else input_sharding(sp, s, kind, a)
+        )
     outs = [
         state_sh.get(plan.state_out[j]) if j in plan.state_out else sp.data(s, a)
         for j, a in enumerate(st.outputs)
     ]
     fn = _compile(st, avals, ins, outs, plan.donate)
     chosen_in, chosen_out = _flat(fn.input_shardings[0]), _flat(fn.output_shardings)
-    chosen = {key: chosen_in[i] for i, (k, key) in enumerate(plan.inputs) if k == STATE}
+    chosen = {key: chosen_in[i] for i, (k, key) in enumerate(plan.inputs) if k is InputKind.STATE}
     for j, arg in plan.state_out.items():
         chosen.setdefault(arg, chosen_out[j])
         if not chosen_out[j].is_equivalent_to(chosen[arg], len(st.outputs[j].shape)):
@@ -313,7 +315,11 @@ def _flat(x: Any) -> list[Any]:
 
 def state_shardings(compiled: CompiledStage, plan: StagePlan) -> dict[int, Any]:
     """``{state argument: sharding}`` of a compiled decode stage."""
-    out = {key: compiled.in_shardings[i] for i, (k, key) in enumerate(plan.inputs) if k == STATE}
+    out = {
+        key: compiled.in_shardings[i]
+        for i, (k, key) in enumerate(plan.inputs)
+        if k is InputKind.STATE
+    }
     for j, arg in plan.state_out.items():
         out.setdefault(arg, compiled.out_shardings[j])
     return out

@@ -11,11 +11,23 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from enum import Enum
 from typing import Any, NamedTuple
 
 from hlopipe.errors import Keyword, RuntimeConfigError, StageError
 
-PARAM, STATE, FEEDBACK, INPUT, RECV = "param", "state", "feedback", "input", "recv"
+
+class InputKind(str, Enum):  # noqa: UP042 - the house style: a str mixin
+    """Where a stage's input comes from (see :class:`StagePlan`)."""
+
+    PARAM = "param"  # a parameter, placed once on the stage
+    STATE = "state"  # a state argument (a cache): the stage keeps it, donated
+    FEEDBACK = "feedback"  # the previous step's output fed back (the token)
+    INPUT = "input"  # another plain input (the position)
+    RECV = "recv"  # a value received from an earlier stage
+
+    def __str__(self) -> str:
+        return self.value
 
 
 @dataclass(frozen=True)
@@ -29,7 +41,7 @@ class StagePlan:
     ``(src stage, src output)`` that are such pieces."""
 
     stage: int
-    inputs: tuple[tuple[str, Any], ...]
+    inputs: tuple[tuple[InputKind, Any], ...]
     donate: tuple[int, ...]
     state_out: dict[int, int]
     sends: tuple[tuple[int, int], ...]
@@ -40,11 +52,11 @@ class StagePlan:
 
     def recv_kind(self, key: tuple[int, int]) -> str:
         """How a received value's bytes count: ``state`` or ``activations``."""
-        return STATE if key in self.state_recvs else "activations"
+        return "state" if key in self.state_recvs else "activations"
 
 
 def plan_stages(
-    staged: Any, kinds: dict[int, str], state_slots: dict[int, Any], state_sent: Any = ()
+    staged: Any, kinds: dict[int, InputKind], state_slots: dict[int, Any], state_sent: Any = ()
 ) -> list[StagePlan]:
     """One :class:`StagePlan` per stage of ``staged``; ``kinds`` maps every flat argument to
     ``param`` / ``state`` / ``feedback`` / ``input``; ``state_slots`` maps a state argument to
@@ -52,9 +64,9 @@ def plan_stages(
     pieces = {(x.src, x.output) for x in state_sent}
     plans = []
     for st in staged.stages:
-        inputs: list[tuple[str, Any]] = [(kinds[a], a) for a in st.params_needed]
-        inputs += [(RECV, (r.src, r.output)) for r in st.receives]
-        donate = tuple(i for i, (k, _) in enumerate(inputs) if k == STATE)
+        inputs: list[tuple[InputKind, Any]] = [(kinds[a], a) for a in st.params_needed]
+        inputs += [(InputKind.RECV, (r.src, r.output)) for r in st.receives]
+        donate = tuple(i for i, (k, _) in enumerate(inputs) if k is InputKind.STATE)
         state_out = {
             slot.stage_output: a
             for a, slot in state_slots.items()
@@ -67,7 +79,7 @@ def plan_stages(
             StagePlan(
                 st.index, tuple(inputs), donate, state_out, sends, dict(st.program_outputs),
                 nbytes, sum(_nbytes(st.outputs[o]) for o, _ in of_state),
-                frozenset(key for kind, key in inputs if kind == RECV and key in pieces),
+                frozenset(key for kind, key in inputs if kind is InputKind.RECV and key in pieces),
             )
         )  # fmt: skip
     return plans
@@ -86,7 +98,10 @@ def params_as(plans: list[StagePlan], param_of: dict[int, int]) -> list[StagePla
     from dataclasses import replace
 
     return [
-        replace(p, inputs=tuple((k, param_of[a]) if k == PARAM else (k, a) for k, a in p.inputs))
+        replace(
+            p,
+            inputs=tuple((k, param_of[a]) if k is InputKind.PARAM else (k, a) for k, a in p.inputs),
+        )
         for p in plans
     ]
 

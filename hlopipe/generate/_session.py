@@ -23,7 +23,7 @@ import numpy as np
 from hlopipe import schedules
 from hlopipe.errors import RuntimeConfigError
 from hlopipe.generate._placement import CompiledStage
-from hlopipe.generate._plan import INPUT, PARAM, STATE, StagePlan, position_value
+from hlopipe.generate._plan import InputKind, StagePlan, position_value
 from hlopipe.generate._sampling import Sampling
 from hlopipe.generate._steps import Home, StepProgram
 
@@ -508,12 +508,12 @@ def _example_input(session: Session, p: StagePlan, c: CompiledStage, i: int) -> 
     else zeros (the position: the current one) in the executable's sharding."""
     gen = session.gen
     kind, key = p.inputs[i]
-    if kind == PARAM:
+    if kind is InputKind.PARAM:
         return gen._params[p.stage][key]
-    if kind == STATE:
+    if kind is InputKind.STATE:
         return session._regs[0][gen._layout.state[key]]
     aval = gen.split.staged.stages[p.stage].jaxpr.in_avals[i]
-    if kind == INPUT:
+    if kind is InputKind.INPUT:
         pos = min(session.position, gen.max_len - 1)
         return jax.device_put(position_value(gen.position, pos), c.in_shardings[i])
     return jax.device_put(np.zeros(aval.shape, aval.dtype), c.in_shardings[i])

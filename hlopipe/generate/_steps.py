@@ -23,7 +23,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
 from hlopipe.generate._placement import StagePlacement, input_sharding, nbytes
-from hlopipe.generate._plan import INPUT, PARAM, RECV, STATE, StagePlan
+from hlopipe.generate._plan import InputKind, StagePlan
 
 
 class Home(NamedTuple):
@@ -170,19 +170,21 @@ def build(
         temps: list[int] = []
         sources: dict[int, list[tuple[int, int, Any, Any]]] = {}  # stage -> values it sends
         for i, ((kind, key), aval) in enumerate(zip(p.inputs, st.jaxpr.in_avals, strict=True)):
-            if kind == PARAM:
+            if kind is InputKind.PARAM:
                 reads.append(param_slots[(s, key)])
                 continue
-            if kind == STATE:  # on its stage, in the layout its executable takes and gives
+            if (
+                kind is InputKind.STATE
+            ):  # on its stage, in the layout its executable takes and gives
                 reads.append(layout.state[key])
                 continue
             want = comp.in_shardings[i] if comp is not None else input_sharding(sp, s, kind, aval)
-            if kind == INPUT:
+            if kind is InputKind.INPUT:
                 inputs.append((s, free, want))
                 reads.append(free)
                 free += 1
                 continue
-            if kind == RECV:
+            if kind is InputKind.RECV:
                 src, what = made[key], p.recv_kind(key)
                 home = Home(key[0], _out_sharding(sp, stages, holder, key))
                 temps.append(src)
@@ -229,7 +231,7 @@ def build(
         if sampler is not None and logits is not None:  # the token, sampled on this stage
             position, token = free, free + 1
             free += 2
-            inputs.append((s, position, input_sharding(sp, s, INPUT, sampler.position)))
+            inputs.append((s, position, input_sharding(sp, s, InputKind.INPUT, sampler.position)))
             draw = sampler.compiled(s) if comp is not None else _absent(1)
             instrs.append((draw, _gather((logits, position, *sampler.registers)), (token,), ()))
             last_use[logits] = last_use[position] = len(instrs) - 1

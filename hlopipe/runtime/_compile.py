@@ -24,6 +24,7 @@ import warnings
 import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from enum import Enum
 from typing import Any
 
 import jax
@@ -38,7 +39,25 @@ from hlopipe.stages import Stage, StageAutodiff, compile_merged
 _CACHE: weakref.WeakKeyDictionary[Stage, dict[Any, Any]] = weakref.WeakKeyDictionary()
 _CACHE_LOCK = threading.Lock()
 
-KINDS = ("infer", "F", "B", "I", "W", "FB")
+
+class ExecKind(str, Enum):  # noqa: UP042 - the house style: a str mixin
+    """What :meth:`StageExecutables.get` compiles and caches for a stage (see that class):
+    the executables a step runs, and the merged programs their shardings are read from."""
+
+    INFER = "infer"  # forward only, no residuals
+    F = "F"  # forward, keeping residuals (schedules.Kind.F)
+    B = "B"  # full backward (schedules.Kind.B)
+    I = "I"  # backward for inputs (schedules.Kind.I)
+    W = "W"  # backward for weights (schedules.Kind.W)
+    FB = "FB"  # a forward and its backward fused into one executable
+    MERGED = "merged"  # F + B merged, compiled once to read shardings from, never run
+    MERGED_LAYOUT = "merged_layout"  # the shardings read from MERGED
+    MERGED_IW = "merged_IW"  # I + W merged, likewise
+    MERGED_IW_LAYOUT = "merged_IW_layout"  # the shardings read from MERGED_IW
+
+    def __str__(self) -> str:
+        return self.value
+
 
 _COLLECTIVE = re.compile(
     r"=\s*(\([^)]*\)|\S+)\s+(all-reduce|all-gather|reduce-scatter|all-to-all|collective-permute|"
@@ -133,7 +152,7 @@ class StageExecutables:
         avals = self.stage.param_avals
         return [avals[k] for k in self.autodiff.diff_params]
 
-    def _key(self, kind: str) -> Any:
+    def _key(self, kind: ExecKind) -> Any:
         specs = tuple(
             "-" if s is None else str(s.spec)
             for s in (*self.requested_shardings, *self.input_shardings, *self.output_shardings)
@@ -141,7 +160,7 @@ class StageExecutables:
         mesh = (tuple(self.mesh.axis_names), tuple(self.mesh.devices.shape))
         return (kind, self.argnums, self.remat, self.device_ids, mesh, specs)
 
-    def get(self, kind: str) -> Any:
+    def get(self, kind: ExecKind) -> Any:
         """The compiled executable of ``kind`` (compiled on first use)."""
         with _CACHE_LOCK:
             cache = _CACHE.setdefault(self.stage, {})
@@ -152,21 +171,21 @@ class StageExecutables:
         with self._lock:
             hit = cache.get(key)
             if hit is None:
-                hit = cache[key] = getattr(self, f"_compile_{kind}")()
+                hit = cache[key] = getattr(self, f"_compile_{kind.value}")()
             return hit
 
     def layout(self) -> dict[str, list[Any]]:
         """The shardings read from the merged program(s): ``params``, ``residuals``,
         ``grads`` (and ``w_residuals`` once :meth:`w_layout` ran)."""
         if self._layout is None:
-            self._layout = self.get("merged_layout")
+            self._layout = self.get(ExecKind.MERGED_LAYOUT)
         return self._layout
 
     def residual_shardings(self) -> list[Any]:
         return self.layout()["residuals"]
 
     def w_residual_shardings(self) -> list[Any]:
-        return self.get("merged_IW_layout")["w_residuals"]
+        return self.get(ExecKind.MERGED_IW_LAYOUT)["w_residuals"]
 
     # -- merged programs -----------------------------------------------------------------------
 
@@ -176,14 +195,14 @@ class StageExecutables:
     def _compile_merged_layout(self) -> dict[str, list[Any]]:
         if not self.train:
             # Forward only: the inference program decides the propagated parameters.
-            c = self.get("infer")
+            c = self.get(ExecKind.INFER)
             ins = _flat(c.input_shardings[0])
             return {"params": ins[: len(self.requested_shardings)], "residuals": [], "grads": []}
         fb = self.autodiff
         P, O, R = fb.num_params, fb.num_outputs, fb.num_residuals
         GI = len(fb.diff_inputs)
         m_in, m_out = self._merge(
-            "merged",
+            ExecKind.MERGED,
             fb.forward_jaxpr,
             fb.backward_jaxpr,
             O,
@@ -200,7 +219,7 @@ class StageExecutables:
         }
 
     def _merge(
-        self, kind: str, forward: Any, backward: Any, num_outputs: int, **pins: Any
+        self, kind: ExecKind, forward: Any, backward: Any, num_outputs: int, **pins: Any
     ) -> tuple[list[Any], list[Any]]:
         """``compile_merged`` of ``forward`` + ``backward``: the compiled program is cached
         as ``kind``; returns its flat input and output shardings."""
@@ -214,13 +233,13 @@ class StageExecutables:
 
     def _compile_merged(self) -> Any:
         self.layout()
-        return _CACHE[self.stage][self._key("merged")]
+        return _CACHE[self.stage][self._key(ExecKind.MERGED)]
 
     def _compile_merged_IW_layout(self) -> dict[str, list[Any]]:
         fb = self.autodiff
         GI, WR = len(fb.diff_inputs), len(fb.w_residual_avals)
         _, m_out = self._merge(
-            "merged_IW",
+            ExecKind.MERGED_IW,
             fb.input_jaxpr,
             fb.weight_jaxpr,
             GI,
@@ -233,8 +252,8 @@ class StageExecutables:
         return {"w_residuals": m_out[GI : GI + WR]}
 
     def _compile_merged_IW(self) -> Any:
-        self.get("merged_IW_layout")
-        return _CACHE[self.stage][self._key("merged_IW")]
+        self.get(ExecKind.MERGED_IW_LAYOUT)
+        return _CACHE[self.stage][self._key(ExecKind.MERGED_IW)]
 
     # -- compilers -----------------------------------------------------------------------------
     # Residuals die in the executable that consumes them (B, I; W its own): they are donated

@@ -22,7 +22,7 @@ import numpy as np
 from hlopipe import schedules
 from hlopipe.errors import RuntimeConfigError
 from hlopipe.runtime._comm import Comm, host_value
-from hlopipe.runtime._compile import StageExecutables
+from hlopipe.runtime._compile import ExecKind, StageExecutables
 from hlopipe.runtime._executor import StepResult
 from hlopipe.runtime._fast import StepRunner
 from hlopipe.runtime._finite import check_step
@@ -39,6 +39,9 @@ from hlopipe.stages import StagedProgram
 __all__ = ["Pipeline", "PipelineState", "StepMetrics", "measured_timeline"]
 
 T = TypeVar("T")
+
+# F before B and I (they are compiled with F's residual layouts), I before W.
+_COMPILE_ORDER = (ExecKind.INFER, ExecKind.F, ExecKind.I, ExecKind.W, ExecKind.B, ExecKind.FB)
 
 
 class _FromPlan(Generic[T]):
@@ -326,16 +329,15 @@ class Pipeline:
             np.asarray(scale, self.staged.out_avals[0].dtype), self.execs[ls].output_shardings[lk]
         )
 
-    def _compile(self, kinds: list[tuple[int, str]]) -> None:
+    def _compile(self, kinds: list[tuple[int, ExecKind]]) -> None:
         """Compile the executables (stage, kind) of this process's stages, in parallel."""
-        by_stage: dict[int, list[str]] = {}
-        # F before B and I (they are compiled with F's residual layouts), I before W.
-        order = {k: n for n, k in enumerate(("infer", "F", "I", "W", "B", "FB"))}
+        by_stage: dict[int, list[ExecKind]] = {}
+        order = {k: n for n, k in enumerate(_COMPILE_ORDER)}
         for st, k in sorted(kinds, key=lambda sk: (sk[0], order[sk[1]])):
             if self.layout.local(self.execs[st].rank):
                 by_stage.setdefault(st, []).append(k)
 
-        def one(item: tuple[int, list[str]]) -> None:
+        def one(item: tuple[int, list[ExecKind]]) -> None:
             for k in item[1]:
                 self.execs[item[0]].get(k)
 

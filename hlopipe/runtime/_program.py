@@ -43,7 +43,7 @@ from typing import Any
 import jax
 
 from hlopipe.errors import HlopipeError
-from hlopipe.runtime._compile import StageExecutables
+from hlopipe.runtime._compile import ExecKind, StageExecutables
 from hlopipe.runtime._placement import Placement
 from hlopipe.schedules import Action, Kind, Schedule
 
@@ -64,7 +64,7 @@ class StepPlan:
     train: bool
     loss: tuple[int, int] | None  # (stage, output index) of the scalar loss
     expected_cts: list[dict[int, int]]  # per stage: output -> number of cotangent senders
-    send_points: dict[int, set[tuple[str, int, int]]] = field(default_factory=dict)
+    send_points: dict[int, set[tuple[Kind, int, int]]] = field(default_factory=dict)
     # (stage, microbatch) whose F and B run as one fused executable (see the module docstring)
     fused: set[tuple[int, int]] = field(default_factory=set)
     # (stage, microbatch) whose I and W run as one B
@@ -87,10 +87,10 @@ class StepPlan:
                 for j, rc in enumerate(ex.stage.receives):
                     if j in diff_in:
                         expected[rc.src][rc.output] += 1
-        points: dict[int, set[tuple[str, int, int]]] = {}
+        points: dict[int, set[tuple[Kind, int, int]]] = {}
         for r, row in schedule.actions.items():
             points[r] = {
-                ("F" if a.kind is Kind.SEND_F else "B", a.stage, a.microbatch)
+                (a.kind, a.stage, a.microbatch)
                 for a in row
                 if a is not None and a.kind in (Kind.SEND_F, Kind.SEND_B)
             }
@@ -175,7 +175,7 @@ class StepProgram:
     acc_slots: dict[int, list[int]] = field(default_factory=dict)
     output_slots: dict[tuple[int, int], int] = field(default_factory=dict)
     const: dict[int, tuple[int, Any]] = field(default_factory=dict)
-    kinds: set[tuple[int, str]] = field(default_factory=set)  # (stage, kind) it calls
+    kinds: set[tuple[int, ExecKind]] = field(default_factory=set)  # (stage, kind) it calls
     peak_live: dict[int, int] = field(default_factory=dict)
     # per rank, per (stage, microbatch): the slots of its residuals (and W residuals)
     activation_slots: dict[int, dict[tuple[int, int], list[int]]] = field(default_factory=dict)
@@ -299,7 +299,7 @@ class _Builder:
         self.execs = prog.plan.execs
         self.train = prog.plan.train
         self.box: dict[tuple[Any, ...], list[tuple[int, int]]] = {}
-        self.pending: dict[tuple[str, int, int], list[_Item]] = {}
+        self.pending: dict[tuple[Kind, int, int], list[_Item]] = {}
         self.res: dict[tuple[int, int], list[int]] = {}
         self.wres: dict[tuple[int, int], list[int]] = {}
         self.taken_in: dict[tuple[int, int], list[int]] = {}
@@ -385,7 +385,7 @@ class _Builder:
             self.emit("send", put, [it[2] for it in group], outs, where, dst=dst,
                       avals=tuple(it[5] for it in group), shardings=shardings)  # fmt: skip
 
-    def post(self, r: int, kind: str, s: int, i: int, items: list[_Item], where: Where) -> None:
+    def post(self, r: int, kind: Kind, s: int, i: int, items: list[_Item], where: Where) -> None:
         if (kind, s, i) in self.plan.send_points[r]:
             self.pending[(kind, s, i)] = items
         else:
@@ -394,21 +394,23 @@ class _Builder:
     def inputs_ready(self, s: int, i: int) -> bool:
         if (s, i) in self.taken_in:
             return True
-        return all(("F", s, j, i) in self.box for j in range(len(self.execs[s].stage.receives)))
+        return all(
+            (Kind.SEND_F, s, j, i) in self.box for j in range(len(self.execs[s].stage.receives))
+        )
 
     def take_inputs(self, s: int, i: int) -> list[int]:
         got = self.taken_in.pop((s, i), None)
         if got is not None:
             return got
         n = len(self.execs[s].stage.receives)
-        return [self.box.pop(("F", s, j, i))[0][1] for j in range(n)]
+        return [self.box.pop((Kind.SEND_F, s, j, i))[0][1] for j in range(n)]
 
     def cts_ready(self, s: int, i: int) -> bool:
         if (s, i) in self.taken_ct:
             return True
         exp = self.plan.expected_cts[s]
         return all(
-            len(self.box.get(("B", s, k, i), ())) >= exp.get(k, 0)
+            len(self.box.get((Kind.SEND_B, s, k, i), ())) >= exp.get(k, 0)
             for k in self.execs[s].autodiff.diff_outputs
         )
 
@@ -423,7 +425,7 @@ class _Builder:
         out = []
         for k in ex.autodiff.diff_outputs:
             n = exp.get(k, 0)
-            vals = [v for _, v in sorted(self.box.pop(("B", s, k, i), []))] if n else []
+            vals = [v for _, v in sorted(self.box.pop((Kind.SEND_B, s, k, i), []))] if n else []
             if self.plan.loss == (s, k):
                 vals.insert(0, self.loss_slot)
             if not vals:
@@ -446,10 +448,10 @@ class _Builder:
         items = []
         for send in ex.stage.sends:
             dst = self.execs[send.dst]
-            key = ("F", send.dst, send.input, i)
+            key = (Kind.SEND_F, send.dst, send.input, i)
             sh, aval = dst.input_shardings[send.input], dst.stage.receives[send.input].aval
             items.append((key, s, outs[send.output], dst.rank, sh, aval))
-        self.post(r, "F", s, i, items, where)
+        self.post(r, Kind.SEND_F, s, i, items, where)
 
     def emit_input_cts(self, r: int, s: int, i: int, cts: list[int], where: Where) -> None:
         ex = self.execs[s]
@@ -457,10 +459,10 @@ class _Builder:
         for j, g in zip(ex.autodiff.diff_inputs, cts, strict=True):
             rc = ex.stage.receives[j]
             src = self.execs[rc.src]
-            key = ("B", rc.src, rc.output, i)
+            key = (Kind.SEND_B, rc.src, rc.output, i)
             sh, aval = src.output_shardings[rc.output], src.stage.outputs[rc.output]
             items.append((key, s, g, src.rank, sh, aval))
-        self.post(r, "B", s, i, items, where)
+        self.post(r, Kind.SEND_B, s, i, items, where)
 
     # -- actions -------------------------------------------------------------------------------
 
@@ -493,11 +495,10 @@ class _Builder:
         elif k is Kind.W and (s, i) not in self.plan.fused_iw:
             acc = self.pr.acc_slots[s]
             ins = [*self.args_of(s, i, where), *self.wres.pop((s, i)), *acc]
-            self.emit("compute", (s, "W"), ins, acc, where)
+            self.emit("compute", (s, ExecKind.W), ins, acc, where)
             self.live[r] -= 1
         elif k in (Kind.SEND_F, Kind.SEND_B):
-            kind = "F" if k is Kind.SEND_F else "B"
-            self.deliver(r, self.pending.pop((kind, s, i), []), where)
+            self.deliver(r, self.pending.pop((k, s, i), []), where)
         if len(self.raw) == before:
             self.emit("mark", None, [], [], where)
         return True
@@ -508,14 +509,16 @@ class _Builder:
         ins = self.take_inputs(s, i)
         if not self.train:
             outs = self.slots(O)
-            self.emit("compute", (s, "infer"), [*self.args_of(s, i, where), *ins], outs, where)
+            self.emit(
+                "compute", (s, ExecKind.INFER), [*self.args_of(s, i, where), *ins], outs, where
+            )
         elif (s, i) in self.plan.fused:
             cts = self.take_cts(s, i, where)
             GI = len(ex.autodiff.diff_inputs)
             acc = self.pr.acc_slots[s]
             outs = self.slots(O + GI)
             args = [*self.args_of(s, i, where), *ins, *cts, *acc]
-            self.emit("compute", (s, "FB"), args, [*outs, *acc], where)
+            self.emit("compute", (s, ExecKind.FB), args, [*outs, *acc], where)
             self.peak[r] = max(self.peak[r], self.live[r] + 1)
             self.emit_outputs(r, s, i, outs[:O], where)
             self.emit_input_cts(r, s, i, outs[O:], where)
@@ -524,7 +527,7 @@ class _Builder:
             outs = self.slots(O)
             res = self.res[(s, i)] = self.slots(ex.autodiff.num_residuals)
             args = [*self.args_of(s, i, where), *ins]
-            self.emit("compute", (s, "F"), args, [*outs, *res], where)
+            self.emit("compute", (s, ExecKind.F), args, [*outs, *res], where)
             self.pr.activation_slots.setdefault(r, {})[(s, i)] = list(res)
             self.live[r] += 1
             self.peak[r] = max(self.peak[r], self.live[r])
@@ -535,7 +538,7 @@ class _Builder:
         acc = self.pr.acc_slots[s]
         outs = self.slots(len(self.execs[s].autodiff.diff_inputs))
         ins = [*self.args_of(s, i, where), *self.res.pop((s, i)), *cts, *acc]
-        self.emit("compute", (s, "B"), ins, [*outs, *acc], where)
+        self.emit("compute", (s, ExecKind.B), ins, [*outs, *acc], where)
         self.live[r] -= 1
         self.emit_input_cts(r, s, i, outs, where)
 
@@ -546,5 +549,5 @@ class _Builder:
         wres = self.wres[(s, i)] = self.slots(len(ex.autodiff.w_residual_avals))
         self.pr.activation_slots[r][(s, i)] += wres
         ins = [*self.args_of(s, i, where), *self.res.pop((s, i)), *cts]
-        self.emit("compute", (s, "I"), ins, [*outs, *wres], where)
+        self.emit("compute", (s, ExecKind.I), ins, [*outs, *wres], where)
         self.emit_input_cts(r, s, i, outs, where)

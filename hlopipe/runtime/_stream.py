@@ -19,6 +19,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from hlopipe.runtime._compile import ExecKind
 from hlopipe.runtime._program import PipelineExecutionError, StepProgram
 
 # (instruction index, what to call or None, its arguments gathered from the register file,
@@ -76,7 +77,7 @@ class Stream:
                 any(regs[k] is not None for k in slots)
                 for slots in prog.activation_slots.get(r, {}).values()
             )
-            fused = instr.op == "compute" and instr.fn[1] == "FB"
+            fused = instr.op == "compute" and instr.fn[1] is ExecKind.FB
             peak[r] = max(peak[r], held + fused)
         return peak
 

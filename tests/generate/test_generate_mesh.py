@@ -12,6 +12,7 @@ from test_generate import CFG, CUTS, B, N, _prompts, exported, exported_prefill,
 
 from hlopipe.errors import RuntimeConfigError
 from hlopipe.generate import Generator, generate_unsplit
+from hlopipe.generate._plan import InputKind
 
 
 def megatron_specs(p):
@@ -42,7 +43,9 @@ def test_two_stages_on_data_by_model_meshes_generate_the_unsplit_tokens():
     assert len(np.unique(ref)) >= 8
     np.testing.assert_array_equal(toks, ref)
     for s, p in enumerate(gen.plans):
-        qkv = [a for k, a in p.inputs if k == "param" and gen.roles[a].path.endswith("['qkv']")]
+        qkv = [
+            a for k, a in p.inputs if k is InputKind.PARAM and gen.roles[a].path.endswith("['qkv']")
+        ]
         assert qkv and all(gen._params[s][a].sharding.spec == PS(None, "model") for a in qkv)
     for g in range(2):
         for slot in gen.split.slots:

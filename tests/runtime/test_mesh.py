@@ -24,7 +24,7 @@ import hlopipe
 from hlopipe.errors import RuntimeConfigError
 from hlopipe.models import gpt
 from hlopipe.runtime import Pipeline
-from hlopipe.runtime._compile import collective_counts
+from hlopipe.runtime._compile import ExecKind, collective_counts
 
 CFG = gpt.GPTConfig(vocab=16, seq=8, d_model=16, n_heads=2, n_layers=2, d_ff=32)
 BATCH, M, STEPS = 8, 2, 2
@@ -120,10 +120,13 @@ def test_megatron_specs_on_2x2_meshes_train_like_one_device():
 def test_no_collective_between_forward_and_backward_that_merged_did_not_have():
     pipe = _megatron_pipe()
     for ex in pipe.execs:
-        merged = collective_counts(ex.get("merged"))
-        merged_iw = collective_counts(ex.get("merged_IW"))
+        merged = collective_counts(ex.get(ExecKind.MERGED))
+        merged_iw = collective_counts(ex.get(ExecKind.MERGED_IW))
         assert merged, "the Megatron-split stage should hold collectives"
-        for parts, whole in [(("F", "B"), merged), (("I", "W"), merged_iw)]:
+        for parts, whole in [
+            ((ExecKind.F, ExecKind.B), merged),
+            ((ExecKind.I, ExecKind.W), merged_iw),
+        ]:
             split: dict[str, int] = {}
             for kind in parts:
                 for op, (_, nbytes) in collective_counts(ex.get(kind)).items():
@@ -131,9 +134,9 @@ def test_no_collective_between_forward_and_backward_that_merged_did_not_have():
             for op, nbytes in split.items():
                 assert nbytes <= whole.get(op, (0, 0))[1], (ex.stage.index, parts, op, split, whole)
         # the residuals F hands to B are laid out as the merged program chose
-        res_out = list(ex.get("F").output_shardings)[len(ex.stage.outputs) :]
+        res_out = list(ex.get(ExecKind.F).output_shardings)[len(ex.stage.outputs) :]
         p = ex.autodiff.num_params
-        res_in = list(ex.get("B").input_shardings[0])[p : p + ex.autodiff.num_residuals]
+        res_in = list(ex.get(ExecKind.B).input_shardings[0])[p : p + ex.autodiff.num_residuals]
         assert [s.spec for s in res_out] == [s.spec for s in res_in]
 
 
@@ -402,10 +405,10 @@ def test_residuals_and_parameters_are_laid_out_as_the_merged_program_chose():
     for ex in pipe.execs:
         fb = ex.autodiff
         O, R = fb.num_outputs, fb.num_residuals
-        merged = ex.get("merged")
+        merged = ex.get(ExecKind.MERGED)
         m_res = [s.spec for s in merged.output_shardings[O : O + R]]
         m_par = [s.spec for s in jax.tree.leaves(merged.input_shardings[0])[: fb.num_params]]
-        f, b = ex.get("F"), ex.get("B")
+        f, b = ex.get(ExecKind.F), ex.get(ExecKind.B)
         assert [s.spec for s in f.output_shardings[O:]] == m_res
         assert [s.spec for s in list(b.input_shardings[0])[fb.num_params :][:R]] == m_res
         assert [s.spec for s in f.input_shardings[0][: fb.num_params]] == m_par

@@ -19,6 +19,7 @@ import pytest
 
 import hlopipe
 from hlopipe.runtime import Pipeline, _compile
+from hlopipe.runtime._compile import ExecKind
 from hlopipe.schedules import Kind
 
 M = 4
@@ -171,16 +172,16 @@ def test_one_program_per_mode_and_the_decided_fusions(schedule):
         by_action.setdefault(ins.where[2], []).append(ins)
     for s, i in plan.fused_iw:
         at_i = by_action[(s, Kind.I, i)]
-        assert [x.fn for x in at_i if x.op == "compute"] == [(s, "B")]
+        assert [x.fn for x in at_i if x.op == "compute"] == [(s, ExecKind.B)]
         assert [x.op for x in by_action[(s, Kind.W, i)]] == ["mark"]
     for s, i in plan.fused:
-        assert [x.fn for x in by_action[(s, Kind.F, i)] if x.op == "compute"] == [(s, "FB")]
+        assert [x.fn for x in by_action[(s, Kind.F, i)] if x.op == "compute"] == [(s, ExecKind.FB)]
         assert [x.op for x in by_action[(s, Kind.B, i)]] == ["mark"]
     # an I not directly followed by its W runs apart, and both are in the compiled kinds
     apart = [(s, i) for (s, k, i) in by_action if k is Kind.I and (s, i) not in plan.fused_iw]
     for s, i in apart:
-        assert [x.fn for x in by_action[(s, Kind.W, i)] if x.op == "compute"] == [(s, "W")]
-        assert (s, "I") in prog.kinds and (s, "W") in prog.kinds
+        assert [x.fn for x in by_action[(s, Kind.W, i)] if x.op == "compute"] == [(s, ExecKind.W)]
+        assert (s, ExecKind.I) in prog.kinds and (s, ExecKind.W) in prog.kinds
 
 
 def test_the_loss_cotangent_is_made_once(monkeypatch):
