@@ -61,9 +61,9 @@ def worker(args: argparse.Namespace) -> int:
         if k >= args.warmup:
             times.append(dt)
             xfer.append(pipe.last_transfer_seconds)
-            count.append(len(pipe._cross_process_sends("train")))
+            count.append(len(pipe._cross_process_sends(train=True)))
     if jax.process_index() == 0:
-        mine = [ins for _, ins in pipe._cross_process_sends("train")]
+        mine = [ins for _, ins in pipe._cross_process_sends(train=True)]
         print("RESULT " + json.dumps({
             "step_ms": statistics.median(times) * 1e3,
             "xfer_ms": statistics.median(xfer) * 1e3,

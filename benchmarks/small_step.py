@@ -98,7 +98,7 @@ class _JaxTimer:
 
     def __init__(self, pipe: Pipeline, clock) -> None:
         self.inside, self.calls, self.per_call, self.clock = 0.0, 0, 0.0, clock
-        self.pipe, runner = pipe, pipe._runner("train")
+        self.pipe, runner = pipe, pipe._runner(train=True)
         self.saved = (runner.stream._prepared, [p.fn for p in runner.prologues], jax.device_put,
                       pipe._reduce_losses, dict(pipe.param_store._opt_fns))  # fmt: skip
         runner.stream._prepared = [(n, fn and self.wrap(fn), *rest)
@@ -135,7 +135,7 @@ class _JaxTimer:
         self.reset()
 
     def restore(self) -> None:
-        runner = self.pipe._runner("train")
+        runner = self.pipe._runner(train=True)
         runner.stream._prepared = self.saved[0]
         for p, fn in zip(runner.prologues, self.saved[1], strict=True):
             p.fn = fn

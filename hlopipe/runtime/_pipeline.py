@@ -195,14 +195,14 @@ class Pipeline:
         self.check_finite = check_finite
         self.comm = Comm(self.plan, recv_timeout)
         self.param_store = Params(self.plan, self.comm, optimizer)
-        self._runners: dict[str, StepRunner] = {}
+        self._runners: dict[bool, StepRunner] = {}  # by train (True) or infer (False)
         self._timeline: Timeline | None = None
         self._last_result: StepResult | None = None
         self._reduce_losses = jax.jit(_reduce_losses, static_argnums=0)
         if self.schedule.has_backward:
             # everything a step runs is compiled, and its instructions laid out, ahead of the
             # first step
-            self._runner("train")
+            self._runner(train=True)
             self.param_store.compile_ahead()
 
     def with_optimizer(self, optimizer: Any) -> Pipeline:
@@ -261,9 +261,10 @@ class Pipeline:
         devices, every device pair counted (0 in one process)."""
         return self.comm.last_transfer_bytes
 
-    def _cross_process_sends(self, mode: str) -> list[tuple[int, Instr]]:
-        """The sends of a step of ``mode`` between this process and another, in order."""
-        return cross_process_sends(self._program(mode), self.layout)
+    def _cross_process_sends(self, *, train: bool) -> list[tuple[int, Instr]]:
+        """The sends of a training (``train=True``) or inference step between this process
+        and another, in order."""
+        return cross_process_sends(self._program(train=train), self.layout)
 
     def inference_schedule(self) -> Schedule:
         """The forward-only schedule :meth:`infer` runs, on this pipeline's placement.
@@ -285,17 +286,17 @@ class Pipeline:
 
     # -- running -------------------------------------------------------------------------------
 
-    def _program(self, mode: str) -> StepProgram:
-        """The instruction list of a step of ``mode`` (``"train"`` or ``"infer"``)."""
-        return self._runner(mode).prog
+    def _program(self, *, train: bool) -> StepProgram:
+        """The instruction list of a training (``train=True``) or inference step."""
+        return self._runner(train=train).prog
 
-    def _runner(self, mode: str) -> StepRunner:
-        """The step of ``mode``, built once: its plan, its program (the one builder), every
-        executable it calls compiled, and the runner that feeds it."""
-        hit = self._runners.get(mode)
+    def _runner(self, *, train: bool) -> StepRunner:
+        """The training (``train=True``) or inference step, built once: its plan, its program
+        (the one builder), every executable it calls compiled, and the runner that feeds it."""
+        hit = self._runners.get(train)
         if hit is not None:
             return hit
-        if mode == "train":
+        if train:
             if not self.schedule.has_backward:
                 raise RuntimeConfigError(
                     f"schedule {self.schedule.name!r} is forward-only; use infer(), or a "
@@ -304,7 +305,6 @@ class Pipeline:
             sched = self.schedule
         else:
             sched = self.inference_schedule()
-        train = mode == "train"
         plan = StepPlan.build(
             schedules.lower(sched),
             list(self.execs),
@@ -314,7 +314,7 @@ class Pipeline:
         )
         prog = build_program(plan, self.num_params, self._loss_ct() if train else None)
         self._compile(sorted(prog.kinds))
-        runner = self._runners[mode] = StepRunner(self.plan, prog, self.comm)
+        runner = self._runners[train] = StepRunner(self.plan, prog, self.comm)
         return runner
 
     def _loss_ct(self) -> Any:
@@ -356,7 +356,7 @@ class Pipeline:
         when the stage meshes' ``"data"`` axis spans processes (data-parallel replicas in
         several processes), else the whole batch. ``step(..., process_local=True)`` takes
         just these rows."""
-        return self._runner("train").rows
+        return self._runner(train=True).rows
 
     def step(
         self,
@@ -380,7 +380,7 @@ class Pipeline:
 
         Returns the new state (``state`` is consumed) and :class:`StepMetrics`.
         """
-        runner = self._runner("train")
+        runner = self._runner(train=True)
         t_start = time.perf_counter()
         profile = profile or self.sync_actions
         assert self.plan.loss is not None
@@ -463,7 +463,7 @@ class Pipeline:
         Across processes every process calls it and every process gets the whole result: the
         output stages' processes send their outputs to each other process (collectives, in
         one order), one holding no stage of the pipeline too."""
-        runner = self._runner("infer")
+        runner = self._runner(train=False)
         m = self.num_microbatches
         result = runner.run(state, batch, sync=self.sync_actions)
         if self.sync_actions:

@@ -143,7 +143,7 @@ def train(args, name, loss_fn, params, batches, mesh, tagged=False) -> None:
     # the bytes of the values this process's cross-process sends carry (its program's)
     act = sum(
         math.prod(a.shape) * np.dtype(a.dtype).itemsize
-        for _, ins in pipe._cross_process_sends("train")
+        for _, ins in pipe._cross_process_sends(train=True)
         for a in ins.avals
     )
     for k in range(state.step, args.steps):

@@ -352,9 +352,9 @@ def test_stages_of_one_rank_that_propagation_laid_out_differently_share_a_parame
     pipe = Pipeline(staged, params, batches[0], schedule="zb-v", num_microbatches=2,
                     devices=jax.devices()[:8], param_specs=specs, optimizer=optax.sgd(0.1),
                     **MESH)  # fmt: skip
-    assert pipe._runner("train").stream is not None  # the single controller runs the step
+    assert pipe._runner(train=True).stream is not None  # the single controller runs the step
     # stage 3's copy of w is resharded once per step, not once per microbatch
-    reshards = [ins for ins in pipe._program("train").instrs if ins.op == "reshard"]
+    reshards = [ins for ins in pipe._program(train=True).instrs if ins.op == "reshard"]
     assert len(reshards) == 1 and reshards[0].where[2].stage == 3
     w = pipe.param_names.index("['w']")
     s0, s3 = pipe.execs[0], pipe.execs[3]

@@ -246,7 +246,7 @@ def test_activations_held_match_the_simulated_peak(schedule):
     batch = _batches(1)[0]
     pipe = Pipeline(_staged(), _params(), batch, schedule=schedule, num_microbatches=M,
                     devices=jax.devices()[:4], optimizer=OPT)  # fmt: skip
-    runner = pipe._runner("train")
+    runner = pipe._runner(train=True)
     assert runner.stream is not None
     regs = runner.fill(pipe.init(_params()), batch)
     peak = runner.stream.run_counting(regs)

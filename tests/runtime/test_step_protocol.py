@@ -162,8 +162,8 @@ def test_one_program_per_mode_and_the_decided_fusions(schedule):
     its W runs as one B (the W action is a mark), and a loss stage's F directly followed by
     its B runs as one FB (the B action is a mark), in the program every interpreter runs."""
     pipe = _shared_pipe(schedule)
-    prog = pipe._program("train")
-    assert pipe._program("train") is prog
+    prog = pipe._program(train=True)
+    assert pipe._program(train=True) is prog
     plan = prog.plan
     # 1F1B's last stage runs F then B; ZB-H1's first stage runs I then W at the end
     assert plan.fused if schedule == "1f1b" else plan.fused_iw

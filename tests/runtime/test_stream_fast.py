@@ -63,7 +63,7 @@ def test_an_instruction_with_too_few_results_is_named():
     with an error naming the rank, the step of its row and the action (not a silently
     shorter register file)."""
     pipe = _pipe()
-    stream = pipe._runner("train").stream
+    stream = pipe._runner(train=True).stream
     assert stream is not None
     saved = stream._prepared
     n, fn, get, outs, frees = next(p for p in saved if p[1] is not None and len(p[3]) > 1)

@@ -176,7 +176,7 @@ def test_labels_reach_the_last_stage_from_the_batch(relay):
     if relay:
         return
     pipe = hlopipe.Pipeline(loss, ws, (x, labels), num_microbatches=2, devices=jax.devices()[:4])
-    prog = pipe._runner("train").prog
+    prog = pipe._runner(train=True).prog
     ranks = {rank for (leaf, rank, _), _slot in prog.batch_slots.items() if leaf == 1}
     assert ranks == {pipe.placement.rank_of(3)}
 
