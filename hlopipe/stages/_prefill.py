@@ -123,10 +123,13 @@ def _touch(jaxpr: Any, out: int) -> list[int]:
     o = jaxpr.outvars[out]
     if isinstance(o, J.Literal):
         return []
+    # a constant of the program (StableHLO's one zeros tensor every layer's cache is scattered
+    # into) is no version of any cache: each stage reading it captures its own copy
+    consts = set(jaxpr.constvars)
     chain = {o}
     for e in reversed(jaxpr.eqns):
         if any(v in chain for v in e.outvars):
-            chain.update(v for v in _carried(e) if not isinstance(v, J.Literal))
+            chain.update(v for v in _carried(e) if not isinstance(v, J.Literal) and v not in consts)
     versions = set(chain)
     for e in jaxpr.eqns:
         if any(not isinstance(v, J.Literal) and v in versions for v in _carried(e)):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import bisect
 import contextlib
 import re
 from collections.abc import Callable, Iterator, Sequence
@@ -237,6 +238,76 @@ def state_updates_before_markers(closed: Any, outputs: Sequence[int]) -> Any:
     return closed.replace(jaxpr=jaxpr.replace(eqns=eqns))
 
 
+def state_updates_early(closed: Any, outputs: Sequence[int]) -> Any:
+    """``closed`` with the equations computing each state output (``outputs``: flat output
+    indices) as early as their operands allow; every other equation keeps its order.
+
+    Without markers the cuts follow program order, and XLA's scheduler may write a cache's
+    in-place update after the next layer has started (torch_xla's optimised dump writes layer
+    0's V cache after layer 1's first equations): the span of that cache would reach into the
+    next layer and the cut would give it to the next stage. The equations that compute state
+    outputs and nothing else are made as soon as their operands exist, so each cache's update
+    sits in the layer that computes it; equations with effects are not moved.
+    """
+    jaxpr = closed.jaxpr
+    eqns = jaxpr.eqns
+    maker = {v: i for i, e in enumerate(eqns) for v in e.outvars}
+
+    def producers(i: int) -> set[int]:
+        return {maker[v] for v in eqns[i].invars if not isinstance(v, J.Literal) and v in maker}
+
+    def cone(outs: Sequence[int]) -> set[int]:
+        found: set[int] = set()
+        stack = [maker[v] for o in outs
+                 if not isinstance(v := jaxpr.outvars[o], J.Literal) and v in maker]  # fmt: skip
+        while stack:
+            i = stack.pop()
+            if i not in found:
+                found.add(i)
+                stack += producers(i)
+        return found
+
+    # the equations computing state outputs and nothing else (no other output, no effects)
+    others = cone([o for o in range(len(jaxpr.outvars)) if o not in set(outputs)])
+    early = {i for i in cone(outputs) - others if not eqns[i].effects}
+    # those reading only arguments (the old row of a cache) stay right before their reader:
+    # made as early as possible they would stretch their cache's span to the program's start
+    loose: set[int] = set()
+    for i in sorted(early):
+        if producers(i) <= loose:
+            loose.add(i)
+    waits = {i: producers(i) - loose for i in early - loose}
+    readers: dict[int, list[int]] = {}
+    for i, ps in waits.items():
+        for p in ps:
+            readers.setdefault(p, []).append(i)
+    ready: list[int] = []
+    order: list[int] = []
+    done: set[int] = set()
+
+    def emit(i: int) -> None:
+        for p in sorted(producers(i) & loose - done):
+            emit(p)
+        order.append(i)
+        done.add(i)
+        for r in readers.get(i, ()):
+            waits[r].discard(i)
+            if not waits[r]:
+                bisect.insort(ready, r)
+
+    for i in range(len(eqns)):
+        while ready:  # every update whose operands exist goes first, in program order
+            emit(ready.pop(0))
+        if i not in early:
+            emit(i)
+    for i in sorted(early - done):  # a loose equation read by no other (an output itself)
+        if i not in done:
+            emit(i)
+    if order == list(range(len(eqns))):
+        return closed
+    return closed.replace(jaxpr=jaxpr.replace(eqns=[eqns[i] for i in order]))
+
+
 def _device_cost_model(closed: Any, name: str | Device | None) -> CostModel:
     """The cost model of device ``name`` for ``closed`` (the default one without a device)."""
     if name is None:
@@ -279,6 +350,8 @@ def _split_auto(
             " to choose cut points automatically",
         )
     closed = _inline_heavy(closed, num_stages)
+    if cuts.get("local_state"):
+        closed = state_updates_early(closed, [o for _, o in cuts["local_state"]])
     reports = _find_loops(closed)
     loops = {r.eqn: r for r in reports if r.splittable}
     spans = state_spans(closed.jaxpr, cuts.get("local_state", ()), sig[2])

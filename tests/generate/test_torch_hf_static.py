@@ -64,10 +64,9 @@ def _layers(manifest):
     return [sorted([at[f"k_cache_{i}"], at[f"v_cache_{i}"]]) for i in range(2)]
 
 
-# StableHLO's prefill and the optimised dump do not split at the layers yet (see the report
-# of issue 34 part 3): their decode steps and prefills are checked unsplit-equal below. The
-# proto is the HLO text's program (checked below), so it is not split again (test time).
-SPLIT_BY_LAYER = [".hlo", ".sync.hlo"]
+# The proto is the HLO text's program (checked below), so it is not split again (test time);
+# StableHLO's decode step splits below (alone), its prefill in the next test.
+SPLIT_BY_LAYER = [".hlo", ".sync.hlo", ".opt.hlo"]
 
 
 @pytest.mark.parametrize("step", ["decode", "prefill"])
@@ -92,15 +91,19 @@ def test_prefill_and_two_stages_give_torchs_tokens(model, ext):
     np.testing.assert_array_equal(got, manifest["torch_tokens"])
 
 
-@pytest.mark.parametrize("ext", [".mlir", ".opt.hlo"])
 @pytest.mark.parametrize("model", MODELS)
-def test_unsplit_prefill_and_decode_give_torchs_tokens(model, ext):
+def test_stablehlo_prefill_splits_with_its_decode_step(model):
+    """StableHLO scatters every layer's prompt K and V into one shared zeros constant: that
+    constant is no cache's version (each stage captures it), so the prefill cuts with its
+    decode step, each stage making its layer's caches, and gives torch's tokens."""
     manifest, _ = _case(model, "decode")
     pre_manifest, pre_npz = _case(model, "prefill")
     prompt = pre_npz[f"arg_{[a['name'] for a in pre_manifest['args']].index('prompt')}"]
-    dec, pre = _load(model, "decode", ext), _load(model, "prefill", ext)
-    got, _ = generate_unsplit(dec, _params(model, ext), 3, prefill=pre, prompts=prompt[None])
-    np.testing.assert_array_equal(got[0], manifest["torch_tokens"])
+    dec, pre = _load(model, "decode", ".mlir"), _load(model, "prefill", ".mlir")
+    gen = Generator(dec, _params(model, ".mlir"), prefill=pre, num_stages=2)
+    assert [sorted(x.arg for x in gen.split.state_of(s)) for s in range(2)] == _layers(manifest)
+    got = np.asarray(gen.start(prompt[None]).generate(3))[0]
+    np.testing.assert_array_equal(got, manifest["torch_tokens"])
 
 
 @pytest.mark.parametrize("model", MODELS)

@@ -241,3 +241,29 @@ def test_an_unknown_cut_keyword_is_refused_by_name(mlp):
         "num_stages", "cost_model", "memory_cap", "max_candidates", "slice_args", "local_state",
         "device",
     ]  # fmt: skip
+
+
+def _late_cache_write(x, w0, w1, c0, c1, pos):
+    """Two layers, each attending over its cache with the new row, the way XLA's optimised
+    dump writes it: layer 0's cache update is written only after layer 1 is done."""
+    h0 = jnp.tanh(x @ w0)
+    a0 = h0 + jnp.sum(c0, 0) + h0  # layer 0 reads its old cache and its new row
+    h1 = jnp.tanh(a0 @ w1)
+    c1 = jax.lax.dynamic_update_slice(c1, h1, (pos, 0))
+    a1 = h1 + jnp.sum(c1, 0)
+    c0 = jax.lax.dynamic_update_slice(c0, h0, (pos, 0))  # layer 0's cache, written last
+    return a1, c0, c1
+
+
+def test_a_late_cache_write_is_made_on_its_layers_stage():
+    """Without markers, a cache update the program writes after the next layer has started
+    is made with its own layer (by data flow): each stage keeps its layer's cache, and the
+    split computes what the unsplit function does."""
+    k = jax.random.split(jax.random.key(3), 5)
+    x, w0, w1 = (jax.random.normal(k[i], s) for i, s in enumerate([(1, 8), (8, 8), (8, 8)]))
+    c0, c1 = jax.random.normal(k[3], (4, 8)), jax.random.normal(k[4], (4, 8))
+    args = (x, w0, w1, c0, c1, jnp.int32(2))
+    staged = hlopipe.split(_late_cache_write, *args, num_stages=2, local_state=[(3, 1), (4, 2)])
+    assert [(s.kind, s.stage) for s in staged.out_sources[1:]] == [("stage", 0), ("stage", 1)]
+    assert [3 in st.params_needed for st in staged.stages] == [True, False]
+    _close(staged(*args), _late_cache_write(*args))
