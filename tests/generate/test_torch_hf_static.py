@@ -123,9 +123,9 @@ def test_decode_alone_from_torchs_state(model):
 # --- markers placed from torch (hlopipe.torch.mark_stages after layer 0) ---------------------
 
 
-@functools.cache
 def _marked(model: str, step: str, ext: str):
-    return hlopipe.load(str(DIR / f"hf_{model}_marked_{step}") + ext)
+    """The case with the marker placed after layer 0 (``hf_<model>_marked_<step>``)."""
+    return _load(f"{model}_marked", step, ext)
 
 
 @pytest.mark.parametrize("ext", FORMS)
