@@ -154,7 +154,7 @@ def _reference(steps: int, optimizer: str) -> tuple[list[float], list[Any], list
     def step(p, s, b):
         loss, g = jax.value_and_grad(loss_fn)(p, b)
         u, s = opt.update(g, s, p)
-        return optax.apply_updates(p, u), s, loss, optax.global_norm(g)
+        return optax.apply_updates(p, u), s, loss, optax.tree.norm(g)
 
     p = gpt.init(jax.random.key(0), CFG)
     s = opt.init(p)

@@ -164,14 +164,14 @@ def test_spanning_stage_meshes_train_and_infer_like_one_device(tmp_path):
 
 
 def test_a_mesh_crossing_processes_unevenly_is_refused_naming_the_rank():
-    """(3,) meshes on processes of 2 devices: rank 0 holds 2 devices of process 0 and 1 of
+    """(3,) meshes on 2 processes of 2 devices: rank 0 holds 2 devices of process 0 and 1 of
     process 1. Every process refuses it before compiling anything; ``hlopipe launch`` says
     so in one ``error:`` line and exits 2."""
     env = dict(os.environ, JAX_PLATFORMS="cpu")
     env.pop("XLA_FLAGS", None)
     proc = subprocess.run(
-        [sys.executable, "-m", "hlopipe", "launch", "--nproc", "4", "--devices-per-process",
-         "2", "--", sys.executable, JOB, "--stage-devices", "3", "--layers-per-stage", "2",
+        [sys.executable, "-m", "hlopipe", "launch", "--nproc", "2", "--devices-per-process",
+         "2", "--", sys.executable, JOB, "--stage-devices", "3", "--layers-per-stage", "4",
          "--steps", "1"],
         capture_output=True, text=True, env=env, timeout=300,
     )  # fmt: skip

@@ -318,8 +318,9 @@ MESH_JOB = str(Path(__file__).with_name("_mesh_job.py"))
 
 @pytest.mark.devices16
 def test_16_devices_4_stages_of_2x2_meshes_train_like_one_device():
-    """The issue's configuration: 1F1B, ZB-H1 and interleaved, adamw + clip_by_global_norm
-    (losses) and sgd + clip (losses and parameters), in a process with 16 CPU devices."""
+    """The issue's configuration: 1F1B, ZB-H1 and interleaved with sgd + clip (losses and
+    parameters), 1F1B with adamw + clip_by_global_norm too (losses), in a process with 16 CPU
+    devices."""
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
     run = subprocess.run([sys.executable, MESH_JOB, "1f1b", "zb-h1", "interleaved-1f1b"],
                          capture_output=True, text=True, timeout=900, env=env)  # fmt: skip

@@ -30,10 +30,15 @@ CASES = [
     # (processes, devices per stage): 2 x 2 devices -> 4 stages, 2 ranks per process;
     # 4 x 2 devices -> 4 stages, one rank of 2 data-parallel devices per process. Each job
     # trains with 1F1B, then with ZB-H1 (a fresh pipeline each), then infers: one process
-    # start for the three.
+    # start for the three (the 2-process job also runs the interleaved scenario below).
     (2, 1),
     (4, 2),
 ]
+# 4 stages on 2 ranks of 2 devices, one rank per process: interleaved 1F1B (stages 0, 2 |
+# 1, 3) and ZB-V (stages 0, 3 | 1, 2), one after the other; every stage-to-stage transfer
+# of interleaved, and all but the V's tip of ZB-V, cross processes.
+INTERLEAVED = ["interleaved-1f1b", "zb-v"]
+INTERLEAVED_STEPS = 3
 
 
 def _assert_losses_like_one_device(losses, steps: int, text: str, optimizer: str = "sgd"):
@@ -45,18 +50,26 @@ def _assert_losses_like_one_device(losses, steps: int, text: str, optimizer: str
 
 @pytest.mark.parametrize("nproc,stage_devices", CASES, ids=[f"{n}proc" for n, _ in CASES])
 def test_processes_train_and_infer_like_one_device(tmp_path, nproc, stage_devices):
-    """Two scenarios in one job: training (1F1B, then ZB-H1), then inference."""
+    """Scenarios in one job: training (1F1B, then ZB-H1), then inference; with 2 processes,
+    interleaved 1F1B and ZB-V too."""
     (tmp_path / "inference").mkdir()
-    job = Job(nproc, ["--label", "training", "--schedule", ",".join(SCHEDULES), "--steps",
-                      str(STEPS), "--stage-devices", str(stage_devices), "--params-out",
-                      str(tmp_path), "+", "--label", "inference", "--infer-out",
-                      str(tmp_path / "inference"), "--stage-devices", str(stage_devices)],
-              timeout=400)  # fmt: skip
-    code = job.wait(timeout=500)
-    check_scenarios(job, code, {
+    args = ["--label", "training", "--schedule", ",".join(SCHEDULES), "--steps", str(STEPS),
+            "--stage-devices", str(stage_devices), "--params-out", str(tmp_path), "+",
+            "--label", "inference", "--infer-out", str(tmp_path / "inference"),
+            "--stage-devices", str(stage_devices)]  # fmt: skip
+    checks = {
         "training": lambda: _trained_like_one_device(job, tmp_path),
         "inference": lambda: _whole_inference_and_parameters(tmp_path / "inference", nproc),
-    })  # fmt: skip
+    }
+    if nproc == 2:
+        (out := tmp_path / "interleaved").mkdir()
+        args += ["+", "--label", "interleaved", "--schedule", ",".join(INTERLEAVED),
+                 "--steps", str(INTERLEAVED_STEPS), "--stage-devices", "2",
+                 "--params-out", str(out)]  # fmt: skip
+        checks["interleaved"] = lambda: _interleaved_like_one_device(job, out)
+    job = Job(nproc, args, timeout=400)
+    code = job.wait(timeout=500)
+    check_scenarios(job, code, checks)
     assert no_process_left([p.pid for p in job.procs])
 
 
@@ -66,18 +79,13 @@ def _trained_like_one_device(job: Job, out) -> None:
         _assert_params_like_one_device(out / f"params-{name}.npz", STEPS)
 
 
-def test_interleaved_and_zb_v_across_2_processes_train_like_one_device(tmp_path):
-    """4 stages on 2 ranks of one device, one rank per process: interleaved 1F1B (stages
-    0, 2 | 1, 3) and ZB-V (stages 0, 3 | 1, 2), one after the other in one job; every
-    stage-to-stage transfer of interleaved, and all but the V's tip of ZB-V, cross processes."""
-    names = ["interleaved-1f1b", "zb-v"]
-    job = Job(2, ["--schedule", ",".join(names), "--steps", "3", "--params-out",
-                  str(tmp_path)], devices=1, timeout=300)  # fmt: skip
-    code = job.wait(timeout=400)
-    assert code == 0, job.text[-4000:]
-    for name in names:
-        _assert_losses_like_one_device(job.losses(name), 3, job.text)
-        _assert_params_like_one_device(tmp_path / f"params-{name}.npz", 3)
+def _interleaved_like_one_device(job: Job, out) -> None:
+    """The interleaved scenario: its ranks (one per process) hold 2 stages each."""
+    section = job.section("interleaved")
+    assert "rank 0: stages [0, 2]" in section and "rank 1: stages [1, 3]" in section, section
+    for name in INTERLEAVED:
+        _assert_losses_like_one_device(job.losses(name), INTERLEAVED_STEPS, job.text)
+        _assert_params_like_one_device(out / f"params-{name}.npz", INTERLEAVED_STEPS)
 
 
 def test_2_processes_x_8_devices_of_2x2_stage_meshes_train_like_one_device(tmp_path):
