@@ -117,10 +117,10 @@ def _safe_keys(attrs: Any) -> set[str]:
     """Names held by an MLIR attribute dict / op attribute map, or an empty set."""
     try:
         return {a.name for a in attrs}  # NamedAttribute iteration (ir.DictAttr, op.attributes)
-    except Exception:
+    except (TypeError, AttributeError):  # not iterable, or items without names
         try:
             return set(attrs)
-        except Exception:
+        except TypeError:
             return set()
 
 

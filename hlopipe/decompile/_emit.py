@@ -257,13 +257,12 @@ def run_body(body: Body) -> list[Expr]:
     for eqn in body.jaxpr.eqns:
         try:
             emit_equation(body, eqn)
-        except DecompileError:
+        except Exception as e:  # a refusal or a bug keeps its type; the note says where
+            e.add_note(
+                f"while decompiling the equation {eqn.primitive.name} "
+                f"({', '.join(str(v.aval) for v in eqn.outvars)})"
+            )
             raise
-        except Exception as e:
-            raise DecompileError(
-                f"cannot decompile the equation {eqn.primitive.name} "
-                f"({', '.join(str(v.aval) for v in eqn.outvars)}): {e}"
-            ) from e
     return [body.ref(v) for v in body.jaxpr.outvars]
 
 
