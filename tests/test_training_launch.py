@@ -110,6 +110,8 @@ def test_replicas_across_processes_read_disjoint_samples_and_train_like_one(file
     read: dict[int, list[list[int]]] = {}
     for p in range(4):
         text = (logs / f"hlopipe.process{p}.log").read_text()
+        # of each microbatch of 2 rows, the row its device holds (the data axis's shard p % 2)
+        assert f"this process reads rows {p % 2}:{p % 2 + 1}, {p % 2 + 2}:{p % 2 + 3} " in text
         read[p] = [json.loads(s) for s in re.findall(r"step \d+ reads samples (\[.*\])", text)]
         assert len(read[p]) == STEPS and all(len(s) == B // 2 for s in read[p])
     assert read[0] == read[2] and read[1] == read[3]  # a replica's stages: the same samples

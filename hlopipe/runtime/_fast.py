@@ -17,6 +17,7 @@ Per step it does only what depends on the step's values, and waits for no device
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import jax
@@ -111,6 +112,14 @@ class _Prologue:
         return NamedSharding(plan.placement.meshes[rank], PartitionSpec(*spec))
 
 
+def _device_block(mine: Any, column: dict[int, int], b: int, index: Any) -> Any:
+    """A device's block ``index`` of a ``(microbatches, b, ...)`` leaf, from this process's
+    rows ``mine`` (``column``: a row's offset in a microbatch -> its column in ``mine``)."""
+    lo, hi, _ = index[1].indices(b)
+    j = column[lo]
+    return mine[(index[0], slice(j, j + hi - lo), *index[2:])]
+
+
 class StepRunner:
     """The step of one mode for this process's ranks (built once per pipeline and mode).
 
@@ -165,7 +174,8 @@ class StepRunner:
             held: set[int] = set()
             shape = _Prologue.whole_shape(plan, leaf, by_microbatch=True)
             for index in by_mb.addressable_devices_indices_map(shape).values():
-                held.update(range(*index[1].indices(b)[:2]))
+                lo, hi, _ = index[1].indices(b)  # type: ignore[index]  # never None here
+                held.update(range(lo, hi))
             found.add(tuple(i * b + o for i in range(m) for o in sorted(held)))
         return found.pop() if len(found) == 1 else every
 
@@ -252,12 +262,7 @@ class StepRunner:
                         f"{[rows, *shape[1:]]}"
                     )
                 mine = x.reshape(m, rows // m, *shape[1:])
-
-                def block(index: tuple[slice, ...], mine: Any = mine) -> Any:
-                    lo, hi, _ = index[1].indices(b)
-                    j = column[lo]
-                    return mine[(index[0], slice(j, j + hi - lo), *index[2:])]
-
+                block = functools.partial(_device_block, mine, column, b)
                 args[n].append(jax.make_array_from_callback((m, b, *shape[1:]), sh, block))
         return args
 

@@ -351,7 +351,7 @@ class Batches:
             or not (mine.min() >= 0 and mine.max() < batch_size)
         ):
             raise RuntimeConfigError(
-                f"rows {list(mine)} are not distinct rows of a batch of {batch_size}"
+                f"rows {mine.tolist()} are not distinct rows of a batch of {batch_size}"
             )
         # the order is drawn over sample indices (grain shuffles indices, so it is the order a
         # shuffle of the samples themselves would give); a batch reads its rows' samples only
