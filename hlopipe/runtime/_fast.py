@@ -79,8 +79,13 @@ class _Prologue:
             out_shardings=tuple(out_sh),
             keep_unused=True,
         )
-        self.fn = jitted.lower(*args).compile()
+        self._jitted, self._args = jitted, args
         self.out_slots = [k for _, _, k in self.slices] + self.acc_slots
+
+    @functools.cached_property
+    def fn(self) -> Any:
+        """The compiled prologue (compiled at its first use, or when the runner asks)."""
+        return self._jitted.lower(*self._args).compile()
 
     @staticmethod
     def whole_shape(plan: PipelinePlan, leaf: int, by_microbatch: bool) -> tuple[int, ...]:
@@ -150,6 +155,11 @@ class StepRunner:
         self._shapes = [(tuple(a.shape), a.dtype) for a in plan.batch_avals]
         self._by_microbatch: list[_Prologue] | None = None
         self.rows = self._process_rows()
+        if len(self.rows) == plan.batch_size:
+            # compiled now, with the rest of the step; a process holding part of the batch
+            # compiles the prologues of the layout its steps use, at their first use
+            for pro in self.prologues:
+                pro.fn  # noqa: B018 (compiles it)
         # the results' slots, read in one call each
         self._ranks = tuple(prog.plan.schedule.actions)
         self._out_keys = tuple(prog.output_slots)
