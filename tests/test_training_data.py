@@ -214,6 +214,12 @@ def test_shards_by_name_and_position(tmp_path) -> None:
     np.testing.assert_array_equal(next(again)[1], want[1])
     with pytest.raises(hlopipe.errors.RuntimeConfigError, match="shuffled by seed 0; this run"):
         training.Batches(ds, 2, shuffle=True, seed=1).seek(saved)
+    # a process's rows of every batch (not a block): rows 1 and 3 of batch [0, 1, 2, 3]
+    mine = training.Batches(ds, 4, shuffle=False, seed=0, rows=(1, 3))
+    np.testing.assert_array_equal(next(mine)[0], xs[[1, 3]])
+    assert mine.last_samples.tolist() == [1, 3]
+    with pytest.raises(hlopipe.errors.RuntimeConfigError, match=r"rows \[1, 4\] are not"):
+        training.Batches(ds, 4, shuffle=False, seed=0, rows=(1, 4))
 
 
 def test_event_file_records_frame_and_checksum(tmp_path) -> None:

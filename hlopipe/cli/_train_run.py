@@ -48,8 +48,8 @@ def _batches(args: argparse.Namespace, plan: Any, pipe: Any, state: Any) -> Any:
     data = training.Batches(
         plan.dataset, size, shuffle=not args.no_shuffle, seed=args.seed, rows=rows
     )
-    if rows != (0, size):
-        log.info("this process reads rows %d:%d of every batch of %d", *rows, size)
+    if len(rows) != size:
+        log.info("this process reads rows %s of every batch of %d", _ranges(rows), size)
     if args.resume:
         extra = read_checkpoint_extra(args.resume, state.step) or {}
         if extra.get("data"):
@@ -61,6 +61,17 @@ def _batches(args: argparse.Namespace, plan: Any, pipe: Any, state: Any) -> Any:
                 args.resume,
             )
     return data
+
+
+def _ranges(rows: tuple[int, ...]) -> str:
+    """Ascending ``rows`` as ranges: ``0:2, 4:6``."""
+    runs: list[list[int]] = []
+    for r in rows:
+        if runs and runs[-1][1] == r:
+            runs[-1][1] = r + 1
+        else:
+            runs.append([r, r + 1])
+    return ", ".join(f"{lo}:{hi}" for lo, hi in runs)
 
 
 def _evaluate(pipe: Any, state: Any, dataset: Any, size: int) -> float:

@@ -6,7 +6,9 @@ Per step it does only what depends on the step's values, and waits for no device
 * the parameters' arrays into their slots;
 * the batch's whole leaves to the ranks that read them (nothing is sliced or copied on the
   host: a NumPy leaf is copied in the prologue's call, an array already laid out there is not
-  moved, others move in one ``jax.device_put``);
+  moved, others move in one ``jax.device_put``); across processes, a process's own rows
+  (``Pipeline.process_rows``) shaped ``(microbatches, microbatch, ...)``, each device given
+  its rows of every microbatch, so that no row crosses between processes;
 * per rank one *prologue* executable that slices the microbatches on the device and makes the
   stages' zero gradient accumulators in the same dispatch (no zeroing dispatch of its own);
 * the program: the single controller (``_stream.py``), or the threaded interpreter
@@ -15,7 +17,7 @@ Per step it does only what depends on the step's values, and waits for no device
 
 from __future__ import annotations
 
-import itertools
+import functools
 from typing import Any
 
 import jax
@@ -35,13 +37,18 @@ class _Prologue:
     """One rank's per-step prologue: whole batch leaves in, microbatch slices and zero
     accumulators out, in one compiled executable."""
 
-    def __init__(self, plan: PipelinePlan, prog: StepProgram, rank: int) -> None:
+    def __init__(
+        self, plan: PipelinePlan, prog: StepProgram, rank: int, *, by_microbatch: bool = False
+    ) -> None:
         b = plan.microbatch_size
+        self.rank = rank
+        self.by_microbatch = by_microbatch
         self.slices = sorted((leaf, i, k) for (leaf, r, i), k in prog.batch_slots.items()
                              if r == rank)  # fmt: skip
         self.leaves = sorted({leaf for leaf, _, _ in self.slices})
         pos = {leaf: n for n, leaf in enumerate(self.leaves)}
-        self.in_shardings = [self._whole(plan, rank, leaf) for leaf in self.leaves]
+        whole_sharding = self.by_microbatch_sharding if by_microbatch else self._whole
+        self.in_shardings = [whole_sharding(plan, rank, leaf) for leaf in self.leaves]
         outs, out_sh = [], []
         for leaf, i, _ in self.slices:
             a = plan.batch_avals[leaf]
@@ -57,10 +64,14 @@ class _Prologue:
                 self.acc_slots += prog.acc_slots[ex.stage.index]
 
         def prologue(*whole: Any) -> tuple[Any, ...]:
-            parts = [whole[j][i * b : (i + 1) * b] for j, i in outs]
+            if by_microbatch:  # each device's rows of microbatch i are its rows of whole[i]
+                parts = [whole[j][i] for j, i in outs]
+            else:
+                parts = [whole[j][i * b : (i + 1) * b] for j, i in outs]
             return (*parts, *(jnp.zeros(a.shape, a.dtype) for a in zeros))
 
-        args = [jax.ShapeDtypeStruct(plan.batch_avals[leaf].shape, plan.batch_avals[leaf].dtype)
+        args = [jax.ShapeDtypeStruct(self.whole_shape(plan, leaf, by_microbatch),
+                                     plan.batch_avals[leaf].dtype)
                 for leaf in self.leaves]  # fmt: skip
         jitted = jax.jit(
             prologue,
@@ -68,8 +79,33 @@ class _Prologue:
             out_shardings=tuple(out_sh),
             keep_unused=True,
         )
-        self.fn = jitted.lower(*args).compile()
+        self._jitted, self._args = jitted, args
         self.out_slots = [k for _, _, k in self.slices] + self.acc_slots
+
+    @functools.cached_property
+    def fn(self) -> Any:
+        """The compiled prologue (compiled at its first use, or when the runner asks)."""
+        return self._jitted.lower(*self._args).compile()
+
+    @staticmethod
+    def whole_shape(plan: PipelinePlan, leaf: int, by_microbatch: bool) -> tuple[int, ...]:
+        """A whole batch leaf's shape: ``(batch, ...)``, or ``(microbatches, microbatch, ...)``
+        ``by_microbatch``."""
+        shape = tuple(plan.batch_avals[leaf].shape)
+        if by_microbatch:
+            return (plan.num_microbatches, plan.microbatch_size, *shape[1:])
+        return shape
+
+    @staticmethod
+    def by_microbatch_sharding(plan: PipelinePlan, rank: int, leaf: int) -> NamedSharding:
+        """A whole batch leaf shaped ``(microbatches, microbatch, ...)`` laid out so that each
+        device holds, of every microbatch, the rows the stage's compute reads there: its
+        second axis split as a microbatch is over the ``"data"`` axis. Slicing microbatch
+        ``i`` out of it moves no row between devices (nor processes)."""
+        a = plan.batch_avals[leaf]
+        mb = jax.ShapeDtypeStruct((plan.microbatch_size, *a.shape[1:]), a.dtype)
+        spec = plan.placement.data(rank, mb).spec
+        return NamedSharding(plan.placement.meshes[rank], PartitionSpec(None, *spec))
 
     @staticmethod
     def _whole(plan: PipelinePlan, rank: int, leaf: int) -> Any:
@@ -79,6 +115,14 @@ class _Prologue:
         mb = jax.ShapeDtypeStruct((plan.microbatch_size, *a.shape[1:]), a.dtype)
         spec = plan.placement.data(rank, mb).spec
         return NamedSharding(plan.placement.meshes[rank], PartitionSpec(*spec))
+
+
+def _device_block(mine: Any, column: dict[int, int], b: int, index: Any) -> Any:
+    """A device's block ``index`` of a ``(microbatches, b, ...)`` leaf, from this process's
+    rows ``mine`` (``column``: a row's offset in a microbatch -> its column in ``mine``)."""
+    lo, hi, _ = index[1].indices(b)
+    j = column[lo]
+    return mine[(index[0], slice(j, j + hi - lo), *index[2:])]
 
 
 class StepRunner:
@@ -109,7 +153,13 @@ class StepRunner:
                      for leaf, sh in zip(p.leaves, p.in_shardings, strict=True)]  # fmt: skip
         self.dtypes = [a.dtype for a in plan.batch_avals]
         self._shapes = [(tuple(a.shape), a.dtype) for a in plan.batch_avals]
+        self._by_microbatch: list[_Prologue] | None = None
         self.rows = self._process_rows()
+        if len(self.rows) == plan.batch_size:
+            # compiled now, with the rest of the step; a process holding part of the batch
+            # compiles the prologues of the layout its steps use, at their first use
+            for pro in self.prologues:
+                pro.fn  # noqa: B018 (compiles it)
         # the results' slots, read in one call each
         self._ranks = tuple(prog.plan.schedule.actions)
         self._out_keys = tuple(prog.output_slots)
@@ -117,42 +167,55 @@ class StepRunner:
         self._acc_gets = [gather(tuple(prog.acc_slots.get(ex.stage.index, [])))
                           for ex in prog.plan.execs]  # fmt: skip
 
-    def _process_rows(self) -> tuple[int, int]:
-        """The rows ``[lo, hi)`` of the full batch that this process's devices hold, the same
-        for every batch leaf of every rank it runs (a stage mesh whose ``"data"`` axis spans
-        processes gives each process its block); else the whole batch."""
-        whole = (0, self.plan.batch_size)
-        found: set[tuple[int, int]] = set()
-        for _, leaf, sh in self.puts:
-            shape = self._shapes[leaf][0]
-            if sh.is_fully_addressable or not shape:
-                found.add(whole)
+    def _process_rows(self) -> tuple[int, ...]:
+        """The rows of the full batch that this process's devices hold, ascending: of every
+        microbatch, the rows its devices compute on there (a stage mesh whose ``"data"`` axis
+        spans processes gives each process its shards of each microbatch), the same for every
+        batch leaf of every rank it runs; else every row."""
+        plan = self.plan
+        m, b = plan.num_microbatches, plan.microbatch_size
+        every = tuple(range(plan.batch_size))
+        found: set[tuple[int, ...]] = set()
+        for n, leaf, sh in self.puts:
+            if sh.is_fully_addressable or not self._shapes[leaf][0]:
+                found.add(every)
                 continue
-            starts = [idx[0].indices(shape[0])[:2] for idx in
-                      sh.addressable_devices_indices_map(shape).values()]  # fmt: skip
-            lo, hi = min(a for a, _ in starts), max(b for _, b in starts)
-            covered = sorted(set(starts))
-            contiguous = all(a == b for (_, b), (a, _) in itertools.pairwise(covered))
-            found.add((lo, hi) if contiguous and covered[0][0] == lo else whole)
-        return found.pop() if len(found) == 1 else whole
+            by_mb = _Prologue.by_microbatch_sharding(plan, self.prologues[n].rank, leaf)
+            held: set[int] = set()
+            shape = _Prologue.whole_shape(plan, leaf, by_microbatch=True)
+            for index in by_mb.addressable_devices_indices_map(shape).values():
+                lo, hi, _ = index[1].indices(b)  # type: ignore[index]  # never None here
+                held.update(range(lo, hi))
+            found.add(tuple(i * b + o for i in range(m) for o in sorted(held)))
+        return found.pop() if len(found) == 1 else every
 
     def fill(self, state: Any, batch: Any, *, local: bool = False) -> list[Any]:
         """A register file holding the step's inputs (nothing waited for); ``local``: the
         batch is this process's rows (:attr:`rows`) of the full batch."""
-        lo, hi = self.rows
-        if local and (lo, hi) != (0, self.plan.batch_size):
-            args = self._local_args(batch, hi - lo)
+        if local and len(self.rows) != self.plan.batch_size:
+            prologues = self._local_prologues()
+            args = self._local_args(batch, prologues)
         else:
+            prologues = self.prologues
             args = self._prologue_args(self._leaves(batch))
         regs = self._blank.copy()
         values = state.values
         for k, r, p in self.param_slots:
             regs[k] = values[r][p]
-        for pro, a in zip(self.prologues, args, strict=True):
+        for pro, a in zip(prologues, args, strict=True):
             got = pro.fn(*a)
             for k, v in zip(pro.out_slots, got, strict=True):
                 regs[k] = v
         return regs
+
+    def _local_prologues(self) -> list[_Prologue]:
+        """The prologues taking each batch leaf as ``(microbatches, microbatch, ...)``, each
+        device holding its rows of every microbatch (built at the first process-local step)."""
+        if self._by_microbatch is None:
+            self._by_microbatch = [
+                _Prologue(self.plan, self.prog, p.rank, by_microbatch=True) for p in self.prologues
+            ]
+        return self._by_microbatch
 
     def _prologue_args(self, leaves: list[Any]) -> list[list[Any]]:
         """Per prologue, its whole batch leaves. A NumPy leaf goes to the prologue as it is
@@ -182,27 +245,35 @@ class StepRunner:
                 args[n][j] = x
         return args
 
-    def _local_args(self, batch: Any, rows: int) -> list[list[Any]]:
-        """:meth:`_prologue_args` from a process's rows of the full batch: global arrays over
-        the stage meshes, each process giving the shards of its own devices (no process holds
-        the whole batch)."""
+    def _local_args(self, batch: Any, prologues: list[_Prologue]) -> list[list[Any]]:
+        """The ``prologues``' arguments from this process's rows (:attr:`rows`, in their
+        order) of the full batch: global arrays over the stage meshes, each device given its
+        rows of every microbatch from this process's own, so no row moves between processes
+        (no process holds the whole batch)."""
         leaves, treedef = jax.tree_util.tree_flatten(batch)
         if treedef != self.plan.batch_treedef:
             raise RuntimeConfigError(
                 f"batch has structure {treedef}, the pipeline was built for "
                 f"{self.plan.batch_treedef}"
             )
-        args: list[list[Any]] = [[] for _ in self.prologues]
-        for n, leaf, sh in self.puts:
-            x = np.asarray(leaves[leaf], dtype=self.dtypes[leaf])
-            shape = self._shapes[leaf][0]
-            if x.shape != (rows, *shape[1:]):
-                raise RuntimeConfigError(
-                    f"batch leaf {leaf} is {list(x.shape)}; this process feeds rows "
-                    f"{self.rows[0]}:{self.rows[1]} of the full batch {list(shape)}: give "
-                    f"{[rows, *shape[1:]]}"
-                )
-            args[n].append(jax.make_array_from_process_local_data(sh, x, shape))
+        m, b = self.plan.num_microbatches, self.plan.microbatch_size
+        rows = len(self.rows)
+        # this process's rows of a microbatch: offsets in it -> their column in its own rows
+        column = {o: j for j, o in enumerate(self.rows[: rows // m])}
+        args: list[list[Any]] = [[] for _ in prologues]
+        for n, pro in enumerate(prologues):
+            for leaf, sh in zip(pro.leaves, pro.in_shardings, strict=True):
+                x = np.asarray(leaves[leaf], dtype=self.dtypes[leaf])
+                shape = self._shapes[leaf][0]
+                if x.shape != (rows, *shape[1:]):
+                    raise RuntimeConfigError(
+                        f"batch leaf {leaf} is {list(x.shape)}; this process feeds {rows} rows "
+                        f"of the full batch {list(shape)} (Pipeline.process_rows): give "
+                        f"{[rows, *shape[1:]]}"
+                    )
+                mine = x.reshape(m, rows // m, *shape[1:])
+                block = functools.partial(_device_block, mine, column, b)
+                args[n].append(jax.make_array_from_callback((m, b, *shape[1:]), sh, block))
         return args
 
     def _leaves(self, batch: Any) -> list[Any]:

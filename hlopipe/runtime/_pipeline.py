@@ -351,11 +351,13 @@ class Pipeline:
                 list(pool.map(carrying_context(one), items))
 
     @property
-    def process_rows(self) -> tuple[int, int]:
-        """The rows ``[lo, hi)`` of a full batch that this process's devices hold: a block
-        when the stage meshes' ``"data"`` axis spans processes (data-parallel replicas in
-        several processes), else the whole batch. ``step(..., process_local=True)`` takes
-        just these rows."""
+    def process_rows(self) -> tuple[int, ...]:
+        """The rows of a full batch that this process's devices hold, ascending: when the
+        stage meshes' ``"data"`` axis spans processes (data-parallel replicas in several
+        processes), of every microbatch the rows its devices compute on (with 2 microbatches
+        of 4 split over 2 processes, process 0 holds rows ``(0, 1, 4, 5)``), else every row.
+        ``step(..., process_local=True)`` takes just these rows, in this order, and no row
+        moves between processes."""
         return self._runner(train=True).rows
 
     def step(

@@ -318,9 +318,10 @@ class Batches:
       shuffle, seed: each epoch in an order drawn from ``seed`` (grain reseeds per epoch);
         ``shuffle=False``: file order.
       prefetch: batches read ahead.
-      rows: ``(lo, hi)``: read only rows ``lo:hi`` of every full batch (this process's share
-        when data-parallel replicas span processes: each process reads its own samples, and
-        the processes together read every full batch); default: all of them.
+      rows: read only these rows (positions in a full batch, in this order) of every full
+        batch (this process's share when data-parallel replicas span processes,
+        ``Pipeline.process_rows``: each process reads its own samples, and the processes
+        together read every full batch); default: all of them.
 
     ``last_samples`` holds the indices (in the dataset) of the samples the last batch read.
     """
@@ -333,7 +334,7 @@ class Batches:
         shuffle: bool,
         seed: int,
         prefetch: int = 2,
-        rows: tuple[int, int] | None = None,
+        rows: Sequence[int] | None = None,
     ) -> None:
         grain = _grain()
         n = dataset.num_samples
@@ -343,16 +344,22 @@ class Batches:
                 "program's batch); give more data or fewer ",
                 Keyword("num_microbatches"),
             )
-        lo, hi = rows if rows is not None else (0, batch_size)
-        if not 0 <= lo < hi <= batch_size:
-            raise RuntimeConfigError(f"rows {lo}:{hi} are not rows of a batch of {batch_size}")
+        mine = np.arange(batch_size) if rows is None else np.asarray(rows, dtype=np.int64)
+        if (
+            mine.ndim != 1
+            or not 0 < len(mine) == len(set(mine.tolist()))
+            or not (mine.min() >= 0 and mine.max() < batch_size)
+        ):
+            raise RuntimeConfigError(
+                f"rows {mine.tolist()} are not distinct rows of a batch of {batch_size}"
+            )
         # the order is drawn over sample indices (grain shuffles indices, so it is the order a
         # shuffle of the samples themselves would give); a batch reads its rows' samples only
         ds = grain.MapDataset.range(n)
         if shuffle:
             ds = ds.shuffle(seed=seed)
         indices = ds.batch(batch_size, drop_remainder=True)
-        self._batched = indices.map(functools.partial(_read_rows, dataset.source, lo, hi))
+        self._batched = indices.map(functools.partial(_read_rows, dataset.source, mine))
         self.steps_per_epoch = len(indices)
         self.last_samples: Any = None
         reads = grain.ReadOptions(num_threads=1, prefetch_buffer_size=prefetch)
@@ -392,10 +399,10 @@ class Batches:
         self._iter.set_state(dict(position["iterator"]))
 
 
-def _read_rows(source: Any, lo: int, hi: int, indices: Any) -> tuple[Any, tuple[Any, ...]]:
-    """Rows ``lo:hi`` of a batch of sample ``indices``: (their indices, one stacked array per
+def _read_rows(source: Any, rows: Any, indices: Any) -> tuple[Any, tuple[Any, ...]]:
+    """Rows ``rows`` of a batch of sample ``indices``: (their indices, one stacked array per
     batch argument)."""
-    mine = np.asarray(indices[lo:hi])
+    mine = np.asarray(indices)[rows]
     samples = [source[int(i)] for i in mine]
     return mine, tuple(np.stack(column) for column in zip(*samples, strict=True))
 

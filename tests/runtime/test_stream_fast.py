@@ -89,3 +89,19 @@ def test_gradients_without_an_optimizer_are_the_stages_accumulators():
     want = jax.grad(_loss)(params, batch)
     for k in params:
         np.testing.assert_allclose(metrics.grads[k], want[k], rtol=1e-5, atol=1e-6)
+
+
+def test_a_process_local_block_is_the_devices_rows_of_every_microbatch() -> None:
+    """A process feeding its own rows (``process_local``): a device's block of a
+    ``(microbatches, microbatch, ...)`` leaf, cut from the process's rows, is that block of
+    the global batch, also when the process's devices hold rows apart (offsets 2:4 and 6:8 of
+    microbatches of 8). The oracle is the global array sliced directly."""
+    from hlopipe.runtime._fast import _device_block
+
+    whole = np.arange(3 * 8 * 2).reshape(3, 8, 2)  # 3 microbatches of 8 rows
+    held = [2, 3, 6, 7]
+    column = {o: j for j, o in enumerate(held)}
+    for lo, hi in [(2, 4), (6, 8), (7, 8)]:
+        index = (slice(None), slice(lo, hi), slice(None))
+        block = _device_block(whole[:, held], column, 8, index)
+        np.testing.assert_array_equal(block, whole[:, lo:hi])
