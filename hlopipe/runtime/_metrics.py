@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from hlopipe.runtime._executor import StepResult
-from hlopipe.schedules import Kind, Schedule, Timeline
+from hlopipe.schedules import CostKey, CostKind, Kind, Schedule, Timeline
 
 _COMPUTE = frozenset({Kind.F, Kind.B, Kind.I, Kind.W})
 
@@ -73,21 +73,22 @@ def measured_timeline(
     the (stage, microbatch) pairs whose F and B ran as one executable (``Timeline.fused``).
 
     ``costs`` holds the mean measured duration of each kind (``F``, ``B``, ``I``, ``W``,
-    ``send``) and of each kind per stage (``F@2``), ready for :func:`schedules.simulate`;
+    ``send``) and of each kind per stage (``F@2``), by :class:`~hlopipe.schedules.CostKey`,
+    ready for :func:`schedules.simulate`;
     ``peak_activations`` is the most residual sets each rank actually held at once.
     """
     events = {r: list(evs) for r, evs in result.events.items()}
     makespan = max((e for evs in events.values() for _, _, e in evs), default=0.0)
     busy = {r: sum(e - s for a, s, e in evs if a.kind in _COMPUTE) for r, evs in events.items()}
     idle = {r: makespan - b for r, b in busy.items()}
-    sums: dict[str, list[float]] = {}
+    sums: dict[CostKey, list[float]] = {}
     for evs in events.values():
         for a, s, e in evs:
             if a.kind in _COMPUTE:
-                sums.setdefault(a.kind.value, []).append(e - s)
-                sums.setdefault(f"{a.kind.value}@{a.stage}", []).append(e - s)
+                sums.setdefault(CostKey(a.kind), []).append(e - s)
+                sums.setdefault(CostKey(a.kind, a.stage), []).append(e - s)
             elif a.kind in (Kind.SEND_F, Kind.SEND_B):
-                sums.setdefault("send", []).append(e - s)
+                sums.setdefault(CostKey(CostKind.SEND), []).append(e - s)
     costs = {k: float(np.mean(v)) for k, v in sums.items()}
     return Timeline(
         schedule,
