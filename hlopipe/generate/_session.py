@@ -26,6 +26,7 @@ from hlopipe.generate._placement import CompiledStage
 from hlopipe.generate._plan import InputKind, StagePlan, position_value
 from hlopipe.generate._sampling import Sampling
 from hlopipe.generate._steps import Home, StepProgram
+from hlopipe.runtime import BytesSent, GenerateMetrics
 
 if TYPE_CHECKING:
     from hlopipe.generate._generator import Generator
@@ -43,7 +44,8 @@ class _Counters:
 class Session:
     """Groups of sequences being generated: state on its stages, tokens fed back on device.
 
-    ``metrics`` after :meth:`generate` (and after a :meth:`stream` is exhausted): tokens/s,
+    ``metrics`` (a :class:`~hlopipe.runtime.GenerateMetrics`; ``None`` before the first
+    :meth:`generate`) after :meth:`generate` (and after a :meth:`stream` is exhausted): tokens/s,
     time to first token (with a prefill: from ``start`` until group 0's first token is ready,
     read once every step is issued, so that decoding overlaps the later groups' prefills),
     inter-token latency, host time per action, bytes sent by kind since the start and in the
@@ -54,7 +56,9 @@ class Session:
         self.gen = gen
         G, b = gen.groups, gen.batch
         self.counters = _Counters()
-        self.metrics: dict[str, Any] = {}
+        self.metrics: GenerateMetrics | None = None  # set by the first generate
+        self._prefill_dispatch_s: float | None = None
+        self._time_to_first_token_s: float | None = None
         self._regs: list[list[Any]] = [list(gen._template) for _ in range(G)]
         self._home: dict[int, Home] = {}  # where each feedback argument lies
         # tokens issued and not yet returned: each group's value, and the stage holding it
@@ -71,7 +75,7 @@ class Session:
             self.position = int(prompts.shape[2])
             self._check_position(self.position)
             self._run_prefill(prompts)  # dispatched, not waited for: decoding overlaps it
-            self.metrics["prefill_dispatch_s"] = time.perf_counter() - t0
+            self._prefill_dispatch_s = time.perf_counter() - t0
         else:
             if tokens is None:
                 raise RuntimeConfigError("start needs prompts (with a prefill) or tokens=")
@@ -371,7 +375,7 @@ class Session:
         it)."""
         if first is not None:
             jax.block_until_ready([x for x in first if x is not None])
-            self.metrics["time_to_first_token_s"] = time.perf_counter() - self._t0
+            self._time_to_first_token_s = time.perf_counter() - self._t0
 
     def generate(self, n: int) -> np.ndarray:
         """The next ``n`` tokens of every sequence, ``[groups, b, n]`` (with a prefill, its
@@ -433,20 +437,19 @@ class Session:
     def _metrics(self, tokens: int, steps: int, wall: float, before: tuple) -> None:
         c = self.counters
         actions = steps * self.gen.groups * len(self.gen.plans)
-        self.metrics.update(
-            tokens=int(tokens),
+        self.metrics = GenerateMetrics(
             wall_s=wall,
+            tokens=int(tokens),
             tokens_per_s=tokens / wall if wall else float("inf"),
             inter_token_s=wall / steps if steps else 0.0,
             host_per_action_s=(c.host_s - before[3]) / actions if actions else 0.0,
-            bytes_sent=dict(
-                activations=c.activations, feedback=c.feedback, state=c.state
-            ),  # since start, the prefill's included
-            decode_bytes_sent=dict(
-                activations=c.activations - before[0],
-                feedback=c.feedback - before[1],
-                state=c.state - before[2],
+            # since start, the prefill's included
+            bytes_sent=BytesSent(c.activations, c.feedback, c.state),
+            decode_bytes_sent=BytesSent(
+                c.activations - before[0], c.feedback - before[1], c.state - before[2]
             ),
+            prefill_dispatch_s=self._prefill_dispatch_s,
+            time_to_first_token_s=self._time_to_first_token_s,
         )
 
     def profile(self, repeats: int = 3) -> list[float]:

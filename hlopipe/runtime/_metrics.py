@@ -1,9 +1,11 @@
-"""What a step reports: :class:`StepMetrics` and the measured :class:`Timeline`."""
+"""What a pipeline reports: :class:`Metrics` (:class:`StepMetrics` for a training step,
+:class:`GenerateMetrics` for generation) and the measured :class:`Timeline`."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Collection
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -13,7 +15,55 @@ from hlopipe.schedules import CostKey, CostKind, Kind, Schedule, Timeline
 _COMPUTE = frozenset({Kind.F, Kind.B, Kind.I, Kind.W})
 
 
-class StepMetrics:
+@dataclass
+class Metrics:
+    """What a pipeline reports for one call, common to training (:class:`StepMetrics`) and
+    generation (:class:`GenerateMetrics`).
+
+    Attributes:
+      wall_s: host time of the call in seconds.
+    """
+
+    wall_s: float
+
+
+class BytesSent(NamedTuple):
+    """Bytes moved between stages, by what they carry."""
+
+    activations: int  # a stage's output to the next stage
+    feedback: int  # the last stage's token back to the first
+    state: int  # state (a KV cache) moved between stages: 0 when it stays on its stage
+
+
+@dataclass
+class GenerateMetrics(Metrics):
+    """What a generation session reports after its last ``generate`` (or exhausted
+    ``stream``), as ``Session.metrics``.
+
+    Attributes:
+      wall_s: host time of the call, from its first step issued to its last token read.
+      tokens: the tokens the call returned.
+      tokens_per_s: ``tokens / wall_s``.
+      inter_token_s: ``wall_s`` per step.
+      host_per_action_s: host time spent issuing one stage's step of one group.
+      bytes_sent: bytes sent since the session started, the prefill's included.
+      decode_bytes_sent: bytes sent by this call.
+      prefill_dispatch_s: host time to issue the prefill (``None`` without one).
+      time_to_first_token_s: from ``start`` until group 0's first token was ready, read once
+        every step is issued (``None`` when the session started from tokens, not prompts).
+    """
+
+    tokens: int
+    tokens_per_s: float
+    inter_token_s: float
+    host_per_action_s: float
+    bytes_sent: BytesSent
+    decode_bytes_sent: BytesSent
+    prefill_dispatch_s: float | None = None
+    time_to_first_token_s: float | None = None
+
+
+class StepMetrics(Metrics):
     """What :meth:`Pipeline.step` reports.
 
     ``loss``: mean (sum, with ``loss_reduction="sum"``) over the microbatches of the
@@ -22,7 +72,7 @@ class StepMetrics:
     In one process both are computed on the devices and become Python floats only when read
     (reading one waits for the step): a training loop that does not read them every step
     enqueues the next step while this one runs.
-    ``step_time``: host time of the step in seconds (issuing it; with ``profile=True`` the
+    ``wall_s``: host time of the step in seconds (issuing it; with ``profile=True`` the
     whole step, every action waited for).
     ``timeline``: the measured per-action timeline (milliseconds), as :func:`schedules.simulate`
     returns, so ``schedules.plot`` draws it; ``None`` unless the step was profiled
@@ -34,13 +84,13 @@ class StepMetrics:
         self,
         loss: float | Callable[[], float],
         grad_norm: float | Callable[[], float],
-        step_time: float,
+        wall_s: float,
         timeline: Timeline | None,
         grads: Any = None,
     ) -> None:
+        super().__init__(wall_s)
         self._loss = loss
         self._grad_norm = grad_norm
-        self.step_time = step_time
         self.timeline = timeline
         self.grads = grads
 
@@ -56,13 +106,9 @@ class StepMetrics:
             self._grad_norm = float(self._grad_norm())
         return self._grad_norm
 
-    def __getitem__(self, key: str) -> Any:  # metrics["loss"] reads as well
-        return getattr(self, key)
-
     def __repr__(self) -> str:
         return (
-            f"StepMetrics(loss={self.loss!r}, grad_norm={self.grad_norm!r}, "
-            f"step_time={self.step_time!r})"
+            f"StepMetrics(loss={self.loss!r}, grad_norm={self.grad_norm!r}, wall_s={self.wall_s!r})"
         )
 
 

@@ -58,9 +58,7 @@ class Candidate:
         }
 
 
-def _scaled_costs(
-    costs: GivenCosts | None, v: int, m: int, base_m: int
-) -> dict[CostKey, float]:
+def _scaled_costs(costs: GivenCosts | None, v: int, m: int, base_m: int) -> dict[CostKey, float]:
     """Costs given for one microbatch of the base size through one rank's share (v = 1),
     made per stage of v stages per rank and per microbatch of the size m gives."""
     size = base_m / m  # relative microbatch size
