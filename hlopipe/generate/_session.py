@@ -27,6 +27,7 @@ from hlopipe.generate._plan import InputKind, StagePlan, position_value
 from hlopipe.generate._sampling import Sampling
 from hlopipe.generate._steps import Home, StepProgram
 from hlopipe.runtime import BytesSent, GenerateMetrics
+from hlopipe.schedules import Phase
 
 if TYPE_CHECKING:
     from hlopipe.generate._generator import Generator
@@ -65,7 +66,7 @@ class Session:
         self._pending: list[Any] | None = None
         self._pending_at = 0
         self._first_token = False  # the pending tokens are the prefill's (time to first token)
-        self._log: list[tuple[str, tuple[int, ...], int]] = []  # (phase, microbatches, position)
+        self._log: list[tuple[Phase, tuple[int, ...], int]] = []  # (phase, microbatches, position)
         self._t0 = t0 = time.perf_counter()
         if prompts is not None:
             if gen.prefill is None:
@@ -90,7 +91,7 @@ class Session:
             self.sampling(Sampling(*(np.stack([v] * G) for v in Sampling.greedy(b))))
 
     @property
-    def issued(self) -> list[tuple[str, int, int]]:
+    def issued(self) -> list[tuple[Phase, int, int]]:
         """What was issued, ``(phase, group, position)`` in issue order."""
         G = self.gen.groups
         return [(phase, m % G, pos + m // G) for phase, order, pos in self._log for m in order]
@@ -252,7 +253,7 @@ class Session:
         prog = pre.program
         G = gen.groups
         order = decode_order(len(gen.plans), G, 1, prefill=True)
-        self._log.append(("prefill", order, self.position))
+        self._log.append((Phase.PREFILL, order, self.position))
         placed = {  # each stage reading the prompt: every group's, in one device_put
             s: (jax.device_put(list(prompts), [sh] * G) if gen.place.local(s) else [None] * G)
             for s, _, sh in prog.inputs
@@ -308,7 +309,7 @@ class Session:
                 yield row, prog.feedback_home[tok_arg].stage
         finally:
             if done:
-                self._log.append(("decode", order[: done * G], start))
+                self._log.append((Phase.DECODE, order[: done * G], start))
                 self.position = start + done
                 self.positions += done
                 self._home = dict(progs[done - 1].feedback_home)

@@ -12,7 +12,7 @@ Pure Python: imports nothing of hlopipe but :mod:`hlopipe.errors`, and no JAX.
 
 from hlopipe.schedules._auto import Candidate, Search, best, rank_candidates
 from hlopipe.schedules._costs import CostKey, CostKind
-from hlopipe.schedules._decode import decode, steady_bubble
+from hlopipe.schedules._decode import Phase, decode, steady_bubble
 from hlopipe.schedules._generators import (
     GENERATORS,
     canonical_name,
@@ -48,6 +48,7 @@ __all__ = [
     "CostKind",
     "Kind",
     "Overlap",
+    "Phase",
     "Schedule",
     "Search",
     "Timeline",
