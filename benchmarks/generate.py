@@ -66,9 +66,10 @@ def _run(gen: Generator, groups: int, batch: int, tokens: int, reps: int) -> dic
         session = gen.start(prompts)
         jax.block_until_ready([v for regs in session._regs for v in regs if v is not None])
         session.generate(tokens)
-        rows.append(dict(session.metrics))
-    m = min(rows, key=lambda r: r["wall_s"]) if reps == 1 else rows[len(rows) // 2]
-    wall = statistics.median(r["wall_s"] for r in rows)
+        assert session.metrics is not None  # set by generate
+        rows.append(session.metrics)
+    m = min(rows, key=lambda r: r.wall_s) if reps == 1 else rows[len(rows) // 2]
+    wall = statistics.median(r.wall_s for r in rows)
     steps = tokens - 1  # the first token is the prefill's
     costs = session.profile()
     S = len(gen.plans)
@@ -77,18 +78,18 @@ def _run(gen: Generator, groups: int, batch: int, tokens: int, reps: int) -> dic
         schedules.decode(S, groups, steps), {f"F@{s}": c for s, c in enumerate(costs)}
     )
     simulated = [sim.busy[r] / sim.makespan for r in range(S)]
-    sent = m["decode_bytes_sent"]
-    per_token = (sent["activations"] + sent["feedback"]) / (steps * groups)
+    sent = m.decode_bytes_sent
+    per_token = (sent.activations + sent.feedback) / (steps * groups)
     theory = gen.bytes_per_token()
     return dict(
         tok_s=groups * batch * steps / wall,
         itl_ms=wall / steps * 1e3,
-        host_us=m["host_per_action_s"] * 1e6,
+        host_us=m.host_per_action_s * 1e6,
         busy=np.mean(measured),
         sim_busy=np.mean(simulated),
         bytes=per_token,
         theory=theory["activations"] + theory["feedback"],
-        state=sent["state"],
+        state=sent.state,
     )
 
 

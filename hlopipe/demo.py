@@ -234,7 +234,10 @@ def _show_timeline(console: Any, pipe: Any, plot_path: str | None) -> str:
     )
     console.print(f"  {out}", soft_wrap=True)
     if jax.devices()[0].platform == "cpu":
-        ideal = schedules.simulate(pipe.schedule, {"F": 1.0, "B": 2.0}).bubble_fraction
+        ideal = schedules.simulate(
+            pipe.schedule,
+            {schedules.CostKey(schedules.Kind.F): 1.0, schedules.CostKey(schedules.Kind.B): 2.0},
+        ).bubble_fraction
         console.print(
             "why the bubble is large here: each stage of this tiny model computes for well "
             "under a millisecond, so the fixed cost of each action and of each transfer "

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import argparse
 import os
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hlopipe.cli._common import PLOT_SUFFIXES, Command, check_output_file
+
+if TYPE_CHECKING:
+    from hlopipe.schedules import CostKey
 
 
 def _add_schedule(p: argparse.ArgumentParser) -> None:
@@ -142,7 +145,7 @@ def _print_schedule(args: argparse.Namespace, schedule: Any, timeline: Any) -> N
             "num_microbatches": schedule.num_microbatches,
             "stage_to_rank": list(schedule.stage_to_rank),
             "actions": {r: [str(a) for a in row if a] for r, row in schedule.actions.items()},
-            "costs": timeline.costs,
+            "costs": {str(k): v for k, v in timeline.costs.items()},
             **summary,
         }
         print(json.dumps(doc, indent=1))
@@ -174,7 +177,7 @@ def _print_schedule(args: argparse.Namespace, schedule: Any, timeline: Any) -> N
             console.print(f"{label} written to {path}")
 
 
-def _costs_line(given: dict[str, float] | None) -> str:
+def _costs_line(given: dict[CostKey, float] | None) -> str:
     """The costs the simulation used, and where they came from."""
     from hlopipe import schedules
 
@@ -185,7 +188,7 @@ def _costs_line(given: dict[str, float] | None) -> str:
     return f"costs: {text} (from --costs {','.join(f'{k}={v:g}' for k, v in given.items())})"
 
 
-def _schedule_auto(args: argparse.Namespace, costs: dict[str, float] | None) -> int:
+def _schedule_auto(args: argparse.Namespace, costs: dict[CostKey, float] | None) -> int:
     import json
 
     from hlopipe import schedules

@@ -120,11 +120,12 @@ def run_command(
         np.save(output_path, toks)
         out(f"wrote {output_path}: tokens [groups, batch, tokens] = {list(toks.shape)}")
     m = session.metrics
+    assert m is not None  # set by the generate above
     out(
         f"split and compiled in {compile_s:.2f} s (a warm-up run included); then {toks.size} "
         f"tokens in {wall:.3f} s ({toks.size / wall:.1f} tokens/s, prefill included); host "
-        f"{m['host_per_action_s'] * 1e6:.0f} us per action; bytes sent "
-        + ", ".join(f"{k} {v}" for k, v in m["bytes_sent"].items())
+        f"{m.host_per_action_s * 1e6:.0f} us per action; bytes sent "
+        + ", ".join(f"{k} {v}" for k, v in m.bytes_sent._asdict().items())
     )
     if not check:
         return 0

@@ -96,9 +96,21 @@ def _step(
     return outs[roles.feedback[0].output], [outs[r.output] for r in roles.state], new_fb
 
 
+# The flat function of the last few programs, jitted: generate_unsplit runs the same
+# decode step (and prefill) many times, and callers check several runs against one program.
+# A rehydrated function holds its program, so a cache keyed weakly would keep every program
+# alive; this one holds at most _JITTED_KEEP of them.
+_JITTED: list[tuple[Any, Any]] = []
+_JITTED_KEEP = 4
+
+
 def _jitted(program: Any) -> Any:
-    """The program's flat function, jitted once per program."""
-    fn = program.extra.get("generate_jit")
-    if fn is None:
-        fn = program.extra["generate_jit"] = jax.jit(program.as_function(flat=True))
+    """The program's flat function, jitted once per program (of the last few)."""
+    for i, (prog, fn) in enumerate(_JITTED):
+        if prog is program:
+            _JITTED.append(_JITTED.pop(i))  # most recently used last
+            return fn
+    fn = jax.jit(program.as_function(flat=True))
+    _JITTED.append((program, fn))
+    del _JITTED[:-_JITTED_KEEP]
     return fn

@@ -26,6 +26,8 @@ from hlopipe.generate._placement import CompiledStage
 from hlopipe.generate._plan import InputKind, StagePlan, position_value
 from hlopipe.generate._sampling import Sampling
 from hlopipe.generate._steps import Home, StepProgram
+from hlopipe.runtime import BytesSent, GenerateMetrics
+from hlopipe.schedules import Phase
 
 if TYPE_CHECKING:
     from hlopipe.generate._generator import Generator
@@ -43,7 +45,8 @@ class _Counters:
 class Session:
     """Groups of sequences being generated: state on its stages, tokens fed back on device.
 
-    ``metrics`` after :meth:`generate` (and after a :meth:`stream` is exhausted): tokens/s,
+    ``metrics`` (a :class:`~hlopipe.runtime.GenerateMetrics`; ``None`` before the first
+    :meth:`generate`) after :meth:`generate` (and after a :meth:`stream` is exhausted): tokens/s,
     time to first token (with a prefill: from ``start`` until group 0's first token is ready,
     read once every step is issued, so that decoding overlaps the later groups' prefills),
     inter-token latency, host time per action, bytes sent by kind since the start and in the
@@ -54,14 +57,16 @@ class Session:
         self.gen = gen
         G, b = gen.groups, gen.batch
         self.counters = _Counters()
-        self.metrics: dict[str, Any] = {}
+        self.metrics: GenerateMetrics | None = None  # set by the first generate
+        self._prefill_dispatch_s: float | None = None
+        self._time_to_first_token_s: float | None = None
         self._regs: list[list[Any]] = [list(gen._template) for _ in range(G)]
         self._home: dict[int, Home] = {}  # where each feedback argument lies
         # tokens issued and not yet returned: each group's value, and the stage holding it
         self._pending: list[Any] | None = None
         self._pending_at = 0
         self._first_token = False  # the pending tokens are the prefill's (time to first token)
-        self._log: list[tuple[str, tuple[int, ...], int]] = []  # (phase, microbatches, position)
+        self._log: list[tuple[Phase, tuple[int, ...], int]] = []  # (phase, microbatches, position)
         self._t0 = t0 = time.perf_counter()
         if prompts is not None:
             if gen.prefill is None:
@@ -71,7 +76,7 @@ class Session:
             self.position = int(prompts.shape[2])
             self._check_position(self.position)
             self._run_prefill(prompts)  # dispatched, not waited for: decoding overlaps it
-            self.metrics["prefill_dispatch_s"] = time.perf_counter() - t0
+            self._prefill_dispatch_s = time.perf_counter() - t0
         else:
             if tokens is None:
                 raise RuntimeConfigError("start needs prompts (with a prefill) or tokens=")
@@ -86,7 +91,7 @@ class Session:
             self.sampling(Sampling(*(np.stack([v] * G) for v in Sampling.greedy(b))))
 
     @property
-    def issued(self) -> list[tuple[str, int, int]]:
+    def issued(self) -> list[tuple[Phase, int, int]]:
         """What was issued, ``(phase, group, position)`` in issue order."""
         G = self.gen.groups
         return [(phase, m % G, pos + m // G) for phase, order, pos in self._log for m in order]
@@ -248,7 +253,7 @@ class Session:
         prog = pre.program
         G = gen.groups
         order = decode_order(len(gen.plans), G, 1, prefill=True)
-        self._log.append(("prefill", order, self.position))
+        self._log.append((Phase.PREFILL, order, self.position))
         placed = {  # each stage reading the prompt: every group's, in one device_put
             s: (jax.device_put(list(prompts), [sh] * G) if gen.place.local(s) else [None] * G)
             for s, _, sh in prog.inputs
@@ -304,7 +309,7 @@ class Session:
                 yield row, prog.feedback_home[tok_arg].stage
         finally:
             if done:
-                self._log.append(("decode", order[: done * G], start))
+                self._log.append((Phase.DECODE, order[: done * G], start))
                 self.position = start + done
                 self.positions += done
                 self._home = dict(progs[done - 1].feedback_home)
@@ -371,7 +376,7 @@ class Session:
         it)."""
         if first is not None:
             jax.block_until_ready([x for x in first if x is not None])
-            self.metrics["time_to_first_token_s"] = time.perf_counter() - self._t0
+            self._time_to_first_token_s = time.perf_counter() - self._t0
 
     def generate(self, n: int) -> np.ndarray:
         """The next ``n`` tokens of every sequence, ``[groups, b, n]`` (with a prefill, its
@@ -433,20 +438,19 @@ class Session:
     def _metrics(self, tokens: int, steps: int, wall: float, before: tuple) -> None:
         c = self.counters
         actions = steps * self.gen.groups * len(self.gen.plans)
-        self.metrics.update(
-            tokens=int(tokens),
+        self.metrics = GenerateMetrics(
             wall_s=wall,
+            tokens=int(tokens),
             tokens_per_s=tokens / wall if wall else float("inf"),
             inter_token_s=wall / steps if steps else 0.0,
             host_per_action_s=(c.host_s - before[3]) / actions if actions else 0.0,
-            bytes_sent=dict(
-                activations=c.activations, feedback=c.feedback, state=c.state
-            ),  # since start, the prefill's included
-            decode_bytes_sent=dict(
-                activations=c.activations - before[0],
-                feedback=c.feedback - before[1],
-                state=c.state - before[2],
+            # since start, the prefill's included
+            bytes_sent=BytesSent(c.activations, c.feedback, c.state),
+            decode_bytes_sent=BytesSent(
+                c.activations - before[0], c.feedback - before[1], c.state - before[2]
             ),
+            prefill_dispatch_s=self._prefill_dispatch_s,
+            time_to_first_token_s=self._time_to_first_token_s,
         )
 
     def profile(self, repeats: int = 3) -> list[float]:

@@ -3,6 +3,7 @@ module the loader reads."""
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 from pathlib import Path
@@ -73,9 +74,9 @@ def _load_dump_dir(path: Path, module: str | None, entry: str | None) -> Program
     for want in order:
         if want in files:
             prog = load(files[want], entry=entry)
-            prog.format = f"xla-dump/{prog.format}"
-            prog.extra["dump_file"] = str(files[want])
-            return prog
+            return dataclasses.replace(
+                prog, format=f"xla-dump/{prog.format}", dump_file=str(files[want])
+            )
     raise LoadError(
         f"{path}: module {picked[0]} has no HLO text or proto file ({', '.join(files)})"
     )

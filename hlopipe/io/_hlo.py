@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import re
 
 from hlopipe.errors import LoadError
@@ -31,9 +32,9 @@ def with_module_header(text: str) -> str:
 
 def _mark_optimized(prog: Program, text: str) -> Program:
     header = text[: text.find("\n")] if "\n" in text else text
-    prog.extra["optimized"] = "is_scheduled=true" in header
-    prog.extra["device_counts"] = _device_counts(text)
-    return prog
+    return dataclasses.replace(
+        prog, optimized="is_scheduled=true" in header, device_counts=_device_counts(text)
+    )
 
 
 def _device_counts(text: str) -> tuple[int | None, int | None]:

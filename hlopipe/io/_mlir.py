@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import re
 import threading
@@ -232,9 +233,7 @@ def _from_export(data: bytes, name: str, entry: str | None) -> Program:
     except Exception as e:
         raise LoadError(f"{name}: not a valid jax.export artifact: {error_text(e)}") from None
     prog = _from_mlir(text.encode(), name, "stablehlo-text", entry)
-    prog.format = "jax-export"
-    prog.extra["exported"] = exp
-    return prog
+    return dataclasses.replace(prog, format="jax-export", exported=exp)
 
 
 def _with_quant_dialect(data: bytes, name: str, error: Exception) -> ir.Module | None:

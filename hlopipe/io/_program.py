@@ -15,7 +15,7 @@ from hlopipe.io import _xla
 from hlopipe.io._types import TokenType, aval_of_type
 
 
-@dataclass
+@dataclass(eq=False)
 class Program:
     """A loaded XLA program, normalised to a StableHLO module.
 
@@ -26,6 +26,19 @@ class Program:
       module: the StableHLO ``jaxlib.mlir.ir.Module`` (in its own context).
       entry: the entry function's name (``main`` for everything JAX and XLA emit).
       source: where it came from (a path or ``"<bytes>"``), used in error messages.
+      hlo_proto: the serialized HloModuleProto when the input was HLO.
+      exported: the ``jax.export.Exported`` of a ``"jax-export"`` artifact (its input and
+        output trees, platforms), else ``None``.
+      optimized: whether this is HLO after XLA's optimisation passes (``compile().as_text()``,
+        an ``after_optimizations`` dump): XLA removes optimisation barriers when it compiles,
+        so such a program has no stage markers left.
+      device_counts: ``(replica_count, num_partitions)`` as HLO text's ``HloModule`` header
+        declares them (``None`` for a count it leaves out); ``None`` for other formats.
+      dump_file: the file of an XLA dump folder that was read, else ``None``.
+
+    A program compares equal only to itself (it is hashed by identity), so other packages
+    can key their own caches by it (``weakref.WeakKeyDictionary``) rather than store them
+    on it.
 
     Example:
       >>> prog = hlopipe.load("model.hlo")
@@ -38,20 +51,26 @@ class Program:
     context: ir.Context
     entry: str = "main"
     source: str = "<bytes>"
-    hlo_proto: bytes | None = None  # the serialized HloModuleProto when the input was HLO
-    extra: dict[str, Any] = field(default_factory=dict)
+    hlo_proto: bytes | None = None
+    exported: jax.export.Exported | None = None
+    optimized: bool = False
+    device_counts: tuple[int | None, int | None] | None = None
+    dump_file: str | None = None
+    # io's own state: the parsed HloModule (made when asked) and whether the functions the
+    # entry never reaches were removed from ``module``
+    _hlo_module: Any = field(default=None, init=False, repr=False)
+    _unreachable_dropped: bool = field(default=False, init=False, repr=False)
 
     @property
     def hlo_module(self) -> Any:
         """The XLA HloModule when the input was HLO (parsed from ``hlo_proto`` when asked)."""
-        module = self.extra.get("hlo_module")
-        if module is None and self.hlo_proto is not None:
-            module = self.extra["hlo_module"] = _xla.hlo_module_from_proto(self.hlo_proto)
-        return module
+        if self._hlo_module is None and self.hlo_proto is not None:
+            self._hlo_module = _xla.hlo_module_from_proto(self.hlo_proto)
+        return self._hlo_module
 
     @hlo_module.setter
     def hlo_module(self, module: Any) -> None:
-        self.extra["hlo_module"] = module
+        self._hlo_module = module
 
     # ---- signature ----------------------------------------------------------------------------
     @property
@@ -79,9 +98,9 @@ class Program:
         arguments as locations (``params['w']`` in StableHLO, ``params__w__`` in HLO text),
         which every format keeps. XLA's generic names (``Arg_0.1``, ``p0``) count as none.
         """
-        exp = self.extra.get("exported")
-        if exp is not None and getattr(exp, "in_tree", None) is not None:
-            tree = jax.tree_util.tree_unflatten(exp.in_tree, range(exp.in_tree.num_leaves))
+        in_tree: Any = self.exported.in_tree if self.exported is not None else None
+        if in_tree is not None:
+            tree = jax.tree_util.tree_unflatten(in_tree, range(in_tree.num_leaves))
             if isinstance(tree, tuple) and len(tree) == 2 and tree[1] == {}:
                 tree = tree[0]  # (args, kwargs) without keywords: paths from the args
             paths = [jax.tree_util.keystr(k) for k, _ in jax.tree_util.tree_leaves_with_path(tree)]
@@ -107,8 +126,7 @@ class Program:
           >>> hlopipe.load("loss.jax_export").top_level_args()     # doctest: +SKIP
           [0, 0, 0, 0, 1, 2]
         """
-        exp = self.extra.get("exported")
-        tree = getattr(exp, "in_tree", None)
+        tree: Any = self.exported.in_tree if self.exported is not None else None
         n = len(self.in_avals)
         if tree is None or tree.num_leaves != n:
             return None
@@ -147,13 +165,6 @@ class Program:
                 _count_ops(root, counts)
         return counts
 
-    @property
-    def optimized(self) -> bool:
-        """Whether this is HLO after XLA's optimisation passes (``compile().as_text()``, an
-        ``after_optimizations`` dump): XLA removes optimisation barriers when it compiles, so
-        such a program has no stage markers left."""
-        return bool(self.extra.get("optimized"))
-
     def stage_markers(self) -> int:
         """How many `hlopipe.stage_boundary` markers the program carries."""
         self.drop_unreachable()
@@ -184,13 +195,13 @@ class Program:
         ``op_counts``, ``stage_markers``, rehydration) calls this first; loading does not, to
         stay as fast as the bare parse, so ``module`` holds them until then.
         """
-        if self.extra.get("dropped_unreachable"):
+        if self._unreachable_dropped:
             return
         from hlopipe.io._load import drop_unreachable
 
         with self.context:
             drop_unreachable(self.module, self.entry)
-        self.extra["dropped_unreachable"] = True
+        self._unreachable_dropped = True
 
     def to_text(self, dialect: str = "stablehlo") -> str:
         """The program as StableHLO text (``"stablehlo"``) or HLO text (``"hlo"``)."""
@@ -229,9 +240,9 @@ class Program:
         from hlopipe.rehydrate import rehydrate
 
         fn = rehydrate(self, **kwargs)
-        exp = self.extra.get("exported")
-        in_tree: Any = getattr(exp, "in_tree", None)
-        out_tree: Any = getattr(exp, "out_tree", None)
+        exp = self.exported
+        in_tree: Any = exp.in_tree if exp is not None else None
+        out_tree: Any = exp.out_tree if exp is not None else None
         if flat or in_tree is None or out_tree is None:
             return fn
         n_out = len(self.out_avals)

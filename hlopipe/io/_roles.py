@@ -446,7 +446,7 @@ def _paths(names: Sequence[str | None], n: int, what: str) -> list[str]:
 
 
 def _out_paths(program: Any, n: int) -> list[str]:
-    exp = program.extra.get("exported")
+    exp = program.exported
     tree = getattr(exp, "out_tree", None)
     if tree is not None and tree.num_leaves == n:
         import jax

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import os
+import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -20,14 +21,19 @@ from hlopipe.rehydrate._on_mesh import Signature, on_mesh
 from hlopipe.rehydrate._outline import outline_manual_parts
 from hlopipe.rehydrate._spmd import SpmdPlan, spmd_plan
 
+# Each program read into records once, kept while the program lives (a ModuleIR holds the
+# module, not the program, so an entry goes when its program does).
+_MODULE_IRS: weakref.WeakKeyDictionary[Program, ModuleIR] = weakref.WeakKeyDictionary()
+
 
 def module_ir(program: Program) -> ModuleIR:
     """The program read into Python records (made once per program, then cached)."""
-    mir = program.extra.get("ir")
+    mir = _MODULE_IRS.get(program)
     if mir is None:
         program.drop_unreachable()  # dead computations are no part of the program
-        mir = ModuleIR(program.module, program.context, source=program.source)
-        program.extra["ir"] = mir
+        mir = _MODULE_IRS[program] = ModuleIR(
+            program.module, program.context, source=program.source
+        )
     return mir
 
 

@@ -205,7 +205,7 @@ def _device_counts(program: Program) -> tuple[int | None, int | None]:
             parts = int(str(attrs["mhlo.num_partitions"]).split(":")[0])
         if "mhlo.num_replicas" in attrs:
             reps = int(str(attrs["mhlo.num_replicas"]).split(":")[0])
-    declared = program.extra.get("device_counts")  # HLO text's header (io/_load.py)
+    declared = program.device_counts  # HLO text's header (io/_hlo.py)
     if parts is None and declared is not None:
         reps, parts = declared
         reps = reps if reps is not None else (1 if parts else None)
@@ -222,7 +222,7 @@ def _runs_on_one_device(program: Program, found: dict[str, Any]) -> bool:
         return False
     if not (found["top"] or found["boundary"]):
         return False
-    declared = program.extra.get("device_counts")
+    declared = program.device_counts
     if declared is None and program.format.rsplit("/", 1)[-1] == "hlo-proto":
         declared = (None, None)
     return declared is not None and all(n in (None, 1) for n in declared)

@@ -5,7 +5,9 @@ Public API:
 * :class:`Pipeline` — build from a loss function, a ``StagedProgram`` or a program file;
   ``init(params) -> PipelineState``, ``step(state, batch) -> (state, StepMetrics)``
   (``profile=True``: a measured timeline), ``infer(state, batch)``, ``timeline()``.
-* :class:`PipelineState`, :class:`StepMetrics` — what ``init`` and ``step`` return.
+* :class:`PipelineState`, :class:`StepMetrics` — what ``init`` and ``step`` return;
+  :class:`Metrics`, the base :class:`StepMetrics` shares with generation's
+  :class:`GenerateMetrics` (bytes sent as :class:`BytesSent`).
 * :class:`Placement`, :func:`place` — ranks onto groups of devices (one ``Mesh`` each).
 * :class:`PipelineExecutionError` — a step failed while running (an action raised, or a
   receive timed out: deadlock or dead rank), naming the rank, step and action.
@@ -31,14 +33,18 @@ from hlopipe.runtime._checkpoint import read_extra as read_checkpoint_extra
 from hlopipe.runtime._comm import host_copy, on_every_process
 from hlopipe.runtime._executor import Mailbox, PipelineExecutionError
 from hlopipe.runtime._finite import compare_losses
+from hlopipe.runtime._metrics import BytesSent, GenerateMetrics, Metrics
 from hlopipe.runtime._multiprocess import Links, ProcessLayout, move_group
 from hlopipe.runtime._pipeline import Pipeline, PipelineState, StepMetrics, measured_timeline
 from hlopipe.runtime._placement import Placement, place
 from hlopipe.runtime._placement import spec_leaves as param_spec_leaves
 
 __all__ = [
+    "BytesSent",
+    "GenerateMetrics",
     "Links",
     "Mailbox",
+    "Metrics",
     "Pipeline",
     "PipelineExecutionError",
     "PipelineState",

@@ -411,10 +411,12 @@ class Pipeline:
             loss = functools.partial(self._loss_on_device, mb_losses)
             grad_norm = functools.partial(self.param_store.grad_norm, pending_norm)
         metrics = StepMetrics(
-            loss, grad_norm, step_time=time.perf_counter() - t_start, timeline=timeline
+            loss,
+            grad_norm,
+            wall_s=time.perf_counter() - t_start,
+            timeline=timeline,
+            grads=self.plan.param_tree(grads) if self.optimizer is None else None,
         )
-        if self.optimizer is None:
-            metrics.grads = self.plan.param_tree(grads)
         return new_state, metrics
 
     def _loss_on_device(self, losses: list[Any]) -> Any:

@@ -11,7 +11,8 @@ Pure Python: imports nothing of hlopipe but :mod:`hlopipe.errors`, and no JAX.
 """
 
 from hlopipe.schedules._auto import Candidate, Search, best, rank_candidates
-from hlopipe.schedules._decode import decode, steady_bubble
+from hlopipe.schedules._costs import CostKey, CostKind
+from hlopipe.schedules._decode import Phase, decode, steady_bubble
 from hlopipe.schedules._generators import (
     GENERATORS,
     canonical_name,
@@ -43,8 +44,11 @@ __all__ = [
     "GENERATORS",
     "Action",
     "Candidate",
+    "CostKey",
+    "CostKind",
     "Kind",
     "Overlap",
+    "Phase",
     "Schedule",
     "Search",
     "Timeline",

@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TypedDict, Unpack
 
 from hlopipe.errors import ScheduleError
+from hlopipe.schedules._costs import CostKey, CostKind, GivenCosts
 from hlopipe.schedules._generators import get
 from hlopipe.schedules._ir import Schedule
-from hlopipe.schedules._simulate import OVERLAP_COST, resolve_costs, simulate
+from hlopipe.schedules._simulate import resolve_costs, simulate
 
 # Stages per rank tried for each training schedule.
 VIRTUAL_CHOICES: dict[str, tuple[int, ...]] = {
@@ -57,25 +58,19 @@ class Candidate:
         }
 
 
-def _scaled_costs(
-    costs: Mapping[str, float] | None, v: int, m: int, base_m: int
-) -> dict[str, float]:
+def _scaled_costs(costs: GivenCosts | None, v: int, m: int, base_m: int) -> dict[CostKey, float]:
     """Costs given for one microbatch of the base size through one rank's share (v = 1),
     made per stage of v stages per rank and per microbatch of the size m gives."""
-    c = resolve_costs(costs)
     size = base_m / m  # relative microbatch size
-    out: dict[str, float] = {}
-    for key, value in c.items():
-        base, _, stage = key.partition("@")
-        if base == "send":
+    out: dict[CostKey, float] = {}
+    for key, value in resolve_costs(costs).items():
+        if key.kind is CostKind.SEND:
             out[key] = value * size
-        elif stage:
-            for t in range(int(stage) * v, int(stage) * v + v):
-                out[f"{base}@{t}"] = value * size / v
+        elif key.stage is not None:
+            for t in range(key.stage * v, key.stage * v + v):
+                out[CostKey(key.kind, t)] = value * size / v
         else:
             out[key] = value * size / v
-    if OVERLAP_COST in out and not (costs and OVERLAP_COST in costs):
-        del out[OVERLAP_COST]
     return out
 
 
@@ -100,7 +95,7 @@ def _checked(search: Search) -> None:
 def rank_candidates(
     num_ranks: int,
     num_microbatches: int,
-    costs: Mapping[str, float] | None = None,
+    costs: GivenCosts | None = None,
     **search: Unpack[Search],
 ) -> list[Candidate]:
     """Every schedule :func:`best` considers, simulated; those that fit first, fastest first.
@@ -146,7 +141,7 @@ def rank_candidates(
 def best(
     num_ranks: int,
     num_microbatches: int,
-    costs: Mapping[str, float] | None = None,
+    costs: GivenCosts | None = None,
     **search: Unpack[Search],
 ) -> Schedule:
     """The training schedule with the shortest simulated step whose memory fits.

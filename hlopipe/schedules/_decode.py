@@ -17,14 +17,16 @@ makes the group's state and first token. Its dependencies are those of any step 
 stage; no feedback, as it is a first step), so the prefills are pipelined like the decode
 steps: stage ``s`` runs group ``g + 1``'s prefill while stage ``s + 1`` runs group ``g``'s, and
 with ``groups >= 2`` the first stage starts group 0's first decode step while later stages are
-still prefilling the later groups. The simulator costs a prefill step ``costs["prefill"]``
-(default: ``F``'s), the Chrome trace marks each event's ``phase``.
+still prefilling the later groups. The simulator costs a prefill step the ``prefill`` cost
+(default: ``F``'s), the Chrome trace marks each event's :class:`Phase`.
 
 With every step costing the same, each rank is busy ``groups`` of every ``stages`` time units
 while ``groups < stages``: the steady-state bubble is ``max(0, 1 - groups / stages)``.
 """
 
 from __future__ import annotations
+
+from enum import Enum
 
 from hlopipe.errors import ScheduleError
 from hlopipe.schedules._ir import Action, Kind, Schedule
@@ -60,9 +62,24 @@ def feedback_source(schedule: Schedule, action: Action) -> Action | None:
     return Action(schedule.num_stages - 1, Kind.F, action.microbatch - g)
 
 
+class Phase(str, Enum):  # noqa: UP042 - the house style: a str mixin
+    """Which program a step of a decode schedule runs."""
+
+    PREFILL = "prefill"  # a group's prefill: reads the prompt, makes the state, first token
+    DECODE = "decode"  # one decode step
+
+    def __str__(self) -> str:
+        return self.value
+
+
 def is_prefill(schedule: Schedule, microbatch: int) -> bool:
     """Whether ``microbatch`` of a decode schedule is a group's prefill."""
     return schedule.prefill and microbatch < schedule.feedback_groups
+
+
+def phase_of(schedule: Schedule, microbatch: int) -> Phase:
+    """The :class:`Phase` of ``microbatch`` of a decode schedule."""
+    return Phase.PREFILL if is_prefill(schedule, microbatch) else Phase.DECODE
 
 
 def feeds_back(schedule: Schedule, microbatch: int) -> bool:

@@ -4,6 +4,7 @@ among candidate orders by simulating them (used by the interleaved and V-shaped 
 from __future__ import annotations
 
 from hlopipe.errors import Keyword, ScheduleError
+from hlopipe.schedules import _costs as _c
 from hlopipe.schedules._ir import Kind, Schedule
 
 F, B, I, W = Kind.F, Kind.B, Kind.I, Kind.W
@@ -34,7 +35,10 @@ def _looped(p: int, v: int) -> tuple[int, ...]:
 
 # The two cost models candidates are compared at: unit costs (F = I = W = 1, B = 2) and a
 # backward twice the forward with a cheap weight gradient (F = 1, B = 2, I = 1.5, W = 0.5).
-_COST_MODELS = ({"F": 1.0, "B": 2.0, "I": 1.0, "W": 1.0}, {"F": 1.0, "B": 2.0, "I": 1.5, "W": 0.5})
+_COST_MODELS = (
+    {_c.F: 1.0, _c.B: 2.0, _c.I: 1.0, _c.W: 1.0},
+    {_c.F: 1.0, _c.B: 2.0, _c.I: 1.5, _c.W: 0.5},
+)
 # Above this many (stage, microbatch) pairs a generator keeps its textbook rule rather than
 # simulating alternatives (each costs a few simulations of the whole schedule).
 _SEARCH_LIMIT = 4096

@@ -7,6 +7,7 @@ import os
 from typing import Any
 
 from hlopipe.errors import ScheduleError
+from hlopipe.schedules._decode import phase_of
 from hlopipe.schedules._ir import COMM_KINDS, COMPUTE_KINDS, Kind, Schedule
 from hlopipe.schedules._simulate import Timeline
 
@@ -299,5 +300,8 @@ def _decode_args(schedule: Schedule, microbatch: int) -> dict:
     g = schedule.feedback_groups
     if not g:
         return {}
-    phase = "prefill" if schedule.prefill and microbatch < g else "decode"
-    return {"group": microbatch % g, "step": microbatch // g, "phase": phase}
+    return {
+        "group": microbatch % g,
+        "step": microbatch // g,
+        "phase": phase_of(schedule, microbatch),
+    }

@@ -2,69 +2,69 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from hlopipe.errors import ScheduleError
+from hlopipe.schedules import _costs as _c
 from hlopipe.schedules import _engine
+from hlopipe.schedules._costs import CostKey, GivenCosts, cost_key
 from hlopipe.schedules._decode import is_prefill
 from hlopipe.schedules._ir import COMPUTE_KINDS, Action, Kind, Schedule
 
-DEFAULT_COSTS: dict[str, float] = {"F": 1.0, "B": 2.0, "I": 1.0, "W": 1.0, "send": 0.0}
-OVERLAP_COST = "F&B"  # the cost of an OVERLAP_F_B; when not given, the sum of its parts
-PREFILL_COST = "prefill"  # a decode schedule's prefill step; when not given, F's
+DEFAULT_COSTS: dict[CostKey, float] = {_c.F: 1.0, _c.B: 2.0, _c.I: 1.0, _c.W: 1.0, _c.SEND: 0.0}
 
 
-def resolve_costs(costs: Mapping[str, float] | None) -> dict[str, float]:
+def resolve_costs(costs: GivenCosts | None) -> dict[CostKey, float]:
     """Fill in the costs not given, keeping B = I + W when two of the three are given.
 
-    Keys: ``F``, ``B``, ``I``, ``W``, ``send``, ``F&B`` (an OVERLAP_F_B; by default the sum of
-    its two parts), ``prefill`` (a decode schedule's prefill step; by default F's), and
-    ``<kind>@<stage>`` (say ``F@3``) for one stage's cost. Given only B, I = W = B / 2; given I
-    and W, B = I + W; given B and one of I, W, the other is the rest of B. Defaults: F=1, B=2,
-    I=1, W=1, send=0.
+    Keys (:class:`CostKey`, or the text it prints, which is parsed here): ``F``, ``B``, ``I``,
+    ``W``, ``send``, ``F&B`` (an OVERLAP_F_B; by default the sum of its two parts),
+    ``prefill`` (a decode schedule's prefill step; by default F's), and ``<kind>@<stage>``
+    (say ``F@3``) for one stage's cost. Given only B, I = W = B / 2; given I and W,
+    B = I + W; given B and one of I, W, the other is the rest of B. Defaults: F=1, B=2, I=1,
+    W=1, send=0.
 
-    >>> resolve_costs({"B": 3, "W": 1})["I"]
+    >>> resolve_costs({"B": 3, "W": 1})[CostKey.parse("I")]
     2.0
+
+    Raises:
+      ScheduleError: a key that names no cost, or a value that is not a finite number >= 0.
     """
-    given: dict[str, float] = {}
+    given: dict[CostKey, float] = {}
     for key, value in (costs or {}).items():
-        base, _, stage = str(key).partition("@")
-        known = base in DEFAULT_COSTS or base in (OVERLAP_COST, PREFILL_COST)
-        if not known or (stage and (base in ("send", OVERLAP_COST) or not stage.isdigit())):
-            raise ScheduleError(
-                f"unknown cost {key!r}; use F, B, I, W, send, {OVERLAP_COST}, {PREFILL_COST}, or "
-                "<kind>@<stage> such as F@3"
-            )
+        typed = cost_key(key)
         try:
             number = float(value)
         except (TypeError, ValueError) as e:
-            raise ScheduleError(f"cost {key}={value!r} is not a number") from e
+            raise ScheduleError(f"cost {typed}={value!r} is not a number") from e
         if not number >= 0 or number == float("inf"):
-            raise ScheduleError(f"cost {key}={value!r} must be a finite number >= 0")
-        given[str(key)] = number
+            raise ScheduleError(f"cost {typed}={value!r} must be a finite number >= 0")
+        given[typed] = number
     out = dict(DEFAULT_COSTS)
     out.update(given)
-    b, i, w = given.get("B"), given.get("I"), given.get("W")
+    b, i, w = given.get(_c.B), given.get(_c.I), given.get(_c.W)
     if b is not None and i is None and w is None:
-        out["I"] = out["W"] = b / 2
+        out[_c.I] = out[_c.W] = b / 2
     elif b is not None and (i is None) != (w is None):
         rest = b - (i if i is not None else w)  # type: ignore[operator]
         if rest < 0:
             raise ScheduleError(f"costs: B={b} is smaller than I or W")
-        out["W" if w is None else "I"] = rest
+        out[_c.W if w is None else _c.I] = rest
     elif b is None and (i is not None or w is not None):
-        out["B"] = out["I"] + out["W"]
+        out[_c.B] = out[_c.I] + out[_c.W]
     return out
 
 
-def parse_costs(text: str) -> dict[str, float]:
+def parse_costs(text: str) -> dict[CostKey, float]:
     """``"F=1,B=2,send=0.1"`` as a cost mapping (for the command line).
 
-    >>> parse_costs("F=1, B=2, F@3=1.5")
+    >>> {str(k): v for k, v in parse_costs("F=1, B=2, F@3=1.5").items()}
     {'F': 1.0, 'B': 2.0, 'F@3': 1.5}
+
+    Raises:
+      ScheduleError: an item that is not ``KEY=NUMBER``, or a key that names no cost.
     """
-    out: dict[str, float] = {}
+    out: dict[CostKey, float] = {}
     for item in text.split(","):
         if not item.strip():
             continue
@@ -72,12 +72,12 @@ def parse_costs(text: str) -> dict[str, float]:
         if not sep:
             raise ScheduleError(f"costs: expected KEY=NUMBER, got {item.strip()!r}")
         try:
-            out[key.strip()] = float(value)
+            out[CostKey.parse(key)] = float(value)
         except ValueError as e:
             raise ScheduleError(
                 f"costs: {value.strip()!r} is not a number (in {item.strip()!r})"
             ) from e
-    resolve_costs(out)  # reject unknown keys now
+    resolve_costs(out)  # reject bad values now
     return out
 
 
@@ -87,7 +87,7 @@ class Timeline:
 
     Attributes:
       schedule: the schedule simulated.
-      costs: the costs used (see :func:`resolve_costs`).
+      costs: the costs used, by :class:`CostKey` (see :func:`resolve_costs`).
       events: per rank, ``(action, start, end)`` in list order. Sends last no time; a receive
         spans from when its rank reaches it to when the data lands.
       makespan: the end of the last action (the schedule starts at 0).
@@ -104,7 +104,7 @@ class Timeline:
     """
 
     schedule: Schedule
-    costs: dict[str, float]
+    costs: dict[CostKey, float]
     events: dict[int, list[tuple[Action, float, float]]]
     makespan: float
     busy: dict[int, float]
@@ -147,15 +147,15 @@ class Timeline:
 
 def simulate(
     schedule: Schedule,
-    costs: Mapping[str, float] | None = None,
+    costs: GivenCosts | None = None,
 ) -> Timeline:
     """Simulate ``schedule`` and return its :class:`Timeline`.
 
     What it models: each rank runs its list in order, one action at a time (an OVERLAP_F_B is
-    one action costing ``costs["F&B"]``, by default the sum of its parts); an action starts
+    one action costing the ``F&B`` cost, by default the sum of its parts); an action starts
     when its rank is free and its inputs are there (F after the previous stage's F, B or I
     after the next stage's B or I and this stage's F, W after this stage's I); a transfer
-    between ranks takes ``costs["send"]`` and overlaps with compute (sends do not block the
+    between ranks takes the ``send`` cost and overlaps with compute (sends do not block the
     sender; receives block the receiver). Costs are per kind, or per stage and kind
     (``"F@3"``) for unbalanced stages. Compute-only and lowered schedules give the same times.
 
@@ -171,29 +171,25 @@ def simulate(
     (22.0, 0.2727, 4)
     """
     c = resolve_costs(costs)
-    by_stage = {
-        (int(k.partition("@")[2]), k.partition("@")[0]): v for k, v in c.items() if "@" in k
-    }
-    for stage, _ in by_stage:
-        if stage >= schedule.num_stages:
+    for key in c:
+        if key.stage is not None and key.stage >= schedule.num_stages:
             raise ScheduleError(
-                f"cost for stage {stage}, but the schedule has {schedule.num_stages}"
+                f"cost for stage {key.stage}, but the schedule has {schedule.num_stages}"
             )
 
     def duration(a: Action) -> float:
         if a.kind is Kind.OVERLAP_F_B:
-            if OVERLAP_COST in c:
-                return c[OVERLAP_COST]
+            if _c.OVERLAP in c:
+                return c[_c.OVERLAP]
             return sum(duration(part) for part in a.parts)
         if a.kind not in COMPUTE_KINDS:
             return 0.0
-        kind = a.kind.value
+        own = c.get(CostKey(a.kind, a.stage), c[CostKey(a.kind)])
         if is_prefill(schedule, a.microbatch) and a.kind is Kind.F:  # a decode's prefill
-            f = by_stage.get((a.stage, kind), c[kind])
-            return by_stage.get((a.stage, PREFILL_COST), c.get(PREFILL_COST, f))
-        return by_stage.get((a.stage, kind), c[kind])
+            return c.get(CostKey(_c.CostKind.PREFILL, a.stage), c.get(_c.PREFILL, own))
+        return own
 
-    events = _engine.run(schedule, duration, c["send"])
+    events = _engine.run(schedule, duration, c[_c.SEND])
     makespan = max((e for evs in events.values() for _, _, e in evs), default=0.0)
     busy = {
         r: sum(e - s for a, s, e in evs if a.kind in COMPUTE_KINDS) for r, evs in events.items()
@@ -240,7 +236,7 @@ def align(schedule: Schedule) -> Schedule:
     ['0F0', '.', '.', '0B0']
     """
     compute = schedule.compute_only()
-    ones = {"F": 1.0, "B": 1.0, "I": 1.0, "W": 1.0, "send": 0.0, OVERLAP_COST: 1.0}
+    ones = {_c.F: 1.0, _c.B: 1.0, _c.I: 1.0, _c.W: 1.0, _c.SEND: 0.0, _c.OVERLAP: 1.0}
     events = simulate(compute, ones).events
     rows: dict[int, list[Action | None]] = {}
     for r, evs in events.items():

@@ -136,7 +136,7 @@ def _run(
     for a, v in zip(plan.roles.frozen, plan.frozen, strict=True):
         values[a.position] = v
     trained = [i for i in roles.parameters if np.dtype(program.in_avals[i].dtype).kind in "fc"]
-    tree = getattr(program.extra.get("exported"), "in_tree", None)
+    tree = program.exported.in_tree if program.exported is not None else None
     call = program.as_function(flat=roles.evidence is not Evidence.TREE)
     m, mb = plan.num_microbatches, plan.microbatch
 

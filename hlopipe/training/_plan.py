@@ -339,7 +339,8 @@ def simulated_bubble(schedule: str, ranks: int, num_microbatches: int, virtual: 
         sched = schedules.get(schedule, ranks, num_microbatches, virtual)
     except ScheduleError:
         return float("nan")
-    return float(schedules.simulate(sched, {"F": 1, "B": 2}).bubble_fraction)
+    unit = {schedules.CostKey(schedules.Kind.F): 1.0, schedules.CostKey(schedules.Kind.B): 2.0}
+    return float(schedules.simulate(sched, unit).bubble_fraction)
 
 
 def _bubble_note(schedule: str, ranks: int, m: int, v: int, stages: int | None) -> tuple[Any, ...]:

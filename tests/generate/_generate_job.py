@@ -98,8 +98,8 @@ def main() -> int:
         again = gen.start(prompts)
         assert np.array_equal(again.generate(N), toks)
         m = again.metrics
-        print(f"METRICS {m['tokens_per_s']:.0f} tokens/s, {m['inter_token_s'] * 1e3:.2f} ms per "
-              f"token, TTFT {m['time_to_first_token_s'] * 1e3:.1f} ms", flush=True)  # fmt: skip
+        print(f"METRICS {m.tokens_per_s:.0f} tokens/s, {m.inter_token_s * 1e3:.2f} ms per "
+              f"token, TTFT {m.time_to_first_token_s * 1e3:.1f} ms", flush=True)  # fmt: skip
     print(f"TOKENS {' '.join(map(str, toks[0, 0]))}", flush=True)
     ref, ref_states = generate_unsplit(dec, params, N, prefill=pre, prompts=prompts)
     np.save(os.path.join(args.out, f"tokens-{me}.npy"), toks)
@@ -112,7 +112,7 @@ def main() -> int:
             close = np.allclose(mine, theirs, rtol=1e-5, atol=1e-5)  # tensor parallel sums
             diffs[f"{g}{path}"] = np.array([close, np.max(np.abs(mine - theirs))])
     np.savez(os.path.join(args.out, f"caches-{me}.npz"), **diffs)
-    print(f"SENT {session.metrics['bytes_sent']}", flush=True)
+    print(f"SENT {session.metrics.bytes_sent._asdict()}", flush=True)
     return 0
 
 

@@ -51,7 +51,7 @@ def main() -> int:
             theirs = ref_states[g][paths.index(path)]
             close[f"{g}{path}"] = np.allclose(mine, theirs, rtol=1e-5, atol=1e-5)
     np.savez(os.path.join(out, f"caches-{me}.npz"), **close)
-    print(f"SENT {me} {session.metrics['bytes_sent']}", flush=True)
+    print(f"SENT {me} {session.metrics.bytes_sent._asdict()}", flush=True)
     return 0
 
 

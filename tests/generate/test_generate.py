@@ -130,16 +130,14 @@ def test_split_generation_equals_unsplit(S):
         for g in range(groups):
             for mine, theirs in zip(session.state(g), ref_states[g], strict=True):
                 np.testing.assert_array_equal(mine, theirs)  # bit-equal caches
-        sent = session.metrics["bytes_sent"]
-        assert sent["state"] == 0
-        assert (
-            session.metrics["time_to_first_token_s"] > 0 and session.metrics["tokens"] == toks.size
-        )
-        decode_sent = session.metrics["decode_bytes_sent"]
-        assert decode_sent["activations"] + decode_sent["feedback"] == (N - 1) * groups * per_step
-        assert decode_sent["state"] == 0
+        sent = session.metrics.bytes_sent
+        assert sent.state == 0
+        assert session.metrics.time_to_first_token_s > 0 and session.metrics.tokens == toks.size
+        decode_sent = session.metrics.decode_bytes_sent
+        assert decode_sent.activations + decode_sent.feedback == (N - 1) * groups * per_step
+        assert decode_sent.state == 0
         prefill_act = sum(p.send_bytes for p in gen.prefill.plans) * groups
-        assert sent["activations"] + sent["feedback"] == (N - 1) * groups * per_step + prefill_act
+        assert sent.activations + sent.feedback == (N - 1) * groups * per_step + prefill_act
 
 
 def test_hlo_text_decode_without_prefill():
@@ -196,13 +194,13 @@ def test_cache_stacked_over_layers_is_sliced_per_stage(S):
         assert [m.shape for m in mine] == [(L, B, CFG.max_len, 4, 8)] * 2
         for a, b in zip(mine, ref_states[g], strict=True):
             np.testing.assert_array_equal(a, b)  # bit-equal, reassembled
-    sent = session.metrics["bytes_sent"]
-    assert sent["state"] == 0
+    sent = session.metrics.bytes_sent
+    assert sent.state == 0
     act = sum(p.send_bytes for p in gen.plans)
     prefill_act = sum(p.send_bytes for p in gen.prefill.plans)
     assert act > 0 and prefill_act > 0
     # only activations and the token move, prefill included: no cache bytes
-    assert sent["activations"] == (N - 1) * 2 * act + 2 * prefill_act
+    assert sent.activations == (N - 1) * 2 * act + 2 * prefill_act
     # a given (reassembled) state is sliced back onto the stages
     first = toks[:, :, -1]
     again = gen.start(tokens=first, position=0, state=[session.state(g) for g in range(2)])
@@ -317,7 +315,7 @@ def test_sampling_with_a_key_fed_back():
     ref, _ = generate_unsplit(prog, params(), 16, tokens=first, feedback={"[4]": keys})
     np.testing.assert_array_equal(toks, ref)
     assert len(np.unique(toks)) >= 8
-    assert session.metrics["bytes_sent"]["feedback"] == 15 * 2 * B * 4  # the token only
+    assert session.metrics.bytes_sent.feedback == 15 * 2 * B * 4  # the token only
     other = gen.start(tokens=first, feedback={"[4]": keys[::-1]}).generate(16)
     assert not np.array_equal(other, toks)  # the key matters
     with pytest.raises(
@@ -344,10 +342,10 @@ def test_stream_gives_the_tokens_of_the_unsplit_program_step_by_step():
             np.testing.assert_array_equal(mine, theirs)
     theory = gen.bytes_per_token()
     m = session.metrics
-    assert m["tokens"] == 2 * B * N and m["time_to_first_token_s"] > 0
-    sent = m["decode_bytes_sent"]
-    assert sent["activations"] + sent["feedback"] == (N - 1) * 2 * sum(theory.values())
-    assert sent["state"] == 0
+    assert m.tokens == 2 * B * N and m.time_to_first_token_s > 0
+    sent = m.decode_bytes_sent
+    assert sent.activations + sent.feedback == (N - 1) * 2 * sum(theory.values())
+    assert sent.state == 0
 
     session = gen.start(prompts)
     it = session.stream(N)

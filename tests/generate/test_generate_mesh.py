@@ -56,8 +56,8 @@ def test_two_stages_on_data_by_model_meshes_generate_the_unsplit_tokens():
         # tensor parallel sums partial products in another order: equal to rounding
         for mine, theirs in zip(session.state(g), ref_states[g], strict=True):
             np.testing.assert_allclose(mine, theirs, rtol=1e-5, atol=1e-5)
-    sent = session.metrics["bytes_sent"]
-    assert sent["state"] == 0 and sent["activations"] > 0
+    sent = session.metrics.bytes_sent
+    assert sent.state == 0 and sent.activations > 0
 
 
 @pytest.mark.xla_default

@@ -77,7 +77,7 @@ def _check(kind: str, stages: int | None):
     ref, _ = generate_unsplit(dec, _params(), TOKENS, prefill=pre, prompts=prompts)
     np.testing.assert_array_equal(toks, ref)
     assert len(np.unique(toks)) >= 3
-    assert session.metrics["bytes_sent"]["state"] == 0
+    assert session.metrics.bytes_sent.state == 0
     return gen
 
 

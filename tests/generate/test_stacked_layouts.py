@@ -51,11 +51,11 @@ def test_stacked_cache_is_sliced_along_its_layer_axis(layout, S, fmt):
     np.testing.assert_array_equal(toks[0], ref)
     (joined,) = session.state(0)
     np.testing.assert_allclose(joined, cache, rtol=1e-5, atol=1e-6)
-    sent = session.metrics["bytes_sent"]
-    assert sent["state"] == 0  # measured: no cache byte crosses a stage, prefill included
+    sent = session.metrics.bytes_sent
+    assert sent.state == 0  # measured: no cache byte crosses a stage, prefill included
     act = sum(p.send_bytes for p in gen.plans)
     assert act == (S - 1) * m.B * m.D * 4  # the residual stream only
-    assert sent["activations"] == (N - 1) * act + sum(p.send_bytes for p in gen.prefill.plans)
+    assert sent.activations == (N - 1) * act + sum(p.send_bytes for p in gen.prefill.plans)
 
 
 def test_a_stacked_cache_whose_layer_axis_cannot_be_told_is_kept_whole_with_a_warning():

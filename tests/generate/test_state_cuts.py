@@ -82,7 +82,7 @@ def test_state_stays_on_its_stage_and_tokens_equal_the_unsplit_program():
     ref, _ = generate_unsplit(prog, _params(), T, tokens=first)
     np.testing.assert_array_equal(toks, ref)
     assert len(np.unique(toks)) >= 4
-    assert session.metrics["bytes_sent"]["state"] == 0
+    assert session.metrics.bytes_sent.state == 0
 
 
 def test_no_cut_keeping_state_local_names_the_state():

@@ -85,7 +85,7 @@ def test_the_cost_model_does_not_send_the_updated_k_and_v():
     ref, _ = generate_unsplit(prog, _params(), T, tokens=FIRST)
     np.testing.assert_array_equal(toks, ref)
     assert len(np.unique(toks)) >= 3
-    assert session.metrics["bytes_sent"]["state"] == 0
+    assert session.metrics.bytes_sent.state == 0
 
 
 def test_markers_that_cut_inside_attention_count_state_sent():
@@ -98,9 +98,9 @@ def test_markers_that_cut_inside_attention_count_state_sent():
     toks = session.generate(T)
     ref, _ = generate_unsplit(prog, _params(), T, tokens=FIRST)
     np.testing.assert_array_equal(toks, ref)
-    sent = session.metrics["bytes_sent"]
-    assert sent["state"] == T * 2 * KV_BYTES  # measured: each step sends layer 0's K and V
-    assert sent["activations"] == T * theory["activations"]
+    sent = session.metrics.bytes_sent
+    assert sent.state == T * 2 * KV_BYTES  # measured: each step sends layer 0's K and V
+    assert sent.activations == T * theory["activations"]
     assert theory["activations"] < KV_BYTES  # the query and the residual stream only
     text = repr(gen)
     assert f"stage 0 sends {KV_BYTES} B of state [1][0] per token to stage 1" in text

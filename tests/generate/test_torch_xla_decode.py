@@ -96,7 +96,7 @@ def test_generator_equals_torch_and_the_unsplit_program(S):
             mine = dict(zip((x.arg for x in gen.split.slots), session.state(g), strict=True))
             for r, want in zip(dec.arg_roles().state, ref_states[g], strict=True):
                 np.testing.assert_array_equal(mine[r.index], want)  # see the docstring
-        assert session.metrics["bytes_sent"]["state"] == 0
+        assert session.metrics.bytes_sent.state == 0
     assert len(np.unique(ref[0])) >= 6
 
 
@@ -146,4 +146,4 @@ def test_optimised_pair_without_markers_is_cut_with_its_decode_step():
     toks = session.generate(2)
     np.testing.assert_array_equal(toks[0, :, 0], TORCH_PRE["out_1"])
     np.testing.assert_array_equal(toks[0, :, 1], TORCH_DEC["out_1"])
-    assert session.metrics["bytes_sent"]["state"] == 0
+    assert session.metrics.bytes_sent.state == 0

@@ -148,7 +148,7 @@ def test_dump_folder(dump_dir) -> None:
     assert any(".jit_f" in k for k in modules) and any(".jit_other" in k for k in modules)
     prog = hlopipe.load(dump_dir, module="jit_f")
     assert prog.format == "xla-dump/hlo-proto"
-    assert "before_optimizations" in prog.extra["dump_file"]
+    assert "before_optimizations" in prog.dump_file
     x = jnp.linspace(0, 1, 128, dtype=jnp.float32).reshape(2, 64)
     big = np.arange(4096, dtype=np.float32).reshape(64, 64) / 4096
     np.testing.assert_allclose(prog.as_function()(x), jnp.tanh(x @ big) + 1.0, rtol=1e-6)
@@ -225,7 +225,7 @@ def test_dump_folder_module_names_with_dots(tmp_path) -> None:
     (tmp_path / f"{stem}.debug_options").write_text("")
     assert list(dump_modules(tmp_path)) == [stem]
     prog = hlopipe.load(tmp_path)
-    assert prog.extra["dump_file"].endswith(".40.before_optimizations.txt")
+    assert prog.dump_file.endswith(".40.before_optimizations.txt")
     np.testing.assert_allclose(prog.as_function()(x), np.tanh(x) * 2, rtol=1e-6)
     (tmp_path / f"{stem}.before_optimizations.txt").unlink()
-    assert hlopipe.load(tmp_path).extra["dump_file"].endswith(".40.cpu_after_optimizations.txt")
+    assert hlopipe.load(tmp_path).dump_file.endswith(".40.cpu_after_optimizations.txt")

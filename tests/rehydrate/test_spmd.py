@@ -95,7 +95,7 @@ def test_outline_manual_parts_moves_a_shard_map_into_one_op() -> None:
 )
 def test_hlo_text_device_counts_come_from_its_header(header: str, counts: tuple) -> None:
     text = header + "ENTRY main {\n  ROOT x = f32[2] parameter(0)\n}\n"
-    assert hlopipe.load(text).extra["device_counts"] == counts
+    assert hlopipe.load(text).device_counts == counts
 
 
 _ADD = "add {\n  x = f32[] parameter(0)\n  y = f32[] parameter(1)\n  ROOT s = f32[] add(x, y)\n}\n"

@@ -229,7 +229,7 @@ def test_measured_timeline(tmp_path):
     assert tl.makespan > 0 and 0 <= tl.bubble_fraction < 1
     # the residuals actually held follow the schedule's peak-activation figure
     assert tl.peak_activations == schedules.simulate(pipe.schedule).peak_activations
-    assert {"F", "B", "send"} <= set(tl.costs)
+    assert {"F", "B", "send"} <= set(map(str, tl.costs))
     out = tmp_path / "timeline.png"
     schedules.plot(tl, out)
     assert out.stat().st_size > 0

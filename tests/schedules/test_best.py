@@ -50,7 +50,8 @@ def test_microbatch_counts_are_searched_and_scaled():
 
 
 def test_costs_are_scaled_per_stage_and_microbatch():
-    c = _scaled_costs({"F": 2, "B": 4, "F@1": 6, "send": 1}, v=2, m=16, base_m=8)
+    scaled = _scaled_costs({"F": 2, "B": 4, "F@1": 6, "send": 1}, v=2, m=16, base_m=8)
+    c = {str(k): v for k, v in scaled.items()}
     assert c["F"] == 0.5 and c["B"] == 1.0 and c["send"] == 0.5
     assert c["F@2"] == c["F@3"] == 1.5  # rank 1's share split in two stages
 

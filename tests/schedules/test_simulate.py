@@ -3,7 +3,7 @@
 import pytest
 
 from hlopipe.errors import ScheduleError
-from hlopipe.schedules import Action, align, get, resolve_costs, simulate
+from hlopipe.schedules import Action, CostKey, CostKind, Kind, align, get, resolve_costs, simulate
 
 UNIT = {"F": 1, "B": 1, "send": 0}
 SPLIT = {"F": 1, "I": 1, "W": 1, "send": 0}  # a full B is I + W = 2
@@ -68,10 +68,13 @@ def test_zb_v_beats_zb_h1():
 
 
 def test_costs_are_resolved_consistently():
-    assert resolve_costs(None) == {"F": 1, "B": 2, "I": 1, "W": 1, "send": 0}
-    assert resolve_costs({"B": 3}) == {"F": 1, "B": 3, "I": 1.5, "W": 1.5, "send": 0}
-    assert resolve_costs({"I": 2, "W": 0.5})["B"] == 2.5
-    assert resolve_costs({"B": 2, "W": 0.5})["I"] == 1.5
+    def text(costs):
+        return {str(k): v for k, v in costs.items()}
+
+    assert text(resolve_costs(None)) == {"F": 1, "B": 2, "I": 1, "W": 1, "send": 0}
+    assert text(resolve_costs({"B": 3})) == {"F": 1, "B": 3, "I": 1.5, "W": 1.5, "send": 0}
+    assert text(resolve_costs({"I": 2, "W": 0.5}))["B"] == 2.5
+    assert text(resolve_costs({"B": 2, "W": 0.5}))["I"] == 1.5
     with pytest.raises(ScheduleError, match="unknown cost 'X'"):
         resolve_costs({"X": 1})
     with pytest.raises(ScheduleError, match="must be a finite number >= 0"):
@@ -131,3 +134,21 @@ def test_align_shows_bubbles():
     text = {r: " ".join(str(a) if a else "." for a in row) for r, row in rows.items()}
     assert text[0] == "0F0 0F1 0F2 . . 0B0 . 0B1 . 0B2"
     assert text[2] == ". . 2F0 2B0 2F1 2B1 2F2 2B2"
+
+
+def test_cost_keys_print_as_typed_and_parse_back():
+    texts = ["F", "B", "I", "W", "send", "F&B", "prefill", "F@0", "W@12", "prefill@3"]
+    for text in texts:
+        assert str(CostKey.parse(text)) == text
+    assert CostKey.parse("B@2") == CostKey(Kind.B, 2)
+    assert CostKey.parse("send") == CostKey(CostKind.SEND)
+    for bad in ["send@1", "F&B@0", "F@", "F@-1", "SEND_F", "f", "X@1"]:
+        with pytest.raises(ScheduleError, match=f"unknown cost {bad!r}"):
+            CostKey.parse(bad)
+    with pytest.raises(ScheduleError, match="no cost for kind RECV_F"):
+        CostKey(Kind.RECV_F)
+    with pytest.raises(ScheduleError, match="a stage is a number >= 0"):
+        CostKey(CostKind.SEND, 1)
+    # text and typed keys name the same cost
+    s = get("1f1b", 2, 2)
+    assert simulate(s, {"F@1": 5}).costs == simulate(s, {CostKey(Kind.F, 1): 5}).costs
