@@ -178,6 +178,9 @@ class Generator:
                 Keyword("prefill_params"), " given without a prefill (", Keyword("prefill"), ")"
             )
         S = self.split.num_stages
+        # the program whose arguments the roles index: a prefill's are matched to it (a
+        # stacked split's roles are its sliced program's: the prefill matched in order only)
+        self._match_with = decode if self.stacked is None else None
         self.prefill = None if prefill is None else _Prefill(prefill, self, S, prefill_params)
 
     def _place(
@@ -503,7 +506,8 @@ class _Prefill:
 
     def __init__(self, program: Any, gen: Generator, S: int, own: Any = None) -> None:
         what = f"the prefill {getattr(program, 'source', '')}".rstrip()
-        self.prompt_arg, param_of, constants = prefill_args(program, gen.roles, what, own)
+        self.args = prefill_args(program, gen.roles, what, own, gen._match_with)
+        self.prompt_arg, param_of, constants = self.args[:3]
         # its own lifted constants are parameters of keys beyond the decode step's arguments
         const_key = {i: len(gen.roles) + i for i in constants}
         param_of = {**param_of, **const_key}
