@@ -37,7 +37,8 @@ def run_command(
       decode / prefill: the programs, loaded (``hlopipe.load``) or their paths.
       params_path: an .npz of the parameters alone, in argument order (default: random).
       prefill_params_path: an .npz of the prefill's own arguments, every one but the prompt
-        in its order (``Generator``'s ``prefill_params``; default: the decode step's).
+        in its order (``Generator``'s ``prefill_params``; default: the decode step's,
+        matched; the matching is printed).
       groups: groups in flight (default 1, or as many as the prompts fill).
       tokens: tokens to generate per sequence (default 16, or as many as the cache holds).
       prompts_path: a .npy of token ids ``[n, P]`` or ``[groups, batch, P]``, or a text file

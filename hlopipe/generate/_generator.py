@@ -85,9 +85,10 @@ class Generator:
       params: the first argument's pytree (the program's parameters).
       prefill: the prefill ``Program``, ``(params, prompt) -> (next_tokens, state)``.
       prefill_params: the prefill's own arguments, every one but the prompt in its order
-        (or all, ``None`` at the prompt), where its parameters are not the decode step's in
-        their order (a ``torch.export`` prefill beside a torch_xla decode step: its own
-        order, its own lifted constants); default: the decode step's ``params``, matched.
+        (or all, ``None`` at the prompt), for a prefill whose parameters cannot be matched to
+        the decode step's; default: the decode step's ``params``, matched in order, else by
+        name, shape and data flow (a ``torch.export`` prefill beside a torch_xla decode step:
+        its own order, its own lifted counter starts; see docs/generation.md).
       num_stages: must agree with the programs' stage markers when both are given (without
         markers, the cut points are chosen by the cost model).
       groups: how many groups of sequences are in flight.

@@ -206,17 +206,22 @@ def test_export_prefill_arguments_are_matched_to_the_decode_steps(marked):
     assert got.describe().startswith("prefill arguments matched by shape 1, data flow 21;")
 
 
-def test_export_prefill_gives_torchs_tokens_with_and_without_its_own_params():
-    """Unsplit, matched and given (prefill_params): torch's tokens either way; a wrong
-    prefill_params is named."""
-    manifest, _ = _case("llama_export", "prefill")
+def test_export_prefill_gives_torchs_token_and_caches_with_and_without_its_own_params():
+    """Unsplit, matched and given (prefill_params): torch's first token and torch's caches
+    after the prefill (the lazy decode step's state arguments) either way (the prefill
+    alone: one compile); a wrong prefill_params is named."""
+    manifest, npz = _case("llama", "decode")
     pre, prompt, own = _export_prefill(False)
     dec = _load("llama", "decode", ".hlo")
     params = _params("llama", ".hlo")
+    caches = [r.index for r in dec.arg_roles().state if not r.counter]
     for given in (None, own):
-        got, _ = generate_unsplit(dec, params, 3, prefill=pre, prompts=prompt[None],
-                                  prefill_params=given)  # fmt: skip
-        np.testing.assert_array_equal(got[0], manifest["torch_tokens"])
+        got, states = generate_unsplit(dec, params, 1, prefill=pre, prompts=prompt[None],
+                                       prefill_params=given)  # fmt: skip
+        np.testing.assert_array_equal(got[0, :, 0], np.asarray(manifest["torch_tokens"])[:, 0])
+        made = dict(zip((r.index for r in dec.arg_roles().state), states[0], strict=True))
+        for a in caches:
+            np.testing.assert_allclose(made[a], npz[f"arg_{a}"], atol=1e-5, err_msg=str(a))
     with pytest.raises(hlopipe.HlopipeError, match=r"prefill_params holds 23 arrays.*the 24"):
         generate_unsplit(dec, params, 3, prefill=pre, prompts=prompt[None],
                          prefill_params=own[1:])  # fmt: skip
