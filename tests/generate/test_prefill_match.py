@@ -33,7 +33,9 @@ def _gpt():
     argument k is the weight ``perm[k]`` of the decode step's)."""
     params = gd.init(jax.random.key(0), CFG)
     leaves, tree = jax.tree_util.tree_flatten(params)
-    perm = [int(i) for i in np.random.default_rng(0).permutation(len(leaves))]
+    # reversed: every two weights sharing a shape (layer 0's and 1's, a gain and its bias)
+    # come in the other order, so that no order among equals can pass for a match
+    perm = list(range(len(leaves)))[::-1]
 
     def permuted(ws, prompt):
         flat = [None] * len(leaves)
