@@ -22,8 +22,9 @@ def _add_generate(p: argparse.ArgumentParser) -> None:
     p.add_argument("--prefill", help="the prefill: (params, prompt) -> (next_tokens, state)")
     p.add_argument("--params", help=".npz of the parameters in order (default: random)")
     p.add_argument("--prefill-params", metavar="FILE", help=".npz of the prefill's own "
-                   "arguments but the prompt, in its order (a torch.export prefill; default: "
-                   "the decode step's --params)")  # fmt: skip
+                   "arguments but the prompt, in its order, where they cannot be matched "
+                   "(default: the decode step's --params, matched by order, name, shape or "
+                   "data flow)")  # fmt: skip
     p.add_argument("--stages", type=int, help="must agree with the stage markers")
     p.add_argument("--groups", type=int, help="groups of sequences in flight (default 1, or "
                    "as many as --prompts fills)")  # fmt: skip

@@ -37,7 +37,8 @@ def run_command(
       decode / prefill: the programs, loaded (``hlopipe.load``) or their paths.
       params_path: an .npz of the parameters alone, in argument order (default: random).
       prefill_params_path: an .npz of the prefill's own arguments, every one but the prompt
-        in its order (``Generator``'s ``prefill_params``; default: the decode step's).
+        in its order (``Generator``'s ``prefill_params``; default: the decode step's,
+        matched; the matching is printed).
       groups: groups in flight (default 1, or as many as the prompts fill).
       tokens: tokens to generate per sequence (default 16, or as many as the cache holds).
       prompts_path: a .npy of token ids ``[n, P]`` or ``[groups, batch, P]``, or a text file
@@ -94,7 +95,8 @@ def run_command(
     prompts = None
     if prefill is not None:  # checked before the compile: the prompts' shape is the prefill's
         what = f"the prefill {getattr(prefill, 'source', '')}".rstrip()
-        aval = prefill.in_avals[prefill_args(prefill, roles, what, own).prompt]
+        matched = prefill_args(prefill, roles, what, own, decode)
+        aval = prefill.in_avals[matched.prompt]
         prompts = _prompts(aval, prompt_len, ids, groups, prompts_path, rng)
         groups = len(prompts)
     t0 = time.perf_counter()
@@ -105,6 +107,8 @@ def run_command(
         P = 0 if prompts is None else prompts.shape[-1]
         tokens = max(1, min(16, gen.max_len - P + (prompts is not None)))
     out(repr(gen))
+    if gen.prefill is not None:
+        out(gen.prefill.args.describe())
     # a first run of two tokens warms every path (the prefill, a decode step, the sends), so
     # that the timed run below measures generation alone
     gen.start(**inputs).generate(min(tokens, 2))

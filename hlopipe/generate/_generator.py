@@ -85,9 +85,10 @@ class Generator:
       params: the first argument's pytree (the program's parameters).
       prefill: the prefill ``Program``, ``(params, prompt) -> (next_tokens, state)``.
       prefill_params: the prefill's own arguments, every one but the prompt in its order
-        (or all, ``None`` at the prompt), where its parameters are not the decode step's in
-        their order (a ``torch.export`` prefill beside a torch_xla decode step: its own
-        order, its own lifted constants); default: the decode step's ``params``, matched.
+        (or all, ``None`` at the prompt), for a prefill whose parameters cannot be matched to
+        the decode step's; default: the decode step's ``params``, matched in order, else by
+        name, shape and data flow (a ``torch.export`` prefill beside a torch_xla decode step:
+        its own order, its own lifted counter starts; see docs/generation.md).
       num_stages: must agree with the programs' stage markers when both are given (without
         markers, the cut points are chosen by the cost model).
       groups: how many groups of sequences are in flight.
@@ -178,6 +179,9 @@ class Generator:
                 Keyword("prefill_params"), " given without a prefill (", Keyword("prefill"), ")"
             )
         S = self.split.num_stages
+        # the program whose arguments the roles index: a prefill's are matched to it (a
+        # stacked split's roles are its sliced program's: the prefill matched in order only)
+        self._match_with = decode if self.stacked is None else None
         self.prefill = None if prefill is None else _Prefill(prefill, self, S, prefill_params)
 
     def _place(
@@ -503,7 +507,8 @@ class _Prefill:
 
     def __init__(self, program: Any, gen: Generator, S: int, own: Any = None) -> None:
         what = f"the prefill {getattr(program, 'source', '')}".rstrip()
-        self.prompt_arg, param_of, constants = prefill_args(program, gen.roles, what, own)
+        self.args = prefill_args(program, gen.roles, what, own, gen._match_with)
+        self.prompt_arg, param_of, constants = self.args[:3]
         # its own lifted constants are parameters of keys beyond the decode step's arguments
         const_key = {i: len(gen.roles) + i for i in constants}
         param_of = {**param_of, **const_key}

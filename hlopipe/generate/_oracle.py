@@ -41,7 +41,7 @@ def generate_unsplit(
             for r in roles.feedback[1:]
         }
         if prompts is not None:
-            tok, cache = _prefilled(prefill, roles, by_arg, prompts[g], prefill_params)
+            tok, cache = _prefilled(prefill, decode, roles, by_arg, prompts[g], prefill_params)
             seq, pos, steps = [tok], np.shape(prompts)[2], n - 1
         else:
             tok = np.asarray(tokens[g], token.dtype)
@@ -60,10 +60,10 @@ def generate_unsplit(
 
 
 def _prefilled(
-    prefill: Any, roles: Any, by_arg: dict[int, Any], prompt: Any, own: Any
+    prefill: Any, decode: Any, roles: Any, by_arg: dict[int, Any], prompt: Any, own: Any
 ) -> tuple[Any, list]:
     """The prefill's first token and the state it makes, in the decode step's state order."""
-    k, param_of, constants = prefill_args(prefill, roles, "the prefill", own)
+    k, param_of, constants = prefill_args(prefill, roles, "the prefill", own, decode)[:3]
     args: list[Any] = [None] * len(prefill.in_avals)
     for i, a in param_of.items():
         args[i] = by_arg[a]

@@ -14,7 +14,10 @@ from dataclasses import dataclass, replace
 from enum import Enum
 from typing import Any, NamedTuple
 
+import numpy as np
+
 from hlopipe.errors import Keyword, RuntimeConfigError, StageError
+from hlopipe.generate._match import MatchedBy, counter_start, match_params
 
 
 class InputKind(str, Enum):  # noqa: UP042 - the house style: a str mixin
@@ -192,39 +195,66 @@ def position_value(role: Any, position: Any) -> Any:
 
 class PrefillArgs(NamedTuple):
     """What a prefill's arguments are: ``prompt`` (its argument), ``param_of`` ``{prefill
-    argument: decode step's parameter}`` and ``constants`` ``{prefill argument: value}``: the
-    constants it lifted that the decode step has not (a counter's increment, the prompt
-    length)."""
+    argument: decode step's parameter}``, ``constants`` ``{prefill argument: value}``: the
+    constants it lifted that the decode step has not (a counter's start or increment), and
+    ``how`` ``{prefill argument: MatchedBy}``: how each parameter was matched (empty when
+    the prefill's own arguments were given)."""
 
     prompt: int
     param_of: dict[int, int]
     constants: dict[int, Any]
+    how: dict[int, MatchedBy] = {}
+
+    def describe(self) -> str:
+        """One line: how the arguments were matched, e.g. ``prefill arguments matched by
+        shape 1, data flow 21; lifted constants: argument 12 = 0, ...; the prompt argument
+        9``."""
+        from collections import Counter
+
+        if not self.how:
+            line = f"prefill arguments given ({len(self.constants)}, prefill_params)"
+        else:
+            n = Counter(self.how.values())
+            line = "prefill arguments matched by " + ", ".join(
+                f"{m} {n[m]}" for m in MatchedBy if n[m]
+            )  # fmt: skip
+            if self.constants:
+                values = (f"argument {i} = {np.asarray(v).tolist()}"
+                          for i, v in self.constants.items())  # fmt: skip
+                line += f"; lifted constants: {', '.join(values)} (each counter output then "
+                line += "holds the prompt length)"
+        return line + f"; the prompt argument {self.prompt}"
 
 
 def prefill_args(
-    prefill: Any, decode_roles: Any, what: str, own: Sequence[Any] | None = None
+    prefill: Any,
+    decode_roles: Any,
+    what: str,
+    own: Sequence[Any] | None = None,
+    decode: Any = None,
 ) -> PrefillArgs:
     """The prefill's prompt argument, its parameters as the decode step's, and its own lifted
     constants.
 
     With ``own`` (``prefill_params``: the prefill's own arguments, every one but the prompt in
     its order, or all of them with ``None`` at the prompt) nothing is matched: each becomes
-    one of the prefill's constants, and the prompt is the argument left out. A prefill from
-    another tracer than its decode step's (``torch.export`` beside torch_xla's lazy tensors)
-    orders its parameters its own way, lifts other constants (the counters' initial values)
-    and bakes in the scalars the decode step takes as arguments, so nothing matches it.
+    one of the prefill's constants, and the prompt is the argument left out.
 
-    The prefill takes the decode step's parameters and one prompt, anywhere among them (last in
-    a JAX export; where the tracer put it in a torch_xla one): the prompt is the argument
-    without which the others' shapes and dtypes are the parameters', in their order. Else (a
-    tracer that lifted a constant of its own: the prompt length a ``StaticCache`` counter
-    advances by) the decode step's parameters are matched in their order, by shape and dtype,
-    to the arguments besides an integer ``[batch, length]`` prompt, and each argument left
-    over must be an integer scalar that only the prefill's counter outputs are computed from
-    (the decode step's counters): its value is the prompt length.
+    Else the prefill takes the decode step's parameters and one prompt, anywhere among them
+    (last in a JAX export; where the tracer put it in a torch_xla one): the prompt is the
+    argument without which the others' shapes and dtypes are the parameters', in their order.
+    Else the prompt is the one integer ``[batch, length]`` argument that no parameter's shape
+    and dtype is, and the others are matched to the decode step's parameters in their order
+    (one tracer traced both), or where that order does not fit (another tracer: torch.export
+    beside torch_xla's lazy tensors), with ``decode`` (the decode step's program), by name,
+    shape and data flow (:mod:`hlopipe.generate._match`). An argument left over (a constant
+    the prefill lifted) must be an integer scalar that only the prefill's counter outputs are
+    computed from: it is given the value for which each of them holds the prompt length, as
+    the decode step's counters hold the tokens written.
 
     Raises:
-      RuntimeConfigError naming what does not fit."""
+      RuntimeConfigError naming what does not fit, arguments that several parameters fit
+      alike, and ``prefill_params`` (how to give the prefill's arguments)."""
     if own is not None:
         return _own_prefill_args(prefill, what, own)
     params = decode_roles.parameters
@@ -240,8 +270,23 @@ def prefill_args(
                 )
             k = len(want) if len(want) in fits else (ints or fits)[0]
             rest = [i for i in range(len(avals)) if i != k]
-            return PrefillArgs(k, {i: r.index for i, r in zip(rest, params, strict=True)}, {})
-    return _prefill_args_with_constants(prefill, decode_roles, what, avals, want)
+            param_of = {i: r.index for i, r in zip(rest, params, strict=True)}
+            if decode is None or _names_agree(prefill, decode, param_of):
+                return PrefillArgs(k, param_of, {}, dict.fromkeys(param_of, MatchedBy.ORDER))
+    return _prefill_args_with_constants(prefill, decode_roles, what, avals, want, decode)
+
+
+def _names_agree(prefill: Any, decode: Any, param_of: dict[int, int]) -> bool:
+    """Whether no argument matched in order carries a name (both programs naming it) other
+    than its parameter's."""
+    from hlopipe.generate._match import real_name
+
+    pre, dec = prefill.arg_names, decode.arg_names
+    for i, a in param_of.items():
+        x, y = real_name(pre[i]), real_name(dec[a])
+        if x is not None and y is not None and x != y:
+            return False
+    return True
 
 
 def _own_prefill_args(prefill: Any, what: str, own: Sequence[Any]) -> PrefillArgs:
@@ -288,11 +333,13 @@ def _own_prefill_args(prefill: Any, what: str, own: Sequence[Any]) -> PrefillArg
 
 
 def _prefill_args_with_constants(
-    prefill: Any, decode_roles: Any, what: str, avals: list[Any], want: list[Any]
+    prefill: Any, decode_roles: Any, what: str, avals: list[Any], want: list[Any], decode: Any
 ) -> PrefillArgs:
-    """:func:`prefill_args` where the prefill has lifted constants of its own."""
-    import numpy as np
-
+    """:func:`prefill_args` where the prefill's arguments are not the decode step's parameters
+    and a prompt in order: the parameters in order with constants of its own, else matched.
+    A constant left over is a counter's start (torch.export lifts it, and it feeds the
+    positions too) or the length a counter advances by (torch_xla's lazy tensors): counter
+    outputs are computed from it alone."""
     from hlopipe.io import output_sources
 
     refused = (
@@ -311,25 +358,15 @@ def _prefill_args_with_constants(
         found = ", ".join(f"{k} ({avals[k][1]}{list(avals[k][0])})" for k in prompts) or "none"
         raise RuntimeConfigError(f"{refused}; integer [batch, length] arguments: {found}", *own)
     prompt = prompts[0]
-    param_of: dict[int, int] = {}
-    left: list[int] = []
-    j = 0
-    for i, a in enumerate(avals):
-        if i == prompt:
-            continue
-        if j < len(want) and a == want[j]:
-            param_of[i] = decode_roles.parameters[j].index
-            j += 1
-        else:
-            left.append(i)
-    if j < len(want):
-        r = decode_roles.parameters[j]
+    in_order = _in_order(avals, prompt, decode_roles.parameters)
+    if in_order is not None and (decode is None or _names_agree(prefill, decode, in_order[0])):
+        param_of, left = in_order
+        how = dict.fromkeys(param_of, MatchedBy.ORDER)
+    elif decode is not None:
+        param_of, how, left = match_params(prefill, decode, decode_roles, prompt, what)
+    else:
         others = [a for i, a in enumerate(avals) if i != prompt]
-        raise RuntimeConfigError(
-            f"{refused}; no argument left for the decode step's parameter {r.path} "
-            f"({r.dtype}{list(r.shape)}); {_unmatched(others, want)}",
-            *own,
-        )
+        raise RuntimeConfigError(f"{refused}; {_unmatched(others, want)}", *own)
     counters = {r.index for r in decode_roles.counters}
     token, state_of = prefill_outputs(prefill, decode_roles, decode_roles.feedback[0].index, what)
     outs = [(tuple(a.shape), str(a.dtype)) for a in prefill.out_avals]
@@ -340,21 +377,44 @@ def _prefill_args_with_constants(
         return made in counters or (made is None and o != token and outs[o][0] in ((), (1,))
                                     and "int" in outs[o][1])  # fmt: skip
 
+    length = int(avals[prompt][0][1])
+    constants: dict[int, Any] = {}
     for i in left:
         shape, dtype = avals[i]
-        uses = {o for o, srcs in enumerate(feeds) if i in srcs}
-        if (
-            shape not in ((), (1,))
-            or "int" not in dtype
-            or not uses
-            or not all(a_counter(o) for o in uses)
-        ):
+        # the counters computed from it alone (it may feed the positions read elsewhere too)
+        made = [o for o, srcs in enumerate(feeds) if srcs == {i} and a_counter(o)]
+        start = None
+        if shape in ((), (1,)) and "int" in dtype and made:
+            start = counter_start(prefill, i, made, length)
+        if start is None:
             raise RuntimeConfigError(
-                f"{refused}; argument {i} ({dtype}{list(shape)}) is none of these", *own
+                f"{refused}; argument {i} ({dtype}{list(shape)}) matches no parameter of the "
+                "decode step and is no counter's start (an integer scalar from which alone "
+                "counter outputs are computed, each then holding the prompt length)",
+                *own,
             )
-    length = int(avals[prompt][0][1])
-    constants = {i: np.full(avals[i][0], length, np.dtype(avals[i][1])) for i in left}
-    return PrefillArgs(prompt, param_of, constants)
+        constants[i] = np.full(shape, start, np.dtype(dtype))
+    return PrefillArgs(prompt, param_of, constants, how)
+
+
+def _in_order(
+    avals: list[Any], prompt: int, params: Sequence[Any]
+) -> tuple[dict[int, int], list[int]] | None:
+    """The decode step's parameters matched in their order, by shape and dtype, to the
+    prefill's arguments besides ``prompt``: ``(param_of, the arguments left over)``, or None
+    when some parameter finds no argument."""
+    param_of: dict[int, int] = {}
+    left: list[int] = []
+    j = 0
+    for i, a in enumerate(avals):
+        if i == prompt:
+            continue
+        if j < len(params) and a == (tuple(params[j].shape), params[j].dtype):
+            param_of[i] = params[j].index
+            j += 1
+        else:
+            left.append(i)
+    return (param_of, left) if j == len(params) else None
 
 
 def _unmatched(given: list[Any], want: list[Any]) -> str:

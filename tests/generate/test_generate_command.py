@@ -53,6 +53,7 @@ def test_a_torch_xla_program_from_the_shell(files, capsys):
                  "--check"]) == 0  # fmt: skip
     assert not jax.config.read("jax_enable_x64")
     out = capsys.readouterr().out
+    assert "\nprefill arguments matched by order " in out  # the prefill takes the same order
     toks = np.load(out_file)
     assert toks.shape == (2, 4, 4)  # the cache holds 8: a prompt of 5, then 4 tokens by default
     np.testing.assert_array_equal(toks[0, :, 0], TORCH_PRE["out_1"])  # torch's prefill token

@@ -17,6 +17,7 @@ import pytest
 
 import hlopipe
 from hlopipe.generate import Generator, generate_unsplit
+from hlopipe.generate._plan import prefill_args
 
 pytestmark = pytest.mark.x64
 
@@ -183,15 +184,44 @@ def _export_prefill(marked: bool):
     return hlopipe.load(str(DIR / f"hf_{case}_prefill.mlir")), npz[f"arg_{k}"], own
 
 
-def test_export_prefill_needs_its_own_params():
+@pytest.mark.parametrize("marked", [False, True])
+def test_export_prefill_arguments_are_matched_to_the_decode_steps(marked):
     """torch.export orders the weights its own way, lifts the counters' initial values and
-    bakes in the scalars the lazy decode step takes: the refusal says how to give them."""
+    bakes in the scalars the lazy decode step takes: each weight is matched (by shape and
+    data flow) to the decode parameter holding torch's same tensor, the counters' starts are
+    torch's, without prefill_params."""
+    case = "llama_marked" if marked else "llama"
+    _, npz = _case(case, "decode")
+    pre_manifest, pre_npz = _case(f"{case}_export", "prefill")
+    pre, dec = _export_prefill(marked)[0], _load(case, "decode", ".hlo")
+    got = prefill_args(pre, dec.arg_roles(), "the prefill", None, dec)
+    kinds = [a["kind"] for a in pre_manifest["args"]]
+    assert kinds[got.prompt] == "input"
+    assert sorted(got.param_of) == [i for i, k in enumerate(kinds) if k == "param"]
+    for i, a in got.param_of.items():  # torch's values: the same tensor at both arguments
+        np.testing.assert_array_equal(pre_npz[f"arg_{i}"], npz[f"arg_{a}"], err_msg=str(i))
+    assert sorted(got.constants) == [i for i, k in enumerate(kinds) if k == "const"]
+    for i, v in got.constants.items():
+        np.testing.assert_array_equal(v, pre_npz[f"arg_{i}"])
+    assert got.describe().startswith("prefill arguments matched by shape 1, data flow 21;")
+
+
+def test_export_prefill_gives_torchs_token_and_caches_with_and_without_its_own_params():
+    """Unsplit, matched and given (prefill_params): torch's first token and torch's caches
+    after the prefill (the lazy decode step's state arguments) either way (the prefill
+    alone: one compile); a wrong prefill_params is named."""
+    manifest, npz = _case("llama", "decode")
     pre, prompt, own = _export_prefill(False)
     dec = _load("llama", "decode", ".hlo")
     params = _params("llama", ".hlo")
-    says = r"takes 25 arguments.*float32\[\]: 3 parameters, 0 prefill arguments; int64\[\]: 0 "
-    with pytest.raises(hlopipe.HlopipeError, match=says + r"parameters, 2.*prefill_params"):
-        generate_unsplit(dec, params, 3, prefill=pre, prompts=prompt[None])
+    caches = [r.index for r in dec.arg_roles().state if not r.counter]
+    for given in (None, own):
+        got, states = generate_unsplit(dec, params, 1, prefill=pre, prompts=prompt[None],
+                                       prefill_params=given)  # fmt: skip
+        np.testing.assert_array_equal(got[0, :, 0], np.asarray(manifest["torch_tokens"])[:, 0])
+        made = dict(zip((r.index for r in dec.arg_roles().state), states[0], strict=True))
+        for a in caches:
+            np.testing.assert_allclose(made[a], npz[f"arg_{a}"], atol=1e-5, err_msg=str(a))
     with pytest.raises(hlopipe.HlopipeError, match=r"prefill_params holds 23 arrays.*the 24"):
         generate_unsplit(dec, params, 3, prefill=pre, prompts=prompt[None],
                          prefill_params=own[1:])  # fmt: skip
@@ -201,16 +231,15 @@ def test_export_prefill_needs_its_own_params():
 
 
 def test_marked_export_prefill_splits_at_the_torch_marker():
-    """The marker survives torch.export, and the prefill given its own arguments
-    (prefill_params, None at the prompt) splits at it like the lazy decode step, each stage
-    making its layer's caches, and gives torch's tokens. (The unmarked export prefill takes
-    the same prefill_params; one Generator here keeps the test time down.)"""
+    """The marker survives torch.export, and the prefill, its arguments matched (no
+    prefill_params), splits at it like the lazy decode step, each stage making its layer's
+    caches, and gives torch's tokens."""
     manifest, npz = _case("llama_marked", "decode")
-    pre, prompt, own = _export_prefill(True)
+    pre, prompt, _ = _export_prefill(True)
     assert pre.stage_markers() == 1
     dec = _marked("llama", "decode", ".hlo")
     params = [npz[f"arg_{r.index}"] for r in dec.arg_roles().parameters]
-    gen = Generator(dec, params, prefill=pre, prefill_params=[*own[:9], None, *own[9:]])
+    gen = Generator(dec, params, prefill=pre)
     assert [sorted(x.arg for x in gen.split.state_of(s)) for s in range(2)] == _layers(manifest)
     got = np.asarray(gen.start(prompt[None]).generate(3))[0]
     np.testing.assert_array_equal(got, manifest["torch_tokens"])
@@ -218,18 +247,20 @@ def test_marked_export_prefill_splits_at_the_torch_marker():
 
 def test_export_prefill_from_the_shell_names_its_flag(tmp_path, capsys):
     """The CLI says --prefill-params where the library says prefill_params (one error line,
-    before any compile)."""
+    before any compile): a prefill whose weights cannot be told apart from its decode step's
+    (Llama's prefill beside GPT-2's decode step), and a wrong --prefill-params file."""
     from hlopipe.cli import main
 
     pre, _, own = _export_prefill(False)
-    np.savez(tmp_path / "params.npz", *_params("llama", ".hlo"))
     np.savez(tmp_path / "own.npz", *own[1:])
-    args = ["generate", str(DIR / "hf_llama_decode.hlo"), "--prefill", pre.source,
-            "--params", str(tmp_path / "params.npz")]  # fmt: skip
-    for more, says in [
-        ([], "give them: --prefill-params (every argument but the prompt"),
-        (["--prefill-params", str(tmp_path / "own.npz")], "--prefill-params holds 23 arrays"),
-    ]:
+    for model, more, says in [
+        ("gpt2", [], "give the prefill its own arguments: --prefill-params (every argument"),
+        ("llama", ["--prefill-params", str(tmp_path / "own.npz")],
+         "--prefill-params holds 23 arrays"),
+    ]:  # fmt: skip
+        np.savez(tmp_path / "params.npz", *_params(model, ".hlo"))
+        args = ["generate", str(DIR / f"hf_{model}_decode.hlo"), "--prefill", pre.source,
+                "--params", str(tmp_path / "params.npz")]  # fmt: skip
         assert main([*args, *more]) == 2
         err = capsys.readouterr().err.strip().splitlines()
         assert len(err) == 1 and err[0].startswith("error: ") and says in err[0], err
