@@ -176,7 +176,8 @@ def stage_mesh(args: argparse.Namespace) -> tuple[tuple[int, ...] | None, tuple[
 
     Raises:
       HlopipeError: a shape that is not positive sizes joined by 'x', axes without a shape,
-        or a number of axis names that is not the shape's."""
+        a shape of several axes without their names, or a number of axis names that is not
+        the shape's."""
     shape = axes = None
     if args.stage_mesh is not None:
         try:
@@ -188,6 +189,11 @@ def stage_mesh(args: argparse.Namespace) -> tuple[tuple[int, ...] | None, tuple[
                 f"--stage-mesh {args.stage_mesh!r}: expected positive sizes joined by 'x', such "
                 "as 2 or 2x2"
             )
+    if args.stage_mesh_axes is None and shape is not None and len(shape) > 1:
+        raise HlopipeError(
+            f"--stage-mesh {args.stage_mesh} has {len(shape)} axes: name them with "
+            "--stage-mesh-axes, such as data,model ('data' splits a group's batch)"
+        )
     if args.stage_mesh_axes is not None:
         axes = tuple(a.strip() for a in args.stage_mesh_axes.split(","))
         if shape is None:

@@ -40,6 +40,20 @@ def test_generate_check(tmp_path, capsys):
     assert main([*args, "--stages", "3"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "--stages 3" in err[0] and "1 stage_boundary markers" in err[0]
+    # a stage layout that cannot work (the flag reaches the generator's placement), or mesh
+    # flags that do not fit together (stage meshes that work: test_generate_mesh.py, and under
+    # launch test_generate_launch.py)
+    bad = {
+        ("--stage-mesh", "2x0"): "--stage-mesh '2x0': expected positive sizes",
+        ("--stage-mesh", "2x2"): "--stage-mesh 2x2 has 2 axes: name them with --stage-mesh-axes",
+        ("--stage-mesh", "2", "--stage-mesh-axes", "data,model"): "give 1 distinct",
+        ("--stage-mesh-axes", "data"): "--stage-mesh-axes needs --stage-mesh",
+        ("--stage-mesh", "8"): "2 stages needs 2 ranks x 8 devices per stage mesh = 16 devices",
+    }
+    for flags, message in bad.items():
+        assert main([*args, *flags]) == 2, flags
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and err[0].startswith("error: ") and message in err[0], (flags, err)
 
 
 def test_generate_refuses_a_program_without_state(tmp_path, capsys):
