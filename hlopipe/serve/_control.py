@@ -27,6 +27,7 @@ import numpy as np
 from hlopipe.runtime import distributed
 
 _PREFIX = "hlopipe/serve/op/"
+_TIMES = "hlopipe/serve/stage-times/"  # each process's stage step times (nan: not its stage)
 # keys older than this many calls are deleted: every step is a collective over every process
 # and returns its tokens to each, so a follower is never more than a step's few calls behind
 _KEEP = 256
@@ -71,6 +72,15 @@ class Leader:
     def __init__(self) -> None:
         self.sent = 0
 
+    def gather_times(self, mine: list[float], timeout: float = 600.0) -> list[float]:
+        """Each stage's step time (``Session.profile``) from the process that holds it:
+        ``mine`` (``nan`` where another process holds the stage) completed by the others'."""
+        times = list(mine)
+        for q in range(1, distributed.process_count()):
+            theirs = json.loads(distributed.kv_get(f"{_TIMES}{q}", timeout, who=q))
+            times = [b if math.isnan(a) else a for a, b in zip(times, theirs, strict=True)]
+        return times
+
     def send(self, op: Op) -> None:
         distributed.kv_set(f"{_PREFIX}{self.sent}", op.encode())
         if self.sent >= _KEEP:
@@ -84,6 +94,10 @@ class Follower:
 
     def __init__(self) -> None:
         self.received = 0
+
+    def share_times(self, mine: list[float]) -> None:
+        """This process's stage step times, for process 0's ``/metrics``."""
+        distributed.kv_set(f"{_TIMES}{distributed.process_index()}", json.dumps(mine))
 
     def receive(self) -> Op:
         text = distributed.kv_get(f"{_PREFIX}{self.received}", math.inf, who=0)

@@ -30,6 +30,7 @@ prompts have the same length; its unused sequences repeat the first one and are 
 from __future__ import annotations
 
 import contextlib
+import math
 import queue
 import threading
 import time
@@ -171,6 +172,8 @@ class Engine:
     def _run(self) -> None:
         try:
             self._prepare()
+            if self._profile and self._leader is not None:  # the other processes' stages
+                self.stage_step_s = self._leader.gather_times(self.stage_step_s)
             self.ready.set()
             if self._on_ready is not None:
                 self._on_ready()
@@ -204,6 +207,8 @@ class Engine:
         from hlopipe.errors import DistributedError
 
         self._prepare()
+        if self._profile:
+            follower.share_times(self.stage_step_s)
         self.ready.set()
         while True:
             op = follower.receive()
@@ -285,7 +290,8 @@ class Engine:
         if stage >= len(self.stage_step_s) or not self._ready_at:
             return 0.0
         wall = time.perf_counter() - self._ready_at
-        return min(1.0, self.stage_step_s[stage] * self.group_steps / wall) if wall else 0.0
+        busy = self.stage_step_s[stage] * self.group_steps / wall if wall else 0.0
+        return busy if math.isnan(busy) else min(1.0, busy)  # nan: a stage not timed here
 
     def _loop(self) -> None:
         if self.per_sequence:

@@ -40,8 +40,9 @@ class _Lines(io.StringIO):
 def test_two_processes_serve_greedy_completions_equal_the_unsplit_program():
     """Three requests of prompt lengths 3, 5 and 2 at once on one group of 2 slots (so a
     finished sequence's slot is refilled, and process 1 must follow the refill): each equals
-    the unsplit program on its prompt alone. SIGTERM to process 0 drains and stops both."""
-    from test_serve import _text, oracle
+    the unsplit program on its prompt alone; /metrics has both stages' busy fractions (one
+    timed in each process). SIGTERM to process 0 drains and stops both."""
+    from test_serve import _metrics, _text, oracle
 
     out = _Lines()
     procs: list = []
@@ -73,6 +74,9 @@ def test_two_processes_serve_greedy_completions_equal_the_unsplit_program():
             want = oracle(prompt, n)
             assert choice["token_ids"] == want, (prompt, out.getvalue()[-3000:])
             assert choice["text"] == _text(want)
+        after = _metrics(out.url.removesuffix("/v1"))
+        busy = [after[("hlopipe_stage_busy_fraction", (("stage", str(s)),))] for s in (0, 1)]
+        assert all(0 < b < 1 for b in busy), busy  # a few steps in seconds
     finally:
         if procs and procs[0].poll() is None:
             procs[0].send_signal(signal.SIGTERM)  # process 0 only: it stops the others
