@@ -49,7 +49,7 @@ def serve(
     HTTP; a follower ignores Ctrl-C and SIGTERM and stops when process 0 stops.
 
     Returns:
-      The exit status (0 after a clean stop: Ctrl-C drains the requests in flight).
+      The exit status (0 after a clean stop: Ctrl-C or SIGTERM drains the requests in flight).
 
     Raises:
       RuntimeConfigError: a bad count, parameters or tokenizer; a port that cannot be bound.
