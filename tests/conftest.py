@@ -177,6 +177,7 @@ LONGEST_FIRST = (
     "rehydrate/test_spec_sweep.py::test_sweep",
     "runtime/test_multiprocess.py::test_interleaved_and_zb_v_across_2_processes_train_like_one_device",
     "generate/test_generate_launch.py::test_a_process_dying_mid_generation_is_named",
+    "serve/test_serve_launch.py::test_two_processes_serve_greedy_completions_equal_the_unsplit_program",
     "runtime/test_multiprocess.py::test_2_processes_x_8_devices_of_2x2_stage_meshes_train_like_one_device",
 )
 

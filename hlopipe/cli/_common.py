@@ -161,6 +161,51 @@ def load(path: str, module: str | None) -> Any:
     return io.load(path, module=module)
 
 
+def add_stage_mesh_flags(p: argparse.ArgumentParser) -> None:
+    """``--stage-mesh`` and ``--stage-mesh-axes``: each stage's mesh, as ``Generator`` takes
+    it (read with :func:`stage_mesh`)."""
+    p.add_argument("--stage-mesh", metavar="SHAPE", help="each stage on a mesh of this shape, "
+                   "sizes joined by 'x' such as 2 or 2x2 (default: a device a stage)")  # fmt: skip
+    p.add_argument("--stage-mesh-axes", metavar="NAMES", help="the stage mesh's axis names, "
+                   "comma-separated, one per size (default: data, for one size); 'data' splits "
+                   "a group's batch")  # fmt: skip
+
+
+def stage_mesh(args: argparse.Namespace) -> tuple[tuple[int, ...] | None, tuple[str, ...] | None]:
+    """The stage mesh's shape and axis names from :func:`add_stage_mesh_flags`' flags.
+
+    Raises:
+      HlopipeError: a shape that is not positive sizes joined by 'x', axes without a shape,
+        a shape of several axes without their names, or a number of axis names that is not
+        the shape's."""
+    shape = axes = None
+    if args.stage_mesh is not None:
+        try:
+            shape = tuple(int(v) for v in args.stage_mesh.lower().split("x"))
+        except ValueError:
+            shape = ()
+        if not shape or min(shape) < 1:
+            raise HlopipeError(
+                f"--stage-mesh {args.stage_mesh!r}: expected positive sizes joined by 'x', such "
+                "as 2 or 2x2"
+            )
+    if args.stage_mesh_axes is None and shape is not None and len(shape) > 1:
+        raise HlopipeError(
+            f"--stage-mesh {args.stage_mesh} has {len(shape)} axes: name them with "
+            "--stage-mesh-axes, such as data,model ('data' splits a group's batch)"
+        )
+    if args.stage_mesh_axes is not None:
+        axes = tuple(a.strip() for a in args.stage_mesh_axes.split(","))
+        if shape is None:
+            raise HlopipeError("--stage-mesh-axes needs --stage-mesh (the sizes of those axes)")
+        if len(axes) != len(shape) or not all(axes) or len(set(axes)) != len(axes):
+            raise HlopipeError(
+                f"--stage-mesh-axes {args.stage_mesh_axes!r}: give {len(shape)} distinct "
+                f"comma-separated names, one per size of --stage-mesh {args.stage_mesh}"
+            )
+    return shape, axes
+
+
 def ask_cpu_devices(n: int) -> None:
     """Ask JAX for ``n`` CPU devices (a CPU backend only; an accelerator's count is its own).
     JAX refuses (``RuntimeError``) once a backend is up: the devices it has are kept then."""

@@ -9,9 +9,11 @@ import os
 from hlopipe.cli._common import (
     CPU_DEVICES,
     Command,
+    add_stage_mesh_flags,
     ask_cpu_devices,
     check_output_file,
     load,
+    stage_mesh,
     x64_for,
 )
 
@@ -42,6 +44,7 @@ def _add_generate(p: argparse.ArgumentParser) -> None:
     p.add_argument("--max-len", type=int, help="the cache length (default: the axis the "
                    "position indexes in the cache's updates)")  # fmt: skip
     p.add_argument("--check", action="store_true", help="compare with the unsplit program")
+    add_stage_mesh_flags(p)
     p.add_argument("--cpu-devices", type=int, help=f"CPU devices (default {CPU_DEVICES})")
 
 
@@ -53,6 +56,7 @@ def _cmd_generate(args: argparse.Namespace) -> int:
 
     if args.output is not None:
         check_output_file(args.output, "--output", (".npy",))
+    mesh_shape, mesh_axes = stage_mesh(args)
     if os.environ.get(distributed.ENV_COORDINATOR):  # under hlopipe launch: join the job
         distributed.initialize(cpu_devices=args.cpu_devices)
     else:
@@ -65,7 +69,8 @@ def _cmd_generate(args: argparse.Namespace) -> int:
                            groups=args.groups, tokens=args.tokens, prompts_path=args.prompts,
                            tokenizer_path=args.tokenizer, prompt_len=args.prompt_len,
                            output_path=args.output, seed=args.seed, max_len=args.max_len,
-                           check=args.check)  # fmt: skip
+                           check=args.check, stage_mesh_shape=mesh_shape,
+                           stage_mesh_axes=mesh_axes)  # fmt: skip
 
 
 COMMAND = Command(
@@ -83,4 +88,6 @@ COMMAND = Command(
     prefill_params_path="--prefill-params",
     jax_num_cpu_devices="--cpu-devices",
     max_len="--max-len",
+    stage_mesh_shape="--stage-mesh",
+    stage_mesh_axes="--stage-mesh-axes",
 )

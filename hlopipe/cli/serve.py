@@ -4,8 +4,17 @@
 from __future__ import annotations
 
 import argparse
+import os
 
-from hlopipe.cli._common import CPU_DEVICES, Command, ask_cpu_devices, load, x64_for
+from hlopipe.cli._common import (
+    CPU_DEVICES,
+    Command,
+    add_stage_mesh_flags,
+    ask_cpu_devices,
+    load,
+    stage_mesh,
+    x64_for,
+)
 
 
 def _add_serve(p: argparse.ArgumentParser) -> None:
@@ -25,6 +34,7 @@ def _add_serve(p: argparse.ArgumentParser) -> None:
     p.add_argument("--port", type=int, default=8000, help="0 picks a free port (default 8000)")
     p.add_argument("--seed", type=int, default=0, help="seed of the random parameters")
     p.add_argument("--cpu-devices", type=int, help=f"CPU devices (default {CPU_DEVICES})")
+    add_stage_mesh_flags(p)
 
 
 def _cmd_serve(args: argparse.Namespace) -> int:
@@ -39,14 +49,21 @@ def _cmd_serve(args: argparse.Namespace) -> int:
             f"hlopipe serve needs the serve extra ({e.name} is missing): "
             "pip install 'hlopipe[serve]'"
         ) from e
-    ask_cpu_devices(args.cpu_devices or CPU_DEVICES)
+    from hlopipe.runtime import distributed
+
+    mesh_shape, mesh_axes = stage_mesh(args)
+    if os.environ.get(distributed.ENV_COORDINATOR):  # under hlopipe launch: join the job
+        distributed.initialize(cpu_devices=args.cpu_devices)
+    else:
+        ask_cpu_devices(args.cpu_devices or CPU_DEVICES)
     decode = load(args.file, None) if args.file else None
     prefill = load(args.prefill, None) if args.prefill else None
     with x64_for(decode, prefill):  # PyTorch's int64 tokens: 64-bit mode for this run
         return serve(decode, prefill=prefill, params_path=args.params,
                      tokenizer_path=args.tokenizer, stages=args.stages, groups=args.groups,
                      max_len=args.max_len, host=args.host, port=args.port,
-                     seed=args.seed)  # fmt: skip
+                     seed=args.seed, stage_mesh_shape=mesh_shape,
+                     stage_mesh_axes=mesh_axes)  # fmt: skip
 
 
 COMMAND = Command(
@@ -61,4 +78,6 @@ COMMAND = Command(
     max_len="--max-len",
     port="--port",
     jax_num_cpu_devices="--cpu-devices",
+    stage_mesh_shape="--stage-mesh",
+    stage_mesh_axes="--stage-mesh-axes",
 )

@@ -29,6 +29,8 @@ def run_command(
     seed: int = 0,
     max_len: int | None = None,
     check: bool = False,
+    stage_mesh_shape: tuple[int, ...] | None = None,
+    stage_mesh_axes: tuple[str, ...] | None = None,
     out: Any = print,
 ) -> int:
     """Load, split, generate, print; with ``check``, compare with the unsplit programs.
@@ -48,6 +50,7 @@ def run_command(
         decode what is generated.
       output_path: where to ``np.save`` the tokens, ``[groups, batch, tokens]``.
       max_len: the cache length (default: told by the program's data flow).
+      stage_mesh_shape / stage_mesh_axes: each stage's mesh, as ``Generator`` takes them.
 
     Returns:
       The exit status: 0, or 1 when ``check`` finds a token that differs.
@@ -101,7 +104,8 @@ def run_command(
         groups = len(prompts)
     t0 = time.perf_counter()
     gen = Generator(decode, params, prefill=prefill, num_stages=stages, groups=groups or 1,
-                    max_len=max_len, prefill_params=own)  # fmt: skip
+                    max_len=max_len, prefill_params=own, stage_mesh_shape=stage_mesh_shape,
+                    stage_mesh_axes=stage_mesh_axes)  # fmt: skip
     inputs = _inputs(gen, prompts, rng)
     if tokens is None:  # positions P .. max_len - 1 after a prefill's token; else 0 .. max_len - 1
         P = 0 if prompts is None else prompts.shape[-1]

@@ -8,7 +8,13 @@ from typing import Any
 import jax
 import numpy as np
 
-from hlopipe.generate._plan import position_of, position_value, prefill_args, prefill_outputs
+from hlopipe.generate._plan import (
+    logits_as_feedback,
+    position_of,
+    position_value,
+    prefill_args,
+    prefill_outputs,
+)
 
 
 def generate_unsplit(
@@ -26,10 +32,11 @@ def generate_unsplit(
     prefill_params: Sequence[Any] | None = None,
 ) -> tuple[np.ndarray, list[list[np.ndarray]]]:
     """The same tokens as :class:`~hlopipe.Generator` from the unsplit programs on one device,
-    one group at a time (``prefill_params`` as ``Generator`` takes them). Returns ``(tokens
-    [groups, b, n], final state per group)``."""
+    one group at a time (``prefill_params`` as ``Generator`` takes them). A step returning
+    logits is greedy: each token the argmax of its logits. Returns ``(tokens [groups, b, n],
+    final state per group)``."""
     dev = device or jax.local_devices()[0]
-    roles = decode.arg_roles()
+    roles, logits_out = logits_as_feedback(decode.arg_roles())
     flat = jax.device_put(jax.tree_util.tree_leaves(params), dev)
     by_arg = dict(zip((r.index for r in roles.parameters), flat, strict=True))
     token = roles.feedback[0]
@@ -53,6 +60,8 @@ def generate_unsplit(
             seq, pos, steps = [], position, n
         for t in range(steps):
             tok, cache, fb = _step(decode, roles, by_arg, tok, cache, fb, pos + t)
+            if logits_out is not None:  # greedy: the most likely token
+                tok = np.argmax(np.asarray(tok), axis=-1).astype(token.dtype)
             seq.append(tok)
         results.append(np.stack([np.asarray(x) for x in seq], axis=-1))
         states.append([np.asarray(c) for c in cache])
@@ -88,7 +97,8 @@ def _step(
     for a, v in fb.items():
         args[a] = v
     args[roles.feedback[0].index] = tok
-    where = position_of(roles, getattr(decode, "source", "the decode step"))
+    batch = tuple(roles.feedback[0].shape)[:1]  # a position per sequence is [b]
+    where = position_of(roles, getattr(decode, "source", "the decode step"), *batch)
     if where is not None:  # else the position lives in the state (counters)
         args[where.index] = position_value(where, pos)
     outs = _jitted(decode)(*args)

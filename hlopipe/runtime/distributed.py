@@ -379,9 +379,15 @@ def kv_set(key: str, value: str) -> None:
     _client().key_value_set(key, value)
 
 
+def kv_delete(key: str) -> None:
+    """Remove ``key`` from the coordination service (a value every reader has read)."""
+    _client().key_value_delete(key)
+
+
 def kv_get(key: str, timeout: float, *, who: int | None = None) -> str:
     """Wait for ``key`` (set by process ``who``), checking the peers every second, so a dead
-    peer fails with :class:`DistributedError` instead of a timeout."""
+    peer fails with :class:`DistributedError` instead of a timeout (``math.inf``: as long as
+    the peers live)."""
     client = _client()
     deadline = time.monotonic() + timeout
     while True:

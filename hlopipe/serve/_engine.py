@@ -16,6 +16,11 @@ compiled stages and parameters); a slot whose sequences are all finished takes t
 requests from the queue at once, in a fresh session (its cache starts from zeros), while the
 other slots carry on. One thread drives every slot, a decode step of each in turn.
 
+**Many processes** (``hlopipe launch``): process 0's engine serves; before each session call
+(a slot's session started, fed, given its sampling, stepped) it sends the call to the other
+processes (``_control.py``), whose engines (:meth:`Engine.follow`, no HTTP) make the same
+calls in the same order.
+
 A prompt of the prefill's length goes through the prefill; any other length is consumed by
 the decode step itself, its tokens fed in place of the generated ones (``Session.feed``). The
 sequences of one group share the decode step's position, so a group takes requests whose
@@ -24,6 +29,8 @@ prompts have the same length; its unused sequences repeat the first one and are 
 
 from __future__ import annotations
 
+import contextlib
+import math
 import queue
 import threading
 import time
@@ -32,6 +39,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+
+from hlopipe.serve._control import Follower, Leader, Op, OpKind
 
 
 @dataclass
@@ -62,7 +71,6 @@ class Request:
 
 @dataclass
 class _Slot:
-    session: Any
     members: list[tuple[Request, int]]  # (request, sequence index) per batch row in use
     prompts: np.ndarray  # [b, L]
     fed: int  # prompt tokens consumed so far (the prefill consumes them all)
@@ -81,7 +89,11 @@ class _Lane:
 class Engine:
     """Continuous batching over a :class:`~hlopipe.generate.Generator`: ``gen.groups`` slots
     of one group each. ``submit`` queues a request; ``start`` warms every path (compiles) in
-    the engine thread and then serves; ``stop`` drains the requests in flight and ends."""
+    the engine thread and then serves; ``stop`` drains the requests in flight and ends.
+
+    In a job of several processes, process 0's engine is given a ``leader`` (it sends each
+    session call to the others before making it) and every other process runs
+    :meth:`follow`."""
 
     def __init__(
         self,
@@ -89,6 +101,7 @@ class Engine:
         *,
         on_ready: Callable[[], None] | None = None,
         profile_stages: bool = False,
+        leader: Leader | None = None,
     ) -> None:
         self.gen = gen
         self.per_sequence = bool(getattr(gen, "per_sequence", False))
@@ -105,7 +118,9 @@ class Engine:
         self._waiting: list[tuple[Request, int]] = []
         self._slots: list[_Slot | None] = [None] * gen.groups
         # slots (a position per sequence): a session per group, a lane per sequence of each
-        self._sessions: list[Any] = []
+        # each slot's session, by slot (a group's, a position per sequence)
+        self._live: dict[int, Any] = {}
+        self._leader = leader  # sends each session call to the other processes first
         self._lanes: list[list[_Lane | None]] = [[None] * gen.batch for _ in range(gen.groups)]
         self._tokens = np.zeros((gen.groups, gen.batch), np.int32)  # what each slot reads next
         self._positions = np.zeros((gen.groups, gen.batch), np.int64)
@@ -147,21 +162,89 @@ class Engine:
         self._thread.join(timeout)
 
     # -- the engine thread -----------------------------------------------------------------------
+    def _prepare(self) -> None:
+        """What every process does alike before serving: compile, time the stages."""
+        self._warm()
+        if self._profile:
+            self.stage_step_s = self._profiled()
+        self._ready_at = time.perf_counter()
+
     def _run(self) -> None:
         try:
-            self._warm()
-            if self._profile:
-                self.stage_step_s = self._profiled()
-            self._ready_at = time.perf_counter()
+            self._prepare()
+            if self._profile and self._leader is not None:  # the other processes' stages
+                self.stage_step_s = self._leader.gather_times(self.stage_step_s)
             self.ready.set()
             if self._on_ready is not None:
                 self._on_ready()
             self._loop()
+            if self._leader is not None:
+                self._leader.send(Op(OpKind.STOP))
         except BaseException as e:  # the thread's boundary: kept for /health and re-raised
             with self._lock:
                 self.error = e
             self._fail_all()
+            if self._leader is not None:
+                self._tell_failure(e)
             raise
+
+    def _tell_failure(self, e: BaseException) -> None:
+        """Stop the other processes with process 0's error (unless the channel is what
+        failed: their heartbeat then names this process)."""
+        from hlopipe.errors import DistributedError
+
+        assert self._leader is not None
+        with contextlib.suppress(DistributedError):
+            self._leader.send(Op(OpKind.FAIL, message=f"{type(e).__name__}: {e}"))
+
+    def follow(self, follower: Follower) -> None:
+        """Another process's engine (no HTTP): compile as process 0 does, then make process
+        0's session calls in its order until it stops.
+
+        Raises:
+          DistributedError: process 0's engine failed (its error is named), or process 0
+            was lost."""
+        from hlopipe.errors import DistributedError
+
+        self._prepare()
+        if self._profile:
+            follower.share_times(self.stage_step_s)
+        self.ready.set()
+        while True:
+            op = follower.receive()
+            if op.kind is OpKind.STOP:
+                return
+            if op.kind is OpKind.FAIL:
+                raise DistributedError(f"process 0's serving engine failed: {op.message}")
+            self._apply(op)
+
+    def _do(self, op: Op) -> Any:
+        """Make a session call, sent to the other processes first (a job of several)."""
+        if self._leader is not None:
+            self._leader.send(op)
+        return self._apply(op)
+
+    def _apply(self, op: Op) -> Any:
+        if op.kind is OpKind.START:
+            (first,) = op.values
+            if first.ndim == 3:  # prompts of the prefill's length
+                self._live[op.slot] = self.one.start(first)
+            else:
+                self._live[op.slot] = self.one.start(tokens=first, position=0)
+            return None
+        session = self._live[op.slot]
+        if op.kind is OpKind.FEED:
+            tokens, *position = op.values
+            session.feed(tokens, position=position[0] if position else None)
+            return None
+        if op.kind is OpKind.SAMPLING:
+            from hlopipe.generate import Sampling
+
+            session.sampling(Sampling(*op.values))
+            return None
+        if op.kind is OpKind.STEP:
+            return session.generate(1)
+        raise ValueError(f"{op.kind} is not a session call")  # pragma: no cover - a bug
 
     def _fail_all(self) -> None:
         """Finish every request queued or in flight (after an error: none is left waiting)."""
@@ -184,7 +267,7 @@ class Engine:
                 session.generate(1)
                 session.feed(self._tokens[g : g + 1], position=self._positions[g : g + 1])
                 session.generate(1)
-                self._sessions.append(session)
+                self._live[g] = session
             return
         if self.prefill_len is not None:
             s = self.one.start(np.zeros((1, b, self.prefill_len), np.int32))
@@ -196,8 +279,8 @@ class Engine:
 
     def _profiled(self) -> list[float]:
         """Each stage's decode step alone, in seconds (on a session of one group)."""
-        if self._sessions:
-            return list(self._sessions[0].profile())
+        if self.per_sequence:
+            return list(self._live[0].profile())
         zeros = np.zeros((1, self.batch), self.gen.token.dtype)
         return list(self.one.start(tokens=zeros, position=0).profile())
 
@@ -207,7 +290,8 @@ class Engine:
         if stage >= len(self.stage_step_s) or not self._ready_at:
             return 0.0
         wall = time.perf_counter() - self._ready_at
-        return min(1.0, self.stage_step_s[stage] * self.group_steps / wall) if wall else 0.0
+        busy = self.stage_step_s[stage] * self.group_steps / wall if wall else 0.0
+        return busy if math.isnan(busy) else min(1.0, busy)  # nan: a stage not timed here
 
     def _loop(self) -> None:
         if self.per_sequence:
@@ -221,7 +305,7 @@ class Engine:
             t0 = time.perf_counter()
             for i, slot in enumerate(self._slots):
                 if slot is not None:
-                    self._slots[i] = self._step(slot)
+                    self._slots[i] = self._step(i, slot)
                     self.group_steps += 1
             if any(self._slots):
                 self.busy_s += time.perf_counter() - t0
@@ -241,10 +325,11 @@ class Engine:
                 continue
             t0 = time.perf_counter()
             made = np.zeros_like(self._tokens)
-            for g, session in enumerate(self._sessions):
+            for g in range(self.gen.groups):
                 if any(lane is not None for lane in self._lanes[g]):
-                    session.feed(self._tokens[g : g + 1], position=self._positions[g : g + 1])
-                    made[g] = session.generate(1)[0, :, 0]
+                    tokens, positions = self._tokens[g : g + 1], self._positions[g : g + 1]
+                    self._do(Op(OpKind.FEED, g, (tokens.copy(), positions.copy())))
+                    made[g] = self._do(Op(OpKind.STEP, g))[0, :, 0]
                     self.group_steps += 1
             self._advance(made)
             self.busy_s += time.perf_counter() - t0
@@ -268,10 +353,9 @@ class Engine:
                     field_values[g, b] = value
                 changed.add(g)
         if changed and self.samples:
-            from hlopipe.generate import Sampling
-
-            for g in changed:
-                self._sessions[g].sampling(Sampling(*(f[g : g + 1] for f in self._sampling)))
+            for g in sorted(changed):
+                values = tuple(f[g : g + 1].copy() for f in self._sampling)
+                self._do(Op(OpKind.SAMPLING, g, values))
 
     def _advance(self, made: np.ndarray) -> None:
         """After a step: each slot's next token and position (its prompt's next, or what it
@@ -332,38 +416,35 @@ class Engine:
             members = members[: self.batch]
             taken = {id(m[0]) * 1_000_003 + m[1] for m in members}
             self._waiting = [m for m in self._waiting if id(m[0]) * 1_000_003 + m[1] not in taken]
-            self._slots[k] = self._begin(members)
+            self._slots[k] = self._begin(k, members)
 
-    def _begin(self, members: list[tuple[Request, int]]) -> _Slot:
+    def _begin(self, k: int, members: list[tuple[Request, int]]) -> _Slot:
         prompt_rows = [r.seqs[i].prompt for r, i in members]
         prompt_rows += [prompt_rows[0]] * (self.batch - len(prompt_rows))
         prompts = np.asarray(prompt_rows, np.int32)
         if prompts.shape[1] == self.prefill_len:
-            session = self.one.start(prompts[None])
+            self._do(Op(OpKind.START, k, (prompts[None],)))
             fed = prompts.shape[1]
         else:
             first = prompts[None, :, 0].astype(self.gen.token.dtype)
-            session = self.one.start(tokens=first, position=0)
+            self._do(Op(OpKind.START, k, (first,)))
             fed = 1
         if self.samples:  # a step returning logits, one position a group
-            from hlopipe.generate import Sampling
-
             rows = [r.seqs[i].sampling for r, i in members]
             rows += [rows[0]] * (self.batch - len(rows))
             dtypes = (np.uint32, np.float32, np.float32, np.int32)
             columns = zip(*rows, strict=True)
-            session.sampling(
-                Sampling(*(np.asarray([c], t) for c, t in zip(columns, dtypes, strict=True)))
-            )
-        return _Slot(session, members, prompts, fed)
+            values = tuple(np.asarray([c], t) for c, t in zip(columns, dtypes, strict=True))
+            self._do(Op(OpKind.SAMPLING, k, values))
+        return _Slot(members, prompts, fed)
 
-    def _step(self, slot: _Slot) -> _Slot | None:
-        """One decode step of a slot: a prompt token fed, or a token given to each sequence.
-        Returns the slot, or ``None`` once every sequence in it is finished."""
-        row = slot.session.generate(1)[0, :, 0]
+    def _step(self, k: int, slot: _Slot) -> _Slot | None:
+        """One decode step of slot ``k``: a prompt token fed, or a token given to each
+        sequence. Returns the slot, or ``None`` once every sequence in it is finished."""
+        row = self._do(Op(OpKind.STEP, k))[0, :, 0]
         L = slot.prompts.shape[1]
         if slot.fed < L:  # still reading the prompt: its next token replaces the made one
-            slot.session.feed(slot.prompts[None, :, slot.fed])
+            self._do(Op(OpKind.FEED, k, (slot.prompts[None, :, slot.fed].copy(),)))
             slot.fed += 1
             return slot
         live = False

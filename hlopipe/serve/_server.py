@@ -21,6 +21,8 @@ def serve(
     host: str = "127.0.0.1",
     port: int = 8000,
     seed: int = 0,
+    stage_mesh_shape: tuple[int, ...] | None = None,
+    stage_mesh_axes: tuple[str, ...] | None = None,
     out: Any = print,
 ) -> int:
     """Serve a decode step (and its prefill) split into stages, until interrupted.
@@ -37,13 +39,22 @@ def serve(
       host / port: where to listen (loopback by default; port 0 picks a free port). One
         line, ``serving <model> at http://host:port/v1``, is printed once every stage is
         compiled; until then ``/health`` answers 503.
+      stage_mesh_shape / stage_mesh_axes: each stage on a mesh of that shape (default one
+        device), its axes so named (``"data"`` splits a group's batch), as
+        ``hlopipe.Generator`` takes them; the parameters keep the program's own layout
+        (else replicated).
+
+    In a job of several processes (``hlopipe launch``, ``jax.distributed``), process 0 serves
+    HTTP and every other process follows its engine's calls (``serve._control``), with no
+    HTTP; a follower ignores Ctrl-C and SIGTERM and stops when process 0 stops.
 
     Returns:
-      The exit status (0 after a clean stop: Ctrl-C drains the requests in flight).
+      The exit status (0 after a clean stop: Ctrl-C or SIGTERM drains the requests in flight).
 
     Raises:
       RuntimeConfigError: a bad count, parameters or tokenizer; a port that cannot be bound.
     """
+    import jax
     import uvicorn
 
     from hlopipe.generate import Generator, load_params, load_tokenizer
@@ -68,26 +79,64 @@ def serve(
         params = load_params(params_path, decode.arg_roles(), seed)
         name = Path(str(getattr(decode, "source", "decode"))).name
     gen = Generator(decode, params, prefill=prefill, num_stages=stages, groups=groups,
-                    max_len=max_len)  # fmt: skip
+                    max_len=max_len, stage_mesh_shape=stage_mesh_shape,
+                    stage_mesh_axes=stage_mesh_axes)  # fmt: skip
+    leader = None
+    if jax.process_count() > 1:
+        from hlopipe.serve._control import Follower, Leader
+
+        if jax.process_index() != 0:
+            _ignore_stop_signals()
+            Engine(gen, profile_stages=True).follow(Follower())
+            out("stopped", flush=True)
+            return 0
+        leader = Leader()
     sock = _bind(host, port)
     bound = sock.getsockname()[1]
     url = f"http://{host}:{bound}/v1"
     engine = Engine(
-        gen, on_ready=lambda: out(f"serving {name} at {url}", flush=True), profile_stages=True
+        gen,
+        on_ready=lambda: out(f"serving {name} at {url}", flush=True),
+        profile_stages=True,
+        leader=leader,
     )
     app = make_app(Model(name, engine, tokenizer, vocab))
     config = uvicorn.Config(app, log_level="warning", timeout_graceful_shutdown=30)
     server = uvicorn.Server(config)
     engine.start()
+    _sigterm_as_ctrl_c()
     try:
         server.run(sockets=[sock])
-    except KeyboardInterrupt:  # uvicorn stops serving, then re-raises Ctrl-C: a clean stop
+    except KeyboardInterrupt:  # uvicorn stops serving, then re-raises the signal: a clean stop
         pass
     finally:
         engine.stop(timeout=60)  # the requests in flight finish
         sock.close()
     out("stopped", flush=True)
     return 0
+
+
+def _sigterm_as_ctrl_c() -> None:
+    """uvicorn stops serving on SIGTERM as on Ctrl-C, then raises the signal again with the
+    handler it found: SIGTERM's default would end the process before the requests in flight
+    drain (and, in a job of several processes, before the others are told to stop)."""
+    import signal
+    import threading
+
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, signal.default_int_handler)
+
+
+def _ignore_stop_signals() -> None:
+    """A follower leaves stopping to process 0, which drains its requests and then stops
+    every process (a Ctrl-C reaching the whole job would otherwise end a follower while
+    process 0 still drains)."""
+    import signal
+    import threading
+
+    if threading.current_thread() is threading.main_thread():
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(sig, signal.SIG_IGN)
 
 
 def _bind(host: str, port: int) -> socket.socket:

@@ -40,6 +40,20 @@ def test_generate_check(tmp_path, capsys):
     assert main([*args, "--stages", "3"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "--stages 3" in err[0] and "1 stage_boundary markers" in err[0]
+    # a stage layout that cannot work (the flag reaches the generator's placement), or mesh
+    # flags that do not fit together (stage meshes that work: test_generate_mesh.py, and under
+    # launch test_generate_launch.py)
+    bad = {
+        ("--stage-mesh", "2x0"): "--stage-mesh '2x0': expected positive sizes",
+        ("--stage-mesh", "2x2"): "--stage-mesh 2x2 has 2 axes: name them with --stage-mesh-axes",
+        ("--stage-mesh", "2", "--stage-mesh-axes", "data,model"): "give 1 distinct",
+        ("--stage-mesh-axes", "data"): "--stage-mesh-axes needs --stage-mesh",
+        ("--stage-mesh", "8"): "2 stages needs 2 ranks x 8 devices per stage mesh = 16 devices",
+    }
+    for flags, message in bad.items():
+        assert main([*args, *flags]) == 2, flags
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and err[0].startswith("error: ") and message in err[0], (flags, err)
 
 
 def test_generate_refuses_a_program_without_state(tmp_path, capsys):
@@ -51,3 +65,21 @@ def test_generate_refuses_a_program_without_state(tmp_path, capsys):
     assert main(["generate", str(d)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("error: ") and "no argument is state" in err[0]
+
+
+def test_generate_check_of_a_step_returning_logits(tmp_path, capsys):
+    """A decode step returning logits with a position per sequence (the built-in served
+    form): `--check` compares the split generator's greedy tokens with the unsplit step's
+    argmax fed back a step at a time."""
+    params = gd.init(jax.random.key(0), CFG)
+    step = jax.jit(gd.decode_slots_fn(CFG, stage_boundary, cuts=(2,)), donate_argnums=1)
+    ex = (params, gd.empty_cache(2, CFG), jnp.zeros(2, jnp.int32), jnp.zeros(2, jnp.int32))
+    d = tmp_path / "slots.bin"
+    d.write_bytes(jax.export.export(step)(*ex).serialize())
+    np.savez(tmp_path / "params.npz", *jax.tree_util.tree_leaves(params))
+    args = ["generate", str(d), "--params", str(tmp_path / "params.npz"), "--tokens", "6"]
+    assert main([*args, "--max-len", str(CFG.max_len), "--check"]) == 0
+    out = capsys.readouterr().out
+    assert "check: all 12 tokens equal the unsplit program's" in out
+    rows = [line.split(": ")[1].split() for line in out.splitlines() if line.startswith("group")]
+    assert len(rows) == 2 and rows[0] != rows[1]  # two sequences from different first tokens

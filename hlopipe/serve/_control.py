@@ -1,0 +1,105 @@
+"""The serving engine across the processes of a ``jax.distributed`` job (``hlopipe launch``).
+
+Process 0 serves HTTP and decides: which requests take which slots, their prompts, their
+sampling, when a sequence stops. Every process holds some stages, and every decode step is a
+collective program over all of them, so every process must issue the same session calls in
+the same order. Process 0's :class:`~hlopipe.serve.Engine` sends each call it is about to make
+(an :class:`Op`: a slot's session started, fed, given its sampling, stepped) through the
+coordination service's key-value store, one key per call, before making it; every other
+process runs an engine of its own without HTTP (:meth:`Engine.follow`) that reads the calls in
+order and makes them. The tokens a step makes reach every process through the generator
+itself (``Session.generate`` returns them everywhere), so a follower needs nothing else.
+
+Waits are bounded by the runtime's heartbeat: a follower waiting for the next call checks its
+peers every second (:func:`hlopipe.runtime.distributed.kv_get`), so a process 0 that died is
+named instead of waited for; process 0's step, a collective, fails naming a dead follower.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from enum import Enum
+
+import numpy as np
+
+from hlopipe.runtime import distributed
+
+_PREFIX = "hlopipe/serve/op/"
+_TIMES = "hlopipe/serve/stage-times/"  # each process's stage step times (nan: not its stage)
+# keys older than this many calls are deleted: every step is a collective over every process
+# and returns its tokens to each, so a follower is never more than a step's few calls behind
+_KEEP = 256
+
+
+class OpKind(str, Enum):  # noqa: UP042 - the house style: a str mixin
+    """A session call of the engine, as process 0 sends it to the others."""
+
+    START = "start"  # a slot's new session: prompts [1, b, L] (the prefill) or tokens [1, b]
+    FEED = "feed"  # tokens [1, b] (and positions [1, b], a position per sequence)
+    SAMPLING = "sampling"  # the four Sampling fields, [1, b] each
+    STEP = "step"  # one decode step of the slot's session; its tokens come back everywhere
+    STOP = "stop"  # the engine drained and ended: every process stops
+    FAIL = "fail"  # process 0's engine failed (``message``): every process stops with it
+
+
+@dataclass(frozen=True)
+class Op:
+    """One call: its kind, the slot whose session it is on, its arrays (see :class:`OpKind`),
+    and for :attr:`OpKind.FAIL` why."""
+
+    kind: OpKind
+    slot: int = 0
+    values: tuple[np.ndarray, ...] = ()
+    message: str = ""
+
+    def encode(self) -> str:
+        arrays = [[str(v.dtype), list(v.shape), v.ravel().tolist()] for v in self.values]
+        return json.dumps({"kind": self.kind.value, "slot": self.slot, "values": arrays,
+                           "message": self.message})  # fmt: skip
+
+    @classmethod
+    def decode(cls, text: str) -> Op:
+        d = json.loads(text)
+        values = tuple(np.asarray(flat, dtype).reshape(shape) for dtype, shape, flat in d["values"])
+        return cls(OpKind(d["kind"]), int(d["slot"]), values, str(d["message"]))
+
+
+class Leader:
+    """Process 0's end: :meth:`send` publishes the next call."""
+
+    def __init__(self) -> None:
+        self.sent = 0
+
+    def gather_times(self, mine: list[float], timeout: float = 600.0) -> list[float]:
+        """Each stage's step time (``Session.profile``) from the process that holds it:
+        ``mine`` (``nan`` where another process holds the stage) completed by the others'."""
+        times = list(mine)
+        for q in range(1, distributed.process_count()):
+            theirs = json.loads(distributed.kv_get(f"{_TIMES}{q}", timeout, who=q))
+            times = [b if math.isnan(a) else a for a, b in zip(times, theirs, strict=True)]
+        return times
+
+    def send(self, op: Op) -> None:
+        distributed.kv_set(f"{_PREFIX}{self.sent}", op.encode())
+        if self.sent >= _KEEP:
+            distributed.kv_delete(f"{_PREFIX}{self.sent - _KEEP}")
+        self.sent += 1
+
+
+class Follower:
+    """Another process's end: :meth:`receive` waits for the next call (as long as process 0
+    lives: a lost peer raises :class:`~hlopipe.errors.DistributedError` naming it)."""
+
+    def __init__(self) -> None:
+        self.received = 0
+
+    def share_times(self, mine: list[float]) -> None:
+        """This process's stage step times, for process 0's ``/metrics``."""
+        distributed.kv_set(f"{_TIMES}{distributed.process_index()}", json.dumps(mine))
+
+    def receive(self) -> Op:
+        text = distributed.kv_get(f"{_PREFIX}{self.received}", math.inf, who=0)
+        self.received += 1
+        return Op.decode(text)

@@ -1,0 +1,86 @@
+"""`hlopipe serve` under `hlopipe launch`: two real processes of one `jax.distributed` job (CPU
+devices, gloo), the built-in tiny GPT's two stages one on each. Process 0 serves HTTP; process
+1 runs its stage following process 0's calls. The oracle is the tiny GPT's decode step run
+directly in JAX in a plain loop, one prompt at a time (``test_serve.oracle``)."""
+
+from __future__ import annotations
+
+import io
+import re
+import signal
+import sys
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+import openai
+import pytest
+
+from hlopipe.runtime.launch import launch
+
+pytestmark = pytest.mark.multiprocess
+
+
+class _Lines(io.StringIO):
+    """The launcher's output, with an event set once process 0 prints its URL."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.url: str | None = None
+        self.ready = threading.Event()
+
+    def write(self, text: str) -> int:
+        m = re.search(r"^\[rank 0\] serving \S+ at (\S+)$", text, re.M)
+        if m:
+            self.url = m.group(1)
+            self.ready.set()
+        return super().write(text)
+
+
+def test_two_processes_serve_greedy_completions_equal_the_unsplit_program():
+    """Three requests of prompt lengths 3, 5 and 2 at once on one group of 2 slots (so a
+    finished sequence's slot is refilled, and process 1 must follow the refill): each equals
+    the unsplit program on its prompt alone; /metrics has both stages' busy fractions (one
+    timed in each process). SIGTERM to process 0 drains and stops both."""
+    from test_serve import _metrics, _text, oracle
+
+    out = _Lines()
+    procs: list = []
+    code: list[int] = []
+    cmd = [sys.executable, "-m", "hlopipe", "serve", "--port", "0", "--groups", "1"]
+
+    def run() -> None:
+        code.append(launch(cmd, nproc=2, devices_per_process=1, heartbeat_timeout=10,
+                           grace=20, timeout=240, out=out, on_start=procs.extend))  # fmt: skip
+
+    job = threading.Thread(target=run, daemon=True)
+    job.start()
+    try:
+        assert out.ready.wait(200), out.getvalue()[-4000:]
+        client = openai.OpenAI(base_url=out.url, api_key="none", max_retries=0, timeout=120)
+        rng = np.random.default_rng(5)
+        cases = [(rng.integers(0, 64, L).tolist(), n) for L, n in ((3, 4), (5, 3), (2, 5))]
+
+        def ask(case):
+            prompt, n = case
+            return client.completions.create(
+                model="hlopipe", prompt=prompt, max_tokens=n, temperature=0
+            ).model_dump()
+
+        with ThreadPoolExecutor(len(cases)) as pool:
+            got = list(pool.map(ask, cases))
+        for (prompt, n), r in zip(cases, got, strict=True):
+            (choice,) = r["choices"]
+            want = oracle(prompt, n)
+            assert choice["token_ids"] == want, (prompt, out.getvalue()[-3000:])
+            assert choice["text"] == _text(want)
+        after = _metrics(out.url.removesuffix("/v1"))
+        busy = [after[("hlopipe_stage_busy_fraction", (("stage", str(s)),))] for s in (0, 1)]
+        assert all(0 < b < 1 for b in busy), busy  # a few steps in seconds
+    finally:
+        if procs and procs[0].poll() is None:
+            procs[0].send_signal(signal.SIGTERM)  # process 0 only: it stops the others
+        job.join(120)
+    text = out.getvalue()
+    assert code == [0], text[-4000:]
+    assert len(re.findall(r"^\[rank [01]\] stopped$", text, re.M)) == 2, text[-4000:]
