@@ -30,7 +30,7 @@ from __future__ import annotations
 import contextlib
 import importlib
 import warnings
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import jax
@@ -83,6 +83,12 @@ PRIVATE_NAMES: dict[str, tuple[str, str, str]] = {
         "XLA's cost analysis of an HLO module",
     ),
     "DeviceList": ("jaxlib._jax", "DeviceList", "compiling a module for a list of devices"),
+    "batched_copy": (
+        "jaxlib._jax",
+        "batched_copy_array_to_devices_with_sharding",
+        "moving arrays between two devices of this process per generated token",
+    ),
+    "ArrayCopySemantics": ("jaxlib._jax", "ArrayCopySemantics", "the same"),
     "get_distributed_runtime_service": (
         "jaxlib._jax",
         "get_distributed_runtime_service",
@@ -188,12 +194,29 @@ ad = _names["ad"]
 batching = _names["batching"]
 mlir = _names["mlir"]
 _distributed_state = _names["distributed_state"]
+_batched_copy = _names["batched_copy"]
+_REUSE_INPUT = _names["ArrayCopySemantics"].REUSE_INPUT
 _distributed_module = _names["distributed_module"]
 
 
 def hlo_module_from_proto(data: bytes) -> Any:
     """Parse a serialized HloModuleProto with XLA's own parser."""
     return _HloModule.from_serialized_hlo_module_proto(data)
+
+
+def device_to_device(devices: Sequence[Any]) -> Callable[..., list[Any]]:
+    """A function copying arrays, each committed to one device of this process, one to each of
+    ``devices``, in one call: the copy ``jax.device_put`` makes for such arrays, without its
+    Python checks (about a fifth of its host time on CPU). Only for arrays on one device each,
+    bound for one device each; anything else goes through ``jax.device_put``."""
+    lists = [DeviceList((d,)) for d in devices]
+    shardings = [jax.sharding.SingleDeviceSharding(d) for d in devices]
+    semantics = [_REUSE_INPUT] * len(devices)
+
+    def move(*values: Any) -> list[Any]:
+        return _batched_copy(values, lists, shardings, semantics)
+
+    return move
 
 
 def is_tracer(x: Any) -> bool:

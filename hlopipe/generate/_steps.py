@@ -168,7 +168,7 @@ def build(
         s, comp = p.stage, holder._stages[p.stage]
         reads: list[int] = []
         temps: list[int] = []
-        sources: dict[int, list[tuple[int, int, Any, Any]]] = {}  # stage -> values it sends
+        sources: dict[int, list[tuple[int, int, Any, Any, Any]]] = {}  # stage -> what it sends
         for i, ((kind, key), aval) in enumerate(zip(p.inputs, st.jaxpr.in_avals, strict=True)):
             if kind is InputKind.PARAM:
                 reads.append(param_slots[(s, key)])
@@ -195,13 +195,14 @@ def build(
                 continue
             if home.stage != s:
                 moved[what] += nbytes(aval)
-            sources.setdefault(home.stage, []).append((src, free, aval, want))
+            sources.setdefault(home.stage, []).append((src, free, aval, want, home.sharding))
             temps.append(free)
             reads.append(free)
             free += 1
         for src_stage, group in sources.items():  # one move per sending stage
-            regs_in, regs_out, avals, wants = zip(*group, strict=True)
-            instrs.append((_mover(sp, src_stage, s, avals, wants), _gather(regs_in), regs_out, ()))
+            regs_in, regs_out, avals, wants, haves = zip(*group, strict=True)
+            move = _mover(sp, src_stage, s, avals, wants, haves)
+            instrs.append((move, _gather(regs_in), regs_out, ()))
             for k in regs_in:
                 last_use[k] = len(instrs) - 1
         instrs.append(
@@ -259,16 +260,27 @@ def _same(have: Any, want: Any, aval: Any) -> bool:
     return have is not None and want is not None and have.is_equivalent_to(want, len(aval.shape))
 
 
-def _mover(sp: StagePlacement, src: int, dst: int, avals: Any, shardings: Any) -> Callable:
-    """The move of values from stage ``src`` to ``shardings`` on stage ``dst``, all at once:
-    one batched ``device_put`` in one process, else the placement's move (one collective
-    between two processes, nothing for a bystander).
+def _mover(
+    sp: StagePlacement, src: int, dst: int, avals: Any, shardings: Any, sources: Any
+) -> Callable:
+    """The move of values (laid out as ``sources``) from stage ``src`` to ``shardings`` on
+    stage ``dst``, all at once: one batched copy in one process, else the placement's move
+    (one collective between two processes, nothing for a bystander).
 
-    In one process a value bound for one device is put on the device itself: JAX's
-    ``device_put`` to a ``Device`` costs a third of the host time of one to a one-device
-    ``NamedSharding``, and the executable takes either."""
+    In one process, values from one device each to one device each (stages of one device)
+    are copied by jaxlib's batched copy, the copy ``device_put`` makes for them without its
+    checks; others go through one ``device_put``, a value bound for one device put on the
+    device itself (a third of the host time of a put to a one-device ``NamedSharding``; the
+    executable takes either)."""
     import jax
 
+    from hlopipe._jax_compat import device_to_device
+
+    if not sp.multi and all(
+        h is not None and len(h.device_set) == 1 and len(w.device_set) == 1
+        for h, w in zip(sources, shardings, strict=True)
+    ):
+        return device_to_device([next(iter(w.device_set)) for w in shardings])
     if not sp.multi:
         where = tuple(next(iter(sh.device_set)) if len(sh.device_set) == 1 else sh
                       for sh in shardings)  # fmt: skip
