@@ -45,10 +45,11 @@ from hlopipe.generate._plan import (
     position_value,
     prefill_args,
     prefill_outputs,
+    prefill_returns_logits,
     split_warnings,
     stage_layers,
 )
-from hlopipe.generate._sampling import sample
+from hlopipe.generate._sampling import Sampling, sample
 from hlopipe.generate._session import Session
 from hlopipe.generate._steps import Home, Layout, Sampler, StepProgram, build
 from hlopipe.io import ArgRoles
@@ -83,7 +84,11 @@ class Generator:
         ``Session.feed`` then sets each sequence's, so that a sequence can start again while
         the others of its group carry on).
       params: the first argument's pytree (the program's parameters).
-      prefill: the prefill ``Program``, ``(params, prompt) -> (next_tokens, state)``.
+      prefill: the prefill ``Program``, ``(params, prompt) -> (next_tokens, state)``; for a
+        decode step returning logits, ``-> (logits, state)`` with ``logits`` a float ``[b,
+        vocab]`` (the prompt's last position) or ``[b, length, vocab]`` (the last position
+        taken): the first token is sampled from them as the decode step's are (or a prefill
+        returning the token, fed back as it is).
       prefill_params: the prefill's own arguments, every one but the prompt in its order
         (or all, ``None`` at the prompt), for a prefill whose parameters cannot be matched to
         the decode step's; default: the decode step's ``params``, matched in order, else by
@@ -129,11 +134,6 @@ class Generator:
         roles = counters_as_position(decode.arg_roles(state=state, feedback=feedback))
         # the logits' output, when the token fed back is sampled from them
         roles, self.logits_out = logits_as_feedback(roles)
-        if self.logits_out is not None and prefill is not None:
-            raise RuntimeConfigError(
-                f"{self.source} returns logits (output {self.logits_out}): it is served without "
-                "a prefill, its prompts read by the decode step a token a step; drop the prefill"
-            )
         self.roles: ArgRoles = roles
         self._check_roles(roles)
         if not isinstance(groups, int) or groups < 1:
@@ -472,13 +472,16 @@ class Generator:
         state: Sequence[Sequence[Any]] | None = None,
         position: int | None = None,
         feedback: Mapping[Any, Any] | None = None,
+        sampling: Sampling | None = None,
     ) -> Session:
         """A session of ``groups`` groups: from ``prompts[groups, b, P]`` through the prefill
         (pipelined, the prefill's token first), or from ``tokens[groups, b]`` at ``position``
         with ``state`` (per group, the flat state arguments; zeros when not given).
         ``feedback`` gives the first value of every other feedback argument (an RNG key), by
-        path or flat index, shaped ``[groups, ...]``."""
-        session = Session(self, prompts, tokens, state, position)
+        path or flat index, shaped ``[groups, ...]``. ``sampling`` (a step returning logits)
+        is :meth:`Session.sampling`'s, set before the prefill (whose first token it samples
+        when the prefill returns logits); default greedy."""
+        session = Session(self, prompts, tokens, state, position, sampling)
         session._start_feedback(feedback or {})
         return session
 
@@ -514,6 +517,14 @@ class _Prefill:
         param_of = {**param_of, **const_key}
         self.prompt_aval = program.in_avals[self.prompt_arg]
         self.token_out, state_of_out = prefill_outputs(program, gen.roles, gen.token.index, what)
+        # a prefill returning logits: its first token sampled from them as the decode step's
+        # are (its last stage, the session's sampling, the key folded with the prompt's last
+        # position); else its token, fed back as it is
+        sampler = None
+        if prefill_returns_logits(program, self.token_out):
+            assert gen._sampler is not None  # a float first output: the step returns logits
+            sampler = gen._sampler._replace(output=self.token_out)
+        self.samples = sampler is not None
         slots = {x.arg: x for x in gen.split.slots}
         stage_of = {o: slots[arg].stage for o, arg in state_of_out.items()}
         try:  # cut where the decode step keeps each cache
@@ -561,4 +572,4 @@ class _Prefill:
         self.program = build(self.plans, self.staged.stages, self, sp, gen._layout, {},
                              {self.token_out: (gen.token.index,)},
                              gen._add_params(self.plans, self._params),
-                             len(gen._template))  # fmt: skip
+                             len(gen._template), sampler)  # fmt: skip

@@ -451,16 +451,25 @@ def prefill_outputs(
 def _prefill_outputs_in_order(
     prefill: Any, decode_roles: Any, token_arg: int, what: str
 ) -> tuple[int, dict[int, int]]:
-    """The first output with the token's shape and dtype, the others the state in order;
-    shapes and dtypes checked."""
+    """The first output with the token's shape and dtype (for a decode step returning logits,
+    else the first float ``[b, vocab]`` or ``[b, length, vocab]`` output: the prefill's
+    logits), the others the state in order; shapes and dtypes checked."""
     outs = list(prefill.out_avals)
     tok = decode_roles[token_arg]
     key = (tuple(tok.shape), str(tok.dtype))
     token_out = next((i for i, a in enumerate(outs) if (tuple(a.shape), str(a.dtype)) == key), None)
+    vocab = _logits_vocab(decode_roles, token_arg)
+    if token_out is None and vocab is not None:
+        token_out = next((i for i, a in enumerate(outs) if _logits_like(a, key[0], vocab)), None)
     if token_out is None:
+        logits = "" if vocab is None else (
+            f" nor logits (float [b, {vocab}] of the prompt's last position, or [b, length, "
+            f"{vocab}])"
+        )  # fmt: skip
         raise RuntimeConfigError(
             f"{what}: no output has the shape and dtype of the decode step's token "
-            f"({key[1]}{list(key[0])}); the prefill returns (next_tokens, state)"
+            f"({key[1]}{list(key[0])}){logits}; the prefill returns (next_tokens, state)"
+            + ("" if vocab is None else " or (logits, state)")
         )
     rest = [i for i in range(len(outs)) if i != token_out]
     state = decode_roles.state
@@ -479,6 +488,31 @@ def _prefill_outputs_in_order(
             )
         mapping[o] = r.index
     return token_out, mapping
+
+
+def _logits_vocab(decode_roles: Any, token_arg: int) -> int | None:
+    """The vocabulary of a decode step returning logits (the token fed back from a float
+    ``[b, vocab]`` output, ``logits_as_feedback``); ``None`` for one returning tokens."""
+    out = decode_roles[token_arg].output
+    avals = getattr(decode_roles, "out_avals", None)
+    if out is None or avals is None:
+        return None
+    shape, dtype = avals[out]
+    return int(shape[1]) if len(shape) == 2 and "float" in dtype else None
+
+
+def _logits_like(aval: Any, token_shape: tuple[int, ...], vocab: int) -> bool:
+    """A prefill's logits: float ``[b, vocab]`` or ``[b, length, vocab]``."""
+    shape = tuple(aval.shape)
+    b = token_shape[0] if token_shape else 1
+    return (
+        "float" in str(aval.dtype) and len(shape) in (2, 3) and shape[0] == b and shape[-1] == vocab
+    )
+
+
+def prefill_returns_logits(prefill: Any, token_out: int) -> bool:
+    """Whether the prefill's first-token output is logits (a float) to sample from."""
+    return "float" in str(prefill.out_avals[token_out].dtype)
 
 
 def cache_length(roles: Any, split: Any, position: Any, batch: int, source: str) -> int:

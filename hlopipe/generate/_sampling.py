@@ -49,7 +49,8 @@ def sample(
     """The next token ``int32[b]`` of each sequence from ``logits [b, vocab]``.
 
     Args:
-      logits: the decode step's output.
+      logits: the decode step's output (or a prefill's: ``[b, vocab]``, or ``[b, length,
+        vocab]`` of which the last position is sampled).
       position: the step's position (``[]``, ``[1]`` or per sequence ``[b]``): folded into
         each sequence's key with its seed.
       seed / temperature / top_p / top_k: per sequence, as :class:`Sampling` holds them.
@@ -59,6 +60,8 @@ def sample(
       restricted to the ``top_k`` largest logits (when ``top_k > 0``) and then to the smallest
       set of them whose probability reaches ``top_p``.
     """
+    if logits.ndim == 3:  # a prefill's logits at every prompt position: the last one's
+        logits = logits[:, -1]
     b, vocab = logits.shape
     logits = logits.astype(jnp.float32)
     greedy = jnp.argmax(logits, axis=-1).astype(jnp.int32)

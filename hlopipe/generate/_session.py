@@ -53,7 +53,15 @@ class Session:
     last call (``state``: counted, 0 when state stays).
     """
 
-    def __init__(self, gen: Generator, prompts: Any, tokens: Any, state: Any, position: Any):
+    def __init__(
+        self,
+        gen: Generator,
+        prompts: Any,
+        tokens: Any,
+        state: Any,
+        position: Any,
+        sampling: Sampling | None = None,
+    ):
         self.gen = gen
         G, b = gen.groups, gen.batch
         self.counters = _Counters()
@@ -68,6 +76,10 @@ class Session:
         self._first_token = False  # the pending tokens are the prefill's (time to first token)
         self._log: list[tuple[Phase, tuple[int, ...], int]] = []  # (phase, microbatches, position)
         self._t0 = t0 = time.perf_counter()
+        if gen.logits_out is not None:  # before a prefill, which may sample the first token
+            self.sampling(sampling or Sampling(*(np.stack([v] * G) for v in Sampling.greedy(b))))
+        elif sampling is not None:
+            self.sampling(sampling)  # refused: the step returns tokens
         if prompts is not None:
             if gen.prefill is None:
                 raise RuntimeConfigError("prompts need a prefill program (prefill=...)")
@@ -87,8 +99,6 @@ class Session:
             self._start_from(tokens, state)
         # each sequence's position (a step taking one per sequence; else all alike)
         self.positions = np.full((G, b), self.position, np.int64)
-        if gen.logits_out is not None:
-            self.sampling(Sampling(*(np.stack([v] * G) for v in Sampling.greedy(b))))
 
     @property
     def issued(self) -> list[tuple[Phase, int, int]]:
@@ -254,15 +264,19 @@ class Session:
         G = gen.groups
         order = decode_order(len(gen.plans), G, 1, prefill=True)
         self._log.append((Phase.PREFILL, order, self.position))
-        placed = {  # each stage reading the prompt: every group's, in one device_put
-            s: (jax.device_put(list(prompts), [sh] * G) if gen.place.local(s) else [None] * G)
-            for s, _, sh in prog.inputs
-        }
+        # each stage reading the prompt (every group's, in one device_put) and, for a prefill
+        # returning logits, the sampler reading the prompt's last position (its key's)
+        last = position_value(gen.position, self.position - 1) if prog.sampler_inputs else None
+        placed = {
+            slot: (jax.device_put([last] * G if slot in prog.sampler_inputs else list(prompts),
+                                  [sh] * G) if gen.place.local(s) else [None] * G)
+            for s, slot, sh in prog.inputs
+        }  # fmt: skip
         self._fit(prog.size)
         for g in order:  # the decode+prefill schedule's first step of each group, in order
             regs = self._regs[g]
-            for s, slot, _ in prog.inputs:
-                regs[slot] = placed[s][g]
+            for _, slot, _ in prog.inputs:
+                regs[slot] = placed[slot][g]
             prog.run(regs)
         self._count(prog, G)
         self._home.update(prog.feedback_home)

@@ -88,6 +88,8 @@ class StepProgram:
 
     Attributes:
       inputs: ``(stage, register, sharding)`` for each stage reading the step's input.
+      sampler_inputs: the registers of ``inputs`` the sampler reads (the position its key is
+        folded with; a prefill's other inputs are its prompt).
       feedback_out: ``{feedback register: the register of the new value}``, copied when the
         step ends (a stage later in the step must still read this step's value).
       feedback_home: where each feedback argument lies after the step.
@@ -103,9 +105,11 @@ class StepProgram:
         feedback_home: dict[int, Home],
         step_bytes: StepBytes,
         size: int,
+        sampler_inputs: frozenset[int] = frozenset(),
     ) -> None:
         self._instrs = instrs
         self.inputs = inputs
+        self.sampler_inputs = sampler_inputs
         self._copies = tuple(feedback_out.items())
         self.feedback_home = feedback_home
         self.bytes = step_bytes
@@ -159,6 +163,7 @@ def build(
     free = first_free  # the next unused register
     instrs: list[_Instr] = []
     inputs: list[tuple[int, int, Any]] = []
+    sampler_inputs: set[int] = set()
     fb_new: dict[int, int] = {}
     fb_after = dict(feedback_home)
     moved = dict.fromkeys(StepBytes._fields, 0)
@@ -233,6 +238,7 @@ def build(
             position, token = free, free + 1
             free += 2
             inputs.append((s, position, input_sharding(sp, s, InputKind.INPUT, sampler.position)))
+            sampler_inputs.add(position)
             draw = sampler.compiled(s) if comp is not None else _absent(1)
             instrs.append((draw, _gather((logits, position, *sampler.registers)), (token,), ()))
             last_use[logits] = last_use[position] = len(instrs) - 1
@@ -245,7 +251,9 @@ def build(
         if k not in kept:
             frees.setdefault(n, []).append(k)
     instrs = [(f, g, o, tuple(frees.get(n, ()))) for n, (f, g, o, _) in enumerate(instrs)]
-    return StepProgram(instrs, inputs, fb_new, fb_after, StepBytes(**moved), free)
+    return StepProgram(
+        instrs, inputs, fb_new, fb_after, StepBytes(**moved), free, frozenset(sampler_inputs)
+    )
 
 
 def _out_sharding(sp: StagePlacement, stages: Sequence[Any], holder: Any, key: Any) -> Any:

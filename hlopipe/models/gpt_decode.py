@@ -219,20 +219,24 @@ def decode_fn(
     cuts: Sequence[int] = (),
     *,
     sample: bool = False,
+    logits: bool = False,
 ) -> Callable[..., Any]:
     """``decode(params, cache, tokens int32[b], position int32[]) -> (next int32[b], cache)``,
     greedy; with ``sample``, ``decode(params, cache, tokens, position, key uint32[2]) ->
-    (next, cache, key)``: sampled from the softmax with a raw key carried as feedback."""
+    (next, cache, key)``: sampled from the softmax with a raw key carried as feedback; with
+    ``logits``, ``-> (logits float32[b, vocab], cache)`` (sampled outside)."""
     cut = _cut_after(cfg, layers_per_stage, cuts)
 
     def decode(params: Params, cache: Any, tokens: jax.Array, position: jax.Array, *key: Any):
         x = params["embed"][tokens][:, None] + params["pos"][position][None, None]
         x, cache = _run(params, cache, x, position, cfg, boundary, cut)
-        logits = _head(params, x)
+        out = _head(params, x)
+        if logits:
+            return out, cache
         if not sample:
-            return jnp.argmax(logits, axis=-1).astype(jnp.int32), cache
-        noise = _gumbel(key[0], logits.shape)
-        nxt = jnp.argmax(logits + noise, axis=-1).astype(jnp.int32)
+            return jnp.argmax(out, axis=-1).astype(jnp.int32), cache
+        noise = _gumbel(key[0], out.shape)
+        nxt = jnp.argmax(out + noise, axis=-1).astype(jnp.int32)
         return nxt, cache, _mix(key[0] + jnp.uint32(1))
 
     return decode
@@ -263,8 +267,12 @@ def prefill_fn(
     cuts: Sequence[int] = (),
     *,
     stacked: bool = False,
+    logits: bool = False,
+    every_position: bool = False,
 ) -> Callable[..., tuple[jax.Array, Any]]:
-    """``prefill(params, prompt int32[b, P]) -> (next int32[b], cache)``."""
+    """``prefill(params, prompt int32[b, P]) -> (next int32[b], cache)``; with ``logits``,
+    ``-> (logits float32[b, vocab], cache)``, the prompt's last position's (with
+    ``every_position``, ``float32[b, P, vocab]``, every position's)."""
     cut = _cut_after(cfg, layers_per_stage, cuts)
 
     def prefill(params: Params, prompt: jax.Array):
@@ -272,6 +280,10 @@ def prefill_fn(
         x = params["embed"][prompt] + params["pos"][:t][None]
         cache = empty_cache(b, cfg, stacked=True) if stacked else None
         x, cache = _run(params, cache, x, jnp.zeros((), jnp.int32), cfg, boundary, cut)
+        if logits and every_position:
+            return layer_norm(params["ln_f"], x) @ params["head"], cache
+        if logits:
+            return _head(params, x), cache
         return jnp.argmax(_head(params, x), axis=-1).astype(jnp.int32), cache
 
     return prefill

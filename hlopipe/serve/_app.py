@@ -81,6 +81,11 @@ class _Metrics:
                              buckets=buckets, registry=reg)  # fmt: skip
         depth = Gauge("hlopipe_queue_depth", "sequences waiting for a slot", registry=reg)
         depth.set_function(model.engine.queue_depth)
+        running = Gauge("hlopipe_running_sequences", "sequences holding a slot", registry=reg)
+        running.set_function(model.engine.running)
+        steps = Gauge("hlopipe_engine_steps", "decode turns run since ready (every group with "
+                      "a sequence in flight stepped once)", registry=reg)  # fmt: skip
+        steps.set_function(lambda: model.engine.steps)
         busy = Gauge("hlopipe_engine_busy_seconds", "time spent issuing and reading decode steps",
                      registry=reg)  # fmt: skip
         busy.set_function(lambda: model.engine.busy_s)

@@ -152,6 +152,12 @@ class Engine:
     def queue_depth(self) -> int:
         return self._queue.qsize() + len(self._waiting)
 
+    def running(self) -> int:
+        """The sequences holding a slot (reading their prompts or generating)."""
+        lanes = sum(lane is not None for row in self._lanes for lane in row)
+        held = [slot for slot in self._slots if slot is not None]
+        return lanes + sum(r.seqs[i].finish is None for slot in held for r, i in slot.members)
+
     def start(self) -> None:
         self._thread.start()
 
@@ -226,9 +232,12 @@ class Engine:
 
     def _apply(self, op: Op) -> Any:
         if op.kind is OpKind.START:
-            (first,) = op.values
-            if first.ndim == 3:  # prompts of the prefill's length
-                self._live[op.slot] = self.one.start(first)
+            first, *sampling = op.values
+            if first.ndim == 3:  # prompts of the prefill's length (and the group's sampling)
+                from hlopipe.generate import Sampling
+
+                how = Sampling(*sampling) if sampling else None
+                self._live[op.slot] = self.one.start(first, sampling=how)
             else:
                 self._live[op.slot] = self.one.start(tokens=first, position=0)
             return None
@@ -422,21 +431,21 @@ class Engine:
         prompt_rows = [r.seqs[i].prompt for r, i in members]
         prompt_rows += [prompt_rows[0]] * (self.batch - len(prompt_rows))
         prompts = np.asarray(prompt_rows, np.int32)
-        if prompts.shape[1] == self.prefill_len:
-            self._do(Op(OpKind.START, k, (prompts[None],)))
-            fed = prompts.shape[1]
-        else:
-            first = prompts[None, :, 0].astype(self.gen.token.dtype)
-            self._do(Op(OpKind.START, k, (first,)))
-            fed = 1
-        if self.samples:  # a step returning logits, one position a group
+        values: tuple[np.ndarray, ...] = ()
+        if self.samples:  # a step returning logits, one position a group: [1, b] per field
             rows = [r.seqs[i].sampling for r, i in members]
             rows += [rows[0]] * (self.batch - len(rows))
             dtypes = (np.uint32, np.float32, np.float32, np.int32)
             columns = zip(*rows, strict=True)
             values = tuple(np.asarray([c], t) for c, t in zip(columns, dtypes, strict=True))
+        if prompts.shape[1] == self.prefill_len:  # the sampling set before the prefill runs
+            self._do(Op(OpKind.START, k, (prompts[None], *values)))
+            return _Slot(members, prompts, prompts.shape[1])
+        first = prompts[None, :, 0].astype(self.gen.token.dtype)
+        self._do(Op(OpKind.START, k, (first,)))
+        if values:
             self._do(Op(OpKind.SAMPLING, k, values))
-        return _Slot(members, prompts, fed)
+        return _Slot(members, prompts, 1)
 
     def _step(self, k: int, slot: _Slot) -> _Slot | None:
         """One decode step of slot ``k``: a prompt token fed, or a token given to each
