@@ -21,7 +21,9 @@ def _add_serve(p: argparse.ArgumentParser) -> None:
     p.add_argument("file", nargs="?", help="the decode step: (params, state, tokens, "
                    "position) -> (next_tokens, state), state donated (default: the built-in "
                    "tiny GPT)")  # fmt: skip
-    p.add_argument("--prefill", help="the prefill: (params, prompt) -> (next_tokens, state)")
+    p.add_argument(
+        "--prefill", help="the prefill: (params, prompt) -> (next_tokens or logits, state)"
+    )
     p.add_argument("--params", help=".npz of the parameters in order (default: random)")
     p.add_argument("--tokenizer", metavar="JSON", help="a Hugging Face tokenizers file: text in "
                    "and out (default: prompts are token ids)")  # fmt: skip
