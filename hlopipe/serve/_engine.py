@@ -105,6 +105,14 @@ class Engine:
     ) -> None:
         self.gen = gen
         self.per_sequence = bool(getattr(gen, "per_sequence", False))
+        if self.per_sequence and gen.prefill is not None:
+            from hlopipe.errors import RuntimeConfigError
+
+            raise RuntimeConfigError(
+                f"{getattr(gen, 'source', 'the decode step')} takes a position per sequence: "
+                "the server's slots read every prompt through the decode step, a token a "
+                "step, and would never run the prefill; serve it without the prefill"
+            )
         self.samples = getattr(gen, "logits_out", None) is not None  # else greedy only
         self.one = gen.with_groups(1)
         self.batch = gen.batch

@@ -23,6 +23,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+from hlopipe.errors import RuntimeConfigError
 from hlopipe.models import gpt_decode as gd
 
 # two layers (a stage each); a long cache: a request of many tokens takes many steps
@@ -207,3 +208,19 @@ def test_a_prefill_with_every_positions_logits_is_sampled_at_the_last(gen):
     greedy = Sampling.greedy(B)
     got = jax.jit(sample)(jnp.asarray(logits), jnp.int32(P - 1), *greedy)  # one compile
     np.testing.assert_array_equal(got, logits[:, -1].argmax(-1))
+    wrong = jax.ShapeDtypeStruct((B, CFG.vocab + 1), jnp.float32)  # not the step's vocabulary
+    fake.out_avals = [wrong, *state]
+    with pytest.raises(RuntimeConfigError, match=r"nor logits \(float \[b, 64\]"):
+        prefill_outputs(fake, gen.roles, gen.token.index)
+
+
+def test_the_server_refuses_a_prefill_its_slots_would_never_run():
+    """A step with a position per sequence is served in slots that read each prompt a token a
+    step: a prefill given with it is refused, not silently ignored."""
+    import types
+
+    from hlopipe.serve import Engine
+
+    gen = types.SimpleNamespace(per_sequence=True, prefill=object(), source="dec.bin")
+    with pytest.raises(RuntimeConfigError, match=r"dec\.bin takes a position per sequence"):
+        Engine(gen)
