@@ -99,7 +99,7 @@ class Stage:
     """
 
     index: int
-    jaxpr: Any
+    jaxpr: J.ClosedJaxpr
     params_needed: tuple[int, ...]
     param_paths: tuple[str, ...]
     param_argnums: tuple[int, ...]
@@ -195,7 +195,7 @@ class StagedProgram:
     """
 
     stages: tuple[Stage, ...]
-    jaxpr: Any
+    jaxpr: J.ClosedJaxpr
     in_tree: Any
     out_tree: Any
     in_avals: list[jax.ShapeDtypeStruct]
@@ -362,7 +362,7 @@ class StagedProgram:
 
 
 def build_staged(
-    closed: Any,
+    closed: J.ClosedJaxpr,
     starts: list[int],
     in_tree: Any,
     out_tree: Any,
@@ -531,7 +531,7 @@ def _stage_cost(
 
 
 def _output_sources(
-    closed: Any,
+    closed: J.ClosedJaxpr,
     owner: dict[Any, int],
     out_pos: list[dict[Any, int]],
     arg_index: dict[Any, int],
