@@ -24,6 +24,8 @@ import numpy as np
 from hlopipe.errors import ApiOnly, Keyword, RuntimeConfigError, StageError
 from hlopipe.generate._oracle import generate_unsplit as generate_unsplit
 from hlopipe.generate._placement import (
+    CompiledStage,
+    PlacedStages,
     check_params,
     compile_stage,
     input_sharding,
@@ -51,10 +53,20 @@ from hlopipe.generate._plan import (
 )
 from hlopipe.generate._sampling import Sampling, sample
 from hlopipe.generate._session import Session
-from hlopipe.generate._steps import Home, Layout, Sampler, StepProgram, build
+from hlopipe.generate._steps import (
+    FeedbackPlace,
+    Home,
+    Layout,
+    Registers,
+    Sampler,
+    StatePlace,
+    StepProgram,
+    build,
+)
 from hlopipe.io import ArgRoles
 from hlopipe.stages import (
     StackedSplit,
+    Stage,
     StateCrossesStages,
     StatefulSplit,
     prefer_stacked,
@@ -181,8 +193,10 @@ class Generator:
         S = self.split.num_stages
         # the program whose arguments the roles index: a prefill's are matched to it (a
         # stacked split's roles are its sliced program's: the prefill matched in order only)
-        self._match_with = decode if self.stacked is None else None
-        self.prefill = None if prefill is None else _Prefill(prefill, self, S, prefill_params)
+        match_with = decode if self.stacked is None else None
+        self.prefill = (
+            None if prefill is None else _Prefill(prefill, self, S, prefill_params, match_with)
+        )
 
     def _place(
         self, decode: Any, params: Any, devices: Any, shape: Any, axes: Any, specs: Any
@@ -195,34 +209,37 @@ class Generator:
             params, specs, decode, self.split.staged, self.place, len(self.roles.parameters)
         )
         by_arg = check_params(params, self.roles, self.source)
-        self._stages = [
+        compiled = [
             compile_stage(st, p, self.place, requested_shardings(self.roles, self.param_specs,
                           self.place, p.stage)) if self.place.local(p.stage) else None
             for st, p in zip(self.split.staged.stages, self.plans, strict=True)
         ]  # fmt: skip
-        self._state_sh = [
-            {} if c is None else state_shardings(c, p)
-            for c, p in zip(self._stages, self.plans, strict=True)
-        ]
-        self._host_params = by_arg  # the prefill places its own from these
-        self._params = place_params(by_arg, self.plans, self._stages)
+        self.placed = PlacedStages(
+            compiled=tuple(compiled),
+            params=tuple(place_params(by_arg, self.plans, compiled)),
+            state_shardings=tuple(
+                {} if c is None else state_shardings(c, p)
+                for c, p in zip(compiled, self.plans, strict=True)
+            ),
+            host_params=by_arg,
+        )
         self._registers()
 
     # -- the step programs (``_steps.py``) ---------------------------------------------------
     def _registers(self) -> None:
         """Every group's registers: the state, the feedback, then the placed parameters
-        (``_template``, copied for each group of a session); no step program yet."""
+        (``registers.template``, copied for each group of a session); no step program yet."""
         slots = self.split.slots
         fed = self.roles.feedback
         first_sampling = len(slots) + len(fed)
         n_sampling = 0 if self.logits_out is None else 4  # the fields of ``Sampling``
-        self._layout = Layout(
+        layout = Layout(
             state={x.arg: i for i, x in enumerate(slots)},
             feedback={r.index: len(slots) + k for k, r in enumerate(fed)},
             sampling=tuple(range(first_sampling, first_sampling + n_sampling)),
         )
-        self._template: list[Any] = [None] * (first_sampling + n_sampling)
-        self._sampler: Sampler | None = None
+        self.registers = Registers(layout)
+        self.sampler: Sampler | None = None  # how a step returning logits gives its token
         self.sampler_stage: int | None = None  # the stage sampling the logits
         if self.logits_out is not None:
             if self.position is None:
@@ -235,9 +252,9 @@ class Generator:
                 p.stage for p in self.plans if self.logits_out in p.program_out.values()
             )
             position = jax.ShapeDtypeStruct(tuple(self.position.shape), self.position.dtype)
-            self._sampler = Sampler(self.logits_out, self._layout.sampling, position,
+            self.sampler = Sampler(self.logits_out, layout.sampling, position,
                                     self._sample_on)  # fmt: skip
-        self._param_slots = self._add_params(self.plans, self._params)
+        self._param_slots = self.registers.add_params(self.plans, self.placed.params)
         self._programs: dict[tuple[Any, ...], StepProgram] = {}
         self._positions: dict[tuple[int, int], Any] = {}  # (stage, position) -> placed
         self._fed_by: dict[int, tuple[int, ...]] = {}  # program output -> feedback arguments
@@ -246,13 +263,14 @@ class Generator:
         # what ``start`` puts: per state argument its register, its sharding (None: a stage of
         # another process) and its zeros (the default state; device_put copies it); per
         # feedback argument the stage reading it and the sharding it takes
-        self._state_places = [
-            (x.arg, self._layout.state[x.arg],
-             self._state_sh[x.stage].get(x.arg) if self.place.local(x.stage) else None,
-             np.zeros(self.roles[x.arg].shape, self.roles[x.arg].dtype))
+        self.state_places = tuple(
+            StatePlace(x.arg, layout.state[x.arg],
+                       self.placed.state_shardings[x.stage].get(x.arg)
+                       if self.place.local(x.stage) else None,
+                       np.zeros(self.roles[x.arg].shape, self.roles[x.arg].dtype))
             for x in slots
-        ]  # fmt: skip
-        self._first_feedback: dict[int, tuple[int, Any]] = {}
+        )  # fmt: skip
+        self.first_feedback: dict[int, FeedbackPlace] = {}
         for r in fed:
             reader = next(
                 (p.stage for p in self.plans if (InputKind.FEEDBACK, r.index) in p.inputs), None
@@ -260,20 +278,9 @@ class Generator:
             if reader is None:  # fed back, but read by no stage
                 continue
             aval = jax.ShapeDtypeStruct(tuple(r.shape), r.dtype)
-            self._first_feedback[r.index] = (
-                reader,
-                input_sharding(self.place, reader, InputKind.FEEDBACK, aval),
+            self.first_feedback[r.index] = FeedbackPlace(
+                reader, input_sharding(self.place, reader, InputKind.FEEDBACK, aval)
             )
-
-    def _add_params(self, plans: Any, placed: list[dict[int, Any]]) -> dict[tuple[int, int], int]:
-        """Registers for each stage's placed parameters, appended to the template."""
-        slots: dict[tuple[int, int], int] = {}
-        for p in plans:
-            for k, a in p.inputs:
-                if k is InputKind.PARAM:
-                    slots[(p.stage, a)] = len(self._template)
-                    self._template.append(placed[p.stage].get(a))
-        return slots
 
     def _program(self, homes: Mapping[int, Home]) -> StepProgram:
         """The decode step's program with the feedback lying at ``homes`` (built once)."""
@@ -281,9 +288,8 @@ class Generator:
         prog = self._programs.get(key)
         if prog is None:
             prog = build(
-                self.plans, self.split.staged.stages, self, self.place, self._layout,
-                dict(homes), self._fed_by, self._param_slots, len(self._template),
-                self._sampler,
+                self, self.place, self.registers.layout, dict(homes), self._fed_by,
+                self._param_slots, self.registers.size, self.sampler,
             )  # fmt: skip
             self._programs[key] = prog
         return prog
@@ -294,7 +300,7 @@ class Generator:
         draw = jax.jit(sample, out_shardings=self.place.replicated(stage))
         return lambda *args: (draw(*args),)  # an instruction's results are a tuple
 
-    def _step_programs(self, homes: Mapping[int, Home], steps: int) -> list[StepProgram]:
+    def step_programs(self, homes: Mapping[int, Home], steps: int) -> list[StepProgram]:
         """The program of each of ``steps`` decode steps from ``homes`` (the first step
         reads the feedback where ``start`` put it, the next ones where a step left it)."""
         prog, out = self._program(homes), []
@@ -305,7 +311,7 @@ class Generator:
             prog = prog.successor
         return out
 
-    def _placed_positions(
+    def placed_positions(
         self, progs: list[StepProgram], first: int, steps: int
     ) -> list[tuple[tuple[int, Any], ...]]:
         """Per step, ``(register, value)`` of the position on each stage reading it. A
@@ -329,7 +335,7 @@ class Generator:
             for t in range(steps)
         ]
 
-    def _placed_sequence_positions(
+    def placed_sequence_positions(
         self, progs: list[StepProgram], first: np.ndarray, steps: int
     ) -> list[list[tuple[tuple[int, Any], ...]]]:
         """Per step and group, ``(register, value)`` of each sequence's position (``first``,
@@ -399,6 +405,16 @@ class Generator:
         )
 
     # -- views -------------------------------------------------------------------------------
+    @property
+    def stages(self) -> tuple[Stage, ...]:
+        """The decode step's stages (``split.staged.stages``; a :class:`PlannedStages`)."""
+        return self.split.staged.stages
+
+    @property
+    def compiled(self) -> tuple[CompiledStage | None, ...]:
+        """Each stage's executable (``None``: a stage another process computes)."""
+        return self.placed.compiled
+
     def state_bytes(self, stage: int) -> int:
         return sum(x.nbytes for x in self.split.state_of(stage))
 
@@ -481,9 +497,7 @@ class Generator:
         path or flat index, shaped ``[groups, ...]``. ``sampling`` (a step returning logits)
         is :meth:`Session.sampling`'s, set before the prefill (whose first token it samples
         when the prefill returns logits); default greedy."""
-        session = Session(self, prompts, tokens, state, position, sampling)
-        session._start_feedback(feedback or {})
-        return session
+        return Session(self, prompts, tokens, state, position, sampling, feedback)
 
 
 _KIND = {
@@ -506,11 +520,18 @@ def _sliced_prefill(program: Any, stacked: StackedSplit, token_arg: int) -> Any:
 
 
 class _Prefill:
-    """The prefill split like the decode step: the same stages keep the same state."""
+    """The prefill split like the decode step: the same stages keep the same state (a
+    :class:`PlannedStages`, as the generator is)."""
 
-    def __init__(self, program: Any, gen: Generator, S: int, own: Any = None) -> None:
+    @property
+    def stages(self) -> tuple[Stage, ...]:
+        return self.staged.stages
+
+    def __init__(
+        self, program: Any, gen: Generator, S: int, own: Any = None, match_with: Any = None
+    ) -> None:
         what = f"the prefill {getattr(program, 'source', '')}".rstrip()
-        self.args = prefill_args(program, gen.roles, what, own, gen._match_with)
+        self.args = prefill_args(program, gen.roles, what, own, match_with)
         self.prompt_arg, param_of, constants = self.args[:3]
         # its own lifted constants are parameters of keys beyond the decode step's arguments
         const_key = {i: len(gen.roles) + i for i in constants}
@@ -522,8 +543,8 @@ class _Prefill:
         # position); else its token, fed back as it is
         sampler = None
         if prefill_returns_logits(program, self.token_out):
-            assert gen._sampler is not None  # a float first output: the step returns logits
-            sampler = gen._sampler._replace(output=self.token_out)
+            assert gen.sampler is not None  # a float first output: the step returns logits
+            sampler = gen.sampler._replace(output=self.token_out)
         self.samples = sampler is not None
         slots = {x.arg: x for x in gen.split.slots}
         stage_of = {o: slots[arg].stage for o, arg in state_of_out.items()}
@@ -561,15 +582,15 @@ class _Prefill:
                                   if o in state_of_out})
             for p in params_as(plan_stages(self.staged, kinds, {}), param_of)
         ]  # fmt: skip
-        sp = gen.place
-        self._stages = [
+        sp, placed, regs = gen.place, gen.placed, gen.registers
+        self.compiled: list[CompiledStage | None] = [
             compile_stage(st, p, sp, requested_shardings(gen.roles, gen.param_specs, sp, p.stage),
-                          gen._state_sh[p.stage]) if sp.local(p.stage) else None
+                          placed.state_shardings[p.stage]) if sp.local(p.stage) else None
             for st, p in zip(self.staged.stages, self.plans, strict=True)
         ]  # fmt: skip
-        host = {**gen._host_params, **{const_key[i]: v for i, v in constants.items()}}
-        self._params = place_params(host, self.plans, self._stages, gen._params)
-        self.program = build(self.plans, self.staged.stages, self, sp, gen._layout, {},
-                             {self.token_out: (gen.token.index,)},
-                             gen._add_params(self.plans, self._params),
-                             len(gen._template), sampler)  # fmt: skip
+        host = {**placed.host_params, **{const_key[i]: v for i, v in constants.items()}}
+        params = place_params(host, self.plans, self.compiled, placed.params)
+        param_slots = regs.add_params(self.plans, params)
+        self.program = build(self, sp, regs.layout, {},
+                             {self.token_out: (gen.token.index,)}, param_slots,
+                             regs.size, sampler)  # fmt: skip

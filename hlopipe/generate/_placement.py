@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import math
 import warnings
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -234,6 +234,19 @@ class CompiledStage:
     fn: Any
     in_shardings: list[Any]
     out_shardings: list[Any]
+
+
+@dataclass(frozen=True, eq=False)
+class PlacedStages:
+    """What a generator compiled and put on the devices, shared with its prefill and its
+    sessions: per stage its executable (``None``: a stage another process computes), its
+    placed parameters ``{argument: array}`` and the shardings its state arguments take; and
+    the parameters on the host ``{argument: value}`` (a prefill places its own from them)."""
+
+    compiled: tuple[CompiledStage | None, ...]
+    params: tuple[dict[int, Any], ...]
+    state_shardings: tuple[dict[int, Any], ...]
+    host_params: Mapping[int, Any]
 
 
 def input_sharding(sp: StagePlacement, stage: int, kind: InputKind, aval: Any) -> Any:

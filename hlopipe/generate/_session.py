@@ -61,6 +61,7 @@ class Session:
         state: Any,
         position: Any,
         sampling: Sampling | None = None,
+        feedback: Mapping[Any, Any] | None = None,
     ):
         self.gen = gen
         G, b = gen.groups, gen.batch
@@ -68,7 +69,7 @@ class Session:
         self.metrics: GenerateMetrics | None = None  # set by the first generate
         self._prefill_dispatch_s: float | None = None
         self._time_to_first_token_s: float | None = None
-        self._regs: list[list[Any]] = [list(gen._template) for _ in range(G)]
+        self._regs: list[list[Any]] = [gen.registers.template for _ in range(G)]
         self._home: dict[int, Home] = {}  # where each feedback argument lies
         # tokens issued and not yet returned: each group's value, and the stage holding it
         self._pending: list[Any] | None = None
@@ -99,6 +100,7 @@ class Session:
             self._start_from(tokens, state)
         # each sequence's position (a step taking one per sequence; else all alike)
         self.positions = np.full((G, b), self.position, np.int64)
+        self._start_feedback(feedback or {})
 
     @property
     def issued(self) -> list[tuple[Phase, int, int]]:
@@ -135,10 +137,10 @@ class Session:
         """Each group's first value of feedback argument ``arg`` onto the stage reading it
         (one batched ``device_put`` for the groups)."""
         gen = self.gen
-        if arg not in gen._first_feedback:  # read by no stage
+        if arg not in gen.first_feedback:  # read by no stage
             return
-        reader, sh = gen._first_feedback[arg]
-        G, slot = gen.groups, gen._layout.feedback[arg]
+        reader, sh = gen.first_feedback[arg]
+        G, slot = gen.groups, gen.registers.layout.feedback[arg]
         placed = jax.device_put(list(values), [sh] * G) if gen.place.local(reader) else [None] * G
         for g in range(G):
             self._regs[g][slot] = placed[g]
@@ -197,7 +199,7 @@ class Session:
         if gen.place.local(stage):
             placed = jax.device_put(values, [gen.place.replicated(stage)] * len(values))
         G = gen.groups
-        for k, reg in enumerate(gen._layout.sampling):
+        for k, reg in enumerate(gen.registers.layout.sampling):
             for g in range(G):
                 self._regs[g][reg] = placed[k * G + g]
 
@@ -228,7 +230,7 @@ class Session:
                     if gen.stacked is None
                     else gen.stacked.disassemble(flat)
                 )
-            for arg, reg, sh, zeros in gen._state_places:
+            for arg, reg, sh, zeros in gen.state_places:
                 value = zeros if flat is None else given[arg]
                 if flat is not None:
                     r = gen.roles[arg]
@@ -280,7 +282,7 @@ class Session:
             prog.run(regs)
         self._count(prog, G)
         self._home.update(prog.feedback_home)
-        tok = gen._layout.feedback[gen.token.index]
+        tok = gen.registers.layout.feedback[gen.token.index]
         self._pending = [self._regs[g][tok] for g in range(G)]
         self._pending_at = prog.feedback_home[gen.token.index].stage
         self._first_token = True
@@ -298,14 +300,14 @@ class Session:
         if not steps:
             return
         order = decode_order(len(gen.plans), G, steps)
-        progs = gen._step_programs(self._home, steps)
+        progs = gen.step_programs(self._home, steps)
         if gen.per_sequence:
-            inputs = gen._placed_sequence_positions(progs, self.positions, steps)
+            inputs = gen.placed_sequence_positions(progs, self.positions, steps)
         else:
-            inputs = [[row] * G for row in gen._placed_positions(progs, self.position, steps)]
+            inputs = [[row] * G for row in gen.placed_positions(progs, self.position, steps)]
         self._fit(max(p.size for p in progs))
         tok_arg = gen.token.index
-        tok = gen._layout.feedback[tok_arg]
+        tok = gen.registers.layout.feedback[tok_arg]
         all_regs, done, host, start = self._regs, 0, 0.0, self.position
         try:
             for t in range(steps):
@@ -480,12 +482,12 @@ class Session:
         process holds is ``nan``."""
         gen = self.gen
         times = []
-        for p, c, st in zip(gen.plans, gen._stages, gen.split.staged.stages, strict=True):
+        for p, c, st in zip(gen.plans, gen.compiled, gen.stages, strict=True):
             if c is None:
                 times.append(float("nan"))
                 continue
             fn = jax.jit(st.fn)  # no donation: group 0's state must survive
-            args = [_example_input(self, p, c, i) for i in range(len(p.inputs))]
+            args = [self._example_input(p, c, i) for i in range(len(p.inputs))]
             jax.block_until_ready(fn(*args))
             runs = []
             for _ in range(repeats):
@@ -495,10 +497,25 @@ class Session:
             times.append(float(np.median(runs)))
         return times
 
+    def _example_input(self, p: StagePlan, c: CompiledStage, i: int) -> Any:
+        """Input ``i`` of stage ``p`` for :meth:`profile`: the parameter, group 0's state,
+        else zeros (the position: the current one) in the executable's sharding."""
+        gen = self.gen
+        kind, key = p.inputs[i]
+        if kind is InputKind.PARAM:
+            return gen.placed.params[p.stage][key]
+        if kind is InputKind.STATE:
+            return self._regs[0][gen.registers.layout.state[key]]
+        aval = gen.stages[p.stage].jaxpr.in_avals[i]
+        if kind is InputKind.INPUT:
+            pos = min(self.position, gen.max_len - 1)
+            return jax.device_put(position_value(gen.position, pos), c.in_shardings[i])
+        return jax.device_put(np.zeros(aval.shape, aval.dtype), c.in_shardings[i])
+
     def _held_state(self, g: int) -> dict[int, tuple[int, Any]]:
         """Group ``g``'s state: ``{argument: (its stage, its value; None in another
         process)}``."""
-        regs, layout = self._regs[g], self.gen._layout
+        regs, layout = self._regs[g], self.gen.registers.layout
         return {x.arg: (x.stage, regs[layout.state[x.arg]]) for x in self.gen.split.slots}
 
     def state(self, g: int) -> list[np.ndarray]:
@@ -525,22 +542,6 @@ class Session:
             for slot in gen.split.slots
             if gen.place.local(slot.stage)
         }
-
-
-def _example_input(session: Session, p: StagePlan, c: CompiledStage, i: int) -> Any:
-    """Input ``i`` of stage ``p`` for :meth:`Session.profile`: the parameter, group 0's state,
-    else zeros (the position: the current one) in the executable's sharding."""
-    gen = session.gen
-    kind, key = p.inputs[i]
-    if kind is InputKind.PARAM:
-        return gen._params[p.stage][key]
-    if kind is InputKind.STATE:
-        return session._regs[0][gen._layout.state[key]]
-    aval = gen.split.staged.stages[p.stage].jaxpr.in_avals[i]
-    if kind is InputKind.INPUT:
-        pos = min(session.position, gen.max_len - 1)
-        return jax.device_put(position_value(gen.position, pos), c.in_shardings[i])
-    return jax.device_put(np.zeros(aval.shape, aval.dtype), c.in_shardings[i])
 
 
 @functools.lru_cache(maxsize=256)

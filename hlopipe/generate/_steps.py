@@ -20,10 +20,13 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Callable, Sequence
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
-from hlopipe.generate._placement import StagePlacement, input_sharding, nbytes
+from hlopipe.generate._placement import CompiledStage, StagePlacement, input_sharding, nbytes
 from hlopipe.generate._plan import InputKind, StagePlan
+
+if TYPE_CHECKING:
+    from hlopipe.stages import Stage
 
 
 class Home(NamedTuple):
@@ -42,6 +45,73 @@ class Layout(NamedTuple):
     state: dict[int, int]
     feedback: dict[int, int]
     sampling: tuple[int, ...] = ()
+
+
+class PlannedStages(Protocol):
+    """What a step program is built from, the decode step's (``Generator``) or its prefill's:
+    per stage its :class:`StagePlan`, its staged function (``jaxpr.in_avals``, ``outputs``,
+    ``fn``) and its executable (``None``: a stage another process computes)."""
+
+    @property
+    def plans(self) -> Sequence[StagePlan]: ...
+
+    @property
+    def stages(self) -> Sequence[Stage]: ...
+
+    @property
+    def compiled(self) -> Sequence[CompiledStage | None]: ...
+
+
+class Registers:
+    """A generator's register template: the registers of ``layout`` first (empty), then each
+    step program's placed parameters, appended (:meth:`add_params`) as the program is built
+    (the decode step's, its prefill's); a session copies :attr:`template` for each group."""
+
+    def __init__(self, layout: Layout) -> None:
+        self.layout = layout
+        n = len(layout.state) + len(layout.feedback) + len(layout.sampling)
+        self._template: list[Any] = [None] * n
+
+    @property
+    def template(self) -> list[Any]:
+        """A new list of the registers' first values (a group's own)."""
+        return list(self._template)
+
+    @property
+    def size(self) -> int:
+        """How many registers are taken: a program's own start from there."""
+        return len(self._template)
+
+    def add_params(
+        self, plans: Sequence[StagePlan], placed: Sequence[dict[int, Any]]
+    ) -> dict[tuple[int, int], int]:
+        """Registers for each stage's placed parameters (``placed[stage]``: ``{argument:
+        array}``), appended: ``{(stage, argument): register}``."""
+        slots: dict[tuple[int, int], int] = {}
+        for p in plans:
+            for k, a in p.inputs:
+                if k is InputKind.PARAM:
+                    slots[(p.stage, a)] = len(self._template)
+                    self._template.append(placed[p.stage].get(a))
+        return slots
+
+
+class StatePlace(NamedTuple):
+    """What ``Generator.start`` puts for a state argument ``arg``: its ``register``, the
+    ``sharding`` its stage takes (``None``: a stage of another process) and its ``zeros``
+    (the default state)."""
+
+    arg: int
+    register: int
+    sharding: Any
+    zeros: Any
+
+
+class FeedbackPlace(NamedTuple):
+    """The stage ``reader`` reading a feedback argument first, and the ``sharding`` it takes."""
+
+    reader: int
+    sharding: Any
 
 
 class Sampler(NamedTuple):
@@ -131,9 +201,7 @@ class StepProgram:
 
 
 def build(
-    plans: Sequence[StagePlan],
-    stages: Sequence[Any],
-    holder: Any,
+    step: PlannedStages,
     sp: StagePlacement,
     layout: Layout,
     feedback_home: dict[int, Home],
@@ -142,12 +210,10 @@ def build(
     first_free: int,
     sampler: Sampler | None = None,
 ) -> StepProgram:
-    """The step program of ``plans`` (a decode step's, or a prefill's).
+    """The step program of ``step``'s stages (a decode step's, or a prefill's).
 
     Args:
-      plans / stages: each stage's plan and its staged function (``jaxpr.in_avals``,
-        ``outputs``).
-      holder: what holds the compiled stages (``_stages``, ``None`` for another process's).
+      step: each stage's plan, its staged function and its executable.
       sp: the placement (moves between stages, and which process holds each stage).
       layout: the shared registers (state and feedback).
       feedback_home: where each feedback argument lies before the step.
@@ -160,6 +226,7 @@ def build(
     Returns:
       the :class:`StepProgram`.
     """
+    plans, stages, compiled = step.plans, step.stages, step.compiled
     free = first_free  # the next unused register
     instrs: list[_Instr] = []
     inputs: list[tuple[int, int, Any]] = []
@@ -170,7 +237,7 @@ def build(
     last_use: dict[int, int] = {}  # a temporary register -> the instruction reading it last
     made: dict[tuple[int, int], int] = {}  # (stage, output) -> its register
     for p, st in zip(plans, stages, strict=True):
-        s, comp = p.stage, holder._stages[p.stage]
+        s, comp = p.stage, compiled[p.stage]
         reads: list[int] = []
         temps: list[int] = []
         sources: dict[int, list[tuple[int, int, Any, Any, Any]]] = {}  # stage -> what it sends
@@ -191,7 +258,7 @@ def build(
                 continue
             if kind is InputKind.RECV:
                 src, what = made[key], p.recv_kind(key)
-                home = Home(key[0], _out_sharding(sp, stages, holder, key))
+                home = Home(key[0], _out_sharding(sp, stages, compiled, key))
                 temps.append(src)
             else:
                 src, what, home = layout.feedback[key], "feedback", feedback_home[key]
@@ -229,7 +296,7 @@ def build(
             else:
                 for fed in feedback_of_output.get(out, ()):
                     fb_new[layout.feedback[fed]] = free
-                    fb_after[fed] = Home(s, _out_sharding(sp, stages, holder, (s, j)))
+                    fb_after[fed] = Home(s, _out_sharding(sp, stages, compiled, (s, j)))
             outs.append(free)
             free += 1
         fn, get, _, _ = instrs[-1]
@@ -256,11 +323,16 @@ def build(
     )
 
 
-def _out_sharding(sp: StagePlacement, stages: Sequence[Any], holder: Any, key: Any) -> Any:
+def _out_sharding(
+    sp: StagePlacement,
+    stages: Sequence[Stage],
+    compiled: Sequence[CompiledStage | None],
+    key: tuple[int, int],
+) -> Any:
     """The sharding of output ``key = (stage, output)``: the executable's own where it is
     compiled here, else what the placement pins it to (a stage of another process)."""
     s, j = key
-    comp = holder._stages[s]
+    comp = compiled[s]
     return comp.out_shardings[j] if comp is not None else sp.data(s, stages[s].outputs[j])
 
 

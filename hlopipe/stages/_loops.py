@@ -37,7 +37,7 @@ from hlopipe.marker import stage_boundary
 from hlopipe.stages import _jaxpr as J
 from hlopipe.stages._cost import jaxpr_cost
 from hlopipe.stages._cuts import choose_cuts
-from hlopipe.stages._staged import build_staged
+from hlopipe.stages._staged import StagedProgram, build_staged
 
 _FOLD_LIMIT = 1 << 16  # largest value (elements) folded when looking for known loop inputs
 
@@ -589,7 +589,7 @@ def split_loops(
     sig: tuple[Any, Any, list[str], list[int]],
     sliceable: set[int],
     spans: Sequence[Any] = (),
-) -> Any:
+) -> StagedProgram:
     """The :class:`~hlopipe.stages.StagedProgram` of ``closed`` cut where the partitioner
     says over the atom view (a layer loop is one atom per iteration): the program re-traced
     with a marker at each cut, then built at the markers."""
@@ -609,11 +609,10 @@ def split_loops(
     if len(loops) == 1:  # the layers are one loop's iterations
         ((k, report),) = loops.items()
         layers = cuts.iterations_per_stage(k, int(report.length or 0))
-    staged = build_staged(new, [0] + [m + 1 for m in markers], in_tree, out_tree, new_paths,
-                    [argnum_of[p.source] for p in pieces], cm, cuts.partition, None,
-                    layers=layers)  # fmt: skip
-    staged.loops = tuple(reports)
-    if any(p.start is not None for p in pieces):
-        staged.arg_pieces = tuple(pieces)
-        staged.caller_avals = [J.sds(a) for a in closed.in_avals]
-    return staged
+    cut_args = any(p.start is not None for p in pieces)  # else the stages take the caller's
+    return build_staged(new, [0] + [m + 1 for m in markers], in_tree, out_tree, new_paths,
+                        [argnum_of[p.source] for p in pieces], cm, cuts.partition, None,
+                        layers=layers, loops=tuple(reports),
+                        arg_pieces=tuple(pieces) if cut_args else None,
+                        caller_avals=[J.sds(a) for a in closed.in_avals] if cut_args else None,
+                        )  # fmt: skip

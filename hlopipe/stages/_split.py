@@ -367,9 +367,7 @@ def _split_auto(
     starts, part, run, costs = equation_cuts(
         closed, num_stages, cm, memory_cap, max_candidates, spans
     )
-    staged = build_staged(closed, starts, *sig, cm, part, run, costs)
-    staged.loops = tuple(reports)
-    return staged
+    return build_staged(closed, starts, *sig, cm, part, run, costs, loops=tuple(reports))
 
 
 def _find_loops(closed: Any) -> list[LoopReport]:

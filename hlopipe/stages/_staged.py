@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 import jax
@@ -83,9 +84,9 @@ class OutputSource:
     value: Any = None
 
 
-@dataclass(eq=False)
+@dataclass(frozen=True, eq=False)
 class Stage:
-    """One pipeline stage.
+    """One pipeline stage (built whole by :func:`build_staged`, never patched).
 
     ``jaxpr`` computes the stage: its inputs are the flat original arguments in
     ``params_needed`` (fed directly, never through earlier stages) followed by the values in
@@ -98,7 +99,7 @@ class Stage:
     """
 
     index: int
-    jaxpr: Any
+    jaxpr: J.ClosedJaxpr
     params_needed: tuple[int, ...]
     param_paths: tuple[str, ...]
     param_argnums: tuple[int, ...]
@@ -109,8 +110,9 @@ class Stage:
     cost: StageCost | None = None
     num_eqns: int = 0
     layers: int | None = None
-    _jitted: Any = field(default=None, repr=False)
-    _fb_cache: dict[Any, Any] = field(default_factory=dict, repr=False)
+    _fb_cache: dict[tuple[tuple[int, ...], bool], StageAutodiff] = field(
+        default_factory=dict, repr=False
+    )
 
     def __repr__(self) -> str:
         srcs = sorted({r.src for r in self.receives})
@@ -132,9 +134,12 @@ class Stage:
 
     def __call__(self, params: Sequence[Any], inputs: Sequence[Any]) -> list[Any]:
         """Run the stage (jitted) on its parameters and received inputs."""
-        if self._jitted is None:
-            self._jitted = jax.jit(self.fn)
         return list(self._jitted(*params, *inputs))
+
+    @cached_property
+    def _jitted(self) -> Any:
+        # a cache: cached_property writes the instance's __dict__, not a field
+        return jax.jit(self.fn)
 
     def forward_backward(
         self, argnums: int | Sequence[int] = 0, *, remat: bool = False
@@ -164,9 +169,10 @@ class Stage:
         return self._fb_cache[key]
 
 
-@dataclass(eq=False)
+@dataclass(frozen=True, eq=False)
 class StagedProgram:
-    """A program cut into pipeline stages; calling it runs the stages in order.
+    """A program cut into pipeline stages; calling it runs the stages in order. Built whole
+    by :func:`build_staged` and never patched (a variant is ``dataclasses.replace``).
 
     Attributes:
       stages: the :class:`Stage` list, in pipeline order.
@@ -188,8 +194,8 @@ class StagedProgram:
       >>> staged(params, x)          # == model(params, x)          # doctest: +SKIP
     """
 
-    stages: list[Stage]
-    jaxpr: Any
+    stages: tuple[Stage, ...]
+    jaxpr: J.ClosedJaxpr
     in_tree: Any
     out_tree: Any
     in_avals: list[jax.ShapeDtypeStruct]
@@ -356,7 +362,7 @@ class StagedProgram:
 
 
 def build_staged(
-    closed: Any,
+    closed: J.ClosedJaxpr,
     starts: list[int],
     in_tree: Any,
     out_tree: Any,
@@ -367,11 +373,16 @@ def build_staged(
     run: RepeatedRun | None,
     costs: tuple[np.ndarray, np.ndarray] | None = None,
     layers: Sequence[int] | None = None,
+    *,
+    loops: tuple[LoopReport, ...] = (),
+    arg_pieces: tuple[ArgPiece, ...] | None = None,
+    caller_avals: list[jax.ShapeDtypeStruct] | None = None,
 ) -> StagedProgram:
     """The :class:`StagedProgram` of ``closed`` cut before the top-level equations ``starts``
     (the first is 0); ``costs``: the equations' FLOPs and bytes, when the caller has them;
     ``layers``: how many layers each stage holds, when the caller knows (else counted from
-    the repeated run ``run``)."""
+    the repeated run ``run``); ``loops``, ``arg_pieces``, ``caller_avals``: as the
+    :class:`StagedProgram` fields of those names."""
     jaxpr = closed.jaxpr
     eqns = jaxpr.eqns
     bounds = [*starts, len(eqns)]
@@ -380,13 +391,19 @@ def build_staged(
     per_stage = stage_eqns(eqns, bounds, owner, find_remade(jaxpr))
     params_of, recv_of, out_vars_of = _stage_vars(jaxpr, per_stage, owner, arg_index)
     flops, nbytes = costs if costs is not None else eqn_costs(eqns)
+    S = len(starts)
+    pvars = [sorted(params_of[s], key=lambda v: arg_index[v]) for s in range(S)]
+    rvars = [sorted(recv_of[s], key=lambda v: def_order[v]) for s in range(S)]
+    ovars = [sorted(out_vars_of[s], key=lambda v: def_order[v]) for s in range(S)]
+    out_pos = [{v: k for k, v in enumerate(ovars[s])} for s in range(S)]
+    receives = [
+        tuple(Receive(owner[v], out_pos[owner[v]][v], J.sds(v.aval)) for v in rvars[s])
+        for s in range(S)
+    ]
+    sends = _sends(receives)
+    out_sources, program_outputs = _output_sources(closed, owner, out_pos, arg_index)
     stages: list[Stage] = []
-    out_pos: list[dict[Any, int]] = []
-    for s in range(len(starts)):
-        pvars = sorted(params_of[s], key=lambda v: arg_index[v])
-        rvars = sorted(recv_of[s], key=lambda v: def_order[v])
-        ovars = sorted(out_vars_of[s], key=lambda v: def_order[v])
-        out_pos.append({v: k for k, v in enumerate(ovars)})
+    for s in range(S):
         lo, hi = bounds[s], bounds[s + 1]
         mine = per_stage[s]
         f, b = flops[lo:hi], nbytes[lo:hi]
@@ -395,15 +412,15 @@ def build_staged(
         stages.append(
             Stage(
                 index=s,
-                jaxpr=J.make_closed(closed, [*pvars, *rvars], mine, ovars),
-                params_needed=tuple(arg_index[v] for v in pvars),
-                param_paths=tuple(paths[arg_index[v]] for v in pvars),
-                param_argnums=tuple(argnum_of[arg_index[v]] for v in pvars),
-                receives=tuple(
-                    Receive(owner[v], out_pos[owner[v]][v], J.sds(v.aval)) for v in rvars
-                ),
-                outputs=tuple(J.sds(v.aval) for v in ovars),
-                cost=_stage_cost(cm, mine, f, b, pvars, rvars),
+                jaxpr=J.make_closed(closed, [*pvars[s], *rvars[s]], mine, ovars[s]),
+                params_needed=tuple(arg_index[v] for v in pvars[s]),
+                param_paths=tuple(paths[arg_index[v]] for v in pvars[s]),
+                param_argnums=tuple(argnum_of[arg_index[v]] for v in pvars[s]),
+                receives=receives[s],
+                outputs=tuple(J.sds(v.aval) for v in ovars[s]),
+                sends=sends[s],
+                program_outputs=program_outputs[s],
+                cost=_stage_cost(cm, mine, f, b, pvars[s], rvars[s]),
                 num_eqns=len(mine),
                 layers=layers[s]
                 if layers is not None
@@ -412,19 +429,21 @@ def build_staged(
                 else _layers_in(run, lo, hi),
             )
         )
-    _record_sends(stages)
     return StagedProgram(
-        stages=stages,
+        stages=tuple(stages),
         jaxpr=closed,
         in_tree=in_tree,
         out_tree=out_tree,
         in_avals=[J.sds(a) for a in closed.in_avals],
         in_paths=paths,
         out_avals=[J.sds(a) for a in closed.out_avals],
-        out_sources=_output_sources(closed, stages, owner, out_pos, arg_index),
+        out_sources=out_sources,
         cost_model=cm,
         partition=part,
         repeated=run,
+        loops=loops,
+        arg_pieces=arg_pieces,
+        caller_avals=caller_avals,
     )
 
 
@@ -433,12 +452,14 @@ def _layers_in(run: RepeatedRun, lo: int, hi: int) -> int:
     return sum(1 for b in run.boundaries[:-1] if lo <= b < hi)
 
 
-def _record_sends(stages: list[Stage]) -> None:
-    """Record on each stage the :class:`Send` of every value a later stage receives from it."""
-    for st in stages:
-        for k, r in enumerate(st.receives):
-            src = stages[r.src]
-            src.sends = (*src.sends, Send(st.index, r.output, k, r.aval))
+def _sends(receives: Sequence[tuple[Receive, ...]]) -> list[tuple[Send, ...]]:
+    """Per stage, the :class:`Send` of every value a later stage receives from it (in the
+    order of the receiving stages and their inputs): ``receives`` read from the other end."""
+    sends: list[list[Send]] = [[] for _ in receives]
+    for dst, recv in enumerate(receives):
+        for k, r in enumerate(recv):
+            sends[r.src].append(Send(dst, r.output, k, r.aval))
+    return [tuple(x) for x in sends]
 
 
 def _owners(eqns: Sequence[Any], bounds: list[int]) -> tuple[dict[Any, int], dict[Any, int]]:
@@ -510,24 +531,25 @@ def _stage_cost(
 
 
 def _output_sources(
-    closed: Any,
-    stages: list[Stage],
+    closed: J.ClosedJaxpr,
     owner: dict[Any, int],
     out_pos: list[dict[Any, int]],
     arg_index: dict[Any, int],
-) -> list[OutputSource]:
-    """Where each program output comes from; records on each stage the outputs it returns."""
+) -> tuple[list[OutputSource], list[tuple[tuple[int, int], ...]]]:
+    """Where each program output comes from, and per stage the program outputs it returns
+    (``(its output, the program's output)`` pairs)."""
     const_index = {v: i for i, v in enumerate(closed.jaxpr.constvars)}
     out_sources: list[OutputSource] = []
+    returns: list[list[tuple[int, int]]] = [[] for _ in out_pos]
     for k, v in enumerate(closed.jaxpr.outvars):
         if isinstance(v, J.Literal):
             out_sources.append(OutputSource("const", value=v.val))
         elif v in owner:
             s = owner[v]
             out_sources.append(OutputSource("stage", s, out_pos[s][v]))
-            stages[s].program_outputs = (*stages[s].program_outputs, (out_pos[s][v], k))
+            returns[s].append((out_pos[s][v], k))
         elif v in arg_index:
             out_sources.append(OutputSource("arg", index=arg_index[v]))
         else:
             out_sources.append(OutputSource("const", value=closed.consts[const_index[v]]))
-    return out_sources
+    return out_sources, [tuple(r) for r in returns]

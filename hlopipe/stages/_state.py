@@ -53,7 +53,7 @@ class StateSend:
     nbytes: int
 
 
-@dataclass(eq=False)
+@dataclass(frozen=True, eq=False)
 class StatefulSplit:
     """A :class:`StagedProgram` whose state stays on its stages.
 

@@ -366,13 +366,16 @@ def test_a_step_dispatches_its_stage_and_nothing_else(monkeypatch):
 
     gen = Generator(exported(()), params(), num_stages=1)
     events: list[str] = []
-    comp = gen._stages[0]
+    comp = gen.placed.compiled[0]
+    assert comp is not None
 
     def step(*args):
         events.append("step")
         return comp.fn(*args)
 
-    gen._stages[0] = dataclasses.replace(comp, fn=step)  # the step programs are built lazily
+    # the step programs are built lazily, from the generator's executables
+    traced = dataclasses.replace(gen.placed, compiled=(dataclasses.replace(comp, fn=step),))
+    monkeypatch.setattr(gen, "placed", traced)
     put, get = jax.device_put, jax.device_get
     read = Session._row  # a step's tokens onto the host (a stream's read)
     monkeypatch.setattr(jax, "device_put", lambda *a, **k: (events.append("put"), put(*a, **k))[1])

@@ -46,7 +46,7 @@ def test_two_stages_on_data_by_model_meshes_generate_the_unsplit_tokens():
         qkv = [
             a for k, a in p.inputs if k is InputKind.PARAM and gen.roles[a].path.endswith("['qkv']")
         ]
-        assert qkv and all(gen._params[s][a].sharding.spec == PS(None, "model") for a in qkv)
+        assert qkv and all(gen.placed.params[s][a].sharding.spec == PS(None, "model") for a in qkv)
     for g in range(2):
         for slot in gen.split.slots:
             at, cache = session._held_state(g)[slot.arg]
