@@ -227,10 +227,13 @@ def move_state_updates(closed: Any, outputs: Sequence[int], landing: Landing) ->
     """
     jaxpr = closed.jaxpr
     eqns = jaxpr.eqns
+    anywhere = landing is Landing.ANYWHERE
+    if not anywhere and not any(J.is_marker(e) for e in eqns):
+        return closed
     maker = {v: i for i, e in enumerate(eqns) for v in e.outvars}
-
-    def producers(i: int) -> set[int]:
-        return {maker[v] for v in eqns[i].invars if not isinstance(v, J.Literal) and v in maker}
+    producers = [
+        {maker[v] for v in e.invars if not isinstance(v, J.Literal) and v in maker} for e in eqns
+    ]
 
     def cone(outs: Sequence[int]) -> set[int]:
         found: set[int] = set()
@@ -240,46 +243,70 @@ def move_state_updates(closed: Any, outputs: Sequence[int], landing: Landing) ->
             i = stack.pop()
             if i not in found:
                 found.add(i)
-                stack += producers(i)
+                stack += producers[i]
         return found
 
-    others = cone([o for o in range(len(jaxpr.outvars)) if o not in set(outputs)])
+    state = set(outputs)
+    others = cone([o for o in range(len(jaxpr.outvars)) if o not in state])
     movable = {
         i for i in cone(outputs) - others if not eqns[i].effects and not J.is_marker(eqns[i])
     }
     loose: set[int] = set()  # made from arguments and other loose equations only
-    for i in sorted(movable):
-        if producers(i) <= loose:
+    for i in sorted(movable) if anywhere else ():
+        if producers[i] <= loose:
             loose.add(i)
-    waits = {i: producers(i) - loose for i in movable - loose}
+    state_vars = [jaxpr.outvars[o] for o in outputs]
+    finals = movable & {maker[v] for v in state_vars if not isinstance(v, J.Literal) and v in maker}
+    waits = {i: producers[i] - loose for i in movable - loose}
     readers: dict[int, list[int]] = {}
     for i, ps in waits.items():
         for p in ps:
             readers.setdefault(p, []).append(i)
-    ready: list[int] = []  # a heap: the movable equations whose operands exist
+    available: list[int] = []  # a heap: moving equations whose operands exist or can be made
     order: list[int] = []
     done: set[int] = set()
 
+    def make_available(i: int) -> None:  # i's value exists or can be made: so can its readers'
+        stack = [i]
+        while stack:
+            p = stack.pop()
+            for r in readers.get(p, ()):
+                waits[r].discard(p)
+                if not waits[r]:
+                    heapq.heappush(available, r)
+                    stack.append(r)
+
     def emit(i: int) -> None:
-        for p in sorted(producers(i) & loose - done):
+        for p in sorted(producers[i] & loose - done):
             emit(p)
         order.append(i)
         done.add(i)
-        for r in readers.get(i, ()):
-            waits[r].discard(i)
-            if not waits[r]:
-                heapq.heappush(ready, r)
+        if i not in movable:  # a moving one told its readers when it became available
+            make_available(i)
 
-    anywhere = landing is Landing.ANYWHERE
+    def land() -> None:  # the equations that move to here, in program order
+        picked = set(available)
+        available.clear()
+        if not anywhere:  # only whole chains that make a state output: a part would be sent
+            stack, picked = [r for r in picked if r in finals], set()
+            while stack:
+                r = stack.pop()
+                if r not in done and r not in picked:
+                    picked.add(r)
+                    stack += producers[r] & movable
+        for r in sorted(picked):
+            if r not in done:
+                emit(r)
+
+    for i in sorted(i for i, ps in waits.items() if not ps):
+        heapq.heappush(available, i)
+        make_available(i)
     for i, e in enumerate(eqns):
         if anywhere or J.is_marker(e):
-            while ready:  # every update whose operands exist goes here, in program order
-                r = heapq.heappop(ready)
-                if r not in done:
-                    emit(r)
+            land()
         if i in done or i in loose or (anywhere and i in movable):
             continue
-        emit(i)  # an equation that does not move, or a moved one where it was
+        emit(i)  # an equation that does not move, or a moving one where it was
     for i in sorted(movable - done):  # left: those whose operands were made last, or loose
         if i not in done:  # ones read by no other (an output itself)
             emit(i)
