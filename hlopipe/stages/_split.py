@@ -194,10 +194,12 @@ def split_jaxpr(
 class Landing(Enum):
     """Where :func:`move_state_updates` may put an equation computing a state output."""
 
-    #: right after its operands exist: the cost model's cuts follow program order
+    #: right after its operands exist (the cost model's cuts, which follow program order); an
+    #: equation reading only arguments right before its first reader
     ANYWHERE = "anywhere"
-    #: before the first marker whose results it does not depend on, else where it was: a
-    #: marker's cut follows program order
+    #: before the first marker (a cut at a marker follows program order) at which the whole
+    #: chain making a state output can be made, else where it was: a part of a chain moved
+    #: alone would only be sent to the next stage
     BEFORE_MARKERS = "before markers"
 
 
@@ -209,13 +211,14 @@ def move_state_updates(closed: Any, outputs: Sequence[int], landing: Landing) ->
     XLA's scheduler may put a cache's in-place update after the next layer has started (or
     after the marker that ends its layer: torch_xla's optimised dump writes layer 0's V cache
     after layer 1's first equations, or after the barrier ending layer 0), which would give the
-    cache to the next stage while its own stage reads it. The equations moved are those that
-    compute state outputs and nothing else (no other output, no effects, no marker). Each goes,
-    in program order, to the first place ``landing`` allows at which its operands exist, and
-    stays where it was when there is none before it. Those reading only arguments (the old row
-    of a cache) go right before their first reader instead: made as early as possible they
-    would stretch their cache's span to the program's start (or a marker's stage would send
-    them on).
+    cache to the next stage while its own stage reads it. The equations that may move are those
+    that compute state outputs and nothing else (no other output, no effects, no marker). Each
+    goes, in program order, to the first place ``landing`` allows at which its operands exist
+    (with :attr:`Landing.BEFORE_MARKERS`, only with the whole chain making its state output),
+    and stays where it was when there is none before it. With :attr:`Landing.ANYWHERE`, those
+    reading only arguments (the old row of a cache) go right before their first reader
+    instead: made as early as possible they would stretch their cache's span to the program's
+    start. One pass over the equations: each becomes available once, when its operands are.
 
     Args:
       closed: the ClosedJaxpr, markers inlined.
