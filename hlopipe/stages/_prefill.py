@@ -34,10 +34,11 @@ from hlopipe.stages import _jaxpr as J
 from hlopipe.stages._cost import CostModel, eqn_costs
 from hlopipe.stages._partition import _CARRY, crossing_bytes
 from hlopipe.stages._split import (
+    Landing,
     _flat_signature,
     _trace,
+    move_state_updates,
     split_jaxpr,
-    state_updates_before_markers,
 )
 from hlopipe.stages._staged import StagedProgram, build_staged
 
@@ -104,7 +105,8 @@ def split_prefill(
     closed, in_tree, out_tree, in_paths, argnums = _trace(program, ())
     closed = sink_constants(J.inline(closed, lambda e: True))
     if any(J.is_marker(e) for e in closed.jaxpr.eqns):
-        closed = state_updates_before_markers(closed, list(stage_of))  # as its decode step's
+        # as its decode step's
+        closed = move_state_updates(closed, list(stage_of), Landing.BEFORE_MARKERS)
         return split_jaxpr(
             closed, in_tree=in_tree, out_tree=out_tree, in_paths=in_paths, argnums_of=argnums,
             num_stages=num_stages,

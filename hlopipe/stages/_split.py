@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-import bisect
 import contextlib
+import heapq
 import re
 from collections.abc import Callable, Iterator, Sequence
+from enum import Enum
 from typing import TYPE_CHECKING, Any, TypedDict, Unpack
 
 import jax
@@ -183,78 +184,59 @@ def split_jaxpr(
             " or the markers",
         )
     if cuts.get("local_state"):
-        closed = state_updates_before_markers(closed, [o for _, o in cuts["local_state"]])
+        closed = move_state_updates(
+            closed, [o for _, o in cuts["local_state"]], Landing.BEFORE_MARKERS
+        )
         markers = [i for i, e in enumerate(closed.jaxpr.eqns) if J.is_marker(e)]
     return build_staged(closed, [0] + [m + 1 for m in markers], *sig, cm, None, None)
 
 
-def state_updates_before_markers(closed: Any, outputs: Sequence[int]) -> Any:
-    """``closed`` with each state output's (``outputs``: flat output indices) equations moved
-    before the first marker whose results they do not depend on.
+class Landing(Enum):
+    """Where :func:`move_state_updates` may put an equation computing a state output."""
 
-    A marker cuts by program order; XLA's scheduler may put a cache's in-place update after a
-    marker it does not depend on (torch_xla's optimised dump writes layer 0's V cache after
-    the barrier that ends layer 0), which would make the cache on the next stage while its own
-    stage reads it. Equations that compute a state output, come after a marker and depend on
-    nothing computed from that marker's results go before it, in their order; nothing else
-    moves.
-    """
-    jaxpr = closed.jaxpr
-    eqns = list(jaxpr.eqns)
-    maker = {v: i for i, e in enumerate(eqns) for v in e.outvars}
-    outs = [jaxpr.outvars[o] for o in outputs]
-    moved = False
-    for k in range(sum(J.is_marker(e) for e in eqns)):
-        m = [i for i, e in enumerate(eqns) if J.is_marker(e)][k]  # moves shift later markers
-        after = set()  # equations after marker m computed from its results
-        tainted = set(eqns[m].outvars)
-        for i in range(m + 1, len(eqns)):
-            if any(not isinstance(v, J.Literal) and v in tainted for v in eqns[i].invars):
-                after.add(i)
-                tainted.update(eqns[i].outvars)
-        hoist: set[int] = set()
-        for v in outs:  # an output whose chain meets no marker-dependent equation
-            chain: set[int] = set()
-            stack = [maker[v]] if not isinstance(v, J.Literal) and v in maker else []
-            free = True
-            while stack and free:
-                i = stack.pop()
-                if i <= m or i in chain:
-                    continue
-                free = i not in after
-                chain.add(i)
-                stack += [maker[u] for u in eqns[i].invars
-                          if not isinstance(u, J.Literal) and u in maker]  # fmt: skip
-            if free:
-                hoist |= chain
-        if hoist:
-            order = sorted(hoist)
-            rest = [i for i in range(m, len(eqns)) if i not in hoist]
-            eqns = eqns[:m] + [eqns[i] for i in order] + [eqns[i] for i in rest]
-            maker = {v: i for i, e in enumerate(eqns) for v in e.outvars}
-            moved = True
-    if not moved:
-        return closed
-    return closed.replace(jaxpr=jaxpr.replace(eqns=eqns))
+    #: right after its operands exist (the cost model's cuts, which follow program order); an
+    #: equation reading only arguments right before its first reader
+    ANYWHERE = "anywhere"
+    #: before the first marker (a cut at a marker follows program order) at which the whole
+    #: chain making a state output can be made, else where it was: a part of a chain moved
+    #: alone would only be sent to the next stage
+    BEFORE_MARKERS = "before markers"
 
 
-def state_updates_early(closed: Any, outputs: Sequence[int]) -> Any:
-    """``closed`` with the equations computing each state output (``outputs``: flat output
-    indices) as early as their operands allow; every other equation keeps its order.
+def move_state_updates(closed: Any, outputs: Sequence[int], landing: Landing) -> Any:
+    """``closed`` with the equations computing state outputs (``outputs``: flat output indices)
+    moved earlier, as ``landing`` allows, so that a cut keeps each cache on its layer's stage;
+    every other equation keeps its order.
 
-    Without markers the cuts follow program order, and XLA's scheduler may write a cache's
-    in-place update after the next layer has started (torch_xla's optimised dump writes layer
-    0's V cache after layer 1's first equations): the span of that cache would reach into the
-    next layer and the cut would give it to the next stage. The equations that compute state
-    outputs and nothing else are made as soon as their operands exist, so each cache's update
-    sits in the layer that computes it; equations with effects are not moved.
+    XLA's scheduler may put a cache's in-place update after the next layer has started (or
+    after the marker that ends its layer: torch_xla's optimised dump writes layer 0's V cache
+    after layer 1's first equations, or after the barrier ending layer 0), which would give the
+    cache to the next stage while its own stage reads it. The equations that may move are those
+    that compute state outputs and nothing else (no other output, no effects, no marker). Each
+    goes, in program order, to the first place ``landing`` allows at which its operands exist
+    (with :attr:`Landing.BEFORE_MARKERS`, only with the whole chain making its state output),
+    and stays where it was when there is none before it. With :attr:`Landing.ANYWHERE`, those
+    reading only arguments (the old row of a cache) go right before their first reader
+    instead: made as early as possible they would stretch their cache's span to the program's
+    start. One pass over the equations: each becomes available once, when its operands are.
+
+    Args:
+      closed: the ClosedJaxpr, markers inlined.
+      outputs: the flat indices of its state outputs.
+      landing: where an equation may be moved to (:class:`Landing`).
+
+    Returns:
+      ``closed`` itself when nothing moves, else a ClosedJaxpr with the equations reordered.
     """
     jaxpr = closed.jaxpr
     eqns = jaxpr.eqns
+    anywhere = landing is Landing.ANYWHERE
+    if not anywhere and not any(J.is_marker(e) for e in eqns):
+        return closed
     maker = {v: i for i, e in enumerate(eqns) for v in e.outvars}
-
-    def producers(i: int) -> set[int]:
-        return {maker[v] for v in eqns[i].invars if not isinstance(v, J.Literal) and v in maker}
+    producers = [
+        {maker[v] for v in e.invars if not isinstance(v, J.Literal) and v in maker} for e in eqns
+    ]
 
     def cone(outs: Sequence[int]) -> set[int]:
         found: set[int] = set()
@@ -264,44 +246,72 @@ def state_updates_early(closed: Any, outputs: Sequence[int]) -> Any:
             i = stack.pop()
             if i not in found:
                 found.add(i)
-                stack += producers(i)
+                stack += producers[i]
         return found
 
-    # the equations computing state outputs and nothing else (no other output, no effects)
-    others = cone([o for o in range(len(jaxpr.outvars)) if o not in set(outputs)])
-    early = {i for i in cone(outputs) - others if not eqns[i].effects}
-    # those reading only arguments (the old row of a cache) stay right before their reader:
-    # made as early as possible they would stretch their cache's span to the program's start
-    loose: set[int] = set()
-    for i in sorted(early):
-        if producers(i) <= loose:
+    state = set(outputs)
+    others = cone([o for o in range(len(jaxpr.outvars)) if o not in state])
+    movable = {
+        i for i in cone(outputs) - others if not eqns[i].effects and not J.is_marker(eqns[i])
+    }
+    loose: set[int] = set()  # made from arguments and other loose equations only
+    for i in sorted(movable) if anywhere else ():
+        if producers[i] <= loose:
             loose.add(i)
-    waits = {i: producers(i) - loose for i in early - loose}
+    state_vars = [jaxpr.outvars[o] for o in outputs]
+    finals = movable & {maker[v] for v in state_vars if not isinstance(v, J.Literal) and v in maker}
+    waits = {i: producers[i] - loose for i in movable - loose}
     readers: dict[int, list[int]] = {}
     for i, ps in waits.items():
         for p in ps:
             readers.setdefault(p, []).append(i)
-    ready: list[int] = []
+    available: list[int] = []  # a heap: moving equations whose operands exist or can be made
     order: list[int] = []
     done: set[int] = set()
 
+    def make_available(i: int) -> None:  # i's value exists or can be made: so can its readers'
+        stack = [i]
+        while stack:
+            p = stack.pop()
+            for r in readers.get(p, ()):
+                waits[r].discard(p)
+                if not waits[r]:
+                    heapq.heappush(available, r)
+                    stack.append(r)
+
     def emit(i: int) -> None:
-        for p in sorted(producers(i) & loose - done):
+        for p in sorted(producers[i] & loose - done):
             emit(p)
         order.append(i)
         done.add(i)
-        for r in readers.get(i, ()):
-            waits[r].discard(i)
-            if not waits[r]:
-                bisect.insort(ready, r)
+        if i not in movable:  # a moving one told its readers when it became available
+            make_available(i)
 
-    for i in range(len(eqns)):
-        while ready:  # every update whose operands exist goes first, in program order
-            emit(ready.pop(0))
-        if i not in early:
-            emit(i)
-    for i in sorted(early - done):  # a loose equation read by no other (an output itself)
-        if i not in done:
+    def land() -> None:  # the equations that move to here, in program order
+        picked = set(available)
+        available.clear()
+        if not anywhere:  # only whole chains that make a state output: a part would be sent
+            stack, picked = [r for r in picked if r in finals], set()
+            while stack:
+                r = stack.pop()
+                if r not in done and r not in picked:
+                    picked.add(r)
+                    stack += producers[r] & movable
+        for r in sorted(picked):
+            if r not in done:
+                emit(r)
+
+    for i in sorted(i for i, ps in waits.items() if not ps):
+        heapq.heappush(available, i)
+        make_available(i)
+    for i, e in enumerate(eqns):
+        if anywhere or J.is_marker(e):
+            land()
+        if i in done or i in loose or (anywhere and i in movable):
+            continue
+        emit(i)  # an equation that does not move, or a moving one where it was
+    for i in sorted(movable - done):  # left: those whose operands were made last, or loose
+        if i not in done:  # ones read by no other (an output itself)
             emit(i)
     if order == list(range(len(eqns))):
         return closed
@@ -351,7 +361,7 @@ def _split_auto(
         )
     closed = _inline_heavy(closed, num_stages)
     if cuts.get("local_state"):
-        closed = state_updates_early(closed, [o for _, o in cuts["local_state"]])
+        closed = move_state_updates(closed, [o for _, o in cuts["local_state"]], Landing.ANYWHERE)
     reports = _find_loops(closed)
     loops = {r.eqn: r for r in reports if r.splittable}
     spans = state_spans(closed.jaxpr, cuts.get("local_state", ()), sig[2])

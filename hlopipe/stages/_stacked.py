@@ -2,28 +2,19 @@
 ``[L, b, ...]``, keras_hub's ``[b, L, 2, T, ...]``) sliced per stage along that axis, so that
 each stage keeps only the rows of the layers it runs.
 
-The layer axis is told by data flow (:func:`layering`, :func:`find_layer_axes`): every read and
-update of the array (and of its updated versions) touches a constant range of the axis
-(``slice``, ``dynamic_slice``, a ``gather`` of one index, ``dynamic_update_slice``, a one-row
-``scatter``: what a loop over layers unrolled by ``jax.jit`` produces), its new value is
-updated from it, joined from the layers' values along the axis (``concatenate``/``stack``) or
-made from a broadcast scalar, and the pieces chain: what is written into each is computed from
-what was read of the one before (layers, not the K/V pair of one layer's cache). The program is
-then re-traced with the array replaced by pieces, one per range, each indexed relative to its
-start, and a join of the layers made piece by piece as soon as its layers' values are; split
-once to learn which stage uses which piece, the pieces of a stage are merged into one argument
-and the program split again. :func:`split_stacked` does that when the whole array would cross
-stages; :func:`prefer_stacked` whenever the array has a layer axis (else the whole array would
-stay on one stage with every layer), with warnings for arrays that look stacked but cannot be
-sliced.
+The layer axis is told by data flow (``_layer_axis.py``: :func:`~hlopipe.stages._layer_axis.
+layering`, :func:`~hlopipe.stages._layer_axis.find_layer_axes`). The program is then re-traced
+with the array replaced by pieces, one per range, each indexed relative to its start, and a join
+of the layers made piece by piece as soon as its layers' values are; split once to learn which
+stage uses which piece, the pieces of a stage are merged into one argument and the program split
+again. :func:`split_stacked` does that when the whole array would cross stages;
+:func:`prefer_stacked` whenever the array has a layer axis (else the whole array would stay on
+one stage with every layer), with warnings for arrays that look stacked but cannot be sliced.
 """
 
 from __future__ import annotations
 
 import functools
-import heapq
-import itertools
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
@@ -33,17 +24,21 @@ import numpy as np
 
 from hlopipe.errors import StageError
 from hlopipe.stages import _jaxpr as J
-
-Range = tuple[int, int]
-
-
-class NotSliceable(Exception):
-    """Why a stacked state argument cannot be sliced (a message for a StageError);
-    ``seen``: how many distinct constant ranges of the axis were read before the reason."""
-
-    def __init__(self, message: str, seen: int = 0) -> None:
-        super().__init__(message)
-        self.seen = seen
+from hlopipe.stages._layer_axis import (
+    JOINS,
+    UPDATES,
+    Index,
+    Layering,
+    NotSliceable,
+    Range,
+    axis_reasons,
+    const_int,
+    constants,
+    find_layer_axes,
+    join_parts,
+    layering,
+    touched_range,
+)
 
 
 @dataclass(frozen=True)
@@ -58,21 +53,6 @@ class Stacked:
     args: tuple[int, ...]
     outputs: tuple[int, ...]
     axis: int = 0
-
-
-@dataclass(frozen=True)
-class Layering:
-    """How a state array is used along its axis ``axis``: in the disjoint ``pieces`` (the ranges
-    read and written, and the gaps); ``layered`` when the pieces form a chain of layers in
-    the order of the axis: what is written into each is computed from what was read of the
-    one before (a layer axis, not the K/V pair of one layer's cache); ``root``: the value its
-    new value is assembled from (a ``concatenate``/``stack`` of the layers' caches, or a
-    broadcast scalar: an empty cache), ``None`` when it is updated from the argument itself."""
-
-    axis: int
-    pieces: tuple[Range, ...]
-    layered: bool
-    root: Any = None
 
 
 @dataclass(eq=False)
@@ -125,271 +105,6 @@ def _new_index(roles: Any, stacks: Sequence[Stacked]) -> dict[int, int]:
     return out
 
 
-def _constants(closed: Any) -> dict[Any, Any]:
-    """The small integer values computed from literals and the program's constants only (the
-    layer indices)."""
-    jaxpr = closed.jaxpr
-    known: dict[Any, Any] = {
-        v: np.asarray(c)
-        for v, c in zip(jaxpr.constvars, closed.consts, strict=True)
-        if np.size(c) <= 16 and np.asarray(c).dtype.kind in "iub"
-    }
-
-    def value(v: Any) -> Any:
-        return v.val if isinstance(v, J.Literal) else known.get(v)
-
-    for e in jaxpr.eqns:
-        if J.sub_jaxprs(e) or not e.invars:
-            continue
-        vals = [value(v) for v in e.invars]
-        if any(x is None for x in vals) or any(np.size(o.aval) > 16 for o in e.outvars):
-            continue
-        if any("int" not in str(o.aval.dtype) and "bool" not in str(o.aval.dtype)
-               for o in e.outvars):  # fmt: skip
-            continue
-        with jax.ensure_compile_time_eval():
-            outs = e.primitive.bind(*vals, **e.params)
-        outs = outs if e.primitive.multiple_results else [outs]
-        for o, x in zip(e.outvars, outs, strict=True):
-            known[o] = np.asarray(x)
-    return known
-
-
-def _const_int(var: Any, consts: dict[Any, Any], where: str) -> int:
-    x = var.val if isinstance(var, J.Literal) else consts.get(var)
-    if x is None or np.size(x) != 1:
-        raise NotSliceable(f"{where} indexes the layer axis with a value known only at run time")
-    return int(np.reshape(x, -1)[0])
-
-
-_UPDATES = ("dynamic_update_slice", "scatter")
-_JOINS = ("concatenate", "stack")
-# a value that is another with its axes reshaped or its type changed: a layer's cache on its
-# way into the stack (``expand_dims``)
-_SAME = ("reshape", "broadcast_in_dim", "expand_dims", "squeeze", "convert_element_type", "copy",
-         "copy_p")  # fmt: skip
-
-
-def _scatter_row(e: Any, axis: int, consts: dict[Any, Any], where: str) -> int:
-    """The one index along ``axis`` a scatter writes (``cache.at[i].set(layer)``)."""
-    dn = e.params["dimension_numbers"]
-    one_row = (
-        tuple(dn.scatter_dims_to_operand_dims) == (axis,)
-        and tuple(dn.inserted_window_dims) == (axis,)
-        and not tuple(getattr(dn, "operand_batching_dims", ()))
-    )
-    if not one_row:
-        raise NotSliceable(f"scatter at {where} writes more than one index of axis {axis}")
-    return _const_int(e.invars[1], consts, f"scatter at {where}")
-
-
-def _gather_row(e: Any, axis: int, consts: dict[Any, Any], where: str) -> int:
-    """The one index along ``axis`` a gather starts at (``jnp.take(cache, [i], axis)``)."""
-    dn = e.params["dimension_numbers"]
-    if tuple(dn.start_index_map) != (axis,) or tuple(getattr(dn, "operand_batching_dims", ())):
-        raise NotSliceable(f"gather at {where} indexes other axes than {axis}")
-    return _const_int(e.invars[1], consts, f"gather at {where}")
-
-
-def _range(e: Any, axis: int, consts: dict[Any, Any]) -> Range:
-    """The range of ``axis`` that equation ``e`` reads or writes of its first operand."""
-    where, name = J.where(e), e.primitive.name
-    if name == "dynamic_update_slice":
-        i = _const_int(e.invars[2 + axis], consts, f"{name} at {where}")
-        return (i, i + e.invars[1].aval.shape[axis])
-    if name == "scatter":
-        i = _scatter_row(e, axis, consts, where)
-        return (i, i + 1)
-    if name == "gather":
-        i = _gather_row(e, axis, consts, where)
-        return (i, i + e.params["slice_sizes"][axis])
-    if name == "slice" and (e.params["strides"] or (1,) * (axis + 1))[axis] == 1:
-        return (e.params["start_indices"][axis], e.params["limit_indices"][axis])
-    if name == "dynamic_slice":
-        i = _const_int(e.invars[1 + axis], consts, f"{name} at {where}")
-        return (i, i + e.params["slice_sizes"][axis])
-    raise NotSliceable(f"{name} at {where} uses it whole")
-
-
-def _join_parts(e: Any, axis: int, made: dict[Any, tuple[int, Any]]) -> list[tuple[Range, Any]]:
-    """The operands of a ``concatenate``/``stack`` along ``axis`` with the range of the axis
-    each fills (operands that are themselves concatenations along the axis opened up)."""
-    name = e.primitive.name
-    along = e.params.get("dimension") if name == "concatenate" else e.params.get("axis")
-    if along != axis:
-        raise NotSliceable(f"{name} at {J.where(e)} joins along axis {along}, not {axis}")
-    parts: list[tuple[Range, Any]] = []
-    at = 0
-    for v in e.invars:
-        n = 1 if name == "stack" else int(v.aval.shape[axis])
-        inner = made.get(v)
-        if name == "concatenate" and inner is not None and inner[1].primitive.name == name:
-            try:
-                sub = _join_parts(inner[1], axis, made)
-            except NotSliceable:
-                sub = [((0, n), v)]
-        else:
-            sub = [((0, n), v)]
-        parts += [((at + a, at + b), x) for (a, b), x in sub]
-        at += n
-    return parts
-
-
-@dataclass(frozen=True)
-class _Index:
-    """A jaxpr's equations by the values they make (``made``: value -> (index, equation)) and
-    by the values they read (``users``: value -> the indices of its readers, in order)."""
-
-    made: dict[Any, tuple[int, Any]]
-    users: dict[Any, list[int]]
-
-    @staticmethod
-    def of(jaxpr: Any) -> _Index:
-        made: dict[Any, tuple[int, Any]] = {}
-        users: dict[Any, list[int]] = {}
-        for i, e in enumerate(jaxpr.eqns):
-            for v in e.invars:
-                if not isinstance(v, J.Literal):
-                    users.setdefault(v, []).append(i)
-            made.update((o, (i, e)) for o in e.outvars)
-        return _Index(made, users)
-
-
-def layering(
-    jaxpr: Any,
-    start: Any,
-    output: int,
-    axis: int,
-    consts: dict[Any, Any],
-    index: _Index | None = None,
-) -> Layering:
-    """How state argument ``start`` (a variable; ``None`` in a prefill, which makes the state)
-    and its new value, output ``output``, use axis ``axis``: every read and update of it (and
-    of its versions) must touch a constant range of the axis (``slice``, ``dynamic_slice``,
-    ``dynamic_update_slice``, a one-row ``scatter``), and the new value must be updated from
-    the argument, joined from the layers' values along the axis (``concatenate``, ``stack``)
-    or made from a broadcast scalar. Raises :class:`NotSliceable` saying which equation does
-    not. ``index``: the jaxpr's :class:`_Index`, when the caller has it."""
-    index = index or _Index.of(jaxpr)
-    made = index.made
-    out = jaxpr.outvars[output]
-    if isinstance(out, J.Literal):
-        raise NotSliceable(f"output {output} is a constant")
-    size = int(out.aval.shape[axis])
-    root = out
-    while root in made and made[root][1].primitive.name in _UPDATES:
-        root = made[root][1].invars[0]
-    touches: list[Range] = []
-    reads: list[tuple[Range, Any]] = []  # (range, the value read)
-    writes: list[tuple[Range, Any]] = []  # (range, the value written into it)
-    chain = {start} if start is not None else set()
-    bad_root = ""  # told after the reads: how many the axis has says if it looks stacked
-    if root is not start:
-        e = made[root][1] if root in made else None
-        if e is not None and e.primitive.name in _JOINS:
-            for r, v in _join_parts(e, axis, made):
-                touches.append(r)
-                writes.append((r, v))
-        elif e is None or e.primitive.name != "broadcast_in_dim" or e.invars[0].aval.shape:
-            bad_root = (
-                f"output {output} is not updated from the argument, joined from the layers' "
-                f"values along axis {axis}, nor made from a broadcast scalar"
-            )
-        chain.add(root)
-    readers = [i for v in chain for i in index.users.get(v, ())]
-    heapq.heapify(readers)
-    seen: set[int] = set()
-    try:
-        while readers:  # the equations reading the state or a version of it, in order
-            i = heapq.heappop(readers)
-            if i in seen:
-                continue
-            seen.add(i)
-            e = jaxpr.eqns[i]
-            hit = [k for k, v in enumerate(e.invars) if not isinstance(v, J.Literal) and v in chain]
-            if hit != [0]:
-                raise NotSliceable(f"{e.primitive.name} at {J.where(e)} uses it whole")
-            r = _range(e, axis, consts)
-            if not 0 <= r[0] < r[1] <= size:
-                raise NotSliceable(
-                    f"{e.primitive.name} at {J.where(e)} touches {r} outside 0..{size}"
-                )
-            if e.primitive.name in _UPDATES:
-                chain.add(e.outvars[0])
-                for u in index.users.get(e.outvars[0], ()):
-                    heapq.heappush(readers, u)
-                writes.append((r, e.invars[1 if e.primitive.name == "dynamic_update_slice" else 2]))
-            else:
-                reads.append((r, e.outvars[0]))
-            touches.append(r)
-        if bad_root:
-            raise NotSliceable(bad_root)
-    except NotSliceable as e:
-        partial = {r for r in touches if r != (0, size)}
-        raise NotSliceable(str(e), len(partial)) from None
-    outs = [i for i, v in enumerate(jaxpr.outvars) if not isinstance(v, J.Literal) and v in chain]
-    if outs != [output]:
-        raise NotSliceable(f"its versions are outputs {outs}, not only its aliased output {output}")
-    pieces = pieces_of(touches, size)
-    layered = _chained(jaxpr, reads, writes, pieces)
-    return Layering(axis, tuple(pieces), layered, None if root is start else root)
-
-
-def _chained(
-    jaxpr: Any,
-    reads: Sequence[tuple[Range, Any]],
-    writes: Sequence[tuple[Range, Any]],
-    pieces: Sequence[Range],
-) -> bool:
-    """Whether the pieces touched form a chain of layers: what is written into each (after
-    the first) is computed from what was read of the one before it (a layer's output is the
-    next layer's input), not side by side (the K and V halves of one layer's cache)."""
-
-    def piece(r: Range) -> int:
-        return next(k for k, (a, b) in enumerate(pieces) if a <= r[0] and r[1] <= b)
-
-    read: dict[int, set[Any]] = {}
-    written: dict[int, set[Any]] = {}
-    for r, v in reads:
-        read.setdefault(piece(r), set()).add(v)
-    for r, v in writes:
-        if not isinstance(v, J.Literal):
-            written.setdefault(piece(r), set()).add(v)
-    touched = sorted(set(read) | set(written))
-    if len(touched) < 2:
-        return False
-    for k, nxt in itertools.pairwise(touched):
-        if k not in read or not written.get(nxt, set()) & _descendants(jaxpr, read[k]):
-            return False
-    return True
-
-
-def _descendants(jaxpr: Any, start: set[Any]) -> set[Any]:
-    seen = set(start)
-    for e in jaxpr.eqns:
-        if any(not isinstance(v, J.Literal) and v in seen for v in e.invars):
-            seen.update(e.outvars)
-    return seen
-
-
-def pieces_of(ranges: Sequence[Range], size: int) -> list[Range]:
-    """Disjoint pieces covering ``0..size``: the distinct ranges used, and the gaps."""
-    used = sorted(set(ranges))
-    for (a0, b0), (a1, b1) in itertools.pairwise(used):
-        if a1 < b0:
-            raise NotSliceable(f"layer ranges {a0}..{b0 - 1} and {a1}..{b1 - 1} overlap")
-    out: list[Range] = []
-    at = 0
-    for a, b in used:
-        if a > at:
-            out.append((at, a))
-        out.append((a, b))
-        at = b
-    if at < size:
-        out.append((at, size))
-    return out
-
-
 class _Pieces:
     """A stacked array held as pieces of its layer axis (while re-tracing)."""
 
@@ -414,22 +129,22 @@ def _apply(e: Any, vals: list[Any], consts: dict[Any, Any]) -> Any:
     """Equation ``e`` on the pieces ``vals[0]``, indexed relative to the piece's start."""
     pcs: _Pieces = vals[0]
     ax, name, lax = pcs.axis, e.primitive.name, jax.lax
-    k = pcs.find(_range(e, ax, consts))
+    k = pcs.find(touched_range(e, ax, consts))
     a = pcs.ranges[k][0]
-    if name in _UPDATES:
+    if name in UPDATES:
         if name == "dynamic_update_slice":
             at = list(vals[2:])
-            at[ax] = _const_int(e.invars[2 + ax], consts, name) - a
+            at[ax] = const_int(e.invars[2 + ax], consts, name) - a
             new = lax.dynamic_update_slice(pcs.get(k), vals[1], at)
         else:
-            row = _const_int(e.invars[1], consts, name) - a
+            row = const_int(e.invars[1], consts, name) - a
             idx = np.full(e.invars[1].aval.shape, row, e.invars[1].aval.dtype)
             new = e.primitive.bind(
                 pcs.get(k), idx, vals[2], **e.primitive.get_bind_params(e.params)
             )
         return _Pieces(ax, pcs.ranges, [*pcs.arrays[:k], new, *pcs.arrays[k + 1 :]])
     if name == "gather":
-        row = _const_int(e.invars[1], consts, name) - a
+        row = const_int(e.invars[1], consts, name) - a
         idx = np.full(e.invars[1].aval.shape, row, e.invars[1].aval.dtype)
         return e.primitive.bind(pcs.get(k), idx, **e.primitive.get_bind_params(e.params))
     if name == "slice":
@@ -437,7 +152,7 @@ def _apply(e: Any, vals: list[Any], consts: dict[Any, Any]) -> Any:
         start[ax], limit[ax] = start[ax] - a, limit[ax] - a
         return lax.slice(pcs.get(k), start, limit, e.params["strides"])
     at = list(vals[1:])  # dynamic_slice
-    at[ax] = _const_int(e.invars[1 + ax], consts, name) - a
+    at[ax] = const_int(e.invars[1 + ax], consts, name) - a
     return lax.dynamic_slice(pcs.get(k), at, e.params["slice_sizes"])
 
 
@@ -457,12 +172,12 @@ def _retraced(closed: Any, spec: Spec, consts: dict[Any, Any], roots: Mapping[An
     from the layers' values, or an empty cache broadcast from a scalar) made as pieces."""
     jaxpr = closed.jaxpr
     made = {o: (i, e) for i, e in enumerate(jaxpr.eqns) for o in e.outvars}
-    asap = _asap(jaxpr, roots, _Index.of(jaxpr))
+    asap = _asap(jaxpr, roots, Index.of(jaxpr))
     joins = {  # each piece of a join in roots: the join and the operands falling in it
         (root, k): (made[root][1], [v for (lo, hi), v in parts if a <= lo and hi <= b])
         for root, (axis, ranges) in roots.items()
-        if root in made and made[root][1].primitive.name in _JOINS
-        for parts in [_join_parts(made[root][1], axis, made)]
+        if root in made and made[root][1].primitive.name in JOINS
+        for parts in [join_parts(made[root][1], axis, made)]
         for k, (a, b) in enumerate(ranges)
     }
 
@@ -514,7 +229,7 @@ def _retraced(closed: Any, spec: Spec, consts: dict[Any, Any], roots: Mapping[An
                 continue
             if e.outvars and e.outvars[0] in roots:
                 axis, ranges = roots[e.outvars[0]]
-                if e.primitive.name in _JOINS:
+                if e.primitive.name in JOINS:
                     arrays = [pieces[(e.outvars[0], k)] for k in range(len(ranges))]
                     env[e.outvars[0]] = _Pieces(axis, ranges, arrays)
                     continue
@@ -536,13 +251,13 @@ def _retraced(closed: Any, spec: Spec, consts: dict[Any, Any], roots: Mapping[An
     return fn
 
 
-def _asap(jaxpr: Any, roots: Mapping[Any, Any], index: _Index) -> list[Any]:
+def _asap(jaxpr: Any, roots: Mapping[Any, Any], index: Index) -> list[Any]:
     """The equations that only make the layers' values for a join in ``roots`` (their results
     read by nothing else: ``jnp.stack`` reshapes every layer's cache after the last layer, and
     XLA may join a layer's K and V there too), in program order. Re-traced as soon as their
     inputs are made, each layer's piece is made in its layer, on its stage."""
     targets = {index.made[r][0] for r in roots if r in index.made}
-    targets = {i for i in targets if jaxpr.eqns[i].primitive.name in _JOINS}
+    targets = {i for i in targets if jaxpr.eqns[i].primitive.name in JOINS}
     if not targets:
         return []
     outs = {v for v in jaxpr.outvars if not isinstance(v, J.Literal)}
@@ -594,56 +309,10 @@ def _roles_for(roles: Any, spec: Spec, n_out: int) -> tuple[Any, list[Stacked]]:
     return ArgRoles(new), stacks
 
 
-def find_layer_axes(
-    closed: Any, roles: Any, consts: dict[Any, Any]
-) -> tuple[dict[int, Layering], dict[int, dict[int, str]], dict[int, list[int]]]:
-    """Per state argument of ``closed``, its layer axis told by data flow (the
-    :class:`Layering` of the axis read and written in most pieces, a chain of layers first);
-    for those without one, why not, per axis; and their candidate axes (read at two or more
-    constant ranges before the reason)."""
-    found: dict[int, Layering] = {}
-    why: dict[int, dict[int, str]] = {}
-    candidates: dict[int, list[int]] = {}
-    index = _Index.of(closed.jaxpr)
-    for r in roles.state:
-        if r.output is None:
-            continue
-        best: Layering | None = None
-        reasons: dict[int, str] = {}
-        for axis in range(len(r.shape)):
-            if r.shape[axis] < 2:
-                continue
-            try:
-                start = closed.jaxpr.invars[r.index]
-                lay = layering(closed.jaxpr, start, r.output, axis, consts, index)
-            except NotSliceable as e:
-                reasons[axis] = str(e)
-                if e.seen > 1:
-                    candidates.setdefault(r.index, []).append(axis)
-                continue
-            if len(lay.pieces) > 1 and (
-                best is None or (lay.layered, len(lay.pieces)) > (best.layered, len(best.pieces))
-            ):
-                best = lay
-        if best is not None:
-            found[r.index] = best
-        else:
-            why[r.index] = reasons
-    return found, why, candidates
-
-
-def _reasons(why: Mapping[int, str], source: str | None, axes: Sequence[int] | None = None) -> str:
-    """``axis 0: ...; axis 2: ...`` (of ``axes``, default all), an equation located in the
-    program's file ``source`` rather than in hlopipe's interpreter."""
-    text = "; ".join(f"axis {a}: {w}" for a, w in why.items() if axes is None or a in axes)
-    text = text or "no axis is read in parts"
-    return re.sub(r" at \S*hlopipe/\S+ \([^)]*\)", f" in {source}" if source else "", text)
-
-
 def _traced(program: Any) -> tuple[Any, dict[Any, Any]]:
     avals = [jax.ShapeDtypeStruct(a.shape, a.dtype) for a in program.in_avals]
     closed = jax.make_jaxpr(program.as_function(flat=True))(*avals)
-    return closed, _constants(closed)
+    return closed, constants(closed)
 
 
 def split_stacked(
@@ -659,7 +328,7 @@ def split_stacked(
     found, why, _ = find_layer_axes(closed, roles, consts)
     if not found:
         source = getattr(program, "source", None)
-        reasons = "; ".join(f"{roles[a].path}: {_reasons(w, source)}" for a, w in why.items())
+        reasons = "; ".join(f"{roles[a].path}: {axis_reasons(w, source)}" for a, w in why.items())
         reasons = reasons or "no state argument is indexed along a layer axis"
         raise StageError(f"{refused} (not sliceable along the layer axis: {reasons})") from refused
     return _split_sliced(program, closed, consts, roles, found, num_stages, what)
@@ -678,14 +347,14 @@ def prefer_stacked(
     if closed is None:
         closed, consts = _traced(program)
     else:
-        consts = _constants(closed)
+        consts = constants(closed)
     found, why, candidates = find_layer_axes(closed, roles, consts)
     layered = {a: lay for a, lay in found.items() if lay.layered}
     source = getattr(program, "source", None)
     notes = [
         f"warning: state {roles[a].path} {roles[a].dtype}{list(roles[a].shape)} is read at "
         f"several indices of axis {' or '.join(map(str, axes))}, but that cannot be told to be "
-        f"its layer axis ({_reasons(why[a], source, axes)}); it is kept whole on one stage: "
+        f"its layer axis ({axis_reasons(why[a], source, axes)}); it is kept whole on one stage: "
         "keep one cache per layer, or write each layer's rows back with dynamic_update_slice, "
         "a scatter of one row, or a stack/concatenate of the layers' caches"
         for a, axes in candidates.items()

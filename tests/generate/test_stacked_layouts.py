@@ -85,7 +85,7 @@ def test_the_layer_axis_is_told_by_data_flow():
     from jax import lax
 
     from hlopipe.stages import _jaxpr as J
-    from hlopipe.stages._stacked import NotSliceable, _constants, layering
+    from hlopipe.stages._layer_axis import NotSliceable, constants, layering
 
     def kv(c, x):  # one layer's cache [b, 2, T]: K updated, V read
         k = lax.dynamic_update_slice(c[:, 0], x[:, None], (0, 1))
@@ -101,7 +101,7 @@ def test_the_layer_axis_is_told_by_data_flow():
     def told(fn, shape, axis):
         closed = J.inline(jax.make_jaxpr(fn)(jnp.zeros(shape), jnp.ones(2)), lambda e: True)
         jaxpr = closed.jaxpr
-        return layering(jaxpr, jaxpr.invars[0], 1, axis, _constants(closed))
+        return layering(jaxpr, jaxpr.invars[0], 1, axis, constants(closed))
 
     lay = told(stacked, (2, 3, 2, 4), 1)
     assert lay.pieces == ((0, 1), (1, 2), (2, 3)) and lay.layered

@@ -267,3 +267,32 @@ def test_a_late_cache_write_is_made_on_its_layers_stage():
     assert [(s.kind, s.stage) for s in staged.out_sources[1:]] == [("stage", 0), ("stage", 1)]
     assert [3 in st.params_needed for st in staged.stages] == [True, False]
     _close(staged(*args), _late_cache_write(*args))
+
+
+def test_state_updates_move_before_a_marker_only_as_whole_chains():
+    """A cache update written after a marker it does not depend on goes before it; the free
+    part of a chain whose update needs the marker's result stays after it (moved alone it
+    would only be sent on). The program's values stay those of the function run directly."""
+    from jax import lax
+
+    from hlopipe.stages._split import Landing, move_state_updates
+
+    def f(cache, cache2, x):
+        h = jnp.sin(x)
+        y = stage_boundary(h)
+        part = jnp.cos(h)  # free of the marker, but its update needs y
+        new = lax.dynamic_update_slice(cache, (part + y)[None], (0, 0))
+        new2 = lax.dynamic_update_slice(cache2, jnp.exp(h)[None], (0, 0))  # free: moves
+        return y.sum(), new, new2
+
+    args = (jnp.zeros((2, 3)), jnp.ones((2, 3)), jnp.arange(3.0))
+    closed = jax.make_jaxpr(f)(*args)
+    moved = move_state_updates(closed, [1, 2], Landing.BEFORE_MARKERS)
+    names = [e.primitive.name for e in moved.jaxpr.eqns]
+    marker = next(i for i, e in enumerate(moved.jaxpr.eqns) if "stage_boundary" in str(e))
+    assert names.index("exp") < marker < names.index("cos")
+    updates = [i for i, n in enumerate(names) if n == "dynamic_update_slice"]
+    assert updates[0] < marker < updates[1]
+    got = jax.core.eval_jaxpr(moved.jaxpr, moved.consts, *args)
+    for a, b in zip(got, f(*args), strict=True):
+        np.testing.assert_array_equal(a, b)
