@@ -90,10 +90,6 @@ def const_int(var: Any, consts: dict[Any, Any], where: str) -> int:
 
 UPDATES = ("dynamic_update_slice", "scatter")
 JOINS = ("concatenate", "stack")
-# a value that is another with its axes reshaped or its type changed: a layer's cache on its
-# way into the stack (``expand_dims``)
-_SAME = ("reshape", "broadcast_in_dim", "expand_dims", "squeeze", "convert_element_type", "copy",
-         "copy_p")  # fmt: skip
 
 
 def _scatter_row(e: Any, axis: int, consts: dict[Any, Any], where: str) -> int:
