@@ -101,6 +101,7 @@ class _JaxTimer:
     def __init__(self, pipe: Pipeline, clock) -> None:
         self.inside, self.calls, self.per_call, self.clock = 0.0, 0, 0.0, clock
         self.moving, self.moves = 0.0, 0  # of it, inside the sends between ranks
+        self.depth = 0  # timed calls running (a call inside another is not counted twice)
         self.pipe, runner = pipe, pipe._runner(train=True)
         self.saved = (runner.stream._prepared, [p.fn for p in runner.prologues], jax.device_put,
                       pipe._reduce_losses, dict(pipe.param_store._opt_fns))  # fmt: skip
@@ -118,15 +119,25 @@ class _JaxTimer:
         clock = self.clock
 
         def timed(*a, **k):
+            if self.depth:  # inside another timed call (a send calling jax.device_put)
+                return f(*a, **k)
+            self.depth += 1
             t0 = clock()
-            out = f(*a, **k)
+            try:
+                out = f(*a, **k)
+            finally:
+                self.depth -= 1
             self.inside += clock() - t0
             self.calls += 1
             return out
 
         def timed_move(*a, **k):
+            self.depth += 1
             t0 = clock()
-            out = f(*a, **k)
+            try:
+                out = f(*a, **k)
+            finally:
+                self.depth -= 1
             t = clock() - t0
             self.inside += t
             self.moving += t
