@@ -239,6 +239,7 @@ def main() -> None:
 
     # 4. a small model (a ~3 ms step): the host's share
     rows += small_step.small_rows()
+    rows += small_step.ranks_rows(2)
 
     # 5. cross-process transfers: one (microbatch, stage pair) vs a bare collective
     rows += xfer_rows()

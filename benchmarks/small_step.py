@@ -9,7 +9,9 @@ into JAX (each wrapped in a timer whose own cost is measured and taken off), in 
 in the issuing thread's CPU time (which the machine's load does not inflate).
 
 Run: ``python benchmarks/small_step.py [width] [clip]`` (or ``python benchmarks/runtime.py
-small [width] [clip]``); ``benchmarks/runtime.py`` prints these rows in its table.
+small [width] [clip]``); ``benchmarks/runtime.py`` prints these rows in its table, and the
+same model in 2 stages on a device each (rows with sends between ranks; only those:
+``python benchmarks/small_step.py ranks [stages]``).
 """
 
 from __future__ import annotations
@@ -98,10 +100,13 @@ class _JaxTimer:
 
     def __init__(self, pipe: Pipeline, clock) -> None:
         self.inside, self.calls, self.per_call, self.clock = 0.0, 0, 0.0, clock
+        self.moving, self.moves = 0.0, 0  # of it, inside the sends between ranks
+        self.depth = 0  # timed calls running (a call inside another is not counted twice)
         self.pipe, runner = pipe, pipe._runner(train=True)
         self.saved = (runner.stream._prepared, [p.fn for p in runner.prologues], jax.device_put,
                       pipe._reduce_losses, dict(pipe.param_store._opt_fns))  # fmt: skip
-        runner.stream._prepared = [(n, fn and self.wrap(fn), *rest)
+        ops = [ins.op for ins in runner.prog.instrs]
+        runner.stream._prepared = [(n, fn and self.wrap(fn, move=ops[n] == "send"), *rest)
                                    for n, fn, *rest in runner.stream._prepared]  # fmt: skip
         for p in runner.prologues:
             p.fn = self.wrap(p.fn)
@@ -110,20 +115,40 @@ class _JaxTimer:
         for s, (init, phases) in self.saved[4].items():
             pipe.param_store._opt_fns[s] = (init, [self.wrap(f) for f in phases])
 
-    def wrap(self, f):
+    def wrap(self, f, move: bool = False):
         clock = self.clock
 
         def timed(*a, **k):
+            if self.depth:  # inside another timed call (a send calling jax.device_put)
+                return f(*a, **k)
+            self.depth += 1
             t0 = clock()
-            out = f(*a, **k)
+            try:
+                out = f(*a, **k)
+            finally:
+                self.depth -= 1
             self.inside += clock() - t0
             self.calls += 1
             return out
 
-        return timed
+        def timed_move(*a, **k):
+            self.depth += 1
+            t0 = clock()
+            try:
+                out = f(*a, **k)
+            finally:
+                self.depth -= 1
+            t = clock() - t0
+            self.inside += t
+            self.moving += t
+            self.calls += 1
+            self.moves += 1
+            return out
+
+        return timed_move if move else timed
 
     def reset(self) -> None:
-        self.inside, self.calls = 0.0, 0
+        self.inside, self.calls, self.moving, self.moves = 0.0, 0, 0.0, 0
 
     def calibrate(self, n: int = 2000) -> None:
         noop, clock = self.wrap(lambda: None), self.clock
@@ -153,23 +178,26 @@ def _host_beyond_jax(pipe: Pipeline, st: dict, batch, n_actions: int, repeats: i
     timer = _JaxTimer(pipe, clock)
     try:
         timer.calibrate()
-        host, inside, beyond, calls = [], [], [], 0
+        host, inside, beyond, per_move, calls, moves = [], [], [], [], 0, 0
         for _ in range(repeats):
             jax.block_until_ready(st["s"].values)
             timer.reset()
             t0 = clock()
             st["s"], st["m"] = pipe.step(st["s"], batch)
             h = clock() - t0
-            calls = timer.calls
+            calls, moves = timer.calls, timer.moves
             host.append(h)
             inside.append(timer.inside)
             beyond.append((h - timer.inside - calls * timer.per_call) / n_actions)
+            per_move.append(timer.moving / moves if moves else 0.0)
         jax.block_until_ready(st["s"].values)
     finally:
         timer.restore()
     return {"host": statistics.median(host), "inside": statistics.median(inside),
             "beyond": statistics.median(beyond), "spread": (min(beyond), max(beyond)),
-            "calls": calls, "wrapper": timer.per_call}  # fmt: skip
+            "calls": calls, "wrapper": timer.per_call, "moves": moves,
+            "per_move": statistics.median(per_move),
+            "per_action": statistics.median(host) / n_actions}  # fmt: skip
 
 
 def _jax_dispatch_us(repeats: int = 2000) -> float:
@@ -288,9 +316,45 @@ def small_rows() -> list[tuple[str, str, str]]:
     ]  # fmt: skip
 
 
+def ranks_rows(stages: int = 2) -> list[tuple[str, str, str]]:
+    """``stages`` stages on one device each (1F1B) against plain JAX on one device, on the
+    small model: the step's ratio, the host time per action (whole, and beyond JAX), and the
+    host time of each send between ranks (one call per send point and receiving rank)."""
+    params, batch = _small_setup()
+    pipe = Pipeline(_small_loss, params, batch, num_stages=stages, schedule="1f1b",
+                    num_microbatches=M, devices=jax.devices()[:stages],
+                    optimizer=_small_optimizer())  # fmt: skip
+    st = {"s": pipe.init(params)}
+    fns = _small_fns(pipe, st, params, batch)
+    one = _paired({k: fns[k] for k in ("plain", "pipe")}, "plain", SMALL_REPEATS)
+    n_actions = sum(
+        len([a for a in r if a]) for r in schedules.lower(pipe.schedule).actions.values()
+    )
+    wall = _host_beyond_jax(pipe, st, batch, n_actions, SMALL_REPEATS)
+    cpu = _host_beyond_jax(pipe, st, batch, n_actions, SMALL_REPEATS, time.thread_time)
+    name = f"small model, {stages} stages x 1 device"
+    return [
+        (f"{name}: pipeline / plain (1 device)", f"{_spread(one['pipe/plain'])}",
+         f"pipeline {statistics.median(one['pipe']) * 1e3:.2f} ms, plain "
+         f"{statistics.median(one['plain']) * 1e3:.2f} ms; {SMALL_REPEATS} interleaved "
+         "repetitions"),
+        (f"{name}: host time per action", f"{wall['per_action'] * 1e6:.1f} µs",
+         f"CPU {cpu['per_action'] * 1e6:.1f} µs; beyond JAX {wall['beyond'] * 1e6:.1f} µs "
+         f"(CPU {cpu['beyond'] * 1e6:.1f}); a step issued in {wall['host'] * 1e3:.2f} ms "
+         f"for {n_actions} actions"),
+        (f"{name}: host time per send", f"{wall['per_move'] * 1e6:.1f} µs",
+         f"CPU {cpu['per_move'] * 1e6:.1f} µs; {wall['moves']} sends a step (each one call "
+         "moving a send point's values to one rank)"),
+    ]  # fmt: skip
+
+
 def main(argv: list[str]) -> None:
     """``[width] [clip]``: print the rows, one per line."""
     global SMALL_WIDTH, SMALL_CLIP
+    if argv and argv[0] == "ranks":  # "ranks [stages]": only the rows with sends
+        for row in ranks_rows(int(argv[1]) if argv[1:] else 2):
+            print(" | ".join(row))
+        return
     SMALL_CLIP = "clip" in argv
     if argv and argv[0] != "clip":
         SMALL_WIDTH = int(argv[0])
@@ -299,4 +363,5 @@ def main(argv: list[str]) -> None:
 
 
 if __name__ == "__main__":
+    jax.config.update("jax_num_cpu_devices", 8)  # as benchmarks/runtime.py: ranks on devices
     main(sys.argv[1:])

@@ -204,13 +204,21 @@ def hlo_module_from_proto(data: bytes) -> Any:
     return _HloModule.from_serialized_hlo_module_proto(data)
 
 
-def device_to_device(devices: Sequence[Any]) -> Callable[..., list[Any]]:
+def device_to_device(
+    devices: Sequence[Any], shardings: Sequence[Any] | None = None
+) -> Callable[..., list[Any]]:
     """A function copying arrays, each committed to one device of this process, one to each of
     ``devices``, in one call: the copy ``jax.device_put`` makes for such arrays, without its
     Python checks (about a fifth of its host time on CPU). Only for arrays on one device each,
-    bound for one device each; anything else goes through ``jax.device_put``."""
+    bound for one device each; anything else goes through ``jax.device_put``.
+
+    ``shardings``: the copies' shardings, one per device, each on that device alone (default
+    ``SingleDeviceSharding``); a one-device ``NamedSharding`` an executable was compiled for
+    gives copies it takes as ``device_put``'s would."""
     lists = [DeviceList((d,)) for d in devices]
-    shardings = [jax.sharding.SingleDeviceSharding(d) for d in devices]
+    if shardings is None:
+        shardings = [jax.sharding.SingleDeviceSharding(d) for d in devices]
+    shardings = list(shardings)
     semantics = [_REUSE_INPUT] * len(devices)
 
     def move(*values: Any) -> list[Any]:

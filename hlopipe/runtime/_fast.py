@@ -6,7 +6,8 @@ Per step it does only what depends on the step's values, and waits for no device
 * the parameters' arrays into their slots;
 * the batch's whole leaves to the ranks that read them (nothing is sliced or copied on the
   host: a NumPy leaf is copied in the prologue's call, an array already laid out there is not
-  moved, others move in one ``jax.device_put``); across processes, a process's own rows
+  moved, one on one device bound for a one-device rank moves by jaxlib's batched copy, others
+  in one ``jax.device_put``); across processes, a process's own rows
   (``Pipeline.process_rows``) shaped ``(microbatches, microbatch, ...)``, each device given
   its rows of every microbatch, so that no row crosses between processes;
 * per rank one *prologue* executable that slices the microbatches on the device and makes the
@@ -25,6 +26,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.sharding import NamedSharding, PartitionSpec
 
+from hlopipe._jax_compat import device_to_device
 from hlopipe.errors import RuntimeConfigError
 from hlopipe.runtime._comm import Comm
 from hlopipe.runtime._executor import StepResult
@@ -151,6 +153,13 @@ class StepRunner:
         self.prologues = [p for p in self.prologues if p.out_slots]
         self.puts = [(n, leaf, sh) for n, p in enumerate(self.prologues)
                      for leaf, sh in zip(p.leaves, p.in_shardings, strict=True)]  # fmt: skip
+        # per put, its device where a leaf on one device may be copied there by jaxlib's
+        # batched copy (a one-process job, a one-device target), else None
+        one_process = jax.process_count() == 1
+        self._put_device = [next(iter(sh.device_set))
+                            if one_process and len(sh.device_set) == 1 else None
+                            for _, _, sh in self.puts]  # fmt: skip
+        self._copiers: dict[tuple[int, ...], Any] = {}  # puts -> their batched copy
         self.dtypes = [a.dtype for a in plan.batch_avals]
         self._shapes = [(tuple(a.shape), a.dtype) for a in plan.batch_avals]
         self._by_microbatch: list[_Prologue] | None = None
@@ -221,11 +230,13 @@ class StepRunner:
         """Per prologue, its whole batch leaves. A NumPy leaf goes to the prologue as it is
         (copied in its call, on the calling thread: a device_put first would wait for a copy
         thread); a JAX array already laid out there is used as it is; the rest move in one
-        ``jax.device_put``."""
+        batched copy (arrays on one device bound for one device, in one process: the copy
+        ``jax.device_put`` makes, without its Python checks) and one ``jax.device_put``."""
         args: list[list[Any]] = [[] for _ in self.prologues]
         moves: list[tuple[int, int, Any, Any]] = []
+        copies: list[tuple[int, int, Any, int]] = []
         dtypes = self.dtypes
-        for n, leaf, sh in self.puts:
+        for q, (n, leaf, sh) in enumerate(self.puts):
             x = leaves[leaf]
             if type(x) is np.ndarray and x.dtype == dtypes[leaf]:
                 args[n].append(x)
@@ -237,8 +248,24 @@ class StepRunner:
             if not host and not (
                 isinstance(x, jax.Array) and x.sharding.is_equivalent_to(sh, x.ndim)
             ):
-                moves.append((n, len(args[n]), x, sh))
+                if (
+                    self._put_device[q] is not None
+                    and isinstance(x, jax.Array)
+                    and len(x.sharding.device_set) == 1
+                ):
+                    copies.append((n, len(args[n]), x, q))
+                else:
+                    moves.append((n, len(args[n]), x, sh))
             args[n].append(x)
+        if copies:
+            key = tuple(c[3] for c in copies)
+            copy = self._copiers.get(key)
+            if copy is None:
+                copy = self._copiers[key] = device_to_device(
+                    [self._put_device[q] for q in key], [self.puts[q][2] for q in key]
+                )
+            for (n, j, _, _), x in zip(copies, copy(*(c[2] for c in copies)), strict=True):
+                args[n][j] = x
         if moves:
             moved = jax.device_put([m[2] for m in moves], [m[3] for m in moves])
             for (n, j, _, _), x in zip(moves, moved, strict=True):

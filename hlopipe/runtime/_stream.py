@@ -1,7 +1,7 @@
 """The asynchronous single controller: one thread issues a :class:`StepProgram` in order.
 
 In one process a step needs no threads: every instruction is an asynchronous dispatch (a
-compiled executable, or a ``device_put`` onto another rank's devices), and the devices order
+compiled executable, or a copy onto another rank's devices), and the devices order
 the work by its data dependencies. The program's global order respects every rank's row and
 every data dependency, so issuing it in order is a valid step; nothing waits on a device
 inside it. The loop is ``regs[outs] = fn(*regs[ins]); regs[frees] = None`` per instruction

@@ -105,3 +105,24 @@ def test_a_process_local_block_is_the_devices_rows_of_every_microbatch() -> None
         index = (slice(None), slice(lo, hi), slice(None))
         block = _device_block(whole[:, held], column, 8, index)
         np.testing.assert_array_equal(block, whole[:, lo:hi])
+
+
+def test_a_batch_on_devices_elsewhere_trains_like_jax():
+    """A batch of arrays on one device each, but not the devices that read them (``x`` on the
+    second stage's device, ``y`` on the first's; the first stage reads ``x``, the second
+    ``y``), moves in the step's batched copy; a leaf split over two devices moves by
+    ``device_put``. Both steps give the loss and the SGD update of JAX on the whole batch."""
+    pipe = _pipe()
+    params, (x, y) = _params(), _batch()
+    d0, d1, d2 = jax.devices()[:3]
+    mesh = jax.sharding.Mesh(np.array([d1, d2]), ("data",))
+    split = jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec("data"))
+    want_loss, want_grads = jax.value_and_grad(_loss)(params, (x, y))
+    for batch in [(jax.device_put(x, d1), jax.device_put(y, d0)),
+                  (jax.device_put(x, split), jax.device_put(y, d1))]:  # fmt: skip
+        state, metrics = pipe.step(pipe.init(params), batch)
+        assert metrics.loss == pytest.approx(float(want_loss), rel=1e-5)
+        got = pipe.gather_params(state)
+        for k in params:
+            want = params[k] - 0.1 * want_grads[k]
+            np.testing.assert_allclose(np.asarray(got[k]), np.asarray(want), rtol=1e-5, atol=1e-6)
