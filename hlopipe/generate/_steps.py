@@ -349,9 +349,9 @@ def _mover(
 
     In one process, values from one device each to one device each (stages of one device)
     are copied by jaxlib's batched copy, the copy ``device_put`` makes for them without its
-    checks; others go through one ``device_put``, a value bound for one device put on the
-    device itself (a third of the host time of a put to a one-device ``NamedSharding``; the
-    executable takes either)."""
+    checks, laid out as the reading executable was compiled for; others go through one
+    ``device_put``, a value bound for one device put on the device itself (a third of the
+    host time of a put to a one-device ``NamedSharding``; the executable takes either)."""
     import jax
 
     from hlopipe._jax_compat import device_to_device
@@ -360,7 +360,7 @@ def _mover(
         h is not None and len(h.device_set) == 1 and len(w.device_set) == 1
         for h, w in zip(sources, shardings, strict=True)
     ):
-        return device_to_device([next(iter(w.device_set)) for w in shardings])
+        return device_to_device([next(iter(w.device_set)) for w in shardings], shardings)
     if not sp.multi:
         where = tuple(next(iter(sh.device_set)) if len(sh.device_set) == 1 else sh
                       for sh in shardings)  # fmt: skip
