@@ -40,6 +40,7 @@ from typing import Any
 
 import numpy as np
 
+from hlopipe.errors import DistributedError, RuntimeConfigError
 from hlopipe.serve._control import Follower, Leader, Op, OpKind
 
 
@@ -106,8 +107,6 @@ class Engine:
         self.gen = gen
         self.per_sequence = bool(getattr(gen, "per_sequence", False))
         if self.per_sequence and gen.prefill is not None:
-            from hlopipe.errors import RuntimeConfigError
-
             raise RuntimeConfigError(
                 f"{getattr(gen, 'source', 'the decode step')} takes a position per sequence: "
                 "the server's slots read every prompt through the decode step, a token a "
@@ -205,8 +204,6 @@ class Engine:
     def _tell_failure(self, e: BaseException) -> None:
         """Stop the other processes with process 0's error (unless the channel is what
         failed: their heartbeat then names this process)."""
-        from hlopipe.errors import DistributedError
-
         assert self._leader is not None
         with contextlib.suppress(DistributedError):
             self._leader.send(Op(OpKind.FAIL, message=f"{type(e).__name__}: {e}"))
@@ -218,8 +215,6 @@ class Engine:
         Raises:
           DistributedError: process 0's engine failed (its error is named), or process 0
             was lost."""
-        from hlopipe.errors import DistributedError
-
         self._prepare()
         if self._profile:
             follower.share_times(self.stage_step_s)
