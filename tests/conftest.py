@@ -175,7 +175,6 @@ LONGEST_FIRST = (
     "runtime/test_multiprocess_failures.py::test_killed_process_is_named_by_every_other",
     "test_training_launch.py::test_replicas_across_processes_read_disjoint_samples_and_train_like_one",
     "rehydrate/test_spec_sweep.py::test_sweep",
-    "runtime/test_multiprocess.py::test_interleaved_and_zb_v_across_2_processes_train_like_one_device",
     "generate/test_generate_launch.py::test_a_process_dying_mid_generation_is_named",
     "serve/test_serve_launch.py::test_two_processes_serve_greedy_completions_equal_the_unsplit_program",
     "runtime/test_multiprocess.py::test_2_processes_x_8_devices_of_2x2_stage_meshes_train_like_one_device",
