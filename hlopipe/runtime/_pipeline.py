@@ -34,7 +34,7 @@ from hlopipe.runtime._plan import PipelinePlan, build_plan
 from hlopipe.runtime._program import Instr, StepPlan, StepProgram, build_program
 from hlopipe.runtime._threads import carrying_context
 from hlopipe.schedules import Schedule, Timeline
-from hlopipe.stages import StagedProgram
+from hlopipe.stages import SourceKind, StagedProgram
 
 __all__ = ["Pipeline", "PipelineState", "StepMetrics", "measured_timeline"]
 
@@ -478,7 +478,7 @@ class Pipeline:
         batch_leaves = jax.tree_util.tree_leaves(batch)
         flat_out = []
         for k, src in enumerate(self.staged.out_sources):
-            if src.kind == "stage":
+            if src.kind is SourceKind.STAGE:
                 ex = self.execs[src.stage]
                 aval = ex.stage.outputs[src.index]
                 split = split_on_data(ex.output_shardings[src.index])
@@ -493,7 +493,7 @@ class Pipeline:
                     flat_out.append(jnp.asarray(value, parts[0].dtype))
                 else:
                     flat_out.append(jnp.asarray(np.concatenate(parts, axis=0)))
-            elif src.kind == "arg":
+            elif src.kind is SourceKind.ARG:
                 i = src.index
                 if i < self.num_params:
                     flat_out.append(jnp.asarray(self.param_store.on_every_process(state, i)))

@@ -26,7 +26,7 @@ from hlopipe.runtime._multiprocess import ProcessLayout
 from hlopipe.runtime._placement import Placement, default_group_size, place, spec_leaves
 from hlopipe.runtime._stacked_params import join_rows, param_pieces, piece_names, piece_specs
 from hlopipe.schedules import Kind, Schedule
-from hlopipe.stages import StagedProgram, arg_partition_specs, split
+from hlopipe.stages import SourceKind, StagedProgram, arg_partition_specs, split
 from hlopipe.stages._jaxpr import check_64bit_mode
 
 
@@ -326,7 +326,7 @@ def _loss_location(staged: StagedProgram, schedule: Schedule) -> tuple[int, int]
     if (
         src is None
         or aval is None
-        or src.kind != "stage"
+        or src.kind is not SourceKind.STAGE
         or aval.shape != ()
         or not jnp.issubdtype(aval.dtype, jnp.floating)
     ):

@@ -7,7 +7,7 @@ Public API:
   :func:`split_jaxpr` does the same for an already traced ClosedJaxpr; :class:`Cuts` is
   their keywords (the TypedDict mypy checks a call against).
 * :class:`StagedProgram`, :class:`Stage`, :class:`Receive`, :class:`Send`,
-  :class:`StageCost`, :class:`OutputSource` — the result and its parts.
+  :class:`StageCost`, :class:`OutputSource` (:class:`SourceKind`) — the result and its parts.
 * :class:`StageAutodiff` — per-stage ``forward`` / ``backward`` / ``backward_input`` /
   ``backward_weight`` (from :meth:`Stage.forward_backward`).
 * :class:`CostModel`, :func:`partition`, :class:`Partition`, :func:`find_repeated_run` —
@@ -74,6 +74,7 @@ from hlopipe.stages._staged import (
     OutputSource,
     Receive,
     Send,
+    SourceKind,
     Stage,
     StageCost,
     StagedProgram,
@@ -106,6 +107,7 @@ __all__ = [
     "RepeatedRun",
     "Send",
     "ShardedStage",
+    "SourceKind",
     "SplitModules",
     "Stage",
     "StageAutodiff",

@@ -30,6 +30,7 @@ from jax.extend.core import jaxpr_as_fun
 
 from hlopipe.errors import StageError
 from hlopipe.stages import _jaxpr as J
+from hlopipe.stages._staged import SourceKind
 
 if TYPE_CHECKING:
     from hlopipe.stages._staged import Stage, StagedProgram
@@ -365,7 +366,7 @@ def chain_value_and_grad(
         res.append(r)
     loss = staged._output(loss_src, flat, outs)
     cts: dict[tuple[int, int], Any] = {}
-    if loss_src.kind == "stage":
+    if loss_src.kind is SourceKind.STAGE:
         cts[(loss_src.stage, loss_src.index)] = jnp.ones((), staged.out_avals[0].dtype)
     grads: dict[int, Any] = {}
     for st, fb, r in reversed(list(zip(staged.stages, fbs, res, strict=True))):

@@ -14,6 +14,7 @@ from jax.extend.core import jaxpr_as_fun
 
 from hlopipe.errors import StageError
 from hlopipe.stages import _jaxpr as J
+from hlopipe.stages._staged import SourceKind
 
 if TYPE_CHECKING:
     from hlopipe.stages._staged import StagedProgram
@@ -153,9 +154,9 @@ def _program_outputs(staged: StagedProgram) -> list[dict[str, Any]]:
     outputs = []
     for k, (src, a) in enumerate(zip(staged.out_sources, staged.out_avals, strict=True)):
         s: dict[str, Any] = {"kind": src.kind}
-        if src.kind == "stage":
+        if src.kind is SourceKind.STAGE:
             s.update(stage=src.stage, output=src.index)
-        elif src.kind == "arg":
+        elif src.kind is SourceKind.ARG:
             s.update(arg=src.index)
         outputs.append({"index": k, **_aval(a), "source": s})
     return outputs

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from enum import Enum
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
@@ -73,12 +74,20 @@ class StageCost:
         return self.compute_time + self.transfer_time
 
 
+class SourceKind(str, Enum):  # noqa: UP042 - the house style: a str mixin
+    """Where a flat program output comes from (:class:`OutputSource`)."""
+
+    STAGE = "stage"  # output ``index`` of stage ``stage``
+    ARG = "arg"  # flat argument ``index``, returned as given
+    CONST = "const"  # ``value``, a constant of the program
+
+
 @dataclass(frozen=True)
 class OutputSource:
-    """Where a flat program output comes from: ``kind`` is ``"stage"`` (output ``index`` of
-    stage ``stage``), ``"arg"`` (flat argument ``index``) or ``"const"`` (``value``)."""
+    """Where a flat program output comes from: a stage's output, an argument or a constant
+    (``kind``, a :class:`SourceKind`)."""
 
-    kind: str
+    kind: SourceKind
     stage: int = -1
     index: int = -1
     value: Any = None
@@ -283,9 +292,9 @@ class StagedProgram:
 
     @staticmethod
     def _output(src: OutputSource, flat: Sequence[Any], outs: list[list[Any]]) -> Any:
-        if src.kind == "stage":
+        if src.kind is SourceKind.STAGE:
             return outs[src.stage][src.index]
-        if src.kind == "arg":
+        if src.kind is SourceKind.ARG:
             return flat[src.index]
         return src.value
 
@@ -543,13 +552,13 @@ def _output_sources(
     returns: list[list[tuple[int, int]]] = [[] for _ in out_pos]
     for k, v in enumerate(closed.jaxpr.outvars):
         if isinstance(v, J.Literal):
-            out_sources.append(OutputSource("const", value=v.val))
+            out_sources.append(OutputSource(SourceKind.CONST, value=v.val))
         elif v in owner:
             s = owner[v]
-            out_sources.append(OutputSource("stage", s, out_pos[s][v]))
+            out_sources.append(OutputSource(SourceKind.STAGE, s, out_pos[s][v]))
             returns[s].append((out_pos[s][v], k))
         elif v in arg_index:
-            out_sources.append(OutputSource("arg", index=arg_index[v]))
+            out_sources.append(OutputSource(SourceKind.ARG, index=arg_index[v]))
         else:
-            out_sources.append(OutputSource("const", value=closed.consts[const_index[v]]))
+            out_sources.append(OutputSource(SourceKind.CONST, value=closed.consts[const_index[v]]))
     return out_sources, [tuple(r) for r in returns]

@@ -20,6 +20,7 @@ from hlopipe.errors import StageError
 from hlopipe.stages import _jaxpr as J
 from hlopipe.stages._partition import NoLocalCut, state_versions
 from hlopipe.stages._split import StagedProgram, split
+from hlopipe.stages._staged import SourceKind
 
 
 class StateCrossesStages(StageError):
@@ -118,9 +119,9 @@ def split_stateful(
     for r in roles.state:
         readers = [st.index for st in staged.stages if r.index in st.params_needed]
         src = staged.out_sources[r.output]
-        if src.kind == "stage":
+        if src.kind is SourceKind.STAGE:
             owner, out = src.stage, src.index
-        elif src.kind == "arg" and src.index == r.index:
+        elif src.kind is SourceKind.ARG and src.index == r.index:
             owner, out = (readers[0] if readers else 0), None
         else:
             raise StageError(
