@@ -119,19 +119,8 @@ class _JaxTimer:
         clock = self.clock
 
         def timed(*a, **k):
-            if self.depth:  # inside another timed call (a send calling jax.device_put)
+            if self.depth and not move:  # inside another timed call (a send's jax.device_put)
                 return f(*a, **k)
-            self.depth += 1
-            t0 = clock()
-            try:
-                out = f(*a, **k)
-            finally:
-                self.depth -= 1
-            self.inside += clock() - t0
-            self.calls += 1
-            return out
-
-        def timed_move(*a, **k):
             self.depth += 1
             t0 = clock()
             try:
@@ -140,12 +129,13 @@ class _JaxTimer:
                 self.depth -= 1
             t = clock() - t0
             self.inside += t
-            self.moving += t
             self.calls += 1
-            self.moves += 1
+            if move:
+                self.moving += t
+                self.moves += 1
             return out
 
-        return timed_move if move else timed
+        return timed
 
     def reset(self) -> None:
         self.inside, self.calls, self.moving, self.moves = 0.0, 0, 0.0, 0

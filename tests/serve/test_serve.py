@@ -60,6 +60,27 @@ def _client(url):
     return openai.OpenAI(base_url=url, api_key="none", max_retries=0, timeout=60)
 
 
+def greedy_like_the_oracle(client, cases, model="anything", context=lambda: ""):
+    """``cases`` (prompt, max_tokens) sent at once as greedy completions; each one's tokens and
+    text are checked against :func:`oracle` on its prompt alone (``context()``: what a failure
+    shows besides). Returns the responses, in order."""
+
+    def ask(case):
+        prompt, n = case
+        return client.completions.create(
+            model=model, prompt=prompt, max_tokens=n, temperature=0
+        ).model_dump()
+
+    with ThreadPoolExecutor(len(cases)) as pool:
+        got = list(pool.map(ask, cases))
+    for (prompt, n), r in zip(cases, got, strict=True):
+        (choice,) = r["choices"]
+        want = oracle(prompt, n)
+        assert choice["token_ids"] == want, (prompt, context())
+        assert choice["text"] == _text(want)
+    return got
+
+
 def _post(url, body, raw=False):
     data = body if raw else json.dumps(body).encode()
     req = urllib.request.Request(f"{url}/completions", data=data, method="POST")
@@ -156,22 +177,8 @@ def test_concurrent_greedy_requests_equal_the_unsplit_program(server):
     rng = np.random.default_rng(3)
     cases = [(rng.integers(0, CFG.vocab, L).tolist(), n)
              for L, n in ((3, 9), (8, 6), (5, 12), (1, 4), (8, 10), (12, 7))]  # fmt: skip
-    client = _client(url)
-
-    def ask(case):
-        prompt, n = case
-        return client.completions.create(
-            model="anything", prompt=prompt, max_tokens=n, temperature=0
-        ).model_dump()
-
-    with ThreadPoolExecutor(len(cases)) as pool:
-        got = list(pool.map(ask, cases))
-    for (prompt, n), r in zip(cases, got, strict=True):
-        want = oracle(prompt, n)
-        (choice,) = r["choices"]
-        assert choice["token_ids"] == want, prompt
-        assert choice["text"] == _text(want)
-        assert choice["finish_reason"] == "length"
+    for (prompt, n), r in zip(cases, greedy_like_the_oracle(_client(url), cases), strict=True):
+        assert r["choices"][0]["finish_reason"] == "length"
         usage = {k: r["usage"][k] for k in ("prompt_tokens", "completion_tokens", "total_tokens")}
         assert usage == {"prompt_tokens": len(prompt), "completion_tokens": n,
                          "total_tokens": len(prompt) + n}  # fmt: skip

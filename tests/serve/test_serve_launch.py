@@ -10,7 +10,6 @@ import re
 import signal
 import sys
 import threading
-from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import openai
@@ -42,7 +41,7 @@ def test_two_processes_serve_greedy_completions_equal_the_unsplit_program():
     finished sequence's slot is refilled, and process 1 must follow the refill): each equals
     the unsplit program on its prompt alone; /metrics has both stages' busy fractions (one
     timed in each process). SIGTERM to process 0 drains and stops both."""
-    from test_serve import _metrics, _text, oracle
+    from test_serve import _metrics, greedy_like_the_oracle
 
     out = _Lines()
     procs: list = []
@@ -60,20 +59,7 @@ def test_two_processes_serve_greedy_completions_equal_the_unsplit_program():
         client = openai.OpenAI(base_url=out.url, api_key="none", max_retries=0, timeout=120)
         rng = np.random.default_rng(5)
         cases = [(rng.integers(0, 64, L).tolist(), n) for L, n in ((3, 4), (5, 3), (2, 5))]
-
-        def ask(case):
-            prompt, n = case
-            return client.completions.create(
-                model="hlopipe", prompt=prompt, max_tokens=n, temperature=0
-            ).model_dump()
-
-        with ThreadPoolExecutor(len(cases)) as pool:
-            got = list(pool.map(ask, cases))
-        for (prompt, n), r in zip(cases, got, strict=True):
-            (choice,) = r["choices"]
-            want = oracle(prompt, n)
-            assert choice["token_ids"] == want, (prompt, out.getvalue()[-3000:])
-            assert choice["text"] == _text(want)
+        greedy_like_the_oracle(client, cases, "hlopipe", lambda: out.getvalue()[-3000:])
         after = _metrics(out.url.removesuffix("/v1"))
         busy = [after[("hlopipe_stage_busy_fraction", (("stage", str(s)),))] for s in (0, 1)]
         assert all(0 < b < 1 for b in busy), busy  # a few steps in seconds
