@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from types import SimpleNamespace
 from typing import Any
 
@@ -37,7 +37,7 @@ from hlopipe.marker import stage_boundary
 from hlopipe.stages import _jaxpr as J
 from hlopipe.stages._cost import jaxpr_cost
 from hlopipe.stages._cuts import choose_cuts
-from hlopipe.stages._staged import StagedProgram, build_staged
+from hlopipe.stages._staged import FlatSignature, StagedProgram, build_staged
 
 _FOLD_LIMIT = 1 << 16  # largest value (elements) folded when looking for known loop inputs
 
@@ -586,7 +586,7 @@ def split_loops(
     cm: Any,
     memory_cap: float | None,
     max_candidates: int,
-    sig: tuple[Any, Any, list[str], list[int]],
+    sig: FlatSignature,
     sliceable: set[int],
     spans: Sequence[Any] = (),
 ) -> StagedProgram:
@@ -595,23 +595,25 @@ def split_loops(
     with a marker at each cut, then built at the markers."""
     from hlopipe.errors import StageError
 
-    in_tree, out_tree, paths, argnum_of = sig
     cuts = choose_cuts(closed, loops, num_stages, cm, memory_cap, max_candidates, spans)
     new, pieces = retrace(closed, loops, cuts.ranges, cuts.cuts_before, cuts.cuts_in, sliceable)
     markers = [i for i, e in enumerate(new.jaxpr.eqns) if J.is_marker(e)]
     if len(markers) != num_stages - 1:  # pragma: no cover - an internal invariant
         raise StageError(f"hlopipe internal: {len(markers)} cuts for {num_stages} stages")
-    new_paths = [
-        paths[p.source] if p.start is None else f"{paths[p.source]}[{p.start}:{p.stop}]"
-        for p in pieces
-    ]
+    pieces_sig = replace(  # the stages' flat arguments are the pieces
+        sig,
+        paths=tuple(
+            sig.paths[p.source] if p.start is None else f"{sig.paths[p.source]}[{p.start}:{p.stop}]"
+            for p in pieces
+        ),
+        argnum_of=tuple(sig.argnum_of[p.source] for p in pieces),
+    )
     layers = None
     if len(loops) == 1:  # the layers are one loop's iterations
         ((k, report),) = loops.items()
         layers = cuts.iterations_per_stage(k, int(report.length or 0))
     cut_args = any(p.start is not None for p in pieces)  # else the stages take the caller's
-    return build_staged(new, [0] + [m + 1 for m in markers], in_tree, out_tree, new_paths,
-                        [argnum_of[p.source] for p in pieces], cm, cuts.partition, None,
+    return build_staged(new, [0] + [m + 1 for m in markers], pieces_sig, cm, cuts.partition, None,
                         layers=layers, loops=tuple(reports),
                         arg_pieces=tuple(pieces) if cut_args else None,
                         caller_avals=[J.sds(a) for a in closed.in_avals] if cut_args else None,

@@ -35,7 +35,6 @@ from hlopipe.stages._cost import CostModel, eqn_costs
 from hlopipe.stages._partition import _CARRY, crossing_bytes
 from hlopipe.stages._split import (
     Landing,
-    _flat_signature,
     _trace,
     move_state_updates,
     split_jaxpr,
@@ -102,20 +101,19 @@ def split_prefill(
       StageError naming the cache and the equation that ties it to another stage, when no cut
       keeps every cache on its stage.
     """
-    closed, in_tree, out_tree, in_paths, argnums = _trace(program, ())
+    closed, sig = _trace(program, ())
     closed = sink_constants(J.inline(closed, lambda e: True))
     if any(J.is_marker(e) for e in closed.jaxpr.eqns):
         # as its decode step's
         closed = move_state_updates(closed, list(stage_of), Landing.BEFORE_MARKERS)
         return split_jaxpr(
-            closed, in_tree=in_tree, out_tree=out_tree, in_paths=in_paths, argnums_of=argnums,
-            num_stages=num_stages,
+            closed, in_tree=sig.in_tree, out_tree=sig.out_tree, in_paths=sig.paths,
+            argnums_of=sig.argnum_of, num_stages=num_stages,
         )  # fmt: skip
     touches = {o: t for o in stage_of if (t := _touch(closed.jaxpr, o))}
     closed = _by_stage(closed, touches, stage_of, what)
     starts = _cuts(closed.jaxpr, stage_of, num_stages, what)
-    sig = _flat_signature(closed, in_tree, out_tree, in_paths, argnums)
-    return build_staged(closed, starts, *sig, CostModel(), None, None)
+    return build_staged(closed, starts, sig, CostModel(), None, None)
 
 
 def _touch(jaxpr: Any, out: int) -> list[int]:

@@ -17,7 +17,7 @@ from hlopipe.stages._cost import CostModel, eqn_cost
 from hlopipe.stages._cuts import equation_cuts
 from hlopipe.stages._devices import Device, device
 from hlopipe.stages._partition import state_spans
-from hlopipe.stages._staged import StagedProgram, build_staged
+from hlopipe.stages._staged import FlatSignature, StagedProgram, build_staged
 
 if TYPE_CHECKING:
     from hlopipe.stages._loops import LoopReport
@@ -79,24 +79,24 @@ def split(fn_or_program: Any, *example_args: Any, **cuts: Unpack[Cuts]) -> Stage
       >>> [st.cost.time for st in staged.stages]                   # doctest: +SKIP
     """
     StageError.refuse_unknown(cuts, Cuts, "split")
-    closed, in_tree, out_tree, in_paths, argnums_of = _trace(fn_or_program, example_args)
+    closed, sig = _trace(fn_or_program, example_args)
     with _in_program_terms(_program_source(fn_or_program)):
         return split_jaxpr(
             closed,
-            in_tree=in_tree,
-            out_tree=out_tree,
-            in_paths=in_paths,
-            argnums_of=argnums_of,
+            in_tree=sig.in_tree,
+            out_tree=sig.out_tree,
+            in_paths=sig.paths,
+            argnums_of=sig.argnum_of,
             **cuts,
         )
 
 
 def _trace(
     fn_or_program: Any, example_args: tuple[Any, ...]
-) -> tuple[Any, Any, Any, list[str], list[int]]:
+) -> tuple[J.ClosedJaxpr, FlatSignature]:
     """Trace a function (on ``example_args``) or a loaded Program (on its own argument avals,
-    unless given): the ClosedJaxpr, the in and out trees, each flat argument's path (a
-    Program's own argument name where it has one) and the positional argument it belongs to."""
+    unless given): the ClosedJaxpr and its :class:`FlatSignature` (a flat argument's path is
+    a Program's own argument name where it has one)."""
     fn: Callable[..., Any]
     if hasattr(fn_or_program, "as_function") and hasattr(fn_or_program, "in_avals"):
         fn = fn_or_program.as_function(flat=True)
@@ -116,7 +116,8 @@ def _trace(
     names = getattr(fn_or_program, "arg_names", None)  # a Program's own argument names
     if isinstance(names, list) and len(names) == len(in_paths):
         in_paths = [n or p for n, p in zip(names, in_paths, strict=True)]
-    return closed, in_tree, out_tree, in_paths, [_argnum(p) for p, _ in leaves]
+    argnum_of = tuple(_argnum(p) for p, _ in leaves)
+    return closed, FlatSignature(in_tree, out_tree, tuple(in_paths), argnum_of)
 
 
 def _program_source(fn_or_program: Any) -> str | None:
@@ -188,7 +189,7 @@ def split_jaxpr(
             closed, [o for _, o in cuts["local_state"]], Landing.BEFORE_MARKERS
         )
         markers = [i for i, e in enumerate(closed.jaxpr.eqns) if J.is_marker(e)]
-    return build_staged(closed, [0] + [m + 1 for m in markers], *sig, cm, None, None)
+    return build_staged(closed, [0] + [m + 1 for m in markers], sig, cm, None, None)
 
 
 class Landing(Enum):
@@ -328,26 +329,26 @@ def _device_cost_model(closed: Any, name: str | Device | None) -> CostModel:
 
 
 def _flat_signature(
-    closed: Any,
-    in_tree: Any,
-    out_tree: Any,
+    closed: J.ClosedJaxpr,
+    in_tree: jax.tree_util.PyTreeDef | None,
+    out_tree: jax.tree_util.PyTreeDef | None,
     in_paths: Sequence[str] | None,
     argnums_of: Sequence[int] | None,
-) -> tuple[Any, Any, list[str], list[int]]:
-    """``(in_tree, out_tree, paths, argnum_of)`` with the defaults of a flat program: flat
-    tuples, paths ``[i]``, each argument its own positional argument."""
+) -> FlatSignature:
+    """The :class:`FlatSignature` given, with the defaults of a flat program for what is
+    ``None``: flat tuples, paths ``[i]``, each argument its own positional argument."""
     n_in, n_out = len(closed.in_avals), len(closed.out_avals)
     if in_tree is None:
         in_tree = jax.tree_util.tree_structure(tuple(range(n_in)))
     if out_tree is None:
         out_tree = jax.tree_util.tree_structure(list(range(n_out)))
-    paths = list(in_paths) if in_paths is not None else [f"[{i}]" for i in range(n_in)]
-    argnum_of = list(argnums_of) if argnums_of is not None else list(range(n_in))
-    return in_tree, out_tree, paths, argnum_of
+    paths = tuple(in_paths) if in_paths is not None else tuple(f"[{i}]" for i in range(n_in))
+    argnum_of = tuple(argnums_of) if argnums_of is not None else tuple(range(n_in))
+    return FlatSignature(in_tree, out_tree, paths, argnum_of)
 
 
 def _split_auto(
-    closed: Any, cm: CostModel, sig: tuple[Any, Any, list[str], list[int]], cuts: Cuts
+    closed: J.ClosedJaxpr, cm: CostModel, sig: FlatSignature, cuts: Cuts
 ) -> StagedProgram:
     """A program without markers cut at ``num_stages`` cost-balanced points: a layer loop in
     it by ranges of iterations (``_loops.split_loops``), else between equations."""
@@ -364,7 +365,7 @@ def _split_auto(
         closed = move_state_updates(closed, [o for _, o in cuts["local_state"]], Landing.ANYWHERE)
     reports = _find_loops(closed)
     loops = {r.eqn: r for r in reports if r.splittable}
-    spans = state_spans(closed.jaxpr, cuts.get("local_state", ()), sig[2])
+    spans = state_spans(closed.jaxpr, cuts.get("local_state", ()), sig.paths)
     if loops and num_stages > 1:
         n_in = len(closed.in_avals)
         sliceable = set(range(n_in) if slice_args is None else slice_args)
@@ -377,7 +378,7 @@ def _split_auto(
     starts, part, run, costs = equation_cuts(
         closed, num_stages, cm, memory_cap, max_candidates, spans
     )
-    return build_staged(closed, starts, *sig, cm, part, run, costs, loops=tuple(reports))
+    return build_staged(closed, starts, sig, cm, part, run, costs, loops=tuple(reports))
 
 
 def _find_loops(closed: Any) -> list[LoopReport]:

@@ -83,6 +83,24 @@ class SourceKind(str, Enum):  # noqa: UP042 - the house style: a str mixin
 
 
 @dataclass(frozen=True)
+class FlatSignature:
+    """How a traced program's flat arguments and outputs map to the caller's pytrees.
+
+    Attributes:
+      in_tree: the tree of the positional arguments (a tuple of them).
+      out_tree: the tree of the outputs.
+      paths: per flat argument, its path in the arguments (``[0]['w']``, or a loaded
+        Program's own argument name).
+      argnum_of: per flat argument, the positional argument it belongs to.
+    """
+
+    in_tree: jax.tree_util.PyTreeDef
+    out_tree: jax.tree_util.PyTreeDef
+    paths: tuple[str, ...]
+    argnum_of: tuple[int, ...]
+
+
+@dataclass(frozen=True)
 class OutputSource:
     """Where a flat program output comes from: a stage's output, an argument or a constant
     (``kind``, a :class:`SourceKind`)."""
@@ -373,10 +391,7 @@ class StagedProgram:
 def build_staged(
     closed: J.ClosedJaxpr,
     starts: list[int],
-    in_tree: Any,
-    out_tree: Any,
-    paths: list[str],
-    argnum_of: list[int],
+    sig: FlatSignature,
     cm: CostModel,
     part: Partition | None,
     run: RepeatedRun | None,
@@ -388,7 +403,8 @@ def build_staged(
     caller_avals: list[jax.ShapeDtypeStruct] | None = None,
 ) -> StagedProgram:
     """The :class:`StagedProgram` of ``closed`` cut before the top-level equations ``starts``
-    (the first is 0); ``costs``: the equations' FLOPs and bytes, when the caller has them;
+    (the first is 0), its flat arguments and outputs mapped to the caller's by ``sig``;
+    ``costs``: the equations' FLOPs and bytes, when the caller has them;
     ``layers``: how many layers each stage holds, when the caller knows (else counted from
     the repeated run ``run``); ``loops``, ``arg_pieces``, ``caller_avals``: as the
     :class:`StagedProgram` fields of those names."""
@@ -423,8 +439,8 @@ def build_staged(
                 index=s,
                 jaxpr=J.make_closed(closed, [*pvars[s], *rvars[s]], mine, ovars[s]),
                 params_needed=tuple(arg_index[v] for v in pvars[s]),
-                param_paths=tuple(paths[arg_index[v]] for v in pvars[s]),
-                param_argnums=tuple(argnum_of[arg_index[v]] for v in pvars[s]),
+                param_paths=tuple(sig.paths[arg_index[v]] for v in pvars[s]),
+                param_argnums=tuple(sig.argnum_of[arg_index[v]] for v in pvars[s]),
                 receives=receives[s],
                 outputs=tuple(J.sds(v.aval) for v in ovars[s]),
                 sends=sends[s],
@@ -441,10 +457,10 @@ def build_staged(
     return StagedProgram(
         stages=tuple(stages),
         jaxpr=closed,
-        in_tree=in_tree,
-        out_tree=out_tree,
+        in_tree=sig.in_tree,
+        out_tree=sig.out_tree,
         in_avals=[J.sds(a) for a in closed.in_avals],
-        in_paths=paths,
+        in_paths=list(sig.paths),
         out_avals=[J.sds(a) for a in closed.out_avals],
         out_sources=out_sources,
         cost_model=cm,
