@@ -16,7 +16,7 @@ from hlopipe.schedules._gen_common import (
     _looped,
     _measure,
 )
-from hlopipe.schedules._gen_zero_bubble import _zero_bubble
+from hlopipe.schedules._gen_zero_bubble import FORWARD_FIRST, INPUT_GRAD_FIRST, _zero_bubble
 from hlopipe.schedules._ir import Action, Schedule
 
 
@@ -118,7 +118,7 @@ def _interleaved(
         # textbook rule's busiest rank (in (stage, microbatch) pairs).
         ref = _measure(reference)
         budget = int(max(ref[len(_COST_MODELS) :])) if ref else v * p
-        for order in ("FIW", "IFW"):
+        for order in (FORWARD_FIRST, INPUT_GRAD_FIRST):
             try:
                 greedy = _zero_bubble(name, p, m, _looped(p, v), [budget] * p, [budget] * p, order)
             except ScheduleError:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from hlopipe.errors import ScheduleError
 from hlopipe.schedules._gen_common import _SEARCH_LIMIT, B, F, I, W, _check, _choose
-from hlopipe.schedules._gen_zero_bubble import _zero_bubble
+from hlopipe.schedules._gen_zero_bubble import FORWARD_FIRST, INPUT_GRAD_FIRST, _zero_bubble
 from hlopipe.schedules._ir import Action, Kind, Overlap, Schedule
 
 
@@ -82,7 +82,7 @@ def zb_v(num_ranks: int, num_microbatches: int, virtual_stages: int = 2) -> Sche
         return reference
     candidates = []
     for limit in (2 * p, 2 * p - 1):
-        for order in ("FIW", "IFW"):
+        for order in (FORWARD_FIRST, INPUT_GRAD_FIRST):
             try:
                 candidates.append(
                     _zero_bubble("zb-v", p, m, placement, [limit] * p, [limit] * p, order)

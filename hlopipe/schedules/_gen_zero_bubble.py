@@ -12,15 +12,21 @@ from hlopipe.schedules._ir import Action, Kind, Schedule
 # I (gradient of the input, on the critical path) and W (gradient of the weights, which nothing
 # downstream waits for). W's are deferred to fill the bubbles. The order is built by playing the
 # pipeline forward in time with F = I = W = 1 and letting each free rank take the first of
-#   "F": the next forward of one of its stages whose input is there, if the rank holds fewer
+#   F: the next forward of one of its stages whose input is there, if the rank holds fewer
 #        than `alive` live microbatches (F done, W not) and fewer than `in_flight` waiting
 #        for their I (F done, I not),
-#   "I": the next input-gradient backward whose inputs are there,
-#   "W": the oldest pending W,
+#   I: the next input-gradient backward whose inputs are there,
+#   W: the oldest pending W,
 # in the order `priority` gives; between stages of one rank, the later stage first (depth first
 # for F, and the start of the backward chain for I). Because the order comes from a run that
 # finished, it cannot deadlock under any costs.
 # ---------------------------------------------------------------------------------------------
+
+#: the orders in which a free rank looks for its next action: forwards first (ZB-H1's, the
+#: least memory) or input gradients first (ZB-H2's, the shortest critical path)
+Priority = tuple[Kind, Kind, Kind]
+FORWARD_FIRST: Priority = (F, I, W)
+INPUT_GRAD_FIRST: Priority = (I, F, W)
 
 
 class _Play:
@@ -45,28 +51,31 @@ class _Play:
         e = self.end.get(key)
         return e is not None and e <= self.t
 
-    def pick(self, r: int, kind: str) -> Action | None:
-        """Rank ``r``'s next action of ``kind`` ("F", "I" or "W") that may start now."""
-        if kind == "F":
+    def pick(self, r: int, kind: Kind) -> Action | None:
+        """Rank ``r``'s next action of ``kind`` (F, I or W) that may start now."""
+        if kind is F:
             if self.alive[r] >= self.alive_limit[r] or self.in_flight[r] >= self.in_flight_limit[r]:
                 return None
             for s in self.local[r]:
                 i = self.next_f[s]
                 if i < self.m and (s == 0 or self.done((s - 1, F, i))):
                     return Action(s, F, i)
-        elif kind == "I":
+        elif kind is I:
             for s in self.local[r]:
                 i = self.next_i[s]
                 ready = s == self.last or self.done((s + 1, I, i))
                 if i < self.m and self.done((s, F, i)) and ready:
                     return Action(s, I, i)
-        elif self.pending_w[r]:
-            return self.pending_w[r][0]  # its I ran on this rank in an earlier step
+        elif kind is W:
+            if self.pending_w[r]:
+                return self.pending_w[r][0]  # its I ran on this rank in an earlier step
+        else:  # pragma: no cover - the priorities name only F, I and W
+            raise ValueError(f"zero bubble picks only F, I or W actions, not {kind}")
         return None
 
     def start(self, r: int, a: Action) -> None:
         """Rank ``r`` runs ``a`` from now for one step."""
-        s, k, i = a
+        s, k, i = a.stage, a.kind, a.microbatch
         if k is F:
             self.next_f[s] += 1
             self.alive[r] += 1
@@ -75,7 +84,7 @@ class _Play:
             self.next_i[s] += 1
             self.in_flight[r] -= 1
             self.pending_w[r].append(Action(s, W, i))
-        else:
+        else:  # W
             self.pending_w[r].pop(0)
             self.alive[r] -= 1
         self.end[a] = self.t + 1
@@ -88,7 +97,7 @@ def _zero_bubble(
     placement: tuple[int, ...],
     alive_limit: list[int],
     in_flight_limit: list[int],
-    priority: str,
+    priority: Priority,
 ) -> Schedule:
     play = _Play(p, m, placement, alive_limit, in_flight_limit)
     free = dict.fromkeys(range(p), 0)
@@ -127,7 +136,9 @@ def zb_h1(num_ranks: int, num_microbatches: int, virtual_stages: int = 1) -> Sch
     """
     p, m = num_ranks, num_microbatches
     _check("zb-h1", p, m, virtual_stages, (1,))
-    return _zero_bubble("zb-h1", p, m, tuple(range(p)), [p] * p, [p - r for r in range(p)], "FIW")
+    return _zero_bubble(
+        "zb-h1", p, m, tuple(range(p)), [p] * p, [p - r for r in range(p)], FORWARD_FIRST
+    )
 
 
 def zb_h2(num_ranks: int, num_microbatches: int, virtual_stages: int = 1) -> Schedule:
@@ -142,4 +153,6 @@ def zb_h2(num_ranks: int, num_microbatches: int, virtual_stages: int = 1) -> Sch
     """
     p, m = num_ranks, num_microbatches
     _check("zb-h2", p, m, virtual_stages, (1,))
-    return _zero_bubble("zb-h2", p, m, tuple(range(p)), [2 * p - 1] * p, [2 * p] * p, "IFW")
+    return _zero_bubble(
+        "zb-h2", p, m, tuple(range(p)), [2 * p - 1] * p, [2 * p] * p, INPUT_GRAD_FIRST
+    )
