@@ -88,7 +88,7 @@ def _run(gen: Generator, groups: int, batch: int, tokens: int, reps: int) -> dic
         busy=np.mean(measured),
         sim_busy=np.mean(simulated),
         bytes=per_token,
-        theory=theory["activations"] + theory["feedback"],
+        theory=theory.activations + theory.feedback,
         state=sent.state,
     )
 

@@ -64,7 +64,9 @@ from hlopipe.generate._steps import (
     build,
 )
 from hlopipe.io import ArgRoles
+from hlopipe.runtime import BytesSent
 from hlopipe.stages import (
+    SourceKind,
     StackedSplit,
     Stage,
     StateCrossesStages,
@@ -422,13 +424,17 @@ class Generator:
         roles = self.roles
         return sum(nbytes(roles[a]) for k, a in self.plans[stage].inputs if k is InputKind.PARAM)
 
-    def bytes_per_token(self) -> dict[str, int]:
-        """Theory, per group and decode step: activations sent between stages, feedback sent
-        from the stage that makes it to those that read it, and state: 0 unless stage markers
-        cut between a cache's update and a read of it (the pieces of it then sent)."""
-        act = sum(p.send_bytes for p in self.plans)
-        state = sum(p.state_send_bytes for p in self.plans)
-        return {"activations": act, "feedback": self._feedback_bytes(), "state": state}
+    def bytes_per_token(self) -> BytesSent:
+        """Theory, per group and decode step, as the :class:`~hlopipe.runtime.BytesSent` a
+        session measures (``Session.metrics.decode_bytes_sent``): activations sent between
+        stages, feedback sent from the stage that makes it to those that read it, and state: 0
+        unless stage markers cut between a cache's update and a read of it (the pieces of it
+        then sent)."""
+        return BytesSent(
+            activations=sum(p.send_bytes for p in self.plans),
+            feedback=self._feedback_bytes(),
+            state=sum(p.state_send_bytes for p in self.plans),
+        )
 
     def _feedback_bytes(self) -> int:
         total = 0
@@ -444,7 +450,9 @@ class Generator:
                 int(np.prod(self.roles[arg].shape, dtype=np.int64))
                 * np.dtype(self.roles[arg].dtype).itemsize
             )
-            total += nbytes * sum(1 for s in readers if src.kind != "stage" or s != src.stage)
+            total += nbytes * sum(
+                1 for s in readers if src.kind is not SourceKind.STAGE or s != src.stage
+            )
         return total
 
     def _where(self, stage: int) -> str:

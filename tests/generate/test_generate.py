@@ -117,11 +117,11 @@ def test_split_generation_equals_unsplit(S):
     ref, ref_states = generate_unsplit(prog, params(), N, prefill=pre, prompts=prompts)
     assert len(np.unique(ref)) >= 8
     theory = gen.bytes_per_token()
-    per_step = theory["activations"] + theory["feedback"]
+    per_step = theory.activations + theory.feedback
     # what an expert's cut sends, from the model's sizes: to each later stage the residual
     # stream (f32[B, d_model]) and the position (i32[]); never a cache
-    assert theory["activations"] == (S - 1) * (B * CFG.d_model * 4 + 4)
-    assert theory["state"] == 0
+    assert theory.activations == (S - 1) * (B * CFG.d_model * 4 + 4)
+    assert theory.state == 0
     for groups in sorted({1, 2, S, 2 * S}):
         session = gen.with_groups(groups).start(prompts[:groups])
         toks = session.generate(N)
@@ -344,7 +344,7 @@ def test_stream_gives_the_tokens_of_the_unsplit_program_step_by_step():
     m = session.metrics
     assert m.tokens == 2 * B * N and m.time_to_first_token_s > 0
     sent = m.decode_bytes_sent
-    assert sent.activations + sent.feedback == (N - 1) * 2 * sum(theory.values())
+    assert sent.activations + sent.feedback == (N - 1) * 2 * (theory.activations + theory.feedback)
     assert sent.state == 0
 
     session = gen.start(prompts)

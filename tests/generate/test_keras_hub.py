@@ -27,6 +27,7 @@ import pytest
 import hlopipe
 from hlopipe.errors import HlopipeError
 from hlopipe.generate import Generator
+from hlopipe.runtime import BytesSent
 
 DIR = Path(__file__).parents[1] / "data" / "frameworks" / "keras_hub"
 # No markers: the cost model cuts. A generator costs about 6.5 s of compiling (its decode step
@@ -136,7 +137,7 @@ def test_only_the_residual_stream_crosses(model, stages):
     gen = _generator(model, stages)
     token = _arg(model, "decode", "token")
     residual = token.shape[0] * manifest["config"]["hidden_dim"] * 4
-    want = {"activations": (stages - 1) * residual, "feedback": token.nbytes, "state": 0}
+    want = BytesSent(activations=(stages - 1) * residual, feedback=token.nbytes, state=0)
     assert gen.bytes_per_token() == want, str(gen)
 
 

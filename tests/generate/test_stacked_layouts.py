@@ -42,7 +42,7 @@ def test_stacked_cache_is_sliced_along_its_layer_axis(layout, S, fmt):
     # decode step: each stage makes its own rows of the cache
     made = [gen.prefill.staged.out_sources[o] for o in sorted(gen.prefill.state_of_out)]
     assert [(x.kind, x.stage) for x in made] == [("stage", s) for s in range(S)]
-    assert gen.bytes_per_token()["state"] == 0 and gen.warnings() == []
+    assert gen.bytes_per_token().state == 0 and gen.warnings() == []
     prompts = np.asarray(jax.random.randint(jax.random.key(S), (1, m.B, m.P), 0, m.V))
     session = gen.start(prompts)
     toks = session.generate(N)

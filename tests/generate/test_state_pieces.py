@@ -79,7 +79,7 @@ def test_the_cost_model_does_not_send_the_updated_k_and_v():
     assert _kv_shaped(hlopipe.split(prog, num_stages=2))
     gen = Generator(prog, _params(), num_stages=2)
     assert _kv_shaped(gen.split.staged) == [] and gen.split.state_sent == ()
-    assert gen.bytes_per_token()["state"] == 0
+    assert gen.bytes_per_token().state == 0
     session = gen.start(tokens=FIRST)
     toks = session.generate(T)
     ref, _ = generate_unsplit(prog, _params(), T, tokens=FIRST)
@@ -93,15 +93,15 @@ def test_markers_that_cut_inside_attention_count_state_sent():
     gen = Generator(prog, _params())
     assert [(x.src, x.dst, x.nbytes) for x in gen.split.state_sent] == [(0, 1, KV_BYTES)] * 2
     theory = gen.bytes_per_token()
-    assert theory["state"] == 2 * KV_BYTES
+    assert theory.state == 2 * KV_BYTES
     session = gen.start(tokens=FIRST)
     toks = session.generate(T)
     ref, _ = generate_unsplit(prog, _params(), T, tokens=FIRST)
     np.testing.assert_array_equal(toks, ref)
     sent = session.metrics.bytes_sent
     assert sent.state == T * 2 * KV_BYTES  # measured: each step sends layer 0's K and V
-    assert sent.activations == T * theory["activations"]
-    assert theory["activations"] < KV_BYTES  # the query and the residual stream only
+    assert sent.activations == T * theory.activations
+    assert theory.activations < KV_BYTES  # the query and the residual stream only
     text = repr(gen)
     assert f"stage 0 sends {KV_BYTES} B of state [1][0] per token to stage 1" in text
 
