@@ -51,6 +51,9 @@ _LAYOUT = frozenset({
 })  # fmt: skip
 _BIG = 1 << 20  # a product counts more than any number of other ops along a path
 
+#: per flat argument, ``(products before, products after, ops after)`` or ``None``
+Signatures = list[tuple[int, int, int] | None]
+
 
 def real_name(name: str | None) -> str | None:
     """``name`` if it names something (a key or attribute in it), else None (``[0][3]``)."""
@@ -60,40 +63,34 @@ def real_name(name: str | None) -> str | None:
     return None if stripped.isdigit() or not stripped.strip("0123456789") else name
 
 
-# per program (by identity: a Program is not hashable), while it lives
-_TRACED: dict[int, tuple[Any, Any]] = {}
-_SIGNATURES: dict[tuple[int, frozenset[int]], tuple[Any, Any]] = {}
-
-
-def _memo(store: dict[Any, tuple[Any, Any]], key: Any, program: Any, make: Any) -> Any:
-    """``store[key]``'s value made by ``make()`` once while ``program`` lives."""
-    hit = store.get(key)
-    if hit is not None and hit[0]() is program:
-        return hit[1]
-    value = make()
-    store[key] = (weakref.ref(program, lambda _: store.pop(key, None)), value)
-    return value
+# per program while it lives (a Program compares and hashes by identity): an entry goes with its
+# program, so a program made later never finds another's
+_TRACED: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
+_SIGNATURES: weakref.WeakKeyDictionary[Any, dict[frozenset[int], Signatures]] = (
+    weakref.WeakKeyDictionary()
+)
 
 
 def _traced(program: Any) -> Any:
     """``program``'s flat function as a closed jaxpr, traced once per program."""
     import jax
 
-    def trace() -> Any:
-        return jax.make_jaxpr(program.as_function(flat=True))(*program.in_avals)
+    if program not in _TRACED:
+        _TRACED[program] = jax.make_jaxpr(program.as_function(flat=True))(*program.in_avals)
+    return _TRACED[program]
 
-    return _memo(_TRACED, id(program), program, trace)
 
-
-def signatures(program: Any, data: frozenset[int]) -> list[tuple[int, int, int] | None]:
+def signatures(program: Any, data: frozenset[int]) -> Signatures:
     """Per flat argument of ``program``: ``(products before, products after, ops after)``
     (see the module's docstring), ``None`` for an argument nothing reads; ``data`` are the
     arguments that are data (the others, parameters and constants, start no path)."""
-    key = (id(program), data)
-    return _memo(_SIGNATURES, key, program, lambda: _signatures(program, data))
+    mine = _SIGNATURES.setdefault(program, {})
+    if data not in mine:
+        mine[data] = _signatures(program, data)
+    return mine[data]
 
 
-def _signatures(program: Any, data: frozenset[int]) -> list[tuple[int, int, int] | None]:
+def _signatures(program: Any, data: frozenset[int]) -> Signatures:
     closed = _traced(program)
     eqns = list(_flat_eqns(closed.jaxpr, {v: v for v in closed.jaxpr.invars}))
     low = -(1 << 40)

@@ -117,3 +117,34 @@ def test_a_constant_that_feeds_no_counter_is_refused_naming_it():
     says = r"argument 5 \(int32\[\]\) matches no parameter.*prefill_params"
     with pytest.raises(RuntimeConfigError, match=says):
         generate_unsplit(dec, params, 2, prefill=pre, prompts=np.zeros((1, B, P), np.int32))
+
+
+class _Fn:
+    """The two members of a program the matcher's cache reads, over one function."""
+
+    def __init__(self, fn):
+        self.fn = fn
+        self.in_avals = [jax.ShapeDtypeStruct((3,), jnp.float32)]
+
+    def as_function(self, flat):
+        return self.fn
+
+
+def test_a_program_made_where_a_dead_one_was_is_traced_anew():
+    """The trace cache holds a program's trace while it lives: a program made later at the
+    address of a dead one (the same ``id``) gets its own trace, not the dead one's. The oracle
+    is the later program's function traced directly."""
+    from hlopipe.generate._match import _TRACED, _traced
+
+    def prims(closed):
+        return [e.primitive.name for e in closed.jaxpr.eqns]
+
+    first = _Fn(jnp.sin)
+    assert prims(_traced(first)) == ["sin"]
+    old, before = id(first), len(_TRACED)
+    del first
+    assert len(_TRACED) == before - 1  # the entry went with its program
+    kept = [_Fn(jnp.cos) for _ in range(10_000)]  # until one takes the dead one's address
+    later = next((p for p in kept if id(p) == old), None)
+    assert later is not None, "no object reused the address: the case cannot be made here"
+    assert prims(_traced(later)) == prims(jax.make_jaxpr(jnp.cos)(jnp.zeros(3))) == ["cos"]
