@@ -13,7 +13,6 @@ a cache is updated in place and never leaves its device; only activations and fe
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
@@ -361,11 +360,24 @@ class Generator:
 
     def with_groups(self, groups: int) -> Generator:
         """The same generator (same compiled stages and placed parameters) for another number
-        of groups in flight."""
+        of groups in flight.
+
+        Raises:
+          RuntimeConfigError: ``groups`` is not a positive integer.
+        """
         if not isinstance(groups, int) or groups < 1:
             raise RuntimeConfigError(f"groups must be a positive integer, got {groups!r}")
-        other = copy.copy(self)
-        other.groups = groups
+        return Generator._sharing(self, groups)
+
+    @classmethod
+    def _sharing(cls, built: Generator, groups: int) -> Generator:
+        """A generator of ``groups`` groups made whole from ``built``'s parts. Every other part
+        is the same object as ``built``'s: nothing but the group count depends on it (a step
+        program is one group's, a session makes its groups' registers), so the split, the
+        compiled stages, the placed parameters, the prefill and the caches of step programs
+        are shared, not rebuilt."""
+        other = cls.__new__(cls)
+        vars(other).update({**vars(built), "groups": groups})
         return other
 
     # -- roles -------------------------------------------------------------------------------

@@ -123,7 +123,10 @@ def test_split_generation_equals_unsplit(S):
     assert theory.activations == (S - 1) * (B * CFG.d_model * 4 + 4)
     assert theory.state == 0
     for groups in sorted({1, 2, S, 2 * S}):
-        session = gen.with_groups(groups).start(prompts[:groups])
+        other = gen.with_groups(groups)
+        # another generator on the same compiled stages and placed parameters; gen untouched
+        assert other.groups == groups and gen.groups == 1 and other.placed is gen.placed
+        session = other.start(prompts[:groups])
         toks = session.generate(N)
         assert toks.shape == (groups, B, N)
         np.testing.assert_array_equal(toks, ref[:groups])
