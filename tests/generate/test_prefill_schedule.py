@@ -11,6 +11,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from _host_waits import trap_host_waits
 
 import hlopipe
 from hlopipe import schedules
@@ -93,19 +94,26 @@ def _reference():
 
 
 @pytest.mark.parametrize("S", [2, 3])
-def test_driver_issues_the_schedule_and_equals_the_unsplit_programs(S):
+def test_driver_issues_the_schedule_and_equals_the_unsplit_programs(S, monkeypatch):
     params, dec, pre = _programs(S)
     gen = Generator(dec, params, prefill=pre, groups=1)
     assert len(gen.plans) == S
     prompts, ref = _reference()
     assert len(np.unique(ref)) >= 8
     for G in (1, 2, 4):
-        session = gen.with_groups(G).start(prompts[:G])
-        assert session.metrics is None  # the prefill is not waited for: nothing is timed yet
+        other = gen.with_groups(G)
+        with monkeypatch.context() as m:  # start issues the prefills and waits for nothing
+            waited = trap_host_waits(m)
+            session = other.start(prompts[:G])
+        assert waited == []
         np.testing.assert_array_equal(session.generate(N), ref[:G])
         assert session.metrics.time_to_first_token_s > 0
-        # issued in the order of decode(S, G, N, prefill=True): microbatch m is step m // G of
-        # group m % G, step 0 the prefill at the prompt's end, step t the decode at P + t - 1
-        order = [a.microbatch for a in schedules.decode(S, G, N, prefill=True).actions[0]]
-        want = [("prefill" if m < G else "decode", m % G, P + max(0, m // G - 1)) for m in order]
+        # issued round robin (written out, not read from the schedule the driver follows):
+        # step t of every group in turn, step 0 the prefill at the prompt's end, step t the
+        # decode at position P + t - 1
+        want = [
+            ("prefill" if t == 0 else "decode", g, P + max(0, t - 1))
+            for t in range(N)
+            for g in range(G)
+        ]
         assert session.issued == want

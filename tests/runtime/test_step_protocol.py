@@ -16,6 +16,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 import pytest
+from _host_waits import trap_host_waits
 
 import hlopipe
 from hlopipe.runtime import Pipeline, _compile
@@ -23,43 +24,6 @@ from hlopipe.runtime._compile import ExecKind
 from hlopipe.schedules import Kind
 
 M = 4
-# the concrete class of a jax.Array (the one whose host copy a step must not take)
-ArrayImpl = type(jnp.zeros(()))
-
-# Every way in Python to wait on the host for a device value: the array's own methods (``_value``
-# is where its conversions to numpy and Python scalars meet), jax's functions, and numpy's
-# conversions (``np.asarray`` of a CPU array takes its buffer, past ``__array__`` and ``_value``)
-ARRAY_WAITS = ("_value", "__array__", "__float__", "__int__", "__bool__", "__index__",
-               "__complex__", "item", "tolist", "block_until_ready", "is_ready",
-               "copy_to_host_async", "__dlpack__")  # fmt: skip
-JAX_WAITS = ("block_until_ready", "device_get", "effects_barrier")
-NUMPY_WAITS = ("asarray", "array", "asanyarray", "ascontiguousarray")
-
-
-def _trap_host_waits(monkeypatch) -> list[str]:
-    """Make every host wait on a device value raise, and record it (a wait in another thread
-    whose error is swallowed is still recorded): the waits a step made, once it returns."""
-    waited: list[str] = []
-
-    def trap(name, real=None):
-        def waits(*args, **kwargs):
-            if real is not None and not any(isinstance(a, jax.Array) for a in args):
-                return real(*args, **kwargs)  # numpy on host values: no wait
-            waited.append(name)
-            raise AssertionError(f"a step waited on the host for a device value: {name}")
-
-        return waits
-
-    for name in ARRAY_WAITS:
-        wait = trap(f"Array.{name}")
-        monkeypatch.setattr(ArrayImpl, name, property(wait) if name == "_value" else wait)
-    for name in JAX_WAITS:
-        monkeypatch.setattr(jax, name, trap(f"jax.{name}"))
-    for name in NUMPY_WAITS:
-        monkeypatch.setattr(np, name, trap(f"np.{name}", getattr(np, name)))
-    return waited
-
-
 WAYS_TO_WAIT = {
     "block_until_ready": lambda x: x.block_until_ready(),
     "jax.block_until_ready": lambda x: jax.block_until_ready({"a": x, "b": x + 1}),
@@ -82,7 +46,7 @@ def test_the_host_wait_trap_catches_each_way_to_wait(monkeypatch, way):
     """The trap the step tests below rely on: each way to wait for a device value raises and is
     recorded (and numpy on host values is let through)."""
     x = jnp.arange(4.0) + 1
-    waited = _trap_host_waits(monkeypatch)
+    waited = trap_host_waits(monkeypatch)
     assert np.asarray([1.0, 2.0]).sum() == 3.0
     with pytest.raises(AssertionError, match="waited on the host"):
         WAYS_TO_WAIT[way](x)
@@ -204,14 +168,14 @@ def test_the_loss_cotangent_is_made_once(monkeypatch):
 def test_a_step_waits_for_nothing_on_the_host(monkeypatch):
     """No value comes back from the devices during a step (the losses and the gradient norm
     are reduced there, floats only when read), so steps can be enqueued back to back: no way to
-    wait on the host (:func:`_trap_host_waits`) is taken; read afterwards, the loss and norm
+    wait on the host (:func:`trap_host_waits`) is taken; read afterwards, the loss and norm
     are the step's."""
     pipe = Pipeline(_loss, _params(), _batch(), schedule="1f1b", num_microbatches=M,
                     devices=jax.devices()[:4], optimizer=optax.sgd(0.1))  # fmt: skip
     state = pipe.init(_params())
     batches = {seed: _batch(seed) for seed in (1, 2)}
     metrics = []
-    waited = _trap_host_waits(monkeypatch)
+    waited = trap_host_waits(monkeypatch)
     for seed in (1, 2):
         state, m = pipe.step(state, batches[seed])
         metrics.append(m)
@@ -239,7 +203,7 @@ def test_a_clipped_adamw_step_waits_for_nothing_on_the_host(monkeypatch):
     state, _ = pipe.step(state, _batch(3))  # the optimizer's jitted functions trace here
     batches = {seed: _batch(seed) for seed in (1, 2)}
     metrics = []
-    waited = _trap_host_waits(monkeypatch)
+    waited = trap_host_waits(monkeypatch)
     for seed in (1, 2):
         state, m = pipe.step(state, batches[seed])
         metrics.append(m)
