@@ -111,18 +111,18 @@ def test_token_file_in_file_order_equals_a_plain_jax_loop(files, tmp_path, capsy
     assert "9 (tokens, labels) windows of 8" in out and "2 steps an epoch" in out
     assert "stages    2, at the program's 1 stage markers" in out
     records = training.read_metrics(str(logs))
-    assert [r["step"] for r in records] == [1, 2, 3]
+    assert [r.step for r in records] == [1, 2, 3]
     want = plain_jax_losses(tokens, [[0, 1, 2, 3], [4, 5, 6, 7], [0, 1, 2, 3]])
-    np.testing.assert_allclose([r["loss"] for r in records], want, rtol=2e-5)
+    np.testing.assert_allclose([r.loss for r in records], want, rtol=2e-5)
     for r in records:
-        assert r["grad_norm"] > 0 and r["step_time_s"] > 0
-        assert r["tokens_per_s"] == pytest.approx(B * S / r["step_time_s"], rel=1e-6)
-    assert 0 <= records[-1]["bubble"] < 1  # simulated from the profiled step's costs
-    assert "eval_loss" not in records[0] and "eval_loss" in records[2]  # and at the end
+        assert r.grad_norm > 0 and r.step_time_s > 0 and r.samples_per_s is None
+        assert r.tokens_per_s == pytest.approx(B * S / r.step_time_s, rel=1e-6)
+    assert 0 <= records[-1].bubble < 1  # simulated from the profiled step's costs
+    assert records[0].eval_loss is None and records[2].eval_loss is not None  # and at the end
     params = plain_jax_run(tokens, [[0, 1, 2, 3], [4, 5, 6, 7]])[1]
     ev = np.fromfile(d / "eval.bin", np.uint16)
     want = np.mean([token_loss(params, *windows(ev, range(k, k + B))) for k in (0, B)])
-    assert records[1]["eval_loss"] == pytest.approx(float(want), rel=2e-5)
+    assert records[1].eval_loss == pytest.approx(float(want), rel=2e-5)
     # no ETA before a step that neither compiled nor was profiled (step 2 is, for the bubble)
     assert re.search(r"^step +1 +loss .* ETA -:--:--$", out, re.M)
     assert re.search(r"^step +3 +loss .* ETA 0:00:00$", out, re.M)
@@ -146,12 +146,12 @@ def test_kill_and_resume_equals_the_uninterrupted_run(files, tmp_path, capsys) -
     a = training.read_metrics(str(straight))
     b = training.read_metrics(str(resumed))
     # the killed run's step 3 was dropped: every step logged once, as the uninterrupted run
-    assert [r["step"] for r in b] == [1, 2, 3, 4]
+    assert [r.step for r in b] == [1, 2, 3, 4]
     assert "2 records of steps after 2" not in err and "1 records of steps after 2" in err
-    np.testing.assert_allclose([r["loss"] for r in b], [r["loss"] for r in a], rtol=1e-6)
+    np.testing.assert_allclose([r.loss for r in b], [r.loss for r in a], rtol=1e-6)
     # the shuffled order is not the file order (else resuming from the start would pass)
     file_order = plain_jax_losses(files[1], [[0, 1, 2, 3], [4, 5, 6, 7]])
-    assert not np.allclose([r["loss"] for r in a[:2]], file_order, rtol=1e-4)
+    assert not np.allclose([r.loss for r in a[:2]], file_order, rtol=1e-4)
     assert (ckpt / "step_00000004" / "meta.json").exists()  # saved into the resumed folder
     meta = json.loads((ckpt / "step_00000004" / "meta.json").read_text())
     assert meta["extra"]["data"]["seed"] == 3 and meta["extra"]["data"]["batch_size"] == B
@@ -248,3 +248,33 @@ def test_event_file_records_frame_and_checksum(tmp_path) -> None:
     assert b"\x10\x07" in records[1]  # step 7 (field 2, varint)
     # step 5, then session_log (field 6, 2 bytes): status (field 1) START (1)
     assert records[2].endswith(b"\x10\x05\x32\x02\x08\x01")
+
+
+def test_metrics_jsonl_lines_are_step_records_both_ways(tmp_path) -> None:
+    """``metrics.jsonl`` as the runs before ``StepRecord`` wrote it (the lines below, literal)
+    reads back field by field; a resumed log drops the later step and appends a record as the
+    same JSON; a line of another schema is an error naming the file."""
+    old = [
+        '{"step": 1, "loss": 0.5, "grad_norm": 2.0, "step_time_s": 0.25, '
+        '"samples_per_s": 16.0, "eval_loss": 0.75}',
+        '{"step": 2, "loss": 0.25, "grad_norm": 1.0, "step_time_s": 0.5, '
+        '"samples_per_s": 8.0, "bubble": 0.125}',
+    ]
+    (tmp_path / "metrics.jsonl").write_text("\n".join(old) + "\n")
+    first, second = training.read_metrics(str(tmp_path))
+    assert (first.step, first.loss, first.grad_norm, first.step_time_s) == (1, 0.5, 2.0, 0.25)
+    assert (first.samples_per_s, first.tokens_per_s, first.bubble) == (16.0, None, None)
+    assert (first.eval_loss, second.eval_loss, second.bubble) == (0.75, None, 0.125)
+    log = training.RunLog(str(tmp_path), resumed_at=1)
+    assert log.dropped == 1
+    log.write(training.StepRecord(2, 0.125, 0.5, 1.0, tokens_per_s=64.0, bubble=0.25))
+    log.close()
+    lines = (tmp_path / "metrics.jsonl").read_text().splitlines()
+    assert lines == [
+        old[0],
+        '{"step": 2, "loss": 0.125, "grad_norm": 0.5, "step_time_s": 1.0, '
+        '"tokens_per_s": 64.0, "bubble": 0.25}',
+    ]
+    (tmp_path / "metrics.jsonl").write_text('{"step": 1, "loss": 0.5, "lr": 0.1}\n')
+    with pytest.raises(hlopipe.errors.LoadError, match=r"metrics\.jsonl: not a step record"):
+        training.read_metrics(str(tmp_path))

@@ -133,6 +133,6 @@ def test_replicas_across_processes_read_disjoint_samples_and_train_like_one(file
             assert list(fed[k]) == [leaf]
             assert sorted(fed[k][leaf]) == sorted(want.tolist()), (p, k)
     # 4. the losses: a plain JAX loop over the one-process batches
-    got = [r["loss"] for r in training.read_metrics(str(logs))]
-    assert [r["step"] for r in training.read_metrics(str(logs))] == list(range(1, STEPS + 1))
+    got = [r.loss for r in training.read_metrics(str(logs))]
+    assert [r.step for r in training.read_metrics(str(logs))] == list(range(1, STEPS + 1))
     np.testing.assert_allclose(got, plain_jax_losses(tokens, order), rtol=2e-5)

@@ -192,15 +192,16 @@ def run_steps(args: argparse.Namespace, plan: Any, pipe: Any, state: Any) -> Run
             )
             if run_log is not None:
                 run_log.write(
-                    {
-                        "step": step,
-                        "loss": loss,
-                        "grad_norm": grad_norm,
-                        "step_time_s": dt,
-                        ("tokens_per_s" if tokens else "samples_per_s"): rate,
-                        "bubble": bubble,
-                        "eval_loss": eval_loss,
-                    }
+                    training.StepRecord(
+                        step=step,
+                        loss=loss,
+                        grad_norm=grad_norm,
+                        step_time_s=dt,
+                        tokens_per_s=rate if tokens else None,
+                        samples_per_s=None if tokens else rate,
+                        bubble=bubble,
+                        eval_loss=eval_loss,
+                    )
                 )
             if save_dir and args.save_every and step % args.save_every == 0:
                 _save(args, pipe, state, save_dir, data)

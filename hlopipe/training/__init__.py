@@ -4,7 +4,8 @@ stages and devices (`plan_stages`), and the one-device reference runs: on the pl
 (`train_one_device`) and on the roles the program's own tree or names give (`train_reference`,
 what ``--check`` compares with);
 a dataset read batch after batch (`open_dataset`, `Batches`: grain underneath, its position
-saved with a checkpoint) and the run's log (`RunLog`: ``metrics.jsonl`` and TensorBoard events).
+saved with a checkpoint) and the run's log (`RunLog`: ``metrics.jsonl``, a `StepRecord` a
+line, and TensorBoard events; `read_metrics` reads the records back).
 
 ``hlopipe train`` is a thin layer over this; from Python::
 
@@ -31,7 +32,14 @@ from hlopipe.training._dataset import (
     eval_batches,
     open_dataset,
 )
-from hlopipe.training._log import METRICS_FILE, EventWriter, RunLog, crc32c, read_metrics
+from hlopipe.training._log import (
+    METRICS_FILE,
+    EventWriter,
+    RunLog,
+    StepRecord,
+    crc32c,
+    read_metrics,
+)
 from hlopipe.training._plan import StageLayout, TrainingPlan, plan_stages, plan_training
 from hlopipe.training._reference import train_one_device
 from hlopipe.training._roles import (
@@ -52,6 +60,7 @@ __all__ = [
     "METRICS_FILE",
     "EventWriter",
     "RunLog",
+    "StepRecord",
     "crc32c",
     "read_metrics",
     "Batches",

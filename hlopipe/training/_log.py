@@ -5,6 +5,7 @@ needed to write them)."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import os
@@ -12,9 +13,67 @@ import socket
 import struct
 import time
 from collections.abc import Mapping
-from typing import Any
+from dataclasses import dataclass
+
+from hlopipe.errors import LoadError
 
 METRICS_FILE = "metrics.jsonl"
+
+
+@dataclass(frozen=True)
+class StepRecord:
+    """One training step as ``metrics.jsonl`` holds it (a JSON object a line: these fields by
+    name, those that are ``None`` left out) and TensorBoard shows it (each number a scalar).
+
+    Attributes:
+      step: the global step, from 1.
+      loss: the step's loss.
+      grad_norm: the global L2 norm of the gradients.
+      step_time_s: host time of the step, in seconds.
+      tokens_per_s / samples_per_s: the step's throughput (tokens for token data, else
+        samples); the other is ``None``.
+      bubble: the schedule's idle fraction, simulated with the costs the last profiled step
+        measured (``None`` before one was).
+      eval_loss: the mean evaluation loss, on evaluation steps.
+    """
+
+    step: int
+    loss: float
+    grad_norm: float
+    step_time_s: float
+    tokens_per_s: float | None = None
+    samples_per_s: float | None = None
+    bubble: float | None = None
+    eval_loss: float | None = None
+
+    def to_json(self) -> str:
+        """The record's line of ``metrics.jsonl`` (no newline)."""
+        return json.dumps({k: v for k, v in dataclasses.asdict(self).items() if v is not None})
+
+    @classmethod
+    def from_json(cls, line: str, where: str = METRICS_FILE) -> StepRecord:
+        """The record of a ``metrics.jsonl`` line.
+
+        Raises:
+          LoadError: the line is not a JSON object of these fields (``where`` names it).
+        """
+        fields = {f.name for f in dataclasses.fields(cls)}
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as e:
+            raise LoadError(f"{where}: not a JSON line ({e.msg})") from e
+        if not isinstance(obj, dict) or not {"step", "loss"} <= obj.keys() <= fields:
+            raise LoadError(
+                f"{where}: not a step record of hlopipe's metrics.jsonl (fields "
+                f"{', '.join(sorted(fields))}; step and loss required): {line.strip()[:80]}"
+            )
+        return cls(**obj)
+
+    def scalars(self) -> dict[str, float]:
+        """The numbers TensorBoard shows: every field but the step, those given."""
+        values = dataclasses.asdict(self)
+        del values["step"]
+        return {k: float(v) for k, v in values.items() if v is not None}
 
 
 def _crc32c_table() -> list[int]:
@@ -110,7 +169,7 @@ class EventWriter:
 
 class RunLog:
     """A run's log folder: ``metrics.jsonl`` (appended: a resumed run continues it) and a
-    TensorBoard event file. ``write`` takes one step's record; ``None`` values are left out.
+    TensorBoard event file. ``write`` takes one step's :class:`StepRecord`.
 
     Args:
       directory: the folder (made if missing).
@@ -131,12 +190,10 @@ class RunLog:
         if resumed_at is not None:
             self._events.restart(resumed_at)
 
-    def write(self, record: Mapping[str, Any]) -> None:
-        kept = {k: v for k, v in record.items() if v is not None}
-        self._metrics.write(json.dumps(kept) + "\n")
+    def write(self, record: StepRecord) -> None:
+        self._metrics.write(record.to_json() + "\n")
         self._metrics.flush()
-        numbers = {k: v for k, v in kept.items() if k != "step" and isinstance(v, int | float)}
-        self._events.scalars(int(kept["step"]), numbers)
+        self._events.scalars(record.step, record.scalars())
 
     def close(self) -> None:
         self._metrics.close()
@@ -147,7 +204,7 @@ def _drop_after(path: str, step: int) -> int:
     """Rewrite ``path`` without the records of steps after ``step``; how many went."""
     with open(path) as f:
         lines = [line for line in f if line.strip()]
-    kept = [line for line in lines if json.loads(line)["step"] <= step]
+    kept = [line for line in lines if StepRecord.from_json(line, path).step <= step]
     if len(kept) < len(lines):
         tmp = path + ".tmp"
         with open(tmp, "w") as f:
@@ -156,7 +213,12 @@ def _drop_after(path: str, step: int) -> int:
     return len(lines) - len(kept)
 
 
-def read_metrics(directory: str) -> list[dict[str, Any]]:
-    """The records of ``directory/metrics.jsonl``, in order."""
-    with open(os.path.join(directory, METRICS_FILE)) as f:
-        return [json.loads(line) for line in f if line.strip()]
+def read_metrics(directory: str) -> list[StepRecord]:
+    """The records of ``directory/metrics.jsonl``, in order.
+
+    Raises:
+      LoadError: a line is not a step record.
+    """
+    path = os.path.join(directory, METRICS_FILE)
+    with open(path) as f:
+        return [StepRecord.from_json(line, path) for line in f if line.strip()]
