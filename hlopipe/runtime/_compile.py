@@ -25,13 +25,15 @@ import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any
+from typing import Any, assert_never
 
 import jax
 import numpy as np
 from jax.extend.core import jaxpr_as_fun
 
+from hlopipe.errors import ScheduleError
 from hlopipe.runtime._placement import Placement
+from hlopipe.schedules import Kind
 from hlopipe.stages import Stage, StageAutodiff, compile_merged
 
 # Stage -> {key: compiled}; shared by every Pipeline built on the same StagedProgram, so that
@@ -42,7 +44,13 @@ _CACHE_LOCK = threading.Lock()
 
 class ExecKind(str, Enum):  # noqa: UP042 - the house style: a str mixin
     """What :meth:`StageExecutables.get` compiles and caches for a stage (see that class):
-    the executables a step runs, and the merged programs their shardings are read from."""
+    the executables a step runs, and the merged programs their shardings are read from.
+
+    Not :class:`schedules.Kind`: a ``Kind`` is what a schedule's action does, an ``ExecKind``
+    what is compiled. Four share a name (F, B, I, W); INFER, FB and the merged programs are
+    no action's, and a schedule's sends and receives are no executable.
+    :func:`executable_of` is the one mapping from the first to the second.
+    """
 
     INFER = "infer"  # forward only, no residuals
     F = "F"  # forward, keeping residuals (schedules.Kind.F)
@@ -57,6 +65,45 @@ class ExecKind(str, Enum):  # noqa: UP042 - the house style: a str mixin
 
     def __str__(self) -> str:
         return self.value
+
+
+def executable_of(
+    kind: Kind, *, train: bool, fused_fb: bool = False, fused_iw: bool = False
+) -> ExecKind | None:
+    """The executable a step runs for a schedule action of ``kind``, for every ``Kind``.
+
+    Args:
+      kind: the action's kind.
+      train: a training step (else inference: a forward keeps no residuals).
+      fused_fb: the action's stage and microbatch run F and B as one ``FB`` (the B then runs
+        nothing of its own).
+      fused_iw: its I and W run as one ``B`` (the W then runs nothing of its own).
+
+    Returns:
+      the :class:`ExecKind`; ``None`` for an action that moves data (a send or receive) or
+      whose work ran in another action's executable.
+
+    Raises:
+      ScheduleError: an ``OVERLAP_F_B`` (a step runs its two parts: ``split_overlaps``).
+    """
+    match kind:
+        case Kind.F:
+            return ExecKind.INFER if not train else ExecKind.FB if fused_fb else ExecKind.F
+        case Kind.B:
+            return None if fused_fb else ExecKind.B
+        case Kind.I:
+            return ExecKind.B if fused_iw else ExecKind.I
+        case Kind.W:
+            return None if fused_iw else ExecKind.W
+        case Kind.SEND_F | Kind.RECV_F | Kind.SEND_B | Kind.RECV_B:
+            return None
+        case Kind.OVERLAP_F_B:
+            raise ScheduleError(
+                "an OVERLAP_F_B action runs no executable of its own: split the schedule's "
+                "overlaps (schedules.split_overlaps) into their forward and backward first"
+            )
+        case _:  # pragma: no cover - mypy checks every Kind is above
+            assert_never(kind)
 
 
 _COLLECTIVE = re.compile(

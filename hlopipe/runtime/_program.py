@@ -44,7 +44,7 @@ import jax
 
 from hlopipe._jax_compat import device_to_device
 from hlopipe.errors import HlopipeError
-from hlopipe.runtime._compile import ExecKind, StageExecutables
+from hlopipe.runtime._compile import ExecKind, StageExecutables, executable_of
 from hlopipe.runtime._placement import Placement
 from hlopipe.schedules import Action, Kind, Schedule
 
@@ -503,8 +503,11 @@ class _Builder:
         """Emit action ``a`` (position ``t`` of rank ``r``'s row); ``False`` when its data
         is not there yet (the dry run tries again later). Every action emits at least one
         instruction (a ``mark`` if nothing else), so that a profiled step times each."""
-        s, k, i = a
+        s, k, i = a.stage, a.kind, a.microbatch
         fused = (s, i) in self.plan.fused
+        exe = executable_of(
+            k, train=self.train, fused_fb=fused, fused_iw=(s, i) in self.plan.fused_iw
+        )
         needs_in = k is Kind.RECV_F or (k is Kind.F and (s, i) not in self.taken_in)
         if needs_in and not self.inputs_ready(s, i):
             return False
@@ -519,13 +522,13 @@ class _Builder:
         elif k is Kind.RECV_B:
             got = self.taken_ct[(s, i)] = self.take_cts(s, i, where) if self.train else []
             self.emit("recv", None, got, [], where)
-        elif k is Kind.F:
-            self.forward(r, s, i, where)
-        elif (k is Kind.B and not fused) or (k is Kind.I and (s, i) in self.plan.fused_iw):
+        elif exe in (ExecKind.INFER, ExecKind.F, ExecKind.FB):
+            self.forward(r, s, i, exe, where)
+        elif exe is ExecKind.B:  # a B, or an I run with its W
             self.backward(r, s, i, where)
-        elif k is Kind.I:
+        elif exe is ExecKind.I:
             self.input_grad(r, s, i, where)
-        elif k is Kind.W and (s, i) not in self.plan.fused_iw:
+        elif exe is ExecKind.W:
             acc = self.pr.acc_slots[s]
             ins = [*self.args_of(s, i, where), *self.wres.pop((s, i)), *acc]
             self.emit("compute", (s, ExecKind.W), ins, acc, where)
@@ -536,16 +539,18 @@ class _Builder:
             self.emit("mark", None, [], [], where)
         return True
 
-    def forward(self, r: int, s: int, i: int, where: Where) -> None:
+    def forward(self, r: int, s: int, i: int, exe: ExecKind, where: Where) -> None:
+        """Emit the forward of stage ``s``, microbatch ``i``, as executable ``exe`` (INFER, F
+        or FB)."""
         ex = self.execs[s]
         O = len(ex.stage.outputs)
         ins = self.take_inputs(s, i)
-        if not self.train:
+        if exe is ExecKind.INFER:
             outs = self.slots(O)
             self.emit(
                 "compute", (s, ExecKind.INFER), [*self.args_of(s, i, where), *ins], outs, where
             )
-        elif (s, i) in self.plan.fused:
+        elif exe is ExecKind.FB:
             cts = self.take_cts(s, i, where)
             GI = len(ex.autodiff.diff_inputs)
             acc = self.pr.acc_slots[s]

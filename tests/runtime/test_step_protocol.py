@@ -10,6 +10,7 @@ schedule (:func:`_shared_pipe`): building one compiles every stage.
 from __future__ import annotations
 
 import functools
+import itertools
 
 import jax
 import jax.numpy as jnp
@@ -238,3 +239,35 @@ def test_print_shows_each_ranks_mesh_axes_devices_and_processes():
         "  rank 0: stages [0], mesh 2x2 (data, model), devices [0, 1, 2, 3], process 0",
         "  rank 1: stages [1], mesh 2x2 (data, model), devices [4, 5, 6, 7], process 0",
     ]
+
+
+def test_every_action_kind_maps_to_one_executable_or_none():
+    """``executable_of`` answers for every ``Kind`` (the table written out from the rules in
+    ``runtime/_program.py``'s docstring): a forward is INFER, F or FB; a B fused into an FB and
+    a W fused into its I's B run nothing; sends and receives run nothing; an overlap is refused
+    (a step runs its parts)."""
+    E = ExecKind
+    want = {  # (kind, train, fused_fb, fused_iw) -> executable, flags not listed irrelevant
+        (Kind.F, False, False, False): E.INFER,
+        (Kind.F, True, False, False): E.F,
+        (Kind.F, True, True, False): E.FB,
+        (Kind.B, True, False, False): E.B,
+        (Kind.B, True, True, False): None,
+        (Kind.I, True, False, False): E.I,
+        (Kind.I, True, False, True): E.B,
+        (Kind.W, True, False, False): E.W,
+        (Kind.W, True, False, True): None,
+    }
+    for (kind, train, fb, iw), exe in want.items():
+        assert _compile.executable_of(kind, train=train, fused_fb=fb, fused_iw=iw) is exe
+    for kind in Kind:
+        for train, fb, iw in itertools.product((False, True), repeat=3):
+            if kind is Kind.OVERLAP_F_B:
+                with pytest.raises(hlopipe.errors.ScheduleError, match="split_overlaps"):
+                    _compile.executable_of(kind, train=train, fused_fb=fb, fused_iw=iw)
+                continue
+            got = _compile.executable_of(kind, train=train, fused_fb=fb, fused_iw=iw)
+            if kind in (Kind.SEND_F, Kind.RECV_F, Kind.SEND_B, Kind.RECV_B):
+                assert got is None
+            else:
+                assert got is None or isinstance(got, ExecKind)
