@@ -51,7 +51,7 @@ class Layering:
     root: Any = None
 
 
-def constants(closed: Any) -> dict[Any, Any]:
+def constants(closed: J.ClosedJaxpr) -> dict[Any, Any]:
     """The small integer values computed from literals and the program's constants only (the
     layer indices)."""
     jaxpr = closed.jaxpr
@@ -166,7 +166,7 @@ class Index:
     users: dict[Any, list[int]]
 
     @staticmethod
-    def of(jaxpr: Any) -> Index:
+    def of(jaxpr: J.Jaxpr) -> Index:
         made: dict[Any, tuple[int, Any]] = {}
         users: dict[Any, list[int]] = {}
         for i, e in enumerate(jaxpr.eqns):
@@ -178,7 +178,7 @@ class Index:
 
 
 def layering(
-    jaxpr: Any,
+    jaxpr: J.Jaxpr,
     start: Any,
     output: int,
     axis: int,
@@ -197,7 +197,7 @@ def layering(
     out = jaxpr.outvars[output]
     if isinstance(out, J.Literal):
         raise NotSliceable(f"output {output} is a constant")
-    size = int(out.aval.shape[axis])
+    size = int(J.sds(out.aval).shape[axis])
     root = out
     while root in made and made[root][1].primitive.name in UPDATES:
         root = made[root][1].invars[0]
@@ -258,7 +258,7 @@ def layering(
 
 
 def _chained(
-    jaxpr: Any,
+    jaxpr: J.Jaxpr,
     reads: Sequence[tuple[Range, Any]],
     writes: Sequence[tuple[Range, Any]],
     pieces: Sequence[Range],
@@ -286,7 +286,7 @@ def _chained(
     return True
 
 
-def _descendants(jaxpr: Any, start: set[Any]) -> set[Any]:
+def _descendants(jaxpr: J.Jaxpr, start: set[Any]) -> set[Any]:
     seen = set(start)
     for e in jaxpr.eqns:
         if any(not isinstance(v, J.Literal) and v in seen for v in e.invars):
@@ -313,7 +313,7 @@ def pieces_of(ranges: Sequence[Range], size: int) -> list[Range]:
 
 
 def find_layer_axes(
-    closed: Any, roles: Any, consts: dict[Any, Any]
+    closed: J.ClosedJaxpr, roles: Any, consts: dict[Any, Any]
 ) -> tuple[dict[int, Layering], dict[int, dict[int, str]], dict[int, list[int]]]:
     """Per state argument of ``closed``, its layer axis told by data flow (the
     :class:`Layering` of the axis read and written in most pieces, a chain of layers first);

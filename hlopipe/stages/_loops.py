@@ -84,7 +84,7 @@ class LoopReport:
         return f"loop {n}left whole: {self.reason}"
 
 
-def known_values(closed: Any) -> dict[Any, Any]:
+def known_values(closed: J.ClosedJaxpr) -> dict[Any, Any]:
     """Values of the top-level jaxpr known when it is traced: its constants, and what small
     equations compute from literals and constants alone (a loop counter's start)."""
     jaxpr = closed.jaxpr
@@ -104,7 +104,7 @@ def known_values(closed: Any) -> dict[Any, Any]:
     return env
 
 
-def find_loops(closed: Any, args: Sequence[Any] = ()) -> list[LoopReport]:
+def find_loops(closed: J.ClosedJaxpr, args: Sequence[Any] = ()) -> list[LoopReport]:
     """Every top-level loop of ``closed``: layer loops and, with a reason, the others.
     ``args`` are the program's arguments (variables) for counting stacked parameters."""
     has_scan = any(e.primitive.name == "scan" for e in closed.jaxpr.eqns)
@@ -184,7 +184,7 @@ def _desc(aval: Any) -> str:
     return f"{np.dtype(aval.dtype).name}{list(aval.shape)}"
 
 
-def _uses(jaxpr: Any) -> dict[Any, list[tuple[int, int]]]:
+def _uses(jaxpr: J.Jaxpr) -> dict[Any, list[tuple[int, int]]]:
     out: dict[Any, list[tuple[int, int]]] = {}
     for k, e in enumerate(jaxpr.eqns):
         for slot, v in enumerate(e.invars):
@@ -202,7 +202,7 @@ def _is_row_read(e: Any, slot: int, aval: Any) -> bool:
 
 
 def _row_bases(
-    eqn: Any, body: Any, rows_read: dict[int, list[int]], L: int, known: dict[Any, Any]
+    eqn: Any, body: J.ClosedJaxpr, rows_read: dict[int, list[int]], L: int, known: dict[Any, Any]
 ) -> dict[int, int | None]:
     """Per operand, :func:`_row_base` of its reads: all operands in one evaluation when
     their indices allow it, else one by one."""
@@ -220,7 +220,12 @@ def _row_bases(
 
 
 def _row_base(
-    eqn: Any, body: Any, reads: list[int], L: int, known: dict[Any, Any], each: bool = False
+    eqn: Any,
+    body: J.ClosedJaxpr,
+    reads: list[int],
+    L: int,
+    known: dict[Any, Any],
+    each: bool = False,
 ) -> Any:
     """The first row the ``dynamic_slice`` equations ``reads`` take, when at iteration ``k``
     each takes row ``base + k`` (and offset 0 on the other axes); else None. With ``each``,
@@ -279,7 +284,7 @@ def _row_base(
 
 
 def _control_part(
-    bj: Any, wanted: list[Any], C: int, K: int
+    bj: J.Jaxpr, wanted: list[Any], C: int, K: int
 ) -> tuple[tuple[list[Any], set[Any]], list[int]] | tuple[None, list[int]]:
     """The body equations ``wanted`` depend on, closed over the carries they read (a loop
     counter and what updates it), and those carries; None if they read an ``xs``."""
@@ -345,7 +350,7 @@ class ArgPiece:
 
 
 def sliced_args(
-    closed: Any, loops: dict[int, LoopReport], ranges: dict[int, list[tuple[int, int]]],
+    closed: J.ClosedJaxpr, loops: dict[int, LoopReport], ranges: dict[int, list[tuple[int, int]]],
     sliceable: set[int],
 ) -> dict[int, tuple[int, Stacked]]:  # fmt: skip
     """Caller arguments that become one argument per range: stacked operands of a cut loop
@@ -380,13 +385,13 @@ def sliced_args(
 
 
 def retrace(
-    closed: Any,
+    closed: J.ClosedJaxpr,
     loops: dict[int, LoopReport],
     ranges: dict[int, list[tuple[int, int]]],
     cuts_before: set[int],
     cuts_in: dict[int, set[int]],
     sliceable: set[int],
-) -> tuple[Any, list[ArgPiece]]:
+) -> tuple[J.ClosedJaxpr, list[ArgPiece]]:
     """``closed`` re-traced with each cut loop run as one ``scan`` per range, a marker at each
     cut (before top-level equation ``k`` in ``cuts_before``; after range ``r`` of loop ``k``
     for ``r`` in ``cuts_in[k]``); and the new flat arguments as pieces of the old."""
@@ -425,7 +430,7 @@ def retrace(
 
 
 def _arg_pieces(
-    jaxpr: Any,
+    jaxpr: J.Jaxpr,
     loops: dict[int, LoopReport],
     ranges: dict[int, list[tuple[int, int]]],
     sliced: dict[int, tuple[int, Stacked]],
@@ -458,7 +463,7 @@ def _piece_avals(in_avals: Sequence[Any], pieces: Sequence[ArgPiece]) -> list[An
     return avals
 
 
-def _last_use(jaxpr: Any) -> dict[Any, int]:
+def _last_use(jaxpr: J.Jaxpr) -> dict[Any, int]:
     last: dict[Any, int] = {}
     for k, e in enumerate(jaxpr.eqns):
         for v in e.invars:
@@ -470,7 +475,7 @@ def _last_use(jaxpr: Any) -> dict[Any, int]:
     return last
 
 
-def _mark_live(env: dict[Any, Any], jaxpr: Any, k: int, last: dict[Any, int]) -> None:
+def _mark_live(env: dict[Any, Any], jaxpr: J.Jaxpr, k: int, last: dict[Any, int]) -> None:
     """Pass the values computed before equation ``k`` and used from it on through a marker."""
     made = {v for e in jaxpr.eqns[:k] for v in e.outvars}
     live = [v for v in made if last.get(v, -1) >= k]
@@ -579,7 +584,7 @@ def describe_loops(program: Any, *args: Any) -> list[str]:
 
 
 def split_loops(
-    closed: Any,
+    closed: J.ClosedJaxpr,
     loops: dict[int, LoopReport],
     reports: list[LoopReport],
     num_stages: int,

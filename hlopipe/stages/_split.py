@@ -147,10 +147,10 @@ def _in_program_terms(source: str | None) -> Iterator[None]:
 
 
 def split_jaxpr(
-    closed: Any,
+    closed: J.ClosedJaxpr,
     *,
-    in_tree: Any = None,
-    out_tree: Any = None,
+    in_tree: jax.tree_util.PyTreeDef | None = None,
+    out_tree: jax.tree_util.PyTreeDef | None = None,
     in_paths: Sequence[str] | None = None,
     argnums_of: Sequence[int] | None = None,
     **cuts: Unpack[Cuts],
@@ -204,7 +204,9 @@ class Landing(Enum):
     BEFORE_MARKERS = "before markers"
 
 
-def move_state_updates(closed: Any, outputs: Sequence[int], landing: Landing) -> Any:
+def move_state_updates(
+    closed: J.ClosedJaxpr, outputs: Sequence[int], landing: Landing
+) -> J.ClosedJaxpr:
     """``closed`` with the equations computing state outputs (``outputs``: flat output indices)
     moved earlier, as ``landing`` allows, so that a cut keeps each cache on its layer's stage;
     every other equation keeps its order.
@@ -319,7 +321,7 @@ def move_state_updates(closed: Any, outputs: Sequence[int], landing: Landing) ->
     return closed.replace(jaxpr=jaxpr.replace(eqns=[eqns[i] for i in order]))
 
 
-def _device_cost_model(closed: Any, name: str | Device | None) -> CostModel:
+def _device_cost_model(closed: J.ClosedJaxpr, name: str | Device | None) -> CostModel:
     """The cost model of device ``name`` for ``closed`` (the default one without a device)."""
     if name is None:
         return CostModel()
@@ -381,7 +383,7 @@ def _split_auto(
     return build_staged(closed, starts, sig, cm, part, run, costs, loops=tuple(reports))
 
 
-def _find_loops(closed: Any) -> list[LoopReport]:
+def _find_loops(closed: J.ClosedJaxpr) -> list[LoopReport]:
     from hlopipe.stages._loops import find_loops
 
     return find_loops(closed)
@@ -392,7 +394,7 @@ def _argnum(path: Any) -> int:
     return int(getattr(first, "idx", 0))
 
 
-def _inline_heavy(closed: Any, num_stages: int) -> Any:
+def _inline_heavy(closed: J.ClosedJaxpr, num_stages: int) -> J.ClosedJaxpr:
     """Open up call equations heavy enough to need cutting through (e.g. a jitted model)."""
     for _ in range(8):
         if not any(e.primitive.name in J.CALL_PRIMITIVES for e in closed.jaxpr.eqns):

@@ -166,7 +166,9 @@ def _join(e: Any, operands: list[Any], axis: int) -> Any:
 Spec = dict[int, tuple[int, list[Range]]]  # state argument -> (layer axis, ranges)
 
 
-def _retraced(closed: Any, spec: Spec, consts: dict[Any, Any], roots: Mapping[Any, Any]) -> Any:
+def _retraced(
+    closed: J.ClosedJaxpr, spec: Spec, consts: dict[Any, Any], roots: Mapping[Any, Any]
+) -> Any:
     """The program over the new flat arguments (each stacked one as its pieces, in place);
     ``roots``: ``{value: (axis, ranges)}`` of the stacked values made in the program (joined
     from the layers' values, or an empty cache broadcast from a scalar) made as pieces."""
@@ -251,7 +253,7 @@ def _retraced(closed: Any, spec: Spec, consts: dict[Any, Any], roots: Mapping[An
     return fn
 
 
-def _asap(jaxpr: Any, roots: Mapping[Any, Any], index: Index) -> list[Any]:
+def _asap(jaxpr: J.Jaxpr, roots: Mapping[Any, Any], index: Index) -> list[Any]:
     """The equations that only make the layers' values for a join in ``roots`` (their results
     read by nothing else: ``jnp.stack`` reshapes every layer's cache after the last layer, and
     XLA may join a layer's K and V there too), in program order. Re-traced as soon as their
@@ -309,7 +311,7 @@ def _roles_for(roles: Any, spec: Spec, n_out: int) -> tuple[Any, list[Stacked]]:
     return ArgRoles(new), stacks
 
 
-def _traced(program: Any) -> tuple[Any, dict[Any, Any]]:
+def _traced(program: Any) -> tuple[J.ClosedJaxpr, dict[Any, Any]]:
     avals = [jax.ShapeDtypeStruct(a.shape, a.dtype) for a in program.in_avals]
     closed = jax.make_jaxpr(program.as_function(flat=True))(*avals)
     return closed, constants(closed)
@@ -335,7 +337,12 @@ def split_stacked(
 
 
 def prefer_stacked(
-    program: Any, roles: Any, *, num_stages: int | None, what: str, closed: Any = None
+    program: Any,
+    roles: Any,
+    *,
+    num_stages: int | None,
+    what: str,
+    closed: J.ClosedJaxpr | None = None,
 ) -> tuple[StackedSplit | None, list[str]]:
     """For a program whose state can stay whole on one stage: the split with each state
     argument stacked over the layers (its layer axis told by data flow: each layer reads its
@@ -373,7 +380,7 @@ def prefer_stacked(
 
 def _split_sliced(
     program: Any,
-    closed: Any,
+    closed: J.ClosedJaxpr,
     consts: dict[Any, Any],
     roles: Any,
     found: Mapping[int, Layering],
