@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 from hlopipe.cli import main
+from hlopipe.errors import StageError
 
 
 def f(x, w):
@@ -248,3 +249,27 @@ def test_train_batch_args_errors_show_the_syntax(tmp_path, capsys) -> None:
         assert main(["train", str(path), "--batch-args", spec]) == 2
         err = capsys.readouterr().err.strip()
         assert err.startswith("error: ") and words in err and "last:N" in err, err
+
+
+def test_inspect_reports_a_refused_loop_analysis_and_lets_a_bug_through(
+    hlo_file, capsys, monkeypatch
+) -> None:
+    """What the splitter refuses is a line of the report; any other error is a bug and
+    propagates (it is not turned into "loops not analysed")."""
+    import hlopipe.stages
+
+    def refuse(prog):
+        raise StageError("a loop of another form")
+
+    monkeypatch.setattr(hlopipe.stages, "describe_loops", refuse)
+    assert main(["inspect", str(hlo_file), "--json", "--no-cost"]) == 0
+    assert json.loads(capsys.readouterr().out)["loops"] == [
+        "(loops not analysed: a loop of another form)"
+    ]
+
+    def bug(prog):
+        raise ZeroDivisionError("a bug in the analysis")
+
+    monkeypatch.setattr(hlopipe.stages, "describe_loops", bug)
+    with pytest.raises(ZeroDivisionError, match="a bug in the analysis"):
+        main(["inspect", str(hlo_file), "--json", "--no-cost"])

@@ -6,6 +6,7 @@ import argparse
 from typing import Any
 
 from hlopipe.cli._common import Command, load
+from hlopipe.errors import HlopipeError
 
 
 def _add_inspect(p: argparse.ArgumentParser) -> None:
@@ -55,7 +56,8 @@ def _cmd_inspect(args: argparse.Namespace) -> int:
     if not args.no_cost:
         try:
             cost = prog.cost_analysis()
-        except Exception as e:  # cost analysis is informative only
+        except (HlopipeError, RuntimeError, ValueError) as e:  # XLA's refusal (a JaxRuntimeError
+            # is a RuntimeError): informative only, a line of the report
             cost = {"error": str(e).splitlines()[0]}  # type: ignore[dict-item]
     unsupported = scan_unsupported(module_ir(prog), prog.entry)
     loops = [] if unsupported else _loops(prog)
@@ -121,7 +123,7 @@ def _loops(prog: Any) -> list[str]:
         from hlopipe.stages import describe_loops
 
         return describe_loops(prog)
-    except Exception as e:  # informative only, like the cost
+    except HlopipeError as e:  # a program the splitter refuses: informative only, like the cost
         why = str(e).splitlines()[0] if str(e) else type(e).__name__
         return [f"(loops not analysed: {why})"]
 

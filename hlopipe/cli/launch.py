@@ -58,7 +58,7 @@ def _cmd_launch(args: argparse.Namespace) -> int:
             grace=args.grace,
             out=out,  # type: ignore[arg-type]  # write() and flush() are all it uses
         )
-    except BaseException:
+    except BaseException:  # not caught: the log file removed, the error re-raised
         os.unlink(log_path)
         raise
     finally:

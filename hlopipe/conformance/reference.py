@@ -37,7 +37,7 @@ def reference_xla(text: str, evaluate: Any) -> tuple[str, str]:
                     status, message = "fail", why
     except UnsupportedOpError as e:
         return "unsupported", str(e)
-    except Exception as e:
+    except Exception as e:  # isolation: one file's crash is its result, the suite goes on
         return "error", f"{type(e).__name__}: {' '.join(str(e).split())[:300]}"
     return status, message
 

@@ -179,7 +179,7 @@ def _run_test(result: FileResult, test: Test, modes: list[str], strict: bool) ->
     except HlopipeError as e:
         merge(result, test.label, "", "error", str(e))
         return
-    except Exception as e:
+    except Exception as e:  # isolation: a crash of one test is its result, the suite goes on
         merge(result, test.label, "", "error", crash_text(e))
         return
     for mode in modes:
@@ -191,7 +191,7 @@ def _run_test(result: FileResult, test: Test, modes: list[str], strict: bool) ->
             status, why = "unsupported", str(e)
         except HlopipeError as e:
             status, why = "error", str(e)
-        except Exception as e:
+        except Exception as e:  # isolation: a crash of one mode is its result, as above
             status, why = "error", crash_text(e)
         merge(result, test.label, mode, status, why or "")
         if status == "unsupported":

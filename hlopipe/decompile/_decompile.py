@@ -118,7 +118,7 @@ def _traced(program: Program) -> tuple[Any, int]:
         return jax.make_jaxpr(f)(*avals), len(avals)
     except HlopipeError:
         raise  # rehydration's own error says what and where
-    except Exception as e:  # a rule that cannot trace abstractly
+    except jax.errors.JAXTypeError as e:  # a value needed concretely while tracing abstractly
         raise DecompileError(f"{program.source}: cannot trace the program: {e}") from e
 
 

@@ -17,6 +17,10 @@ from hlopipe.io import _bytecode, _guard, _xla
 from hlopipe.io._program import Program, pick_entry
 from hlopipe.io._xla import error_text
 
+# what jaxlib's MLIR parser, StableHLO's deserializer and converters raise on input they refuse
+# (a JaxRuntimeError is a RuntimeError); anything else is a bug and propagates
+_REFUSALS = (ir.MLIRError, RuntimeError, ValueError)
+
 
 def _from_mlir(
     data: bytes, name: str, fmt: str, entry: str | None, strings: bytes | None = None
@@ -32,7 +36,7 @@ def _from_mlir(
                 try:  # a VHLO portable artifact (what jax.export stores)
                     module = _artifact_module(data)
                     fmt = "vhlo-artifact"
-                except Exception:
+                except _REFUSALS:
                     raise LoadError(f"{name}: not valid MLIR bytecode: {error_text(e)}") from None
             else:
                 quantized = _with_quant_dialect(data, name, e)
@@ -74,7 +78,7 @@ def _from_vhlo(module: ir.Module, data: bytes, fmt: str, name: str) -> ir.Module
         data = buf.getvalue()
     try:
         return _artifact_module(data)
-    except Exception as e:
+    except _REFUSALS as e:
         raise LoadError(
             f"{name}: a VHLO module (StableHLO portable artifact) that StableHLO's deserializer "
             f"cannot read: {error_text(e)}"
@@ -212,7 +216,7 @@ def _normalise_mhlo(module: ir.Module, ctx: ir.Context) -> ir.Module:
     try:
         converted = _xla.mhlo_to_stablehlo(jax_mlir.module_to_bytecode(module))
         return ir.Module.parse(converted)
-    except (ir.MLIRError, RuntimeError, ValueError):  # what jaxlib's converter raises
+    except _REFUSALS:
         return module  # the interpreter reports the ops it cannot run
 
 
@@ -221,7 +225,8 @@ def _from_export(data: bytes, name: str, entry: str | None) -> Program:
 
     try:
         exp = jax_export.deserialize(bytearray(data))
-    except Exception as e:  # the flatbuffer reader fails in many ways on bytes cut short
+    except Exception as e:  # isolation: jax's flatbuffer reader fails on the user's bytes, cut
+        # short or corrupt, in many ways (struct.error, TypeError, UnicodeDecodeError, ...)
         raise LoadError(
             f"{name}: not a valid jax.export artifact: truncated or corrupt ({len(data)} bytes; "
             f"jax.export.deserialize: {error_text(e)}); export it again "
@@ -230,7 +235,7 @@ def _from_export(data: bytes, name: str, entry: str | None) -> Program:
     _guard.check_bytecode(bytes(exp.mlir_module_serialized), name, "jax-export", whole=data)
     try:
         text = exp.mlir_module()
-    except Exception as e:
+    except _REFUSALS as e:
         raise LoadError(f"{name}: not a valid jax.export artifact: {error_text(e)}") from None
     prog = _from_mlir(text.encode(), name, "stablehlo-text", entry)
     return dataclasses.replace(prog, format="jax-export", exported=exp)
@@ -248,7 +253,7 @@ def _with_quant_dialect(data: bytes, name: str, error: Exception) -> ir.Module |
     try:
         _xla.deserialize_portable_artifact(_xla.empty_portable_artifact())
         return ir.Module.parse(text)
-    except Exception:
+    except _REFUSALS:
         line = text.count("\n", 0, at) + 1
         raise UnsupportedOpError(
             f"{name}:{line}: quantized element type (!quant.uniform<...>) could not be read: "

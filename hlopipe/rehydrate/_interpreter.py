@@ -123,7 +123,7 @@ class Interpreter:
             out = self.call_rule(rule, ctx, operands, attrs)
         except HlopipeError:
             raise
-        except Exception as e:
+        except Exception as e:  # not swallowed: the op and its location added, the cause chained
             raise RehydrateError(
                 f"while rehydrating {op.name} at {op.loc}: {type(e).__name__}: {e}"
             ) from e
@@ -154,7 +154,7 @@ class Interpreter:
             ]
         except HlopipeError:
             raise
-        except Exception as e:
+        except Exception as e:  # not swallowed: the op and its location added, the cause chained
             raise RehydrateError(
                 f"while rehydrating quantized {op.name} at {op.loc}: {type(e).__name__}: {e}"
             ) from e

@@ -183,7 +183,7 @@ class _Sync:
             distributed._client().wait_at_barrier(
                 f"{self.prefix}-{self.n}", int(self.timeout * 1000)
             )
-        except Exception as e:
+        except RuntimeError as e:  # the coordination client's refusal (a JaxRuntimeError)
             distributed.raise_lost_peer(e)
             raise RuntimeConfigError(f"checkpoint barrier {self.n} failed: {e}") from e
 

@@ -185,7 +185,8 @@ def _from_device(
         try:
             got = links.transfer(None if value is None else [value], src_mesh, dst_mesh, [aval],
                                  [NamedSharding(dst_mesh, PartitionSpec())])  # fmt: skip
-        except Exception as e:
+        except Exception as e:  # another process's boundary: a peer's failure arrives as
+            # whatever the transfer raised; re-raised as a lost peer or with the target, chained
             distributed.raise_lost_peer(e)
             raise DistributedError(f"{what} to process {q} failed: {e}") from e
         if q == me:

@@ -166,7 +166,7 @@ class ThreadedRun:
             self._rank_loop(r)
         except _Aborted:
             pass
-        except BaseException as e:
+        except BaseException as e:  # the rank thread's boundary: the step's caller re-raises it
             self.mailbox.fail(e)
 
     def _rank_loop(self, r: int) -> None:
@@ -189,7 +189,7 @@ class ThreadedRun:
                 raise
             except TimeoutError:
                 raise PipelineExecutionError(self._timeout_message(r, t, a)) from None
-            except Exception as e:
+            except Exception as e:  # not swallowed: re-raised with the action, the cause chained
                 raise PipelineExecutionError(
                     f"rank {r}, step {t}: {a.describe()} failed: {type(e).__name__}: {e}"
                 ) from e

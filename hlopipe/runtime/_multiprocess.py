@@ -488,7 +488,8 @@ def move_group(
         return links.transfer(
             values if src_local else None, src_mesh, dst_mesh, avals, dst_shardings
         )
-    except Exception as e:
+    except Exception as e:  # another process's boundary: a peer's failure arrives as whatever
+        # the transfer raised; re-raised as a lost peer or with the ranks, the cause chained
         distributed.raise_lost_peer(e)
         raise DistributedError(
             f"transfer between rank {src_rank} ({_procs(layout.rank_procs[src_rank])}) and "
@@ -646,7 +647,7 @@ class MultiProcessRun(ThreadedRun):
             self._link()
         except _Aborted:
             pass
-        except BaseException as e:
+        except BaseException as e:  # the link thread's boundary: the step's caller re-raises it
             self.mailbox.fail(e)
 
     def _link(self) -> None:

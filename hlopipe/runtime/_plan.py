@@ -480,7 +480,8 @@ def _per_example(
             jax.tree_util.tree_unflatten(param_treedef, param_avals),
             jax.tree_util.tree_unflatten(batch_treedef, double),
         )
-    except Exception:  # shapes fixed inside the function: keep the guess
+    except Exception:  # isolation: the user's function, traced at a batch it was not
+        # written for, may refuse it in any way (shapes fixed inside it): keep the guess
         return guess
     leaves = jax.tree_util.tree_leaves(got)
     if len(leaves) != len(outs):

@@ -52,7 +52,7 @@ class Stream:
                         regs[k] = v
                 for k in frees:
                     regs[k] = None
-        except Exception as e:
+        except Exception as e:  # not swallowed: re-raised with the action, the cause chained
             r, t, a = self.prog.instrs[n].where
             raise PipelineExecutionError(
                 f"rank {r}, step {t}: {a.describe()} failed: {type(e).__name__}: {e}"

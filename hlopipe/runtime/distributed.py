@@ -171,7 +171,8 @@ def _join(
                 shutdown_timeout_seconds=shutdown_timeout(heartbeat_timeout),
                 **kwargs,
             )
-    except Exception as e:  # jax raises RuntimeError / ValueError / XlaRuntimeError
+    except Exception as e:  # the job's boundary: joining it fails as the other processes and
+        # the network make it (RuntimeError, ValueError, XlaRuntimeError): re-raised, chained
         raise DistributedError(
             f"could not join the job (coordinator {coordinator_address}, "
             f"{num_processes} processes, this is {process_id}): {e}"
@@ -242,7 +243,7 @@ class _Watchdog(threading.Thread):
             try:
                 client.key_value_set(f"{_ALIVE}{self.me}", f"beat {beat}", allow_overwrite=True)
                 entries = client.key_value_dir_get(_ALIVE)
-            except Exception as e:
+            except RuntimeError as e:  # the coordination client's (a JaxRuntimeError)
                 if self.stop.is_set() or self.left_the_job():
                     return
                 self.lost(0, f"the coordination service it hosts stopped answering: {e}")
@@ -394,7 +395,7 @@ def kv_get(key: str, timeout: float, *, who: int | None = None) -> str:
         left = deadline - time.monotonic()
         try:
             return str(client.blocking_key_value_get(key, int(max(min(left, 1.0), 0.001) * 1000)))
-        except Exception as e:
+        except RuntimeError as e:  # the coordination client's (a JaxRuntimeError)
             if "DEADLINE_EXCEEDED" not in str(e) and "Deadline" not in str(e):
                 raise_lost_peer(e)
                 raise DistributedError(f"reading {key!r} from the coordinator failed: {e}") from e

@@ -70,6 +70,19 @@ def test_explicit_wrong_format(low) -> None:
         hlopipe.load(b"\x10\x00\x00\x00" + b"\x00" * 40, format="jax-export")
 
 
+def test_a_bug_in_reading_bytecode_is_not_called_bad_bytecode(monkeypatch) -> None:
+    """StableHLO's deserializer refusing the bytes is a LoadError (above); any other error
+    while reading them is a bug and propagates as itself."""
+    from hlopipe.io import _mlir
+
+    def bug(data):
+        raise ZeroDivisionError("a bug in the reader")
+
+    monkeypatch.setattr(_mlir, "_artifact_module", bug)
+    with pytest.raises(ZeroDivisionError, match="a bug in the reader"):
+        hlopipe.load(b"ML\xefR\x00\x01\x02", format="mlir-bytecode")
+
+
 def test_wrong_arguments_at_call_time(low) -> None:
     g = hlopipe.load(low.as_text()).as_function()
     y = jnp.ones((3, 4), jnp.float32)
