@@ -1,14 +1,15 @@
 """`hlopipe serve` under load: N concurrent streaming clients (the `openai` client over real
 HTTP) against the built-in tiny GPT (2 stages, `--groups` groups of 2 sequences, a slot per
-sequence), and the same program driven in a plain loop (`Session.generate` of the same number
+sequence; with `--form tokens`, the token-returning step and its prefill, groups of 1, a group
+the unit), and the same program driven in a plain loop (`Session.generate` of the same number
 of groups, one process, no HTTP).
 
 Run: ``python benchmarks/serve.py [--clients 1,4,8] [--requests 8] [--tokens 24]
-[--groups 4]``. Each client sends ``--requests`` requests one after the other, prompts of 3 to
-12 random ids, ``max_tokens`` ``--tokens``, greedy, streamed. Rows: throughput (generated
-tokens over the wall time of the whole load), time to first token and inter-token latency
-p50/p99 as the clients see them, and the server's own time per token (the engine's busy
-seconds from ``/metrics`` over the tokens it made). The plain loop row: tokens/s of
+[--groups 4] [--form slots|tokens]``. Each client sends ``--requests`` requests one after the
+other, prompts of 3 to 12 random ids, ``max_tokens`` ``--tokens``, greedy, streamed. Rows:
+throughput (generated tokens over the wall time of the whole load), time to first token and
+inter-token latency p50/p99 as the clients see them, and the server's own time per token (the
+engine's busy seconds from ``/metrics`` over the tokens it made). The plain loop row: tokens/s of
 ``Session.generate(tokens)`` from a token for ``--groups`` groups (compilation excluded).
 """
 
@@ -29,9 +30,22 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def _start(groups: int) -> tuple[subprocess.Popen, str]:
+# the token-returning form has no flag of its own: the library's serve() on its programs
+_SERVE_TOKENS = """
+import sys, jax
+jax.config.update("jax_num_cpu_devices", 8)
+from hlopipe.serve import serve
+from hlopipe.serve._builtin import Form, builtin_model
+decode, prefill, _, max_len = builtin_model(2, form=Form.TOKENS)
+serve(decode, prefill=prefill, groups=int(sys.argv[1]), max_len=max_len, port=0)
+"""
+
+
+def _start(groups: int, form: str) -> tuple[subprocess.Popen, str]:
     env = dict(os.environ, PYTHONPATH=str(ROOT), PYTHONUNBUFFERED="1")
     cmd = [sys.executable, "-m", "hlopipe", "serve", "--port", "0", "--groups", str(groups)]
+    if form == "tokens":
+        cmd = [sys.executable, "-c", _SERVE_TOKENS, str(groups)]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True, env=env)
     assert proc.stdout is not None
     line = proc.stdout.readline()
@@ -95,14 +109,15 @@ def _load(url: str, clients: int, requests: int, tokens: int) -> dict[str, float
     }
 
 
-def _plain_loop(groups: int, tokens: int) -> float:
+def _plain_loop(groups: int, tokens: int, form: str) -> float:
     import jax
 
     jax.config.update("jax_num_cpu_devices", 8)
     from hlopipe.generate import Generator
     from hlopipe.serve import builtin_model
+    from hlopipe.serve._builtin import Form
 
-    decode, _, params, max_len = builtin_model(2)  # a position per sequence, logits
+    decode, _, params, max_len = builtin_model(2, form=Form(form))
     gen = Generator(decode, params, groups=groups, max_len=max_len)
     first = np.random.default_rng(0).integers(0, 64, (groups, gen.batch))
     gen.start(tokens=first, position=0).generate(tokens)  # compiles
@@ -120,13 +135,16 @@ def main() -> None:
     ap.add_argument("--requests", type=int, default=8)
     ap.add_argument("--tokens", type=int, default=24)
     ap.add_argument("--groups", type=int, default=4)
+    ap.add_argument("--form", choices=("slots", "tokens"), default="slots")
     args = ap.parse_args()
-    proc, url = _start(args.groups)
+    proc, url = _start(args.groups, args.form)
+    how = {"slots": "of 2", "tokens": "of 1"}
+    served = {"slots": "a slot per sequence", "tokens": "tokens returned, with a prefill"}
     try:
         _load(url, 1, 1, args.tokens)  # warm the client and the server's paths
-        print(f"hlopipe serve, built-in tiny GPT, 2 stages, {args.groups} groups of 2 (a slot "
-              f"per sequence); {args.requests} requests a client, {args.tokens} tokens each, "
-              "streamed")  # fmt: skip
+        print(f"hlopipe serve, built-in tiny GPT, 2 stages, {args.groups} groups "
+              f"{how[args.form]} ({served[args.form]}); {args.requests} requests a client, "
+              f"{args.tokens} tokens each, streamed")  # fmt: skip
         print("| clients | tokens/s | TTFT p50 ms | TTFT p99 ms | ITL p50 ms | ITL p99 ms | "
               "server ms/token |")  # fmt: skip
         print("| ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
@@ -138,10 +156,9 @@ def main() -> None:
     finally:
         proc.terminate()
         proc.wait(60)
-    rate = _plain_loop(args.groups, args.tokens)
-    print(f"plain loop (Session.generate, {args.groups} groups of 2 from a token, greedy, no "
-          "HTTP): "
-          f"{rate:.0f} tokens/s")  # fmt: skip
+    rate = _plain_loop(args.groups, args.tokens, args.form)
+    print(f"plain loop (Session.generate, {args.groups} groups {how[args.form]} from a token, "
+          f"greedy, no HTTP): {rate:.0f} tokens/s")  # fmt: skip
 
 
 if __name__ == "__main__":

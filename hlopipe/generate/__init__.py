@@ -1,7 +1,8 @@
 """Pipelined generation: a decode step (and its prefill) split into stages, each stage keeping
 the state of its own layers (its KV cache), many groups of sequences in flight.
 
-Public API: :class:`Generator` (``hlopipe.Generator``), its :class:`Session`, and
+Public API: :class:`Generator` (``hlopipe.Generator``), its :class:`Session` (and
+:class:`Issued`, the handle of steps issued and not yet read), and
 :func:`generate_unsplit`, the one-device oracle; :func:`sample` and :class:`Sampling`, how
 a step returning logits has its tokens chosen. See ``docs/generation.md``.
 """
@@ -12,10 +13,11 @@ from hlopipe.generate._command import run_command
 from hlopipe.generate._generator import Generator
 from hlopipe.generate._oracle import generate_unsplit
 from hlopipe.generate._sampling import Sampling, sample
-from hlopipe.generate._session import Session
+from hlopipe.generate._session import Issued, Session
 
 __all__ = [
     "Generator",
+    "Issued",
     "Sampling",
     "Session",
     "generate_unsplit",

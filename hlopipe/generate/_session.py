@@ -5,7 +5,8 @@ the stages that keep it, its feedback. A decode step of a group is its step prog
 those registers: asynchronous dispatches only, the position taken from arrays the generator
 placed once. Nothing is read back between steps: :meth:`Session.generate` reads its tokens
 once, with one batched copy; :meth:`Session.stream` reads each step's tokens while the next
-step is already issued.
+step is already issued; :meth:`Session.issue` returns once its steps are issued, and the
+:class:`Issued` handle it returns reads them later (``generate(n)`` is ``issue(n).read()``).
 """
 
 from __future__ import annotations
@@ -403,18 +404,40 @@ class Session:
     def generate(self, n: int) -> np.ndarray:
         """The next ``n`` tokens of every sequence, ``[groups, b, n]`` (with a prefill, its
         token is the first of the first call). Every step is issued before any token is read;
-        the tokens are read once, at the end."""
-        steps = self._begin(n, "generate")
+        the tokens are read once, at the end: ``issue(n).read()``."""
+        return self._issue_steps(n, "generate").read()
+
+    def issue(self, n: int = 1) -> Issued:
+        """Issue the decode steps of the next ``n`` tokens of every sequence and return at
+        once, without reading anything: :meth:`Issued.read` reads them later, ``[groups, b,
+        n]``, the tokens :meth:`generate` would have returned (``generate(n)`` is
+        ``issue(n).read()``).
+
+        Meanwhile the host is free to issue other work, which the devices run alongside:
+        several sessions (a server's groups) each issued before any is read overlap on the
+        stages as the groups of one session do. The session may be fed (:meth:`feed`,
+        :meth:`sampling`) and issued again before a handle is read; each handle keeps its own
+        tokens, and handles may be read in any order. ``metrics`` are set when a handle is
+        read (its wall time from the issue). In a job of several processes, every process
+        issues and reads in the same order (a read gathers the tokens with collectives).
+
+        Example:
+          >>> issued = [s.issue() for s in sessions]   # doctest: +SKIP
+          >>> tokens = [h.read() for h in issued]     # every stage busy meanwhile
+
+        Raises:
+          RuntimeConfigError: ``n`` is not positive, or its steps go beyond the cache."""
+        return self._issue_steps(n, "issue")
+
+    def _issue_steps(self, n: int, what: str) -> Issued:
+        steps = self._begin(n, what)
         c = self.counters
         before = (c.activations, c.feedback, c.state, c.host_s)
         t0 = time.perf_counter()
         rows, first = self._take_pending()
         if steps:
             rows += list(self._issue(steps))
-        self._time_first(first)
-        result = self._tokens(rows)
-        self._metrics(result.size, steps, time.perf_counter() - t0, before)
-        return result
+        return Issued(self, rows, first, steps, t0, before)
 
     def stream(self, n: int) -> Iterator[np.ndarray]:
         """The next ``n`` tokens of every sequence one step at a time, ``[groups, b]`` each,
@@ -542,6 +565,39 @@ class Session:
             for slot in gen.split.slots
             if gen.place.local(slot.stage)
         }
+
+
+class Issued:
+    """The tokens of decode steps :meth:`Session.issue` issued, not yet read from the
+    devices. :meth:`read` waits for them."""
+
+    def __init__(
+        self,
+        session: Session,
+        rows: list[tuple[list[Any], int]],
+        first: list[Any] | None,
+        steps: int,
+        t0: float,
+        before: tuple[int, int, int, float],
+    ) -> None:
+        self.session = session
+        self.steps = steps  # decode steps issued (one fewer than the tokens after a prefill)
+        self._rows = rows  # each step's tokens (each group's value, the stage holding them)
+        self._first = first  # the prefill's token, waited on for the time to first token
+        self._t0, self._before = t0, before
+        self._result: np.ndarray | None = None
+
+    def read(self) -> np.ndarray:
+        """The tokens, ``[groups, b, n]``, on the host (one batched copy; read once, the same
+        array returned again after), and the session's ``metrics`` set."""
+        if self._result is None:
+            s = self.session
+            s._time_first(self._first)
+            self._result = s._tokens(self._rows)
+            wall = time.perf_counter() - self._t0
+            s._metrics(self._result.size, self.steps, wall, self._before)
+            self._rows, self._first = [], None  # the device values are no longer held
+        return self._result
 
 
 @functools.lru_cache(maxsize=256)

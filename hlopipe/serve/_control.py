@@ -4,11 +4,15 @@ Process 0 serves HTTP and decides: which requests take which slots, their prompt
 sampling, when a sequence stops. Every process holds some stages, and every decode step is a
 collective program over all of them, so every process must issue the same session calls in
 the same order. Process 0's :class:`~hlopipe.serve.Engine` sends each call it is about to make
-(an :class:`Op`: a slot's session started, fed, given its sampling, stepped) through the
+(an :class:`Op`: a slot's session started, fed, given its sampling, its step issued, its
+tokens read) through the
 coordination service's key-value store, one key per call, before making it; every other
 process runs an engine of its own without HTTP (:meth:`Engine.follow`) that reads the calls in
-order and makes them. The tokens a step makes reach every process through the generator
-itself (``Session.generate`` returns them everywhere), so a follower needs nothing else.
+order and makes them. A turn issues every group's step before it reads any (so the groups
+overlap on the stages), and a follower does the same: it issues on :attr:`OpKind.STEP` and
+reads on :attr:`OpKind.READ`, in process 0's order. The tokens a step makes reach every
+process through the generator itself (``Issued.read`` returns them everywhere), so a follower
+needs nothing else.
 
 Waits are bounded by the runtime's heartbeat: a follower waiting for the next call checks its
 peers every second (:func:`hlopipe.runtime.distributed.kv_get`), so a process 0 that died is
@@ -28,9 +32,11 @@ from hlopipe.runtime import distributed
 
 _PREFIX = "hlopipe/serve/op/"
 _TIMES = "hlopipe/serve/stage-times/"  # each process's stage step times (nan: not its stage)
-# keys older than this many calls are deleted: every step is a collective over every process
-# and returns its tokens to each, so a follower is never more than a step's few calls behind
-_KEEP = 256
+# keys older than this many calls are deleted: every read is a collective over every process
+# and returns the tokens to each, so a follower is never more than a turn's calls behind (a
+# turn issues every group's step before its first read: at most a start, a sampling, a feed
+# and a step a group, then the read), which this bounds for up to a thousand groups
+_KEEP = 4096
 
 
 class OpKind(str, Enum):  # noqa: UP042 - the house style: a str mixin
@@ -39,7 +45,8 @@ class OpKind(str, Enum):  # noqa: UP042 - the house style: a str mixin
     START = "start"  # a slot's new session: prompts [1, b, L] (the prefill) or tokens [1, b]
     FEED = "feed"  # tokens [1, b] (and positions [1, b], a position per sequence)
     SAMPLING = "sampling"  # the four Sampling fields, [1, b] each
-    STEP = "step"  # one decode step of the slot's session; its tokens come back everywhere
+    STEP = "step"  # one decode step of the slot's session issued (``Session.issue``)
+    READ = "read"  # the slot's issued step read; its tokens come back everywhere
     STOP = "stop"  # the engine drained and ended: every process stops
     FAIL = "fail"  # process 0's engine failed (``message``): every process stops with it
 

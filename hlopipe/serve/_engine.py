@@ -4,7 +4,10 @@
 slot; each group is a :class:`~hlopipe.generate.Session` of one group that lives as long as
 the engine (``Generator.with_groups(1)``). Each turn, every group with a sequence in flight is
 fed its slots' tokens and positions (``Session.feed(tokens, position=...)``: a prompt's next
-token, or the token the slot made) and steps once; a group with none is not run. A finished
+token, or the token the slot made) and its step is issued (``Session.issue``); a group with
+none is not run. Only once every group's step is issued are their tokens read
+(``Issued.read``), so the groups overlap on the stages as a ``Session``'s groups do (group
+``g``'s step on stage 1 while group ``g + 1``'s is on stage 0). A finished
 sequence's slot takes the next waiting sequence at the next turn, from position 0 (its cache
 row written afresh, its attention masked to its own positions), while the other slots carry
 on. An idle slot of a busy group runs at position 0 and its tokens are dropped.
@@ -14,10 +17,12 @@ batching. Each of the generator's ``groups`` slots holds one
 :class:`~hlopipe.generate.Session` of one group (``Generator.with_groups(1)``: the same
 compiled stages and parameters); a slot whose sequences are all finished takes the next
 requests from the queue at once, in a fresh session (its cache starts from zeros), while the
-other slots carry on. One thread drives every slot, a decode step of each in turn.
+other slots carry on. One thread drives every slot: each turn issues a decode step of
+every slot in flight, then reads them in the same order.
 
 **Many processes** (``hlopipe launch``): process 0's engine serves; before each session call
-(a slot's session started, fed, given its sampling, stepped) it sends the call to the other
+(a slot's session started, fed, given its sampling, its step issued, its tokens read) it
+sends the call to the other
 processes (``_control.py``), whose engines (:meth:`Engine.follow`, no HTTP) make the same
 calls in the same order.
 
@@ -127,6 +132,7 @@ class Engine:
         # slots (a position per sequence): a session per group, a lane per sequence of each
         # each slot's session, by slot (a group's, a position per sequence)
         self._live: dict[int, Any] = {}
+        self._issued: dict[int, Any] = {}  # each slot's step issued this turn, not yet read
         self._leader = leader  # sends each session call to the other processes first
         self._lanes: list[list[_Lane | None]] = [[None] * gen.batch for _ in range(gen.groups)]
         self._tokens = np.zeros((gen.groups, gen.batch), np.int32)  # what each slot reads next
@@ -254,8 +260,11 @@ class Engine:
 
             session.sampling(Sampling(*op.values))
             return None
-        if op.kind is OpKind.STEP:
-            return session.generate(1)
+        if op.kind is OpKind.STEP:  # issued only: the turn's other groups are issued next
+            self._issued[op.slot] = session.issue(1)
+            return None
+        if op.kind is OpKind.READ:
+            return self._issued.pop(op.slot).read()
         raise ValueError(f"{op.kind} is not a session call")  # pragma: no cover - a bug
 
     def _fail_all(self) -> None:
@@ -315,10 +324,12 @@ class Engine:
                 return
             self._fill()
             t0 = time.perf_counter()
-            for i, slot in enumerate(self._slots):
-                if slot is not None:
-                    self._slots[i] = self._step(i, slot)
-                    self.group_steps += 1
+            live = [(i, slot) for i, slot in enumerate(self._slots) if slot is not None]
+            for i, _ in live:  # every group's step issued before any is read: they overlap
+                self._do(Op(OpKind.STEP, i))
+            for i, slot in live:
+                self._slots[i] = self._step(i, slot)
+                self.group_steps += 1
             if any(self._slots):
                 self.busy_s += time.perf_counter() - t0
                 self.steps += 1
@@ -337,12 +348,14 @@ class Engine:
                 continue
             t0 = time.perf_counter()
             made = np.zeros_like(self._tokens)
-            for g in range(self.gen.groups):
-                if any(lane is not None for lane in self._lanes[g]):
-                    tokens, positions = self._tokens[g : g + 1], self._positions[g : g + 1]
-                    self._do(Op(OpKind.FEED, g, (tokens.copy(), positions.copy())))
-                    made[g] = self._do(Op(OpKind.STEP, g))[0, :, 0]
-                    self.group_steps += 1
+            live = [g for g, row in enumerate(self._lanes) if any(x is not None for x in row)]
+            for g in live:  # every group's step issued before any is read: they overlap
+                tokens, positions = self._tokens[g : g + 1], self._positions[g : g + 1]
+                self._do(Op(OpKind.FEED, g, (tokens.copy(), positions.copy())))
+                self._do(Op(OpKind.STEP, g))
+            for g in live:
+                made[g] = self._do(Op(OpKind.READ, g))[0, :, 0]
+                self.group_steps += 1
             self._advance(made)
             self.busy_s += time.perf_counter() - t0
             self.steps += 1
@@ -451,9 +464,10 @@ class Engine:
         return _Slot(members, prompts, 1)
 
     def _step(self, k: int, slot: _Slot) -> _Slot | None:
-        """One decode step of slot ``k``: a prompt token fed, or a token given to each
-        sequence. Returns the slot, or ``None`` once every sequence in it is finished."""
-        row = self._do(Op(OpKind.STEP, k))[0, :, 0]
+        """Slot ``k``'s decode step (issued with the turn's others) read: a prompt token fed
+        for the next, or a token given to each sequence. Returns the slot, or ``None`` once
+        every sequence in it is finished."""
+        row = self._do(Op(OpKind.READ, k))[0, :, 0]
         L = slot.prompts.shape[1]
         if slot.fed < L:  # still reading the prompt: its next token replaces the made one
             self._do(Op(OpKind.FEED, k, (slot.prompts[None, :, slot.fed].copy(),)))

@@ -408,3 +408,34 @@ def test_a_step_dispatches_its_stage_and_nothing_else(monkeypatch):
     np.testing.assert_array_equal(np.stack(rows, -1), ref)
     want = ["step", "step", "read", "yield"] + ["step", "read", "yield"] * (n - 2)
     assert events == [*want, "read", "yield"]
+
+
+def test_issued_steps_of_several_sessions_are_read_in_any_order(monkeypatch):
+    """3 sessions of one group (a server's groups) on 2 stages: each issues 2 steps, then 1
+    more, and nothing is read from the devices until every one is issued; the handles are
+    read in reverse order, then each session generates on. Every session's tokens equal the
+    unsplit program's, and a handle read again gives the same tokens."""
+    from hlopipe.generate import Issued
+
+    prog = exported(CUTS[2])
+    gen = Generator(prog, params(), groups=1)
+    first = np.asarray(jax.random.randint(jax.random.key(7), (3, B), 0, CFG.vocab, jnp.int32))
+    ref = generate_unsplit(prog, params(), 6, tokens=first)[0]  # [3, B, 6]
+    sessions = [gen.start(tokens=first[g : g + 1]) for g in range(3)]
+    reads: list[str] = []
+    get = jax.device_get
+    monkeypatch.setattr(jax, "device_get", lambda x: (reads.append("get"), get(x))[1])
+    two = [s.issue(2) for s in sessions]
+    one = [s.issue() for s in sessions]
+    assert reads == [] and all(isinstance(h, Issued) for h in two + one)
+    assert [s.position for s in sessions] == [3] * 3
+    got_one = [h.read() for h in reversed(one)][::-1]
+    got_two = [h.read() for h in reversed(two)][::-1]
+    rest = [s.generate(3) for s in sessions]
+    for g in range(3):
+        tokens = np.concatenate([got_two[g], got_one[g], rest[g]], axis=-1)
+        np.testing.assert_array_equal(tokens, ref[g : g + 1])
+    assert two[0].read() is got_two[0]
+    assert sessions[0].metrics is not None and sessions[0].metrics.tokens == 3 * B
+    with pytest.raises(RuntimeConfigError, match="issue needs a positive number"):
+        sessions[0].issue(0)

@@ -348,6 +348,57 @@ def test_a_request_sent_mid_generation_starts_in_a_freed_slot_of_a_busy_group():
     assert more == [oracle([1], 5)[3:], oracle([2], 5)[3:], oracle([7], 2), oracle([4], 5)[3:]]
 
 
+@pytest.mark.parametrize("form", ["slots", "tokens"])
+def test_each_turn_issues_every_group_before_reading_any(monkeypatch, form):
+    """In-process engine, one stage, 2 groups (of 2 slots; of 1 sequence for the token form):
+    the real sessions' calls, recorded as the engine thread makes them, show that every turn
+    issues each running group's step before it reads any (so the groups overlap on the
+    stages), reads each group once, and that both groups ran in one turn; the tokens equal the
+    unsplit program's."""
+    from hlopipe.generate import Generator, Issued, Session
+    from hlopipe.serve import Engine, Request, Sequence, builtin_model
+    from hlopipe.serve._builtin import Form
+
+    decode, _, params, max_len = builtin_model(1, form=Form(form))
+    engine = Engine(Generator(decode, params, num_stages=1, groups=2, max_len=max_len))
+    calls: list[tuple[int, str, int]] = []  # (turn, "issue" or "read", session)
+    issue, read = Session.issue, Issued.read
+
+    def issue_spy(session, n=1):
+        if engine.ready.is_set():  # the turns, not the warm-up
+            calls.append((engine.steps, "issue", id(session)))
+        return issue(session, n)
+
+    def read_spy(issued):
+        if engine.ready.is_set():
+            calls.append((engine.steps, "read", id(issued.session)))
+        return read(issued)
+
+    monkeypatch.setattr(Session, "issue", issue_spy)
+    monkeypatch.setattr(Issued, "read", read_spy)
+    prompts = [[1, 2], [3, 4], [5, 6], [7, 8]][: 2 * engine.batch]  # every slot of both groups
+    finished = threading.Semaphore(0)
+    requests = [Request([Sequence(p, 4)], lambda i, t, f: i < 0 and finished.release())
+                for p in prompts]  # fmt: skip
+    engine.start()
+    try:
+        for r in requests:
+            engine.submit(r)
+        for _ in requests:
+            assert finished.acquire(timeout=120)
+    finally:
+        engine.stop(60)
+    assert [r.seqs[0].tokens for r in requests] == [oracle(p, 4) for p in prompts]
+    turns: dict[int, list[tuple[str, int]]] = {}
+    for turn, kind, session in calls:
+        turns.setdefault(turn, []).append((kind, session))
+    assert turns
+    for turn, got in turns.items():
+        issued = [s for kind, s in got if kind == "issue"]
+        assert got == [("issue", s) for s in issued] + [("read", s) for s in issued], turn
+    assert max(len(got) for got in turns.values()) == 4  # both groups in one turn
+
+
 def _sampled(url, seed, max_tokens=10, **how):
     body = {"prompt": [9, 3, 33], "max_tokens": max_tokens, "seed": seed, **how}
     status, headers, text = _post(url, body)
@@ -499,10 +550,13 @@ def test_an_engine_that_fails_answers_500_and_leaves_no_request_waiting():
         calls = 0
 
         def generate(self, n):
+            return self.issue(n).read()
+
+        def issue(self, n):
             Failing.calls += 1
             if Failing.calls > 2:  # the warm-up's two steps pass
                 raise RuntimeError("a bug in a step")
-            return np.zeros((1, 1, n), np.int32)
+            return types.SimpleNamespace(read=lambda: np.zeros((1, 1, n), np.int32))
 
         def feed(self, tokens):
             pass
