@@ -4,7 +4,7 @@ Process 0 serves HTTP and decides: which requests take which slots, their prompt
 sampling, when a sequence stops. Every process holds some stages, and every decode step is a
 collective program over all of them, so every process must issue the same session calls in
 the same order. Process 0's :class:`~hlopipe.serve.Engine` sends each call it is about to make
-(an :class:`Op`: a slot's session started, fed, given its sampling, stepped) through the
+(an :class:`Op`: a slot's session started, fed, given its sampling, prefilled, stepped) through the
 coordination service's key-value store, one key per call, before making it; every other
 process runs an engine of its own without HTTP (:meth:`Engine.follow`) that reads the calls in
 order and makes them. The tokens a step makes reach every process through the generator
@@ -39,6 +39,7 @@ class OpKind(str, Enum):  # noqa: UP042 - the house style: a str mixin
     START = "start"  # a slot's new session: prompts [1, b, L] (the prefill) or tokens [1, b]
     FEED = "feed"  # tokens [1, b] (and positions [1, b], a position per sequence)
     SAMPLING = "sampling"  # the four Sampling fields, [1, b] each
+    PREFILL = "prefill"  # prompts [n, L] into rows [n] of a slot's group (prefill_rows)
     STEP = "step"  # one decode step of the slot's session; its tokens come back everywhere
     STOP = "stop"  # the engine drained and ended: every process stops
     FAIL = "fail"  # process 0's engine failed (``message``): every process stops with it
