@@ -148,6 +148,14 @@ def _rule(e: Any, ins: list[frozenset[int]]) -> list[frozenset[int]]:
         if any(config[i] != (0, 0, 0) for i in a) or any(rest):
             raise _Lost
         return [a]
+    if name == "split":  # pieces along one axis
+        if p["axis"] in a:
+            raise _Lost
+        return [a] * len(e.outvars)
+    if name == "rev":
+        if a & set(p["dimensions"]):
+            raise _Lost  # the rows reversed: row i is no longer sequence i
+        return [a]
     if name == "concatenate":
         if p["dimension"] in set().union(*ins):
             raise _Lost

@@ -183,7 +183,8 @@ def test_a_prefill_that_mixes_its_rows_is_refused_naming_the_cache():
 
 def test_row_axes_follows_the_rows_or_says_why_not():
     """The data-flow answer alone, on traced functions: the rows' axis through an embedding,
-    a transpose and an update; two axes; mixed by a reduction; no rule (a loop)."""
+    a transpose and an update, through a split of another axis; two axes; mixed by a
+    reduction; reversed; no rule (a loop)."""
     from hlopipe.stages import row_axes
 
     emb = jnp.zeros((V, D))
@@ -202,5 +203,7 @@ def test_row_axes_follows_the_rows_or_says_why_not():
     assert got.axes == {0, 1}
     (got,) = of(lambda e, p: e[p].sum(0), (B, 3))
     assert got.lost is not None and got.lost.startswith("reduce_sum")
+    kept, flipped = of(lambda e, p: (jnp.split(e[p], 3, axis=1)[2], e[p][::-1]), (B, 3))
+    assert kept.axes == {0} and flipped.lost is not None and flipped.lost.startswith("rev")
     (got,) = of(lambda e, p: jax.lax.fori_loop(0, 2, lambda i, x: x * 2, e[p]), (B, 3))
     assert got.lost is not None
