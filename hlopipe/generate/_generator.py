@@ -102,7 +102,9 @@ class Generator:
         decode step returning logits, ``-> (logits, state)`` with ``logits`` a float ``[b,
         vocab]`` (the prompt's last position) or ``[b, length, vocab]`` (the last position
         taken): the first token is sampled from them as the decode step's are (or a prefill
-        returning the token, fed back as it is).
+        returning the token, fed back as it is). With a position per sequence it may also
+        start some rows of a group alone (``Session.prefill_rows``), its cache laid out as the
+        step's (each cache's sequence axis told by the prefill's data flow).
       prefill_params: the prefill's own arguments, every one but the prompt in its order
         (or all, ``None`` at the prompt), for a prefill whose parameters cannot be matched to
         the decode step's; default: the decode step's ``params``, matched in order, else by
