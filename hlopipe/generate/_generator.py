@@ -640,7 +640,7 @@ class _Prefill:
                 continue
             raise RuntimeConfigError(
                 f"{named} ({reason}), so one sequence's cache row cannot be written alone; "
-                "serve it without the prefill (prompts then read by the decode step)"
+                "without the prefill, prompts are read by the decode step, a token a step"
             )
         self._rows = rows
         return rows

@@ -176,7 +176,7 @@ def test_a_prefill_that_mixes_its_rows_is_refused_naming_the_cache():
     with pytest.raises(RuntimeConfigError, match=said):
         Engine(gen)
     session = gen.start(tokens=np.zeros((1, B), np.int32), position=0)
-    with pytest.raises(RuntimeConfigError, match="serve it without the prefill"):
+    with pytest.raises(RuntimeConfigError, match="without the prefill, prompts are read by"):
         session.prefill_rows(np.zeros((1, 3), np.int32), [0])
     Engine(Generator(decode, [emb], num_stages=1, max_len=T))
 
