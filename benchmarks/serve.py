@@ -5,11 +5,13 @@ the unit), and the same program driven in a plain loop (`Session.generate` of th
 of groups, one process, no HTTP).
 
 Run: ``python benchmarks/serve.py [--clients 1,4,8] [--requests 8] [--tokens 24]
-[--groups 4] [--form slots|tokens]``. Each client sends ``--requests`` requests one after the
-other, prompts of 3 to 12 random ids, ``max_tokens`` ``--tokens``, greedy, streamed. Rows:
-throughput (generated tokens over the wall time of the whole load), time to first token and
-inter-token latency p50/p99 as the clients see them, and the server's own time per token (the
-engine's busy seconds from ``/metrics`` over the tokens it made). The plain loop row: tokens/s of
+[--groups 4] [--form slots|tokens] [--prompt-len 8]``. Each client sends ``--requests``
+requests one after the other, prompts of 3 to 12 random ids (or of ``--prompt-len``: 8 is the
+built-in prefill's length, so every prompt goes through the prefill into its slot's row),
+``max_tokens`` ``--tokens``, greedy, streamed. Rows: throughput (generated tokens over the
+wall time of the whole load), time to first token and inter-token latency p50/p99 as the
+clients see them, and the server's own time per token (the engine's busy seconds from
+``/metrics`` over the tokens it made). The plain loop row: tokens/s of
 ``Session.generate(tokens)`` from a token for ``--groups`` groups (compilation excluded).
 """
 
@@ -64,7 +66,9 @@ def _busy_and_tokens(url: str) -> tuple[float, float]:
     return values["hlopipe_engine_busy_seconds"], values["hlopipe_generated_tokens_total"]
 
 
-def _load(url: str, clients: int, requests: int, tokens: int) -> dict[str, float]:
+def _load(
+    url: str, clients: int, requests: int, tokens: int, prompt_len: int | None = None
+) -> dict[str, float]:
     from openai import OpenAI
 
     client = OpenAI(base_url=url, api_key="none", max_retries=0, timeout=600)
@@ -76,7 +80,8 @@ def _load(url: str, clients: int, requests: int, tokens: int) -> dict[str, float
     def one(k: int) -> None:
         rng = np.random.default_rng(k)
         for _ in range(requests):
-            prompt = rng.integers(0, 64, int(rng.integers(3, 13))).tolist()
+            length = prompt_len or int(rng.integers(3, 13))
+            prompt = rng.integers(0, 64, length).tolist()
             t0 = last = time.perf_counter()
             first, gaps, n = None, [], 0
             for _chunk in client.completions.create(
@@ -136,20 +141,23 @@ def main() -> None:
     ap.add_argument("--tokens", type=int, default=24)
     ap.add_argument("--groups", type=int, default=4)
     ap.add_argument("--form", choices=("slots", "tokens"), default="slots")
+    ap.add_argument("--prompt-len", type=int, default=None, help="every prompt this long "
+                    "(default: 3 to 12 tokens)")  # fmt: skip
     args = ap.parse_args()
     proc, url = _start(args.groups, args.form)
     how = {"slots": "of 2", "tokens": "of 1"}
     served = {"slots": "a slot per sequence", "tokens": "tokens returned, with a prefill"}
     try:
         _load(url, 1, 1, args.tokens)  # warm the client and the server's paths
+        prompts = f"prompts of {args.prompt_len}" if args.prompt_len else "prompts of 3 to 12"
         print(f"hlopipe serve, built-in tiny GPT, 2 stages, {args.groups} groups "
               f"{how[args.form]} ({served[args.form]}); {args.requests} requests a client, "
-              f"{args.tokens} tokens each, streamed")  # fmt: skip
+              f"{prompts}, {args.tokens} tokens each, streamed")  # fmt: skip
         print("| clients | tokens/s | TTFT p50 ms | TTFT p99 ms | ITL p50 ms | ITL p99 ms | "
               "server ms/token |")  # fmt: skip
         print("| ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
         for c in (int(x) for x in args.clients.split(",")):
-            r = _load(url, c, args.requests, args.tokens)
+            r = _load(url, c, args.requests, args.tokens, args.prompt_len)
             print(f"| {c} | {r['tokens_per_s']:.0f} | {r['ttft_p50'] * 1e3:.1f} | "
                   f"{r['ttft_p99'] * 1e3:.1f} | {r['itl_p50'] * 1e3:.1f} | "
                   f"{r['itl_p99'] * 1e3:.1f} | {r['server_per_token'] * 1e3:.2f} |")  # fmt: skip

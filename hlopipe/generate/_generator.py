@@ -13,6 +13,7 @@ a cache is updated in place and never leaves its device; only activations and fe
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
@@ -21,6 +22,7 @@ import jax
 import numpy as np
 
 from hlopipe.errors import ApiOnly, Keyword, RuntimeConfigError, StageError
+from hlopipe.generate._match import _traced
 from hlopipe.generate._oracle import generate_unsplit as generate_unsplit
 from hlopipe.generate._placement import (
     CompiledStage,
@@ -101,7 +103,9 @@ class Generator:
         decode step returning logits, ``-> (logits, state)`` with ``logits`` a float ``[b,
         vocab]`` (the prompt's last position) or ``[b, length, vocab]`` (the last position
         taken): the first token is sampled from them as the decode step's are (or a prefill
-        returning the token, fed back as it is).
+        returning the token, fed back as it is). With a position per sequence it may also
+        start some rows of a group alone (``Session.prefill_rows``), its cache laid out as the
+        step's (each cache's sequence axis told by the prefill's data flow).
       prefill_params: the prefill's own arguments, every one but the prompt in its order
         (or all, ``None`` at the prompt), for a prefill whose parameters cannot be matched to
         the decode step's; default: the decode step's ``params``, matched in order, else by
@@ -566,6 +570,9 @@ class _Prefill:
             assert gen.sampler is not None  # a float first output: the step returns logits
             sampler = gen.sampler._replace(output=self.token_out)
         self.samples = sampler is not None
+        self._program, self._what, self._roles, self._batch = program, what, gen.roles, gen.batch
+        self._rows: dict[int, int] | None = None  # each state argument's sequence axis
+        self._writers: dict[int, Any] = {}  # each state argument's row writer, compiled once
         slots = {x.arg: x for x in gen.split.slots}
         stage_of = {o: slots[arg].stage for o, arg in state_of_out.items()}
         try:  # cut where the decode step keeps each cache
@@ -614,3 +621,66 @@ class _Prefill:
         self.program = build(self, sp, regs.layout, {},
                              {self.token_out: (gen.token.index,)}, param_slots,
                              regs.size, sampler)  # fmt: skip
+
+    def row_axes(self) -> dict[int, int]:
+        """``{decode state argument: its axis holding the sequences}``: the axis of each state
+        output of the prefill that the prompt's rows land on, followed through the prefill's
+        data flow (:func:`hlopipe.stages.row_axes`), worked out once.
+
+        Raises:
+          RuntimeConfigError naming the state output whose sequence axis cannot be told (its
+          rows mixed on the way, no axis or several of them carrying the rows)."""
+        if self._rows is not None:
+            return self._rows
+        from hlopipe.stages import row_axes
+
+        b, prompt = self._batch, self.prompt_aval
+        if len(prompt.shape) != 2 or prompt.shape[0] != b:
+            raise RuntimeConfigError(
+                f"{self._what}: its prompt is {list(prompt.shape)}, not [{b}, length] (a row a "
+                "sequence of the decode step's batch): one sequence's row cannot be prefilled"
+            )
+        outs = sorted(self.state_of_out)
+        found = row_axes(_traced(self._program), self.prompt_arg, 0, outs)
+        rows: dict[int, int] = {}
+        for o, got in zip(outs, found, strict=True):
+            r = self._roles[self.state_of_out[o]]
+            named = f"{self._what}: cannot tell which axis of its state output {o} ({r.path}, "
+            named += f"{r.dtype}{list(r.shape)}) holds the sequences"
+            if got.lost is not None:
+                reason = f"the prompt's rows are mixed or not followed at {got.lost}"
+            elif len(got.axes) != 1:
+                which = sorted(got.axes)
+                reason = f"the prompt's rows land on axes {which}" if which else (
+                    "it does not depend on the prompt's rows")  # fmt: skip
+            elif r.shape[next(iter(got.axes))] != b:
+                reason = f"the prompt's rows land on axis {next(iter(got.axes))}, not of size {b}"
+            else:
+                rows[self.state_of_out[o]] = next(iter(got.axes))
+                continue
+            raise RuntimeConfigError(
+                f"{named} ({reason}), so one sequence's cache row cannot be written alone; "
+                "without the prefill, prompts are read by the decode step, a token a step"
+            )
+        self._rows = rows
+        return rows
+
+    def writer(self, arg: int, sharding: Any) -> Any:
+        """State argument ``arg``'s row writer: ``(state, prefilled, mask [b]) -> state`` with
+        the rows ``mask`` selects along its sequence axis taken from ``prefilled``, compiled
+        for its stage (``sharding``) once, the state donated."""
+        fn = self._writers.get(arg)
+        if fn is None:
+            axis = self.row_axes()[arg]
+            fn = jax.jit(functools.partial(_write_rows, axis=axis), donate_argnums=0,
+                         out_shardings=sharding)  # fmt: skip
+            self._writers[arg] = fn
+        return fn
+
+
+def _write_rows(state: Any, prefilled: Any, mask: Any, *, axis: int) -> Any:
+    import jax.numpy as jnp
+
+    shape = [1] * state.ndim
+    shape[axis] = state.shape[axis]
+    return jnp.where(mask.reshape(shape), prefilled, state)

@@ -288,6 +288,97 @@ class Session:
         self._pending_at = prog.feedback_home[gen.token.index].stage
         self._first_token = True
 
+    def prefill_rows(self, prompts: Any, rows: Any, group: int = 0) -> np.ndarray:
+        """Start new sequences in some rows of a group while the others carry on (a step
+        taking a position per sequence): ``prompts [n, L]`` (the prefill's length) go through
+        the prefill, and only their rows ``rows [n]`` of group ``group``'s state are written,
+        each from the prefill's row of its prompt, on the stages keeping the state (the other
+        rows stay bit for bit as they were). Their positions become ``L``.
+
+        Returns the first token of each, ``[n]`` (the prefill's, sampled from its logits with
+        the rows' sampling when it returns logits): feed it at those rows
+        (:meth:`feed` with ``position``) before the next step, as the decode step's own tokens
+        are fed back.
+
+        Raises:
+          RuntimeConfigError: no prefill, a step taking one position for a group, prompts not
+          ``[n, L]`` integers, rows out of ``range(batch)`` or repeated, or a state whose
+          sequence axis the prefill's data flow does not tell (named).
+
+        Example:
+          >>> first = session.prefill_rows(prompts[None, 0], [1])     # doctest: +SKIP
+          >>> tokens[0, 1], positions[0, 1] = first[0], prompts.shape[1]
+          >>> session.feed(tokens, position=positions)                 # doctest: +SKIP
+        """
+        gen, pre = self.gen, self.gen.prefill
+        if pre is None:
+            raise RuntimeConfigError("prefill_rows needs a prefill program (prefill=...)")
+        if not gen.per_sequence:
+            raise RuntimeConfigError(
+                f"prefill_rows: {gen.source} takes one position for a whole group; start a "
+                "session from prompts to prefill whole groups"
+            )
+        pre.row_axes()  # refused here when a state's sequence axis cannot be told
+        b, L = gen.batch, int(pre.prompt_aval.shape[-1])
+        arr = np.asarray(prompts)
+        where = np.asarray(rows).reshape(-1)
+        if arr.ndim != 2 or arr.shape[1] != L or arr.dtype.kind not in "iu" or not len(arr):
+            raise RuntimeConfigError(
+                f"prefill_rows: prompts must be integers shaped [n, {L}] (the prefill's length), "
+                f"got {arr.dtype}{list(arr.shape)}"
+            )
+        if (
+            where.dtype.kind not in "iu"
+            or len(where) != len(arr)
+            or len(set(where.tolist())) != len(where)
+            or not all(0 <= r < b for r in where.tolist())
+        ):
+            raise RuntimeConfigError(
+                f"prefill_rows: rows must be {len(arr)} distinct integers in range({b}), one a "
+                f"prompt, got {where.tolist()}"
+            )
+        if not isinstance(group, int) or not 0 <= group < gen.groups:
+            raise RuntimeConfigError(f"prefill_rows: group {group!r} is not in range({gen.groups})")
+        self._check_position(L)
+        batch = np.repeat(arr[:1], b, axis=0)  # the rows not asked for: any prompt
+        batch[where] = arr
+        # 1. the prefill on scratch registers, with this group's sampling
+        prog, layout = pre.program, gen.registers.layout
+        scratch = gen.registers.template
+        scratch.extend([None] * (prog.size - len(scratch)))
+        for reg in layout.sampling:
+            scratch[reg] = self._regs[group][reg]
+        last = position_value(gen.position, L - 1)
+        dtype = pre.prompt_aval.dtype
+        for s, slot, sh in prog.inputs:
+            value = last if slot in prog.sampler_inputs else batch.astype(dtype)
+            scratch[slot] = jax.device_put(value, sh) if gen.place.local(s) else None
+        prog.run(scratch)
+        self._count(prog, 1)
+        # 2. only the asked rows of each state written into the group's, on its stage
+        mask = np.zeros(b, bool)
+        mask[where] = True
+        masks: dict[int, Any] = {}
+        regs = self._regs[group]
+        for x in gen.split.slots:
+            if not gen.place.local(x.stage):
+                continue
+            if x.stage not in masks:
+                masks[x.stage] = jax.device_put(mask, gen.place.replicated(x.stage))
+            reg = layout.state[x.arg]
+            write = pre.writer(x.arg, gen.placed.state_shardings[x.stage][x.arg])
+            regs[reg] = write(regs[reg], scratch[reg], masks[x.stage])
+        self.positions[group, where] = L
+        self.position = int(self.positions.max())
+        # 3. their first tokens, in every process
+        tok = gen.token
+        at = prog.feedback_home[tok.index].stage
+        value = scratch[layout.feedback[tok.index]]
+        made = gen.place.host(value, at) if gen.place.local(at) else None
+        if gen.place.multi:
+            made = gen.place.everywhere(made, at, jax.ShapeDtypeStruct(tuple(tok.shape), tok.dtype))
+        return np.asarray(made).reshape(b)[where]
+
     def _fit(self, size: int) -> None:
         for regs in self._regs:
             regs.extend([None] * (size - len(regs)))

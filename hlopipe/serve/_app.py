@@ -86,6 +86,9 @@ class _Metrics:
         steps = Gauge("hlopipe_engine_steps", "decode turns run since ready (every group with "
                       "a sequence in flight stepped once)", registry=reg)  # fmt: skip
         steps.set_function(lambda: model.engine.steps)
+        prefilled = Gauge("hlopipe_prefilled_sequences", "sequences whose prompt went through "
+                          "the prefill since ready", registry=reg)  # fmt: skip
+        prefilled.set_function(lambda: model.engine.prefilled)
         busy = Gauge("hlopipe_engine_busy_seconds", "time spent issuing and reading decode steps",
                      registry=reg)  # fmt: skip
         busy.set_function(lambda: model.engine.busy_s)

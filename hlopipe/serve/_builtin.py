@@ -3,8 +3,10 @@
 
 Its default form (:attr:`Form.SLOTS`) takes a position per sequence and returns logits: each
 sequence of a group is a slot of its own (refilled while the others carry on) and its tokens
-are sampled. :attr:`Form.TOKENS` is the greedy token-returning step with its prefill, one
-position per group (a group is then the unit of batching).
+are sampled; its prefill (``[b, 8]`` prompts, returning logits, its cache laid out as the
+step's: a row a sequence) starts a slot whose prompt has 8 tokens. :attr:`Form.TOKENS` is the
+greedy token-returning step with its prefill, one position per group (a group is then the unit
+of batching).
 """
 
 from __future__ import annotations
@@ -38,8 +40,8 @@ class Builtin(NamedTuple):
 
 
 def builtin_model(stages: int = 2, seed: int = 0, form: Form = Form.SLOTS) -> Builtin:
-    """The tiny GPT in ``stages`` stages with parameters from ``seed``, in ``form`` (the
-    prefill is ``None`` for :attr:`Form.SLOTS`: its prompts are read by the decode step)."""
+    """The tiny GPT in ``stages`` stages with parameters from ``seed``, in ``form``, with
+    its prefill of :data:`PREFILL_LEN` tokens (returning logits for :attr:`Form.SLOTS`)."""
     import jax
     import jax.numpy as jnp
 
@@ -52,15 +54,17 @@ def builtin_model(stages: int = 2, seed: int = 0, form: Form = Form.SLOTS) -> Bu
     params = gd.init(jax.random.key(seed), cfg)
     b = BATCH[form]
     cache, tokens = gd.empty_cache(b, cfg), jnp.zeros(b, jnp.int32)
-    if form is Form.SLOTS:
+    prompt = jnp.zeros((b, PREFILL_LEN), jnp.int32)
+    if form is Form.SLOTS:  # the prefill's cache is the slots step's: a row a sequence
         step = jax.jit(gd.decode_slots_fn(cfg, stage_boundary, cuts=cuts), donate_argnums=1)
         exported = jax.export.export(step)(params, cache, tokens, jnp.zeros(b, jnp.int32))
-        return Builtin(load(exported.serialize()), None, params, cfg.max_len)
-    decode = jax.jit(gd.decode_fn(cfg, stage_boundary, cuts=cuts), donate_argnums=1)
-    prefill = jax.jit(gd.prefill_fn(cfg, stage_boundary, cuts=cuts))
-    prompt = jnp.zeros((b, PREFILL_LEN), jnp.int32)
+        prefill = jax.jit(gd.prefill_fn(cfg, stage_boundary, cuts=cuts, logits=True))
+    else:
+        decode = jax.jit(gd.decode_fn(cfg, stage_boundary, cuts=cuts), donate_argnums=1)
+        exported = jax.export.export(decode)(params, cache, tokens, jnp.int32(0))
+        prefill = jax.jit(gd.prefill_fn(cfg, stage_boundary, cuts=cuts))
     return Builtin(
-        load(jax.export.export(decode)(params, cache, tokens, jnp.int32(0)).serialize()),
+        load(exported.serialize()),
         load(jax.export.export(prefill)(params, prompt).serialize()),
         params,
         cfg.max_len,

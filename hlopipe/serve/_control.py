@@ -4,8 +4,8 @@ Process 0 serves HTTP and decides: which requests take which slots, their prompt
 sampling, when a sequence stops. Every process holds some stages, and every decode step is a
 collective program over all of them, so every process must issue the same session calls in
 the same order. Process 0's :class:`~hlopipe.serve.Engine` sends each call it is about to make
-(an :class:`Op`: a slot's session started, fed, given its sampling, its step issued, its
-tokens read) through the
+(an :class:`Op`: a slot's session started, fed, given its sampling, prefilled, its step
+issued, its tokens read) through the
 coordination service's key-value store, one key per call, before making it; every other
 process runs an engine of its own without HTTP (:meth:`Engine.follow`) that reads the calls in
 order and makes them. A turn issues every group's step before it reads any (so the groups
@@ -47,6 +47,7 @@ class OpKind(str, Enum):  # noqa: UP042 - the house style: a str mixin
     SAMPLING = "sampling"  # the four Sampling fields, [1, b] each
     STEP = "step"  # one decode step of the slot's session issued (``Session.issue``)
     READ = "read"  # the slot's issued step read; its tokens come back everywhere
+    PREFILL = "prefill"  # prompts [n, L] into rows [n] of a slot's group (prefill_rows)
     STOP = "stop"  # the engine drained and ended: every process stops
     FAIL = "fail"  # process 0's engine failed (``message``): every process stops with it
 

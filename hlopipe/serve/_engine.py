@@ -10,7 +10,10 @@ none is not run. Only once every group's step is issued are their tokens read
 ``g``'s step on stage 1 while group ``g + 1``'s is on stage 0). A finished
 sequence's slot takes the next waiting sequence at the next turn, from position 0 (its cache
 row written afresh, its attention masked to its own positions), while the other slots carry
-on. An idle slot of a busy group runs at position 0 and its tokens are dropped.
+on; a sequence whose prompt has the prefill's length starts instead from the prefill
+(``Session.prefill_rows``: the prefill run on its group's new prompts, only their rows of each
+cache written, the first token taken from the prefill's output) at the prompt's end. An idle
+slot of a busy group runs at position 0 and its tokens are dropped.
 
 **Groups** (a decode step taking one position for a group): a group is the unit of
 batching. Each of the generator's ``groups`` slots holds one
@@ -21,10 +24,9 @@ other slots carry on. One thread drives every slot: each turn issues a decode st
 every slot in flight, then reads them in the same order.
 
 **Many processes** (``hlopipe launch``): process 0's engine serves; before each session call
-(a slot's session started, fed, given its sampling, its step issued, its tokens read) it
-sends the call to the other
-processes (``_control.py``), whose engines (:meth:`Engine.follow`, no HTTP) make the same
-calls in the same order.
+(a slot's session started, fed, given its sampling, prefilled, its step issued, its tokens
+read) it sends the call to the other processes (``_control.py``), whose engines
+(:meth:`Engine.follow`, no HTTP) make the same calls in the same order.
 
 A prompt of the prefill's length goes through the prefill; any other length is consumed by
 the decode step itself, its tokens fed in place of the generated ones (``Session.feed``). The
@@ -45,7 +47,7 @@ from typing import Any
 
 import numpy as np
 
-from hlopipe.errors import DistributedError, RuntimeConfigError
+from hlopipe.errors import DistributedError
 from hlopipe.serve._control import Follower, Leader, Op, OpKind
 
 
@@ -112,11 +114,7 @@ class Engine:
         self.gen = gen
         self.per_sequence = bool(getattr(gen, "per_sequence", False))
         if self.per_sequence and gen.prefill is not None:
-            raise RuntimeConfigError(
-                f"{getattr(gen, 'source', 'the decode step')} takes a position per sequence: "
-                "the server's slots read every prompt through the decode step, a token a "
-                "step, and would never run the prefill; serve it without the prefill"
-            )
+            gen.prefill.row_axes()  # a slot prefilled alone: its state's sequence axes, or why not
         self.samples = getattr(gen, "logits_out", None) is not None  # else greedy only
         self.one = gen.with_groups(1)
         self.batch = gen.batch
@@ -142,6 +140,7 @@ class Engine:
         self._stopping = threading.Event()
         self._thread = threading.Thread(target=self._run, name="hlopipe-engine", daemon=True)
         self.steps = 0
+        self.prefilled = 0  # sequences whose prompt went through the prefill
         # each stage's busy fraction (``profile_stages``): its step timed alone once warm
         # (``Session.profile``) times the group steps run, over the time since ready
         self._profile = profile_stages
@@ -265,6 +264,9 @@ class Engine:
             return None
         if op.kind is OpKind.READ:
             return self._issued.pop(op.slot).read()
+        if op.kind is OpKind.PREFILL:
+            prompts, rows = op.values
+            return session.prefill_rows(prompts, rows)
         raise ValueError(f"{op.kind} is not a session call")  # pragma: no cover - a bug
 
     def _fail_all(self) -> None:
@@ -288,6 +290,8 @@ class Engine:
                 session.generate(1)
                 session.feed(self._tokens[g : g + 1], position=self._positions[g : g + 1])
                 session.generate(1)
+                if self.prefill_len is not None:  # the prefill and each state's row writer
+                    session.prefill_rows(np.zeros((1, self.prefill_len), np.int32), [0])
                 self._live[g] = session
             return
         if self.prefill_len is not None:
@@ -361,26 +365,48 @@ class Engine:
             self.steps += 1
 
     def _admit(self) -> None:
-        """Each free slot takes the next waiting sequence, from its prompt's first token at
-        position 0."""
+        """Each free slot takes the next waiting sequence: a prompt of the prefill's length
+        through the prefill (the slots of a group so admitted share one run, and start
+        generating from the prompt's end), any other from its first token at position 0."""
         self._waiting = [(r, i) for r, i in self._waiting if not r.cancelled]
         changed: set[int] = set()  # the groups whose sampling changed
+        prefill: dict[int, list[tuple[int, _Lane]]] = {}  # per group, the slots prefilled
         for g, row in enumerate(self._lanes):
             for b, lane in enumerate(row):
                 if lane is not None or not self._waiting:
                     continue
                 req, i = self._waiting.pop(0)
                 seq = req.seqs[i]
-                row[b] = _Lane(req, i)
+                row[b] = lane = _Lane(req, i)
                 self._tokens[g, b] = seq.prompt[0]
                 self._positions[g, b] = 0
+                if len(seq.prompt) == self.prefill_len:
+                    prefill.setdefault(g, []).append((b, lane))
                 for field_values, value in zip(self._sampling, seq.sampling, strict=True):
                     field_values[g, b] = value
                 changed.add(g)
-        if changed and self.samples:
+        if changed and self.samples:  # before the prefill, which samples the first token
             for g in sorted(changed):
                 values = tuple(f[g : g + 1].copy() for f in self._sampling)
                 self._do(Op(OpKind.SAMPLING, g, values))
+        for g, slots in prefill.items():
+            self._prefill(g, slots)
+
+    def _prefill(self, g: int, slots: list[tuple[int, _Lane]]) -> None:
+        """Group ``g``'s slots (row, lane) start from their prompts through one prefill run:
+        their cache rows written, their first tokens given out, their positions past the
+        prompt."""
+        rows = np.asarray([b for b, _ in slots], np.int64)
+        prompts = np.asarray([lane.request.seqs[lane.index].prompt for _, lane in slots], np.int32)
+        made = self._do(Op(OpKind.PREFILL, g, (prompts, rows)))
+        self.prefilled += len(slots)
+        for (b, lane), tok in zip(slots, made, strict=True):
+            lane.fed = prompts.shape[1]
+            self._tokens[g, b], self._positions[g, b] = int(tok), lane.fed
+            self._give(lane.request, lane.index, int(tok))
+            if lane.request.seqs[lane.index].finish is not None:  # one token asked: done
+                self._lanes[g][b] = None
+                self._tokens[g, b], self._positions[g, b] = 0, 0
 
     def _advance(self, made: np.ndarray) -> None:
         """After a step: each slot's next token and position (its prompt's next, or what it
@@ -456,6 +482,7 @@ class Engine:
             values = tuple(np.asarray([c], t) for c, t in zip(columns, dtypes, strict=True))
         if prompts.shape[1] == self.prefill_len:  # the sampling set before the prefill runs
             self._do(Op(OpKind.START, k, (prompts[None], *values)))
+            self.prefilled += len(members)
             return _Slot(members, prompts, prompts.shape[1])
         first = prompts[None, :, 0].astype(self.gen.token.dtype)
         self._do(Op(OpKind.START, k, (first,)))

@@ -30,7 +30,7 @@ def serve(
     Args:
       decode / prefill: loaded programs (``hlopipe.load``); ``decode=None`` serves the
         built-in tiny GPT (``hlopipe.models.gpt_decode``): a position per sequence, logits
-        sampled (``serve._builtin.Form.SLOTS``).
+        sampled, with its prefill (``serve._builtin.Form.SLOTS``).
       params_path: an .npz of the parameters in argument order (default: random).
       tokenizer_path: a Hugging Face ``tokenizers`` file (text in and out); without it,
         prompts are token ids.

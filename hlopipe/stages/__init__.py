@@ -29,7 +29,9 @@ Public API:
 * :func:`split_stateful` / :func:`split_stacked` / :func:`prefer_stacked` — a program
   carrying state (a decode step) split with each piece of state on one stage (a cache stacked
   over the layers sliced along its layer axis, told by data flow); :func:`length_axes` — the
-  axis of each state argument the position indexes (the cache length); :func:`split_prefill` —
+  axis of each state argument the position indexes (the cache length); :func:`row_axes`
+  (:class:`RowAxes`) — the axis of each output an argument's rows land on (a prefill's
+  prompt rows in its cache: one sequence's row written alone); :func:`split_prefill` —
   a prefill cut so that each cache is made on the stage its decode step keeps it on;
   :func:`sink_constants` — a program re-traced with values made from constants alone made where
   they are read.
@@ -60,6 +62,7 @@ from hlopipe.stages._memory import (
 )
 from hlopipe.stages._partition import Partition, RepeatedRun, find_repeated_run, partition
 from hlopipe.stages._prefill import sink_constants, split_prefill
+from hlopipe.stages._rows import RowAxes, row_axes
 from hlopipe.stages._sharding import (
     MergedCompile,
     ShardedStage,
@@ -105,6 +108,7 @@ __all__ = [
     "Partition",
     "Receive",
     "RepeatedRun",
+    "RowAxes",
     "Send",
     "ShardedStage",
     "SourceKind",
@@ -125,6 +129,7 @@ __all__ = [
     "infer_layout",
     "jaxpr_cost",
     "length_axes",
+    "row_axes",
     "merge",
     "merge_files",
     "partition",

@@ -28,6 +28,7 @@ import openai  # the test extra's
 import pytest
 
 from hlopipe.models import gpt_decode as gd
+from hlopipe.serve._builtin import PREFILL_LEN
 
 ROOT = Path(__file__).resolve().parents[2]
 CFG = gd.DecodeConfig()
@@ -113,12 +114,22 @@ def _logits(tokens):
     return np.stack(out)
 
 
+@functools.cache
+def _prefill():
+    return jax.jit(gd.prefill_fn(CFG, logits=True))
+
+
 def oracle(prompt, n):
-    """Greedy tokens after ``prompt``: the unsplit decode step, the prompt fed a token a step,
+    """Greedy tokens after ``prompt``: the unsplit decode step, the prompt fed a token a step
+    (of the built-in prefill's length, 8: the unsplit prefill on it alone, its argmax first),
     then each argmax fed back."""
     cache = gd.empty_cache(1, CFG)
     out: list[int] = []
-    for pos in range(len(prompt) + n - 1):
+    start = 0
+    if len(prompt) == PREFILL_LEN:
+        logits, cache = _prefill()(_params(), jnp.asarray([prompt], jnp.int32))
+        out, start = [int(jnp.argmax(logits[0]))], len(prompt)
+    for pos in range(start, len(prompt) + n - 1):
         feed = prompt[pos] if pos < len(prompt) else out[-1]
         logits, cache = _step()(
             _params(), cache, jnp.asarray([feed], jnp.int32), jnp.asarray([pos], jnp.int32)
@@ -170,14 +181,22 @@ def test_health_models_metrics(server):
 
 
 def test_concurrent_greedy_requests_equal_the_unsplit_program(server):
-    """Six requests of prompt lengths 1 to 12 at once on 4 slots (2 groups of 2: sequences of
-    different lengths share a group): each gets the tokens the unsplit step gives its prompt
-    alone."""
+    """Ten requests of prompt lengths 1 to 12 at once on 4 slots (2 groups of 2: sequences of
+    different lengths share a group), five of the prefill's length (8: each goes through the
+    prefill into its slot's cache row, beside a neighbour mid-generation or prefilled in the
+    same run; one asks for its first token only): each gets the tokens the unsplit program
+    gives its prompt alone, and every prompt of 8 was prefilled."""
     _, url = server
+    base = url.removesuffix("/v1")
     rng = np.random.default_rng(3)
     cases = [(rng.integers(0, CFG.vocab, L).tolist(), n)
-             for L, n in ((3, 9), (8, 6), (5, 12), (1, 4), (8, 10), (12, 7))]  # fmt: skip
-    for (prompt, n), r in zip(cases, greedy_like_the_oracle(_client(url), cases), strict=True):
+             for L, n in ((3, 9), (8, 6), (8, 4), (5, 12), (1, 4), (8, 10), (12, 7), (8, 1),
+                          (2, 3), (8, 5))]  # fmt: skip
+    before = _metrics(base)[("hlopipe_prefilled_sequences", ())]
+    got = greedy_like_the_oracle(_client(url), cases)
+    prefilled = _metrics(base)[("hlopipe_prefilled_sequences", ())] - before
+    assert prefilled == sum(len(p) == PREFILL_LEN for p, _ in cases)
+    for (prompt, n), r in zip(cases, got, strict=True):
         assert r["choices"][0]["finish_reason"] == "length"
         usage = {k: r["usage"][k] for k in ("prompt_tokens", "completion_tokens", "total_tokens")}
         assert usage == {"prompt_tokens": len(prompt), "completion_tokens": n,

@@ -212,15 +212,3 @@ def test_a_prefill_with_every_positions_logits_is_sampled_at_the_last(gen):
     fake.out_avals = [wrong, *state]
     with pytest.raises(RuntimeConfigError, match=r"nor logits \(float \[b, 64\]"):
         prefill_outputs(fake, gen.roles, gen.token.index)
-
-
-def test_the_server_refuses_a_prefill_its_slots_would_never_run():
-    """A step with a position per sequence is served in slots that read each prompt a token a
-    step: a prefill given with it is refused, not silently ignored."""
-    import types
-
-    from hlopipe.serve import Engine
-
-    gen = types.SimpleNamespace(per_sequence=True, prefill=object(), source="dec.bin")
-    with pytest.raises(RuntimeConfigError, match=r"dec\.bin takes a position per sequence"):
-        Engine(gen)
