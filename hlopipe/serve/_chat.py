@@ -35,7 +35,8 @@ class TemplateFailed(Exception):
 
 @dataclass(frozen=True)
 class ChatTemplate:
-    """A chat template ready to render, and where it came from (for messages).
+    """A chat template ready to render, and where it came from (for messages); made by
+    :meth:`from_source` or :func:`load_chat_template`.
 
     Example:
       >>> t = ChatTemplate.from_source("{% for m in messages %}{{ m.content }}{% endfor %}")
@@ -85,6 +86,8 @@ class ChatTemplate:
             return str(
                 self._compiled.render(
                     messages=messages,
+                    tools=None,  # none given, as Hugging Face says it: templates test `is none`
+                    documents=None,
                     add_generation_prompt=add_generation_prompt,
                     **self.special_tokens,
                 )

@@ -71,8 +71,8 @@ def serve(
 
     if not isinstance(groups, int) or groups < 1:
         raise RuntimeConfigError(Keyword("groups", groups), " must be at least 1")
-    chat_template = load_chat_template(tokenizer_path, chat_template_path)  # before compiling
     tokenizer = load_tokenizer(tokenizer_path) if tokenizer_path else None
+    chat_template = load_chat_template(tokenizer_path, chat_template_path)  # before compiling
     vocab = tokenizer.get_vocab_size() if tokenizer is not None else None
     if decode is None:
         if params_path is not None or prefill is not None:

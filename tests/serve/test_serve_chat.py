@@ -258,11 +258,11 @@ def test_no_template_or_a_failing_one_is_a_400():
 
 def test_the_template_comes_from_the_config_or_the_file(tmp_path, capsys):
     """Without --chat-template the config's template (also as a list: its ``default``) with
-    its special tokens; bad files and configs are errors naming them (the command: one
-    ``error:`` line, exit 2)."""
+    its special tokens, or a chat_template.jinja beside it; bad files and configs are errors
+    naming them (the command: one ``error:`` line, exit 2)."""
     from hlopipe.cli import main
     from hlopipe.errors import RuntimeConfigError
-    from hlopipe.serve._chat import load_chat_template
+    from hlopipe.serve._chat import ChatTemplate, load_chat_template
 
     tokenizer = str(make_tokenizer(tmp_path / "a"))
     assert load_chat_template(tokenizer, None).render(CHAT) == render(CONFIG_TEMPLATE, CHAT)
@@ -271,6 +271,11 @@ def test_the_template_comes_from_the_config_or_the_file(tmp_path, capsys):
     in_list = str(make_tokenizer(tmp_path / "b", template=listed))
     assert load_chat_template(in_list, None).render(CHAT) == render(CONFIG_TEMPLATE, CHAT)
     assert load_chat_template(str(make_tokenizer(tmp_path / "c", None)), None) is None
+    (tmp_path / "c" / "chat_template.jinja").write_text(FILE_TEMPLATE)  # newer repos' own file
+    got = load_chat_template(str(tmp_path / "c" / "tokenizer.json"), None).render(CHAT)
+    assert got == render(FILE_TEMPLATE, CHAT)
+    tools = "{% if tools is not none %}{{ raise_exception('tools?') }}{% endif %}{{ 1 }}"
+    assert ChatTemplate.from_source(tools).render(CHAT) == "1"  # None, as Hugging Face gives it
     no_default = str(make_tokenizer(tmp_path / "d", template=listed[:1]))
     with pytest.raises(RuntimeConfigError, match=r"lists \['tool_use'\] and no 'default'"):
         load_chat_template(no_default, None)
