@@ -1,10 +1,10 @@
 """The OpenAI-compatible HTTP API over an :class:`~hlopipe.serve._engine.Engine` (Starlette).
 
 ``POST /v1/completions``, ``POST /v1/chat/completions`` (the prompt rendered from the messages
-by the tokenizer's chat template, ``serve._chat``; then the same way through), ``GET
-/v1/models``, ``GET /health`` (503 until every stage is compiled), ``GET /metrics``
-(Prometheus). A mistake of the client is a 400 with OpenAI's error
-body, ``{"error": {"message", "type", "param", "code"}}``; the server keeps serving.
+by the tokenizer's chat template, ``serve._chat``; then the same way through),
+``GET /v1/models``, ``GET /health`` (503 until every stage is compiled), ``GET /metrics``
+(Prometheus). A mistake of the client is a 400 with OpenAI's error body, ``{"error":
+{"message", "type", "param", "code"}}``; the server keeps serving.
 """
 
 from __future__ import annotations
@@ -280,8 +280,8 @@ _NO_TOKENIZER = (
 )
 _NO_TEMPLATE = (
     "the served tokenizer has no chat template (no chat_template in the tokenizer_config.json "
-    "beside it): start the server with --chat-template FILE (a Jinja chat template), or use "
-    "/v1/completions"
+    "beside it, no chat_template.jinja): start the server with --chat-template FILE (a Jinja "
+    "chat template), or use /v1/completions"
 )
 
 
