@@ -26,7 +26,11 @@ def _add_serve(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--params", help=".npz of the parameters in order (default: random)")
     p.add_argument("--tokenizer", metavar="JSON", help="a Hugging Face tokenizers file: text in "
-                   "and out (default: prompts are token ids)")  # fmt: skip
+                   "and out (default: prompts are token ids); the chat template of "
+                   "/v1/chat/completions from the tokenizer_config.json beside it")  # fmt: skip
+    p.add_argument("--chat-template", metavar="FILE", help="a Jinja chat template for "
+                   "/v1/chat/completions, overriding the tokenizer's (needs "
+                   "--tokenizer)")  # fmt: skip
     p.add_argument("--stages", type=int, help="must agree with the stage markers")
     p.add_argument("--groups", type=int, default=4, help="groups in flight (default 4): the "
                    "slots requests are batched into, a slot per sequence when the decode step "
@@ -40,7 +44,7 @@ def _add_serve(p: argparse.ArgumentParser) -> None:
 
 
 def _cmd_serve(args: argparse.Namespace) -> int:
-    """serve a decode step over HTTP with the OpenAI completions API"""
+    """serve a decode step over HTTP with the OpenAI completions and chat completions API"""
 
     try:
         from hlopipe.serve import serve
@@ -62,7 +66,8 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     prefill = load(args.prefill, None) if args.prefill else None
     with x64_for(decode, prefill):  # PyTorch's int64 tokens: 64-bit mode for this run
         return serve(decode, prefill=prefill, params_path=args.params,
-                     tokenizer_path=args.tokenizer, stages=args.stages, groups=args.groups,
+                     tokenizer_path=args.tokenizer, chat_template_path=args.chat_template,
+                     stages=args.stages, groups=args.groups,
                      max_len=args.max_len, host=args.host, port=args.port,
                      seed=args.seed, stage_mesh_shape=mesh_shape,
                      stage_mesh_axes=mesh_axes)  # fmt: skip
@@ -76,6 +81,7 @@ COMMAND = Command(
     prefill="--prefill",
     groups="--groups",
     tokenizer_path="--tokenizer",
+    chat_template_path="--chat-template",
     params_path="--params",
     max_len="--max-len",
     port="--port",

@@ -1,8 +1,10 @@
 """The OpenAI-compatible HTTP API over an :class:`~hlopipe.serve._engine.Engine` (Starlette).
 
-``POST /v1/completions``, ``GET /v1/models``, ``GET /health`` (503 until every stage is
-compiled), ``GET /metrics`` (Prometheus). A mistake of the client is a 400 with OpenAI's error
-body, ``{"error": {"message", "type", "param", "code"}}``; the server keeps serving.
+``POST /v1/completions``, ``POST /v1/chat/completions`` (the prompt rendered from the messages
+by the tokenizer's chat template, ``serve._chat``; then the same way through),
+``GET /v1/models``, ``GET /health`` (503 until every stage is compiled), ``GET /metrics``
+(Prometheus). A mistake of the client is a 400 with OpenAI's error body, ``{"error":
+{"message", "type", "param", "code"}}``; the server keeps serving.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import time
 import uuid
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
+from enum import Enum
 from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
@@ -23,6 +26,7 @@ from starlette.requests import Request as HttpRequest
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
+from hlopipe.serve._chat import ChatTemplate, TemplateFailed, TemplateRefused
 from hlopipe.serve._engine import Engine, Request, Sequence
 
 FINGERPRINT_GREEDY = "hlopipe-greedy"  # a token-returning decode step: greedy whatever is asked
@@ -30,7 +34,9 @@ FINGERPRINT_SAMPLED = "hlopipe-sampled"  # a step returning logits: sampled as a
 _FIELDS = {  # the fields read, and the JSON types each may have
     "model": (str,),
     "prompt": (str, list),
+    "messages": (list,),
     "max_tokens": (int,),
+    "max_completion_tokens": (int,),
     "temperature": (int, float),
     "top_p": (int, float),
     "seed": (int,),
@@ -39,8 +45,37 @@ _FIELDS = {  # the fields read, and the JSON types each may have
     "n": (int,),
     "stream": (bool,),
 }
-_IGNORED = {"user", "logprobs", "echo", "presence_penalty", "frequency_penalty", "best_of",
-            "logit_bias", "suffix", "stream_options"}  # fmt: skip
+_IGNORED = {"user", "logprobs", "presence_penalty", "frequency_penalty", "logit_bias",
+            "stream_options"}  # fmt: skip
+_ROLES = ("system", "user", "assistant")
+
+
+class Endpoint(Enum):
+    """The two ways a completion is asked for and answered: the fields each takes (beyond the
+    sampling options both share) and ignores, and the objects it answers with."""
+
+    COMPLETIONS = "text_completion"
+    CHAT = "chat.completion"
+
+    @property
+    def fields(self) -> frozenset[str]:
+        if self is Endpoint.COMPLETIONS:
+            return frozenset(_FIELDS) - {"messages", "max_completion_tokens"}
+        return frozenset(_FIELDS) - {"prompt"}
+
+    @property
+    def ignored(self) -> frozenset[str]:
+        if self is Endpoint.COMPLETIONS:
+            return frozenset(_IGNORED | {"echo", "best_of", "suffix"})
+        return frozenset(_IGNORED | {"top_logprobs"})
+
+    @property
+    def chunk_object(self) -> str:
+        return "text_completion" if self is Endpoint.COMPLETIONS else "chat.completion.chunk"
+
+    @property
+    def id_prefix(self) -> str:
+        return "cmpl" if self is Endpoint.COMPLETIONS else "chatcmpl"
 
 
 class BadRequest(Exception):
@@ -54,12 +89,14 @@ class BadRequest(Exception):
 @dataclass(frozen=True)
 class Model:
     """What is served: its id, the engine, and the text side (a ``tokenizers.Tokenizer`` or
-    ``None``: prompts are token ids and text is the ids joined by spaces)."""
+    ``None``: prompts are token ids and text is the ids joined by spaces; the tokenizer's chat
+    template, without which chat completions are refused)."""
 
     id: str
     engine: Engine
     tokenizer: Any = None
     vocab: int | None = None
+    chat_template: ChatTemplate | None = None
 
 
 def _error(message: str, status: int = 400, param: str | None = None) -> JSONResponse:
@@ -118,10 +155,11 @@ def make_app(model: Model) -> Starlette:
     async def prometheus(_: HttpRequest) -> Response:
         return Response(generate_latest(metrics.registry), media_type="text/plain; version=0.0.4")
 
-    async def completions(http: HttpRequest) -> Response:
+    async def complete(http: HttpRequest, endpoint: Endpoint) -> Response:
+        """Both endpoints' one way through: parse, submit, answer (streamed or whole)."""
         try:
             body = await _json(http)
-            prompts, opts = _parse(body, model)
+            prompts, opts = _parse(body, model, endpoint)
         except BadRequest as e:
             metrics.requests.labels("400").inc()
             return _error(str(e), 400, e.param)
@@ -132,7 +170,7 @@ def make_app(model: Model) -> Starlette:
         headers = {}
         if greedy_only and opts["temperature"] != 0:
             headers["x-hlopipe-warning"] = "greedy: the decode step returns tokens, not logits"
-        call = _Call(model, metrics, prompts, opts, greedy_only)
+        call = _Call(model, metrics, prompts, opts, greedy_only, endpoint)
         call.submit()
         if opts["stream"]:
             return StreamingResponse(call.events(), media_type="text/event-stream", headers=headers)
@@ -144,12 +182,19 @@ def make_app(model: Model) -> Starlette:
             return _error(f"the engine stopped: {model.engine.error!r}", 500)
         return JSONResponse(call.body(), headers=headers)
 
+    async def completions(http: HttpRequest) -> Response:
+        return await complete(http, Endpoint.COMPLETIONS)
+
+    async def chat(http: HttpRequest) -> Response:
+        return await complete(http, Endpoint.CHAT)
+
     return Starlette(
         routes=[
             Route("/health", health),
             Route("/v1/models", models),
             Route("/metrics", prometheus),
             Route("/v1/completions", completions, methods=["POST"]),
+            Route("/v1/chat/completions", chat, methods=["POST"]),
         ]
     )
 
@@ -165,22 +210,28 @@ async def _json(http: HttpRequest) -> dict[str, Any]:
     return body
 
 
-def _parse(body: dict[str, Any], model: Model) -> tuple[list[list[int]], dict[str, Any]]:
-    """The prompts (token ids) and options of a completion request, checked."""
+def _parse(
+    body: dict[str, Any], model: Model, endpoint: Endpoint
+) -> tuple[list[list[int]], dict[str, Any]]:
+    """The prompts (token ids) and options of a request to ``endpoint``, checked."""
+    if endpoint is Endpoint.CHAT:
+        _template(model)  # before all else: without one, every chat request is refused
     for key, value in body.items():
-        if key in _FIELDS:
+        if key in endpoint.fields:
             kinds = _FIELDS[key]
             if value is not None and (
                 not isinstance(value, kinds) or (isinstance(value, bool) and bool not in kinds)
             ):
                 want = " or ".join(k.__name__ for k in kinds)
                 raise BadRequest(f"{key} must be {want}, got {type(value).__name__}", key)
-        elif key not in _IGNORED:
+        elif key not in endpoint.ignored:
             raise BadRequest(f"unknown field {key!r}", key)
-    if "prompt" not in body:
-        raise BadRequest("prompt is required", "prompt")
+    length_field = "max_tokens"
+    if endpoint is Endpoint.CHAT and body.get("max_completion_tokens") is not None:
+        length_field = "max_completion_tokens"  # OpenAI's newer name wins, as vLLM's does
+    default_length = 16 if endpoint is Endpoint.COMPLETIONS else None  # chat: to the cache's end
     opts = {
-        "max_tokens": _get(body, "max_tokens", 16),
+        "max_tokens": _get(body, length_field, default_length),
         "temperature": _get(body, "temperature", 1.0),
         "top_p": _get(body, "top_p", 1.0),
         "n": _get(body, "n", 1),
@@ -193,8 +244,8 @@ def _parse(body: dict[str, Any], model: Model) -> tuple[list[list[int]], dict[st
         opts["stop"] = [opts["stop"]]
     if not all(isinstance(s, str) and s for s in opts["stop"]) or len(opts["stop"]) > 4:
         raise BadRequest("stop must be a string or a list of at most 4 non-empty strings", "stop")
-    if opts["max_tokens"] < 1:
-        raise BadRequest("max_tokens must be at least 1", "max_tokens")
+    if opts["max_tokens"] is not None and opts["max_tokens"] < 1:
+        raise BadRequest(f"{length_field} must be at least 1", length_field)
     if not 1 <= opts["n"] <= 16:
         raise BadRequest("n must be between 1 and 16", "n")
     if not 0 <= opts["temperature"] <= 2:
@@ -204,16 +255,97 @@ def _parse(body: dict[str, Any], model: Model) -> tuple[list[list[int]], dict[st
     if opts["top_k"] < -1:
         raise BadRequest("top_k must be -1 or 0 (no cut) or a positive count", "top_k")
     opts["top_k"] = max(opts["top_k"], 0)
-    prompts = [_ids(p, model) for p in _prompt_list(body["prompt"])]
+    if endpoint is Endpoint.COMPLETIONS:
+        if "prompt" not in body:
+            raise BadRequest("prompt is required", "prompt")
+        prompts = [_ids(p, model) for p in _prompt_list(body["prompt"])]
+        where = "prompt"
+    else:
+        prompts = [_chat_ids(body.get("messages"), model, _template(model))]
+        where = "messages"
     limit = model.engine.max_len
+    if opts["max_tokens"] is None:  # as many as the cache holds after the longest prompt
+        opts["max_tokens"] = max(limit - max(len(p) for p in prompts) + 1, 1)
     for p in prompts:
         if len(p) + opts["max_tokens"] - 1 > limit:
             raise BadRequest(
-                f"a prompt of {len(p)} tokens and max_tokens {opts['max_tokens']} need "
+                f"a prompt of {len(p)} tokens and {length_field} {opts['max_tokens']} need "
                 f"{len(p) + opts['max_tokens'] - 1} positions; the cache holds {limit}",
-                "max_tokens" if len(p) <= limit else "prompt",
+                length_field if len(p) <= limit else where,
             )
     return prompts, opts
+
+
+_NO_TOKENIZER = (
+    "this server has no tokenizer, so no chat template: chat completions need one; start it "
+    "with --tokenizer tokenizer.json and --chat-template FILE (a Jinja chat template), or use "
+    "/v1/completions"
+)
+_NO_TEMPLATE = (
+    "the served tokenizer has no chat template (no chat_template in the tokenizer_config.json "
+    "beside it, no chat_template.jinja): start the server with --chat-template FILE (a Jinja "
+    "chat template), or use /v1/completions"
+)
+
+
+def _template(model: Model) -> ChatTemplate:
+    if model.chat_template is None:
+        raise BadRequest(_NO_TEMPLATE if model.tokenizer is not None else _NO_TOKENIZER)
+    return model.chat_template
+
+
+def _chat_ids(messages: Any, model: Model, template: ChatTemplate) -> list[int]:
+    """The prompt of a chat request: its messages checked, rendered by the chat template (with
+    the generation prompt) and tokenized without adding special tokens (the template has
+    them)."""
+    if not isinstance(messages, list) or not messages:
+        raise BadRequest("messages is required: a non-empty list of messages", "messages")
+    plain = []
+    for k, message in enumerate(messages):
+        at = f"messages[{k}]"
+        if not isinstance(message, dict):
+            raise BadRequest(f"{at} must be an object with role and content", "messages")
+        extra = sorted(set(message) - {"role", "content", "name"})
+        if extra:
+            raise BadRequest(f"{at} has {extra[0]!r}: a message has role, content and name "
+                             "(tools are not supported)", "messages")  # fmt: skip
+        role = message.get("role")
+        if role not in _ROLES:
+            raise BadRequest(f"{at}.role is {role!r}: it must be one of {', '.join(_ROLES)}",
+                             "messages")  # fmt: skip
+        name = message.get("name")
+        if name is not None and not isinstance(name, str):
+            raise BadRequest(f"{at}.name must be a string", "messages")
+        content = _content_text(message.get("content"), at)
+        plain.append({"role": role, "content": content, **({"name": name} if name else {})})
+    try:
+        text = template.render(plain)
+    except TemplateRefused as e:
+        raise BadRequest(f"the chat template refused the messages: {e}", "messages") from None
+    except TemplateFailed as e:
+        raise BadRequest(f"the chat template ({template.origin}) failed to render: {e}",
+                         "messages") from None  # fmt: skip
+    ids = list(model.tokenizer.encode(text, add_special_tokens=False).ids)
+    return _checked(ids, model, "messages")
+
+
+def _content_text(content: Any, at: str) -> str:
+    """A message's content: a string, or a list of text parts (joined by newlines, as vLLM
+    joins them for a template that reads content as a string)."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list) and content:
+        texts = []
+        for j, part in enumerate(content):
+            text = part.get("text") if isinstance(part, dict) else None
+            if not (isinstance(text, str) and part == {"type": "text", "text": text}):
+                raise BadRequest(f"{at}.content[{j}] must be a text part, "
+                                 f'{{"type": "text", "text": "..."}}; got '
+                                 f"{json.dumps(part)[:100]}", "messages")  # fmt: skip
+            texts.append(part["text"])
+        return "\n".join(texts)
+    raise BadRequest(f"{at}.content must be a string or a list of text parts, not "
+                     f"{type(content).__name__}", "messages")  # fmt: skip
 
 
 def _get(body: dict[str, Any], key: str, default: Any) -> Any:
@@ -251,10 +383,14 @@ def _ids(prompt: Any, model: Model) -> list[int]:
         ids = prompt
     else:
         raise BadRequest("each prompt must be a string or a list of token ids", "prompt")
+    return _checked(ids, model)
+
+
+def _checked(ids: list[int], model: Model, where: str = "prompt") -> list[int]:
     if not ids:
-        raise BadRequest("a prompt is empty", "prompt")
+        raise BadRequest("a prompt is empty", where)
     if model.vocab is not None and not all(0 <= x < model.vocab for x in ids):
-        raise BadRequest(f"token ids must be in [0, {model.vocab})", "prompt")
+        raise BadRequest(f"token ids must be in [0, {model.vocab})", where)
     return ids
 
 
@@ -265,7 +401,8 @@ def _text(model: Model, ids: list[int]) -> str:
 
 
 class _Call:
-    """One completion request in flight: the engine's tokens handed to the event loop."""
+    """One completion request in flight: the engine's tokens handed to the event loop, and
+    answered as ``endpoint`` answers."""
 
     def __init__(
         self,
@@ -274,10 +411,11 @@ class _Call:
         prompts: list[list[int]],
         opts: dict,
         greedy_only: bool,
+        endpoint: Endpoint,
     ) -> None:
-        self.model, self.metrics, self.opts = model, metrics, opts
+        self.model, self.metrics, self.opts, self.endpoint = model, metrics, opts, endpoint
         self.fingerprint = FINGERPRINT_GREEDY if greedy_only else FINGERPRINT_SAMPLED
-        self.id = f"cmpl-{uuid.uuid4().hex}"
+        self.id = f"{endpoint.id_prefix}-{uuid.uuid4().hex}"
         self.created = int(time.time())
         self.loop = asyncio.get_running_loop()
         self.events_q: asyncio.Queue[tuple[int, int | None, str | None]] = asyncio.Queue()
@@ -326,20 +464,18 @@ class _Call:
         return text
 
     def body(self) -> dict[str, Any]:
-        seqs = self.request.seqs
-        choices = [
-            {
-                "index": k,
-                "text": self._choice_text(s.tokens),
-                "token_ids": s.tokens,
-                "logprobs": None,
-                "finish_reason": s.finish,
-            }
-            for k, s in enumerate(seqs)
-        ]
+        choices = []
+        for k, s in enumerate(self.request.seqs):
+            text = self._choice_text(s.tokens)
+            if self.endpoint is Endpoint.CHAT:
+                said: dict[str, Any] = {"message": {"role": "assistant", "content": text}}
+            else:
+                said = {"text": text}
+            choices.append({"index": k, **said, "token_ids": s.tokens, "logprobs": None,
+                            "finish_reason": s.finish})  # fmt: skip
         return {
             "id": self.id,
-            "object": "text_completion",
+            "object": self.endpoint.value,
             "created": self.created,
             "model": self.model.id,
             "system_fingerprint": self.fingerprint,
@@ -353,20 +489,27 @@ class _Call:
         made = sum(len(s.tokens) for s in seqs)
         return {"prompt_tokens": prompt, "completion_tokens": made, "total_tokens": prompt + made}
 
-    def _chunk(self, k: int, text: str, ids: list[int], finish: str | None) -> str:
-        choice = {"index": k, "text": text, "token_ids": ids, "logprobs": None,
-                  "finish_reason": finish}  # fmt: skip
-        body = {"id": self.id, "object": "text_completion", "created": self.created,
+    def _chunk(self, k: int, finish: str | None, said: dict[str, Any]) -> str:
+        """An event of choice ``k``: ``said`` is its text (``{"text"}``, ``{"token_ids"}``) or
+        its chat delta (``{"delta"}``)."""
+        choice = {"index": k, **said, "logprobs": None, "finish_reason": finish}
+        body = {"id": self.id, "object": self.endpoint.chunk_object, "created": self.created,
                 "model": self.model.id, "system_fingerprint": self.fingerprint,
                 "choices": [choice]}  # fmt: skip
         return f"data: {json.dumps(body)}\n\n"
 
     async def events(self) -> AsyncIterator[str]:
-        """Server-sent events: a chunk per token and sequence, then ``[DONE]``. Closed early
-        (the client went away), the request is cancelled and its slot freed."""
+        """Server-sent events: a chunk per token and sequence, then ``[DONE]``; a chat stream
+        starts with each choice's role and ends each with a chunk of its ``finish_reason``, as
+        OpenAI's does. Closed early (the client went away), the request is cancelled and its
+        slot freed."""
         sent = [""] * len(self.request.seqs)
         made: list[list[int]] = [[] for _ in self.request.seqs]
+        chat = self.endpoint is Endpoint.CHAT
         try:
+            if chat:
+                for k in range(len(self.request.seqs)):
+                    yield self._chunk(k, None, {"delta": {"role": "assistant", "content": ""}})
             while True:
                 i, tok, finish = await self.events_q.get()
                 if i < 0 or tok is None:
@@ -375,7 +518,12 @@ class _Call:
                 made[i].append(tok)
                 text = self._choice_text(made[i])
                 delta, sent[i] = text[len(sent[i]) :], text
-                yield self._chunk(i, delta, [tok], finish)
+                if chat:
+                    yield self._chunk(i, None, {"delta": {"content": delta}, "token_ids": [tok]})
+                    if finish is not None:
+                        yield self._chunk(i, finish, {"delta": {}})
+                else:
+                    yield self._chunk(i, finish, {"text": delta, "token_ids": [tok]})
             if self.model.engine.error is not None:  # OpenAI's error body, as a last event
                 error = {"message": f"the engine stopped: {self.model.engine.error!r}",
                          "type": "server_error", "param": None, "code": None}  # fmt: skip

@@ -15,6 +15,7 @@ def serve(
     prefill: Any = None,
     params_path: str | None = None,
     tokenizer_path: str | None = None,
+    chat_template_path: str | None = None,
     stages: int | None = None,
     groups: int = 4,
     max_len: int | None = None,
@@ -33,7 +34,11 @@ def serve(
         sampled, with its prefill (``serve._builtin.Form.SLOTS``).
       params_path: an .npz of the parameters in argument order (default: random).
       tokenizer_path: a Hugging Face ``tokenizers`` file (text in and out); without it,
-        prompts are token ids.
+        prompts are token ids. Its folder's ``tokenizer_config.json`` (``chat_template``,
+        the special tokens) or ``chat_template.jinja`` gives the chat template of
+        ``/v1/chat/completions`` (``serve._chat``); without one, chat requests are refused.
+      chat_template_path: a Jinja chat template overriding the tokenizer's (needs
+        ``tokenizer_path``).
       stages / groups / max_len: as ``hlopipe.Generator`` takes them; ``groups`` is the
         number of slots requests are batched into.
       host / port: where to listen (loopback by default; port 0 picks a free port). One
@@ -52,7 +57,8 @@ def serve(
       The exit status (0 after a clean stop: Ctrl-C or SIGTERM drains the requests in flight).
 
     Raises:
-      RuntimeConfigError: a bad count, parameters or tokenizer; a port that cannot be bound.
+      RuntimeConfigError: a bad count, parameters, tokenizer or chat template; a port that
+        cannot be bound.
     """
     import jax
     import uvicorn
@@ -60,11 +66,13 @@ def serve(
     from hlopipe.generate import Generator, load_params, load_tokenizer
     from hlopipe.serve._app import Model, make_app
     from hlopipe.serve._builtin import builtin_model, builtin_vocab
+    from hlopipe.serve._chat import load_chat_template
     from hlopipe.serve._engine import Engine
 
     if not isinstance(groups, int) or groups < 1:
         raise RuntimeConfigError(Keyword("groups", groups), " must be at least 1")
     tokenizer = load_tokenizer(tokenizer_path) if tokenizer_path else None
+    chat_template = load_chat_template(tokenizer_path, chat_template_path)  # before compiling
     vocab = tokenizer.get_vocab_size() if tokenizer is not None else None
     if decode is None:
         if params_path is not None or prefill is not None:
@@ -100,7 +108,7 @@ def serve(
         profile_stages=True,
         leader=leader,
     )
-    app = make_app(Model(name, engine, tokenizer, vocab))
+    app = make_app(Model(name, engine, tokenizer, vocab, chat_template))
     config = uvicorn.Config(app, log_level="warning", timeout_graceful_shutdown=30)
     server = uvicorn.Server(config)
     engine.start()

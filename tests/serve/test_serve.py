@@ -82,9 +82,9 @@ def greedy_like_the_oracle(client, cases, model="anything", context=lambda: ""):
     return got
 
 
-def _post(url, body, raw=False):
+def _post(url, body, raw=False, path="/completions"):
     data = body if raw else json.dumps(body).encode()
-    req = urllib.request.Request(f"{url}/completions", data=data, method="POST")
+    req = urllib.request.Request(f"{url}{path}", data=data, method="POST")
     try:
         with urllib.request.urlopen(req, timeout=60) as r:
             return r.status, dict(r.headers), r.read().decode()
@@ -503,6 +503,9 @@ def test_bad_requests_get_400_and_the_server_keeps_serving(server):
         assert err["param"] == param, (body, err)
     with pytest.raises(openai.BadRequestError):
         _client(url).completions.create(model="m", prompt=[1] * 60, max_tokens=1)
+    chat = {"messages": [{"role": "user", "content": "hello"}]}  # and no tokenizer: no template
+    status, _, text = _post(url, chat, path="/chat/completions")
+    assert status == 400 and "--chat-template FILE" in json.loads(text)["error"]["message"]
     assert proc.poll() is None
     r = _client(url).completions.create(model="m", prompt=[1, 2], max_tokens=3, temperature=0)
     assert r.choices[0].model_dump()["token_ids"] == oracle([1, 2], 3)
@@ -602,7 +605,7 @@ def test_the_docs_examples_run_as_written(server, tmp_path):
     _, url = server
     hostport = url.removeprefix("http://").removesuffix("/v1")
     page = (ROOT / "docs" / "serving.md").read_text()
-    (curl,) = re.findall(r"^```bash\n(curl .*?)\n```", page, re.M | re.S)
+    (curl,) = re.findall(r"^```bash\n(curl -s \S+/v1/completions .*?)\n```", page, re.M | re.S)
     readme = (ROOT / "README.md").read_text()
     (readme_curl,) = re.findall(
         r"^(curl -s http://127.0.0.1:8000/v1/completions .*)$", readme, re.M
@@ -611,7 +614,8 @@ def test_the_docs_examples_run_as_written(server, tmp_path):
         argv = shlex.split(command.replace("127.0.0.1:8000", hostport))
         out = subprocess.run(argv, capture_output=True, text=True, check=True, timeout=60).stdout
         assert json.loads(out)["choices"][0]["token_ids"] == oracle([17, 4, 9], 8)
-    (code,) = re.findall(r"^```python\n(.*?)^```", page, re.M | re.S)
+    blocks = re.findall(r"^```python\n(.*?)^```", page, re.M | re.S)
+    (code,) = [b for b in blocks if ".chat." not in b]  # the chat ones: test_serve_chat.py
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     proc = subprocess.run(
         [sys.executable, "-c", code.replace("127.0.0.1:8000", hostport)],
