@@ -15,6 +15,7 @@ from hlopipe.cli._common import (
     stage_mesh,
     x64_for,
 )
+from hlopipe.errors import RuntimeConfigError
 
 
 def _add_serve(p: argparse.ArgumentParser) -> None:
@@ -31,6 +32,10 @@ def _add_serve(p: argparse.ArgumentParser) -> None:
     p.add_argument("--chat-template", metavar="FILE", help="a Jinja chat template for "
                    "/v1/chat/completions, overriding the tokenizer's (needs "
                    "--tokenizer)")  # fmt: skip
+    p.add_argument("--eos-token-id", metavar="ID[,ID...]", action="append", help="an "
+                   "end-of-sequence token id every sequence stops at (repeat the flag or join "
+                   "ids with commas; default: the tokenizer folder's generation_config.json "
+                   "eos_token_id, else its tokenizer_config.json eos_token)")  # fmt: skip
     p.add_argument("--stages", type=int, help="must agree with the stage markers")
     p.add_argument("--groups", type=int, default=4, help="groups in flight (default 4): the "
                    "slots requests are batched into, a slot per sequence when the decode step "
@@ -49,14 +54,13 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     try:
         from hlopipe.serve import serve
     except ImportError as e:
-        from hlopipe.errors import RuntimeConfigError
-
         raise RuntimeConfigError(
             f"hlopipe serve needs the serve extra ({e.name} is missing): "
             "pip install 'hlopipe[serve]'"
         ) from e
     from hlopipe.runtime import distributed
 
+    eos = _eos_ids(args.eos_token_id)
     mesh_shape, mesh_axes = stage_mesh(args)
     if os.environ.get(distributed.ENV_COORDINATOR):  # under hlopipe launch: join the job
         distributed.initialize(cpu_devices=args.cpu_devices)
@@ -67,10 +71,27 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     with x64_for(decode, prefill):  # PyTorch's int64 tokens: 64-bit mode for this run
         return serve(decode, prefill=prefill, params_path=args.params,
                      tokenizer_path=args.tokenizer, chat_template_path=args.chat_template,
+                     eos_token_ids=eos,
                      stages=args.stages, groups=args.groups,
                      max_len=args.max_len, host=args.host, port=args.port,
                      seed=args.seed, stage_mesh_shape=mesh_shape,
                      stage_mesh_axes=mesh_axes)  # fmt: skip
+
+
+def _eos_ids(given: list[str] | None) -> tuple[int, ...] | None:
+    """The ids of the ``--eos-token-id`` flags (each one id or ids joined by commas)."""
+    if given is None:
+        return None
+    ids = []
+    for flag in given:
+        for part in flag.split(","):
+            if not part.strip().isdigit():
+                raise RuntimeConfigError(
+                    f"--eos-token-id {flag}: {part.strip()!r} is not a token id; give "
+                    "non-negative integers, the flag repeated or the ids joined by commas"
+                )
+            ids.append(int(part))
+    return tuple(dict.fromkeys(ids))
 
 
 COMMAND = Command(
@@ -82,6 +103,7 @@ COMMAND = Command(
     groups="--groups",
     tokenizer_path="--tokenizer",
     chat_template_path="--chat-template",
+    eos_token_ids="--eos-token-id",
     params_path="--params",
     max_len="--max-len",
     port="--port",

@@ -44,6 +44,8 @@ _FIELDS = {  # the fields read, and the JSON types each may have
     "stop": (str, list),
     "n": (int,),
     "stream": (bool,),
+    "ignore_eos": (bool,),  # vLLM's: generate through the end-of-sequence ids
+    "stop_token_ids": (list,),  # vLLM's: more ids to stop at
 }
 _IGNORED = {"user", "logprobs", "presence_penalty", "frequency_penalty", "logit_bias",
             "stream_options"}  # fmt: skip
@@ -90,13 +92,15 @@ class BadRequest(Exception):
 class Model:
     """What is served: its id, the engine, and the text side (a ``tokenizers.Tokenizer`` or
     ``None``: prompts are token ids and text is the ids joined by spaces; the tokenizer's chat
-    template, without which chat completions are refused)."""
+    template, without which chat completions are refused; the end-of-sequence ids every
+    sequence stops at unless its request says ``ignore_eos``)."""
 
     id: str
     engine: Engine
     tokenizer: Any = None
     vocab: int | None = None
     chat_template: ChatTemplate | None = None
+    eos_ids: frozenset[int] = frozenset()
 
 
 def _error(message: str, status: int = 400, param: str | None = None) -> JSONResponse:
@@ -239,6 +243,7 @@ def _parse(
         "stop": _get(body, "stop", []),
         "seed": body.get("seed"),
         "top_k": _get(body, "top_k", 0),
+        "stop_ids": _stop_ids(body, model),
     }
     if isinstance(opts["stop"], str):
         opts["stop"] = [opts["stop"]]
@@ -348,6 +353,18 @@ def _content_text(content: Any, at: str) -> str:
                      f"{type(content).__name__}", "messages")  # fmt: skip
 
 
+def _stop_ids(body: dict[str, Any], model: Model) -> frozenset[int]:
+    """The token ids a request's sequences stop at: the served end-of-sequence ids (unless
+    ``ignore_eos``) and the request's ``stop_token_ids``."""
+    more = _get(body, "stop_token_ids", [])
+    top = f"{model.vocab - 1}" if model.vocab is not None else "the vocabulary's last id"
+    if not all(type(x) is int and 0 <= x < (model.vocab or x + 1) for x in more):
+        raise BadRequest(f"stop_token_ids must be a list of token ids, integers in 0..{top}",
+                         "stop_token_ids")  # fmt: skip
+    ends = frozenset() if _get(body, "ignore_eos", False) else model.eos_ids
+    return ends | frozenset(more)
+
+
 def _get(body: dict[str, Any], key: str, default: Any) -> Any:
     value = body.get(key)
     return default if value is None else value
@@ -421,7 +438,7 @@ class _Call:
         self.events_q: asyncio.Queue[tuple[int, int | None, str | None]] = asyncio.Queue()
         seed = opts["seed"] if opts["seed"] is not None else secrets.randbits(32)
         how = (opts["temperature"], opts["top_p"], opts["top_k"])
-        seqs = [Sequence(p, opts["max_tokens"], sampling=(_seed_of(seed, k), *how))
+        seqs = [Sequence(p, opts["max_tokens"], opts["stop_ids"], (_seed_of(seed, k), *how))
                 for p in prompts for k in range(opts["n"])]  # fmt: skip
         stops = opts["stop"]
         self.request = Request(
@@ -457,6 +474,8 @@ class _Call:
             self._timed()
 
     def _choice_text(self, tokens: list[int]) -> str:
+        if tokens and tokens[-1] in self.opts["stop_ids"]:  # a stop id ends it, unshown
+            tokens = tokens[:-1]
         text = _text(self.model, tokens)
         for s in self.opts["stop"]:  # OpenAI's text ends before the stop string
             if s in text:

@@ -18,8 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from hlopipe.errors import Keyword, RuntimeConfigError
+from hlopipe.serve._tokenizer_files import CONFIG_NAME, read_config, token_text
 
-CONFIG_NAME = "tokenizer_config.json"  # beside tokenizer.json in every Hugging Face model repo
 TEMPLATE_NAME = "chat_template.jinja"  # where newer Hugging Face repos keep the template
 _SPECIAL = ("bos_token", "eos_token", "unk_token", "pad_token", "sep_token", "cls_token",
             "mask_token")  # fmt: skip
@@ -125,8 +125,8 @@ def load_chat_template(
     if tokenizer_path is None:
         return None
     folder = Path(tokenizer_path).parent
-    config = _config(folder / CONFIG_NAME)
-    special = {k: v for k in _SPECIAL if (v := _token_text(config.get(k))) is not None}
+    config = read_config(folder / CONFIG_NAME)
+    special = {k: v for k in _SPECIAL if (v := token_text(config.get(k))) is not None}
     if chat_template_path is not None:
         at = Keyword("chat_template_path", chat_template_path)
         try:
@@ -155,25 +155,6 @@ def load_chat_template(
         raise RuntimeConfigError(f"{origin}: chat_template must be a string or a list of "
                                  f"{{name, template}}, not {type(found).__name__}")  # fmt: skip
     return ChatTemplate.from_source(found, origin, special)
-
-
-def _config(path: Path) -> dict[str, Any]:
-    if not path.is_file():
-        return {}
-    try:
-        config = json.loads(path.read_text())
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
-        raise RuntimeConfigError(f"{path} is not JSON ({e})") from e
-    if not isinstance(config, dict):
-        raise RuntimeConfigError(f"{path} must hold a JSON object")
-    return config
-
-
-def _token_text(token: Any) -> str | None:
-    """A special token of a tokenizer config: a string, or an added token's record."""
-    if isinstance(token, dict):
-        token = token.get("content")
-    return token if isinstance(token, str) else None
 
 
 def _raise_exception(message: str) -> None:

@@ -16,6 +16,7 @@ def serve(
     params_path: str | None = None,
     tokenizer_path: str | None = None,
     chat_template_path: str | None = None,
+    eos_token_ids: tuple[int, ...] | None = None,
     stages: int | None = None,
     groups: int = 4,
     max_len: int | None = None,
@@ -39,6 +40,11 @@ def serve(
         ``/v1/chat/completions`` (``serve._chat``); without one, chat requests are refused.
       chat_template_path: a Jinja chat template overriding the tokenizer's (needs
         ``tokenizer_path``).
+      eos_token_ids: the end-of-sequence ids every sequence stops at (``finish_reason``
+        ``"stop"``, the id not in the text) unless a request says ``ignore_eos``; default:
+        the tokenizer folder's ``generation_config.json`` ``eos_token_id``, else its
+        ``tokenizer_config.json`` ``eos_token`` (``serve._tokenizer_files``), else none. A
+        second line after the ``serving`` line says which ids and where they came from.
       stages / groups / max_len: as ``hlopipe.Generator`` takes them; ``groups`` is the
         number of slots requests are batched into.
       host / port: where to listen (loopback by default; port 0 picks a free port). One
@@ -68,12 +74,19 @@ def serve(
     from hlopipe.serve._builtin import builtin_model, builtin_vocab
     from hlopipe.serve._chat import load_chat_template
     from hlopipe.serve._engine import Engine
+    from hlopipe.serve._tokenizer_files import end_token_ids
 
     if not isinstance(groups, int) or groups < 1:
         raise RuntimeConfigError(Keyword("groups", groups), " must be at least 1")
     tokenizer = load_tokenizer(tokenizer_path) if tokenizer_path else None
     chat_template = load_chat_template(tokenizer_path, chat_template_path)  # before compiling
     vocab = tokenizer.get_vocab_size() if tokenizer is not None else None
+    if eos_token_ids is not None:
+        eos, eos_from = tuple(eos_token_ids), "given"
+    elif tokenizer_path is not None:
+        eos, eos_from = end_token_ids(tokenizer_path, tokenizer)
+    else:
+        eos, eos_from = (), ""
     if decode is None:
         if params_path is not None or prefill is not None:
             raise RuntimeConfigError(
@@ -86,6 +99,10 @@ def serve(
     else:
         params = load_params(params_path, decode.arg_roles(), seed)
         name = Path(str(getattr(decode, "source", "decode"))).name
+    _check_ids(eos, vocab)
+    ends = (f"stopping at end-of-sequence ids {list(eos)} ({eos_from})" if eos
+            else "no end-of-sequence ids: sequences stop at max_tokens, a stop or the cache's "
+            "end")  # fmt: skip
     gen = Generator(decode, params, prefill=prefill, num_stages=stages, groups=groups,
                     max_len=max_len, stage_mesh_shape=stage_mesh_shape,
                     stage_mesh_axes=stage_mesh_axes)  # fmt: skip
@@ -104,11 +121,11 @@ def serve(
     url = f"http://{host}:{bound}/v1"
     engine = Engine(
         gen,
-        on_ready=lambda: out(f"serving {name} at {url}", flush=True),
+        on_ready=lambda: (out(f"serving {name} at {url}", flush=True), out(ends, flush=True)),
         profile_stages=True,
         leader=leader,
     )
-    app = make_app(Model(name, engine, tokenizer, vocab, chat_template))
+    app = make_app(Model(name, engine, tokenizer, vocab, chat_template, frozenset(eos)))
     config = uvicorn.Config(app, log_level="warning", timeout_graceful_shutdown=30)
     server = uvicorn.Server(config)
     engine.start()
@@ -122,6 +139,16 @@ def serve(
         sock.close()
     out("stopped", flush=True)
     return 0
+
+
+def _check_ids(ids: tuple[int, ...], vocab: int | None) -> None:
+    bad = [x for x in ids if type(x) is not int or x < 0 or (vocab is not None and x >= vocab)]
+    if bad:
+        top = f"0..{vocab - 1}" if vocab is not None else "0 or more"
+        raise RuntimeConfigError(
+            Keyword("eos_token_ids", ",".join(map(str, ids))),
+            f": {bad[0]} is not a token id of this model ({top})",
+        )  # fmt: skip
 
 
 def _sigterm_as_ctrl_c() -> None:

@@ -5,7 +5,10 @@ The server is the real `hlopipe serve` process (the built-in tiny GPT, one stage
 vocabulary), a `tokenizer_config.json` beside it (special tokens, a chat template) and a
 `--chat-template` file that overrides that template. The oracle: the template rendered here
 with jinja2 directly (as Hugging Face's `apply_chat_template` sets it up), tokenized here, and
-the tiny GPT's decode step run directly in JAX on those ids (`test_serve.oracle`)."""
+the tiny GPT's decode step run directly in JAX on those ids (`test_serve.oracle`).
+
+Its `generation_config.json` names the end-of-sequence ids: `</s>` and a word the oracle's
+greedy continuation of `CHAT[1:]` makes first at some step k (:func:`eos_choice`)."""
 
 from __future__ import annotations
 
@@ -110,10 +113,27 @@ def words(ids) -> str:
     return tokenizer().decode(ids)
 
 
+def long_answer() -> tuple[list[int], list[int]]:
+    """``CHAT[1:]``'s prompt and the oracle's greedy continuation to the cache's end (48)."""
+    ids = prompt_ids(CHAT[1:])
+    return ids, oracle(ids, 48 - len(ids) + 1)
+
+
+def eos_choice() -> tuple[int, int]:
+    """The served end token: the first word (not a special token, which decoding drops
+    anyway) that the oracle's continuation of ``CHAT[1:]`` makes for the first time at a step
+    of at least 8; that step and the token."""
+    _, full = long_answer()
+    k = next(k for k in range(8, len(full)) if full[k] >= len(SPECIAL) and full[k] not in full[:k])
+    return k, full[k]
+
+
 @pytest.fixture(scope="module")
 def chat_server(tmp_path_factory):
     folder = tmp_path_factory.mktemp("model")
     tokenizer = make_tokenizer(folder)
+    eos = [VOCAB.index("</s>"), eos_choice()[1]]  # the Hugging Face layout: an int or a list
+    (folder / "generation_config.json").write_text(json.dumps({"eos_token_id": eos}))
     (folder / "override.jinja").write_text(FILE_TEMPLATE)
     env = dict(os.environ, PYTHONPATH=str(ROOT), PYTHONUNBUFFERED="1")
     argv = ["serve", "--port", "0", "--stages", "1", "--groups", "1", "--tokenizer",
@@ -125,6 +145,10 @@ def chat_server(tmp_path_factory):
     if not line.startswith("serving "):
         proc.kill()
         pytest.fail(f"no URL line: {line!r}{proc.stdout.read()}")
+    assert (
+        proc.stdout.readline()
+        == f"stopping at end-of-sequence ids {eos} ({folder / 'generation_config.json'})\n"
+    )
     yield proc, line.split(" at ")[1].strip()
     proc.kill()
     proc.wait()
@@ -171,10 +195,55 @@ def test_greedy_chat_equals_the_unsplit_program_on_the_rendered_prompt(chat_serv
     assert status == 200, text
     assert json.loads(text)["choices"][0]["token_ids"] == oracle(joined, 4)
 
-    # no max_tokens: as many as the cache (48 positions) holds after the prompt
+
+def test_sequences_stop_at_the_end_token(chat_server):
+    """Greedy, no max_tokens: the answer is the oracle's continuation up to the end token
+    (its first k tokens shown, the end token in ``token_ids`` only, as vLLM does), finish
+    ``stop``, streamed or not, chat or completions; ``ignore_eos`` runs to the cache's end
+    (48 positions); ``stop_token_ids`` add ids to stop at."""
+    _, url = chat_server
+    ids, full = long_answer()
+    k, eos = eos_choice()
     r = _client(url).chat.completions.create(model="m", messages=CHAT[1:], temperature=0)
-    ids = prompt_ids(CHAT[1:])
-    assert r.choices[0].model_dump()["token_ids"] == oracle(ids, 48 - len(ids) + 1)
+    (choice,) = r.choices
+    assert choice.model_dump()["token_ids"] == full[: k + 1] and choice.finish_reason == "stop"
+    assert choice.message.content == words(full[:k]) and words([eos]) not in choice.message.content
+    assert r.usage.completion_tokens == k + 1
+    chunks = list(_client(url).chat.completions.create(model="m", messages=CHAT[1:],
+                                                       temperature=0, stream=True))  # fmt: skip
+    assert "".join(c.choices[0].delta.content or "" for c in chunks) == words(full[:k])
+    assert chunks[-1].choices[0].finish_reason == "stop"
+    status, text = _post(
+        url, {"prompt": ids, "max_tokens": len(full), "temperature": 0}, "/completions"
+    )
+    assert status == 200, text
+    (plain,) = json.loads(text)["choices"]
+    assert (plain["token_ids"], plain["text"], plain["finish_reason"]) == (
+        full[: k + 1], words(full[:k]), "stop")  # fmt: skip
+
+    status, text = _post(url, {"messages": CHAT[1:], "temperature": 0, "ignore_eos": True})
+    assert status == 200, text
+    (whole,) = json.loads(text)["choices"]
+    assert whole["token_ids"] == full and whole["finish_reason"] == "length"
+    assert whole["message"]["content"] == words(full)
+
+    # a word made first at an early step j ends it there (with or without ignore_eos), the
+    # earliest of the ids given
+    j = next(j for j in range(1, k) if full[j] >= len(SPECIAL) and full[j] not in full[:j])
+    later = next(t for t in full[j + 1 : k] if t not in full[: j + 1])
+    for extra in ({"ignore_eos": True}, {}):
+        body = {"messages": CHAT[1:], "temperature": 0, "stop_token_ids": [later, full[j]]}
+        status, text = _post(url, body | extra)
+        assert status == 200, text
+        (got,) = json.loads(text)["choices"]
+        assert (got["token_ids"], got["finish_reason"]) == (full[: j + 1], "stop")
+        assert got["message"]["content"] == words(full[:j])
+    # past the end token with ignore_eos: an id made first there ends it
+    late = next(t for t in full[k + 1 :] if t not in full[: k + 1])
+    body = {"messages": CHAT[1:], "temperature": 0, "ignore_eos": True, "stop_token_ids": [late]}
+    status, text = _post(url, body)
+    (got,) = json.loads(text)["choices"]
+    assert got["token_ids"] == full[: full.index(late) + 1] and got["finish_reason"] == "stop"
 
 
 def test_stream_starts_with_the_role_and_joins_to_the_answer(chat_server):
@@ -194,7 +263,9 @@ def test_stream_starts_with_the_role_and_joins_to_the_answer(chat_server):
         assert [c.choices[0].finish_reason for c in chunks] == [None] * 8 + ["length"]
         assert chunks[-1].choices[0].delta.content is None
     assert whole.choices[0].model_dump()["token_ids"] != oracle(prompt_ids(CHAT), 7)  # sampled
-    status, body = _post(url, {"messages": CHAT, "max_tokens": 2, "stream": True})
+    status, body = _post(
+        url, {"messages": CHAT, "max_tokens": 2, "stream": True, "ignore_eos": True}
+    )  # sampled unseeded: may make an end token
     assert status == 200
     events = [e for e in body.split("\n\n") if e]
     assert events[-1] == "data: [DONE]" and len(events) == 1 + 2 + 1 + 1
@@ -216,6 +287,11 @@ BAD = [
     ({"messages": CHAT, "max_completion_tokens": 0}, "max_completion_tokens must be at least 1"),
     ({"messages": CHAT, "max_tokens": 48}, "the cache holds 48"),
     ({"messages": CHAT[::-1]}, "refused the messages: system goes first, not at 1"),
+    ({"messages": CHAT, "stop_token_ids": 5}, "stop_token_ids must be list, got int"),
+    ({"messages": CHAT, "stop_token_ids": [5, "6"]}, "stop_token_ids must be a list of token ids"),
+    ({"messages": CHAT, "stop_token_ids": [64]}, "integers in 0..63"),
+    ({"messages": CHAT, "stop_token_ids": [True]}, "stop_token_ids must be a list of token ids"),
+    ({"messages": CHAT, "ignore_eos": 1}, "ignore_eos must be bool, got int"),
 ]  # fmt: skip
 
 
@@ -314,3 +390,44 @@ def test_the_docs_chat_examples_run_as_written(chat_server, tmp_path):
     assert proc.returncode == 0, proc.stderr
     want = words(oracle(prompt_ids(CHAT), 8))
     assert proc.stdout.splitlines() == [want, want]
+
+
+def test_end_ids_come_from_the_generation_config_the_tokenizer_config_or_the_flag(tmp_path, capsys):
+    """generation_config.json's eos_token_id (an int or a list) before tokenizer_config.json's
+    eos_token (a record or a string, looked up in the vocabulary), none without either; bad
+    ones, and bad --eos-token-id flags, are errors naming them (one ``error:`` line, exit 2)."""
+    from hlopipe.cli import main
+    from hlopipe.errors import RuntimeConfigError
+    from hlopipe.serve._tokenizer_files import end_token_ids
+
+    path = make_tokenizer(tmp_path / "a")
+    config = tmp_path / "a" / "tokenizer_config.json"
+    assert end_token_ids(str(path), tokenizer()) == ((VOCAB.index("</s>"),), str(config))
+    config.write_text(json.dumps({"eos_token": "mat"}))
+    assert end_token_ids(str(path), tokenizer())[0] == (VOCAB.index("mat"),)
+    generation = tmp_path / "a" / "generation_config.json"
+    for found, want in ((7, (7,)), ([9, 3, 9], (9, 3))):
+        generation.write_text(json.dumps({"eos_token_id": found}))
+        assert end_token_ids(str(path), tokenizer()) == (want, str(generation))
+    generation.write_text(json.dumps({"eos_token_id": "</s>"}))
+    with pytest.raises(RuntimeConfigError, match=r'eos_token_id must be .* not "</s>"'):
+        end_token_ids(str(path), tokenizer())
+    generation.unlink()
+    config.write_text(json.dumps({"eos_token": "<|endoftext|>"}))
+    with pytest.raises(RuntimeConfigError, match=r"'<\|endoftext\|>' is not in the tokenizer's"):
+        end_token_ids(str(path), tokenizer())
+    config.write_text(json.dumps({"bos_token": "<s>"}))
+    assert end_token_ids(str(path), tokenizer()) == ((), "")
+
+    cases = [
+        (["--eos-token-id", "x"], "--eos-token-id x: 'x' is not a token id"),
+        (["--eos-token-id", "3", "--eos-token-id", "4,,5"], "--eos-token-id 4,,5: '' is not"),
+        (["--eos-token-id", "-1"], "'-1' is not a token id"),
+        (["--tokenizer", str(path), "--eos-token-id", "3,64"], "--eos-token-id 3,64: 64 is not"),
+        (["--tokenizer", str(path)], "'<|endoftext|>' is not in the tokenizer's vocabulary"),
+    ]
+    config.write_text(json.dumps({"eos_token": "<|endoftext|>"}))
+    for argv, says in cases:  # port -1: were the ids let through, no server would start
+        assert main(["serve", *argv, "--port", "-1"]) == 2, argv
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and err[0].startswith("error: ") and says in err[0], (argv, err)
