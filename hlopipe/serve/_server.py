@@ -121,7 +121,7 @@ def serve(
     url = f"http://{host}:{bound}/v1"
     engine = Engine(
         gen,
-        on_ready=lambda: (out(f"serving {name} at {url}", flush=True), out(ends, flush=True)),
+        on_ready=lambda: out(f"serving {name} at {url}\n{ends}", flush=True),
         profile_stages=True,
         leader=leader,
     )
