@@ -113,6 +113,7 @@ def words(ids) -> str:
     return tokenizer().decode(ids)
 
 
+@functools.cache
 def long_answer() -> tuple[list[int], list[int]]:
     """``CHAT[1:]``'s prompt and the oracle's greedy continuation to the cache's end (48)."""
     ids = prompt_ids(CHAT[1:])
@@ -141,7 +142,7 @@ def chat_server(tmp_path_factory):
     proc = subprocess.Popen([sys.executable, "-m", "hlopipe", *argv], stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True, env=env, cwd=ROOT)  # fmt: skip
     assert proc.stdout is not None
-    line = proc.stdout.readline()  # one line, once every stage is compiled
+    line = proc.stdout.readline()  # once every stage is compiled; then the end ids' line
     if not line.startswith("serving "):
         proc.kill()
         pytest.fail(f"no URL line: {line!r}{proc.stdout.read()}")
