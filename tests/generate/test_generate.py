@@ -472,3 +472,45 @@ def test_issued_steps_of_several_sessions_are_read_in_any_order(monkeypatch):
     assert sessions[0].metrics is not None and sessions[0].metrics.tokens == 3 * B
     with pytest.raises(RuntimeConfigError, match="issue needs a positive number"):
         sessions[0].issue(0)
+
+
+def _model_directly(n, *, prompts=None, tokens=None, stacked=False):
+    """The source model's own decode loop (``gpt_decode`` in JAX, no hlopipe): each group's
+    tokens [groups, B, n] and final cache leaves, greedy like the programs."""
+    step = jax.jit(gd.decode_fn(CFG))
+    fill = jax.jit(gd.prefill_fn(CFG, stacked=stacked))
+    out, caches = [], []
+    for g in range(len(prompts) if prompts is not None else len(tokens)):
+        if prompts is not None:
+            tok, cache = fill(params(), jnp.asarray(prompts[g]))
+            seq, pos, steps = [tok], P, n - 1
+        else:
+            tok, cache = jnp.asarray(tokens[g]), gd.empty_cache(B, CFG, stacked=stacked)
+            seq, pos, steps = [], 0, n
+        for t in range(steps):
+            tok, cache = step(params(), cache, tok, jnp.int32(pos + t))
+            seq.append(tok)
+        out.append(np.stack([np.asarray(x) for x in seq], axis=-1))
+        caches.append([np.asarray(c) for c in jax.tree_util.tree_leaves(cache)])
+    return np.stack(out), caches
+
+
+def test_the_oracle_is_the_model_run_directly():
+    """``generate_unsplit`` reads roles, prefill arguments and the position with the code under
+    test; here it is checked against the model's own loop in JAX: without a prefill (HLO text,
+    tokens and caches from zero) and with a prefill making one cache stacked over the layers."""
+    first = np.asarray(jax.random.randint(jax.random.key(5), (2, B), 0, CFG.vocab, jnp.int32))
+    want, want_cache = _model_directly(12, tokens=first)
+    got, got_cache = generate_unsplit(exported(CUTS[3], "hlo"), params(), 12, tokens=first)
+    assert len(np.unique(want)) >= 8
+    np.testing.assert_array_equal(got, want)
+    prompts = _prompts(2, seed=6)
+    want_s, want_cache_s = _model_directly(N, prompts=prompts, stacked=True)
+    dec, pre = exported_stacked(CUTS[2])
+    got_s, got_cache_s = generate_unsplit(dec, params(), N, prefill=pre, prompts=prompts)
+    np.testing.assert_array_equal(got_s, want_s)
+    for a, b in ((got_cache, want_cache), (got_cache_s, want_cache_s)):
+        for mine, theirs in zip(a, b, strict=True):  # every group
+            assert [m.shape for m in mine] == [t.shape for t in theirs]
+            for m, t in zip(mine, theirs, strict=True):  # every cache array
+                np.testing.assert_allclose(m, t, rtol=1e-5, atol=1e-6)
