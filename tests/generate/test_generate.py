@@ -60,8 +60,9 @@ def test_the_model_gives_varied_tokens_with_margins():
     toks, _ = generate_unsplit(prog, params(), N, prefill=pre, prompts=_prompts(2))
     assert len(np.unique(toks)) >= 8
     # top-1/top-2 margin of every decode step of group 0, from the unsplit model itself
-    cache = jax.jit(gd.prefill_fn(CFG))(params(), jnp.asarray(_prompts(2)[0]))[1]
-    logits, step = jax.jit(gd.step_logits), jax.jit(gd.decode_fn(CFG))
+    step, fill = _direct(stacked=False)
+    cache = fill(params(), jnp.asarray(_prompts(2)[0]))[1]
+    logits = jax.jit(gd.step_logits)
     margins = []
     for t in range(N - 1):
         tok, pos = jnp.asarray(toks[0, :, t]), jnp.int32(P + t)
@@ -474,11 +475,16 @@ def test_issued_steps_of_several_sessions_are_read_in_any_order(monkeypatch):
         sessions[0].issue(0)
 
 
+@functools.cache
+def _direct(stacked):
+    """The unsplit model's decode step and prefill, jitted once for the module."""
+    return jax.jit(gd.decode_fn(CFG)), jax.jit(gd.prefill_fn(CFG, stacked=stacked))
+
+
 def _model_directly(n, *, prompts=None, tokens=None, stacked=False):
     """The source model's own decode loop (``gpt_decode`` in JAX, no hlopipe): each group's
     tokens [groups, B, n] and final cache leaves, greedy like the programs."""
-    step = jax.jit(gd.decode_fn(CFG))
-    fill = jax.jit(gd.prefill_fn(CFG, stacked=stacked))
+    step, fill = _direct(stacked)
     out, caches = [], []
     for g in range(len(prompts) if prompts is not None else len(tokens)):
         if prompts is not None:
