@@ -13,6 +13,7 @@ import pytest
 import hlopipe
 from hlopipe.errors import RuntimeConfigError, StageError
 from hlopipe.generate import Generator, Session, generate_unsplit
+from hlopipe.generate._plan import InputKind
 from hlopipe.marker import stage_boundary
 from hlopipe.models import gpt_decode as gd
 
@@ -59,8 +60,9 @@ def test_the_model_gives_varied_tokens_with_margins():
     toks, _ = generate_unsplit(prog, params(), N, prefill=pre, prompts=_prompts(2))
     assert len(np.unique(toks)) >= 8
     # top-1/top-2 margin of every decode step of group 0, from the unsplit model itself
-    cache = jax.jit(gd.prefill_fn(CFG))(params(), jnp.asarray(_prompts(2)[0]))[1]
-    logits, step = jax.jit(gd.step_logits), jax.jit(gd.decode_fn(CFG))
+    step, fill = _direct(stacked=False)
+    cache = fill(params(), jnp.asarray(_prompts(2)[0]))[1]
+    logits = jax.jit(gd.step_logits)
     margins = []
     for t in range(N - 1):
         tok, pos = jnp.asarray(toks[0, :, t]), jnp.int32(P + t)
@@ -110,37 +112,71 @@ def test_split_generation_equals_unsplit(S):
     # each state argument is read only by its stage, and donated there
     for p in gen.plans:
         mine = {x.arg for x in gen.split.state_of(p.stage)}
-        assert {a for k, a in p.inputs if k == "state"} == mine
+        assert {a for k, a in p.inputs if k is InputKind.STATE} == mine
         assert len(p.donate) == len(mine) > 0
     prompts = _prompts(2 * S, seed=S)
     # the oracle, one group at a time (a group's tokens do not depend on the others)
     ref, ref_states = generate_unsplit(prog, params(), N, prefill=pre, prompts=prompts)
     assert len(np.unique(ref)) >= 8
-    theory = gen.bytes_per_token()
-    per_step = theory.activations + theory.feedback
-    # what an expert's cut sends, from the model's sizes: to each later stage the residual
-    # stream (f32[B, d_model]) and the position (i32[]); never a cache
-    assert theory.activations == (S - 1) * (B * CFG.d_model * 4 + 4)
-    assert theory.state == 0
+    decode_step, prefill = _bytes_crossing_cuts(S)
     for groups in sorted({1, 2, S, 2 * S}):
         other = gen.with_groups(groups)
         # another generator on the same compiled stages and placed parameters; gen untouched
         assert other.groups == groups and gen.groups == 1 and other.placed is gen.placed
         session = other.start(prompts[:groups])
+        held = _cache_buffers(session, groups)
+        _assert_cache_on_its_layers_stage(other, held, S)
         toks = session.generate(N)
         assert toks.shape == (groups, B, N)
         np.testing.assert_array_equal(toks, ref[:groups])
         for g in range(groups):
             for mine, theirs in zip(session.state(g), ref_states[g], strict=True):
                 np.testing.assert_array_equal(mine, theirs)  # bit-equal caches
-        sent = session.metrics.bytes_sent
-        assert sent.state == 0
+        # the same buffers, updated in place on their stage's devices: no cache moved
+        assert _cache_buffers(session, groups) == held
         assert session.metrics.time_to_first_token_s > 0 and session.metrics.tokens == toks.size
-        decode_sent = session.metrics.decode_bytes_sent
-        assert decode_sent.activations + decode_sent.feedback == (N - 1) * groups * per_step
-        assert decode_sent.state == 0
-        prefill_act = sum(p.send_bytes for p in gen.prefill.plans) * groups
-        assert sent.activations + sent.feedback == (N - 1) * groups * per_step + prefill_act
+        # measured against the closed form: every byte sent is an activation or the token
+        sent, decode_sent = session.metrics.bytes_sent, session.metrics.decode_bytes_sent
+        assert sum(decode_sent) == (N - 1) * groups * decode_step
+        assert sum(sent) == (N - 1) * groups * decode_step + groups * prefill
+        assert sent.state == decode_sent.state == 0
+
+
+def _bytes_crossing_cuts(S):
+    """What must cross the S - 1 cuts, from the model's sizes alone (f32 activations, i32
+    tokens and positions): per decode step, to each later stage the residual stream
+    f32[B, d_model] and the position i32[], and the token i32[B] from the last stage back to
+    the first (the embedding); per prefill, the residual stream f32[B, P, d_model]. No cache:
+    each layer's k and v are f32[B, max_len, heads, head dim], 12 KiB apiece."""
+    decode_step = (S - 1) * (B * CFG.d_model * 4 + 4) + B * 4
+    prefill = (S - 1) * B * P * CFG.d_model * 4
+    return decode_step, prefill
+
+
+def _cache_buffers(session, groups):
+    """Each group's cache arrays as they sit on the devices: {(group, argument): (devices,
+    buffer address)}."""
+    out = {}
+    for g in range(groups):
+        for arg, (_, value) in session._held_state(g).items():
+            out[g, arg] = (frozenset(value.devices()), value.unsafe_buffer_pointer())
+    return out
+
+
+def _assert_cache_on_its_layers_stage(gen, held, S):
+    """Layer i's k and v (flat arguments after the parameters: [1][i]['k'], [1][i]['v']) sit on
+    the devices of the stage that runs layer i (from the cuts), and the stages' devices are
+    disjoint, so a cache on its stage is on no other."""
+    n_params = len(jax.tree_util.tree_leaves(params()))
+    devs = [frozenset(gen.place.devices(s)) for s in range(S)]
+    assert sum(len(d) for d in devs) == len(frozenset().union(*devs))
+    layers = {
+        (g, n_params + 2 * i + j): i for g, _ in held for i in range(CFG.n_layers) for j in (0, 1)
+    }
+    assert set(held) == set(layers)
+    for key, (on, _) in held.items():
+        stage = sum(c <= layers[key] for c in CUTS[S])
+        assert on == devs[stage], (key, stage)
 
 
 def test_hlo_text_decode_without_prefill():
@@ -343,12 +379,10 @@ def test_stream_gives_the_tokens_of_the_unsplit_program_step_by_step():
     for g in range(2):
         for mine, theirs in zip(session.state(g), ref_states[g], strict=True):
             np.testing.assert_array_equal(mine, theirs)
-    theory = gen.bytes_per_token()
     m = session.metrics
     assert m.tokens == 2 * B * N and m.time_to_first_token_s > 0
-    sent = m.decode_bytes_sent
-    assert sent.activations + sent.feedback == (N - 1) * 2 * (theory.activations + theory.feedback)
-    assert sent.state == 0
+    assert sum(m.decode_bytes_sent) == (N - 1) * 2 * _bytes_crossing_cuts(2)[0]
+    assert m.decode_bytes_sent.state == 0
 
     session = gen.start(prompts)
     it = session.stream(N)
@@ -439,3 +473,50 @@ def test_issued_steps_of_several_sessions_are_read_in_any_order(monkeypatch):
     assert sessions[0].metrics is not None and sessions[0].metrics.tokens == 3 * B
     with pytest.raises(RuntimeConfigError, match="issue needs a positive number"):
         sessions[0].issue(0)
+
+
+@functools.cache
+def _direct(stacked):
+    """The unsplit model's decode step and prefill, jitted once for the module."""
+    return jax.jit(gd.decode_fn(CFG)), jax.jit(gd.prefill_fn(CFG, stacked=stacked))
+
+
+def _model_directly(n, *, prompts=None, tokens=None, stacked=False):
+    """The source model's own decode loop (``gpt_decode`` in JAX, no hlopipe): each group's
+    tokens [groups, B, n] and final cache leaves, greedy like the programs."""
+    step, fill = _direct(stacked)
+    out, caches = [], []
+    for g in range(len(prompts) if prompts is not None else len(tokens)):
+        if prompts is not None:
+            tok, cache = fill(params(), jnp.asarray(prompts[g]))
+            seq, pos, steps = [tok], P, n - 1
+        else:
+            tok, cache = jnp.asarray(tokens[g]), gd.empty_cache(B, CFG, stacked=stacked)
+            seq, pos, steps = [], 0, n
+        for t in range(steps):
+            tok, cache = step(params(), cache, tok, jnp.int32(pos + t))
+            seq.append(tok)
+        out.append(np.stack([np.asarray(x) for x in seq], axis=-1))
+        caches.append([np.asarray(c) for c in jax.tree_util.tree_leaves(cache)])
+    return np.stack(out), caches
+
+
+def test_the_oracle_is_the_model_run_directly():
+    """``generate_unsplit`` reads roles, prefill arguments and the position with the code under
+    test; here it is checked against the model's own loop in JAX: without a prefill (HLO text,
+    tokens and caches from zero) and with a prefill making one cache stacked over the layers."""
+    first = np.asarray(jax.random.randint(jax.random.key(5), (2, B), 0, CFG.vocab, jnp.int32))
+    want, want_cache = _model_directly(12, tokens=first)
+    got, got_cache = generate_unsplit(exported(CUTS[3], "hlo"), params(), 12, tokens=first)
+    assert len(np.unique(want)) >= 8
+    np.testing.assert_array_equal(got, want)
+    prompts = _prompts(2, seed=6)
+    want_s, want_cache_s = _model_directly(N, prompts=prompts, stacked=True)
+    dec, pre = exported_stacked(CUTS[2])
+    got_s, got_cache_s = generate_unsplit(dec, params(), N, prefill=pre, prompts=prompts)
+    np.testing.assert_array_equal(got_s, want_s)
+    for a, b in ((got_cache, want_cache), (got_cache_s, want_cache_s)):
+        for mine, theirs in zip(a, b, strict=True):  # every group
+            assert [m.shape for m in mine] == [t.shape for t in theirs]
+            for m, t in zip(mine, theirs, strict=True):  # every cache array
+                np.testing.assert_allclose(m, t, rtol=1e-5, atol=1e-6)

@@ -100,8 +100,10 @@ def test_markers_that_cut_inside_attention_count_state_sent():
     np.testing.assert_array_equal(toks, ref)
     sent = session.metrics.bytes_sent
     assert sent.state == T * 2 * KV_BYTES  # measured: each step sends layer 0's K and V
-    assert sent.activations == T * theory.activations
-    assert theory.activations < KV_BYTES  # the query and the residual stream only
+    # and, from the model's sizes, the query and the residual stream (f32[B, D] each) per
+    # step, and the token (i32[B]) back to stage 0 after each step but the last
+    assert sent.activations == T * 2 * B * D * 4 == T * theory.activations
+    assert sent.feedback == (T - 1) * B * 4
     text = repr(gen)
     assert f"stage 0 sends {KV_BYTES} B of state [1][0] per token to stage 1" in text
 
