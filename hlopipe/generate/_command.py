@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from hlopipe.errors import Keyword, RuntimeConfigError
+from hlopipe.io import Use
 
 VOCAB_HI = 64  # random prompts and first tokens are ids below this
 
@@ -294,12 +295,12 @@ def _roles_taken(roles: Any) -> str:
     """Which arguments were taken for what, in one line: parameters by index, the rest with
     their shapes."""
     parts = []
-    for role, label in (("parameter", "parameters"), ("state", "state"),
-                        ("feedback", "feedback"), ("input", "inputs")):  # fmt: skip
+    for role, label in ((Use.PARAMETER, "parameters"), (Use.STATE, "state"),
+                        (Use.FEEDBACK, "feedback"), (Use.INPUT, "inputs")):  # fmt: skip
         rs = roles.of(role)
         if not rs:
             continue
-        if role == "parameter":
+        if role is Use.PARAMETER:
             parts.append(f"{label}: args {_spans([r.index for r in rs])}")
         else:
             parts.append(f"{label}: " + ", ".join(

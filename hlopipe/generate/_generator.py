@@ -64,7 +64,7 @@ from hlopipe.generate._steps import (
     StepProgram,
     build,
 )
-from hlopipe.io import ArgRoles
+from hlopipe.io import ArgRoles, Use
 from hlopipe.runtime import BytesSent
 from hlopipe.stages import (
     SourceKind,
@@ -525,10 +525,10 @@ class Generator:
 
 
 _KIND = {
-    "parameter": InputKind.PARAM,
-    "state": InputKind.STATE,
-    "feedback": InputKind.FEEDBACK,
-    "input": InputKind.INPUT,
+    Use.PARAMETER: InputKind.PARAM,
+    Use.STATE: InputKind.STATE,
+    Use.FEEDBACK: InputKind.FEEDBACK,
+    Use.INPUT: InputKind.INPUT,
 }
 
 

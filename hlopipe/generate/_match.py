@@ -29,6 +29,7 @@ from enum import Enum
 from typing import Any
 
 from hlopipe.errors import Keyword, RuntimeConfigError
+from hlopipe.io import Use
 
 
 class MatchedBy(str, Enum):  # noqa: UP042 - the house style: a str mixin
@@ -222,7 +223,7 @@ def match_params(
     # 3. data flow, where several share a shape and dtype
     if groups:
         pre_sig = signatures(prefill, frozenset({prompt}))
-        data = frozenset(r.index for r in decode_roles if r.role != "parameter")
+        data = frozenset(r.index for r in decode_roles if r.role is not Use.PARAMETER)
         dec_sig = signatures(decode, data)
         for key, pre_args, dec_args in groups:
             _by_data_flow(key, pre_args, dec_args, pre_sig, dec_sig, param_of, how, what)

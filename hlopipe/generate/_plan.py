@@ -18,6 +18,7 @@ import numpy as np
 
 from hlopipe.errors import Keyword, RuntimeConfigError, StageError
 from hlopipe.generate._match import MatchedBy, counter_start, match_params
+from hlopipe.io import Use
 
 
 class InputKind(str, Enum):  # noqa: UP042 - the house style: a str mixin
@@ -120,7 +121,7 @@ def counters_as_position(roles: Any) -> Any:
     from hlopipe.io import ArgRoles
 
     new = ArgRoles(
-        replace(r, role="input", output=None,
+        replace(r, role=Use.INPUT, output=None,
                 reason=r.reason + "; fed the position by the generator")
         if r.counter else r
         for r in roles
@@ -178,7 +179,7 @@ def logits_as_feedback(roles: Any) -> tuple[Any, int | None]:
 
     why = f"the token: sampled from output {out}'s logits {dtype}{list(shape)}"
     new = ArgRoles(
-        replace(r, role="feedback", output=out, reason=why) if r.index == token else r
+        replace(r, role=Use.FEEDBACK, output=out, reason=why) if r.index == token else r
         for r in roles
     )
     new.out_avals, new.unresolved = roles.out_avals, roles.unresolved

@@ -6,7 +6,7 @@ from hlopipe.io._inplace import output_sources
 from hlopipe.io._load import FORMATS, load, load_bytes
 from hlopipe.io._npz import load_npz
 from hlopipe.io._program import Program, format_aval
-from hlopipe.io._roles import ArgRole, ArgRoles
+from hlopipe.io._roles import ArgRole, ArgRoles, Use
 from hlopipe.io._types import (
     DynamicAval,
     Quantized,
@@ -28,6 +28,7 @@ __all__ = [
     "Quantized",
     "QuantizedAval",
     "TokenType",
+    "Use",
     "aval_of_type",
     "detect_format",
     "dtype_of",

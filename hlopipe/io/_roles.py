@@ -41,13 +41,28 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from enum import Enum
 from typing import Any
 
 import numpy as np
 
 from hlopipe.errors import RuntimeConfigError
 
-PARAMETER, STATE, FEEDBACK, INPUT = "parameter", "state", "feedback", "input"
+
+class Use(str, Enum):  # noqa: UP042 - the house style: a str mixin
+    """What an argument of a decode step is to the calls that follow (see the module
+    docstring); prints as its value, so a role table reads ``state``, not ``Use.STATE``."""
+
+    PARAMETER = "parameter"
+    STATE = "state"
+    FEEDBACK = "feedback"
+    INPUT = "input"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+PARAMETER, STATE, FEEDBACK, INPUT = Use.PARAMETER, Use.STATE, Use.FEEDBACK, Use.INPUT
 
 Selector = int | str
 
@@ -62,7 +77,7 @@ class ArgRole:
 
     index: int
     path: str
-    role: str
+    role: Use
     reason: str
     output: int | None
     shape: tuple[int, ...]
@@ -85,8 +100,10 @@ class ArgRoles(tuple):
         """State or feedback whose output was guessed among several of its shape."""
         return [r for r in self if r.ambiguous]
 
-    def of(self, role: str) -> list[ArgRole]:
-        return [r for r in self if r.role == role]
+    def of(self, role: Use | str) -> list[ArgRole]:
+        """The arguments of ``role`` (a :class:`Use` or its value, such as ``"state"``)."""
+        want = Use(role)
+        return [r for r in self if r.role is want]
 
     @property
     def state(self) -> list[ArgRole]:
@@ -203,7 +220,7 @@ def _the_rest(c: _Claims, position: int | None, by_shape: bool, counted: bool) -
     (when ``by_shape``: no ``feedback=`` given), and plain inputs. ``counted``: the position
     lives in the state (counters), so a flat program needs no position argument."""
     top = _top_levels(c.program, len(c.in_avals))
-    first_state = min((a for a, r in c.roles.items() if r[0] == STATE), default=None)
+    first_state = min((a for a, r in c.roles.items() if r[0] is STATE), default=None)
     for i in range(len(c.in_avals)):
         if i in c.roles:
             continue
@@ -240,7 +257,7 @@ class _Claims:
         self.out_paths = _out_paths(program, len(self.out_avals))
         self.src = getattr(program, "source", "<program>")
         self.taken: dict[int, int] = {}
-        self.roles: dict[int, tuple[str, str, int | None]] = {}
+        self.roles: dict[int, tuple[Use, str, int | None]] = {}
         self.guessed: set[int] = set()
         self.counters: set[int] = set()  # state arguments claimed as counters
         self.unresolved: list[str] = []  # counters data flow does not tell, in words
@@ -257,7 +274,7 @@ class _Claims:
         return [o for o, a in enumerate(self.out_avals) if o not in self.taken
                 and _aval_key(a) == key]  # fmt: skip
 
-    def claim(self, arg: int, out: int, role: str, reason: str) -> None:
+    def claim(self, arg: int, out: int, role: Use, reason: str) -> None:
         src, at = self.src, f"argument {arg} ({self.in_paths[arg]})"
         if arg in self.roles:
             was = self.roles[arg]
@@ -324,7 +341,7 @@ def _position(c: _Claims) -> tuple[int | None, dict[int, int]]:
     feedback, from which an index of every update of the state is computed (the nearest one
     when several are); and for each state argument the axis it indexes. ``(None, {})`` when
     data flow does not tell."""
-    state = [a for a, r in c.roles.items() if r[0] == STATE]
+    state = [a for a, r in c.roles.items() if r[0] is STATE]
     votes = [u for a in state for u in c.reads.get(a, []) if any(u.values())]
     if not votes:
         return None, {}

@@ -68,3 +68,18 @@ def test_state_override_by_arguments_alone_takes_outputs_by_data_flow():
     roles = hlopipe.load(str(CASE) + ".hlo").arg_roles(state=sorted(TRUE))
     assert {r.index: r.output for r in roles.state} == TRUE
     assert all(r.reason == "state= override; output by data flow" for r in roles.state)
+
+
+def test_roles_are_a_closed_set():
+    """Each argument's role is a member of ``io.Use`` (compared with ``is``); ``of`` takes the
+    member or its value, and a word that is no role is refused rather than matching nothing."""
+    from hlopipe.io import Use
+
+    roles = hlopipe.load(str(CASE) + ".mlir").arg_roles()
+    assert {r.role for r in roles} <= set(Use)
+    assert all(r.role is Use.STATE for r in roles.state)
+    assert roles.of("state") == roles.of(Use.STATE) == roles.state
+    assert {r.index: r.output for r in roles.of("state")} == TRUE
+    with pytest.raises(ValueError, match="'cache' is not a valid Use"):
+        roles.of("cache")
+    assert "  state    " in str(roles)  # the table prints the value, not Use.STATE
