@@ -67,8 +67,10 @@ def parse_param_rule(text: str, mesh_axes: Sequence[str] | None) -> ParamRule:
                     f" data,{a})",
                 )  # fmt: skip
             raise RuntimeConfigError(
-                Keyword("param_rules", text), f": no mesh axis {a!r}; the stage mesh's axes (",
-                Keyword("stage_mesh_axes"), f") are {', '.join(have)}",
+                Keyword("param_rules", text),
+                f": no mesh axis {a!r}; the stage mesh's axes (",
+                Keyword("stage_mesh_axes"),
+                f") are {', '.join(have)}",
             )
     return ParamRule(text, compiled, axes)
 
@@ -78,9 +80,11 @@ def param_specs_from_rules(
     program: Any,
     mesh_shape: Sequence[int] | None = None,
     mesh_axes: Sequence[str] | None = None,
-) -> list[Any]:
+    params: Any = None,
+) -> Any:
     """The ``param_specs`` of ``program``'s parameters (its argument roles' parameters, in
-    order: the list ``Generator`` takes them as): each parameter's spec from the first of
+    order: the list ``Generator`` takes them as, or in the structure of ``params`` when it is
+    given, a pytree with a leaf per parameter): each parameter's spec from the first of
     ``rules`` whose pattern is found in its path (``re.search``); a parameter no rule matches
     keeps the default ``Generator`` gives it without ``param_specs`` (the program's own
     sharding annotation over a stage mesh of ``mesh_shape``/``mesh_axes`` when it has more
@@ -89,10 +93,10 @@ def param_specs_from_rules(
     Raises:
       RuntimeConfigError: a rule that matches no parameter (naming the closest paths), or
         one giving more axes than a parameter it matches has dimensions."""
-    params = list(program.arg_roles().parameters)
-    paths = [r.path for r in params]
-    specs: list[Any] = [None] * len(params)
-    for k, r in enumerate(params):
+    roles = list(program.arg_roles().parameters)
+    paths = [r.path for r in roles]
+    specs: list[Any] = [None] * len(roles)
+    for k, r in enumerate(roles):
         for rule in rules:
             if rule.pattern.search(r.path):
                 if len(rule.axes) > len(r.shape):
@@ -109,8 +113,13 @@ def param_specs_from_rules(
                 Keyword("param_rules", rule.text), f": {rule.pattern.pattern!r} is found in "
                 f"no parameter's path; closest: {', '.join(_closest(rule.pattern.pattern, paths))}"
             )  # fmt: skip
-    default = _default_specs(program, len(params), mesh_shape, mesh_axes)
-    return [s if s is not None else default[k] for k, s in enumerate(specs)]
+    default = _default_specs(program, len(roles), mesh_shape, mesh_axes)
+    flat = [s if s is not None else default[k] for k, s in enumerate(specs)]
+    if params is None:
+        return flat
+    import jax
+
+    return jax.tree_util.tree_unflatten(jax.tree_util.tree_structure(params), flat)
 
 
 def _default_specs(

@@ -98,7 +98,9 @@ def serve(
         name = Path(str(getattr(decode, "source", "decode"))).name
     specs = None
     if param_rules:  # --param-spec: the parameters' layout on the stage mesh
-        specs = param_specs_from_rules(param_rules, decode, stage_mesh_shape, stage_mesh_axes)
+        specs = param_specs_from_rules(
+            param_rules, decode, stage_mesh_shape, stage_mesh_axes, params=params
+        )
     gen = Generator(decode, params, prefill=prefill, num_stages=stages, groups=groups,
                     max_len=max_len, stage_mesh_shape=stage_mesh_shape,
                     stage_mesh_axes=stage_mesh_axes, param_specs=specs)  # fmt: skip

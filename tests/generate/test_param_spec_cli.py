@@ -72,7 +72,7 @@ def test_generate_lays_out_parameters_by_rule(files, capsys, monkeypatch):
 
 
 def test_param_spec_errors_are_one_line(files, capsys):
-    d, p, params, names, _ = files
+    d, p, params, _, _ = files
     argv = ["generate", d, "--prefill", p, "--params", params, *MESH]
     bad = {
         ("--param-spec", "qkv"): "--param-spec qkv: expected PATTERN=SPEC",
@@ -98,10 +98,35 @@ def test_param_spec_errors_are_one_line(files, capsys):
     assert "[0]['layers'][0]['qkv']" in capsys.readouterr().err
 
 
-def test_serve_takes_param_spec(capsys):
-    """The flag reaches the served (built-in) model's parameters: a rule found in none of
-    them is refused by name before anything is compiled or served."""
+class _Built(Exception):
+    """Raised once the served generator is built: the test reads its placement, nothing
+    is served."""
+
+
+def test_serve_takes_param_spec(capsys, monkeypatch):
+    """The flag reaches the served (built-in) model's parameters: laid out as asked on the
+    stage meshes; a rule found in none of them is refused by name before any compile."""
+    import hlopipe.generate
+
+    made = []
+
+    class Recording(generator_module.Generator):
+        def __init__(self, *a, **k):
+            super().__init__(*a, **k)
+            made.append(self)
+            raise _Built
+
+    monkeypatch.setattr(hlopipe.generate, "Generator", Recording)
     argv = ["serve", *MESH, "--port", "0"]
+    with pytest.raises(_Built):
+        main([*argv, "--param-spec", "fc1=_,model"])
+    (gen,) = made
+    fc1 = [r.index for r in gen.roles.parameters if r.path.endswith("['fc1']")]
+    placed = {a: x for stage in gen.placed.params for a, x in stage.items()}
+    assert len(fc1) == CFG.n_layers
+    for a in fc1:  # [d, d_ff] on its columns over 2 devices
+        x = placed[a]
+        assert x.sharding.shard_shape(x.shape) == (x.shape[0], x.shape[1] // 2)
     assert main([*argv, "--param-spec", "qvk=_,model"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "--param-spec qvk=_,model: 'qvk' is found in no parameter" in err[0]
