@@ -39,8 +39,9 @@ def parse_param_rule(text: str, mesh_axes: Sequence[str] | None) -> ParamRule:
     pattern is everything before the last ``=``, so it may itself hold ``=``.
 
     Raises:
-      RuntimeConfigError: no ``=``, a pattern that is not a regular expression, or an axis
-        that is not one of ``mesh_axes`` (the stage mesh's; ``None``: no stage mesh)."""
+      RuntimeConfigError: no ``=``, a pattern that is not a regular expression, an axis
+        that is not one of ``mesh_axes`` (the stage mesh's; ``None``: no stage mesh), or an
+        axis named twice."""
     pattern, eq, spec = text.rpartition("=")
     if not eq or not pattern:
         raise RuntimeConfigError(
@@ -72,6 +73,11 @@ def parse_param_rule(text: str, mesh_axes: Sequence[str] | None) -> ParamRule:
                 Keyword("stage_mesh_axes"),
                 f") are {', '.join(have)}",
             )
+    if len(set(named)) != len(named):
+        raise RuntimeConfigError(
+            Keyword("param_rules", text), ": names a mesh axis twice; a mesh axis splits at "
+            "most one dimension of a parameter"
+        )  # fmt: skip
     return ParamRule(text, compiled, axes)
 
 

@@ -82,6 +82,7 @@ def test_param_spec_errors_are_one_line(files, capsys):
         ("--param-spec", "qkv=_,tensor"): "no mesh axis 'tensor'; the stage mesh's axes "
         "(--stage-mesh-axes) are data, model",
         ("--param-spec", "qvk=_,model"): "'qvk' is found in no parameter's path; closest:",
+        ("--param-spec", "qkv=model,model"): "names a mesh axis twice",
     }
     for flags, message in bad.items():
         assert main([*argv, *flags]) == 2, flags
