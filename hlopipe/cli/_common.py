@@ -163,12 +163,20 @@ def load(path: str, module: str | None) -> Any:
 
 def add_stage_mesh_flags(p: argparse.ArgumentParser) -> None:
     """``--stage-mesh`` and ``--stage-mesh-axes``: each stage's mesh, as ``Generator`` takes
-    it (read with :func:`stage_mesh`)."""
+    it (read with :func:`stage_mesh`); ``--param-spec``: the parameters' layout on it (read
+    with :func:`param_rules`)."""
     p.add_argument("--stage-mesh", metavar="SHAPE", help="each stage on a mesh of this shape, "
                    "sizes joined by 'x' such as 2 or 2x2 (default: a device a stage)")  # fmt: skip
     p.add_argument("--stage-mesh-axes", metavar="NAMES", help="the stage mesh's axis names, "
                    "comma-separated, one per size (default: data, for one size); 'data' splits "
                    "a group's batch")  # fmt: skip
+    p.add_argument("--param-spec", action="append", default=[], metavar="PATTERN=SPEC",
+                   help="lay out the parameters whose path (as the argument roles print it, "
+                   "such as [0]['layers'][0]['qkv']) holds a match of the regular expression "
+                   "PATTERN: SPEC is a stage mesh axis or _ per dimension, comma-separated, "
+                   "such as 'qkv=_,model'; repeatable, the first matching rule wins; "
+                   "parameters no rule matches keep the program's layout (else "
+                   "replicated)")  # fmt: skip
 
 
 def stage_mesh(args: argparse.Namespace) -> tuple[tuple[int, ...] | None, tuple[str, ...] | None]:
@@ -204,6 +212,22 @@ def stage_mesh(args: argparse.Namespace) -> tuple[tuple[int, ...] | None, tuple[
                 f"comma-separated names, one per size of --stage-mesh {args.stage_mesh}"
             )
     return shape, axes
+
+
+def param_rules(
+    args: argparse.Namespace, shape: tuple[int, ...] | None, axes: tuple[str, ...] | None
+) -> list[Any]:
+    """``--param-spec``'s rules (``hlopipe.generate.ParamRule``), checked against the stage
+    mesh of :func:`stage_mesh` (``shape``, ``axes``) before any work; the library matches
+    them to the parameters (``hlopipe.generate.param_specs_from_rules``).
+
+    Raises:
+      RuntimeConfigError: a rule without ``=``, a pattern that is not a regular expression,
+        or an axis the stage mesh does not have."""
+    from hlopipe.generate import parse_param_rule
+
+    have = axes if axes is not None else ("data",) if shape is not None else None
+    return [parse_param_rule(text, have) for text in args.param_spec]
 
 
 def ask_cpu_devices(n: int) -> None:

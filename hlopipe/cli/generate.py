@@ -13,6 +13,7 @@ from hlopipe.cli._common import (
     ask_cpu_devices,
     check_output_file,
     load,
+    param_rules,
     stage_mesh,
     x64_for,
 )
@@ -57,6 +58,7 @@ def _cmd_generate(args: argparse.Namespace) -> int:
     if args.output is not None:
         check_output_file(args.output, "--output", (".npy",))
     mesh_shape, mesh_axes = stage_mesh(args)
+    rules = param_rules(args, mesh_shape, mesh_axes)
     if os.environ.get(distributed.ENV_COORDINATOR):  # under hlopipe launch: join the job
         distributed.initialize(cpu_devices=args.cpu_devices)
     else:
@@ -70,7 +72,7 @@ def _cmd_generate(args: argparse.Namespace) -> int:
                            tokenizer_path=args.tokenizer, prompt_len=args.prompt_len,
                            output_path=args.output, seed=args.seed, max_len=args.max_len,
                            check=args.check, stage_mesh_shape=mesh_shape,
-                           stage_mesh_axes=mesh_axes)  # fmt: skip
+                           stage_mesh_axes=mesh_axes, param_rules=rules)  # fmt: skip
 
 
 COMMAND = Command(
@@ -90,4 +92,5 @@ COMMAND = Command(
     max_len="--max-len",
     stage_mesh_shape="--stage-mesh",
     stage_mesh_axes="--stage-mesh-axes",
+    param_rules="--param-spec",
 )

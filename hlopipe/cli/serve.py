@@ -12,6 +12,7 @@ from hlopipe.cli._common import (
     add_stage_mesh_flags,
     ask_cpu_devices,
     load,
+    param_rules,
     stage_mesh,
     x64_for,
 )
@@ -62,6 +63,7 @@ def _cmd_serve(args: argparse.Namespace) -> int:
 
     eos = _eos_ids(args.eos_token_id)
     mesh_shape, mesh_axes = stage_mesh(args)
+    rules = param_rules(args, mesh_shape, mesh_axes)
     if os.environ.get(distributed.ENV_COORDINATOR):  # under hlopipe launch: join the job
         distributed.initialize(cpu_devices=args.cpu_devices)
     else:
@@ -75,7 +77,7 @@ def _cmd_serve(args: argparse.Namespace) -> int:
                      stages=args.stages, groups=args.groups,
                      max_len=args.max_len, host=args.host, port=args.port,
                      seed=args.seed, stage_mesh_shape=mesh_shape,
-                     stage_mesh_axes=mesh_axes)  # fmt: skip
+                     stage_mesh_axes=mesh_axes, param_rules=rules)  # fmt: skip
 
 
 def _eos_ids(given: list[str] | None) -> tuple[int, ...] | None:
@@ -110,4 +112,5 @@ COMMAND = Command(
     jax_num_cpu_devices="--cpu-devices",
     stage_mesh_shape="--stage-mesh",
     stage_mesh_axes="--stage-mesh-axes",
+    param_rules="--param-spec",
 )

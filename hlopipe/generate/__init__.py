@@ -4,7 +4,9 @@ the state of its own layers (its KV cache), many groups of sequences in flight.
 Public API: :class:`Generator` (``hlopipe.Generator``), its :class:`Session` (and
 :class:`Issued`, the handle of steps issued and not yet read), and
 :func:`generate_unsplit`, the one-device oracle; :func:`sample` and :class:`Sampling`, how
-a step returning logits has its tokens chosen. See ``docs/generation.md``.
+a step returning logits has its tokens chosen; :func:`param_specs_from_rules` (with
+:func:`parse_param_rule`), ``param_specs`` from partitioning rules (``--param-spec``). See
+``docs/generation.md``.
 """
 
 from hlopipe.generate._command import _params as load_params
@@ -12,17 +14,21 @@ from hlopipe.generate._command import _tokenizer as load_tokenizer
 from hlopipe.generate._command import run_command
 from hlopipe.generate._generator import Generator
 from hlopipe.generate._oracle import generate_unsplit
+from hlopipe.generate._rules import ParamRule, param_specs_from_rules, parse_param_rule
 from hlopipe.generate._sampling import Sampling, sample
 from hlopipe.generate._session import Issued, Session
 
 __all__ = [
     "Generator",
     "Issued",
+    "ParamRule",
     "Sampling",
     "Session",
     "generate_unsplit",
     "load_params",
     "load_tokenizer",
+    "param_specs_from_rules",
+    "parse_param_rule",
     "run_command",
     "sample",
 ]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +33,7 @@ def run_command(
     check: bool = False,
     stage_mesh_shape: tuple[int, ...] | None = None,
     stage_mesh_axes: tuple[str, ...] | None = None,
+    param_rules: Sequence[Any] = (),
     out: Any = print,
 ) -> int:
     """Load, split, generate, print; with ``check``, compare with the unsplit programs.
@@ -52,6 +54,8 @@ def run_command(
       output_path: where to ``np.save`` the tokens, ``[groups, batch, tokens]``.
       max_len: the cache length (default: told by the program's data flow).
       stage_mesh_shape / stage_mesh_axes: each stage's mesh, as ``Generator`` takes them.
+      param_rules: ``ParamRule``s (``parse_param_rule``) laying out the parameters on the
+        stage mesh (``param_specs_from_rules``); none: the default layout.
 
     Returns:
       The exit status: 0, or 1 when ``check`` finds a token that differs.
@@ -86,6 +90,11 @@ def run_command(
         )  # fmt: skip
     roles = decode.arg_roles()
     params = _params(params_path, roles, seed)
+    specs = None
+    if param_rules:
+        from hlopipe.generate._rules import param_specs_from_rules
+
+        specs = param_specs_from_rules(param_rules, decode, stage_mesh_shape, stage_mesh_axes)
     own = None
     if prefill_params_path is not None:
         if prefill is None:
@@ -106,7 +115,7 @@ def run_command(
     t0 = time.perf_counter()
     gen = Generator(decode, params, prefill=prefill, num_stages=stages, groups=groups or 1,
                     max_len=max_len, prefill_params=own, stage_mesh_shape=stage_mesh_shape,
-                    stage_mesh_axes=stage_mesh_axes)  # fmt: skip
+                    stage_mesh_axes=stage_mesh_axes, param_specs=specs)  # fmt: skip
     inputs = _inputs(gen, prompts, rng)
     if tokens is None:  # positions P .. max_len - 1 after a prefill's token; else 0 .. max_len - 1
         P = 0 if prompts is None else prompts.shape[-1]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import socket
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +26,7 @@ def serve(
     seed: int = 0,
     stage_mesh_shape: tuple[int, ...] | None = None,
     stage_mesh_axes: tuple[str, ...] | None = None,
+    param_rules: Sequence[Any] = (),
     out: Any = print,
 ) -> int:
     """Serve a decode step (and its prefill) split into stages, until interrupted.
@@ -52,8 +54,11 @@ def serve(
         compiled; until then ``/health`` answers 503.
       stage_mesh_shape / stage_mesh_axes: each stage on a mesh of that shape (default one
         device), its axes so named (``"data"`` splits a group's batch), as
-        ``hlopipe.Generator`` takes them; the parameters keep the program's own layout
-        (else replicated).
+        ``hlopipe.Generator`` takes them.
+      param_rules: ``hlopipe.generate.ParamRule``s laying out the parameters on the stage
+        mesh (``param_specs_from_rules``: the first rule found in a parameter's path gives
+        its spec); a parameter no rule matches, or every one without rules, keeps the
+        program's own layout (else replicated).
 
     In a job of several processes (``hlopipe launch``, ``jax.distributed``), process 0 serves
     HTTP and every other process follows its engine's calls (``serve._control``), with no
@@ -69,7 +74,12 @@ def serve(
     import jax
     import uvicorn
 
-    from hlopipe.generate import Generator, load_params, load_tokenizer
+    from hlopipe.generate import (
+        Generator,
+        load_params,
+        load_tokenizer,
+        param_specs_from_rules,
+    )
     from hlopipe.serve._app import Model, make_app
     from hlopipe.serve._builtin import builtin_model, builtin_vocab
     from hlopipe.serve._chat import load_chat_template
@@ -103,9 +113,14 @@ def serve(
     ends = (f"stopping at end-of-sequence ids {list(eos)} ({eos_from})" if eos
             else "no end-of-sequence ids: sequences stop at max_tokens, a stop or the cache's "
             "end")  # fmt: skip
+    specs = None
+    if param_rules:  # --param-spec: the parameters' layout on the stage mesh
+        specs = param_specs_from_rules(
+            param_rules, decode, stage_mesh_shape, stage_mesh_axes, params=params
+        )
     gen = Generator(decode, params, prefill=prefill, num_stages=stages, groups=groups,
                     max_len=max_len, stage_mesh_shape=stage_mesh_shape,
-                    stage_mesh_axes=stage_mesh_axes)  # fmt: skip
+                    stage_mesh_axes=stage_mesh_axes, param_specs=specs)  # fmt: skip
     leader = None
     if jax.process_count() > 1:
         from hlopipe.serve._control import Follower, Leader
