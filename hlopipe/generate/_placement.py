@@ -166,11 +166,23 @@ def parameter_specs(
     avals = [jax.ShapeDtypeStruct(np.shape(x), np.asarray(x).dtype) for x in _leaves(params)]
     treedef = jax.tree_util.tree_structure(params)
     flat = None
-    mesh = sp.placement.meshes[0]
-    if param_specs is None and mesh.devices.size > 1 and hasattr(program, "entry_func"):
-        got = arg_partition_specs(program, [(n, int(s)) for n, s in dict(mesh.shape).items()])
-        flat = None if got is None else list(got[:count])
+    if param_specs is None:
+        mesh = sp.placement.meshes[0]
+        flat = annotated_specs(program, [(n, int(s)) for n, s in dict(mesh.shape).items()], count)
     return param_spec_leaves(param_specs, treedef, avals, staged.in_paths, sp.placement, flat)
+
+
+def annotated_specs(
+    program: Any, mesh_axes: Sequence[tuple[str, int]], count: int
+) -> list[Any] | None:
+    """The program's own sharding annotations of its first ``count`` arguments (the
+    parameters) over a stage mesh of ``mesh_axes`` (``(name, size)`` each): the parameters'
+    layout without ``param_specs``. ``None`` on a mesh of one device, or when the program
+    carries none (they are then replicated)."""
+    if math.prod(size for _, size in mesh_axes) <= 1 or not hasattr(program, "entry_func"):
+        return None
+    got = arg_partition_specs(program, list(mesh_axes))
+    return None if got is None else list(got[:count])
 
 
 def _leaves(params: Any) -> list[Any]:

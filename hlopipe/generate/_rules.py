@@ -131,20 +131,18 @@ def param_specs_from_rules(
 def _default_specs(
     program: Any, count: int, shape: Sequence[int] | None, axes: Sequence[str] | None
 ) -> list[Any]:
-    """What ``Generator`` gives parameters without ``param_specs``: the program's own
-    annotations over a stage mesh of more than one device, else replicated."""
-    import math
-
+    """What ``Generator`` gives parameters without ``param_specs`` (``annotated_specs``, else
+    replicated) on a stage mesh of ``shape``/``axes``."""
     from jax.sharding import PartitionSpec
 
-    if shape is not None and math.prod(shape) > 1 and hasattr(program, "entry_func"):
-        from hlopipe.stages import arg_partition_specs
+    from hlopipe.generate._placement import annotated_specs
 
-        names = tuple(axes) if axes is not None else ("data",)
-        got = arg_partition_specs(program, list(zip(names, (int(s) for s in shape), strict=True)))
-        if got is not None:
-            return list(got[:count])
-    return [PartitionSpec()] * count
+    if shape is None:  # a device a stage
+        return [PartitionSpec()] * count
+    names = tuple(axes) if axes is not None else ("data",)
+    mesh = list(zip(names, (int(s) for s in shape), strict=True))
+    got = annotated_specs(program, mesh, count)
+    return got if got is not None else [PartitionSpec()] * count
 
 
 def _closest(pattern: str, paths: Sequence[str]) -> list[str]:

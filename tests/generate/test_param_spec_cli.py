@@ -8,10 +8,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from test_generate_cli import _write
 
 import hlopipe.generate._generator as generator_module
 from hlopipe.cli import main
-from hlopipe.marker import stage_boundary
 from hlopipe.models import gpt_decode as gd
 
 CFG = gd.DecodeConfig()
@@ -20,20 +20,13 @@ MESH = ["--stages", "2", "--stage-mesh", "1x2", "--stage-mesh-axes", "data,model
 
 @pytest.fixture(scope="module")
 def files(tmp_path_factory):
-    """The tiny GPT's decode step and prefill cut in 2, its parameters in an .npz, and the
-    path of each parameter leaf (the decode step's arguments start with them, in order)."""
-    tmp = tmp_path_factory.mktemp("param_spec")
-    params = gd.init(jax.random.key(0), CFG)
-    ex = (params, gd.empty_cache(2, CFG), jnp.zeros(2, jnp.int32), jnp.int32(0))
-    dec = jax.jit(gd.decode_fn(CFG, stage_boundary, cuts=(2,)), donate_argnums=1)
-    pre = jax.jit(gd.prefill_fn(CFG, stage_boundary, cuts=(2,)))
-    d, p = tmp / "decode.bin", tmp / "prefill.bin"
-    d.write_bytes(jax.export.export(dec)(*ex).serialize())
-    p.write_bytes(jax.export.export(pre)(params, jnp.zeros((2, 8), jnp.int32)).serialize())
-    np.savez(tmp / "params.npz", *jax.tree_util.tree_leaves(params))
-    leaves = jax.tree_util.tree_leaves_with_path(params)
+    """The tiny GPT's decode step and prefill cut in 2, its parameters in an .npz (as
+    ``test_generate_cli`` writes them), and the path of each parameter leaf (the decode step's
+    arguments start with them, in order)."""
+    d, p, npz = _write(tmp_path_factory.mktemp("param_spec"))
+    leaves = jax.tree_util.tree_leaves_with_path(gd.init(jax.random.key(0), CFG))
     names = [jax.tree_util.keystr(k) for k, _ in leaves]
-    return str(d), str(p), str(tmp / "params.npz"), names, [np.shape(v) for _, v in leaves]
+    return d, p, npz, names, [np.shape(v) for _, v in leaves]
 
 
 def test_generate_lays_out_parameters_by_rule(files, capsys, monkeypatch):
@@ -134,3 +127,45 @@ def test_serve_takes_param_spec(capsys, monkeypatch):
     assert "'qkv']" in err[0]
     assert main([*argv, "--param-spec", "qkv=_,_,model"]) == 2
     assert "3 axes for [0]['layers'][0]['qkv']" in capsys.readouterr().err
+
+
+def test_parameters_no_rule_matches_keep_the_programs_own_annotations():
+    """A decode step exported with its parameters sharded (``fc1`` on its columns over
+    ``model``): a rule lays out ``qkv``; ``fc1`` keeps the layout the program was exported
+    with, the other parameters (exported replicated) stay whole. The oracle is the sharding
+    given to ``jax.jit``, not hlopipe's reading of it."""
+    from jax.sharding import Mesh, NamedSharding
+    from jax.sharding import PartitionSpec as PS
+
+    from hlopipe.generate import param_specs_from_rules, parse_param_rule
+    from hlopipe.io import load
+
+    mesh = Mesh(np.array(jax.devices()[:2]).reshape(1, 2), ("data", "model"))
+    params = gd.init(jax.random.key(0), CFG)
+    given = jax.tree_util.tree_map_with_path(
+        lambda k, _: PS(None, "model") if jax.tree_util.keystr(k).endswith("['fc1']") else PS(),
+        params,
+    )
+    shard = jax.tree_util.tree_map(lambda s: NamedSharding(mesh, s), given)
+    ex = (params, gd.empty_cache(2, CFG), jnp.zeros(2, jnp.int32), jnp.int32(0))
+    step = jax.jit(gd.decode_fn(CFG), in_shardings=(shard, None, None, None))
+    program = load(jax.export.export(step)(*ex).serialize())
+    axes = ("data", "model")
+    rules = [parse_param_rule("qkv=model,_", axes)]
+    got = param_specs_from_rules(rules, program, (1, 2), axes, params=params)
+    leaves = jax.tree_util.tree_leaves_with_path(got, is_leaf=lambda x: isinstance(x, PS))
+    want = jax.tree_util.tree_leaves(given, is_leaf=lambda x: isinstance(x, PS))
+    assert len(leaves) == len(want)
+    for (k, spec), exported in zip(leaves, want, strict=True):
+        name = jax.tree_util.keystr(k)
+        expected = PS("model", None) if name.endswith("['qkv']") else exported
+        assert _axes(spec) == _axes(expected), (name, spec, expected)
+    assert any(_axes(s) == (None, "model") for _, s in leaves)  # fc1's, kept
+
+
+def _axes(spec):
+    """A spec's axes, trailing ``None`` (not split) dropped: ``PS(None, None) == PS()``."""
+    out = list(spec)
+    while out and out[-1] is None:
+        out.pop()
+    return tuple(out)
