@@ -9,7 +9,6 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from _rounding import reordering_bound
 
 import hlopipe
 from hlopipe.errors import RuntimeConfigError, StageError
@@ -530,5 +529,8 @@ def _cache_bound(want):
     sum over <= max_len positions, the MLP) over n_layers layers, each of at most
     max(d_ff, max_len) terms whose magnitudes stay within 4x the largest value
     (tests/_rounding.py)."""
+    from _rounding import reordering_bound  # tests/ (pytest's path; the launched jobs import
+    # this module from tests/generate alone)
+
     terms = max(CFG.d_ff, CFG.max_len, CFG.d_model)
     return reordering_bound(terms, 7 * CFG.n_layers, 4 * float(np.abs(want).max()))
