@@ -141,7 +141,7 @@ def run_command(
     assert m is not None  # set by the generate above
     out(
         f"split and compiled in {compile_s:.2f} s (a warm-up run included); then {toks.size} "
-        f"tokens in {wall:.3f} s ({toks.size / wall:.1f} tokens/s, prefill included); host "
+        f"tokens in {wall:.3g} s ({toks.size / wall:.1f} tokens/s, prefill included); host "
         f"{m.host_per_action_s * 1e6:.0f} us per action; bytes sent "
         + ", ".join(f"{k} {v}" for k, v in m.bytes_sent._asdict().items())
     )

@@ -61,7 +61,7 @@ def test_a_torch_xla_program_from_the_shell(files, capsys):
     np.testing.assert_array_equal(toks[1, ::-1, 0], TORCH_PRE["out_1"])  # the reversed group
     assert _printed(out) == {(g, s): toks[g, s].tolist() for g in range(2) for s in range(4)}
     assert "check: all 32 tokens equal the unsplit program's" in out
-    m = re.search(r"compiled in ([\d.]+) s .*; then 32 tokens in ([\d.]+) s \(([\d.]+) tok", out)
+    m = re.search(r"compiled in ([\d.]+) s .*; then 32 tokens in ([\d.e+-]+) s \(([\d.]+) tok", out)
     assert m and float(m[2]) < float(m[1]) and float(m[3]) == pytest.approx(32 / float(m[2]), 0.1)
 
 
