@@ -145,6 +145,21 @@ def reference_grad_norms(steps: int, optimizer: str = "sgd") -> list[float]:
 
 @functools.cache
 def _reference(steps: int, optimizer: str) -> tuple[list[float], list[Any], list[float]]:
+    opt, step = _reference_step(optimizer)
+    p = gpt.init(jax.random.key(0), CFG)
+    s = opt.init(p)
+    out, norms = [], []
+    for k in range(steps):
+        p, s, loss, norm = step(p, s, gpt.batch(jax.random.key(100 + k), 16, CFG))
+        out.append(float(loss))
+        norms.append(float(norm))
+    return out, jax.tree_util.tree_leaves(p), norms
+
+
+@functools.cache
+def _reference_step(optimizer: str) -> tuple[Any, Any]:
+    """The optimizer and the jitted step of :func:`_reference`, one per optimizer: every step
+    count of a module (and of a worker) runs the one compiled step."""
     loss_fn = functools.partial(gpt.loss, cfg=CFG)
     opt = optax.adamw(1e-2) if optimizer.startswith("adamw") else optax.sgd(0.05, momentum=0.9)
     if optimizer in ("sgd-clip", "adamw-clip"):
@@ -156,11 +171,12 @@ def _reference(steps: int, optimizer: str) -> tuple[list[float], list[Any], list
         u, s = opt.update(g, s, p)
         return optax.apply_updates(p, u), s, loss, optax.tree.norm(g)
 
-    p = gpt.init(jax.random.key(0), CFG)
-    s = opt.init(p)
-    out, norms = [], []
-    for k in range(steps):
-        p, s, loss, norm = step(p, s, gpt.batch(jax.random.key(100 + k), 16, CFG))
-        out.append(float(loss))
-        norms.append(float(norm))
-    return out, jax.tree_util.tree_leaves(p), norms
+    return opt, step
+
+
+@functools.cache
+def reference_logits() -> np.ndarray:
+    """Plain JAX on one device: the logits of the first batch's tokens, initial parameters."""
+    params = gpt.init(jax.random.key(0), CFG)
+    tokens = gpt.batch(jax.random.key(100), 16, CFG)[0]
+    return np.asarray(jax.jit(functools.partial(gpt.logits, cfg=CFG))(params, tokens))

@@ -20,6 +20,7 @@ import math
 import os
 import sys
 import time
+from typing import Any
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", ".."))
 
@@ -118,6 +119,12 @@ def scenario(args, tagged: bool) -> None:
         train(args, name, loss_fn, params, batches, mesh, tagged)
 
 
+# The pipelines of this job by (schedule, stage devices, layers per stage, mesh, optimizer):
+# a scenario of the same layout as an earlier one (inference after training) uses the earlier
+# one's pipeline, from a fresh state (init or restore), instead of compiling it again.
+_PIPELINES: dict[tuple, Any] = {}
+
+
 def train(args, name, loss_fn, params, batches, mesh, tagged=False) -> None:
     """Train with schedule ``name``; print its losses (tagged with the schedule when the job
     runs several, one after the other); save the parameters with ``--params-out``."""
@@ -125,10 +132,14 @@ def train(args, name, loss_fn, params, batches, mesh, tagged=False) -> None:
     import numpy as np
 
     tag = f" schedule {name}" if tagged or "," in args.schedule else ""
-    pipe = hlopipe.Pipeline(
-        loss_fn, params, batches[0], schedule=name, num_microbatches=M,
-        devices=jax.devices(), optimizer=optimizer(args.optimizer), recv_timeout=60.0, **mesh,
-    )  # fmt: skip
+    key = (name, args.stage_devices, args.layers_per_stage, args.mesh, args.optimizer)
+    pipe = _PIPELINES.get(key)
+    if pipe is None:
+        pipe = _PIPELINES[key] = hlopipe.Pipeline(
+            loss_fn, params, batches[0], schedule=name, num_microbatches=M,
+            devices=jax.devices(), optimizer=optimizer(args.optimizer), recv_timeout=60.0,
+            **mesh,
+        )  # fmt: skip
     if jax.process_index() == 0:
         print(pipe, flush=True)
     if args.restore:

@@ -7,20 +7,17 @@ last step are compared with plain JAX on one device.
 
 from __future__ import annotations
 
-import jax
 import numpy as np
 import pytest
 from _mp_util import (
-    CFG,
     Job,
     check_scenarios,
     no_process_left,
+    reference_logits,
     reference_losses,
     reference_params,
 )
 from _mp_util import assert_params_like_one_device as _assert_params_like_one_device
-
-from hlopipe.models import gpt
 
 pytestmark = pytest.mark.multiprocess
 
@@ -106,9 +103,7 @@ def test_2_processes_x_8_devices_of_2x2_stage_meshes_train_like_one_device(tmp_p
 def _whole_inference_and_parameters(out, nproc: int) -> None:
     """Every process gets the whole inference (loss, logits) and, after one step, every
     parameter from gather_params (state.params holds its own only)."""
-    params = gpt.init(jax.random.key(0), CFG)
-    tokens = gpt.batch(jax.random.key(100), 16, CFG)[0]
-    want_logits = gpt.logits(params, tokens, CFG)
+    want_logits = reference_logits()
     for q in range(nproc):
         loss = np.load(out / f"loss{q}.npy")
         assert loss.shape == ()
