@@ -26,8 +26,9 @@ SCHEDULES = ["1f1b", "zb-h1"]
 CASES = [
     # (processes, devices per stage): 2 x 2 devices -> 4 stages, 2 ranks per process;
     # 4 x 2 devices -> 4 stages, one rank of 2 data-parallel devices per process. Each job
-    # trains with 1F1B, then with ZB-H1 (a fresh pipeline each), then infers: one process
-    # start for the three (the 2-process job also runs the interleaved scenario below).
+    # trains with 1F1B, then with ZB-H1 (a pipeline each), then infers with the 1F1B
+    # pipeline from a fresh state: one process start for the three (the 2-process job also
+    # runs the interleaved scenario below).
     (2, 1),
     (4, 2),
 ]
