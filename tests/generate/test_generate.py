@@ -50,6 +50,13 @@ def exported_prefill(cuts):
     return hlopipe.load(jax.export.export(fn)(params(), jnp.zeros((B, P), jnp.int32)).serialize())
 
 
+@functools.cache
+def _generator(S):
+    """S stages with the prefill, one group, built once for the module: other tests take
+    other group counts from it with ``with_groups`` (the same compiled stages)."""
+    return Generator(exported(CUTS[S]), params(), prefill=exported_prefill(CUTS[S]), groups=1)
+
+
 def _prompts(groups, seed=1):
     return np.asarray(gd.prompts(jax.random.key(seed), groups, B, P, CFG))
 
@@ -107,8 +114,8 @@ def test_roles_overrides_checked():
 )
 def test_split_generation_equals_unsplit(S):
     prog, pre = exported(CUTS[S]), exported_prefill(CUTS[S])
-    gen = Generator(prog, params(), prefill=pre, groups=1)
-    assert len(gen.plans) == S
+    gen = _generator(S)
+    assert gen.groups == 1 and len(gen.plans) == S
     # each state argument is read only by its stage, and donated there
     for p in gen.plans:
         mine = {x.arg for x in gen.split.state_of(p.stage)}
@@ -369,7 +376,8 @@ def test_stream_gives_the_tokens_of_the_unsplit_program_step_by_step():
     """2 stages x 2 groups with a prefill: ``stream`` yields each step's tokens, equal to the
     oracle's; stopped early, the step it issued ahead comes first from the next call."""
     prog, pre = exported(CUTS[2]), exported_prefill(CUTS[2])
-    gen = Generator(prog, params(), prefill=pre, groups=2)
+    gen = _generator(2).with_groups(2)
+    assert gen.groups == 2 and len(gen.plans) == 2
     prompts = _prompts(2, seed=4)
     ref, ref_states = generate_unsplit(prog, params(), N, prefill=pre, prompts=prompts)
     session = gen.start(prompts)

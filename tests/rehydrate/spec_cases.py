@@ -340,6 +340,8 @@ class _Server:
             self.proc.wait()
             raise RuntimeError("the reference interpreter aborted")
         reply = json.loads(line)
+        if "aborted" in reply:
+            raise RuntimeError("the reference interpreter aborted")
         if "error" in reply:
             raise RuntimeError(reply["error"])
         out = []
@@ -350,7 +352,11 @@ class _Server:
 
 
 def _serve() -> None:
+    """Answer each module text on stdin with one JSON line: its results, its error, or that
+    the interpreter aborted. Each text runs in a forked child, so an abort (the interpreter
+    stops the process on what it does not implement) costs a fork, not a new Python."""
     import json
+    import os
     import sys
 
     from jaxlib.mlir import ir
@@ -364,13 +370,21 @@ def _serve() -> None:
         if len(head) < 8:
             return
         text = inp.read(int.from_bytes(head, "little")).decode()
-        try:
-            with make_context():
-                results = [str(r) for r in stablehlo.eval_module(ir.Module.parse(text), [])]
-            out.write(json.dumps({"results": results}) + "\n")
-        except Exception as e:
-            out.write(json.dumps({"error": f"{type(e).__name__}: {e}"[:300]}) + "\n")
         out.flush()
+        pid = os.fork()
+        if pid == 0:
+            try:
+                with make_context():
+                    results = [str(r) for r in stablehlo.eval_module(ir.Module.parse(text), [])]
+                out.write(json.dumps({"results": results}) + "\n")
+            except Exception as e:  # the interpreter's refusal, sent back as the answer
+                out.write(json.dumps({"error": f"{type(e).__name__}: {e}"[:300]}) + "\n")
+            out.flush()
+            os._exit(0)
+        _, status = os.waitpid(pid, 0)
+        if status != 0:
+            out.write(json.dumps({"aborted": status}) + "\n")
+            out.flush()
 
 
 def run_xla(case: Case) -> list[np.ndarray]:
@@ -434,30 +448,59 @@ class Outcome(NamedTuple):
     note: str  # why, and whether XLA and the specification agree
 
 
-def verdict(case: Case, modes: Sequence[bool] = (True, False)) -> Outcome:
-    def attempt(fn: Callable[[], list[np.ndarray]]) -> tuple[list[np.ndarray] | None, str]:
-        try:
-            return fn(), ""
-        except Exception as e:
-            return None, f"{type(e).__name__}: {str(e).splitlines()[0][:160]}"
+class Answers(NamedTuple):
+    """A case's answers from its three runs (``None`` where a run raised, with why)."""
 
-    ref, ref_err = attempt(lambda: run_reference(case))
-    xla, xla_err = attempt(lambda: run_xla(case))
+    ref: list[np.ndarray] | None  # the specification (the reference interpreter)
+    ref_err: str
+    xla: list[np.ndarray] | None  # XLA compiling the module directly
+    xla_err: str
+    ours: dict[bool, list[np.ndarray] | Exception]  # rehydrated, by mode (jit: True)
+
+
+def verdict(case: Case, modes: Sequence[bool] = (True, False)) -> Outcome:
+    """``case``'s outcome, each oracle and each mode run on the case alone."""
+    return judge(case, answer(case, modes))
+
+
+def answer(case: Case, modes: Sequence[bool]) -> Answers:
+    """``case`` run through the reference interpreter, XLA and rehydration in ``modes``."""
+    ref, ref_err = _attempt(lambda: run_reference(case))
+    xla, xla_err = _attempt(lambda: run_xla(case))
+    return Answers(ref, ref_err, xla, xla_err, {jit: _ours_or_error(case, jit) for jit in modes})
+
+
+def _attempt(fn: Callable[[], list[np.ndarray]]) -> tuple[list[np.ndarray] | None, str]:
+    try:
+        return fn(), ""
+    except Exception as e:  # an oracle may reject a case in any way: the reason is reported
+        return None, f"{type(e).__name__}: {str(e).splitlines()[0][:160]}"
+
+
+def _ours_or_error(case: Case, jit: bool) -> list[np.ndarray] | Exception:
+    try:
+        return run_ours(case, jit)
+    except Exception as e:  # judged by its type (unsupported or error) in judge
+        return e
+
+
+def judge(case: Case, answers: Answers) -> Outcome:
+    """The outcome of ``case`` from its answers (the modes in the order run)."""
+    ref, ref_err, xla, xla_err = answers.ref, answers.ref_err, answers.xla, answers.xla_err
     spec_vs_xla = ""
     if ref is not None and xla is not None and not all_same(ref, xla, case):
         flushed = [_flush(r) for r in ref]
         spec_vs_xla = (
             "xla!=spec (denormals flushed)" if all_same(flushed, xla, case) else ("xla!=spec")
         )
-    for jit in modes:
-        try:
-            ours = run_ours(case, jit)
-        except UnsupportedOpError as e:
-            return Outcome("unsupported", str(e).splitlines()[0][:200])
-        except Exception as e:
+    for jit, ours in answers.ours.items():
+        if isinstance(ours, UnsupportedOpError):
+            return Outcome("unsupported", str(ours).splitlines()[0][:200])
+        if isinstance(ours, Exception):
             return Outcome(
                 "error",
-                f"{'jit' if jit else 'eager'}: {type(e).__name__}: {str(e).splitlines()[0][:200]}",
+                f"{'jit' if jit else 'eager'}: {type(ours).__name__}: "
+                f"{str(ours).splitlines()[0][:200]}",
             )
         mode = "jit" if jit else "eager"
         if xla is not None and all_same(ours, xla, case):
@@ -477,6 +520,132 @@ def verdict(case: Case, modes: Sequence[bool] = (True, False)) -> Outcome:
             f"(ref {_short(ref) if ref is not None else ref_err}) {spec_vs_xla}",
         )
     return Outcome("pass", spec_vs_xla)
+
+
+# --------------------------------------------------------------------------- batches
+
+
+def answer_all(cases: Sequence[Case], eager: Sequence[bool], batch: int = 24) -> list[Answers]:
+    """What :func:`answer` gives for each case (jitted, and eagerly where ``eager`` says),
+    with each oracle and the jitted runs compiled once for ``batch`` cases together: one
+    module calling every case's ``@main`` (XLA, the reference interpreter) and one
+    ``jax.jit`` of every case's rehydrated function. The cases share no values, so each
+    computes what it computes alone; a batch that raises is halved down to single cases,
+    which run (and fail) as :func:`answer` runs them."""
+    out: list[Answers] = []
+    for start in range(0, len(cases), batch):
+        group = list(cases[start : start + batch])
+        refs = _halving(group, _reference_many, run_reference)
+        xlas = _halving(group, _xla_many, run_xla)
+        fns = [_rehydrated(c) for c in group]
+        ok = [k for k, f in enumerate(fns) if not isinstance(f, Exception)]
+        jitted = _halving(
+            [(group[k], fns[k]) for k in ok], _jit_many, lambda pair: _jit_many([pair])[0]
+        )
+        ours_jit: list[list[np.ndarray] | Exception] = list(fns)  # type: ignore[arg-type]
+        for k, value in zip(ok, jitted, strict=True):
+            ours_jit[k] = value
+        for k, case in enumerate(group):
+            ours = {True: ours_jit[k]}
+            if eager[start + k]:
+                ours[False] = _ours_or_error(case, False)
+            out.append(Answers(*_told(refs[k]), *_told(xlas[k]), ours))
+    return out
+
+
+def _told(value: list[np.ndarray] | Exception) -> tuple[list[np.ndarray] | None, str]:
+    """An oracle's answer as :func:`_attempt` gives it."""
+    if isinstance(value, Exception):
+        return None, f"{type(value).__name__}: {str(value).splitlines()[0][:160]}"
+    return value, ""
+
+
+def _halving(
+    items: list[Any], run_many: Callable[[list[Any]], list[Any]], run_one: Callable[[Any], Any]
+) -> list[Any]:
+    """``run_many(items)``; when it raises, each half on its own, down to ``run_one`` of a
+    single item, whose exception is its answer."""
+    if not items:
+        return []
+    if len(items) == 1:
+        try:
+            return [run_one(items[0])]
+        except Exception as e:  # the case's own failure, judged as answer() judges it
+            return [e]
+    try:
+        return run_many(items)
+    except Exception:  # some case of the batch failed: found by halving
+        half = len(items) // 2
+        return _halving(items[:half], run_many, run_one) + _halving(items[half:], run_many, run_one)
+
+
+def _result_types(text: str) -> list[str]:
+    head = text.split("{\n", 1)[0]
+    return _split_types(head[head.index(") -> (") + 6 : head.rindex(")")])
+
+
+def combine(texts: Sequence[str], args: Sequence[Sequence[np.ndarray]]) -> str:
+    """One module whose ``@main`` takes every case's arguments in turn and returns every
+    case's results in turn: each case's ``@main`` renamed ``@case<k>`` and called once."""
+    funcs, params, calls, results, types = [], [], [], [], []
+    for k, (text, case_args) in enumerate(zip(texts, args, strict=True)):
+        funcs.append(text.replace("func.func @main(", f"func.func private @case{k}(", 1))
+        names = [f"%c{k}_{i}" for i in range(len(case_args))]
+        params += [f"{n}: {tof(a)}" for n, a in zip(names, case_args, strict=True)]
+        rtypes = _result_types(text)
+        ins = ", ".join(tof(a) for a in case_args)
+        many = len(rtypes) > 1
+        calls.append(
+            f'  %r{k}{f":{len(rtypes)}" if many else ""} = "func.call"({", ".join(names)}) '
+            f"{{callee = @case{k}}} : ({ins}) -> ({', '.join(rtypes)})\n"
+        )
+        results += [f"%r{k}#{i}" if many else f"%r{k}" for i in range(len(rtypes))]
+        types += rtypes
+    main = (
+        f"func.func @main({', '.join(params)}) -> ({', '.join(types)}) {{\n"
+        + "".join(calls)
+        + f'  "func.return"({", ".join(results)}) : ({", ".join(types)}) -> ()\n}}\n'
+    )
+    return "".join(funcs) + main
+
+
+def _apportion(outs: Sequence[Any], counts: Sequence[int]) -> list[list[Any]]:
+    it = iter(outs)
+    parts = [[next(it) for _ in range(n)] for n in counts]
+    assert next(it, None) is None, "more results than the cases return"
+    return parts
+
+
+def _xla_many(cases: list[Case]) -> list[list[np.ndarray]]:
+    text = combine([c.text for c in cases], [c.args for c in cases])
+    outs = run_xla(Case("batch", "batch", text, tuple(a for c in cases for a in c.args)))
+    return _apportion(outs, [len(_result_types(c.text)) for c in cases])
+
+
+def _reference_many(cases: list[Case]) -> list[list[np.ndarray]]:
+    if any(f'"stablehlo.{n}' in c.text for c in cases for n in NOT_IN_REFERENCE):
+        raise UnsupportedOpError("not implemented by the reference interpreter")
+    split = [_split_complex_results(inline_args(c.text, c.args)) for c in cases]
+    outs = _Server.get().eval(combine([t for t, _ in split], [() for _ in split]))
+    parts = _apportion(outs, [len(_result_types(t)) for t, _ in split])
+    return [_join_complex(p, cplx) for p, (_, cplx) in zip(parts, split, strict=True)]
+
+
+def _rehydrated(case: Case) -> Callable[..., Any] | Exception:
+    from hlopipe.rehydrate._rehydrate import rehydrate
+
+    try:
+        return rehydrate(case.text)
+    except Exception as e:  # judged by its type (unsupported or error) in judge
+        return e
+
+
+def _jit_many(pairs: list[tuple[Case, Callable[..., Any]]]) -> list[list[np.ndarray]]:
+    fns = [f for _, f in pairs]
+    outs = jax.jit(lambda args: [f(*a) for f, a in zip(fns, args, strict=True)])(
+        [c.args for c, _ in pairs]
+    )
+    return [[np.asarray(o) for o in (x if isinstance(x, (tuple, list)) else (x,))] for x in outs]
 
 
 def _each_either(
