@@ -100,9 +100,11 @@ def test_checkpoint_stores_stacked_parameters_whole_and_restores_onto_other_spli
     assert not [f for f in files if ".rows" in f] and len(files) == len(jax.tree.leaves(_params()))
     opt_files = [p.name for p in (tmp_path / "step_00000001" / "opt").iterdir()]
     assert not [f for f in opt_files if ".rows" in f]
-    # onto 4 stages (other ranges) and onto one stage (the loop unsplit): the next step
-    # continues exactly like one device
-    for other in (_pipe("1f1b", 4), _pipe("gpipe", 1)):
+    # onto 4 stages on 2 ranks (other ranges, other ranks: the interleaved pipeline the test
+    # above trains, built once) and onto one stage (the loop unsplit): the next step continues
+    # exactly like one device
+    for other, stages in ((_pipe("interleaved-1f1b", 2, 2), 4), (_pipe("gpipe", 1), 1)):
+        assert other.staged.num_stages == stages
         restored = other.restore(tmp_path)
         got = jax.device_get(restored.params)
         want = jax.device_get(state.params)

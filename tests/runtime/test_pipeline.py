@@ -7,6 +7,8 @@ placement (compiling is what costs here).
 
 from __future__ import annotations
 
+import functools
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -41,12 +43,20 @@ SCHEDULES = [
 ]
 
 
-@pytest.mark.parametrize("name,ranks", SCHEDULES, ids=[s for s, _ in SCHEDULES])
-def test_schedule_trains_like_one_device(name, ranks):
-    pipe = Pipeline(
+@functools.cache
+def _pipe(name: str, ranks: int) -> Pipeline:
+    """The GPT's pipeline with ``OPT``, built once per (schedule, ranks): the timeline and
+    memory tests read the 1F1B and ZB-H1 ones this table trains (building compiles each
+    stage's optimizer functions); each test starts from a fresh ``init`` state."""
+    return Pipeline(
         _staged(), _params(), _batches(1)[0], schedule=name, num_microbatches=M,
         devices=jax.devices()[:ranks], optimizer=OPT,
     )  # fmt: skip
+
+
+@pytest.mark.parametrize("name,ranks", SCHEDULES, ids=[s for s, _ in SCHEDULES])
+def test_schedule_trains_like_one_device(name, ranks):
+    pipe = _pipe(name, ranks)
     assert pipe.schedule.num_ranks == ranks
     losses, params = _train(pipe, STEPS)
     assert_same_training(losses, params, STEPS)
@@ -81,7 +91,7 @@ def test_data_parallel_stages_adamw():
     the gradient become visible differences of the update.)
     """
     opt = optax.adamw(1e-2)
-    pipe = Pipeline(loss_fn, _params(), _batches(1)[0], schedule="1f1b", num_microbatches=M,
+    pipe = Pipeline(_staged(), _params(), _batches(1)[0], schedule="1f1b", num_microbatches=M,
                     devices=jax.devices()[:8], stage_mesh_shape=(2,), optimizer=opt)  # fmt: skip
     assert pipe.placement.group_size == 2 and pipe.schedule.num_ranks == 4
     losses, _ = _train(pipe, 5)
@@ -212,8 +222,7 @@ def test_hlo_file_trains_like_the_jax_function():
 
 def test_measured_timeline(tmp_path):
     batch = _batches(1)[0]
-    pipe = Pipeline(_staged(), _params(), batch, schedule="1f1b", num_microbatches=M,
-                    devices=jax.devices()[:4], optimizer=OPT)  # fmt: skip
+    pipe = _pipe("1f1b", 4)
     state, metrics = pipe.step(pipe.init(_params()), batch)
     assert metrics.timeline is None  # a normal step measures nothing
     with pytest.raises(RuntimeConfigError, match="no step has been profiled"):
@@ -244,8 +253,7 @@ def test_activations_held_match_the_simulated_peak(schedule):
     microbatches' activations as the simulator says, and every send buffer and activation is
     released by the end of the step."""
     batch = _batches(1)[0]
-    pipe = Pipeline(_staged(), _params(), batch, schedule=schedule, num_microbatches=M,
-                    devices=jax.devices()[:4], optimizer=OPT)  # fmt: skip
+    pipe = _pipe(schedule, 4)
     runner = pipe._runner(train=True)
     assert runner.stream is not None
     regs = runner.fill(pipe.init(_params()), batch)
