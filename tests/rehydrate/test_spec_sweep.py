@@ -80,13 +80,13 @@ def _documented(case: spec_cases.Case, answers: spec_cases.Answers) -> bool:
     ours = answers.ours[True]
     if isinstance(ours, Exception) or answers.xla is None or answers.ref is None:
         return False
-    answers_ = [answers.xla, answers.ref, spec_cases.run_reference(flushed)]
+    oracles = [answers.xla, answers.ref, spec_cases.run_reference(flushed)]
     for i, o in enumerate(ours):
         for k in range(o.size):
             oi = o.reshape(-1)[k : k + 1]
             if not any(
                 spec_cases.same(oi, np.asarray(a[i]).reshape(-1)[k : k + 1], case.ulps, case.rtol)
-                for a in answers_
+                for a in oracles
             ):
                 return False
     return True
