@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Callable, Iterator, Sequence
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TypeVar
 
 import jax
 import ml_dtypes
@@ -30,6 +30,8 @@ import numpy as np
 
 from hlopipe.errors import UnsupportedOpError
 from hlopipe.io._types import dtype_of, mlir_name
+
+T = TypeVar("T")
 
 SINT = ("i8", "i16", "i32", "i64", "i4")
 UINT = ("ui8", "ui16", "ui32", "ui64", "ui4")
@@ -399,12 +401,6 @@ def run_xla(case: Case) -> list[np.ndarray]:
     return [np.asarray(o) for o in outs]
 
 
-def run_ours(case: Case, jit: bool) -> list[np.ndarray]:
-    from hlopipe.rehydrate._rehydrate import rehydrate
-
-    return _call(rehydrate(case.text), case, jit)
-
-
 def _call(f: Callable[..., Any], case: Case, jit: bool) -> list[np.ndarray]:
     """The rehydrated function ``f`` of ``case`` on its arguments, jitted or eagerly."""
     out = jax.jit(f)(*case.args) if jit else f(*case.args)
@@ -468,24 +464,42 @@ def verdict(case: Case, modes: Sequence[bool] = (True, False)) -> Outcome:
 
 
 def answer(case: Case, modes: Sequence[bool]) -> Answers:
-    """``case`` run through the reference interpreter, XLA and rehydration in ``modes``."""
-    ref, ref_err = _attempt(lambda: run_reference(case))
-    xla, xla_err = _attempt(lambda: run_xla(case))
-    return Answers(ref, ref_err, xla, xla_err, {jit: _ours_or_error(case, jit) for jit in modes})
+    """``case`` run through the reference interpreter, XLA and rehydration in ``modes``
+    (rehydrated once, called in each mode)."""
+    f = _rehydrated(case)
+    return Answers(
+        *_told(_caught(lambda: run_reference(case))),
+        *_told(_caught(lambda: run_xla(case))),
+        {jit: _ours(f, case, jit) for jit in modes},
+    )
 
 
-def _attempt(fn: Callable[[], list[np.ndarray]]) -> tuple[list[np.ndarray] | None, str]:
+def _caught(fn: Callable[[], T]) -> T | Exception:
+    """``fn()``, or the exception it raised: a case's failure is its answer (an oracle may
+    reject a case in any way, and its reason is reported; rehydration's is judged by its type
+    in :func:`judge`)."""
     try:
-        return fn(), ""
-    except Exception as e:  # an oracle may reject a case in any way: the reason is reported
-        return None, f"{type(e).__name__}: {str(e).splitlines()[0][:160]}"
-
-
-def _ours_or_error(case: Case, jit: bool) -> list[np.ndarray] | Exception:
-    try:
-        return run_ours(case, jit)
-    except Exception as e:  # judged by its type (unsupported or error) in judge
+        return fn()
+    except Exception as e:  # the isolation point of a case's run (see above)
         return e
+
+
+def _told(value: list[np.ndarray] | Exception) -> tuple[list[np.ndarray] | None, str]:
+    """An oracle's answer, or why it gave none."""
+    if isinstance(value, Exception):
+        return None, f"{type(value).__name__}: {str(value).splitlines()[0][:160]}"
+    return value, ""
+
+
+def _rehydrated(case: Case) -> Callable[..., Any] | Exception:
+    from hlopipe.rehydrate._rehydrate import rehydrate
+
+    return _caught(lambda: rehydrate(case.text))
+
+
+def _ours(f: Callable[..., Any] | Exception, case: Case, jit: bool) -> list[np.ndarray] | Exception:
+    """The rehydrated function ``f`` (or why rehydration failed) on ``case``'s arguments."""
+    return f if isinstance(f, Exception) else _caught(lambda: _call(f, case, jit))
 
 
 def judge(case: Case, answers: Answers) -> Outcome:
@@ -552,24 +566,9 @@ def answer_all(cases: Sequence[Case], eager: Sequence[bool], batch: int = 24) ->
         for k, case in enumerate(group):
             ours = {True: ours_jit[k]}
             if eager[start + k]:  # the function rehydrated above, called op by op
-                f = fns[k]
-                ours[False] = f if isinstance(f, Exception) else _eager_or_error(f, case)
+                ours[False] = _ours(fns[k], case, False)
             out.append(Answers(*_told(refs[k]), *_told(xlas[k]), ours))
     return out
-
-
-def _eager_or_error(f: Callable[..., Any], case: Case) -> list[np.ndarray] | Exception:
-    try:
-        return _call(f, case, False)
-    except Exception as e:  # judged by its type (unsupported or error) in judge
-        return e
-
-
-def _told(value: list[np.ndarray] | Exception) -> tuple[list[np.ndarray] | None, str]:
-    """An oracle's answer as :func:`_attempt` gives it."""
-    if isinstance(value, Exception):
-        return None, f"{type(value).__name__}: {str(value).splitlines()[0][:160]}"
-    return value, ""
 
 
 def _halving(
@@ -580,10 +579,7 @@ def _halving(
     if not items:
         return []
     if len(items) == 1:
-        try:
-            return [run_one(items[0])]
-        except Exception as e:  # the case's own failure, judged as answer() judges it
-            return [e]
+        return [_caught(lambda: run_one(items[0]))]
     try:
         return run_many(items)
     except Exception:  # some case of the batch failed: found by halving
@@ -641,15 +637,6 @@ def _reference_many(cases: list[Case]) -> list[list[np.ndarray]]:
     outs = _Server.get().eval(combine([t for t, _ in split], [() for _ in split]))
     parts = _apportion(outs, [len(_result_types(t)) for t, _ in split])
     return [_join_complex(p, cplx) for p, (_, cplx) in zip(parts, split, strict=True)]
-
-
-def _rehydrated(case: Case) -> Callable[..., Any] | Exception:
-    from hlopipe.rehydrate._rehydrate import rehydrate
-
-    try:
-        return rehydrate(case.text)
-    except Exception as e:  # judged by its type (unsupported or error) in judge
-        return e
 
 
 def _jit_many(pairs: list[tuple[Case, Callable[..., Any]]]) -> list[list[np.ndarray]]:
