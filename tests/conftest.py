@@ -7,8 +7,6 @@
 """
 
 import os
-import shutil
-import tempfile
 from pathlib import Path
 
 # The suite compiles thousands of small programs and runs each a few times: XLA's CPU backend
@@ -28,27 +26,8 @@ if os.environ.get("HLOPIPE_TEST_XLA_OPT") != "1":
         os.environ.get("XLA_FLAGS", "") + " --xla_backend_optimization_level=0"
     ).strip()
 
-# One run of the suite compiles many programs more than once: each test module builds its own
-# pipelines, two xdist workers build the same fixtures, and the processes of the multi-process
-# tests each compile the stages they share. JAX's persistent compilation cache in a directory made
-# for this run (and removed after it) compiles each distinct program once; a run starts from an
-# empty cache, so nothing carries over from an earlier run or another checkout. Workers and child
-# processes inherit the directory through the environment. JAX keys an entry by the program, its
-# devices, its compile options and XLA_FLAGS, and never stores a program with host callbacks.
-# A JAX_COMPILATION_CACHE_DIR set by the caller is used as given; HLOPIPE_TEST_COMPILE_CACHE=0
-# turns the cache off.
-_OWN_CACHE: str | None = None
-if (
-    "JAX_COMPILATION_CACHE_DIR" not in os.environ
-    and os.environ.get("HLOPIPE_TEST_COMPILE_CACHE") != "0"
-):
-    _OWN_CACHE = tempfile.mkdtemp(prefix="hlopipe-test-xla-cache-")
-    os.environ["JAX_COMPILATION_CACHE_DIR"] = _OWN_CACHE
-    os.environ["JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS"] = "0"
-    os.environ["JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES"] = "0"
-
-import jax  # noqa: E402  (XLA reads XLA_FLAGS when its first backend starts)
-import pytest  # noqa: E402
+import jax  # XLA reads XLA_FLAGS when its first backend starts
+import pytest
 
 jax.config.update("jax_num_cpu_devices", 8)
 XLA_DEFAULT = os.environ.get("HLOPIPE_TEST_XLA_OPT") == "1"
@@ -59,11 +38,6 @@ _AT_DEFAULT = pytest.StashKey[int]()
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "x64: run the test with jax_enable_x64 on")
-
-
-def pytest_unconfigure(config: pytest.Config) -> None:
-    if _OWN_CACHE is not None:  # made by this process (xdist's controller, or a run without it)
-        shutil.rmtree(_OWN_CACHE, ignore_errors=True)
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config: pytest.Config) -> None:
