@@ -34,9 +34,10 @@ lock: $(STAMP)
 	mv constraints.new constraints.txt
 
 # The 25 slowest tests are listed at the end (what to trim when the suite nears 20 min idle).
-# Three tiers (tests/conftest.py): the suite at LLVM's O0 (compiles fast); the tests that claim
-# XLA's default numerics (bit-equality) at its default optimisation; on x86-64 those and the
-# tightest tolerances once more at the AVX2 vector width, where AVX-512 rounds otherwise.
+# Three tiers (tests/conftest.py): the suite at LLVM's O0 with XLA's elemental emitters
+# (compiles fast); the tests that claim XLA's default numerics (bit-equality, ULP bounds) at its
+# defaults; on x86-64 those and the tightest tolerances once more at the AVX2 vector width,
+# where AVX-512 rounds otherwise.
 test: $(STAMP)
 	$(BIN)/python -m pytest -q -n 2 --durations=25 tests
 	$(MAKE) --no-print-directory test-numerics

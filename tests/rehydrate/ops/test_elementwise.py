@@ -369,6 +369,7 @@ def _minmax_program(n: int, t: str) -> str:
     )
 
 
+@pytest.mark.xla_default  # XLA's complex ordering: its default emitters (tests/conftest.py)
 @pytest.mark.parametrize("t", ["complex<f32>", "complex<f64>"])
 def test_complex_maximum_minimum_bit_for_bit_as_xla(t: str) -> None:
     """XLA run directly on the module (JAX's compile options) against rehydration jitted,
@@ -413,6 +414,7 @@ def test_complex_maximum_minimum_bit_for_bit_as_xla(t: str) -> None:
             )
 
 
+@pytest.mark.xla_default  # XLA's complex ordering: its default emitters (tests/conftest.py)
 @pytest.mark.parametrize("t", ["complex<f32>", "complex<f64>"])
 def test_complex_max_min_reduce_as_xla(t: str) -> None:
     """A reduce whose region is complex maximum/minimum folds XLA's pick (many real parts tie,
@@ -580,6 +582,7 @@ def test_complex_cbrt_is_the_principal_root(t: str) -> None:
     np.testing.assert_allclose(got[small] ** 3, x[small], rtol=100 * tol, atol=100 * tol)
 
 
+@pytest.mark.xla_default  # XLA's complex ordering: its default emitters (tests/conftest.py)
 @pytest.mark.parametrize("t", ["complex<f32>", "complex<f64>"])
 def test_complex_ordering_compare_as_xla(t: str) -> None:
     # every pair of real and imaginary parts from {-inf, -1, 0, 1, nan}: ties in either part
