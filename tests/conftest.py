@@ -13,7 +13,7 @@ from pathlib import Path
 # half of its time. Two settings of XLA's CPU backend make that fast: LLVM's optimisation off
 # (about a third off: tests/stages/test_split.py 17.6 s of CPU -> 12.4 s), and XLA's elemental
 # emitters in place of its MLIR fusion emitters (half again: test_split.py with
-# test_step_protocol.py, 24.7 s of compiling -> 10.9 s; the whole suite 23:52 -> about 14:30 on
+# test_step_protocol.py, 24.7 s of compiling -> 10.9 s; this first tier 23:52 -> about 14:00 on
 # 2 idle cores). The oracle (JAX, XLA) runs under the same settings as what it checks; child
 # processes inherit them. HLOPIPE_TEST_XLA_OPT=1 keeps XLA's defaults.
 #
