@@ -87,6 +87,41 @@ def markers_on_barriers(text: str) -> str:
     return "\n".join(lines)
 
 
+# the attributes of a custom call that XLA's HLO -> StableHLO conversion drops: a cuDNN
+# convolution's window and dimension labels, its groups. They are copied into the call's
+# frontend attributes, which the conversion keeps, as ``hlopipe.<name>``.
+_CUSTOM_CALL_CONV_ATTRS = re.compile(
+    r",\s*(window|dim_labels|feature_group_count|batch_group_count)=(\{[^{}]*\}|[\w>\-]+)"
+)
+
+
+def custom_call_window_attributes(text: str) -> str:
+    """HLO text with the ``window=``, ``dim_labels=`` and group counts of each custom call (a
+    cuDNN convolution in a GPU dump) also written as its frontend attributes
+    ``hlopipe.window`` etc., which XLA's HLO -> StableHLO conversion keeps and the rules of
+    the GPU compiler's calls (``rehydrate/ops/gpu.py``) read."""
+    if "custom-call(" not in text or ("dim_labels=" not in text and "window=" not in text):
+        return text
+    lines = text.split("\n")
+    for k, line in enumerate(lines):
+        if "custom-call(" not in line:
+            continue
+        found = [(m.group(1), m.group(2)) for m in _CUSTOM_CALL_CONV_ATTRS.finditer(line)]
+        if not found:
+            continue
+        attrs = ",".join(f'{HLOPIPE_PREFIX}{name}="{value.strip("{}")}"' for name, value in found)
+        if "frontend_attributes={" in line:
+            lines[k] = line.replace(
+                "frontend_attributes={", "frontend_attributes={" + attrs + ",", 1
+            ).replace(",}", "}")
+        else:
+            lines[k] = line.rstrip() + f", frontend_attributes={{{attrs}}}"
+    return "\n".join(lines)
+
+
+HLOPIPE_PREFIX = "hlopipe."
+
+
 _ELIDED = re.compile(r"^\s*(?:ROOT\s+)?(%?[\w.\-]+)\s*=.*\bconstant\(\{\.\.\.\}\)", re.M)
 
 
@@ -99,7 +134,7 @@ def _from_hlo_text(text: str, name: str, entry: str | None) -> Program:
             "are not in this text and computing with it would give wrong answers. Load the "
             "HloModuleProto (.pb) instead, or dump with --xla_dump_large_constants"
         )
-    text = markers_on_barriers(text)
+    text = custom_call_window_attributes(markers_on_barriers(text))
     if not _guard.guarded():
         try:
             proto = _xla.hlo_module_from_text(text).as_serialized_hlo_module_proto()
@@ -125,6 +160,10 @@ def _from_hlo_proto(data: bytes, name: str, entry: str | None) -> Program:
             hlo = _xla.hlo_module_from_proto(inner)
         except (_xla.JaxRuntimeError, ValueError, RuntimeError):
             raise LoadError(f"{name}: not a valid HloModuleProto: {error_text(e)}") from None
+    text = hlo.to_string()
+    rewritten = custom_call_window_attributes(text)
+    if rewritten != text:  # a cuDNN convolution's window, kept as frontend attributes
+        hlo = _xla.hlo_module_from_text(rewritten)
     prog = _from_hlo_module_proto(hlo.as_serialized_hlo_module_proto(), name, "hlo-proto", entry)
     prog.hlo_module = hlo
     return prog

@@ -313,6 +313,8 @@ def scan_unknown_attrs(module: ModuleIR, entry: str) -> list[str]:
 
 
 def raise_if_unsupported(module: ModuleIR, entry: str) -> None:
+    from hlopipe.rehydrate.custom_calls import unknown_target_advice
+
     missing = scan_unsupported(module, entry)
     lines = []
     for name, n, loc in missing:
@@ -321,7 +323,7 @@ def raise_if_unsupported(module: ModuleIR, entry: str) -> None:
             uses = "1 use" if n == 1 else f"{n} uses"
             lines.append(
                 f"no implementation for custom call target {target!r} ({uses}, first at {loc}). "
-                f"Register one with hlopipe.register_custom_call({target!r}, fn)"
+                + unknown_target_advice(target)
             )
         else:
             lines.append(missing_rule_message(name, n, loc))

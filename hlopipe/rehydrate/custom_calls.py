@@ -75,6 +75,25 @@ def _adapt(fn: CustomCallImpl) -> CustomCallImpl:
     return call
 
 
+# the custom calls a backend compiler writes into an optimised program: the kernels of its
+# libraries (cuBLAS, cuDNN, CUB, Triton, Mosaic, ...), named ``__lib$kernel`` on GPUs and
+# ``tpu_custom_call`` on TPUs
+_COMPILER_TARGET_PREFIXES = ("__", "tpu_", "mosaic", "xla_gpu", "xla_tpu", "cu_", "hip_")
+
+
+def unknown_target_advice(target: str) -> str:
+    """What to do about a custom call with no implementation: register one, or, for a
+    backend compiler's kernel, load the program dumped before the compiler's passes."""
+    advice = f"Register one with hlopipe.register_custom_call({target!r}, fn)"
+    if target.startswith(_COMPILER_TARGET_PREFIXES):
+        advice += (
+            ", or, as it is a kernel of XLA's GPU/TPU compiler that hlopipe has no published "
+            "semantics for, load the program dumped before XLA's passes (the "
+            "'*.before_optimizations.txt' file next to it under --xla_dump_to)"
+        )
+    return advice
+
+
 def builtin(*targets: str) -> Callable[[CustomCallImpl], CustomCallImpl]:
     """Register hlopipe's own implementation of each custom-call target, as :func:`rule`
     registers an op's rule (the same :func:`~hlopipe.rehydrate.registry.register_by_name`):

@@ -11,6 +11,7 @@ from hlopipe.rehydrate.ops import (  # noqa: F401
     custom_call,
     elementwise,
     fft,
+    gpu,
     linalg,
     normalization,
     quantize,

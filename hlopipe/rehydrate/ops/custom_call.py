@@ -12,7 +12,7 @@ from jax import lax
 
 from hlopipe import marker
 from hlopipe.errors import RehydrateError, UnsupportedOpError
-from hlopipe.rehydrate.custom_calls import builtin, find_custom_call
+from hlopipe.rehydrate.custom_calls import builtin, find_custom_call, unknown_target_advice
 from hlopipe.rehydrate.registry import RuleContext, rule
 
 
@@ -24,7 +24,7 @@ def custom_call(ctx: RuleContext, *operands: Any, call_target_name: str, **attrs
     if impl is None:
         raise UnsupportedOpError(
             f"no implementation for custom call target {call_target_name!r} at {ctx.loc}. "
-            f"Register one with hlopipe.register_custom_call({call_target_name!r}, fn)"
+            + unknown_target_advice(call_target_name)
         )
     out = impl(ctx, *operands, **attrs)
     if isinstance(out, list):
