@@ -1,0 +1,511 @@
+"""hlopipe's key ratios on one accelerator, in one short run (issue 52, part 3).
+
+    .venv/bin/python benchmarks/gpu.py            # full sizes on a GPU, CPU sizes on a CPU
+    .venv/bin/python benchmarks/gpu.py --small    # CPU sizes anywhere (make test's smoke run)
+
+Rows, each a ratio of medians over interleaved repetitions (every repetition times each side
+once, in alternating order, so that load drifting hits both alike):
+
+1. rehydrated / original run time of ``jit(value_and_grad)`` of a Llama-shaped loss
+   (``hlopipe.models.llama``; full size: 16 layers, width 2048, GQA 32/8 heads, vocabulary
+   32000, batch 4 x 1024 tokens, bf16: ~1.2B parameters): from the exported StableHLO, and from
+   the program XLA compiled (``compiled.as_text()``, the ``after_optimizations`` form; on a GPU
+   it carries the GPU compiler's cuBLAS/cuDNN/Triton calls, ``rehydrate/ops/gpu.py``);
+2. a 1-stage pipeline (``hlopipe.runtime.Pipeline``, 8 microbatches, SGD) / a plain loop of
+   ``jit(value_and_grad)`` per microbatch, on an MLP whose batch is set for a ~1 ms and a
+   ~10 ms plain step, with the pipeline's host time per action (the step's issuing time over
+   its actions, ``StepMetrics.wall_s``);
+3. a 1-stage ``Generator`` / a plain loop over the jitted decode step at batch 1 and 16 on a
+   Llama shape (full size: Llama 3.2 1B's, 16 layers, width 2048, MLP 8192, 32/8 heads,
+   vocabulary 128256: 1.24B parameters, random weights), greedy; its tokens must equal the
+   loop's; with the generator's host time per action (``GenerateMetrics``).
+
+On a CPU backend (or with ``--small``) every size is small and repetitions few: the run checks
+that the script works (tests/test_gpu_benchmark.py runs it in ``make test``), not speed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+
+import hlopipe
+from hlopipe.models import llama
+
+
+class Sizes(NamedTuple):
+    """What one run measures at."""
+
+    loss: llama.LlamaConfig  # the rehydration ratio's model
+    mlp_width: int  # the pipeline ratio's MLP
+    mlp_batch0: int  # its batch before calibration
+    step_targets_ms: tuple[float, ...]  # the plain steps the batch is calibrated to
+    decode: DecodeShape  # the generation ratio's model
+    decode_batches: tuple[int, ...]
+    decode_tokens: int
+    reps: int
+    dtype: Any
+
+
+class DecodeShape(NamedTuple):
+    """A Llama decoder's sizes: RMSNorm, rotary attention with grouped K/V heads, SwiGLU."""
+
+    layers: int
+    d: int
+    ff: int
+    heads: int
+    kv_heads: int
+    vocab: int
+    max_len: int
+
+    @property
+    def head_dim(self) -> int:
+        return self.d // self.heads
+
+    def num_params(self) -> int:
+        kv = self.kv_heads * self.head_dim
+        per_layer = 2 * self.d * self.d + 2 * self.d * kv + 3 * self.d * self.ff + 2 * self.d
+        return self.layers * per_layer + 2 * self.vocab * self.d + self.d
+
+
+# Llama 3.2 1B's shape (Meta's model card: 16 layers, width 2048, 32 query and 8 K/V heads,
+# MLP 8192, vocabulary 128256; 1.24B parameters with an untied head)
+LLAMA_1B = DecodeShape(layers=16, d=2048, ff=8192, heads=32, kv_heads=8, vocab=128256, max_len=256)
+FULL = Sizes(
+    loss=llama.LlamaConfig(
+        layers=16,
+        d=2048,
+        ff=8192,
+        heads=32,
+        kv_heads=8,
+        vocab=32000,
+        seq=1024,
+        batch=4,
+        dtype=jnp.bfloat16,
+    ),
+    mlp_width=2048,
+    mlp_batch0=1024,
+    step_targets_ms=(1.0, 10.0),
+    decode=LLAMA_1B,
+    decode_batches=(1, 16),
+    decode_tokens=64,
+    reps=15,
+    dtype=jnp.bfloat16,
+)
+SMALL = Sizes(
+    loss=llama.LlamaConfig(layers=1, d=16, ff=32, heads=2, vocab=32, seq=8),
+    mlp_width=64,
+    mlp_batch0=64,
+    step_targets_ms=(1.0, 10.0),
+    decode=DecodeShape(layers=1, d=32, ff=64, heads=2, kv_heads=1, vocab=64, max_len=8),
+    decode_batches=(1, 16),
+    decode_tokens=6,
+    reps=3,
+    dtype=jnp.float32,
+)
+M = 8  # the pipeline's microbatches
+
+
+class Row(NamedTuple):
+    name: str
+    value: float
+    unit: str  # "x" for a ratio
+    note: str
+
+
+class Report(NamedTuple):
+    rows: list[Row]
+    tokens_equal: dict[int, bool]  # per decode batch: the generator's tokens == the loop's
+
+
+def _ready(x: Any) -> Any:
+    return jax.block_until_ready(x)
+
+
+def _paired(fns: dict[str, Callable[[], Any]], reps: int) -> dict[str, list[float]]:
+    """Seconds of each of ``fns`` (its result waited for), ``reps`` interleaved repetitions
+    (ABAB.., BABA..) after one warm-up call each."""
+    for fn in fns.values():
+        _ready(fn())
+    keys = list(fns)
+    times: dict[str, list[float]] = {k: [] for k in keys}
+    for rep in range(reps):
+        for k in keys if rep % 2 == 0 else keys[::-1]:
+            t0 = time.perf_counter()
+            _ready(fns[k]())
+            times[k].append(time.perf_counter() - t0)
+    return times
+
+
+def _ratio(times: dict[str, list[float]], num: str, den: str) -> float:
+    return statistics.median(a / b for a, b in zip(times[num], times[den], strict=True))
+
+
+def _ms(xs: list[float]) -> float:
+    return statistics.median(xs) * 1e3
+
+
+# ---- 1. rehydrated / original ------------------------------------------------------------------
+
+
+def rehydration_rows(sizes: Sizes) -> list[Row]:
+    cfg = sizes.loss
+    # one compiled initialisation (eager jax.random would compile each op on its own)
+    params = jax.jit(llama.init, static_argnums=1)(jax.random.key(0), cfg)
+    tokens = np.random.default_rng(1).integers(0, cfg.vocab, (cfg.batch, cfg.seq), np.int32)
+    labels = np.roll(tokens, -1, axis=1)
+    vg = jax.jit(jax.value_and_grad(llama.loss_fn(cfg)))
+    compiled = vg.lower(params, tokens, labels).compile()
+    leaves = jax.tree.leaves((params, tokens, labels))
+    n_params = sum(int(np.prod(x.shape)) for x in jax.tree.leaves(params))
+    exported = hlopipe.load(jax.export.export(vg)(params, tokens, labels).serialize())
+    from_export = jax.jit(hlopipe.rehydrate(exported))
+    fns: dict[str, Callable[[], Any]] = {
+        "original": lambda: compiled(params, tokens, labels),
+        "exported": lambda: from_export(*leaves),
+    }
+    compiled_text = compiled.as_text()
+    refused = ""
+    try:
+        optimized = hlopipe.load(compiled_text.encode())
+        from_compiled = jax.jit(hlopipe.rehydrate(optimized))
+        jax.eval_shape(from_compiled, *leaves)
+        fns["compiled"] = lambda: from_compiled(*leaves)
+    except hlopipe.HlopipeError as e:  # a kernel hlopipe refuses: the row says which
+        refused = str(e).splitlines()[0][:160]
+    times = _paired(fns, sizes.reps)
+    # the rehydrated programs compute what the original does
+    want = jax.tree.leaves(fns["original"]())
+    for k in fns:
+        got = jax.tree.leaves(fns[k]())
+        close = [
+            np.allclose(np.asarray(a, np.float32), np.asarray(b, np.float32), 2e-2, 2e-2)
+            for a, b in zip(got, want, strict=True)
+        ]
+        if not all(close):
+            raise SystemExit(f"the rehydrated program ({k}) differs from the original")
+    what = (
+        f"Llama {cfg.layers} layers, d {cfg.d}, {n_params / 1e9:.2f}B params, batch "
+        f"{cfg.batch}x{cfg.seq}, {jnp.dtype(cfg.dtype).name}"
+    )
+    rows = [
+        Row(
+            "rehydrated (exported StableHLO) / original",
+            _ratio(times, "exported", "original"),
+            "x",
+            f"value_and_grad; {what}; original {_ms(times['original']):.2f} ms",
+        ),
+    ]
+    if "compiled" in fns:
+        rows.append(
+            Row(
+                "rehydrated (XLA's optimised HLO) / original",
+                _ratio(times, "compiled", "original"),
+                "x",
+                f"the compiled program's text ({jax.default_backend()} custom calls)",
+            )
+        )
+    else:
+        rows.append(
+            Row("rehydrated (XLA's optimised HLO) / original", math.nan, "x", f"refused: {refused}")
+        )
+    return rows
+
+
+# ---- 2. 1-stage pipeline / plain loop ---------------------------------------------------------
+
+
+def _mlp_loss(p: Any, batch: Any) -> Any:
+    x, y = batch
+    h = x
+    for w in p["ws"]:
+        h = jnp.tanh(h @ w)
+    return jnp.mean((h @ p["out"] - y) ** 2)
+
+
+def _mlp(width: int, batch: int, dtype: Any) -> tuple[Any, Any]:
+    ks = jax.random.split(jax.random.key(0), 6)
+    params = {
+        "ws": [
+            (jax.random.normal(k, (width, width)) / np.sqrt(width)).astype(dtype) for k in ks[:3]
+        ],
+        "out": (jax.random.normal(ks[3], (width, 16)) / np.sqrt(width)).astype(dtype),
+    }
+    data = (
+        np.asarray(jax.random.normal(ks[4], (batch, width)), dtype),
+        np.asarray(jax.random.normal(ks[5], (batch, 16)), dtype),
+    )
+    return params, data
+
+
+def _plain_step(params: Any, data: Any) -> Callable[[], Any]:
+    """``jit(value_and_grad)`` per microbatch (on the device ahead), gradients summed, SGD."""
+    vg = jax.jit(jax.value_and_grad(_mlp_loss))
+    add = jax.jit(lambda a, b: jax.tree.map(jnp.add, a, b), donate_argnums=0)
+    update = jax.jit(
+        lambda p, g: jax.tree.map(lambda x, y: x - 0.01 * y / M, p, g), donate_argnums=0
+    )
+    b = data[0].shape[0] // M
+    mbs = [
+        jax.device_put(jax.tree.map(lambda x, i=i: x[i * b : (i + 1) * b], data)) for i in range(M)
+    ]
+    st = {"p": jax.device_put(params)}
+
+    def step() -> Any:
+        acc = None
+        for mb in mbs:
+            _, g = vg(st["p"], mb)
+            acc = g if acc is None else add(acc, g)
+        st["p"] = update(st["p"], acc)
+        return st["p"]
+
+    return step
+
+
+def _time_plain(width: int, batch: int, dtype: Any) -> float:
+    step = _plain_step(*_mlp(width, batch, dtype))
+    times = _paired({"plain": step}, 3)["plain"]
+    return statistics.median(times)
+
+
+def pipeline_rows(sizes: Sizes) -> list[Row]:
+    w, b0 = sizes.mlp_width, sizes.mlp_batch0
+    t0 = _time_plain(w, b0, sizes.dtype)
+    rows = []
+    for target in sizes.step_targets_ms:
+        # the plain step grows about linearly with the batch once the device is busy
+        batch = max(M, round(b0 * target * 1e-3 / t0 / M) * M)
+        rows += _pipeline_rows_at(sizes, target, batch)
+    return rows
+
+
+def _pipeline_rows_at(sizes: Sizes, target: float, batch: int) -> list[Row]:
+    w = sizes.mlp_width
+    params, data = _mlp(w, batch, sizes.dtype)
+    pipe = hlopipe.Pipeline(
+        _mlp_loss,
+        params,
+        data,
+        num_stages=1,
+        schedule="1f1b",
+        num_microbatches=M,
+        devices=jax.devices()[:1],
+        optimizer=optax.sgd(0.01),
+    )
+    st = {"s": pipe.init(params)}
+    walls: list[float] = []
+
+    def pipe_step() -> Any:
+        st["s"], m = pipe.step(st["s"], data)
+        walls.append(m.wall_s)
+        return st["s"].values
+
+    times = _paired({"plain": _plain_step(params, data), "pipe": pipe_step}, sizes.reps)
+    actions = hlopipe.schedules.lower(pipe.schedule).actions.values()
+    n_actions = sum(len([a for a in r if a]) for r in actions)
+    plain_ms, issue = _ms(times["plain"]), statistics.median(walls)
+    return [
+        Row(
+            f"1-stage pipeline / plain loop, ~{target:g} ms step",
+            _ratio(times, "pipe", "plain"),
+            "x",
+            f"plain {plain_ms:.2f} ms (MLP d {w}, batch {batch}, {M} microbatches)",
+        ),
+        Row(
+            f"pipeline host time per action, ~{target:g} ms step",
+            issue / n_actions * 1e6,
+            "us",
+            f"a step issued in {issue * 1e3:.2f} ms for {n_actions} actions",
+        ),
+    ]
+
+
+# ---- 3. 1-stage Generator / plain decode loop -------------------------------------------------
+
+
+def decode_init(key: jax.Array, s: DecodeShape, dtype: Any) -> dict[str, Any]:
+    """Random weights scaled so that greedy decoding has clear top-1 margins."""
+    kv = s.kv_heads * s.head_dim
+    shapes = {
+        "wq": (s.d, s.d),
+        "wk": (s.d, kv),
+        "wv": (s.d, kv),
+        "wo": (s.d, s.d),
+        "w_gate": (s.d, s.ff),
+        "w_up": (s.d, s.ff),
+        "w_down": (s.ff, s.d),
+    }
+    keys = iter(jax.random.split(key, s.layers * len(shapes) + 2))
+
+    def dense(shape: tuple[int, int], gain: float = 1.0) -> jax.Array:
+        w = jax.random.normal(next(keys), shape, jnp.float32) * (gain / math.sqrt(shape[0]))
+        return w.astype(dtype)
+
+    layers = [
+        {
+            "attn_norm": jnp.ones(s.d, dtype),
+            "mlp_norm": jnp.ones(s.d, dtype),
+            **{name: dense(shape) for name, shape in shapes.items()},
+        }
+        for _ in range(s.layers)
+    ]
+    return {
+        "embed": jax.random.normal(next(keys), (s.vocab, s.d), jnp.float32).astype(dtype),
+        "layers": layers,
+        "norm": jnp.ones(s.d, dtype),
+        "head": dense((s.d, s.vocab), 4.0),
+    }
+
+
+def empty_cache(batch: int, s: DecodeShape, dtype: Any) -> list[dict[str, jax.Array]]:
+    shape = (batch, s.max_len, s.kv_heads, s.head_dim)
+    return [{"k": jnp.zeros(shape, dtype), "v": jnp.zeros(shape, dtype)} for _ in range(s.layers)]
+
+
+def _rms(x: jax.Array, scale: jax.Array) -> jax.Array:
+    x32 = x.astype(jnp.float32)
+    y = x32 * jax.lax.rsqrt(jnp.mean(x32 * x32, axis=-1, keepdims=True) + 1e-6)
+    return y.astype(x.dtype) * scale
+
+
+def decode_fn(s: DecodeShape) -> Callable[..., Any]:
+    """``decode(params, cache, tokens[b], position) -> (next_tokens[b], cache)``: one greedy
+    step of a Llama decoder (hlopipe's generation conventions, docs/generation.md)."""
+    hd, group = s.head_dim, s.heads // s.kv_heads
+
+    def decode(params: Any, cache: Any, tokens: jax.Array, position: jax.Array) -> Any:
+        b = tokens.shape[0]
+        x = params["embed"][tokens]
+        inv = 1.0 / (10000.0 ** (jnp.arange(0, hd // 2, dtype=jnp.float32) * 2.0 / hd))
+        angle = position.astype(jnp.float32) * inv
+        cos, sin = jnp.cos(angle).astype(x.dtype), jnp.sin(angle).astype(x.dtype)
+
+        def rotate(t: jax.Array) -> jax.Array:
+            a, c = jnp.split(t, 2, axis=-1)
+            return jnp.concatenate([a * cos - c * sin, a * sin + c * cos], axis=-1)
+
+        visible = jnp.arange(s.max_len) <= position
+        new_cache = []
+        zero = jnp.zeros((), jnp.int32)
+        for p, layer_cache in zip(params["layers"], cache, strict=True):
+            h = _rms(x, p["attn_norm"])
+            q = rotate((h @ p["wq"]).reshape(b, s.kv_heads, group, hd))
+            k = rotate((h @ p["wk"]).reshape(b, 1, s.kv_heads, hd))
+            v = (h @ p["wv"]).reshape(b, 1, s.kv_heads, hd)
+            where = (zero, position, zero, zero)
+            k_all = jax.lax.dynamic_update_slice(layer_cache["k"], k, where)
+            v_all = jax.lax.dynamic_update_slice(layer_cache["v"], v, where)
+            new_cache.append({"k": k_all, "v": v_all})
+            scores = jnp.einsum("bgrd,bsgd->bgrs", q, k_all).astype(jnp.float32) / math.sqrt(hd)
+            scores = jnp.where(visible, scores, -1e30)
+            att = jax.nn.softmax(scores, axis=-1).astype(x.dtype)
+            x = x + jnp.einsum("bgrs,bsgd->bgrd", att, v_all).reshape(b, s.d) @ p["wo"]
+            h = _rms(x, p["mlp_norm"])
+            x = x + (jax.nn.silu(h @ p["w_gate"]) * (h @ p["w_up"])) @ p["w_down"]
+        logits = (_rms(x, params["norm"]) @ params["head"]).astype(jnp.float32)
+        return jnp.argmax(logits, axis=-1).astype(jnp.int32), new_cache
+
+    return decode
+
+
+def generation_rows(sizes: Sizes) -> tuple[list[Row], dict[int, bool]]:
+    s, dtype = sizes.decode, sizes.dtype
+    params = jax.jit(decode_init, static_argnums=(1, 2))(jax.random.key(0), s, dtype)
+    step = jax.jit(decode_fn(s), donate_argnums=1)
+    rows, equal = [], {}
+    for batch in sizes.decode_batches:
+        batch_rows, equal[batch] = _generation_rows_at(sizes, params, step, batch)
+        rows += batch_rows
+    return rows, equal
+
+
+def _generation_rows_at(sizes: Sizes, params: Any, step: Any, batch: int) -> tuple[list[Row], bool]:
+    s, dtype, n = sizes.decode, sizes.dtype, sizes.decode_tokens
+    placed = jax.device_put(params)
+    avals = jax.tree.map(
+        lambda x: jax.ShapeDtypeStruct(x.shape, x.dtype), (params, empty_cache(batch, s, dtype))
+    )
+    exported = jax.export.export(step)(
+        *avals, jax.ShapeDtypeStruct((batch,), jnp.int32), jax.ShapeDtypeStruct((), jnp.int32)
+    )
+    gen = hlopipe.Generator(hlopipe.load(exported.serialize()), params, num_stages=1)
+    first = np.random.default_rng(batch).integers(0, s.vocab, (1, batch)).astype(np.int32)
+    metrics: list[Any] = []
+
+    def generate() -> np.ndarray:
+        session = gen.start(tokens=first, position=0)
+        out = session.generate(n)
+        metrics.append(session.metrics)
+        return out
+
+    def loop() -> np.ndarray:
+        cache = empty_cache(batch, s, dtype)
+        tok = jax.device_put(first[0])
+        out = []
+        for t in range(n):
+            tok, cache = step(placed, cache, tok, t)
+            out.append(tok)
+        return np.stack([np.asarray(t) for t in out], axis=-1)[None]
+
+    equal = bool(np.array_equal(generate(), loop()))
+    times = _paired({"loop": loop, "generator": generate}, sizes.reps)
+    host = statistics.median(m.host_per_action_s for m in metrics) * 1e6
+    note = (
+        f"loop {_ms(times['loop']) / n:.2f} ms/token; Llama {s.layers} layers, d {s.d}, "
+        f"{s.num_params() / 1e9:.2f}B params, {n} tokens; tokens {'equal' if equal else 'DIFFER'}"
+    )
+    return [
+        Row(
+            f"1-stage Generator / plain decode loop, batch {batch}",
+            _ratio(times, "generator", "loop"),
+            "x",
+            note,
+        ),
+        Row(f"Generator host time per action, batch {batch}", host, "us", ""),
+    ], equal
+
+
+def run(small: bool | None = None) -> Report:
+    """Every row; ``small``: CPU sizes (default: on a CPU backend)."""
+    if small is None:
+        small = jax.default_backend() == "cpu"
+    sizes = SMALL if small else FULL
+    rows = rehydration_rows(sizes) + pipeline_rows(sizes)
+    gen_rows, equal = generation_rows(sizes)
+    return Report(rows + gen_rows, equal)
+
+
+def print_table(report: Report) -> None:
+    device = jax.devices()[0]
+    print(f"hlopipe on {device.platform} ({getattr(device, 'device_kind', '?')})")
+    print(f"{'measure':<54}{'value':>10}  note")
+    for r in report.rows:
+        value = f"{r.value:.3f}x" if r.unit == "x" else f"{r.value:.1f} {r.unit}"
+        print(f"{r.name:<54}{value:>10}  {r.note}")
+
+
+def main(argv: list[str]) -> Report:
+    ap = argparse.ArgumentParser(prog="benchmarks/gpu.py")
+    ap.add_argument("--small", action="store_true", help="CPU sizes whatever the backend")
+    a = ap.parse_args(argv)
+    t0 = time.perf_counter()
+    report = run(True if a.small else None)
+    print_table(report)
+    print(f"({time.perf_counter() - t0:.0f} s)")
+    if not all(report.tokens_equal.values()):
+        raise SystemExit("the Generator's tokens differ from the plain loop's")
+    return report
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
