@@ -61,6 +61,8 @@ def mhlo_custom_call(
     apart by ``get_tuple_element``."""
     out = custom_call(ctx, *operands, **attrs)
     tuple_result = len(ctx.result_avals) == 1 and not hasattr(ctx.result_avals[0], "shape")
+    if tuple_result and isinstance(out, tuple) and len(out) == 1 and isinstance(out[0], tuple):
+        return out  # already one tuple value (the GPU compiler's calls, TopK)
     return (tuple(out),) if tuple_result and isinstance(out, tuple | list) else out
 
 

@@ -668,3 +668,30 @@ def test_convolution_window_from_an_hlo_module_proto() -> None:
     f = hlopipe.rehydrate(hlopipe.load(proto))
     want = np_conv_nhwc(X, W, 2, 1, 1)
     np.testing.assert_allclose(np.asarray(f(X, W)), want, rtol=2e-5, atol=2e-5)
+
+
+@pytest.mark.parametrize("name", ["lt_bias_gelu_aux", "conv_bias_activation", "fmha_causal"])
+def test_decompiled_source_computes_the_same(name: str) -> None:
+    # the decompiler writes the calls' JAX ops as Python source; that source runs and agrees
+    case = CASES[name]
+    d = hlopipe.decompile(hlopipe.load(case.text.encode()))
+    assert not d.constants
+    ns: dict[str, Any] = {}
+    exec(compile(d.source, "<decompiled>", "exec"), ns)
+    got = _outs(ns[d.function](*case.args))
+    for g, w in zip(got, _outs(case.numpy(*case.args)), strict=True):
+        np.testing.assert_allclose(np.asarray(g), w, rtol=case.tol, atol=case.tol)
+
+
+def test_a_scheduled_call_is_the_same_call() -> None:
+    # a scheduling hint keeps the call an mhlo.custom_call after XLA's conversion
+    case = CASES["lt_bias_gelu_aux"]
+    text = case.text.replace(
+        'custom_call_target="__cublas$lt$matmul"',
+        'custom_call_target="__cublas$lt$matmul", schedule=SCHEDULE_EARLIEST',
+    )
+    program = hlopipe.load(text.encode())
+    assert "mhlo.custom_call @__cublas$lt$matmul" in program.to_text()
+    got = _outs(hlopipe.rehydrate(program)(*case.args))
+    for g, w in zip(got, _outs(case.numpy(*case.args)), strict=True):
+        np.testing.assert_allclose(g, w, rtol=case.tol, atol=case.tol)
