@@ -212,7 +212,7 @@ def rehydration_rows(sizes: Sizes) -> list[Row]:
                 "rehydrated (XLA's optimised HLO) / original",
                 _ratio(times, "compiled", "original"),
                 "x",
-                f"the compiled program's text ({jax.default_backend()} custom calls)",
+                f"the program XLA compiled for {jax.default_backend()} (compiled.as_text())",
             )
         )
     else:

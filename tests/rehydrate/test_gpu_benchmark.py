@@ -13,6 +13,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 import gpu
 
 
+@pytest.mark.slow  # several seconds: it compiles every program it times
 def test_gpu_benchmark_runs_at_cpu_size(capsys: pytest.CaptureFixture[str]) -> None:
     report = gpu.main(["--small"])
     names = [r.name for r in report.rows]

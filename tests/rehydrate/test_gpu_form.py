@@ -12,6 +12,7 @@ from pathlib import Path
 import jax
 import numpy as np
 import optax
+import pytest
 
 import hlopipe
 from hlopipe.models import gpt
@@ -49,6 +50,7 @@ def test_gpu_form_has_the_gpu_calls_and_computes_the_original() -> None:
     np.testing.assert_allclose(float(got), float(want), rtol=1e-6)
 
 
+@pytest.mark.slow  # two pipelines compiled
 def test_gpu_form_splits_and_trains_equal_to_the_original() -> None:
     opt = optax.sgd(0.01, momentum=0.9)
     batches = _batches(3)

@@ -695,3 +695,28 @@ def test_a_scheduled_call_is_the_same_call() -> None:
     got = _outs(hlopipe.rehydrate(program)(*case.args))
     for g, w in zip(got, _outs(case.numpy(*case.args)), strict=True):
         np.testing.assert_allclose(g, w, rtol=case.tol, atol=case.tol)
+
+
+def test_fp8_matmul_gradients_in_c_and_the_scales() -> None:
+    # the fp8 operands are data; C and the four scales are differentiable
+    case = CASES["lt_matmul_f8"]
+    f = hlopipe.rehydrate(hlopipe.load(case.text.encode()))
+    a, b = case.args[:2]
+    cot = _f(4, 16)
+
+    def got(c: Any, *scales: Any) -> Any:
+        d, amax = f(a, b, c, *scales)
+        return jnp.vdot(d, cot) + amax
+
+    def want(c: Any, sa: Any, sb: Any, sc: Any, sd: Any) -> Any:
+        ab = jnp.asarray(a, F32) @ jnp.asarray(b, F32)
+        x = 2.0 * sa * sb * ab + sc * c
+        return jnp.vdot(x * sd, cot) + jnp.max(jnp.abs(x))
+
+    argnums = tuple(range(5))
+    for g, w in zip(
+        jax.grad(got, argnums)(*case.args[2:]),
+        jax.grad(want, argnums)(*case.args[2:]),
+        strict=True,
+    ):
+        np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=5e-5, atol=5e-5)
