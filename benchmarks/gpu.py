@@ -283,8 +283,15 @@ def pipeline_rows(sizes: Sizes) -> list[Row]:
     t0 = _time_plain(w, b0, sizes.dtype)
     rows = []
     for target in sizes.step_targets_ms:
-        # the plain step grows about linearly with the batch once the device is busy
-        batch = max(M, round(b0 * target * 1e-3 / t0 / M) * M)
+        batch, t = b0, t0
+        # the plain step grows about linearly with the batch once the device is busy; a
+        # device not yet busy at the first guess gets a second (full sizes only: each guess
+        # compiles the plain step again)
+        rounds = 1 if sizes is SMALL else 2
+        for r in range(rounds):
+            batch = max(M, round(batch * target * 1e-3 / t / M) * M)
+            if r < rounds - 1:
+                t = _time_plain(w, batch, sizes.dtype)
         rows += _pipeline_rows_at(sizes, target, batch)
     return rows
 
