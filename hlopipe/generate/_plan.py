@@ -462,6 +462,17 @@ def _prefill_outputs_in_order(
     vocab = _logits_vocab(decode_roles, token_arg)
     if token_out is None and vocab is not None:
         token_out = next((i for i, a in enumerate(outs) if _logits_like(a, key[0], vocab)), None)
+    if token_out is None and vocab is None:
+        floats = [i for i, a in enumerate(outs)
+                  if a.shape and _logits_like(a, key[0], int(a.shape[-1]))]  # fmt: skip
+        if floats:  # logits from the prefill, a token from the decode step: say so
+            a = outs[floats[0]]
+            raise RuntimeConfigError(
+                f"{what}: output {floats[0]} is logits ({a.dtype}{list(a.shape)}) but the "
+                f"decode step returns a token ({key[1]}{list(key[0])}); export both the same "
+                "way: the prefill returning the argmax token as the decode step does, or the "
+                "decode step returning logits too (then sampled)"
+            )
     if token_out is None:
         logits = "" if vocab is None else (
             f" nor logits (float [b, {vocab}] of the prompt's last position, or [b, length, "
