@@ -19,6 +19,7 @@ def run_command(
     decode: Any,
     *,
     prefill: Any = None,
+    params: Any = None,
     params_path: str | None = None,
     prefill_params_path: str | None = None,
     stages: int | None = None,
@@ -40,6 +41,8 @@ def run_command(
 
     Args:
       decode / prefill: the programs, loaded (``hlopipe.load``) or their paths.
+      params: the parameters themselves (a pytree, or the arrays in argument order), in place
+        of ``params_path``.
       params_path: an .npz of the parameters alone, in argument order (default: random).
       prefill_params_path: an .npz of the prefill's own arguments, every one but the prompt
         in its order (``Generator``'s ``prefill_params``; default: the decode step's,
@@ -89,7 +92,12 @@ def run_command(
             "without one, generation starts from random first tokens"
         )  # fmt: skip
     roles = decode.arg_roles()
-    params = _params(params_path, roles, seed)
+    if params is not None and params_path is not None:
+        raise RuntimeConfigError(
+            "give ", Keyword("params"), " or ", Keyword("params_path"), ", not both"
+        )
+    if params is None:
+        params = _params(params_path, roles, seed)
     specs = None
     if param_rules:
         from hlopipe.generate._rules import param_specs_from_rules

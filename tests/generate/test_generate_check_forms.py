@@ -72,3 +72,27 @@ def test_a_logits_prefill_with_a_token_decode_step_is_one_error(tmp_path, capsys
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("error: ")
     assert "is logits (float32[2, 64]) but the decode step returns a token" in err[0], err
+
+
+def test_generate_without_a_file_runs_the_builtin_model(tmp_path, capsys):
+    """As `hlopipe serve` does: the built-in tiny GPT (its position per sequence, its logits
+    prefill), greedy, against the same functions run directly with the same parameters."""
+    cfg = gd.DecodeConfig()
+    prompts = np.asarray(gd.prompts(jax.random.key(2), 1, 2, 8, cfg))[0]
+    np.save(tmp_path / "prompts.npy", prompts)
+    out_file = tmp_path / "tokens.npy"
+    argv = ["generate", "--prompts", str(tmp_path / "prompts.npy"), "--tokens", "4"]
+    assert main([*argv, "--output", str(out_file), "--seed", "3"]) == 0
+    capsys.readouterr()
+    params = gd.init(jax.random.key(3), cfg)  # serve's --seed 3 is the parameters' seed
+    logits, cache = jax.jit(gd.prefill_fn(cfg, logits=True))(params, jnp.asarray(prompts))
+    step = jax.jit(gd.decode_slots_fn(cfg))
+    seq = [np.argmax(np.asarray(logits), -1)]
+    for t in range(3):
+        pos = jnp.full(2, 8 + t, jnp.int32)
+        logits, cache = step(params, cache, jnp.asarray(seq[-1], jnp.int32), pos)
+        seq.append(np.argmax(np.asarray(logits), -1))
+    np.testing.assert_array_equal(np.load(out_file)[0], np.stack(seq, -1))
+    assert main(["generate", "--params", "p.npz"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "--params given without a decode step file" in err[0], err
