@@ -1,0 +1,138 @@
+"""Stock Hugging Face causal LMs (Llama, GPT-2, Qwen2, Gemma with tied embeddings; 2 layers,
+random weights) exported by ``hlopipe.torch.export_generation`` in a PyTorch venv (fixtures
+``tests/data/frameworks/torch_xla/export_<model>/``, made by
+``scripts/fixtures/hf_export_generation.py``), returning logits, in 2 stages, and served with
+``hlopipe serve DIR --stages 2``.
+
+The oracles are independent of the server: the tokens of ``model.generate(do_sample=False,
+cache_implementation="static")`` in PyTorch (stored by the generator) for greedy requests, and
+for a seeded sampled request the unsplit exported programs run directly in JAX, one call at a
+time, their logits drawn by ``hlopipe.generate.sample`` with the choice's seed folded with each
+position (the prompt's last one for the prefill's logits). ``params.npz`` is checked against
+the model's ``state_dict`` keys."""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import subprocess
+import sys
+import urllib.request
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import hlopipe
+from hlopipe.generate import sample
+
+pytestmark = pytest.mark.x64
+
+ROOT = Path(__file__).resolve().parents[2]
+DIR = ROOT / "tests" / "data" / "frameworks" / "torch_xla"
+MODELS = ["llama", "gpt2", "qwen2", "gemma"]
+SAMPLING = {"temperature": 0.9, "top_p": 0.95, "top_k": 20, "seed": 11}
+
+
+def _files(model: str):
+    folder = DIR / f"export_{model}"
+    manifest = json.loads((folder / "manifest.json").read_text())
+    oracle = json.loads((DIR / f"export_{model}.json").read_text())
+    return folder, manifest, oracle
+
+
+def _choice_seed(seed: int, choice: int) -> int:
+    """A request's seed for its choice (docs/serving.md: each of ``n`` choices its own)."""
+    from hlopipe.serve._app import _seed_of
+
+    return _seed_of(seed, choice)
+
+
+@functools.cache
+def _jitted(path: Path):
+    prog = hlopipe.load(str(path))
+    return prog, jax.jit(prog.as_function(flat=True))
+
+
+def _unsplit_sampled(model: str, prompt: list[int], n: int, seed: int) -> list[int]:
+    """The exported prefill and decode step run unsplit, each argument given by its manifest
+    name, the logits drawn by ``sample`` (the prompt in every row; row 0's tokens)."""
+    folder, manifest, _ = _files(model)
+    arrays = dict(np.load(folder / "params.npz"))
+    batch, P = manifest["batch"], manifest["prompt_len"]
+    L = len([a for a in manifest["decode"]["args"] if a["kind"] == "counter"])
+    names = ([f"cache.{k}.{kv}" for k in range(L) for kv in ("keys", "values")]
+             + [f"cache.{k}.cumulative_length" for k in range(L)])  # fmt: skip
+
+    def run(which, given):
+        prog, fn = _jitted(folder / manifest[which]["file"])
+        args = []
+        for a, aval in zip(manifest[which]["args"], prog.in_avals, strict=True):
+            v = given.get(a["name"], arrays.get(a["name"], a.get("value")))
+            args.append(np.asarray(v, aval.dtype).reshape(aval.shape))
+        outs = fn(*args)
+        return outs[0], dict(zip(names, outs[1:], strict=True))
+
+    how = (jnp.full(batch, seed, jnp.uint32), jnp.full(batch, SAMPLING["temperature"]),
+           jnp.full(batch, SAMPLING["top_p"]), jnp.full(batch, SAMPLING["top_k"]))  # fmt: skip
+    logits, state = run("prefill", {"prompt": [prompt] * batch})
+    tokens = [int(sample(logits, jnp.int64(P - 1), *how)[0])]
+    for t in range(n - 1):
+        logits, state = run("decode", {**state, "tokens": [tokens[-1]] * batch})
+        tokens.append(int(sample(logits, jnp.int64(P + t), *how)[0]))
+    return tokens
+
+
+@pytest.mark.parametrize("model", MODELS)
+def test_params_npz_is_keyed_by_the_state_dict(model):
+    folder, manifest, oracle = _files(model)
+    keys = set(np.load(folder / "params.npz").files)
+    state_dict = set(oracle["state_dict_keys"])
+    tied = manifest["tied"]
+    assert set(tied) <= state_dict and set(tied.values()) <= keys  # a tied weight once
+    # GPT-2 and Gemma tie the head to the embedding (untied by torch_xla's .to(), tied again)
+    assert bool(tied) == (model in ("gpt2", "gemma"))
+    assert keys & state_dict == state_dict - set(tied)
+    # beyond the state_dict: named lifted scalars and the buffers it leaves out (rotary
+    # inv_freq, Gemma's embed_scale), each one the decode step takes
+    args = manifest["decode"]["args"]
+    assert keys - state_dict == {a["name"] for a in args if a["kind"] in ("constant", "buffer")}
+    lifted = [a for a in manifest["decode"]["args"] if a["kind"] == "constant"]
+    assert lifted and all(np.load(folder / "params.npz")[a["name"]] == a["value"] for a in lifted)
+
+
+@pytest.mark.parametrize("model", MODELS)
+def test_served_in_two_stages_like_torch(model):
+    """`hlopipe serve DIR --stages 2`: greedy completions of the fixture's prompts equal
+    torch's `model.generate`; a seeded sampled one (two choices) equals the unsplit programs'
+    logits drawn by the same sampler."""
+    folder, _, oracle = _files(model)
+    env = dict(os.environ, PYTHONPATH=str(ROOT), PYTHONUNBUFFERED="1", JAX_PLATFORMS="cpu")
+    argv = ["serve", str(folder), "--stages", "2", "--groups", "1", "--port", "0"]
+    proc = subprocess.Popen([sys.executable, "-m", "hlopipe", *argv], stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True, env=env)  # fmt: skip
+    try:
+        assert proc.stdout is not None
+        line = proc.stdout.readline()
+        assert line.startswith("serving "), line + proc.stdout.read()
+        url = line.split(" at ")[1].strip() + "/completions"
+
+        def complete(body):
+            req = urllib.request.Request(url, json.dumps({"model": "m", **body}).encode())
+            with urllib.request.urlopen(req, timeout=120) as r:
+                return [c["token_ids"] for c in json.loads(r.read())["choices"]]
+
+        n = len(oracle["torch_tokens"][0])
+        for prompt, want in zip(oracle["prompts"], oracle["torch_tokens"], strict=True):
+            assert complete({"prompt": prompt, "max_tokens": n, "temperature": 0}) == [want]
+        prompt = oracle["prompts"][0]
+        got = complete({"prompt": prompt, "max_tokens": n, "n": 2, **SAMPLING})
+    finally:
+        proc.kill()
+        proc.wait()
+    want = [_unsplit_sampled(model, prompt, n, _choice_seed(SAMPLING["seed"], k)) for k in (0, 1)]
+    assert got == want
+    assert got[0] != got[1] and got[0] != oracle["torch_tokens"][0]  # sampled, not greedy
