@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -366,12 +365,13 @@ def _params(path: str | None, roles: Any, seed: int) -> list[Any]:
 
 
 def _by_name(named: list[tuple[str, Any]], want: Any) -> bool:
-    """Whether an .npz's arrays are matched to the parameters by name: the file names them
-    (not ``np.savez``'s ``arr_0``, ``arr_1``...) and every parameter carries a name."""
+    """Whether an .npz's arrays are matched to the parameters by name: every parameter
+    carries a name and the file names some of them (not ``np.savez``'s ``arr_0``, ``arr_1``...
+    nor names of its own, read in order)."""
     from hlopipe.generate._match import real_name
 
-    positional = all(re.fullmatch(r"arr_\d+", n) for n, _ in named)
-    return bool(want) and not positional and all(real_name(r.path) for r in want)
+    names = {r.path for r in want}
+    return all(real_name(r.path) for r in want) and any(n in names for n, _ in named)
 
 
 def _matched_by_name(path: str, named: list[tuple[str, Any]], want: Any) -> list[tuple[str, Any]]:

@@ -136,3 +136,27 @@ def test_served_in_two_stages_like_torch(model):
     want = [_unsplit_sampled(model, prompt, n, _choice_seed(SAMPLING["seed"], k)) for k in (0, 1)]
     assert got == want
     assert got[0] != got[1] and got[0] != oracle["torch_tokens"][0]  # sampled, not greedy
+
+
+def test_params_are_matched_by_name_and_a_wrong_name_is_one_error(tmp_path, capsys):
+    """`--params` by name: the arrays in another order still generate torch's tokens; one
+    missing and one unknown name are one error line naming both."""
+    from hlopipe.cli import main
+
+    folder, _, oracle = _files("llama")
+    arrays = dict(np.load(folder / "params.npz"))
+    np.savez(tmp_path / "reversed.npz", **dict(reversed(arrays.items())))
+    np.save(tmp_path / "prompts.npy", np.asarray(oracle["prompts"]))
+    n = len(oracle["torch_tokens"][0])
+    argv = ["generate", str(folder), "--stages", "2", "--prompts", str(tmp_path / "prompts.npy"),
+            "--tokens", str(n), "--output", str(tmp_path / "tokens.npy")]  # fmt: skip
+    assert main([*argv, "--params", str(tmp_path / "reversed.npz")]) == 0
+    capsys.readouterr()
+    np.testing.assert_array_equal(np.load(tmp_path / "tokens.npy")[0], oracle["torch_tokens"])
+    arrays["model.norm.weights"] = arrays.pop("model.norm.weight")
+    np.savez(tmp_path / "renamed.npz", **arrays)
+    assert main([*argv, "--params", str(tmp_path / "renamed.npz")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("error: "), err
+    assert "no array named 'model.norm.weight'" in err[0]
+    assert "arrays no argument takes: 'model.norm.weights'" in err[0]
