@@ -160,3 +160,19 @@ def test_params_are_matched_by_name_and_a_wrong_name_is_one_error(tmp_path, caps
     assert len(err) == 1 and err[0].startswith("error: "), err
     assert "no array named 'model.norm.weight'" in err[0]
     assert "arrays no argument takes: 'model.norm.weights'" in err[0]
+
+
+def test_a_token_returning_export_generates_torchs_tokens(tmp_path, capsys):
+    """`returns="tokens"` (the argmax in the programs): `hlopipe generate DIR --check` gives
+    torch's greedy tokens, the unsplit programs' too."""
+    from hlopipe.cli import main
+
+    folder, manifest, oracle = _files("llama_tokens")
+    assert manifest["returns"] == "tokens"
+    np.save(tmp_path / "prompts.npy", np.asarray(oracle["prompts"]))
+    n = len(oracle["torch_tokens"][0])
+    assert main(["generate", str(folder), "--stages", "2", "--prompts",
+                 str(tmp_path / "prompts.npy"), "--tokens", str(n), "--check", "--output",
+                 str(tmp_path / "tokens.npy")]) == 0  # fmt: skip
+    assert f"check: all {2 * n} tokens equal the unsplit program's" in capsys.readouterr().out
+    np.testing.assert_array_equal(np.load(tmp_path / "tokens.npy")[0], oracle["torch_tokens"])
