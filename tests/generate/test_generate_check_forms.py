@@ -52,9 +52,7 @@ def _direct(prompts: np.ndarray) -> np.ndarray:
     return np.stack(out, -1)
 
 
-@pytest.mark.parametrize(
-    "prefill_logits, decode_logits", [(True, True), (False, True)]
-)
+@pytest.mark.parametrize("prefill_logits, decode_logits", [(True, True), (False, True)])
 def test_check_agrees_for_each_form(tmp_path, capsys, prefill_logits, decode_logits):
     args, prompts = _write(tmp_path, prefill_logits, decode_logits)
     out_file = tmp_path / "tokens.npy"
