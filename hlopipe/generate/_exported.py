@@ -61,8 +61,15 @@ def read_export_folder(path: str) -> ExportFolder:
             where + f"{MANIFEST} is of format {fmt!r}, this hlopipe reads {FORMAT!r}; export "
             "again with this hlopipe's hlopipe.torch.export_generation"
         )
-    files = {k: folder / m[k]["file"] for k in ("decode", "prefill")}
-    files["params"] = folder / m["params"]
+    try:
+        files = {k: folder / m[k]["file"] for k in ("decode", "prefill")}
+        files["params"] = folder / m["params"]
+        sizes = {k: int(m[k]) for k in ("max_len", "batch", "prompt_len")}
+    except (KeyError, TypeError, ValueError) as e:
+        raise RuntimeConfigError(
+            where + f"{MANIFEST} lacks or garbles {e}; export again with "
+            "hlopipe.torch.export_generation"
+        ) from e
     for k, f in files.items():
         if not f.is_file():
             raise RuntimeConfigError(where + f"the {k} file {f.name} the manifest names is missing")
@@ -74,7 +81,7 @@ def read_export_folder(path: str) -> ExportFolder:
             raise RuntimeConfigError(where + f"the tokenizer {t} the manifest names is missing")
         tokenizer = str(t)
     return ExportFolder(
-        str(files["decode"]), str(files["prefill"]), str(files["params"]), int(m["max_len"]),
-        tuple(int(i) for i in m.get("eos_token_ids", ())), tokenizer, int(m["batch"]),
-        int(m["prompt_len"]),
+        str(files["decode"]), str(files["prefill"]), str(files["params"]), sizes["max_len"],
+        tuple(int(i) for i in m.get("eos_token_ids", ())), tokenizer, sizes["batch"],
+        sizes["prompt_len"],
     )  # fmt: skip

@@ -176,3 +176,22 @@ def test_a_token_returning_export_generates_torchs_tokens(tmp_path, capsys):
                  str(tmp_path / "tokens.npy")]) == 0  # fmt: skip
     assert f"check: all {2 * n} tokens equal the unsplit program's" in capsys.readouterr().out
     np.testing.assert_array_equal(np.load(tmp_path / "tokens.npy")[0], oracle["torch_tokens"])
+
+
+def test_a_broken_folder_is_one_error_line(tmp_path, capsys):
+    import shutil
+
+    from hlopipe.cli import main
+
+    folder, manifest, _ = _files("llama")
+    cases = {
+        "format": ({**manifest, "format": "other/2"}, "is of format 'other/2', this hlopipe"),
+        "key": ({k: v for k, v in manifest.items() if k != "max_len"}, "lacks or garbles"),
+        "file": ({**manifest, "params": "gone.npz"}, "the params file gone.npz the manifest"),
+    }
+    for name, (m, says) in cases.items():
+        shutil.copytree(folder, tmp_path / name)
+        (tmp_path / name / "manifest.json").write_text(json.dumps(m))
+        assert main(["generate", str(tmp_path / name)]) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and err[0].startswith("error: ") and says in err[0], (name, err)
