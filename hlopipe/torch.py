@@ -37,7 +37,7 @@ from __future__ import annotations
 import enum
 import json
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -47,6 +47,7 @@ __all__ = [
     "KEEP_MARKERS_XLA_FLAGS",
     "Returns",
     "export_generation",
+    "export_training",
     "mark_stages",
     "op",
 ]
@@ -249,32 +250,9 @@ def export_generation(
     if stages > 1:
         _mark_layers(model, stages)
     dev = torch_xla.device()
-    shared = len({id(t) for t in model.state_dict(keep_vars=True).values()})
-    model = model.to(dev).eval()
-    if len({id(t) for t in model.state_dict(keep_vars=True).values()}) != shared:
-        model.tie_weights()  # moving to the XLA device unties shared weights (transformers)
-        if len({id(t) for t in model.state_dict(keep_vars=True).values()}) != shared:
-            raise ValueError(
-                "export_generation: the model's shared weights are no longer shared on the XLA "
-                "device and tie_weights() did not tie them again; tie them after moving it"
-            )
+    model = _on_device(model, dev, "export_generation").eval()
     config = model.config
-    # every device tensor the steps may read, by torch_xla's id: state_dict names first (a tied
-    # weight under its first name), then the buffers the state_dict leaves out
-    named: dict[int, str] = {}
-    tied: dict[str, str] = {}
-    for name, t in model.state_dict(keep_vars=True).items():
-        i = xla.tensor_id(t)
-        if i in named:
-            tied[name] = named[i]
-        else:
-            named[i] = name
-    buffers = set()  # the buffers the state_dict leaves out (non-persistent: rotary tables)
-    for name, t in model.named_buffers():
-        if named.setdefault(xla.tensor_id(t), name) == name and name not in tied:
-            buffers.add(name)
-    buffers -= set(model.state_dict())
-    state = {name: t for name, t in model.state_dict(keep_vars=True).items() if name not in tied}
+    named, tied, buffers, state = _tensor_names(model, xla)
     weights = dict(state)
     weights.update({n: t for n, t in model.named_buffers() if n not in weights and n not in tied})
     keyword = "cache" if "cache" in _forward_parameters(model) else "past_key_values"
@@ -342,6 +320,145 @@ def export_generation(
     return out
 
 
+#: A training export's manifest format tag.
+TRAINING_FORMAT = "hlopipe.training/1"
+
+
+def export_training(
+    model: Any,
+    loss: Any,
+    batch: Mapping[str, Any],
+    out_dir: str | Path,
+    *,
+    stages: int = 1,
+) -> Path:
+    """Export a model's training loss for ``hlopipe train``: ``loss(model, **batch)`` (a
+    scalar, the mean over the batch) traced with torch_xla; hlopipe differentiates it.
+
+    Writes into ``out_dir``: ``loss.mlir`` (StableHLO, every argument carrying its name: the
+    ``state_dict`` names, buffers the ``state_dict`` leaves out, ``lifted.<dtype>[<value>]``
+    scalars, ``batch.<key>``); ``params.npz``: every argument but the batch, in the program's
+    argument order, each under its name (``hlopipe train --params`` reads them in order; a
+    tied weight once); ``batch.npz``: ``batch`` as one microbatch (``--data``); and
+    ``manifest.json`` with the batch arguments' indices and the command that trains it.
+
+    Args:
+      model: a ``torch.nn.Module`` (moved to the XLA device); dropout, if any, is traced as it
+        is (put the model in the mode to train in).
+      loss: ``loss(model, **batch) -> scalar tensor``, e.g. ``lambda m, **b: m(**b).loss``.
+      batch: one microbatch, by name (``{"input_ids": ..., "labels": ...}``): CPU tensors or
+        arrays; their shapes are the program's.
+      out_dir: the folder to write (made if missing).
+      stages: as :func:`export_generation`'s (markers after the decoder layers).
+
+    Returns:
+      ``out_dir`` as a ``Path``.
+
+    Raises:
+      ValueError: an empty batch, a loss that is not a scalar, stages that do not divide the
+        layers.
+
+    Example:
+      >>> hlopipe.torch.export_training(model, lambda m, **b: m(**b).loss,
+      ...     {"input_ids": ids, "labels": ids}, "train", stages=2)   # doctest: +SKIP
+    """
+    import numpy as np
+    import torch
+    import torch_xla
+
+    from hlopipe import _torch_xla_compat as xla
+
+    if not batch:
+        raise ValueError("export_training: an empty batch; give its arrays by name")
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    if stages > 1:
+        _mark_layers(model, stages)
+    dev = torch_xla.device()
+    model = _on_device(model, dev, "export_training")
+    named, tied, buffers, state = _tensor_names(model, xla)
+    tensors = {**state, **dict(model.named_buffers())}
+    inputs, on_device = {}, {}
+    for key, value in batch.items():
+        x = torch.as_tensor(np.asarray(value.cpu() if hasattr(value, "cpu") else value))
+        on_device[key] = x.to(dev)
+        inputs[xla.tensor_id(on_device[key])] = (f"batch.{key}", "batch")
+    with torch.no_grad():
+        value = loss(model, **on_device)
+        if not isinstance(value, torch.Tensor) or value.dim() != 0:
+            raise ValueError(
+                f"export_training: the loss is {type(value).__name__}"
+                f"{list(getattr(value, 'shape', []))}; return a scalar tensor (a mean)"
+            )
+        lifted: dict[str, Any] = {}
+        text, args = _program([value], named, buffers, inputs, lifted, xla)
+    (out / "loss.mlir").write_text(text)
+    params = {}
+    for a in args:
+        if a["kind"] != "batch" and a["name"] not in params:
+            t = tensors.get(a["name"])
+            params[a["name"]] = lifted[a["name"]] if t is None else t.detach().cpu().numpy()
+    np.savez(out / "params.npz", **params)
+    np.savez(out / "batch.npz", **{
+        a["name"]: on_device[a["name"].removeprefix("batch.")].cpu().numpy()
+        for a in args if a["kind"] == "batch"
+    })  # fmt: skip
+    batch_args = [i for i, a in enumerate(args) if a["kind"] == "batch"]
+    manifest = {
+        "format": TRAINING_FORMAT,
+        "program": "loss.mlir",
+        "params": "params.npz",
+        "batch": "batch.npz",
+        "args": args,
+        "batch_args": batch_args,
+        "tied": tied,
+        "command": "hlopipe train loss.mlir --params params.npz --data batch.npz "
+        f"--microbatches 1 --batch-args {','.join(map(str, batch_args))}"
+        + (f" --stages {stages}" if stages > 1 else ""),
+        "versions": {"torch": torch.__version__, "torch_xla": torch_xla.__version__},
+        "model": type(model).__name__,
+    }
+    (out / MANIFEST).write_text(json.dumps(manifest, indent=1) + "\n")
+    return out
+
+
+def _on_device(model: Any, dev: Any, what: str) -> Any:
+    """``model`` moved to ``dev``, its shared weights shared still (moving a ``transformers``
+    model to the XLA device unties them: tied again with ``tie_weights``)."""
+    shared = len({id(t) for t in model.state_dict(keep_vars=True).values()})
+    model = model.to(dev)
+    if len({id(t) for t in model.state_dict(keep_vars=True).values()}) != shared:
+        model.tie_weights()
+        if len({id(t) for t in model.state_dict(keep_vars=True).values()}) != shared:
+            raise ValueError(
+                f"{what}: the model's shared weights are no longer shared on the XLA device and "
+                "tie_weights() did not tie them again; tie them after moving it"
+            )
+    return model
+
+
+def _tensor_names(model: Any, xla: Any) -> tuple[dict[int, str], dict[str, str], set[str], dict]:
+    """Every device tensor a step may read, by torch_xla's id: ``(named, tied, buffers,
+    state)``: state_dict names first (a tied weight under its first name; ``tied``: the other
+    name -> it), then the buffers the state_dict leaves out (``buffers``, non-persistent:
+    rotary tables), and the state_dict without the tied names."""
+    named: dict[int, str] = {}
+    tied: dict[str, str] = {}
+    for name, t in model.state_dict(keep_vars=True).items():
+        i = xla.tensor_id(t)
+        if i in named:
+            tied[name] = named[i]
+        else:
+            named[i] = name
+    buffers = set()
+    for name, t in model.named_buffers():
+        if named.setdefault(xla.tensor_id(t), name) == name and name not in tied:
+            buffers.add(name)
+    buffers -= set(model.state_dict())
+    state = {name: t for name, t in model.state_dict(keep_vars=True).items() if name not in tied}
+    return named, tied, buffers, state
+
+
 def _forward_parameters(model: Any) -> list[str]:
     import inspect
 
@@ -351,11 +468,13 @@ def _forward_parameters(model: Any) -> list[str]:
 def _cache_layers(cache: Any) -> list[Any]:
     layers = list(getattr(cache, "layers", ()))
     need = ("keys", "values", "cumulative_length")
-    if not layers or not all(hasattr(ly, a) for ly in layers for a in need):
+    # exactly StaticLayer: its subclasses (a sliding window) keep the cache another way
+    kinds = sorted({type(ly).__name__ for ly in layers} - {"StaticLayer"})
+    if not layers or kinds or not all(hasattr(ly, a) for ly in layers for a in need):
         raise ValueError(
-            f"export_generation: the model's {type(cache).__name__} has no layers keeping "
-            f"{', '.join(need)} (transformers 5's StaticLayer); a sliding-window or hybrid "
-            "cache is not supported"
+            f"export_generation: the model's {type(cache).__name__} has layers of "
+            f"{', '.join(kinds) or 'another form'}; only transformers 5's StaticLayer (keeping "
+            f"{', '.join(need)}) is supported: a sliding-window or hybrid cache is not"
         )
     return layers
 

@@ -195,3 +195,47 @@ def test_a_broken_folder_is_one_error_line(tmp_path, capsys):
         assert main(["generate", str(tmp_path / name)]) == 2
         err = capsys.readouterr().err.strip().splitlines()
         assert len(err) == 1 and err[0].startswith("error: ") and says in err[0], (name, err)
+
+
+def test_an_exported_training_loss_is_torchs_and_trains(tmp_path, capsys, monkeypatch):
+    """`export_training` (GPT-2, tied embedding): the unsplit program's loss and gradients
+    equal torch's (stored by the generator, by `state_dict` name); the manifest's command
+    trains it in 2 stages from its first loss, torch's."""
+    import shlex
+    import shutil
+
+    from hlopipe.cli import main
+
+    folder = DIR / "export_gpt2_train"
+    manifest = json.loads((folder / "manifest.json").read_text())
+    torch_loss = json.loads((DIR / "export_gpt2_train.json").read_text())["torch_loss"]
+    grads = np.load(DIR / "export_gpt2_train_grads.npz")
+    params, batch = np.load(folder / "params.npz"), np.load(folder / "batch.npz")
+    assert set(params.files) | set(manifest["tied"]) >= set(grads.files)  # state_dict names
+    prog = hlopipe.load(str(folder / "loss.mlir"))
+    names = [a["name"] for a in manifest["args"]]
+    assert prog.arg_names == names
+    args = [batch[n] if n in batch.files else params[n] for n in names]
+    wrt = [i for i, n in enumerate(names) if n in grads.files]
+
+    def loss(*ws):
+        full = list(args)
+        for i, w in zip(wrt, ws, strict=True):
+            full[i] = w
+        out = prog.as_function(flat=True)(*full)
+        return out[0] if isinstance(out, list | tuple) else out
+
+    value, got = jax.jit(jax.value_and_grad(loss, argnums=tuple(range(len(wrt)))))(
+        *[args[i] for i in wrt]
+    )
+    assert float(value) == pytest.approx(torch_loss, rel=1e-5)
+    for i, g in zip(wrt, got, strict=True):
+        np.testing.assert_allclose(g, grads[names[i]], rtol=1e-3, atol=1e-5, err_msg=names[i])
+    shutil.copytree(folder, tmp_path / "train")
+    monkeypatch.chdir(tmp_path / "train")
+    argv = shlex.split(manifest["command"])
+    assert argv[:2] == ["hlopipe", "train"]
+    assert main([*argv[1:], "--steps", "2"]) == 0
+    out = capsys.readouterr().out
+    first = float(out.split("step    1  loss ")[1].split()[0])
+    assert first == pytest.approx(torch_loss, rel=1e-5), out
