@@ -515,6 +515,11 @@ def _program(
     import torch_xla.core.xla_model as xm
 
     text = xm.get_stablehlo(outs)
+    if "__elided__" in text:  # MLIR printed a large constant without its values
+        raise ValueError(
+            "export_generation: torch_xla's StableHLO elides a large constant's values; "
+            "make the tensor a buffer of the model (it is then an argument)"
+        )
     ids, datas = xla.device_data(outs)
     args = []
     for i, data in zip(ids, datas, strict=True):
