@@ -204,9 +204,9 @@ def export_generation(
     kind, the versions traced with.
 
     Args:
-      model: a ``transformers`` ``*ForCausalLM`` (Llama, GPT-2, Mistral/Qwen2-style, Gemma:
-        any whose ``StaticCache`` layers keep ``keys``, ``values`` and ``cumulative_length``);
-        moved to the XLA device.
+      model: a ``transformers`` ``*ForCausalLM`` (Llama, GPT-2, Qwen2, Gemma: any whose
+        ``StaticCache`` layers are plain ``StaticLayer``s, no sliding window); moved to the
+        XLA device (its stage markers' hooks removed afterwards).
       out_dir: the folder to write (made if missing).
       batch / prompt_len / max_len: the sequences per step, the prefill's prompt length and
         the cache length, fixed in the programs.
@@ -229,12 +229,6 @@ def export_generation(
       >>> hlopipe.torch.export_generation(model, "out", batch=2, prompt_len=8, max_len=64,
       ...                                 returns="logits", stages=2)   # doctest: +SKIP
     """
-    import numpy as np
-    import torch
-    import torch_xla
-    import transformers
-
-    from hlopipe import _torch_xla_compat as xla
 
     returns = Returns(returns)
     for what, n in (("batch", batch), ("prompt_len", prompt_len), ("max_len", max_len)):
@@ -247,8 +241,26 @@ def export_generation(
         )
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    if stages > 1:
-        _mark_layers(model, stages)
+    hooks = _mark_layers(model, stages)
+    try:
+        return _export_generation(model, out, batch, prompt_len, max_len, returns, stages,
+                                  eos_token_ids, tokenizer)  # fmt: skip
+    finally:
+        for h in hooks:
+            h.remove()
+
+
+def _export_generation(
+    model: Any, out: Path, batch: int, prompt_len: int, max_len: int, returns: Returns,
+    stages: int, eos_token_ids: Sequence[int] | None, tokenizer: Any,
+) -> Path:  # fmt: skip
+    import numpy as np
+    import torch
+    import torch_xla
+    import transformers
+
+    from hlopipe import _torch_xla_compat as xla
+
     dev = torch_xla.device()
     model = _on_device(model, dev, "export_generation").eval()
     config = model.config
@@ -362,18 +374,28 @@ def export_training(
       >>> hlopipe.torch.export_training(model, lambda m, **b: m(**b).loss,
       ...     {"input_ids": ids, "labels": ids}, "train", stages=2)   # doctest: +SKIP
     """
+
+    if not batch:
+        raise ValueError("export_training: an empty batch; give its arrays by name")
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    hooks = _mark_layers(model, stages)
+    try:
+        return _export_training(model, loss, batch, out, stages)
+    finally:
+        for h in hooks:
+            h.remove()
+
+
+def _export_training(
+    model: Any, loss: Any, batch: Mapping[str, Any], out: Path, stages: int
+) -> Path:
     import numpy as np
     import torch
     import torch_xla
 
     from hlopipe import _torch_xla_compat as xla
 
-    if not batch:
-        raise ValueError("export_training: an empty batch; give its arrays by name")
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    if stages > 1:
-        _mark_layers(model, stages)
     dev = torch_xla.device()
     model = _on_device(model, dev, "export_training")
     named, tied, buffers, state = _tensor_names(model, xla)
@@ -493,7 +515,10 @@ def _decoder_layers(model: Any) -> Any:
     return lists[0]
 
 
-def _mark_layers(model: Any, stages: int) -> None:
+def _mark_layers(model: Any, stages: int) -> list[Any]:
+    """Stage markers after every ``layers / stages`` decoder layers: the hooks' handles."""
+    if stages <= 1:
+        return []
     layers = _decoder_layers(model)
     if len(layers) % stages:
         raise ValueError(
@@ -501,7 +526,7 @@ def _mark_layers(model: Any, stages: int) -> None:
             "layers; give a divisor"
         )
     per = len(layers) // stages
-    mark_stages(model, [layers[per * s - 1] for s in range(1, stages)])
+    return mark_stages(model, [layers[per * s - 1] for s in range(1, stages)])
 
 
 def _program(
@@ -517,7 +542,7 @@ def _program(
     text = xm.get_stablehlo(outs)
     if "__elided__" in text:  # MLIR printed a large constant without its values
         raise ValueError(
-            "export_generation: torch_xla's StableHLO elides a large constant's values; "
+            "hlopipe.torch: torch_xla's StableHLO elides a large constant's values; "
             "make the tensor a buffer of the model (it is then an argument)"
         )
     ids, datas = xla.device_data(outs)
@@ -533,7 +558,7 @@ def _program(
             value = data.detach().cpu().numpy()
             if value.size != 1:
                 raise ValueError(
-                    f"export_generation: the graph reads a device tensor {value.dtype}"
+                    f"hlopipe.torch: the graph reads a device tensor {value.dtype}"
                     f"{list(value.shape)} that is no weight, buffer, prompt or cache; make it a "
                     "buffer of the model"
                 )
@@ -550,7 +575,7 @@ def _name_arguments(text: str, names: list[str]) -> str:
     """StableHLO text with each argument of ``@main`` carrying its name as its location."""
     head = re.search(r"func\.func (?:public )?@main\(", text)
     if head is None:
-        raise ValueError("export_generation: torch_xla's StableHLO has no @main")
+        raise ValueError("hlopipe.torch: torch_xla's StableHLO has no @main")
     start = head.end()
     depth, k, pieces, begin = 0, start, [], start
     while True:  # the signature's arguments, split at top-level commas
@@ -570,7 +595,7 @@ def _name_arguments(text: str, names: list[str]) -> str:
     pieces = [p for p in pieces if p.strip()]
     if len(pieces) != len(names):
         raise ValueError(
-            f"export_generation: @main takes {len(pieces)} arguments, torch_xla named {len(names)}"
+            f"hlopipe.torch: @main takes {len(pieces)} arguments, torch_xla named {len(names)}"
         )
     named = ", ".join(
         f"{p.strip()} loc({json.dumps(n)})" for p, n in zip(pieces, names, strict=True)
