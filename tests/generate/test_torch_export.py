@@ -40,7 +40,7 @@ SAMPLING = {"temperature": 0.9, "top_p": 0.95, "top_k": 20, "seed": 11}
 def _files(model: str):
     folder = DIR / f"export_{model}"
     manifest = json.loads((folder / "manifest.json").read_text())
-    oracle = json.loads((DIR / f"export_{model}.json").read_text())
+    oracle = json.loads((folder / "torch_oracle.json").read_text())
     return folder, manifest, oracle
 
 
@@ -208,8 +208,8 @@ def test_an_exported_training_loss_is_torchs_and_trains(tmp_path, capsys, monkey
 
     folder = DIR / "export_gpt2_train"
     manifest = json.loads((folder / "manifest.json").read_text())
-    torch_loss = json.loads((DIR / "export_gpt2_train.json").read_text())["torch_loss"]
-    grads = np.load(DIR / "export_gpt2_train_grads.npz")
+    torch_loss = json.loads((folder / "torch_oracle.json").read_text())["torch_loss"]
+    grads = np.load(folder / "torch_grads.npz")
     params, batch = np.load(folder / "params.npz"), np.load(folder / "batch.npz")
     assert set(params.files) | set(manifest["tied"]) >= set(grads.files)  # state_dict names
     prog = hlopipe.load(str(folder / "loss.mlir"))
