@@ -24,16 +24,33 @@ Where the marker survives (each form torch_xla users export):
 On a CPU tensor (eager PyTorch, ``model.generate``) the op is the identity. Gradients pass
 through unchanged.
 
+:func:`export_generation` writes a ``transformers`` causal LM's prefill and decode step (around
+its own ``StaticCache``) with its parameters by ``state_dict`` name and a manifest, a folder
+that ``hlopipe generate DIR`` and ``hlopipe serve DIR`` read (docs/torch.md).
+
 This module imports torch only inside its functions (``hlopipe`` never needs torch) and no
 JAX, so it runs in a PyTorch environment without JAX: install with the ``torch`` extra.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import enum
+import json
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
-__all__ = ["ATTRIBUTE", "CUSTOM_CALL_TARGET", "KEEP_MARKERS_XLA_FLAGS", "mark_stages", "op"]
+__all__ = [
+    "ATTRIBUTE",
+    "CUSTOM_CALL_TARGET",
+    "KEEP_MARKERS_XLA_FLAGS",
+    "Returns",
+    "export_generation",
+    "export_training",
+    "mark_stages",
+    "op",
+]
 
 #: The frontend attribute that marks a stage boundary; equal to
 #: :data:`hlopipe.marker.ATTRIBUTE` (repeated here so that this module needs no JAX).
@@ -74,16 +91,11 @@ def _register() -> Any:
     def stage_boundary(x: torch.Tensor, name: str) -> torch.Tensor:
         if x.device.type != "xla":
             return x.clone()
-        import torch_xla
+        from hlopipe import _torch_xla_compat as xla
 
-        xlac = torch_xla._XLAC
         y = x.clone()
-        xlac._xla_optimization_barrier_([y])
-        (out,) = xlac._xla_custom_call(
-            [y], CUSTOM_CALL_TARGET, [list(y.shape)], [y.dtype], False, "", 1,
-            {ATTRIBUTE: name or "true"},
-        )  # fmt: skip
-        return out
+        xla.optimization_barrier_([y])
+        return xla.custom_call_with_attributes(y, CUSTOM_CALL_TARGET, {ATTRIBUTE: name or "true"})
 
     @stage_boundary.register_fake
     def _(x: torch.Tensor, name: str) -> torch.Tensor:
@@ -149,3 +161,462 @@ def mark_stages(model: Any, modules: Iterable[Any], name: str = "") -> list[Any]
         )
 
     return [m.register_forward_hook(hook) for m in chosen]
+
+
+class Returns(enum.StrEnum):
+    """What the exported steps return first: the greedy token, or the logits (sampled by
+    hlopipe: temperature, top-p, top-k, a seed per sequence)."""
+
+    TOKENS = "tokens"
+    LOGITS = "logits"
+
+
+#: The manifest's name in an export folder, and its format tag.
+MANIFEST = "manifest.json"
+FORMAT = "hlopipe.generation/1"
+
+
+def export_generation(
+    model: Any,
+    out_dir: str | Path,
+    *,
+    batch: int,
+    prompt_len: int,
+    max_len: int,
+    returns: Returns | str = Returns.TOKENS,
+    stages: int = 1,
+    eos_token_ids: Sequence[int] | None = None,
+    tokenizer: Any = None,
+) -> Path:
+    """Export a ``transformers`` causal LM for generation: its prefill and decode step around
+    its own ``StaticCache``, traced with torch_xla, its parameters, and a manifest.
+
+    Writes into ``out_dir``: ``prefill.mlir`` (``(weights..., prompt int64[batch,
+    prompt_len]) -> (first, caches..., counters...)``) and ``decode.mlir`` (``(weights...,
+    caches..., counters..., tokens int64[batch]) -> (next, caches..., counters...)``), where
+    ``first`` / ``next`` is the greedy token ``int64[batch]`` or the last position's logits
+    ``float[batch, vocab]`` (``returns``); every argument carries its name (StableHLO
+    locations). ``params.npz``: each weight under its ``state_dict`` name (tied weights once:
+    the manifest's ``tied`` names the others), the buffers the decode step reads that the
+    ``state_dict`` leaves out under their module names, and the scalars torch_xla lifted into
+    its arguments as ``lifted.<dtype>[<value>]``. ``manifest.json``: batch, prompt length, cache
+    length, end-of-sequence ids, the tokenizer folder, each program's arguments by name and
+    kind, the versions traced with.
+
+    Args:
+      model: a ``transformers`` ``*ForCausalLM`` (Llama, GPT-2, Qwen2, Gemma: any whose
+        ``StaticCache`` layers are plain ``StaticLayer``s, no sliding window); moved to the
+        XLA device (its stage markers' hooks removed afterwards).
+      out_dir: the folder to write (made if missing).
+      batch / prompt_len / max_len: the sequences per step, the prefill's prompt length and
+        the cache length, fixed in the programs.
+      returns: ``"tokens"`` (greedy, the argmax in the program) or ``"logits"`` (sampled).
+      stages: pipeline stages: a marker after every ``layers / stages`` decoder layers
+        (:func:`mark_stages`); 1: none.
+      eos_token_ids: default the model's ``generation_config.eos_token_id``.
+      tokenizer: a ``transformers`` tokenizer (saved under ``tokenizer/``) or its folder
+        (recorded as it is); optional.
+
+    Returns:
+      ``out_dir`` as a ``Path``.
+
+    Raises:
+      ValueError: sizes below 1, a prompt longer than the cache, stages that do not divide the
+        decoder layers, a model whose cache or layers are not of the known form.
+
+    Example:
+      >>> model = transformers.LlamaForCausalLM(config)                 # doctest: +SKIP
+      >>> hlopipe.torch.export_generation(model, "out", batch=2, prompt_len=8, max_len=64,
+      ...                                 returns="logits", stages=2)   # doctest: +SKIP
+    """
+
+    returns = Returns(returns)
+    for what, n in (("batch", batch), ("prompt_len", prompt_len), ("max_len", max_len)):
+        if n < 1:
+            raise ValueError(f"export_generation: {what}={n}; give at least 1")
+    if prompt_len >= max_len:
+        raise ValueError(
+            f"export_generation: prompt_len={prompt_len} leaves no room in the cache "
+            f"(max_len={max_len}); give max_len > prompt_len"
+        )
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    hooks = _mark_layers(model, stages)
+    try:
+        return _export_generation(model, out, batch, prompt_len, max_len, returns, stages,
+                                  eos_token_ids, tokenizer)  # fmt: skip
+    finally:
+        for h in hooks:
+            h.remove()
+
+
+def _export_generation(
+    model: Any, out: Path, batch: int, prompt_len: int, max_len: int, returns: Returns,
+    stages: int, eos_token_ids: Sequence[int] | None, tokenizer: Any,
+) -> Path:  # fmt: skip
+    import numpy as np
+    import torch
+    import torch_xla
+    import transformers
+
+    from hlopipe import _torch_xla_compat as xla
+
+    dev = torch_xla.device()
+    model = _on_device(model, dev, "export_generation").eval()
+    config = model.config
+    named, tied, buffers, state = _tensor_names(model, xla)
+    weights = dict(state)
+    weights.update({n: t for n, t in model.named_buffers() if n not in weights and n not in tied})
+    keyword = "cache" if "cache" in _forward_parameters(model) else "past_key_values"
+
+    def step(tokens: Any, cache: Any) -> list[Any]:
+        logits = model(input_ids=tokens, use_cache=True, **{keyword: cache}).logits[:, -1]
+        first = logits if returns is Returns.LOGITS else logits.argmax(-1)
+        layers = _cache_layers(cache)
+        kv = [t for ly in layers for t in (ly.keys, ly.values)]
+        return [first, *kv, *[ly.cumulative_length for ly in layers]]
+
+    values: dict[str, Any] = {}  # the arrays of params.npz, by name
+    programs: dict[str, Any] = {}
+    with torch.no_grad():
+        prompt = torch.from_numpy(np.zeros((batch, prompt_len), np.int64)).to(dev)
+        cache = transformers.StaticCache(config=config, max_cache_len=max_len)
+        inputs = {xla.tensor_id(prompt): ("prompt", "prompt")}
+        outs = step(prompt, cache)
+        programs["prefill"] = _program(outs, named, buffers, inputs, {}, xla)
+        torch_xla.sync()
+        layers = _cache_layers(cache)
+        inputs = {}
+        for k, ly in enumerate(layers):
+            inputs[xla.tensor_id(ly.keys)] = (f"cache.{k}.keys", "state")
+            inputs[xla.tensor_id(ly.values)] = (f"cache.{k}.values", "state")
+            inputs[xla.tensor_id(ly.cumulative_length)] = (f"cache.{k}.cumulative_length",
+                                                            "counter")  # fmt: skip
+        tokens = torch.from_numpy(np.zeros(batch, np.int64)).to(dev)
+        inputs[xla.tensor_id(tokens)] = ("tokens", "token")
+        outs = step(tokens[:, None], cache)
+        programs["decode"] = _program(outs, named, buffers, inputs, values, xla)
+        # the state_dict (a tied weight once), then what else the decode step reads: buffers
+        # the state_dict leaves out, lifted scalars (the prefill's own, a counter's advance,
+        # are told by hlopipe from its data flow)
+        arrays = {n: t.detach().cpu().numpy() for n, t in state.items()}
+        for name, value in values.items():
+            if name not in arrays:
+                arrays[name] = (
+                    value if name not in weights else weights[name].detach().cpu().numpy()
+                )
+    np.savez(out / "params.npz", **arrays)
+    for which, (text, args) in programs.items():
+        (out / f"{which}.mlir").write_text(text)
+        programs[which] = {"file": f"{which}.mlir", "args": args}
+    manifest = {
+        "format": FORMAT,
+        "returns": str(returns),
+        "batch": batch,
+        "prompt_len": prompt_len,
+        "max_len": max_len,
+        "stages": stages,
+        "eos_token_ids": _eos_ids(model, eos_token_ids),
+        "tokenizer": _save_tokenizer(tokenizer, out),
+        "params": "params.npz",
+        "tied": tied,
+        **programs,
+        "versions": {
+            "torch": torch.__version__,
+            "torch_xla": torch_xla.__version__,
+            "transformers": transformers.__version__,
+        },
+        "model": type(model).__name__,
+    }
+    (out / MANIFEST).write_text(json.dumps(manifest, indent=1) + "\n")
+    return out
+
+
+#: A training export's manifest format tag.
+TRAINING_FORMAT = "hlopipe.training/1"
+
+
+def export_training(
+    model: Any,
+    loss: Any,
+    batch: Mapping[str, Any],
+    out_dir: str | Path,
+    *,
+    stages: int = 1,
+) -> Path:
+    """Export a model's training loss for ``hlopipe train``: ``loss(model, **batch)`` (a
+    scalar, the mean over the batch) traced with torch_xla; hlopipe differentiates it.
+
+    Writes into ``out_dir``: ``loss.mlir`` (StableHLO, every argument carrying its name: the
+    ``state_dict`` names, buffers the ``state_dict`` leaves out, ``lifted.<dtype>[<value>]``
+    scalars, ``batch.<key>``); ``params.npz``: every argument but the batch, in the program's
+    argument order, each under its name (``hlopipe train --params`` reads them in order; a
+    tied weight once); ``batch.npz``: ``batch`` as one microbatch (``--data``); and
+    ``manifest.json`` with the batch arguments' indices and the command that trains it.
+
+    Args:
+      model: a ``torch.nn.Module`` (moved to the XLA device); dropout, if any, is traced as it
+        is (put the model in the mode to train in).
+      loss: ``loss(model, **batch) -> scalar tensor``, e.g. ``lambda m, **b: m(**b).loss``.
+      batch: one microbatch, by name (``{"input_ids": ..., "labels": ...}``): CPU tensors or
+        arrays; their shapes are the program's.
+      out_dir: the folder to write (made if missing).
+      stages: as :func:`export_generation`'s (markers after the decoder layers).
+
+    Returns:
+      ``out_dir`` as a ``Path``.
+
+    Raises:
+      ValueError: an empty batch, a loss that is not a scalar, stages that do not divide the
+        layers.
+
+    Example:
+      >>> hlopipe.torch.export_training(model, lambda m, **b: m(**b).loss,
+      ...     {"input_ids": ids, "labels": ids}, "train", stages=2)   # doctest: +SKIP
+    """
+
+    if not batch:
+        raise ValueError("export_training: an empty batch; give its arrays by name")
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    hooks = _mark_layers(model, stages)
+    try:
+        return _export_training(model, loss, batch, out, stages)
+    finally:
+        for h in hooks:
+            h.remove()
+
+
+def _export_training(
+    model: Any, loss: Any, batch: Mapping[str, Any], out: Path, stages: int
+) -> Path:
+    import numpy as np
+    import torch
+    import torch_xla
+
+    from hlopipe import _torch_xla_compat as xla
+
+    dev = torch_xla.device()
+    model = _on_device(model, dev, "export_training")
+    named, tied, buffers, state = _tensor_names(model, xla)
+    tensors = {**state, **dict(model.named_buffers())}
+    inputs, on_device = {}, {}
+    for key, value in batch.items():
+        x = torch.as_tensor(np.asarray(value.cpu() if hasattr(value, "cpu") else value))
+        on_device[key] = x.to(dev)
+        inputs[xla.tensor_id(on_device[key])] = (f"batch.{key}", "batch")
+    with torch.no_grad():
+        value = loss(model, **on_device)
+        if not isinstance(value, torch.Tensor) or value.dim() != 0:
+            raise ValueError(
+                f"export_training: the loss is {type(value).__name__}"
+                f"{list(getattr(value, 'shape', []))}; return a scalar tensor (a mean)"
+            )
+        lifted: dict[str, Any] = {}
+        text, args = _program([value], named, buffers, inputs, lifted, xla)
+    (out / "loss.mlir").write_text(text)
+    params = {}
+    for a in args:
+        if a["kind"] != "batch" and a["name"] not in params:
+            t = tensors.get(a["name"])
+            params[a["name"]] = lifted[a["name"]] if t is None else t.detach().cpu().numpy()
+    np.savez(out / "params.npz", **params)
+    np.savez(out / "batch.npz", **{
+        a["name"]: on_device[a["name"].removeprefix("batch.")].cpu().numpy()
+        for a in args if a["kind"] == "batch"
+    })  # fmt: skip
+    batch_args = [i for i, a in enumerate(args) if a["kind"] == "batch"]
+    manifest = {
+        "format": TRAINING_FORMAT,
+        "program": "loss.mlir",
+        "params": "params.npz",
+        "batch": "batch.npz",
+        "args": args,
+        "batch_args": batch_args,
+        "tied": tied,
+        "command": "hlopipe train loss.mlir --params params.npz --data batch.npz "
+        f"--microbatches 1 --batch-args {','.join(map(str, batch_args))}"
+        + (f" --stages {stages}" if stages > 1 else ""),
+        "versions": {"torch": torch.__version__, "torch_xla": torch_xla.__version__},
+        "model": type(model).__name__,
+    }
+    (out / MANIFEST).write_text(json.dumps(manifest, indent=1) + "\n")
+    return out
+
+
+def _on_device(model: Any, dev: Any, what: str) -> Any:
+    """``model`` moved to ``dev``, its shared weights shared still (moving a ``transformers``
+    model to the XLA device unties them: tied again with ``tie_weights``)."""
+    shared = len({id(t) for t in model.state_dict(keep_vars=True).values()})
+    model = model.to(dev)
+    if len({id(t) for t in model.state_dict(keep_vars=True).values()}) != shared:
+        model.tie_weights()
+        if len({id(t) for t in model.state_dict(keep_vars=True).values()}) != shared:
+            raise ValueError(
+                f"{what}: the model's shared weights are no longer shared on the XLA device and "
+                "tie_weights() did not tie them again; tie them after moving it"
+            )
+    return model
+
+
+def _tensor_names(model: Any, xla: Any) -> tuple[dict[int, str], dict[str, str], set[str], dict]:
+    """Every device tensor a step may read, by torch_xla's id: ``(named, tied, buffers,
+    state)``: state_dict names first (a tied weight under its first name; ``tied``: the other
+    name -> it), then the buffers the state_dict leaves out (``buffers``, non-persistent:
+    rotary tables), and the state_dict without the tied names."""
+    named: dict[int, str] = {}
+    tied: dict[str, str] = {}
+    for name, t in model.state_dict(keep_vars=True).items():
+        i = xla.tensor_id(t)
+        if i in named:
+            tied[name] = named[i]
+        else:
+            named[i] = name
+    buffers = set()
+    for name, t in model.named_buffers():
+        if named.setdefault(xla.tensor_id(t), name) == name and name not in tied:
+            buffers.add(name)
+    buffers -= set(model.state_dict())
+    state = {name: t for name, t in model.state_dict(keep_vars=True).items() if name not in tied}
+    return named, tied, buffers, state
+
+
+def _forward_parameters(model: Any) -> list[str]:
+    import inspect
+
+    return list(inspect.signature(model.forward).parameters)
+
+
+def _cache_layers(cache: Any) -> list[Any]:
+    layers = list(getattr(cache, "layers", ()))
+    need = ("keys", "values", "cumulative_length")
+    # exactly StaticLayer: its subclasses (a sliding window) keep the cache another way
+    kinds = sorted({type(ly).__name__ for ly in layers} - {"StaticLayer"})
+    if not layers or kinds or not all(hasattr(ly, a) for ly in layers for a in need):
+        raise ValueError(
+            f"export_generation: the model's {type(cache).__name__} has layers of "
+            f"{', '.join(kinds) or 'another form'}; only transformers 5's StaticLayer (keeping "
+            f"{', '.join(need)}) is supported: a sliding-window or hybrid cache is not"
+        )
+    return layers
+
+
+def _decoder_layers(model: Any) -> Any:
+    """The model's decoder layers: its largest ``ModuleList`` of ``num_hidden_layers``."""
+    import torch
+
+    n = getattr(model.config, "num_hidden_layers", None)
+    lists = [m for m in model.modules() if isinstance(m, torch.nn.ModuleList) and len(m) == n]
+    if not lists:
+        raise ValueError(
+            f"export_generation: no ModuleList of the config's {n} decoder layers found in "
+            f"{type(model).__name__}; mark the stages yourself (mark_stages) and give stages=1"
+        )
+    return lists[0]
+
+
+def _mark_layers(model: Any, stages: int) -> list[Any]:
+    """Stage markers after every ``layers / stages`` decoder layers: the hooks' handles."""
+    if stages <= 1:
+        return []
+    layers = _decoder_layers(model)
+    if len(layers) % stages:
+        raise ValueError(
+            f"export_generation: stages={stages} does not divide the {len(layers)} decoder "
+            "layers; give a divisor"
+        )
+    per = len(layers) // stages
+    return mark_stages(model, [layers[per * s - 1] for s in range(1, stages)])
+
+
+def _program(
+    outs: list[Any], named: dict[int, str], buffers: set[str],
+    inputs: dict[int, tuple[str, str]], values: dict[str, Any], xla: Any,
+) -> tuple[str, list[dict[str, Any]]]:  # fmt: skip
+    """The StableHLO text of the lazy graph of ``outs`` (torch_xla's public
+    ``get_stablehlo``), each argument named after the tensor it reads (``named``: weights and
+    buffers, ``inputs``: the prompt, token and cache), a lifted scalar after its value (added to
+    ``values`` with the weights read)."""
+    import torch_xla.core.xla_model as xm
+
+    text = xm.get_stablehlo(outs)
+    if "__elided__" in text:  # MLIR printed a large constant without its values
+        raise ValueError(
+            "hlopipe.torch: torch_xla's StableHLO elides a large constant's values; "
+            "make the tensor a buffer of the model (it is then an argument)"
+        )
+    ids, datas = xla.device_data(outs)
+    args = []
+    for i, data in zip(ids, datas, strict=True):
+        if i in inputs:
+            name, kind = inputs[i]
+        elif i in named:
+            name = named[i]
+            kind = "buffer" if name in buffers else "parameter"
+            values[name] = None  # read back with the weights
+        else:  # a scalar torch_xla lifted into an argument
+            value = data.detach().cpu().numpy()
+            if value.size != 1:
+                raise ValueError(
+                    f"hlopipe.torch: the graph reads a device tensor {value.dtype}"
+                    f"{list(value.shape)} that is no weight, buffer, prompt or cache; make it a "
+                    "buffer of the model"
+                )
+            # the value in brackets: a name ending in ".<digits>" reads as an HLO suffix
+            name, kind = f"lifted.{value.dtype}[{value.item()!r}]", "constant"
+            values[name] = value
+            args.append({"name": name, "kind": kind, "value": value.item()})
+            continue
+        args.append({"name": name, "kind": kind})
+    return _name_arguments(text, [a["name"] for a in args]), args
+
+
+def _name_arguments(text: str, names: list[str]) -> str:
+    """StableHLO text with each argument of ``@main`` carrying its name as its location."""
+    head = re.search(r"func\.func (?:public )?@main\(", text)
+    if head is None:
+        raise ValueError("hlopipe.torch: torch_xla's StableHLO has no @main")
+    start = head.end()
+    depth, k, pieces, begin = 0, start, [], start
+    while True:  # the signature's arguments, split at top-level commas
+        c = text[k]
+        if c in "<({[":
+            depth += 1
+        elif c in ">)}]" and depth:
+            depth -= 1
+        elif c == '"':
+            k = text.index('"', k + 1)
+        elif c in ",)" and depth == 0:
+            pieces.append(text[begin:k])
+            begin = k + 1
+            if c == ")":
+                break
+        k += 1
+    pieces = [p for p in pieces if p.strip()]
+    if len(pieces) != len(names):
+        raise ValueError(
+            f"hlopipe.torch: @main takes {len(pieces)} arguments, torch_xla named {len(names)}"
+        )
+    named = ", ".join(
+        f"{p.strip()} loc({json.dumps(n)})" for p, n in zip(pieces, names, strict=True)
+    )
+    return text[:start] + named + text[k:]
+
+
+def _eos_ids(model: Any, given: Sequence[int] | None) -> list[int]:
+    if given is not None:
+        return [int(i) for i in given]
+    for source in (getattr(model, "generation_config", None), model.config):
+        eos = getattr(source, "eos_token_id", None)
+        if eos is not None:
+            return [int(eos)] if isinstance(eos, int) else [int(i) for i in eos]
+    return []
+
+
+def _save_tokenizer(tokenizer: Any, out: Path) -> str | None:
+    if tokenizer is None:
+        return None
+    if isinstance(tokenizer, str | Path):
+        return str(tokenizer)
+    tokenizer.save_pretrained(str(out / "tokenizer"))
+    return "tokenizer"

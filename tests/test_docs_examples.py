@@ -107,3 +107,57 @@ def test_training_page_end_to_end(tmp_path) -> None:
     first, last = map(float, re.findall(r"[\d.]+", lines[1]))
     assert last < first - 0.5, out
     assert [s for s, _ in ast.literal_eval(lines[2][5:])] == [3, 6, 9, 10]
+
+
+def test_generation_page_opens_with_a_jax_decode_step(tmp_path, monkeypatch, capsys) -> None:
+    """docs/generation.md's first example: the hand-written decode step and prefill, exported,
+    generated in 2 stages; its tokens against the two functions run directly in a plain loop
+    (each token fed back); then the page's shell commands: `generate --check`, and `serve`,
+    whose greedy completion of the first prompt gives the same tokens."""
+    import json
+    import urllib.request
+
+    page = ROOT / "docs" / "generation.md"
+    assert page.read_text().split("```")[1].startswith("python\nimport jax")  # it opens with it
+    code = next(b for b in python_blocks(page) if "jax.export.export(jax.jit(decode" in b)
+    direct = (
+        "\nprompts = jnp.array([[1, 2, 3, 4], [5, 6, 7, 8]])"
+        "\ntok, cache = jax.jit(prefill)(params, prompts)"
+        "\nseq = [tok]"
+        "\nfor t in range(7):"
+        "\n    tok, cache = jax.jit(decode)(params, cache, tok, jnp.int32(P + t))"
+        "\n    seq.append(tok)"
+        "\nprint('direct', np.stack(seq, -1).tolist())"
+    )  # fmt: skip
+    out = run_example(code + direct, tmp_path).splitlines()
+    want = ast.literal_eval(out[-1].removeprefix("direct "))
+    assert out[-2] == str([want]), out  # the generator's [groups, B, 8]
+    assert want[0] != want[1] and len(set(want[0])) > 2  # tokens that vary
+    generate, serve = (shlex.split(c) for c in shell_commands(page)[:2])
+    env = dict(os.environ, JAX_PLATFORMS="cpu", PYTHONPATH=str(ROOT), PYTHONUNBUFFERED="1")
+    env.pop("XLA_FLAGS", None)
+    from hlopipe.cli import main  # in this process (its CPU devices): no second JAX start
+
+    monkeypatch.chdir(tmp_path)
+    capsys.readouterr()
+    assert main(generate[1:]) == 0
+    printed = capsys.readouterr().out
+    assert "check: all 26 tokens equal the unsplit program's" in printed, printed
+    server = subprocess.Popen(
+        [sys.executable, "-m", "hlopipe", *serve[1:], "--port", "0"], cwd=tmp_path,
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
+    )  # fmt: skip
+    try:
+        assert server.stdout is not None
+        line = server.stdout.readline()
+        assert line.startswith("serving "), line + server.stdout.read()
+        body = {"model": "m", "prompt": [1, 2, 3, 4], "max_tokens": 8, "temperature": 0}
+        req = urllib.request.Request(
+            line.split(" at ")[1].strip() + "/completions", json.dumps(body).encode()
+        )
+        with urllib.request.urlopen(req, timeout=60) as r:
+            (choice,) = json.loads(r.read())["choices"]
+        assert choice["token_ids"] == want[0]
+    finally:
+        server.kill()
+        server.wait()

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import os
+from typing import Any
 
 from hlopipe.cli._common import (
     CPU_DEVICES,
@@ -17,11 +18,14 @@ from hlopipe.cli._common import (
     stage_mesh,
     x64_for,
 )
+from hlopipe.errors import RuntimeConfigError
 
 
 def _add_generate(p: argparse.ArgumentParser) -> None:
-    p.add_argument("file", help="the decode step: (params, state, tokens, position) -> "
-                   "(next_tokens, state), state donated")  # fmt: skip
+    p.add_argument("file", nargs="?", help="the decode step: (params, state, tokens, "
+                   "position) -> (next_tokens, state), state donated, or a folder of "
+                   "hlopipe.torch.export_generation (default: the built-in tiny GPT, as "
+                   "hlopipe serve has it)")  # fmt: skip
     p.add_argument("--prefill", help="the prefill: (params, prompt) -> (next_tokens, state)")
     p.add_argument("--params", help=".npz of the parameters in order (default: random)")
     p.add_argument("--prefill-params", metavar="FILE", help=".npz of the prefill's own "
@@ -63,16 +67,54 @@ def _cmd_generate(args: argparse.Namespace) -> int:
         distributed.initialize(cpu_devices=args.cpu_devices)
     else:
         ask_cpu_devices(args.cpu_devices or CPU_DEVICES)
-    decode = load(args.file, None)
-    prefill = load(args.prefill, None) if args.prefill else None
+    from hlopipe.generate import is_export_folder, read_export_folder
+
+    params, max_len = None, args.max_len
+    params_path, tokenizer_path = args.params, args.tokenizer
+    if args.file is None:  # the built-in tiny GPT, as `hlopipe serve` has it
+        decode, prefill, params, max_len = _builtin(args)
+    elif is_export_folder(args.file):  # hlopipe.torch.export_generation's folder
+        if args.prefill is not None:
+            raise RuntimeConfigError(
+                f"--prefill given with the folder {args.file}, which holds its own prefill"
+            )
+        folder = read_export_folder(args.file)
+        decode, prefill = load(folder.decode, None), load(folder.prefill, None)
+        params_path = params_path or folder.params
+        tokenizer_path = tokenizer_path or folder.tokenizer
+        max_len = max_len or folder.max_len
+    else:
+        decode = load(args.file, None)
+        prefill = load(args.prefill, None) if args.prefill else None
     with x64_for(decode, prefill):  # PyTorch's int64 tokens: 64-bit mode for this run
-        return run_command(decode, prefill=prefill, params_path=args.params,
+        return run_command(decode, prefill=prefill, params=params, params_path=params_path,
                            prefill_params_path=args.prefill_params, stages=args.stages,
                            groups=args.groups, tokens=args.tokens, prompts_path=args.prompts,
-                           tokenizer_path=args.tokenizer, prompt_len=args.prompt_len,
-                           output_path=args.output, seed=args.seed, max_len=args.max_len,
+                           tokenizer_path=tokenizer_path, prompt_len=args.prompt_len,
+                           output_path=args.output, seed=args.seed, max_len=max_len,
                            check=args.check, stage_mesh_shape=mesh_shape,
                            stage_mesh_axes=mesh_axes, param_rules=rules)  # fmt: skip
+
+
+def _builtin(args: argparse.Namespace) -> tuple[Any, Any, Any, int]:
+    """The built-in tiny GPT's decode step, prefill, parameters and cache length (the flags
+    that name files of one's own refused beside it)."""
+    for flag, value in (("--prefill", args.prefill), ("--params", args.params),
+                        ("--prefill-params", args.prefill_params)):  # fmt: skip
+        if value is not None:
+            raise RuntimeConfigError(
+                f"{flag} given without a decode step file: the built-in tiny GPT has its "
+                f"own; give the decode step (hlopipe generate decode.bin {flag} ...)"
+            )
+    try:
+        from hlopipe.serve import builtin_model
+    except ImportError as e:
+        raise RuntimeConfigError(
+            f"the built-in tiny GPT lives in the serve extra ({e.name} is missing): pip "
+            "install 'hlopipe[serve]', or give a decode step file"
+        ) from e
+    built = builtin_model(args.stages or 2, args.seed)
+    return built.decode, built.prefill, built.params, args.max_len or built.max_len
 
 
 COMMAND = Command(

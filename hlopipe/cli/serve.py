@@ -21,8 +21,8 @@ from hlopipe.errors import RuntimeConfigError
 
 def _add_serve(p: argparse.ArgumentParser) -> None:
     p.add_argument("file", nargs="?", help="the decode step: (params, state, tokens, "
-                   "position) -> (next_tokens, state), state donated (default: the built-in "
-                   "tiny GPT)")  # fmt: skip
+                   "position) -> (next_tokens, state), state donated, or a folder of "
+                   "hlopipe.torch.export_generation (default: the built-in tiny GPT)")  # fmt: skip
     p.add_argument(
         "--prefill", help="the prefill: (params, prompt) -> (next_tokens or logits, state)"
     )
@@ -68,14 +68,29 @@ def _cmd_serve(args: argparse.Namespace) -> int:
         distributed.initialize(cpu_devices=args.cpu_devices)
     else:
         ask_cpu_devices(args.cpu_devices or CPU_DEVICES)
-    decode = load(args.file, None) if args.file else None
-    prefill = load(args.prefill, None) if args.prefill else None
+    from hlopipe.generate import is_export_folder, read_export_folder
+
+    params, tokenizer, max_len = args.params, args.tokenizer, args.max_len
+    if args.file and is_export_folder(args.file):  # hlopipe.torch.export_generation's folder
+        if args.prefill is not None:
+            raise RuntimeConfigError(
+                f"--prefill given with the folder {args.file}, which holds its own prefill"
+            )
+        folder = read_export_folder(args.file)
+        decode, prefill = load(folder.decode, None), load(folder.prefill, None)
+        params, tokenizer = params or folder.params, tokenizer or folder.tokenizer
+        max_len = max_len or folder.max_len
+        if eos is None and folder.eos_token_ids:
+            eos = folder.eos_token_ids
+    else:
+        decode = load(args.file, None) if args.file else None
+        prefill = load(args.prefill, None) if args.prefill else None
     with x64_for(decode, prefill):  # PyTorch's int64 tokens: 64-bit mode for this run
-        return serve(decode, prefill=prefill, params_path=args.params,
-                     tokenizer_path=args.tokenizer, chat_template_path=args.chat_template,
+        return serve(decode, prefill=prefill, params_path=params,
+                     tokenizer_path=tokenizer, chat_template_path=args.chat_template,
                      eos_token_ids=eos,
                      stages=args.stages, groups=args.groups,
-                     max_len=args.max_len, host=args.host, port=args.port,
+                     max_len=max_len, host=args.host, port=args.port,
                      seed=args.seed, stage_mesh_shape=mesh_shape,
                      stage_mesh_axes=mesh_axes, param_rules=rules)  # fmt: skip
 

@@ -5,13 +5,15 @@ Public API: :class:`Generator` (``hlopipe.Generator``), its :class:`Session` (an
 :class:`Issued`, the handle of steps issued and not yet read), and
 :func:`generate_unsplit`, the one-device oracle; :func:`sample` and :class:`Sampling`, how
 a step returning logits has its tokens chosen; :func:`param_specs_from_rules` (with
-:func:`parse_param_rule`), ``param_specs`` from partitioning rules (``--param-spec``). See
+:func:`parse_param_rule`), ``param_specs`` from partitioning rules (``--param-spec``);
+:func:`read_export_folder`, a folder of ``hlopipe.torch.export_generation``. See
 ``docs/generation.md``.
 """
 
 from hlopipe.generate._command import _params as load_params
 from hlopipe.generate._command import _tokenizer as load_tokenizer
 from hlopipe.generate._command import run_command
+from hlopipe.generate._exported import ExportFolder, is_export_folder, read_export_folder
 from hlopipe.generate._generator import Generator
 from hlopipe.generate._oracle import generate_unsplit
 from hlopipe.generate._rules import ParamRule, param_specs_from_rules, parse_param_rule
@@ -19,16 +21,19 @@ from hlopipe.generate._sampling import Sampling, sample
 from hlopipe.generate._session import Issued, Session
 
 __all__ = [
+    "ExportFolder",
     "Generator",
     "Issued",
     "ParamRule",
     "Sampling",
     "Session",
     "generate_unsplit",
+    "is_export_folder",
     "load_params",
     "load_tokenizer",
     "param_specs_from_rules",
     "parse_param_rule",
+    "read_export_folder",
     "run_command",
     "sample",
 ]

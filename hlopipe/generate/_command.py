@@ -19,6 +19,7 @@ def run_command(
     decode: Any,
     *,
     prefill: Any = None,
+    params: Any = None,
     params_path: str | None = None,
     prefill_params_path: str | None = None,
     stages: int | None = None,
@@ -40,6 +41,8 @@ def run_command(
 
     Args:
       decode / prefill: the programs, loaded (``hlopipe.load``) or their paths.
+      params: the parameters themselves (a pytree, or the arrays in argument order), in place
+        of ``params_path``.
       params_path: an .npz of the parameters alone, in argument order (default: random).
       prefill_params_path: an .npz of the prefill's own arguments, every one but the prompt
         in its order (``Generator``'s ``prefill_params``; default: the decode step's,
@@ -88,8 +91,16 @@ def run_command(
             given, " needs a prefill program (", Keyword("prefill"), ") to read the prompts; "
             "without one, generation starts from random first tokens"
         )  # fmt: skip
-    roles = decode.arg_roles()
-    params = _params(params_path, roles, seed)
+    from hlopipe.generate._plan import counters_as_position, logits_as_feedback
+
+    # the roles as the generator takes them: a logits step's token and counters told apart
+    roles = logits_as_feedback(counters_as_position(decode.arg_roles()))[0]
+    if params is not None and params_path is not None:
+        raise RuntimeConfigError(
+            "give ", Keyword("params"), " or ", Keyword("params_path"), ", not both"
+        )
+    if params is None:
+        params = _params(params_path, roles, seed)
     specs = None
     if param_rules:
         from hlopipe.generate._rules import param_specs_from_rules
@@ -319,8 +330,13 @@ def _roles_taken(roles: Any) -> str:
 
 
 def _params(path: str | None, roles: Any, seed: int) -> list[Any]:
-    """The parameters: the arrays of an .npz in order, each of its parameter's shape and
-    type, or random normal ones."""
+    """The parameters (as the generator takes them: ``roles`` with a logits step's token and
+    counters told apart): the arrays of an .npz by name where it names them and every
+    parameter carries a name (``hlopipe.torch.export_generation``'s ``state_dict`` names),
+    else in order; each of its parameter's shape and type; or random normal ones."""
+    from hlopipe.generate._plan import counters_as_position, logits_as_feedback
+
+    roles = logits_as_feedback(counters_as_position(roles))[0]
     want = roles.parameters
     if path is None:
         rng = np.random.default_rng(seed)
@@ -328,6 +344,8 @@ def _params(path: str | None, roles: Any, seed: int) -> list[Any]:
     from hlopipe.io import load_npz
 
     named = list(zip(*load_npz(path, "params_path"), strict=True))
+    if _by_name(named, want):
+        named = _matched_by_name(path, named, want)
     what = None
     if len(named) != len(want):
         what = f"{len(named)} arrays, the program takes {len(want)} parameters"
@@ -344,3 +362,39 @@ def _params(path: str | None, roles: Any, seed: int) -> list[Any]:
             f"{_roles_taken(roles)}; the file must hold the parameters alone, in argument order"
         )  # fmt: skip
     return [a for _, a in named]
+
+
+def _by_name(named: list[tuple[str, Any]], want: Any) -> bool:
+    """Whether an .npz's arrays are matched to the parameters by name: every parameter
+    carries a name and the file names some of them (not ``np.savez``'s ``arr_0``, ``arr_1``...
+    nor names of its own, read in order)."""
+    from hlopipe.generate._match import real_name
+
+    names = {r.path for r in want}
+    return all(real_name(r.path) for r in want) and any(n in names for n, _ in named)
+
+
+def _matched_by_name(path: str, named: list[tuple[str, Any]], want: Any) -> list[tuple[str, Any]]:
+    """The arrays in the parameters' order, by name; a name missing or left over is one
+    error naming them."""
+    by_name = dict(named)
+    missing = list(dict.fromkeys(r.path for r in want if r.path not in by_name))
+    extra = [n for n in by_name if n not in {r.path for r in want}]
+    if missing or extra:
+        parts = []
+        if missing:
+            parts.append(f"no array named {_some(missing)}")
+        if extra:
+            parts.append(f"arrays no argument takes: {_some(extra)}")
+        raise RuntimeConfigError(
+            Keyword("params_path", path), f": matched by name to the program's {len(want)} "
+            f"named parameters: {'; '.join(parts)}; give one array per parameter, under its "
+            "name"
+        )  # fmt: skip
+    return [(r.path, by_name[r.path]) for r in want]
+
+
+def _some(names: list[str]) -> str:
+    """The first five names, and how many more."""
+    more = f" (and {len(names) - 5} more)" if len(names) > 5 else ""
+    return ", ".join(map(repr, names[:5])) + more

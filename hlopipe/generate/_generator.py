@@ -301,8 +301,10 @@ class Generator:
 
     def _sample_on(self, stage: int) -> Any:
         """:func:`~hlopipe.generate._sampling.sample` compiled for ``stage``'s devices, its
-        token replicated there."""
-        draw = jax.jit(sample, out_shardings=self.place.replicated(stage))
+        token replicated there, of the token argument's dtype (PyTorch's int64)."""
+        dtype = np.dtype(self.token.dtype)
+        draw = jax.jit(lambda *a: sample(*a).astype(dtype),
+                       out_shardings=self.place.replicated(stage))  # fmt: skip
         return lambda *args: (draw(*args),)  # an instruction's results are a tuple
 
     def step_programs(self, homes: Mapping[int, Home], steps: int) -> list[StepProgram]:

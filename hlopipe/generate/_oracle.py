@@ -14,6 +14,7 @@ from hlopipe.generate._plan import (
     position_value,
     prefill_args,
     prefill_outputs,
+    prefill_returns_logits,
 )
 
 
@@ -32,8 +33,9 @@ def generate_unsplit(
     prefill_params: Sequence[Any] | None = None,
 ) -> tuple[np.ndarray, list[list[np.ndarray]]]:
     """The same tokens as :class:`~hlopipe.Generator` from the unsplit programs on one device,
-    one group at a time (``prefill_params`` as ``Generator`` takes them). A step returning
-    logits is greedy: each token the argmax of its logits. Returns ``(tokens [groups, b, n],
+    one group at a time (``prefill_params`` as ``Generator`` takes them). A step (or a
+    prefill) returning logits is greedy: each token the argmax of its logits (a prefill's
+    ``[b, length, vocab]``: of the prompt's last position). Returns ``(tokens [groups, b, n],
     final state per group)``."""
     dev = device or jax.local_devices()[0]
     roles, logits_out = logits_as_feedback(decode.arg_roles())
@@ -80,9 +82,15 @@ def _prefilled(
         args[i] = v
     args[k] = np.asarray(prompt, np.dtype(prefill.in_avals[k].dtype))
     outs = _jitted(prefill)(*args)
-    tok_out, state_of = prefill_outputs(prefill, roles, roles.feedback[0].index)
+    token = roles.feedback[0]
+    tok_out, state_of = prefill_outputs(prefill, roles, token.index)
     made = {a: outs[o] for o, a in state_of.items()}
-    return outs[tok_out], [made[r.index] for r in roles.state]
+    first = outs[tok_out]
+    if prefill_returns_logits(prefill, tok_out):  # greedy: the last position's argmax
+        logits = np.asarray(first)
+        logits = logits[:, -1] if logits.ndim == 3 else logits
+        first = np.argmax(logits, axis=-1).astype(token.dtype).reshape(token.shape)
+    return first, [made[r.index] for r in roles.state]
 
 
 def _step(

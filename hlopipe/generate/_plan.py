@@ -160,11 +160,15 @@ def logits_as_feedback(roles: Any) -> tuple[Any, int | None]:
 
     The form: no argument fed back by shape, one output besides the state, a float ``[b,
     vocab]`` (the logits), and integer ``[b]`` plain inputs, the first of which is the token
-    (``(params, state, tokens, position)``, as the generation docs order them)."""
+    (``(params, state, tokens, position)``, as the generation docs order them); in a flat
+    program whose position lives in the state (torch_xla's, ``transformers``' counters), where
+    every other argument is taken for a parameter, the one integer ``[b]`` among them."""
     if roles.feedback:
         return roles, None
     taken = {r.output for r in roles if r.output is not None}
     free = [o for o in range(len(roles.out_avals)) if o not in taken]
+    if len(free) != 1:  # counters fed the position (counters_as_position) return theirs too
+        free = [o for o in free if len(roles.out_avals[o][0]) == 2]
     if len(free) != 1:
         return roles, None
     out = free[0]
@@ -172,8 +176,10 @@ def logits_as_feedback(roles: Any) -> tuple[Any, int | None]:
     if len(shape) != 2 or "float" not in dtype:
         return roles, None
     ints = [r for r in roles.inputs if tuple(r.shape) == (shape[0],) and "int" in r.dtype]
-    if not ints:
-        return roles, None
+    if not ints:  # a flat program (torch_xla) takes the token among what it takes for weights
+        ints = [r for r in roles.parameters if tuple(r.shape) == (shape[0],) and "int" in r.dtype]
+        if len(ints) != 1:
+            return roles, None
     token = ints[0].index
     from hlopipe.io import ArgRoles
 
@@ -462,6 +468,17 @@ def _prefill_outputs_in_order(
     vocab = _logits_vocab(decode_roles, token_arg)
     if token_out is None and vocab is not None:
         token_out = next((i for i, a in enumerate(outs) if _logits_like(a, key[0], vocab)), None)
+    if token_out is None and vocab is None:
+        floats = [i for i, a in enumerate(outs)
+                  if a.shape and _logits_like(a, key[0], int(a.shape[-1]))]  # fmt: skip
+        if floats:  # logits from the prefill, a token from the decode step: say so
+            a = outs[floats[0]]
+            raise RuntimeConfigError(
+                f"{what}: output {floats[0]} is logits ({a.dtype}{list(a.shape)}) but the "
+                f"decode step returns a token ({key[1]}{list(key[0])}); export both the same "
+                "way: the prefill returning the argmax token as the decode step does, or the "
+                "decode step returning logits too (then sampled)"
+            )
     if token_out is None:
         logits = "" if vocab is None else (
             f" nor logits (float [b, {vocab}] of the prompt's last position, or [b, length, "
