@@ -253,11 +253,28 @@ def prefill_args(
     computed from: it is given the value for which each of them holds the prompt length, as
     the decode step's counters hold the tokens written.
 
+    A match (any rule) and its constants are then checked by running them, with ``decode``
+    (``_prefill_check.py``): the prefill on a random prompt against the decode loop fed it
+    token by token.
+
     Raises:
       RuntimeConfigError naming what does not fit, arguments that several parameters fit
-      alike, and ``prefill_params`` (how to give the prefill's arguments)."""
+      alike, a match whose prefill computes other state or another first token than the
+      decode loop (the arguments in doubt), and ``prefill_params`` (how to give the
+      prefill's arguments)."""
     if own is not None:
         return _own_prefill_args(prefill, what, own)
+    args = _matched_prefill_args(prefill, decode_roles, what, decode)
+    if decode is not None:
+        from hlopipe.generate._prefill_check import check_prefill_args
+
+        check_prefill_args(prefill, decode, decode_roles, args, what)
+    return args
+
+
+def _matched_prefill_args(prefill: Any, decode_roles: Any, what: str, decode: Any) -> PrefillArgs:
+    """:func:`prefill_args` without ``own``: the prompt, the parameters matched and the
+    constants solved, unchecked."""
     params = decode_roles.parameters
     avals = [(tuple(a.shape), str(a.dtype)) for a in prefill.in_avals]
     want = [(tuple(r.shape), r.dtype) for r in params]

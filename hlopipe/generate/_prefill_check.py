@@ -1,0 +1,203 @@
+"""A prefill's matched arguments checked by running them, before generation uses them.
+
+Matching a prefill's arguments to its decode step's parameters (``_plan.prefill_args``: in
+order, by name, shape or data flow, ``_match.py``) and solving its lifted constants
+(``_match.counter_start``) are inferences: two weights of one shape taken in the wrong order
+compile and run, and serve wrong tokens. So the match is run once, on one random prompt and
+random parameters, unsplit on one device, against the decode loop fed the same prompt token by
+token (the oracle's way, ``_oracle.py``): the state the prefill makes must be the state the loop
+leaves, and its first token the loop's next. Random parameters, not the caller's: the check
+runs where the arguments are matched, before any parameter is placed, and two weights that
+random values cannot tell apart are used alike, so no order among them changes a result.
+"""
+
+from __future__ import annotations
+
+import math
+import weakref
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from hlopipe.errors import Keyword, RuntimeConfigError
+
+# the largest difference between the prefill's values and the decode loop's, relative to the
+# loop's largest magnitude: the two compute the same function in other orders (a prompt's
+# attention at once, or a row at a time), so they differ by rounding, while a wrong match of
+# random weights differs by the values themselves
+_REL_TOL_16 = 5e-2  # bfloat16 / float16: 8 and 11 bits of mantissa
+_REL_TOL = 1e-3
+
+# matches checked, per (prefill, decode step) while both live: the oracle matches again per
+# group of prompts, and the generate command before its generator does
+_CHECKED: weakref.WeakKeyDictionary[Any, weakref.WeakKeyDictionary[Any, set[Any]]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+class Difference(NamedTuple):
+    """Where the prefill and the decode loop disagree: ``what`` (an output, in words) and by
+    how much (``relative``: the largest difference over the loop's largest magnitude; inf
+    where integers, or which values are finite, differ)."""
+
+    what: str
+    relative: float
+
+
+def check_prefill_args(prefill: Any, decode: Any, roles: Any, args: Any, what: str) -> None:
+    """Run ``prefill`` with its arguments as ``args`` (a ``PrefillArgs``) says against
+    ``decode``'s loop over the same prompt, on random parameters; refuse a difference.
+
+    Args:
+      prefill, decode: the two programs (unsplit).
+      roles: the decode step's argument roles, as the caller matched against them (a token
+        fed back: the step's token, or the logits it is sampled from).
+      args: the prefill's prompt argument, parameters (``param_of``) and constants.
+      what: the prefill, in words, for the error.
+
+    Raises:
+      RuntimeConfigError naming the first output that differs, the prefill's arguments whose
+      match is in doubt (those sharing their shape and dtype with another parameter, and the
+      lifted constants) and ``prefill_params``, the way to give the prefill's arguments."""
+    from hlopipe.generate._plan import logits_as_feedback
+
+    if not roles.feedback:
+        roles, _ = logits_as_feedback(roles)
+    key = (
+        args.prompt,
+        tuple(sorted(args.param_of.items())),
+        tuple((i, np.asarray(v).tobytes()) for i, v in sorted(args.constants.items())),
+        tuple((r.index, r.role, r.output) for r in roles),
+    )
+    done = _CHECKED.setdefault(prefill, weakref.WeakKeyDictionary()).setdefault(decode, set())
+    if key in done:
+        return
+    diff = prefill_difference(prefill, decode, roles, args)
+    if diff is not None:
+        raise RuntimeConfigError(
+            f"{what}: its arguments as matched ({args.describe()}) do not compute what the "
+            f"decode step computes: on a random prompt and random parameters, {diff.what} "
+            f"differs from the decode loop's fed the prompt token by token (largest difference "
+            f"{diff.relative:.3g} of its largest value); the match in doubt: "
+            f"{in_doubt(prefill, roles, args)}; give the prefill its own arguments: ",
+            Keyword("prefill_params"),
+            " (every argument but the prompt, in the prefill's order)",
+        )
+    done.add(key)
+
+
+def prefill_difference(prefill: Any, decode: Any, roles: Any, args: Any) -> Difference | None:
+    """The first of the prefill's state outputs and first token that differs from the decode
+    loop's over one random prompt (random parameters, seed 0), or ``None``."""
+    import jax
+
+    from hlopipe.generate._oracle import _jitted
+    from hlopipe.generate._plan import position_of, position_value, prefill_outputs
+
+    rng = np.random.default_rng(0)
+    params = {r.index: random_value(rng, r.shape, r.dtype) for r in roles.parameters}
+    token = roles.feedback[0]
+    prompt_aval = prefill.in_avals[args.prompt]
+    vocab = _vocab(roles, token)
+    prompt = rng.integers(0, vocab, tuple(prompt_aval.shape)).astype(np.dtype(prompt_aval.dtype))
+    dev = jax.local_devices()[0]
+    on_dev = dict(zip(params, jax.device_put(list(params.values()), dev), strict=True))
+    # the prefill, once over the whole prompt
+    pre_in: list[Any] = [None] * len(prefill.in_avals)
+    for i, a in args.param_of.items():
+        pre_in[i] = on_dev[a]
+    for i, v in args.constants.items():
+        pre_in[i] = v
+    pre_in[args.prompt] = prompt
+    pre_out = _jitted(prefill)(*pre_in)
+    tok_out, state_of = prefill_outputs(prefill, roles, token.index)
+    # the decode loop, a token at a time from empty state
+    step_in: list[Any] = [None] * len(roles)
+    for a, v in on_dev.items():
+        step_in[a] = v
+    for r in [*roles.state, *roles.feedback[1:]]:
+        step_in[r.index] = np.zeros(r.shape, r.dtype)
+    batch = tuple(token.shape)[:1]
+    position_of(roles, getattr(decode, "source", "the decode step"), *batch)  # one, or none
+    step_out: Any = None
+    for t in range(int(prompt.shape[1])):
+        step_in[token.index] = prompt[:, t].reshape(token.shape).astype(np.dtype(token.dtype))
+        for r in roles.inputs:  # the position, and counters fed it
+            step_in[r.index] = position_value(r, t)
+        step_out = _jitted(decode)(*step_in)
+        for r in [*roles.state, *roles.feedback[1:]]:
+            step_in[r.index] = step_out[r.output]
+    state_path = {r.index: r.path for r in roles.state}
+    for o, a in state_of.items():
+        rel = _relative(pre_out[o], step_out[roles[a].output])
+        if rel is not None:
+            return Difference(f"the state {state_path[a]} (prefill output {o})", rel)
+    rel = _first_token_relative(pre_out[tok_out], step_out[token.output])
+    return None if rel is None else Difference(f"the first token (prefill output {tok_out})", rel)
+
+
+def in_doubt(prefill: Any, roles: Any, args: Any) -> str:
+    """The prefill's arguments whose match another would fit (a parameter of the same shape
+    and dtype), with the parameter each was taken for, and its lifted constants; in words."""
+    shapes = [(tuple(r.shape), str(r.dtype)) for r in roles.parameters]
+    path = {r.index: r.path for r in roles.parameters}
+    parts = [
+        f"argument {i} as parameter {a} {path[a]}"
+        for i, a in sorted(args.param_of.items())
+        if shapes.count((tuple(roles[a].shape), str(roles[a].dtype))) > 1
+    ]
+    parts += [f"argument {i} = {np.asarray(v).tolist()} (a lifted constant)"
+              for i, v in sorted(args.constants.items())]  # fmt: skip
+    return ", ".join(parts) or "none alone (each parameter's shape and dtype is its own)"
+
+
+def random_value(rng: np.random.Generator, shape: Any, dtype: Any) -> np.ndarray:
+    """A random array of ``shape`` and ``dtype``: floats of magnitude about one over the
+    square root of the largest axis (so that products along it stay near one), integers and
+    booleans 0 or 1 (valid wherever they index)."""
+    dt = np.dtype(dtype)
+    shape = tuple(shape)
+    if np.issubdtype(dt, np.floating) or np.issubdtype(dt, np.complexfloating):
+        scale = 1.0 / math.sqrt(max(shape, default=1) or 1)
+        return (rng.standard_normal(shape) * scale).astype(dt)
+    return rng.integers(0, 2, shape).astype(dt)
+
+
+def _vocab(roles: Any, token: Any) -> int:
+    """How many token ids a random prompt draws from: the logits' width when the step
+    returns logits, else 2 (ids every embedding has)."""
+    avals = getattr(roles, "out_avals", None)
+    if avals is not None and token.output is not None:
+        shape, dtype = avals[token.output]
+        if len(shape) == 2 and np.issubdtype(np.dtype(dtype), np.floating):
+            return int(shape[1])
+    return 2
+
+
+def _relative(got: Any, want: Any) -> float | None:
+    """``None`` when ``got`` equals ``want`` (integers exactly, floats up to rounding), else
+    their largest difference relative to ``want``'s largest magnitude."""
+    x, y = np.asarray(got), np.asarray(want)
+    if not np.issubdtype(y.dtype, np.inexact):
+        return None if np.array_equal(x, y) else math.inf
+    x, y = x.astype(np.float64), y.astype(np.float64)
+    finite = np.isfinite(y)
+    if not np.array_equal(np.isfinite(x), finite) or not np.array_equal(x[~finite], y[~finite]):
+        return math.inf
+    scale = float(np.max(np.abs(y[finite]), initial=0.0))
+    err = float(np.max(np.abs(x[finite] - y[finite]), initial=0.0))
+    rel = err / scale if scale > 0 else err
+    tol = _REL_TOL_16 if np.asarray(want).dtype.itemsize <= 2 else _REL_TOL
+    return None if rel <= tol else rel
+
+
+def _first_token_relative(prefill_tok: Any, step_tok: Any) -> float | None:
+    """The prefill's first token against the loop's next (tokens, or logits: the prefill's of
+    the prompt's last position), as :func:`_relative`; a token against logits is their argmax."""
+    x, y = np.asarray(prefill_tok), np.asarray(step_tok)
+    if np.issubdtype(x.dtype, np.inexact) and x.ndim == y.ndim + 1:
+        x = x[:, -1]  # [b, length, vocab]: the last position's
+    if np.issubdtype(x.dtype, np.inexact) != np.issubdtype(y.dtype, np.inexact):
+        x, y = (np.argmax(v, axis=-1) if np.issubdtype(v.dtype, np.inexact) else v for v in (x, y))
+        return None if np.array_equal(x.reshape(-1), y.reshape(-1)) else math.inf
+    return _relative(x.reshape(y.shape), y)
