@@ -9,7 +9,7 @@ later stages, and/or a program output (the feedback, the token).
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from enum import Enum
 from typing import Any, NamedTuple
@@ -233,6 +233,7 @@ def prefill_args(
     what: str,
     own: Sequence[Any] | None = None,
     decode: Any = None,
+    params: Mapping[int, Any] | None = None,
 ) -> PrefillArgs:
     """The prefill's prompt argument, its parameters as the decode step's, and its own lifted
     constants.
@@ -253,8 +254,9 @@ def prefill_args(
     computed from: it is given the value for which each of them holds the prompt length, as
     the decode step's counters hold the tokens written.
 
-    A match (any rule) and its constants are then checked by running them, with ``decode``
-    (``_prefill_check.py``): the prefill on a random prompt against the decode loop fed it
+    A match (any rule) and its constants are then checked by running them, given ``decode``
+    and ``params`` (the decode step's parameters, ``{its argument: value}``;
+    ``_prefill_check.py``): the prefill on a random prompt against the decode loop fed it
     token by token.
 
     Raises:
@@ -265,10 +267,10 @@ def prefill_args(
     if own is not None:
         return _own_prefill_args(prefill, what, own)
     args = _matched_prefill_args(prefill, decode_roles, what, decode)
-    if decode is not None:
+    if decode is not None and params is not None:
         from hlopipe.generate._prefill_check import check_prefill_args
 
-        check_prefill_args(prefill, decode, decode_roles, args, what)
+        check_prefill_args(prefill, decode, decode_roles, args, what, params)
     return args
 
 

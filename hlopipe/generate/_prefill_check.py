@@ -6,15 +6,17 @@ order, by name, shape or data flow, ``_match.py``) and solving its lifted consta
 compile and run, and serve wrong tokens. So the match is run once, on one random prompt and
 random parameters, unsplit on one device, against the decode loop fed the same prompt token by
 token (the oracle's way, ``_oracle.py``): the state the prefill makes must be the state the loop
-leaves, and its first token the loop's next. Random parameters, not the caller's: the check
-runs where the arguments are matched, before any parameter is placed, and two weights that
-random values cannot tell apart are used alike, so no order among them changes a result.
+leaves, and its first token the loop's next. The parameters are the caller's own: a program
+traced by torch_xla takes the constants it lifted (a mask's -inf, an attention scale, GELU's
+0.7978) among its parameters, and random values there make the prefill and the loop differ
+however they are matched; two weights equal in the caller's values are interchangeable.
 """
 
 from __future__ import annotations
 
 import math
 import weakref
+from collections.abc import Mapping
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -44,9 +46,12 @@ class Difference(NamedTuple):
     relative: float
 
 
-def check_prefill_args(prefill: Any, decode: Any, roles: Any, args: Any, what: str) -> None:
+def check_prefill_args(
+    prefill: Any, decode: Any, roles: Any, args: Any, what: str, params: Mapping[int, Any]
+) -> None:
     """Run ``prefill`` with its arguments as ``args`` (a ``PrefillArgs``) says against
-    ``decode``'s loop over the same prompt, on random parameters; refuse a difference.
+    ``decode``'s loop over the same random prompt, with ``params``; refuse a difference.
+    Once per match of one pair of programs (the oracle matches again for every group).
 
     Args:
       prefill, decode: the two programs (unsplit).
@@ -54,6 +59,7 @@ def check_prefill_args(prefill: Any, decode: Any, roles: Any, args: Any, what: s
         fed back: the step's token, or the logits it is sampled from).
       args: the prefill's prompt argument, parameters (``param_of``) and constants.
       what: the prefill, in words, for the error.
+      params: the decode step's parameters, ``{decode argument: value}``.
 
     Raises:
       RuntimeConfigError naming the first output that differs, the prefill's arguments whose
@@ -67,16 +73,15 @@ def check_prefill_args(prefill: Any, decode: Any, roles: Any, args: Any, what: s
         args.prompt,
         tuple(sorted(args.param_of.items())),
         tuple((i, np.asarray(v).tobytes()) for i, v in sorted(args.constants.items())),
-        tuple((r.index, r.role, r.output) for r in roles),
     )
     done = _CHECKED.setdefault(prefill, weakref.WeakKeyDictionary()).setdefault(decode, set())
     if key in done:
         return
-    diff = prefill_difference(prefill, decode, roles, args)
+    diff = prefill_difference(prefill, decode, roles, args, params)
     if diff is not None:
         raise RuntimeConfigError(
             f"{what}: its arguments as matched ({args.describe()}) do not compute what the "
-            f"decode step computes: on a random prompt and random parameters, {diff.what} "
+            f"decode step computes: on a random prompt, {diff.what} "
             f"differs from the decode loop's fed the prompt token by token (largest difference "
             f"{diff.relative:.3g} of its largest value); the match in doubt: "
             f"{in_doubt(prefill, roles, args)}; give the prefill its own arguments: ",
@@ -86,22 +91,25 @@ def check_prefill_args(prefill: Any, decode: Any, roles: Any, args: Any, what: s
     done.add(key)
 
 
-def prefill_difference(prefill: Any, decode: Any, roles: Any, args: Any) -> Difference | None:
+def prefill_difference(
+    prefill: Any, decode: Any, roles: Any, args: Any, params: Mapping[int, Any]
+) -> Difference | None:
     """The first of the prefill's state outputs and first token that differs from the decode
-    loop's over one random prompt (random parameters, seed 0), or ``None``."""
+    loop's over one random prompt (seed 0), with ``params`` (``{decode argument: value}``),
+    or ``None``."""
     import jax
 
     from hlopipe.generate._oracle import _jitted
     from hlopipe.generate._plan import position_of, position_value, prefill_outputs
 
     rng = np.random.default_rng(0)
-    params = {r.index: random_value(rng, r.shape, r.dtype) for r in roles.parameters}
     token = roles.feedback[0]
     prompt_aval = prefill.in_avals[args.prompt]
     vocab = _vocab(roles, token)
     prompt = rng.integers(0, vocab, tuple(prompt_aval.shape)).astype(np.dtype(prompt_aval.dtype))
     dev = jax.local_devices()[0]
-    on_dev = dict(zip(params, jax.device_put(list(params.values()), dev), strict=True))
+    order = [r.index for r in roles.parameters]
+    on_dev = dict(zip(order, jax.device_put([params[a] for a in order], dev), strict=True))
     # the prefill, once over the whole prompt
     pre_in: list[Any] = [None] * len(prefill.in_avals)
     for i, a in args.param_of.items():
@@ -149,18 +157,6 @@ def in_doubt(prefill: Any, roles: Any, args: Any) -> str:
     parts += [f"argument {i} = {np.asarray(v).tolist()} (a lifted constant)"
               for i, v in sorted(args.constants.items())]  # fmt: skip
     return ", ".join(parts) or "none alone (each parameter's shape and dtype is its own)"
-
-
-def random_value(rng: np.random.Generator, shape: Any, dtype: Any) -> np.ndarray:
-    """A random array of ``shape`` and ``dtype``: floats of magnitude about one over the
-    square root of the largest axis (so that products along it stay near one), integers and
-    booleans 0 or 1 (valid wherever they index)."""
-    dt = np.dtype(dtype)
-    shape = tuple(shape)
-    if np.issubdtype(dt, np.floating) or np.issubdtype(dt, np.complexfloating):
-        scale = 1.0 / math.sqrt(max(shape, default=1) or 1)
-        return (rng.standard_normal(shape) * scale).astype(dt)
-    return rng.integers(0, 2, shape).astype(dt)
 
 
 def _vocab(roles: Any, token: Any) -> int:

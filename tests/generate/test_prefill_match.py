@@ -107,8 +107,9 @@ def _tiny(alike: bool, order=("z_head", "w2", "w1", "a_embed"), extra=None):
 def test_a_swapped_match_of_two_equal_shaped_weights_is_refused_by_running_it():
     """The prefill takes ``w1`` and ``w2`` (one shape) swapped, every shape in the decode
     step's order and no names: the order rule takes them as they come, a match that runs and
-    computes other tokens. Run on a random prompt against the decode loop, it is refused,
-    naming both arguments and ``prefill_params``; given its own arguments, the prefill gives
+    computes other tokens. Run on a random prompt against the decode loop, it is refused
+    (by the matching, the oracle and the generator), naming both arguments and
+    ``prefill_params``; given its own arguments, the prefill gives
     the token the JAX decode function gives over the same prompt (the oracle)."""
     dec, params, pre = _tiny(alike=False, order=("a_embed", "w2", "w1", "z_head"))
     roles = dec.arg_roles()
@@ -116,10 +117,20 @@ def test_a_swapped_match_of_two_equal_shaped_weights_is_refused_by_running_it():
         r"matched by order 4.*the state .* differs from the decode loop's.*"
         r"argument 1 as parameter 1 .*w1.*argument 2 as parameter 2 .*w2.*prefill_params"
     )
-    with pytest.raises(RuntimeConfigError, match=says):
+    by_arg = dict(enumerate(jax.tree_util.tree_leaves(params)))  # the step's arguments 0..3
+    assert (
         prefill_args(pre, roles, "the prefill", None, dec)
-    own = [params["a_embed"], params["w2"], params["w1"], params["z_head"]]
+        .describe()
+        .startswith("prefill arguments matched by order 4")
+    )  # unchecked without the parameters' values: the order rule took them as they come
+    with pytest.raises(RuntimeConfigError, match=says):
+        prefill_args(pre, roles, "the prefill", None, dec, by_arg)
     prompts = np.asarray(jax.random.randint(jax.random.key(3), (1, B, P), 0, 8), np.int32)
+    with pytest.raises(RuntimeConfigError, match=says):  # the oracle checks what it runs
+        generate_unsplit(dec, params, 1, prefill=pre, prompts=prompts)
+    with pytest.raises(RuntimeConfigError, match=says):  # and so does the generator
+        hlopipe.Generator(dec, params, prefill=pre, num_stages=1)
+    own = [params["a_embed"], params["w2"], params["w1"], params["z_head"]]
     got, _ = generate_unsplit(dec, params, 1, prefill=pre, prompts=prompts, prefill_params=own)
     cache, tok = jnp.zeros((B, 4, 4)), None
     for t in range(P):  # the decode function itself, fed the prompt token by token
@@ -149,13 +160,15 @@ def test_programs_alike_in_shapes_are_each_matched_by_their_own_data_flow():
     own match (the oracle: the order the test gave each), never the other's, whatever the
     matcher keeps between calls."""
     first_order, second_order = ("z_head", "w2", "w1", "a_embed"), ("z_head", "w1", "w2", "a_embed")
-    dec, _, first = _tiny(alike=False, order=first_order)
+    dec, params, first = _tiny(alike=False, order=first_order)
     _, _, second = _tiny(alike=False, order=second_order)
     assert first.in_avals == second.in_avals
     decode_arg = {"a_embed": 0, "w1": 1, "w2": 2, "z_head": 3}  # the step's flat parameters
 
-    def match(pre):
-        return prefill_args(pre, dec.arg_roles(), "the prefill", None, dec).param_of
+    by_arg = dict(enumerate(jax.tree_util.tree_leaves(params)))
+
+    def match(pre):  # checked by running it, too
+        return prefill_args(pre, dec.arg_roles(), "the prefill", None, dec, by_arg).param_of
 
     assert match(first) == {k: decode_arg[n] for k, n in enumerate(first_order)}
     assert match(second) == {k: decode_arg[n] for k, n in enumerate(second_order)}
