@@ -20,6 +20,7 @@ from collections.abc import Mapping
 from typing import Any, NamedTuple
 
 import numpy as np
+from jax import numpy as jnp
 
 from hlopipe.errors import Keyword, RuntimeConfigError
 
@@ -79,12 +80,19 @@ def check_prefill_args(
         return
     diff = prefill_difference(prefill, decode, roles, args, params)
     if diff is not None:
+        doubt = in_doubt(roles, args)
         raise RuntimeConfigError(
-            f"{what}: its arguments as matched ({args.describe()}) do not compute what the "
-            f"decode step computes: on a random prompt, {diff.what} "
-            f"differs from the decode loop's fed the prompt token by token (largest difference "
-            f"{diff.relative:.3g} of its largest value); the match in doubt: "
-            f"{in_doubt(prefill, roles, args)}; give the prefill its own arguments: ",
+            f"{what}: run on a random prompt with its arguments as matched ({args.describe()}), "
+            f"{diff.what} differs from the decode loop's fed the same prompt token by token "
+            f"(largest difference {diff.relative:.3g} of its largest value); "
+            + (
+                f"the match in doubt: {doubt}"
+                if doubt
+                else "no argument's match is in doubt (each shape and dtype is one parameter's),"
+                " so the prefill computes other than the decode step, or takes arguments of its"
+                " own"
+            )
+            + "; give the prefill its own arguments: ",
             Keyword("prefill_params"),
             " (every argument but the prompt, in the prefill's order)",
         )
@@ -144,9 +152,10 @@ def prefill_difference(
     return None if rel is None else Difference(f"the first token (prefill output {tok_out})", rel)
 
 
-def in_doubt(prefill: Any, roles: Any, args: Any) -> str:
+def in_doubt(roles: Any, args: Any) -> str:
     """The prefill's arguments whose match another would fit (a parameter of the same shape
-    and dtype), with the parameter each was taken for, and its lifted constants; in words."""
+    and dtype), with the parameter each was taken for, and its lifted constants; in words
+    (empty when there are none)."""
     shapes = [(tuple(r.shape), str(r.dtype)) for r in roles.parameters]
     path = {r.index: r.path for r in roles.parameters}
     parts = [
@@ -156,7 +165,7 @@ def in_doubt(prefill: Any, roles: Any, args: Any) -> str:
     ]
     parts += [f"argument {i} = {np.asarray(v).tolist()} (a lifted constant)"
               for i, v in sorted(args.constants.items())]  # fmt: skip
-    return ", ".join(parts) or "none alone (each parameter's shape and dtype is its own)"
+    return ", ".join(parts)
 
 
 def _vocab(roles: Any, token: Any) -> int:
@@ -165,7 +174,7 @@ def _vocab(roles: Any, token: Any) -> int:
     avals = getattr(roles, "out_avals", None)
     if avals is not None and token.output is not None:
         shape, dtype = avals[token.output]
-        if len(shape) == 2 and np.issubdtype(np.dtype(dtype), np.floating):
+        if len(shape) == 2 and jnp.issubdtype(dtype, jnp.floating):
             return int(shape[1])
     return 2
 
@@ -174,7 +183,7 @@ def _relative(got: Any, want: Any) -> float | None:
     """``None`` when ``got`` equals ``want`` (integers exactly, floats up to rounding), else
     their largest difference relative to ``want``'s largest magnitude."""
     x, y = np.asarray(got), np.asarray(want)
-    if not np.issubdtype(y.dtype, np.inexact):
+    if not jnp.issubdtype(y.dtype, jnp.inexact):
         return None if np.array_equal(x, y) else math.inf
     x, y = x.astype(np.float64), y.astype(np.float64)
     finite = np.isfinite(y)
@@ -191,9 +200,11 @@ def _first_token_relative(prefill_tok: Any, step_tok: Any) -> float | None:
     """The prefill's first token against the loop's next (tokens, or logits: the prefill's of
     the prompt's last position), as :func:`_relative`; a token against logits is their argmax."""
     x, y = np.asarray(prefill_tok), np.asarray(step_tok)
-    if np.issubdtype(x.dtype, np.inexact) and x.ndim == y.ndim + 1:
+    if jnp.issubdtype(x.dtype, jnp.inexact) and x.ndim == y.ndim + 1:
         x = x[:, -1]  # [b, length, vocab]: the last position's
-    if np.issubdtype(x.dtype, np.inexact) != np.issubdtype(y.dtype, np.inexact):
-        x, y = (np.argmax(v, axis=-1) if np.issubdtype(v.dtype, np.inexact) else v for v in (x, y))
+    if jnp.issubdtype(x.dtype, jnp.inexact) != jnp.issubdtype(y.dtype, jnp.inexact):
+        x, y = (
+            np.argmax(v, axis=-1) if jnp.issubdtype(v.dtype, jnp.inexact) else v for v in (x, y)
+        )
         return None if np.array_equal(x.reshape(-1), y.reshape(-1)) else math.inf
     return _relative(x.reshape(y.shape), y)
