@@ -10,9 +10,9 @@ came from (markers, the partitioner, a re-traced layer loop; see :mod:`hlopipe.s
 
 from __future__ import annotations
 
+import enum
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from enum import Enum
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
@@ -74,7 +74,7 @@ class StageCost:
         return self.compute_time + self.transfer_time
 
 
-class SourceKind(str, Enum):  # noqa: UP042 - the house style: a str mixin
+class SourceKind(enum.StrEnum):
     """Where a flat program output comes from (:class:`OutputSource`)."""
 
     STAGE = "stage"  # output ``index`` of stage ``stage``
