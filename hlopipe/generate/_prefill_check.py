@@ -52,7 +52,9 @@ def check_prefill_args(
 ) -> None:
     """Run ``prefill`` with its arguments as ``args`` (a ``PrefillArgs``) says against
     ``decode``'s loop over the same random prompt, with ``params``; refuse a difference.
-    Once per match of one pair of programs (the oracle matches again for every group).
+    Once per match of one pair of programs (the oracle matches again for every group), and
+    only where something was guessed (:func:`doubtful`): a match that shapes force or that
+    both programs' names confirm, with no lifted constant, is taken as it is.
 
     Args:
       prefill, decode: the two programs (unsplit).
@@ -78,16 +80,20 @@ def check_prefill_args(
     done = _CHECKED.setdefault(prefill, weakref.WeakKeyDictionary()).setdefault(decode, set())
     if key in done:
         return
+    doubt = doubtful(prefill, decode, roles, args)
+    if not doubt and not args.constants:
+        done.add(key)
+        return
     diff = prefill_difference(prefill, decode, roles, args, params)
     if diff is not None:
-        doubt = in_doubt(roles, args)
+        doubt_words = in_doubt(roles, args, doubt)
         raise RuntimeConfigError(
             f"{what}: run on a random prompt with its arguments as matched ({args.describe()}), "
             f"{diff.what} differs from the decode loop's fed the same prompt token by token "
             f"(largest difference {diff.relative:.3g} of its largest value); "
             + (
-                f"the match in doubt: {doubt}"
-                if doubt
+                f"the match in doubt: {doubt_words}"
+                if doubt_words
                 else "no argument's match is in doubt (each shape and dtype is one parameter's),"
                 " so the prefill computes other than the decode step, or takes arguments of its"
                 " own"
@@ -152,17 +158,30 @@ def prefill_difference(
     return None if rel is None else Difference(f"the first token (prefill output {tok_out})", rel)
 
 
-def in_doubt(roles: Any, args: Any) -> str:
-    """The prefill's arguments whose match another would fit (a parameter of the same shape
-    and dtype), with the parameter each was taken for, and its lifted constants; in words
-    (empty when there are none)."""
+def doubtful(prefill: Any, decode: Any, roles: Any, args: Any) -> list[int]:
+    """The prefill's arguments whose match was guessed: a parameter of the same shape and
+    dtype would fit too, and the two programs do not both name it alike (``real_name``)."""
+    from hlopipe.generate._match import real_name
+
     shapes = [(tuple(r.shape), str(r.dtype)) for r in roles.parameters]
+    pre_names = list(getattr(prefill, "arg_names", None) or [None] * len(prefill.in_avals))
+    dec_names = list(getattr(decode, "arg_names", None) or [None] * len(roles))
+    out = []
+    for i, a in sorted(args.param_of.items()):
+        if shapes.count((tuple(roles[a].shape), str(roles[a].dtype))) < 2:
+            continue  # the one parameter of its shape and dtype
+        name = real_name(pre_names[i])
+        if name is None or name != real_name(dec_names[a]):
+            out.append(i)
+    return out
+
+
+def in_doubt(roles: Any, args: Any, doubt: list[int]) -> str:
+    """The arguments ``doubt`` with the parameter each was taken for, and the lifted
+    constants, in words (empty when there are none)."""
     path = {r.index: r.path for r in roles.parameters}
-    parts = [
-        f"argument {i} as parameter {a} {path[a]}"
-        for i, a in sorted(args.param_of.items())
-        if shapes.count((tuple(roles[a].shape), str(roles[a].dtype))) > 1
-    ]
+    parts = [f"argument {i} as parameter {args.param_of[i]} {path[args.param_of[i]]}"
+             for i in doubt]  # fmt: skip
     parts += [f"argument {i} = {np.asarray(v).tolist()} (a lifted constant)"
               for i, v in sorted(args.constants.items())]  # fmt: skip
     return ", ".join(parts)
