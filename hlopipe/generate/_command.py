@@ -108,8 +108,7 @@ def run_command(
     prompts = None
     if prefill is not None:  # checked before the compile: the prompts' shape is the prefill's
         what = f"the prefill {getattr(prefill, 'source', '')}".rstrip()
-        by_arg = dict(zip((r.index for r in roles.parameters), params, strict=True))
-        matched = prefill_args(prefill, roles, what, own, decode, by_arg)
+        matched = prefill_args(prefill, roles, what, own, decode)
         aval = prefill.in_avals[matched.prompt]
         prompts = _prompts(aval, prompt_len, ids, groups, prompts_path, rng)
         groups = len(prompts)

@@ -53,8 +53,9 @@ def check_prefill_args(
     """Run ``prefill`` with its arguments as ``args`` (a ``PrefillArgs``) says against
     ``decode``'s loop over the same random prompt, with ``params``; refuse a difference.
     Once per match of one pair of programs (the oracle matches again for every group), and
-    only where something was guessed (:func:`doubtful`): a match that shapes force or that
-    both programs' names confirm, with no lifted constant, is taken as it is.
+    only where something was guessed (:func:`doubtful`, :func:`outputs_by_order`): a match
+    that shapes force or that both programs' names confirm, with no lifted constant and the
+    state outputs not taken in order among equal shapes, is taken as it is.
 
     Args:
       prefill, decode: the two programs (unsplit).
@@ -81,26 +82,25 @@ def check_prefill_args(
     if key in done:
         return
     doubt = doubtful(prefill, decode, roles, args)
-    if not doubt and not args.constants:
+    if not doubt and not args.constants and not outputs_by_order(prefill, roles):
         done.add(key)
         return
     diff = prefill_difference(prefill, decode, roles, args, params)
     if diff is not None:
-        doubt_words = in_doubt(roles, args, doubt)
+        by_order = outputs_by_order(prefill, roles)
+        doubt_words = in_doubt(roles, args, doubt) + (
+            ", its state outputs taken in the decode step's state order (equal shapes)"
+            if by_order
+            else ""
+        )
         raise RuntimeConfigError(
             f"{what}: run on a random prompt with its arguments as matched ({args.describe()}), "
             f"{diff.what} differs from the decode loop's fed the same prompt token by token "
-            f"(largest difference {diff.relative:.3g} of its largest value); "
-            + (
-                f"the match in doubt: {doubt_words}"
-                if doubt_words
-                else "no argument's match is in doubt (each shape and dtype is one parameter's),"
-                " so the prefill computes other than the decode step, or takes arguments of its"
-                " own"
-            )
-            + "; give the prefill its own arguments: ",
+            f"(largest difference {diff.relative:.3g} of its largest value); the match in "
+            f"doubt: {doubt_words.lstrip(', ')}; give the prefill its own arguments: ",
             Keyword("prefill_params"),
-            " (every argument but the prompt, in the prefill's order)",
+            " (every argument but the prompt, in the prefill's order)"
+            + (", and return the state in the decode step's order" if by_order else ""),
         )
     done.add(key)
 
@@ -174,6 +174,17 @@ def doubtful(prefill: Any, decode: Any, roles: Any, args: Any) -> list[int]:
         if name is None or name != real_name(dec_names[a]):
             out.append(i)
     return out
+
+
+def outputs_by_order(prefill: Any, roles: Any) -> bool:
+    """Whether the prefill's state outputs were taken for the decode step's state in order
+    among equal shapes: its outputs are not the decode step's (another structure, another
+    tracer) and two state arguments share a shape and dtype (``_plan.prefill_outputs``)."""
+    outs = [(tuple(a.shape), str(a.dtype)) for a in prefill.out_avals]
+    if outs == getattr(roles, "out_avals", None):
+        return False  # output for output, as the decode step returns them
+    state = [(tuple(r.shape), str(r.dtype)) for r in roles.state]
+    return len(set(state)) < len(state)
 
 
 def in_doubt(roles: Any, args: Any, doubt: list[int]) -> str:
