@@ -176,3 +176,44 @@ def test_programs_alike_in_shapes_are_each_matched_by_their_own_data_flow():
     _, _, third = _tiny(alike=False, order=first_order)
     assert match(third) == {k: decode_arg[n] for k, n in enumerate(first_order)}
     assert match(second) == {k: decode_arg[n] for k, n in enumerate(second_order)}
+
+
+def test_state_outputs_taken_in_order_among_equal_shapes_are_run_and_a_swap_refused():
+    """The prefill returns its logits for every position (not the decode step's form), then
+    the V cache before the K cache, one shape: its weights are named alike by both programs
+    (nothing to match), but its state outputs are taken in the decode step's order, a guess
+    among equal shapes. Run against the decode loop, the swap is refused, naming it; the
+    prefill returning K before V is accepted."""
+    V, D, L = 8, 4, 4
+    key = iter(jax.random.split(jax.random.key(4), 4))
+    params = {name: jax.random.normal(next(key), shape) for name, shape in
+              (("emb", (V, D)), ("head", (D, V)), ("wk", (D, D)), ("wv", (D, D)))}  # fmt: skip
+
+    def logits(p, k, v):
+        return (k.sum(1) + 2.0 * v.sum(1)) @ p["head"]
+
+    def decode(p, k, v, tok, pos):
+        x = p["emb"][tok][:, None]
+        k = jax.lax.dynamic_update_slice(k, x @ p["wk"], (0, pos, 0))
+        v = jax.lax.dynamic_update_slice(v, x @ p["wv"], (0, pos, 0))
+        return logits(p, k, v), k, v
+
+    def prefill(p, prompt, swap):
+        x = p["emb"][prompt]
+        k = jnp.zeros((B, L, D)).at[:, :P].set(x @ p["wk"])
+        v = jnp.zeros((B, L, D)).at[:, :P].set(x @ p["wv"])
+        every = jnp.stack([logits(p, k.at[:, t + 1 :].set(0), v.at[:, t + 1 :].set(0))
+                           for t in range(P)], axis=1)  # fmt: skip
+        return (every, v, k) if swap else (every, k, v)
+
+    cache = jnp.zeros((B, L, D))
+    ex = (params, cache, cache, jnp.zeros(B, jnp.int32), jnp.int32(0))
+    dec = _export(decode, *ex, donate=(1, 2))
+    by_arg = dict(enumerate(jax.tree_util.tree_leaves(params)))
+    for swap in (False, True):
+        pre = _export(functools.partial(prefill, swap=swap), params, jnp.zeros((B, P), jnp.int32))
+        if not swap:
+            prefill_args(pre, dec.arg_roles(), "the prefill", None, dec, by_arg)
+            continue
+        with pytest.raises(RuntimeConfigError, match=r"state outputs taken in the decode step"):
+            prefill_args(pre, dec.arg_roles(), "the prefill", None, dec, by_arg)
