@@ -267,7 +267,7 @@ def xfer_worker() -> None:
     from hlopipe.runtime import distributed
 
     distributed.initialize()
-    from hlopipe.runtime._multiprocess import Links
+    from hlopipe.runtime._comm import Links
 
     me = jax.process_index()
     first = {int(d.process_index): d for d in reversed(jax.devices())}

@@ -230,6 +230,18 @@ def param_rules(
     return [parse_param_rule(text, have) for text in args.param_spec]
 
 
+def join_job_or_ask_cpu_devices(cpu_devices: int | None) -> None:
+    """Under ``hlopipe launch`` (its coordinator in the environment): join the job, with
+    ``cpu_devices`` per process; else ask JAX for ``cpu_devices`` (default ``CPU_DEVICES``)
+    CPU devices in this process."""
+    from hlopipe.runtime import distributed
+
+    if os.environ.get(distributed.ENV_COORDINATOR):
+        distributed.initialize(cpu_devices=cpu_devices)
+    else:
+        ask_cpu_devices(cpu_devices or CPU_DEVICES)
+
+
 def ask_cpu_devices(n: int) -> None:
     """Ask JAX for ``n`` CPU devices (a CPU backend only; an accelerator's count is its own).
     JAX refuses (``RuntimeError``) once a backend is up: the devices it has are kept then."""

@@ -4,15 +4,14 @@
 from __future__ import annotations
 
 import argparse
-import os
 from typing import Any
 
 from hlopipe.cli._common import (
     CPU_DEVICES,
     Command,
     add_stage_mesh_flags,
-    ask_cpu_devices,
     check_output_file,
+    join_job_or_ask_cpu_devices,
     load,
     param_rules,
     stage_mesh,
@@ -57,16 +56,12 @@ def _cmd_generate(args: argparse.Namespace) -> int:
     """generate tokens with a decode step split into stages"""
 
     from hlopipe.generate import run_command
-    from hlopipe.runtime import distributed
 
     if args.output is not None:
         check_output_file(args.output, "--output", (".npy",))
     mesh_shape, mesh_axes = stage_mesh(args)
     rules = param_rules(args, mesh_shape, mesh_axes)
-    if os.environ.get(distributed.ENV_COORDINATOR):  # under hlopipe launch: join the job
-        distributed.initialize(cpu_devices=args.cpu_devices)
-    else:
-        ask_cpu_devices(args.cpu_devices or CPU_DEVICES)
+    join_job_or_ask_cpu_devices(args.cpu_devices)
     from hlopipe.generate import is_export_folder, read_export_folder
 
     params, max_len = None, args.max_len

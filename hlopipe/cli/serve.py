@@ -4,13 +4,12 @@
 from __future__ import annotations
 
 import argparse
-import os
 
 from hlopipe.cli._common import (
     CPU_DEVICES,
     Command,
     add_stage_mesh_flags,
-    ask_cpu_devices,
+    join_job_or_ask_cpu_devices,
     load,
     param_rules,
     stage_mesh,
@@ -59,15 +58,11 @@ def _cmd_serve(args: argparse.Namespace) -> int:
             f"hlopipe serve needs the serve extra ({e.name} is missing): "
             "pip install 'hlopipe[serve]'"
         ) from e
-    from hlopipe.runtime import distributed
 
     eos = _eos_ids(args.eos_token_id)
     mesh_shape, mesh_axes = stage_mesh(args)
     rules = param_rules(args, mesh_shape, mesh_axes)
-    if os.environ.get(distributed.ENV_COORDINATOR):  # under hlopipe launch: join the job
-        distributed.initialize(cpu_devices=args.cpu_devices)
-    else:
-        ask_cpu_devices(args.cpu_devices or CPU_DEVICES)
+    join_job_or_ask_cpu_devices(args.cpu_devices)
     from hlopipe.generate import is_export_folder, read_export_folder
 
     params, tokenizer, max_len = args.params, args.tokenizer, args.max_len

@@ -557,7 +557,7 @@ class _Prefill:
         self, program: Any, gen: Generator, S: int, own: Any = None, match_with: Any = None
     ) -> None:
         what = f"the prefill {getattr(program, 'source', '')}".rstrip()
-        self.args = prefill_args(program, gen.roles, what, own, match_with)
+        self.args = prefill_args(program, gen.roles, what, own, match_with, gen.placed.host_params)
         self.prompt_arg, param_of, constants = self.args[:3]
         # its own lifted constants are parameters of keys beyond the decode step's arguments
         const_key = {i: len(gen.roles) + i for i in constants}

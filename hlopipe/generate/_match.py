@@ -23,25 +23,22 @@ it, never by a pick among equals:
 
 from __future__ import annotations
 
+import enum
 import weakref
 from collections import defaultdict
-from enum import Enum
 from typing import Any
 
 from hlopipe.errors import Keyword, RuntimeConfigError
 from hlopipe.io import Use
 
 
-class MatchedBy(str, Enum):  # noqa: UP042 - the house style: a str mixin
+class MatchedBy(enum.StrEnum):
     """How a prefill argument was matched to a decode step's parameter."""
 
     ORDER = "order"  # the decode step's parameters in their order (one tracer, one order)
     NAME = "name"
     SHAPE = "shape"
     DATA_FLOW = "data flow"
-
-    def __str__(self) -> str:
-        return self.value
 
 
 # operations that only move or retype values: not counted as computing ops

@@ -74,7 +74,7 @@ def _prefilled(
     prefill: Any, decode: Any, roles: Any, by_arg: dict[int, Any], prompt: Any, own: Any
 ) -> tuple[Any, list]:
     """The prefill's first token and the state it makes, in the decode step's state order."""
-    k, param_of, constants = prefill_args(prefill, roles, "the prefill", own, decode)[:3]
+    k, param_of, constants = prefill_args(prefill, roles, "the prefill", own, decode, by_arg)[:3]
     args: list[Any] = [None] * len(prefill.in_avals)
     for i, a in param_of.items():
         args[i] = by_arg[a]

@@ -8,20 +8,31 @@ later stages, and/or a program output (the feedback, the token).
 
 from __future__ import annotations
 
+import enum
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
-from enum import Enum
 from typing import Any, NamedTuple
 
 import numpy as np
+from jax import numpy as jnp
 
 from hlopipe.errors import Keyword, RuntimeConfigError, StageError
 from hlopipe.generate._match import MatchedBy, counter_start, match_params
 from hlopipe.io import Use
 
 
-class InputKind(str, Enum):  # noqa: UP042 - the house style: a str mixin
+def _is_int(dtype: Any) -> bool:
+    """Whether ``dtype`` (a dtype or its name) is an integer type, signed or not."""
+    return bool(jnp.issubdtype(dtype, jnp.integer))
+
+
+def _is_float(dtype: Any) -> bool:
+    """Whether ``dtype`` (a dtype or its name) is a floating type (bfloat16 and float8 too)."""
+    return bool(jnp.issubdtype(dtype, jnp.floating))
+
+
+class InputKind(enum.StrEnum):
     """Where a stage's input comes from (see :class:`StagePlan`)."""
 
     PARAM = "param"  # a parameter, placed once on the stage
@@ -29,9 +40,6 @@ class InputKind(str, Enum):  # noqa: UP042 - the house style: a str mixin
     FEEDBACK = "feedback"  # the previous step's output fed back (the token)
     INPUT = "input"  # another plain input (the position)
     RECV = "recv"  # a value received from an earlier stage
-
-    def __str__(self) -> str:
-        return self.value
 
 
 @dataclass(frozen=True)
@@ -141,7 +149,7 @@ def position_of(roles: Any, source: str, batch: int | None = None) -> Any:
     if len(ins) > 1 and all(r.counter for r in ins) and len({(r.shape, r.dtype) for r in ins}) == 1:
         return ins[0]  # counters fed the position (counters_as_position): one value for all
     shapes = ((), (1,)) if batch is None else ((), (1,), (batch,))
-    if len(ins) != 1 or ins[0].shape not in shapes or "int" not in ins[0].dtype:
+    if len(ins) != 1 or ins[0].shape not in shapes or not _is_int(ins[0].dtype):
         names = ", ".join(f"{r.path} {r.dtype}{list(r.shape)}" for r in ins) or "none"
         untold = "".join(f"; {u}" for u in getattr(roles, "unresolved", ()))
         per_seq = "" if batch is None else f", or [{batch}] (a position per sequence)"
@@ -173,11 +181,11 @@ def logits_as_feedback(roles: Any) -> tuple[Any, int | None]:
         return roles, None
     out = free[0]
     shape, dtype = roles.out_avals[out]
-    if len(shape) != 2 or "float" not in dtype:
+    if len(shape) != 2 or not _is_float(dtype):
         return roles, None
-    ints = [r for r in roles.inputs if tuple(r.shape) == (shape[0],) and "int" in r.dtype]
+    ints = [r for r in roles.inputs if tuple(r.shape) == (shape[0],) and _is_int(r.dtype)]
     if not ints:  # a flat program (torch_xla) takes the token among what it takes for weights
-        ints = [r for r in roles.parameters if tuple(r.shape) == (shape[0],) and "int" in r.dtype]
+        ints = [r for r in roles.parameters if tuple(r.shape) == (shape[0],) and _is_int(r.dtype)]
         if len(ints) != 1:
             return roles, None
     token = ints[0].index
@@ -239,6 +247,7 @@ def prefill_args(
     what: str,
     own: Sequence[Any] | None = None,
     decode: Any = None,
+    params: Mapping[int, Any] | None = None,
 ) -> PrefillArgs:
     """The prefill's prompt argument, its parameters as the decode step's, and its own lifted
     constants.
@@ -259,18 +268,36 @@ def prefill_args(
     computed from: it is given the value for which each of them holds the prompt length, as
     the decode step's counters hold the tokens written.
 
+    A match (any rule) and its constants are then checked by running them, given ``decode``
+    and ``params`` (the decode step's parameters, ``{its argument: value}``;
+    ``_prefill_check.py``): the prefill on a random prompt against the decode loop fed it
+    token by token.
+
     Raises:
       RuntimeConfigError naming what does not fit, arguments that several parameters fit
-      alike, and ``prefill_params`` (how to give the prefill's arguments)."""
+      alike, a match whose prefill computes other state or another first token than the
+      decode loop (the arguments in doubt), and ``prefill_params`` (how to give the
+      prefill's arguments)."""
     if own is not None:
         return _own_prefill_args(prefill, what, own)
+    args = _matched_prefill_args(prefill, decode_roles, what, decode)
+    if decode is not None and params is not None:
+        from hlopipe.generate._prefill_check import check_prefill_args
+
+        check_prefill_args(prefill, decode, decode_roles, args, what, params)
+    return args
+
+
+def _matched_prefill_args(prefill: Any, decode_roles: Any, what: str, decode: Any) -> PrefillArgs:
+    """:func:`prefill_args` without ``own``: the prompt, the parameters matched and the
+    constants solved, unchecked."""
     params = decode_roles.parameters
     avals = [(tuple(a.shape), str(a.dtype)) for a in prefill.in_avals]
     want = [(tuple(r.shape), r.dtype) for r in params]
     if len(avals) == len(want) + 1:
         fits = [k for k in range(len(avals)) if avals[:k] + avals[k + 1 :] == want]
         if fits:
-            ints = [k for k in fits if "int" in avals[k][1] and len(avals[k][0]) == 2]
+            ints = [k for k in fits if _is_int(avals[k][1]) and len(avals[k][0]) == 2]
             if len(fits) > 1 and len(want) not in fits and len(ints) != 1:
                 raise RuntimeConfigError(
                     f"{what}: arguments {fits} could each be the prompt; put it last"
@@ -307,7 +334,7 @@ def _own_prefill_args(prefill: Any, what: str, own: Sequence[Any]) -> PrefillArg
         prompt = nones[0]
     elif len(given) == len(avals) - 1 and not nones:
         prompts = [
-            k for k, (shape, dtype) in enumerate(avals) if len(shape) == 2 and "int" in dtype
+            k for k, (shape, dtype) in enumerate(avals) if len(shape) == 2 and _is_int(dtype)
         ]
         if len(prompts) != 1:
             found = ", ".join(f"{k} ({avals[k][1]}{list(avals[k][0])})" for k in prompts)
@@ -360,7 +387,7 @@ def _prefill_args_with_constants(
         " (every argument but the prompt, in the prefill's order)",
     )
     prompts = [k for k, (shape, dtype) in enumerate(avals)
-               if len(shape) == 2 and "int" in dtype and (shape, dtype) not in want]  # fmt: skip
+               if len(shape) == 2 and _is_int(dtype) and (shape, dtype) not in want]  # fmt: skip
     if len(prompts) != 1:
         found = ", ".join(f"{k} ({avals[k][1]}{list(avals[k][0])})" for k in prompts) or "none"
         raise RuntimeConfigError(f"{refused}; integer [batch, length] arguments: {found}", *own)
@@ -382,7 +409,7 @@ def _prefill_args_with_constants(
     def a_counter(o: int) -> bool:  # the decode step's counter, carried or fed the position
         made = state_of.get(o)
         return made in counters or (made is None and o != token and outs[o][0] in ((), (1,))
-                                    and "int" in outs[o][1])  # fmt: skip
+                                    and _is_int(outs[o][1]))  # fmt: skip
 
     length = int(avals[prompt][0][1])
     constants: dict[int, Any] = {}
@@ -391,7 +418,7 @@ def _prefill_args_with_constants(
         # the counters computed from it alone (it may feed the positions read elsewhere too)
         made = [o for o, srcs in enumerate(feeds) if srcs == {i} and a_counter(o)]
         start = None
-        if shape in ((), (1,)) and "int" in dtype and made:
+        if shape in ((), (1,)) and _is_int(dtype) and made:
             start = counter_start(prefill, i, made, length)
         if start is None:
             raise RuntimeConfigError(
@@ -516,21 +543,19 @@ def _logits_vocab(decode_roles: Any, token_arg: int) -> int | None:
     if out is None or avals is None:
         return None
     shape, dtype = avals[out]
-    return int(shape[1]) if len(shape) == 2 and "float" in dtype else None
+    return int(shape[1]) if len(shape) == 2 and _is_float(dtype) else None
 
 
 def _logits_like(aval: Any, token_shape: tuple[int, ...], vocab: int) -> bool:
     """A prefill's logits: float ``[b, vocab]`` or ``[b, length, vocab]``."""
     shape = tuple(aval.shape)
     b = token_shape[0] if token_shape else 1
-    return (
-        "float" in str(aval.dtype) and len(shape) in (2, 3) and shape[0] == b and shape[-1] == vocab
-    )
+    return _is_float(aval.dtype) and len(shape) in (2, 3) and shape[0] == b and shape[-1] == vocab
 
 
 def prefill_returns_logits(prefill: Any, token_out: int) -> bool:
     """Whether the prefill's first-token output is logits (a float) to sample from."""
-    return "float" in str(prefill.out_avals[token_out].dtype)
+    return _is_float(prefill.out_avals[token_out].dtype)
 
 
 def cache_length(roles: Any, split: Any, position: Any, batch: int, source: str) -> int:

@@ -38,10 +38,10 @@ donation; they are checked against shapes, dtypes and paths.
 
 from __future__ import annotations
 
+import enum
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from enum import Enum
 from typing import Any
 
 import numpy as np
@@ -49,7 +49,7 @@ import numpy as np
 from hlopipe.errors import RuntimeConfigError
 
 
-class Use(str, Enum):  # noqa: UP042 - the house style: a str mixin
+class Use(enum.StrEnum):
     """What an argument of a decode step is to the calls that follow (see the module
     docstring); prints as its value, so a role table reads ``state``, not ``Use.STATE``."""
 
@@ -57,9 +57,6 @@ class Use(str, Enum):  # noqa: UP042 - the house style: a str mixin
     STATE = "state"
     FEEDBACK = "feedback"
     INPUT = "input"
-
-    def __str__(self) -> str:
-        return self.value
 
 
 PARAMETER, STATE, FEEDBACK, INPUT = Use.PARAMETER, Use.STATE, Use.FEEDBACK, Use.INPUT

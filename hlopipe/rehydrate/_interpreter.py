@@ -124,9 +124,7 @@ class Interpreter:
         except HlopipeError:
             raise
         except Exception as e:  # not swallowed: the op and its location added, the cause chained
-            raise RehydrateError(
-                f"while rehydrating {op.name} at {op.loc}: {type(e).__name__}: {e}"
-            ) from e
+            raise _rule_failed(op, e) from e
         results = _as_results(out, len(op.results), op)
         _check_results(results, op)
         return results
@@ -155,9 +153,7 @@ class Interpreter:
         except HlopipeError:
             raise
         except Exception as e:  # not swallowed: the op and its location added, the cause chained
-            raise RehydrateError(
-                f"while rehydrating quantized {op.name} at {op.loc}: {type(e).__name__}: {e}"
-            ) from e
+            raise _rule_failed(op, e, "quantized ") from e
         _check_results(results, op)
         return results
 
@@ -196,6 +192,12 @@ def _as_results(out: Any, n: int, op: Op) -> Sequence[Any]:
             f"rule for {op.name} at {op.loc} returned {len(out)} values for {n} results"
         )
     return out
+
+
+def _rule_failed(op: Op, e: Exception, what: str = "") -> RehydrateError:
+    """The error of ``op``'s rule failing with ``e`` (not a ``HlopipeError``): the op, its
+    location and the cause, as fx's "While executing" does (the caller chains ``e``)."""
+    return RehydrateError(f"while rehydrating {what}{op.name} at {op.loc}: {type(e).__name__}: {e}")
 
 
 def _check_results(results: Sequence[Any], op: Op) -> None:

@@ -30,14 +30,14 @@ across processes each process's rank threads and a link thread for the collectiv
 """
 
 from hlopipe.runtime._checkpoint import read_extra as read_checkpoint_extra
-from hlopipe.runtime._comm import host_copy, on_every_process
+from hlopipe.runtime._comm import Links, host_copy, move_group, on_every_process
 from hlopipe.runtime._executor import Mailbox, PipelineExecutionError
 from hlopipe.runtime._finite import compare_losses
 from hlopipe.runtime._metrics import BytesSent, GenerateMetrics, Metrics
-from hlopipe.runtime._multiprocess import Links, ProcessLayout, move_group
 from hlopipe.runtime._pipeline import Pipeline, PipelineState, StepMetrics, measured_timeline
 from hlopipe.runtime._placement import Placement, place
 from hlopipe.runtime._placement import spec_leaves as param_spec_leaves
+from hlopipe.runtime._process_layout import ProcessLayout
 
 __all__ = [
     "BytesSent",

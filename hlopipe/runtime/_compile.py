@@ -18,13 +18,13 @@ the merged program did not (``collective_counts`` counts them in the compiled HL
 
 from __future__ import annotations
 
+import enum
 import re
 import threading
 import warnings
 import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from enum import Enum
 from typing import Any, assert_never
 
 import jax
@@ -42,7 +42,7 @@ _CACHE: weakref.WeakKeyDictionary[Stage, dict[Any, Any]] = weakref.WeakKeyDictio
 _CACHE_LOCK = threading.Lock()
 
 
-class ExecKind(str, Enum):  # noqa: UP042 - the house style: a str mixin
+class ExecKind(enum.StrEnum):
     """What :meth:`StageExecutables.get` compiles and caches for a stage (see that class):
     the executables a step runs, and the merged programs their shardings are read from.
 
@@ -62,9 +62,6 @@ class ExecKind(str, Enum):  # noqa: UP042 - the house style: a str mixin
     MERGED_LAYOUT = "merged_layout"  # the shardings read from MERGED
     MERGED_IW = "merged_IW"  # I + W merged, likewise
     MERGED_IW_LAYOUT = "merged_IW_layout"  # the shardings read from MERGED_IW
-
-    def __str__(self) -> str:
-        return self.value
 
 
 def executable_of(

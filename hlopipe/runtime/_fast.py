@@ -30,6 +30,7 @@ from hlopipe._jax_compat import device_to_device
 from hlopipe.errors import RuntimeConfigError
 from hlopipe.runtime._comm import Comm
 from hlopipe.runtime._executor import StepResult
+from hlopipe.runtime._multiprocess import threaded_run
 from hlopipe.runtime._plan import PipelinePlan
 from hlopipe.runtime._program import StepProgram
 from hlopipe.runtime._stream import Stream, gather
@@ -331,7 +332,7 @@ class StepRunner:
                 wall_ms=seconds * 1e3,
                 dispatch_ms=seconds * 1e3,
             )
-        run = self.comm.threaded_run(self.prog, self.fns, regs, sync=sync)
+        run = threaded_run(self.comm, self.prog, self.fns, regs, sync=sync)
         result = run.run()
         self.comm.last_transfer_seconds = getattr(run, "transfer_seconds", 0.0)
         self.comm.last_transfer_bytes = getattr(run, "transfer_bytes", 0)

@@ -287,3 +287,9 @@ def spec_leaves(
                         f"{a.shape[dim]}) {n} ways on rank {r}'s mesh {sizes}; it must divide"
                     )
     return leaves
+
+
+def split_on_data(sharding: Any) -> bool:
+    """Whether ``sharding`` splits an array's leading axis on the ``"data"`` axis."""
+    spec = tuple(sharding.spec)
+    return bool(spec) and spec[0] == DATA_AXIS

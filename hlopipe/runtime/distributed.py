@@ -227,8 +227,17 @@ class _Watchdog(threading.Thread):
         self.take_over_process = take_over_process
 
     def mark(self, value: str) -> None:
-        with contextlib.suppress(Exception):
-            _client().key_value_set(f"{_ALIVE}{self.me}", value, allow_overwrite=True)
+        """Publish how this process stands (``beat N``, ``done``, ``failed: ...``) to its peers;
+        nothing once it has left the job (no client). Called while the process ends, too
+        (``sys.excepthook``, ``atexit``), when the service may already be gone: the
+        coordination client's error then means no peer can read the mark, and is dropped; any
+        other error is a bug here and propagates."""
+        client = _client()
+        if client is None:  # left the job (jax.distributed.shutdown): no one to tell
+            return
+        # the coordination client's error (a JaxRuntimeError): the service is gone
+        with contextlib.suppress(RuntimeError):
+            client.key_value_set(f"{_ALIVE}{self.me}", value, allow_overwrite=True)
 
     def run(self) -> None:
         client = _client()
@@ -290,14 +299,24 @@ class _Watchdog(threading.Thread):
         err = DistributedError(f"lost process {q} ({why}); process {self.me} stops")
         self.error = err
         print(f"hlopipe: error: {err}", file=sys.stderr, flush=True)
-        for fn in list(self.listeners):
-            with contextlib.suppress(Exception):
-                fn(err)
         if self.take_over_process:
             # jax's exit handler would wait for the lost process: leave in bounded time instead.
             timer = threading.Timer(self.exit_after, os._exit, args=(1,))
             timer.daemon = True
             timer.start()
+        # Every listener is told (a run waiting on this process's ranks fails now, not at its
+        # timeout), even after one of them fails; a listener's failure is a bug in it and is
+        # raised once all are told (on the heartbeat thread: threading.excepthook prints it).
+        failures = []
+        for fn in list(self.listeners):
+            try:
+                fn(err)
+            except Exception as e:  # re-raised below, after the other listeners
+                failures.append(e)
+        if len(failures) == 1:
+            raise failures[0]
+        if failures:
+            raise ExceptionGroup(f"{len(failures)} lost-peer listeners failed", failures)
 
 
 _watchdog: _Watchdog | None = None

@@ -7,22 +7,19 @@ the same text); everything in between holds the typed key.
 
 from __future__ import annotations
 
+import enum
 from collections.abc import Mapping
 from dataclasses import dataclass
-from enum import Enum
 
 from hlopipe.errors import ScheduleError
 from hlopipe.schedules._ir import Kind
 
 
-class CostKind(str, Enum):  # noqa: UP042 - the house style: a str mixin
+class CostKind(enum.StrEnum):
     """What a cost is charged for that is not a compute :class:`Kind` of an action."""
 
     SEND = "send"  # one transfer between ranks
     PREFILL = "prefill"  # a decode schedule's prefill step (an F over the whole prompt)
-
-    def __str__(self) -> str:
-        return self.value
 
 
 # The kinds a cost may be given for, and whether each may name one stage (``F@3``).

@@ -26,7 +26,7 @@ while ``groups < stages``: the steady-state bubble is ``max(0, 1 - groups / stag
 
 from __future__ import annotations
 
-from enum import Enum
+import enum
 
 from hlopipe.errors import ScheduleError
 from hlopipe.schedules._ir import Action, Kind, Schedule
@@ -62,14 +62,11 @@ def feedback_source(schedule: Schedule, action: Action) -> Action | None:
     return Action(schedule.num_stages - 1, Kind.F, action.microbatch - g)
 
 
-class Phase(str, Enum):  # noqa: UP042 - the house style: a str mixin
+class Phase(enum.StrEnum):
     """Which program a step of a decode schedule runs."""
 
     PREFILL = "prefill"  # a group's prefill: reads the prompt, makes the state, first token
     DECODE = "decode"  # one decode step
-
-    def __str__(self) -> str:
-        return self.value
 
 
 def is_prefill(schedule: Schedule, microbatch: int) -> bool:

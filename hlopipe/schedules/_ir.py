@@ -15,18 +15,18 @@ other's transfers). It prints as torch.distributed.pipelining does, ``(0F7;7B3)O
 from __future__ import annotations
 
 import csv
+import enum
 import io
 import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from enum import Enum
 from typing import NamedTuple
 
 from hlopipe.errors import ScheduleError
 
 
-class Kind(str, Enum):  # noqa: UP042 - the house style: a str mixin
+class Kind(enum.StrEnum):
     """What an action does."""
 
     F = "F"  # forward
@@ -38,9 +38,6 @@ class Kind(str, Enum):  # noqa: UP042 - the house style: a str mixin
     SEND_B = "SEND_B"  # send the gradient of this stage's input to the previous stage
     RECV_B = "RECV_B"  # receive the gradient of this stage's output from the next stage
     OVERLAP_F_B = "OVERLAP_F_B"  # one F and one B (or I) run together: see Overlap
-
-    def __str__(self) -> str:
-        return self.value
 
 
 COMPUTE_KINDS = frozenset({Kind.F, Kind.B, Kind.I, Kind.W, Kind.OVERLAP_F_B})

@@ -351,7 +351,7 @@ def chain_value_and_grad(
 ) -> tuple[Any, Any]:
     """All forwards, then all backwards (see :meth:`StagedProgram.value_and_grad`)."""
     nums = (argnums,) if isinstance(argnums, int) else tuple(argnums)
-    flat = staged._flatten(args)
+    flat = staged.flatten(args)
     if not staged.out_avals or staged.out_avals[0].shape != ():
         raise StageError("value_and_grad needs the program's first output to be a scalar loss")
     loss_src = staged.out_sources[0]
@@ -364,7 +364,7 @@ def chain_value_and_grad(
         y, r = jax.jit(fb.forward)(params, inputs)
         outs.append(y)
         res.append(r)
-    loss = staged._output(loss_src, flat, outs)
+    loss = loss_src.read(flat, outs)
     cts: dict[tuple[int, int], Any] = {}
     if loss_src.kind is SourceKind.STAGE:
         cts[(loss_src.stage, loss_src.index)] = jnp.ones((), staged.out_avals[0].dtype)

@@ -70,7 +70,8 @@ def constants(closed: J.ClosedJaxpr) -> dict[Any, Any]:
         vals = [value(v) for v in e.invars]
         if any(x is None for x in vals) or any(np.size(o.aval) > 16 for o in e.outvars):
             continue
-        if any("int" not in str(o.aval.dtype) and "bool" not in str(o.aval.dtype)
+        if any(not jax.numpy.issubdtype(o.aval.dtype, jax.numpy.integer)
+               and not jax.numpy.issubdtype(o.aval.dtype, jax.numpy.bool_)
                for o in e.outvars):  # fmt: skip
             continue
         with jax.ensure_compile_time_eval():

@@ -23,6 +23,7 @@ stages.
 from __future__ import annotations
 
 import contextlib
+import enum
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from types import SimpleNamespace
@@ -42,13 +43,20 @@ from hlopipe.stages._staged import FlatSignature, StagedProgram, build_staged
 _FOLD_LIMIT = 1 << 16  # largest value (elements) folded when looking for known loop inputs
 
 
+class OperandKind(enum.StrEnum):
+    """How a loop reads a stacked operand's row per iteration."""
+
+    XS = "xs"  # scanned: one of the scan's ``xs``
+    INDEXED = "indexed"  # a loop-invariant operand read at ``base + k``
+
+
 @dataclass(frozen=True)
 class Stacked:
-    """Operand ``operand`` of the loop equation, read one row per iteration: ``kind`` is
-    ``"xs"`` (scanned) or ``"indexed"`` (a loop-invariant operand read at ``base + k``)."""
+    """Operand ``operand`` of the loop equation, read one row per iteration, as ``kind``
+    says (an :class:`OperandKind`)."""
 
     operand: int
-    kind: str
+    kind: OperandKind
     base: int
     reads: tuple[int, ...] = ()  # body equations reading the row (indexed)
 
@@ -143,7 +151,7 @@ def recognise(eqn: Any, known: dict[Any, Any]) -> LoopReport:
     if bj.effects:
         return LoopReport(-1, L, reason="its body has side effects")
     invariant = tuple(j for j in range(K) if bj.outvars[j] is bj.invars[C + j])
-    stacked = [Stacked(C + K + x, "xs", 0) for x in range(len(bj.invars) - C - K)]
+    stacked = [Stacked(C + K + x, OperandKind.XS, 0) for x in range(len(bj.invars) - C - K)]
     whole: list[str] = []
     candidates = [*range(C), *(C + j for j in invariant)]
     uses = _uses(bj)
@@ -167,8 +175,8 @@ def recognise(eqn: Any, known: dict[Any, Any]) -> LoopReport:
         if base is None or base + L > aval.shape[0]:
             whole.append(f"operand {pos} ({_desc(aval)}, not read at the loop index)")
             continue
-        stacked.append(Stacked(pos, "indexed", base, tuple(reads)))
-    if p.get("reverse") and any(s.kind == "indexed" for s in stacked):
+        stacked.append(Stacked(pos, OperandKind.INDEXED, base, tuple(reads)))
+    if p.get("reverse") and any(s.kind is OperandKind.INDEXED for s in stacked):
         return LoopReport(-1, L, reason="a reversed loop that reads its operands by index")
     if not stacked:
         why = (
@@ -326,7 +334,7 @@ def _eval(eqns: Sequence[Any], env: dict[Any, Any], replace: dict[int, Any] | No
 def rows_of(loop: LoopReport, s: Stacked, a: int, b: int, reverse: bool) -> tuple[int, int]:
     """The rows of stacked operand ``s`` that iterations ``[a, b)`` read."""
     L = int(loop.length or 0)
-    if s.kind == "xs":
+    if s.kind is OperandKind.XS:
         return (L - b, L - a) if reverse else (a, b)
     return s.base + a, s.base + b
 
@@ -526,7 +534,7 @@ def run_ranges(
             env.update(fixed)
             env.update({bj.invars[C + j]: y for j, y in zip(varying, c, strict=True)})
             for s, y in zip(stacked, x, strict=True):
-                if s.kind == "xs":
+                if s.kind is OperandKind.XS:
                     env[bj.invars[s.operand]] = y
             rep = {id(bj.eqns[k]): x[n][None] for k, n in reads.items()}
             _eval(bj.eqns, env, rep)

@@ -13,9 +13,9 @@ is kept). A rank running several stages (an interleaved schedule) holds the sum 
 
 from __future__ import annotations
 
+import enum
 from collections.abc import Sequence
 from dataclasses import dataclass
-from enum import Enum
 from typing import TYPE_CHECKING, NamedTuple
 
 from hlopipe.errors import Keyword, StageError
@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from hlopipe.stages._staged import StagedProgram
 
 
-class Optimizer(str, Enum):  # noqa: UP042 - the house style: a str mixin
+class Optimizer(enum.StrEnum):
     """The optimizer whose state the report counts, and its bytes per parameter element."""
 
     ADAM = "adam"  # two fp32 moments

@@ -10,9 +10,9 @@ came from (markers, the partitioner, a re-traced layer loop; see :mod:`hlopipe.s
 
 from __future__ import annotations
 
+import enum
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from enum import Enum
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
@@ -74,7 +74,7 @@ class StageCost:
         return self.compute_time + self.transfer_time
 
 
-class SourceKind(str, Enum):  # noqa: UP042 - the house style: a str mixin
+class SourceKind(enum.StrEnum):
     """Where a flat program output comes from (:class:`OutputSource`)."""
 
     STAGE = "stage"  # output ``index`` of stage ``stage``
@@ -109,6 +109,15 @@ class OutputSource:
     stage: int = -1
     index: int = -1
     value: Any = None
+
+    def read(self, flat: Sequence[Any], outs: Sequence[Sequence[Any]]) -> Any:
+        """This output's value, given the stages' flat arguments ``flat`` and each stage's
+        outputs ``outs``."""
+        if self.kind is SourceKind.STAGE:
+            return outs[self.stage][self.index]
+        if self.kind is SourceKind.ARG:
+            return flat[self.index]
+        return self.value
 
 
 @dataclass(frozen=True, eq=False)
@@ -262,7 +271,11 @@ class StagedProgram:
         """Stage ``i`` (negative indices count from the end)."""
         return self.stages[i]
 
-    def _flatten(self, args: Sequence[Any]) -> list[Any]:
+    def flatten(self, args: Sequence[Any]) -> list[Any]:
+        """The stages' flat arguments from the caller's (pytree) ``args``.
+
+        Raises:
+          StageError when ``args`` has another structure than the program was split for."""
         flat, tree = jax.tree_util.tree_flatten(tuple(args))
         if tree != self.in_tree:
             raise StageError(
@@ -306,19 +319,11 @@ class StagedProgram:
             params = [flat[i] for i in st.params_needed]
             inputs = [outs[r.src][r.output] for r in st.receives]
             outs.append(st(params, inputs))
-        return outs, [self._output(src, flat, outs) for src in self.out_sources]
-
-    @staticmethod
-    def _output(src: OutputSource, flat: Sequence[Any], outs: list[list[Any]]) -> Any:
-        if src.kind is SourceKind.STAGE:
-            return outs[src.stage][src.index]
-        if src.kind is SourceKind.ARG:
-            return flat[src.index]
-        return src.value
+        return outs, [src.read(flat, outs) for src in self.out_sources]
 
     def __call__(self, *args: Any) -> Any:
         """Run the stages one after the other; equals the original function."""
-        _, flat_out = self.run_forward(self._flatten(args))
+        _, flat_out = self.run_forward(self.flatten(args))
         return jax.tree_util.tree_unflatten(self.out_tree, flat_out)
 
     def value_and_grad(

@@ -2,7 +2,8 @@
 without ``prefill_params``: by shape where one argument of each has it, else by data flow
 (layer 0's weights against layer 1's, a gain against a bias). The oracle is the permutation the
 test applies and the unsplit, unpermuted prefill's tokens; arguments used alike are refused,
-naming them and ``prefill_params``, and so is a constant of the prefill that feeds no counter."""
+naming them and ``prefill_params``, and so is a constant of the prefill that feeds no counter.
+Every match is run against the decode loop before it is used: a swapped one is refused."""
 
 from __future__ import annotations
 
@@ -70,11 +71,11 @@ def test_permuted_prefill_is_matched_and_gives_the_unpermuted_token_and_caches()
         np.testing.assert_allclose(x, y, rtol=1e-5, atol=1e-6)
 
 
-def _tiny(alike: bool):
+def _tiny(alike: bool, order=("z_head", "w2", "w1", "a_embed"), extra=None):
     """A one-layer decode step whose ``w1`` and ``w2`` share a shape, used alike (``x @ w1 +
-    (2 x) @ w2``) or not (``x @ w1 @ w2``), and its prefill taking its weights in another
-    order (``z_head, w2, w1, a_embed``) and, where they are not alike, an integer scalar
-    added to its tokens (a constant of its own that feeds no counter)."""
+    (2 x) @ w2``) or not (``x @ w1 @ w2``), its parameters, and its prefill taking its weights
+    in ``order`` (a tuple: no names) and, with ``extra``, an integer scalar added to its tokens
+    (a constant of its own that feeds no counter)."""
     V, D, L = 8, 4, 4
     key = iter(jax.random.split(jax.random.key(2), 4))
     params = {"a_embed": jax.random.normal(next(key), (V, D)),
@@ -91,16 +92,50 @@ def _tiny(alike: bool):
         return jnp.argmax(cache.sum(1) @ p["z_head"], -1).astype(jnp.int32), cache
 
     def prefill(ws, prompt, *extra):
-        p = {"z_head": ws[0], "w2": ws[1], "w1": ws[2], "a_embed": ws[3]}
+        p = dict(zip(order, ws, strict=True))
         cache = jnp.zeros((B, L, D)).at[:, :P].set(body(p, p["a_embed"][prompt]))
         tok = jnp.argmax(cache.sum(1) @ p["z_head"], -1).astype(jnp.int32)
         return tok + sum(extra), cache
 
     ex = (params, jnp.zeros((B, L, D)), jnp.zeros(B, jnp.int32), jnp.int32(0))
-    ws = (params["z_head"], params["w2"], params["w1"], params["a_embed"])
-    extra = () if alike else (jnp.int32(0),)
+    ws = tuple(params[k] for k in order)
+    extra = () if extra is None else (jnp.int32(extra),)
     pre = _export(prefill, ws, jnp.zeros((B, P), jnp.int32), *extra)
     return _export(decode, *ex, donate=1), params, pre
+
+
+def test_a_swapped_match_of_two_equal_shaped_weights_is_refused_by_running_it():
+    """The prefill takes ``w1`` and ``w2`` (one shape) swapped, every shape in the decode
+    step's order and no names: the order rule takes them as they come, a match that runs and
+    computes other tokens. Run on a random prompt against the decode loop, it is refused
+    (by the matching, the oracle and the generator), naming both arguments and
+    ``prefill_params``; given its own arguments, the prefill gives
+    the token the JAX decode function gives over the same prompt (the oracle)."""
+    dec, params, pre = _tiny(alike=False, order=("a_embed", "w2", "w1", "z_head"))
+    roles = dec.arg_roles()
+    says = (
+        r"matched by order 4.*the state .* differs from the decode loop's.*"
+        r"argument 1 as parameter 1 .*w1.*argument 2 as parameter 2 .*w2.*prefill_params"
+    )
+    by_arg = dict(enumerate(jax.tree_util.tree_leaves(params)))  # the step's arguments 0..3
+    assert (
+        prefill_args(pre, roles, "the prefill", None, dec)
+        .describe()
+        .startswith("prefill arguments matched by order 4")
+    )  # unchecked without the parameters' values: the order rule took them as they come
+    with pytest.raises(RuntimeConfigError, match=says):
+        prefill_args(pre, roles, "the prefill", None, dec, by_arg)
+    prompts = np.asarray(jax.random.randint(jax.random.key(3), (1, B, P), 0, 8), np.int32)
+    with pytest.raises(RuntimeConfigError, match=says):  # the oracle checks what it runs
+        generate_unsplit(dec, params, 1, prefill=pre, prompts=prompts)
+    with pytest.raises(RuntimeConfigError, match=says):  # and so does the generator
+        hlopipe.Generator(dec, params, prefill=pre, num_stages=1)
+    own = [params["a_embed"], params["w2"], params["w1"], params["z_head"]]
+    got, _ = generate_unsplit(dec, params, 1, prefill=pre, prompts=prompts, prefill_params=own)
+    cache, tok = jnp.zeros((B, 4, 4)), None
+    for t in range(P):  # the decode function itself, fed the prompt token by token
+        tok, cache = dec.as_function()(params, cache, prompts[0, :, t], jnp.int32(t))
+    np.testing.assert_array_equal(got[0, :, 0], tok)
 
 
 def test_parameters_used_alike_are_refused_naming_them():
@@ -113,38 +148,72 @@ def test_parameters_used_alike_are_refused_naming_them():
 
 
 def test_a_constant_that_feeds_no_counter_is_refused_naming_it():
-    dec, params, pre = _tiny(alike=False)
+    dec, params, pre = _tiny(alike=False, extra=0)
     says = r"argument 5 \(int32\[\]\) matches no parameter.*prefill_params"
     with pytest.raises(RuntimeConfigError, match=says):
         generate_unsplit(dec, params, 2, prefill=pre, prompts=np.zeros((1, B, P), np.int32))
 
 
-class _Fn:
-    """The two members of a program the matcher's cache reads, over one function."""
+def test_programs_alike_in_shapes_are_each_matched_by_their_own_data_flow():
+    """Two prefills with the same argument shapes and dtypes, one taking ``w1`` and ``w2`` in
+    the other's order, each matched while the other lives and after it is gone: each gets its
+    own match (the oracle: the order the test gave each), never the other's, whatever the
+    matcher keeps between calls."""
+    first_order, second_order = ("z_head", "w2", "w1", "a_embed"), ("z_head", "w1", "w2", "a_embed")
+    dec, params, first = _tiny(alike=False, order=first_order)
+    _, _, second = _tiny(alike=False, order=second_order)
+    assert first.in_avals == second.in_avals
+    decode_arg = {"a_embed": 0, "w1": 1, "w2": 2, "z_head": 3}  # the step's flat parameters
 
-    def __init__(self, fn):
-        self.fn = fn
-        self.in_avals = [jax.ShapeDtypeStruct((3,), jnp.float32)]
+    by_arg = dict(enumerate(jax.tree_util.tree_leaves(params)))
 
-    def as_function(self, flat):
-        return self.fn
+    def match(pre):  # checked by running it, too
+        return prefill_args(pre, dec.arg_roles(), "the prefill", None, dec, by_arg).param_of
 
-
-def test_a_program_made_where_a_dead_one_was_is_traced_anew():
-    """The trace cache holds a program's trace while it lives: a program made later at the
-    address of a dead one (the same ``id``) gets its own trace, not the dead one's. The oracle
-    is the later program's function traced directly."""
-    from hlopipe.generate._match import _TRACED, _traced
-
-    def prims(closed):
-        return [e.primitive.name for e in closed.jaxpr.eqns]
-
-    first = _Fn(jnp.sin)
-    assert prims(_traced(first)) == ["sin"]
-    old, before = id(first), len(_TRACED)
+    assert match(first) == {k: decode_arg[n] for k, n in enumerate(first_order)}
+    assert match(second) == {k: decode_arg[n] for k, n in enumerate(second_order)}
     del first
-    assert len(_TRACED) == before - 1  # the entry went with its program
-    kept = [_Fn(jnp.cos) for _ in range(10_000)]  # until one takes the dead one's address
-    later = next((p for p in kept if id(p) == old), None)
-    assert later is not None, "no object reused the address: the case cannot be made here"
-    assert prims(_traced(later)) == prims(jax.make_jaxpr(jnp.cos)(jnp.zeros(3))) == ["cos"]
+    _, _, third = _tiny(alike=False, order=first_order)
+    assert match(third) == {k: decode_arg[n] for k, n in enumerate(first_order)}
+    assert match(second) == {k: decode_arg[n] for k, n in enumerate(second_order)}
+
+
+def test_state_outputs_taken_in_order_among_equal_shapes_are_run_and_a_swap_refused():
+    """The prefill returns its logits for every position (not the decode step's form), then
+    the V cache before the K cache, one shape: its weights are named alike by both programs
+    (nothing to match), but its state outputs are taken in the decode step's order, a guess
+    among equal shapes. Run against the decode loop, the swap is refused, naming it; the
+    prefill returning K before V is accepted."""
+    V, D, L = 8, 4, 4
+    key = iter(jax.random.split(jax.random.key(4), 4))
+    params = {name: jax.random.normal(next(key), shape) for name, shape in
+              (("emb", (V, D)), ("head", (D, V)), ("wk", (D, D)), ("wv", (D, D)))}  # fmt: skip
+
+    def logits(p, k, v):
+        return (k.sum(1) + 2.0 * v.sum(1)) @ p["head"]
+
+    def decode(p, k, v, tok, pos):
+        x = p["emb"][tok][:, None]
+        k = jax.lax.dynamic_update_slice(k, x @ p["wk"], (0, pos, 0))
+        v = jax.lax.dynamic_update_slice(v, x @ p["wv"], (0, pos, 0))
+        return logits(p, k, v), k, v
+
+    def prefill(p, prompt, swap):
+        x = p["emb"][prompt]
+        k = jnp.zeros((B, L, D)).at[:, :P].set(x @ p["wk"])
+        v = jnp.zeros((B, L, D)).at[:, :P].set(x @ p["wv"])
+        every = jnp.stack([logits(p, k.at[:, t + 1 :].set(0), v.at[:, t + 1 :].set(0))
+                           for t in range(P)], axis=1)  # fmt: skip
+        return (every, v, k) if swap else (every, k, v)
+
+    cache = jnp.zeros((B, L, D))
+    ex = (params, cache, cache, jnp.zeros(B, jnp.int32), jnp.int32(0))
+    dec = _export(decode, *ex, donate=(1, 2))
+    by_arg = dict(enumerate(jax.tree_util.tree_leaves(params)))
+    for swap in (False, True):
+        pre = _export(functools.partial(prefill, swap=swap), params, jnp.zeros((B, P), jnp.int32))
+        if not swap:
+            prefill_args(pre, dec.arg_roles(), "the prefill", None, dec, by_arg)
+            continue
+        with pytest.raises(RuntimeConfigError, match=r"state outputs taken in the decode step"):
+            prefill_args(pre, dec.arg_roles(), "the prefill", None, dec, by_arg)

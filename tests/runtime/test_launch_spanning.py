@@ -40,7 +40,7 @@ from _mp_util import (
 )
 
 from hlopipe.errors import RuntimeConfigError
-from hlopipe.runtime._multiprocess import check_spanning
+from hlopipe.runtime._process_layout import check_spanning
 
 STEPS = 3
 OPT = "sgd-clip"  # SGD shows the clip's scale in the parameters (Adam would normalise it away)

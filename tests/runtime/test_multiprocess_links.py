@@ -10,7 +10,7 @@ import numpy as np
 from jax.sharding import Mesh, NamedSharding
 from jax.sharding import PartitionSpec as P
 
-from hlopipe.runtime._multiprocess import Links
+from hlopipe.runtime._comm import Links
 
 
 def _meshes():

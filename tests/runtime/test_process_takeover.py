@@ -64,6 +64,53 @@ def test_taking_over_installs_the_hooks_and_exits_after_a_lost_peer(hooks) -> No
     assert [args for _, fn, args in hooks["timers"] if fn is os._exit] == [(1,)]
 
 
+def test_a_failing_lost_peer_listener_surfaces_after_every_listener_is_told(hooks) -> None:
+    """A bug in a listener (hlopipe's own: a run's ``mailbox.fail``) is raised, not swallowed;
+    the listeners after it are still told, and the bounded exit is still armed."""
+    wd = _watchdog(take_over=True)
+    told: list[Any] = []
+
+    def buggy(err: Any) -> None:
+        raise ZeroDivisionError("a bug in a listener")
+
+    distributed.on_lost_peer(buggy)
+    distributed.on_lost_peer(told.append)
+    with pytest.raises(ZeroDivisionError, match="a bug in a listener"):
+        wd.lost(1, "no heartbeat")
+    assert told == [wd.error] and "lost process 1" in str(wd.error)
+    assert [args for _, fn, args in hooks["timers"] if fn is os._exit] == [(1,)]
+
+
+# One process of a real job (its own coordination service): a mark the client refuses for a bug
+# here (not a string) surfaces; after leaving the job, marking is nothing (no client).
+MARK_JOB = """
+import socket, jax
+s = socket.socket(); s.bind(("127.0.0.1", 0)); port = s.getsockname()[1]; s.close()
+jax.distributed.initialize(f"127.0.0.1:{port}", num_processes=1, process_id=0)
+from hlopipe.runtime import distributed
+wd = distributed._Watchdog(10)
+wd.mark("beat 7")
+print("READ", distributed._client().blocking_key_value_get("hlopipe/alive/0", 1000))
+try:
+    wd.mark(7)
+except TypeError as e:
+    print("SURFACED", type(e).__name__)
+jax.distributed.shutdown()
+wd.mark("done")
+print("LEFT")
+"""
+
+
+@pytest.mark.multiprocess
+def test_a_bug_in_marking_this_process_surfaces() -> None:
+    import subprocess
+
+    run = subprocess.run([sys.executable, "-c", MARK_JOB], capture_output=True, text=True,
+                         timeout=120, env={**os.environ, "JAX_PLATFORMS": "cpu"})  # fmt: skip
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.split("\n")[:3] == ["READ beat 7", "SURFACED TypeError", "LEFT"], run.stdout
+
+
 def test_main_thread_end_is_published_without_hooks(monkeypatch, hooks) -> None:
     wd = distributed._Watchdog(10, take_over_process=False)
     marks: list[str] = []

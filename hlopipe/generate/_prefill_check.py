@@ -1,0 +1,240 @@
+"""A prefill's matched arguments checked by running them, before generation uses them.
+
+Matching a prefill's arguments to its decode step's parameters (``_plan.prefill_args``: in
+order, by name, shape or data flow, ``_match.py``) and solving its lifted constants
+(``_match.counter_start``) are inferences: two weights of one shape taken in the wrong order
+compile and run, and serve wrong tokens. So the match is run once, on one random prompt and
+random parameters, unsplit on one device, against the decode loop fed the same prompt token by
+token (the oracle's way, ``_oracle.py``): the state the prefill makes must be the state the loop
+leaves, and its first token the loop's next. The parameters are the caller's own: a program
+traced by torch_xla takes the constants it lifted (a mask's -inf, an attention scale, GELU's
+0.7978) among its parameters, and random values there make the prefill and the loop differ
+however they are matched; two weights equal in the caller's values are interchangeable.
+"""
+
+from __future__ import annotations
+
+import math
+import weakref
+from collections.abc import Mapping
+from typing import Any, NamedTuple
+
+import numpy as np
+from jax import numpy as jnp
+
+from hlopipe.errors import Keyword, RuntimeConfigError
+
+# the largest difference between the prefill's values and the decode loop's, relative to the
+# loop's largest magnitude: the two compute the same function in other orders (a prompt's
+# attention at once, or a row at a time), so they differ by rounding, while a wrong match of
+# random weights differs by the values themselves
+_REL_TOL_16 = 5e-2  # bfloat16 / float16: 8 and 11 bits of mantissa
+_REL_TOL = 1e-3
+
+# matches checked, per (prefill, decode step) while both live: the oracle matches again per
+# group of prompts, and the generate command before its generator does
+_CHECKED: weakref.WeakKeyDictionary[Any, weakref.WeakKeyDictionary[Any, set[Any]]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+class Difference(NamedTuple):
+    """Where the prefill and the decode loop disagree: ``what`` (an output, in words) and by
+    how much (``relative``: the largest difference over the loop's largest magnitude; inf
+    where integers, or which values are finite, differ)."""
+
+    what: str
+    relative: float
+
+
+def check_prefill_args(
+    prefill: Any, decode: Any, roles: Any, args: Any, what: str, params: Mapping[int, Any]
+) -> None:
+    """Run ``prefill`` with its arguments as ``args`` (a ``PrefillArgs``) says against
+    ``decode``'s loop over the same random prompt, with ``params``; refuse a difference.
+    Once per match of one pair of programs (the oracle matches again for every group), and
+    only where something was guessed (:func:`doubtful`, :func:`outputs_by_order`): a match
+    that shapes force or that both programs' names confirm, with no lifted constant and the
+    state outputs not taken in order among equal shapes, is taken as it is.
+
+    Args:
+      prefill, decode: the two programs (unsplit).
+      roles: the decode step's argument roles, as the caller matched against them (a token
+        fed back: the step's token, or the logits it is sampled from).
+      args: the prefill's prompt argument, parameters (``param_of``) and constants.
+      what: the prefill, in words, for the error.
+      params: the decode step's parameters, ``{decode argument: value}``.
+
+    Raises:
+      RuntimeConfigError naming the first output that differs, the prefill's arguments whose
+      match is in doubt (those sharing their shape and dtype with another parameter, and the
+      lifted constants) and ``prefill_params``, the way to give the prefill's arguments."""
+    from hlopipe.generate._plan import logits_as_feedback
+
+    if not roles.feedback:
+        roles, _ = logits_as_feedback(roles)
+    key = (
+        args.prompt,
+        tuple(sorted(args.param_of.items())),
+        tuple((i, np.asarray(v).tobytes()) for i, v in sorted(args.constants.items())),
+    )
+    done = _CHECKED.setdefault(prefill, weakref.WeakKeyDictionary()).setdefault(decode, set())
+    if key in done:
+        return
+    doubt = doubtful(prefill, decode, roles, args)
+    if not doubt and not args.constants and not outputs_by_order(prefill, roles):
+        done.add(key)
+        return
+    diff = prefill_difference(prefill, decode, roles, args, params)
+    if diff is not None:
+        by_order = outputs_by_order(prefill, roles)
+        doubt_words = in_doubt(roles, args, doubt) + (
+            ", its state outputs taken in the decode step's state order (equal shapes)"
+            if by_order
+            else ""
+        )
+        raise RuntimeConfigError(
+            f"{what}: run on a random prompt with its arguments as matched ({args.describe()}), "
+            f"{diff.what} differs from the decode loop's fed the same prompt token by token "
+            f"(largest difference {diff.relative:.3g} of its largest value); the match in "
+            f"doubt: {doubt_words.lstrip(', ')}; give the prefill its own arguments: ",
+            Keyword("prefill_params"),
+            " (every argument but the prompt, in the prefill's order)"
+            + (", and return the state in the decode step's order" if by_order else ""),
+        )
+    done.add(key)
+
+
+def prefill_difference(
+    prefill: Any, decode: Any, roles: Any, args: Any, params: Mapping[int, Any]
+) -> Difference | None:
+    """The first of the prefill's state outputs and first token that differs from the decode
+    loop's over one random prompt (seed 0), with ``params`` (``{decode argument: value}``),
+    or ``None``."""
+    import jax
+
+    from hlopipe.generate._oracle import _jitted
+    from hlopipe.generate._plan import position_of, position_value, prefill_outputs
+
+    rng = np.random.default_rng(0)
+    token = roles.feedback[0]
+    prompt_aval = prefill.in_avals[args.prompt]
+    vocab = _vocab(roles, token)
+    prompt = rng.integers(0, vocab, tuple(prompt_aval.shape)).astype(np.dtype(prompt_aval.dtype))
+    dev = jax.local_devices()[0]
+    order = [r.index for r in roles.parameters]
+    on_dev = dict(zip(order, jax.device_put([params[a] for a in order], dev), strict=True))
+    # the prefill, once over the whole prompt
+    pre_in: list[Any] = [None] * len(prefill.in_avals)
+    for i, a in args.param_of.items():
+        pre_in[i] = on_dev[a]
+    for i, v in args.constants.items():
+        pre_in[i] = v
+    pre_in[args.prompt] = prompt
+    pre_out = _jitted(prefill)(*pre_in)
+    tok_out, state_of = prefill_outputs(prefill, roles, token.index)
+    # the decode loop, a token at a time from empty state
+    step_in: list[Any] = [None] * len(roles)
+    for a, v in on_dev.items():
+        step_in[a] = v
+    for r in [*roles.state, *roles.feedback[1:]]:
+        step_in[r.index] = np.zeros(r.shape, r.dtype)
+    batch = tuple(token.shape)[:1]
+    position_of(roles, getattr(decode, "source", "the decode step"), *batch)  # one, or none
+    step_out: Any = None
+    for t in range(int(prompt.shape[1])):
+        step_in[token.index] = prompt[:, t].reshape(token.shape).astype(np.dtype(token.dtype))
+        for r in roles.inputs:  # the position, and counters fed it
+            step_in[r.index] = position_value(r, t)
+        step_out = _jitted(decode)(*step_in)
+        for r in [*roles.state, *roles.feedback[1:]]:
+            step_in[r.index] = step_out[r.output]
+    state_path = {r.index: r.path for r in roles.state}
+    for o, a in state_of.items():
+        rel = _relative(pre_out[o], step_out[roles[a].output])
+        if rel is not None:
+            return Difference(f"the state {state_path[a]} (prefill output {o})", rel)
+    rel = _first_token_relative(pre_out[tok_out], step_out[token.output])
+    return None if rel is None else Difference(f"the first token (prefill output {tok_out})", rel)
+
+
+def doubtful(prefill: Any, decode: Any, roles: Any, args: Any) -> list[int]:
+    """The prefill's arguments whose match was guessed: a parameter of the same shape and
+    dtype would fit too, and the two programs do not both name it alike (``real_name``)."""
+    from hlopipe.generate._match import real_name
+
+    shapes = [(tuple(r.shape), str(r.dtype)) for r in roles.parameters]
+    pre_names = list(getattr(prefill, "arg_names", None) or [None] * len(prefill.in_avals))
+    dec_names = list(getattr(decode, "arg_names", None) or [None] * len(roles))
+    out = []
+    for i, a in sorted(args.param_of.items()):
+        if shapes.count((tuple(roles[a].shape), str(roles[a].dtype))) < 2:
+            continue  # the one parameter of its shape and dtype
+        name = real_name(pre_names[i])
+        if name is None or name != real_name(dec_names[a]):
+            out.append(i)
+    return out
+
+
+def outputs_by_order(prefill: Any, roles: Any) -> bool:
+    """Whether the prefill's state outputs were taken for the decode step's state in order
+    among equal shapes: its outputs are not the decode step's (another structure, another
+    tracer) and two state arguments share a shape and dtype (``_plan.prefill_outputs``)."""
+    outs = [(tuple(a.shape), str(a.dtype)) for a in prefill.out_avals]
+    if outs == getattr(roles, "out_avals", None):
+        return False  # output for output, as the decode step returns them
+    state = [(tuple(r.shape), str(r.dtype)) for r in roles.state]
+    return len(set(state)) < len(state)
+
+
+def in_doubt(roles: Any, args: Any, doubt: list[int]) -> str:
+    """The arguments ``doubt`` with the parameter each was taken for, and the lifted
+    constants, in words (empty when there are none)."""
+    path = {r.index: r.path for r in roles.parameters}
+    parts = [f"argument {i} as parameter {args.param_of[i]} {path[args.param_of[i]]}"
+             for i in doubt]  # fmt: skip
+    parts += [f"argument {i} = {np.asarray(v).tolist()} (a lifted constant)"
+              for i, v in sorted(args.constants.items())]  # fmt: skip
+    return ", ".join(parts)
+
+
+def _vocab(roles: Any, token: Any) -> int:
+    """How many token ids a random prompt draws from: the logits' width when the step
+    returns logits, else 2 (ids every embedding has)."""
+    avals = getattr(roles, "out_avals", None)
+    if avals is not None and token.output is not None:
+        shape, dtype = avals[token.output]
+        if len(shape) == 2 and jnp.issubdtype(dtype, jnp.floating):
+            return int(shape[1])
+    return 2
+
+
+def _relative(got: Any, want: Any) -> float | None:
+    """``None`` when ``got`` equals ``want`` (integers exactly, floats up to rounding), else
+    their largest difference relative to ``want``'s largest magnitude."""
+    x, y = np.asarray(got), np.asarray(want)
+    if not jnp.issubdtype(y.dtype, jnp.inexact):
+        return None if np.array_equal(x, y) else math.inf
+    x, y = x.astype(np.float64), y.astype(np.float64)
+    finite = np.isfinite(y)
+    if not np.array_equal(np.isfinite(x), finite) or not np.array_equal(x[~finite], y[~finite]):
+        return math.inf
+    scale = float(np.max(np.abs(y[finite]), initial=0.0))
+    err = float(np.max(np.abs(x[finite] - y[finite]), initial=0.0))
+    rel = err / scale if scale > 0 else err
+    tol = _REL_TOL_16 if np.asarray(want).dtype.itemsize <= 2 else _REL_TOL
+    return None if rel <= tol else rel
+
+
+def _first_token_relative(prefill_tok: Any, step_tok: Any) -> float | None:
+    """The prefill's first token against the loop's next (tokens, or logits: the prefill's of
+    the prompt's last position), as :func:`_relative`; a token against logits is their argmax."""
+    x, y = np.asarray(prefill_tok), np.asarray(step_tok)
+    if jnp.issubdtype(x.dtype, jnp.inexact) and x.ndim == y.ndim + 1:
+        x = x[:, -1]  # [b, length, vocab]: the last position's
+    if jnp.issubdtype(x.dtype, jnp.inexact) != jnp.issubdtype(y.dtype, jnp.inexact):
+        x, y = (
+            np.argmax(v, axis=-1) if jnp.issubdtype(v.dtype, jnp.inexact) else v for v in (x, y)
+        )
+        return None if np.array_equal(x.reshape(-1), y.reshape(-1)) else math.inf
+    return _relative(x.reshape(y.shape), y)
