@@ -98,6 +98,34 @@ def split(fn_or_program: Any, *example_args: Any, **cuts: Unpack[Cuts]) -> Stage
         )
 
 
+def count_layers(fn_or_program: Any, *example_args: Any) -> int | None:
+    """How many repeated layers ``split(..., stage_layers=...)`` cuts between: a program's one
+    layer loop's length, else the count of its repeated block of equations; ``None`` when it
+    has neither (or several layer loops, or markers).
+
+    Example:
+      >>> stages.count_layers(loss, params, batch)    # doctest: +SKIP
+      12
+    """
+    from hlopipe.stages._local import find_remade
+    from hlopipe.stages._partition import crossing_bytes, find_repeated_run
+
+    closed, _ = _trace(fn_or_program, example_args)
+    closed = J.inline(closed, lambda e: any(J.contains_marker(j) for j in J.sub_jaxprs(e)))
+    if any(J.is_marker(e) for e in closed.jaxpr.eqns):
+        return None
+    closed = _inline_heavy(closed, 2)
+    loops = [r for r in _find_loops(closed) if r.splittable]
+    if len(loops) == 1:
+        return int(loops[0].length or 0) or None
+    if loops:
+        return None
+    jaxpr = closed.jaxpr
+    cross = crossing_bytes(jaxpr.eqns, jaxpr.outvars, remade=find_remade(jaxpr).remade)
+    run = find_repeated_run(jaxpr.eqns, cross, jaxpr.invars)
+    return None if run is None else run.count
+
+
 def _trace(
     fn_or_program: Any, example_args: tuple[Any, ...]
 ) -> tuple[J.ClosedJaxpr, FlatSignature]:

@@ -1,0 +1,464 @@
+"""What a training program costs, read from the program: per part (the first stage's extra
+work, one repeated layer, the last stage's extra work), its forward and backward matmuls with
+their shapes, the bytes its fused elementwise regions move, the residuals its backward reads,
+its parameters, and the tensor-parallel pairs found by data flow.
+
+The program is cut with ``stages.split(stage_layers=[1, 1, L - 3, 1])``: stage 1 is one
+repeated layer alone, stage 0 the embedding with a layer, stage 3 a layer with the head and the
+loss. Only those three stages are differentiated (``Stage.forward_backward``, the per-stage
+autodiff the runtime runs), so a 126-layer program costs as much to profile as a 4-layer one.
+
+Tensor parallelism follows Megatron-LM (Shoeybi et al. 2019, section 3): a weight matmul whose
+activation input comes (through any non-weight-matmul equations) from another weight matmul's
+output is the *row* half of a pair and its output is all-reduced; the others are *column*
+matmuls, sharded on their output features. A matmul of two activations (attention's scores and
+its weighted sum) splits by heads. Values whose two trailing axes are both the sequence length
+(attention scores and probabilities) are *attention-internal*: a fused attention kernel
+(FlashAttention, Dao et al. 2022) keeps them on chip, and selective recompute (Korthikanti et
+al. 2022, section 5) recomputes them instead of keeping them.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import jax
+import numpy as np
+
+from hlopipe import stages
+from hlopipe.errors import StageError
+
+_CALLS = ("jaxpr", "call_jaxpr", "fun_jaxpr")
+
+
+class MatmulRole:
+    """How tensor parallelism splits a matmul (plain strings: stored in records only)."""
+
+    COLUMN = "column"  # weight matmul sharded on its output features
+    ROW = "row"  # weight matmul sharded on its contracted features; output all-reduced
+    HEADS = "heads"  # two activations (attention): split by heads
+
+
+@dataclass(frozen=True)
+class Matmul:
+    """One ``dot_general`` (times ``count``): its batch ``b``, free ``m`` and ``n`` and
+    contracted ``k`` sizes, and the role tensor parallelism gives it."""
+
+    b: int
+    m: int
+    n: int
+    k: int
+    role: str
+    count: int = 1
+    attention: bool = False  # makes or reads an attention-internal value
+
+    @property
+    def flops(self) -> float:
+        return 2.0 * self.b * self.m * self.n * self.k * self.count
+
+
+@dataclass(frozen=True)
+class PassCost:
+    """One pass (forward or backward) of one part: its matmuls, the bytes its fused
+    elementwise regions move (those touching attention-internal values apart), and its
+    largest single value."""
+
+    matmuls: tuple[Matmul, ...]
+    fused_bytes: float
+    attention_bytes: float
+    largest_value: int
+
+    @property
+    def flops(self) -> float:
+        return sum(m.flops for m in self.matmuls)
+
+    @property
+    def attention_flops(self) -> float:
+        return sum(m.flops for m in self.matmuls if m.attention)
+
+
+@dataclass(frozen=True)
+class PartCost:
+    """A part's forward and backward, its residuals (bytes the backward reads: all, and the
+    attention-internal ones among them), its input's bytes (what full recompute keeps), its
+    parameters, and the bytes its row matmuls all-reduce under tensor parallelism."""
+
+    forward: PassCost
+    backward: PassCost
+    residual_bytes: int
+    attention_residual_bytes: int
+    input_bytes: int
+    output_bytes: int
+    param_elements: int
+    param_bytes: int
+    row_output_bytes: int
+
+
+@dataclass(frozen=True)
+class Profile:
+    """A program's costs by part: ``first`` (stage 0: what precedes the layers, and one layer),
+    ``layer`` (one repeated layer), ``last`` (one layer and what follows), ``layers`` repeated
+    layers in all; ``whole`` instead when the program has too few layers to cut (then only one
+    pipeline stage). ``seq``: the sequence length found in attention (0: none);
+    ``param_specs``: ``PATTERN=SPEC`` rules for the weights tensor parallelism shards."""
+
+    layers: int
+    first: PartCost | None
+    layer: PartCost | None
+    last: PartCost | None
+    whole: PartCost | None
+    seq: int
+    batch: int
+    param_itemsize: int
+    param_specs: tuple[str, ...]
+    column_pairs: int
+
+    @property
+    def total_param_elements(self) -> int:
+        if self.whole is not None:
+            return self.whole.param_elements
+        assert self.first and self.layer and self.last
+        return (
+            self.first.param_elements
+            + self.last.param_elements
+            + (self.layers - 2) * self.layer.param_elements
+        )
+
+
+def profile_program(
+    fn_or_program: Any,
+    *example_args: Any,
+    param_argnums: Sequence[int] | None = None,
+    attention_fused: bool = True,
+) -> Profile:
+    """Read a training loss's costs (see the module docstring).
+
+    Args:
+      fn_or_program: a loss ``f(params, *batch)`` (or a loaded ``Program``).
+      *example_args: its arguments (``jax.ShapeDtypeStruct`` are enough).
+      param_argnums: the positional arguments that are trained (default ``(0,)`` for a
+        function; every floating-point argument of a Program).
+      attention_fused: cost attention as a fused kernel (scores never in memory); ``False``
+        costs it as written.
+
+    Returns:
+      the :class:`Profile`.
+
+    Raises:
+      StageError: the program cannot be split or differentiated.
+    """
+    n = stages.count_layers(fn_or_program, *example_args)
+    is_program = hasattr(fn_or_program, "as_function") and hasattr(fn_or_program, "in_avals")
+    if param_argnums is None:
+        if is_program:
+            avals = fn_or_program.in_avals
+            param_argnums = tuple(
+                i for i, a in enumerate(avals) if jax.numpy.issubdtype(a.dtype, jax.numpy.inexact)
+            )
+        else:
+            param_argnums = (0,)
+    if n is None or n < 3:
+        staged = stages.split(fn_or_program, *example_args, num_stages=1)
+        parts = [staged.stage(0)]
+        layer_index = None
+    else:
+        counts = [1, 1, n - 3, 1] if n > 3 else [1, 1, 1]
+        staged = stages.split(fn_or_program, *example_args, stage_layers=counts)
+        parts = [staged.stage(0), staged.stage(1), staged.stage(staged.num_stages - 1)]
+        layer_index = 1
+    seq = _seq_length(staged.stage(layer_index or 0).jaxpr.jaxpr)
+    costs = [_part_cost(st, param_argnums, seq, attention_fused) for st in parts]
+    layer = staged.stage(layer_index) if layer_index is not None else parts[0]
+    specs, pairs = _param_specs(layer, staged)
+    floats = [a for a in staged.in_avals if jax.numpy.issubdtype(a.dtype, jax.numpy.inexact)]
+    itemsize = max((jax.numpy.dtype(a.dtype).itemsize for a in floats), default=4)
+    batch = _batch_size(staged, param_argnums)
+    if layer_index is None or n is None:
+        return Profile(1, None, None, None, costs[0], seq, batch, itemsize, specs, pairs)
+    return Profile(n, costs[0], costs[1], costs[2], None, seq, batch, itemsize, specs, pairs)
+
+
+# --- one stage ---------------------------------------------------------------------------------
+
+
+def _part_cost(stage: Any, param_argnums: Sequence[int], seq: int, fused: bool) -> PartCost:
+    fb = stage.forward_backward(tuple(param_argnums))
+    fwd = fb.forward_jaxpr
+    bwd = fb.backward_jaxpr
+    params = set(fb.diff_params)
+    fwd_cost, roles, row_bytes = _pass_cost(fwd.jaxpr, params, seq, fused, with_roles=True)
+    bwd_cost, _, _ = _pass_cost(bwd.jaxpr, params, seq, fused)
+    res = list(fwd.jaxpr.outvars[fb.num_outputs :])
+    res_bytes = sum(_nbytes(v.aval) for v in res)
+    att_bytes = sum(_nbytes(v.aval) for v in res if _attention_internal(v.aval, seq))
+    pavals = stage.param_avals
+    diff = [i for i, a in enumerate(stage.param_argnums) if a in set(param_argnums)]
+    elements = sum(int(math.prod(pavals[i].shape)) for i in diff)
+    pbytes = sum(_nbytes(pavals[i]) for i in diff)
+    del roles
+    return PartCost(
+        forward=fwd_cost,
+        backward=bwd_cost,
+        residual_bytes=res_bytes,
+        attention_residual_bytes=att_bytes,
+        input_bytes=sum(_nbytes(r.aval) for r in stage.receives),
+        output_bytes=sum(_nbytes(o) for o in stage.outputs),
+        param_elements=elements,
+        param_bytes=pbytes,
+        row_output_bytes=row_bytes,
+    )
+
+
+def _leaves(jaxpr: Any, mult: int = 1) -> Iterator[tuple[Any, int, Any]]:
+    """Every equation that is no call or loop (those are opened: a scan's body times its
+    length), with its multiplicity and the jaxpr it sits in."""
+    for e in jaxpr.eqns:
+        name = e.primitive.name
+        if name == "scan":
+            yield from _leaves(e.params["jaxpr"].jaxpr, mult * int(e.params["length"]))
+            continue
+        if name == "while":
+            yield from _leaves(e.params["body_jaxpr"].jaxpr, mult)
+            continue
+        if name == "cond":
+            yield from _leaves(e.params["branches"][-1].jaxpr, mult)
+            continue
+        body = next((e.params[k] for k in _CALLS if k in e.params), None)
+        if body is not None and hasattr(body, "eqns" if not hasattr(body, "jaxpr") else "jaxpr"):
+            yield from _leaves(getattr(body, "jaxpr", body), mult)
+            continue
+        yield e, mult, jaxpr
+
+
+def _pass_cost(
+    jaxpr: Any, param_positions: set[int], seq: int, fused: bool, with_roles: bool = False
+) -> tuple[PassCost, dict[int, str], int]:
+    """The matmuls and fused-region bytes of one pass. Data flow gives the roles: values made
+    from parameters alone (a weight, its transpose or cast) are *weights*; a weight matmul
+    reading a value derived from a column matmul's output is a row matmul."""
+    weights: set[Any] = {v for i, v in enumerate(jaxpr.invars) if i in param_positions}
+    open_: set[Any] = set()  # derived from a column matmul's output, no row matmul since
+    matmuls: list[Matmul] = []
+    roles: dict[int, str] = {}
+    row_bytes = 0
+    eqns = list(_leaves(jaxpr))
+    for idx, (e, mult, _) in enumerate(eqns):
+        ins = [v for v in e.invars if not isinstance(v, jax.extend.core.Literal)]
+        if e.primitive.name == "dot_general":
+            mm, role, row = _matmul(e, weights, open_, seq, mult)
+            matmuls.append(mm)
+            roles[idx] = role
+            row_bytes += row
+            if role == MatmulRole.COLUMN or (
+                role == MatmulRole.HEADS and any(v in open_ for v in ins)
+            ):
+                open_.update(e.outvars)
+            continue
+        if ins and all(v in weights for v in ins):
+            weights.update(e.outvars)
+        if any(v in open_ for v in ins):
+            open_.update(e.outvars)
+    fused_bytes, att_bytes, largest = _region_bytes(eqns, jaxpr, seq, fused)
+    return PassCost(tuple(matmuls), fused_bytes, att_bytes, largest), roles, row_bytes
+
+
+def _matmul(e: Any, weights: set[Any], open_: set[Any], seq: int, mult: int) -> tuple[
+    Matmul, str, int
+]:  # fmt: skip
+    (lc, rc), (lb, rb) = e.params["dimension_numbers"]
+    lhs, rhs = e.invars[0], e.invars[1]
+    ls, rs = lhs.aval.shape, rhs.aval.shape
+    b = int(math.prod(ls[d] for d in lb))
+    k = int(math.prod(ls[d] for d in lc))
+    m = int(math.prod(ls[d] for d in range(len(ls)) if d not in lc and d not in lb))
+    n = int(math.prod(rs[d] for d in range(len(rs)) if d not in rc and d not in rb))
+    lw = not isinstance(lhs, jax.extend.core.Literal) and lhs in weights
+    rw = not isinstance(rhs, jax.extend.core.Literal) and rhs in weights
+    attention = any(
+        _attention_internal(v.aval, seq) for v in [*e.invars, *e.outvars] if hasattr(v, "aval")
+    )
+    row = 0
+    if lw == rw:
+        role = MatmulRole.HEADS
+    else:
+        act = rhs if lw else lhs
+        if act in open_:
+            role = MatmulRole.ROW
+            row = _nbytes(e.outvars[0].aval) * mult
+        else:
+            role = MatmulRole.COLUMN
+    return Matmul(b, m, n, k, role, mult, attention), role, row
+
+
+def _region_bytes(
+    eqns: list[tuple[Any, int, Any]], jaxpr: Any, seq: int, fused: bool
+) -> tuple[float, float, int]:
+    """Bytes the pass's elementwise equations move when every connected run of them is one
+    fused kernel (as XLA fuses): each region reads its inputs and writes its outputs once.
+    Returns the bytes of regions touching no attention-internal value, those of the ones that
+    do (0 with ``fused``: the attention kernel keeps them on chip), and the largest value."""
+    producer: dict[Any, int] = {}
+    for i, (e, _, _) in enumerate(eqns):
+        for v in e.outvars:
+            producer[v] = i
+    parent = list(range(len(eqns)))
+
+    def find(i: int) -> int:
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
+    elementwise = [e.primitive.name != "dot_general" for e, _, _ in eqns]
+    for i, (e, _, _) in enumerate(eqns):
+        if not elementwise[i]:
+            continue
+        for v in e.invars:
+            if isinstance(v, jax.extend.core.Literal):
+                continue
+            j = producer.get(v)
+            if j is not None and elementwise[j]:
+                parent[find(i)] = find(j)
+    readers: dict[Any, set[int]] = {}
+    for i, (e, _, _) in enumerate(eqns):
+        for v in e.invars:
+            if not isinstance(v, jax.extend.core.Literal):
+                readers.setdefault(v, set()).add(i)
+    outs = set(jaxpr.outvars)
+    plain = attn = 0.0
+    largest = 0
+    region_att: dict[int, bool] = {}
+    region_bytes: dict[int, float] = {}
+    for i, (e, mult, _) in enumerate(eqns):
+        for v in e.outvars:
+            largest = max(largest, _nbytes(v.aval))
+        if not elementwise[i]:
+            continue
+        r = find(i)
+        b = 0.0
+        for v in e.invars:
+            if isinstance(v, jax.extend.core.Literal):
+                continue
+            j = producer.get(v)
+            if j is None or not elementwise[j] or find(j) != r:
+                b += _nbytes(v.aval) * mult
+        for v in e.outvars:
+            rs = readers.get(v, set())
+            if v in outs or any(not elementwise[j] or find(j) != r for j in rs):
+                b += _nbytes(v.aval) * mult
+        touches = any(
+            _attention_internal(v.aval, seq)
+            for v in [*e.invars, *e.outvars]
+            if not isinstance(v, jax.extend.core.Literal)
+        )
+        region_att[r] = region_att.get(r, False) or touches
+        region_bytes[r] = region_bytes.get(r, 0.0) + b
+    for r, b in region_bytes.items():
+        if region_att[r]:
+            attn += b
+        else:
+            plain += b
+    return plain, 0.0 if fused else attn, largest
+
+
+def _attention_internal(aval: Any, seq: int) -> bool:
+    shape: tuple[int, ...] = tuple(getattr(aval, "shape", ()))
+    return seq > 1 and len(shape) >= 2 and shape[-1] == seq and shape[-2] == seq
+
+
+def _nbytes(aval: Any) -> int:
+    return int(math.prod(aval.shape)) * int(np.dtype(aval.dtype).itemsize)
+
+
+def _seq_length(jaxpr: Any) -> int:
+    """The sequence length attention runs over: the trailing size of a matmul of two
+    activations whose output's two trailing axes are equal (scores ``[..., s, s]``)."""
+    found: list[int] = []
+    for e, _, _ in _leaves(jaxpr):
+        if e.primitive.name != "dot_general":
+            continue
+        shape = e.outvars[0].aval.shape
+        if len(shape) >= 2 and shape[-1] == shape[-2] and shape[-1] > 1:
+            found.append(int(shape[-1]))
+    return max(found, default=0)
+
+
+def _batch_size(staged: Any, param_argnums: Sequence[int]) -> int:
+    """The leading size of the first batch argument (an argument not trained): the sequences
+    of one microbatch."""
+    trained = set(param_argnums)
+    for st in staged.stages:
+        for i, num in zip(st.params_needed, st.param_argnums, strict=True):
+            shape = staged.in_avals[i].shape
+            if num not in trained and shape:
+                return int(shape[0])
+    return 1
+
+
+def _param_specs(layer: Any, staged: Any) -> tuple[tuple[str, ...], int]:
+    """``PATTERN=SPEC`` rules sharding the layer's column weights on their output features
+    and its row weights on their input features (the ``model`` axis), by path with layer
+    indices written as ``*``; and the number of row matmuls (column/row pairs) in a layer."""
+    fb = layer.forward_backward(tuple(sorted(set(layer.param_argnums))))
+    jaxpr = fb.forward_jaxpr.jaxpr
+    params = set(fb.diff_params)
+    cost, roles, _ = _pass_cost(jaxpr, params, 0, True, with_roles=True)
+    del cost
+    eqns = list(_leaves(jaxpr))
+    position = {v: i for i, v in enumerate(jaxpr.invars)}
+    specs: dict[str, str] = {}
+    pairs = 0
+    for idx, role in roles.items():
+        e = eqns[idx][0]
+        if role == MatmulRole.ROW:
+            pairs += 1
+        if role not in (MatmulRole.COLUMN, MatmulRole.ROW):
+            continue
+        for v in e.invars[:2]:
+            src = _source_param(v, eqns, position)
+            if src is None or src >= len(layer.param_paths):
+                continue
+            path = _generic_path(layer.param_paths[src])
+            rank = len(layer.param_avals[src].shape)
+            if rank < 2:
+                continue
+            axes = ["None"] * rank
+            axes[-1 if role == MatmulRole.COLUMN else -2] = "model"
+            specs[path] = ",".join(axes)
+    del staged
+    return tuple(f"{p}={s}" for p, s in sorted(specs.items())), pairs
+
+
+def _source_param(v: Any, eqns: list[tuple[Any, int, Any]], position: dict[Any, int]) -> int | None:
+    """The parameter a weight operand is made from (through casts and transposes)."""
+    made = {o: e for e, _, _ in eqns for o in e.outvars}
+    seen = 0
+    while v not in position and v in made and seen < 16:
+        ins = [x for x in made[v].invars if not isinstance(x, jax.extend.core.Literal)]
+        if len(ins) != 1:
+            return None
+        v = ins[0]
+        seen += 1
+    return position.get(v)
+
+
+def _generic_path(path: str) -> str:
+    """A regular expression matching a layer parameter's path in every layer (the syntax of
+    ``--param-spec``): its indices made ``\\d+`` and a layer loop's row range dropped."""
+    import re
+
+    path = re.sub(r"\[\d+:\d+\]$", "", path)
+    return re.sub(r"\\\[\d+\\\]", lambda _: r"\[\d+\]", re.escape(path))
+
+
+def require_layers(profile: Profile, pp: int, virtual: int) -> None:
+    """Raise unless the program has the repeated layers ``pp * virtual`` stages need."""
+    need = pp * virtual
+    if need > 1 and profile.layers < need:
+        raise StageError(
+            f"{need} pipeline stages need at least {need} repeated layers; the program has "
+            f"{profile.layers if profile.whole is None else 'no repeated layers found'}"
+        )
