@@ -30,6 +30,7 @@ import functools
 import math
 from dataclasses import dataclass, replace
 
+from hlopipe.errors import PlanError
 from hlopipe.planfile import Layout, Memory, Recompute
 from hlopipe.planner import _formulas as F
 from hlopipe.planner._profile import Matmul, PartCost, Profile
@@ -112,7 +113,7 @@ def _pass_time(
 
 def part_times(
     part: PartCost, layout: Layout, device: Device, flops_per_s: float, scale: float,
-    tp_link: float, fused_attention: bool,
+    tp_link: float, fused_attention: bool, cp_link: float = 0.0,
 ) -> tuple[float, float]:  # fmt: skip
     """(forward, backward) seconds of one microbatch of ``part``, recompute's extra forward
     in the backward, tensor parallelism's all-reduces included."""
@@ -128,6 +129,12 @@ def part_times(
     if tp > 1:
         per = F.ring_all_reduce_bytes(part.row_output_bytes * scale / cp, tp)
         comm = per / (tp_link * LINK_EFFICIENCY)
+    if cp > 1:  # ring attention: each rank's keys and values pass the ring (forward), and
+        # their gradients pass back (backward: twice, keys/values and their gradients)
+        kv = F.ring_gather_bytes(part.forward.kv_bytes * scale / tp, cp)
+        link = cp_link * LINK_EFFICIENCY
+        fwd += kv / link
+        bwd += 2 * kv / link
     extra = 0.0
     if layout.recompute is Recompute.FULL:
         extra = fwd + comm
@@ -171,7 +178,9 @@ def estimate(
 
     def price(part: PartCost) -> tuple[float, float, float, float, int]:
         if id(part) not in priced:
-            pf, pb = part_times(part, layout, dev, flops_per_s, scale, tp_link, fused_attention)
+            pf, pb = part_times(
+                part, layout, dev, flops_per_s, scale, tp_link, fused_attention, tp_link
+            )
             priced[id(part)] = (
                 pf,
                 pb,
@@ -274,7 +283,7 @@ def model_flops(profile: Profile) -> float:
     """Model FLOPs of one program batch: its forward and backward matmuls, no recompute."""
     total = 0.0
     if profile.whole is not None:
-        parts = [(profile.whole, 1)]
+        parts = [(part, 1) for part in profile.marked or (profile.whole,)]
     else:
         assert profile.first and profile.layer and profile.last
         parts = [(profile.first, 1), (profile.last, 1), (profile.layer, profile.layers - 2)]
@@ -300,7 +309,13 @@ def _stage_parts(
     """Per stage: its layer count and the parts costed apart (the first stage's and the last
     stage's, which hold a layer each), the rest being copies of ``profile.layer``."""
     if profile.whole is not None:
-        return [(1, [profile.whole])]
+        marked = profile.marked or (profile.whole,)
+        if len(marked) != num_stages:
+            raise PlanError(
+                f"the program is cut at its markers into {len(marked)} stages; a layout of "
+                f"{num_stages} (pp * virtual stages) cannot run it"
+            )
+        return [(1, [part]) for part in marked]
     assert profile.first and profile.last and profile.layer
     counts = list(given) if given else balance(profile, num_stages)
     out: list[tuple[int, list[PartCost]]] = []

@@ -70,6 +70,7 @@ class PassCost:
     fused_bytes: float
     attention_bytes: float
     largest_value: int
+    kv_bytes: int = 0  # attention's keys and values (context parallelism passes them around)
 
     @property
     def flops(self) -> float:
@@ -115,11 +116,17 @@ class Profile:
     param_itemsize: int
     param_specs: tuple[str, ...]
     column_pairs: int
+    marked: tuple[PartCost, ...] = ()  # a program cut at its markers: each stage's costs
+
+    @property
+    def fixed_stages(self) -> int | None:
+        """The stage count a program with markers must be cut into (``None``: any)."""
+        return len(self.marked) if len(self.marked) > 1 else None
 
     @property
     def total_param_elements(self) -> int:
         if self.whole is not None:
-            return self.whole.param_elements
+            return sum(p.param_elements for p in self.marked) or self.whole.param_elements
         assert self.first and self.layer and self.last
         return (
             self.first.param_elements
@@ -161,8 +168,8 @@ def profile_program(
         else:
             param_argnums = (0,)
     if n is None or n < 3:
-        staged = stages.split(fn_or_program, *example_args, num_stages=1)
-        parts = [staged.stage(0)]
+        staged = _split_whole(fn_or_program, example_args)
+        parts = list(staged.stages)
         layer_index = None
     else:
         counts = [1, 1, n - 3, 1] if n > 3 else [1, 1, 1]
@@ -177,8 +184,19 @@ def profile_program(
     itemsize = max((jax.numpy.dtype(a.dtype).itemsize for a in floats), default=4)
     batch = _batch_size(staged, param_argnums)
     if layer_index is None or n is None:
-        return Profile(1, None, None, None, costs[0], seq, batch, itemsize, specs, pairs)
+        return Profile(
+            1, None, None, None, costs[0], seq, batch, itemsize, specs, pairs, tuple(costs)
+        )
     return Profile(n, costs[0], costs[1], costs[2], None, seq, batch, itemsize, specs, pairs)
+
+
+def _split_whole(fn_or_program: Any, example_args: tuple[Any, ...]) -> Any:
+    """A program without repeated layers to cut: at its markers (then the pipeline has that
+    many stages), else as one stage."""
+    try:
+        return stages.split(fn_or_program, *example_args)
+    except StageError:  # no markers: ``num_stages`` needed, and one stage is all we can cut
+        return stages.split(fn_or_program, *example_args, num_stages=1)
 
 
 # --- one stage ---------------------------------------------------------------------------------
@@ -244,11 +262,15 @@ def _pass_cost(
     matmuls: list[Matmul] = []
     roles: dict[int, str] = {}
     row_bytes = 0
+    kv_bytes = 0
     eqns = list(_leaves(jaxpr))
     for idx, (e, mult, _) in enumerate(eqns):
         ins = [v for v in e.invars if not isinstance(v, jax.extend.core.Literal)]
         if e.primitive.name == "dot_general":
             mm, role, row = _matmul(e, weights, open_, seq, mult)
+            rhs = e.invars[1]
+            if mm.attention and not _attention_internal(rhs.aval, seq):
+                kv_bytes += _nbytes(rhs.aval) * mult
             matmuls.append(mm)
             roles[idx] = role
             row_bytes += row
@@ -262,7 +284,8 @@ def _pass_cost(
         if any(v in open_ for v in ins):
             open_.update(e.outvars)
     fused_bytes, att_bytes, largest = _region_bytes(eqns, jaxpr, seq, fused)
-    return PassCost(tuple(matmuls), fused_bytes, att_bytes, largest), roles, row_bytes
+    cost = PassCost(tuple(matmuls), fused_bytes, att_bytes, largest, kv_bytes)
+    return cost, roles, row_bytes
 
 
 def _matmul(e: Any, weights: set[Any], open_: set[Any], seq: int, mult: int) -> tuple[

@@ -64,7 +64,12 @@ def layouts(
         dp = devices // (tp * pp * cp)
         if fixed.dp and dp != fixed.dp:
             continue
-        if pp > max(profile.layers, 1) or (pp > 1 and profile.whole is not None):
+        fixed_stages = profile.fixed_stages
+        if fixed_stages is None and (
+            pp > max(profile.layers, 1) or (pp > 1 and profile.whole is not None)
+        ):
+            continue
+        if fixed_stages is not None and fixed_stages % pp:
             continue
         if cp > 1 and (profile.seq % cp or tp * cp > devices_per_node):
             continue
@@ -77,12 +82,16 @@ def layouts(
             vs = (
                 [fixed.virtual_stages] if fixed.virtual_stages else ([2, 4] if interleaved else [1])
             )
+            if fixed_stages is not None and not fixed.virtual_stages:
+                vs = [fixed_stages // pp]
             for v in vs:
                 if interleaved and (v < 2 or m % pp):
                     continue
                 if not interleaved and v != 1:
                     continue
-                if pp * v > max(profile.layers, 1):
+                if fixed_stages is not None and pp * v != fixed_stages:
+                    continue
+                if fixed_stages is None and pp * v > max(profile.layers, 1):
                     continue
                 if zero and dp * cp == 1:
                     continue
