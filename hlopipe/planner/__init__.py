@@ -28,11 +28,20 @@ from hlopipe.planner._formulas import (
     ring_gather_bytes,
     split_bytes_per_param,
 )
-from hlopipe.planner._model import ClusterSpec, Estimate, estimate, model_flops
+from hlopipe.planner._model import (
+    ClusterSpec,
+    Estimate,
+    estimate,
+    model_flops,
+)
+from hlopipe.planner._model import (
+    part_activations as activation_bytes,
+)
 from hlopipe.planner._profile import Profile, profile_program
 from hlopipe.planner._search import Fixed, cluster_spec, explain, layouts, plan_file, search
 
 __all__ = [
+    "activation_bytes",
     "ClusterSpec",
     "Estimate",
     "Fixed",
