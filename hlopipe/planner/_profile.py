@@ -233,22 +233,71 @@ def _part_cost(stage: Any, param_argnums: Sequence[int], seq: int, fused: bool) 
 def _leaves(jaxpr: Any, mult: int = 1) -> Iterator[tuple[Any, int, Any]]:
     """Every equation that is no call or loop (those are opened: a scan's body times its
     length), with its multiplicity and the jaxpr it sits in."""
+    for e, m in _flatten(jaxpr, mult, None):
+        yield e, m, jaxpr
+
+
+def _flatten(jaxpr: Any, mult: int, same: _Same | None) -> Iterator[tuple[Any, int]]:
+    """:func:`_leaves` without the jaxpr; with ``same``, each body's arguments and results
+    are made the same values as the equation's operands and results they stand for (so data
+    flow crosses calls and loops)."""
     for e in jaxpr.eqns:
-        name = e.primitive.name
-        if name == "scan":
-            yield from _leaves(e.params["jaxpr"].jaxpr, mult * int(e.params["length"]))
+        body, ins, outs = _body(e)
+        if body is None:
+            yield e, mult
             continue
-        if name == "while":
-            yield from _leaves(e.params["body_jaxpr"].jaxpr, mult)
-            continue
-        if name == "cond":
-            yield from _leaves(e.params["branches"][-1].jaxpr, mult)
-            continue
-        body = next((e.params[k] for k in _CALLS if k in e.params), None)
-        if body is not None and hasattr(body, "eqns" if not hasattr(body, "jaxpr") else "jaxpr"):
-            yield from _leaves(getattr(body, "jaxpr", body), mult)
-            continue
-        yield e, mult, jaxpr
+        if same is not None:
+            for inner, outer in zip(body.invars, ins, strict=False):
+                same.join(inner, outer)
+            for inner, outer in zip(body.outvars, outs, strict=False):
+                same.join(inner, outer)
+        times = int(e.params["length"]) if e.primitive.name == "scan" else 1
+        yield from _flatten(body, mult * times, same)
+
+
+def _body(e: Any) -> tuple[Any, list[Any], list[Any]]:
+    """The body an equation runs (open jaxpr) and the operands and results its arguments and
+    results stand for; ``None`` for an equation with no body."""
+    name, params = e.primitive.name, e.params
+    if name == "scan":
+        return params["jaxpr"].jaxpr, list(e.invars), list(e.outvars)
+    if name == "while":
+        skip = params["cond_nconsts"]
+        return params["body_jaxpr"].jaxpr, list(e.invars[skip:]), list(e.outvars)
+    if name == "cond":
+        return params["branches"][-1].jaxpr, list(e.invars[1:]), list(e.outvars)
+    body = next((params[k] for k in _CALLS if k in params), None)
+    if body is None:
+        return None, [], []
+    body = getattr(body, "jaxpr", body)
+    if not hasattr(body, "eqns"):
+        return None, [], []
+    n = len(body.invars)
+    return body, list(e.invars[-n:]) if n else [], list(e.outvars)
+
+
+class _Same:
+    """Values that are one value seen from inside and outside a call or loop (union-find)."""
+
+    def __init__(self) -> None:
+        self.parent: dict[Any, Any] = {}
+
+    def find(self, v: Any) -> Any:
+        if isinstance(v, jax.extend.core.Literal):
+            return v
+        root = v
+        while self.parent.get(root, root) is not root:
+            root = self.parent[root]
+        while v is not root:
+            self.parent[v], v = root, self.parent.get(v, root)
+        return root
+
+    def join(self, a: Any, b: Any) -> None:
+        if isinstance(a, jax.extend.core.Literal) or isinstance(b, jax.extend.core.Literal):
+            return
+        ra, rb = self.find(a), self.find(b)
+        if ra is not rb:
+            self.parent[ra] = rb
 
 
 def _pass_cost(
@@ -256,18 +305,21 @@ def _pass_cost(
 ) -> tuple[PassCost, dict[int, str], int]:
     """The matmuls and fused-region bytes of one pass. Data flow gives the roles: values made
     from parameters alone (a weight, its transpose or cast) are *weights*; a weight matmul
-    reading a value derived from a column matmul's output is a row matmul."""
-    weights: set[Any] = {v for i, v in enumerate(jaxpr.invars) if i in param_positions}
+    reading a value derived from a column matmul's output is a row matmul. Data flow crosses
+    calls and loops (a layer loop's body reads its layer's weights)."""
+    same = _Same()
+    eqns = [(e, m, jaxpr) for e, m in _flatten(jaxpr, 1, same)]
+    weights: set[Any] = {same.find(v) for i, v in enumerate(jaxpr.invars) if i in param_positions}
     open_: set[Any] = set()  # derived from a column matmul's output, no row matmul since
     matmuls: list[Matmul] = []
     roles: dict[int, str] = {}
     row_bytes = 0
     kv_bytes = 0
-    eqns = list(_leaves(jaxpr))
     for idx, (e, mult, _) in enumerate(eqns):
-        ins = [v for v in e.invars if not isinstance(v, jax.extend.core.Literal)]
+        ins = [same.find(v) for v in e.invars if not isinstance(v, jax.extend.core.Literal)]
+        outs = [same.find(v) for v in e.outvars]
         if e.primitive.name == "dot_general":
-            mm, role, row = _matmul(e, weights, open_, seq, mult)
+            mm, role, row = _matmul(e, weights, open_, seq, mult, same)
             rhs = e.invars[1]
             if mm.attention and not _attention_internal(rhs.aval, seq):
                 kv_bytes += _nbytes(rhs.aval) * mult
@@ -277,20 +329,20 @@ def _pass_cost(
             if role == MatmulRole.COLUMN or (
                 role == MatmulRole.HEADS and any(v in open_ for v in ins)
             ):
-                open_.update(e.outvars)
+                open_.update(outs)
             continue
         if ins and all(v in weights for v in ins):
-            weights.update(e.outvars)
+            weights.update(outs)
         if any(v in open_ for v in ins):
-            open_.update(e.outvars)
+            open_.update(outs)
     fused_bytes, att_bytes, largest = _region_bytes(eqns, jaxpr, seq, fused)
     cost = PassCost(tuple(matmuls), fused_bytes, att_bytes, largest, kv_bytes)
     return cost, roles, row_bytes
 
 
-def _matmul(e: Any, weights: set[Any], open_: set[Any], seq: int, mult: int) -> tuple[
-    Matmul, str, int
-]:  # fmt: skip
+def _matmul(
+    e: Any, weights: set[Any], open_: set[Any], seq: int, mult: int, same: _Same
+) -> tuple[Matmul, str, int]:
     (lc, rc), (lb, rb) = e.params["dimension_numbers"]
     lhs, rhs = e.invars[0], e.invars[1]
     ls, rs = lhs.aval.shape, rhs.aval.shape
@@ -298,8 +350,8 @@ def _matmul(e: Any, weights: set[Any], open_: set[Any], seq: int, mult: int) -> 
     k = int(math.prod(ls[d] for d in lc))
     m = int(math.prod(ls[d] for d in range(len(ls)) if d not in lc and d not in lb))
     n = int(math.prod(rs[d] for d in range(len(rs)) if d not in rc and d not in rb))
-    lw = not isinstance(lhs, jax.extend.core.Literal) and lhs in weights
-    rw = not isinstance(rhs, jax.extend.core.Literal) and rhs in weights
+    lw = not isinstance(lhs, jax.extend.core.Literal) and same.find(lhs) in weights
+    rw = not isinstance(rhs, jax.extend.core.Literal) and same.find(rhs) in weights
     attention = any(
         _attention_internal(v.aval, seq) for v in [*e.invars, *e.outvars] if hasattr(v, "aval")
     )
@@ -308,7 +360,7 @@ def _matmul(e: Any, weights: set[Any], open_: set[Any], seq: int, mult: int) -> 
         role = MatmulRole.HEADS
     else:
         act = rhs if lw else lhs
-        if act in open_:
+        if same.find(act) in open_:
             role = MatmulRole.ROW
             row = _nbytes(e.outvars[0].aval) * mult
         else:
@@ -425,46 +477,52 @@ def _param_specs(layer: Any, staged: Any) -> tuple[tuple[str, ...], int]:
     """``PATTERN=SPEC`` rules sharding the layer's column weights on their output features
     and its row weights on their input features (the ``model`` axis), by path with layer
     indices written as ``*``; and the number of row matmuls (column/row pairs) in a layer."""
+    del staged
     fb = layer.forward_backward(tuple(sorted(set(layer.param_argnums))))
     jaxpr = fb.forward_jaxpr.jaxpr
-    params = set(fb.diff_params)
-    cost, roles, _ = _pass_cost(jaxpr, params, 0, True, with_roles=True)
-    del cost
-    eqns = list(_leaves(jaxpr))
-    position = {v: i for i, v in enumerate(jaxpr.invars)}
+    _, roles, _ = _pass_cost(jaxpr, set(fb.diff_params), 0, True, with_roles=True)
+    same = _Same()
+    eqns = [e for e, _ in _flatten(jaxpr, 1, same)]
+    position = {same.find(v): i for i, v in enumerate(jaxpr.invars)}
+    made = {same.find(o): e for e in eqns for o in e.outvars}
     specs: dict[str, str] = {}
     pairs = 0
     for idx, role in roles.items():
-        e = eqns[idx][0]
         if role == MatmulRole.ROW:
             pairs += 1
         if role not in (MatmulRole.COLUMN, MatmulRole.ROW):
             continue
-        for v in e.invars[:2]:
-            src = _source_param(v, eqns, position)
+        for v in eqns[idx].invars[:2]:
+            src = _source_param(v, made, position, same)
             if src is None or src >= len(layer.param_paths):
                 continue
-            path = _generic_path(layer.param_paths[src])
             rank = len(layer.param_avals[src].shape)
             if rank < 2:
                 continue
             axes = ["None"] * rank
             axes[-1 if role == MatmulRole.COLUMN else -2] = "model"
-            specs[path] = ",".join(axes)
-    del staged
+            specs[_generic_path(layer.param_paths[src])] = ",".join(axes)
     return tuple(f"{p}={s}" for p, s in sorted(specs.items())), pairs
 
 
-def _source_param(v: Any, eqns: list[tuple[Any, int, Any]], position: dict[Any, int]) -> int | None:
-    """The parameter a weight operand is made from (through casts and transposes)."""
-    made = {o: e for e, _, _ in eqns for o in e.outvars}
-    seen = 0
-    while v not in position and v in made and seen < 16:
-        ins = [x for x in made[v].invars if not isinstance(x, jax.extend.core.Literal)]
+def _source_param(
+    v: Any, made: dict[Any, Any], position: dict[Any, int], same: _Same
+) -> int | None:
+    """The parameter a weight operand is made from (through casts, transposes and a layer
+    loop's slicing of its row)."""
+    if isinstance(v, jax.extend.core.Literal):
+        return None
+    v = same.find(v)
+    for _ in range(16):
+        if v in position or v not in made:
+            break
+        e = made[v]
+        ins = [x for x in e.invars if not isinstance(x, jax.extend.core.Literal)]
+        if e.primitive.name in ("dynamic_slice", "gather", "slice", "squeeze"):
+            ins = ins[:1]
         if len(ins) != 1:
             return None
-        v = ins[0]
-        seen += 1
+        v = same.find(ins[0])
     return position.get(v)
 
 
