@@ -17,7 +17,7 @@ import pytest
 from hlopipe import planner, schedules, stages
 from hlopipe.cli import main
 from hlopipe.errors import PlanError
-from hlopipe.models import gpt
+from hlopipe.models import gpt, gpt_scan
 from hlopipe.planfile import Layout, PlanFile, Recompute
 
 CFG = gpt.GPTConfig(vocab=32, seq=16, d_model=32, n_heads=4, n_layers=6, d_ff=64)
@@ -127,6 +127,24 @@ def test_profile_counts_the_model_and_finds_megatron_pairs():
     assert by_name == {"qkv": "None,model", "fc1": "None,model", "proj": "model,None",
                        "fc2": "model,None"}  # fmt: skip
     assert prof.column_pairs == 2
+
+
+def test_a_scanned_program_profiles_as_its_unrolled_form():
+    params = jax.eval_shape(lambda k: gpt_scan.init(k, CFG), jax.random.key(0))
+    tokens = jax.ShapeDtypeStruct((BATCH, CFG.seq), jnp.int32)
+    scanned = planner.profile_program(
+        functools.partial(gpt_scan.loss, cfg=CFG), params, (tokens, tokens)
+    )
+    unrolled = _profile()
+    assert scanned.layers == unrolled.layers
+    assert scanned.layer is not None and unrolled.layer is not None
+    assert scanned.layer.forward.flops == unrolled.layer.forward.flops
+    assert scanned.layer.backward.flops == unrolled.layer.backward.flops
+    assert planner.model_flops(scanned) == planner.model_flops(unrolled)
+    # the pairs found through the scan: the stacked weights split on their last two axes
+    by_name = {r.split("'")[-2]: r.rsplit("=", 1)[1] for r in scanned.param_specs}
+    assert by_name == {"qkv": "None,None,model", "fc1": "None,None,model",
+                       "proj": "None,model,None", "fc2": "None,model,None"}  # fmt: skip
 
 
 # --- the search --------------------------------------------------------------------------------

@@ -335,7 +335,7 @@ def _pass_cost(
             weights.update(outs)
         if any(v in open_ for v in ins):
             open_.update(outs)
-    fused_bytes, att_bytes, largest = _region_bytes(eqns, jaxpr, seq, fused)
+    fused_bytes, att_bytes, largest = _region_bytes(eqns, jaxpr, seq, fused, same)
     cost = PassCost(tuple(matmuls), fused_bytes, att_bytes, largest, kv_bytes)
     return cost, roles, row_bytes
 
@@ -369,16 +369,18 @@ def _matmul(
 
 
 def _region_bytes(
-    eqns: list[tuple[Any, int, Any]], jaxpr: Any, seq: int, fused: bool
+    eqns: list[tuple[Any, int, Any]], jaxpr: Any, seq: int, fused: bool, same: _Same
 ) -> tuple[float, float, int]:
     """Bytes the pass's elementwise equations move when every connected run of them is one
-    fused kernel (as XLA fuses): each region reads its inputs and writes its outputs once.
-    Returns the bytes of regions touching no attention-internal value, those of the ones that
-    do (0 with ``fused``: the attention kernel keeps them on chip), and the largest value."""
-    producer: dict[Any, int] = {}
-    for i, (e, _, _) in enumerate(eqns):
-        for v in e.outvars:
-            producer[v] = i
+    fused kernel (as XLA fuses): each region reads each of its inputs and writes each of its
+    outputs once. Returns the bytes of regions touching no attention-internal value, those of
+    the ones that do (0 with ``fused``: the attention kernel keeps them on chip), and the
+    largest value."""
+    lit = jax.extend.core.Literal
+    ins_of = [[same.find(v) for v in e.invars if not isinstance(v, lit)] for e, _, _ in eqns]
+    outs_of = [[same.find(v) for v in e.outvars] for e, _, _ in eqns]
+    producer = {v: i for i, outs in enumerate(outs_of) for v in outs}
+    elementwise = [e.primitive.name != "dot_general" for e, _, _ in eqns]
     parent = list(range(len(eqns)))
 
     def find(i: int) -> int:
@@ -387,55 +389,42 @@ def _region_bytes(
             i = parent[i]
         return i
 
-    elementwise = [e.primitive.name != "dot_general" for e, _, _ in eqns]
-    for i, (e, _, _) in enumerate(eqns):
-        if not elementwise[i]:
-            continue
-        for v in e.invars:
-            if isinstance(v, jax.extend.core.Literal):
-                continue
-            j = producer.get(v)
-            if j is not None and elementwise[j]:
-                parent[find(i)] = find(j)
+    for i, ins in enumerate(ins_of):
+        if elementwise[i]:
+            for v in ins:
+                j = producer.get(v)
+                if j is not None and elementwise[j]:
+                    parent[find(i)] = find(j)
     readers: dict[Any, set[int]] = {}
-    for i, (e, _, _) in enumerate(eqns):
-        for v in e.invars:
-            if not isinstance(v, jax.extend.core.Literal):
-                readers.setdefault(v, set()).add(i)
-    outs = set(jaxpr.outvars)
-    plain = attn = 0.0
+    for i, ins in enumerate(ins_of):
+        for v in ins:
+            readers.setdefault(v, set()).add(i)
+    outs = {same.find(v) for v in jaxpr.outvars if not isinstance(v, lit)}
+    moved: dict[int, dict[Any, float]] = {}  # region -> value -> bytes (each value once)
+    touches: dict[int, bool] = {}
     largest = 0
-    region_att: dict[int, bool] = {}
-    region_bytes: dict[int, float] = {}
     for i, (e, mult, _) in enumerate(eqns):
         for v in e.outvars:
             largest = max(largest, _nbytes(v.aval))
         if not elementwise[i]:
             continue
         r = find(i)
-        b = 0.0
-        for v in e.invars:
-            if isinstance(v, jax.extend.core.Literal):
-                continue
+        seen = moved.setdefault(r, {})
+        for v, var in zip(ins_of[i], [x for x in e.invars if not isinstance(x, lit)], strict=True):
             j = producer.get(v)
             if j is None or not elementwise[j] or find(j) != r:
-                b += _nbytes(v.aval) * mult
-        for v in e.outvars:
+                seen[v] = max(seen.get(v, 0.0), _nbytes(var.aval) * mult)
+        for v, var in zip(outs_of[i], e.outvars, strict=True):
             rs = readers.get(v, set())
             if v in outs or any(not elementwise[j] or find(j) != r for j in rs):
-                b += _nbytes(v.aval) * mult
-        touches = any(
-            _attention_internal(v.aval, seq)
-            for v in [*e.invars, *e.outvars]
-            if not isinstance(v, jax.extend.core.Literal)
+                seen[v] = max(seen.get(v, 0.0), _nbytes(var.aval) * mult)
+        touches[r] = touches.get(r, False) or any(
+            _attention_internal(x.aval, seq)
+            for x in [*e.invars, *e.outvars]
+            if not isinstance(x, lit)
         )
-        region_att[r] = region_att.get(r, False) or touches
-        region_bytes[r] = region_bytes.get(r, 0.0) + b
-    for r, b in region_bytes.items():
-        if region_att[r]:
-            attn += b
-        else:
-            plain += b
+    plain = sum(sum(m.values()) for r, m in moved.items() if not touches[r])
+    attn = sum(sum(m.values()) for r, m in moved.items() if touches[r])
     return plain, 0.0 if fused else attn, largest
 
 
