@@ -9,6 +9,7 @@ from __future__ import annotations
 import functools
 import itertools
 import json
+import math
 
 import jax
 import jax.numpy as jnp
@@ -188,6 +189,59 @@ def test_given_degrees_are_kept_and_a_bad_batch_is_refused():
     assert plan.layout.zero == 1
     with pytest.raises(PlanError, match="no layout of 8 devices"):
         planner.plan_file(prof, cluster, 3, planner.Fixed(dp=2, microbatch_size=1))
+
+
+def _compositions(total: int, parts: int):
+    if parts == 1:
+        yield (total,)
+        return
+    for first in range(1, total - parts + 2):
+        for rest in _compositions(total - first, parts - 1):
+            yield (first, *rest)
+
+
+def test_a_memory_cap_on_the_whole_training_memory_equals_a_brute_force():
+    prof = _profile()
+    lay = Layout(tp=1, pp=3, dp=1, cp=1, zero=0, recompute=Recompute.NONE, schedule="1f1b",
+                 virtual_stages=1, microbatch_size=BATCH, microbatches=8)  # fmt: skip
+    cluster = planner.cluster_spec("h100", 3)
+    ests = {c: planner.estimate(prof, lay, cluster, stage_layers=c)
+            for c in _compositions(CFG.n_layers, 3)}  # fmt: skip
+    worst = {c: max(m.total for m in e.rank_memory) for c, e in ests.items()}
+    cap = sorted(set(worst.values()))[1]  # the second-tightest: some cuts fit, others not
+    fitting = [c for c in ests if worst[c] <= cap]
+    assert 0 < len(fitting) < len(ests)
+    best = min(max(ests[c].rank_time_s) for c in fitting)
+    got = planner.fit_stage_layers(prof, lay, cluster, cap)
+    assert got in fitting and max(ests[got].rank_time_s) == pytest.approx(best)
+    with pytest.raises(PlanError, match="no cut of 6 layers into 3 stages fits"):
+        planner.fit_stage_layers(prof, lay, cluster, min(worst.values()) * 0.9)
+
+
+def test_split_device_reports_the_planners_memory():
+    params = jax.eval_shape(lambda k: gpt.init(k, CFG), jax.random.key(0))
+    tokens = jax.ShapeDtypeStruct((BATCH, CFG.seq), jnp.int32)
+    staged = stages.split(functools.partial(gpt.loss, cfg=CFG), params, (tokens, tokens),
+                          stage_layers=[2, 4])  # fmt: skip
+    lay = Layout(tp=1, pp=2, dp=1, cp=1, zero=0, recompute=Recompute.NONE, schedule="1f1b",
+                 virtual_stages=1, microbatch_size=BATCH, microbatches=4)  # fmt: skip
+    cluster = planner.cluster_spec("h100", 2)
+    from_split = planner.estimate(planner.profile_staged(staged), lay, cluster)
+    from_plan = planner.estimate(_profile(), lay, cluster, stage_layers=(2, 4))
+    assert from_split.rank_memory == from_plan.rank_memory  # one model, either way in
+    assert from_split.step_time_s == pytest.approx(from_plan.step_time_s, rel=0.01)
+    # against the split itself: each stage's trained parameters at fp32's 4 + 4 + 8 bytes,
+    # and its autodiff's residuals times 1F1B's min(p - r, m) microbatches in flight
+    trained = set(range(len(jax.tree.leaves(params))))
+    for r, mem in enumerate(from_split.rank_memory):
+        st = staged.stage(r)
+        elements = sum(math.prod(a.shape) for i, a in zip(st.params_needed, st.param_avals,
+                       strict=True) if i in trained)  # fmt: skip
+        assert (mem.params, mem.grads, mem.optimizer) == (4 * elements, 4 * elements,
+                                                          8 * elements)  # fmt: skip
+        kept = sum(math.prod(a.shape) * a.dtype.itemsize
+                   for a in st.forward_backward((0,)).residual_avals)  # fmt: skip
+        assert mem.activations == kept * min(2 - r, 4)
 
 
 # --- the plan file for a small model -----------------------------------------------------------

@@ -32,12 +32,13 @@ from hlopipe.planner._model import (
     ClusterSpec,
     Estimate,
     estimate,
+    fit_stage_layers,
     model_flops,
 )
 from hlopipe.planner._model import (
     part_activations as activation_bytes,
 )
-from hlopipe.planner._profile import Profile, profile_program
+from hlopipe.planner._profile import Profile, profile_program, profile_staged
 from hlopipe.planner._search import Fixed, cluster_spec, explain, layouts, plan_file, search
 
 __all__ = [
@@ -51,12 +52,14 @@ __all__ = [
     "cluster_spec",
     "estimate",
     "explain",
+    "fit_stage_layers",
     "in_flight",
     "layouts",
     "model_flops",
     "pipeline_time",
     "plan_file",
     "profile_program",
+    "profile_staged",
     "ring_all_reduce_bytes",
     "ring_gather_bytes",
     "search",

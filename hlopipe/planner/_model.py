@@ -12,8 +12,9 @@ data-parallel gradient all-reduce (or ZeRO's reduce-scatter and all-gather) and 
 step. Nothing overlaps with compute (Megatron-LM 2021 overlaps none of these in the runs the
 benchmark compares with; an overlapped run is faster than predicted).
 
-Memory per device: parameters, gradients and optimizer state by :func:`bytes_per_param` (the
-weights divided by TP; one-dimensional parameters replicated), the activations the backward
+Memory per device: parameters, gradients and optimizer state by :func:`bytes_per_param`, all
+divided by TP (norm gains and biases are replicated in practice: under 0.1% of a layer's), the
+activations the backward
 reads (the per-stage autodiff's residuals; with selective recompute less the attention-
 internal ones, with full recompute only each layer's input), divided by TP and CP (sequence
 parallelism with TP, as Korthikanti et al. 2022), times the microbatches in flight on the
@@ -80,6 +81,8 @@ class Estimate:
     fits: bool
     model_flops_per_step: float
     stage_layers: tuple[int, ...]
+    rank_memory: tuple[Memory, ...] = ()
+    rank_time_s: tuple[float, ...] = ()  # forward and backward of one microbatch, each rank
 
     @property
     def memory_per_device_bytes(self) -> int:
@@ -206,15 +209,11 @@ def estimate(
             temp = max(temp, pt)
         per_stage.append((f, b, act, params, temp))
     p, v = layout.pp, layout.virtual_stages
-    # the send of each stage's output (and the gradient back), once per microbatch
+    # the send of each stage's output (and the gradient back), once per microbatch; with
+    # Megatron's scatter/gather each TP rank sends 1/tp of it
     pp_link = cluster.intra_node_bytes_per_s
     if layout.tp * layout.cp * layout.dp * min(p, 2) > cluster.devices_per_node:
         pp_link = cluster.inter_node_bytes_per_s
-    send = 0.0
-    if p > 1 and profile.layer is not None:
-        # Megatron's scatter/gather: each TP rank sends 1/tp of the activation
-        send = 2 * profile.layer.output_bytes * scale / (layout.tp * layout.cp)
-        send /= pp_link * LINK_EFFICIENCY
     rank_time = [0.0] * p
     rank_act = [0.0] * p
     rank_params = [0.0] * p
@@ -222,6 +221,11 @@ def estimate(
     flight = F.in_flight(_schedule_family(layout.schedule), p, layout.microbatches, v)
     for s, (f, b, _act, params, temp) in enumerate(per_stage):
         r = s % p
+        send = 0.0
+        if p > 1 and s < S - 1:
+            sent = profile.layer if profile.layer is not None else parts[s][1][-1]
+            send = 2 * sent.output_bytes * scale / (layout.tp * layout.cp)
+            send /= pp_link * LINK_EFFICIENCY
         rank_time[r] += f + b + send
         rank_params[r] += params
         rank_temp[r] = max(rank_temp[r], temp)
@@ -276,7 +280,68 @@ def estimate(
         fits=memory.total <= dev.memory_bytes,
         model_flops_per_step=model_flops(profile) * layout.dp * layout.microbatches * scale,
         stage_layers=counts,
+        rank_memory=tuple(by_rank),
+        rank_time_s=tuple(rank_time),
     )
+
+
+def fit_stage_layers(
+    profile: Profile,
+    layout: Layout,
+    cluster: ClusterSpec,
+    memory_bytes: float,
+    *,
+    fused_attention: bool = True,
+) -> tuple[int, ...]:
+    """Layers per stage (one stage a rank) making the slowest rank fastest while every rank's
+    whole training memory (:func:`estimate`'s: parameters, gradients, optimizer state, the
+    activations of the microbatches in flight there, temporaries, the allocator) is at most
+    ``memory_bytes``.
+
+    Raises:
+      PlanError: the program has no repeated layers, or no cut fits.
+    """
+    if profile.layer is None or layout.virtual_stages != 1:
+        raise PlanError(
+            "a memory cap on the whole training memory cuts between repeated layers, one stage "
+            "a rank; the program has none to cut between"
+        )
+    L, S = profile.layers, layout.pp
+    mem = []  # mem[n - 1][r]: rank r's memory holding n layers; time likewise
+    time = []
+    for n in range(1, L + 1):
+        est = estimate(profile, layout, cluster, fused_attention=fused_attention,
+                       stage_layers=(n,) * S)  # fmt: skip
+        mem.append([m.total for m in est.rank_memory])
+        time.append(list(est.rank_time_s))
+    most = [max((n for n in range(1, L + 1) if mem[n - 1][r] <= memory_bytes), default=0)
+            for r in range(S)]  # fmt: skip
+    if min(most) < 1 or sum(most) < L:
+        worst = min(range(S), key=lambda r: most[r])
+        raise PlanError(
+            f"no cut of {L} layers into {S} stages fits in {memory_bytes / 2**30:.1f} GiB a "
+            f"device: rank {worst} holds at most {most[worst]} layers "
+            f"({mem[0][worst] / 2**30:.1f} GiB with one); use more stages or devices"
+        )
+
+    def within(limit: float) -> list[int]:
+        return [max((n for n in range(1, most[r] + 1) if time[n - 1][r] <= limit), default=0)
+                for r in range(S)]  # fmt: skip
+
+    candidates = sorted({t for row in time for t in row})
+    lo, hi = 0, len(candidates) - 1
+    while lo < hi:  # the least time limit under which the ranks hold every layer
+        mid = (lo + hi) // 2
+        got = within(candidates[mid])
+        if min(got) >= 1 and sum(got) >= L:
+            hi = mid
+        else:
+            lo = mid + 1
+    counts = within(candidates[lo])
+    while sum(counts) > L:  # the surplus off the slowest ranks
+        r = max(range(S), key=lambda i: (time[counts[i] - 1][i], i) if counts[i] > 1 else (-1, i))
+        counts[r] -= 1
+    return tuple(counts)
 
 
 def model_flops(profile: Profile) -> float:

@@ -190,6 +190,40 @@ def profile_program(
     return Profile(n, costs[0], costs[1], costs[2], None, seq, batch, itemsize, specs, pairs)
 
 
+def profile_staged(
+    staged: Any, param_argnums: Sequence[int] | None = None, *, attention_fused: bool = True
+) -> Profile:
+    """The :class:`Profile` of a program already cut into stages (``stages.split``): every
+    stage costed by its own autodiff, the stage count fixed (as a program cut at markers).
+
+    Args:
+      staged: a ``StagedProgram``.
+      param_argnums: the positional arguments trained (default: those of the first argument
+        of a function's tree, or every floating-point argument of a flat program).
+      attention_fused: as :func:`profile_program`.
+    """
+    if param_argnums is None:
+        nums = {a for st in staged.stages for a in st.param_argnums}
+        flat = len(nums) == len(staged.in_avals)
+        param_argnums = (
+            tuple(
+                i
+                for i, a in enumerate(staged.in_avals)
+                if jax.numpy.issubdtype(a.dtype, jax.numpy.inexact)
+            )
+            if flat
+            else (0,)
+        )
+    seq = max(_seq_length(st.jaxpr.jaxpr) for st in staged.stages)
+    costs = tuple(_part_cost(st, param_argnums, seq, attention_fused) for st in staged.stages)
+    floats = [a for a in staged.in_avals if jax.numpy.issubdtype(a.dtype, jax.numpy.inexact)]
+    itemsize = max((jax.numpy.dtype(a.dtype).itemsize for a in floats), default=4)
+    return Profile(
+        1, None, None, None, costs[0], seq, _batch_size(staged, param_argnums), itemsize,
+        (), 0, costs,
+    )  # fmt: skip
+
+
 def _split_whole(fn_or_program: Any, example_args: tuple[Any, ...]) -> Any:
     """A program without repeated layers to cut: at its markers (then the pipeline has that
     many stages), else as one stage."""
