@@ -10,6 +10,7 @@ import functools
 import itertools
 import json
 import math
+import re
 
 import jax
 import jax.numpy as jnp
@@ -128,6 +129,13 @@ def test_profile_counts_the_model_and_finds_megatron_pairs():
     assert by_name == {"qkv": "None,model", "fc1": "None,model", "proj": "model,None",
                        "fc2": "model,None"}  # fmt: skip
     assert prof.column_pairs == 2
+    # each rule matches that weight in every layer, by the pytree's own paths, and nothing else
+    params = gpt.init(jax.random.key(0), CFG)
+    paths = [jax.tree_util.keystr(p) for p, _ in jax.tree_util.tree_flatten_with_path(params)[0]]
+    for rule in prof.param_specs:
+        pattern, name = rule.rsplit("=", 1)[0], rule.split("'")[-2]
+        matched = {p for p in paths if re.search(pattern, p)}
+        assert matched == {f"['layers'][{i}]['{name}']" for i in range(CFG.n_layers)}
 
 
 def test_a_scanned_program_profiles_as_its_unrolled_form():

@@ -21,6 +21,7 @@ al. 2022, section 5) recomputes them instead of keeping them.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -500,7 +501,6 @@ def _param_specs(layer: Any, staged: Any) -> tuple[tuple[str, ...], int]:
     """``PATTERN=SPEC`` rules sharding the layer's column weights on their output features
     and its row weights on their input features (the ``model`` axis), by path with layer
     indices written as ``*``; and the number of row matmuls (column/row pairs) in a layer."""
-    del staged
     fb = layer.forward_backward(tuple(sorted(set(layer.param_argnums))))
     jaxpr = fb.forward_jaxpr.jaxpr
     _, roles, _ = _pass_cost(jaxpr, set(fb.diff_params), 0, True, with_roles=True)
@@ -524,7 +524,9 @@ def _param_specs(layer: Any, staged: Any) -> tuple[tuple[str, ...], int]:
                 continue
             axes = ["None"] * rank
             axes[-1 if role == MatmulRole.COLUMN else -2] = "model"
-            specs[_generic_path(layer.param_paths[src])] = ",".join(axes)
+            pattern = _generic_path(layer.param_paths[src])
+            if pattern is not None:
+                specs[pattern] = ",".join(axes)
     return tuple(f"{p}={s}" for p, s in sorted(specs.items())), pairs
 
 
@@ -549,13 +551,17 @@ def _source_param(
     return position.get(v)
 
 
-def _generic_path(path: str) -> str:
+def _generic_path(path: str) -> str | None:
     """A regular expression matching a layer parameter's path in every layer (the syntax of
-    ``--param-spec``): its indices made ``\\d+`` and a layer loop's row range dropped."""
-    import re
-
+    ``--param-spec``): its list indices made ``\\d+``, a layer loop's row range and the
+    positional argument dropped; ``None`` for a path that names no layer (an HLO program's
+    argument: a rule would match that one argument only)."""
+    stacked = re.search(r"\[\d+:\d+\]$", path) is not None  # a layer loop's rows
     path = re.sub(r"\[\d+:\d+\]$", "", path)
-    return re.sub(r"\\\[\d+\\\]", lambda _: r"\[\d+\]", re.escape(path))
+    path = re.sub(r"^\[\d+\]", "", path)  # the positional argument: rules match inside paths
+    escaped = re.escape(path)
+    pattern = re.sub(r"\\\[\d+\\\]", lambda _: r"\[\d+\]", escaped)
+    return pattern if stacked or pattern != escaped else None
 
 
 def require_layers(profile: Profile, pp: int, virtual: int) -> None:

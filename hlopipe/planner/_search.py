@@ -189,6 +189,11 @@ def plan_file(
     )
     if not best.fits:
         notes.append("no layout fits in the device's memory; the fastest is shown")
+    if best.layout.tp > 1 and not profile.param_specs:
+        notes.append(
+            "no param_specs: the program's parameter paths do not name their layer; the "
+            "runtime's sharding propagation (or --param-spec rules) lays the weights out"
+        )
     layout = _with_cuts(best, profile)
     peak = (
         cluster.device.bf16_flops_per_s
