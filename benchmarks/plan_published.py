@@ -26,8 +26,9 @@ Sources (every published figure below is one of these):
   ``72 B s l h^2 (1 + s / 6h + V / 12 l h)`` (section 6.3). Activation memory per layer by the
   paper's section 4 formulas: ``s b h (34 + 5 a s / h)`` bytes without recompute,
   ``34 s b h / t`` with tensor and sequence parallelism and selective recompute, ``2 s b h``
-  with full recompute (these include dropout masks, 5 s b h + a s^2 b bytes, which a model
-  without dropout does not keep; the comparison says so).
+  with full recompute (these count dropout masks and outputs, which a model without dropout
+  does not keep, and Megatron's kept GeLU output and norm inputs, which hlopipe's selective
+  policy recomputes from the weight matmuls' outputs: the comparison says so).
 
 How the figures were checked here: [N21]'s rows were typed from the paper as recalled and then
 checked for consistency: each row's parameter count from its shape (``12 l h^2 (1 + 13/12h +
@@ -301,7 +302,8 @@ def main(argv: list[str] | None = None) -> int:
     if acts:
         print(
             "\nactivations of one layer, one microbatch, one device ([K22] section 4 formula "
-            "vs the program's residuals; the formula counts dropout masks the program lacks):"
+            "vs what the planner keeps of the program's residuals; the formula counts dropout "
+            "masks the program lacks and values hlopipe's selective policy recomputes):"
         )
         for x in acts:
             print(

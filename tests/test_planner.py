@@ -129,6 +129,10 @@ def test_profile_counts_the_model_and_finds_megatron_pairs():
     assert by_name == {"qkv": "None,model", "fc1": "None,model", "proj": "model,None",
                        "fc2": "model,None"}  # fmt: skip
     assert prof.column_pairs == 2
+    # selective recompute keeps the weight matmuls' outputs (qkv 3d, proj d, fc1 f, fc2 d per
+    # token, fp32) and the layer's input (d); full keeps the input alone
+    assert prof.layer.selective_bytes == 4 * b * s * (3 * d + d + f + d + d)
+    assert prof.layer.input_bytes == 4 * b * s * d
     # each rule matches that weight in every layer, by the pytree's own paths, and nothing else
     params = gpt.init(jax.random.key(0), CFG)
     paths = [jax.tree_util.keystr(p) for p, _ in jax.tree_util.tree_flatten_with_path(params)[0]]

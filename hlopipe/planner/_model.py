@@ -15,8 +15,9 @@ benchmark compares with; an overlapped run is faster than predicted).
 Memory per device: parameters, gradients and optimizer state by :func:`bytes_per_param`, all
 divided by TP (norm gains and biases are replicated in practice: under 0.1% of a layer's), the
 activations the backward
-reads (the per-stage autodiff's residuals; with selective recompute less the attention-
-internal ones, with full recompute only each layer's input), divided by TP and CP (sequence
+reads (the per-stage autodiff's residuals; with selective recompute the weight matmuls'
+outputs and the part's input, the rest recomputed; with full recompute only each layer's
+input), divided by TP and CP (sequence
 parallelism with TP, as Korthikanti et al. 2022), times the microbatches in flight on the
 rank, the largest single value of the backward as a temporary, and ``ALLOCATOR_ALLOWANCE`` of
 the rest for the allocator.
@@ -34,7 +35,7 @@ from dataclasses import dataclass, replace
 from hlopipe.errors import PlanError
 from hlopipe.planfile import Layout, Memory, Recompute
 from hlopipe.planner import _formulas as F
-from hlopipe.planner._profile import Matmul, PartCost, Profile
+from hlopipe.planner._profile import Matmul, MatmulRole, PartCost, Profile
 from hlopipe.stages import Device
 
 #: Fraction of peak a large, well-shaped matmul reaches. An assumption, the same for every
@@ -141,9 +142,9 @@ def part_times(
     extra = 0.0
     if layout.recompute is Recompute.FULL:
         extra = fwd + comm
-    elif layout.recompute is Recompute.SELECTIVE:
-        attn = tuple(m for m in part.forward.matmuls if m.attention)
-        extra = _pass_time(attn, part.forward.attention_bytes, device, tp, cp, flops_per_s, scale)
+    elif layout.recompute is Recompute.SELECTIVE:  # all but the weight matmuls again
+        again = tuple(m for m in part.forward.matmuls if m.role == MatmulRole.HEADS)
+        extra = _pass_time(again, fwd_b, device, tp, cp, flops_per_s, scale)
     return fwd + comm, bwd + comm + extra
 
 
@@ -152,7 +153,7 @@ def part_activations(part: PartCost, layout: Layout, scale: float) -> float:
     if layout.recompute is Recompute.FULL:
         kept = part.input_bytes
     elif layout.recompute is Recompute.SELECTIVE:
-        kept = part.residual_bytes - part.attention_residual_bytes
+        kept = part.selective_bytes
     else:
         kept = part.residual_bytes
     return kept * scale / (layout.tp * layout.cp)

@@ -72,6 +72,7 @@ class PassCost:
     attention_bytes: float
     largest_value: int
     kv_bytes: int = 0  # attention's keys and values (context parallelism passes them around)
+    weight_output_bytes: int = 0  # outputs of the weight matmuls (selective recompute keeps)
 
     @property
     def flops(self) -> float:
@@ -86,7 +87,12 @@ class PassCost:
 class PartCost:
     """A part's forward and backward, its residuals (bytes the backward reads: all, and the
     attention-internal ones among them), its input's bytes (what full recompute keeps), its
-    parameters, and the bytes its row matmuls all-reduce under tensor parallelism."""
+    parameters, and the bytes its row matmuls all-reduce under tensor parallelism.
+
+    Selective recompute keeps the outputs of the weight matmuls and the part's input and
+    recomputes the rest (JAX's ``dots_with_no_batch_dims_saveable`` policy: attention's
+    batched matmuls, norms and activations are recomputed; Korthikanti et al. 2022 recompute
+    the attention core the same way)."""
 
     forward: PassCost
     backward: PassCost
@@ -97,6 +103,12 @@ class PartCost:
     param_elements: int
     param_bytes: int
     row_output_bytes: int
+
+    @property
+    def selective_bytes(self) -> int:
+        """What selective recompute keeps: the weight matmuls' outputs and the input (never
+        more than every residual)."""
+        return min(self.residual_bytes, self.forward.weight_output_bytes + self.input_bytes)
 
 
 @dataclass(frozen=True)
@@ -350,6 +362,7 @@ def _pass_cost(
     roles: dict[int, str] = {}
     row_bytes = 0
     kv_bytes = 0
+    weight_out = 0
     for idx, (e, mult, _) in enumerate(eqns):
         ins = [same.find(v) for v in e.invars if not isinstance(v, jax.extend.core.Literal)]
         outs = [same.find(v) for v in e.outvars]
@@ -361,6 +374,8 @@ def _pass_cost(
             matmuls.append(mm)
             roles[idx] = role
             row_bytes += row
+            if role in (MatmulRole.COLUMN, MatmulRole.ROW):
+                weight_out += _nbytes(e.outvars[0].aval) * mult
             if role == MatmulRole.COLUMN or (
                 role == MatmulRole.HEADS and any(v in open_ for v in ins)
             ):
@@ -371,7 +386,7 @@ def _pass_cost(
         if any(v in open_ for v in ins):
             open_.update(outs)
     fused_bytes, att_bytes, largest = _region_bytes(eqns, jaxpr, seq, fused, same)
-    cost = PassCost(tuple(matmuls), fused_bytes, att_bytes, largest, kv_bytes)
+    cost = PassCost(tuple(matmuls), fused_bytes, att_bytes, largest, kv_bytes, weight_out)
     return cost, roles, row_bytes
 
 
