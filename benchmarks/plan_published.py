@@ -264,6 +264,39 @@ def row(r: Run, scanned: bool, search: bool) -> dict[str, Any]:
     return out
 
 
+def time_405b() -> list[tuple[str, float, int]]:
+    """``hlopipe plan`` end to end (a fresh process: load, rehydrate, profile, search) on a
+    405B-wide, 126-layer program (Llama 3.1 405B's width 16384, 128 heads, 126 layers; this
+    file's GPT block with an MLP of 4 x 16384), as unrolled HLO text and as a scanned
+    ``jax.export``: the wall seconds and the exit status of each."""
+    import os
+    import subprocess
+    import tempfile
+
+    r = Run("L405", "405B", 128, 16384, 126, 8, 16, 16384, 2048, Recompute.FULL, 0.0, False)
+    out = []
+    with tempfile.TemporaryDirectory() as tmp:
+        unrolled = functools.partial(loss_unrolled, heads=r.heads)
+        text = jax.jit(unrolled).lower(*abstract_args(r, scanned=False)).as_text("hlo")
+        hlo = os.path.join(tmp, "l405.hlo")
+        with open(hlo, "w") as f:
+            f.write(text)
+        scanned = functools.partial(loss_scanned, heads=r.heads)
+        exported = jax.export.export(jax.jit(scanned))(*abstract_args(r, scanned=True))
+        exp = os.path.join(tmp, "l405.jax_export")
+        with open(exp, "wb") as f:
+            f.write(exported.serialize())
+        for name, path in (("unrolled HLO text", hlo), ("scanned jax.export", exp)):
+            t0 = time.perf_counter()
+            done = subprocess.run(
+                [sys.executable, "-m", "hlopipe", "plan", path, "--device", "h100",
+                 "--devices", "16384", "--global-batch", "2048", "--json"],
+                capture_output=True, text=True, check=False,
+            )  # fmt: skip
+            out.append((name, time.perf_counter() - t0, done.returncode))
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("--only", choices=("N21", "K22"))
@@ -271,7 +304,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--no-search", action="store_true", help="skip the free search")
     ap.add_argument("--rows", help="comma-separated run names")
     ap.add_argument("--json", help="write the rows as JSON")
+    ap.add_argument("--timing", action="store_true",
+                    help="only time `hlopipe plan` on 405B-wide, 126-layer programs")  # fmt: skip
     args = ap.parse_args(argv)
+    if args.timing:
+        for name, seconds, code in time_405b():
+            print(f"hlopipe plan, 405B-wide 126 layers, {name}: {seconds:.1f} s (exit {code})")
+        return 0
     runs = [r for r in N21 + K22 if args.only in (None, r.source)]
     if args.rows:
         runs = [r for r in runs if r.name in args.rows.split(",")]

@@ -254,7 +254,7 @@ def _part_cost(stage: Any, param_argnums: Sequence[int], seq: int, fused: bool) 
     fwd = fb.forward_jaxpr
     bwd = fb.backward_jaxpr
     params = set(fb.diff_params)
-    fwd_cost, roles, row_bytes = _pass_cost(fwd.jaxpr, params, seq, fused, with_roles=True)
+    fwd_cost, _, row_bytes = _pass_cost(fwd.jaxpr, params, seq, fused)
     bwd_cost, _, _ = _pass_cost(bwd.jaxpr, params, seq, fused)
     res = list(fwd.jaxpr.outvars[fb.num_outputs :])
     res_bytes = sum(_nbytes(v.aval) for v in res)
@@ -263,7 +263,6 @@ def _part_cost(stage: Any, param_argnums: Sequence[int], seq: int, fused: bool) 
     diff = [i for i, a in enumerate(stage.param_argnums) if a in set(param_argnums)]
     elements = sum(int(math.prod(pavals[i].shape)) for i in diff)
     pbytes = sum(_nbytes(pavals[i]) for i in diff)
-    del roles
     return PartCost(
         forward=fwd_cost,
         backward=bwd_cost,
@@ -348,7 +347,7 @@ class _Same:
 
 
 def _pass_cost(
-    jaxpr: Any, param_positions: set[int], seq: int, fused: bool, with_roles: bool = False
+    jaxpr: Any, param_positions: set[int], seq: int, fused: bool
 ) -> tuple[PassCost, dict[int, str], int]:
     """The matmuls and fused-region bytes of one pass. Data flow gives the roles: values made
     from parameters alone (a weight, its transpose or cast) are *weights*; a weight matmul
@@ -518,7 +517,7 @@ def _param_specs(layer: Any, staged: Any) -> tuple[tuple[str, ...], int]:
     indices written as ``*``; and the number of row matmuls (column/row pairs) in a layer."""
     fb = layer.forward_backward(tuple(sorted(set(layer.param_argnums))))
     jaxpr = fb.forward_jaxpr.jaxpr
-    _, roles, _ = _pass_cost(jaxpr, set(fb.diff_params), 0, True, with_roles=True)
+    _, roles, _ = _pass_cost(jaxpr, set(fb.diff_params), 0, True)
     same = _Same()
     eqns = [e for e, _ in _flatten(jaxpr, 1, same)]
     position = {same.find(v): i for i, v in enumerate(jaxpr.invars)}
@@ -577,13 +576,3 @@ def _generic_path(path: str) -> str | None:
     escaped = re.escape(path)
     pattern = re.sub(r"\\\[\d+\\\]", lambda _: r"\[\d+\]", escaped)
     return pattern if stacked or pattern != escaped else None
-
-
-def require_layers(profile: Profile, pp: int, virtual: int) -> None:
-    """Raise unless the program has the repeated layers ``pp * virtual`` stages need."""
-    need = pp * virtual
-    if need > 1 and profile.layers < need:
-        raise StageError(
-            f"{need} pipeline stages need at least {need} repeated layers; the program has "
-            f"{profile.layers if profile.whole is None else 'no repeated layers found'}"
-        )

@@ -7,17 +7,15 @@ from __future__ import annotations
 import hashlib
 import itertools
 import os
-from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from hlopipe.errors import Keyword, PlanError
-from hlopipe.planfile import Alternative, Cluster, Layout, PlanFile, Recompute
+from hlopipe.planfile import ZERO_LEVELS, Alternative, Cluster, Layout, PlanFile, Recompute
 from hlopipe.planner._model import ClusterSpec, Estimate, estimate, model_flops
 from hlopipe.planner._profile import Profile
 from hlopipe.stages import device as named_device
 
-ZERO_LEVELS = (0, 1, 3)
 SCHEDULES = ("1f1b", "interleaved-1f1b", "gpipe")
 
 
@@ -189,6 +187,11 @@ def plan_file(
     )
     if not best.fits:
         notes.append("no layout fits in the device's memory; the fastest is shown")
+    if best.layout.schedule not in SCHEDULES and best.layout.pp > 1:
+        notes.append(
+            f"schedule {best.layout.schedule} costed as 1F1B (its bubble and microbatches in "
+            "flight; the planner models 1f1b, interleaved-1f1b and gpipe)"
+        )
     if best.layout.tp > 1 and not profile.param_specs:
         notes.append(
             "no param_specs: the program's parameter paths do not name their layer; the "
@@ -254,8 +257,3 @@ def explain(profile: Profile) -> dict[str, Any]:
         "model_flops_per_batch": model_flops(profile),
         "tensor_parallel_pairs_per_layer": profile.column_pairs,
     }
-
-
-def given_layout_only(fixed: Fixed, names: Sequence[str]) -> bool:
-    """Whether every degree in ``names`` was given."""
-    return all(getattr(fixed, n) is not None for n in names)
