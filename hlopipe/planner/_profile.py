@@ -256,7 +256,10 @@ def _part_cost(stage: Any, param_argnums: Sequence[int], seq: int, fused: bool) 
     params = set(fb.diff_params)
     fwd_cost, _, row_bytes = _pass_cost(fwd.jaxpr, params, seq, fused)
     bwd_cost, _, _ = _pass_cost(bwd.jaxpr, params, seq, fused)
-    res = list(fwd.jaxpr.outvars[fb.num_outputs :])
+    # a residual made from constants alone (a causal mask broadcast over the heads) is made
+    # again by the backward for free, as a stage makes such values instead of receiving them
+    varying = _varying(fwd.jaxpr)
+    res = [v for v in fwd.jaxpr.outvars[fb.num_outputs :] if v in varying]
     res_bytes = sum(_nbytes(v.aval) for v in res)
     att_bytes = sum(_nbytes(v.aval) for v in res if _attention_internal(v.aval, seq))
     pavals = stage.param_avals
@@ -274,6 +277,20 @@ def _part_cost(stage: Any, param_argnums: Sequence[int], seq: int, fused: bool) 
         param_bytes=pbytes,
         row_output_bytes=row_bytes,
     )
+
+
+def _varying(jaxpr: Any) -> set[Any]:
+    """The values of ``jaxpr`` that depend on one of its arguments (through calls and loops:
+    a value a call makes from constants alone is not), as canonical values of a :class:`_Same`
+    returned with it."""
+    lit = jax.extend.core.Literal
+    same = _Same()
+    eqns = list(_flatten(jaxpr, 1, same))
+    out = {same.find(v) for v in jaxpr.invars}
+    for e, _ in eqns:
+        if any(not isinstance(v, lit) and same.find(v) in out for v in e.invars):
+            out.update(same.find(v) for v in e.outvars)
+    return {v for v in jaxpr.outvars if not isinstance(v, lit) and same.find(v) in out}
 
 
 def _leaves(jaxpr: Any, mult: int = 1) -> Iterator[tuple[Any, int, Any]]:
@@ -448,7 +465,7 @@ def _region_bytes(
     for i, ins in enumerate(ins_of):
         for v in ins:
             readers.setdefault(v, set()).add(i)
-    outs = {same.find(v) for v in jaxpr.outvars if not isinstance(v, lit)}
+    outs = {same.find(v) for v in _varying(jaxpr)}  # those made from constants are made again
     moved: dict[int, dict[Any, float]] = {}  # region -> value -> bytes (each value once)
     touches: dict[int, bool] = {}
     largest = 0
