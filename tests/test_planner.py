@@ -14,6 +14,7 @@ import re
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 import pytest
 
 from hlopipe import planner, schedules, stages
@@ -243,7 +244,9 @@ def test_split_device_reports_the_planners_memory():
     assert from_split.rank_memory == from_plan.rank_memory  # one model, either way in
     assert from_split.step_time_s == pytest.approx(from_plan.step_time_s, rel=0.01)
     # against the split itself: each stage's trained parameters at fp32's 4 + 4 + 8 bytes,
-    # and its autodiff's residuals times 1F1B's min(p - r, m) microbatches in flight
+    # and the residuals its autodiff's forward returns that change with its inputs (those
+    # made from constants alone are the same on any two runs, and made again) times 1F1B's
+    # min(p - r, m) microbatches in flight
     trained = set(range(len(jax.tree.leaves(params))))
     for r, mem in enumerate(from_split.rank_memory):
         st = staged.stage(r)
@@ -251,9 +254,23 @@ def test_split_device_reports_the_planners_memory():
                        strict=True) if i in trained)  # fmt: skip
         assert (mem.params, mem.grads, mem.optimizer) == (4 * elements, 4 * elements,
                                                           8 * elements)  # fmt: skip
-        kept = sum(math.prod(a.shape) * a.dtype.itemsize
-                   for a in st.forward_backward((0,)).residual_avals)  # fmt: skip
+        fb = st.forward_backward((0,))
+        runs = [fb.forward(*_random_inputs(st, seed)) for seed in (1, 2)]
+        kept = sum(a.nbytes for a, b in zip(runs[0][1], runs[1][1], strict=True)
+                   if not np.array_equal(a, b))  # fmt: skip
         assert mem.activations == kept * min(2 - r, 4)
+
+
+def _random_inputs(stage, seed: int):
+    """Random values for a stage's parameters (tokens in the vocabulary) and inputs."""
+    keys = iter(jax.random.split(jax.random.key(seed), 64))
+
+    def one(a):
+        if jnp.issubdtype(a.dtype, jnp.integer):
+            return jax.random.randint(next(keys), a.shape, 0, CFG.vocab, a.dtype)
+        return jax.random.normal(next(keys), a.shape, a.dtype)
+
+    return [one(a) for a in stage.param_avals], [one(r.aval) for r in stage.receives]
 
 
 # --- the plan file for a small model -----------------------------------------------------------
