@@ -161,6 +161,36 @@ def test_a_scanned_program_profiles_as_its_unrolled_form():
                        "proj": "None,model,None", "fc2": "None,model,None"}  # fmt: skip
 
 
+def _attention_layer_loss(params, x, *, fused_call: bool):
+    b, s, d = x.shape
+    for p in params:
+        q, k, v = ((x @ p[n]).reshape(b, s, 4, d // 4) for n in ("q", "k", "v"))
+        if fused_call:
+            a = jax.nn.dot_product_attention(q, k, v, is_causal=True)
+        else:
+            scores = jnp.einsum("bqhd,bkhd->bhqk", q, k) / jnp.sqrt(d // 4)
+            scores = jnp.where(jnp.tril(jnp.ones((s, s), bool)), scores, -1e9)
+            a = jnp.einsum("bhqk,bkhd->bqhd", jax.nn.softmax(scores, axis=-1), v)
+        x = x + a.reshape(b, s, d) @ p["o"]
+    return jnp.mean(x**2)
+
+
+def test_attention_written_either_way_is_found_and_costed_alike():
+    d, s = 32, 16
+    w = jax.ShapeDtypeStruct((d, d), jnp.float32)
+    params = [{n: w for n in ("q", "k", "v", "o")} for _ in range(4)]
+    x = jax.ShapeDtypeStruct((2, s, d), jnp.float32)
+    profs = [
+        planner.profile_program(functools.partial(_attention_layer_loss, fused_call=f), params, x)
+        for f in (False, True)
+    ]
+    for prof in profs:
+        assert prof.seq == s and prof.layer is not None
+        attention = [m for m in prof.layer.forward.matmuls if m.attention]
+        assert len(attention) == 2 and all(m.role == "heads" for m in attention)
+    assert profs[0].layer.forward.flops == profs[1].layer.forward.flops
+
+
 # --- the search --------------------------------------------------------------------------------
 
 

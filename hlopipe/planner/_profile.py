@@ -495,8 +495,14 @@ def _region_bytes(
 
 
 def _attention_internal(aval: Any, seq: int) -> bool:
-    shape: tuple[int, ...] = tuple(getattr(aval, "shape", ()))
+    shape = _squeezed(aval)
     return seq > 1 and len(shape) >= 2 and shape[-1] == seq and shape[-2] == seq
+
+
+def _squeezed(aval: Any) -> tuple[int, ...]:
+    """A shape without its axes of size 1 (``jax.nn.dot_product_attention`` writes its
+    scores ``[B, N, T, 1, S]``: a group axis of grouped-query attention)."""
+    return tuple(int(d) for d in getattr(aval, "shape", ()) if d != 1)
 
 
 def _nbytes(aval: Any) -> int:
@@ -510,9 +516,9 @@ def _seq_length(jaxpr: Any) -> int:
     for e, _, _ in _leaves(jaxpr):
         if e.primitive.name != "dot_general":
             continue
-        shape = e.outvars[0].aval.shape
-        if len(shape) >= 2 and shape[-1] == shape[-2] and shape[-1] > 1:
-            found.append(int(shape[-1]))
+        shape = _squeezed(e.outvars[0].aval)
+        if len(shape) >= 2 and shape[-1] == shape[-2]:
+            found.append(shape[-1])
     return max(found, default=0)
 
 
