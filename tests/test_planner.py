@@ -269,8 +269,11 @@ def test_split_device_reports_the_planners_memory():
     lay = Layout(tp=1, pp=2, dp=1, cp=1, zero=0, recompute=Recompute.NONE, schedule="1f1b",
                  virtual_stages=1, microbatch_size=BATCH, microbatches=4)  # fmt: skip
     cluster = planner.cluster_spec("h100", 2)
-    from_split = planner.estimate(planner.profile_staged(staged), lay, cluster)
-    from_plan = planner.estimate(_profile(), lay, cluster, stage_layers=(2, 4))
+    from_split = planner.estimate(planner.profile_staged(staged), lay, cluster,
+                                  fused_attention=False)  # fmt: skip
+    from_plan = planner.estimate(_profile(), lay, cluster, stage_layers=(2, 4),
+                                 fused_attention=False)  # fmt: skip
+    fused = planner.estimate(planner.profile_staged(staged), lay, cluster)
     assert from_split.rank_memory == from_plan.rank_memory  # one model, either way in
     assert from_split.step_time_s == pytest.approx(from_plan.step_time_s, rel=0.01)
     # against the split itself: each stage's trained parameters at fp32's 4 + 4 + 8 bytes,
@@ -286,9 +289,13 @@ def test_split_device_reports_the_planners_memory():
                                                           8 * elements)  # fmt: skip
         fb = st.forward_backward((0,))
         runs = [fb.forward(*_random_inputs(st, seed)) for seed in (1, 2)]
-        kept = sum(a.nbytes for a, b in zip(runs[0][1], runs[1][1], strict=True)
-                   if not np.array_equal(a, b))  # fmt: skip
-        assert mem.activations == kept * min(2 - r, 4)
+        varying = [a for a, b in zip(runs[0][1], runs[1][1], strict=True)
+                   if not np.array_equal(a, b)]  # fmt: skip
+        assert mem.activations == sum(a.nbytes for a in varying) * min(2 - r, 4)
+        # a fused attention kernel keeps none of the scores and probabilities [..., s, s]
+        scores = sum(a.nbytes for a in varying if a.shape[-2:] == (CFG.seq, CFG.seq))
+        assert scores > 0
+        assert fused.rank_memory[r].activations == mem.activations - scores * min(2 - r, 4)
 
 
 def _random_inputs(stage, seed: int):

@@ -148,12 +148,17 @@ def part_times(
     return fwd + comm, bwd + comm + extra
 
 
-def part_activations(part: PartCost, layout: Layout, scale: float) -> float:
-    """Bytes one microbatch of ``part`` keeps for its backward on one device."""
+def part_activations(
+    part: PartCost, layout: Layout, scale: float, fused_attention: bool = True
+) -> float:
+    """Bytes one microbatch of ``part`` keeps for its backward on one device (a fused
+    attention kernel keeps no attention-internal value: its backward makes them again)."""
     if layout.recompute is Recompute.FULL:
         kept = part.input_bytes
     elif layout.recompute is Recompute.SELECTIVE:
         kept = part.selective_bytes
+    elif fused_attention:
+        kept = part.residual_bytes - part.attention_residual_bytes
     else:
         kept = part.residual_bytes
     return kept * scale / (layout.tp * layout.cp)
@@ -188,7 +193,7 @@ def estimate(
             priced[id(part)] = (
                 pf,
                 pb,
-                part_activations(part, layout, scale),
+                part_activations(part, layout, scale, fused_attention),
                 _params_per_device(part, layout.tp),
                 int(part.backward.largest_value * scale / layout.tp),
             )
