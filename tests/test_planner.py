@@ -115,6 +115,7 @@ def test_profile_counts_the_model_and_finds_megatron_pairs():
     prof = _profile()
     b, s, d, f, v = BATCH, CFG.seq, CFG.d_model, CFG.d_ff, CFG.vocab
     assert prof.layers == CFG.n_layers and prof.seq == s and prof.batch == b
+    assert prof.heads == CFG.n_heads
     # one layer's forward matmuls by hand: qkv, scores, weighted sum, proj, fc1, fc2
     layer = 2 * b * s * (d * 3 * d + d * d + 2 * d * f) + 2 * 2 * b * s * s * d
     assert prof.layer is not None and prof.layer.forward.flops == layer
@@ -201,6 +202,8 @@ def test_search_equals_a_brute_force_over_the_space():
     best = None
     for tp, pp, cp in itertools.product((1, 2, 4, 8), repeat=3):
         if 8 % (tp * pp * cp) or tp * cp > 4 or pp > CFG.n_layers or CFG.seq % cp:
+            continue
+        if CFG.n_heads % tp:
             continue
         dp = 8 // (tp * pp * cp)
         scheds = ("1f1b", "interleaved-1f1b", "gpipe") if pp > 1 else ("1f1b",)

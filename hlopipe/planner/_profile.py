@@ -132,6 +132,17 @@ class Profile:
     marked: tuple[PartCost, ...] = ()  # a program cut at its markers: each stage's costs
 
     @property
+    def heads(self) -> int:
+        """Attention heads (the batch axes of attention's matmuls over the batch's
+        sequences; 0 without attention): tensor parallelism splits them."""
+        parts = [p for p in (self.layer, self.whole) if p is not None]
+        for part in parts:
+            for m in part.forward.matmuls:
+                if m.attention and self.batch and m.b % self.batch == 0:
+                    return m.b // self.batch
+        return 0
+
+    @property
     def fixed_stages(self) -> int | None:
         """The stage count a program with markers must be cut into (``None``: any)."""
         return len(self.marked) if len(self.marked) > 1 else None

@@ -71,6 +71,8 @@ def layouts(
             continue
         if cp > 1 and (profile.seq % cp or tp * cp > devices_per_node):
             continue
+        if profile.heads and profile.heads % tp:  # tensor parallelism splits whole heads
+            continue
         schedules = [fixed.schedule] if fixed.schedule else (SCHEDULES if pp > 1 else ("1f1b",))
         for schedule, zero, recompute, mb in itertools.product(schedules, zeros, recomputes, mbs):
             if global_batch % (dp * mb):
