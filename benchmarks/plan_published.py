@@ -30,13 +30,13 @@ Sources (every published figure below is one of these):
   does not keep, and Megatron's kept GeLU output and norm inputs, which hlopipe's selective
   policy recomputes from the weight matmuls' outputs: the comparison says so).
 
-How the figures were checked here: [N21]'s rows were compared with two public transcriptions
-of its Table 1 (found by a search of public repositories while writing this file; every number
-the same), and checked for consistency: each row's parameter count from its shape (``12 l h^2
-(1 + 13/12h + (V + s)/12 l h)``) equals the published one to 0.1B, and each achieved FLOP/s
-over A100's 312 TFLOP/s equals the published percentage of peak. [K22]'s selective-recompute times are checked
-against its model FLOPs utilization (22B 41.5%, 175B 51.4%, 530B 56.0%, 1T 56.3%, the
-Megatron-LM README's table): FLOPs / (MFU x 312 TFLOP/s x GPUs) gives 1.10, 13.75, 37.86 and
+How the figures were checked here: [N21]'s rows were compared with two public transcriptions of
+its Table 1 (found by a search of public repositories while writing this file; every number the
+same), and checked for consistency: each row's parameter count from its shape (``12 l h^2 (1 +
+13/12h + (V + s)/12 l h)``) equals the published one to 0.1B, and each achieved FLOP/s over
+A100's 312 TFLOP/s equals the published percentage of peak. [K22]'s selective-recompute times
+are checked against its model FLOPs utilization (22B 41.5%, 175B 51.4%, 530B 56.0%, 1T 56.3%,
+the Megatron-LM README's table): FLOPs / (MFU x 312 TFLOP/s x GPUs) gives 1.10, 13.75, 37.86 and
 71.45 s against the table's 1.10, 13.75, 37.83 and 71.49. [K22]'s full-recompute times (1.42,
 18.13, 49.05, 94.42 s) are as recalled and NOT independently verified here (the 530B ratio,
 1.30, agrees with the abstract's "29% faster"). Microbatch sizes are not in either table: 1 is
@@ -44,6 +44,7 @@ assumed for every row. The pipeline schedule is taken as 1F1B (not interleaved) 
 
 Usage:
     python benchmarks/plan_published.py [--only N21|K22] [--no-scan] [--no-search] [--json F]
+    python benchmarks/plan_published.py --timing    # hlopipe plan on 405B-wide 126-layer programs
 """
 
 from __future__ import annotations
