@@ -124,7 +124,10 @@ def render(plan: Any, found: dict[str, Any]) -> str:
     lay = plan.layout
     gib = 2**30
     lines = [
-        f"program: {found['layers']} repeated layers, {found['parameters'] / 1e9:.3g}B "
+        "program: "
+        + (f"cut at its markers into {found['marked_stages']} stages"
+           if found["marked_stages"] else f"{found['layers']} repeated layers")  # fmt: skip
+        + f", {found['parameters'] / 1e9:.3g}B "
         f"parameters, sequence {found['sequence']}, batch {found['batch']}, "
         f"{found['tensor_parallel_pairs_per_layer']} column/row pairs a layer",
         f"cluster: {plan.cluster.devices} x {plan.cluster.device} "

@@ -253,6 +253,7 @@ def explain(profile: Profile) -> dict[str, Any]:
     """What the profile found, for the command's output."""
     return {
         "layers": profile.layers,
+        "marked_stages": profile.fixed_stages,
         "sequence": profile.seq,
         "batch": profile.batch,
         "parameters": profile.total_param_elements,
