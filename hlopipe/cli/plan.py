@@ -123,11 +123,11 @@ def render(plan: Any, found: dict[str, Any]) -> str:
     and memory by kind, and the alternatives."""
     lay = plan.layout
     gib = 2**30
+    shape = f"{found['layers']} repeated layers"
+    if found["marked_stages"]:
+        shape = f"cut at its markers into {found['marked_stages']} stages"
     lines = [
-        "program: "
-        + (f"cut at its markers into {found['marked_stages']} stages"
-           if found["marked_stages"] else f"{found['layers']} repeated layers")  # fmt: skip
-        + f", {found['parameters'] / 1e9:.3g}B "
+        f"program: {shape}, {found['parameters'] / 1e9:.3g}B "
         f"parameters, sequence {found['sequence']}, batch {found['batch']}, "
         f"{found['tensor_parallel_pairs_per_layer']} column/row pairs a layer",
         f"cluster: {plan.cluster.devices} x {plan.cluster.device} "
@@ -141,11 +141,13 @@ def render(plan: Any, found: dict[str, Any]) -> str:
         f"{plan.model_flops_per_device_s / 1e12:.4g} model TFLOP/s a device, MFU "
         f"{plan.mfu:.1%}, bubble {plan.bubble:.1%}",
         "memory a device (GiB): "
-        + ", ".join(f"{k} {getattr(plan.memory, k) / gib:.2f}" for k in
-                    ("params", "grads", "optimizer", "activations", "temporary", "allocator"))
+        + ", ".join(
+            f"{k} {getattr(plan.memory, k) / gib:.2f}"
+            for k in ("params", "grads", "optimizer", "activations", "temporary", "allocator")
+        )
         + f"; total {plan.memory_per_device_bytes / gib:.2f} "
         + ("fits" if plan.fits else "DOES NOT FIT"),
-    ]  # fmt: skip
+    ]
     lines += [f"note: {n}" for n in plan.notes]
     if plan.alternatives:
         lines.append("alternatives:")
