@@ -149,3 +149,13 @@ class DistributedError(HlopipeError):
 
 class NonFiniteError(HlopipeError):
     """A training step's loss or gradients are not finite (``Pipeline(check_finite=True)``)."""
+
+
+class PlanFileError(HlopipeError):
+    """A plan file (``hlopipe plan -o``, ``hlopipe train --plan``) is malformed: the message
+    names the file, the field and what is allowed."""
+
+
+class PlanError(HlopipeError):
+    """``hlopipe plan`` cannot plan as asked: degrees that do not multiply to the devices, a
+    global batch that does not divide, a program without the layers a pipeline needs."""

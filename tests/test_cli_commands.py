@@ -13,7 +13,7 @@ from hlopipe.cli._common import COMMANDS
 def test_every_command_module_is_in_the_table_in_order():
     modules = {m.name for m in pkgutil.iter_modules(hlopipe.cli.__path__) if m.name[0] != "_"}
     assert set(COMMANDS) == modules
-    order = ["schedule", "inspect", "run", "decompile", "demo", "split", "conformance"]
+    order = ["schedule", "inspect", "run", "decompile", "demo", "split", "plan", "conformance"]
     assert list(COMMANDS) == [*order, "train", "generate", "serve", "launch"]
     for name, command in COMMANDS.items():
         assert command.name == name

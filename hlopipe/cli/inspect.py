@@ -86,7 +86,8 @@ def _cmd_inspect(args: argparse.Namespace) -> int:
         d = info["device"]
         print(
             f"on {device.name}: floating-point arguments {d['float_argument_bytes'] / 2**30:.2f}"
-            f" GiB; with gradients and Adam's two fp32 moments {d['training_bytes'] / 2**30:.2f}"
+            f" GiB; with gradients, master weights and Adam's moments (mixed precision) "
+            f"{d['training_bytes'] / 2**30:.2f}"
             f" GiB ({d['training_bytes'] / device.memory_bytes:.0%} of one device), before "
             "activations (`hlopipe split --stages N --device` reports them per stage)"
         )
@@ -103,17 +104,25 @@ def _device_line(device: Any) -> str:
 
 def _device_info(device: Any, avals: Any) -> dict[str, Any]:
     """A program's floating-point arguments (taken as parameters) on ``device``: their bytes,
-    and with their gradients and Adam's two fp32 moments."""
+    and the bytes training them takes by the planner's precision policy (``planner.
+    bytes_per_param``: 16-bit parameters with fp32 gradients, master weights and Adam's two
+    moments; 32-bit ones with fp32 gradients and moments), before activations."""
+    import jax.numpy as jnp
     import numpy as np
 
-    floats = [a for a in avals if np.issubdtype(np.dtype(a.dtype), np.inexact)]
-    nbytes = sum(int(np.prod(a.shape)) * np.dtype(a.dtype).itemsize for a in floats)
-    elements = sum(int(np.prod(a.shape)) for a in floats)
+    from hlopipe.planner import bytes_per_param
+
+    floats = [a for a in avals if jnp.issubdtype(a.dtype, jnp.inexact)]
+    nbytes = sum(int(np.prod(a.shape)) * jnp.dtype(a.dtype).itemsize for a in floats)
+    training = sum(
+        int(np.prod(a.shape)) * bytes_per_param(jnp.dtype(a.dtype).itemsize, zero=0, dp=1)
+        for a in floats
+    )
     return {
         "name": device.name,
         "memory_bytes": device.memory_bytes,
         "float_argument_bytes": nbytes,
-        "training_bytes": 2 * nbytes + 8 * elements,
+        "training_bytes": training,
     }
 
 

@@ -35,7 +35,8 @@ def _add_split(p: argparse.ArgumentParser) -> None:
         "--device",
         metavar="NAME",
         help="cost the stages with this device's roofline and print each stage's training "
-        "memory on it (cpu, a100-40gb, a100-80gb, h100, h200)",
+        "memory on it (cpu, a100-40gb, a100-80gb, h100, h200, b200, mi300x, tpu-v4, tpu-v5e, "
+        "tpu-v5p)",
     )
     p.add_argument(
         "--schedule", default="1f1b", help="with --device: the schedule to assume (1f1b)"
@@ -46,11 +47,13 @@ def _add_split(p: argparse.ArgumentParser) -> None:
     )  # fmt: skip
     p.add_argument(
         "--optimizer", choices=("adam", "adamw", "sgd"), default="adam",
-        help="with --device: the optimizer whose state to count (adam)",
+        help="with --device: the optimizer whose state to count (adam: bf16 parameters with "
+        "fp32 gradients, master weights and moments; sgd: the older per-stage report)",
     )  # fmt: skip
     p.add_argument(
-        "--memory-cap", action="store_true", help="with --device: cut so that each stage's "
-        "program (parameters and one microbatch's values) fits in the device's memory",
+        "--memory-cap", action="store_true", help="with --device: cut between repeated layers "
+        "so that each rank's whole training memory (parameters, gradients, optimizer state, "
+        "the activations of the microbatches in flight) fits in the device's memory",
     )  # fmt: skip
     p.add_argument("-o", "--output", required=True, metavar="DIR", help="output folder")
     p.add_argument("--format", choices=("hlo", "stablehlo"), default="hlo", help="module format")
@@ -97,20 +100,98 @@ def _cmd_split(args: argparse.Namespace) -> int:
     if args.device is None and (args.memory_cap or args.microbatches is not None):
         raise HlopipeError("--memory-cap and --microbatches need --device NAME")
     device = None if args.device is None else stages.device(args.device)
-    cap = stages.memory_cap(device) if device is not None and args.memory_cap else None
+    cap, layers, note = None, None, ""
     with x64_if_needed(program):
-        staged = stages.split(program, num_stages=args.stages, device=device, memory_cap=cap)
+        if device is not None and args.memory_cap:
+            layers, note = _layers_that_fit(program, device, args)
+            if layers is None:
+                cap = stages.memory_cap(device)
+        staged = stages.split(
+            program, num_stages=None if layers else args.stages, device=device, memory_cap=cap,
+            stage_layers=layers,
+        )  # fmt: skip
         argnums = None if args.no_autodiff else tuple(range(len(program.in_avals)))
         path = staged.export(args.output, format=args.format, argnums=argnums)
+        report = None if device is None else _memory_table(staged, device, args)
     print(stages.format_manifest(path), end="")
-    if device is not None:
-        report = staged.memory_report(
-            device, schedule=args.schedule, num_microbatches=args.microbatches,
-            optimizer=args.optimizer,
-        )  # fmt: skip
-        print(report.render(), end="")
+    if report is not None:
+        print(report, end="")
+    if note:
+        print(f"note: {note}")
     print(f"wrote {path}")
     return 0
+
+
+def _layers_that_fit(program: Any, device: Any, args: argparse.Namespace) -> tuple[
+    list[int] | None, str
+]:  # fmt: skip
+    """``--memory-cap``: the layers per stage under which each rank's whole training memory
+    (the planner's: parameters, gradients, optimizer state, the activations of the
+    microbatches in flight, temporaries, the allocator) fits the device; ``None`` (and why) for
+    a program without repeated layers, cut by the older per-stage cap instead."""
+    from hlopipe import planner
+    from hlopipe.planfile import Layout, Recompute
+
+    if args.stages is None:
+        raise HlopipeError("--memory-cap needs --stages N")
+    profile = planner.profile_program(program)
+    if profile.layer is None:
+        return None, (
+            "no repeated layers to cut between: --memory-cap counted each stage's parameters "
+            "and one microbatch's values only"
+        )
+    layout = Layout(
+        tp=1, pp=args.stages, dp=1, cp=1, zero=0, recompute=Recompute.NONE,
+        schedule=args.schedule, virtual_stages=1, microbatch_size=profile.batch,
+        microbatches=args.microbatches or args.stages,
+    )  # fmt: skip
+    cluster = planner.cluster_spec(device.name, args.stages)
+    fitted = planner.fit_stage_layers(profile, layout, cluster, device.memory_bytes)
+    return list(fitted), ""
+
+
+def _memory_table(staged: Any, device: Any, args: argparse.Namespace) -> str:
+    """Each rank's training memory on ``device`` under ``--schedule`` by the planner's model
+    (the one ``hlopipe plan`` prices layouts with), one data replica, no tensor parallelism."""
+    from hlopipe import planner, schedules
+    from hlopipe.planfile import Layout, Recompute
+
+    S = staged.num_stages
+    v = schedules.default_virtual_stages(args.schedule)
+    if S % v:
+        raise HlopipeError(
+            f"--schedule {args.schedule} puts {v} stages on each rank; {S} stages do not divide"
+        )
+    m = args.microbatches or S
+    if args.optimizer == "sgd":
+        report = staged.memory_report(device, schedule=args.schedule, num_microbatches=m,
+                                      optimizer="sgd")  # fmt: skip
+        return str(report.render())
+    profile = planner.profile_staged(staged)
+    layout = Layout(
+        tp=1, pp=S // v, dp=1, cp=1, zero=0, recompute=Recompute.NONE, schedule=args.schedule,
+        virtual_stages=v, microbatch_size=profile.batch, microbatches=m,
+    )  # fmt: skip
+    est = planner.estimate(profile, layout, planner.cluster_spec(device.name, S // v))
+    gib = 2**30
+    lines = [
+        f"memory per stage on {device.name} ({device.memory_bytes / gib:.2f} GiB), "
+        f"{args.schedule} with {m} microbatches, optimizer {args.optimizer} (mixed precision: "
+        f"{planner.bytes_per_param(profile.param_itemsize, zero=0, dp=1):g} bytes a parameter)",
+        "rank  stages        params       grads   optimizer  activations   temporary   "
+        "allocator       total  fits",
+    ]
+    for r, mem in enumerate(est.rank_memory):
+        held = ",".join(str(r + k * (S // v)) for k in range(v))
+        cells = [mem.params, mem.grads, mem.optimizer, mem.activations, mem.temporary,
+                 mem.allocator, mem.total]  # fmt: skip
+        lines.append(
+            f"{r:4}  {held:6}"
+            + "".join(f"{c / gib:12.3f}" for c in cells)
+            + ("  yes" if mem.total <= device.memory_bytes else "  NO")
+        )
+    lines.append(f"predicted step time {est.step_time_s:.4g} s (bubble {est.bubble:.1%})")
+    return "\n".join(lines) + "\n"
 
 
 def _split_files(args: argparse.Namespace) -> int:

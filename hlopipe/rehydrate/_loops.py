@@ -325,4 +325,6 @@ def _placeholder(aval: Any) -> np.ndarray:
     token is an empty array, as the token rules make it)."""
     if not hasattr(aval, "shape"):
         return np.zeros((0,), dtype=bool)
-    return np.zeros(aval.shape, aval.dtype)
+    # a read-only view of one zero: no memory for a value nothing reads (a 405B-wide layer
+    # stack is hundreds of GiB)
+    return np.broadcast_to(np.zeros((), aval.dtype), aval.shape)

@@ -22,6 +22,7 @@ Public API:
   backward module (paths, text or ``Program``) merged into one module, and a merged module cut
   back into forward and backward with the merged compile's shardings pinned
   (:class:`MergedModule`, :class:`SplitModules`, :class:`MergeLayout`).
+* :func:`count_layers` — the repeated layers ``split(stage_layers=...)`` cuts between.
 * :func:`describe_loops` — the program's top-level loops: layer loops (a ``scan`` over
   parameters stacked ``[L, ...]``, cut by ranges of iterations when splitting) and, with the
   reason, loops left whole.
@@ -71,7 +72,7 @@ from hlopipe.stages._sharding import (
     merge,
     shard_stage,
 )
-from hlopipe.stages._split import Cuts, split, split_jaxpr
+from hlopipe.stages._split import Cuts, count_layers, split, split_jaxpr
 from hlopipe.stages._stacked import StackedSplit, prefer_stacked, retrace_outputs, split_stacked
 from hlopipe.stages._staged import (
     OutputSource,
@@ -101,6 +102,7 @@ __all__ = [
     "memory_cap",
     "memory_report",
     "Cuts",
+    "count_layers",
     "MergeLayout",
     "MergedCompile",
     "MergedModule",

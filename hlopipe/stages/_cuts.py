@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from hlopipe.errors import StageError
+from hlopipe.errors import Keyword, StageError
 from hlopipe.stages._cost import CostModel, eqn_costs, eqn_memory, roofline_times
 from hlopipe.stages._local import find_remade
 from hlopipe.stages._partition import (
@@ -54,6 +54,69 @@ def partition_between(
     per_atom = None if memory is None or memory_cap is None else np.diff(_prefix(memory)[cb])
     comm = cross[cb] / cm.link_bytes_per_s
     return partition(compute, comm, num_stages, memory=per_atom, memory_cap=memory_cap)
+
+
+def fixed_partition(
+    bounds: Sequence[int], times: Sequence[float] | np.ndarray, cross: np.ndarray, cm: CostModel
+) -> Partition:
+    """The :class:`Partition` of atoms cut at the given ``bounds`` (0 and the end included):
+    each stage's compute plus the time to receive what crosses its first boundary."""
+    prefix = _prefix(times)
+    costs = tuple(
+        float(prefix[b] - prefix[a]) + (float(cross[a]) / cm.link_bytes_per_s if a else 0.0)
+        for a, b in itertools.pairwise(bounds)
+    )
+    return Partition(tuple(int(b) for b in bounds), costs, max(costs))
+
+
+def layer_counts_check(stage_layers: Sequence[int], found: int, what: str) -> list[int]:
+    """The cumulative layer counts where ``stage_layers`` cuts ``found`` repeated layers
+    (``what`` names them in the error), the last (``found``) left out.
+
+    Raises:
+      StageError: a count is below 1, or the counts do not sum to ``found``.
+    """
+    counts = list(stage_layers)
+    if any(int(c) != c or c < 1 for c in counts):
+        raise StageError(
+            Keyword("stage_layers", tuple(counts)), ": each stage needs at least 1 layer"
+        )
+    if sum(counts) != found:
+        raise StageError(
+            Keyword("stage_layers", tuple(counts)),
+            f" sums to {sum(counts)}, but the program has {found} repeated layers ({what}); "
+            f"give counts that sum to {found}",
+        )
+    return list(itertools.accumulate(counts))[:-1]
+
+
+def layer_cuts(
+    closed: Any, stage_layers: Sequence[int], cm: CostModel
+) -> tuple[list[int], Partition, RepeatedRun, tuple[np.ndarray, np.ndarray]]:
+    """The cut of ``closed`` between its repeated layers (found as :func:`equation_cuts`
+    finds them), ``stage_layers[s]`` layers in stage ``s``: the first stage also holds what
+    comes before the first layer, the last what comes after the last.
+
+    Raises:
+      StageError: the program has no repeated layers, or the counts do not sum to theirs.
+    """
+    jaxpr = closed.jaxpr
+    eqns = jaxpr.eqns
+    flops, nbytes = eqn_costs(eqns)
+    cross = crossing_bytes(eqns, jaxpr.outvars, remade=find_remade(jaxpr).remade)
+    run = find_repeated_run(eqns, cross, jaxpr.invars)
+    if run is None:
+        raise StageError(
+            Keyword("stage_layers", tuple(stage_layers)),
+            " was given, but the program has no repeated layers to cut between; pass ",
+            Keyword("num_stages"),
+            " instead",
+        )
+    at = layer_counts_check(stage_layers, run.count, "found as a repeated block of equations")
+    starts = [0] + [run.boundaries[c] for c in at]
+    times = roofline_times(cm, flops, nbytes)
+    part = fixed_partition([*starts, len(eqns)], times, cross, cm)
+    return starts, part, run, (flops, nbytes)
 
 
 def _prefix(xs: Sequence[float] | np.ndarray) -> np.ndarray:
@@ -134,11 +197,30 @@ def choose_cuts(
     memory_cap: float | None,
     max_candidates: int,
     spans: Sequence[Any] = (),
+    stage_layers: Sequence[int] | None = None,
 ) -> LoopCuts:
     """The exact bottleneck partition of ``closed`` where each layer loop counts as one atom
     per iteration (cost and memory per iteration) and may be cut between any two, but never
-    inside a state's ``spans`` (``_partition.StateSpan`` over equations)."""
+    inside a state's ``spans`` (``_partition.StateSpan`` over equations). With
+    ``stage_layers``, the one layer loop is cut after those counts of iterations instead.
+
+    Raises:
+      StageError: ``stage_layers`` with more than one layer loop, or counts that do not sum to
+        its length.
+    """
     atoms = _atoms(closed.jaxpr, loops, cm)
+    if stage_layers is not None:
+        if len(loops) != 1:
+            raise StageError(
+                Keyword("stage_layers", tuple(stage_layers)),
+                f" was given, but the program has {len(loops)} layer loops; it cuts one",
+            )
+        ((k, report),) = loops.items()
+        at = layer_counts_check(stage_layers, int(report.length or 0), "a layer loop's length")
+        cut_at = [(k, c) for c in at]
+        index = {w: j for j, w in enumerate(atoms.where)}
+        bounds = [0, *(index[w] for w in cut_at), len(atoms.where)]
+        return _loop_cuts(loops, cut_at, fixed_partition(bounds, atoms.times, atoms.cross, cm))
     cands = _atom_candidates(atoms, spans, num_stages, max_candidates)
     part = partition_between(
         cands, atoms.times, atoms.cross, atoms.memory, num_stages, cm, memory_cap

@@ -602,13 +602,16 @@ def split_loops(
     sig: FlatSignature,
     sliceable: set[int],
     spans: Sequence[Any] = (),
+    stage_layers: Sequence[int] | None = None,
 ) -> StagedProgram:
     """The :class:`~hlopipe.stages.StagedProgram` of ``closed`` cut where the partitioner
     says over the atom view (a layer loop is one atom per iteration): the program re-traced
     with a marker at each cut, then built at the markers."""
     from hlopipe.errors import StageError
 
-    cuts = choose_cuts(closed, loops, num_stages, cm, memory_cap, max_candidates, spans)
+    cuts = choose_cuts(
+        closed, loops, num_stages, cm, memory_cap, max_candidates, spans, stage_layers
+    )
     new, pieces = retrace(closed, loops, cuts.ranges, cuts.cuts_before, cuts.cuts_in, sliceable)
     markers = [i for i, e in enumerate(new.jaxpr.eqns) if J.is_marker(e)]
     if len(markers) != num_stages - 1:  # pragma: no cover - an internal invariant

@@ -14,7 +14,7 @@ import jax
 from hlopipe.errors import Keyword, StageError
 from hlopipe.stages import _jaxpr as J
 from hlopipe.stages._cost import CostModel, eqn_cost
-from hlopipe.stages._cuts import equation_cuts
+from hlopipe.stages._cuts import equation_cuts, layer_counts_check, layer_cuts
 from hlopipe.stages._devices import Device, device
 from hlopipe.stages._partition import state_spans
 from hlopipe.stages._staged import FlatSignature, StagedProgram, build_staged
@@ -34,6 +34,7 @@ class Cuts(TypedDict, total=False):
     slice_args: Sequence[int] | None
     local_state: Sequence[tuple[int, int]]
     device: str | Device | None
+    stage_layers: Sequence[int] | None
 
 
 def split(fn_or_program: Any, *example_args: Any, **cuts: Unpack[Cuts]) -> StagedProgram:
@@ -65,6 +66,12 @@ def split(fn_or_program: Any, *example_args: Any, **cuts: Unpack[Cuts]) -> Stage
         points chosen automatically never fall between a read of the argument (or of a version
         of it) and the equation making its output; :class:`NoLocalCut` names the state when
         no such cut exists.
+      stage_layers: how many repeated layers each stage holds (``[8, 8, 8, 8]``): the program
+        is cut between its repeated layers (a layer loop's iterations, or a block of equations
+        found repeated) at those counts, the first stage also holding what comes before the
+        first layer and the last what follows the last; ``num_stages`` defaults to its length.
+        A :class:`StageError` when the program has markers or no repeated layers, or the
+        counts do not sum to its layers.
 
     A top-level ``scan`` over parameters stacked ``[L, ...]`` (``lax.scan``, ``fori_loop``,
     a rehydrated while loop) counts as ``L`` pieces of work and may be cut between
@@ -89,6 +96,34 @@ def split(fn_or_program: Any, *example_args: Any, **cuts: Unpack[Cuts]) -> Stage
             argnums_of=sig.argnum_of,
             **cuts,
         )
+
+
+def count_layers(fn_or_program: Any, *example_args: Any) -> int | None:
+    """How many repeated layers ``split(..., stage_layers=...)`` cuts between: a program's one
+    layer loop's length, else the count of its repeated block of equations; ``None`` when it
+    has neither (or several layer loops, or markers).
+
+    Example:
+      >>> stages.count_layers(loss, params, batch)    # doctest: +SKIP
+      12
+    """
+    from hlopipe.stages._local import find_remade
+    from hlopipe.stages._partition import crossing_bytes, find_repeated_run
+
+    closed, _ = _trace(fn_or_program, example_args)
+    closed = J.inline(closed, lambda e: any(J.contains_marker(j) for j in J.sub_jaxprs(e)))
+    if any(J.is_marker(e) for e in closed.jaxpr.eqns):
+        return None
+    closed = _inline_heavy(closed, 2)
+    loops = [r for r in _find_loops(closed) if r.splittable]
+    if len(loops) == 1:
+        return int(loops[0].length or 0) or None
+    if loops:
+        return None
+    jaxpr = closed.jaxpr
+    cross = crossing_bytes(jaxpr.eqns, jaxpr.outvars, remade=find_remade(jaxpr).remade)
+    run = find_repeated_run(jaxpr.eqns, cross, jaxpr.invars)
+    return None if run is None else run.count
 
 
 def _trace(
@@ -175,6 +210,12 @@ def split_jaxpr(
     markers = [i for i, e in enumerate(eqns) if J.is_marker(e)]
     if not markers:
         return _split_auto(closed, cm, sig, cuts)
+    if cuts.get("stage_layers") is not None:
+        raise StageError(
+            Keyword("stage_layers", tuple(cuts["stage_layers"] or ())),
+            f" was given, but the program has {len(markers)} stage_boundary markers (first at "
+            f"{J.where(eqns[markers[0]])}); cut at the markers or between layers, not both",
+        )
     if num_stages is not None and num_stages != len(markers) + 1:
         raise StageError(
             Keyword("num_stages", num_stages),
@@ -356,6 +397,17 @@ def _split_auto(
     it by ranges of iterations (``_loops.split_loops``), else between equations."""
     num_stages, memory_cap = cuts.get("num_stages"), cuts.get("memory_cap")
     max_candidates, slice_args = cuts.get("max_candidates", 512), cuts.get("slice_args")
+    stage_layers = cuts.get("stage_layers")
+    if stage_layers is not None:
+        stage_layers = list(stage_layers)
+        if num_stages is not None and num_stages != len(stage_layers):
+            raise StageError(
+                Keyword("num_stages", num_stages),
+                " disagrees with ",
+                Keyword("stage_layers", tuple(stage_layers)),
+                f" ({len(stage_layers)} stages); give one of them",
+            )
+        num_stages = len(stage_layers)
     if num_stages is None:
         raise StageError(
             "the program has no stage_boundary markers; pass ",
@@ -375,8 +427,19 @@ def _split_auto(
 
         return split_loops(
             closed, loops, reports, num_stages, cm, memory_cap, max_candidates,
-            sig, sliceable, spans,
+            sig, sliceable, spans, stage_layers,
         )  # fmt: skip
+    if stage_layers is not None and len(stage_layers) == 1:  # one stage: the counts checked
+        if len(loops) == 1:
+            layer_counts_check(
+                stage_layers, int(next(iter(loops.values())).length or 0), "a layer loop's length"
+            )
+        else:
+            layer_cuts(closed, stage_layers, cm)
+        return build_staged(closed, [0], sig, cm, None, None, loops=tuple(reports))
+    if stage_layers is not None:
+        starts, fixed, layers, costs = layer_cuts(closed, stage_layers, cm)
+        return build_staged(closed, starts, sig, cm, fixed, layers, costs, loops=tuple(reports))
     starts, part, run, costs = equation_cuts(
         closed, num_stages, cm, memory_cap, max_candidates, spans
     )

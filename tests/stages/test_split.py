@@ -239,7 +239,7 @@ def test_an_unknown_cut_keyword_is_refused_by_name(mlp):
         hlopipe.stages.split_jaxpr(closed, num_stages=2, memory_caps=1.0)  # type: ignore[call-arg]
     assert list(hlopipe.stages.Cuts.__annotations__) == [
         "num_stages", "cost_model", "memory_cap", "max_candidates", "slice_args", "local_state",
-        "device",
+        "device", "stage_layers",
     ]  # fmt: skip
 
 

@@ -1,0 +1,67 @@
+"""The planner: a training run's layout (pipeline, tensor, data and context parallel degrees,
+ZeRO, recompute, schedule, microbatches) predicted from the program alone, and the plan file
+that says it (``hlopipe plan``).
+
+Public API:
+
+* :func:`profile_program` (:class:`Profile`) — what a loss costs, read from the program: per
+  part (the first stage's extra work, one repeated layer, the last stage's), its matmuls, fused
+  elementwise bytes, the residuals its backward reads, its parameters and the tensor-parallel
+  column/row pairs found by data flow.
+* :func:`estimate` (:class:`Estimate`, :class:`ClusterSpec`) — one layout's step time and
+  memory per device; :func:`cluster_spec` makes a cluster from a device name.
+* :func:`search`, :func:`layouts`, :class:`Fixed` — the plan space and the ranked estimates;
+  :func:`plan_file` — the best as a :class:`hlopipe.planfile.PlanFile`.
+* The closed forms: :func:`bytes_per_param`, :func:`ring_all_reduce_bytes`,
+  :func:`in_flight`, :func:`pipeline_time`, :func:`bubble_fraction`.
+
+It imports the stage compiler (to cut and differentiate the program) and never the runtime:
+a plan is made without devices.
+"""
+
+from hlopipe.planner._formulas import (
+    bubble_fraction,
+    bytes_per_param,
+    in_flight,
+    pipeline_time,
+    ring_all_reduce_bytes,
+    ring_gather_bytes,
+    split_bytes_per_param,
+)
+from hlopipe.planner._model import (
+    ClusterSpec,
+    Estimate,
+    estimate,
+    fit_stage_layers,
+    model_flops,
+)
+from hlopipe.planner._model import (
+    part_activations as activation_bytes,
+)
+from hlopipe.planner._profile import Profile, profile_program, profile_staged
+from hlopipe.planner._search import Fixed, cluster_spec, explain, layouts, plan_file, search
+
+__all__ = [
+    "activation_bytes",
+    "ClusterSpec",
+    "Estimate",
+    "Fixed",
+    "Profile",
+    "bubble_fraction",
+    "bytes_per_param",
+    "cluster_spec",
+    "estimate",
+    "explain",
+    "fit_stage_layers",
+    "in_flight",
+    "layouts",
+    "model_flops",
+    "pipeline_time",
+    "plan_file",
+    "profile_program",
+    "profile_staged",
+    "ring_all_reduce_bytes",
+    "ring_gather_bytes",
+    "search",
+    "split_bytes_per_param",
+]

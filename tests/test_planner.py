@@ -1,0 +1,364 @@
+"""The planner: its closed forms against independent oracles (the ZeRO paper's byte counts, a
+ring all-reduce simulated chunk by chunk, hlopipe's schedule generators and simulator), what it
+reads from a program against a hand count of the model's FLOPs and Megatron's column/row
+pairs, its search against a brute force, and the plan file it writes for a small model against
+the contract (and ``stages.split`` cutting at its ``stage_layers``)."""
+
+from __future__ import annotations
+
+import functools
+import itertools
+import json
+import math
+import re
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from hlopipe import planner, schedules, stages
+from hlopipe.cli import main
+from hlopipe.errors import PlanError
+from hlopipe.models import gpt, gpt_scan
+from hlopipe.planfile import Layout, PlanFile, Recompute
+
+CFG = gpt.GPTConfig(vocab=32, seq=16, d_model=32, n_heads=4, n_layers=6, d_ff=64)
+BATCH = 2
+
+
+@functools.cache
+def _profile() -> planner.Profile:
+    params = jax.eval_shape(lambda k: gpt.init(k, CFG), jax.random.key(0))
+    tokens = jax.ShapeDtypeStruct((BATCH, CFG.seq), jnp.int32)
+    return planner.profile_program(functools.partial(gpt.loss, cfg=CFG), params, (tokens, tokens))
+
+
+# --- closed forms ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "itemsize, zero, dp, want",
+    [
+        (2, 0, 8, 2 + 4 + 4 + 8),  # bf16 weights, fp32 grads, fp32 master + Adam's m and v
+        (2, 1, 4, 2 + 4 + (4 + 8) / 4),  # ZeRO-1: the optimizer's 12 bytes over dp
+        (2, 3, 4, (2 + 4 + 4 + 8) / 4),  # ZeRO-3 (FSDP): everything over dp
+        (4, 0, 2, 4 + 4 + 8),  # fp32: no master copy
+        (4, 1, 2, 4 + 4 + 8 / 2),
+    ],
+)
+def test_bytes_per_parameter_by_policy_and_zero(itemsize, zero, dp, want):
+    assert planner.bytes_per_param(itemsize, zero=zero, dp=dp) == pytest.approx(want)
+    assert sum(planner.split_bytes_per_param(itemsize, zero=zero, dp=dp)) == pytest.approx(want)
+
+
+def _ring_all_reduce_sent(n: int, nbytes: float) -> float:
+    """Bytes device 0 sends in a ring all-reduce, simulated: the buffer in n chunks; n - 1
+    reduce-scatter steps then n - 1 all-gather steps, each sending one chunk to the next
+    device, checked to leave every device with the full sum."""
+    values = [[float(d * n + c) for c in range(n)] for d in range(n)]  # device d, chunk c
+    want = [sum(values[d][c] for d in range(n)) for c in range(n)]
+    sent = 0.0
+    for step in range(n - 1):  # reduce-scatter
+        moves = [(d, (d - step) % n) for d in range(n)]
+        incoming = [(d, c, values[d][c]) for d, c in moves]
+        for d, c, v in incoming:
+            values[(d + 1) % n][c] += v
+        sent += nbytes / n
+    for step in range(n - 1):  # all-gather
+        moves = [(d, (d + 1 - step) % n) for d in range(n)]
+        incoming = [(d, c, values[d][c]) for d, c in moves]
+        for d, c, v in incoming:
+            values[(d + 1) % n][c] = v
+        sent += nbytes / n
+    assert all(values[d] == want for d in range(n))
+    return sent
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 8])
+def test_ring_all_reduce_moves_two_n_minus_one_over_n(n):
+    nbytes = 1000.0
+    assert planner.ring_all_reduce_bytes(nbytes, n) == pytest.approx(
+        _ring_all_reduce_sent(n, nbytes) if n > 1 else 0.0
+    )
+
+
+@pytest.mark.parametrize(
+    "name, p, m, v",
+    [("1f1b", 4, 8, 1), ("1f1b", 4, 2, 1), ("gpipe", 3, 5, 1), ("interleaved-1f1b", 4, 8, 2),
+     ("interleaved-1f1b", 2, 3, 3)],
+)  # fmt: skip
+def test_in_flight_is_what_the_schedule_keeps(name, p, m, v):
+    sched = schedules.get(name, p, m, v if v > 1 else None)
+    per_stage = schedules.peak_in_flight(sched)
+    per_rank = [0] * p
+    for s, n in enumerate(per_stage):
+        per_rank[sched.stage_to_rank[s]] += n
+    assert planner.in_flight(name if name == "gpipe" else "1f1b", p, m, v) == per_rank
+
+
+@pytest.mark.parametrize("p, m, v", [(4, 8, 1), (3, 6, 1), (4, 8, 2), (2, 8, 4)])
+def test_pipeline_time_and_bubble_match_the_simulator(p, m, v):
+    name = "1f1b" if v == 1 else "interleaved-1f1b"
+    timeline = schedules.simulate(schedules.get(name, p, m, v if v > 1 else None),
+                                  {"F": 1 / v, "B": 1 / v})  # fmt: skip
+    assert planner.pipeline_time([2.0] * p, m, v) == pytest.approx(timeline.makespan)
+    assert planner.bubble_fraction(p, m, v) == pytest.approx(timeline.bubble_fraction)
+    if v == 1:
+        assert planner.bubble_fraction(p, m) == pytest.approx((p - 1) / (m + p - 1))
+
+
+# --- what the program says ---------------------------------------------------------------------
+
+
+def test_profile_counts_the_model_and_finds_megatron_pairs():
+    prof = _profile()
+    b, s, d, f, v = BATCH, CFG.seq, CFG.d_model, CFG.d_ff, CFG.vocab
+    assert prof.layers == CFG.n_layers and prof.seq == s and prof.batch == b
+    assert prof.heads == CFG.n_heads
+    # one layer's forward matmuls by hand: qkv, scores, weighted sum, proj, fc1, fc2
+    layer = 2 * b * s * (d * 3 * d + d * d + 2 * d * f) + 2 * 2 * b * s * s * d
+    assert prof.layer is not None and prof.layer.forward.flops == layer
+    assert prof.layer.backward.flops == 2 * layer  # two matmuls back for each forward one
+    head = 2 * b * s * d * v
+    assert prof.last is not None and prof.last.forward.flops == layer + head
+    n_params = sum(x.size for x in jax.tree.leaves(gpt.init(jax.random.key(0), CFG)))
+    # the embedding is read by the first and the last stage: counted on both
+    assert prof.total_param_elements == n_params + v * d
+    # Megatron's pairs: qkv and fc1 split by columns, proj and fc2 by rows (found by data flow)
+    rules = dict(r.rsplit("=", 1) for r in prof.param_specs)
+    by_name = {k.split("'")[-2]: spec for k, spec in rules.items()}
+    assert by_name == {"qkv": "None,model", "fc1": "None,model", "proj": "model,None",
+                       "fc2": "model,None"}  # fmt: skip
+    assert prof.column_pairs == 2
+    # selective recompute keeps the weight matmuls' outputs (qkv 3d, proj d, fc1 f, fc2 d per
+    # token, fp32) and the layer's input (d); full keeps the input alone
+    assert prof.layer.selective_bytes == 4 * b * s * (3 * d + d + f + d + d)
+    assert prof.layer.input_bytes == 4 * b * s * d
+    # each rule matches that weight in every layer, by the pytree's own paths, and nothing else
+    params = gpt.init(jax.random.key(0), CFG)
+    paths = [jax.tree_util.keystr(p) for p, _ in jax.tree_util.tree_flatten_with_path(params)[0]]
+    for rule in prof.param_specs:
+        pattern, name = rule.rsplit("=", 1)[0], rule.split("'")[-2]
+        matched = {p for p in paths if re.search(pattern, p)}
+        assert matched == {f"['layers'][{i}]['{name}']" for i in range(CFG.n_layers)}
+
+
+def test_a_scanned_program_profiles_as_its_unrolled_form():
+    params = jax.eval_shape(lambda k: gpt_scan.init(k, CFG), jax.random.key(0))
+    tokens = jax.ShapeDtypeStruct((BATCH, CFG.seq), jnp.int32)
+    scanned = planner.profile_program(
+        functools.partial(gpt_scan.loss, cfg=CFG), params, (tokens, tokens)
+    )
+    unrolled = _profile()
+    assert scanned.layers == unrolled.layers
+    assert scanned.layer is not None and unrolled.layer is not None
+    assert scanned.layer.forward.flops == unrolled.layer.forward.flops
+    assert scanned.layer.backward.flops == unrolled.layer.backward.flops
+    assert planner.model_flops(scanned) == planner.model_flops(unrolled)
+    # the pairs found through the scan: the stacked weights split on their last two axes
+    by_name = {r.split("'")[-2]: r.rsplit("=", 1)[1] for r in scanned.param_specs}
+    assert by_name == {"qkv": "None,None,model", "fc1": "None,None,model",
+                       "proj": "None,model,None", "fc2": "None,model,None"}  # fmt: skip
+
+
+def _attention_layer_loss(params, x, *, fused_call: bool):
+    b, s, d = x.shape
+    for p in params:
+        q, k, v = ((x @ p[n]).reshape(b, s, 4, d // 4) for n in ("q", "k", "v"))
+        if fused_call:
+            a = jax.nn.dot_product_attention(q, k, v, is_causal=True)
+        else:
+            scores = jnp.einsum("bqhd,bkhd->bhqk", q, k) / jnp.sqrt(d // 4)
+            scores = jnp.where(jnp.tril(jnp.ones((s, s), bool)), scores, -1e9)
+            a = jnp.einsum("bhqk,bkhd->bqhd", jax.nn.softmax(scores, axis=-1), v)
+        x = x + a.reshape(b, s, d) @ p["o"]
+    return jnp.mean(x**2)
+
+
+def test_attention_written_either_way_is_found_and_costed_alike():
+    d, s = 32, 16
+    w = jax.ShapeDtypeStruct((d, d), jnp.float32)
+    params = [{n: w for n in ("q", "k", "v", "o")} for _ in range(4)]
+    x = jax.ShapeDtypeStruct((2, s, d), jnp.float32)
+    profs = [
+        planner.profile_program(functools.partial(_attention_layer_loss, fused_call=f), params, x)
+        for f in (False, True)
+    ]
+    for prof in profs:
+        assert prof.seq == s and prof.layer is not None
+        attention = [m for m in prof.layer.forward.matmuls if m.attention]
+        assert len(attention) == 2 and all(m.role == "heads" for m in attention)
+    assert profs[0].layer.forward.flops == profs[1].layer.forward.flops
+
+
+# --- the search --------------------------------------------------------------------------------
+
+
+def test_search_equals_a_brute_force_over_the_space():
+    prof = _profile()
+    cluster = planner.cluster_spec("a100-40gb", 8, devices_per_node=4)
+    batch = 16
+    best = None
+    for tp, pp, cp in itertools.product((1, 2, 4, 8), repeat=3):
+        if 8 % (tp * pp * cp) or tp * cp > 4 or pp > CFG.n_layers or CFG.seq % cp:
+            continue
+        if CFG.n_heads % tp:
+            continue
+        dp = 8 // (tp * pp * cp)
+        scheds = ("1f1b", "interleaved-1f1b", "gpipe") if pp > 1 else ("1f1b",)
+        for sched, zero, rc, mb in itertools.product(scheds, (0, 1, 3), list(Recompute),
+                                                     (1, 2, 4, 8, 16)):  # fmt: skip
+            if batch % (dp * mb) or (zero and dp * cp == 1):
+                continue
+            m = batch // (dp * mb)
+            for v in (2, 4) if "interleaved" in sched else (1,):
+                if ("interleaved" in sched and m % pp) or pp * v > CFG.n_layers:
+                    continue
+                lay = Layout(tp=tp, pp=pp, dp=dp, cp=cp, zero=zero, recompute=rc,
+                             schedule=sched, virtual_stages=v, microbatch_size=mb,
+                             microbatches=m)  # fmt: skip
+                est = planner.estimate(prof, lay, cluster)
+                if est.fits and (best is None or est.step_time_s < best.step_time_s):
+                    best = est
+    ranked = planner.search(prof, cluster, batch, planner.Fixed())
+    assert best is not None and ranked[0].fits
+    assert ranked[0].step_time_s == pytest.approx(best.step_time_s, rel=1e-12)
+    assert len(ranked) == len({id(e) for e in ranked})
+
+
+def test_given_degrees_are_kept_and_a_bad_batch_is_refused():
+    prof = _profile()
+    cluster = planner.cluster_spec("h100", 8)
+    plan = planner.plan_file(prof, cluster, 16, planner.Fixed(tp=2, pp=2, zero=1))
+    assert (plan.layout.tp, plan.layout.pp, plan.layout.dp * plan.layout.cp) == (2, 2, 2)
+    assert plan.layout.zero == 1
+    with pytest.raises(PlanError, match="no layout of 8 devices"):
+        planner.plan_file(prof, cluster, 3, planner.Fixed(dp=2, microbatch_size=1))
+
+
+def _compositions(total: int, parts: int):
+    if parts == 1:
+        yield (total,)
+        return
+    for first in range(1, total - parts + 2):
+        for rest in _compositions(total - first, parts - 1):
+            yield (first, *rest)
+
+
+def test_a_memory_cap_on_the_whole_training_memory_equals_a_brute_force():
+    prof = _profile()
+    lay = Layout(tp=1, pp=3, dp=1, cp=1, zero=0, recompute=Recompute.NONE, schedule="1f1b",
+                 virtual_stages=1, microbatch_size=BATCH, microbatches=8)  # fmt: skip
+    cluster = planner.cluster_spec("h100", 3)
+    ests = {c: planner.estimate(prof, lay, cluster, stage_layers=c)
+            for c in _compositions(CFG.n_layers, 3)}  # fmt: skip
+    worst = {c: max(m.total for m in e.rank_memory) for c, e in ests.items()}
+    cap = sorted(set(worst.values()))[1]  # the second-tightest: some cuts fit, others not
+    fitting = [c for c in ests if worst[c] <= cap]
+    assert 0 < len(fitting) < len(ests)
+    best = min(max(ests[c].rank_time_s) for c in fitting)
+    got = planner.fit_stage_layers(prof, lay, cluster, cap)
+    assert got in fitting and max(ests[got].rank_time_s) == pytest.approx(best)
+    with pytest.raises(PlanError, match="no cut of 6 layers into 3 stages fits"):
+        planner.fit_stage_layers(prof, lay, cluster, min(worst.values()) * 0.9)
+
+
+def test_split_device_reports_the_planners_memory():
+    params = jax.eval_shape(lambda k: gpt.init(k, CFG), jax.random.key(0))
+    tokens = jax.ShapeDtypeStruct((BATCH, CFG.seq), jnp.int32)
+    staged = stages.split(functools.partial(gpt.loss, cfg=CFG), params, (tokens, tokens),
+                          stage_layers=[2, 4])  # fmt: skip
+    lay = Layout(tp=1, pp=2, dp=1, cp=1, zero=0, recompute=Recompute.NONE, schedule="1f1b",
+                 virtual_stages=1, microbatch_size=BATCH, microbatches=4)  # fmt: skip
+    cluster = planner.cluster_spec("h100", 2)
+    from_split = planner.estimate(planner.profile_staged(staged), lay, cluster,
+                                  fused_attention=False)  # fmt: skip
+    from_plan = planner.estimate(_profile(), lay, cluster, stage_layers=(2, 4),
+                                 fused_attention=False)  # fmt: skip
+    fused = planner.estimate(planner.profile_staged(staged), lay, cluster)
+    assert from_split.rank_memory == from_plan.rank_memory  # one model, either way in
+    assert from_split.step_time_s == pytest.approx(from_plan.step_time_s, rel=0.01)
+    # against the split itself: each stage's trained parameters at fp32's 4 + 4 + 8 bytes,
+    # and the residuals its autodiff's forward returns that change with its inputs (those
+    # made from constants alone are the same on any two runs, and made again) times 1F1B's
+    # min(p - r, m) microbatches in flight
+    trained = set(range(len(jax.tree.leaves(params))))
+    for r, mem in enumerate(from_split.rank_memory):
+        st = staged.stage(r)
+        elements = sum(math.prod(a.shape) for i, a in zip(st.params_needed, st.param_avals,
+                       strict=True) if i in trained)  # fmt: skip
+        assert (mem.params, mem.grads, mem.optimizer) == (4 * elements, 4 * elements,
+                                                          8 * elements)  # fmt: skip
+        fb = st.forward_backward((0,))
+        runs = [fb.forward(*_random_inputs(st, seed)) for seed in (1, 2)]
+        varying = [a for a, b in zip(runs[0][1], runs[1][1], strict=True)
+                   if not np.array_equal(a, b)]  # fmt: skip
+        assert mem.activations == sum(a.nbytes for a in varying) * min(2 - r, 4)
+        # a fused attention kernel keeps none of the scores and probabilities [..., s, s]
+        scores = sum(a.nbytes for a in varying if a.shape[-2:] == (CFG.seq, CFG.seq))
+        assert scores > 0
+        assert fused.rank_memory[r].activations == mem.activations - scores * min(2 - r, 4)
+
+
+def _random_inputs(stage, seed: int):
+    """Random values for a stage's parameters (tokens in the vocabulary) and inputs."""
+    keys = iter(jax.random.split(jax.random.key(seed), 64))
+
+    def one(a):
+        if jnp.issubdtype(a.dtype, jnp.integer):
+            return jax.random.randint(next(keys), a.shape, 0, CFG.vocab, a.dtype)
+        return jax.random.normal(next(keys), a.shape, a.dtype)
+
+    return [one(a) for a in stage.param_avals], [one(r.aval) for r in stage.receives]
+
+
+# --- the plan file for a small model -----------------------------------------------------------
+
+
+def test_a_small_models_plan_is_a_valid_plan_file_that_split_accepts():
+    prof = _profile()
+    plan = planner.plan_file(prof, planner.cluster_spec("cpu", 8), 8, planner.Fixed(pp=2, tp=2))
+    back = PlanFile.from_json(plan.to_json(), source="plan.json")
+    assert back == plan
+    lay = back.layout
+    assert lay.devices_needed == 8 and lay.dp * lay.microbatches * lay.microbatch_size == 8
+    assert sum(lay.stage_layers) == CFG.n_layers and len(lay.stage_layers) == lay.num_stages
+    params = gpt.init(jax.random.key(0), CFG)
+    batch = gpt.batch(jax.random.key(1), BATCH, CFG)
+    staged = stages.split(functools.partial(gpt.loss, cfg=CFG), params, batch,
+                          stage_layers=list(lay.stage_layers))  # fmt: skip
+    assert [st.layers for st in staged.stages] == list(lay.stage_layers)
+
+
+def test_plan_command_prints_json_and_refuses_bad_input(tmp_path, capsys):
+    program = "hlopipe/models/data/tiny_gpt_loss.hlo"
+    out = tmp_path / "plan.json"
+    code = main(["plan", program, "--device", "cpu", "--devices", "4", "--global-batch", "8",
+                 "--tp", "1", "--json", "-o", str(out)])  # fmt: skip
+    assert code == 0
+    printed = json.loads(capsys.readouterr().out)
+    assert printed == json.loads(out.read_text())
+    assert printed["plan"]["tp"] == 1 and printed["cluster"]["devices"] == 4
+    assert {"step_time_s", "memory_per_device_bytes", "model_flops_per_step", "mfu", "fits"} <= set(
+        printed
+    )
+    code = main(["plan", program, "--device", "cpu", "--devices", "4", "--global-batch", "3",
+                 "--dp", "2"])  # fmt: skip
+    assert code == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("error: no layout of 4 devices")
+
+
+def test_inspect_device_counts_bf16_parameters(tmp_path, capsys):
+    def loss(w, x):
+        return jnp.sum((x @ w).astype(jnp.float32) ** 2)
+
+    args = (jax.ShapeDtypeStruct((64, 32), jnp.bfloat16), jax.ShapeDtypeStruct((4, 64), jnp.int8))
+    exported = jax.export.export(jax.jit(loss))(*args)
+    path = tmp_path / "loss.jax_export"
+    path.write_bytes(exported.serialize())
+    assert main(["inspect", str(path), "--device", "h100", "--json", "--no-cost"]) == 0
+    info = json.loads(capsys.readouterr().out)["device"]
+    assert info["float_argument_bytes"] == 64 * 32 * 2
+    assert info["training_bytes"] == 64 * 32 * 18  # bf16 + fp32 grads, master weights, m, v
