@@ -102,9 +102,9 @@ class Params:
         self.opt_owned = tuple(
             tuple(sorted({self.leaf_of[p] for p in owned})) for owned in plan.owned
         )
+        self.trained = tuple(sorted(q for owned in self.opt_owned for q in owned))
         if optimizer is not None:
-            trained = sorted(q for owned in self.opt_owned for q in owned)
-            self.opt_plan = _optim.plan_optimizer(optimizer, self.view, trained, names)
+            self.opt_plan = _optim.plan_optimizer(optimizer, self.view, self.trained, names)
 
     def state(self, values: list[dict[int, jax.Array]], opt_states: list[Any], step: int) -> Any:
         pl = self.plan
@@ -147,7 +147,7 @@ class Params:
         pl = self.plan
         rank = pl.placement.rank_of(s)
         # The state is the optimizer's over the user's parameter tree (the other stages'
-        # parameters as empty placeholders), so that its per-parameter leaves carry the
+        # parameters' leaves as empty placeholders), so that its per-parameter leaves carry the
         # parameter's path (checkpoints store them by it, not by stage) and masks and labels
         # see the tree they were written for.
         rows = _Rows.of(pl, self.leaf_of, s, self.opt_owned[s])
@@ -158,8 +158,14 @@ class Params:
         opt = self.optimizer
         assert self.opt_plan is not None
 
+        trained = self.trained
+
         def init_fn(p: list[Any]) -> Any:
-            return opt.init(view.full(rows.leaves, rows.join(p)))
+            # init over the full-shape tree (the one the plan traced), keeping the stage's
+            # own leaves: the zeros standing for the other stages' parameters are dead code
+            # under jit, never materialised
+            full = view.full_shaped(rows.leaves, rows.join(p), trained)
+            return view.stage_state(opt.init(full), rows.leaves)
 
         # Optimizer state leaves of a parameter live like it; the rest (counts) replicated.
         leaf_sh = [p_sh[group[0]] for group in rows.groups]
