@@ -149,3 +149,8 @@ class DistributedError(HlopipeError):
 
 class NonFiniteError(HlopipeError):
     """A training step's loss or gradients are not finite (``Pipeline(check_finite=True)``)."""
+
+
+class PlanFileError(HlopipeError):
+    """A plan file (``hlopipe plan -o``, ``hlopipe train --plan``) is malformed: the message
+    names the file, the field and what is allowed."""
