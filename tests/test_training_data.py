@@ -27,16 +27,18 @@ LR = 0.05
 
 
 def token_loss(params, tokens, labels):
-    h = jnp.tanh(params["emb"][tokens] @ params["w1"])
+    h = jnp.tanh(params["emb"][tokens] @ params["w1"]) * params["ln1"]
     h = hlopipe.stage_boundary(h)
-    logp = jax.nn.log_softmax(h @ params["out"])
+    logp = jax.nn.log_softmax((h * params["lnf"]) @ params["out"])
     return -jnp.mean(jnp.take_along_axis(logp, labels[..., None], axis=-1))
 
 
 def init_params():
-    k1, k2, k3 = jax.random.split(jax.random.key(1), 3)
+    k1, k2, k3, k4 = jax.random.split(jax.random.key(1), 4)
     return {
         "emb": jax.random.normal(k1, (V, D)),
+        "ln1": 1.0 + 0.1 * jax.random.normal(k4, (D,)),  # norm gains, named as GPT-2's
+        "lnf": jnp.full((D,), 0.9),
         "out": jax.random.normal(k2, (D, V)) * 0.5,
         "w1": jax.random.normal(k3, (D, D)) * 0.5,
     }
@@ -64,9 +66,12 @@ def plain_jax_losses(tokens: np.ndarray, order: list[list[int]]) -> list[float]:
     return plain_jax_run(tokens, order)[0]
 
 
-def plain_jax_run(tokens: np.ndarray, order: list[list[int]]) -> tuple[list[float], dict]:
-    """The losses of the plain loop and its parameters after the last step."""
-    opt = optax.adam(LR)
+def plain_jax_run(
+    tokens: np.ndarray, order: list[list[int]], opt: Any = None
+) -> tuple[list[float], dict]:
+    """The losses of the plain loop and its parameters after the last step (``opt``:
+    optax.adam(LR))."""
+    opt = optax.adam(LR) if opt is None else opt
 
     @jax.jit
     def step(params, st, x, y):
@@ -109,6 +114,8 @@ def test_token_file_in_file_order_equals_a_plain_jax_loop(files, tmp_path, capsy
     assert train(d, *argv, "--eval-data", str(d / "eval.bin"), "--eval-every", "2") == 0
     out = capsys.readouterr().out
     assert "9 (tokens, labels) windows of 8" in out and "2 steps an epoch" in out
+    # the sample an epoch leaves out is said in the plan
+    assert "the last 1 of its 9 samples are not read in an epoch" in out
     assert "stages    2, at the program's 1 stage markers" in out
     records = training.read_metrics(str(logs))
     assert [r.step for r in records] == [1, 2, 3]
@@ -134,14 +141,24 @@ def test_kill_and_resume_equals_the_uninterrupted_run(files, tmp_path, capsys) -
     data position: steps 3 and 4 are the uninterrupted run's, and the log is appended."""
     d, _ = files
     straight, resumed, ckpt = tmp_path / "a", tmp_path / "b", tmp_path / "ckpt"
-    assert train(d, "--steps", "4", "--seed", "3", "--log-dir", str(straight)) == 0
+    assert train(d, "--steps", "4", "--seed", "3", "--log-dir", str(straight),
+                 "--log-every", "2") == 0  # fmt: skip
+    out = capsys.readouterr().out
+    # --log-every 2: the lines of steps 2 and 4 only (metrics.jsonl keeps every step)
+    assert re.findall(r"^step +(\d+) +loss", out, re.M) == ["2", "4"]
     argv = ["--seed", "3", "--log-dir", str(resumed), "--save-every", "2"]
     assert train(d, *argv, "--steps", "3", "--save", str(ckpt)) == 0
     assert sorted(p.name for p in ckpt.iterdir()) == ["step_00000002", "step_00000003"]
     shutil.rmtree(ckpt / "step_00000003")
+    # a save killed part way (kill -9 while writing step 3 again): arrays, never committed
+    (ckpt / ".tmp-step_00000003" / "params").mkdir(parents=True)
+    (ckpt / ".tmp-step_00000003" / "params" / "half").write_bytes(b"\0" * 7)
     assert train(d, *argv, "--steps", "4", "--resume", str(ckpt), "-v") == 0
     out, err = capsys.readouterr()
-    assert "resumed step 2" in out
+    assert re.search(r"^params +from the checkpoint of step 2 in .*ckpt", out, re.M), out
+    assert f"resumed from step 2 of {ckpt}" in out
+    # the next save cleared what the killed save left; pruning kept the newest 2
+    assert sorted(p.name for p in ckpt.iterdir()) == ["step_00000002", "step_00000004"]
     assert f"INFO hlopipe: data position restored from {ckpt}" in err  # -v: the hlopipe logger
     a = training.read_metrics(str(straight))
     b = training.read_metrics(str(resumed))
@@ -155,6 +172,84 @@ def test_kill_and_resume_equals_the_uninterrupted_run(files, tmp_path, capsys) -
     assert (ckpt / "step_00000004" / "meta.json").exists()  # saved into the resumed folder
     meta = json.loads((ckpt / "step_00000004" / "meta.json").read_text())
     assert meta["extra"]["data"]["seed"] == 3 and meta["extra"]["data"]["batch_size"] == B
+    # TensorBoard: every step's loss once, the killed run's step 3 dropped from its file
+    assert sorted(_event_steps(resumed, "loss")) == [1, 2, 3, 4]
+    assert sorted(_event_steps(straight, "loss")) == [1, 2, 3, 4]
+
+
+def _event_steps(logdir, tag: str) -> list[int]:
+    """The steps of every scalar event ``tag`` in the TensorBoard files of ``logdir``, read by
+    the TFRecord framing and the ``Event`` fields (step = field 2, varint)."""
+    steps = []
+    for path in logdir.glob("events.out.tfevents.*"):
+        data, pos = path.read_bytes(), 0
+        while pos < len(data):
+            (n,) = struct.unpack_from("<Q", data, pos)
+            body = data[pos + 12 : pos + 12 + n]
+            pos += 16 + n
+            m = re.match(rb"\x09.{8}\x10([\x00-\x7f])", body, re.S)  # wall_time, one-byte step
+            if m and tag.encode() in body and b"\x2a" in body:  # a Summary (field 5)
+                steps.append(m.group(1)[0])
+    return steps
+
+
+def test_lr_schedule_warmup_and_clipping_are_optax_s(files, capsys) -> None:
+    """--lr-schedule cosine --warmup-steps 2 --clip-norm 0.5 over a 4-step run: the losses of
+    a plain JAX loop with optax's warm-up + cosine schedule after a global-norm clip."""
+    d, tokens = files
+    assert train(d, "--no-shuffle", "--steps", "4", "--lr-schedule", "cosine",
+                 "--warmup-steps", "2", "--clip-norm", "0.5") == 0  # fmt: skip
+    out = capsys.readouterr().out
+    assert "gradients clipped to global norm 0.5, then adam(lr=0.05, cosine decay" in out
+    got = [float(x) for x in re.findall(r"^step +\d+ +loss ([\d.]+)", out, re.M)]
+    lr = optax.join_schedules(
+        [optax.linear_schedule(0.0, LR, 2), optax.cosine_decay_schedule(LR, 2)], [2]
+    )
+    opt = optax.chain(optax.clip_by_global_norm(0.5), optax.adam(lr))
+    order = [[0, 1, 2, 3], [4, 5, 6, 7]] * 2
+    np.testing.assert_allclose(got, plain_jax_run(tokens, order, opt)[0], rtol=2e-5)
+    # the schedule and the clip act: plain adam at 0.05 gives other losses from step 2 on
+    assert not np.allclose(got[1:], plain_jax_losses(tokens, order)[1:], rtol=1e-3)
+
+
+def test_norm_gains_start_at_one_and_a_checkpoint_exports_by_name(files, tmp_path, capsys):
+    """Without --params: ln1 and lnf (vectors named as norms) start at 1, -v says each
+    parameter's role; at --lr 0 the checkpoint holds those values, and export-params writes
+    them in argument order under the arguments' names."""
+    d, _ = files
+    ckpt, npz = tmp_path / "ckpt", tmp_path / "params.npz"
+    argv = [
+        "train",
+        str(d / "loss.hlo"),
+        "--data",
+        str(d / "train.bin"),
+        "--stage-devices",
+        "1",
+        "--microbatches",
+        str(M),
+        "--steps",
+        "1",
+        "--lr",
+        "0",
+        "--save",
+        str(ckpt),
+    ]
+    assert main([*argv, "-v"]) == 0
+    out = capsys.readouterr().out
+    roles = dict(re.findall(r"^ {12}\d+ (\S+) \(f32\[[\d,]+\]\): (.+)$", out, re.M))
+    assert roles == {
+        "params__emb__": "matrices ~ N(0, 1/fan_in)",
+        "params__ln1__": "norm scales = 1",
+        "params__lnf__": "norm scales = 1",
+        "params__out__": "matrices ~ N(0, 1/fan_in)",
+        "params__w1__": "matrices ~ N(0, 1/fan_in)",
+    }, out
+    assert main(["export-params", str(ckpt), "-o", str(npz)]) == 0
+    with np.load(npz) as z:
+        assert z.files == list(roles)  # argument order, the arguments' names
+        np.testing.assert_array_equal(z["params__ln1__"], np.ones(D, np.float32))
+        np.testing.assert_array_equal(z["params__lnf__"], np.ones(D, np.float32))
+        assert z["params__w1__"].shape == (D, D) and z["params__w1__"].std() > 0.1
 
 
 def test_dataset_errors_name_the_flag(files, tmp_path, capsys) -> None:

@@ -23,7 +23,11 @@ def _add_generate(p: argparse.ArgumentParser) -> None:
     p.add_argument("file", help="the decode step: (params, state, tokens, position) -> "
                    "(next_tokens, state), state donated")  # fmt: skip
     p.add_argument("--prefill", help="the prefill: (params, prompt) -> (next_tokens, state)")
-    p.add_argument("--params", help=".npz of the parameters in order (default: random)")
+    p.add_argument(
+        "--params",
+        help=".npz of the parameters in order, or a checkpoint folder "
+        "of hlopipe train --save (default: random)",
+    )
     p.add_argument("--prefill-params", metavar="FILE", help=".npz of the prefill's own "
                    "arguments but the prompt, in its order, where they cannot be matched "
                    "(default: the decode step's --params, matched by order, name, shape or "

@@ -110,7 +110,36 @@ def _add_train(p: argparse.ArgumentParser) -> None:
         help="print each stage's memory on NAME (cpu, a100-40gb, a100-80gb, h100, h200) under "
         "this run's schedule and microbatches before training",
     )
-    p.add_argument("--lr", type=float, default=1e-2, help="learning rate (0.01)")
+    p.add_argument("--lr", type=float, default=1e-2, help="(peak) learning rate (0.01)")
+    p.add_argument(
+        "--lr-schedule",
+        choices=("constant", "cosine", "linear"),
+        default="constant",
+        help="the learning rate over the run after warm-up: constant, cosine decay to 0 "
+        "(optax.cosine_decay_schedule), linear decay to 0 (optax.linear_schedule) by the "
+        "run's last step",
+    )
+    p.add_argument(
+        "--warmup-steps",
+        type=int,
+        default=0,
+        metavar="N",
+        help="raise the learning rate linearly from 0 to --lr over the first N steps (0)",
+    )
+    p.add_argument(
+        "--clip-norm",
+        type=float,
+        metavar="C",
+        help="clip the gradients to global norm C before the optimizer "
+        "(optax.clip_by_global_norm, summed over every stage)",
+    )
+    p.add_argument(
+        "--log-every",
+        type=int,
+        default=1,
+        metavar="N",
+        help="print a step line every N steps and at the last (1); metrics.jsonl keeps every step",
+    )
     p.add_argument("--int-high", type=int, default=2, help="synthetic integer data in [0, N) (2)")
     p.add_argument("--seed", type=int, default=0, help="seed of parameters and synthetic data")
     p.add_argument(
@@ -202,7 +231,7 @@ def _plan_and_train(args: argparse.Namespace, devices: list[Any] | None) -> int:
 def _check_args(args: argparse.Namespace) -> None:
     from hlopipe.errors import RuntimeConfigError
 
-    flags = ("microbatches", "steps", "stages", "stage_devices", "cpu_devices")
+    flags = ("microbatches", "steps", "stages", "stage_devices", "cpu_devices", "log_every")
     for flag in (*flags, "epochs", "seq_len", "save_every", "keep", "eval_every"):
         value = getattr(args, flag)
         if value is not None and value < 1:
@@ -221,10 +250,14 @@ def _check_args(args: argparse.Namespace) -> None:
         raise RuntimeConfigError("--save-every N needs a folder to save into: --save DIR")
     if args.eval_every and not args.eval_data:
         raise RuntimeConfigError("--eval-every N evaluates on --eval-data PATH: give it")
+    if args.warmup_steps < 0:
+        raise RuntimeConfigError(f"--warmup-steps must be 0 or more, not {args.warmup_steps}")
+    if args.clip_norm is not None and not args.clip_norm > 0:
+        raise RuntimeConfigError(f"--clip-norm must be above 0, not {args.clip_norm}")
     if args.resume:
-        from hlopipe.runtime._checkpoint import latest_step
+        from hlopipe.runtime import latest_checkpoint_step
 
-        if latest_step(args.resume) is None:
+        if latest_checkpoint_step(args.resume) is None:
             raise RuntimeConfigError(
                 f"--resume {args.resume}: no checkpoint there (train with --save DIR first)"
             )
@@ -326,12 +359,59 @@ def _print_plan(args: argparse.Namespace, plan: Any, layout: Any) -> None:
         **({"bubble": render(layout.bubble_note, flags)} if layout.bubble_note else {}),
         **words,
         **({"reading": _reading(args)} if plan.dataset is not None else {}),
-        "optimizer": f"{args.optimizer}(lr={args.lr:g}), "
+        "optimizer": f"{_optimizer_words(args)}, "
         + (f"{args.epochs} epochs" if args.epochs else f"{args.steps or 10} steps")
         + (f", resuming from {args.resume}" if args.resume else ""),
     }
+    if args.resume:  # the values come from the checkpoint, whatever the plan would start from
+        from hlopipe.runtime import latest_checkpoint_step
+
+        step = latest_checkpoint_step(args.resume)
+        lines["params"] = (
+            f"from the checkpoint of step {step} in {args.resume} (with the optimizer state); "
+            f"the run resumes at step {step}"
+        )
     for key, text in lines.items():
         print(f"{key:<10}{text}")
+    if args.verbose and not args.resume:  # -v: each parameter's initial value and why
+        for arg, role in zip(plan.roles.parameters, plan.param_roles, strict=True):
+            print(f"{'':<10}  {arg.describe()}: {role}")
+
+
+def _optimizer_words(args: argparse.Namespace) -> str:
+    words = f"{args.optimizer}(lr={args.lr:g}"
+    if args.lr_schedule != "constant":
+        words += f", {args.lr_schedule} decay to 0 by the last step"
+    if args.warmup_steps:
+        words += f", {args.warmup_steps} warm-up steps"
+    words += ")"
+    if args.clip_norm is not None:
+        words = f"gradients clipped to global norm {args.clip_norm:g}, then " + words
+    return words
+
+
+def make_optimizer(args: argparse.Namespace, total: int) -> Any:
+    """The optax optimizer the flags ask for, over a run of ``total`` steps."""
+    import optax
+
+    lr: Any = args.lr
+    w = args.warmup_steps
+    if args.lr_schedule != "constant" or w:
+        decay_steps = max(total - w, 1)
+        after = {
+            "constant": optax.constant_schedule(args.lr),
+            "cosine": optax.cosine_decay_schedule(args.lr, decay_steps),
+            "linear": optax.linear_schedule(args.lr, 0.0, decay_steps),
+        }[args.lr_schedule]
+        lr = (
+            after
+            if not w
+            else optax.join_schedules([optax.linear_schedule(0.0, args.lr, w), after], [w])
+        )
+    opt = {"adam": optax.adam, "adamw": optax.adamw, "sgd": optax.sgd}[args.optimizer](lr)
+    if args.clip_norm is not None:
+        opt = optax.chain(optax.clip_by_global_norm(args.clip_norm), opt)
+    return opt
 
 
 def _reading(args: argparse.Namespace) -> str:
@@ -339,16 +419,38 @@ def _reading(args: argparse.Namespace) -> str:
     return f"a full batch a step, {order}; the remainder of an epoch dropped"
 
 
-def _train(args: argparse.Namespace, plan: Any, layout: Any) -> int:
-    import optax
+def _named(plan: Any) -> tuple[Any, Any]:
+    """The parameters as a tree whose paths are the arguments' names, in argument order (an
+    ``OrderedDict``: JAX keeps its order), and the loss over it; a checkpoint then stores each
+    parameter by its name. Unnamed or repeated names: a list (paths ``[0]``, ``[1]``, ...)."""
+    from collections import OrderedDict
 
+    names = [a.label for a in plan.roles.parameters]
+    if len(set(names)) != len(names):
+        return list(plan.params), plan.loss
+    tree = OrderedDict(zip(names, plan.params, strict=True))
+    inner = plan.loss
+    if not callable(inner):  # the program itself (flat arguments, the tree only names them)
+        return tree, inner
+
+    def loss(params: Any, batch: Any) -> Any:
+        return inner(list(params.values()), batch)
+
+    return tree, loss
+
+
+def _train(args: argparse.Namespace, plan: Any, layout: Any) -> int:
     from hlopipe import schedules
+    from hlopipe.cli._train_run import total_steps
     from hlopipe.runtime import Pipeline
 
-    opt = {"adam": optax.adam, "adamw": optax.adamw, "sgd": optax.sgd}[args.optimizer](args.lr)
-    params, batch = list(plan.params), list(plan.batch)
+    size = plan.num_microbatches * plan.microbatch
+    total = total_steps(args, plan.dataset.num_samples // size if plan.dataset else None)
+    opt = make_optimizer(args, total)
+    params, loss = _named(plan)
+    batch = list(plan.batch)
     pipe = Pipeline(
-        plan.loss,
+        loss,
         params,
         batch,
         num_stages=layout.num_stages,
@@ -362,7 +464,8 @@ def _train(args: argparse.Namespace, plan: Any, layout: Any) -> int:
     )
     state = pipe.restore(args.resume) if args.resume else pipe.init(params)
     if args.resume:
-        print(f"resumed step {state.step} from {args.resume}")
+        print(f"resumed from step {state.step} of {args.resume} (parameters, optimizer state, "
+              "data position)")  # fmt: skip
     if args.device is not None:
         report = pipe.staged.memory_report(
             args.device,

@@ -325,9 +325,16 @@ def _params(path: str | None, roles: Any, seed: int) -> list[Any]:
     if path is None:
         rng = np.random.default_rng(seed)
         return [rng.standard_normal(r.shape).astype(r.dtype) for r in want]
+    import os
+
     from hlopipe.io import load_npz
 
-    named = list(zip(*load_npz(path, "params_path"), strict=True))
+    if os.path.isdir(path):  # a training checkpoint (hlopipe train --save): its newest step
+        from hlopipe.runtime import read_checkpoint_params
+
+        named = read_checkpoint_params(path)
+    else:
+        named = list(zip(*load_npz(path, "params_path"), strict=True))
     what = None
     if len(named) != len(want):
         what = f"{len(named)} arrays, the program takes {len(want)} parameters"

@@ -13,7 +13,9 @@ Public API:
   receive timed out: deadlock or dead rank), naming the rank, step and action.
 * :func:`measured_timeline` — a ``schedules.Timeline`` from measured per-action times.
 * :func:`read_checkpoint_extra` — the JSON data saved with a checkpoint (``save(...,
-  extra=)``: ``hlopipe train`` keeps its data position there).
+  extra=)``: ``hlopipe train`` keeps its data position there);
+  :func:`read_checkpoint_params` — a checkpoint's parameters by path, as host arrays, without
+  a pipeline; :func:`latest_checkpoint_step` — the newest complete checkpoint's step.
 * :func:`compare_losses` — two runs' losses compared; a non-finite loss never matches.
 * :class:`ProcessLayout`, :class:`Links`, :func:`move_group`, :func:`on_every_process`,
   :func:`host_copy`, :func:`param_spec_leaves` — the placement and transfer pieces other
@@ -29,7 +31,9 @@ across processes each process's rank threads and a link thread for the collectiv
 (``_multiprocess.py``). See docs/runtime-performance.md.
 """
 
+from hlopipe.runtime._checkpoint import latest_step as latest_checkpoint_step
 from hlopipe.runtime._checkpoint import read_extra as read_checkpoint_extra
+from hlopipe.runtime._checkpoint import read_params as read_checkpoint_params
 from hlopipe.runtime._comm import host_copy, on_every_process
 from hlopipe.runtime._executor import Mailbox, PipelineExecutionError
 from hlopipe.runtime._finite import compare_losses
@@ -52,6 +56,7 @@ __all__ = [
     "ProcessLayout",
     "StepMetrics",
     "compare_losses",
+    "latest_checkpoint_step",
     "host_copy",
     "measured_timeline",
     "move_group",
@@ -59,4 +64,5 @@ __all__ = [
     "param_spec_leaves",
     "place",
     "read_checkpoint_extra",
+    "read_checkpoint_params",
 ]
