@@ -252,6 +252,37 @@ def test_norm_gains_start_at_one_and_a_checkpoint_exports_by_name(files, tmp_pat
         assert z["params__w1__"].shape == (D, D) and z["params__w1__"].std() > 0.1
 
 
+def test_ctrl_c_names_the_last_checkpoint_and_how_to_resume(files, tmp_path) -> None:
+    """A real `hlopipe train` process interrupted (SIGINT, as Ctrl-C) after a checkpoint:
+    it names that checkpoint and the --resume flag that goes on from it, and exits 130."""
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    d, _ = files
+    ckpt = tmp_path / "ckpt"
+    argv = [sys.executable, "-m", "hlopipe", "train", str(d / "loss.hlo"), "--data",
+            str(d / "train.bin"), "--params", str(d / "init.npz"), "--stage-devices", "1",
+            "--microbatches", str(M), "--steps", "100000", "--save", str(ckpt),
+            "--save-every", "1", "--keep", "1000"]  # fmt: skip
+    env = dict(os.environ, PYTHONUNBUFFERED="1", JAX_PLATFORMS="cpu")
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=env)  # fmt: skip
+    assert proc.stdout is not None
+    for line in proc.stdout:
+        if line.startswith("checkpoint written to"):
+            break
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, out[-2000:] + err[-2000:]
+    (said,) = [x for x in out.splitlines() if x.startswith("interrupted in step")]
+    step = max(int(p.name.split("_")[1]) for p in ckpt.glob("step_*"))
+    assert f"the last checkpoint is {ckpt / f'step_{step:08d}'} (step {step})" in said, said
+    assert f"--resume {ckpt}" in said
+    assert err.strip().splitlines()[-1] == "error: interrupted"
+
+
 def test_dataset_errors_name_the_flag(files, tmp_path, capsys) -> None:
     d, _ = files
     assert train(d, "--seq-len", "5") == 2
