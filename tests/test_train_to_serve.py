@@ -98,22 +98,9 @@ def test_a_trained_checkpoint_is_served_with_the_trained_parameters(tmp_path, ca
     oracle = _greedy(want, prompt, n)
     assert oracle != _greedy(params, prompt, n)  # the trained model answers otherwise
     env = dict(os.environ, PYTHONPATH=str(ROOT), PYTHONUNBUFFERED="1", JAX_PLATFORMS="cpu")
+    serve = ["serve", str(decode), "--params", str(ckpt), "--port", "0", "--groups", "1"]
     proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "hlopipe",
-            "serve",
-            str(decode),
-            "--params",
-            str(ckpt),
-            "--port",
-            "0",
-            "--groups",
-            "1",
-            "--max-len",
-            str(CFG.max_len),
-        ],  # fmt: skip
+        [sys.executable, "-m", "hlopipe", *serve, "--max-len", str(CFG.max_len)],
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
