@@ -16,9 +16,11 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax.sharding import NamedSharding
 
 from hlopipe.runtime import _optim
 from hlopipe.runtime._comm import Comm, host_value
+from hlopipe.runtime._placement import over_data
 from hlopipe.runtime._plan import PipelinePlan, host_leaves
 
 
@@ -168,7 +170,18 @@ class Params:
             return view.stage_state(opt.init(full), rows.leaves)
 
         # Optimizer state leaves of a parameter live like it; the rest (counts) replicated.
+        # ZeRO-1 (and 3): sharded over the data axis besides. The update's executable then
+        # slices the gradient (replicated over data: the stage's backward summed it over
+        # the microbatches' data shards), updates each device's shard of the state and
+        # all-gathers the new parameters into their own (replicated) layout; no
+        # reduce-scatter is needed since the gradient arrives whole on every replica.
         leaf_sh = [p_sh[group[0]] for group in rows.groups]
+        if pl.zero:
+            mesh = pl.placement.meshes[rank]
+            leaf_sh = [
+                NamedSharding(mesh, over_data(sh.spec, view.avals[q].shape, mesh))
+                for sh, q in zip(leaf_sh, rows.leaves, strict=True)
+            ]
         st_sh = _optim.state_shardings(
             jax.eval_shape(init_fn, list(avals)), view, rows.leaves, leaf_sh,
             pl.placement.meshes[rank],

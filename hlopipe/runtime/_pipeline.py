@@ -112,7 +112,21 @@ class Pipeline:
         up to the order of the additions. Any other operation
         combining parameters is refused before the first step, naming it and where it was
         traced. ``None``: no update, the gradients are returned in the metrics.
-      remat: recompute each stage's forward in its backward instead of keeping residuals.
+      remat: recompute each stage's forward in its backward instead of keeping residuals
+        (``recompute="full"``).
+      recompute: what each stage's backward recomputes instead of keeping from its forward:
+        ``"none"``, ``"selective"`` (the outputs of matrix products kept, everything else
+        recomputed, as ``jax.checkpoint_policies.dots_saveable``) or ``"full"`` (the stage's
+        inputs kept, its forward recomputed); one policy, or a list of one per stage
+        (:class:`hlopipe.planfile.Recompute`). Default: ``remat``'s.
+      zero: ZeRO's level over each stage mesh's ``"data"`` axis: ``0`` every data replica
+        holds its stage's whole parameters and optimizer state; ``1`` the optimizer state is
+        sharded over the data axis (each device updates its shard; the updated parameters
+        are all-gathered by the update's executable); ``3`` the parameters too, and so their
+        gradients (FSDP: the stage executables take them sharded and XLA's SPMD partitioner
+        all-gathers them where the forward and backward use them and reduce-scatters the
+        gradients). A dimension the data axis divides is split (the first one a spec leaves
+        unsplit); a parameter with none stays replicated.
       recv_timeout: seconds a receive waits before the step fails with an error naming the
         rank and action (a deadlock or a failed rank, never a hang).
       sync_actions: profile every step (as ``step(..., profile=True)`` does): each action is
@@ -165,6 +179,8 @@ class Pipeline:
         recv_timeout: float = 120.0,
         sync_actions: bool = False,
         check_finite: bool = False,
+        zero: int = 0,
+        recompute: Any = None,
     ) -> None:
         if isinstance(schedule, str) and schedule == "auto":
             program, schedule = _auto_schedule(
@@ -188,6 +204,8 @@ class Pipeline:
             stage_mesh_axes=stage_mesh_axes,
             param_specs=param_specs,
             loss_reduction=loss_reduction,
+            zero=zero,
+            recompute=recompute,
         )
         self.optimizer = optimizer
         self.recv_timeout = recv_timeout

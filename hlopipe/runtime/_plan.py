@@ -21,12 +21,25 @@ from jax.sharding import NamedSharding, PartitionSpec
 
 from hlopipe import schedules
 from hlopipe.errors import Keyword, RuntimeConfigError
+from hlopipe.planfile import Recompute
 from hlopipe.runtime._compile import StageExecutables, build_executables
 from hlopipe.runtime._multiprocess import ProcessLayout
-from hlopipe.runtime._placement import Placement, default_group_size, place, spec_leaves
+from hlopipe.runtime._placement import (
+    Placement,
+    default_group_size,
+    over_data,
+    place,
+    spec_leaves,
+)
 from hlopipe.runtime._stacked_params import join_rows, param_pieces, piece_names, piece_specs
 from hlopipe.schedules import Kind, Schedule
-from hlopipe.stages import SourceKind, StagedProgram, arg_partition_specs, split
+from hlopipe.stages import (
+    SourceKind,
+    StagedProgram,
+    arg_partition_specs,
+    recompute_policy,
+    split,
+)
 from hlopipe.stages._jaxpr import check_64bit_mode
 
 
@@ -57,6 +70,11 @@ class PipelinePlan:
     layout: ProcessLayout
     execs: tuple[StageExecutables, ...]
     remat: bool
+    # per stage: what its backward recomputes (``remat=True``: FULL everywhere)
+    recompute: tuple[Recompute, ...]
+    # ZeRO: 0 nothing sharded over the data axis; 1 the optimizer state; 3 the parameters
+    # too (their gradients follow them), gathered by XLA where the stage computes
+    zero: int
     # ownership: the first stage using a parameter owns it; others hold replicas
     users: tuple[tuple[int, ...], ...]
     owner: tuple[int, ...]
@@ -353,6 +371,8 @@ def build_plan(
     stage_mesh_axes: Sequence[str] | None = None,
     param_specs: Any = None,
     loss_reduction: str = "mean",
+    zero: int = 0,
+    recompute: Any = None,
 ) -> PipelinePlan:
     """Check the arguments and decide everything a :class:`~hlopipe.runtime.Pipeline` needs
     (see its docstring for the arguments)."""
@@ -380,9 +400,16 @@ def build_plan(
     placement = _place(sched, devs, stage_mesh_shape, stage_mesh_axes, mb_size)
     if pieces:  # specs (given or annotated) are the caller's: each piece takes its leaf's
         param_specs = piece_specs(param_specs, caller[0], param_treedef, pieces)
+    if zero not in (0, 1, 3):
+        raise RuntimeConfigError(
+            Keyword("zero", zero), " is not a ZeRO level: 0 (nothing sharded over the data "
+            "axis), 1 (the optimizer state) or 3 (the parameters and gradients too)"
+        )  # fmt: skip
+    policies = _policies(recompute, remat, staged.num_stages)
     specs, execs = _executables(
-        program, staged, placement, param_specs, param_treedef, param_avals, argnums, remat,
-        train=sched.has_backward, pieces=pieces, num_caller_params=len(caller[1]),
+        program, staged, placement, param_specs, param_treedef, param_avals, argnums,
+        policies, train=sched.has_backward, pieces=pieces,
+        num_caller_params=len(caller[1]), zero=zero,
     )  # fmt: skip
 
     # 4. ownership of parameters: the first stage using one owns it; others hold replicas.
@@ -393,7 +420,8 @@ def build_plan(
         batch_avals=tuple(batch_avals), batch_size=batch_size, microbatch_size=mb_size,
         staged=staged, argnums=argnums, schedule=sched, placement=placement,
         layout=ProcessLayout.of(placement),
-        execs=execs, remat=remat, **own, loss=_loss_location(staged, sched),
+        execs=execs, remat=remat, recompute=policies, zero=zero, **own,
+        loss=_loss_location(staged, sched),
         param_specs=tuple(specs), loss_reduction=loss_reduction,
         per_example=_per_example(program, staged, caller[0], list(caller[1]), batch_treedef,
                                  mb_avals), **_caller_fields(pieces, caller),
@@ -492,6 +520,32 @@ def _per_example(
     )
 
 
+def _policies(recompute: Any, remat: bool, num_stages: int) -> tuple[Recompute, ...]:
+    """Per stage, its recompute policy: ``recompute`` (one policy, or a list of one per
+    stage), else ``remat`` (True: full)."""
+    if recompute is None:
+        return (recompute_policy(remat),) * num_stages
+    if isinstance(recompute, str):
+        return (_policy(recompute),) * num_stages
+    given = list(recompute)
+    if len(given) != num_stages:
+        raise RuntimeConfigError(
+            Keyword("recompute", given), f": {len(given)} policies for {num_stages} stages; "
+            "give one policy, or one per stage"
+        )  # fmt: skip
+    return tuple(_policy(r) for r in given)
+
+
+def _policy(name: Any) -> Recompute:
+    try:
+        return Recompute(name)
+    except ValueError:
+        valid = ", ".join(repr(r.value) for r in Recompute)
+        raise RuntimeConfigError(
+            Keyword("recompute", name), f" is not a recompute policy; use one of {valid}"
+        ) from None
+
+
 def _executables(
     program: Any,
     staged: StagedProgram,
@@ -500,14 +554,17 @@ def _executables(
     param_treedef: Any,
     param_avals: list[Any],
     argnums: tuple[int, ...],
-    remat: bool,
+    policies: Sequence[Recompute],
     *,
     train: bool,
     pieces: Sequence[Any] = (),
     num_caller_params: int = 0,
+    zero: int = 0,
 ) -> tuple[list[Any], tuple[StageExecutables, ...]]:
     """The parameters' partition specs (given, or the program's own annotations) and every
-    stage's executables on its rank."""
+    stage's executables on its rank. ZeRO-3 adds the data axis to each parameter's spec
+    (:func:`over_data`): the stages' executables take their parameters sharded over it and
+    XLA's SPMD partitioner gathers them where they are used (FSDP)."""
     num_params = len(param_avals)
     flat = None
     if param_specs is None:
@@ -518,7 +575,10 @@ def _executables(
 
     def requested(rank: int, p: int) -> Any:
         spec = specs[p]
-        return None if spec is None else NamedSharding(placement.meshes[rank], spec)
+        mesh = placement.meshes[rank]
+        if zero == 3:
+            return NamedSharding(mesh, over_data(spec, param_avals[p].shape, mesh))
+        return None if spec is None else NamedSharding(mesh, spec)
 
     execs = tuple(
         build_executables(
@@ -526,7 +586,7 @@ def _executables(
             placement,
             num_param_leaves=num_params,
             argnums=argnums,
-            remat=remat,
+            remat=policies[st.index],
             param_sharding=requested,
             train=train,
         )
