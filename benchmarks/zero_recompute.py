@@ -45,9 +45,12 @@ def loss(params, batch, per):
 
 def main() -> None:
     k = jax.random.split(jax.random.key(0), 2 * L)
-    params = {"layers": [
+    layers = [
         {"w1": jax.random.normal(k[2 * i], (D, H)) / np.sqrt(D), "b1": jnp.full(H, 0.1),
-         "w2": jax.random.normal(k[2 * i + 1], (H, D)) / np.sqrt(H)} for i in range(L)]}  # fmt: skip
+         "w2": jax.random.normal(k[2 * i + 1], (H, D)) / np.sqrt(H)}
+        for i in range(L)
+    ]  # fmt: skip
+    params = {"layers": layers}
     specs = {"layers": [{"w1": P(None, "model"), "b1": P("model"), "w2": P("model", None)}] * L}
     batches = [
         (jax.random.normal(jax.random.key(10 + s), (B, D)),
@@ -60,8 +63,10 @@ def main() -> None:
         u, s = opt.update(g, s, p)
         p = optax.apply_updates(p, u)
         ref.append(float(v))
-    head = (f"{'schedule':<17}{'zero':>5}{'recompute':>11}{'|dloss|':>10}{'|dparam|':>10}"
-            f"{'F args':>8}{'F out':>7}{'F temp':>8}{'params':>8}{'opt state':>10}{'s':>6}")  # fmt: skip
+    head = (
+        f"{'schedule':<17}{'zero':>5}{'recompute':>11}{'|dloss|':>10}{'|dparam|':>10}"
+        f"{'F args':>8}{'F out':>7}{'F temp':>8}{'params':>8}{'opt state':>10}{'s':>6}"
+    )
     print(head)
     for schedule, per in (("1f1b", 2), ("interleaved-1f1b", 1)):
         for zero in (0, 1, 3):
@@ -79,7 +84,8 @@ def main() -> None:
                     state, m = pipe.step(state, b)
                     losses.append(m.loss)
                 got = jax.tree.leaves(jax.device_get(state.params))
-                dp = max(float(np.max(np.abs(a - b))) for a, b in zip(got, jax.tree.leaves(p)))
+                pairs = zip(got, jax.tree.leaves(p), strict=True)
+                dp = max(float(np.max(np.abs(a - b))) for a, b in pairs)
                 ex = pipe.plan.execs[0]
                 fm = ex.get(ExecKind.F).memory_analysis()
                 held = sum(x.addressable_shards[0].data.nbytes for x in state.values[0].values())
