@@ -283,6 +283,61 @@ def test_ctrl_c_names_the_last_checkpoint_and_how_to_resume(files, tmp_path) -> 
     assert err.strip().splitlines()[-1] == "error: interrupted"
 
 
+def _plan_json(path, pp: int, dp: int, tp: int, **layout: Any) -> None:
+    """A plan file written by hand, as `hlopipe plan -o` writes one (hlopipe/planfile.py)."""
+    plan = {"tp": tp, "pp": pp, "dp": dp, "cp": 1, "zero": 1, "recompute": "selective",
+            "schedule": "1f1b", "virtual_stages": 1, "microbatch_size": MB // dp,
+            "microbatches": M, "stage_layers": [], "stage_mesh_axes": ["data", "model"],
+            "param_specs": ["w1=_,model", "emb=_,model", "out=model"], **layout}  # fmt: skip
+    top = {"format": "hlopipe-plan", "version": 1, "program": {"path": None, "sha256": None},
+           "cluster": {"device": "cpu", "devices": pp * dp * tp, "devices_per_node": 8,
+                       "intra_node_gbps": 10.0, "inter_node_gbps": 1.0},
+           "global_batch": dp * M * (MB // dp), "plan": plan}  # fmt: skip
+    path.write_text(json.dumps(top))
+
+
+@pytest.mark.parametrize("how", ["plan", "flags"])
+def test_tensor_parallel_zero_and_recompute_train_like_one_device(files, tmp_path, capsys, how):
+    """2 stages x (2 data x 2 model) of the 8 CPU devices, the parameters split over "model"
+    by rules over the roles' names: from a hand-written plan.json (ZeRO-1, selective
+    recompute) or from the flags (ZeRO-3, full recompute); the losses of a plain JAX loop."""
+    d, tokens = files
+    if how == "plan":
+        _plan_json(tmp_path / "plan.json", pp=2, dp=2, tp=2)
+        extra = ["--plan", str(tmp_path / "plan.json")]
+    else:
+        extra = ["--stage-mesh", "2x2", "--stage-mesh-axes", "data,model", "--param-spec",
+                 "w1=_,model", "--param-spec", "out=model", "--zero", "3", "--recompute",
+                 "full", "--microbatches", str(M)]  # fmt: skip
+    argv = ["train", str(d / "loss.hlo"), "--data", str(d / "train.bin"), "--params",
+            str(d / "init.npz"), "--lr", str(LR), "--no-shuffle", "--steps", "2"]  # fmt: skip
+    argv += extra
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert "2 ranks x 4 CPU device(s)" in out, out
+    layout = re.search(r"^layout +(.*)$", out, re.M).group(1)
+    assert "each stage on a 2x2 mesh (data, model)" in layout
+    assert "params__w1__ P(None, 'model')" in layout
+    assert "params__out__ P('model',)" in layout
+    zero, policy = ("ZeRO-1", "selective") if how == "plan" else ("ZeRO-3", "full")
+    assert f"{zero} (the" in layout and f"recompute {policy}" in layout
+    got = [float(x) for x in re.findall(r"^step +\d+ +loss ([\d.]+)", out, re.M)]
+    np.testing.assert_allclose(got, plain_jax_losses(tokens, [[0, 1, 2, 3], [4, 5, 6, 7]]),
+                               rtol=2e-5)  # fmt: skip
+
+
+def test_a_plan_needing_more_devices_than_present_is_one_error(files, tmp_path, capsys):
+    d, _ = files
+    _plan_json(tmp_path / "plan.json", pp=4, dp=2, tp=2)
+    argv = ["train", str(d / "loss.hlo"), "--data", str(d / "train.bin"), "--plan",
+            str(tmp_path / "plan.json")]  # fmt: skip
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "the plan needs 16 devices" in err[0] and "8 are present" in err[0]
+    assert main([*argv, "--zero", "3"]) == 2
+    assert "leave out --zero" in capsys.readouterr().err
+
+
 def test_dataset_errors_name_the_flag(files, tmp_path, capsys) -> None:
     d, _ = files
     assert train(d, "--seq-len", "5") == 2

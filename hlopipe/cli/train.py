@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import math
 from typing import Any
 
 from hlopipe.cli._common import (
     CPU_DEVICES,
     PLOT_SUFFIXES,
     Command,
+    add_stage_mesh_flags,
     ask_cpu_devices,
     check_output_dir,
     check_output_file,
@@ -51,8 +53,29 @@ def _add_train(p: argparse.ArgumentParser) -> None:
         "'last:2' (the last two); default: the arguments named outside params/variables/"
         "state/weights, else the trailing integer ones, else the last one",
     )
-    p.add_argument("--schedule", default="1f1b", help="schedule name (see 'hlopipe schedule')")
-    p.add_argument("--microbatches", type=int, default=4, help="microbatches per step (4)")
+    p.add_argument("--schedule", help="schedule name (see 'hlopipe schedule'; 1f1b)")
+    p.add_argument("--microbatches", type=int, help="microbatches per step (4)")
+    p.add_argument(
+        "--plan",
+        metavar="PLAN.json",
+        help="lay the run out as a plan file says (hlopipe plan -o plan.json): stages, each "
+        "stage's (dp, tp) mesh, param specs, ZeRO level, recompute, schedule, microbatches; "
+        "the flags it sets cannot be given with it",
+    )
+    add_stage_mesh_flags(p)
+    p.add_argument(
+        "--zero",
+        type=int,
+        choices=(0, 1, 3),
+        help="ZeRO over each stage mesh's data axis: 1 shards the optimizer state, 3 the "
+        "parameters and gradients too (FSDP) (0)",
+    )
+    p.add_argument(
+        "--recompute",
+        metavar="POLICY[,POLICY...]",
+        help="what each stage's backward recomputes: none, selective (matmul outputs kept) or "
+        "full (the stage's input kept); one policy, or one per stage comma-separated (none)",
+    )
     p.add_argument("--virtual-stages", type=int, help="stages per rank (schedule default)")
     p.add_argument(
         "--stages",
@@ -168,6 +191,7 @@ def _cmd_train(args: argparse.Namespace) -> int:
     """pipeline-train the loss program in a file on the local devices"""
 
     # 1. everything that can be wrong with the command line, before any compiling.
+    _apply_plan(args)
     _check_args(args)
     if args.device is not None:
         from hlopipe.stages import device
@@ -197,9 +221,62 @@ def _quiet_unless_first() -> Any:
         yield
 
 
-def _plan_and_train(args: argparse.Namespace, devices: list[Any] | None) -> int:
-    from hlopipe import training
+_PLAN_SETS = ("schedule", "microbatches", "virtual_stages", "stage_mesh", "stage_mesh_axes",
+              "zero", "recompute", "stage_devices", "stages")  # fmt: skip
 
+
+def _apply_plan(args: argparse.Namespace) -> None:
+    """``--plan``: the layout's choices become the flags' values (none of which may be given
+    beside it); without it, the flags' defaults."""
+    args.plan_file = None
+    if args.plan is None:
+        args.schedule = args.schedule or "1f1b"
+        args.microbatches = args.microbatches if args.microbatches is not None else 4
+        args.zero = args.zero or 0
+        return
+    from hlopipe.errors import RuntimeConfigError
+    from hlopipe.planfile import load_plan
+
+    given = [f"--{k.replace('_', '-')}" for k in _PLAN_SETS if getattr(args, k) is not None]
+    if args.param_spec:
+        given.append("--param-spec")
+    if given:
+        raise RuntimeConfigError(
+            f"--plan {args.plan} lays out the run; leave out {', '.join(given)} (or edit the "
+            "plan file)"
+        )
+    plan = load_plan(args.plan)
+    lay = plan.layout
+    args.plan_file = plan
+    args.schedule, args.microbatches = lay.schedule, lay.microbatches
+    args.virtual_stages = lay.virtual_stages
+    args.stage_mesh = f"{lay.dp * lay.cp}x{lay.tp}"
+    args.stage_mesh_axes = ",".join(lay.stage_mesh_axes)
+    args.param_spec = list(lay.param_specs)
+    args.zero, args.recompute = lay.zero, str(lay.recompute)
+
+
+def _plan_and_train(args: argparse.Namespace, devices: list[Any] | None) -> int:
+    import jax
+
+    from hlopipe import training
+    from hlopipe.cli._common import param_rules, stage_mesh
+    from hlopipe.errors import RuntimeConfigError
+
+    mesh_shape, mesh_axes = stage_mesh(args)
+    param_rules(args, mesh_shape, mesh_axes)  # the rules' syntax and axes, before any work
+    if mesh_shape is not None:
+        group = math.prod(mesh_shape)
+        if args.stage_devices is not None and args.stage_devices != group:
+            raise RuntimeConfigError(
+                f"--stage-devices {args.stage_devices} and --stage-mesh {args.stage_mesh} "
+                f"({group} devices) disagree: give one"
+            )
+        args.stage_devices = group
+    if args.plan_file is not None:
+        from hlopipe.runtime import check_plan_devices
+
+        check_plan_devices(args.plan_file.layout, devices or jax.local_devices())
     program = load(args.file, args.module)
     with x64_if_needed(program):
         plan = training.plan_training(
@@ -363,6 +440,13 @@ def _print_plan(args: argparse.Namespace, plan: Any, layout: Any) -> None:
         + (f"{args.epochs} epochs" if args.epochs else f"{args.steps or 10} steps")
         + (f", resuming from {args.resume}" if args.resume else ""),
     }
+    layout_words = _layout_words(args, plan)
+    if layout_words:
+        lines = {
+            **dict(list(lines.items())[:4]),
+            "layout": layout_words,
+            **dict(list(lines.items())[4:]),
+        }
     if args.resume:  # the values come from the checkpoint, whatever the plan would start from
         from hlopipe.runtime import latest_checkpoint_step
 
@@ -376,6 +460,32 @@ def _print_plan(args: argparse.Namespace, plan: Any, layout: Any) -> None:
     if args.verbose and not args.resume:  # -v: each parameter's initial value and why
         for arg, role in zip(plan.roles.parameters, plan.param_roles, strict=True):
             print(f"{'':<10}  {arg.describe()}: {role}")
+
+
+def _layout_words(args: argparse.Namespace, plan: Any) -> str:
+    """The stage mesh, the parameters' layout, ZeRO and recompute, when any is asked for."""
+    from hlopipe.cli._common import param_rules, stage_mesh
+    from hlopipe.runtime import specs_from_rules
+
+    shape, axes = stage_mesh(args)
+    words = []
+    if args.plan_file is not None:
+        words.append(f"from {args.plan}")
+    if shape is not None:
+        names = ", ".join(axes or ("data",))
+        words.append(f"each stage on a {'x'.join(map(str, shape))} mesh ({names})")
+    rules = param_rules(args, shape, axes)
+    if rules:
+        roles = plan.roles.parameters
+        found = specs_from_rules(rules, [a.label for a in roles], [a.aval.shape for a in roles])
+        split = [f"{a.label} {s}" for a, s in zip(roles, found, strict=True) if s is not None]
+        words.append(f"{len(split)} parameters laid out by --param-spec ({'; '.join(split)})")
+    if args.zero:
+        what = "optimizer state" if args.zero == 1 else "parameters, gradients, optimizer state"
+        words.append(f"ZeRO-{args.zero} (the {what} split over the data axis)")
+    if args.recompute:
+        words.append(f"recompute {args.recompute}")
+    return "; ".join(words)
 
 
 def _optimizer_words(args: argparse.Namespace) -> str:
@@ -449,19 +559,27 @@ def _train(args: argparse.Namespace, plan: Any, layout: Any) -> int:
     opt = make_optimizer(args, total)
     params, loss = _named(plan)
     batch = list(plan.batch)
-    pipe = Pipeline(
-        loss,
-        params,
-        batch,
-        num_stages=layout.num_stages,
-        schedule=args.schedule,
-        num_microbatches=args.microbatches,
-        virtual_stages=args.virtual_stages,
-        devices=list(layout.devices),
-        stage_mesh_shape=(layout.group,),
-        optimizer=opt,
-        check_finite=True,  # a NaN/inf loss or gradient stops the run, naming where it starts
-    )
+    if args.plan_file is not None:  # the plan's layout, read by the runtime's one reader
+        pipe = Pipeline.from_plan(
+            loss, params, batch, args.plan_file, optimizer=opt,
+            devices=list(layout.devices), check_finite=True,
+        )  # fmt: skip
+    else:
+        pipe = Pipeline(
+            loss,
+            params,
+            batch,
+            num_stages=layout.num_stages,
+            schedule=args.schedule,
+            num_microbatches=args.microbatches,
+            virtual_stages=args.virtual_stages,
+            devices=list(layout.devices),
+            optimizer=opt,
+            check_finite=True,  # a NaN/inf loss or gradient stops the run, naming where
+            zero=args.zero,
+            recompute=_recompute(args.recompute),
+            **_mesh_keywords(args, plan, params, layout.group),
+        )
     state = pipe.restore(args.resume) if args.resume else pipe.init(params)
     if args.resume:
         print(f"resumed from step {state.step} of {args.resume} (parameters, optimizer state, "
@@ -495,6 +613,41 @@ def _train(args: argparse.Namespace, plan: Any, layout: Any) -> int:
         schedules.plot(tl, args.plot)
         print(f"timeline written to {args.plot}")
     return code
+
+
+def _recompute(text: str | None) -> Any:
+    """``--recompute``: one policy, or a list of one per stage."""
+    if text is None:
+        return None
+    policies = [t.strip() for t in text.split(",")]
+    return policies[0] if len(policies) == 1 else policies
+
+
+def _mesh_keywords(args: argparse.Namespace, plan: Any, params: Any, group: int) -> dict:
+    """The stage mesh and the parameters' layout on it: ``--stage-mesh``/``--stage-mesh-axes``
+    and ``--param-spec``'s rules matched against the training roles' names (the first rule
+    found in a parameter's name gives its spec; a parameter none matches is replicated);
+    else a data-parallel mesh of ``group`` devices and the program's own layout."""
+    import jax
+    from jax.sharding import PartitionSpec
+
+    from hlopipe.cli._common import param_rules, stage_mesh
+    from hlopipe.runtime import specs_from_rules
+
+    shape, axes = stage_mesh(args)
+    if shape is None:
+        return {"stage_mesh_shape": (group,)}
+    out: dict[str, Any] = {"stage_mesh_shape": shape, "stage_mesh_axes": axes}
+    rules = param_rules(args, shape, axes)
+    if rules:
+        names = [a.label for a in plan.roles.parameters]
+        shapes = [a.aval.shape for a in plan.roles.parameters]
+        found = specs_from_rules(rules, names, shapes)
+        specs = [PartitionSpec() if s is None else s for s in found]
+        out["param_specs"] = jax.tree_util.tree_unflatten(
+            jax.tree_util.tree_structure(params), specs
+        )
+    return out
 
 
 def _check(args: argparse.Namespace, plan: Any, opt: Any, losses: list[float], start: int) -> int:
@@ -554,4 +707,8 @@ COMMAND = Command(
     seq_len="--seq-len",
     token_dtype="--token-dtype",
     eval_data="--eval-data",
+    param_rules="--param-spec",
+    stage_mesh_axes="--stage-mesh-axes",
+    zero="--zero",
+    recompute="--recompute",
 )

@@ -22,7 +22,8 @@ Public API:
   runners (``hlopipe.generate``) reuse: which process holds each rank, the compiled
   cross-process transfers, one move between two ranks, a rank's value as a host array in every
   process (or in its own processes), and the parameter specs checked against every rank's
-  mesh.
+  mesh; :class:`ParamRule`, :func:`parse_param_rule`, :func:`specs_from_rules` — partitioning
+  rules (``--param-spec PATTERN=SPEC``) over parameter paths, for every front end.
 
 A step is one instruction list per pipeline and mode (``_program.py``, the one builder), run by
 one of three interpreters: in one process the asynchronous single controller (``_stream.py``);
@@ -39,15 +40,23 @@ from hlopipe.runtime._executor import Mailbox, PipelineExecutionError
 from hlopipe.runtime._finite import compare_losses
 from hlopipe.runtime._metrics import BytesSent, GenerateMetrics, Metrics
 from hlopipe.runtime._multiprocess import Links, ProcessLayout, move_group
-from hlopipe.runtime._pipeline import Pipeline, PipelineState, StepMetrics, measured_timeline
+from hlopipe.runtime._pipeline import (
+    Pipeline,
+    PipelineState,
+    StepMetrics,
+    check_plan_devices,
+    measured_timeline,
+)
 from hlopipe.runtime._placement import Placement, place
 from hlopipe.runtime._placement import spec_leaves as param_spec_leaves
+from hlopipe.runtime._rules import ParamRule, parse_param_rule, specs_from_rules
 
 __all__ = [
     "BytesSent",
     "GenerateMetrics",
     "Links",
     "Mailbox",
+    "ParamRule",
     "Metrics",
     "Pipeline",
     "PipelineExecutionError",
@@ -55,6 +64,7 @@ __all__ = [
     "Placement",
     "ProcessLayout",
     "StepMetrics",
+    "check_plan_devices",
     "compare_losses",
     "latest_checkpoint_step",
     "host_copy",
@@ -62,7 +72,9 @@ __all__ = [
     "move_group",
     "on_every_process",
     "param_spec_leaves",
+    "parse_param_rule",
     "place",
     "read_checkpoint_extra",
     "read_checkpoint_params",
+    "specs_from_rules",
 ]

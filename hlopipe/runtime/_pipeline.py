@@ -18,9 +18,10 @@ from typing import Any, Generic, Never, TypeVar, overload
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax.sharding import PartitionSpec
 
 from hlopipe import schedules
-from hlopipe.errors import RuntimeConfigError
+from hlopipe.errors import Keyword, RuntimeConfigError
 from hlopipe.runtime._comm import Comm, host_value
 from hlopipe.runtime._compile import ExecKind, StageExecutables
 from hlopipe.runtime._executor import StepResult
@@ -60,6 +61,23 @@ class _FromPlan(Generic[T]):
 
     def __set__(self, pipe: Pipeline, value: Never) -> None:
         raise AttributeError(f"Pipeline.{self.name} is its plan's, read-only")
+
+
+def check_plan_devices(layout: Any, devices: Sequence[Any]) -> int:
+    """How many devices the plan ``layout`` (a :class:`~hlopipe.planfile.Layout`) occupies.
+
+    Raises:
+      RuntimeConfigError: fewer ``devices`` than that, naming both counts."""
+    need = int(layout.devices_needed)
+    if len(devices) < need:
+        cpu = bool(devices) and devices[0].platform == "cpu"
+        raise RuntimeConfigError(
+            f"the plan needs {need} devices (pp {layout.pp} x dp {layout.dp} x tp "
+            f"{layout.tp} x cp {layout.cp}), {len(devices)} are present: run it where there "
+            "are enough, or plan again for these devices",
+            *((" (on CPU: ", Keyword("jax_num_cpu_devices", need), ")") if cpu else ()),
+        )
+    return need
 
 
 class Pipeline:
@@ -222,6 +240,78 @@ class Pipeline:
             # first step
             self._runner(train=True)
             self.param_store.compile_ahead()
+
+    @classmethod
+    def from_plan(
+        cls,
+        program: Any,
+        params: Any,
+        batch: Any,
+        plan: Any,
+        *,
+        optimizer: Any = None,
+        devices: Sequence[Any] | None = None,
+        **kwargs: Any,
+    ) -> Pipeline:
+        """The pipeline a plan file lays out (``hlopipe plan -o plan.json``; the contract of
+        :mod:`hlopipe.planfile`), on the devices present.
+
+        Args:
+          program, params, batch, optimizer: as for the constructor; ``batch`` holds the
+            plan's global batch (``dp x microbatches x microbatch_size`` rows).
+          plan: a :class:`~hlopipe.planfile.PlanFile`, its :class:`~hlopipe.planfile.Layout`,
+            or the path of a plan file.
+          devices: default ``jax.devices()``; the plan's first ``pp x dp x tp x cp`` are used.
+          kwargs: the constructor's other keywords (``recv_timeout``, ``check_finite``...).
+
+        The stages are cut at the program's markers, else into ``pp x virtual_stages``
+        cost-balanced ones; each rank's mesh is ``(dp x cp, tp)`` named ``stage_mesh_axes``;
+        the plan's ``param_specs`` rules (``PATTERN=SPEC`` over the parameters' paths, as
+        ``--param-spec`` reads them) lay out the parameters, a parameter no rule matches
+        replicated; ``zero``, ``recompute``, ``schedule``, ``virtual_stages`` and
+        ``microbatches`` as the plan says.
+
+        Raises:
+          RuntimeConfigError: fewer devices than the plan needs (naming both counts), a
+            batch that is not the plan's global batch, a rule that matches no parameter,
+            or anything the constructor refuses.
+        """
+        from hlopipe.planfile import Layout, PlanFile, load_plan
+        from hlopipe.runtime._rules import parse_param_rule, specs_from_rules
+
+        if isinstance(plan, str | os.PathLike):
+            plan = load_plan(plan)
+        layout: Layout = plan.layout if isinstance(plan, PlanFile) else plan
+        devs = list(jax.devices() if devices is None else devices)
+        need = check_plan_devices(layout, devs)
+        rows = layout.dp * layout.cp * layout.microbatches * layout.microbatch_size
+        leaves = jax.tree_util.tree_leaves(batch)
+        if leaves and (not np.shape(leaves[0]) or np.shape(leaves[0])[0] != rows):
+            got = np.shape(leaves[0])[0] if np.shape(leaves[0]) else "no"
+            raise RuntimeConfigError(
+                f"the plan's global batch is {rows} rows (dp {layout.dp * layout.cp} x "
+                f"{layout.microbatches} microbatches x {layout.microbatch_size}); the batch "
+                f"given has {got}"
+            )
+        specs = None
+        if layout.param_specs:
+            axes = tuple(layout.stage_mesh_axes)
+            rules = [parse_param_rule(text, axes) for text in layout.param_specs]
+            flat = jax.tree_util.tree_flatten_with_path(params)[0]
+            paths = [jax.tree_util.keystr(k) for k, _ in flat]
+            found = specs_from_rules(rules, paths, [np.shape(x) for _, x in flat])
+            specs = jax.tree_util.tree_unflatten(
+                jax.tree_util.tree_structure(params),
+                [PartitionSpec() if s is None else s for s in found],
+            )
+        return cls(
+            program, params, batch,
+            schedule=layout.schedule, num_microbatches=layout.microbatches,
+            virtual_stages=layout.virtual_stages, devices=devs[:need],
+            stage_mesh_shape=(layout.dp * layout.cp, layout.tp),
+            stage_mesh_axes=tuple(layout.stage_mesh_axes), param_specs=specs,
+            optimizer=optimizer, zero=layout.zero, recompute=layout.recompute, **kwargs,
+        )  # fmt: skip
 
     def with_optimizer(self, optimizer: Any) -> Pipeline:
         """This pipeline with another optimizer: the same plan and compiled stages (nothing

@@ -11,6 +11,7 @@ level and policy keeps per device is ``benchmarks/zero_recompute.py``'s table.
 from __future__ import annotations
 
 import functools
+import json
 
 import jax
 import jax.numpy as jnp
@@ -70,21 +71,39 @@ def _data_split(x) -> bool:
     return "data" in jax.tree.leaves(tuple(x.sharding.spec))
 
 
-@pytest.mark.parametrize(
-    "schedule,per,zero,recompute",
-    [
-        ("1f1b", 2, 3, "selective"),
-        ("interleaved-1f1b", 1, 1, ["full", "none", "selective", "full"]),
-    ],
-    ids=["1f1b-zero3-selective", "interleaved-zero1-per-stage"],
-)
-def test_zero_and_recompute_equal_one_device(schedule, per, zero, recompute):
-    pipe = Pipeline(
-        functools.partial(_loss, per=per), _params(), _batches()[0], schedule=schedule,
-        num_microbatches=M, devices=jax.devices()[:8], stage_mesh_shape=(2, 2),
-        stage_mesh_axes=("data", "model"), param_specs=SPECS, optimizer=OPT, zero=zero,
-        recompute=recompute,
-    )  # fmt: skip
+PLAN = {
+    "format": "hlopipe-plan", "version": 1, "program": {"path": None, "sha256": None},
+    "cluster": {"device": "cpu", "devices": 8, "devices_per_node": 8, "intra_node_gbps": 10.0,
+                "inter_node_gbps": 1.0},
+    "global_batch": B,
+    "plan": {"tp": 2, "pp": 2, "dp": 2, "cp": 1, "zero": 1, "recompute": "full",
+             "schedule": "interleaved-1f1b", "virtual_stages": 2, "microbatch_size": B // M // 2,
+             "microbatches": M, "stage_layers": [], "stage_mesh_axes": ["data", "model"],
+             "param_specs": ["w1=_,model", "b1=model", "w2=model,_"]},
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("how", ["zero3-per-stage-recompute", "plan-interleaved-zero1"])
+def test_zero_and_recompute_equal_one_device(how, tmp_path):
+    if how == "zero3-per-stage-recompute":
+        zero = 3
+        pipe = Pipeline(
+            functools.partial(_loss, per=2), _params(), _batches()[0], schedule="1f1b",
+            num_microbatches=M, devices=jax.devices()[:8], stage_mesh_shape=(2, 2),
+            stage_mesh_axes=("data", "model"), param_specs=SPECS, optimizer=OPT, zero=3,
+            recompute=["selective", "full"],
+        )  # fmt: skip
+        assert [ex.remat for ex in pipe.execs] == ["selective", "full"]
+    else:  # a hand-written plan file: 4 stages, 2 a rank, on 2 ranks of (2 data x 2 model)
+        zero = 1
+        (tmp_path / "plan.json").write_text(json.dumps(PLAN))
+        pipe = Pipeline.from_plan(
+            functools.partial(_loss, per=1), _params(), _batches()[0],
+            str(tmp_path / "plan.json"), optimizer=OPT,
+        )  # fmt: skip
+        assert pipe.staged.num_stages == 4 and pipe.schedule.num_ranks == 2
+        w1 = pipe.param_names.index("['layers'][0]['w1']")
+        assert pipe.plan.param_sharding(0, w1).spec == P(None, "model")
     state = pipe.init(_params())
     # ZeRO-1: the matrices' moments split over data, the matrices not; ZeRO-3: both (a
     # bias split over "model" has no dimension left for "data": it stays whole)
