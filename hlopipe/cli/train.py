@@ -117,6 +117,14 @@ def _add_train(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--eval-data", metavar="PATH", help="a dataset to report an evaluation loss on")
     p.add_argument(
+        "--per-example",
+        metavar="I,J",
+        help="the program's outputs (by position from 0; the loss is 0) that are per example, "
+        "their leading axis the batch; the others are statistics over the batch. Needed for "
+        "--eval-data when an output besides the loss has the batch's size on its leading "
+        "axis: a file's fixed shapes cannot tell",
+    )
+    p.add_argument(
         "--eval-every", type=int, metavar="N", help="evaluate every N steps (default: at the end)"
     )
     p.add_argument(
@@ -563,6 +571,7 @@ def _train(args: argparse.Namespace, plan: Any, layout: Any) -> int:
         pipe = Pipeline.from_plan(
             loss, params, batch, args.plan_file, optimizer=opt,
             devices=list(layout.devices), check_finite=True,
+            per_example=_per_example(args, plan),
         )  # fmt: skip
     else:
         pipe = Pipeline(
@@ -578,8 +587,21 @@ def _train(args: argparse.Namespace, plan: Any, layout: Any) -> int:
             check_finite=True,  # a NaN/inf loss or gradient stops the run, naming where
             zero=args.zero,
             recompute=_recompute(args.recompute),
+            per_example=_per_example(args, plan),
             **_mesh_keywords(args, plan, params, layout.group),
         )
+    if args.eval_data:  # evaluation infers: every output must be known before the run
+        unknown = [
+            k for k, v in enumerate(pipe.plan.per_example) if v is None or isinstance(v, str)
+        ]
+        if unknown:
+            from hlopipe.errors import RuntimeConfigError
+
+            raise RuntimeConfigError(
+                f"--eval-data runs the program forward; its outputs {unknown} have the "
+                "microbatch's rows on their leading axis and a file cannot tell whether they "
+                "are per example: say which are with --per-example I,J"
+            )
     state = pipe.restore(args.resume) if args.resume else pipe.init(params)
     if args.resume:
         print(f"resumed from step {state.step} of {args.resume} (parameters, optimizer state, "
@@ -613,6 +635,25 @@ def _train(args: argparse.Namespace, plan: Any, layout: Any) -> int:
         schedules.plot(tl, args.plot)
         print(f"timeline written to {args.plot}")
     return code
+
+
+def _per_example(args: argparse.Namespace, plan: Any) -> tuple[bool, ...] | None:
+    """``--per-example I,J``: one flag per program output."""
+    if args.per_example is None:
+        return None
+    from hlopipe.errors import RuntimeConfigError
+
+    n = len(plan.program.out_avals)
+    try:
+        chosen = {int(t) for t in args.per_example.split(",") if t.strip()}
+    except ValueError:
+        chosen = {-1}
+    if not chosen <= set(range(1, n)):
+        raise RuntimeConfigError(
+            f"--per-example {args.per_example}: give output positions from 1 to {n - 1}, "
+            "comma-separated (output 0 is the loss)"
+        )
+    return tuple(k in chosen for k in range(n))
 
 
 def _recompute(text: str | None) -> Any:
@@ -711,4 +752,5 @@ COMMAND = Command(
     stage_mesh_axes="--stage-mesh-axes",
     zero="--zero",
     recompute="--recompute",
+    per_example="--per-example",
 )

@@ -145,6 +145,11 @@ class Pipeline:
         all-gathers them where the forward and backward use them and reduce-scatters the
         gradients). A dimension the data axis divides is split (the first one a spec leaves
         unsplit); a parameter with none stays replicated.
+      per_example: per program output (flat), whether its leading axis is the batch
+        (:meth:`infer` concatenates those over the microbatches and reduces the others).
+        Default: an output whose leading axis is not the microbatch's size is not; one whose
+        is, for a loss function, is when tracing it at twice the microbatch doubles it; for
+        a program file it is not known and :meth:`infer` refuses it, naming this keyword.
       recv_timeout: seconds a receive waits before the step fails with an error naming the
         rank and action (a deadlock or a failed rank, never a hang).
       sync_actions: profile every step (as ``step(..., profile=True)`` does): each action is
@@ -199,6 +204,7 @@ class Pipeline:
         check_finite: bool = False,
         zero: int = 0,
         recompute: Any = None,
+        per_example: Sequence[bool] | None = None,
     ) -> None:
         if isinstance(schedule, str) and schedule == "auto":
             program, schedule = _auto_schedule(
@@ -224,6 +230,7 @@ class Pipeline:
             loss_reduction=loss_reduction,
             zero=zero,
             recompute=recompute,
+            per_example=per_example,
         )
         self.optimizer = optimizer
         self.recv_timeout = recv_timeout
@@ -594,7 +601,17 @@ class Pipeline:
                     self.comm.on_every_process(result.outputs.get((k, i)), ex.rank, aval, split)
                     for i in range(m)
                 ]
-                if not self.plan.per_example[k]:
+                per = self.plan.per_example[k]
+                if per is None or isinstance(per, str):
+                    why = per or "a program file's fixed shapes cannot tell"
+                    raise RuntimeConfigError(
+                        f"output {k} ({aval.dtype}{list(aval.shape)}) has the microbatch's "
+                        f"{aval.shape[0]} rows on its leading axis; whether it is per example "
+                        f"(concatenated over the microbatches) or a statistic (averaged) is "
+                        f"not known ({why}); declare it with ",
+                        Keyword("per_example", "(False, True, ...)"), " (one flag per output)",
+                    )  # fmt: skip
+                if not per:
                     # the loss, or a statistic over the batch: reduced like the loss
                     red = np.sum if self.plan.loss_reduction == "sum" else np.mean
                     value = red(np.stack(parts), axis=0, dtype=np.float64)

@@ -88,7 +88,8 @@ class PipelinePlan:
     loss_reduction: str = "mean"  # "mean" or "sum" over the batch
     # per program output: whether it has the batch on its leading axis (infer concatenates
     # those over the microbatches and reduces the others, like the loss)
-    per_example: tuple[bool, ...] = ()
+    # per output: whether it is per example; None or a reason (str): not known (infer refuses)
+    per_example: tuple[bool | str | None, ...] = ()
     # A cut layer loop hands each stage its rows of a stacked parameter: the runtime's
     # parameter leaves are then those pieces (``param_treedef``/``param_avals``/
     # ``param_names`` describe them; a stacked leaf is a tuple of its ranges, named
@@ -373,6 +374,7 @@ def build_plan(
     loss_reduction: str = "mean",
     zero: int = 0,
     recompute: Any = None,
+    per_example: Sequence[bool] | None = None,
 ) -> PipelinePlan:
     """Check the arguments and decide everything a :class:`~hlopipe.runtime.Pipeline` needs
     (see its docstring for the arguments)."""
@@ -424,7 +426,7 @@ def build_plan(
         loss=_loss_location(staged, sched),
         param_specs=tuple(specs), loss_reduction=loss_reduction,
         per_example=_per_example(program, staged, caller[0], list(caller[1]), batch_treedef,
-                                 mb_avals), **_caller_fields(pieces, caller),
+                                 mb_avals, per_example), **_caller_fields(pieces, caller),
     )  # fmt: skip
 
 
@@ -491,16 +493,42 @@ def _per_example(
     param_avals: list[Any],
     batch_treedef: Any,
     mb_avals: list[Any],
-) -> tuple[bool, ...]:
-    """Which outputs carry the batch on their leading axis. A loss function is evaluated
-    (abstractly) at twice the microbatch: an output whose leading axis doubles does; one that
-    does not (a batch statistic, say running means) is a reduction over the batch. A program
-    file has fixed shapes: an output whose leading axis is the microbatch size does."""
+    declared: Sequence[bool] | None = None,
+) -> tuple[bool | str | None, ...]:
+    """Which outputs carry the batch on their leading axis (``None``, or the words of why:
+    not known, which :meth:`Pipeline.infer` refuses, naming what to give). An output that is a
+    scalar or whose leading axis is not the microbatch's size does not. One whose leading axis
+    is: as ``declared`` (``Pipeline(per_example=...)``, one flag per output) says; else, for a loss
+    function, traced (abstractly) at twice the microbatch: it does when its leading axis
+    doubles (a statistic over the batch, say running means, does not), and is not known when
+    that trace fails (its error kept as the reason); for a program file (fixed shapes)
+    nothing is guessed.
+
+    Raises:
+      RuntimeConfigError: ``declared`` has another length than the outputs, or declares an
+        output per example whose leading axis is not the microbatch.
+    """
     mb = int(mb_avals[0].shape[0])
     outs = staged.out_avals
-    guess = tuple(bool(a.shape) and a.shape[0] == mb for a in outs)
+    candidate = [bool(a.shape) and a.shape[0] == mb for a in outs]
+    if declared is not None:
+        flags = [bool(x) for x in declared]
+        if len(flags) != len(outs):
+            raise RuntimeConfigError(
+                Keyword("per_example", tuple(flags)), f": {len(flags)} flags, the program has "
+                f"{len(outs)} outputs (one flag per output, the loss's False)"
+            )  # fmt: skip
+        for k, (flag, can) in enumerate(zip(flags, candidate, strict=True)):
+            if flag and not can:
+                raise RuntimeConfigError(
+                    Keyword("per_example", tuple(flags)), f": output {k} ({describe([outs[k]])}) "
+                    f"has no leading axis of the microbatch's {mb} rows"
+                )  # fmt: skip
+        return tuple(flags)
+    if not any(candidate):
+        return (False,) * len(outs)
     if isinstance(program, StagedProgram) or _is_path(program) or not callable(program):
-        return guess
+        return tuple(None if c else False for c in candidate)
     double = [jax.ShapeDtypeStruct((2 * mb, *a.shape[1:]), a.dtype) for a in mb_avals]
     try:
         got = jax.eval_shape(
@@ -508,15 +536,18 @@ def _per_example(
             jax.tree_util.tree_unflatten(param_treedef, param_avals),
             jax.tree_util.tree_unflatten(batch_treedef, double),
         )
-    except Exception:  # isolation: the user's function, traced at a batch it was not
-        # written for, may refuse it in any way (shapes fixed inside it): keep the guess
-        return guess
+    except Exception as e:  # isolation: the user's function, at a batch it was not traced at
+        # not known, and said with the trace's own error where it is needed (infer): a
+        # training run never asks
+        why = f"tracing the loss function at {2 * mb} rows failed ({type(e).__name__}: {e})"
+        return tuple(why if c else False for c in candidate)
     leaves = jax.tree_util.tree_leaves(got)
     if len(leaves) != len(outs):
-        return guess
+        why = f"the loss function gives {len(leaves)} outputs at {2 * mb} rows, {len(outs)} at {mb}"
+        return tuple(why if c else False for c in candidate)
     return tuple(
-        bool(a.shape) and a.shape[0] == mb and tuple(o.shape) == (2 * mb, *a.shape[1:])
-        for o, a in zip(leaves, outs, strict=True)
+        c and tuple(o.shape) == (2 * mb, *a.shape[1:])
+        for o, a, c in zip(leaves, outs, candidate, strict=True)
     )
 
 
