@@ -132,6 +132,12 @@ CASES = {
     "multi-transform-by-ndim": lambda: optax.multi_transform(
         {"matrix": optax.adam(3e-2), "rest": optax.sgd(0.1)}, _by_ndim
     ),
+    # a mask chosen by shape: weight decay on matrices only (adamw's mask= takes the same)
+    "masked-by-ndim": lambda: optax.chain(
+        optax.masked(optax.add_decayed_weights(0.1), lambda p: jax.tree.map(
+            lambda x: x.ndim >= 2, p)),
+        optax.adam(3e-2),
+    ),  # fmt: skip
     # branches on one global scalar: a step counter, the all-finite flag of every gradient
     "multisteps": lambda: optax.MultiSteps(optax.adam(3e-2), every_k_schedule=2),
     "apply-if-finite": lambda: optax.chain(
