@@ -49,12 +49,14 @@ from hlopipe.runtime._pipeline import (
 )
 from hlopipe.runtime._placement import Placement, place
 from hlopipe.runtime._placement import spec_leaves as param_spec_leaves
+from hlopipe.runtime._plan import LossReduction, ScheduleChoice
 from hlopipe.runtime._rules import ParamRule, parse_param_rule, specs_from_rules
 
 __all__ = [
     "BytesSent",
     "GenerateMetrics",
     "Links",
+    "LossReduction",
     "Mailbox",
     "ParamRule",
     "Metrics",
@@ -63,6 +65,7 @@ __all__ = [
     "PipelineState",
     "Placement",
     "ProcessLayout",
+    "ScheduleChoice",
     "StepMetrics",
     "check_plan_devices",
     "compare_losses",

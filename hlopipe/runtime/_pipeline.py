@@ -31,7 +31,7 @@ from hlopipe.runtime._metrics import StepMetrics, measured_timeline
 from hlopipe.runtime._multiprocess import ProcessLayout, cross_process_sends, split_on_data
 from hlopipe.runtime._params import Params, PipelineState
 from hlopipe.runtime._placement import Placement
-from hlopipe.runtime._plan import PipelinePlan, build_plan
+from hlopipe.runtime._plan import LossReduction, PipelinePlan, ScheduleChoice, build_plan
 from hlopipe.runtime._program import Instr, StepPlan, StepProgram, build_program
 from hlopipe.runtime._threads import carrying_context
 from hlopipe.schedules import Schedule, Timeline
@@ -206,7 +206,7 @@ class Pipeline:
         recompute: Any = None,
         per_example: Sequence[bool] | None = None,
     ) -> None:
-        if isinstance(schedule, str) and schedule == "auto":
+        if ScheduleChoice.of(schedule) is ScheduleChoice.AUTO:
             program, schedule = _auto_schedule(
                 program, params, batch, num_stages=num_stages, num_microbatches=num_microbatches,
                 devices=devices, stage_mesh_shape=stage_mesh_shape,
@@ -439,7 +439,9 @@ class Pipeline:
         ls, lk = self.plan.loss
         if not self.layout.local(self.placement.rank_of(ls)):
             return None
-        scale = 1.0 if self.plan.loss_reduction == "sum" else 1.0 / self.num_microbatches
+        scale = (
+            1.0 if self.plan.loss_reduction is LossReduction.SUM else 1.0 / self.num_microbatches
+        )
         return jax.device_put(
             np.asarray(scale, self.staged.out_avals[0].dtype), self.execs[ls].output_shardings[lk]
         )
@@ -516,7 +518,7 @@ class Pipeline:
                 runner.prog.plan.schedule, result, runner.prog.plan.fused
             )
         if losses is not None:
-            red = np.sum if self.plan.loss_reduction == "sum" else np.mean
+            red = np.sum if self.plan.loss_reduction is LossReduction.SUM else np.mean
             loss: Any = float(red(losses))
             grad_norm: Any = self.param_store.grad_norm(pending_norm)
         else:
@@ -613,7 +615,7 @@ class Pipeline:
                     )  # fmt: skip
                 if not per:
                     # the loss, or a statistic over the batch: reduced like the loss
-                    red = np.sum if self.plan.loss_reduction == "sum" else np.mean
+                    red = np.sum if self.plan.loss_reduction is LossReduction.SUM else np.mean
                     value = red(np.stack(parts), axis=0, dtype=np.float64)
                     flat_out.append(jnp.asarray(value, parts[0].dtype))
                 else:
@@ -678,9 +680,9 @@ class Pipeline:
         return lines
 
 
-def _reduce_losses(reduction: str, *losses: Any) -> Any:
+def _reduce_losses(reduction: LossReduction, *losses: Any) -> Any:
     total = jnp.sum(jnp.stack([x.astype(jnp.float32) for x in losses]))
-    return total if reduction == "sum" else total / len(losses)
+    return total if reduction is LossReduction.SUM else total / len(losses)
 
 
 def _auto_schedule(program: Any, params: Any, batch: Any, **kwargs: Any) -> tuple[Any, Schedule]:

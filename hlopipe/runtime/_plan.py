@@ -8,6 +8,7 @@ the :class:`PipelinePlan`; nothing writes to it.
 
 from __future__ import annotations
 
+import enum
 import math
 import os
 from collections.abc import Sequence
@@ -51,6 +52,31 @@ def describe(avals: Sequence[Any]) -> str:
     return ", ".join(f"{jnp.dtype(a.dtype).name}{list(a.shape)}" for a in avals)
 
 
+class LossReduction(enum.StrEnum):
+    """How the program's loss combines the batch's examples, and so the microbatches' losses
+    and gradients: a mean (averaged over the microbatches) or a sum (summed)."""
+
+    MEAN = "mean"
+    SUM = "sum"
+
+
+class ScheduleChoice(enum.StrEnum):
+    """A schedule asked for by what it should be rather than by name: ``AUTO``, the fastest
+    on the measured per-stage costs (:func:`hlopipe.schedules.best`)."""
+
+    AUTO = "auto"
+
+    @classmethod
+    def of(cls, schedule: Any) -> ScheduleChoice | None:
+        """The choice ``schedule`` names, ``None`` for a schedule's own name (or object)."""
+        if not isinstance(schedule, str):
+            return None
+        try:
+            return cls(schedule)
+        except ValueError:
+            return None
+
+
 @dataclass(frozen=True, eq=False)
 class PipelinePlan:
     """Shapes, stages, schedule, placement and parameter ownership of one pipeline."""
@@ -85,7 +111,7 @@ class PipelinePlan:
     loss: tuple[int, int] | None  # (stage, output index) of the scalar loss
     # per parameter leaf: the PartitionSpec asked for it (None: sharding propagation decides)
     param_specs: tuple[Any, ...] = ()
-    loss_reduction: str = "mean"  # "mean" or "sum" over the batch
+    loss_reduction: LossReduction = LossReduction.MEAN
     # per program output: whether it has the batch on its leading axis (infer concatenates
     # those over the microbatches and reduces the others, like the loss)
     # per output: whether it is per example; None or a reason (str): not known (infer refuses)
@@ -378,7 +404,7 @@ def build_plan(
 ) -> PipelinePlan:
     """Check the arguments and decide everything a :class:`~hlopipe.runtime.Pipeline` needs
     (see its docstring for the arguments)."""
-    m = _check_counts(num_microbatches, loss_reduction)
+    m, reduction = _check_counts(num_microbatches, loss_reduction)
     devs = list(jax.devices() if devices is None else devices)
     param_avals, param_treedef = _flat_avals(params)
     batch_avals, batch_treedef = _flat_avals(batch)
@@ -424,7 +450,7 @@ def build_plan(
         layout=ProcessLayout.of(placement),
         execs=execs, remat=remat, recompute=policies, zero=zero, **own,
         loss=_loss_location(staged, sched),
-        param_specs=tuple(specs), loss_reduction=loss_reduction,
+        param_specs=tuple(specs), loss_reduction=reduction,
         per_example=_per_example(program, staged, caller[0], list(caller[1]), batch_treedef,
                                  mb_avals, per_example), **_caller_fields(pieces, caller),
     )  # fmt: skip
@@ -631,15 +657,19 @@ def _flat_avals(tree: Any) -> tuple[list[Any], Any]:
     return [sds(x) for x in leaves], treedef
 
 
-def _check_counts(num_microbatches: Any, loss_reduction: str) -> int:
+def _check_counts(num_microbatches: Any, loss_reduction: str) -> tuple[int, LossReduction]:
     m = num_microbatches
     if not isinstance(m, int) or isinstance(m, bool) or m < 1:
         raise RuntimeConfigError(
             Keyword("num_microbatches"), f" must be a positive integer, got {m!r}"
         )
-    if loss_reduction not in ("mean", "sum"):
-        raise RuntimeConfigError(f"loss_reduction must be 'mean' or 'sum', got {loss_reduction!r}")
-    return m
+    try:
+        reduction = LossReduction(loss_reduction)
+    except ValueError:
+        raise RuntimeConfigError(
+            f"loss_reduction must be 'mean' or 'sum', got {loss_reduction!r}"
+        ) from None
+    return m, reduction
 
 
 def _names(treedef: Any, avals: list[Any]) -> tuple[str, ...]:

@@ -93,6 +93,10 @@ def _scale_by_global_sum(u, s, p=None):
     return jax.tree.map(lambda x: x / (total + 1.0), u), s
 
 
+def _matrices(params):
+    return jax.tree.map(lambda x: x.ndim >= 2, params)
+
+
 def _by_ndim(params):
     return jax.tree.map(lambda x: "matrix" if x.ndim >= 2 else "rest", params)
 
@@ -134,10 +138,8 @@ CASES = {
     ),
     # a mask chosen by shape: weight decay on matrices only (adamw's mask= takes the same)
     "masked-by-ndim": lambda: optax.chain(
-        optax.masked(optax.add_decayed_weights(0.1), lambda p: jax.tree.map(
-            lambda x: x.ndim >= 2, p)),
-        optax.adam(3e-2),
-    ),  # fmt: skip
+        optax.masked(optax.add_decayed_weights(0.1), _matrices), optax.adam(3e-2)
+    ),
     # branches on one global scalar: a step counter, the all-finite flag of every gradient
     "multisteps": lambda: optax.MultiSteps(optax.adam(3e-2), every_k_schedule=2),
     "apply-if-finite": lambda: optax.chain(
