@@ -127,9 +127,12 @@ class Pipeline:
         parameters (a cut layer loop's stacked parameter is updated whole by one of its
         stages), and sums over parameters (``optax.clip_by_global_norm``'s norm, anywhere
         in nested chains) are summed over every stage (and process), equal to one device's
-        up to the order of the additions. Any other operation
-        combining parameters is refused before the first step, naming it and where it was
-        traced. ``None``: no update, the gradients are returned in the metrics.
+        up to the order of the additions; an all / any of per-parameter flags
+        (``apply_if_finite``) is one verdict everywhere, and branches on such global values
+        (``apply_if_finite``, ``MultiSteps``) are taken alike by every stage; the state is
+        initialised over the parameters' full shapes (muon, labels by ``ndim``). Any other
+        operation combining parameters is refused before the first step, naming it and
+        where it was traced. ``None``: no update, the gradients are returned in the metrics.
       remat: recompute each stage's forward in its backward instead of keeping residuals
         (``recompute="full"``).
       recompute: what each stage's backward recomputes instead of keeping from its forward:
