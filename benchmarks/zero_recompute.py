@@ -7,7 +7,10 @@ Columns: ``|dloss|``/``|dparam|`` the largest difference from one device; ``F ar
 ``F out`` the compiled forward's ``memory_analysis()`` argument and output bytes per device
 (the output holds the residuals the backward reads: it falls with the policy), ``F temp`` its
 temporary bytes (ZeRO-3's gathered parameters live there); ``params`` and ``opt state`` the
-bytes of stage 0's parameters and optimizer state on one of its devices.
+bytes of stage 0's parameters and optimizer state on one of its devices; ``upd args`` the
+compiled optimizer update's argument bytes per device (gradients, state, parameters);
+the collectives XLA put in the compiled executables: all-gathers in the forward, all-gathers,
+all-reduces and reduce-scatters in the backward, all-gathers in the update.
 
 Run: ``.venv/bin/python benchmarks/zero_recompute.py``
 """
@@ -43,6 +46,20 @@ def loss(params, batch, per):
     return jnp.mean((h - y) ** 2)
 
 
+def _update_executable(pipe: Pipeline, state: object) -> object:
+    """Stage 0's compiled optimizer update (its last phase), for the state it updates."""
+    import jax as _jax
+
+    ps = pipe.param_store
+    fn = ps.optimizer_fns(0)[1][-1]
+    own = [state.values[pipe.owner_rank[p]][p] for p in pipe.plan.owned[0]]  # type: ignore[attr-defined]
+    return _jax.jit(fn).lower(own, state.opt_states[0], own, ()).compile()  # type: ignore[attr-defined]
+
+
+def _count(hlo: str, op: str) -> int:
+    return hlo.count(f" {op}(") + hlo.count(f" {op}-start(")
+
+
 def main() -> None:
     k = jax.random.split(jax.random.key(0), 2 * L)
     layers = [
@@ -65,7 +82,8 @@ def main() -> None:
         ref.append(float(v))
     head = (
         f"{'schedule':<17}{'zero':>5}{'recompute':>11}{'|dloss|':>10}{'|dparam|':>10}"
-        f"{'F args':>8}{'F out':>7}{'F temp':>8}{'params':>8}{'opt state':>10}{'s':>6}"
+        f"{'F args':>8}{'F out':>7}{'F temp':>8}{'params':>8}{'opt state':>10}"
+        f"{'upd args':>9}{'F AG/B AG/AR/RS/upd AG':>24}{'s':>6}"
     )
     print(head)
     for schedule, per in (("1f1b", 2), ("interleaved-1f1b", 1)):
@@ -88,6 +106,13 @@ def main() -> None:
                 dp = max(float(np.max(np.abs(a - b))) for a, b in pairs)
                 ex = pipe.plan.execs[0]
                 fm = ex.get(ExecKind.F).memory_analysis()
+                update = _update_executable(pipe, state)
+                um = update.memory_analysis()
+                f_text = ex.get(ExecKind.F).as_text()
+                b_text = ex.get(ExecKind.B).as_text()
+                colls = (f"{_count(f_text, 'all-gather')}/{_count(b_text, 'all-gather')}"
+                         f"/{_count(b_text, 'all-reduce')}/{_count(b_text, 'reduce-scatter')}"
+                         f"/{_count(update.as_text(), 'all-gather')}")  # fmt: skip
                 held = sum(x.addressable_shards[0].data.nbytes for x in state.values[0].values())
                 opt0 = sum(x.addressable_shards[0].data.nbytes
                            for x in jax.tree.leaves(state.opt_states[0]))  # fmt: skip
@@ -96,6 +121,7 @@ def main() -> None:
                     f"{np.max(np.abs(np.array(losses) - ref)):>10.1e}{dp:>10.1e}"
                     f"{fm.argument_size_in_bytes:>8}{fm.output_size_in_bytes:>7}"
                     f"{fm.temp_size_in_bytes:>8}{held:>8}{opt0:>10}"
+                    f"{um.argument_size_in_bytes:>9}{colls:>24}"
                     f"{time.perf_counter() - t0:>6.1f}",
                     flush=True,
                 )

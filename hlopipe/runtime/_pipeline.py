@@ -145,9 +145,9 @@ class Pipeline:
         sharded over the data axis (each device updates its shard; the updated parameters
         are all-gathered by the update's executable); ``3`` the parameters too, and so their
         gradients (FSDP: the stage executables take them sharded and XLA's SPMD partitioner
-        all-gathers them where the forward and backward use them and reduce-scatters the
-        gradients). A dimension the data axis divides is split (the first one a spec leaves
-        unsplit); a parameter with none stays replicated.
+        all-gathers them where the forward and backward use them and sums the gradients
+        over the data axis into each device's shard). A dimension the data axis divides is
+        split (the first one a spec leaves unsplit); a parameter with none stays replicated.
       per_example: per program output (flat), whether its leading axis is the batch
         (:meth:`infer` concatenates those over the microbatches and reduces the others).
         Default: an output whose leading axis is not the microbatch's size is not; one whose

@@ -121,6 +121,13 @@ def test_zero_and_recompute_equal_one_device(how, tmp_path):
     got = jax.device_get(state.params)
     for a, b in zip(jax.tree.leaves(got), jax.tree.leaves(want), strict=True):
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+    # a checkpoint of the sharded state restores shard for shard
+    pipe.save(state, tmp_path / "ckpt")
+    back = pipe.restore(tmp_path / "ckpt")
+    for a, b in zip(jax.tree.leaves(back.opt_states), jax.tree.leaves(state.opt_states),
+                    strict=True):  # fmt: skip
+        assert a.sharding == b.sharding
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
 
 
 def test_recompute_policies_keep_less_and_give_the_same_gradients():
