@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import copy
 import functools
+import logging
 import os
 import time
 from collections.abc import Sequence
@@ -294,6 +295,14 @@ class Pipeline:
         layout: Layout = plan.layout if isinstance(plan, PlanFile) else plan
         devs = list(jax.devices() if devices is None else devices)
         need = check_plan_devices(layout, devs)
+        if layout.stage_layers:
+            # the split takes no layer counts per stage yet: the stages are cut at the
+            # markers, else cost-balanced into pp x virtual_stages (the plan file contract)
+            logging.getLogger("hlopipe").warning(
+                "the plan's stage_layers %s are not applied: the stages are cut at the "
+                "program's markers, else cost-balanced into %d",
+                list(layout.stage_layers), layout.pp * layout.virtual_stages,
+            )  # fmt: skip
         rows = layout.dp * layout.cp * layout.microbatches * layout.microbatch_size
         leaves = jax.tree_util.tree_leaves(batch)
         if leaves and (not np.shape(leaves[0]) or np.shape(leaves[0])[0] != rows):
