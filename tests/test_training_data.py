@@ -283,6 +283,21 @@ def test_ctrl_c_names_the_last_checkpoint_and_how_to_resume(files, tmp_path) -> 
     assert err.strip().splitlines()[-1] == "error: interrupted"
 
 
+def test_a_failing_run_names_the_last_checkpoint(files, tmp_path, capsys) -> None:
+    """A run that fails mid-way (its loss turns infinite at step 2: a learning rate of 1e30;
+    the non-finite check stops it) names the checkpoint of step 1 and --resume, and its
+    error is the one error line."""
+    d, _ = files
+    ckpt = tmp_path / "ckpt"
+    code = train(d, "--steps", "3", "--lr", "1e30", "--save", str(ckpt), "--save-every", "1")
+    out, err = capsys.readouterr()
+    assert code == 2
+    assert err.strip().startswith("error: ") and len(err.strip().splitlines()) == 1, err
+    (said,) = [x for x in out.splitlines() if x.startswith("stopped in step 2")]
+    assert f"the last checkpoint is {ckpt / 'step_00000001'} (step 1)" in said
+    assert f"--resume {ckpt}" in said
+
+
 def _plan_json(path, pp: int, dp: int, tp: int, **layout: Any) -> None:
     """A plan file written by hand, as `hlopipe plan -o` writes one (hlopipe/planfile.py)."""
     plan = {"tp": tp, "pp": pp, "dp": dp, "cp": 1, "zero": 1, "recompute": "selective",
