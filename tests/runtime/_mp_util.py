@@ -166,6 +166,8 @@ def _reference_step(optimizer: str) -> tuple[Any, Any]:
     opt = optax.adamw(1e-2) if optimizer.startswith("adamw") else optax.sgd(0.05, momentum=0.9)
     if optimizer in ("sgd-clip", "adamw-clip"):
         opt = optax.chain(optax.clip_by_global_norm(0.5), opt)
+    if optimizer == "muon":
+        opt = optax.contrib.muon(1e-2)
     if optimizer == "finite-multisteps":
         from _multiprocess_job import finite_multisteps
 

@@ -43,6 +43,8 @@ def optimizer(name: str):
         return optax.chain(optax.clip_by_global_norm(0.5), optax.sgd(0.05, momentum=0.9))
     if name == "finite-multisteps":
         return finite_multisteps()
+    if name == "muon":  # state shaped by the parameters' shapes (Newton-Schulz on matrices)
+        return optax.contrib.muon(1e-2)
     return optax.sgd(0.05, momentum=0.9)
 
 

@@ -70,6 +70,10 @@ def test_processes_train_and_infer_like_one_device(tmp_path, nproc, stage_device
         args += ["+", "--label", "finite", "--optimizer", "finite-multisteps", "--steps",
                  str(FINITE_STEPS), "--params-out", str(out2)]  # fmt: skip
         checks["finite"] = lambda: _finite_multisteps_like_one_device(job, out2)
+        (out3 := tmp_path / "muon").mkdir()
+        args += ["+", "--label", "muon", "--optimizer", "muon", "--steps", str(FINITE_STEPS),
+                 "--params-out", str(out3)]  # fmt: skip
+        checks["muon"] = lambda: _optimizer_like_one_device(job, out3, "muon")
     job = Job(nproc, args, timeout=400)
     code = job.wait(timeout=500)
     check_scenarios(job, code, checks)
@@ -104,6 +108,14 @@ def _finite_multisteps_like_one_device(job: Job, out) -> None:
     _assert_params_like_one_device(out / "params-1f1b.npz", FINITE_STEPS, "finite-multisteps")
     # the branches acted: plain SGD's losses differ by the last step
     assert not np.isclose(got[-1], reference_losses(FINITE_STEPS)[-1], rtol=1e-5)
+
+
+def _optimizer_like_one_device(job: Job, out, optimizer: str) -> None:
+    """Scenario ``optimizer`` (its label): the losses and parameters of optax on one device."""
+    losses = job.losses("1f1b", label=optimizer)
+    got = [losses[k] for k in range(1, FINITE_STEPS + 1)]
+    np.testing.assert_allclose(got, reference_losses(FINITE_STEPS, optimizer), rtol=1e-5)
+    _assert_params_like_one_device(out / "params-1f1b.npz", FINITE_STEPS, optimizer)
 
 
 def test_2_processes_x_8_devices_of_2x2_stage_meshes_train_like_one_device(tmp_path):
