@@ -353,6 +353,31 @@ def test_a_plan_needing_more_devices_than_present_is_one_error(files, tmp_path, 
     assert "leave out --zero" in capsys.readouterr().err
 
 
+def test_an_output_per_example_is_declared_for_evaluation(files, tmp_path, capsys) -> None:
+    """A program returning (loss, logits): --eval-data infers, and a file's fixed shapes
+    cannot tell whether the logits are per example: refused before the run, naming
+    --per-example; declared, the run evaluates (the loss only is reported)."""
+    d, _ = files
+
+    def with_logits(params, tokens, labels):
+        h = jnp.tanh(params["emb"][tokens] @ params["w1"]) * params["ln1"]
+        logits = (hlopipe.stage_boundary(h) * params["lnf"]) @ params["out"]
+        logp = jax.nn.log_softmax(logits)
+        return -jnp.mean(jnp.take_along_axis(logp, labels[..., None], axis=-1)), logits
+
+    tok = jax.ShapeDtypeStruct((MB, S), jnp.int32)
+    hlo = jax.jit(with_logits).lower(init_params(), tok, tok).as_text(dialect="hlo")
+    (tmp_path / "logits.hlo").write_text(hlo)
+    argv = ["train", str(tmp_path / "logits.hlo"), "--data", str(d / "train.bin"),
+            "--params", str(d / "init.npz"), "--stage-devices", "1", "--microbatches", str(M),
+            "--steps", "1", "--eval-data", str(d / "eval.bin")]  # fmt: skip
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "its outputs [1]" in err[0] and "--per-example I,J" in err[0], err
+    assert main([*argv, "--per-example", "1"]) == 0
+    assert re.search(r"^step +1 +loss .* eval loss [\d.]+", capsys.readouterr().out, re.M)
+
+
 def test_dataset_errors_name_the_flag(files, tmp_path, capsys) -> None:
     d, _ = files
     assert train(d, "--seq-len", "5") == 2
