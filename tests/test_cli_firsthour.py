@@ -112,7 +112,7 @@ def test_train_defaults_check_save_resume(dump_dir, tmp_path) -> None:
         "--microbatches", "2", "--steps", "5", "--resume", str(ckpt),
     )  # fmt: skip
     assert again.returncode == 0, again.stdout + again.stderr
-    assert "resumed step 4" in again.stdout
+    assert "resumed from step 4 of" in again.stdout
     resumed = float(re.search(r"^step +5 +loss ([\d.]+)", again.stdout, re.M).group(1))
     assert resumed < losses[-1]  # went on from the trained parameters, not from scratch
 

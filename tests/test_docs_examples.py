@@ -100,7 +100,7 @@ def test_training_page_end_to_end(tmp_path) -> None:
     plan = page.read_text().split("```\nprogram")[1].split("```")[0]
     for line in ("program" + plan).strip().splitlines():
         assert line.replace("loss.hlo", "") in outs[0].replace("loss.hlo", ""), line
-    assert "resumed step 6" in outs[1]
+    assert "resumed from step 6 of" in outs[1]
     out = run_example(read, tmp_path)
     lines = out.splitlines()
     assert lines[0] == str(list(range(1, 11)))

@@ -27,16 +27,18 @@ LR = 0.05
 
 
 def token_loss(params, tokens, labels):
-    h = jnp.tanh(params["emb"][tokens] @ params["w1"])
+    h = jnp.tanh(params["emb"][tokens] @ params["w1"]) * params["ln1"]
     h = hlopipe.stage_boundary(h)
-    logp = jax.nn.log_softmax(h @ params["out"])
+    logp = jax.nn.log_softmax((h * params["lnf"]) @ params["out"])
     return -jnp.mean(jnp.take_along_axis(logp, labels[..., None], axis=-1))
 
 
 def init_params():
-    k1, k2, k3 = jax.random.split(jax.random.key(1), 3)
+    k1, k2, k3, k4 = jax.random.split(jax.random.key(1), 4)
     return {
         "emb": jax.random.normal(k1, (V, D)),
+        "ln1": 1.0 + 0.1 * jax.random.normal(k4, (D,)),  # norm gains, named as GPT-2's
+        "lnf": jnp.full((D,), 0.9),
         "out": jax.random.normal(k2, (D, V)) * 0.5,
         "w1": jax.random.normal(k3, (D, D)) * 0.5,
     }
@@ -64,9 +66,12 @@ def plain_jax_losses(tokens: np.ndarray, order: list[list[int]]) -> list[float]:
     return plain_jax_run(tokens, order)[0]
 
 
-def plain_jax_run(tokens: np.ndarray, order: list[list[int]]) -> tuple[list[float], dict]:
-    """The losses of the plain loop and its parameters after the last step."""
-    opt = optax.adam(LR)
+def plain_jax_run(
+    tokens: np.ndarray, order: list[list[int]], opt: Any = None
+) -> tuple[list[float], dict]:
+    """The losses of the plain loop and its parameters after the last step (``opt``:
+    optax.adam(LR))."""
+    opt = optax.adam(LR) if opt is None else opt
 
     @jax.jit
     def step(params, st, x, y):
@@ -109,6 +114,8 @@ def test_token_file_in_file_order_equals_a_plain_jax_loop(files, tmp_path, capsy
     assert train(d, *argv, "--eval-data", str(d / "eval.bin"), "--eval-every", "2") == 0
     out = capsys.readouterr().out
     assert "9 (tokens, labels) windows of 8" in out and "2 steps an epoch" in out
+    # the sample an epoch leaves out is said in the plan
+    assert "the last 1 of its 9 samples are not read in an epoch" in out
     assert "stages    2, at the program's 1 stage markers" in out
     records = training.read_metrics(str(logs))
     assert [r.step for r in records] == [1, 2, 3]
@@ -134,14 +141,24 @@ def test_kill_and_resume_equals_the_uninterrupted_run(files, tmp_path, capsys) -
     data position: steps 3 and 4 are the uninterrupted run's, and the log is appended."""
     d, _ = files
     straight, resumed, ckpt = tmp_path / "a", tmp_path / "b", tmp_path / "ckpt"
-    assert train(d, "--steps", "4", "--seed", "3", "--log-dir", str(straight)) == 0
+    assert train(d, "--steps", "4", "--seed", "3", "--log-dir", str(straight),
+                 "--log-every", "2") == 0  # fmt: skip
+    out = capsys.readouterr().out
+    # --log-every 2: the lines of steps 2 and 4 only (metrics.jsonl keeps every step)
+    assert re.findall(r"^step +(\d+) +loss", out, re.M) == ["2", "4"]
     argv = ["--seed", "3", "--log-dir", str(resumed), "--save-every", "2"]
     assert train(d, *argv, "--steps", "3", "--save", str(ckpt)) == 0
     assert sorted(p.name for p in ckpt.iterdir()) == ["step_00000002", "step_00000003"]
     shutil.rmtree(ckpt / "step_00000003")
+    # a save killed part way (kill -9 while writing step 3 again): arrays, never committed
+    (ckpt / ".tmp-step_00000003" / "params").mkdir(parents=True)
+    (ckpt / ".tmp-step_00000003" / "params" / "half").write_bytes(b"\0" * 7)
     assert train(d, *argv, "--steps", "4", "--resume", str(ckpt), "-v") == 0
     out, err = capsys.readouterr()
-    assert "resumed step 2" in out
+    assert re.search(r"^params +from the checkpoint of step 2 in .*ckpt", out, re.M), out
+    assert f"resumed from step 2 of {ckpt}" in out
+    # the next save cleared what the killed save left; pruning kept the newest 2
+    assert sorted(p.name for p in ckpt.iterdir()) == ["step_00000002", "step_00000004"]
     assert f"INFO hlopipe: data position restored from {ckpt}" in err  # -v: the hlopipe logger
     a = training.read_metrics(str(straight))
     b = training.read_metrics(str(resumed))
@@ -155,6 +172,210 @@ def test_kill_and_resume_equals_the_uninterrupted_run(files, tmp_path, capsys) -
     assert (ckpt / "step_00000004" / "meta.json").exists()  # saved into the resumed folder
     meta = json.loads((ckpt / "step_00000004" / "meta.json").read_text())
     assert meta["extra"]["data"]["seed"] == 3 and meta["extra"]["data"]["batch_size"] == B
+    # TensorBoard: every step's loss once, the killed run's step 3 dropped from its file
+    assert sorted(_event_steps(resumed, "loss")) == [1, 2, 3, 4]
+    assert sorted(_event_steps(straight, "loss")) == [1, 2, 3, 4]
+
+
+def _event_steps(logdir, tag: str) -> list[int]:
+    """The steps of every scalar event ``tag`` in the TensorBoard files of ``logdir``, read by
+    the TFRecord framing and the ``Event`` fields (step = field 2, varint)."""
+    steps = []
+    for path in logdir.glob("events.out.tfevents.*"):
+        data, pos = path.read_bytes(), 0
+        while pos < len(data):
+            (n,) = struct.unpack_from("<Q", data, pos)
+            body = data[pos + 12 : pos + 12 + n]
+            pos += 16 + n
+            m = re.match(rb"\x09.{8}\x10([\x00-\x7f])", body, re.S)  # wall_time, one-byte step
+            if m and tag.encode() in body and b"\x2a" in body:  # a Summary (field 5)
+                steps.append(m.group(1)[0])
+    return steps
+
+
+def test_lr_schedule_warmup_and_clipping_are_optax_s(files, capsys) -> None:
+    """--lr-schedule cosine --warmup-steps 2 --clip-norm 0.5 over a 4-step run: the losses of
+    a plain JAX loop with optax's warm-up + cosine schedule after a global-norm clip."""
+    d, tokens = files
+    assert train(d, "--no-shuffle", "--steps", "4", "--lr-schedule", "cosine",
+                 "--warmup-steps", "2", "--clip-norm", "0.5") == 0  # fmt: skip
+    out = capsys.readouterr().out
+    assert "gradients clipped to global norm 0.5, then adam(lr=0.05, cosine decay" in out
+    got = [float(x) for x in re.findall(r"^step +\d+ +loss ([\d.]+)", out, re.M)]
+    lr = optax.join_schedules(
+        [optax.linear_schedule(0.0, LR, 2), optax.cosine_decay_schedule(LR, 2)], [2]
+    )
+    opt = optax.chain(optax.clip_by_global_norm(0.5), optax.adam(lr))
+    order = [[0, 1, 2, 3], [4, 5, 6, 7]] * 2
+    np.testing.assert_allclose(got, plain_jax_run(tokens, order, opt)[0], rtol=2e-5)
+    # the schedule and the clip act: plain adam at 0.05 gives other losses from step 2 on
+    assert not np.allclose(got[1:], plain_jax_losses(tokens, order)[1:], rtol=1e-3)
+
+
+def test_norm_gains_start_at_one_and_a_checkpoint_exports_by_name(files, tmp_path, capsys):
+    """Without --params: ln1 and lnf (vectors named as norms) start at 1, -v says each
+    parameter's role; at --lr 0 the checkpoint holds those values, and export-params writes
+    them in argument order under the arguments' names."""
+    d, _ = files
+    ckpt, npz = tmp_path / "ckpt", tmp_path / "params.npz"
+    argv = [
+        "train",
+        str(d / "loss.hlo"),
+        "--data",
+        str(d / "train.bin"),
+        "--stage-devices",
+        "1",
+        "--microbatches",
+        str(M),
+        "--steps",
+        "1",
+        "--lr",
+        "0",
+        "--save",
+        str(ckpt),
+    ]
+    assert main([*argv, "-v"]) == 0
+    out = capsys.readouterr().out
+    roles = dict(re.findall(r"^ {12}\d+ (\S+) \(f32\[[\d,]+\]\): (.+)$", out, re.M))
+    assert roles == {
+        "params__emb__": "matrices ~ N(0, 1/fan_in)",
+        "params__ln1__": "norm scales = 1",
+        "params__lnf__": "norm scales = 1",
+        "params__out__": "matrices ~ N(0, 1/fan_in)",
+        "params__w1__": "matrices ~ N(0, 1/fan_in)",
+    }, out
+    assert main(["export-params", str(ckpt), "-o", str(npz)]) == 0
+    with np.load(npz) as z:
+        assert z.files == list(roles)  # argument order, the arguments' names
+        np.testing.assert_array_equal(z["params__ln1__"], np.ones(D, np.float32))
+        np.testing.assert_array_equal(z["params__lnf__"], np.ones(D, np.float32))
+        assert z["params__w1__"].shape == (D, D) and z["params__w1__"].std() > 0.1
+
+
+def test_ctrl_c_names_the_last_checkpoint_and_how_to_resume(files, tmp_path) -> None:
+    """A real `hlopipe train` process interrupted (SIGINT, as Ctrl-C) after a checkpoint:
+    it names that checkpoint and the --resume flag that goes on from it, and exits 130."""
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    d, _ = files
+    ckpt = tmp_path / "ckpt"
+    argv = [sys.executable, "-m", "hlopipe", "train", str(d / "loss.hlo"), "--data",
+            str(d / "train.bin"), "--params", str(d / "init.npz"), "--stage-devices", "1",
+            "--microbatches", str(M), "--steps", "100000", "--save", str(ckpt),
+            "--save-every", "1", "--keep", "1000"]  # fmt: skip
+    env = dict(os.environ, PYTHONUNBUFFERED="1", JAX_PLATFORMS="cpu")
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=env)  # fmt: skip
+    assert proc.stdout is not None
+    for line in proc.stdout:
+        if line.startswith("checkpoint written to"):
+            break
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, out[-2000:] + err[-2000:]
+    (said,) = [x for x in out.splitlines() if x.startswith("interrupted in step")]
+    step = max(int(p.name.split("_")[1]) for p in ckpt.glob("step_*"))
+    assert f"the last checkpoint is {ckpt / f'step_{step:08d}'} (step {step})" in said, said
+    assert f"--resume {ckpt}" in said
+    assert err.strip().splitlines()[-1] == "error: interrupted"
+
+
+def test_a_failing_run_names_the_last_checkpoint(files, tmp_path, capsys) -> None:
+    """A run that fails mid-way (its loss turns infinite at step 2: a learning rate of 1e30;
+    the non-finite check stops it) names the checkpoint of step 1 and --resume, and its
+    error is the one error line."""
+    d, _ = files
+    ckpt = tmp_path / "ckpt"
+    code = train(d, "--steps", "3", "--lr", "1e30", "--save", str(ckpt), "--save-every", "1")
+    out, err = capsys.readouterr()
+    assert code == 2
+    assert err.strip().startswith("error: ") and len(err.strip().splitlines()) == 1, err
+    (said,) = [x for x in out.splitlines() if x.startswith("stopped in step 2")]
+    assert f"the last checkpoint is {ckpt / 'step_00000001'} (step 1)" in said
+    assert f"--resume {ckpt}" in said
+
+
+def _plan_json(path, pp: int, dp: int, tp: int, **layout: Any) -> None:
+    """A plan file written by hand, as `hlopipe plan -o` writes one (hlopipe/planfile.py)."""
+    plan = {"tp": tp, "pp": pp, "dp": dp, "cp": 1, "zero": 1, "recompute": "selective",
+            "schedule": "1f1b", "virtual_stages": 1, "microbatch_size": MB // dp,
+            "microbatches": M, "stage_layers": [], "stage_mesh_axes": ["data", "model"],
+            "param_specs": ["w1=_,model", "emb=_,model", "out=model"], **layout}  # fmt: skip
+    top = {"format": "hlopipe-plan", "version": 1, "program": {"path": None, "sha256": None},
+           "cluster": {"device": "cpu", "devices": pp * dp * tp, "devices_per_node": 8,
+                       "intra_node_gbps": 10.0, "inter_node_gbps": 1.0},
+           "global_batch": dp * M * (MB // dp), "plan": plan}  # fmt: skip
+    path.write_text(json.dumps(top))
+
+
+@pytest.mark.parametrize("how", ["plan", "flags"])
+def test_tensor_parallel_zero_and_recompute_train_like_one_device(files, tmp_path, capsys, how):
+    """2 stages x (2 data x 2 model) of the 8 CPU devices, the parameters split over "model"
+    by rules over the roles' names: from a hand-written plan.json (ZeRO-1, selective
+    recompute) or from the flags (ZeRO-3, full recompute); the losses of a plain JAX loop."""
+    d, tokens = files
+    if how == "plan":
+        _plan_json(tmp_path / "plan.json", pp=2, dp=2, tp=2)
+        extra = ["--plan", str(tmp_path / "plan.json")]
+    else:
+        extra = ["--stage-mesh", "2x2", "--stage-mesh-axes", "data,model", "--param-spec",
+                 "w1=_,model", "--param-spec", "out=model", "--zero", "3", "--recompute",
+                 "full", "--microbatches", str(M)]  # fmt: skip
+    argv = ["train", str(d / "loss.hlo"), "--data", str(d / "train.bin"), "--params",
+            str(d / "init.npz"), "--lr", str(LR), "--no-shuffle", "--steps", "2"]  # fmt: skip
+    argv += extra
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert "2 ranks x 4 CPU device(s)" in out, out
+    layout = re.search(r"^layout +(.*)$", out, re.M).group(1)
+    assert "each stage on a 2x2 mesh (data, model)" in layout
+    assert "params__w1__ P(None, 'model')" in layout
+    assert "params__out__ P('model',)" in layout
+    zero, policy = ("ZeRO-1", "selective") if how == "plan" else ("ZeRO-3", "full")
+    assert f"{zero} (the" in layout and f"recompute {policy}" in layout
+    got = [float(x) for x in re.findall(r"^step +\d+ +loss ([\d.]+)", out, re.M)]
+    np.testing.assert_allclose(got, plain_jax_losses(tokens, [[0, 1, 2, 3], [4, 5, 6, 7]]),
+                               rtol=2e-5)  # fmt: skip
+
+
+def test_a_plan_needing_more_devices_than_present_is_one_error(files, tmp_path, capsys):
+    d, _ = files
+    _plan_json(tmp_path / "plan.json", pp=4, dp=2, tp=2)
+    argv = ["train", str(d / "loss.hlo"), "--data", str(d / "train.bin"), "--plan",
+            str(tmp_path / "plan.json")]  # fmt: skip
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "the plan needs 16 devices" in err[0] and "8 are present" in err[0]
+    assert main([*argv, "--zero", "3"]) == 2
+    assert "leave out --zero" in capsys.readouterr().err
+
+
+def test_an_output_per_example_is_declared_for_evaluation(files, tmp_path, capsys) -> None:
+    """A program returning (loss, logits): --eval-data infers, and a file's fixed shapes
+    cannot tell whether the logits are per example: refused before the run, naming
+    --per-example; declared, the run evaluates (the loss only is reported)."""
+    d, _ = files
+
+    def with_logits(params, tokens, labels):
+        h = jnp.tanh(params["emb"][tokens] @ params["w1"]) * params["ln1"]
+        logits = (hlopipe.stage_boundary(h) * params["lnf"]) @ params["out"]
+        logp = jax.nn.log_softmax(logits)
+        return -jnp.mean(jnp.take_along_axis(logp, labels[..., None], axis=-1)), logits
+
+    tok = jax.ShapeDtypeStruct((MB, S), jnp.int32)
+    hlo = jax.jit(with_logits).lower(init_params(), tok, tok).as_text(dialect="hlo")
+    (tmp_path / "logits.hlo").write_text(hlo)
+    argv = ["train", str(tmp_path / "logits.hlo"), "--data", str(d / "train.bin"),
+            "--params", str(d / "init.npz"), "--stage-devices", "1", "--microbatches", str(M),
+            "--steps", "1", "--eval-data", str(d / "eval.bin")]  # fmt: skip
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "its outputs [1]" in err[0] and "--per-example I,J" in err[0], err
+    assert main([*argv, "--per-example", "1"]) == 0
+    assert re.search(r"^step +1 +loss .* eval loss [\d.]+", capsys.readouterr().out, re.M)
 
 
 def test_dataset_errors_name_the_flag(files, tmp_path, capsys) -> None:

@@ -110,12 +110,15 @@ class _Progress:
             self._task = self._bar.add_task("train", total=total, completed=start)
             self._bar.start()
 
-    def line(self, text: str) -> None:
+    def line(self, printed: bool, text: str) -> None:
+        """A step done: its line ``text`` printed when ``printed`` (``--log-every``)."""
         if self._bar is None:
-            print(text, flush=True)
-        else:
+            if printed:
+                print(text, flush=True)
+            return
+        if printed:
             self._bar.console.print(text, highlight=False)
-            self._bar.advance(self._task)
+        self._bar.advance(self._task)
 
     def stop(self) -> None:
         if self._bar is not None:
@@ -160,8 +163,10 @@ def run_steps(args: argparse.Namespace, plan: Any, pipe: Any, state: Any) -> Run
     progress = _Progress(state.step, total)
     times: list[float] = []
     saved_at = -1
+    at = state.step
     try:
         for k in range(state.step, total):
+            at = k  # the step being trained, for the message if the run stops here
             batch = next(data) if data is not None else list(plan.batch)
             t0 = time.perf_counter()
             if data is not None:
@@ -184,11 +189,13 @@ def run_steps(args: argparse.Namespace, plan: Any, pipe: Any, state: Any) -> Run
                 eval_loss = _evaluate(pipe, state, eval_set, size)
             rate = size * (tokens or 1) / dt
             eta = _eta(sum(times) / len(times) * (total - step)) if times else "-:--:--"
+            printed = step % args.log_every == 0 or step == total or eval_loss is not None
             progress.line(
+                printed,
                 f"step {step:4d}  loss {loss:.6f}  grad norm {grad_norm:.4f}  "
                 f"{dt * 1e3:8.1f} ms"
                 + (f"  eval loss {eval_loss:.6f}" if eval_loss is not None else "")
-                + f"  ETA {eta if step < total else _eta(0)}"
+                + f"  ETA {eta if step < total else _eta(0)}",
             )
             if run_log is not None:
                 run_log.write(
@@ -206,6 +213,15 @@ def run_steps(args: argparse.Namespace, plan: Any, pipe: Any, state: Any) -> Run
             if save_dir and args.save_every and step % args.save_every == 0:
                 _save(args, pipe, state, save_dir, data)
                 saved_at = step
+    except KeyboardInterrupt:
+        progress.stop()
+        print(f"interrupted in step {at + 1}: {_resume_hint(args, save_dir)}", flush=True)
+        raise
+    except BaseException:
+        # not handled here (the error is printed by the command as ever): the way back in
+        progress.stop()
+        print(f"stopped in step {at + 1}: {_resume_hint(args, save_dir)}", flush=True)
+        raise
     finally:
         progress.stop()
         if run_log is not None:
@@ -214,6 +230,25 @@ def run_steps(args: argparse.Namespace, plan: Any, pipe: Any, state: Any) -> Run
         _save(args, pipe, state, save_dir, data)
     result.state = state
     return result
+
+
+def _resume_hint(args: argparse.Namespace, save_dir: str | None) -> str:
+    """Where a stopped run can go on from: the last checkpoint and the flag that resumes it."""
+    import os
+
+    from hlopipe.runtime import latest_checkpoint_step
+
+    step = latest_checkpoint_step(save_dir) if save_dir else None
+    if step is None:
+        return (
+            "no checkpoint was saved (--save DIR --save-every N keeps one); "
+            "a new run starts from the beginning"
+        )
+    folder = os.path.join(save_dir or "", f"step_{step:08d}")
+    return (
+        f"the last checkpoint is {folder} (step {step}); go on from it with the same command "
+        f"and --resume {save_dir} (--steps is the run's total)"
+    )
 
 
 def _save(args: argparse.Namespace, pipe: Any, state: Any, directory: str, data: Any) -> None:

@@ -26,7 +26,11 @@ def _add_generate(p: argparse.ArgumentParser) -> None:
                    "hlopipe.torch.export_generation (default: the built-in tiny GPT, as "
                    "hlopipe serve has it)")  # fmt: skip
     p.add_argument("--prefill", help="the prefill: (params, prompt) -> (next_tokens, state)")
-    p.add_argument("--params", help=".npz of the parameters in order (default: random)")
+    p.add_argument(
+        "--params",
+        help=".npz of the parameters in order, or a checkpoint folder "
+        "of hlopipe train --save (default: random)",
+    )
     p.add_argument("--prefill-params", metavar="FILE", help=".npz of the prefill's own "
                    "arguments but the prompt, in its order, where they cannot be matched "
                    "(default: the decode step's --params, matched by order, name, shape or "

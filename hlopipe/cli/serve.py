@@ -25,7 +25,11 @@ def _add_serve(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--prefill", help="the prefill: (params, prompt) -> (next_tokens or logits, state)"
     )
-    p.add_argument("--params", help=".npz of the parameters in order (default: random)")
+    p.add_argument(
+        "--params",
+        help=".npz of the parameters in order, or a checkpoint folder "
+        "of hlopipe train --save (default: random)",
+    )
     p.add_argument("--tokenizer", metavar="JSON", help="a Hugging Face tokenizers file: text in "
                    "and out (default: prompts are token ids); the chat template of "
                    "/v1/chat/completions from the tokenizer_config.json beside it")  # fmt: skip

@@ -341,9 +341,16 @@ def _params(path: str | None, roles: Any, seed: int) -> list[Any]:
     if path is None:
         rng = np.random.default_rng(seed)
         return [rng.standard_normal(r.shape).astype(r.dtype) for r in want]
+    import os
+
     from hlopipe.io import load_npz
 
-    named = list(zip(*load_npz(path, "params_path"), strict=True))
+    if os.path.isdir(path):  # a training checkpoint (hlopipe train --save): its newest step
+        from hlopipe.runtime import read_checkpoint_params
+
+        named = read_checkpoint_params(path)
+    else:
+        named = list(zip(*load_npz(path, "params_path"), strict=True))
     if _by_name(named, want):
         named = _matched_by_name(path, named, want)
     what = None

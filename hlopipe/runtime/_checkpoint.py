@@ -38,6 +38,7 @@ of no parameter, such as a step count, are equal on every stage and saved from s
 from __future__ import annotations
 
 import asyncio
+import enum
 import json
 import os
 import re
@@ -126,18 +127,26 @@ def _run(coros: list[Coroutine[Any, Any, Any]]) -> list[Any]:
 # -- what is stored where --------------------------------------------------------------------
 
 
-def _opt_leaves(pipe: Pipeline, s: int, state: Any) -> list[tuple[str, str | None, Any]]:
-    """(leaf path, kind, leaf) of stage ``s``'s optimizer state: kind ``"param"``
-    for a leaf of a parameter the stage owns, ``"shared"`` for one of no parameter (a count),
-    ``None`` for a placeholder's (another stage's parameter: not stored). The state is over
-    the caller's tree (a stacked parameter of a cut layer loop whole, on the stage owning its
-    rows), so each leaf is stored under its own path."""
+class LeafKind(enum.StrEnum):
+    """What an optimizer-state leaf of a stage is, for a checkpoint: a leaf of a parameter
+    the stage owns (stored under ``opt/``), or of no parameter, a count (``opt_shared/``,
+    from stage 0)."""
+
+    PARAM = "param"
+    SHARED = "shared"
+
+
+def _opt_leaves(pipe: Pipeline, s: int, state: Any) -> list[tuple[str, LeafKind | None, Any]]:
+    """(leaf path, kind, leaf) of stage ``s``'s optimizer state; kind ``None`` for a
+    placeholder's (another stage's parameter: not stored). The state is over the caller's
+    tree (a stacked parameter of a cut layer loop whole, on the stage owning its rows), so
+    each leaf is stored under its own path."""
     view = pipe.param_store.view
     own = set(pipe.param_store.opt_owned[s])
-    out: list[tuple[str, str | None, Any]] = []
+    out: list[tuple[str, LeafKind | None, Any]] = []
     for path, leaf in jax.tree_util.tree_flatten_with_path(state)[0]:
         q = view.param_of(path, np.shape(leaf))
-        kind = "shared" if q is None else "param" if q in own else None
+        kind = LeafKind.SHARED if q is None else LeafKind.PARAM if q in own else None
         out.append((jax.tree_util.keystr(path), kind, leaf))
     return out
 
@@ -180,9 +189,7 @@ class _Sync:
 
         self.n += 1
         try:
-            distributed._client().wait_at_barrier(
-                f"{self.prefix}-{self.n}", int(self.timeout * 1000)
-            )
+            distributed.barrier(f"{self.prefix}-{self.n}", self.timeout)
         except RuntimeError as e:  # the coordination client's refusal (a JaxRuntimeError)
             distributed.raise_lost_peer(e)
             raise RuntimeConfigError(f"checkpoint barrier {self.n} failed: {e}") from e
@@ -201,9 +208,9 @@ def _writes(pipe: Pipeline, state: PipelineState, tmp: str) -> list[Any]:
         if st is None or not pipe.layout.local(pipe.placement.rank_of(s)):
             continue
         for leaf_path, kind, leaf in _opt_leaves(pipe, s, st):
-            if kind == "param":
+            if kind is LeafKind.PARAM:
                 out.append(_write(leaf, _spec(tmp, "opt", leaf_path)))
-            elif kind == "shared" and s == 0:
+            elif kind is LeafKind.SHARED and s == 0:
                 out.append(_write(leaf, _spec(tmp, "opt_shared", leaf_path)))
     return out
 
@@ -271,6 +278,7 @@ def save(
     sync = _Sync(pipe, "save")
     if first:
         os.makedirs(root, exist_ok=True)
+        _recover(root)
         shutil.rmtree(tmp, ignore_errors=True)
         for sub in _SUBS:
             os.makedirs(os.path.join(tmp, sub))
@@ -281,6 +289,23 @@ def save(
         _commit(pipe, state, root, name, keep, extra)
     sync.barrier()
     return os.path.join(root, name)
+
+
+def _recover(root: str) -> None:
+    """What a save killed part way left under ``root``, put right before the next save: a
+    ``.tmp-step_*`` folder (arrays written, never committed) goes; a ``.old-step_*`` folder (a
+    committed checkpoint moved aside to be replaced by the same step saved again, the kill
+    between the two renames) is moved back when its step has no folder, else goes."""
+    for n in os.listdir(root):
+        path = os.path.join(root, n)
+        if n.startswith(".tmp-step_"):
+            shutil.rmtree(path, ignore_errors=True)
+        elif n.startswith(".old-step_"):
+            final = os.path.join(root, n[len(".old-") :])
+            if os.path.exists(os.path.join(path, "meta.json")) and not os.path.exists(final):
+                os.rename(path, final)
+            else:
+                shutil.rmtree(path, ignore_errors=True)
 
 
 # -- restore -----------------------------------------------------------------------------------
@@ -395,7 +420,7 @@ def _opt_reads(pipe: Pipeline, folder: str, s: int, template: Any) -> list[Any]:
         if kind is None:  # a placeholder of another stage's parameter
             out.append(leaf)
             continue
-        sub = "opt" if kind == "param" else "opt_shared"
+        sub = "opt" if kind is LeafKind.PARAM else "opt_shared"
         if not os.path.isdir(os.path.join(folder, sub, _dirname(leaf_path))):
             raise RuntimeConfigError(
                 f"{folder}: no optimizer state {leaf_path!r}: it was saved with another "
@@ -436,3 +461,44 @@ def restore(pipe: Pipeline, directory: str | os.PathLike, step: int | None = Non
         treedef = jax.tree_util.tree_structure(template)
         opt_states[s] = jax.tree_util.tree_unflatten(treedef, leaves)
     return pipe.param_store.state(values, opt_states, int(meta["step"]))
+
+
+def read_params(directory: str | os.PathLike, step: int | None = None) -> list[tuple[str, Any]]:
+    """The parameters of checkpoint ``step`` (the newest: ``None``) under ``directory`` as
+    host arrays, with their paths, in the order the pipeline that saved it flattened them
+    (``hlopipe train``: the program's argument order, each named by its argument). No
+    pipeline is needed: what ``hlopipe export-params`` and ``--params CKPT`` read.
+
+    Raises:
+      RuntimeConfigError: no checkpoint there, not an hlopipe checkpoint, or an array
+        missing or damaged.
+    """
+    from jax.sharding import SingleDeviceSharding
+
+    root = os.fspath(directory)
+    step = latest_step(root) if step is None else step
+    if step is None:
+        raise RuntimeConfigError(
+            f"no checkpoint under {root!r} (no step_<n>/meta.json there): train with "
+            "hlopipe train --save DIR (Pipeline.save) first, or give the right folder"
+        )
+    folder = os.path.join(root, f"step_{step:08d}")
+    try:
+        with open(os.path.join(folder, "meta.json")) as f:
+            meta = json.load(f)
+    except (OSError, ValueError) as e:
+        raise RuntimeConfigError(f"{folder}/meta.json is not readable ({e})") from e
+    if not isinstance(meta, dict) or meta.get("format") != FORMAT:
+        raise RuntimeConfigError(f"{folder}: not an hlopipe checkpoint of format {FORMAT!r}")
+    host = SingleDeviceSharding(jax.local_devices(backend="cpu")[0])
+    entries = meta["params"]
+    reads = [
+        _read(
+            _spec(folder, "params", e["path"]),
+            jax.ShapeDtypeStruct(tuple(e["shape"]), np.dtype(e["dtype"])),
+            host,
+        )
+        for e in entries
+    ]
+    arrays = _gather(folder, reads)
+    return [(e["path"], np.asarray(x)) for e, x in zip(entries, arrays, strict=True)]

@@ -32,6 +32,7 @@ import numpy as np
 from jax.extend.core import jaxpr_as_fun
 
 from hlopipe.errors import ScheduleError
+from hlopipe.planfile import Recompute
 from hlopipe.runtime._placement import Placement
 from hlopipe.schedules import Kind
 from hlopipe.stages import Stage, StageAutodiff, compile_merged
@@ -161,7 +162,7 @@ class StageExecutables:
     input_shardings: list[Any]
     output_shardings: list[Any]
     argnums: tuple[int, ...]
-    remat: bool
+    remat: bool | Recompute  # what the backward recomputes (True: everything)
     device_ids: tuple[int, ...]
     train: bool = True
     _lock: threading.RLock = field(default_factory=threading.RLock, repr=False)
@@ -435,7 +436,7 @@ def build_executables(
     *,
     num_param_leaves: int,
     argnums: tuple[int, ...],
-    remat: bool,
+    remat: bool | Recompute,
     param_sharding: Any = None,
     train: bool = True,
 ) -> StageExecutables:

@@ -23,6 +23,7 @@ import numpy as np
 
 from hlopipe.errors import NonFiniteError
 from hlopipe.runtime._comm import host_value
+from hlopipe.runtime._plan import LossReduction
 
 _HINT = (
     "the program computes it from these parameters and data (not the learning rate: nothing "
@@ -124,7 +125,7 @@ def locate(pipe: Any, state: Any, batch: Any) -> str | None:
     args = pipe.param_store.stage_args(state, batch)
     ls, lk = pipe.plan.loss
     m = pipe.num_microbatches
-    scale = 1.0 if pipe.plan.loss_reduction == "sum" else 1.0 / m
+    scale = 1.0 if pipe.plan.loss_reduction is LossReduction.SUM else 1.0 / m
     for i in range(m):
         outs: dict[int, list[Any]] = {}
         for st in staged.stages:

@@ -27,9 +27,10 @@ jaxpr (calls inlined) is walked with, for every value, the parameters it depends
 
 from __future__ import annotations
 
+import enum
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
-from enum import Enum
 from typing import Any, NamedTuple
 
 import jax
@@ -75,6 +76,33 @@ class TreeView:
         for q, x in zip(own, leaves, strict=True):
             out[q] = x
         return jax.tree_util.tree_unflatten(self.treedef, out)
+
+    def full_shaped(self, own: Sequence[int], leaves: Sequence[Any], trained: Sequence[int]) -> Any:
+        """The parameter tree with ``leaves`` at the positions ``own``, zeros of their full
+        shape at the other ``trained`` positions and placeholders elsewhere: the tree the
+        optimizer's plan was traced over, so that a transformation whose state depends on a
+        parameter's shape (muon, labels chosen by ``ndim``, factored statistics) builds the
+        one-device state tree. Inside ``jax.jit`` the zeros are never materialised when no
+        kept output reads them (:func:`stage_state` keeps none)."""
+        out: list[Any] = [self.placeholder(a) for a in self.avals]
+        for q in trained:
+            out[q] = jnp.zeros(self.avals[q].shape, self.avals[q].dtype)
+        for q, x in zip(own, leaves, strict=True):
+            out[q] = x
+        return jax.tree_util.tree_unflatten(self.treedef, out)
+
+    def stage_state(self, state: Any, own: Sequence[int]) -> Any:
+        """``state`` (over the full-shape tree) with the leaves of parameters outside
+        ``own`` replaced by empty placeholders: what a stage holds."""
+        mine = set(own)
+
+        def one(path: Any, leaf: Any) -> Any:
+            q = self.param_of(path, np.shape(leaf))
+            if q is None or q in mine:
+                return leaf
+            return jnp.zeros((0,), leaf.dtype)
+
+        return jax.tree_util.tree_map_with_path(one, state)
 
     def pick(self, tree: Any, own: Sequence[int]) -> list[Any]:
         leaves = self.treedef.flatten_up_to(tree)
@@ -166,7 +194,9 @@ class _Flat:
         for e in jaxpr.eqns:
             args = [read(v) for v in e.invars]
             inner = e.params.get("jaxpr", e.params.get("call_jaxpr"))
-            if e.primitive.name in _CALLS and inner is not None:
+            if e.primitive.name == "cond":
+                outs = self._cond(e, args)
+            elif e.primitive.name in _CALLS and inner is not None:
                 closed_consts = [self._const(c) for c in getattr(inner, "consts", ())]
                 outs = self._inline(getattr(inner, "jaxpr", inner), closed_consts, args)
             else:
@@ -177,6 +207,64 @@ class _Flat:
             for v, k in zip(e.outvars, outs, strict=True):
                 env[v] = k
         return [read(v) for v in jaxpr.outvars]
+
+    def _cond(self, eqn: Any, args: Sequence[int]) -> list[int]:
+        """A ``cond`` as every branch inlined and a select of their outputs by the index.
+
+        A branch over all parameters (``MultiSteps``' accumulate-or-emit, ``apply_if_finite``'s
+        update-or-skip) then splits by parameter like any other operation, and a stage
+        computes its own parameters' part of each branch. The branches are pure (optax's
+        are), so computing both and keeping one gives the value the ``cond`` gives.
+        """
+        index, *operands = args
+        per_branch = [
+            self._inline(br.jaxpr, [self._const(c) for c in br.consts], operands)
+            for br in eqn.params["branches"]
+        ]
+        outs = []
+        for j, v in enumerate(eqn.outvars):
+            k = self._fresh()
+            cases = tuple(b[j] for b in per_branch)
+            self.ops.append(_Op(_SELECT, {"shape": tuple(v.aval.shape), "dtype": v.aval.dtype},
+                                (index, *cases), (k,), (v.aval,), _where(eqn)))  # fmt: skip
+            outs.append(k)
+        return outs
+
+
+class _Select:
+    """``lax.select_n`` of a ``cond``'s branch outputs, each cast to the ``cond``'s output
+    type (a branch may give a weakly typed literal)."""
+
+    name = "select_n"
+    multiple_results = False
+
+    @staticmethod
+    def bind(which: Any, *cases: Any, shape: tuple[int, ...], dtype: Any) -> Any:
+        cast = [jnp.broadcast_to(jnp.asarray(c, dtype), shape) for c in cases]
+        return jax.lax.select_n(which, *cast)
+
+
+_SELECT = _Select()
+
+
+class _Reduce(enum.StrEnum):
+    """How the stages' parts of a global value are added and read: a sum of floats, or an
+    ``all``/``any`` over booleans (each stage counting its false / true flags, the counts
+    summed, the total compared with 0)."""
+
+    SUM = "sum"
+    ALL = "all"
+    ANY = "any"
+
+
+# a reduction over a concatenate of values of several parameters (``jnp.all(jnp.array([...
+# per-leaf flags]))``, apply_if_finite's all-finite): a global all / any
+_REDUCE_OF_GATHER = {"reduce_and": _Reduce.ALL, "reduce_or": _Reduce.ANY}
+
+
+def _gatherable(op: _Op) -> bool:
+    a = op.out_avals[0]
+    return op.prim.name == "concatenate" and a.ndim == 1 and op.params.get("dimension") == 0
 
 
 class _Dep(NamedTuple):
@@ -210,7 +298,7 @@ class _Mixing(Exception):
         self.params = params
 
 
-class _Absent(Enum):
+class _Absent(enum.Enum):
     """A value a stage does not compute: another stage's, or one that needs a global sum
     not known yet."""
 
@@ -221,15 +309,20 @@ class _Absent(Enum):
 @dataclass(frozen=True, eq=False)
 class OptimizerPlan:
     """An optimizer's update as the stages run it: the flattened update, which of its
-    operations add partial sums (``sums``), and the values whose totals over the stages are
-    the global sums, in the order they are needed (``slots``; phase ``k`` computes a stage's
-    part of slot ``k``, the last phase the new parameters and state)."""
+    operations add partial sums (``sums``) or gather several parameters' flags for a global
+    all / any (``gathers``, ``reductions``), and the values whose totals over the stages are
+    the global values, in the order they are needed (``slots``, each combined as
+    ``slot_reduce`` says; phase ``k`` computes a stage's part of slot ``k``, the last phase
+    the new parameters and state)."""
 
     flat: _Flat
     deps: dict[int, _Dep]
     sums: frozenset[int]
+    gathers: frozenset[int]
+    reductions: dict[int, _Reduce]
     slots: tuple[int, ...]
     slot_of: dict[int, int]
+    slot_reduce: tuple[_Reduce, ...]
 
     @property
     def num_slots(self) -> int:
@@ -253,11 +346,25 @@ class OptimizerPlan:
             slot = self.slot_of.get(k)
             if slot is None:
                 return env[k]
-            return totals[slot] if slot < len(totals) else later
+            if slot >= len(totals):
+                return later
+            total, how = totals[slot], self.slot_reduce[slot]
+            if how is _Reduce.ALL:
+                return total == 0  # no stage counted a false flag
+            if how is _Reduce.ANY:
+                return total > 0
+            return total
 
         for n, op in enumerate(self.flat.ops):
             if n in self.sums:
                 env[op.outs[0]] = self._partial(op, env, counts_free)
+                continue
+            if n in self.gathers:
+                env[op.outs[0]] = self._pieces(op, env, counts_free)
+                continue
+            how = self.reductions.get(n)
+            if how is not None:
+                env[op.outs[0]] = _count(how, env[op.ins[0]])
                 continue
             args = [use(k) for k in op.ins]
             if any(a is later for a in args) or any(a is absent for a in args):
@@ -277,8 +384,9 @@ class OptimizerPlan:
         outs = [use(k) for k in self.flat.outvars]
         return [None if isinstance(x, _Absent) else x for x in outs], part
 
-    def _partial(self, op: _Op, env: dict[int, Any], counts_free: bool) -> Any:
-        acc = None
+    def _terms(self, op: _Op, env: dict[int, Any], counts_free: bool) -> list[Any] | _Absent:
+        """The inputs of ``op`` this stage counts (``LATER`` if one waits for a total)."""
+        terms: list[Any] = []
         for k in op.ins:
             x = env[k]
             if x is _Absent.LATER:
@@ -286,11 +394,27 @@ class OptimizerPlan:
             dep = self.deps[k]
             if x is _Absent.ABSENT or x is None or (not dep.params and not counts_free):
                 continue  # another stage's term, a zero partial sum, or counted elsewhere
-            acc = x if acc is None else acc + x
-        return None if acc is None else jnp.asarray(acc, op.out_avals[0].dtype)
+            if isinstance(x, tuple):  # an inner gather's pieces (jnp.array of many flags)
+                terms.extend(x)
+            else:
+                terms.append(x)
+        return terms
+
+    def _partial(self, op: _Op, env: dict[int, Any], counts_free: bool) -> Any:
+        terms = self._terms(op, env, counts_free)
+        if isinstance(terms, _Absent) or not terms:
+            return terms or None
+        acc = functools.reduce(lambda a, b: a + b, terms)
+        return jnp.asarray(acc, op.out_avals[0].dtype)
+
+    def _pieces(self, op: _Op, env: dict[int, Any], counts_free: bool) -> Any:
+        terms = self._terms(op, env, counts_free)
+        return terms if isinstance(terms, _Absent) else tuple(terms)
 
     def slot_dtype(self, slot: int) -> Any:
-        """The dtype of global sum ``slot``."""
+        """The dtype of global value ``slot``'s parts."""
+        if self.slot_reduce[slot] is not _Reduce.SUM:
+            return jnp.float32  # a count of flags
         k = self.slots[slot]
         for op in self.flat.ops:
             if k in op.outs:
@@ -298,12 +422,36 @@ class OptimizerPlan:
         raise AssertionError(f"slot {slot} has no operation")
 
 
-def _analyse(flat: _Flat, in_deps: Sequence[_Dep]) -> tuple[dict[int, _Dep], set[int], list[int]]:
-    """Each value's dependencies, the operations adding partial sums and the slots; raises
-    :class:`_Mixing` at the first operation that combines parameters otherwise."""
+def _count(how: _Reduce, pieces: Any) -> Any:
+    """A stage's part of a global all (its false flags) or any (its true flags), a float."""
+    if isinstance(pieces, _Absent) or not pieces:
+        return pieces or None
+    flags = [jnp.logical_not(x) if how is _Reduce.ALL else x for x in pieces]
+    return functools.reduce(lambda a, b: a + b, [jnp.sum(x.astype(jnp.float32)) for x in flags])
+
+
+class _Analysis(NamedTuple):
+    """What :func:`_analyse` works out: each value's dependencies, the operations adding
+    partial sums (``sums``), the concatenates of several parameters' values (``gathers``)
+    and the reductions over them with how they combine (``reductions``), and the slots."""
+
+    deps: dict[int, _Dep]
+    sums: frozenset[int]
+    gathers: frozenset[int]
+    reductions: dict[int, _Reduce]
+    slots: list[int]
+
+
+def _analyse(flat: _Flat, in_deps: Sequence[_Dep]) -> _Analysis:
+    """Each value's dependencies, the operations adding partial sums or reducing a gather,
+    and the slots; raises :class:`_Mixing` at the first operation that combines parameters
+    otherwise."""
     deps: dict[int, _Dep] = dict.fromkeys(flat.consts, _NONE)
     deps.update(zip(flat.invars, in_deps, strict=True))
     sums: set[int] = set()
+    gathers: set[int] = set()
+    gathered: set[int] = set()  # values made by a gather
+    reductions: dict[int, _Reduce] = {}
     slots: list[int] = []
 
     def use(k: int) -> _Dep:
@@ -318,20 +466,37 @@ def _analyse(flat: _Flat, in_deps: Sequence[_Dep]) -> tuple[dict[int, _Dep], set
         ins = [deps[k] for k in op.ins]
         params = frozenset().union(*(d.params for d in ins))
         slot_deps = frozenset().union(*(d.slots for d in ins))
+        reduce = _REDUCE_OF_GATHER.get(op.prim.name)
         if len(params) > 1 and _summable(op):
             sums.add(n)
+            out = _Dep(params, slot_deps, True)
+        elif (
+            reduce is not None
+            and len(op.ins) == 1
+            and op.ins[0] in gathered
+            and tuple(op.out_avals[0].shape) == ()
+        ):
+            reductions[n] = reduce
             out = _Dep(params, slot_deps, True)
         else:
             used = [use(k) for k in op.ins]
             params = frozenset().union(*(d.params for d in used))
-            if len(params) > 1:
+            slot_deps = frozenset().union(*(d.slots for d in used))
+            if len(params) > 1 and _gatherable(op):
+                gathers.add(n)
+                gathered.update(op.outs)
+            elif len(params) > 1:
                 raise _Mixing(op, params)
-            out = _Dep(params, frozenset().union(*(d.slots for d in used)))
+            out = _Dep(params, slot_deps)
+        if any(k in gathered for k in op.ins) and n not in reductions and n not in gathers:
+            raise _Mixing(op, params)
         for k in op.outs:
             deps[k] = out
     for k in flat.outvars:
+        if k in gathered:
+            raise _Mixing(next(op for op in flat.ops if k in op.outs), deps[k].params)
         deps[k] = use(k)
-    return deps, sums, slots
+    return _Analysis(deps, frozenset(sums), frozenset(gathers), reductions, slots)
 
 
 def plan_optimizer(
@@ -348,7 +513,7 @@ def plan_optimizer(
     avals = [jax.ShapeDtypeStruct(view.avals[q].shape, view.avals[q].dtype) for q in trained]
     p = view.full(trained, avals, abstract=True)
     try:
-        state = jax.eval_shape(opt.init, p)
+        init_closed, state = jax.make_jaxpr(opt.init, return_shape=True)(p)
         closed, out_shape = jax.make_jaxpr(lambda g, s, q: opt.update(g, s, q), return_shape=True)(
             p, state, p
         )
@@ -365,18 +530,26 @@ def plan_optimizer(
     g_deps = [dep(q) for q in range(len(view.avals))]
     s_paths = jax.tree_util.tree_flatten_with_path(state)[0]
     s_owner = [view.param_of(k, np.shape(x)) for k, x in s_paths]
+    # The state each stage makes (its own leaves of the full-shape tree's state) must not
+    # read another stage's parameters: nothing is summed over the stages at init.
+    init_flat = _Flat(init_closed)
+    try:
+        init = _analyse(init_flat, g_deps)
+    except _Mixing as m:
+        raise _mixing_error(m, names, "init") from None
+    for (path, _), q, k in zip(s_paths, s_owner, init_flat.outvars, strict=True):
+        if init.sums or not init.deps[k].params <= (frozenset({q}) - {None}):
+            raise RuntimeConfigError(
+                f"the optimizer's init makes state {jax.tree_util.keystr(path) or '(root)'} "
+                "from several parameters: each stage makes the state of its own parameters, "
+                "so it would not equal one device"
+            )
     flat = _Flat(closed)
     try:
-        deps, sums, slots = _analyse(flat, [*g_deps, *[dep(q) for q in s_owner], *g_deps])
+        an = _analyse(flat, [*g_deps, *[dep(q) for q in s_owner], *g_deps])
     except _Mixing as m:
-        who = ", ".join(sorted(names[q] for q in m.params)[:3])
-        raise RuntimeConfigError(
-            f"the optimizer combines parameters ({who}{', ...' if len(m.params) > 3 else ''}) "
-            f"with {m.op.prim.name!r} at {m.op.where}: the stages hold different parameters "
-            "and only sums over parameters (a global norm) are computed across them. "
-            "Supported: per-parameter transformations and global-norm statistics "
-            "(optax.clip_by_global_norm ...)"
-        ) from None
+        raise _mixing_error(m, names, "update") from None
+    deps = an.deps
     u_paths, st_paths = (jax.tree_util.tree_flatten_with_path(x)[0] for x in out_shape)
     if len(u_paths) != view.treedef.num_leaves:
         raise RuntimeConfigError(
@@ -394,8 +567,26 @@ def plan_optimizer(
                 f"other parameters ({other}): the stages hold different parameters and "
                 "would not equal one device"
             )
+    slots = tuple(an.slots)
+    made_by = {k: n for n, op in enumerate(flat.ops) for k in op.outs}
+    slot_reduce = tuple(an.reductions.get(made_by[k], _Reduce.SUM) for k in slots)
     slot_of = {k: i for i, k in enumerate(slots)}
-    return OptimizerPlan(flat, deps, frozenset(sums), tuple(slots), slot_of)
+    return OptimizerPlan(
+        flat, deps, an.sums, an.gathers, an.reductions, slots, slot_of, slot_reduce
+    )
+
+
+def _mixing_error(m: _Mixing, names: Sequence[str], where: str) -> RuntimeConfigError:
+    who = ", ".join(sorted(names[q] for q in m.params)[:3])
+    return RuntimeConfigError(
+        f"the optimizer's {where} combines parameters ({who}"
+        f"{', ...' if len(m.params) > 3 else ''}) with {m.op.prim.name!r} at {m.op.where}: "
+        "the stages hold different parameters and only sums over parameters (a global "
+        "norm) and all / any of per-parameter flags (all finite) are computed across them. "
+        "Supported: per-parameter transformations, global-norm statistics "
+        "(optax.clip_by_global_norm ...), branches on such global values "
+        "(optax.apply_if_finite, optax.MultiSteps)"
+    )
 
 
 def state_shardings(state: Any, view: TreeView, own: Sequence[int], shardings: Sequence[Any],

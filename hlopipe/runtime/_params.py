@@ -16,9 +16,11 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax.sharding import NamedSharding
 
 from hlopipe.runtime import _optim
 from hlopipe.runtime._comm import Comm, host_value
+from hlopipe.runtime._placement import over_data
 from hlopipe.runtime._plan import PipelinePlan, host_leaves
 
 
@@ -102,9 +104,9 @@ class Params:
         self.opt_owned = tuple(
             tuple(sorted({self.leaf_of[p] for p in owned})) for owned in plan.owned
         )
+        self.trained = tuple(sorted(q for owned in self.opt_owned for q in owned))
         if optimizer is not None:
-            trained = sorted(q for owned in self.opt_owned for q in owned)
-            self.opt_plan = _optim.plan_optimizer(optimizer, self.view, trained, names)
+            self.opt_plan = _optim.plan_optimizer(optimizer, self.view, self.trained, names)
 
     def state(self, values: list[dict[int, jax.Array]], opt_states: list[Any], step: int) -> Any:
         pl = self.plan
@@ -147,7 +149,7 @@ class Params:
         pl = self.plan
         rank = pl.placement.rank_of(s)
         # The state is the optimizer's over the user's parameter tree (the other stages'
-        # parameters as empty placeholders), so that its per-parameter leaves carry the
+        # parameters' leaves as empty placeholders), so that its per-parameter leaves carry the
         # parameter's path (checkpoints store them by it, not by stage) and masks and labels
         # see the tree they were written for.
         rows = _Rows.of(pl, self.leaf_of, s, self.opt_owned[s])
@@ -158,11 +160,28 @@ class Params:
         opt = self.optimizer
         assert self.opt_plan is not None
 
+        trained = self.trained
+
         def init_fn(p: list[Any]) -> Any:
-            return opt.init(view.full(rows.leaves, rows.join(p)))
+            # init over the full-shape tree (the one the plan traced), keeping the stage's
+            # own leaves: the zeros standing for the other stages' parameters are dead code
+            # under jit, never materialised
+            full = view.full_shaped(rows.leaves, rows.join(p), trained)
+            return view.stage_state(opt.init(full), rows.leaves)
 
         # Optimizer state leaves of a parameter live like it; the rest (counts) replicated.
+        # ZeRO-1 (and 3): sharded over the data axis besides. The update's executable then
+        # slices the gradient (replicated over data: the stage's backward summed it over
+        # the microbatches' data shards), updates each device's shard of the state and
+        # all-gathers the new parameters into their own (replicated) layout; no
+        # reduce-scatter is needed since the gradient arrives whole on every replica.
         leaf_sh = [p_sh[group[0]] for group in rows.groups]
+        if pl.zero:
+            mesh = pl.placement.meshes[rank]
+            leaf_sh = [
+                NamedSharding(mesh, over_data(sh.spec, view.avals[q].shape, mesh))
+                for sh, q in zip(leaf_sh, rows.leaves, strict=True)
+            ]
         st_sh = _optim.state_shardings(
             jax.eval_shape(init_fn, list(avals)), view, rows.leaves, leaf_sh,
             pl.placement.meshes[rank],

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import copy
 import functools
+import logging
 import os
 import time
 from collections.abc import Sequence
@@ -18,9 +19,10 @@ from typing import Any, Generic, Never, TypeVar, overload
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax.sharding import PartitionSpec
 
 from hlopipe import schedules
-from hlopipe.errors import RuntimeConfigError
+from hlopipe.errors import Keyword, RuntimeConfigError
 from hlopipe.runtime._comm import Comm, host_value
 from hlopipe.runtime._compile import ExecKind, StageExecutables
 from hlopipe.runtime._executor import StepResult
@@ -30,7 +32,7 @@ from hlopipe.runtime._metrics import StepMetrics, measured_timeline
 from hlopipe.runtime._multiprocess import ProcessLayout, cross_process_sends, split_on_data
 from hlopipe.runtime._params import Params, PipelineState
 from hlopipe.runtime._placement import Placement
-from hlopipe.runtime._plan import PipelinePlan, build_plan
+from hlopipe.runtime._plan import LossReduction, PipelinePlan, ScheduleChoice, build_plan
 from hlopipe.runtime._program import Instr, StepPlan, StepProgram, build_program
 from hlopipe.runtime._threads import carrying_context
 from hlopipe.schedules import Schedule, Timeline
@@ -60,6 +62,23 @@ class _FromPlan(Generic[T]):
 
     def __set__(self, pipe: Pipeline, value: Never) -> None:
         raise AttributeError(f"Pipeline.{self.name} is its plan's, read-only")
+
+
+def check_plan_devices(layout: Any, devices: Sequence[Any]) -> int:
+    """How many devices the plan ``layout`` (a :class:`~hlopipe.planfile.Layout`) occupies.
+
+    Raises:
+      RuntimeConfigError: fewer ``devices`` than that, naming both counts."""
+    need = int(layout.devices_needed)
+    if len(devices) < need:
+        cpu = bool(devices) and devices[0].platform == "cpu"
+        raise RuntimeConfigError(
+            f"the plan needs {need} devices (pp {layout.pp} x dp {layout.dp} x tp "
+            f"{layout.tp} x cp {layout.cp}), {len(devices)} are present: run it where there "
+            "are enough, or plan again for these devices",
+            *((" (on CPU: ", Keyword("jax_num_cpu_devices", need), ")") if cpu else ()),
+        )
+    return need
 
 
 class Pipeline:
@@ -109,10 +128,32 @@ class Pipeline:
         parameters (a cut layer loop's stacked parameter is updated whole by one of its
         stages), and sums over parameters (``optax.clip_by_global_norm``'s norm, anywhere
         in nested chains) are summed over every stage (and process), equal to one device's
-        up to the order of the additions. Any other operation
-        combining parameters is refused before the first step, naming it and where it was
-        traced. ``None``: no update, the gradients are returned in the metrics.
-      remat: recompute each stage's forward in its backward instead of keeping residuals.
+        up to the order of the additions; an all / any of per-parameter flags
+        (``apply_if_finite``) is one verdict everywhere, and branches on such global values
+        (``apply_if_finite``, ``MultiSteps``) are taken alike by every stage; the state is
+        initialised over the parameters' full shapes (muon, labels by ``ndim``). Any other
+        operation combining parameters is refused before the first step, naming it and
+        where it was traced. ``None``: no update, the gradients are returned in the metrics.
+      remat: recompute each stage's forward in its backward instead of keeping residuals
+        (``recompute="full"``).
+      recompute: what each stage's backward recomputes instead of keeping from its forward:
+        ``"none"``, ``"selective"`` (the outputs of matrix products kept, everything else
+        recomputed, as ``jax.checkpoint_policies.dots_saveable``) or ``"full"`` (the stage's
+        inputs kept, its forward recomputed); one policy, or a list of one per stage
+        (:class:`hlopipe.planfile.Recompute`). Default: ``remat``'s.
+      zero: ZeRO's level over each stage mesh's ``"data"`` axis: ``0`` every data replica
+        holds its stage's whole parameters and optimizer state; ``1`` the optimizer state is
+        sharded over the data axis (each device updates its shard; the updated parameters
+        are all-gathered by the update's executable); ``3`` the parameters too, and so their
+        gradients (FSDP: the stage executables take them sharded and XLA's SPMD partitioner
+        all-gathers them where the forward and backward use them and sums the gradients
+        over the data axis into each device's shard). A dimension the data axis divides is
+        split (the first one a spec leaves unsplit); a parameter with none stays replicated.
+      per_example: per program output (flat), whether its leading axis is the batch
+        (:meth:`infer` concatenates those over the microbatches and reduces the others).
+        Default: an output whose leading axis is not the microbatch's size is not; one whose
+        is, for a loss function, is when tracing it at twice the microbatch doubles it; for
+        a program file it is not known and :meth:`infer` refuses it, naming this keyword.
       recv_timeout: seconds a receive waits before the step fails with an error naming the
         rank and action (a deadlock or a failed rank, never a hang).
       sync_actions: profile every step (as ``step(..., profile=True)`` does): each action is
@@ -165,8 +206,11 @@ class Pipeline:
         recv_timeout: float = 120.0,
         sync_actions: bool = False,
         check_finite: bool = False,
+        zero: int = 0,
+        recompute: Any = None,
+        per_example: Sequence[bool] | None = None,
     ) -> None:
-        if isinstance(schedule, str) and schedule == "auto":
+        if ScheduleChoice.of(schedule) is ScheduleChoice.AUTO:
             program, schedule = _auto_schedule(
                 program, params, batch, num_stages=num_stages, num_microbatches=num_microbatches,
                 devices=devices, stage_mesh_shape=stage_mesh_shape,
@@ -188,6 +232,9 @@ class Pipeline:
             stage_mesh_axes=stage_mesh_axes,
             param_specs=param_specs,
             loss_reduction=loss_reduction,
+            zero=zero,
+            recompute=recompute,
+            per_example=per_example,
         )
         self.optimizer = optimizer
         self.recv_timeout = recv_timeout
@@ -204,6 +251,86 @@ class Pipeline:
             # first step
             self._runner(train=True)
             self.param_store.compile_ahead()
+
+    @classmethod
+    def from_plan(
+        cls,
+        program: Any,
+        params: Any,
+        batch: Any,
+        plan: Any,
+        *,
+        optimizer: Any = None,
+        devices: Sequence[Any] | None = None,
+        **kwargs: Any,
+    ) -> Pipeline:
+        """The pipeline a plan file lays out (``hlopipe plan -o plan.json``; the contract of
+        :mod:`hlopipe.planfile`), on the devices present.
+
+        Args:
+          program, params, batch, optimizer: as for the constructor; ``batch`` holds the
+            plan's global batch (``dp x microbatches x microbatch_size`` rows).
+          plan: a :class:`~hlopipe.planfile.PlanFile`, its :class:`~hlopipe.planfile.Layout`,
+            or the path of a plan file.
+          devices: default ``jax.devices()``; the plan's first ``pp x dp x tp x cp`` are used.
+          kwargs: the constructor's other keywords (``recv_timeout``, ``check_finite``...).
+
+        The stages are cut at the program's markers, else into ``pp x virtual_stages``
+        cost-balanced ones; each rank's mesh is ``(dp x cp, tp)`` named ``stage_mesh_axes``;
+        the plan's ``param_specs`` rules (``PATTERN=SPEC`` over the parameters' paths, as
+        ``--param-spec`` reads them) lay out the parameters, a parameter no rule matches
+        replicated; ``zero``, ``recompute``, ``schedule``, ``virtual_stages`` and
+        ``microbatches`` as the plan says.
+
+        Raises:
+          RuntimeConfigError: fewer devices than the plan needs (naming both counts), a
+            batch that is not the plan's global batch, a rule that matches no parameter,
+            or anything the constructor refuses.
+        """
+        from hlopipe.planfile import Layout, PlanFile, load_plan
+        from hlopipe.runtime._rules import parse_param_rule, specs_from_rules
+
+        if isinstance(plan, str | os.PathLike):
+            plan = load_plan(plan)
+        layout: Layout = plan.layout if isinstance(plan, PlanFile) else plan
+        devs = list(jax.devices() if devices is None else devices)
+        need = check_plan_devices(layout, devs)
+        if layout.stage_layers:
+            # the split takes no layer counts per stage yet: the stages are cut at the
+            # markers, else cost-balanced into pp x virtual_stages (the plan file contract)
+            logging.getLogger("hlopipe").warning(
+                "the plan's stage_layers %s are not applied: the stages are cut at the "
+                "program's markers, else cost-balanced into %d",
+                list(layout.stage_layers), layout.pp * layout.virtual_stages,
+            )  # fmt: skip
+        rows = layout.dp * layout.cp * layout.microbatches * layout.microbatch_size
+        leaves = jax.tree_util.tree_leaves(batch)
+        if leaves and (not np.shape(leaves[0]) or np.shape(leaves[0])[0] != rows):
+            got = np.shape(leaves[0])[0] if np.shape(leaves[0]) else "no"
+            raise RuntimeConfigError(
+                f"the plan's global batch is {rows} rows (dp {layout.dp * layout.cp} x "
+                f"{layout.microbatches} microbatches x {layout.microbatch_size}); the batch "
+                f"given has {got}"
+            )
+        specs = None
+        if layout.param_specs:
+            axes = tuple(layout.stage_mesh_axes)
+            rules = [parse_param_rule(text, axes) for text in layout.param_specs]
+            flat = jax.tree_util.tree_flatten_with_path(params)[0]
+            paths = [jax.tree_util.keystr(k) for k, _ in flat]
+            found = specs_from_rules(rules, paths, [np.shape(x) for _, x in flat])
+            specs = jax.tree_util.tree_unflatten(
+                jax.tree_util.tree_structure(params),
+                [PartitionSpec() if s is None else s for s in found],
+            )
+        return cls(
+            program, params, batch,
+            schedule=layout.schedule, num_microbatches=layout.microbatches,
+            virtual_stages=layout.virtual_stages, devices=devs[:need],
+            stage_mesh_shape=(layout.dp * layout.cp, layout.tp),
+            stage_mesh_axes=tuple(layout.stage_mesh_axes), param_specs=specs,
+            optimizer=optimizer, zero=layout.zero, recompute=layout.recompute, **kwargs,
+        )  # fmt: skip
 
     def with_optimizer(self, optimizer: Any) -> Pipeline:
         """This pipeline with another optimizer: the same plan and compiled stages (nothing
@@ -324,7 +451,9 @@ class Pipeline:
         ls, lk = self.plan.loss
         if not self.layout.local(self.placement.rank_of(ls)):
             return None
-        scale = 1.0 if self.plan.loss_reduction == "sum" else 1.0 / self.num_microbatches
+        scale = (
+            1.0 if self.plan.loss_reduction is LossReduction.SUM else 1.0 / self.num_microbatches
+        )
         return jax.device_put(
             np.asarray(scale, self.staged.out_avals[0].dtype), self.execs[ls].output_shardings[lk]
         )
@@ -401,7 +530,7 @@ class Pipeline:
                 runner.prog.plan.schedule, result, runner.prog.plan.fused
             )
         if losses is not None:
-            red = np.sum if self.plan.loss_reduction == "sum" else np.mean
+            red = np.sum if self.plan.loss_reduction is LossReduction.SUM else np.mean
             loss: Any = float(red(losses))
             grad_norm: Any = self.param_store.grad_norm(pending_norm)
         else:
@@ -486,9 +615,19 @@ class Pipeline:
                     self.comm.on_every_process(result.outputs.get((k, i)), ex.rank, aval, split)
                     for i in range(m)
                 ]
-                if not self.plan.per_example[k]:
+                per = self.plan.per_example[k]
+                if per is None or isinstance(per, str):
+                    why = per or "a program file's fixed shapes cannot tell"
+                    raise RuntimeConfigError(
+                        f"output {k} ({aval.dtype}{list(aval.shape)}) has the microbatch's "
+                        f"{aval.shape[0]} rows on its leading axis; whether it is per example "
+                        f"(concatenated over the microbatches) or a statistic (averaged) is "
+                        f"not known ({why}); declare it with ",
+                        Keyword("per_example", "(False, True, ...)"), " (one flag per output)",
+                    )  # fmt: skip
+                if not per:
                     # the loss, or a statistic over the batch: reduced like the loss
-                    red = np.sum if self.plan.loss_reduction == "sum" else np.mean
+                    red = np.sum if self.plan.loss_reduction is LossReduction.SUM else np.mean
                     value = red(np.stack(parts), axis=0, dtype=np.float64)
                     flat_out.append(jnp.asarray(value, parts[0].dtype))
                 else:
@@ -553,9 +692,9 @@ class Pipeline:
         return lines
 
 
-def _reduce_losses(reduction: str, *losses: Any) -> Any:
+def _reduce_losses(reduction: LossReduction, *losses: Any) -> Any:
     total = jnp.sum(jnp.stack([x.astype(jnp.float32) for x in losses]))
-    return total if reduction == "sum" else total / len(losses)
+    return total if reduction is LossReduction.SUM else total / len(losses)
 
 
 def _auto_schedule(program: Any, params: Any, batch: Any, **kwargs: Any) -> tuple[Any, Schedule]:

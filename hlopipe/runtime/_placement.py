@@ -233,6 +233,25 @@ def default_group_size(stage_mesh_shape: Any) -> int:
         return 1
 
 
+def over_data(spec: PartitionSpec | None, shape: Sequence[int], mesh: Any) -> PartitionSpec:
+    """``spec`` with the mesh's ``"data"`` axis added on the first dimension it leaves
+    unsplit that the data axis divides (ZeRO's sharding of a parameter's optimizer state,
+    or of the parameter itself): unchanged when the mesh has no data axis of more than one
+    device, ``spec`` already uses it, or no dimension fits (a scalar, a bias of odd size)."""
+    sizes = dict(mesh.shape)
+    n = sizes.get(DATA_AXIS, 1)
+    entries = list(spec or PartitionSpec())
+    used = {ax for e in entries if e is not None for ax in ((e,) if isinstance(e, str) else e)}
+    if n <= 1 or DATA_AXIS in used:
+        return PartitionSpec(*entries)
+    entries += [None] * (len(shape) - len(entries))
+    for dim, (entry, size) in enumerate(zip(entries, shape, strict=True)):
+        if entry is None and size % n == 0:
+            entries[dim] = DATA_AXIS
+            return PartitionSpec(*entries)
+    return PartitionSpec(*entries[: len(spec or ())])
+
+
 def spec_leaves(
     param_specs: Any,
     treedef: Any,

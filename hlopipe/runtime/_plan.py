@@ -8,6 +8,7 @@ the :class:`PipelinePlan`; nothing writes to it.
 
 from __future__ import annotations
 
+import enum
 import math
 import os
 from collections.abc import Sequence
@@ -21,12 +22,25 @@ from jax.sharding import NamedSharding, PartitionSpec
 
 from hlopipe import schedules
 from hlopipe.errors import Keyword, RuntimeConfigError
+from hlopipe.planfile import Recompute
 from hlopipe.runtime._compile import StageExecutables, build_executables
 from hlopipe.runtime._multiprocess import ProcessLayout
-from hlopipe.runtime._placement import Placement, default_group_size, place, spec_leaves
+from hlopipe.runtime._placement import (
+    Placement,
+    default_group_size,
+    over_data,
+    place,
+    spec_leaves,
+)
 from hlopipe.runtime._stacked_params import join_rows, param_pieces, piece_names, piece_specs
 from hlopipe.schedules import Kind, Schedule
-from hlopipe.stages import SourceKind, StagedProgram, arg_partition_specs, split
+from hlopipe.stages import (
+    SourceKind,
+    StagedProgram,
+    arg_partition_specs,
+    recompute_policy,
+    split,
+)
 from hlopipe.stages._jaxpr import check_64bit_mode
 
 
@@ -36,6 +50,31 @@ def sds(x: Any) -> jax.ShapeDtypeStruct:
 
 def describe(avals: Sequence[Any]) -> str:
     return ", ".join(f"{jnp.dtype(a.dtype).name}{list(a.shape)}" for a in avals)
+
+
+class LossReduction(enum.StrEnum):
+    """How the program's loss combines the batch's examples, and so the microbatches' losses
+    and gradients: a mean (averaged over the microbatches) or a sum (summed)."""
+
+    MEAN = "mean"
+    SUM = "sum"
+
+
+class ScheduleChoice(enum.StrEnum):
+    """A schedule asked for by what it should be rather than by name: ``AUTO``, the fastest
+    on the measured per-stage costs (:func:`hlopipe.schedules.best`)."""
+
+    AUTO = "auto"
+
+    @classmethod
+    def of(cls, schedule: Any) -> ScheduleChoice | None:
+        """The choice ``schedule`` names, ``None`` for a schedule's own name (or object)."""
+        if not isinstance(schedule, str):
+            return None
+        try:
+            return cls(schedule)
+        except ValueError:
+            return None
 
 
 @dataclass(frozen=True, eq=False)
@@ -57,6 +96,11 @@ class PipelinePlan:
     layout: ProcessLayout
     execs: tuple[StageExecutables, ...]
     remat: bool
+    # per stage: what its backward recomputes (``remat=True``: FULL everywhere)
+    recompute: tuple[Recompute, ...]
+    # ZeRO: 0 nothing sharded over the data axis; 1 the optimizer state; 3 the parameters
+    # too (their gradients follow them), gathered by XLA where the stage computes
+    zero: int
     # ownership: the first stage using a parameter owns it; others hold replicas
     users: tuple[tuple[int, ...], ...]
     owner: tuple[int, ...]
@@ -67,10 +111,11 @@ class PipelinePlan:
     loss: tuple[int, int] | None  # (stage, output index) of the scalar loss
     # per parameter leaf: the PartitionSpec asked for it (None: sharding propagation decides)
     param_specs: tuple[Any, ...] = ()
-    loss_reduction: str = "mean"  # "mean" or "sum" over the batch
+    loss_reduction: LossReduction = LossReduction.MEAN
     # per program output: whether it has the batch on its leading axis (infer concatenates
     # those over the microbatches and reduces the others, like the loss)
-    per_example: tuple[bool, ...] = ()
+    # per output: whether it is per example; None or a reason (str): not known (infer refuses)
+    per_example: tuple[bool | str | None, ...] = ()
     # A cut layer loop hands each stage its rows of a stacked parameter: the runtime's
     # parameter leaves are then those pieces (``param_treedef``/``param_avals``/
     # ``param_names`` describe them; a stacked leaf is a tuple of its ranges, named
@@ -353,10 +398,13 @@ def build_plan(
     stage_mesh_axes: Sequence[str] | None = None,
     param_specs: Any = None,
     loss_reduction: str = "mean",
+    zero: int = 0,
+    recompute: Any = None,
+    per_example: Sequence[bool] | None = None,
 ) -> PipelinePlan:
     """Check the arguments and decide everything a :class:`~hlopipe.runtime.Pipeline` needs
     (see its docstring for the arguments)."""
-    m = _check_counts(num_microbatches, loss_reduction)
+    m, reduction = _check_counts(num_microbatches, loss_reduction)
     devs = list(jax.devices() if devices is None else devices)
     param_avals, param_treedef = _flat_avals(params)
     batch_avals, batch_treedef = _flat_avals(batch)
@@ -380,9 +428,16 @@ def build_plan(
     placement = _place(sched, devs, stage_mesh_shape, stage_mesh_axes, mb_size)
     if pieces:  # specs (given or annotated) are the caller's: each piece takes its leaf's
         param_specs = piece_specs(param_specs, caller[0], param_treedef, pieces)
+    if zero not in (0, 1, 3):
+        raise RuntimeConfigError(
+            Keyword("zero", zero), " is not a ZeRO level: 0 (nothing sharded over the data "
+            "axis), 1 (the optimizer state) or 3 (the parameters and gradients too)"
+        )  # fmt: skip
+    policies = _policies(recompute, remat, staged.num_stages)
     specs, execs = _executables(
-        program, staged, placement, param_specs, param_treedef, param_avals, argnums, remat,
-        train=sched.has_backward, pieces=pieces, num_caller_params=len(caller[1]),
+        program, staged, placement, param_specs, param_treedef, param_avals, argnums,
+        policies, train=sched.has_backward, pieces=pieces,
+        num_caller_params=len(caller[1]), zero=zero,
     )  # fmt: skip
 
     # 4. ownership of parameters: the first stage using one owns it; others hold replicas.
@@ -393,10 +448,11 @@ def build_plan(
         batch_avals=tuple(batch_avals), batch_size=batch_size, microbatch_size=mb_size,
         staged=staged, argnums=argnums, schedule=sched, placement=placement,
         layout=ProcessLayout.of(placement),
-        execs=execs, remat=remat, **own, loss=_loss_location(staged, sched),
-        param_specs=tuple(specs), loss_reduction=loss_reduction,
+        execs=execs, remat=remat, recompute=policies, zero=zero, **own,
+        loss=_loss_location(staged, sched),
+        param_specs=tuple(specs), loss_reduction=reduction,
         per_example=_per_example(program, staged, caller[0], list(caller[1]), batch_treedef,
-                                 mb_avals), **_caller_fields(pieces, caller),
+                                 mb_avals, per_example), **_caller_fields(pieces, caller),
     )  # fmt: skip
 
 
@@ -463,16 +519,42 @@ def _per_example(
     param_avals: list[Any],
     batch_treedef: Any,
     mb_avals: list[Any],
-) -> tuple[bool, ...]:
-    """Which outputs carry the batch on their leading axis. A loss function is evaluated
-    (abstractly) at twice the microbatch: an output whose leading axis doubles does; one that
-    does not (a batch statistic, say running means) is a reduction over the batch. A program
-    file has fixed shapes: an output whose leading axis is the microbatch size does."""
+    declared: Sequence[bool] | None = None,
+) -> tuple[bool | str | None, ...]:
+    """Which outputs carry the batch on their leading axis (``None``, or the words of why:
+    not known, which :meth:`Pipeline.infer` refuses, naming what to give). An output that is a
+    scalar or whose leading axis is not the microbatch's size does not. One whose leading axis
+    is: as ``declared`` (``Pipeline(per_example=...)``, one flag per output) says; else, for a loss
+    function, traced (abstractly) at twice the microbatch: it does when its leading axis
+    doubles (a statistic over the batch, say running means, does not), and is not known when
+    that trace fails (its error kept as the reason); for a program file (fixed shapes)
+    nothing is guessed.
+
+    Raises:
+      RuntimeConfigError: ``declared`` has another length than the outputs, or declares an
+        output per example whose leading axis is not the microbatch.
+    """
     mb = int(mb_avals[0].shape[0])
     outs = staged.out_avals
-    guess = tuple(bool(a.shape) and a.shape[0] == mb for a in outs)
+    candidate = [bool(a.shape) and a.shape[0] == mb for a in outs]
+    if declared is not None:
+        flags = [bool(x) for x in declared]
+        if len(flags) != len(outs):
+            raise RuntimeConfigError(
+                Keyword("per_example", tuple(flags)), f": {len(flags)} flags, the program has "
+                f"{len(outs)} outputs (one flag per output, the loss's False)"
+            )  # fmt: skip
+        for k, (flag, can) in enumerate(zip(flags, candidate, strict=True)):
+            if flag and not can:
+                raise RuntimeConfigError(
+                    Keyword("per_example", tuple(flags)), f": output {k} ({describe([outs[k]])}) "
+                    f"has no leading axis of the microbatch's {mb} rows"
+                )  # fmt: skip
+        return tuple(flags)
+    if not any(candidate):
+        return (False,) * len(outs)
     if isinstance(program, StagedProgram) or _is_path(program) or not callable(program):
-        return guess
+        return tuple(None if c else False for c in candidate)
     double = [jax.ShapeDtypeStruct((2 * mb, *a.shape[1:]), a.dtype) for a in mb_avals]
     try:
         got = jax.eval_shape(
@@ -480,16 +562,45 @@ def _per_example(
             jax.tree_util.tree_unflatten(param_treedef, param_avals),
             jax.tree_util.tree_unflatten(batch_treedef, double),
         )
-    except Exception:  # isolation: the user's function, traced at a batch it was not
-        # written for, may refuse it in any way (shapes fixed inside it): keep the guess
-        return guess
+    except Exception as e:  # isolation: the user's function, at a batch it was not traced at
+        # not known, and said with the trace's own error where it is needed (infer): a
+        # training run never asks
+        why = f"tracing the loss function at {2 * mb} rows failed ({type(e).__name__}: {e})"
+        return tuple(why if c else False for c in candidate)
     leaves = jax.tree_util.tree_leaves(got)
     if len(leaves) != len(outs):
-        return guess
+        why = f"the loss function gives {len(leaves)} outputs at {2 * mb} rows, {len(outs)} at {mb}"
+        return tuple(why if c else False for c in candidate)
     return tuple(
-        bool(a.shape) and a.shape[0] == mb and tuple(o.shape) == (2 * mb, *a.shape[1:])
-        for o, a in zip(leaves, outs, strict=True)
+        c and tuple(o.shape) == (2 * mb, *a.shape[1:])
+        for o, a, c in zip(leaves, outs, candidate, strict=True)
     )
+
+
+def _policies(recompute: Any, remat: bool, num_stages: int) -> tuple[Recompute, ...]:
+    """Per stage, its recompute policy: ``recompute`` (one policy, or a list of one per
+    stage), else ``remat`` (True: full)."""
+    if recompute is None:
+        return (recompute_policy(remat),) * num_stages
+    if isinstance(recompute, str):
+        return (_policy(recompute),) * num_stages
+    given = list(recompute)
+    if len(given) != num_stages:
+        raise RuntimeConfigError(
+            Keyword("recompute", given), f": {len(given)} policies for {num_stages} stages; "
+            "give one policy, or one per stage"
+        )  # fmt: skip
+    return tuple(_policy(r) for r in given)
+
+
+def _policy(name: Any) -> Recompute:
+    try:
+        return Recompute(name)
+    except ValueError:
+        valid = ", ".join(repr(r.value) for r in Recompute)
+        raise RuntimeConfigError(
+            Keyword("recompute", name), f" is not a recompute policy; use one of {valid}"
+        ) from None
 
 
 def _executables(
@@ -500,14 +611,17 @@ def _executables(
     param_treedef: Any,
     param_avals: list[Any],
     argnums: tuple[int, ...],
-    remat: bool,
+    policies: Sequence[Recompute],
     *,
     train: bool,
     pieces: Sequence[Any] = (),
     num_caller_params: int = 0,
+    zero: int = 0,
 ) -> tuple[list[Any], tuple[StageExecutables, ...]]:
     """The parameters' partition specs (given, or the program's own annotations) and every
-    stage's executables on its rank."""
+    stage's executables on its rank. ZeRO-3 adds the data axis to each parameter's spec
+    (:func:`over_data`): the stages' executables take their parameters sharded over it and
+    XLA's SPMD partitioner gathers them where they are used (FSDP)."""
     num_params = len(param_avals)
     flat = None
     if param_specs is None:
@@ -518,7 +632,10 @@ def _executables(
 
     def requested(rank: int, p: int) -> Any:
         spec = specs[p]
-        return None if spec is None else NamedSharding(placement.meshes[rank], spec)
+        mesh = placement.meshes[rank]
+        if zero == 3:
+            return NamedSharding(mesh, over_data(spec, param_avals[p].shape, mesh))
+        return None if spec is None else NamedSharding(mesh, spec)
 
     execs = tuple(
         build_executables(
@@ -526,7 +643,7 @@ def _executables(
             placement,
             num_param_leaves=num_params,
             argnums=argnums,
-            remat=remat,
+            remat=policies[st.index],
             param_sharding=requested,
             train=train,
         )
@@ -540,15 +657,19 @@ def _flat_avals(tree: Any) -> tuple[list[Any], Any]:
     return [sds(x) for x in leaves], treedef
 
 
-def _check_counts(num_microbatches: Any, loss_reduction: str) -> int:
+def _check_counts(num_microbatches: Any, loss_reduction: str) -> tuple[int, LossReduction]:
     m = num_microbatches
     if not isinstance(m, int) or isinstance(m, bool) or m < 1:
         raise RuntimeConfigError(
             Keyword("num_microbatches"), f" must be a positive integer, got {m!r}"
         )
-    if loss_reduction not in ("mean", "sum"):
-        raise RuntimeConfigError(f"loss_reduction must be 'mean' or 'sum', got {loss_reduction!r}")
-    return m
+    try:
+        reduction = LossReduction(loss_reduction)
+    except ValueError:
+        raise RuntimeConfigError(
+            f"loss_reduction must be 'mean' or 'sum', got {loss_reduction!r}"
+        ) from None
+    return m, reduction
 
 
 def _names(treedef: Any, avals: list[Any]) -> tuple[str, ...]:

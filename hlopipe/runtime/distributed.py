@@ -426,6 +426,17 @@ def kv_get(key: str, timeout: float, *, who: int | None = None) -> str:
             )
 
 
+def barrier(name: str, timeout: float) -> None:
+    """Wait until every process of the job has reached ``barrier(name, ...)`` (the
+    coordination service's barrier; ``name`` used once per job).
+
+    Raises:
+      RuntimeError: the service refused it (a process missing after ``timeout`` seconds, or
+        gone); :func:`raise_lost_peer` turns that into the lost process's name.
+    """
+    _client().wait_at_barrier(name, int(timeout * 1000))
+
+
 def meet(name: str, processes: list[int], timeout: float = 900.0) -> None:
     """Wait until every process of ``processes`` has called ``meet(name, ...)`` (checking
     the peers every second: a dead one fails with :class:`DistributedError` naming it).

@@ -41,7 +41,7 @@ Public API:
   training memory on one under a schedule; :func:`memory_cap` — a ``memory_cap`` from one.
 """
 
-from hlopipe.stages._autodiff import StageAutodiff
+from hlopipe.stages._autodiff import StageAutodiff, recompute_policy
 from hlopipe.stages._cost import CostModel, eqn_cost, jaxpr_cost
 from hlopipe.stages._devices import DEVICES, Device, device
 from hlopipe.stages._export import format_manifest
@@ -117,6 +117,7 @@ __all__ = [
     "SplitModules",
     "Stage",
     "StageAutodiff",
+    "recompute_policy",
     "StackedSplit",
     "StageCost",
     "StagedProgram",

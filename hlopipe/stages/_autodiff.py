@@ -14,8 +14,13 @@ input_cts, param_grads)`` (``jax.vjp`` of the stage), and then cut by dataflow:
   needed for the parameter gradients, form **W** (``backward_weight``); the values W reads from
   I's world (intermediate cotangents, forward residuals, output cotangents) are W's residuals.
 
-With ``remat=True`` the residuals are the stage's inputs only and the backward recomputes
-the forward. Nothing is ever recomputed across stages.
+What the backward recomputes is a :class:`~hlopipe.planfile.Recompute` policy: ``NONE`` keeps
+every residual; ``FULL`` (``remat=True``) keeps the stage's inputs only and recomputes the
+forward; ``SELECTIVE`` keeps the outputs of matrix products (``dot_general``) and recomputes
+everything else, as JAX's ``jax.checkpoint_policies.dots_saveable`` does (the cheap
+elementwise work, the large activations of attention and MLP nonlinearities: Korthikanti et
+al. 2022, "Reducing Activation Recomputation in Large Transformer Models"). Nothing is ever
+recomputed across stages.
 """
 
 from __future__ import annotations
@@ -29,6 +34,7 @@ import jax.numpy as jnp
 from jax.extend.core import jaxpr_as_fun
 
 from hlopipe.errors import StageError
+from hlopipe.planfile import Recompute
 from hlopipe.stages import _jaxpr as J
 from hlopipe.stages._staged import SourceKind
 
@@ -67,7 +73,8 @@ class StageAutodiff:
     """
 
     stage_index: int
-    remat: bool
+    remat: bool  # whether the policy is FULL
+    recompute: Recompute
     diff_params: tuple[int, ...]
     diff_inputs: tuple[int, ...]
     diff_outputs: tuple[int, ...]
@@ -129,8 +136,28 @@ class StageAutodiff:
         return list(out[:a]), list(out[a:b]), list(out[b:])
 
 
+def recompute_policy(remat: bool | str) -> Recompute:
+    """The policy ``remat`` names: a :class:`Recompute` (or its value), or a bool (``True``:
+    full, ``False``: none).
+
+    Raises:
+      StageError: an unknown name, naming the valid ones.
+    """
+    if isinstance(remat, bool):
+        return Recompute.FULL if remat else Recompute.NONE
+    try:
+        return Recompute(remat)
+    except ValueError:
+        valid = ", ".join(repr(r.value) for r in Recompute)
+        raise StageError(f"recompute {remat!r} is not a policy; use one of {valid}") from None
+
+
+# what SELECTIVE keeps (jax.checkpoint_policies.dots_saveable)
+_SAVEABLE = frozenset({"dot_general"})
+
+
 def build_autodiff(
-    stage: Stage, diff_mask: Sequence[bool], *, remat: bool = False
+    stage: Stage, diff_mask: Sequence[bool], *, remat: bool | str = False
 ) -> StageAutodiff:
     """Trace the merged forward+backward of ``stage`` and cut it into its parts.
 
@@ -144,12 +171,14 @@ def build_autodiff(
     v = MergedVars.of(mj.jaxpr, P, X, O, GI)
     undiff = [p for i, p in enumerate(v.params) if i not in diff_params]
     eqn_ct, eqn_x = taint(mj.jaxpr.eqns, v.cts, [*v.inputs, *undiff])
-    fwd_eqns, bwd_eqns, residuals = cut_forward_backward(mj.jaxpr.eqns, v, eqn_ct, eqn_x, remat)
+    policy = recompute_policy(remat)
+    fwd_eqns, bwd_eqns, residuals = cut_forward_backward(mj.jaxpr.eqns, v, eqn_ct, eqn_x, policy)
     i_eqns, w_eqns, w_res = cut_input_weight(bwd_eqns, v, residuals, set(mj.jaxpr.constvars))
     bwd_ins = [*v.params, *residuals, *v.cts]
     return StageAutodiff(
         stage_index=stage.index,
-        remat=remat,
+        remat=policy is Recompute.FULL,
+        recompute=policy,
         diff_params=diff_params,
         diff_inputs=diff_inputs,
         diff_outputs=diff_outputs,
@@ -265,17 +294,30 @@ def taint(
 
 
 def cut_forward_backward(
-    eqns: Sequence[Any], v: MergedVars, eqn_ct: list[bool], eqn_x: list[bool], remat: bool
+    eqns: Sequence[Any],
+    v: MergedVars,
+    eqn_ct: list[bool],
+    eqn_x: list[bool],
+    remat: bool | Recompute,
 ) -> tuple[list[Any], list[Any], list[Any]]:
     """Pass 2: ``(forward equations, backward equations, residuals)``.
 
-    The backward is the cotangent work plus recomputable forward work (parameter-only, or
-    everything if ``remat``); the forward is what the outputs need and the rest of what the
-    backward needs, never cotangent work; residuals are what the backward reads from it.
+    The backward is the cotangent work plus recomputable forward work (parameter-only; with
+    ``remat``'s policy FULL everything, SELECTIVE everything but matrix products); the
+    forward is what the outputs need and the rest of what the backward needs, never cotangent work;
+    residuals are what the backward reads from it.
     """
+    policy = recompute_policy(remat)
+    full, selective = policy is Recompute.FULL, policy is Recompute.SELECTIVE
     need_out = J.needed_eqns(eqns, v.outs)
     need_bwd = J.needed_eqns(eqns, [*v.input_cts, *v.param_grads])
-    in_bwd = [need_bwd[i] and (eqn_ct[i] or remat or not eqn_x[i]) for i in range(len(eqns))]
+
+    def redo(e: Any) -> bool:
+        return full or (selective and e.primitive.name not in _SAVEABLE)
+
+    in_bwd = [
+        need_bwd[i] and (eqn_ct[i] or redo(eqns[i]) or not eqn_x[i]) for i in range(len(eqns))
+    ]
     in_fwd = [
         (need_out[i] or (need_bwd[i] and not in_bwd[i])) and not eqn_ct[i] for i in range(len(eqns))
     ]
@@ -346,7 +388,7 @@ def chain_value_and_grad(
     args: Sequence[Any],
     argnums: int | Sequence[int],
     *,
-    remat: bool = False,
+    remat: bool | str = False,
     split_backward: bool = False,
 ) -> tuple[Any, Any]:
     """All forwards, then all backwards (see :meth:`StagedProgram.value_and_grad`)."""

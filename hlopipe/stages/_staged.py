@@ -146,7 +146,7 @@ class Stage:
     cost: StageCost | None = None
     num_eqns: int = 0
     layers: int | None = None
-    _fb_cache: dict[tuple[tuple[int, ...], bool], StageAutodiff] = field(
+    _fb_cache: dict[tuple[tuple[int, ...], str], StageAutodiff] = field(
         default_factory=dict, repr=False
     )
 
@@ -178,14 +178,17 @@ class Stage:
         return jax.jit(self.fn)
 
     def forward_backward(
-        self, argnums: int | Sequence[int] = 0, *, remat: bool = False
+        self, argnums: int | Sequence[int] = 0, *, remat: bool | str = False
     ) -> StageAutodiff:
         """Forward, backward and the input/weight split of backward for this stage.
 
         Args:
           argnums: which positional arguments of the original function are differentiated
             (as in ``jax.grad``); only this stage's inexact parameters among them get gradients.
-          remat: save only the stage's inputs and recompute its forward inside backward.
+          remat: what the backward recomputes: ``True`` (or ``"full"``) saves only the stage's
+            inputs and recomputes its forward inside backward; ``"selective"`` keeps the
+            matrix products' outputs and recomputes the rest; ``False`` (``"none"``)
+            recomputes nothing (a :class:`~hlopipe.planfile.Recompute`).
 
         Returns:
           a :class:`~hlopipe.stages.StageAutodiff` (see there for the function signatures).
@@ -195,9 +198,10 @@ class Stage:
           >>> outs, res = fb.forward(params, inputs)                 # doctest: +SKIP
           >>> in_cts, grads = fb.backward(params, res, out_cts)      # doctest: +SKIP
         """
-        from hlopipe.stages._autodiff import build_autodiff
+        from hlopipe.stages._autodiff import build_autodiff, recompute_policy
 
         nums = (argnums,) if isinstance(argnums, int) else tuple(argnums)
+        remat = recompute_policy(remat)
         key = (nums, remat)
         if key not in self._fb_cache:
             diff = [a in nums for a in self.param_argnums]
@@ -330,7 +334,7 @@ class StagedProgram:
         self,
         *args: Any,
         argnums: int | Sequence[int] = 0,
-        remat: bool = False,
+        remat: bool | str = False,
         split_backward: bool = False,
     ) -> tuple[Any, Any]:
         """Reference pipeline step: all stage forwards, then all backwards, on one device.

@@ -185,6 +185,10 @@ class RunLog:
         self.dropped = 0  # records of steps after ``resumed_at`` taken out
         if resumed_at is not None and os.path.exists(self.metrics_path):
             self.dropped = _drop_after(self.metrics_path, resumed_at)
+        if resumed_at is not None:
+            for name in sorted(os.listdir(directory)):
+                if name.startswith("events.out.tfevents."):
+                    _drop_events_after(os.path.join(directory, name), resumed_at)
         self._metrics = open(self.metrics_path, "a")  # noqa: SIM115 -- closed by close()
         self._events = EventWriter(directory)
         if resumed_at is not None:
@@ -198,6 +202,67 @@ class RunLog:
     def close(self) -> None:
         self._metrics.close()
         self._events.close()
+
+
+def _records(data: bytes) -> list[bytes]:
+    """The records of a TFRecord file's bytes (length, its CRC, the data, its CRC); a torn
+    last record (a run killed while writing it) is left out."""
+    out, pos = [], 0
+    while pos + 12 <= len(data):
+        (n,) = struct.unpack_from("<Q", data, pos)
+        if pos + 16 + n > len(data):
+            break
+        out.append(data[pos + 12 : pos + 12 + n])
+        pos += 16 + n
+    return out
+
+
+def _event_step(event: bytes) -> int | None:
+    """An ``Event``'s step (field 2), ``None`` when it has none; the other fields skipped by
+    their wire type."""
+    pos = 0
+
+    def varint() -> int:
+        nonlocal pos
+        v = shift = 0
+        while True:
+            b = event[pos]
+            pos += 1
+            v |= (b & 0x7F) << shift
+            shift += 7
+            if not b & 0x80:
+                return v
+
+    while pos < len(event):
+        key = varint()
+        number, wire = key >> 3, key & 7
+        if wire == 0:
+            value = varint()
+            if number == 2:
+                return value
+        elif wire == 1:
+            pos += 8
+        elif wire == 2:
+            size = varint()  # read before pos is added to: varint moves pos
+            pos += size
+        elif wire == 5:
+            pos += 4
+        else:
+            return None
+    return None
+
+
+def _drop_events_after(path: str, step: int) -> None:
+    """Rewrite the event file ``path`` without the events of steps after ``step`` (a killed
+    run's, trained again by the resumed run), so that TensorBoard shows each step once
+    whatever its reload policy (it honours a START event only within one file's run)."""
+    with open(path, "rb") as f:
+        records = _records(f.read())
+    kept = [r for r in records if (_event_step(r) or 0) <= step]
+    tmp = path + ".tmp"
+    with open(tmp, "wb") as f:
+        f.writelines(_record(r) for r in kept)
+    os.replace(tmp, path)
 
 
 def _drop_after(path: str, step: int) -> int:

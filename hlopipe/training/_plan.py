@@ -33,6 +33,8 @@ class TrainingPlan:
         :class:`~hlopipe.errors.Keyword` parts; see ``describe``).
       dataset: the samples a run reads batch after batch (``batch`` is then its first
         ``microbatches x microbatch`` samples in file order); ``None``: ``batch`` every step.
+      param_roles: per parameter, where its initial value came from, in words (``"norm
+        scales = 1"``, ``"from init.npz"``).
     """
 
     program: Any
@@ -45,6 +47,7 @@ class TrainingPlan:
     params_note: tuple[Any, ...]
     data_note: tuple[Any, ...]
     dataset: Dataset | None = None
+    param_roles: tuple[str, ...] = ()
 
     @property
     def in_order(self) -> bool:
@@ -142,7 +145,7 @@ def plan_training(
     avals = list(program.in_avals)
     roles = infer_roles(avals, program.arg_names, batch_args, program.top_level_args())
     rng = np.random.default_rng(seed)
-    trained, frozen, params_note = _initial_values(roles, params, batch_args, rng)
+    trained, frozen, params_note, param_roles = _initial_values(roles, params, batch_args, rng)
     b_args = roles.batch
     m = num_microbatches
     dataset = None
@@ -159,7 +162,15 @@ def plan_training(
             )
         rows = [dataset.source[i] for i in range(B)]
         batch = [np.stack(col) for col in zip(*rows, strict=True)]
+        dropped = dataset.num_samples % B
         data_note = (f"{dataset.note}; {dataset.num_samples // B:,} steps an epoch",)
+        if dropped:
+            data_note += (
+                f"; the last {dropped:,} of its {dataset.num_samples:,} samples are not read "
+                f"in an epoch (a step takes {B:,} = ",
+                Keyword("num_microbatches"),
+                " x the program's batch; make the samples a multiple of it to read them all)",
+            )
     elif data:
         names = [a.label for a in b_args]
         b_avals = [a.aval for a in b_args]
@@ -184,19 +195,21 @@ def plan_training(
         params_note=params_note,
         data_note=data_note,
         dataset=dataset,
+        param_roles=tuple(param_roles),
     )
 
 
 def _initial_values(
     roles: ArgumentRoles, path: str | None, batch_args: Any, rng: Any
-) -> tuple[list[Any], list[Any], tuple[Any, ...]]:
-    """(parameters, frozen constants, a note): from the file at ``path``, or by role."""
+) -> tuple[list[Any], list[Any], tuple[Any, ...], list[str]]:
+    """(parameters, frozen constants, a note, each parameter's role in words): from the file
+    at ``path``, or by role."""
     if path:
         given = roles.given
         values = read_arrays(path, "params", [a.aval for a in given], [a.label for a in given])
         trained = [v for a, v in zip(given, values, strict=True) if a.role is Role.PARAMETER]
         frozen = [v for a, v in zip(given, values, strict=True) if a.role is Role.FROZEN]
-        return trained, frozen, (f"from {path}",)
+        return trained, frozen, (f"from {path}",), [f"from {path}"] * len(trained)
     if roles.frozen:
         raise RuntimeConfigError(
             f"arguments {', '.join(a.describe() for a in roles.frozen)} are scalars, taken as "
@@ -208,9 +221,11 @@ def _initial_values(
         )
     params: list[Any] = []
     roles_seen: dict[str, int] = {}
+    each: list[str] = []
     for a in roles.parameters:
         value, role = init_by_role(a.name, a.aval, rng)
         params.append(value)
+        each.append(role)
         roles_seen[role] = roles_seen.get(role, 0) + 1
     by_role: tuple[Any, ...] = (", ".join(f"{n} {r}" for r, n in roles_seen.items()),)
     if "integer parameters = 0" in roles_seen and batch_args is None:
@@ -221,7 +236,12 @@ def _initial_values(
         )
     yours = (" (", Keyword("params", "FILE.npz"), " to start from yours)")
     if any(a.name for a in roles.parameters):
-        return params, [], ("initialised by role from the argument names: ", *by_role, *yours)
+        return (
+            params,
+            [],
+            ("initialised by role from the argument names: ", *by_role, *yours),
+            each,
+        )
     return (
         params,
         [],
@@ -233,6 +253,7 @@ def _initial_values(
             *by_role,
             ")",
         ),
+        each,
     )
 
 

@@ -252,7 +252,8 @@ def _batch_by_dtype(avals: Sequence[Any]) -> tuple[list[int], tuple[Any, ...]]:
 
 def init_by_role(name: str | None, aval: Any, rng: Any) -> tuple[Any, str]:
     """An initial value for a parameter whose name (``params['ln1']['g']``, ``fc1_b``, ...)
-    may show its role: norm scales 1, biases 0, matrices ~ N(0, 1/fan_in); without a role,
+    may show its role: norm scales 1 (a vector named ``ln*``/``norm*``, or ``g``, ``gamma``,
+    ``*_scale``, or the ``weight`` of a norm), biases 0, matrices ~ N(0, 1/fan_in); without a role,
     matrices as such and vectors 0. Returns the value and the role's words."""
     import math
 
@@ -263,8 +264,12 @@ def init_by_role(name: str | None, aval: Any, rng: Any) -> tuple[Any, str]:
     words = [w.lower() for w in re.split(r"[^A-Za-z0-9]+", name or "") if w]
     last = words[-1] if words else ""
     normish = any(w.startswith(("ln", "norm", "layernorm", "rmsnorm", "bn")) for w in words)
-    if last in ("g", "gamma", "scale", "scales") or (
-        last in ("w", "weight") and normish and len(shape) == 1
+    vector = len(shape) == 1
+    if (
+        last in ("g", "gamma", "scale", "scales")
+        or (last in ("w", "weight") and normish and vector)
+        # the norm's own name as the gain's (params['ln1'], params['lnf'], norm_2)
+        or (vector and last.startswith(("ln", "norm", "layernorm", "rmsnorm")))
     ):
         return np.ones(shape, dt), "norm scales = 1"
     if last in ("b", "bias", "biases", "beta") or len(shape) < 2:

@@ -57,12 +57,14 @@ class Job:
     def text(self) -> str:
         return self.out.getvalue()
 
-    def losses(self, schedule: str = "") -> dict[int, float]:
-        """Process 0's loss per step (of ``schedule``, in a job that ran several)."""
+    def losses(self, schedule: str = "", label: str = "") -> dict[int, float]:
+        """Process 0's loss per step (of ``schedule``, in a job that ran several; of scenario
+        ``label`` only, if given)."""
         tail = rf".* schedule {re.escape(schedule)}$" if schedule else ""
+        text = self.section(label) if label else self.text
         return {
             int(m.group(1)): float(m.group(2))
-            for m in re.finditer(rf"^\[rank 0\] LOSS (\d+) (\S+){tail}", self.text, re.M)
+            for m in re.finditer(rf"^\[rank 0\] LOSS (\d+) (\S+){tail}", text, re.M)
         }
 
     def section(self, label: str) -> str:
@@ -164,6 +166,12 @@ def _reference_step(optimizer: str) -> tuple[Any, Any]:
     opt = optax.adamw(1e-2) if optimizer.startswith("adamw") else optax.sgd(0.05, momentum=0.9)
     if optimizer in ("sgd-clip", "adamw-clip"):
         opt = optax.chain(optax.clip_by_global_norm(0.5), opt)
+    if optimizer == "muon":
+        opt = optax.contrib.muon(1e-2)
+    if optimizer == "finite-multisteps":
+        from _multiprocess_job import finite_multisteps
+
+        opt = finite_multisteps()
 
     @jax.jit
     def step(p, s, b):

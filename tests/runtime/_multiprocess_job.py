@@ -41,7 +41,31 @@ def optimizer(name: str):
         return optax.chain(optax.clip_by_global_norm(0.5), optax.adamw(1e-2))
     if name == "sgd-clip":
         return optax.chain(optax.clip_by_global_norm(0.5), optax.sgd(0.05, momentum=0.9))
+    if name == "finite-multisteps":
+        return finite_multisteps()
+    if name == "muon":  # state shaped by the parameters' shapes (Newton-Schulz on matrices)
+        return optax.contrib.muon(1e-2)
     return optax.sgd(0.05, momentum=0.9)
+
+
+def finite_multisteps():
+    """``apply_if_finite`` over ``MultiSteps`` (an update every 2 steps) over clipped SGD, the
+    embedding's gradient made infinite at the second step: every stage, in every process,
+    must skip that step (one all-finite flag over the parameters), and the accumulation
+    counter must agree across them."""
+    import jax.numpy as jnp
+    import optax
+
+    def poison(u, count, p=None):
+        return {**u, "embed": u["embed"] * jnp.where(count == 1, jnp.inf, 1.0)}, count + 1
+
+    inner = optax.MultiSteps(
+        optax.chain(optax.clip_by_global_norm(0.5), optax.sgd(0.05, momentum=0.9)), 2
+    )
+    return optax.chain(
+        optax.GradientTransformation(lambda p: jnp.zeros([], jnp.int32), poison),
+        optax.apply_if_finite(inner.gradient_transformation(), 3),
+    )
 
 
 def megatron_specs(params):
@@ -134,6 +158,9 @@ def train(args, name, loss_fn, params, batches, mesh, tagged=False) -> None:
     tag = f" schedule {name}" if tagged or "," in args.schedule else ""
     key = (name, args.stage_devices, args.layers_per_stage, args.mesh, args.optimizer)
     pipe = _PIPELINES.get(key)
+    same_layout = [p for k, p in _PIPELINES.items() if k[:-1] == key[:-1]]
+    if pipe is None and same_layout:  # the stages compiled already: another optimizer only
+        pipe = _PIPELINES[key] = same_layout[0].with_optimizer(optimizer(args.optimizer))
     if pipe is None:
         pipe = _PIPELINES[key] = hlopipe.Pipeline(
             loss_fn, params, batches[0], schedule=name, num_microbatches=M,

@@ -65,6 +65,15 @@ def test_processes_train_and_infer_like_one_device(tmp_path, nproc, stage_device
                  "--steps", str(INTERLEAVED_STEPS), "--stage-devices", "2",
                  "--params-out", str(out)]  # fmt: skip
         checks["interleaved"] = lambda: _interleaved_like_one_device(job, out)
+        # the 1F1B pipeline of "training" with an optimizer branching on global scalars
+        (out2 := tmp_path / "finite").mkdir()
+        args += ["+", "--label", "finite", "--optimizer", "finite-multisteps", "--steps",
+                 str(FINITE_STEPS), "--params-out", str(out2)]  # fmt: skip
+        checks["finite"] = lambda: _finite_multisteps_like_one_device(job, out2)
+        (out3 := tmp_path / "muon").mkdir()
+        args += ["+", "--label", "muon", "--optimizer", "muon", "--steps", str(FINITE_STEPS),
+                 "--params-out", str(out3)]  # fmt: skip
+        checks["muon"] = lambda: _optimizer_like_one_device(job, out3, "muon")
     job = Job(nproc, args, timeout=400)
     code = job.wait(timeout=500)
     check_scenarios(job, code, checks)
@@ -73,7 +82,7 @@ def test_processes_train_and_infer_like_one_device(tmp_path, nproc, stage_device
 
 def _trained_like_one_device(job: Job, out) -> None:
     for name in SCHEDULES:
-        _assert_losses_like_one_device(job.losses(name), STEPS, job.text)
+        _assert_losses_like_one_device(job.losses(name, label="training"), STEPS, job.text)
         _assert_params_like_one_device(out / f"params-{name}.npz", STEPS)
 
 
@@ -84,6 +93,29 @@ def _interleaved_like_one_device(job: Job, out) -> None:
     for name in INTERLEAVED:
         _assert_losses_like_one_device(job.losses(name), INTERLEAVED_STEPS, job.text)
         _assert_params_like_one_device(out / f"params-{name}.npz", INTERLEAVED_STEPS)
+
+
+FINITE_STEPS = 4
+
+
+def _finite_multisteps_like_one_device(job: Job, out) -> None:
+    """apply_if_finite over MultiSteps (test _multiprocess_job.finite_multisteps): the
+    stages of both processes skip the poisoned step and emit on the same steps."""
+    losses = job.losses("1f1b", label="finite")
+    got = [losses[k] for k in range(1, FINITE_STEPS + 1)]
+    want = reference_losses(FINITE_STEPS, "finite-multisteps")
+    np.testing.assert_allclose(got, want, rtol=1e-5)
+    _assert_params_like_one_device(out / "params-1f1b.npz", FINITE_STEPS, "finite-multisteps")
+    # the branches acted: plain SGD's losses differ by the last step
+    assert not np.isclose(got[-1], reference_losses(FINITE_STEPS)[-1], rtol=1e-5)
+
+
+def _optimizer_like_one_device(job: Job, out, optimizer: str) -> None:
+    """Scenario ``optimizer`` (its label): the losses and parameters of optax on one device."""
+    losses = job.losses("1f1b", label=optimizer)
+    got = [losses[k] for k in range(1, FINITE_STEPS + 1)]
+    np.testing.assert_allclose(got, reference_losses(FINITE_STEPS, optimizer), rtol=1e-5)
+    _assert_params_like_one_device(out / "params-1f1b.npz", FINITE_STEPS, optimizer)
 
 
 def test_2_processes_x_8_devices_of_2x2_stage_meshes_train_like_one_device(tmp_path):

@@ -93,6 +93,25 @@ def _scale_by_global_sum(u, s, p=None):
     return jax.tree.map(lambda x: x / (total + 1.0), u), s
 
 
+def _matrices(params):
+    return jax.tree.map(lambda x: x.ndim >= 2, params)
+
+
+def _by_ndim(params):
+    return jax.tree.map(lambda x: "matrix" if x.ndim >= 2 else "rest", params)
+
+
+def _poison_head_at_step_1():
+    """The head's update made infinite at the second step: one stage's flag is false, and
+    ``apply_if_finite`` must skip every stage's update (a global all)."""
+
+    def update(u, count, p=None):
+        bad = jnp.where(count == 1, jnp.inf, 1.0)
+        return {**u, "head": u["head"] * bad}, count + 1
+
+    return optax.GradientTransformation(lambda p: jnp.zeros([], jnp.int32), update)
+
+
 CASES = {
     "lamb": lambda: optax.lamb(3e-2),
     "lars": lambda: optax.lars(0.3),
@@ -110,6 +129,21 @@ CASES = {
     ),
     "multi-transform": lambda: optax.multi_transform(
         {"w": optax.adafactor(3e-2, min_dim_size_to_factor=4), "rest": optax.lars(0.3)}, _labels
+    ),
+    # state whose tree depends on the parameters' shapes: muon's Newton-Schulz for matrices
+    # (adam for the rest), labels chosen by ndim
+    "muon": lambda: optax.contrib.muon(3e-2),
+    "multi-transform-by-ndim": lambda: optax.multi_transform(
+        {"matrix": optax.adam(3e-2), "rest": optax.sgd(0.1)}, _by_ndim
+    ),
+    # a mask chosen by shape: weight decay on matrices only (adamw's mask= takes the same)
+    "masked-by-ndim": lambda: optax.chain(
+        optax.masked(optax.add_decayed_weights(0.1), _matrices), optax.adam(3e-2)
+    ),
+    # branches on one global scalar: a step counter, the all-finite flag of every gradient
+    "multisteps": lambda: optax.MultiSteps(optax.adam(3e-2), every_k_schedule=2),
+    "apply-if-finite": lambda: optax.chain(
+        _poison_head_at_step_1(), optax.apply_if_finite(optax.adam(3e-2), 3)
     ),
 }
 
@@ -176,14 +210,20 @@ def _embed_from_head(u, s, p=None):
     return {**u, "embed": jnp.full_like(u["embed"], jnp.sum(u["head"]))}, s
 
 
+def _scale_by_max_entry(u, s, p=None):
+    flat = jnp.concatenate([x.ravel() for x in jax.tree.leaves(u)])
+    return jax.tree.map(lambda x: x / jnp.max(jnp.abs(flat)), u), s
+
+
 def test_an_optimizer_combining_parameters_otherwise_is_refused_naming_where():
     pipe = _pipe("markers")
     where = r"_scale_by_norm_of_head.*\(tests/runtime/test_optimizers.py:\d+\)"
+    where2 = r"_scale_by_max_entry.*\(tests/runtime/test_optimizers.py:\d+\)"
     with pytest.raises(RuntimeConfigError, match=rf"combines parameters .*'mul' at {where}"):
         pipe.with_optimizer(_transformation(_scale_by_norm_of_head))
     with pytest.raises(RuntimeConfigError, match=r"updates \['embed'\] depends on other para"):
         pipe.with_optimizer(_transformation(_embed_from_head))
-    # optax's own: all leaves finite, as one flag (a concatenate, not a sum)
-    with pytest.raises(RuntimeConfigError, match=r"combines parameters .*'concatenate' at") as e:
-        pipe.with_optimizer(optax.apply_if_finite(optax.sgd(0.1), 3))
-    assert "optax" in str(e.value)
+    # every update's entries side by side, then their largest magnitude: not a sum, not an
+    # all / any of flags
+    with pytest.raises(RuntimeConfigError, match=rf"combines parameters .*'abs' at .*{where2}"):
+        pipe.with_optimizer(_transformation(_scale_by_max_entry))

@@ -335,6 +335,36 @@ def test_infer_reduces_batch_statistics_and_concatenates_per_example_outputs():
         np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-5, atol=1e-6)
 
 
+def test_per_example_outputs_are_declared_or_refused_never_guessed():
+    """A staged program (fixed shapes, as a file's) whose second output has the microbatch's
+    rows: infer refuses it naming per_example; declared, it is concatenated as one device
+    gives it. A loss function that cannot be traced at twice the microbatch is refused with
+    the trace's own error, not taken for per example by its shape."""
+
+    def loss(p, batch):
+        x, y = batch
+        pred = hlopipe.stage_boundary(jnp.tanh(x @ p["w0"])) @ p["w1"]
+        return jnp.mean((pred - y) ** 2), pred
+
+    batch = _batch(n=8)
+    mb = jax.tree.map(lambda a: a[:4], batch)
+    staged = hlopipe.stages.split(loss, _params(), mb)
+    pipe = Pipeline(staged, _params(), batch, num_microbatches=2, devices=jax.devices()[:2])
+    with pytest.raises(RuntimeConfigError, match=r"output 1 .*declare it with per_example="):
+        pipe.infer(pipe.init(_params()), batch)
+    pipe = Pipeline(staged, _params(), batch, num_microbatches=2, devices=jax.devices()[:2],
+                    per_example=(False, True))  # fmt: skip
+    got = pipe.infer(pipe.init(_params()), batch)
+    np.testing.assert_allclose(got[1], loss(_params(), batch)[1], rtol=1e-5, atol=1e-6)
+
+    def fixed(p, b):  # written for 4 rows only
+        return loss(p, jax.tree.map(lambda a: a.reshape(4, *a.shape[1:]), b))
+
+    pipe = Pipeline(fixed, _params(), batch, num_microbatches=2, devices=jax.devices()[:2])
+    with pytest.raises(RuntimeConfigError, match=r"tracing the loss function at 8 rows failed"):
+        pipe.infer(pipe.init(_params()), batch)
+
+
 def test_stage_meshes_that_differ_train_like_one_device_and_print_as_they_are():
     opt = optax.sgd(0.1)
     batches = [_batch(seed=1)]
