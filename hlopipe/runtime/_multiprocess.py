@@ -33,10 +33,6 @@ from hlopipe.errors import DistributedError
 from hlopipe.runtime import distributed
 from hlopipe.runtime._comm import Links, move_group
 from hlopipe.runtime._executor import StepResult, ThreadedRun, _Aborted
-
-# Re-exported for runtime/_plan.py and _pipeline.py, which import them from here (issue 48's
-# files; their imports move to _process_layout.py and _placement.py after it merges).
-from hlopipe.runtime._placement import split_on_data
 from hlopipe.runtime._process_layout import ProcessLayout
 from hlopipe.runtime._program import Instr, PipelineExecutionError, StepProgram
 from hlopipe.runtime._threads import carrying_context
@@ -44,8 +40,7 @@ from hlopipe.runtime._threads import carrying_context
 if TYPE_CHECKING:
     from hlopipe.runtime._comm import Comm
 
-__all__ = ["MultiProcessRun", "ProcessLayout", "cross_process_sends", "split_on_data",
-           "threaded_run"]  # fmt: skip
+__all__ = ["MultiProcessRun", "cross_process_sends", "threaded_run"]
 
 # Set to print every cross-process transfer as it starts and ends, and all threads' stacks on a
 # receive timeout (for diagnosing a stalled job).

@@ -29,10 +29,11 @@ from hlopipe.runtime._executor import StepResult
 from hlopipe.runtime._fast import StepRunner
 from hlopipe.runtime._finite import check_step
 from hlopipe.runtime._metrics import StepMetrics, measured_timeline
-from hlopipe.runtime._multiprocess import ProcessLayout, cross_process_sends, split_on_data
+from hlopipe.runtime._multiprocess import cross_process_sends
 from hlopipe.runtime._params import Params, PipelineState
-from hlopipe.runtime._placement import Placement
+from hlopipe.runtime._placement import Placement, split_on_data
 from hlopipe.runtime._plan import LossReduction, PipelinePlan, ScheduleChoice, build_plan
+from hlopipe.runtime._process_layout import ProcessLayout
 from hlopipe.runtime._program import Instr, StepPlan, StepProgram, build_program
 from hlopipe.runtime._threads import carrying_context
 from hlopipe.schedules import Schedule, Timeline

@@ -24,7 +24,6 @@ from hlopipe import schedules
 from hlopipe.errors import Keyword, RuntimeConfigError
 from hlopipe.planfile import Recompute
 from hlopipe.runtime._compile import StageExecutables, build_executables
-from hlopipe.runtime._multiprocess import ProcessLayout
 from hlopipe.runtime._placement import (
     Placement,
     default_group_size,
@@ -32,6 +31,7 @@ from hlopipe.runtime._placement import (
     place,
     spec_leaves,
 )
+from hlopipe.runtime._process_layout import ProcessLayout
 from hlopipe.runtime._stacked_params import join_rows, param_pieces, piece_names, piece_specs
 from hlopipe.schedules import Kind, Schedule
 from hlopipe.stages import (
