@@ -19,9 +19,10 @@ import pytest
 
 from hlopipe import planner, schedules, stages
 from hlopipe.cli import main
-from hlopipe.errors import PlanError
+from hlopipe.errors import PlanError, RuntimeConfigError
 from hlopipe.models import gpt, gpt_scan
 from hlopipe.planfile import Layout, PlanFile, Recompute
+from hlopipe.runtime import Pipeline, check_plan_devices
 
 CFG = gpt.GPTConfig(vocab=32, seq=16, d_model=32, n_heads=4, n_layers=6, d_ff=64)
 BATCH = 2
@@ -362,3 +363,44 @@ def test_inspect_device_counts_bf16_parameters(tmp_path, capsys):
     info = json.loads(capsys.readouterr().out)["device"]
     assert info["float_argument_bytes"] == 64 * 32 * 2
     assert info["training_bytes"] == 64 * 32 * 18  # bf16 + fp32 grads, master weights, m, v
+
+
+def test_a_plan_for_8_cpu_devices_trains_as_one_device(tmp_path, capsys):
+    """`hlopipe plan` on a marker-free 6-layer program file (pp 2, dp 2 and cp 1 given; tp,
+    ZeRO, recompute, schedule, virtual stages and the layers per stage chosen by the planner),
+    then `hlopipe train --plan` on the 8 simulated CPU devices: the stages hold the plan's
+    layers, and the losses are those of the program run directly on one device (--check)."""
+    params = gpt.init(jax.random.key(0), CFG)
+    tok = jax.ShapeDtypeStruct((8, CFG.seq), jnp.int32)
+    lowered = jax.jit(functools.partial(gpt.loss, cfg=CFG)).lower(params, (tok, tok))
+    program = tmp_path / "loss.hlo"
+    program.write_text(lowered.as_text(dialect="hlo"))
+    path = tmp_path / "plan.json"
+    assert main(["plan", str(program), "--device", "cpu", "--devices", "8", "--global-batch",
+                 "16", "--pp", "2", "--dp", "2", "--cp", "1", "--microbatch-size", "4",
+                 "-o", str(path)]) == 0  # fmt: skip
+    capsys.readouterr()
+    lay = PlanFile.from_json(path.read_text(), source=str(path)).layout
+    assert lay.devices_needed == 8 and sum(lay.stage_layers) == CFG.n_layers
+    # the runtime cuts where the plan says (the layers each stage holds, read off its split)
+    batch = gpt.batch(jax.random.key(1), 16, CFG)
+    pipe = Pipeline.from_plan(str(program), jax.tree.leaves(params), batch, str(path))
+    assert [st.layers for st in pipe.staged.stages] == list(lay.stage_layers)
+    assert main(["train", str(program), "--plan", str(path), "--steps", "2", "--check"]) == 0
+    out = capsys.readouterr().out
+    assert re.search(rf"^stages +{lay.num_stages}, holding the plan's", out, re.M), out
+    assert f"each stage on a {lay.dp}x{lay.tp} mesh (data, model)" in out
+    steps = [float(x) for x in re.findall(r"^step +\d+ +loss ([\d.]+)", out, re.M)]
+    (check,) = re.findall(r"^check: .*loss ([\d.]+) -> ([\d.]+); max \|loss difference\| (\S+)",
+                          out, re.M)  # fmt: skip
+    assert len(steps) == 2 and steps[1] < steps[0]
+    np.testing.assert_allclose([float(check[0]), float(check[1])], [steps[0], steps[1]],
+                               rtol=1e-4)  # fmt: skip
+    assert float(check[2]) < 1e-5 * steps[0]
+
+
+def test_a_context_parallel_plan_is_refused_by_the_runtime(tmp_path):
+    lay = Layout(tp=1, pp=2, dp=2, cp=2, zero=0, recompute=Recompute.NONE, schedule="1f1b",
+                 virtual_stages=1, microbatch_size=1, microbatches=4)  # fmt: skip
+    with pytest.raises(RuntimeConfigError, match=r"cp 2\): the runtime does not run context"):
+        check_plan_devices(lay, jax.devices())

@@ -258,7 +258,7 @@ def _apply_plan(args: argparse.Namespace) -> None:
     args.plan_file = plan
     args.schedule, args.microbatches = lay.schedule, lay.microbatches
     args.virtual_stages = lay.virtual_stages
-    args.stage_mesh = f"{lay.dp * lay.cp}x{lay.tp}"
+    args.stage_mesh = f"{lay.dp}x{lay.tp}"
     args.stage_mesh_axes = ",".join(lay.stage_mesh_axes)
     args.param_spec = list(lay.param_specs)
     args.zero, args.recompute = lay.zero, str(lay.recompute)
@@ -307,6 +307,7 @@ def _plan_and_train(args: argparse.Namespace, devices: list[Any] | None) -> int:
             virtual_stages=args.virtual_stages,
             num_microbatches=args.microbatches,
             devices=devices,
+            stage_layers=args.plan_file.layout.stage_layers if args.plan_file else None,
         )
         _print_plan(args, plan, layout)
         # 3. train, and with --check the same on one device

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import copy
 import functools
-import logging
 import os
 import time
 from collections.abc import Sequence
@@ -69,7 +68,13 @@ def check_plan_devices(layout: Any, devices: Sequence[Any]) -> int:
     """How many devices the plan ``layout`` (a :class:`~hlopipe.planfile.Layout`) occupies.
 
     Raises:
-      RuntimeConfigError: fewer ``devices`` than that, naming both counts."""
+      RuntimeConfigError: fewer ``devices`` than that, naming both counts; context
+        parallelism (``cp`` > 1), which the planner costs and the runtime does not run."""
+    if layout.cp != 1:
+        raise RuntimeConfigError(
+            f"the plan splits the sequence over {layout.cp} devices (cp {layout.cp}): the "
+            "runtime does not run context parallelism yet; plan again with --cp 1"
+        )
     need = int(layout.devices_needed)
     if len(devices) < need:
         cpu = bool(devices) and devices[0].platform == "cpu"
@@ -155,6 +160,9 @@ class Pipeline:
         Default: an output whose leading axis is not the microbatch's size is not; one whose
         is, for a loss function, is when tracing it at twice the microbatch doubles it; for
         a program file it is not known and :meth:`infer` refuses it, naming this keyword.
+      stage_layers: how many repeated layers each stage holds (``[2, 2]``), cut as
+        ``hlopipe.split(..., stage_layers=...)`` cuts (a plan file's ``stage_layers``); in
+        place of ``num_stages`` (``len(stage_layers)`` stages).
       recv_timeout: seconds a receive waits before the step fails with an error naming the
         rank and action (a deadlock or a failed rank, never a hang).
       sync_actions: profile every step (as ``step(..., profile=True)`` does): each action is
@@ -210,6 +218,7 @@ class Pipeline:
         zero: int = 0,
         recompute: Any = None,
         per_example: Sequence[bool] | None = None,
+        stage_layers: Sequence[int] | None = None,
     ) -> None:
         if ScheduleChoice.of(schedule) is ScheduleChoice.AUTO:
             program, schedule = _auto_schedule(
@@ -236,6 +245,7 @@ class Pipeline:
             zero=zero,
             recompute=recompute,
             per_example=per_example,
+            stage_layers=stage_layers,
         )
         self.optimizer = optimizer
         self.recv_timeout = recv_timeout
@@ -276,8 +286,9 @@ class Pipeline:
           devices: default ``jax.devices()``; the plan's first ``pp x dp x tp x cp`` are used.
           kwargs: the constructor's other keywords (``recv_timeout``, ``check_finite``...).
 
-        The stages are cut at the program's markers, else into ``pp x virtual_stages``
-        cost-balanced ones; each rank's mesh is ``(dp x cp, tp)`` named ``stage_mesh_axes``;
+        The stages hold the plan's ``stage_layers`` repeated layers each, or (none given) are
+        cut at the program's markers, else into ``pp x virtual_stages`` cost-balanced ones;
+        each rank's mesh is ``(dp, tp)`` named ``stage_mesh_axes``;
         the plan's ``param_specs`` rules (``PATTERN=SPEC`` over the parameters' paths, as
         ``--param-spec`` reads them) lay out the parameters, a parameter no rule matches
         replicated; ``zero``, ``recompute``, ``schedule``, ``virtual_stages`` and
@@ -296,20 +307,12 @@ class Pipeline:
         layout: Layout = plan.layout if isinstance(plan, PlanFile) else plan
         devs = list(jax.devices() if devices is None else devices)
         need = check_plan_devices(layout, devs)
-        if layout.stage_layers:
-            # the split takes no layer counts per stage yet: the stages are cut at the
-            # markers, else cost-balanced into pp x virtual_stages (the plan file contract)
-            logging.getLogger("hlopipe").warning(
-                "the plan's stage_layers %s are not applied: the stages are cut at the "
-                "program's markers, else cost-balanced into %d",
-                list(layout.stage_layers), layout.pp * layout.virtual_stages,
-            )  # fmt: skip
-        rows = layout.dp * layout.cp * layout.microbatches * layout.microbatch_size
+        rows = layout.dp * layout.microbatches * layout.microbatch_size
         leaves = jax.tree_util.tree_leaves(batch)
         if leaves and (not np.shape(leaves[0]) or np.shape(leaves[0])[0] != rows):
             got = np.shape(leaves[0])[0] if np.shape(leaves[0]) else "no"
             raise RuntimeConfigError(
-                f"the plan's global batch is {rows} rows (dp {layout.dp * layout.cp} x "
+                f"the plan's global batch is {rows} rows (dp {layout.dp} x "
                 f"{layout.microbatches} microbatches x {layout.microbatch_size}); the batch "
                 f"given has {got}"
             )
@@ -328,9 +331,10 @@ class Pipeline:
             program, params, batch,
             schedule=layout.schedule, num_microbatches=layout.microbatches,
             virtual_stages=layout.virtual_stages, devices=devs[:need],
-            stage_mesh_shape=(layout.dp * layout.cp, layout.tp),
+            stage_mesh_shape=(layout.dp, layout.tp),
             stage_mesh_axes=tuple(layout.stage_mesh_axes), param_specs=specs,
-            optimizer=optimizer, zero=layout.zero, recompute=layout.recompute, **kwargs,
+            optimizer=optimizer, zero=layout.zero, recompute=layout.recompute,
+            stage_layers=layout.stage_layers or None, **kwargs,
         )  # fmt: skip
 
     def with_optimizer(self, optimizer: Any) -> Pipeline:

@@ -274,6 +274,7 @@ def _split(
     mb_avals: list[Any],
     num_stages: int | None,
     default: int | None,
+    stage_layers: Sequence[int] | None = None,
 ) -> StagedProgram:
     if isinstance(program, StagedProgram):
         return program
@@ -297,11 +298,14 @@ def _split(
             "Pipeline expects a loss function, a StagedProgram or the path of a program "
             f"file, got {type(program).__name__}"
         )
+    slice_args = range(len(param_avals))
+    if stage_layers:  # a plan.s layers per stage (split refuses counts the program lacks)
+        return split(target, *args, stage_layers=stage_layers, slice_args=slice_args)
     # Without markers the program is cut into the default number of stages.
     if num_stages is None and default and not _has_markers(jax.make_jaxpr(fn)(*trace_args).jaxpr):
         num_stages = default
     # only parameters may reach a stage as rows of a layer loop (the batch is microbatched)
-    return split(target, *args, num_stages=num_stages, slice_args=range(len(param_avals)))
+    return split(target, *args, num_stages=num_stages, slice_args=slice_args)
 
 
 def _check_64bit(staged: StagedProgram) -> None:
@@ -401,6 +405,7 @@ def build_plan(
     zero: int = 0,
     recompute: Any = None,
     per_example: Sequence[bool] | None = None,
+    stage_layers: Sequence[int] | None = None,
 ) -> PipelinePlan:
     """Check the arguments and decide everything a :class:`~hlopipe.runtime.Pipeline` needs
     (see its docstring for the arguments)."""
@@ -419,7 +424,7 @@ def build_plan(
     # 2. the staged program, split at microbatch size.
     staged, caller, pieces, param_treedef, param_avals = _staged(
         program, param_treedef, param_avals, batch_treedef, batch_avals, mb_avals, m,
-        num_stages, default_stages,
+        num_stages, default_stages, stage_layers,
     )  # fmt: skip
     argnums = _argnums(staged, len(param_avals))
 
@@ -466,12 +471,14 @@ def _staged(
     m: int,
     num_stages: int | None,
     default_stages: int | None,
+    stage_layers: Sequence[int] | None = None,
 ) -> tuple[StagedProgram, tuple[Any, tuple[Any, ...], Any], tuple[Any, ...], Any, list[Any]]:
     """The program split into stages and checked; the caller's parameter tree (treedef,
     avals, names); the pieces a cut layer loop made of it and the parameters they give."""
     staged = _split(
-        program, param_treedef, param_avals, batch_treedef, mb_avals, num_stages, default_stages
-    )
+        program, param_treedef, param_avals, batch_treedef, mb_avals, num_stages, default_stages,
+        stage_layers,
+    )  # fmt: skip
     _check_64bit(staged)
     caller = (param_treedef, tuple(param_avals), _names(param_treedef, param_avals))
     pieces, param_treedef, param_avals = param_pieces(staged, param_treedef, param_avals)

@@ -282,8 +282,10 @@ def plan_stages(
     virtual_stages: int | None = None,
     devices: Sequence[Any] | None = None,
     num_microbatches: int | None = None,
+    stage_layers: Sequence[int] | None = None,
 ) -> StageLayout:
-    """Stages (at the markers, ``stages``, or one per device group), ranks and devices per
+    """Stages (at the markers, a plan's ``stage_layers`` (one stage a count), ``stages``, or
+    one per device group), ranks and devices per
     stage (the most that divide ``microbatch`` unless ``stage_devices``). With
     ``num_microbatches``, a schedule that idles more than half of each step (simulated, F=1
     and B=2 per stage) gets a ``bubble_note`` saying what would lower it.
@@ -310,6 +312,9 @@ def plan_stages(
                 " out",
             )
         stage_note: tuple[Any, ...] = (f"{S}, at the program's {markers} stage markers",)
+    elif stage_layers:
+        S = len(stage_layers)
+        stage_note = (f"{S}, holding the plan's {list(stage_layers)} repeated layers",)
     elif stages:
         S = stages
         stage_note = (
