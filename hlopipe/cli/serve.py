@@ -45,6 +45,9 @@ def _add_serve(p: argparse.ArgumentParser) -> None:
     p.add_argument("--host", default="127.0.0.1", help="where to listen (default loopback)")
     p.add_argument("--port", type=int, default=8000, help="0 picks a free port (default 8000)")
     p.add_argument("--seed", type=int, default=0, help="seed of the random parameters")
+    p.add_argument("--served-model-name", metavar="NAME", action="append", help="a name "
+                   "requests may give as model (repeat for more; the first is answered with; "
+                   "default: the decode file's name); any other name is a 404")  # fmt: skip
     p.add_argument("--cpu-devices", type=int, help=f"CPU devices (default {CPU_DEVICES})")
     add_stage_mesh_flags(p)
 
@@ -62,6 +65,7 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     from hlopipe.runtime import distributed
 
     eos = _eos_ids(args.eos_token_id)
+    _log_requests()
     mesh_shape, mesh_axes = stage_mesh(args)
     rules = param_rules(args, mesh_shape, mesh_axes)
     if os.environ.get(distributed.ENV_COORDINATOR):  # under hlopipe launch: join the job
@@ -77,7 +81,21 @@ def _cmd_serve(args: argparse.Namespace) -> int:
                      stages=args.stages, groups=args.groups,
                      max_len=args.max_len, host=args.host, port=args.port,
                      seed=args.seed, stage_mesh_shape=mesh_shape,
-                     stage_mesh_axes=mesh_axes, param_rules=rules)  # fmt: skip
+                     stage_mesh_axes=mesh_axes, param_rules=rules,
+                     served_model_names=args.served_model_name or ())  # fmt: skip
+
+
+def _log_requests() -> None:
+    """A line per request on stderr (the library logs to ``hlopipe.serve``; the command
+    decides where it goes)."""
+    import logging
+    import sys
+
+    log = logging.getLogger("hlopipe.serve")
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(asctime)s %(message)s"))
+    log.addHandler(handler)
+    log.setLevel(logging.INFO)
 
 
 def _eos_ids(given: list[str] | None) -> tuple[int, ...] | None:
@@ -113,4 +131,5 @@ COMMAND = Command(
     stage_mesh_shape="--stage-mesh",
     stage_mesh_axes="--stage-mesh-axes",
     param_rules="--param-spec",
+    served_model_names="--served-model-name",
 )

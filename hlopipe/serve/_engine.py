@@ -43,12 +43,26 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
 from hlopipe.errors import DistributedError
 from hlopipe.serve._control import Follower, Leader, Op, OpKind
+from hlopipe.serve._output import FinishReason
+
+
+class SamplingParams(NamedTuple):
+    """How a sequence's tokens are drawn (a step returning logits): its 32-bit ``seed``,
+    ``temperature`` (0: greedy), ``top_p`` (1: no cut), ``top_k`` (0: no cut)."""
+
+    seed: int = 0
+    temperature: float = 0.0
+    top_p: float = 1.0
+    top_k: int = 0
+
+
+_SAMPLING_DTYPES = (np.uint32, np.float32, np.float32, np.int32)  # SamplingParams' fields
 
 
 @dataclass
@@ -58,22 +72,23 @@ class Sequence:
     prompt: list[int]
     max_tokens: int
     stop_ids: frozenset[int] = frozenset()
-    sampling: tuple[int, float, float, int] = (0, 0.0, 1.0, 0)  # seed, temperature, top_p, top_k
+    sampling: SamplingParams = field(default_factory=SamplingParams)
     tokens: list[int] = field(default_factory=list)
-    finish: str | None = None  # "length" or "stop" once finished
+    finish: FinishReason | None = None
+    cancelled: bool = False  # ended by its output (a stop string): freed at the next step
 
 
 @dataclass
 class Request:
     """A request's sequences. The engine thread calls ``emit(index, token, finish)`` for each
-    token made (``finish``: ``None``, ``"length"`` or ``"stop"``) and ``emit(-1, None, None)``
-    once every sequence is finished; the web side hands them over to its event loop.
-    ``cancelled`` frees its slot at the next step (a client that went away)."""
+    token made (``finish``: ``None``, or why the sequence ended on this token) and
+    ``emit(-1, None, None)`` once every sequence is finished or cancelled; the web side hands
+    them over to its event loop. ``cancelled`` frees its slots at the next step (a client
+    that went away); a sequence's own ``cancelled`` frees its slot alone."""
 
     seqs: list[Sequence]
-    emit: Callable[[int, int | None, str | None], object]
+    emit: Callable[[int, int | None, FinishReason | None], object]
     cancelled: bool = False
-    stop_check: Callable[[int, list[int]], bool] | None = None  # stop strings, per sequence
     queued_at: float = field(default_factory=time.perf_counter)
 
 
@@ -135,8 +150,7 @@ class Engine:
         self._lanes: list[list[_Lane | None]] = [[None] * gen.batch for _ in range(gen.groups)]
         self._tokens = np.zeros((gen.groups, gen.batch), np.int32)  # what each slot reads next
         self._positions = np.zeros((gen.groups, gen.batch), np.int64)
-        self._sampling = [np.zeros((gen.groups, gen.batch), t)
-                          for t in (np.uint32, np.float32, np.float32, np.int32)]  # fmt: skip
+        self._sampling = [np.zeros((gen.groups, gen.batch), t) for t in _SAMPLING_DTYPES]
         self._stopping = threading.Event()
         self._thread = threading.Thread(target=self._run, name="hlopipe-engine", daemon=True)
         self.steps = 0
@@ -368,7 +382,7 @@ class Engine:
         """Each free slot takes the next waiting sequence: a prompt of the prefill's length
         through the prefill (the slots of a group so admitted share one run, and start
         generating from the prompt's end), any other from its first token at position 0."""
-        self._waiting = [(r, i) for r, i in self._waiting if not r.cancelled]
+        self._waiting = [(r, i) for r, i in self._waiting if not _gone(r, i)]
         changed: set[int] = set()  # the groups whose sampling changed
         prefill: dict[int, list[tuple[int, _Lane]]] = {}  # per group, the slots prefilled
         for g, row in enumerate(self._lanes):
@@ -417,8 +431,8 @@ class Engine:
                     continue
                 req, seq = lane.request, lane.request.seqs[lane.index]
                 self._positions[g, b] += 1
-                if req.cancelled:
-                    seq.finish = "cancelled"
+                if _gone(req, lane.index):
+                    self._cancel(req, lane.index)
                 elif lane.fed < len(seq.prompt):  # still reading the prompt
                     self._tokens[g, b] = seq.prompt[lane.fed]
                     lane.fed += 1
@@ -435,12 +449,21 @@ class Engine:
         """Sequence ``i`` of ``req`` made ``tok``: kept, its end told, and handed out."""
         seq = req.seqs[i]
         seq.tokens.append(tok)
-        if tok in seq.stop_ids or (req.stop_check is not None and req.stop_check(i, seq.tokens)):
-            seq.finish = "stop"
+        if tok in seq.stop_ids:
+            seq.finish = FinishReason.STOP
         elif len(seq.tokens) >= seq.max_tokens:
-            seq.finish = "length"
+            seq.finish = FinishReason.LENGTH
         req.emit(i, tok, seq.finish)
-        if seq.finish is not None and all(s.finish is not None for s in req.seqs):
+        self._ended(req)
+
+    def _cancel(self, req: Request, i: int) -> None:
+        """Sequence ``i`` of ``req`` ends where it is (its client or its output ended it)."""
+        req.seqs[i].finish = FinishReason.CANCELLED
+        self._ended(req)
+
+    @staticmethod
+    def _ended(req: Request) -> None:
+        if all(s.finish is not None for s in req.seqs):
             req.emit(-1, None, None)
 
     def _take(self, block: bool) -> None:
@@ -458,7 +481,7 @@ class Engine:
     def _fill(self) -> None:
         """Give each free slot the next waiting sequences (up to the batch, prompts of one
         length: the first waiting one's)."""
-        self._waiting = [(r, i) for r, i in self._waiting if not r.cancelled]
+        self._waiting = [(r, i) for r, i in self._waiting if not _gone(r, i)]
         for k, slot in enumerate(self._slots):
             if slot is not None or not self._waiting:
                 continue
@@ -477,9 +500,10 @@ class Engine:
         if self.samples:  # a step returning logits, one position a group: [1, b] per field
             rows = [r.seqs[i].sampling for r, i in members]
             rows += [rows[0]] * (self.batch - len(rows))
-            dtypes = (np.uint32, np.float32, np.float32, np.int32)
             columns = zip(*rows, strict=True)
-            values = tuple(np.asarray([c], t) for c, t in zip(columns, dtypes, strict=True))
+            values = tuple(
+                np.asarray([c], t) for c, t in zip(columns, _SAMPLING_DTYPES, strict=True)
+            )
         if prompts.shape[1] == self.prefill_len:  # the sampling set before the prefill runs
             self._do(Op(OpKind.START, k, (prompts[None], *values)))
             self.prefilled += len(members)
@@ -505,9 +529,15 @@ class Engine:
             seq = req.seqs[i]
             if seq.finish is not None:
                 continue
-            if req.cancelled:
-                seq.finish = "cancelled"
+            if _gone(req, i):
+                self._cancel(req, i)
                 continue
             self._give(req, i, int(row[b]))
             live = live or seq.finish is None
         return slot if live else None
+
+
+def _gone(req: Request, i: int) -> bool:
+    """Whether sequence ``i`` of ``req`` was cancelled (its client left, or its output ended
+    it)."""
+    return req.cancelled or req.seqs[i].cancelled

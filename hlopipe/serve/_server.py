@@ -27,6 +27,7 @@ def serve(
     stage_mesh_shape: tuple[int, ...] | None = None,
     stage_mesh_axes: tuple[str, ...] | None = None,
     param_rules: Sequence[Any] = (),
+    served_model_names: Sequence[str] = (),
     out: Any = print,
 ) -> int:
     """Serve a decode step (and its prefill) split into stages, until interrupted.
@@ -55,6 +56,9 @@ def serve(
       stage_mesh_shape / stage_mesh_axes: each stage on a mesh of that shape (default one
         device), its axes so named (``"data"`` splits a group's batch), as
         ``hlopipe.Generator`` takes them.
+      served_model_names: the names requests may give as ``model`` (the first is the one
+        answers carry when a request names none); another name is a 404. Default: the decode
+        file's name (``hlopipe-tiny-gpt`` for the built-in).
       param_rules: ``hlopipe.generate.ParamRule``s laying out the parameters on the stage
         mesh (``param_specs_from_rules``: the first rule found in a parameter's path gives
         its spec); a parameter no rule matches, or every one without rules, keeps the
@@ -134,13 +138,17 @@ def serve(
     sock = _bind(host, port)
     bound = sock.getsockname()[1]
     url = f"http://{host}:{bound}/v1"
+    names = tuple(dict.fromkeys(served_model_names)) or (name,)
+    summary = _summary(names[0], gen, tokenizer_path, chat_template, eos)
     engine = Engine(
         gen,
-        on_ready=lambda: out(f"serving {name} at {url}\n{ends}", flush=True),
+        on_ready=lambda: out(f"serving {names[0]} at {url}\n{ends}\n{summary}", flush=True),
         profile_stages=True,
         leader=leader,
     )
-    app = make_app(Model(name, engine, tokenizer, vocab, chat_template, frozenset(eos)))
+    app = make_app(
+        Model(names[0], engine, tokenizer, vocab, chat_template, frozenset(eos), names[1:])
+    )
     config = uvicorn.Config(app, log_level="warning", timeout_graceful_shutdown=30)
     server = uvicorn.Server(config)
     engine.start()
@@ -154,6 +162,21 @@ def serve(
         sock.close()
     out("stopped", flush=True)
     return 0
+
+
+def _summary(
+    name: str, gen: Any, tokenizer_path: str | None, chat_template: Any, eos: tuple[int, ...]
+) -> str:
+    """The startup summary's line: what is served and how."""
+    prefill = gen.prefill
+    prompt = f"{prefill.prompt_aval.shape[-1]} tokens" if prefill is not None else "none"
+    sampled = "logits, sampled" if getattr(gen, "logits_out", None) is not None else "tokens"
+    return (
+        f"model {name}: {len(gen.plans)} stages, {gen.groups} groups of {gen.batch}, cache "
+        f"{gen.max_len} positions, prefill {prompt}, step returns {sampled}, tokenizer "
+        f"{tokenizer_path or 'none (token ids)'}, chat template "
+        f"{'yes' if chat_template is not None else 'none'}, end ids {list(eos)}"
+    )
 
 
 def _check_ids(ids: tuple[int, ...], vocab: int | None) -> None:

@@ -38,7 +38,8 @@ CFG = gd.DecodeConfig()
 def server():
     env = dict(os.environ, PYTHONPATH=str(ROOT), PYTHONUNBUFFERED="1")
     proc = subprocess.Popen(
-        [sys.executable, "-m", "hlopipe", "serve", "--port", "0", "--groups", "2"],
+        [sys.executable, "-m", "hlopipe", "serve", "--port", "0", "--groups", "2",
+         "--served-model-name", "hlopipe-tiny-gpt", "--served-model-name", "m"],
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
@@ -61,7 +62,7 @@ def _client(url):
     return openai.OpenAI(base_url=url, api_key="none", max_retries=0, timeout=60)
 
 
-def greedy_like_the_oracle(client, cases, model="anything", context=lambda: ""):
+def greedy_like_the_oracle(client, cases, model="m", context=lambda: ""):
     """``cases`` (prompt, max_tokens) sent at once as greedy completions; each one's tokens and
     text are checked against :func:`oracle` on its prompt alone (``context()``: what a failure
     shows besides). Returns the responses, in order."""
@@ -161,7 +162,7 @@ def test_health_models_metrics(server):
     with urllib.request.urlopen(f"{base}/health") as r:
         assert r.status == 200
     ids = [m.id for m in _client(url).models.list().data]
-    assert ids == ["hlopipe-tiny-gpt"]
+    assert ids == ["hlopipe-tiny-gpt", "m"]
     before = _metrics(base)
     _client(url).completions.create(model="m", prompt=[4, 2], max_tokens=5, temperature=0)
     after = _metrics(base)
