@@ -16,7 +16,7 @@ import time
 from collections.abc import Generator as Gen
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import jax
 import numpy as np
@@ -523,12 +523,22 @@ class Session:
     def _issue_steps(self, n: int, what: str) -> Issued:
         steps = self._begin(n, what)
         c = self.counters
-        before = (c.activations, c.feedback, c.state, c.host_s)
+        before = Counted(c.activations, c.feedback, c.state, c.host_s)
         t0 = time.perf_counter()
         rows, first = self._take_pending()
         if steps:
             rows += list(self._issue(steps))
-        return Issued(self, rows, first, steps, t0, before)
+        return Issued(self, IssuedSteps(rows, first, steps, t0, before))
+
+    def read_issued(self, issued: IssuedSteps) -> np.ndarray:
+        """The tokens of ``issued`` (what :meth:`issue` left on the devices), ``[groups, b,
+        n]``, on the host in one batched copy, the time to first token waited for and
+        ``metrics`` set (:meth:`Issued.read` calls it once)."""
+        self._time_first(issued.first)
+        tokens = self._tokens(issued.rows)
+        wall = time.perf_counter() - issued.t0
+        self._metrics(tokens.size, issued.steps, wall, issued.before)
+        return tokens
 
     def stream(self, n: int) -> Iterator[np.ndarray]:
         """The next ``n`` tokens of every sequence one step at a time, ``[groups, b]`` each,
@@ -548,7 +558,7 @@ class Session:
 
     def _stream(self, steps: int) -> Iterator[np.ndarray]:
         c = self.counters
-        before = (c.activations, c.feedback, c.state, c.host_s)
+        before = Counted(c.activations, c.feedback, c.state, c.host_s)
         t0 = time.perf_counter()
         ahead, first = self._take_pending()
         issue = self._issue(steps)
@@ -571,7 +581,7 @@ class Session:
         self._metrics(count + last.size, steps, time.perf_counter() - t0, before)
         yield last
 
-    def _metrics(self, tokens: int, steps: int, wall: float, before: tuple) -> None:
+    def _metrics(self, tokens: int, steps: int, wall: float, before: Counted) -> None:
         c = self.counters
         actions = steps * self.gen.groups * len(self.gen.plans)
         self.metrics = GenerateMetrics(
@@ -579,11 +589,13 @@ class Session:
             tokens=int(tokens),
             tokens_per_s=tokens / wall if wall else float("inf"),
             inter_token_s=wall / steps if steps else 0.0,
-            host_per_action_s=(c.host_s - before[3]) / actions if actions else 0.0,
+            host_per_action_s=(c.host_s - before.host_s) / actions if actions else 0.0,
             # since start, the prefill's included
             bytes_sent=BytesSent(c.activations, c.feedback, c.state),
             decode_bytes_sent=BytesSent(
-                c.activations - before[0], c.feedback - before[1], c.state - before[2]
+                c.activations - before.activations,
+                c.feedback - before.feedback,
+                c.state - before.state,
             ),
             prefill_dispatch_s=self._prefill_dispatch_s,
             time_to_first_token_s=self._time_to_first_token_s,
@@ -658,36 +670,44 @@ class Session:
         }
 
 
+class Counted(NamedTuple):
+    """A session's counters when steps were issued (their metrics count from there)."""
+
+    activations: int
+    feedback: int
+    state: int
+    host_s: float
+
+
+class IssuedSteps(NamedTuple):
+    """Decode steps issued and not yet read: each step's tokens (each group's value, the
+    stage holding them), the prefill's token to wait on for the time to first token (or
+    ``None``), the steps issued (one fewer than the tokens after a prefill), when, and the
+    counters then."""
+
+    rows: list[tuple[list[Any], int]]
+    first: list[Any] | None
+    steps: int
+    t0: float
+    before: Counted
+
+
 class Issued:
     """The tokens of decode steps :meth:`Session.issue` issued, not yet read from the
     devices. :meth:`read` waits for them."""
 
-    def __init__(
-        self,
-        session: Session,
-        rows: list[tuple[list[Any], int]],
-        first: list[Any] | None,
-        steps: int,
-        t0: float,
-        before: tuple[int, int, int, float],
-    ) -> None:
+    def __init__(self, session: Session, issued: IssuedSteps) -> None:
         self.session = session
-        self.steps = steps  # decode steps issued (one fewer than the tokens after a prefill)
-        self._rows = rows  # each step's tokens (each group's value, the stage holding them)
-        self._first = first  # the prefill's token, waited on for the time to first token
-        self._t0, self._before = t0, before
-        self._result: np.ndarray | None = None
+        self.steps = issued.steps
+        self._issued: IssuedSteps | None = issued
+        self._result = np.empty(0, np.int32)  # set by the first read
 
     def read(self) -> np.ndarray:
         """The tokens, ``[groups, b, n]``, on the host (one batched copy; read once, the same
         array returned again after), and the session's ``metrics`` set."""
-        if self._result is None:
-            s = self.session
-            s._time_first(self._first)
-            self._result = s._tokens(self._rows)
-            wall = time.perf_counter() - self._t0
-            s._metrics(self._result.size, self.steps, wall, self._before)
-            self._rows, self._first = [], None  # the device values are no longer held
+        if self._issued is not None:
+            self._result = self.session.read_issued(self._issued)
+            self._issued = None  # the device values are no longer held
         return self._result
 
 
