@@ -162,8 +162,14 @@ class _Metrics:
         stage_busy = Gauge("hlopipe_stage_busy_fraction", "each stage's busy fraction since "
                            "ready: its step timed alone x the group steps run / wall time",
                            ["stage"], registry=reg)  # fmt: skip
+        group_steps = Gauge("hlopipe_group_steps", "group decode steps run since ready (each "
+                            "busy group's step of each turn)", registry=reg)  # fmt: skip
+        group_steps.set_function(lambda: model.engine.group_steps)
+        step_s = Gauge("hlopipe_stage_step_seconds", "each stage's decode step timed alone once "
+                       "warm", ["stage"], registry=reg)  # fmt: skip
         for s in range(len(getattr(model.engine.gen, "plans", ()))):
             stage_busy.labels(str(s)).set_function(functools.partial(model.engine.stage_busy, s))
+            step_s.labels(str(s)).set_function(functools.partial(model.engine.stage_step, s))
 
 
 def make_app(model: Model) -> Starlette:

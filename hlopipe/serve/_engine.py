@@ -323,6 +323,11 @@ class Engine:
         zeros = np.zeros((1, self.batch), self.gen.token.dtype)
         return list(self.one.start(tokens=zeros, position=0).profile())
 
+    def stage_step(self, stage: int) -> float:
+        """Stage ``stage``'s decode step timed alone once warm, in seconds (0 without
+        profiling)."""
+        return self.stage_step_s[stage] if stage < len(self.stage_step_s) else 0.0
+
     def stage_busy(self, stage: int) -> float:
         """Stage ``stage``'s busy fraction since the engine was ready: its step's time alone
         times the group steps run, over the wall time (0 before, or without profiling)."""

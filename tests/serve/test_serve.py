@@ -34,8 +34,12 @@ ROOT = Path(__file__).resolve().parents[2]
 CFG = gd.DecodeConfig()
 
 
+_STARTED: dict[str, float] = {}  # when the server was spawned, and its ready line read
+
+
 @pytest.fixture(scope="module")
 def server():
+    _STARTED["spawn"] = time.perf_counter()
     env = dict(os.environ, PYTHONPATH=str(ROOT), PYTHONUNBUFFERED="1")
     proc = subprocess.Popen(
         [sys.executable, "-m", "hlopipe", "serve", "--port", "0", "--groups", "2",
@@ -51,6 +55,7 @@ def server():
     if not line.startswith("serving "):
         proc.kill()
         pytest.fail(f"no URL line: {line!r}{proc.stdout.read()}")
+    _STARTED["ready"] = time.perf_counter()
     url = line.split(" at ")[1].strip()
     yield proc, url
     if proc.poll() is None:
@@ -165,7 +170,9 @@ def test_health_models_metrics(server):
     assert ids == ["hlopipe-tiny-gpt", "m"]
     before = _metrics(base)
     _client(url).completions.create(model="m", prompt=[4, 2], max_tokens=5, temperature=0)
+    scraped = time.perf_counter()
     after = _metrics(base)
+    done = time.perf_counter()
 
     def delta(name, **labels):
         key = (name, tuple(sorted(labels.items())))
@@ -177,8 +184,18 @@ def test_health_models_metrics(server):
     assert delta("hlopipe_time_to_first_token_seconds_count") == 1
     assert delta("hlopipe_inter_token_latency_seconds_count") == 4
     assert after[("hlopipe_queue_depth", ())] == 0
-    busy = [after[("hlopipe_stage_busy_fraction", (("stage", str(s)),))] for s in (0, 1)]
-    assert all(0 < b <= 1 for b in busy), busy  # two stages, each ran 6 steps of a group
+    # the prompt's 2 tokens read a token a step, then 5 made: 2 + 5 - 1 steps of one group
+    assert delta("hlopipe_group_steps") == 6
+    # each stage's busy fraction: its step's time x the group steps over the time since the
+    # server was ready, which this test's own clock brackets (ready after it was spawned and
+    # before its ready line was read)
+    steps = after[("hlopipe_group_steps", ())]
+    for s in (0, 1):
+        step_s = after[("hlopipe_stage_step_seconds", (("stage", str(s)),))]
+        busy = after[("hlopipe_stage_busy_fraction", (("stage", str(s)),))]
+        low = min(1.0, step_s * steps / (done - _STARTED["spawn"]))
+        high = min(1.0, step_s * steps / (scraped - _STARTED["ready"]))
+        assert step_s > 0 and low <= busy <= high, (s, step_s, steps, busy, low, high)
 
 
 def test_concurrent_greedy_requests_equal_the_unsplit_program(server):
