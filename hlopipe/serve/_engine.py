@@ -135,6 +135,7 @@ class Engine:
         self.batch = gen.batch
         self.max_len = gen.max_len
         self.prefill_len = None
+        self.pads = False  # set at warm-up: prompts of other lengths through the prefill too
         if gen.prefill is not None:
             self.prefill_len = int(gen.prefill.prompt_aval.shape[-1])
         self.ready = threading.Event()
@@ -307,6 +308,8 @@ class Engine:
                 if self.prefill_len is not None:  # the prefill and each state's row writer
                     session.prefill_rows(np.zeros((1, self.prefill_len), np.int32), [0])
                 self._live[g] = session
+            if self.prefill_len is not None:
+                self.pads = self._padding_agrees()
             return
         if self.prefill_len is not None:
             s = self.one.start(np.zeros((1, b, self.prefill_len), np.int32))
@@ -315,6 +318,45 @@ class Engine:
         s.generate(1)
         s.feed(np.zeros((1, b), np.int32))
         s.generate(1)
+
+    def _padding_agrees(self) -> bool:
+        """Whether a prompt shorter than the prefill may go through it right-padded: the
+        tokens after prompts of two lengths (the prefill's, and about half of it), their
+        first ``len - 1`` tokens prefilled with junk after them and the last fed to the decode
+        step at its position, equal the decode step's own on the whole prompt fed a token a
+        step (greedy, three tokens each). True of a causal prefill whose padded positions
+        the decode step overwrites before it reads them (its attention masked to positions
+        up to its own); a program for which it fails has its prompts read by the decode
+        step instead."""
+        P, b = int(self.prefill_len or 0), self.batch
+        if P < 2:
+            return False
+        dtype = self.gen.token.dtype
+        greedy = None
+        if self.samples:
+            from hlopipe.generate import Sampling
+
+            greedy = Sampling(*(np.zeros((1, b), t) for t in _SAMPLING_DTYPES))
+        plain = self.one.start(tokens=np.ones((1, b), dtype), position=0)
+        if greedy is not None:
+            plain.sampling(greedy)
+        made = plain.generate(P + 2)[0, 0]  # fed 1 then its own tokens: a prompt and after
+        prompt = [1, *made[: P - 1].tolist()]
+        for length in sorted({P, max(2, P // 2)}):
+            head = prompt[: length - 1]
+            junk = (prompt[::-1] * 2)[: P - len(head)]  # anything but the prompt's own tokens
+            padded = self.one.start(tokens=np.zeros((1, b), dtype), position=0)
+            if greedy is not None:
+                padded.sampling(greedy)
+            padded.prefill_rows(np.asarray([head + junk], np.int32), [0])
+            tokens = np.zeros((1, b), dtype)
+            positions = np.zeros((1, b), np.int64)
+            tokens[0, 0], positions[0, 0] = prompt[length - 1], length - 1
+            padded.feed(tokens, position=positions)
+            after = padded.generate(3)[0, 0].tolist()
+            if after != made[length - 1 : length + 2].tolist():
+                return False
+        return True
 
     def _profiled(self) -> list[float]:
         """Each stage's decode step alone, in seconds (on a session of one group)."""
@@ -399,7 +441,7 @@ class Engine:
                 row[b] = lane = _Lane(req, i)
                 self._tokens[g, b] = seq.prompt[0]
                 self._positions[g, b] = 0
-                if len(seq.prompt) == self.prefill_len:
+                if len(seq.prompt) == self.prefill_len or (self.pads and len(seq.prompt) > 1):
                     prefill.setdefault(g, []).append((b, lane))
                 for field_values, value in zip(self._sampling, seq.sampling, strict=True):
                     field_values[g, b] = value
@@ -413,19 +455,37 @@ class Engine:
 
     def _prefill(self, g: int, slots: list[tuple[int, _Lane]]) -> None:
         """Group ``g``'s slots (row, lane) start from their prompts through one prefill run:
-        their cache rows written, their first tokens given out, their positions past the
-        prompt."""
+        their cache rows written. A prompt of the prefill's length gives out its first token
+        and goes on past the prompt; any other (``pads``: a shorter one right-padded, its last
+        token left out; a longer one's first ``P`` tokens) goes on from its next prompt token
+        at its position, read by the decode step."""
         rows = np.asarray([b for b, _ in slots], np.int64)
-        prompts = np.asarray([lane.request.seqs[lane.index].prompt for _, lane in slots], np.int32)
+        heads = [self._head(lane.request.seqs[lane.index].prompt) for _, lane in slots]
+        prompts = np.asarray([row for row, _ in heads], np.int32)
         made = self._do(Op(OpKind.PREFILL, g, (prompts, rows)))
         self.prefilled += len(slots)
-        for (b, lane), tok in zip(slots, made, strict=True):
-            lane.fed = prompts.shape[1]
-            self._tokens[g, b], self._positions[g, b] = int(tok), lane.fed
+        for (b, lane), tok, (_, n) in zip(slots, made, heads, strict=True):
+            prompt = lane.request.seqs[lane.index].prompt
+            if n < len(prompt):  # the prefill's token is not the prompt's next: dropped
+                lane.fed = n + 1
+                self._tokens[g, b], self._positions[g, b] = prompt[n], n
+                continue
+            lane.fed = n
+            self._tokens[g, b], self._positions[g, b] = int(tok), n
             self._give(lane.request, lane.index, int(tok))
             if lane.request.seqs[lane.index].finish is not None:  # one token asked: done
                 self._lanes[g][b] = None
                 self._tokens[g, b], self._positions[g, b] = 0, 0
+
+    def _head(self, prompt: list[int]) -> tuple[list[int], int]:
+        """The row the prefill reads for ``prompt`` and how many of the prompt's tokens it
+        covers: all of one of its length; else the first ``min(len - 1, P)``, padded to ``P``
+        with the last of them (positions the decode step overwrites before it reads them)."""
+        P = int(self.prefill_len or 0)
+        if len(prompt) == P:
+            return prompt, P
+        n = min(len(prompt) - 1, P)
+        return prompt[:n] + [prompt[n - 1]] * (P - n), n
 
     def _advance(self, made: np.ndarray) -> None:
         """After a step: each slot's next token and position (its prompt's next, or what it

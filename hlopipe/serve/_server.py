@@ -139,10 +139,14 @@ def serve(
     bound = sock.getsockname()[1]
     url = f"http://{host}:{bound}/v1"
     names = tuple(dict.fromkeys(served_model_names)) or (name,)
-    summary = _summary(names[0], gen, tokenizer_path, chat_template, eos)
+
+    def ready() -> None:
+        summary = _summary(names[0], engine, tokenizer_path, chat_template, eos)
+        out(f"serving {names[0]} at {url}\n{ends}\n{summary}", flush=True)
+
     engine = Engine(
         gen,
-        on_ready=lambda: out(f"serving {names[0]} at {url}\n{ends}\n{summary}", flush=True),
+        on_ready=ready,
         profile_stages=True,
         leader=leader,
     )
@@ -165,11 +169,14 @@ def serve(
 
 
 def _summary(
-    name: str, gen: Any, tokenizer_path: str | None, chat_template: Any, eos: tuple[int, ...]
+    name: str, engine: Any, tokenizer_path: str | None, chat_template: Any, eos: tuple[int, ...]
 ) -> str:
     """The startup summary's line: what is served and how."""
-    prefill = gen.prefill
-    prompt = f"{prefill.prompt_aval.shape[-1]} tokens" if prefill is not None else "none"
+    gen = engine.gen
+    prompt = "none"
+    if engine.prefill_len is not None:
+        other = "other lengths padded or its length first" if engine.pads else "that length only"
+        prompt = f"{engine.prefill_len} tokens ({other})"
     sampled = "logits, sampled" if getattr(gen, "logits_out", None) is not None else "tokens"
     return (
         f"model {name}: {len(gen.plans)} stages, {gen.groups} groups of {gen.batch}, cache "

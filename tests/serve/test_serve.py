@@ -184,8 +184,10 @@ def test_health_models_metrics(server):
     assert delta("hlopipe_time_to_first_token_seconds_count") == 1
     assert delta("hlopipe_inter_token_latency_seconds_count") == 4
     assert after[("hlopipe_queue_depth", ())] == 0
-    # the prompt's 2 tokens read a token a step, then 5 made: 2 + 5 - 1 steps of one group
-    assert delta("hlopipe_group_steps") == 6
+    # the prompt's first token prefilled (right-padded), its second read by a decode step
+    # that makes the first token, then 4 more made: 5 steps of one group
+    assert delta("hlopipe_group_steps") == 5
+    assert delta("hlopipe_prefilled_sequences") == 1
     # each stage's busy fraction: its step's time x the group steps over the time since the
     # server was ready, which this test's own clock brackets (ready after it was spawned and
     # before its ready line was read)
@@ -199,21 +201,24 @@ def test_health_models_metrics(server):
 
 
 def test_concurrent_greedy_requests_equal_the_unsplit_program(server):
-    """Ten requests of prompt lengths 1 to 12 at once on 4 slots (2 groups of 2: sequences of
-    different lengths share a group), five of the prefill's length (8: each goes through the
-    prefill into its slot's cache row, beside a neighbour mid-generation or prefilled in the
-    same run; one asks for its first token only): each gets the tokens the unsplit program
-    gives its prompt alone, and every prompt of 8 was prefilled."""
+    """Thirteen requests of prompt lengths 1 to 30 at once on 4 slots (2 groups of 2:
+    sequences of different lengths share a group), five of the prefill's length (8: each goes
+    through the prefill into its slot's cache row, beside a neighbour mid-generation or
+    prefilled in the same run; one asks for its first token only), shorter ones (through the
+    prefill right-padded, their last token fed to the decode step) and longer ones (their
+    first 8 tokens through the prefill, the rest read by the decode step): each gets the
+    tokens the unsplit program gives its prompt alone (the decode step fed the whole prompt a
+    token a step), and every prompt of more than one token was prefilled."""
     _, url = server
     base = url.removesuffix("/v1")
     rng = np.random.default_rng(3)
     cases = [(rng.integers(0, CFG.vocab, L).tolist(), n)
              for L, n in ((3, 9), (8, 6), (8, 4), (5, 12), (1, 4), (8, 10), (12, 7), (8, 1),
-                          (2, 3), (8, 5))]  # fmt: skip
+                          (2, 3), (8, 5), (7, 6), (9, 6), (30, 5))]  # fmt: skip
     before = _metrics(base)[("hlopipe_prefilled_sequences", ())]
     got = greedy_like_the_oracle(_client(url), cases)
     prefilled = _metrics(base)[("hlopipe_prefilled_sequences", ())] - before
-    assert prefilled == sum(len(p) == PREFILL_LEN for p, _ in cases)
+    assert prefilled == sum(len(p) > 1 for p, _ in cases)
     for (prompt, n), r in zip(cases, got, strict=True):
         assert r["choices"][0]["finish_reason"] == "length"
         usage = {k: r["usage"][k] for k in ("prompt_tokens", "completion_tokens", "total_tokens")}
