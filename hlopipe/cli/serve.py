@@ -23,9 +23,10 @@ def _add_serve(p: argparse.ArgumentParser) -> None:
     p.add_argument("file", nargs="?", help="the decode step: (params, state, tokens, "
                    "position) -> (next_tokens, state), state donated (default: the built-in "
                    "tiny GPT)")  # fmt: skip
-    p.add_argument(
-        "--prefill", help="the prefill: (params, prompt) -> (next_tokens or logits, state)"
-    )
+    p.add_argument("--prefill", action="append", metavar="FILE", help="the prefill: (params, "
+                   "prompt) -> (next_tokens or logits, state); repeat it for the same model "
+                   "exported at other prompt lengths (buckets: a prompt goes through the "
+                   "shortest that holds it, right-padded)")  # fmt: skip
     p.add_argument("--params", help=".npz of the parameters in order (default: random)")
     p.add_argument("--tokenizer", metavar="JSON", help="a Hugging Face tokenizers file: text in "
                    "and out (default: prompts are token ids); the chat template of "
@@ -73,8 +74,9 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     else:
         ask_cpu_devices(args.cpu_devices or CPU_DEVICES)
     decode = load(args.file, None) if args.file else None
-    prefill = load(args.prefill, None) if args.prefill else None
-    with x64_for(decode, prefill):  # PyTorch's int64 tokens: 64-bit mode for this run
+    prefills = [load(f, None) for f in args.prefill or ()]
+    prefill = prefills[0] if len(prefills) == 1 else prefills or None
+    with x64_for(decode, *prefills):  # PyTorch's int64 tokens: 64-bit mode for this run
         return serve(decode, prefill=prefill, params_path=args.params,
                      tokenizer_path=args.tokenizer, chat_template_path=args.chat_template,
                      eos_token_ids=eos,

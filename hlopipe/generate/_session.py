@@ -86,7 +86,7 @@ class Session:
             if gen.prefill is None:
                 raise RuntimeConfigError("prompts need a prefill program (prefill=...)")
             prompts = _check_shape(prompts, (G, b), "prompts", "[groups, batch, length]", 3)
-            prompts = prompts.astype(gen.prefill.prompt_aval.dtype)
+            prompts = prompts.astype(gen.prefill_for(prompts.shape[2]).prompt_aval.dtype)
             self.position = int(prompts.shape[2])
             self._check_position(self.position)
             self._run_prefill(prompts)  # dispatched, not waited for: decoding overlaps it
@@ -261,8 +261,7 @@ class Session:
         c.state += prog.bytes.state * times
 
     def _run_prefill(self, prompts: np.ndarray) -> None:
-        gen, pre = self.gen, self.gen.prefill
-        assert pre is not None
+        gen, pre = self.gen, self.gen.prefill_for(prompts.shape[2])
         prog = pre.program
         G = gen.groups
         order = decode_order(len(gen.plans), G, 1, prefill=True)
@@ -310,23 +309,27 @@ class Session:
           >>> tokens[0, 1], positions[0, 1] = first[0], prompts.shape[1]
           >>> session.feed(tokens, position=positions)                 # doctest: +SKIP
         """
-        gen, pre = self.gen, self.gen.prefill
-        if pre is None:
+        gen = self.gen
+        if gen.prefill is None:
             raise RuntimeConfigError("prefill_rows needs a prefill program (prefill=...)")
         if not gen.per_sequence:
             raise RuntimeConfigError(
                 f"prefill_rows: {gen.source} takes one position for a whole group; start a "
                 "session from prompts to prefill whole groups"
             )
-        pre.row_axes()  # refused here when a state's sequence axis cannot be told
-        b, L = gen.batch, int(pre.prompt_aval.shape[-1])
         arr = np.asarray(prompts)
         where = np.asarray(rows).reshape(-1)
-        if arr.ndim != 2 or arr.shape[1] != L or arr.dtype.kind not in "iu" or not len(arr):
+        lengths = sorted(int(p.prompt_aval.shape[-1]) for p in gen.prefills)
+        shaped = arr.ndim == 2 and arr.shape[1] in lengths and len(arr) > 0
+        if not shaped or arr.dtype.kind not in "iu":
+            form = " or ".join(f"[n, {n}]" for n in lengths)
             raise RuntimeConfigError(
-                f"prefill_rows: prompts must be integers shaped [n, {L}] (the prefill's length), "
+                f"prefill_rows: prompts must be integers shaped {form} (a prefill's length), "
                 f"got {arr.dtype}{list(arr.shape)}"
             )
+        pre = gen.prefill_for(arr.shape[1])
+        pre.row_axes()  # refused here when a state's sequence axis cannot be told
+        b, L = gen.batch, int(arr.shape[1])
         if (
             where.dtype.kind not in "iu"
             or len(where) != len(arr)

@@ -134,8 +134,10 @@ class Engine:
         self.one = gen.with_groups(1)
         self.batch = gen.batch
         self.max_len = gen.max_len
-        self.prefill_len = None
-        self.pads = False  # set at warm-up: prompts of other lengths through the prefill too
+        self.prefill_len = None  # the (first) prefill's prompt length
+        # every prefill's (buckets), shortest first
+        self.prefill_lens = tuple(sorted(int(p.prompt_aval.shape[-1]) for p in gen.prefills))
+        self.pads = False  # set at warm-up: prompts of other lengths through the prefills too
         if gen.prefill is not None:
             self.prefill_len = int(gen.prefill.prompt_aval.shape[-1])
         self.ready = threading.Event()
@@ -305,14 +307,14 @@ class Engine:
                 session.generate(1)
                 session.feed(self._tokens[g : g + 1], position=self._positions[g : g + 1])
                 session.generate(1)
-                if self.prefill_len is not None:  # the prefill and each state's row writer
-                    session.prefill_rows(np.zeros((1, self.prefill_len), np.int32), [0])
+                for P in self.prefill_lens:  # each prefill and each state's row writer
+                    session.prefill_rows(np.zeros((1, P), np.int32), [0])
                 self._live[g] = session
             if self.prefill_len is not None:
                 self.pads = self._padding_agrees()
             return
-        if self.prefill_len is not None:
-            s = self.one.start(np.zeros((1, b, self.prefill_len), np.int32))
+        for P in self.prefill_lens:
+            s = self.one.start(np.zeros((1, b, P), np.int32))
             s.generate(2)
         s = self.one.start(tokens=np.zeros((1, b), token.dtype), position=0)
         s.generate(1)
@@ -320,16 +322,17 @@ class Engine:
         s.generate(1)
 
     def _padding_agrees(self) -> bool:
-        """Whether a prompt shorter than the prefill may go through it right-padded: the
-        tokens after prompts of two lengths (the prefill's, and about half of it), their
-        first ``len - 1`` tokens prefilled with junk after them and the last fed to the decode
-        step at its position, equal the decode step's own on the whole prompt fed a token a
-        step (greedy, three tokens each). True of a causal prefill whose padded positions
-        the decode step overwrites before it reads them (its attention masked to positions
-        up to its own); a program for which it fails has its prompts read by the decode
-        step instead."""
-        P, b = int(self.prefill_len or 0), self.batch
-        if P < 2:
+        """Whether a prompt shorter than a prefill may go through it right-padded: for each
+        prefill of ``P`` tokens, the tokens after prompts of two lengths (``P``, or the cache
+        less 2 if shorter, and about ``P / 2``), their first ``len - 1`` tokens prefilled with
+        junk after them and the last fed to the decode step at its position, equal the decode
+        step's own on the whole prompt fed a token a step (greedy, three tokens each). True
+        of a causal prefill whose padded positions the decode step overwrites before it
+        reads them (its attention masked to positions up to its own); a program for which it
+        fails has its prompts read by the decode step instead (but for prompts of a
+        prefill's length)."""
+        top, b = min(max(self.prefill_lens), self.max_len - 2), self.batch
+        if top < 2:
             return False
         dtype = self.gen.token.dtype
         greedy = None
@@ -340,9 +343,10 @@ class Engine:
         plain = self.one.start(tokens=np.ones((1, b), dtype), position=0)
         if greedy is not None:
             plain.sampling(greedy)
-        made = plain.generate(P + 2)[0, 0]  # fed 1 then its own tokens: a prompt and after
-        prompt = [1, *made[: P - 1].tolist()]
-        for length in sorted({P, max(2, P // 2)}):
+        made = plain.generate(top + 2)[0, 0]  # fed 1 then its own tokens: a prompt and after
+        prompt = [1, *made[: top - 1].tolist()]
+        checks = {(P, n) for P in self.prefill_lens for n in (min(P, top), max(2, P // 2))}
+        for P, length in sorted(checks):
             head = prompt[: length - 1]
             junk = (prompt[::-1] * 2)[: P - len(head)]  # anything but the prompt's own tokens
             padded = self.one.start(tokens=np.zeros((1, b), dtype), position=0)
@@ -441,7 +445,7 @@ class Engine:
                 row[b] = lane = _Lane(req, i)
                 self._tokens[g, b] = seq.prompt[0]
                 self._positions[g, b] = 0
-                if len(seq.prompt) == self.prefill_len or (self.pads and len(seq.prompt) > 1):
+                if len(seq.prompt) in self.prefill_lens or (self.pads and len(seq.prompt) > 1):
                     prefill.setdefault(g, []).append((b, lane))
                 for field_values, value in zip(self._sampling, seq.sampling, strict=True):
                     field_values[g, b] = value
@@ -459,10 +463,16 @@ class Engine:
         and goes on past the prompt; any other (``pads``: a shorter one right-padded, its last
         token left out; a longer one's first ``P`` tokens) goes on from its next prompt token
         at its position, read by the decode step."""
-        rows = np.asarray([b for b, _ in slots], np.int64)
         heads = [self._head(lane.request.seqs[lane.index].prompt) for _, lane in slots]
-        prompts = np.asarray([row for row, _ in heads], np.int32)
-        made = self._do(Op(OpKind.PREFILL, g, (prompts, rows)))
+        by_length: dict[int, list[int]] = {}  # a run of each prefill needed
+        for k, (row, _) in enumerate(heads):
+            by_length.setdefault(len(row), []).append(k)
+        made = [0] * len(slots)
+        for ks in by_length.values():
+            rows = np.asarray([slots[k][0] for k in ks], np.int64)
+            prompts = np.asarray([heads[k][0] for k in ks], np.int32)
+            for k, tok in zip(ks, self._do(Op(OpKind.PREFILL, g, (prompts, rows))), strict=True):
+                made[k] = int(tok)
         self.prefilled += len(slots)
         for (b, lane), tok, (_, n) in zip(slots, made, heads, strict=True):
             prompt = lane.request.seqs[lane.index].prompt
@@ -478,13 +488,17 @@ class Engine:
                 self._tokens[g, b], self._positions[g, b] = 0, 0
 
     def _head(self, prompt: list[int]) -> tuple[list[int], int]:
-        """The row the prefill reads for ``prompt`` and how many of the prompt's tokens it
-        covers: all of one of its length; else the first ``min(len - 1, P)``, padded to ``P``
-        with the last of them (positions the decode step overwrites before it reads them)."""
-        P = int(self.prefill_len or 0)
-        if len(prompt) == P:
-            return prompt, P
-        n = min(len(prompt) - 1, P)
+        """The row a prefill reads for ``prompt`` and how many of the prompt's tokens it
+        covers: all of one of a prefill's length; else its first ``len - 1`` through the
+        shortest prefill that holds them, padded with the last of them (positions the decode
+        step overwrites before it reads them), or, longer than every prefill, its first ``P``
+        through the longest."""
+        L = len(prompt)
+        if L in self.prefill_lens:
+            return prompt, L
+        fits = [P for P in self.prefill_lens if P >= L - 1]
+        P = fits[0] if fits else self.prefill_lens[-1]
+        n = min(L - 1, P)
         return prompt[:n] + [prompt[n - 1]] * (P - n), n
 
     def _advance(self, made: np.ndarray) -> None:
@@ -569,7 +583,7 @@ class Engine:
             values = tuple(
                 np.asarray([c], t) for c, t in zip(columns, _SAMPLING_DTYPES, strict=True)
             )
-        if prompts.shape[1] == self.prefill_len:  # the sampling set before the prefill runs
+        if prompts.shape[1] in self.prefill_lens:  # the sampling set before the prefill runs
             self._do(Op(OpKind.START, k, (prompts[None], *values)))
             self.prefilled += len(members)
             return _Slot(members, prompts, prompts.shape[1])

@@ -33,7 +33,8 @@ def serve(
     """Serve a decode step (and its prefill) split into stages, until interrupted.
 
     Args:
-      decode / prefill: loaded programs (``hlopipe.load``); ``decode=None`` serves the
+      decode / prefill: loaded programs (``hlopipe.load``; ``prefill`` may be a list: the
+        same model's prefill at several prompt lengths); ``decode=None`` serves the
         built-in tiny GPT (``hlopipe.models.gpt_decode``): a position per sequence, logits
         sampled, with its prefill (``serve._builtin.Form.SLOTS``).
       params_path: an .npz of the parameters in argument order (default: random).

@@ -42,8 +42,20 @@ def server():
     _STARTED["spawn"] = time.perf_counter()
     env = dict(os.environ, PYTHONPATH=str(ROOT), PYTHONUNBUFFERED="1")
     proc = subprocess.Popen(
-        [sys.executable, "-m", "hlopipe", "serve", "--port", "0", "--groups", "2",
-         "--served-model-name", "hlopipe-tiny-gpt", "--served-model-name", "m"],
+        [
+            sys.executable,
+            "-m",
+            "hlopipe",
+            "serve",
+            "--port",
+            "0",
+            "--groups",
+            "2",
+            "--served-model-name",
+            "hlopipe-tiny-gpt",
+            "--served-model-name",
+            "m",
+        ],
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
@@ -564,7 +576,9 @@ def _stand_in_generator(session):
     """What the engine reads of a generator, each new session being ``session``: for the
     states a real one passes through too quickly to test (compiling, a failing step)."""
     token = types.SimpleNamespace(dtype="int32", shape=(1,))
-    gen = types.SimpleNamespace(groups=1, batch=1, max_len=8, prefill=None, token=token)
+    gen = types.SimpleNamespace(
+        groups=1, batch=1, max_len=8, prefill=None, prefills=(), token=token
+    )
     gen.with_groups = lambda g: types.SimpleNamespace(start=lambda *a, **k: session)
     return gen
 
@@ -661,3 +675,57 @@ def test_ctrl_c_stops_cleanly(server):
     assert len(rest) + 1 == 30 and first.choices[0].text
     assert proc.wait(60) == 0
     assert "stopped" in proc.stdout.read()
+
+
+def test_prompts_of_any_length_through_prefills_of_two_lengths_equal_the_unsplit_program():
+    """In-process engine, one stage, one group of 2 slots, the tiny GPT's prefill exported at
+    4 and at 8 tokens (buckets): prompts of 1 to 30 tokens, two at a time. A prompt of a
+    prefill's length goes through it; a shorter one through the shortest prefill holding all
+    but its last token, right-padded; a longer one's first 8 tokens through the longer; the
+    rest is read by the decode step. Each gets the tokens the unsplit decode step gives when
+    fed the whole prompt a token a step (the oracle), and every prompt of more than one
+    token was prefilled (the warm-up's check let padding on)."""
+    from hlopipe.generate import Generator
+    from hlopipe.io import load
+    from hlopipe.serve import Engine, Request, Sequence, builtin_model
+
+    decode, _, params, max_len = builtin_model(1)
+    prefills = []
+    for length in (8, 4):
+        fn = jax.jit(gd.prefill_fn(CFG, logits=True))
+        exported = jax.export.export(fn)(params, jnp.zeros((2, length), jnp.int32))
+        prefills.append(load(exported.serialize()))
+    gen = Generator(decode, params, prefill=prefills, num_stages=1, groups=1, max_len=max_len)
+    engine = Engine(gen)
+    rng = np.random.default_rng(5)
+    lengths = (1, 3, 4, 5, 7, 8, 9, 16, 30)
+    cases = [(rng.integers(0, CFG.vocab, L).tolist(), 5) for L in lengths]
+    finished = threading.Semaphore(0)
+    requests = [Request([Sequence(p, n)], lambda i, t, f: i < 0 and finished.release())
+                for p, n in cases]  # fmt: skip
+    engine.start()
+    try:
+        for r in requests:
+            engine.submit(r)
+        for _ in requests:
+            assert finished.acquire(timeout=120)
+    finally:
+        engine.stop(60)
+    assert engine.pads and engine.prefill_lens == (4, 8)
+    assert [r.seqs[0].tokens for r in requests] == [_oracle_fed(p, n) for p, n in cases]
+    assert engine.prefilled == sum(len(p) > 1 for p, _ in cases)
+
+
+def _oracle_fed(prompt, n):
+    """Greedy tokens after ``prompt``: the unsplit decode step fed the whole prompt a token a
+    step (no prefill at all), then each argmax fed back."""
+    cache = gd.empty_cache(1, CFG)
+    out: list[int] = []
+    for pos in range(len(prompt) + n - 1):
+        feed = prompt[pos] if pos < len(prompt) else out[-1]
+        logits, cache = _step()(
+            _params(), cache, jnp.asarray([feed], jnp.int32), jnp.asarray([pos], jnp.int32)
+        )
+        if pos >= len(prompt) - 1:
+            out.append(int(jnp.argmax(logits[0])))
+    return out
