@@ -16,13 +16,14 @@ clients see them, and the server's own time per token (the engine's busy seconds
 ``Session.generate(tokens)`` from a token for ``--groups`` groups (compilation excluded).
 
 ``--ttft``: the tiny GPT with a cache of 256 positions (d_model 128, 4 layers, 2 stages) and
-a prefill exported at 16 tokens, served in this process (the engine and app over HTTP on
-loopback, one group of 2 slots), one client: the time to first token (streamed, the median of
-``--repeats`` requests, greedy, ``max_tokens`` 1) by prompt length, with the server as it is
-(a shorter prompt right-padded through the prefill, a longer one's first 16 tokens prefilled)
-and with its padding turned off (only prompts of 16 through the prefill, every other read a
-token a step: the server before), beside the unsplit prefill exported at that very length run
-alone (jitted, one device, no HTTP): what "prefill speed" means for that prompt.
+its prefill exported at 16 tokens (``--buckets 16,64,256``: at each of those lengths), served
+in this process (the engine and app over HTTP on loopback, one group of 2 slots), one
+client: the time to first token (streamed, the median of ``--repeats`` requests, greedy,
+``max_tokens`` 1) by prompt length, with the server as it is (a prompt right-padded through
+the shortest prefill holding it, a longer one's first tokens through the longest) and with
+its padding turned off (only prompts of a prefill's length through it, every other read a
+token a step: the server before), beside the unsplit prefill exported at that very length
+run alone (jitted, one device, no HTTP): what "prefill speed" means for that prompt.
 """
 
 from __future__ import annotations
@@ -149,7 +150,7 @@ def _plain_loop(groups: int, tokens: int, form: str) -> float:
 TTFT_LENGTHS = (1, 8, 15, 16, 17, 32, 64, 128, 200)
 
 
-def _ttft_table(repeats: int) -> None:
+def _ttft_table(repeats: int, buckets: tuple[int, ...]) -> None:
     """The time to first token by prompt length (see the module's docstring)."""
     import contextlib
     import socket
@@ -169,14 +170,15 @@ def _ttft_table(repeats: int) -> None:
 
     cfg = gd.DecodeConfig(max_len=256, d_model=128, d_ff=256)
     params = gd.init(jax.random.key(0), cfg)
-    b, P = 2, 16
+    b = 2
     step = jax.jit(gd.decode_slots_fn(cfg, stage_boundary, cuts=(2,)), donate_argnums=1)
     zeros = jnp.zeros(b, jnp.int32)
     decode = jax.export.export(step)(params, gd.empty_cache(b, cfg), zeros, zeros)
     pre = jax.jit(gd.prefill_fn(cfg, stage_boundary, cuts=(2,), logits=True))
-    prefill = jax.export.export(pre)(params, jnp.zeros((b, P), jnp.int32))
-    gen = Generator(load(decode.serialize()), params, prefill=load(prefill.serialize()),
-                    num_stages=2, groups=1, max_len=cfg.max_len)  # fmt: skip
+    prefills = [load(jax.export.export(pre)(params, jnp.zeros((b, P), jnp.int32)).serialize())
+                for P in buckets]  # fmt: skip
+    gen = Generator(load(decode.serialize()), params, prefill=prefills, num_stages=2, groups=1,
+                    max_len=cfg.max_len)  # fmt: skip
     engine = Engine(gen)
     sock = socket.socket()
     sock.bind(("127.0.0.1", 0))
@@ -216,11 +218,13 @@ def _ttft_table(repeats: int) -> None:
         return float(np.median(times))
 
     print(f"time to first token by prompt length: tiny GPT (d_model 128, 4 layers, cache 256), "
-          f"2 stages, a prefill of {P} tokens, one group of 2 slots, one client, median of "
+          f"2 stages, prefills of {', '.join(map(str, buckets))} tokens, one group of 2 slots, "
+          f"one client, median of "
           f"{repeats}; padding agreed at warm-up: {engine.pads}")  # fmt: skip
     print("| prompt tokens | TTFT ms (padded / prefix prefilled) | TTFT ms (a token a step "
-          "unless 16) | ratio | unsplit prefill of that length alone ms |")  # fmt: skip
-    print("| ---: | ---: | ---: | ---: | ---: |")
+          "unless a prefill's length) | ratio | unsplit prefill of that length alone ms | "
+          "TTFT / alone |")  # fmt: skip
+    print("| ---: | ---: | ---: | ---: | ---: | ---: |")
     ttft(3)  # warm the client and the server's paths
     try:
         for length in TTFT_LENGTHS:
@@ -229,8 +233,9 @@ def _ttft_table(repeats: int) -> None:
             engine.pads = False
             before = ttft(length)
             engine.pads = True
+            base = alone(length)
             print(f"| {length} | {now * 1e3:.1f} | {before * 1e3:.1f} | {before / now:.1f}x | "
-                  f"{alone(length) * 1e3:.2f} |")  # fmt: skip
+                  f"{base * 1e3:.2f} | {now / base:.1f}x |")  # fmt: skip
     finally:
         engine.stop(60)
         server.should_exit = True
@@ -249,9 +254,10 @@ def main() -> None:
     ap.add_argument("--ttft", action="store_true", help="the time to first token by prompt "
                     "length instead (a 16-token prefill)")  # fmt: skip
     ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--buckets", default="16", help="--ttft: the prefills' prompt lengths")
     args = ap.parse_args()
     if args.ttft:
-        _ttft_table(args.repeats)
+        _ttft_table(args.repeats, tuple(int(x) for x in args.buckets.split(",")))
         return
     proc, url = _start(args.groups, args.form)
     how = {"slots": "of 2", "tokens": "of 1"}
