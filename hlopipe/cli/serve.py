@@ -57,7 +57,7 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     """serve a decode step over HTTP with the OpenAI completions and chat completions API"""
 
     try:
-        from hlopipe.serve import serve
+        from hlopipe.serve import build_server
     except ImportError as e:
         raise RuntimeConfigError(
             f"hlopipe serve needs the serve extra ({e.name} is missing): "
@@ -77,7 +77,7 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     prefills = [load(f, None) for f in args.prefill or ()]
     prefill = prefills[0] if len(prefills) == 1 else prefills or None
     with x64_for(decode, *prefills):  # PyTorch's int64 tokens: 64-bit mode for this run
-        return serve(decode, prefill=prefill, params_path=args.params,
+        server = build_server(decode, prefill=prefill, params_path=args.params,
                      tokenizer_path=args.tokenizer, chat_template_path=args.chat_template,
                      eos_token_ids=eos,
                      stages=args.stages, groups=args.groups,
@@ -85,6 +85,34 @@ def _cmd_serve(args: argparse.Namespace) -> int:
                      seed=args.seed, stage_mesh_shape=mesh_shape,
                      stage_mesh_axes=mesh_axes, param_rules=rules,
                      served_model_names=args.served_model_name or ())  # fmt: skip
+        if server.follower is not None:
+            _ignore_stop_signals()
+        else:
+            _sigterm_as_ctrl_c()
+        return server.run()
+
+
+def _sigterm_as_ctrl_c() -> None:
+    """uvicorn stops serving on SIGTERM as on Ctrl-C, then raises the signal again with the
+    handler it found: SIGTERM's default would end the process before the requests in flight
+    drain (and, in a job of several processes, before the others are told to stop)."""
+    import signal
+    import threading
+
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, signal.default_int_handler)
+
+
+def _ignore_stop_signals() -> None:
+    """A follower leaves stopping to process 0, which drains its requests and then stops
+    every process (a Ctrl-C reaching the whole job would otherwise end a follower while
+    process 0 still drains)."""
+    import signal
+    import threading
+
+    if threading.current_thread() is threading.main_thread():
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(sig, signal.SIG_IGN)
 
 
 def _log_requests() -> None:

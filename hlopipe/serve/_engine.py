@@ -47,7 +47,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from hlopipe.errors import DistributedError
+from hlopipe.errors import DistributedError, RuntimeConfigError
 from hlopipe.serve._control import Follower, Leader, Op, OpKind
 from hlopipe.serve._output import FinishReason
 
@@ -138,6 +138,11 @@ class Engine:
         # every prefill's (buckets), shortest first
         self.prefill_lens = tuple(sorted(int(p.prompt_aval.shape[-1]) for p in gen.prefills))
         self.pads = False  # set at warm-up: prompts of other lengths through the prefills too
+        if self.prefill_lens and self.prefill_lens[-1] >= gen.max_len:
+            raise RuntimeConfigError(
+                f"a prefill of {self.prefill_lens[-1]} tokens leaves no position to generate "
+                f"in a cache of {gen.max_len}: export the prefill at fewer tokens"
+            )
         if gen.prefill is not None:
             self.prefill_len = int(gen.prefill.prompt_aval.shape[-1])
         self.ready = threading.Event()
