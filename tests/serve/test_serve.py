@@ -243,7 +243,7 @@ def test_groups_a_request_sent_mid_generation_finishes_first_and_greedy_is_said(
     groups of 1: a short request submitted when a long one makes its first token is admitted
     at once and finishes first (the submit happens on the engine's own thread, so the order is
     exact, not a race). Over HTTP, a request at the default temperature is served greedy and
-    says so."""
+    says so, and one asking for logprobs is a 400 that says why."""
     from hlopipe.errors import RuntimeConfigError
     from hlopipe.generate import Generator, Sampling
     from hlopipe.serve import Engine, Model, Request, Sequence, builtin_model
@@ -291,10 +291,15 @@ def test_groups_a_request_sent_mid_generation_finishes_first_and_greedy_is_said(
             steps = engine.steps
             status, headers, body = _post(f"{url}/v1", {"prompt": "4 5 6", "max_tokens": 5,
                                                          "n": 2})  # fmt: skip
+            no_logprobs = _post(f"{url}/v1", {"prompt": [4], "max_tokens": 2, "logprobs": 2})
         finally:
             engine.stop(60)
     assert status == 200
     assert "greedy" in headers["x-hlopipe-warning"]
+    # a step returning tokens has no probabilities: logprobs is a 400 saying so
+    assert (
+        no_logprobs[0] == 400 and "returns tokens" in json.loads(no_logprobs[2])["error"]["message"]
+    )
     r = json.loads(body)
     assert r["system_fingerprint"] == "hlopipe-greedy"
     assert [c["token_ids"] for c in r["choices"]] == [oracle([4, 5, 6], 5)] * 2
