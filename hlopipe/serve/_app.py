@@ -167,7 +167,7 @@ class _Metrics:
         group_steps.set_function(lambda: model.engine.group_steps)
         step_s = Gauge("hlopipe_stage_step_seconds", "each stage's decode step timed alone once "
                        "warm", ["stage"], registry=reg)  # fmt: skip
-        for s in range(len(getattr(model.engine.gen, "plans", ()))):
+        for s in range(len(model.engine.gen.plans)):
             stage_busy.labels(str(s)).set_function(functools.partial(model.engine.stage_busy, s))
             step_s.labels(str(s)).set_function(functools.partial(model.engine.stage_step, s))
 

@@ -43,13 +43,32 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, Protocol
 
 import numpy as np
 
 from hlopipe.errors import DistributedError, RuntimeConfigError
 from hlopipe.serve._control import Follower, Leader, Op, OpKind
 from hlopipe.serve._output import FinishReason
+
+
+class ServedGenerator(Protocol):
+    """What the engine reads of a generator (:class:`hlopipe.Generator` is one): its groups
+    and their batch, the cache length, whether it takes a position per sequence, its
+    prefills, the fed-back token's role, its logits output (``None``: it returns tokens), its
+    stages' plans, and sessions of one group on the same stages (``with_groups(1)``)."""
+
+    groups: int
+    batch: int
+    max_len: int
+    per_sequence: bool
+    prefill: Any
+    prefills: tuple[Any, ...]
+    token: Any
+    logits_out: Any
+    plans: Any
+
+    def with_groups(self, groups: int) -> Any: ...
 
 
 class SamplingParams(NamedTuple):
@@ -120,17 +139,17 @@ class Engine:
 
     def __init__(
         self,
-        gen: Any,
+        gen: ServedGenerator,
         *,
         on_ready: Callable[[], None] | None = None,
         profile_stages: bool = False,
         leader: Leader | None = None,
     ) -> None:
         self.gen = gen
-        self.per_sequence = bool(getattr(gen, "per_sequence", False))
+        self.per_sequence = bool(gen.per_sequence)
         if self.per_sequence and gen.prefill is not None:
             gen.prefill.row_axes()  # a slot prefilled alone: its state's sequence axes, or why not
-        self.samples = getattr(gen, "logits_out", None) is not None  # else greedy only
+        self.samples = gen.logits_out is not None  # else greedy only
         self.one = gen.with_groups(1)
         self.batch = gen.batch
         self.max_len = gen.max_len

@@ -211,7 +211,7 @@ def _summary(
     if engine.prefill_lens:
         other = "other lengths padded" if engine.pads else "those lengths only"
         prompt = f"{', '.join(map(str, engine.prefill_lens))} tokens ({other})"
-    sampled = "logits, sampled" if getattr(gen, "logits_out", None) is not None else "tokens"
+    sampled = "logits, sampled" if gen.logits_out is not None else "tokens"
     return (
         f"model {name}: {len(gen.plans)} stages, {gen.groups} groups of {gen.batch}, cache "
         f"{gen.max_len} positions, prefill {prompt}, step returns {sampled}, tokenizer "

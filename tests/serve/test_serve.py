@@ -582,7 +582,15 @@ def _stand_in_generator(session):
     states a real one passes through too quickly to test (compiling, a failing step)."""
     token = types.SimpleNamespace(dtype="int32", shape=(1,))
     gen = types.SimpleNamespace(
-        groups=1, batch=1, max_len=8, prefill=None, prefills=(), token=token
+        groups=1,
+        batch=1,
+        max_len=8,
+        prefill=None,
+        prefills=(),
+        token=token,
+        per_sequence=False,
+        logits_out=None,
+        plans=(),
     )
     gen.with_groups = lambda g: types.SimpleNamespace(start=lambda *a, **k: session)
     return gen
