@@ -10,6 +10,7 @@ import contextlib
 import functools
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -678,16 +679,29 @@ def test_the_docs_examples_run_as_written(server, tmp_path):
 
 
 def test_ctrl_c_stops_cleanly(server):
-    """Last: Ctrl-C stops the server (exit 0) after a streamed request it was serving."""
+    """Last: Ctrl-C stops the server (exit 0) after a streamed request it was serving; its
+    output has the startup summary and a line for each request (a 404 among them)."""
     proc, url = server
     client = _client(url)
+    with pytest.raises(openai.NotFoundError):
+        client.completions.create(model="other", prompt=[3], max_tokens=2)
     stream = client.completions.create(model="m", prompt=[3], max_tokens=30, stream=True)
     first = next(iter(stream))
     proc.send_signal(signal.SIGINT)
     rest = list(stream)  # the request in flight is drained, not cut
     assert len(rest) + 1 == 30 and first.choices[0].text
     assert proc.wait(60) == 0
-    assert "stopped" in proc.stdout.read()
+    out = proc.stdout.read()
+    assert "stopped" in out
+    # the startup summary (after the URL and end-ids lines), and a log line per request
+    assert ("model hlopipe-tiny-gpt: 2 stages, 2 groups of 2, cache 48 positions, prefill 8 "
+            "tokens (other lengths padded), step returns logits, sampled") in out  # fmt: skip
+    assert re.search(
+        r"cmpl-\w+ /v1/completions 200 model=m prompt_tokens=1 "
+        r"completion_tokens=30 finish=length ttft_ms=[\d.]+ ",
+        out,
+    ), out[-2000:]
+    assert re.search(r"/v1/completions 404 the model 'other' does not exist", out)
 
 
 def test_prompts_of_any_length_through_prefills_of_two_lengths_equal_the_unsplit_program():
