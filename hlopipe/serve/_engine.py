@@ -279,6 +279,15 @@ class Engine:
             self._leader.send(op)
         return self._apply(op)
 
+    def _do_all(self, ops: list[Op]) -> list[Any]:
+        """Make session calls in order, sent to the other processes first in one broadcast
+        (a turn's: none depends on another's result)."""
+        if self._leader is not None:
+            for op in ops:
+                self._leader.queue(op)
+            self._leader.flush()
+        return [self._apply(op) for op in ops]
+
     def _apply(self, op: Op) -> Any:
         if op.kind is OpKind.START:
             first, *sampling = op.values
@@ -442,12 +451,13 @@ class Engine:
             t0 = time.perf_counter()
             made = np.zeros_like(self._tokens)
             live = [g for g, row in enumerate(self._lanes) if any(x is not None for x in row)]
+            ops = []  # the turn's calls, one broadcast in a job of several processes
             for g in live:  # every group's step issued before any is read: they overlap
                 tokens, positions = self._tokens[g : g + 1], self._positions[g : g + 1]
-                self._do(Op(OpKind.FEED, g, (tokens.copy(), positions.copy())))
-                self._do(Op(OpKind.STEP, g))
-            for g in live:
-                made[g] = self._do(Op(OpKind.READ, g))[0, :, 0]
+                ops += [Op(OpKind.FEED, g, (tokens.copy(), positions.copy())), Op(OpKind.STEP, g)]
+            ops += [Op(OpKind.READ, g) for g in live]
+            for g, got in zip(live, self._do_all(ops)[-len(live) :], strict=True):
+                made[g] = got[0, :, 0]
                 self.group_steps += 1
             self._advance(made)
             self.busy_s += time.perf_counter() - t0
