@@ -5,7 +5,8 @@ the unit), and the same program driven in a plain loop (`Session.generate` of th
 of groups, one process, no HTTP).
 
 Run: ``python benchmarks/serve.py [--clients 1,4,8] [--requests 8] [--tokens 24]
-[--groups 4] [--form slots|tokens] [--prompt-len 8]``. Each client sends ``--requests``
+[--groups 4] [--form slots|tokens] [--prompt-len 8]``, or ``--ttft`` for the time to first
+token by prompt length (below). Each client sends ``--requests``
 requests one after the other, prompts of 3 to 12 random ids (or of ``--prompt-len``: 8 is the
 built-in prefill's length, so every prompt goes through the prefill into its slot's row),
 ``max_tokens`` ``--tokens``, greedy, streamed. Rows: throughput (generated tokens over the
@@ -13,6 +14,16 @@ wall time of the whole load), time to first token and inter-token latency p50/p9
 clients see them, and the server's own time per token (the engine's busy seconds from
 ``/metrics`` over the tokens it made). The plain loop row: tokens/s of
 ``Session.generate(tokens)`` from a token for ``--groups`` groups (compilation excluded).
+
+``--ttft``: the tiny GPT with a cache of 256 positions (d_model 128, 4 layers, 2 stages) and
+its prefill exported at 16 tokens (``--buckets 16,64,256``: at each of those lengths), served
+in this process (the engine and app over HTTP on loopback, one group of 2 slots), one
+client: the time to first token (streamed, the median of ``--repeats`` requests, greedy,
+``max_tokens`` 1) by prompt length, with the server as it is (a prompt right-padded through
+the shortest prefill holding it, a longer one's first tokens through the longest) and with
+its padding turned off (only prompts of a prefill's length through it, every other read a
+token a step: the server before), beside the unsplit prefill exported at that very length
+run alone (jitted, one device, no HTTP): what "prefill speed" means for that prompt.
 """
 
 from __future__ import annotations
@@ -48,7 +59,8 @@ def _start(groups: int, form: str) -> tuple[subprocess.Popen, str]:
     cmd = [sys.executable, "-m", "hlopipe", "serve", "--port", "0", "--groups", str(groups)]
     if form == "tokens":
         cmd = [sys.executable, "-c", _SERVE_TOKENS, str(groups)]
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True, env=env)
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+                            env=env)  # fmt: skip
     assert proc.stdout is not None
     line = proc.stdout.readline()
     if not line.startswith("serving "):
@@ -72,6 +84,7 @@ def _load(
     from openai import OpenAI
 
     client = OpenAI(base_url=url, api_key="none", max_retries=0, timeout=600)
+    model = client.models.list().data[0].id
     ttft: list[float] = []
     itl: list[float] = []
     made = [0]
@@ -85,7 +98,7 @@ def _load(
             t0 = last = time.perf_counter()
             first, gaps, n = None, [], 0
             for _chunk in client.completions.create(
-                model="m", prompt=prompt, max_tokens=tokens, temperature=0, stream=True
+                model=model, prompt=prompt, max_tokens=tokens, temperature=0, stream=True
             ):
                 now = time.perf_counter()
                 if first is None:
@@ -134,6 +147,117 @@ def _plain_loop(groups: int, tokens: int, form: str) -> float:
     return groups * gen.batch * tokens / float(np.median(times))
 
 
+TTFT_LENGTHS = (1, 8, 15, 16, 17, 32, 64, 128, 200)
+
+
+def _ttft_table(repeats: int, buckets: tuple[int, ...]) -> None:
+    """The time to first token by prompt length (see the module's docstring)."""
+    import contextlib
+    import socket
+
+    import jax
+
+    jax.config.update("jax_num_cpu_devices", 8)
+    import jax.numpy as jnp
+    import uvicorn
+    from openai import OpenAI
+
+    from hlopipe.generate import Generator
+    from hlopipe.io import load
+    from hlopipe.marker import stage_boundary
+    from hlopipe.models import gpt_decode as gd
+    from hlopipe.serve import Engine, Model, make_app
+
+    cfg = gd.DecodeConfig(max_len=256, d_model=128, d_ff=256)
+    params = gd.init(jax.random.key(0), cfg)
+    b = 2
+    step = jax.jit(gd.decode_slots_fn(cfg, stage_boundary, cuts=(2,)), donate_argnums=1)
+    zeros = jnp.zeros(b, jnp.int32)
+    decode = jax.export.export(step)(params, gd.empty_cache(b, cfg), zeros, zeros)
+    pre = jax.jit(gd.prefill_fn(cfg, stage_boundary, cuts=(2,), logits=True))
+    prefills = [load(jax.export.export(pre)(params, jnp.zeros((b, P), jnp.int32)).serialize())
+                for P in buckets]  # fmt: skip
+    gen = Generator(load(decode.serialize()), params, prefill=prefills, num_stages=2, groups=1,
+                    max_len=cfg.max_len)  # fmt: skip
+    engine = Engine(gen)
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    server = uvicorn.Server(uvicorn.Config(make_app(Model("m", engine)), log_level="warning"))
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    engine.start()
+    engine.ready.wait()
+    while not server.started:
+        time.sleep(0.05)
+    client = OpenAI(base_url=f"http://127.0.0.1:{sock.getsockname()[1]}/v1", api_key="none",
+                    max_retries=0, timeout=600)  # fmt: skip
+    rng = np.random.default_rng(0)
+
+    def ttft(length: int) -> float:
+        times = []
+        for _ in range(repeats):
+            prompt = rng.integers(0, cfg.vocab, length).tolist()
+            t0 = time.perf_counter()
+            stream = client.completions.create(model="m", prompt=prompt, max_tokens=1,
+                                               temperature=0, stream=True)  # fmt: skip
+            next(iter(stream))
+            times.append(time.perf_counter() - t0)
+            with contextlib.suppress(StopIteration):
+                list(stream)
+        return float(np.median(times))
+
+    plain_step = jax.jit(gd.decode_slots_fn(cfg))
+
+    def equal(length: int, n: int = 4) -> bool:
+        """A greedy answer against the unsplit decode step fed the whole prompt a token a
+        step (one device, no prefill)."""
+        prompt = rng.integers(0, cfg.vocab, length).tolist()
+        got = client.completions.create(model="m", prompt=prompt, max_tokens=n, temperature=0)
+        cache, out = gd.empty_cache(1, cfg), []
+        for pos in range(length + n - 1):
+            feed = prompt[pos] if pos < length else out[-1]
+            logits, cache = plain_step(params, cache, jnp.asarray([feed], jnp.int32),
+                                       jnp.asarray([pos], jnp.int32))  # fmt: skip
+            if pos >= length - 1:
+                out.append(int(jnp.argmax(logits[0])))
+        return got.choices[0].model_dump()["token_ids"] == out
+
+    def alone(length: int) -> float:
+        fn = jax.jit(gd.prefill_fn(cfg, logits=True))
+        prompt = jnp.asarray(rng.integers(0, cfg.vocab, (1, length)), jnp.int32)
+        jax.block_until_ready(fn(params, prompt))
+        times = []
+        for _ in range(repeats):
+            t0 = time.perf_counter()
+            jax.block_until_ready(fn(params, prompt))
+            times.append(time.perf_counter() - t0)
+        return float(np.median(times))
+
+    print(f"time to first token by prompt length: tiny GPT (d_model 128, 4 layers, cache 256), "
+          f"2 stages, prefills of {', '.join(map(str, buckets))} tokens, one group of 2 slots, "
+          f"one client, median of "
+          f"{repeats}; padding agreed at warm-up: {engine.pads}")  # fmt: skip
+    print("| prompt tokens | TTFT ms (padded / prefix prefilled) | TTFT ms (a token a step "
+          "unless a prefill's length) | ratio | unsplit prefill of that length alone ms | "
+          "TTFT / alone | 4 greedy tokens equal the decode step fed the prompt |")  # fmt: skip
+    print("| ---: | ---: | ---: | ---: | ---: | ---: | :---: |")
+    ttft(3)  # warm the client and the server's paths
+    try:
+        for length in TTFT_LENGTHS:
+            engine.pads = True
+            now = ttft(length)
+            engine.pads = False
+            before = ttft(length)
+            engine.pads = True
+            base = alone(length)
+            print(f"| {length} | {now * 1e3:.1f} | {before * 1e3:.1f} | {before / now:.1f}x | "
+                  f"{base * 1e3:.2f} | {now / base:.1f}x | {equal(length)} |")  # fmt: skip
+    finally:
+        engine.stop(60)
+        server.should_exit = True
+        thread.join(10)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--clients", default="1,4,8")
@@ -143,7 +267,14 @@ def main() -> None:
     ap.add_argument("--form", choices=("slots", "tokens"), default="slots")
     ap.add_argument("--prompt-len", type=int, default=None, help="every prompt this long "
                     "(default: 3 to 12 tokens)")  # fmt: skip
+    ap.add_argument("--ttft", action="store_true", help="the time to first token by prompt "
+                    "length instead (a 16-token prefill)")  # fmt: skip
+    ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--buckets", default="16", help="--ttft: the prefills' prompt lengths")
     args = ap.parse_args()
+    if args.ttft:
+        _ttft_table(args.repeats, tuple(int(x) for x in args.buckets.split(",")))
+        return
     proc, url = _start(args.groups, args.form)
     how = {"slots": "of 2", "tokens": "of 1"}
     served = {"slots": "a slot per sequence", "tokens": "tokens returned, with a prefill"}

@@ -22,9 +22,10 @@ def _add_serve(p: argparse.ArgumentParser) -> None:
     p.add_argument("file", nargs="?", help="the decode step: (params, state, tokens, "
                    "position) -> (next_tokens, state), state donated, or a folder of "
                    "hlopipe.torch.export_generation (default: the built-in tiny GPT)")  # fmt: skip
-    p.add_argument(
-        "--prefill", help="the prefill: (params, prompt) -> (next_tokens or logits, state)"
-    )
+    p.add_argument("--prefill", action="append", metavar="FILE", help="the prefill: (params, "
+                   "prompt) -> (next_tokens or logits, state); repeat it for the same model "
+                   "exported at other prompt lengths (buckets: a prompt goes through the "
+                   "shortest that holds it, right-padded)")  # fmt: skip
     p.add_argument(
         "--params",
         help=".npz of the parameters in order, or a checkpoint folder "
@@ -48,6 +49,9 @@ def _add_serve(p: argparse.ArgumentParser) -> None:
     p.add_argument("--host", default="127.0.0.1", help="where to listen (default loopback)")
     p.add_argument("--port", type=int, default=8000, help="0 picks a free port (default 8000)")
     p.add_argument("--seed", type=int, default=0, help="seed of the random parameters")
+    p.add_argument("--served-model-name", metavar="NAME", action="append", help="a name "
+                   "requests may give as model (repeat for more; the first is answered with; "
+                   "default: the decode file's name); any other name is a 404")  # fmt: skip
     p.add_argument("--cpu-devices", type=int, help=f"CPU devices (default {CPU_DEVICES})")
     add_stage_mesh_flags(p)
 
@@ -56,7 +60,7 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     """serve a decode step over HTTP with the OpenAI completions and chat completions API"""
 
     try:
-        from hlopipe.serve import serve
+        from hlopipe.serve import build_server
     except ImportError as e:
         raise RuntimeConfigError(
             f"hlopipe serve needs the serve extra ({e.name} is missing): "
@@ -64,6 +68,7 @@ def _cmd_serve(args: argparse.Namespace) -> int:
         ) from e
 
     eos = _eos_ids(args.eos_token_id)
+    _log_requests()
     mesh_shape, mesh_axes = stage_mesh(args)
     rules = param_rules(args, mesh_shape, mesh_axes)
     join_job_or_ask_cpu_devices(args.cpu_devices)
@@ -76,22 +81,65 @@ def _cmd_serve(args: argparse.Namespace) -> int:
                 f"--prefill given with the folder {args.file}, which holds its own prefill"
             )
         folder = read_export_folder(args.file)
-        decode, prefill = load(folder.decode, None), load(folder.prefill, None)
+        decode, prefills = load(folder.decode, None), [load(folder.prefill, None)]
         params, tokenizer = params or folder.params, tokenizer or folder.tokenizer
         max_len = max_len or folder.max_len
         if eos is None and folder.eos_token_ids:
             eos = folder.eos_token_ids
     else:
         decode = load(args.file, None) if args.file else None
-        prefill = load(args.prefill, None) if args.prefill else None
-    with x64_for(decode, prefill):  # PyTorch's int64 tokens: 64-bit mode for this run
-        return serve(decode, prefill=prefill, params_path=params,
+        prefills = [load(f, None) for f in args.prefill or ()]
+    prefill = prefills[0] if len(prefills) == 1 else prefills or None
+    with x64_for(decode, *prefills):  # PyTorch's int64 tokens: 64-bit mode for this run
+        server = build_server(decode, prefill=prefill, params_path=params,
                      tokenizer_path=tokenizer, chat_template_path=args.chat_template,
                      eos_token_ids=eos,
                      stages=args.stages, groups=args.groups,
                      max_len=max_len, host=args.host, port=args.port,
                      seed=args.seed, stage_mesh_shape=mesh_shape,
-                     stage_mesh_axes=mesh_axes, param_rules=rules)  # fmt: skip
+                     stage_mesh_axes=mesh_axes, param_rules=rules,
+                     served_model_names=args.served_model_name or ())  # fmt: skip
+        if server.follower is not None:
+            _ignore_stop_signals()
+        else:
+            _sigterm_as_ctrl_c()
+        return server.run()
+
+
+def _sigterm_as_ctrl_c() -> None:
+    """uvicorn stops serving on SIGTERM as on Ctrl-C, then raises the signal again with the
+    handler it found: SIGTERM's default would end the process before the requests in flight
+    drain (and, in a job of several processes, before the others are told to stop)."""
+    import signal
+    import threading
+
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, signal.default_int_handler)
+
+
+def _ignore_stop_signals() -> None:
+    """A follower leaves stopping to process 0, which drains its requests and then stops
+    every process (a Ctrl-C reaching the whole job would otherwise end a follower while
+    process 0 still drains)."""
+    import signal
+    import threading
+
+    if threading.current_thread() is threading.main_thread():
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(sig, signal.SIG_IGN)
+
+
+def _log_requests() -> None:
+    """A line per request on stderr (the library logs to ``hlopipe.serve``; the command
+    decides where it goes)."""
+    import logging
+    import sys
+
+    log = logging.getLogger("hlopipe.serve")
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(asctime)s %(message)s"))
+    log.addHandler(handler)
+    log.setLevel(logging.INFO)
 
 
 def _eos_ids(given: list[str] | None) -> tuple[int, ...] | None:
@@ -127,4 +175,5 @@ COMMAND = Command(
     stage_mesh_shape="--stage-mesh",
     stage_mesh_axes="--stage-mesh-axes",
     param_rules="--param-spec",
+    served_model_names="--served-model-name",
 )

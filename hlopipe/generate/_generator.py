@@ -105,7 +105,10 @@ class Generator:
         taken): the first token is sampled from them as the decode step's are (or a prefill
         returning the token, fed back as it is). With a position per sequence it may also
         start some rows of a group alone (``Session.prefill_rows``), its cache laid out as the
-        step's (each cache's sequence axis told by the prefill's data flow).
+        step's (each cache's sequence axis told by the prefill's data flow). A sequence of
+        prefills of distinct prompt lengths (the same model exported at several lengths:
+        buckets) is split alike; a prompt goes through the one of its length
+        (:meth:`prefill_for`), ``prefill`` is then the first given.
       prefill_params: the prefill's own arguments, every one but the prompt in its order
         (or all, ``None`` at the prompt), for a prefill whose parameters cannot be matched to
         the decode step's; default: the decode step's ``params``, matched in order, else by
@@ -158,6 +161,7 @@ class Generator:
         self.groups = groups
         self.stacked: StackedSplit | None = None
         self._layout_notes: list[str] = []  # state that looks stacked but is kept whole
+        programs = [] if prefill is None else list(_as_programs(prefill))
         try:
             self.split: StatefulSplit = split_stateful(
                 decode, roles, num_stages=num_stages, what=self.source
@@ -177,8 +181,7 @@ class Generator:
             self.split, self.roles = self.stacked.split, self.stacked.roles
             roles = self.roles
             self._check_roles(roles)
-            if prefill is not None:
-                prefill = _sliced_prefill(prefill, self.stacked, self.token.index)
+            programs = [_sliced_prefill(p, self.stacked, self.token.index) for p in programs]
         if max_len is not None and (not isinstance(max_len, int) or max_len < 1):
             raise RuntimeConfigError(
                 Keyword("max_len", max_len), " must be a positive integer (the cache length)"
@@ -191,7 +194,7 @@ class Generator:
         self.plans = plan_stages(self.split.staged, kinds, slots, self.split.state_sent)
         mesh = (stage_mesh_shape, stage_mesh_axes, param_specs)
         self._place(decode, params, devices, *mesh)
-        if prefill_params is not None and prefill is None:
+        if prefill_params is not None and not programs:
             raise RuntimeConfigError(
                 Keyword("prefill_params"), " given without a prefill (", Keyword("prefill"), ")"
             )
@@ -199,8 +202,30 @@ class Generator:
         # the program whose arguments the roles index: a prefill's are matched to it (a
         # stacked split's roles are its sliced program's: the prefill matched in order only)
         match_with = decode if self.stacked is None else None
-        self.prefill = (
-            None if prefill is None else _Prefill(prefill, self, S, prefill_params, match_with)
+        self.prefills: tuple[_Prefill, ...] = tuple(
+            _Prefill(p, self, S, prefill_params, match_with) for p in programs
+        )
+        self.prefill = self.prefills[0] if self.prefills else None
+        lengths = [int(p.prompt_aval.shape[-1]) for p in self.prefills]
+        if len(set(lengths)) < len(lengths):
+            raise RuntimeConfigError(
+                Keyword("prefill"), f": the prefills' prompt lengths {lengths} repeat; give one "
+                "program a length"
+            )  # fmt: skip
+
+    def prefill_for(self, length: int) -> _Prefill:
+        """The prefill whose prompt has ``length`` tokens.
+
+        Raises:
+          RuntimeConfigError: no prefill, or none of that length (the lengths named)."""
+        for p in self.prefills:
+            if int(p.prompt_aval.shape[-1]) == length:
+                return p
+        if not self.prefills:
+            raise RuntimeConfigError("prompts need a prefill program (prefill=...)")
+        lengths = ", ".join(str(int(p.prompt_aval.shape[-1])) for p in self.prefills)
+        raise RuntimeConfigError(
+            f"a prompt of {length} tokens: the prefills take prompts of {lengths} tokens"
         )
 
     def _place(
@@ -532,6 +557,13 @@ _KIND = {
     Use.FEEDBACK: InputKind.FEEDBACK,
     Use.INPUT: InputKind.INPUT,
 }
+
+
+def _as_programs(prefill: Any) -> tuple[Any, ...]:
+    """``prefill``: one program, or a sequence of them (buckets)."""
+    if isinstance(prefill, list | tuple):
+        return tuple(prefill)
+    return (prefill,)
 
 
 def _sliced_prefill(program: Any, stacked: StackedSplit, token_arg: int) -> Any:

@@ -16,7 +16,7 @@ import time
 from collections.abc import Generator as Gen
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import jax
 import numpy as np
@@ -86,7 +86,7 @@ class Session:
             if gen.prefill is None:
                 raise RuntimeConfigError("prompts need a prefill program (prefill=...)")
             prompts = _check_shape(prompts, (G, b), "prompts", "[groups, batch, length]", 3)
-            prompts = prompts.astype(gen.prefill.prompt_aval.dtype)
+            prompts = prompts.astype(gen.prefill_for(prompts.shape[2]).prompt_aval.dtype)
             self.position = int(prompts.shape[2])
             self._check_position(self.position)
             self._run_prefill(prompts)  # dispatched, not waited for: decoding overlaps it
@@ -261,8 +261,7 @@ class Session:
         c.state += prog.bytes.state * times
 
     def _run_prefill(self, prompts: np.ndarray) -> None:
-        gen, pre = self.gen, self.gen.prefill
-        assert pre is not None
+        gen, pre = self.gen, self.gen.prefill_for(prompts.shape[2])
         prog = pre.program
         G = gen.groups
         order = decode_order(len(gen.plans), G, 1, prefill=True)
@@ -310,23 +309,27 @@ class Session:
           >>> tokens[0, 1], positions[0, 1] = first[0], prompts.shape[1]
           >>> session.feed(tokens, position=positions)                 # doctest: +SKIP
         """
-        gen, pre = self.gen, self.gen.prefill
-        if pre is None:
+        gen = self.gen
+        if gen.prefill is None:
             raise RuntimeConfigError("prefill_rows needs a prefill program (prefill=...)")
         if not gen.per_sequence:
             raise RuntimeConfigError(
                 f"prefill_rows: {gen.source} takes one position for a whole group; start a "
                 "session from prompts to prefill whole groups"
             )
-        pre.row_axes()  # refused here when a state's sequence axis cannot be told
-        b, L = gen.batch, int(pre.prompt_aval.shape[-1])
         arr = np.asarray(prompts)
         where = np.asarray(rows).reshape(-1)
-        if arr.ndim != 2 or arr.shape[1] != L or arr.dtype.kind not in "iu" or not len(arr):
+        lengths = sorted(int(p.prompt_aval.shape[-1]) for p in gen.prefills)
+        shaped = arr.ndim == 2 and arr.shape[1] in lengths and len(arr) > 0
+        if not shaped or arr.dtype.kind not in "iu":
+            form = " or ".join(f"[n, {n}]" for n in lengths)
             raise RuntimeConfigError(
-                f"prefill_rows: prompts must be integers shaped [n, {L}] (the prefill's length), "
+                f"prefill_rows: prompts must be integers shaped {form} (a prefill's length), "
                 f"got {arr.dtype}{list(arr.shape)}"
             )
+        pre = gen.prefill_for(arr.shape[1])
+        pre.row_axes()  # refused here when a state's sequence axis cannot be told
+        b, L = gen.batch, int(arr.shape[1])
         if (
             where.dtype.kind not in "iu"
             or len(where) != len(arr)
@@ -523,12 +526,22 @@ class Session:
     def _issue_steps(self, n: int, what: str) -> Issued:
         steps = self._begin(n, what)
         c = self.counters
-        before = (c.activations, c.feedback, c.state, c.host_s)
+        before = Counted(c.activations, c.feedback, c.state, c.host_s)
         t0 = time.perf_counter()
         rows, first = self._take_pending()
         if steps:
             rows += list(self._issue(steps))
-        return Issued(self, rows, first, steps, t0, before)
+        return Issued(self, IssuedSteps(rows, first, steps, t0, before))
+
+    def read_issued(self, issued: IssuedSteps) -> np.ndarray:
+        """The tokens of ``issued`` (what :meth:`issue` left on the devices), ``[groups, b,
+        n]``, on the host in one batched copy, the time to first token waited for and
+        ``metrics`` set (:meth:`Issued.read` calls it once)."""
+        self._time_first(issued.first)
+        tokens = self._tokens(issued.rows)
+        wall = time.perf_counter() - issued.t0
+        self._metrics(tokens.size, issued.steps, wall, issued.before)
+        return tokens
 
     def stream(self, n: int) -> Iterator[np.ndarray]:
         """The next ``n`` tokens of every sequence one step at a time, ``[groups, b]`` each,
@@ -548,7 +561,7 @@ class Session:
 
     def _stream(self, steps: int) -> Iterator[np.ndarray]:
         c = self.counters
-        before = (c.activations, c.feedback, c.state, c.host_s)
+        before = Counted(c.activations, c.feedback, c.state, c.host_s)
         t0 = time.perf_counter()
         ahead, first = self._take_pending()
         issue = self._issue(steps)
@@ -571,7 +584,7 @@ class Session:
         self._metrics(count + last.size, steps, time.perf_counter() - t0, before)
         yield last
 
-    def _metrics(self, tokens: int, steps: int, wall: float, before: tuple) -> None:
+    def _metrics(self, tokens: int, steps: int, wall: float, before: Counted) -> None:
         c = self.counters
         actions = steps * self.gen.groups * len(self.gen.plans)
         self.metrics = GenerateMetrics(
@@ -579,11 +592,13 @@ class Session:
             tokens=int(tokens),
             tokens_per_s=tokens / wall if wall else float("inf"),
             inter_token_s=wall / steps if steps else 0.0,
-            host_per_action_s=(c.host_s - before[3]) / actions if actions else 0.0,
+            host_per_action_s=(c.host_s - before.host_s) / actions if actions else 0.0,
             # since start, the prefill's included
             bytes_sent=BytesSent(c.activations, c.feedback, c.state),
             decode_bytes_sent=BytesSent(
-                c.activations - before[0], c.feedback - before[1], c.state - before[2]
+                c.activations - before.activations,
+                c.feedback - before.feedback,
+                c.state - before.state,
             ),
             prefill_dispatch_s=self._prefill_dispatch_s,
             time_to_first_token_s=self._time_to_first_token_s,
@@ -658,36 +673,44 @@ class Session:
         }
 
 
+class Counted(NamedTuple):
+    """A session's counters when steps were issued (their metrics count from there)."""
+
+    activations: int
+    feedback: int
+    state: int
+    host_s: float
+
+
+class IssuedSteps(NamedTuple):
+    """Decode steps issued and not yet read: each step's tokens (each group's value, the
+    stage holding them), the prefill's token to wait on for the time to first token (or
+    ``None``), the steps issued (one fewer than the tokens after a prefill), when, and the
+    counters then."""
+
+    rows: list[tuple[list[Any], int]]
+    first: list[Any] | None
+    steps: int
+    t0: float
+    before: Counted
+
+
 class Issued:
     """The tokens of decode steps :meth:`Session.issue` issued, not yet read from the
     devices. :meth:`read` waits for them."""
 
-    def __init__(
-        self,
-        session: Session,
-        rows: list[tuple[list[Any], int]],
-        first: list[Any] | None,
-        steps: int,
-        t0: float,
-        before: tuple[int, int, int, float],
-    ) -> None:
+    def __init__(self, session: Session, issued: IssuedSteps) -> None:
         self.session = session
-        self.steps = steps  # decode steps issued (one fewer than the tokens after a prefill)
-        self._rows = rows  # each step's tokens (each group's value, the stage holding them)
-        self._first = first  # the prefill's token, waited on for the time to first token
-        self._t0, self._before = t0, before
-        self._result: np.ndarray | None = None
+        self.steps = issued.steps
+        self._issued: IssuedSteps | None = issued
+        self._result = np.empty(0, np.int32)  # set by the first read
 
     def read(self) -> np.ndarray:
         """The tokens, ``[groups, b, n]``, on the host (one batched copy; read once, the same
         array returned again after), and the session's ``metrics`` set."""
-        if self._result is None:
-            s = self.session
-            s._time_first(self._first)
-            self._result = s._tokens(self._rows)
-            wall = time.perf_counter() - self._t0
-            s._metrics(self._result.size, self.steps, wall, self._before)
-            self._rows, self._first = [], None  # the device values are no longer held
+        if self._issued is not None:
+            self._result = self.session.read_issued(self._issued)
+            self._issued = None  # the device values are no longer held
         return self._result
 
 

@@ -1,6 +1,7 @@
 """``hlopipe serve``: an OpenAI-compatible HTTP server over the pipelined generator.
 
-Public API: :func:`serve` (what the command runs), :class:`Engine` (continuous batching of
+Public API: :func:`build_server` and :class:`Server` (what the command builds and runs;
+:func:`serve` is both), :class:`Engine` (continuous batching of
 requests into groups), :func:`make_app` and :class:`Model` (the Starlette application). See
 ``docs/serving.md``. Needs the ``serve`` extra (``pip install 'hlopipe[serve]'``).
 """
@@ -8,6 +9,18 @@ requests into groups), :func:`make_app` and :class:`Model` (the Starlette applic
 from hlopipe.serve._app import Model, make_app
 from hlopipe.serve._builtin import builtin_model
 from hlopipe.serve._engine import Engine, Request, Sequence
-from hlopipe.serve._server import serve
+from hlopipe.serve._output import FinishReason
+from hlopipe.serve._server import Server, build_server, serve
 
-__all__ = ["Engine", "Model", "Request", "Sequence", "builtin_model", "make_app", "serve"]
+__all__ = [
+    "Engine",
+    "FinishReason",
+    "Model",
+    "Request",
+    "Sequence",
+    "Server",
+    "build_server",
+    "builtin_model",
+    "make_app",
+    "serve",
+]

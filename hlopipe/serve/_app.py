@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import json
+import logging
 import secrets
 import time
 import uuid
@@ -27,7 +28,10 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from hlopipe.serve._chat import ChatTemplate, TemplateFailed, TemplateRefused
-from hlopipe.serve._engine import Engine, Request, Sequence
+from hlopipe.serve._engine import Engine, Request, SamplingParams, Sequence
+from hlopipe.serve._output import FinishReason, Piece, SequenceOutput, detokenizer
+
+_log = logging.getLogger("hlopipe.serve")
 
 FINGERPRINT_GREEDY = "hlopipe-greedy"  # a token-returning decode step: greedy whatever is asked
 FINGERPRINT_SAMPLED = "hlopipe-sampled"  # a step returning logits: sampled as asked
@@ -46,9 +50,23 @@ _FIELDS = {  # the fields read, and the JSON types each may have
     "stream": (bool,),
     "ignore_eos": (bool,),  # vLLM's: generate through the end-of-sequence ids
     "stop_token_ids": (list,),  # vLLM's: more ids to stop at
+    "stream_options": (dict,),  # {"include_usage": bool}: a last chunk with the usage
+    "user": (str,),  # logged with the request
 }
-_IGNORED = {"user", "logprobs", "presence_penalty", "frequency_penalty", "logit_bias",
-            "stream_options"}  # fmt: skip
+# OpenAI's (and vLLM's) fields this server does not implement: a 400 naming the field unless
+# the value is the one that changes nothing (never silently ignored)
+_NOT_IMPLEMENTED: dict[str, tuple[Any, ...]] = {
+    "logprobs": (None, False),
+    "top_logprobs": (None, 0),
+    "presence_penalty": (None, 0),
+    "frequency_penalty": (None, 0),
+    "repetition_penalty": (None, 1),
+    "logit_bias": (None, {}),
+    "echo": (None, False),
+    "best_of": (None, 1),
+    "suffix": (None, ""),
+    "min_tokens": (None, 0),
+}
 _ROLES = ("system", "user", "assistant")
 
 
@@ -66,10 +84,8 @@ class Endpoint(Enum):
         return frozenset(_FIELDS) - {"prompt"}
 
     @property
-    def ignored(self) -> frozenset[str]:
-        if self is Endpoint.COMPLETIONS:
-            return frozenset(_IGNORED | {"echo", "best_of", "suffix"})
-        return frozenset(_IGNORED | {"top_logprobs"})
+    def path(self) -> str:
+        return "/v1/completions" if self is Endpoint.COMPLETIONS else "/v1/chat/completions"
 
     @property
     def chunk_object(self) -> str:
@@ -81,11 +97,13 @@ class Endpoint(Enum):
 
 
 class BadRequest(Exception):
-    """What the client got wrong: a 400 naming the field."""
+    """What the client got wrong: a 400 naming the field (``status`` 404: a model not
+    served)."""
 
-    def __init__(self, message: str, param: str | None = None) -> None:
+    def __init__(self, message: str, param: str | None = None, status: int = 400) -> None:
         super().__init__(message)
         self.param = param
+        self.status = status
 
 
 @dataclass(frozen=True)
@@ -93,7 +111,9 @@ class Model:
     """What is served: its id, the engine, and the text side (a ``tokenizers.Tokenizer`` or
     ``None``: prompts are token ids and text is the ids joined by spaces; the tokenizer's chat
     template, without which chat completions are refused; the end-of-sequence ids every
-    sequence stops at unless its request says ``ignore_eos``)."""
+    sequence stops at unless its request says ``ignore_eos``). ``id`` and ``aliases`` are the
+    names it is served under (``--served-model-name``): a request naming another model is a
+    404; one naming none gets ``id``."""
 
     id: str
     engine: Engine
@@ -101,11 +121,17 @@ class Model:
     vocab: int | None = None
     chat_template: ChatTemplate | None = None
     eos_ids: frozenset[int] = frozenset()
+    aliases: tuple[str, ...] = ()
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return (self.id, *self.aliases)
 
 
 def _error(message: str, status: int = 400, param: str | None = None) -> JSONResponse:
-    kind = "invalid_request_error" if status == 400 else "server_error"
-    body = {"error": {"message": message, "type": kind, "param": param, "code": None}}
+    kind = "invalid_request_error" if status in (400, 404) else "server_error"
+    code = "model_not_found" if status == 404 else None
+    body = {"error": {"message": message, "type": kind, "param": param, "code": code}}
     return JSONResponse(body, status_code=status)
 
 
@@ -136,8 +162,14 @@ class _Metrics:
         stage_busy = Gauge("hlopipe_stage_busy_fraction", "each stage's busy fraction since "
                            "ready: its step timed alone x the group steps run / wall time",
                            ["stage"], registry=reg)  # fmt: skip
-        for s in range(len(getattr(model.engine.gen, "plans", ()))):
+        group_steps = Gauge("hlopipe_group_steps", "group decode steps run since ready (each "
+                            "busy group's step of each turn)", registry=reg)  # fmt: skip
+        group_steps.set_function(lambda: model.engine.group_steps)
+        step_s = Gauge("hlopipe_stage_step_seconds", "each stage's decode step timed alone once "
+                       "warm", ["stage"], registry=reg)  # fmt: skip
+        for s in range(len(model.engine.gen.plans)):
             stage_busy.labels(str(s)).set_function(functools.partial(model.engine.stage_busy, s))
+            step_s.labels(str(s)).set_function(functools.partial(model.engine.stage_step, s))
 
 
 def make_app(model: Model) -> Starlette:
@@ -153,8 +185,9 @@ def make_app(model: Model) -> Starlette:
         return JSONResponse({"status": "ok"})
 
     async def models(_: HttpRequest) -> Response:
-        card = {"id": model.id, "object": "model", "created": 0, "owned_by": "hlopipe"}
-        return JSONResponse({"object": "list", "data": [card]})
+        cards = [{"id": name, "object": "model", "created": 0, "owned_by": "hlopipe"}
+                 for name in model.names]  # fmt: skip
+        return JSONResponse({"object": "list", "data": cards})
 
     async def prometheus(_: HttpRequest) -> Response:
         return Response(generate_latest(metrics.registry), media_type="text/plain; version=0.0.4")
@@ -165,8 +198,9 @@ def make_app(model: Model) -> Starlette:
             body = await _json(http)
             prompts, opts = _parse(body, model, endpoint)
         except BadRequest as e:
-            metrics.requests.labels("400").inc()
-            return _error(str(e), 400, e.param)
+            metrics.requests.labels(str(e.status)).inc()
+            _log.info("%s %d %s", endpoint.path, e.status, e)
+            return _error(str(e), e.status, e.param)
         if not model.engine.ready.is_set():
             return _error("the server is compiling its stages; retry when /health answers 200", 503)
         metrics.requests.labels("200").inc()
@@ -179,11 +213,16 @@ def make_app(model: Model) -> Starlette:
         if opts["stream"]:
             return StreamingResponse(call.events(), media_type="text/event-stream", headers=headers)
         try:
-            await call.finished()
+            gone = await _until_finished_or_gone(call.finished(), http)
         finally:
             call.cancel()  # a client gone mid-request frees its slot; a no-op once finished
+        if gone:  # nobody to answer
+            call.log(499)
+            return Response(status_code=499)
         if model.engine.error is not None:
+            call.log(500)
             return _error(f"the engine stopped: {model.engine.error!r}", 500)
+        call.log(200)
         return JSONResponse(call.body(), headers=headers)
 
     async def completions(http: HttpRequest) -> Response:
@@ -201,6 +240,31 @@ def make_app(model: Model) -> Starlette:
             Route("/v1/chat/completions", chat, methods=["POST"]),
         ]
     )
+
+
+async def _until_finished_or_gone(finished: Any, http: HttpRequest) -> bool:
+    """Await ``finished`` (a request's answer) while watching its connection; returns whether
+    the client went away first (then ``finished`` is cancelled). The body is read, so the
+    next ASGI message is the disconnect (uvicorn sends it when the connection closes)."""
+    work = asyncio.ensure_future(finished)
+    watch = asyncio.ensure_future(_disconnected(http))
+    try:
+        await asyncio.wait({work, watch}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for task in (work, watch):
+            if not task.done():
+                task.cancel()
+    if work.done() and not work.cancelled():
+        work.result()  # a bug in the answer surfaces here
+        return False
+    return True
+
+
+async def _disconnected(http: HttpRequest) -> None:
+    while True:
+        message = await http.receive()
+        if message["type"] == "http.disconnect":
+            return
 
 
 async def _json(http: HttpRequest) -> dict[str, Any]:
@@ -228,8 +292,16 @@ def _parse(
             ):
                 want = " or ".join(k.__name__ for k in kinds)
                 raise BadRequest(f"{key} must be {want}, got {type(value).__name__}", key)
-        elif key not in endpoint.ignored:
+        elif key in _NOT_IMPLEMENTED:
+            if not any(value == v and type(value) is type(v) for v in _NOT_IMPLEMENTED[key]):
+                raise BadRequest(_not_implemented(key, model), key)
+        else:
             raise BadRequest(f"unknown field {key!r}", key)
+    asked = body.get("model")
+    if asked is not None and asked not in model.names:
+        served = ", ".join(repr(n) for n in model.names)
+        raise BadRequest(f"the model {asked!r} does not exist: this server serves {served}",
+                         "model", status=404)  # fmt: skip
     length_field = "max_tokens"
     if endpoint is Endpoint.CHAT and body.get("max_completion_tokens") is not None:
         length_field = "max_completion_tokens"  # OpenAI's newer name wins, as vLLM's does
@@ -244,6 +316,9 @@ def _parse(
         "seed": body.get("seed"),
         "top_k": _get(body, "top_k", 0),
         "stop_ids": _stop_ids(body, model),
+        "model": asked if asked is not None else model.id,
+        "user": body.get("user"),
+        "include_usage": _include_usage(body),
     }
     if isinstance(opts["stop"], str):
         opts["stop"] = [opts["stop"]]
@@ -279,6 +354,27 @@ def _parse(
                 length_field if len(p) <= limit else where,
             )
     return prompts, opts
+
+
+def _not_implemented(key: str, model: Model) -> str:
+    if key in ("logprobs", "top_logprobs") and not model.engine.samples:
+        return (f"{key} needs a decode step that returns logits; this server's step returns "
+                "tokens (its own argmax), so there are no probabilities to give")  # fmt: skip
+    return f"{key} is not implemented by this server; leave it out"
+
+
+def _include_usage(body: dict[str, Any]) -> bool:
+    """``stream_options``: ``{"include_usage": bool}``, with ``stream: true`` only."""
+    options = body.get("stream_options")
+    if options is None:
+        return False
+    if not body.get("stream"):
+        raise BadRequest("stream_options is only allowed with stream: true", "stream_options")
+    extra = sorted(set(options) - {"include_usage"})
+    if extra or not isinstance(options.get("include_usage", False), bool):
+        raise BadRequest("stream_options must be {\"include_usage\": true or false}",
+                         "stream_options")  # fmt: skip
+    return bool(options.get("include_usage", False))
 
 
 _NO_TOKENIZER = (
@@ -411,15 +507,10 @@ def _checked(ids: list[int], model: Model, where: str = "prompt") -> list[int]:
     return ids
 
 
-def _text(model: Model, ids: list[int]) -> str:
-    if model.tokenizer is not None:
-        return str(model.tokenizer.decode(ids))
-    return "".join(f" {x}" for x in ids)
-
-
 class _Call:
-    """One completion request in flight: the engine's tokens handed to the event loop, and
-    answered as ``endpoint`` answers."""
+    """One completion request in flight: the engine's tokens handed to the event loop, turned
+    into text there by each sequence's output processor (``serve._output``), and answered as
+    ``endpoint`` answers."""
 
     def __init__(
         self,
@@ -435,20 +526,23 @@ class _Call:
         self.id = f"{endpoint.id_prefix}-{uuid.uuid4().hex}"
         self.created = int(time.time())
         self.loop = asyncio.get_running_loop()
-        self.events_q: asyncio.Queue[tuple[int, int | None, str | None]] = asyncio.Queue()
+        self.events_q: asyncio.Queue[tuple[int, int | None, FinishReason | None]] = asyncio.Queue()
         seed = opts["seed"] if opts["seed"] is not None else secrets.randbits(32)
-        how = (opts["temperature"], opts["top_p"], opts["top_k"])
-        seqs = [Sequence(p, opts["max_tokens"], opts["stop_ids"], (_seed_of(seed, k), *how))
-                for p in prompts for k in range(opts["n"])]  # fmt: skip
-        stops = opts["stop"]
+        seqs = [
+            Sequence(p, opts["max_tokens"], opts["stop_ids"],
+                     SamplingParams(_seed_of(seed, k), opts["temperature"], opts["top_p"],
+                                    opts["top_k"]))
+            for p in prompts for k in range(opts["n"])
+        ]  # fmt: skip
+        self.outputs = [
+            SequenceOutput(detokenizer(model.tokenizer), tuple(opts["stop"]), opts["stop_ids"])
+            for _ in seqs
+        ]
         self.request = Request(
-            seqs,
-            lambda *event: self.loop.call_soon_threadsafe(self.events_q.put_nowait, event),
-            stop_check=(lambda i, toks: any(s in _text(model, toks) for s in stops))
-            if stops
-            else None,
+            seqs, lambda *event: self.loop.call_soon_threadsafe(self.events_q.put_nowait, event)
         )
         self.t0 = time.perf_counter()
+        self.first: float | None = None
         self.last: float | None = None
 
     def submit(self) -> None:
@@ -460,43 +554,62 @@ class _Call:
     def _timed(self) -> None:
         now = time.perf_counter()
         if self.last is None:
+            self.first = now
             self.metrics.ttft.observe(now - self.t0)
         else:
             self.metrics.itl.observe(now - self.last)
         self.last = now
         self.metrics.generated.inc()
 
-    async def finished(self) -> None:
-        while True:
-            i, _, _ = await self.events_q.get()
-            if i < 0:
+    async def _pieces(self) -> AsyncIterator[tuple[int, int, Piece]]:
+        """Each token's piece of text (sequence index, token, piece) until every sequence has
+        ended here or the engine is done with the request (finished, or stopped on an
+        error). A sequence its output ended (a stop string) is cancelled in the engine."""
+        while not all(out.finish is not None for out in self.outputs):
+            i, tok, finish = await self.events_q.get()
+            if i < 0 or tok is None:
                 return
+            piece = self.outputs[i].push(tok, finish)
+            if piece is None:  # made after its stop string: dropped
+                continue
             self._timed()
+            if piece.finish is not None and finish is None:  # ended here, not in the engine
+                self.request.seqs[i].cancelled = True
+            yield i, tok, piece
 
-    def _choice_text(self, tokens: list[int]) -> str:
-        if tokens and tokens[-1] in self.opts["stop_ids"]:  # a stop id ends it, unshown
-            tokens = tokens[:-1]
-        text = _text(self.model, tokens)
-        for s in self.opts["stop"]:  # OpenAI's text ends before the stop string
-            if s in text:
-                text = text[: text.index(s)]
-        return text
+    async def finished(self) -> None:
+        async for _ in self._pieces():
+            pass
+
+    def log(self, status: int) -> None:
+        """One line for the request: what was asked and what came of it."""
+        finishes = ",".join(str(out.finish) for out in self.outputs)
+        ttft = f"{(self.first - self.t0) * 1e3:.1f}" if self.first is not None else "-"
+        total = (time.perf_counter() - self.t0) * 1e3
+        _log.info(
+            "%s %s %d model=%s prompt_tokens=%d completion_tokens=%d finish=%s ttft_ms=%s "
+            "total_ms=%.1f%s",
+            self.id, self.endpoint.path, status, self.opts["model"],
+            sum(len(s.prompt) for s in self.request.seqs[:: self.opts["n"]]),
+            sum(len(out.tokens) for out in self.outputs), finishes, ttft, total,
+            f" user={self.opts['user']}" if self.opts.get("user") else "",
+        )  # fmt: skip
 
     def body(self) -> dict[str, Any]:
         choices = []
-        for k, s in enumerate(self.request.seqs):
-            text = self._choice_text(s.tokens)
+        for k, out in enumerate(self.outputs):
+            text = out.joined
             if self.endpoint is Endpoint.CHAT:
                 said: dict[str, Any] = {"message": {"role": "assistant", "content": text}}
             else:
                 said = {"text": text}
-            choices.append({"index": k, **said, "token_ids": s.tokens, "logprobs": None,
-                            "finish_reason": s.finish})  # fmt: skip
+            choices.append({"index": k, **said, "token_ids": out.tokens, "logprobs": None,
+                            "finish_reason": _reason(out.finish)})  # fmt: skip
         return {
             "id": self.id,
             "object": self.endpoint.value,
             "created": self.created,
-            "model": self.model.id,
+            "model": self.opts["model"],
             "system_fingerprint": self.fingerprint,
             "choices": choices,
             "usage": self._usage(),
@@ -505,51 +618,56 @@ class _Call:
     def _usage(self) -> dict[str, int]:
         seqs = self.request.seqs
         prompt = sum(len(s.prompt) for s in seqs[:: self.opts["n"]])
-        made = sum(len(s.tokens) for s in seqs)
+        made = sum(len(out.tokens) for out in self.outputs)
         return {"prompt_tokens": prompt, "completion_tokens": made, "total_tokens": prompt + made}
 
-    def _chunk(self, k: int, finish: str | None, said: dict[str, Any]) -> str:
+    def _chunk(self, k: int | None, finish: FinishReason | None, said: dict[str, Any]) -> str:
         """An event of choice ``k``: ``said`` is its text (``{"text"}``, ``{"token_ids"}``) or
-        its chat delta (``{"delta"}``)."""
-        choice = {"index": k, **said, "logprobs": None, "finish_reason": finish}
+        its chat delta (``{"delta"}``); ``k`` ``None``: the usage chunk (no choices)."""
+        choices = []
+        if k is not None:
+            choices = [{"index": k, **said, "logprobs": None, "finish_reason": _reason(finish)}]
         body = {"id": self.id, "object": self.endpoint.chunk_object, "created": self.created,
-                "model": self.model.id, "system_fingerprint": self.fingerprint,
-                "choices": [choice]}  # fmt: skip
+                "model": self.opts["model"], "system_fingerprint": self.fingerprint,
+                "choices": choices}  # fmt: skip
+        if k is None:
+            body["usage"] = said["usage"]
         return f"data: {json.dumps(body)}\n\n"
 
     async def events(self) -> AsyncIterator[str]:
         """Server-sent events: a chunk per token and sequence, then ``[DONE]``; a chat stream
         starts with each choice's role and ends each with a chunk of its ``finish_reason``, as
-        OpenAI's does. Closed early (the client went away), the request is cancelled and its
-        slot freed."""
-        sent = [""] * len(self.request.seqs)
-        made: list[list[int]] = [[] for _ in self.request.seqs]
+        OpenAI's does; ``stream_options.include_usage`` adds a last chunk of the usage.
+        Closed early (the client went away), the request is cancelled and its slots freed."""
         chat = self.endpoint is Endpoint.CHAT
+        status = 200
         try:
             if chat:
                 for k in range(len(self.request.seqs)):
                     yield self._chunk(k, None, {"delta": {"role": "assistant", "content": ""}})
-            while True:
-                i, tok, finish = await self.events_q.get()
-                if i < 0 or tok is None:
-                    break
-                self._timed()
-                made[i].append(tok)
-                text = self._choice_text(made[i])
-                delta, sent[i] = text[len(sent[i]) :], text
+            async for i, tok, piece in self._pieces():
                 if chat:
-                    yield self._chunk(i, None, {"delta": {"content": delta}, "token_ids": [tok]})
-                    if finish is not None:
-                        yield self._chunk(i, finish, {"delta": {}})
+                    delta = {"delta": {"content": piece.text}, "token_ids": [tok]}
+                    yield self._chunk(i, None, delta)
+                    if piece.finish is not None:
+                        yield self._chunk(i, piece.finish, {"delta": {}})
                 else:
-                    yield self._chunk(i, finish, {"text": delta, "token_ids": [tok]})
+                    yield self._chunk(i, piece.finish, {"text": piece.text, "token_ids": [tok]})
             if self.model.engine.error is not None:  # OpenAI's error body, as a last event
+                status = 500
                 error = {"message": f"the engine stopped: {self.model.engine.error!r}",
                          "type": "server_error", "param": None, "code": None}  # fmt: skip
                 yield f"data: {json.dumps({'error': error})}\n\n"
+            elif self.opts["include_usage"]:
+                yield self._chunk(None, None, {"usage": self._usage()})
             yield "data: [DONE]\n\n"
         finally:
             self.cancel()
+            self.log(status)
+
+
+def _reason(finish: FinishReason | None) -> str | None:
+    return None if finish is None else str(finish)
 
 
 def _seed_of(seed: int, choice: int) -> int:

@@ -5,8 +5,9 @@ sampling, when a sequence stops. Every process holds some stages, and every deco
 collective program over all of them, so every process must issue the same session calls in
 the same order. Process 0's :class:`~hlopipe.serve.Engine` sends each call it is about to make
 (an :class:`Op`: a slot's session started, fed, given its sampling, prefilled, its step
-issued, its tokens read) through the
-coordination service's key-value store, one key per call, before making it; every other
+issued, its tokens read) through the coordination service's key-value store before making
+them: the calls of a turn in one key, one broadcast (:meth:`Leader.queue` each, then
+:meth:`Leader.flush`), any other call on its own (:meth:`Leader.send`); every other
 process runs an engine of its own without HTTP (:meth:`Engine.follow`) that reads the calls in
 order and makes them. A turn issues every group's step before it reads any (so the groups
 overlap on the stages), and a follower does the same: it issues on :attr:`OpKind.STEP` and
@@ -32,10 +33,10 @@ from hlopipe.runtime import distributed
 
 _PREFIX = "hlopipe/serve/op/"
 _TIMES = "hlopipe/serve/stage-times/"  # each process's stage step times (nan: not its stage)
-# keys older than this many calls are deleted: every read is a collective over every process
-# and returns the tokens to each, so a follower is never more than a turn's calls behind (a
-# turn issues every group's step before its first read: at most a start, a sampling, a feed
-# and a step a group, then the read), which this bounds for up to a thousand groups
+# keys older than this many broadcasts are deleted: every read is a collective over every
+# process and returns the tokens to each, so a follower is never more than a turn's
+# broadcasts behind (at most a start, a sampling and a prefill a group, then the turn's one),
+# which this bounds for up to a thousand groups
 _KEEP = 4096
 
 
@@ -75,10 +76,12 @@ class Op:
 
 
 class Leader:
-    """Process 0's end: :meth:`send` publishes the next call."""
+    """Process 0's end: :meth:`queue` holds the next calls, :meth:`flush` publishes those held
+    in one key (a broadcast), :meth:`send` both."""
 
     def __init__(self) -> None:
-        self.sent = 0
+        self.sent = 0  # broadcasts
+        self._held: list[Op] = []
 
     def gather_times(self, mine: list[float], timeout: float = 600.0) -> list[float]:
         """Each stage's step time (``Session.profile``) from the process that holds it:
@@ -89,11 +92,25 @@ class Leader:
             times = [b if math.isnan(a) else a for a, b in zip(times, theirs, strict=True)]
         return times
 
-    def send(self, op: Op) -> None:
-        distributed.kv_set(f"{_PREFIX}{self.sent}", op.encode())
+    def queue(self, op: Op) -> None:
+        """Hold ``op`` for the next broadcast."""
+        self._held.append(op)
+
+    def flush(self) -> None:
+        """Publish the calls held, in order, in one key (nothing when none is held)."""
+        if not self._held:
+            return
+        text = json.dumps([op.encode() for op in self._held])
+        self._held = []
+        distributed.kv_set(f"{_PREFIX}{self.sent}", text)
         if self.sent >= _KEEP:
             distributed.kv_delete(f"{_PREFIX}{self.sent - _KEEP}")
         self.sent += 1
+
+    def send(self, op: Op) -> None:
+        """Publish ``op`` now (after any held)."""
+        self.queue(op)
+        self.flush()
 
 
 class Follower:
@@ -101,13 +118,18 @@ class Follower:
     lives: a lost peer raises :class:`~hlopipe.errors.DistributedError` naming it)."""
 
     def __init__(self) -> None:
-        self.received = 0
+        self.received = 0  # broadcasts
+        self._pending: list[Op] = []
 
     def share_times(self, mine: list[float]) -> None:
         """This process's stage step times, for process 0's ``/metrics``."""
         distributed.kv_set(f"{_TIMES}{distributed.process_index()}", json.dumps(mine))
 
     def receive(self) -> Op:
-        text = distributed.kv_get(f"{_PREFIX}{self.received}", math.inf, who=0)
-        self.received += 1
-        return Op.decode(text)
+        """The next call, in process 0's order (waiting for its next broadcast when this
+        one's calls are used up)."""
+        if not self._pending:
+            text = distributed.kv_get(f"{_PREFIX}{self.received}", math.inf, who=0)
+            self.received += 1
+            self._pending = [Op.decode(item) for item in json.loads(text)]
+        return self._pending.pop(0)

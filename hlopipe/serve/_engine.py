@@ -43,12 +43,45 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple, Protocol
 
 import numpy as np
 
-from hlopipe.errors import DistributedError
+from hlopipe.errors import DistributedError, RuntimeConfigError
 from hlopipe.serve._control import Follower, Leader, Op, OpKind
+from hlopipe.serve._output import FinishReason
+
+
+class ServedGenerator(Protocol):
+    """What the engine reads of a generator (:class:`hlopipe.Generator` is one): its groups
+    and their batch, the cache length, whether it takes a position per sequence, its
+    prefills, the fed-back token's role, its logits output (``None``: it returns tokens), its
+    stages' plans, and sessions of one group on the same stages (``with_groups(1)``)."""
+
+    groups: int
+    batch: int
+    max_len: int
+    per_sequence: bool
+    prefill: Any
+    prefills: tuple[Any, ...]
+    token: Any
+    logits_out: Any
+    plans: Any
+
+    def with_groups(self, groups: int) -> Any: ...
+
+
+class SamplingParams(NamedTuple):
+    """How a sequence's tokens are drawn (a step returning logits): its 32-bit ``seed``,
+    ``temperature`` (0: greedy), ``top_p`` (1: no cut), ``top_k`` (0: no cut)."""
+
+    seed: int = 0
+    temperature: float = 0.0
+    top_p: float = 1.0
+    top_k: int = 0
+
+
+_SAMPLING_DTYPES = (np.uint32, np.float32, np.float32, np.int32)  # SamplingParams' fields
 
 
 @dataclass
@@ -58,22 +91,23 @@ class Sequence:
     prompt: list[int]
     max_tokens: int
     stop_ids: frozenset[int] = frozenset()
-    sampling: tuple[int, float, float, int] = (0, 0.0, 1.0, 0)  # seed, temperature, top_p, top_k
+    sampling: SamplingParams = field(default_factory=SamplingParams)
     tokens: list[int] = field(default_factory=list)
-    finish: str | None = None  # "length" or "stop" once finished
+    finish: FinishReason | None = None
+    cancelled: bool = False  # ended by its output (a stop string): freed at the next step
 
 
 @dataclass
 class Request:
     """A request's sequences. The engine thread calls ``emit(index, token, finish)`` for each
-    token made (``finish``: ``None``, ``"length"`` or ``"stop"``) and ``emit(-1, None, None)``
-    once every sequence is finished; the web side hands them over to its event loop.
-    ``cancelled`` frees its slot at the next step (a client that went away)."""
+    token made (``finish``: ``None``, or why the sequence ended on this token) and
+    ``emit(-1, None, None)`` once every sequence is finished or cancelled; the web side hands
+    them over to its event loop. ``cancelled`` frees its slots at the next step (a client
+    that went away); a sequence's own ``cancelled`` frees its slot alone."""
 
     seqs: list[Sequence]
-    emit: Callable[[int, int | None, str | None], object]
+    emit: Callable[[int, int | None, FinishReason | None], object]
     cancelled: bool = False
-    stop_check: Callable[[int, list[int]], bool] | None = None  # stop strings, per sequence
     queued_at: float = field(default_factory=time.perf_counter)
 
 
@@ -105,21 +139,29 @@ class Engine:
 
     def __init__(
         self,
-        gen: Any,
+        gen: ServedGenerator,
         *,
         on_ready: Callable[[], None] | None = None,
         profile_stages: bool = False,
         leader: Leader | None = None,
     ) -> None:
         self.gen = gen
-        self.per_sequence = bool(getattr(gen, "per_sequence", False))
+        self.per_sequence = bool(gen.per_sequence)
         if self.per_sequence and gen.prefill is not None:
             gen.prefill.row_axes()  # a slot prefilled alone: its state's sequence axes, or why not
-        self.samples = getattr(gen, "logits_out", None) is not None  # else greedy only
+        self.samples = gen.logits_out is not None  # else greedy only
         self.one = gen.with_groups(1)
         self.batch = gen.batch
         self.max_len = gen.max_len
-        self.prefill_len = None
+        self.prefill_len = None  # the (first) prefill's prompt length
+        # every prefill's (buckets), shortest first
+        self.prefill_lens = tuple(sorted(int(p.prompt_aval.shape[-1]) for p in gen.prefills))
+        self.pads = False  # set at warm-up: prompts of other lengths through the prefills too
+        if self.prefill_lens and self.prefill_lens[-1] >= gen.max_len:
+            raise RuntimeConfigError(
+                f"a prefill of {self.prefill_lens[-1]} tokens leaves no position to generate "
+                f"in a cache of {gen.max_len}: export the prefill at fewer tokens"
+            )
         if gen.prefill is not None:
             self.prefill_len = int(gen.prefill.prompt_aval.shape[-1])
         self.ready = threading.Event()
@@ -135,8 +177,7 @@ class Engine:
         self._lanes: list[list[_Lane | None]] = [[None] * gen.batch for _ in range(gen.groups)]
         self._tokens = np.zeros((gen.groups, gen.batch), np.int32)  # what each slot reads next
         self._positions = np.zeros((gen.groups, gen.batch), np.int64)
-        self._sampling = [np.zeros((gen.groups, gen.batch), t)
-                          for t in (np.uint32, np.float32, np.float32, np.int32)]  # fmt: skip
+        self._sampling = [np.zeros((gen.groups, gen.batch), t) for t in _SAMPLING_DTYPES]
         self._stopping = threading.Event()
         self._thread = threading.Thread(target=self._run, name="hlopipe-engine", daemon=True)
         self.steps = 0
@@ -238,6 +279,15 @@ class Engine:
             self._leader.send(op)
         return self._apply(op)
 
+    def _do_all(self, ops: list[Op]) -> list[Any]:
+        """Make session calls in order, sent to the other processes first in one broadcast
+        (a turn's: none depends on another's result)."""
+        if self._leader is not None:
+            for op in ops:
+                self._leader.queue(op)
+            self._leader.flush()
+        return [self._apply(op) for op in ops]
+
     def _apply(self, op: Op) -> Any:
         if op.kind is OpKind.START:
             first, *sampling = op.values
@@ -290,17 +340,60 @@ class Engine:
                 session.generate(1)
                 session.feed(self._tokens[g : g + 1], position=self._positions[g : g + 1])
                 session.generate(1)
-                if self.prefill_len is not None:  # the prefill and each state's row writer
-                    session.prefill_rows(np.zeros((1, self.prefill_len), np.int32), [0])
+                for P in self.prefill_lens:  # each prefill and each state's row writer
+                    session.prefill_rows(np.zeros((1, P), np.int32), [0])
                 self._live[g] = session
+            if self.prefill_len is not None:
+                self.pads = self._padding_agrees()
             return
-        if self.prefill_len is not None:
-            s = self.one.start(np.zeros((1, b, self.prefill_len), np.int32))
+        for P in self.prefill_lens:
+            s = self.one.start(np.zeros((1, b, P), np.int32))
             s.generate(2)
         s = self.one.start(tokens=np.zeros((1, b), token.dtype), position=0)
         s.generate(1)
         s.feed(np.zeros((1, b), np.int32))
         s.generate(1)
+
+    def _padding_agrees(self) -> bool:
+        """Whether a prompt shorter than a prefill may go through it right-padded: for each
+        prefill of ``P`` tokens, the tokens after prompts of two lengths (``P``, or the cache
+        less 2 if shorter, and about ``P / 2``), their first ``len - 1`` tokens prefilled with
+        junk after them and the last fed to the decode step at its position, equal the decode
+        step's own on the whole prompt fed a token a step (greedy, three tokens each). True
+        of a causal prefill whose padded positions the decode step overwrites before it
+        reads them (its attention masked to positions up to its own); a program for which it
+        fails has its prompts read by the decode step instead (but for prompts of a
+        prefill's length)."""
+        top, b = min(max(self.prefill_lens), self.max_len - 2), self.batch
+        if top < 2:
+            return False
+        dtype = self.gen.token.dtype
+        greedy = None
+        if self.samples:
+            from hlopipe.generate import Sampling
+
+            greedy = Sampling(*(np.zeros((1, b), t) for t in _SAMPLING_DTYPES))
+        plain = self.one.start(tokens=np.ones((1, b), dtype), position=0)
+        if greedy is not None:
+            plain.sampling(greedy)
+        made = plain.generate(top + 2)[0, 0]  # fed 1 then its own tokens: a prompt and after
+        prompt = [1, *made[: top - 1].tolist()]
+        checks = {(P, n) for P in self.prefill_lens for n in (min(P, top), max(2, P // 2))}
+        for P, length in sorted(checks):
+            head = prompt[: length - 1]
+            junk = (prompt[::-1] * 2)[: P - len(head)]  # anything but the prompt's own tokens
+            padded = self.one.start(tokens=np.zeros((1, b), dtype), position=0)
+            if greedy is not None:
+                padded.sampling(greedy)
+            padded.prefill_rows(np.asarray([head + junk], np.int32), [0])
+            tokens = np.zeros((1, b), dtype)
+            positions = np.zeros((1, b), np.int64)
+            tokens[0, 0], positions[0, 0] = prompt[length - 1], length - 1
+            padded.feed(tokens, position=positions)
+            after = padded.generate(3)[0, 0].tolist()
+            if after != made[length - 1 : length + 2].tolist():
+                return False
+        return True
 
     def _profiled(self) -> list[float]:
         """Each stage's decode step alone, in seconds (on a session of one group)."""
@@ -308,6 +401,11 @@ class Engine:
             return list(self._live[0].profile())
         zeros = np.zeros((1, self.batch), self.gen.token.dtype)
         return list(self.one.start(tokens=zeros, position=0).profile())
+
+    def stage_step(self, stage: int) -> float:
+        """Stage ``stage``'s decode step timed alone once warm, in seconds (0 without
+        profiling)."""
+        return self.stage_step_s[stage] if stage < len(self.stage_step_s) else 0.0
 
     def stage_busy(self, stage: int) -> float:
         """Stage ``stage``'s busy fraction since the engine was ready: its step's time alone
@@ -353,12 +451,13 @@ class Engine:
             t0 = time.perf_counter()
             made = np.zeros_like(self._tokens)
             live = [g for g, row in enumerate(self._lanes) if any(x is not None for x in row)]
+            ops = []  # the turn's calls, one broadcast in a job of several processes
             for g in live:  # every group's step issued before any is read: they overlap
                 tokens, positions = self._tokens[g : g + 1], self._positions[g : g + 1]
-                self._do(Op(OpKind.FEED, g, (tokens.copy(), positions.copy())))
-                self._do(Op(OpKind.STEP, g))
-            for g in live:
-                made[g] = self._do(Op(OpKind.READ, g))[0, :, 0]
+                ops += [Op(OpKind.FEED, g, (tokens.copy(), positions.copy())), Op(OpKind.STEP, g)]
+            ops += [Op(OpKind.READ, g) for g in live]
+            for g, got in zip(live, self._do_all(ops)[-len(live) :], strict=True):
+                made[g] = got[0, :, 0]
                 self.group_steps += 1
             self._advance(made)
             self.busy_s += time.perf_counter() - t0
@@ -368,7 +467,7 @@ class Engine:
         """Each free slot takes the next waiting sequence: a prompt of the prefill's length
         through the prefill (the slots of a group so admitted share one run, and start
         generating from the prompt's end), any other from its first token at position 0."""
-        self._waiting = [(r, i) for r, i in self._waiting if not r.cancelled]
+        self._waiting = [(r, i) for r, i in self._waiting if not _gone(r, i)]
         changed: set[int] = set()  # the groups whose sampling changed
         prefill: dict[int, list[tuple[int, _Lane]]] = {}  # per group, the slots prefilled
         for g, row in enumerate(self._lanes):
@@ -380,7 +479,7 @@ class Engine:
                 row[b] = lane = _Lane(req, i)
                 self._tokens[g, b] = seq.prompt[0]
                 self._positions[g, b] = 0
-                if len(seq.prompt) == self.prefill_len:
+                if len(seq.prompt) in self.prefill_lens or (self.pads and len(seq.prompt) > 1):
                     prefill.setdefault(g, []).append((b, lane))
                 for field_values, value in zip(self._sampling, seq.sampling, strict=True):
                     field_values[g, b] = value
@@ -394,19 +493,47 @@ class Engine:
 
     def _prefill(self, g: int, slots: list[tuple[int, _Lane]]) -> None:
         """Group ``g``'s slots (row, lane) start from their prompts through one prefill run:
-        their cache rows written, their first tokens given out, their positions past the
-        prompt."""
-        rows = np.asarray([b for b, _ in slots], np.int64)
-        prompts = np.asarray([lane.request.seqs[lane.index].prompt for _, lane in slots], np.int32)
-        made = self._do(Op(OpKind.PREFILL, g, (prompts, rows)))
+        their cache rows written. A prompt of the prefill's length gives out its first token
+        and goes on past the prompt; any other (``pads``: a shorter one right-padded, its last
+        token left out; a longer one's first ``P`` tokens) goes on from its next prompt token
+        at its position, read by the decode step."""
+        heads = [self._head(lane.request.seqs[lane.index].prompt) for _, lane in slots]
+        by_length: dict[int, list[int]] = {}  # a run of each prefill needed
+        for k, (row, _) in enumerate(heads):
+            by_length.setdefault(len(row), []).append(k)
+        made = [0] * len(slots)
+        for ks in by_length.values():
+            rows = np.asarray([slots[k][0] for k in ks], np.int64)
+            prompts = np.asarray([heads[k][0] for k in ks], np.int32)
+            for k, tok in zip(ks, self._do(Op(OpKind.PREFILL, g, (prompts, rows))), strict=True):
+                made[k] = int(tok)
         self.prefilled += len(slots)
-        for (b, lane), tok in zip(slots, made, strict=True):
-            lane.fed = prompts.shape[1]
-            self._tokens[g, b], self._positions[g, b] = int(tok), lane.fed
+        for (b, lane), tok, (_, n) in zip(slots, made, heads, strict=True):
+            prompt = lane.request.seqs[lane.index].prompt
+            if n < len(prompt):  # the prefill's token is not the prompt's next: dropped
+                lane.fed = n + 1
+                self._tokens[g, b], self._positions[g, b] = prompt[n], n
+                continue
+            lane.fed = n
+            self._tokens[g, b], self._positions[g, b] = int(tok), n
             self._give(lane.request, lane.index, int(tok))
             if lane.request.seqs[lane.index].finish is not None:  # one token asked: done
                 self._lanes[g][b] = None
                 self._tokens[g, b], self._positions[g, b] = 0, 0
+
+    def _head(self, prompt: list[int]) -> tuple[list[int], int]:
+        """The row a prefill reads for ``prompt`` and how many of the prompt's tokens it
+        covers: all of one of a prefill's length; else its first ``len - 1`` through the
+        shortest prefill that holds them, padded with the last of them (positions the decode
+        step overwrites before it reads them), or, longer than every prefill, its first ``P``
+        through the longest."""
+        L = len(prompt)
+        if L in self.prefill_lens:
+            return prompt, L
+        fits = [P for P in self.prefill_lens if P >= L - 1]
+        P = fits[0] if fits else self.prefill_lens[-1]
+        n = min(L - 1, P)
+        return prompt[:n] + [prompt[n - 1]] * (P - n), n
 
     def _advance(self, made: np.ndarray) -> None:
         """After a step: each slot's next token and position (its prompt's next, or what it
@@ -417,8 +544,8 @@ class Engine:
                     continue
                 req, seq = lane.request, lane.request.seqs[lane.index]
                 self._positions[g, b] += 1
-                if req.cancelled:
-                    seq.finish = "cancelled"
+                if _gone(req, lane.index):
+                    self._cancel(req, lane.index)
                 elif lane.fed < len(seq.prompt):  # still reading the prompt
                     self._tokens[g, b] = seq.prompt[lane.fed]
                     lane.fed += 1
@@ -435,12 +562,21 @@ class Engine:
         """Sequence ``i`` of ``req`` made ``tok``: kept, its end told, and handed out."""
         seq = req.seqs[i]
         seq.tokens.append(tok)
-        if tok in seq.stop_ids or (req.stop_check is not None and req.stop_check(i, seq.tokens)):
-            seq.finish = "stop"
+        if tok in seq.stop_ids:
+            seq.finish = FinishReason.STOP
         elif len(seq.tokens) >= seq.max_tokens:
-            seq.finish = "length"
+            seq.finish = FinishReason.LENGTH
         req.emit(i, tok, seq.finish)
-        if seq.finish is not None and all(s.finish is not None for s in req.seqs):
+        self._ended(req)
+
+    def _cancel(self, req: Request, i: int) -> None:
+        """Sequence ``i`` of ``req`` ends where it is (its client or its output ended it)."""
+        req.seqs[i].finish = FinishReason.CANCELLED
+        self._ended(req)
+
+    @staticmethod
+    def _ended(req: Request) -> None:
+        if all(s.finish is not None for s in req.seqs):
             req.emit(-1, None, None)
 
     def _take(self, block: bool) -> None:
@@ -458,7 +594,7 @@ class Engine:
     def _fill(self) -> None:
         """Give each free slot the next waiting sequences (up to the batch, prompts of one
         length: the first waiting one's)."""
-        self._waiting = [(r, i) for r, i in self._waiting if not r.cancelled]
+        self._waiting = [(r, i) for r, i in self._waiting if not _gone(r, i)]
         for k, slot in enumerate(self._slots):
             if slot is not None or not self._waiting:
                 continue
@@ -477,10 +613,11 @@ class Engine:
         if self.samples:  # a step returning logits, one position a group: [1, b] per field
             rows = [r.seqs[i].sampling for r, i in members]
             rows += [rows[0]] * (self.batch - len(rows))
-            dtypes = (np.uint32, np.float32, np.float32, np.int32)
             columns = zip(*rows, strict=True)
-            values = tuple(np.asarray([c], t) for c, t in zip(columns, dtypes, strict=True))
-        if prompts.shape[1] == self.prefill_len:  # the sampling set before the prefill runs
+            values = tuple(
+                np.asarray([c], t) for c, t in zip(columns, _SAMPLING_DTYPES, strict=True)
+            )
+        if prompts.shape[1] in self.prefill_lens:  # the sampling set before the prefill runs
             self._do(Op(OpKind.START, k, (prompts[None], *values)))
             self.prefilled += len(members)
             return _Slot(members, prompts, prompts.shape[1])
@@ -505,9 +642,15 @@ class Engine:
             seq = req.seqs[i]
             if seq.finish is not None:
                 continue
-            if req.cancelled:
-                seq.finish = "cancelled"
+            if _gone(req, i):
+                self._cancel(req, i)
                 continue
             self._give(req, i, int(row[b]))
             live = live or seq.finish is None
         return slot if live else None
+
+
+def _gone(req: Request, i: int) -> bool:
+    """Whether sequence ``i`` of ``req`` was cancelled (its client left, or its output ended
+    it)."""
+    return req.cancelled or req.seqs[i].cancelled

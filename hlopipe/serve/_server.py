@@ -4,13 +4,61 @@ from __future__ import annotations
 
 import socket
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from hlopipe.errors import Keyword, RuntimeConfigError
+from hlopipe.serve._engine import Engine
 
 
-def serve(
+@dataclass
+class Server:
+    """What :func:`build_server` made: the engine and, on process 0 (or alone), the HTTP
+    application and its bound socket; on another process of a job, the follower that makes
+    process 0's session calls. :meth:`run` serves until stopped."""
+
+    engine: Engine
+    app: Any = None
+    sock: socket.socket | None = None
+    follower: Any = None  # a ``serve._control.Follower``: this process follows process 0
+    out: Any = print
+
+    def run(self) -> int:
+        """Serve until stopped: uvicorn until Ctrl-C (or a SIGTERM the command turned into
+        one), then the requests in flight drained; a follower until process 0 stops.
+
+        Returns:
+          The exit status (0 after a clean stop)."""
+        import uvicorn
+
+        if self.follower is not None:
+            self.engine.follow(self.follower)
+            self.out("stopped", flush=True)
+            return 0
+        assert self.sock is not None  # built with one when not a follower
+        config = uvicorn.Config(self.app, log_level="warning", timeout_graceful_shutdown=30)
+        server = uvicorn.Server(config)
+        self.engine.start()
+        try:
+            server.run(sockets=[self.sock])
+        except KeyboardInterrupt:  # uvicorn stopped serving, then re-raised the signal
+            pass
+        finally:
+            self.engine.stop(timeout=60)  # the requests in flight finish
+            self.sock.close()
+        self.out("stopped", flush=True)
+        return 0
+
+
+def serve(*args: Any, **kwargs: Any) -> int:
+    """Serve a decode step (and its prefill) split into stages, until interrupted:
+    ``build_server(...).run()`` (see :func:`build_server` for the arguments). Installs no
+    signal handler: the ``hlopipe serve`` command does (SIGTERM drained as Ctrl-C is)."""
+    return build_server(*args, **kwargs).run()
+
+
+def build_server(
     decode: Any = None,
     *,
     prefill: Any = None,
@@ -27,12 +75,15 @@ def serve(
     stage_mesh_shape: tuple[int, ...] | None = None,
     stage_mesh_axes: tuple[str, ...] | None = None,
     param_rules: Sequence[Any] = (),
+    served_model_names: Sequence[str] = (),
     out: Any = print,
-) -> int:
-    """Serve a decode step (and its prefill) split into stages, until interrupted.
+) -> Server:
+    """Load, split and compile a decode step (and its prefill) for serving, and bind the
+    port: the :class:`Server` to run.
 
     Args:
-      decode / prefill: loaded programs (``hlopipe.load``); ``decode=None`` serves the
+      decode / prefill: loaded programs (``hlopipe.load``; ``prefill`` may be a list: the
+        same model's prefill at several prompt lengths); ``decode=None`` serves the
         built-in tiny GPT (``hlopipe.models.gpt_decode``): a position per sequence, logits
         sampled, with its prefill (``serve._builtin.Form.SLOTS``).
       params_path: an .npz of the parameters in argument order (default: random).
@@ -55,6 +106,9 @@ def serve(
       stage_mesh_shape / stage_mesh_axes: each stage on a mesh of that shape (default one
         device), its axes so named (``"data"`` splits a group's batch), as
         ``hlopipe.Generator`` takes them.
+      served_model_names: the names requests may give as ``model`` (the first is the one
+        answers carry when a request names none); another name is a 404. Default: the decode
+        file's name (``hlopipe-tiny-gpt`` for the built-in).
       param_rules: ``hlopipe.generate.ParamRule``s laying out the parameters on the stage
         mesh (``param_specs_from_rules``: the first rule found in a parameter's path gives
         its spec); a parameter no rule matches, or every one without rules, keeps the
@@ -62,17 +116,17 @@ def serve(
 
     In a job of several processes (``hlopipe launch``, ``jax.distributed``), process 0 serves
     HTTP and every other process follows its engine's calls (``serve._control``), with no
-    HTTP; a follower ignores Ctrl-C and SIGTERM and stops when process 0 stops.
+    HTTP (``Server.follower``; the command makes a follower ignore Ctrl-C and SIGTERM: it
+    stops when process 0 stops).
 
     Returns:
-      The exit status (0 after a clean stop: Ctrl-C or SIGTERM drains the requests in flight).
+      The :class:`Server`, not yet serving.
 
     Raises:
       RuntimeConfigError: a bad count, parameters, tokenizer or chat template; a port that
         cannot be bound.
     """
     import jax
-    import uvicorn
 
     from hlopipe.generate import (
         Generator,
@@ -83,7 +137,6 @@ def serve(
     from hlopipe.serve._app import Model, make_app
     from hlopipe.serve._builtin import builtin_model, builtin_vocab
     from hlopipe.serve._chat import load_chat_template
-    from hlopipe.serve._engine import Engine
     from hlopipe.serve._tokenizer_files import end_token_ids
 
     if not isinstance(groups, int) or groups < 1:
@@ -126,34 +179,45 @@ def serve(
         from hlopipe.serve._control import Follower, Leader
 
         if jax.process_index() != 0:
-            _ignore_stop_signals()
-            Engine(gen, profile_stages=True).follow(Follower())
-            out("stopped", flush=True)
-            return 0
+            return Server(Engine(gen, profile_stages=True), follower=Follower(), out=out)
         leader = Leader()
     sock = _bind(host, port)
     bound = sock.getsockname()[1]
     url = f"http://{host}:{bound}/v1"
+    names = tuple(dict.fromkeys(served_model_names)) or (name,)
+
+    def ready() -> None:
+        summary = _summary(names[0], engine, tokenizer_path, chat_template, eos)
+        out(f"serving {names[0]} at {url}\n{ends}\n{summary}", flush=True)
+
     engine = Engine(
         gen,
-        on_ready=lambda: out(f"serving {name} at {url}\n{ends}", flush=True),
+        on_ready=ready,
         profile_stages=True,
         leader=leader,
     )
-    app = make_app(Model(name, engine, tokenizer, vocab, chat_template, frozenset(eos)))
-    config = uvicorn.Config(app, log_level="warning", timeout_graceful_shutdown=30)
-    server = uvicorn.Server(config)
-    engine.start()
-    _sigterm_as_ctrl_c()
-    try:
-        server.run(sockets=[sock])
-    except KeyboardInterrupt:  # uvicorn stops serving, then re-raises the signal: a clean stop
-        pass
-    finally:
-        engine.stop(timeout=60)  # the requests in flight finish
-        sock.close()
-    out("stopped", flush=True)
-    return 0
+    app = make_app(
+        Model(names[0], engine, tokenizer, vocab, chat_template, frozenset(eos), names[1:])
+    )
+    return Server(engine, app, sock, out=out)
+
+
+def _summary(
+    name: str, engine: Any, tokenizer_path: str | None, chat_template: Any, eos: tuple[int, ...]
+) -> str:
+    """The startup summary's line: what is served and how."""
+    gen = engine.gen
+    prompt = "none"
+    if engine.prefill_lens:
+        other = "other lengths padded" if engine.pads else "those lengths only"
+        prompt = f"{', '.join(map(str, engine.prefill_lens))} tokens ({other})"
+    sampled = "logits, sampled" if gen.logits_out is not None else "tokens"
+    return (
+        f"model {name}: {len(gen.plans)} stages, {gen.groups} groups of {gen.batch}, cache "
+        f"{gen.max_len} positions, prefill {prompt}, step returns {sampled}, tokenizer "
+        f"{tokenizer_path or 'none (token ids)'}, chat template "
+        f"{'yes' if chat_template is not None else 'none'}, end ids {list(eos)}"
+    )
 
 
 def _check_ids(ids: tuple[int, ...], vocab: int | None) -> None:
@@ -164,29 +228,6 @@ def _check_ids(ids: tuple[int, ...], vocab: int | None) -> None:
             Keyword("eos_token_ids", ",".join(map(str, ids))),
             f": {bad[0]} is not a token id of this model ({top})",
         )  # fmt: skip
-
-
-def _sigterm_as_ctrl_c() -> None:
-    """uvicorn stops serving on SIGTERM as on Ctrl-C, then raises the signal again with the
-    handler it found: SIGTERM's default would end the process before the requests in flight
-    drain (and, in a job of several processes, before the others are told to stop)."""
-    import signal
-    import threading
-
-    if threading.current_thread() is threading.main_thread():
-        signal.signal(signal.SIGTERM, signal.default_int_handler)
-
-
-def _ignore_stop_signals() -> None:
-    """A follower leaves stopping to process 0, which drains its requests and then stops
-    every process (a Ctrl-C reaching the whole job would otherwise end a follower while
-    process 0 still drains)."""
-    import signal
-    import threading
-
-    if threading.current_thread() is threading.main_thread():
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            signal.signal(sig, signal.SIG_IGN)
 
 
 def _bind(host: str, port: int) -> socket.socket:

@@ -10,6 +10,7 @@ import contextlib
 import functools
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -34,11 +35,28 @@ ROOT = Path(__file__).resolve().parents[2]
 CFG = gd.DecodeConfig()
 
 
+_STARTED: dict[str, float] = {}  # when the server was spawned, and its ready line read
+
+
 @pytest.fixture(scope="module")
 def server():
+    _STARTED["spawn"] = time.perf_counter()
     env = dict(os.environ, PYTHONPATH=str(ROOT), PYTHONUNBUFFERED="1")
     proc = subprocess.Popen(
-        [sys.executable, "-m", "hlopipe", "serve", "--port", "0", "--groups", "2"],
+        [
+            sys.executable,
+            "-m",
+            "hlopipe",
+            "serve",
+            "--port",
+            "0",
+            "--groups",
+            "2",
+            "--served-model-name",
+            "hlopipe-tiny-gpt",
+            "--served-model-name",
+            "m",
+        ],
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
@@ -50,6 +68,7 @@ def server():
     if not line.startswith("serving "):
         proc.kill()
         pytest.fail(f"no URL line: {line!r}{proc.stdout.read()}")
+    _STARTED["ready"] = time.perf_counter()
     url = line.split(" at ")[1].strip()
     yield proc, url
     if proc.poll() is None:
@@ -61,7 +80,7 @@ def _client(url):
     return openai.OpenAI(base_url=url, api_key="none", max_retries=0, timeout=60)
 
 
-def greedy_like_the_oracle(client, cases, model="anything", context=lambda: ""):
+def greedy_like_the_oracle(client, cases, model="m", context=lambda: ""):
     """``cases`` (prompt, max_tokens) sent at once as greedy completions; each one's tokens and
     text are checked against :func:`oracle` on its prompt alone (``context()``: what a failure
     shows besides). Returns the responses, in order."""
@@ -161,10 +180,12 @@ def test_health_models_metrics(server):
     with urllib.request.urlopen(f"{base}/health") as r:
         assert r.status == 200
     ids = [m.id for m in _client(url).models.list().data]
-    assert ids == ["hlopipe-tiny-gpt"]
+    assert ids == ["hlopipe-tiny-gpt", "m"]
     before = _metrics(base)
     _client(url).completions.create(model="m", prompt=[4, 2], max_tokens=5, temperature=0)
+    scraped = time.perf_counter()
     after = _metrics(base)
+    done = time.perf_counter()
 
     def delta(name, **labels):
         key = (name, tuple(sorted(labels.items())))
@@ -176,26 +197,41 @@ def test_health_models_metrics(server):
     assert delta("hlopipe_time_to_first_token_seconds_count") == 1
     assert delta("hlopipe_inter_token_latency_seconds_count") == 4
     assert after[("hlopipe_queue_depth", ())] == 0
-    busy = [after[("hlopipe_stage_busy_fraction", (("stage", str(s)),))] for s in (0, 1)]
-    assert all(0 < b <= 1 for b in busy), busy  # two stages, each ran 6 steps of a group
+    # the prompt's first token prefilled (right-padded), its second read by a decode step
+    # that makes the first token, then 4 more made: 5 steps of one group
+    assert delta("hlopipe_group_steps") == 5
+    assert delta("hlopipe_prefilled_sequences") == 1
+    # each stage's busy fraction: its step's time x the group steps over the time since the
+    # server was ready, which this test's own clock brackets (ready after it was spawned and
+    # before its ready line was read)
+    steps = after[("hlopipe_group_steps", ())]
+    for s in (0, 1):
+        step_s = after[("hlopipe_stage_step_seconds", (("stage", str(s)),))]
+        busy = after[("hlopipe_stage_busy_fraction", (("stage", str(s)),))]
+        low = min(1.0, step_s * steps / (done - _STARTED["spawn"]))
+        high = min(1.0, step_s * steps / (scraped - _STARTED["ready"]))
+        assert step_s > 0 and low <= busy <= high, (s, step_s, steps, busy, low, high)
 
 
 def test_concurrent_greedy_requests_equal_the_unsplit_program(server):
-    """Ten requests of prompt lengths 1 to 12 at once on 4 slots (2 groups of 2: sequences of
-    different lengths share a group), five of the prefill's length (8: each goes through the
-    prefill into its slot's cache row, beside a neighbour mid-generation or prefilled in the
-    same run; one asks for its first token only): each gets the tokens the unsplit program
-    gives its prompt alone, and every prompt of 8 was prefilled."""
+    """Thirteen requests of prompt lengths 1 to 30 at once on 4 slots (2 groups of 2:
+    sequences of different lengths share a group), five of the prefill's length (8: each goes
+    through the prefill into its slot's cache row, beside a neighbour mid-generation or
+    prefilled in the same run; one asks for its first token only), shorter ones (through the
+    prefill right-padded, their last token fed to the decode step) and longer ones (their
+    first 8 tokens through the prefill, the rest read by the decode step): each gets the
+    tokens the unsplit program gives its prompt alone (the decode step fed the whole prompt a
+    token a step), and every prompt of more than one token was prefilled."""
     _, url = server
     base = url.removesuffix("/v1")
     rng = np.random.default_rng(3)
     cases = [(rng.integers(0, CFG.vocab, L).tolist(), n)
              for L, n in ((3, 9), (8, 6), (8, 4), (5, 12), (1, 4), (8, 10), (12, 7), (8, 1),
-                          (2, 3), (8, 5))]  # fmt: skip
+                          (2, 3), (8, 5), (7, 6), (9, 6), (30, 5))]  # fmt: skip
     before = _metrics(base)[("hlopipe_prefilled_sequences", ())]
     got = greedy_like_the_oracle(_client(url), cases)
     prefilled = _metrics(base)[("hlopipe_prefilled_sequences", ())] - before
-    assert prefilled == sum(len(p) == PREFILL_LEN for p, _ in cases)
+    assert prefilled == sum(len(p) > 1 for p, _ in cases)
     for (prompt, n), r in zip(cases, got, strict=True):
         assert r["choices"][0]["finish_reason"] == "length"
         usage = {k: r["usage"][k] for k in ("prompt_tokens", "completion_tokens", "total_tokens")}
@@ -208,7 +244,7 @@ def test_groups_a_request_sent_mid_generation_finishes_first_and_greedy_is_said(
     groups of 1: a short request submitted when a long one makes its first token is admitted
     at once and finishes first (the submit happens on the engine's own thread, so the order is
     exact, not a race). Over HTTP, a request at the default temperature is served greedy and
-    says so."""
+    says so, and one asking for logprobs is a 400 that says why."""
     from hlopipe.errors import RuntimeConfigError
     from hlopipe.generate import Generator, Sampling
     from hlopipe.serve import Engine, Model, Request, Sequence, builtin_model
@@ -256,10 +292,15 @@ def test_groups_a_request_sent_mid_generation_finishes_first_and_greedy_is_said(
             steps = engine.steps
             status, headers, body = _post(f"{url}/v1", {"prompt": "4 5 6", "max_tokens": 5,
                                                          "n": 2})  # fmt: skip
+            no_logprobs = _post(f"{url}/v1", {"prompt": [4], "max_tokens": 2, "logprobs": 2})
         finally:
             engine.stop(60)
     assert status == 200
     assert "greedy" in headers["x-hlopipe-warning"]
+    # a step returning tokens has no probabilities: logprobs is a 400 saying so
+    assert (
+        no_logprobs[0] == 400 and "returns tokens" in json.loads(no_logprobs[2])["error"]["message"]
+    )
     r = json.loads(body)
     assert r["system_fingerprint"] == "hlopipe-greedy"
     assert [c["token_ids"] for c in r["choices"]] == [oracle([4, 5, 6], 5)] * 2
@@ -541,7 +582,17 @@ def _stand_in_generator(session):
     """What the engine reads of a generator, each new session being ``session``: for the
     states a real one passes through too quickly to test (compiling, a failing step)."""
     token = types.SimpleNamespace(dtype="int32", shape=(1,))
-    gen = types.SimpleNamespace(groups=1, batch=1, max_len=8, prefill=None, token=token)
+    gen = types.SimpleNamespace(
+        groups=1,
+        batch=1,
+        max_len=8,
+        prefill=None,
+        prefills=(),
+        token=token,
+        per_sequence=False,
+        logits_out=None,
+        plans=(),
+    )
     gen.with_groups = lambda g: types.SimpleNamespace(start=lambda *a, **k: session)
     return gen
 
@@ -628,13 +679,80 @@ def test_the_docs_examples_run_as_written(server, tmp_path):
 
 
 def test_ctrl_c_stops_cleanly(server):
-    """Last: Ctrl-C stops the server (exit 0) after a streamed request it was serving."""
+    """Last: Ctrl-C stops the server (exit 0) after a streamed request it was serving; its
+    output has the startup summary and a line for each request (a 404 among them)."""
     proc, url = server
     client = _client(url)
+    with pytest.raises(openai.NotFoundError):
+        client.completions.create(model="other", prompt=[3], max_tokens=2)
     stream = client.completions.create(model="m", prompt=[3], max_tokens=30, stream=True)
     first = next(iter(stream))
     proc.send_signal(signal.SIGINT)
     rest = list(stream)  # the request in flight is drained, not cut
     assert len(rest) + 1 == 30 and first.choices[0].text
     assert proc.wait(60) == 0
-    assert "stopped" in proc.stdout.read()
+    out = proc.stdout.read()
+    assert "stopped" in out
+    # the startup summary (after the URL and end-ids lines), and a log line per request
+    assert ("model hlopipe-tiny-gpt: 2 stages, 2 groups of 2, cache 48 positions, prefill 8 "
+            "tokens (other lengths padded), step returns logits, sampled") in out  # fmt: skip
+    assert re.search(
+        r"cmpl-\w+ /v1/completions 200 model=m prompt_tokens=1 "
+        r"completion_tokens=30 finish=length ttft_ms=[\d.]+ ",
+        out,
+    ), out[-2000:]
+    assert re.search(r"/v1/completions 404 the model 'other' does not exist", out)
+
+
+def test_prompts_of_any_length_through_prefills_of_two_lengths_equal_the_unsplit_program():
+    """In-process engine, one stage, one group of 2 slots, the tiny GPT's prefill exported at
+    4 and at 8 tokens (buckets): prompts of 1 to 30 tokens, two at a time. A prompt of a
+    prefill's length goes through it; a shorter one through the shortest prefill holding all
+    but its last token, right-padded; a longer one's first 8 tokens through the longer; the
+    rest is read by the decode step. Each gets the tokens the unsplit decode step gives when
+    fed the whole prompt a token a step (the oracle), and every prompt of more than one
+    token was prefilled (the warm-up's check let padding on)."""
+    from hlopipe.generate import Generator
+    from hlopipe.io import load
+    from hlopipe.serve import Engine, Request, Sequence, builtin_model
+
+    decode, _, params, max_len = builtin_model(1)
+    prefills = []
+    for length in (8, 4):
+        fn = jax.jit(gd.prefill_fn(CFG, logits=True))
+        exported = jax.export.export(fn)(params, jnp.zeros((2, length), jnp.int32))
+        prefills.append(load(exported.serialize()))
+    gen = Generator(decode, params, prefill=prefills, num_stages=1, groups=1, max_len=max_len)
+    engine = Engine(gen)
+    rng = np.random.default_rng(5)
+    lengths = (1, 3, 4, 5, 7, 8, 9, 16, 30)
+    cases = [(rng.integers(0, CFG.vocab, L).tolist(), 5) for L in lengths]
+    finished = threading.Semaphore(0)
+    requests = [Request([Sequence(p, n)], lambda i, t, f: i < 0 and finished.release())
+                for p, n in cases]  # fmt: skip
+    engine.start()
+    try:
+        for r in requests:
+            engine.submit(r)
+        for _ in requests:
+            assert finished.acquire(timeout=120)
+    finally:
+        engine.stop(60)
+    assert engine.pads and engine.prefill_lens == (4, 8)
+    assert [r.seqs[0].tokens for r in requests] == [_oracle_fed(p, n) for p, n in cases]
+    assert engine.prefilled == sum(len(p) > 1 for p, _ in cases)
+
+
+def _oracle_fed(prompt, n):
+    """Greedy tokens after ``prompt``: the unsplit decode step fed the whole prompt a token a
+    step (no prefill at all), then each argmax fed back."""
+    cache = gd.empty_cache(1, CFG)
+    out: list[int] = []
+    for pos in range(len(prompt) + n - 1):
+        feed = prompt[pos] if pos < len(prompt) else out[-1]
+        logits, cache = _step()(
+            _params(), cache, jnp.asarray([feed], jnp.int32), jnp.asarray([pos], jnp.int32)
+        )
+        if pos >= len(prompt) - 1:
+            out.append(int(jnp.argmax(logits[0])))
+    return out

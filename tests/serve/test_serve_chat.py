@@ -138,7 +138,8 @@ def chat_server(tmp_path_factory):
     (folder / "override.jinja").write_text(FILE_TEMPLATE)
     env = dict(os.environ, PYTHONPATH=str(ROOT), PYTHONUNBUFFERED="1")
     argv = ["serve", "--port", "0", "--stages", "1", "--groups", "1", "--tokenizer",
-            str(tokenizer), "--chat-template", str(folder / "override.jinja")]  # fmt: skip
+            str(tokenizer), "--chat-template", str(folder / "override.jinja"),
+            "--served-model-name", "m", "--served-model-name", "hlopipe-tiny-gpt"]  # fmt: skip
     proc = subprocess.Popen([sys.executable, "-m", "hlopipe", *argv], stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True, env=env, cwd=ROOT)  # fmt: skip
     assert proc.stdout is not None

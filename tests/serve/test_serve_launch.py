@@ -38,8 +38,9 @@ class _Lines(io.StringIO):
 
 def test_two_processes_serve_greedy_completions_equal_the_unsplit_program():
     """Four requests of prompt lengths 3, 8, 5 and 2 at once on one group of 2 slots (so a
-    finished sequence's slot is refilled, and process 1 must follow the refill; the prompt of
-    8 goes through the prefill into its slot's row, in both processes): each equals the
+    finished sequence's slot is refilled, and process 1 must follow the refill; each prompt
+    goes through the prefill into its slot's row, in both processes: the prompt of 8 whole,
+    the others right-padded): each equals the
     unsplit program on its prompt alone; /metrics has both stages' busy fractions (one
     timed in each process). SIGTERM to process 0 drains and stops both."""
     from test_serve import _metrics, greedy_like_the_oracle
@@ -60,11 +61,12 @@ def test_two_processes_serve_greedy_completions_equal_the_unsplit_program():
         client = openai.OpenAI(base_url=out.url, api_key="none", max_retries=0, timeout=120)
         rng = np.random.default_rng(5)
         cases = [(rng.integers(0, 64, L).tolist(), n) for L, n in ((3, 4), (8, 3), (5, 3), (2, 5))]
-        greedy_like_the_oracle(client, cases, "hlopipe", lambda: out.getvalue()[-3000:])
+        greedy_like_the_oracle(client, cases, "hlopipe-tiny-gpt", lambda: out.getvalue()[-3000:])
         after = _metrics(out.url.removesuffix("/v1"))
         busy = [after[("hlopipe_stage_busy_fraction", (("stage", str(s)),))] for s in (0, 1)]
         assert all(0 < b < 1 for b in busy), busy  # a few steps in seconds
-        assert after[("hlopipe_prefilled_sequences", ())] == 1  # the prompt of 8
+        # every prompt: of 8 whole, the others right-padded (all but their last token)
+        assert after[("hlopipe_prefilled_sequences", ())] == 4
     finally:
         if procs and procs[0].poll() is None:
             procs[0].send_signal(signal.SIGTERM)  # process 0 only: it stops the others
