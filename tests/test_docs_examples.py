@@ -151,7 +151,7 @@ def test_generation_page_opens_with_a_jax_decode_step(tmp_path, monkeypatch, cap
         assert server.stdout is not None
         line = server.stdout.readline()
         assert line.startswith("serving "), line + server.stdout.read()
-        body = {"model": "m", "prompt": [1, 2, 3, 4], "max_tokens": 8, "temperature": 0}
+        body = {"model": line.split()[1], "prompt": [1, 2, 3, 4], "max_tokens": 8, "temperature": 0}
         req = urllib.request.Request(
             line.split(" at ")[1].strip() + "/completions", json.dumps(body).encode()
         )

@@ -111,7 +111,7 @@ def test_a_trained_checkpoint_is_served_with_the_trained_parameters(tmp_path, ca
         line = proc.stdout.readline()
         assert line.startswith("serving "), line + proc.stdout.read()
         url = line.split(" at ")[1].strip()
-        body = {"model": "m", "prompt": prompt, "max_tokens": n, "temperature": 0}
+        body = {"model": line.split()[1], "prompt": prompt, "max_tokens": n, "temperature": 0}
         req = urllib.request.Request(
             f"{url}/completions", data=json.dumps(body).encode(), method="POST"
         )

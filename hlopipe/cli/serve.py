@@ -4,6 +4,10 @@
 from __future__ import annotations
 
 import argparse
+import logging
+import os
+import sys
+from typing import Any
 
 from hlopipe.cli._common import (
     CPU_DEVICES,
@@ -86,9 +90,11 @@ def _cmd_serve(args: argparse.Namespace) -> int:
         max_len = max_len or folder.max_len
         if eos is None and folder.eos_token_ids:
             eos = folder.eos_token_ids
+        names = args.served_model_name or [os.path.basename(os.path.normpath(args.file))]
     else:
         decode = load(args.file, None) if args.file else None
         prefills = [load(f, None) for f in args.prefill or ()]
+        names = args.served_model_name or []
     prefill = prefills[0] if len(prefills) == 1 else prefills or None
     with x64_for(decode, *prefills):  # PyTorch's int64 tokens: 64-bit mode for this run
         server = build_server(decode, prefill=prefill, params_path=params,
@@ -98,7 +104,7 @@ def _cmd_serve(args: argparse.Namespace) -> int:
                      max_len=max_len, host=args.host, port=args.port,
                      seed=args.seed, stage_mesh_shape=mesh_shape,
                      stage_mesh_axes=mesh_axes, param_rules=rules,
-                     served_model_names=args.served_model_name or ())  # fmt: skip
+                     served_model_names=names)  # fmt: skip
         if server.follower is not None:
             _ignore_stop_signals()
         else:
@@ -131,15 +137,28 @@ def _ignore_stop_signals() -> None:
 
 def _log_requests() -> None:
     """A line per request on stderr (the library logs to ``hlopipe.serve``; the command
-    decides where it goes)."""
+    decides where it goes): one handler however often the command runs in a process,
+    writing to whatever ``sys.stderr`` is when a request ends."""
     import logging
-    import sys
 
     log = logging.getLogger("hlopipe.serve")
-    handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(logging.Formatter("%(asctime)s %(message)s"))
-    log.addHandler(handler)
+    if not any(isinstance(h, _Stderr) for h in log.handlers):
+        handler = _Stderr()
+        handler.setFormatter(logging.Formatter("%(asctime)s %(message)s"))
+        log.addHandler(handler)
     log.setLevel(logging.INFO)
+
+
+class _Stderr(logging.StreamHandler):  # type: ignore[type-arg]
+    """A stream handler on the current ``sys.stderr`` (a test's capture, or the real one)."""
+
+    @property  # type: ignore[override]
+    def stream(self) -> Any:
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, _: Any) -> None:
+        pass
 
 
 def _eos_ids(given: list[str] | None) -> tuple[int, ...] | None:

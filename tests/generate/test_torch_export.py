@@ -119,9 +119,11 @@ def test_served_in_two_stages_like_torch(model):
         line = proc.stdout.readline()
         assert line.startswith("serving "), line + proc.stdout.read()
         url = line.split(" at ")[1].strip() + "/completions"
+        name = line.split()[1]  # the served model's name: the export folder's
+        assert name == folder.name
 
         def complete(body):
-            req = urllib.request.Request(url, json.dumps({"model": "m", **body}).encode())
+            req = urllib.request.Request(url, json.dumps({"model": name, **body}).encode())
             with urllib.request.urlopen(req, timeout=120) as r:
                 return [c["token_ids"] for c in json.loads(r.read())["choices"]]
 
