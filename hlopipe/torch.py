@@ -614,9 +614,28 @@ def _eos_ids(model: Any, given: Sequence[int] | None) -> list[int]:
 
 
 def _save_tokenizer(tokenizer: Any, out: Path) -> str | None:
+    """The tokenizer copied into the export folder (its JSON files, from a tokenizer object,
+    a Hugging Face repo folder or a ``tokenizer.json``), named relative to the folder: the
+    folder is whole wherever it is moved, and a relative path given here is read from the
+    caller's working directory, not the folder's."""
+    import shutil
+
     if tokenizer is None:
         return None
+    dest = out / "tokenizer"
     if isinstance(tokenizer, str | Path):
-        return str(tokenizer)
-    tokenizer.save_pretrained(str(out / "tokenizer"))
+        src = Path(tokenizer)
+        if src.is_dir():
+            dest.mkdir(exist_ok=True)
+            for f in src.glob("*.json"):
+                shutil.copyfile(f, dest / f.name)
+            return "tokenizer"
+        if not src.is_file():
+            raise ValueError(
+                f"export_generation: tokenizer={str(tokenizer)!r} is no file or folder"
+            )
+        dest.mkdir(exist_ok=True)
+        shutil.copyfile(src, dest / src.name)
+        return f"tokenizer/{src.name}"
+    tokenizer.save_pretrained(str(dest))
     return "tokenizer"

@@ -47,15 +47,25 @@ class Difference(NamedTuple):
     relative: float
 
 
+def _fingerprint(value: Any) -> bytes:
+    """64 evenly strided elements of a parameter: the check's verdict holds for the values
+    it ran with (a swap of two weights equal at initialisation passes there), so a cached
+    verdict is reused only for parameters that agree on these (another set of values, say
+    trained ones, almost surely differs in some)."""
+    flat = value.reshape(-1) if hasattr(value, "reshape") else np.asarray(value).reshape(-1)
+    return np.asarray(flat[:: max(1, flat.shape[0] // 64)]).tobytes()
+
+
 def check_prefill_args(
     prefill: Any, decode: Any, roles: Any, args: Any, what: str, params: Mapping[int, Any]
 ) -> None:
     """Run ``prefill`` with its arguments as ``args`` (a ``PrefillArgs``) says against
     ``decode``'s loop over the same random prompt, with ``params``; refuse a difference.
-    Once per match of one pair of programs (the oracle matches again for every group), and
-    only where something was guessed (:func:`doubtful`, :func:`outputs_by_order`): a match
-    that shapes force or that both programs' names confirm, with no lifted constant and the
-    state outputs not taken in order among equal shapes, is taken as it is.
+    Once per match of one pair of programs and parameter values (the oracle matches again
+    for every group), and only where something was guessed (:func:`doubtful`,
+    :func:`outputs_by_order`): a match that shapes force or that both programs' names
+    confirm, with no lifted constant and the state outputs not taken in order among equal
+    shapes, is taken as it is.
 
     Args:
       prefill, decode: the two programs (unsplit).
@@ -77,6 +87,7 @@ def check_prefill_args(
         args.prompt,
         tuple(sorted(args.param_of.items())),
         tuple((i, np.asarray(v).tobytes()) for i, v in sorted(args.constants.items())),
+        tuple((a, _fingerprint(params[a])) for a in sorted(params)),
     )
     done = _CHECKED.setdefault(prefill, weakref.WeakKeyDictionary()).setdefault(decode, set())
     if key in done:

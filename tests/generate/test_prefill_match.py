@@ -123,7 +123,9 @@ def test_a_swapped_match_of_two_equal_shaped_weights_is_refused_by_running_it():
         .describe()
         .startswith("prefill arguments matched by order 4")
     )  # unchecked without the parameters' values: the order rule took them as they come
-    with pytest.raises(RuntimeConfigError, match=says):
+    same = {**by_arg, 2: by_arg[1]}  # w2 = w1 (as an initialisation may make them): the swap
+    prefill_args(pre, roles, "the prefill", None, dec, same)  # computes alike, and passes;
+    with pytest.raises(RuntimeConfigError, match=says):  # that verdict is not reused for others
         prefill_args(pre, roles, "the prefill", None, dec, by_arg)
     prompts = np.asarray(jax.random.randint(jax.random.key(3), (1, B, P), 0, 8), np.int32)
     with pytest.raises(RuntimeConfigError, match=says):  # the oracle checks what it runs

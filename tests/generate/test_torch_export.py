@@ -241,3 +241,26 @@ def test_an_exported_training_loss_is_torchs_and_trains(tmp_path, capsys, monkey
     out = capsys.readouterr().out
     first = float(out.split("step    1  loss ")[1].split()[0])
     assert first == pytest.approx(torch_loss, rel=1e-5), out
+
+
+def test_a_tokenizer_given_by_a_relative_path_is_copied_into_the_folder(tmp_path, monkeypatch):
+    """The manifest names the tokenizer relative to the export folder, so a path given
+    relative to the caller's directory is copied in (a repo folder's JSON files, or one
+    tokenizer.json), never recorded as given."""
+    from hlopipe.torch import _save_tokenizer
+
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    for name in ("tokenizer.json", "tokenizer_config.json"):
+        (repo / name).write_text(json.dumps({"name": name}))
+    monkeypatch.chdir(tmp_path)
+    for given, out, want in (("repo", "a", "tokenizer"), ("repo/tokenizer.json", "b", None)):
+        (tmp_path / out).mkdir()
+        named = _save_tokenizer(given, tmp_path / out)
+        want = want or "tokenizer/tokenizer.json"
+        assert named == want
+        got = tmp_path / out / named
+        read = got / "tokenizer.json" if got.is_dir() else got
+        assert json.loads(read.read_text()) == {"name": "tokenizer.json"}
+    with pytest.raises(ValueError, match="tokenizer='nowhere' is no file or folder"):
+        _save_tokenizer("nowhere", tmp_path / "a")
