@@ -196,6 +196,16 @@ def test_attention_written_either_way_is_found_and_costed_alike():
 # --- the search --------------------------------------------------------------------------------
 
 
+def test_every_named_device_has_its_measured_efficiencies():
+    """A device added to the table without a cited efficiency record would silently take the
+    H100's figures: each named device has its own record, each fraction in (0, 1]."""
+    assert set(stages.DEVICES) == set(planner.EFFICIENCY)
+    for name, eff in planner.EFFICIENCY.items():
+        fractions = (eff.matmul, eff.memory, eff.intra_link, eff.inter_node)
+        assert all(0.0 < f <= 1.0 for f in fractions), name
+        assert eff.basis and eff.measured in ("cpu", "a100", "h100"), name
+
+
 def test_search_equals_a_brute_force_over_the_space():
     prof = _profile()
     cluster = planner.cluster_spec("a100-40gb", 8, devices_per_node=4)
