@@ -132,9 +132,10 @@ def test_profile_counts_the_model_and_finds_megatron_pairs():
     assert by_name == {"qkv": "None,model", "fc1": "None,model", "proj": "model,None",
                        "fc2": "model,None"}  # fmt: skip
     assert prof.column_pairs == 2
-    # selective recompute keeps the weight matmuls' outputs (qkv 3d, proj d, fc1 f, fc2 d per
-    # token, fp32) and the layer's input (d); full keeps the input alone
-    assert prof.layer.selective_bytes == 4 * b * s * (3 * d + d + f + d + d)
+    # selective recompute keeps the weight matmuls' outputs the backward needs (qkv 3d, proj d,
+    # fc1 f per token, fp32; not fc2's, only added to the residual stream) and the layer's
+    # input (d); full keeps the input alone
+    assert prof.layer.selective_bytes == 4 * b * s * (3 * d + d + f + d)
     assert prof.layer.input_bytes == 4 * b * s * d
     # each rule matches that weight in every layer, by the pytree's own paths, and nothing else
     params = gpt.init(jax.random.key(0), CFG)
@@ -143,6 +144,36 @@ def test_profile_counts_the_model_and_finds_megatron_pairs():
         pattern, name = rule.rsplit("=", 1)[0], rule.split("'")[-2]
         matched = {p for p in paths if re.search(pattern, p)}
         assert matched == {f"['layers'][{i}]['{name}']" for i in range(CFG.n_layers)}
+
+
+def test_selective_recompute_keeps_what_jax_saves_under_that_policy():
+    """The oracle: JAX's own residuals of one layer under ``jax.checkpoint`` with
+    ``dots_with_no_batch_dims_saveable`` (the weight matmuls' outputs it may keep, read off
+    ``print_saved_residuals``), plus the layer's input. The last weight matmul's output (only
+    added to the residual stream) is not among them; counting it was the planner's old error."""
+    import contextlib
+    import io
+
+    from jax.ad_checkpoint import print_saved_residuals
+
+    params = jax.eval_shape(lambda k: gpt.init(k, CFG), jax.random.key(0))
+    layer = params["layers"][1]
+    x = jax.ShapeDtypeStruct((BATCH, CFG.seq, CFG.d_model), jnp.float32)
+    policy = jax.checkpoint_policies.dots_with_no_batch_dims_saveable
+    f = jax.checkpoint(lambda p, h: gpt.block(p, h, CFG.n_heads), policy=policy)
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        print_saved_residuals(f, layer, x)
+    want = 0
+    for line in out.getvalue().splitlines():
+        m = re.match(r"(\w+)\[([\d,]*)\]", line)
+        if m and "from the argument p" not in line:  # activations (and the input), not weights
+            want += np.dtype({"f32": np.float32, "bf16": jnp.bfloat16}[m.group(1)]).itemsize * (
+                math.prod(int(d) for d in m.group(2).split(",") if d)
+            )
+    lay = Layout(tp=1, pp=1, dp=1, cp=1, zero=0, recompute=Recompute.SELECTIVE, schedule="1f1b",
+                 virtual_stages=1, microbatch_size=BATCH, microbatches=1)  # fmt: skip
+    assert planner.activation_bytes(_profile().layer, lay, 1.0) == want
 
 
 def test_a_scanned_program_profiles_as_its_unrolled_form():

@@ -103,12 +103,17 @@ class PartCost:
     param_elements: int
     param_bytes: int
     row_output_bytes: int
+    selective_kept_bytes: int = -1  # -1: not read (then every weight output and the input)
 
     @property
     def selective_bytes(self) -> int:
-        """What selective recompute keeps: the weight matmuls' outputs and the input (never
-        more than every residual)."""
-        return min(self.residual_bytes, self.forward.weight_output_bytes + self.input_bytes)
+        """What selective recompute keeps: the weight matmuls' outputs and the part's inputs
+        its backward needs, directly or to recompute a residual from (never more than every
+        residual)."""
+        kept = self.selective_kept_bytes
+        if kept < 0:
+            kept = self.forward.weight_output_bytes + self.input_bytes
+        return min(self.residual_bytes, kept)
 
 
 @dataclass(frozen=True)
@@ -265,7 +270,7 @@ def _part_cost(stage: Any, param_argnums: Sequence[int], seq: int, fused: bool) 
     fwd = fb.forward_jaxpr
     bwd = fb.backward_jaxpr
     params = set(fb.diff_params)
-    fwd_cost, _, row_bytes = _pass_cost(fwd.jaxpr, params, seq, fused)
+    fwd_cost, fwd_roles, row_bytes = _pass_cost(fwd.jaxpr, params, seq, fused)
     bwd_cost, _, _ = _pass_cost(bwd.jaxpr, params, seq, fused)
     # a residual made from constants alone (a causal mask broadcast over the heads) is made
     # again by the backward for free, as a stage makes such values instead of receiving them
@@ -287,7 +292,44 @@ def _part_cost(stage: Any, param_argnums: Sequence[int], seq: int, fused: bool) 
         param_elements=elements,
         param_bytes=pbytes,
         row_output_bytes=row_bytes,
+        selective_kept_bytes=_selective_kept(fwd.jaxpr, fwd_roles, res, params),
     )
+
+
+def _selective_kept(
+    jaxpr: Any, roles: dict[int, str], residuals: list[Any], params: set[int]
+) -> int:
+    """Bytes selective recompute keeps of a forward whose backward reads ``residuals``: walking
+    back from each residual through the equations that made it, the first weight matmul output
+    (``roles``: COLUMN or ROW) or argument that is not a parameter met on each path is kept;
+    everything between is recomputed (attention's batched matmuls included), as JAX's
+    ``dots_with_no_batch_dims_saveable`` policy saves. A weight matmul output the backward never
+    needs (the last one of a layer, only added to the residual stream) is not kept."""
+    lit = jax.extend.core.Literal
+    same = _Same()
+    eqns = list(_flatten(jaxpr, 1, same))
+    saved: dict[Any, int] = {}
+    for idx, role in roles.items():
+        if role in (MatmulRole.COLUMN, MatmulRole.ROW):
+            e, mult = eqns[idx]
+            saved[same.find(e.outvars[0])] = _nbytes(e.outvars[0].aval) * mult
+    inputs = {same.find(v): _nbytes(v.aval) for i, v in enumerate(jaxpr.invars) if i not in params}
+    producer = {same.find(o): e for e, _ in eqns for o in e.outvars}
+    kept: dict[Any, int] = {}
+    seen: set[Any] = set()
+    stack = [v for v in residuals if not isinstance(v, lit)]
+    while stack:
+        v = same.find(stack.pop())
+        if v in seen:
+            continue
+        seen.add(v)
+        if v in saved or v in inputs:
+            kept[v] = saved.get(v, 0) or inputs.get(v, 0)
+            continue
+        e = producer.get(v)
+        if e is not None:  # None: a parameter (free) or a constant
+            stack.extend(x for x in e.invars if not isinstance(x, lit))
+    return sum(kept.values())
 
 
 def _varying(jaxpr: Any) -> set[Any]:
