@@ -11,6 +11,7 @@ import itertools
 import json
 import math
 import re
+from pathlib import Path
 
 import jax
 import jax.numpy as jnp
@@ -235,6 +236,30 @@ def test_every_named_device_has_its_measured_efficiencies():
         fractions = (eff.matmul, eff.memory, eff.intra_link, eff.inter_node)
         assert all(0.0 < f <= 1.0 for f in fractions), name
         assert eff.basis and eff.measured in ("cpu", "a100", "h100"), name
+
+
+def test_a_gpu_dumps_fused_attention_is_attention_to_the_planner():
+    """A loss dumped after XLA's GPU passes (tests/data/gpu: attention as
+    ``__cudnn$fmhaSoftmax``, its dots as cuBLAS calls, an MLP matmul whose ``[b s, f]`` output
+    is square) profiles, on attention, as the JAX program it was made from: the same sequence
+    length and heads, attention matmuls and FLOPs forward and backward, attention-internal
+    residuals and selective recompute's bytes (the rehydrated call is attention's einsums)."""
+    import hlopipe
+
+    data = Path(__file__).resolve().parent / "data" / "gpu"
+    got = {}
+    for name in ("tiny_transformer.hlo", "tiny_transformer.gpu.hlo"):
+        prog = hlopipe.load((data / name).read_text())
+        prof = planner.profile_program(prog, attention_fused=False)
+        parts = prof.marked or (prof.whole,)
+        got[name] = (prof.seq, prof.heads, [
+            (sum(m.attention for m in p.forward.matmuls), p.forward.attention_flops,
+             p.backward.attention_flops, p.attention_residual_bytes, p.selective_bytes)
+            for p in parts
+        ])  # fmt: skip
+    want = got["tiny_transformer.hlo"]
+    assert want[0] == 8 and want[1] == 2 and all(n == 2 for n, *_ in want[2])
+    assert got["tiny_transformer.gpu.hlo"] == want
 
 
 def test_search_equals_a_brute_force_over_the_space():

@@ -15,7 +15,10 @@ matmuls, sharded on their output features. A matmul of two activations (attentio
 its weighted sum) splits by heads. Values whose two trailing axes are both the sequence length
 (attention scores and probabilities) are *attention-internal*: a fused attention kernel
 (FlashAttention, Dao et al. 2022) keeps them on chip, and selective recompute (Korthikanti et
-al. 2022, section 5) recomputes them instead of keeping them.
+al. 2022, section 5) recomputes them instead of keeping them. A GPU dump's cuDNN fused attention
+(``__cudnn$fmha*``) reaches the planner as the einsums ``rehydrate`` writes for it, and is found
+the same way; the sequence length is read from batched matmuls (batch and heads) first, as a
+GPU dump's cuBLAS GEMM of ``[b s, f]`` by ``[f, n]`` can be square too.
 """
 
 from __future__ import annotations
@@ -437,9 +440,11 @@ def _pass_cost(
         outs = [same.find(v) for v in e.outvars]
         if e.primitive.name == "dot_general":
             mm, role, row = _matmul(e, weights, open_, seq, mult, same)
-            rhs = e.invars[1]
-            if mm.attention and not _attention_internal(rhs.aval, seq):
-                kv_bytes += _nbytes(rhs.aval) * mult
+            internal = [_attention_internal(v.aval, seq) for v in e.invars[:2]]
+            if mm.attention and any(internal) and not all(internal):
+                # the probabilities times V, in either operand order: V, and K its size
+                kept = e.invars[internal.index(False)]
+                kv_bytes += 2 * _nbytes(kept.aval) * mult
             matmuls.append(mm)
             roles[idx] = role
             row_bytes += row
@@ -563,8 +568,11 @@ def _nbytes(aval: Any) -> int:
 
 
 def _seq_length(jaxpr: Any) -> int:
-    """The sequence length attention runs over: the trailing size of a matmul of two
-    activations whose output's two trailing axes are equal (scores ``[..., s, s]``)."""
+    """The sequence length attention runs over: the trailing size of a batched matmul (batch
+    and heads its batch axes) whose output's two trailing axes are equal (scores ``[..., s,
+    s]``). Only when no batched matmul has such an output, any matmul's (a weight matmul of
+    ``[b s, f]`` by ``[f, b s]`` is square too: a cuBLAS GEMM of a GPU dump of a small MLP)."""
+    batched: list[int] = []
     found: list[int] = []
     for e, _, _ in _leaves(jaxpr):
         if e.primitive.name != "dot_general":
@@ -572,7 +580,10 @@ def _seq_length(jaxpr: Any) -> int:
         shape = _squeezed(e.outvars[0].aval)
         if len(shape) >= 2 and shape[-1] == shape[-2]:
             found.append(shape[-1])
-    return max(found, default=0)
+            (_, _), (lb, _) = e.params["dimension_numbers"]
+            if lb:
+                batched.append(shape[-1])
+    return max(batched or found, default=0)
 
 
 def _batch_size(staged: Any, param_argnums: Sequence[int]) -> int:
