@@ -18,7 +18,17 @@ once, in alternating order, so that load drifting hits both alike):
 3. a 1-stage ``Generator`` / a plain loop over the jitted decode step at batch 1 and 16 on a
    Llama shape (full size: Llama 3.2 1B's, 16 layers, width 2048, MLP 8192, 32/8 heads,
    vocabulary 128256: 1.24B parameters, random weights), greedy; its tokens must equal the
-   loop's; with the generator's host time per action (``GenerateMetrics``).
+   loop's; with the generator's host time per action (``GenerateMetrics``);
+4. ``hlopipe plan``'s prediction for row 1's model on this one device (``planner.estimate`` at
+   tp = pp = dp = 1, no recompute, the program's batch, attention costed as written: XLA runs
+   the einsums and softmax, not a fused kernel) against a training step of it measured here:
+   ``jit`` of value_and_grad and an Adam update, on fp32 master weights cast to the model's
+   dtype inside the step (the precision policy the planner assumes: 16-bit parameters with fp32
+   master weights, gradients and moments), parameters and optimizer state donated. Step time
+   against the wall clock (median), memory against XLA's memory analysis of the compiled step
+   (arguments + outputs - aliased + temporaries; the planner's allocator allowance left out,
+   as XLA's analysis counts buffers, not fragmentation). On a CPU the planner's ``cpu`` device
+   is a nominal host (10^11 FLOP/s, 2 x 10^10 B/s), so the time ratio says little there.
 
 On a CPU backend (or with ``--small``) every size is small and repetitions few: the run checks
 that the script works (tests/test_gpu_benchmark.py runs it in ``make test``), not speed.
@@ -40,7 +50,9 @@ import numpy as np
 import optax
 
 import hlopipe
+from hlopipe import planner
 from hlopipe.models import llama
+from hlopipe.planfile import Layout, Recompute
 
 
 class Sizes(NamedTuple):
@@ -228,6 +240,95 @@ def rehydration_rows(sizes: Sizes) -> list[Row]:
             Row("rehydrated (XLA's optimised HLO) / original", math.nan, "x", f"refused: {refused}")
         )
     return rows
+
+
+# ---- 4. hlopipe plan's prediction / the measured step ------------------------------------------
+
+
+def planner_device(device: Any) -> str | None:
+    """The planner's device name (``stages.DEVICES``) of a JAX device, ``None`` if none."""
+    if device.platform == "cpu":
+        return "cpu"
+    kind = str(getattr(device, "device_kind", "")).lower()
+    for key, name in (("h200", "h200"), ("h100", "h100"), ("b200", "b200"), ("mi300", "mi300x")):
+        if key in kind:
+            return name
+    if "a100" in kind:
+        return "a100-80gb" if "80" in kind else "a100-40gb"
+    return None
+
+
+def plan_rows(sizes: Sizes) -> list[Row]:
+    cfg = sizes.loss
+    dev = jax.devices()[0]
+    name = planner_device(dev)
+    if name is None:
+        note = f"no planner device for {getattr(dev, 'device_kind', dev.platform)!r}"
+        return [Row(f"hlopipe plan / measured, {w}", math.nan, "x", note)
+                for w in ("step time", "memory")]  # fmt: skip
+    loss = llama.loss_fn(cfg)
+    params = jax.jit(llama.init, static_argnums=1)(jax.random.key(0), cfg)
+    dtypes = jax.tree.map(lambda x: x.dtype, params)
+    master = jax.tree.map(lambda x: x.astype(jnp.float32), params)
+    del params
+    tokens = np.random.default_rng(2).integers(0, cfg.vocab, (cfg.batch, cfg.seq), np.int32)
+    labels = np.roll(tokens, -1, axis=1)
+    opt = optax.adam(1e-4)
+
+    def train_step(m: Any, state: Any, tok: Any, lab: Any) -> Any:
+        cast = lambda w: loss(jax.tree.map(lambda a, t: a.astype(t), w, dtypes), tok, lab)  # noqa: E731
+        value, grads = jax.value_and_grad(cast)(m)
+        updates, state = opt.update(grads, state, m)
+        return optax.apply_updates(m, updates), state, value
+
+    step = jax.jit(train_step, donate_argnums=(0, 1))
+    st = {"m": master, "s": jax.jit(opt.init)(master)}
+    compiled = step.lower(st["m"], st["s"], tokens, labels).compile()
+    mem = compiled.memory_analysis()
+    measured_bytes = (
+        mem.argument_size_in_bytes
+        + mem.output_size_in_bytes
+        - mem.alias_size_in_bytes
+        + mem.temp_size_in_bytes
+    )
+
+    def run_step() -> Any:
+        st["m"], st["s"], value = compiled(st["m"], st["s"], tokens, labels)
+        return value
+
+    measured_s = statistics.median(_paired({"step": run_step}, sizes.reps)["step"])
+    abstract = llama.abstract_args(cfg)
+    profile = planner.profile_program(loss, *abstract, attention_fused=False)
+    layout = Layout(tp=1, pp=1, dp=1, cp=1, zero=0, recompute=Recompute.NONE, schedule="1f1b",
+                    virtual_stages=1, microbatch_size=cfg.batch, microbatches=1)  # fmt: skip
+    est = planner.estimate(profile, layout, planner.cluster_spec(name, 1), fused_attention=False)
+    predicted_bytes = est.memory.total - est.memory.allocator
+    m = est.memory
+    return [
+        Row(
+            "hlopipe plan / measured, step time",
+            est.step_time_s / measured_s,
+            "x",
+            f"planner device {name!r}: predicted {est.step_time_s * 1e3:.3g} ms, measured "
+            f"{measured_s * 1e3:.3g} ms (value_and_grad + Adam, fp32 master weights)",
+        ),
+        Row(
+            "hlopipe plan / measured, memory",
+            predicted_bytes / measured_bytes,
+            "x",
+            f"predicted {_size(predicted_bytes)} (params {_size(m.params)}, grads "
+            f"{_size(m.grads)}, optimizer {_size(m.optimizer)}, activations "
+            f"{_size(m.activations)}, temporary {_size(m.temporary)}); XLA's analysis "
+            f"{_size(measured_bytes)}",
+        ),
+    ]
+
+
+def _size(n: float) -> str:
+    for unit, scale in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if n >= scale:
+            return f"{n / scale:.2f} {unit}"
+    return f"{n:.0f} B"
 
 
 # ---- 2. 1-stage pipeline / plain loop ---------------------------------------------------------
@@ -497,7 +598,7 @@ def run(small: bool | None = None) -> Report:
     sizes = SMALL if small else FULL
     rows = rehydration_rows(sizes) + pipeline_rows(sizes)
     gen_rows, equal = generation_rows(sizes)
-    return Report(rows + gen_rows, equal)
+    return Report(rows + gen_rows + plan_rows(sizes), equal)
 
 
 def print_table(report: Report) -> None:

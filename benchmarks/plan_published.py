@@ -26,9 +26,24 @@ Sources (every published figure below is one of these):
   ``72 B s l h^2 (1 + s / 6h + V / 12 l h)`` (section 6.3). Activation memory per layer by the
   paper's section 4 formulas: ``s b h (34 + 5 a s / h)`` bytes without recompute,
   ``34 s b h / t`` with tensor and sequence parallelism and selective recompute, ``2 s b h``
-  with full recompute (these count dropout masks and outputs, which a model without dropout
-  does not keep, and Megatron's kept GeLU output and norm inputs, which hlopipe's selective
-  policy recomputes from the weight matmuls' outputs: the comparison says so).
+  with full recompute.
+
+Selective recompute's memory, term by term (bytes per layer, in units of ``s b h / t``; 16-bit
+activations, one-byte dropout masks). [K22] section 4.1 counts 34: the attention block 11 (the
+QKV matmul's input 2, Q and K 4, V 2, the output projection's input 2, its dropout mask 1), the
+MLP 19 (the first matmul's input 2, the GeLU's input 8, the second matmul's input 8, the dropout
+mask 1), the two norms' inputs 4; selective recompute drops only the attention core's
+``5 a s^2 b`` (scores, softmax, its dropout and mask). The programs here have no dropout: the
+two residual dropout masks go, **32**. hlopipe's selective policy is JAX's
+``dots_with_no_batch_dims_saveable`` (keep the weight matmuls' outputs the backward needs,
+recompute everything else, norms and GeLU included), which keeps less: the layer's input 2,
+the QKV output 6, the output projection's output 2, the first MLP matmul's output 8: **18**
+(the second MLP matmul's output is only added to the residual stream; the backward never reads
+it). So the planner's figure is 18/32 - 1 = -43.8% against the dropout-free formula by design
+(a different policy: Megatron keeps the matmul *inputs* and the norms' inputs, PyTorch's
+autograd saving), and 18/34 - 1 = -47.1% against the paper's; the test suite checks the 18
+against JAX's own saved residuals of a layer under that policy. Full recompute keeps each
+layer's input, ``2 s b h / t`` in both.
 
 How the figures were checked here: [N21]'s rows were compared with two public transcriptions of
 its Table 1 (found by a search of public repositories while writing this file; every number the
@@ -38,8 +53,12 @@ A100's 312 TFLOP/s equals the published percentage of peak. [K22]'s selective-re
 are checked against its model FLOPs utilization (22B 41.5%, 175B 51.4%, 530B 56.0%, 1T 56.3%,
 the Megatron-LM README's table): FLOPs / (MFU x 312 TFLOP/s x GPUs) gives 1.10, 13.75, 37.86 and
 71.45 s against the table's 1.10, 13.75, 37.83 and 71.49. [K22]'s full-recompute times (1.42,
-18.13, 49.05, 94.42 s) are as recalled and NOT independently verified here (the 530B ratio,
-1.30, agrees with the abstract's "29% faster"). Microbatch sizes are not in either table: 1 is
+18.13, 49.05, 94.42 s) are as recalled; no public copy of its Table 5 was found to check them
+against. One consistency check: the abstract (arXiv:2205.05198, checked) gives the 530B model's
+MFU as 54.2% with sequence parallelism and selective recompute and 42.1% with full recompute
+(on 2,240 GPUs; per-GPU work is the same in both runs), so the full-recompute step should take
+37.83 x 54.2 / 42.1 = 48.70 s: the recalled 49.05 is within 0.7% of it. The other three rows
+are unchecked (marked *). Microbatch sizes are not in either table: 1 is
 assumed for every row. The pipeline schedule is taken as 1F1B (not interleaved) for every row.
 
 Usage:
@@ -215,11 +234,13 @@ def _fixed(r: Run) -> planner.Fixed:
     )  # fmt: skip
 
 
-def _paper_activations(r: Run) -> float:
+def _paper_activations(r: Run, dropout: bool = True) -> float:
     """[K22] section 4: one layer's activation bytes per device for one microbatch of 1, with
-    tensor and sequence parallelism (the planner assumes sequence parallelism with TP)."""
+    tensor and sequence parallelism (the planner assumes sequence parallelism with TP); without
+    ``dropout``, less the two residual dropout masks (1 byte an element each)."""
     s, b, h, t = SEQ, 1, r.hidden, r.tp
-    return (2 if r.recompute is Recompute.FULL else 34) * s * b * h / t
+    per = 2 if r.recompute is Recompute.FULL else (34 if dropout else 32)
+    return per * s * b * h / t
 
 
 def _predicted_layer_activations(prof: planner.Profile, r: Run) -> float:
@@ -253,6 +274,9 @@ def row(r: Run, scanned: bool, search: bool) -> dict[str, Any]:
         out["act_paper_mib"] = paper / 2**20
         out["act_pred_mib"] = got / 2**20
         out["act_error"] = got / paper - 1
+        nodrop = _paper_activations(r, dropout=False)
+        out["act_nodrop_mib"] = nodrop / 2**20
+        out["act_nodrop_error"] = got / nodrop - 1
     if search:
         free = planner.plan_file(prof, cluster, r.batch, planner.Fixed(), fused_attention=False)
         lay = free.layout
@@ -342,14 +366,16 @@ def main(argv: list[str] | None = None) -> int:
     acts = [x for x in rows if "act_error" in x and x["form"] == "unrolled"]
     if acts:
         print(
-            "\nactivations of one layer, one microbatch, one device ([K22] section 4 formula "
-            "vs what the planner keeps of the program's residuals; the formula counts dropout "
-            "masks the program lacks and values hlopipe's selective policy recomputes):"
+            "\nactivations of one layer, one microbatch, one device, MiB: [K22] section 4's "
+            "formula (34 sbh/t selective, 2 sbh/t full), the same without the two residual "
+            "dropout masks (32 sbh/t; no dropout here), and what the planner keeps (JAX's "
+            "dots_with_no_batch_dims_saveable: 2 + 6 + 2 + 8 = 18 sbh/t; see the docstring):"
         )
         for x in acts:
             print(
-                f"  {x['run']:5} {x['recompute']:9} paper {x['act_paper_mib']:8.1f} MiB  "
-                f"predicted {x['act_pred_mib']:8.1f} MiB  {x['act_error']:+.1%}"
+                f"  {x['run']:5} {x['recompute']:9} paper {x['act_paper_mib']:7.1f}  "
+                f"no dropout {x['act_nodrop_mib']:7.1f}  predicted {x['act_pred_mib']:7.1f}  "
+                f"{x['act_error']:+.1%} vs paper, {x['act_nodrop_error']:+.1%} vs no dropout"
             )
     if args.json:
         with open(args.json, "w") as f:

@@ -11,6 +11,7 @@ import itertools
 import json
 import math
 import re
+from pathlib import Path
 
 import jax
 import jax.numpy as jnp
@@ -132,9 +133,10 @@ def test_profile_counts_the_model_and_finds_megatron_pairs():
     assert by_name == {"qkv": "None,model", "fc1": "None,model", "proj": "model,None",
                        "fc2": "model,None"}  # fmt: skip
     assert prof.column_pairs == 2
-    # selective recompute keeps the weight matmuls' outputs (qkv 3d, proj d, fc1 f, fc2 d per
-    # token, fp32) and the layer's input (d); full keeps the input alone
-    assert prof.layer.selective_bytes == 4 * b * s * (3 * d + d + f + d + d)
+    # selective recompute keeps the weight matmuls' outputs the backward needs (qkv 3d, proj d,
+    # fc1 f per token, fp32; not fc2's, only added to the residual stream) and the layer's
+    # input (d); full keeps the input alone
+    assert prof.layer.selective_bytes == 4 * b * s * (3 * d + d + f + d)
     assert prof.layer.input_bytes == 4 * b * s * d
     # each rule matches that weight in every layer, by the pytree's own paths, and nothing else
     params = gpt.init(jax.random.key(0), CFG)
@@ -143,6 +145,36 @@ def test_profile_counts_the_model_and_finds_megatron_pairs():
         pattern, name = rule.rsplit("=", 1)[0], rule.split("'")[-2]
         matched = {p for p in paths if re.search(pattern, p)}
         assert matched == {f"['layers'][{i}]['{name}']" for i in range(CFG.n_layers)}
+
+
+def test_selective_recompute_keeps_what_jax_saves_under_that_policy():
+    """The oracle: JAX's own residuals of one layer under ``jax.checkpoint`` with
+    ``dots_with_no_batch_dims_saveable`` (the weight matmuls' outputs it may keep, read off
+    ``print_saved_residuals``), plus the layer's input. The last weight matmul's output (only
+    added to the residual stream) is not among them; counting it was the planner's old error."""
+    import contextlib
+    import io
+
+    from jax.ad_checkpoint import print_saved_residuals
+
+    params = jax.eval_shape(lambda k: gpt.init(k, CFG), jax.random.key(0))
+    layer = params["layers"][1]
+    x = jax.ShapeDtypeStruct((BATCH, CFG.seq, CFG.d_model), jnp.float32)
+    policy = jax.checkpoint_policies.dots_with_no_batch_dims_saveable
+    f = jax.checkpoint(lambda p, h: gpt.block(p, h, CFG.n_heads), policy=policy)
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        print_saved_residuals(f, layer, x)
+    want = 0
+    for line in out.getvalue().splitlines():
+        m = re.match(r"(\w+)\[([\d,]*)\]", line)
+        if m and "from the argument p" not in line:  # activations (and the input), not weights
+            want += np.dtype({"f32": np.float32, "bf16": jnp.bfloat16}[m.group(1)]).itemsize * (
+                math.prod(int(d) for d in m.group(2).split(",") if d)
+            )
+    lay = Layout(tp=1, pp=1, dp=1, cp=1, zero=0, recompute=Recompute.SELECTIVE, schedule="1f1b",
+                 virtual_stages=1, microbatch_size=BATCH, microbatches=1)  # fmt: skip
+    assert planner.activation_bytes(_profile().layer, lay, 1.0) == want
 
 
 def test_a_scanned_program_profiles_as_its_unrolled_form():
@@ -194,6 +226,40 @@ def test_attention_written_either_way_is_found_and_costed_alike():
 
 
 # --- the search --------------------------------------------------------------------------------
+
+
+def test_every_named_device_has_its_measured_efficiencies():
+    """A device added to the table without a cited efficiency record would silently take the
+    H100's figures: each named device has its own record, each fraction in (0, 1]."""
+    assert set(stages.DEVICES) == set(planner.EFFICIENCY)
+    for name, eff in planner.EFFICIENCY.items():
+        fractions = (eff.matmul, eff.memory, eff.intra_link, eff.inter_node)
+        assert all(0.0 < f <= 1.0 for f in fractions), name
+        assert eff.basis and eff.measured in ("cpu", "a100", "h100"), name
+
+
+def test_a_gpu_dumps_fused_attention_is_attention_to_the_planner():
+    """A loss dumped after XLA's GPU passes (tests/data/gpu: attention as
+    ``__cudnn$fmhaSoftmax``, its dots as cuBLAS calls, an MLP matmul whose ``[b s, f]`` output
+    is square) profiles, on attention, as the JAX program it was made from: the same sequence
+    length and heads, attention matmuls and FLOPs forward and backward, attention-internal
+    residuals and selective recompute's bytes (the rehydrated call is attention's einsums)."""
+    import hlopipe
+
+    data = Path(__file__).resolve().parent / "data" / "gpu"
+    got = {}
+    for name in ("tiny_transformer.hlo", "tiny_transformer.gpu.hlo"):
+        prog = hlopipe.load((data / name).read_text())
+        prof = planner.profile_program(prog, attention_fused=False)
+        parts = prof.marked or (prof.whole,)
+        got[name] = (prof.seq, prof.heads, [
+            (sum(m.attention for m in p.forward.matmuls), p.forward.attention_flops,
+             p.backward.attention_flops, p.attention_residual_bytes, p.selective_bytes)
+            for p in parts
+        ])  # fmt: skip
+    want = got["tiny_transformer.hlo"]
+    assert want[0] == 8 and want[1] == 2 and all(n == 2 for n, *_ in want[2])
+    assert got["tiny_transformer.gpu.hlo"] == want
 
 
 def test_search_equals_a_brute_force_over_the_space():

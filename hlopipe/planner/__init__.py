@@ -9,7 +9,9 @@ Public API:
   elementwise bytes, the residuals its backward reads, its parameters and the tensor-parallel
   column/row pairs found by data flow.
 * :func:`estimate` (:class:`Estimate`, :class:`ClusterSpec`) — one layout's step time and
-  memory per device; :func:`cluster_spec` makes a cluster from a device name.
+  memory per device; :func:`cluster_spec` makes a cluster from a device name;
+  :data:`EFFICIENCY` (:class:`Efficiency`, :func:`efficiency`) — the measured fractions of
+  each device's datasheet rates the model runs at, each cited.
 * :func:`search`, :func:`layouts`, :class:`Fixed` — the plan space and the ranked estimates;
   :func:`plan_file` — the best as a :class:`hlopipe.planfile.PlanFile`.
 * The closed forms: :func:`bytes_per_param`, :func:`ring_all_reduce_bytes`,
@@ -29,8 +31,11 @@ from hlopipe.planner._formulas import (
     split_bytes_per_param,
 )
 from hlopipe.planner._model import (
+    EFFICIENCY,
     ClusterSpec,
+    Efficiency,
     Estimate,
+    efficiency,
     estimate,
     fit_stage_layers,
     model_flops,
@@ -42,7 +47,10 @@ from hlopipe.planner._profile import Profile, profile_program, profile_staged
 from hlopipe.planner._search import Fixed, cluster_spec, explain, layouts, plan_file, search
 
 __all__ = [
+    "EFFICIENCY",
+    "Efficiency",
     "activation_bytes",
+    "efficiency",
     "ClusterSpec",
     "Estimate",
     "Fixed",

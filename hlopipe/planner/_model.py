@@ -2,9 +2,10 @@
 
 What it models, per microbatch on each pipeline rank: every matmul at the device's peak times
 an efficiency (wave quantization of 128x128 output tiles over the device's compute units, as
-NVIDIA's "Matrix Multiplication Background" guide describes, times ``MATMUL_EFFICIENCY``),
-every fused elementwise region at the device's memory bandwidth times
-``MEMORY_EFFICIENCY``, tensor parallelism's all-reduces of each row matmul's output (forward,
+NVIDIA's "Matrix Multiplication Background" guide describes, times the device's measured GEMM
+efficiency, :data:`EFFICIENCY`),
+every fused elementwise region at the device's memory bandwidth times its measured
+streaming efficiency, tensor parallelism's all-reduces of each row matmul's output (forward,
 backward, and the recomputed forward) on the node's links, the send of the stage's output to
 the next stage (and its gradient back) on the node's or the cluster's links, and the extra
 forward recompute runs. A step is the pipeline (:func:`_formulas.pipeline_time`), then the
@@ -22,8 +23,10 @@ parallelism with TP, as Korthikanti et al. 2022), times the microbatches in flig
 rank, the largest single value of the backward as a temporary, and ``ALLOCATOR_ALLOWANCE`` of
 the rest for the allocator.
 
-Constants (the only ones not read from the program or the device table): see below, each
-with its basis.
+Constants (the only ones not read from the program or the device table): the achieved
+fractions of each device's datasheet rates (:data:`EFFICIENCY`, each a published measurement,
+cited below; links at those fractions too), and ``ALLOCATOR_ALLOWANCE`` (a stated allowance,
+not a measurement).
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ from __future__ import annotations
 import functools
 import math
 from dataclasses import dataclass, replace
+from typing import NamedTuple
 
 from hlopipe.errors import PlanError
 from hlopipe.planfile import Layout, Memory, Recompute
@@ -38,19 +42,76 @@ from hlopipe.planner import _formulas as F
 from hlopipe.planner._profile import Matmul, MatmulRole, PartCost, Profile
 from hlopipe.stages import Device
 
-#: Fraction of peak a large, well-shaped matmul reaches. An assumption, the same for every
-#: device and row: vendor GEMM libraries reach 70-90% of the dense datasheet peak on large
-#: bf16 shapes (cuBLAS on A100 and H100, as NVIDIA's own GEMM figures show); 0.8 is that
-#: range's middle. Not measured by hlopipe.
-MATMUL_EFFICIENCY = 0.80
-#: Fraction of the memory bandwidth a fused elementwise kernel reaches (STREAM-like kernels
-#: reach 80-90% of HBM peak); an assumption, as above.
-MEMORY_EFFICIENCY = 0.80
-#: Fraction of a link's datasheet rate a ring collective reaches (nccl-tests bus bandwidth on
-#: NVLink and InfiniBand reaches 75-90%); an assumption, as above.
-LINK_EFFICIENCY = 0.80
+
+class Efficiency(NamedTuple):
+    """What fraction of a device's datasheet rate a well-shaped kernel reaches, each a
+    published measurement (the sources below): ``matmul`` of the dense BF16 peak by a large
+    GEMM, ``memory`` of the HBM bandwidth by a streaming kernel, ``intra_link`` of the node's
+    link (each way) by NCCL's ring or a peer copy, ``inter_node`` of the network port (each
+    way) by NCCL's bus bandwidth across nodes. ``measured`` names the device whose
+    measurements these are (another device's where this one has none: said in ``basis``)."""
+
+    matmul: float
+    memory: float
+    intra_link: float
+    inter_node: float
+    measured: str
+    basis: str
+
+
+# The measurements (value = measured / datasheet rate, both from the source):
+# * GEMM: S. Bekman, "Machine Learning Engineering Open Book", "Maximum Achievable Matmul FLOPS
+#   comparison table" (github.com/stas00/ml-engineering, compute/accelerator/README.md; BF16
+#   ``torch.matmul``, best shape of a brute-force search, mean of 100 iterations): A100 SXM
+#   271.2 of 312 TFLOP/s (86.9%), H100 SXM 794.5 of 989 (80.3%, "H200 is the same"), B200
+#   SXM 1,745 of 2,250 (77.6%), MI300X 668.4 of 1,300 (51.4%, TunableOp on).
+# * HBM: A100 80 GB SXM, a streaming read kernel at 1.80 of 2.039 TB/s (88%, confirmed by Nsight
+#   Compute; NVIDIA Developer Forums, "Trouble to Reach Peak Bandwidth of A100", 2025); H100
+#   SXM device-to-device copy 2,903 of 3,350 GB/s (86.7%; AI @ Georgia Tech and Voltage Park,
+#   github.com/aigatech/vpbenchmarking, 8x H100 80GB HBM3 SXM5).
+# * NVLink: A100, NCCL all-reduce bus bandwidth ~230 GB/s of NVLink 3's 300 GB/s each way
+#   (NVIDIA's S. Jeaugey, NVIDIA/nccl-tests issue 149, 2023); H100, p2pBandwidthLatencyTest
+#   unidirectional P2P writes 371-377 GB/s of 450 (NVIDIA/nccl issue 1264, HGX H100 SXM; 376
+#   taken: 83.6%). NCCL's NVLink SHARP all-reduce (476 GB/s bus bandwidth on one H100 node,
+#   NVIDIA/nccl-tests issue 290) is not a ring and not modelled.
+# * Network: DGX A100, 8 x 200 Gb/s HDR, all-reduce bus bandwidth 192 GB/s across nodes, 24 of
+#   25 GB/s a port (96%; NVIDIA's D. Addison, NVIDIA/nccl issue 812); NDR 400 Gb/s, 46-48 GB/s
+#   a port (47 of 50 taken: 94%; the same, NVIDIA/nccl-tests issue 290).
+_A100 = Efficiency(271.2 / 312, 1.80 / 2.039, 230 / 300, 24 / 25, "a100",
+                   "GEMM, HBM, NVLink, HDR: A100 measurements")  # fmt: skip
+_H100 = Efficiency(794.5 / 989, 2903 / 3350, 376 / 450, 47 / 50, "h100",
+                   "GEMM, HBM, NVLink, NDR: H100 measurements")  # fmt: skip
+#: Per device name (``stages.DEVICES``). A device with no published measurement of a kind takes
+#: the nearest measured device's figure, said in ``basis``; ``cpu`` is a nominal host whose
+#: rates are the cost model's defaults, not a datasheet, so no efficiency applies.
+EFFICIENCY: dict[str, Efficiency] = {
+    "cpu": Efficiency(1.0, 1.0, 1.0, 1.0, "cpu", "nominal host: none applied"),
+    "a100-80gb": _A100,
+    "a100-40gb": _A100._replace(basis="the A100 80 GB's HBM figure (no 40 GB measurement)"),
+    "h100": _H100,
+    "h200": _H100._replace(basis="GEMM measured ('same as H100'); HBM, links: the H100's"),
+    "b200": _H100._replace(
+        matmul=1745 / 2250, basis="GEMM measured on B200; HBM, NVLink 5: the H100's"
+    ),
+    "mi300x": _H100._replace(
+        matmul=668.4 / 1300, basis="GEMM measured on MI300X; HBM, links: the H100's"
+    ),
+    "tpu-v4": _H100._replace(basis="no TPU measurement found: the H100's figures"),
+    "tpu-v5e": _H100._replace(basis="no TPU measurement found: the H100's figures"),
+    "tpu-v5p": _H100._replace(basis="no TPU measurement found: the H100's figures"),
+}
+
+
+def efficiency(device: Device) -> Efficiency:
+    """The :class:`Efficiency` of ``device`` (the H100's for a device not in the table)."""
+    return EFFICIENCY.get(device.name, _H100)
+
+
 #: Memory the allocator loses to fragmentation, as a fraction of what is allocated: hlopipe's
-#: stated allowance, not a measurement.
+#: stated allowance, NOT a measurement. The published measurements found are of PyTorch's
+#: caching allocator (GMLake, Guo et al., ASPLOS'24: fragmentation up to ~30% in LLM training),
+#: whose per-tensor allocations XLA does not make (a compiled step's buffers are assigned
+#: statically, one temporary allocation); no measurement of XLA's allocator was found.
 ALLOCATOR_ALLOWANCE = 0.05
 #: Output tile of the matmul wave-quantization model (NVIDIA, "Matrix Multiplication
 #: Background User's Guide": tiles of 128x128 and up, one per SM at a time).
@@ -103,7 +164,7 @@ def matmul_time(mm: Matmul, device: Device, tp: int, flops_per_s: float) -> floa
     units = max(device.compute_units, 1)
     waves = math.ceil(tiles / units)
     quantized = tiles / (waves * units)
-    return flops / (flops_per_s * MATMUL_EFFICIENCY * quantized)
+    return flops / (flops_per_s * efficiency(device).matmul * quantized)
 
 
 def _pass_time(
@@ -111,7 +172,7 @@ def _pass_time(
     flops_per_s: float, scale: float,
 ) -> float:  # fmt: skip
     mm = sum(matmul_time(m, device, tp, flops_per_s) for m in matmuls) / cp
-    mem = fused_bytes / (tp * cp) / (device.bytes_per_s * MEMORY_EFFICIENCY)
+    mem = fused_bytes / (tp * cp) / (device.bytes_per_s * efficiency(device).memory)
     return scale * (mm + mem)
 
 
@@ -132,13 +193,12 @@ def part_times(
     comm = 0.0
     if tp > 1:
         per = F.ring_all_reduce_bytes(part.row_output_bytes * scale / cp, tp)
-        comm = per / (tp_link * LINK_EFFICIENCY)
+        comm = per / tp_link
     if cp > 1:  # ring attention: each rank's keys and values pass the ring (forward), and
         # their gradients pass back (backward: twice, keys/values and their gradients)
         kv = F.ring_gather_bytes(part.forward.kv_bytes * scale / tp, cp)
-        link = cp_link * LINK_EFFICIENCY
-        fwd += kv / link
-        bwd += 2 * kv / link
+        fwd += kv / cp_link
+        bwd += 2 * kv / cp_link
     extra = 0.0
     if layout.recompute is Recompute.FULL:
         extra = fwd + comm
@@ -176,9 +236,12 @@ def estimate(
     dev = cluster.device
     flops_per_s = dev.bf16_flops_per_s if profile.param_itemsize < 4 else dev.fp32_flops_per_s
     scale = layout.microbatch_size / max(profile.batch, 1)
-    tp_link = cluster.intra_node_bytes_per_s
+    eff = efficiency(dev)
+    intra = cluster.intra_node_bytes_per_s * eff.intra_link  # achieved rates, each way
+    inter = cluster.inter_node_bytes_per_s * eff.inter_node
+    tp_link = intra
     if layout.tp * layout.cp > cluster.devices_per_node:
-        tp_link = cluster.inter_node_bytes_per_s
+        tp_link = inter
     S = layout.num_stages
     parts = _stage_parts(profile, S, stage_layers)
     counts = tuple(n for n, _ in parts)
@@ -217,9 +280,9 @@ def estimate(
     p, v = layout.pp, layout.virtual_stages
     # the send of each stage's output (and the gradient back), once per microbatch; with
     # Megatron's scatter/gather each TP rank sends 1/tp of it
-    pp_link = cluster.intra_node_bytes_per_s
+    pp_link = intra
     if layout.tp * layout.cp * layout.dp * min(p, 2) > cluster.devices_per_node:
-        pp_link = cluster.inter_node_bytes_per_s
+        pp_link = inter
     rank_time = [0.0] * p
     rank_act = [0.0] * p
     rank_params = [0.0] * p
@@ -231,7 +294,7 @@ def estimate(
         if p > 1 and s < S - 1:
             sent = profile.layer if profile.layer is not None else parts[s][1][-1]
             send = 2 * sent.output_bytes * scale / (layout.tp * layout.cp)
-            send /= pp_link * LINK_EFFICIENCY
+            send /= pp_link
         rank_time[r] += f + b + send
         rank_params[r] += params
         rank_temp[r] = max(rank_temp[r], temp)
@@ -244,9 +307,9 @@ def estimate(
     bubble = 1.0 - layout.microbatches * worst / pipeline if pipeline else 0.0
     # data parallel: gradients (fp32) all-reduced, or reduce-scattered + gathered (ZeRO)
     dp = layout.dp * layout.cp
-    dp_link = cluster.inter_node_bytes_per_s
+    dp_link = inter
     if layout.tp * layout.cp * layout.dp <= cluster.devices_per_node:
-        dp_link = cluster.intra_node_bytes_per_s
+        dp_link = intra
     grad_bytes = max(rank_params) * 4.0
     dp_bytes = F.ring_all_reduce_bytes(grad_bytes, dp)
     if layout.zero >= 3:  # parameters gathered for forward and backward of every microbatch
@@ -255,11 +318,11 @@ def estimate(
             * layout.microbatches
             * F.ring_gather_bytes(max(rank_params) * profile.param_itemsize, dp)
         )
-    data_parallel = dp_bytes / (dp_link * LINK_EFFICIENCY)
+    data_parallel = dp_bytes / dp_link
     # the optimizer: Adam reads and writes parameters, gradients, master weights, moments
     opt_elems = max(rank_params) / (dp if layout.zero >= 1 else 1)
     optimizer = opt_elems * 2 * F.bytes_per_param(profile.param_itemsize, zero=0, dp=1)
-    optimizer /= dev.bytes_per_s * MEMORY_EFFICIENCY
+    optimizer /= dev.bytes_per_s * eff.memory
     step = pipeline + data_parallel + optimizer
     # memory: the rank holding the most
     by_rank = []

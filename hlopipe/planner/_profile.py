@@ -15,7 +15,10 @@ matmuls, sharded on their output features. A matmul of two activations (attentio
 its weighted sum) splits by heads. Values whose two trailing axes are both the sequence length
 (attention scores and probabilities) are *attention-internal*: a fused attention kernel
 (FlashAttention, Dao et al. 2022) keeps them on chip, and selective recompute (Korthikanti et
-al. 2022, section 5) recomputes them instead of keeping them.
+al. 2022, section 5) recomputes them instead of keeping them. A GPU dump's cuDNN fused attention
+(``__cudnn$fmha*``) reaches the planner as the einsums ``rehydrate`` writes for it, and is found
+the same way; the sequence length is read from batched matmuls (batch and heads) first, as a
+GPU dump's cuBLAS GEMM of ``[b s, f]`` by ``[f, n]`` can be square too.
 """
 
 from __future__ import annotations
@@ -103,12 +106,17 @@ class PartCost:
     param_elements: int
     param_bytes: int
     row_output_bytes: int
+    selective_kept_bytes: int = -1  # -1: not read (then every weight output and the input)
 
     @property
     def selective_bytes(self) -> int:
-        """What selective recompute keeps: the weight matmuls' outputs and the input (never
-        more than every residual)."""
-        return min(self.residual_bytes, self.forward.weight_output_bytes + self.input_bytes)
+        """What selective recompute keeps: the weight matmuls' outputs and the part's inputs
+        its backward needs, directly or to recompute a residual from (never more than every
+        residual)."""
+        kept = self.selective_kept_bytes
+        if kept < 0:
+            kept = self.forward.weight_output_bytes + self.input_bytes
+        return min(self.residual_bytes, kept)
 
 
 @dataclass(frozen=True)
@@ -265,7 +273,7 @@ def _part_cost(stage: Any, param_argnums: Sequence[int], seq: int, fused: bool) 
     fwd = fb.forward_jaxpr
     bwd = fb.backward_jaxpr
     params = set(fb.diff_params)
-    fwd_cost, _, row_bytes = _pass_cost(fwd.jaxpr, params, seq, fused)
+    fwd_cost, fwd_roles, row_bytes = _pass_cost(fwd.jaxpr, params, seq, fused)
     bwd_cost, _, _ = _pass_cost(bwd.jaxpr, params, seq, fused)
     # a residual made from constants alone (a causal mask broadcast over the heads) is made
     # again by the backward for free, as a stage makes such values instead of receiving them
@@ -287,7 +295,44 @@ def _part_cost(stage: Any, param_argnums: Sequence[int], seq: int, fused: bool) 
         param_elements=elements,
         param_bytes=pbytes,
         row_output_bytes=row_bytes,
+        selective_kept_bytes=_selective_kept(fwd.jaxpr, fwd_roles, res, params),
     )
+
+
+def _selective_kept(
+    jaxpr: Any, roles: dict[int, str], residuals: list[Any], params: set[int]
+) -> int:
+    """Bytes selective recompute keeps of a forward whose backward reads ``residuals``: walking
+    back from each residual through the equations that made it, the first weight matmul output
+    (``roles``: COLUMN or ROW) or argument that is not a parameter met on each path is kept;
+    everything between is recomputed (attention's batched matmuls included), as JAX's
+    ``dots_with_no_batch_dims_saveable`` policy saves. A weight matmul output the backward never
+    needs (the last one of a layer, only added to the residual stream) is not kept."""
+    lit = jax.extend.core.Literal
+    same = _Same()
+    eqns = list(_flatten(jaxpr, 1, same))
+    saved: dict[Any, int] = {}
+    for idx, role in roles.items():
+        if role in (MatmulRole.COLUMN, MatmulRole.ROW):
+            e, mult = eqns[idx]
+            saved[same.find(e.outvars[0])] = _nbytes(e.outvars[0].aval) * mult
+    inputs = {same.find(v): _nbytes(v.aval) for i, v in enumerate(jaxpr.invars) if i not in params}
+    producer = {same.find(o): e for e, _ in eqns for o in e.outvars}
+    kept: dict[Any, int] = {}
+    seen: set[Any] = set()
+    stack = [v for v in residuals if not isinstance(v, lit)]
+    while stack:
+        v = same.find(stack.pop())
+        if v in seen:
+            continue
+        seen.add(v)
+        if v in saved or v in inputs:
+            kept[v] = saved.get(v, 0) or inputs.get(v, 0)
+            continue
+        e = producer.get(v)
+        if e is not None:  # None: a parameter (free) or a constant
+            stack.extend(x for x in e.invars if not isinstance(x, lit))
+    return sum(kept.values())
 
 
 def _varying(jaxpr: Any) -> set[Any]:
@@ -395,9 +440,11 @@ def _pass_cost(
         outs = [same.find(v) for v in e.outvars]
         if e.primitive.name == "dot_general":
             mm, role, row = _matmul(e, weights, open_, seq, mult, same)
-            rhs = e.invars[1]
-            if mm.attention and not _attention_internal(rhs.aval, seq):
-                kv_bytes += _nbytes(rhs.aval) * mult
+            internal = [_attention_internal(v.aval, seq) for v in e.invars[:2]]
+            if mm.attention and any(internal) and not all(internal):
+                # the probabilities times V, in either operand order: V, and K its size
+                kept = e.invars[internal.index(False)]
+                kv_bytes += 2 * _nbytes(kept.aval) * mult
             matmuls.append(mm)
             roles[idx] = role
             row_bytes += row
@@ -521,8 +568,11 @@ def _nbytes(aval: Any) -> int:
 
 
 def _seq_length(jaxpr: Any) -> int:
-    """The sequence length attention runs over: the trailing size of a matmul of two
-    activations whose output's two trailing axes are equal (scores ``[..., s, s]``)."""
+    """The sequence length attention runs over: the trailing size of a batched matmul (batch
+    and heads its batch axes) whose output's two trailing axes are equal (scores ``[..., s,
+    s]``). Only when no batched matmul has such an output, any matmul's (a weight matmul of
+    ``[b s, f]`` by ``[f, b s]`` is square too: a cuBLAS GEMM of a GPU dump of a small MLP)."""
+    batched: list[int] = []
     found: list[int] = []
     for e, _, _ in _leaves(jaxpr):
         if e.primitive.name != "dot_general":
@@ -530,7 +580,10 @@ def _seq_length(jaxpr: Any) -> int:
         shape = _squeezed(e.outvars[0].aval)
         if len(shape) >= 2 and shape[-1] == shape[-2]:
             found.append(shape[-1])
-    return max(found, default=0)
+            (_, _), (lb, _) = e.params["dimension_numbers"]
+            if lb:
+                batched.append(shape[-1])
+    return max(batched or found, default=0)
 
 
 def _batch_size(staged: Any, param_argnums: Sequence[int]) -> int:

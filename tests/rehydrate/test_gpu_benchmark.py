@@ -1,5 +1,6 @@
 """benchmarks/gpu.py at CPU size (its smoke run in ``make test``): every number it prints is
-finite, the generator's tokens equal the plain decode loop's, and it prints its table."""
+finite (the planner's predicted step time and memory against the measured step's included),
+the generator's tokens equal the plain decode loop's, and it prints its table."""
 
 from __future__ import annotations
 
@@ -26,6 +27,8 @@ def test_gpu_benchmark_runs_at_cpu_size(capsys: pytest.CaptureFixture[str]) -> N
         "1-stage Generator / plain decode loop, batch 1",
         "1-stage Generator / plain decode loop, batch 16",
         "Generator host time per action, batch 16",
+        "hlopipe plan / measured, step time",
+        "hlopipe plan / measured, memory",
     ):
         assert needed in names
     for row in report.rows:
