@@ -203,7 +203,7 @@ def part_times(
     if layout.recompute is Recompute.FULL:
         extra = fwd + comm
     elif layout.recompute is Recompute.SELECTIVE:  # all but the weight matmuls again
-        again = tuple(m for m in part.forward.matmuls if m.role == MatmulRole.HEADS)
+        again = tuple(m for m in part.forward.matmuls if m.role is MatmulRole.HEADS)
         extra = _pass_time(again, fwd_b, device, tp, cp, flops_per_s, scale)
     return fwd + comm, bwd + comm + extra
 

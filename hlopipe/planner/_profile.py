@@ -23,6 +23,7 @@ GPU dump's cuBLAS GEMM of ``[b s, f]`` by ``[f, n]`` can be square too.
 
 from __future__ import annotations
 
+import enum
 import math
 import re
 from collections.abc import Iterator, Sequence
@@ -38,8 +39,8 @@ from hlopipe.errors import StageError
 _CALLS = ("jaxpr", "call_jaxpr", "fun_jaxpr")
 
 
-class MatmulRole:
-    """How tensor parallelism splits a matmul (plain strings: stored in records only)."""
+class MatmulRole(enum.StrEnum):
+    """How tensor parallelism splits a matmul."""
 
     COLUMN = "column"  # weight matmul sharded on its output features
     ROW = "row"  # weight matmul sharded on its contracted features; output all-reduced
@@ -55,7 +56,7 @@ class Matmul:
     m: int
     n: int
     k: int
-    role: str
+    role: MatmulRole
     count: int = 1
     attention: bool = False  # makes or reads an attention-internal value
 
@@ -300,7 +301,7 @@ def _part_cost(stage: Any, param_argnums: Sequence[int], seq: int, fused: bool) 
 
 
 def _selective_kept(
-    jaxpr: Any, roles: dict[int, str], residuals: list[Any], params: set[int]
+    jaxpr: Any, roles: dict[int, MatmulRole], residuals: list[Any], params: set[int]
 ) -> int:
     """Bytes selective recompute keeps of a forward whose backward reads ``residuals``: walking
     back from each residual through the equations that made it, the first weight matmul output
@@ -313,7 +314,7 @@ def _selective_kept(
     eqns = list(_flatten(jaxpr, 1, same))
     saved: dict[Any, int] = {}
     for idx, role in roles.items():
-        if role in (MatmulRole.COLUMN, MatmulRole.ROW):
+        if role is MatmulRole.COLUMN or role is MatmulRole.ROW:
             e, mult = eqns[idx]
             saved[same.find(e.outvars[0])] = _nbytes(e.outvars[0].aval) * mult
     inputs = {same.find(v): _nbytes(v.aval) for i, v in enumerate(jaxpr.invars) if i not in params}
@@ -421,7 +422,7 @@ class _Same:
 
 def _pass_cost(
     jaxpr: Any, param_positions: set[int], seq: int, fused: bool
-) -> tuple[PassCost, dict[int, str], int]:
+) -> tuple[PassCost, dict[int, MatmulRole], int]:
     """The matmuls and fused-region bytes of one pass. Data flow gives the roles: values made
     from parameters alone (a weight, its transpose or cast) are *weights*; a weight matmul
     reading a value derived from a column matmul's output is a row matmul. Data flow crosses
@@ -431,7 +432,7 @@ def _pass_cost(
     weights: set[Any] = {same.find(v) for i, v in enumerate(jaxpr.invars) if i in param_positions}
     open_: set[Any] = set()  # derived from a column matmul's output, no row matmul since
     matmuls: list[Matmul] = []
-    roles: dict[int, str] = {}
+    roles: dict[int, MatmulRole] = {}
     row_bytes = 0
     kv_bytes = 0
     weight_out = 0
@@ -448,10 +449,10 @@ def _pass_cost(
             matmuls.append(mm)
             roles[idx] = role
             row_bytes += row
-            if role in (MatmulRole.COLUMN, MatmulRole.ROW):
+            if role is MatmulRole.COLUMN or role is MatmulRole.ROW:
                 weight_out += _nbytes(e.outvars[0].aval) * mult
-            if role == MatmulRole.COLUMN or (
-                role == MatmulRole.HEADS and any(v in open_ for v in ins)
+            if role is MatmulRole.COLUMN or (
+                role is MatmulRole.HEADS and any(v in open_ for v in ins)
             ):
                 open_.update(outs)
             continue
@@ -466,7 +467,7 @@ def _pass_cost(
 
 def _matmul(
     e: Any, weights: set[Any], open_: set[Any], seq: int, mult: int, same: _Same
-) -> tuple[Matmul, str, int]:
+) -> tuple[Matmul, MatmulRole, int]:
     (lc, rc), (lb, rb) = e.params["dimension_numbers"]
     lhs, rhs = e.invars[0], e.invars[1]
     ls, rs = lhs.aval.shape, rhs.aval.shape
@@ -612,9 +613,9 @@ def _param_specs(layer: Any, staged: Any) -> tuple[tuple[str, ...], int]:
     specs: dict[str, str] = {}
     pairs = 0
     for idx, role in roles.items():
-        if role == MatmulRole.ROW:
+        if role is MatmulRole.ROW:
             pairs += 1
-        if role not in (MatmulRole.COLUMN, MatmulRole.ROW):
+        if role is not MatmulRole.COLUMN and role is not MatmulRole.ROW:
             continue
         for v in eqns[idx].invars[:2]:
             src = _source_param(v, made, position, same)
@@ -624,7 +625,7 @@ def _param_specs(layer: Any, staged: Any) -> tuple[tuple[str, ...], int]:
             if rank < 2:
                 continue
             axes = ["None"] * rank
-            axes[-1 if role == MatmulRole.COLUMN else -2] = "model"
+            axes[-1 if role is MatmulRole.COLUMN else -2] = "model"
             pattern = _generic_path(layer.param_paths[src])
             if pattern is not None:
                 specs[pattern] = ",".join(axes)
