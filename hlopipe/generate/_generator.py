@@ -617,8 +617,8 @@ class _Prefill:
             raise StageError(f"{what} does not split like the decode step ({S} stages): {e}") from e
         for o, arg in state_of_out.items():
             src = self.staged.out_sources[o]
-            if src.kind != "stage" or src.stage != slots[arg].stage:
-                made = f"stage {src.stage}" if src.kind == "stage" else "no stage"
+            if src.kind is not SourceKind.STAGE or src.stage != slots[arg].stage:
+                made = f"stage {src.stage}" if src.kind is SourceKind.STAGE else "no stage"
                 raise StageError(
                     f"{what}: {made} makes the state {slots[arg].path}, which the decode step "
                     f"keeps on stage {slots[arg].stage}: the stage markers of the two programs "

@@ -18,7 +18,7 @@ import time
 import uuid
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
-from enum import Enum
+from enum import StrEnum
 from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
@@ -70,7 +70,7 @@ _NOT_IMPLEMENTED: dict[str, tuple[Any, ...]] = {
 _ROLES = ("system", "user", "assistant")
 
 
-class Endpoint(Enum):
+class Endpoint(StrEnum):
     """The two ways a completion is asked for and answered: the fields each takes (beyond the
     sampling options both share) and ignores, and the objects it answers with."""
 
