@@ -52,7 +52,7 @@ from hlopipe.generate._plan import (
     split_warnings,
     stage_layers,
 )
-from hlopipe.generate._sampling import Sampling, sample
+from hlopipe.generate._sampling import Sampling, sample, token_logprobs
 from hlopipe.generate._session import Session
 from hlopipe.generate._steps import (
     FeedbackPlace,
@@ -326,11 +326,17 @@ class Generator:
 
     def _sample_on(self, stage: int) -> Any:
         """:func:`~hlopipe.generate._sampling.sample` compiled for ``stage``'s devices, its
-        token replicated there, of the token argument's dtype (PyTorch's int64)."""
+        token replicated there, of the token argument's dtype (PyTorch's int64), and beside
+        it the token's log-probabilities (``_sampling.token_logprobs``), read only when
+        asked for."""
         dtype = np.dtype(self.token.dtype)
-        draw = jax.jit(lambda *a: sample(*a).astype(dtype),
-                       out_shardings=self.place.replicated(stage))  # fmt: skip
-        return lambda *args: (draw(*args),)  # an instruction's results are a tuple
+
+        def draw(logits: Any, *args: Any) -> tuple[Any, Any]:
+            token = sample(logits, *args)
+            return token.astype(dtype), token_logprobs(logits, token)
+
+        where = self.place.replicated(stage)
+        return jax.jit(draw, out_shardings=(where, where))  # an instruction's results: a tuple
 
     def step_programs(self, homes: Mapping[int, Home], steps: int) -> list[StepProgram]:
         """The program of each of ``steps`` decode steps from ``homes`` (the first step

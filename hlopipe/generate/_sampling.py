@@ -79,3 +79,23 @@ def sample(
     keys = jax.vmap(lambda s, p: jax.random.fold_in(jax.random.key(s), p))(seed, pos)
     drawn = jax.vmap(jax.random.categorical)(keys, masked).astype(jnp.int32)
     return jnp.where(temperature > 0, drawn, greedy)
+
+
+# How many of the largest log-probabilities a step gives beside its token: OpenAI's chat API
+# allows ``top_logprobs`` up to 20 (its completions API ``logprobs`` up to 5)
+TOP_LOGPROBS = 20
+
+
+def token_logprobs(logits: jax.Array, token: jax.Array, k: int = TOP_LOGPROBS) -> jax.Array:
+    """The log-probabilities a sampled step gives beside its token, computed on the stage
+    making the logits so that only ``[b, 1 + 2k]`` floats a step (no logits) can reach the
+    host: per sequence ``log_softmax(logits)`` at ``token``, then the ``k`` largest, then
+    their token ids (as floats, one array a step: exact for any vocabulary below 2**24
+    tokens). The distribution is the step's own logits' (before temperature and the cuts),
+    as OpenAI's and vLLM's ``logprobs`` are; a vocabulary smaller than ``k`` gives its size."""
+    if logits.ndim == 3:  # a prefill's logits at every prompt position: the last one's
+        logits = logits[:, -1]
+    lp = jax.nn.log_softmax(logits.astype(jnp.float32), axis=-1)
+    chosen = jnp.take_along_axis(lp, token.astype(jnp.int32)[:, None], axis=-1)
+    top, ids = jax.lax.top_k(lp, min(k, lp.shape[-1]))
+    return jnp.concatenate([chosen, top, ids.astype(jnp.float32)], axis=-1)

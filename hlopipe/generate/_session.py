@@ -386,11 +386,15 @@ class Session:
         for regs in self._regs:
             regs.extend([None] * (size - len(regs)))
 
-    def _issue(self, steps: int) -> Gen[tuple[list[Any], int], None, None]:
+    def _issue(
+        self, steps: int, logprobs: list[list[Any]] | None = None
+    ) -> Gen[tuple[list[Any], int], None, None]:
         """Issue ``steps`` decode steps of every group in the decode schedule's order (round
         robin: step ``t`` of every group, then step ``t + 1``), yielding each step's tokens
-        (each group's value, and the stage holding them) once it is issued for every group.
-        Closed early, what was issued is accounted for (position, bytes, ``issued``)."""
+        (each group's value, and the stage holding them) once it is issued for every group,
+        and appending each step's log-probabilities (each group's) to ``logprobs`` when given
+        (a step returning logits). Closed early, what was issued is accounted for (position,
+        bytes, ``issued``)."""
         gen, G = self.gen, self.gen.groups
         if not steps:
             return
@@ -415,6 +419,9 @@ class Session:
                         regs[slot] = value
                     prog.run(regs)
                     row.append(regs[tok])
+                if logprobs is not None and prog.logprobs is not None:  # as ``row`` holds
+                    logprobs.append([all_regs[m % G][prog.logprobs]
+                                     for m in order[t * G : (t + 1) * G]])  # fmt: skip
                 done += 1
                 host += time.perf_counter() - h
                 yield row, prog.feedback_home[tok_arg].stage
@@ -529,9 +536,10 @@ class Session:
         before = Counted(c.activations, c.feedback, c.state, c.host_s)
         t0 = time.perf_counter()
         rows, first = self._take_pending()
+        logprobs: list[list[Any]] = []
         if steps:
-            rows += list(self._issue(steps))
-        return Issued(self, IssuedSteps(rows, first, steps, t0, before))
+            rows += list(self._issue(steps, logprobs))
+        return Issued(self, IssuedSteps(rows, first, steps, t0, before, logprobs))
 
     def read_issued(self, issued: IssuedSteps) -> np.ndarray:
         """The tokens of ``issued`` (what :meth:`issue` left on the devices), ``[groups, b,
@@ -693,6 +701,7 @@ class IssuedSteps(NamedTuple):
     steps: int
     t0: float
     before: Counted
+    logprobs: list[list[Any]] | tuple[()] = ()  # each step's log-probabilities, as ``rows``
 
 
 class Issued:
@@ -704,6 +713,30 @@ class Issued:
         self.steps = issued.steps
         self._issued: IssuedSteps | None = issued
         self._result = np.empty(0, np.int32)  # set by the first read
+        self._logprobs = issued.logprobs  # on the sampling stage until :meth:`logprobs`
+
+    def logprobs(self) -> np.ndarray:
+        """The issued steps' log-probabilities, ``[groups, b, steps, 1 + 2k]`` (a step returning
+        logits; per token ``_sampling.token_logprobs``: the sampled token's, then the ``k``
+        largest, then their ids), on the host in one batched copy. Covers the decode steps
+        issued (a prefill's pending token has none). In one process only: the sampling
+        stage's values are not gathered across processes.
+
+        Raises:
+          RuntimeConfigError: the step returns tokens, or the session spans processes."""
+        gen = self.session.gen
+        if gen.sampler is None:
+            raise RuntimeConfigError(
+                f"{gen.source} returns tokens, not logits: there are no log-probabilities"
+            )
+        if gen.place.multi:
+            raise RuntimeConfigError(
+                "log-probabilities are read in one process only; this session spans several"
+            )
+        if not self._logprobs:
+            return np.zeros((gen.groups, gen.batch, 0, 0), np.float32)
+        host = np.stack([np.stack(row) for row in jax.device_get(self._logprobs)])
+        return np.moveaxis(host, 0, 2)  # [steps, groups, b, w] -> [groups, b, steps, w]
 
     def read(self) -> np.ndarray:
         """The tokens, ``[groups, b, n]``, on the host (one batched copy; read once, the same

@@ -84,6 +84,21 @@ class SamplingParams(NamedTuple):
 _SAMPLING_DTYPES = (np.uint32, np.float32, np.float32, np.int32)  # SamplingParams' fields
 
 
+class TokenLogprobs(NamedTuple):
+    """A token's log-probability under the step's logits and the ``top`` largest ones asked
+    for, ``(token id, log-probability)`` largest first (``_sampling.token_logprobs``)."""
+
+    logprob: float
+    top: tuple[tuple[int, float], ...]
+
+    @classmethod
+    def of(cls, row: np.ndarray, k: int) -> TokenLogprobs:
+        """From one token's ``[1 + 2K]`` row (its own, the ``K`` largest, their ids)."""
+        K = (len(row) - 1) // 2
+        top = tuple((int(row[1 + K + j]), float(row[1 + j])) for j in range(min(k, K)))
+        return cls(float(row[0]), top)
+
+
 @dataclass
 class Sequence:
     """One sequence a request asked for: its prompt, how many tokens, and what came of it."""
@@ -95,6 +110,8 @@ class Sequence:
     tokens: list[int] = field(default_factory=list)
     finish: FinishReason | None = None
     cancelled: bool = False  # ended by its output (a stop string): freed at the next step
+    logprobs: int | None = None  # how many of the largest log-probabilities (None: none)
+    token_logprobs: list[TokenLogprobs] = field(default_factory=list)  # one a token, if asked
 
 
 @dataclass
@@ -150,6 +167,8 @@ class Engine:
         if self.per_sequence and gen.prefill is not None:
             gen.prefill.row_axes()  # a slot prefilled alone: its state's sequence axes, or why not
         self.samples = gen.logits_out is not None  # else greedy only
+        # log-probabilities are read in one process (the sampling stage's, not gathered)
+        self.gives_logprobs = self.samples and leader is None
         self.one = gen.with_groups(1)
         self.batch = gen.batch
         self.max_len = gen.max_len
@@ -173,6 +192,7 @@ class Engine:
         # each slot's session, by slot (a group's, a position per sequence)
         self._live: dict[int, Any] = {}
         self._issued: dict[int, Any] = {}  # each slot's step issued this turn, not yet read
+        self._read: dict[int, Any] = {}  # each slot's step read last (its log-probabilities)
         self._leader = leader  # sends each session call to the other processes first
         self._lanes: list[list[_Lane | None]] = [[None] * gen.batch for _ in range(gen.groups)]
         self._tokens = np.zeros((gen.groups, gen.batch), np.int32)  # what each slot reads next
@@ -313,7 +333,8 @@ class Engine:
             self._issued[op.slot] = session.issue(1)
             return None
         if op.kind is OpKind.READ:
-            return self._issued.pop(op.slot).read()
+            self._read[op.slot] = issued = self._issued.pop(op.slot)
+            return issued.read()
         if op.kind is OpKind.PREFILL:
             prompts, rows = op.values
             return session.prefill_rows(prompts, rows)
@@ -456,10 +477,15 @@ class Engine:
                 tokens, positions = self._tokens[g : g + 1], self._positions[g : g + 1]
                 ops += [Op(OpKind.FEED, g, (tokens.copy(), positions.copy())), Op(OpKind.STEP, g)]
             ops += [Op(OpKind.READ, g) for g in live]
+            lps: dict[int, np.ndarray] = {}  # [b, 1 + 2k] of a group asked for them
             for g, got in zip(live, self._do_all(ops)[-len(live) :], strict=True):
                 made[g] = got[0, :, 0]
                 self.group_steps += 1
-            self._advance(made)
+                if any(
+                    x is not None and _asks_logprobs(x.request, x.index) for x in self._lanes[g]
+                ):
+                    lps[g] = self._read[g].logprobs()[0, :, 0]
+            self._advance(made, lps)
             self.busy_s += time.perf_counter() - t0
             self.steps += 1
 
@@ -479,7 +505,10 @@ class Engine:
                 row[b] = lane = _Lane(req, i)
                 self._tokens[g, b] = seq.prompt[0]
                 self._positions[g, b] = 0
-                if len(seq.prompt) in self.prefill_lens or (self.pads and len(seq.prompt) > 1):
+                # a prompt of a prefill's length whose log-probabilities are asked for is
+                # padded (its last token's read by the decode step, which gives them) or read
+                whole = len(seq.prompt) in self.prefill_lens and seq.logprobs is None
+                if whole or (self.pads and len(seq.prompt) > 1):
                     prefill.setdefault(g, []).append((b, lane))
                 for field_values, value in zip(self._sampling, seq.sampling, strict=True):
                     field_values[g, b] = value
@@ -497,7 +526,12 @@ class Engine:
         and goes on past the prompt; any other (``pads``: a shorter one right-padded, its last
         token left out; a longer one's first ``P`` tokens) goes on from its next prompt token
         at its position, read by the decode step."""
-        heads = [self._head(lane.request.seqs[lane.index].prompt) for _, lane in slots]
+        heads = [
+            self._head(
+                lane.request.seqs[lane.index].prompt, _asks_logprobs(lane.request, lane.index)
+            )
+            for _, lane in slots
+        ]
         by_length: dict[int, list[int]] = {}  # a run of each prefill needed
         for k, (row, _) in enumerate(heads):
             by_length.setdefault(len(row), []).append(k)
@@ -521,23 +555,26 @@ class Engine:
                 self._lanes[g][b] = None
                 self._tokens[g, b], self._positions[g, b] = 0, 0
 
-    def _head(self, prompt: list[int]) -> tuple[list[int], int]:
+    def _head(self, prompt: list[int], padded: bool = False) -> tuple[list[int], int]:
         """The row a prefill reads for ``prompt`` and how many of the prompt's tokens it
-        covers: all of one of a prefill's length; else its first ``len - 1`` through the
+        covers: all of one of a prefill's length (unless ``padded``: its first token's
+        log-probabilities are asked for, which the decode step gives); else its first
+        ``len - 1`` through the
         shortest prefill that holds them, padded with the last of them (positions the decode
         step overwrites before it reads them), or, longer than every prefill, its first ``P``
         through the longest."""
         L = len(prompt)
-        if L in self.prefill_lens:
+        if L in self.prefill_lens and not padded:
             return prompt, L
         fits = [P for P in self.prefill_lens if P >= L - 1]
         P = fits[0] if fits else self.prefill_lens[-1]
         n = min(L - 1, P)
         return prompt[:n] + [prompt[n - 1]] * (P - n), n
 
-    def _advance(self, made: np.ndarray) -> None:
+    def _advance(self, made: np.ndarray, lps: dict[int, np.ndarray]) -> None:
         """After a step: each slot's next token and position (its prompt's next, or what it
-        made), its sequence's token given out, a finished sequence's slot freed."""
+        made), its sequence's token given out (with its log-probabilities when asked: ``lps``
+        has them of its group), a finished sequence's slot freed."""
         for g, row in enumerate(self._lanes):
             for b, lane in enumerate(row):
                 if lane is None:
@@ -553,15 +590,19 @@ class Engine:
                 else:
                     tok = int(made[g, b])
                     self._tokens[g, b] = tok
-                    self._give(req, lane.index, tok)
+                    self._give(req, lane.index, tok, lps[g][b] if g in lps else None)
                 if seq.finish is not None:
                     row[b] = None
                     self._tokens[g, b], self._positions[g, b] = 0, 0
 
-    def _give(self, req: Request, i: int, tok: int) -> None:
-        """Sequence ``i`` of ``req`` made ``tok``: kept, its end told, and handed out."""
+    def _give(self, req: Request, i: int, tok: int, lp: np.ndarray | None = None) -> None:
+        """Sequence ``i`` of ``req`` made ``tok`` (and ``lp``, its log-probabilities row, when
+        they are asked for): kept, its end told, and handed out."""
         seq = req.seqs[i]
         seq.tokens.append(tok)
+        if seq.logprobs is not None:
+            assert lp is not None  # a sequence asking for them takes the routes giving them
+            seq.token_logprobs.append(TokenLogprobs.of(lp, seq.logprobs))
         if tok in seq.stop_ids:
             seq.finish = FinishReason.STOP
         elif len(seq.tokens) >= seq.max_tokens:
@@ -617,7 +658,8 @@ class Engine:
             values = tuple(
                 np.asarray([c], t) for c, t in zip(columns, _SAMPLING_DTYPES, strict=True)
             )
-        if prompts.shape[1] in self.prefill_lens:  # the sampling set before the prefill runs
+        asked = any(_asks_logprobs(r, i) for r, i in members)  # the prefill gives none
+        if prompts.shape[1] in self.prefill_lens and not asked:  # sampling set before it runs
             self._do(Op(OpKind.START, k, (prompts[None], *values)))
             self.prefilled += len(members)
             return _Slot(members, prompts, prompts.shape[1])
@@ -633,6 +675,9 @@ class Engine:
         every sequence in it is finished."""
         row = self._do(Op(OpKind.READ, k))[0, :, 0]
         L = slot.prompts.shape[1]
+        lps = None
+        if slot.fed >= L and any(_asks_logprobs(r, i) for r, i in slot.members):
+            lps = self._read[k].logprobs()[0, :, 0]
         if slot.fed < L:  # still reading the prompt: its next token replaces the made one
             self._do(Op(OpKind.FEED, k, (slot.prompts[None, :, slot.fed].copy(),)))
             slot.fed += 1
@@ -645,9 +690,13 @@ class Engine:
             if _gone(req, i):
                 self._cancel(req, i)
                 continue
-            self._give(req, i, int(row[b]))
+            self._give(req, i, int(row[b]), None if lps is None else lps[b])
             live = live or seq.finish is None
         return slot if live else None
+
+
+def _asks_logprobs(req: Request, i: int) -> bool:
+    return req.seqs[i].logprobs is not None
 
 
 def _gone(req: Request, i: int) -> bool:

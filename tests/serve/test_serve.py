@@ -503,6 +503,52 @@ def test_top_k_and_top_p_cut_what_is_sampled(server):
     assert not_top > 0
 
 
+def log_softmax_after(prompt, tokens):
+    """``log_softmax`` of the unsplit step's logits each of ``tokens`` was chosen from (the
+    prompt, then the tokens before it, fed a token a step), in float64: ``[len(tokens),
+    vocab]``."""
+    x = _logits([*prompt, *tokens[:-1]])[len(prompt) - 1 :].astype(np.float64)
+    x -= x.max(axis=-1, keepdims=True)
+    return x - np.log(np.exp(x).sum(axis=-1, keepdims=True))
+
+
+def test_logprobs_equal_the_log_softmax_of_the_unsplit_steps_logits(server):
+    """``logprobs: 3``, greedy and seeded (a prompt of the prefill's length too): each token's
+    log-probability and the three largest (ids as text, largest first) equal ``log_softmax``
+    of the unsplit step's logits; the stream's chunks carry the same, one token each."""
+    _, url = server
+    client = _client(url)
+    cases = (([9, 3, 33], {"temperature": 0}),
+             (list(range(1, PREFILL_LEN + 1)), {"temperature": 1.5, "seed": 7}))  # fmt: skip
+    for prompt, how in cases:
+        r = client.completions.create(model="m", prompt=prompt, max_tokens=6, logprobs=3, **how)
+        choice = r.choices[0].model_dump()
+        tokens, got = choice["token_ids"], choice["logprobs"]
+        want = log_softmax_after(prompt, tokens)
+        if how["temperature"] == 0:
+            assert tokens == oracle(prompt, 6)
+        else:  # drawn: not every token the argmax
+            assert (np.argmax(want, axis=-1) != tokens).any()
+        assert got["tokens"] == [f" {t}" for t in tokens]
+        np.testing.assert_allclose(got["token_logprobs"], want[range(6), tokens], atol=1e-4)
+        assert len(got["top_logprobs"]) == 6
+        for row, top in zip(want, got["top_logprobs"], strict=True):
+            ids = np.argsort(-row)[:3]
+            assert list(top) == [f" {i}" for i in ids]
+            np.testing.assert_allclose(list(top.values()), row[ids], atol=1e-4)
+        assert got["text_offset"] == [sum(len(f" {t}") for t in tokens[:k]) for k in range(6)]
+        chunks = list(client.completions.create(model="m", prompt=prompt, max_tokens=6,
+                                                logprobs=3, stream=True, **how))  # fmt: skip
+        joined: dict[str, list] = {"tokens": [], "token_logprobs": [], "top_logprobs": [],
+                                   "text_offset": []}  # fmt: skip
+        for c in chunks:
+            lp = c.choices[0].logprobs.model_dump()
+            assert len(lp["tokens"]) == 1
+            for key, values in joined.items():
+                values += lp[key]
+        assert joined == got
+
+
 def test_stop_string_ends_the_text_before_it(server):
     _, url = server
     want = oracle([2, 4, 8], 12)

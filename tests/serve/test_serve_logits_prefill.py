@@ -161,6 +161,29 @@ def test_served_greedy_and_seeded_requests_through_the_prefill(served):
     assert any(i[0] != ids[0][0] for i in ids[1:]) or ids[0][0] != oracle(prompt, 1)[0]
 
 
+def test_logprobs_one_position_a_group(served):
+    """One position a group, a prompt of the prefill's length (read by the decode step when
+    logprobs are asked for: the prefill gives none): greedy tokens and their log-probabilities
+    equal the unsplit decode step fed the prompt, then each token, a token a step."""
+    _, url = served
+    prompt = [7, 3, 60, 21]
+    r = _post(url, {"prompt": prompt, "max_tokens": 4, "temperature": 0, "logprobs": 2})
+    choice = r["choices"][0]
+    assert choice["token_ids"] == oracle(prompt, 4)
+    decode, cache, rows = _unsplit()[1], gd.empty_cache(B, CFG), []
+    for pos, tok in enumerate(prompt + choice["token_ids"][:-1]):
+        logits, cache = decode(_params(), cache, jnp.asarray([tok] * B, jnp.int32), jnp.int32(pos))
+        rows.append(np.asarray(jax.nn.log_softmax(logits[0].astype(jnp.float32))))
+    want = np.stack(rows[len(prompt) - 1 :])
+    got = choice["logprobs"]
+    np.testing.assert_allclose(got["token_logprobs"], want[range(4), choice["token_ids"]],
+                               atol=1e-4)  # fmt: skip
+    for row, top in zip(want, got["top_logprobs"], strict=True):
+        ids = np.argsort(-row)[:2]
+        assert list(top) == [f" {i}" for i in ids]
+        np.testing.assert_allclose(list(top.values()), row[ids], atol=1e-4)
+
+
 def test_a_streaming_client_that_disconnects_frees_its_slot(served):
     """One slot (a group of 2). A streaming request of 1000 tokens holds it; a second request
     waits in the queue. The first client reads one chunk and closes its connection: the
