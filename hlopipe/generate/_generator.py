@@ -262,7 +262,7 @@ class Generator:
         slots = self.split.slots
         fed = self.roles.feedback
         first_sampling = len(slots) + len(fed)
-        n_sampling = 0 if self.logits_out is None else 4  # the fields of ``Sampling``
+        n_sampling = 0 if self.logits_out is None else len(Sampling._fields)
         layout = Layout(
             state={x.arg: i for i, x in enumerate(slots)},
             feedback={r.index: len(slots) + k for k, r in enumerate(fed)},
@@ -271,6 +271,7 @@ class Generator:
         self.registers = Registers(layout)
         self.sampler: Sampler | None = None  # how a step returning logits gives its token
         self.sampler_stage: int | None = None  # the stage sampling the logits
+        self.vocab: int | None = None  # the logits' last axis (the penalties' counts)
         if self.logits_out is not None:
             if self.position is None:
                 raise RuntimeConfigError(
@@ -278,6 +279,8 @@ class Generator:
                     "the state): the sampler folds each sequence's key with its position; export "
                     "the step with a position argument"
                 )
+            assert self.roles.out_avals is not None  # logits_as_feedback read them
+            self.vocab = int(self.roles.out_avals[self.logits_out][0][-1])
             self.sampler_stage = next(
                 p.stage for p in self.plans if self.logits_out in p.program_out.values()
             )
@@ -331,8 +334,8 @@ class Generator:
         asked for."""
         dtype = np.dtype(self.token.dtype)
 
-        def draw(logits: Any, *args: Any) -> tuple[Any, Any]:
-            token = sample(logits, *args)
+        def draw(logits: Any, position: Any, *args: Any) -> tuple[Any, Any]:
+            token = sample(logits, position, *args)  # the penalties applied first
             return token.astype(dtype), token_logprobs(logits, token)
 
         where = self.place.replicated(stage)

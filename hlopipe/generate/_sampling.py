@@ -21,12 +21,21 @@ import numpy as np
 
 class Sampling(NamedTuple):
     """Per sequence of a group (each ``[b]``): ``seed`` (uint32), ``temperature`` (float32, 0:
-    greedy), ``top_p`` (float32 in (0, 1]; 1: no cut), ``top_k`` (int32; 0: no cut)."""
+    greedy), ``top_p`` (float32 in (0, 1]; 1: no cut), ``top_k`` (int32; 0: no cut); the
+    penalties (:func:`penalize`, ``None``: none) ``presence``, ``frequency`` (float32; 0:
+    none), ``repetition`` (float32; 1: none), with ``counts`` (float32 ``[b, vocab]``: how
+    often each token was generated) and ``seen`` (bool ``[b, vocab]``: the tokens of the
+    prompt and the output)."""
 
     seed: Any
     temperature: Any
     top_p: Any
     top_k: Any
+    presence: Any = None
+    frequency: Any = None
+    repetition: Any = None
+    counts: Any = None
+    seen: Any = None
 
     @classmethod
     def greedy(cls, batch: int) -> Sampling:
@@ -45,6 +54,11 @@ def sample(
     temperature: jax.Array,
     top_p: jax.Array,
     top_k: jax.Array,
+    presence: jax.Array | None = None,
+    frequency: jax.Array | None = None,
+    repetition: jax.Array | None = None,
+    counts: jax.Array | None = None,
+    seen: jax.Array | None = None,
 ) -> jax.Array:
     """The next token ``int32[b]`` of each sequence from ``logits [b, vocab]``.
 
@@ -54,6 +68,8 @@ def sample(
       position: the step's position (``[]``, ``[1]`` or per sequence ``[b]``): folded into
         each sequence's key with its seed.
       seed / temperature / top_p / top_k: per sequence, as :class:`Sampling` holds them.
+      presence / frequency / repetition / counts / seen: the penalties (all or none), applied
+        to the logits first (:func:`penalize`).
 
     Returns:
       argmax where ``temperature == 0``; else a draw from ``softmax(logits / temperature)``
@@ -62,6 +78,10 @@ def sample(
     """
     if logits.ndim == 3:  # a prefill's logits at every prompt position: the last one's
         logits = logits[:, -1]
+    if presence is not None:
+        assert frequency is not None and repetition is not None  # all or none
+        assert counts is not None and seen is not None
+        logits = penalize(logits, presence, frequency, repetition, counts, seen)
     b, vocab = logits.shape
     logits = logits.astype(jnp.float32)
     greedy = jnp.argmax(logits, axis=-1).astype(jnp.int32)
@@ -99,3 +119,25 @@ def token_logprobs(logits: jax.Array, token: jax.Array, k: int = TOP_LOGPROBS) -
     chosen = jnp.take_along_axis(lp, token.astype(jnp.int32)[:, None], axis=-1)
     top, ids = jax.lax.top_k(lp, min(k, lp.shape[-1]))
     return jnp.concatenate([chosen, top, ids.astype(jnp.float32)], axis=-1)
+
+
+def penalize(
+    logits: jax.Array,
+    presence: jax.Array,
+    frequency: jax.Array,
+    repetition: jax.Array,
+    counts: jax.Array,
+    seen: jax.Array,
+) -> jax.Array:
+    """``logits [b, vocab]`` (or a prefill's ``[b, length, vocab]``: the last position's)
+    with each sequence's penalties applied, in vLLM's order: first the repetition penalty of
+    Keskar et al. 2019 (CTRL) as Hugging Face's ``RepetitionPenaltyLogitsProcessor`` applies
+    it, the logit of a token ``seen`` in the prompt or the output divided by ``repetition``
+    where positive and multiplied where negative; then OpenAI's ``logits[t] -= presence *
+    (counts[t] > 0) + frequency * counts[t]`` over the generated tokens' ``counts``."""
+    if logits.ndim == 3:
+        logits = logits[:, -1]
+    x = logits.astype(jnp.float32)
+    r = repetition[:, None]
+    x = jnp.where(seen, jnp.where(x > 0, x / r, x * r), x)
+    return x - presence[:, None] * (counts > 0) - frequency[:, None] * counts

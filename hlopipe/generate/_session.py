@@ -79,7 +79,9 @@ class Session:
         self._log: list[tuple[Phase, tuple[int, ...], int]] = []  # (phase, microbatches, position)
         self._t0 = t0 = time.perf_counter()
         if gen.logits_out is not None:  # before a prefill, which may sample the first token
-            self.sampling(sampling or Sampling(*(np.stack([v] * G) for v in Sampling.greedy(b))))
+            greedy = Sampling(*(None if v is None else np.stack([v] * G)
+                                for v in Sampling.greedy(b)))  # penalties none  # fmt: skip
+            self.sampling(sampling or greedy)
         elif sampling is not None:
             self.sampling(sampling)  # refused: the step returns tokens
         if prompts is not None:
@@ -175,34 +177,52 @@ class Session:
     def sampling(self, params: Sampling) -> None:
         """How each sequence's next tokens are chosen from the logits (a step returning
         logits): ``params`` holds ``[groups, b]`` arrays (``Sampling``'s fields: seed,
-        temperature, top_p, top_k), put on the stage sampling them. A session starts greedy.
+        temperature, top_p, top_k, and the penalties presence, frequency, repetition), and
+        ``[groups, b, vocab]`` ones (counts, seen), put on the stage sampling them; a
+        penalty's field left ``None`` is none. A session starts greedy.
 
         Raises:
           RuntimeConfigError: the step returns tokens, or a field's shape is not ``[groups,
-          b]``."""
+          b]`` (``[groups, b, vocab]``)."""
         gen = self.gen
         if gen.sampler_stage is None:
             raise RuntimeConfigError(
                 f"{gen.source} returns tokens, not logits: it decodes greedily, nothing to sample"
             )
-        dtypes = Sampling(np.uint32, np.float32, np.float32, np.int32)
+        dtypes = Sampling(np.uint32, np.float32, np.float32, np.int32, np.float32, np.float32,
+                          np.float32, np.float32, np.bool_)  # fmt: skip
+        none = Sampling(0, 0, 1, 0, 0, 0, 1, 0, False)  # a penalty's field left None
         values: list[np.ndarray] = []
-        for name, value, dtype in zip(Sampling._fields, params, dtypes, strict=True):
-            arr = np.asarray(value)
-            if arr.shape != (gen.groups, gen.batch):
+        stage, local = gen.sampler_stage, gen.place.local(gen.sampler_stage)
+        zeros: dict[int, Any] = {}  # counts or seen left None: one placed array of zeros
+        for k, (name, value, dtype, default) in enumerate(
+            zip(Sampling._fields, params, dtypes, none, strict=True)
+        ):
+            shape: tuple[int, ...] = (gen.groups, gen.batch)
+            if name in ("counts", "seen"):
+                shape += (int(gen.vocab or 0),)
+                if value is None:  # not put again at every call: [b, vocab] a group
+                    zeros[k] = (
+                        _zeros_on(shape[1:], dtype, gen.place.replicated(stage)) if local else None
+                    )
+                    values.extend([np.zeros(0, dtype)] * gen.groups)  # (a stand-in, not put)
+                    continue
+            arr = np.full(shape, default, dtype) if value is None else np.asarray(value)
+            if arr.shape != shape:
                 raise RuntimeConfigError(
-                    f"sampling {name}: expected shape {[gen.groups, gen.batch]} ([groups, "
-                    f"batch]), got {list(arr.shape)}"
+                    f"sampling {name}: expected shape {list(shape)} ([groups, batch"
+                    f"{', vocab' if len(shape) == 3 else ''}]), got {list(arr.shape)}"
                 )
             values.extend(arr.astype(dtype))
-        stage = gen.sampler_stage
-        placed = [None] * len(values)
-        if gen.place.local(stage):
-            placed = jax.device_put(values, [gen.place.replicated(stage)] * len(values))
         G = gen.groups
+        put = [v for k in range(len(Sampling._fields)) if k not in zeros
+               for v in values[k * G : (k + 1) * G]]  # fmt: skip
+        placed = iter([None] * len(put))
+        if local:
+            placed = iter(jax.device_put(put, [gen.place.replicated(stage)] * len(put)))
         for k, reg in enumerate(gen.registers.layout.sampling):
             for g in range(G):
-                self._regs[g][reg] = placed[k * G + g]
+                self._regs[g][reg] = zeros[k] if k in zeros else next(placed)
 
     def _check_position(self, pos: int) -> None:
         if not 0 <= pos < self.gen.max_len:
@@ -745,6 +765,13 @@ class Issued:
             self._result = self.session.read_issued(self._issued)
             self._issued = None  # the device values are no longer held
         return self._result
+
+
+@functools.lru_cache(maxsize=16)
+def _zeros_on(shape: tuple[int, ...], dtype: Any, sharding: Any) -> Any:
+    """Zeros placed once (a sampling field left as none: device arrays are immutable, so
+    every group and session shares it)."""
+    return jax.device_put(np.zeros(shape, dtype), sharding)
 
 
 @functools.lru_cache(maxsize=256)

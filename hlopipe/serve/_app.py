@@ -54,13 +54,13 @@ _FIELDS = {  # the fields read, and the JSON types each may have
     "user": (str,),  # logged with the request
     "logprobs": (bool, int),  # completions: how many top ones (an int); chat: whether (a bool)
     "top_logprobs": (int,),  # chat: how many top ones
+    "presence_penalty": (int, float),  # OpenAI's, in [-2, 2]
+    "frequency_penalty": (int, float),  # OpenAI's, in [-2, 2]
+    "repetition_penalty": (int, float),  # vLLM's (Hugging Face's), above 0
 }
 # OpenAI's (and vLLM's) fields this server does not implement: a 400 naming the field unless
 # the value is the one that changes nothing (never silently ignored)
 _NOT_IMPLEMENTED: dict[str, tuple[Any, ...]] = {
-    "presence_penalty": (None, 0),
-    "frequency_penalty": (None, 0),
-    "repetition_penalty": (None, 1),
     "logit_bias": (None, {}),
     "echo": (None, False),
     "best_of": (None, 1),
@@ -320,6 +320,7 @@ def _parse(
         "user": body.get("user"),
         "include_usage": _include_usage(body),
         "logprobs": _logprobs(body, model, endpoint),
+        "penalties": _penalties(body, model),
     }
     if isinstance(opts["stop"], str):
         opts["stop"] = [opts["stop"]]
@@ -359,6 +360,28 @@ def _parse(
 
 def _not_implemented(key: str, model: Model) -> str:
     return f"{key} is not implemented by this server; leave it out"
+
+
+def _penalties(body: dict[str, Any], model: Model) -> tuple[float, float, float]:
+    """``presence_penalty``, ``frequency_penalty`` (OpenAI's, -2 to 2; 0: none) and
+    ``repetition_penalty`` (vLLM's, above 0; 1: none), applied to the logits before sampling
+    (``hlopipe.generate.penalize``): a step returning tokens has none to apply."""
+    presence = float(_get(body, "presence_penalty", 0.0))
+    frequency = float(_get(body, "frequency_penalty", 0.0))
+    repetition = float(_get(body, "repetition_penalty", 1.0))
+    for key, value in (("presence_penalty", presence), ("frequency_penalty", frequency)):
+        if not -2 <= value <= 2:
+            raise BadRequest(f"{key} must be between -2 and 2", key)
+    if not repetition > 0:
+        raise BadRequest("repetition_penalty must be above 0 (1: none)", "repetition_penalty")
+    for key, value, none in (("presence_penalty", presence, 0.0),
+                             ("frequency_penalty", frequency, 0.0),
+                             ("repetition_penalty", repetition, 1.0)):  # fmt: skip
+        if value != none and not model.engine.samples:
+            raise BadRequest(f"{key} needs a decode step that returns logits; this server's "
+                             "step returns tokens (its own argmax), so there are no logits to "
+                             "penalize", key)  # fmt: skip
+    return presence, frequency, repetition
 
 
 def _logprobs(body: dict[str, Any], model: Model, endpoint: Endpoint) -> int | None:
@@ -562,7 +585,8 @@ class _Call:
         seqs = [
             Sequence(p, opts["max_tokens"], opts["stop_ids"],
                      SamplingParams(_seed_of(seed, k), opts["temperature"], opts["top_p"],
-                                    opts["top_k"]), logprobs=opts["logprobs"])
+                                    opts["top_k"], *opts["penalties"]),
+                     logprobs=opts["logprobs"])
             for p in prompts for k in range(opts["n"])
         ]  # fmt: skip
         self.outputs = [

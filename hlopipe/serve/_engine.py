@@ -66,6 +66,7 @@ class ServedGenerator(Protocol):
     prefills: tuple[Any, ...]
     token: Any
     logits_out: Any
+    vocab: int | None
     plans: Any
 
     def with_groups(self, groups: int) -> Any: ...
@@ -73,15 +74,25 @@ class ServedGenerator(Protocol):
 
 class SamplingParams(NamedTuple):
     """How a sequence's tokens are drawn (a step returning logits): its 32-bit ``seed``,
-    ``temperature`` (0: greedy), ``top_p`` (1: no cut), ``top_k`` (0: no cut)."""
+    ``temperature`` (0: greedy), ``top_p`` (1: no cut), ``top_k`` (0: no cut), and the
+    penalties ``presence``, ``frequency`` (0: none) and ``repetition`` (1: none)."""
 
     seed: int = 0
     temperature: float = 0.0
     top_p: float = 1.0
     top_k: int = 0
+    presence: float = 0.0
+    frequency: float = 0.0
+    repetition: float = 1.0
+
+    @property
+    def penalized(self) -> bool:
+        return self.presence != 0 or self.frequency != 0 or self.repetition != 1
 
 
-_SAMPLING_DTYPES = (np.uint32, np.float32, np.float32, np.int32)  # SamplingParams' fields
+# SamplingParams' fields
+_SAMPLING_DTYPES = (np.uint32, np.float32, np.float32, np.int32, np.float32, np.float32,
+                    np.float32)  # fmt: skip
 
 
 class TokenLogprobs(NamedTuple):
@@ -393,7 +404,8 @@ class Engine:
         if self.samples:
             from hlopipe.generate import Sampling
 
-            greedy = Sampling(*(np.zeros((1, b), t) for t in _SAMPLING_DTYPES))
+            none = zip(SamplingParams(), _SAMPLING_DTYPES, strict=True)
+            greedy = Sampling(*(np.full((1, b), v, t) for v, t in none))
         plain = self.one.start(tokens=np.ones((1, b), dtype), position=0)
         if greedy is not None:
             plain.sampling(greedy)
@@ -448,7 +460,10 @@ class Engine:
             self._fill()
             t0 = time.perf_counter()
             live = [(i, slot) for i, slot in enumerate(self._slots) if slot is not None]
-            for i, _ in live:  # every group's step issued before any is read: they overlap
+            for i, slot in live:  # every group's step issued before any is read: they overlap
+                seqs = [r.seqs[j] for r, j in slot.members]
+                if self.samples and slot.fed >= slot.prompts.shape[1] and self._penalized(seqs):
+                    self._do(Op(OpKind.SAMPLING, i, self._slot_sampling(slot.members)))  # counts
                 self._do(Op(OpKind.STEP, i))
             for i, slot in live:
                 self._slots[i] = self._step(i, slot)
@@ -474,6 +489,8 @@ class Engine:
             live = [g for g, row in enumerate(self._lanes) if any(x is not None for x in row)]
             ops = []  # the turn's calls, one broadcast in a job of several processes
             for g in live:  # every group's step issued before any is read: they overlap
+                if self._penalized([x.request.seqs[x.index] for x in self._lanes[g] if x]):
+                    ops.append(Op(OpKind.SAMPLING, g, self._group_sampling(g)))  # new counts
                 tokens, positions = self._tokens[g : g + 1], self._positions[g : g + 1]
                 ops += [Op(OpKind.FEED, g, (tokens.copy(), positions.copy())), Op(OpKind.STEP, g)]
             ops += [Op(OpKind.READ, g) for g in live]
@@ -488,6 +505,35 @@ class Engine:
             self._advance(made, lps)
             self.busy_s += time.perf_counter() - t0
             self.steps += 1
+
+    @staticmethod
+    def _penalized(seqs: list[Sequence]) -> bool:
+        return any(s.sampling.penalized and s.finish is None for s in seqs)
+
+    def _penalties(self, rows: list[Sequence | None]) -> tuple[np.ndarray, ...]:
+        """The penalties' ``counts`` and ``seen`` ``[1, b, vocab]`` of a group's rows (a
+        sequence, or ``None``: an idle row), from the sequences' tokens so far: how often
+        each token was generated, and the tokens of the prompt and the output."""
+        vocab = self.gen.vocab
+        assert vocab is not None  # a step returning logits
+        counts = np.zeros((1, len(rows), vocab), np.float32)
+        seen = np.zeros((1, len(rows), vocab), np.bool_)
+        for b, seq in enumerate(rows):
+            if seq is not None:
+                made = np.asarray(seq.tokens, np.int64)
+                counts[0, b] = np.bincount(made, minlength=vocab)[:vocab]
+                seen[0, b, np.asarray(seq.prompt, np.int64)] = True
+                seen[0, b, made] = True
+        return counts, seen
+
+    def _group_sampling(self, g: int) -> tuple[np.ndarray, ...]:
+        """Group ``g``'s sampling (a position per sequence): its rows' fields ``[1, b]``, and
+        the penalties' counts when one of its sequences has a penalty."""
+        values = tuple(f[g : g + 1].copy() for f in self._sampling)
+        seqs = [x.request.seqs[x.index] if x is not None else None for x in self._lanes[g]]
+        if self._penalized([s for s in seqs if s is not None]):
+            values += self._penalties(seqs)
+        return values
 
     def _admit(self) -> None:
         """Each free slot takes the next waiting sequence: a prompt of the prefill's length
@@ -515,8 +561,7 @@ class Engine:
                 changed.add(g)
         if changed and self.samples:  # before the prefill, which samples the first token
             for g in sorted(changed):
-                values = tuple(f[g : g + 1].copy() for f in self._sampling)
-                self._do(Op(OpKind.SAMPLING, g, values))
+                self._do(Op(OpKind.SAMPLING, g, self._group_sampling(g)))
         for g, slots in prefill.items():
             self._prefill(g, slots)
 
@@ -650,14 +695,7 @@ class Engine:
         prompt_rows = [r.seqs[i].prompt for r, i in members]
         prompt_rows += [prompt_rows[0]] * (self.batch - len(prompt_rows))
         prompts = np.asarray(prompt_rows, np.int32)
-        values: tuple[np.ndarray, ...] = ()
-        if self.samples:  # a step returning logits, one position a group: [1, b] per field
-            rows = [r.seqs[i].sampling for r, i in members]
-            rows += [rows[0]] * (self.batch - len(rows))
-            columns = zip(*rows, strict=True)
-            values = tuple(
-                np.asarray([c], t) for c, t in zip(columns, _SAMPLING_DTYPES, strict=True)
-            )
+        values = self._slot_sampling(members) if self.samples else ()
         asked = any(_asks_logprobs(r, i) for r, i in members)  # the prefill gives none
         if prompts.shape[1] in self.prefill_lens and not asked:  # sampling set before it runs
             self._do(Op(OpKind.START, k, (prompts[None], *values)))
@@ -668,6 +706,19 @@ class Engine:
         if values:
             self._do(Op(OpKind.SAMPLING, k, values))
         return _Slot(members, prompts, 1)
+
+    def _slot_sampling(self, members: list[tuple[Request, int]]) -> tuple[np.ndarray, ...]:
+        """One position a group, a step returning logits: a slot's sampling, ``[1, b]`` per
+        field (its unused rows repeat the first), and the penalties' counts so far when one of
+        its sequences has a penalty."""
+        seqs = [r.seqs[i] for r, i in members]
+        rows = [s.sampling for s in seqs]
+        rows += [rows[0]] * (self.batch - len(rows))
+        columns = zip(*rows, strict=True)
+        values = tuple(np.asarray([c], t) for c, t in zip(columns, _SAMPLING_DTYPES, strict=True))
+        if self._penalized(seqs):
+            values += self._penalties([*seqs, *[None] * (self.batch - len(seqs))])
+        return values
 
     def _step(self, k: int, slot: _Slot) -> _Slot | None:
         """Slot ``k``'s decode step (issued with the turn's others) read: a prompt token fed

@@ -293,6 +293,7 @@ def test_groups_a_request_sent_mid_generation_finishes_first_and_greedy_is_said(
             status, headers, body = _post(f"{url}/v1", {"prompt": "4 5 6", "max_tokens": 5,
                                                          "n": 2})  # fmt: skip
             no_logprobs = _post(f"{url}/v1", {"prompt": [4], "max_tokens": 2, "logprobs": 2})
+            no_penalty = _post(f"{url}/v1", {"prompt": [4], "repetition_penalty": 1.2})
         finally:
             engine.stop(60)
     assert status == 200
@@ -301,6 +302,9 @@ def test_groups_a_request_sent_mid_generation_finishes_first_and_greedy_is_said(
     assert (
         no_logprobs[0] == 400 and "returns tokens" in json.loads(no_logprobs[2])["error"]["message"]
     )
+    error = json.loads(no_penalty[2])["error"]  # nor logits to penalize
+    assert no_penalty[0] == 400 and error["param"] == "repetition_penalty"
+    assert "returns tokens" in error["message"]
     r = json.loads(body)
     assert r["system_fingerprint"] == "hlopipe-greedy"
     assert [c["token_ids"] for c in r["choices"]] == [oracle([4, 5, 6], 5)] * 2
@@ -547,6 +551,53 @@ def test_logprobs_equal_the_log_softmax_of_the_unsplit_steps_logits(server):
             for key, values in joined.items():
                 values += lp[key]
         assert joined == got
+
+
+def penalized_greedy(prompt, n, presence=0.0, frequency=0.0, repetition=1.0):
+    """Greedy tokens after ``prompt`` with the penalties applied in NumPy to the unsplit
+    step's logits (fed a token a step): each logit of a token of the prompt or the output so
+    far divided by ``repetition`` if positive, else multiplied (Hugging Face's), then
+    ``presence * (count > 0) + frequency * count`` over the generated tokens subtracted
+    (OpenAI's)."""
+    cache, out = gd.empty_cache(1, CFG), []
+    for pos in range(len(prompt) + n - 1):
+        feed = prompt[pos] if pos < len(prompt) else out[-1]
+        logits, cache = _step()(_params(), cache, jnp.asarray([feed], jnp.int32),
+                                jnp.asarray([pos], jnp.int32))  # fmt: skip
+        if pos < len(prompt) - 1:
+            continue
+        x = np.asarray(logits[0], np.float64)
+        counts = np.bincount(out, minlength=x.size).astype(np.float64)
+        seen = np.zeros(x.size, bool)
+        seen[[*prompt, *out]] = True
+        x = np.where(seen, np.where(x > 0, x / repetition, x * repetition), x)
+        out.append(int(np.argmax(x - presence * (counts > 0) - frequency * counts)))
+    return out
+
+
+def test_penalties_equal_numpy_on_the_unsplit_steps_logits(server):
+    """presence, frequency and repetition penalties (a prompt of the prefill's length too,
+    whose first token the prefill draws), greedy: the tokens equal the penalties applied in
+    NumPy to the unsplit step's logits, and differ from the unpenalized ones."""
+    _, url = server
+    client = _client(url)
+    short = [9, 3, 33]
+    # of the prefill's length, the model's own greedy continuation: what it says next repeats
+    whole = oracle(list(range(1, PREFILL_LEN + 1)), PREFILL_LEN)
+    cases = ((short, {"frequency_penalty": 1.5}), (short, {"presence_penalty": 2.0}),
+             (whole, {"repetition_penalty": 1.8}),
+             (whole, {"presence_penalty": 0.5, "frequency_penalty": 0.5,
+                      "repetition_penalty": 1.3}))  # fmt: skip
+    for prompt, how in cases:
+        r = client.completions.create(model="m", prompt=prompt, max_tokens=10, temperature=0,
+                                      extra_body=how)  # fmt: skip
+        tokens = r.choices[0].model_dump()["token_ids"]
+        names = ("presence", "frequency", "repetition")
+        args = {n: how[f"{n}_penalty"] for n in names if f"{n}_penalty" in how}
+        assert tokens == penalized_greedy(prompt, 10, **args), how
+        assert tokens != oracle(prompt, 10), how
+    status, _, text = _post(url, {"prompt": short, "presence_penalty": 2.5})
+    assert status == 400 and json.loads(text)["error"]["param"] == "presence_penalty"
 
 
 def test_stop_string_ends_the_text_before_it(server):
