@@ -19,6 +19,7 @@ from dataclasses import replace
 from typing import Any
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 
 from hlopipe.errors import ApiOnly, Keyword, RuntimeConfigError, StageError
@@ -52,7 +53,7 @@ from hlopipe.generate._plan import (
     split_warnings,
     stage_layers,
 )
-from hlopipe.generate._sampling import Sampling, sample, token_logprobs
+from hlopipe.generate._sampling import TOP_LOGPROBS, Sampling, sample, token_logprobs
 from hlopipe.generate._session import Session
 from hlopipe.generate._steps import (
     FeedbackPlace,
@@ -334,9 +335,18 @@ class Generator:
         asked for."""
         dtype = np.dtype(self.token.dtype)
 
+        vocab = int(self.vocab or 0)
+        width = 1 + 2 * min(TOP_LOGPROBS, vocab)
+
         def draw(logits: Any, position: Any, *args: Any) -> tuple[Any, Any]:
             token = sample(logits, position, *args)  # the penalties applied first
-            return token.astype(dtype), token_logprobs(logits, token)
+            wanted = Sampling(*args).logprobs  # by a sequence of the group: else none made
+            lp = jax.lax.cond(
+                jnp.any(wanted),
+                lambda: token_logprobs(logits, token),
+                lambda: jnp.zeros((token.shape[0], width), jnp.float32),
+            )
+            return token.astype(dtype), lp
 
         where = self.place.replicated(stage)
         return jax.jit(draw, out_shardings=(where, where))  # an instruction's results: a tuple

@@ -23,9 +23,10 @@ class Sampling(NamedTuple):
     """Per sequence of a group (each ``[b]``): ``seed`` (uint32), ``temperature`` (float32, 0:
     greedy), ``top_p`` (float32 in (0, 1]; 1: no cut), ``top_k`` (int32; 0: no cut); the
     penalties (:func:`penalize`, ``None``: none) ``presence``, ``frequency`` (float32; 0:
-    none), ``repetition`` (float32; 1: none), with ``counts`` (float32 ``[b, vocab]``: how
-    often each token was generated) and ``seen`` (bool ``[b, vocab]``: the tokens of the
-    prompt and the output)."""
+    none), ``repetition`` (float32; 1: none), ``logprobs`` (bool: whether the step's
+    log-probabilities are wanted, :func:`token_logprobs`; none computed unless one sequence of
+    the group wants them), with ``counts`` (float32 ``[b, vocab]``: how often each token was
+    generated) and ``seen`` (bool ``[b, vocab]``: the tokens of the prompt and the output)."""
 
     seed: Any
     temperature: Any
@@ -34,6 +35,7 @@ class Sampling(NamedTuple):
     presence: Any = None
     frequency: Any = None
     repetition: Any = None
+    logprobs: Any = None
     counts: Any = None
     seen: Any = None
 
@@ -57,6 +59,7 @@ def sample(
     presence: jax.Array | None = None,
     frequency: jax.Array | None = None,
     repetition: jax.Array | None = None,
+    logprobs: jax.Array | None = None,
     counts: jax.Array | None = None,
     seen: jax.Array | None = None,
 ) -> jax.Array:
@@ -70,6 +73,7 @@ def sample(
       seed / temperature / top_p / top_k: per sequence, as :class:`Sampling` holds them.
       presence / frequency / repetition / counts / seen: the penalties (all or none), applied
         to the logits first (:func:`penalize`).
+      logprobs: not read here (:class:`Sampling`'s field, read beside the draw).
 
     Returns:
       argmax where ``temperature == 0``; else a draw from ``softmax(logits / temperature)``

@@ -177,7 +177,8 @@ class Session:
     def sampling(self, params: Sampling) -> None:
         """How each sequence's next tokens are chosen from the logits (a step returning
         logits): ``params`` holds ``[groups, b]`` arrays (``Sampling``'s fields: seed,
-        temperature, top_p, top_k, and the penalties presence, frequency, repetition), and
+        temperature, top_p, top_k, the penalties presence, frequency, repetition, and whether
+        log-probabilities are wanted), and
         ``[groups, b, vocab]`` ones (counts, seen), put on the stage sampling them; a
         penalty's field left ``None`` is none. A session starts greedy.
 
@@ -190,8 +191,8 @@ class Session:
                 f"{gen.source} returns tokens, not logits: it decodes greedily, nothing to sample"
             )
         dtypes = Sampling(np.uint32, np.float32, np.float32, np.int32, np.float32, np.float32,
-                          np.float32, np.float32, np.bool_)  # fmt: skip
-        none = Sampling(0, 0, 1, 0, 0, 0, 1, 0, False)  # a penalty's field left None
+                          np.float32, np.bool_, np.float32, np.bool_)  # fmt: skip
+        none = Sampling(0, 0, 1, 0, 0, 0, 1, False, 0, False)  # a field left None
         values: list[np.ndarray] = []
         stage, local = gen.sampler_stage, gen.place.local(gen.sampler_stage)
         zeros: dict[int, Any] = {}  # counts or seen left None: one placed array of zeros

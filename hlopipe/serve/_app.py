@@ -582,10 +582,12 @@ class _Call:
         self.loop = asyncio.get_running_loop()
         self.events_q: asyncio.Queue[tuple[int, int | None, FinishReason | None]] = asyncio.Queue()
         seed = opts["seed"] if opts["seed"] is not None else secrets.randbits(32)
+        presence, frequency, repetition = opts["penalties"]
         seqs = [
             Sequence(p, opts["max_tokens"], opts["stop_ids"],
                      SamplingParams(_seed_of(seed, k), opts["temperature"], opts["top_p"],
-                                    opts["top_k"], *opts["penalties"]),
+                                    opts["top_k"], presence, frequency, repetition,
+                                    opts["logprobs"] is not None),
                      logprobs=opts["logprobs"])
             for p in prompts for k in range(opts["n"])
         ]  # fmt: skip

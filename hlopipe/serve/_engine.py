@@ -75,7 +75,8 @@ class ServedGenerator(Protocol):
 class SamplingParams(NamedTuple):
     """How a sequence's tokens are drawn (a step returning logits): its 32-bit ``seed``,
     ``temperature`` (0: greedy), ``top_p`` (1: no cut), ``top_k`` (0: no cut), and the
-    penalties ``presence``, ``frequency`` (0: none) and ``repetition`` (1: none)."""
+    penalties ``presence``, ``frequency`` (0: none) and ``repetition`` (1: none); whether its
+    ``logprobs`` are wanted (its group's step then makes them)."""
 
     seed: int = 0
     temperature: float = 0.0
@@ -84,6 +85,7 @@ class SamplingParams(NamedTuple):
     presence: float = 0.0
     frequency: float = 0.0
     repetition: float = 1.0
+    logprobs: bool = False
 
     @property
     def penalized(self) -> bool:
@@ -92,7 +94,7 @@ class SamplingParams(NamedTuple):
 
 # SamplingParams' fields
 _SAMPLING_DTYPES = (np.uint32, np.float32, np.float32, np.int32, np.float32, np.float32,
-                    np.float32)  # fmt: skip
+                    np.float32, np.bool_)  # fmt: skip
 
 
 class TokenLogprobs(NamedTuple):
@@ -715,7 +717,9 @@ class Engine:
         rows = [s.sampling for s in seqs]
         rows += [rows[0]] * (self.batch - len(rows))
         columns = zip(*rows, strict=True)
-        values = tuple(np.asarray([c], t) for c, t in zip(columns, _SAMPLING_DTYPES, strict=True))
+        values: tuple[np.ndarray, ...] = tuple(
+            np.asarray([c], t) for c, t in zip(columns, _SAMPLING_DTYPES, strict=True)
+        )
         if self._penalized(seqs):
             values += self._penalties([*seqs, *[None] * (self.batch - len(seqs))])
         return values
