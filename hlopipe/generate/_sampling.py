@@ -18,6 +18,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from hlopipe.errors import RuntimeConfigError
+
 
 class Sampling(NamedTuple):
     """Per sequence of a group (each ``[b]``): ``seed`` (uint32), ``temperature`` (float32, 0:
@@ -47,6 +49,9 @@ class Sampling(NamedTuple):
             np.ones(batch, np.float32),
             np.zeros(batch, np.int32),
         )
+
+
+_PENALTIES = ("presence", "frequency", "repetition", "counts", "seen")
 
 
 def sample(
@@ -82,10 +87,15 @@ def sample(
     """
     if logits.ndim == 3:  # a prefill's logits at every prompt position: the last one's
         logits = logits[:, -1]
-    if presence is not None:
-        assert frequency is not None and repetition is not None  # all or none
-        assert counts is not None and seen is not None
-        logits = penalize(logits, presence, frequency, repetition, counts, seen)
+    penalties = (presence, frequency, repetition, counts, seen)
+    if any(p is not None for p in penalties):
+        if any(p is None for p in penalties):
+            given = [n for n, p in zip(_PENALTIES, penalties, strict=True) if p is not None]
+            raise RuntimeConfigError(
+                f"sample: penalties {given} given without the others: give presence, "
+                "frequency, repetition, counts and seen together (Sampling's penalty fields)"
+            )
+        logits = penalize(logits, *penalties)  # type: ignore[arg-type]  # none is None
     b, vocab = logits.shape
     logits = logits.astype(jnp.float32)
     greedy = jnp.argmax(logits, axis=-1).astype(jnp.int32)
