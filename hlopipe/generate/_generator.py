@@ -19,6 +19,7 @@ from dataclasses import replace
 from typing import Any
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 
 from hlopipe.errors import ApiOnly, Keyword, RuntimeConfigError, StageError
@@ -52,7 +53,7 @@ from hlopipe.generate._plan import (
     split_warnings,
     stage_layers,
 )
-from hlopipe.generate._sampling import Sampling, sample
+from hlopipe.generate._sampling import TOP_LOGPROBS, Sampling, sample, token_logprobs
 from hlopipe.generate._session import Session
 from hlopipe.generate._steps import (
     FeedbackPlace,
@@ -262,7 +263,7 @@ class Generator:
         slots = self.split.slots
         fed = self.roles.feedback
         first_sampling = len(slots) + len(fed)
-        n_sampling = 0 if self.logits_out is None else 4  # the fields of ``Sampling``
+        n_sampling = 0 if self.logits_out is None else len(Sampling._fields)
         layout = Layout(
             state={x.arg: i for i, x in enumerate(slots)},
             feedback={r.index: len(slots) + k for k, r in enumerate(fed)},
@@ -271,6 +272,7 @@ class Generator:
         self.registers = Registers(layout)
         self.sampler: Sampler | None = None  # how a step returning logits gives its token
         self.sampler_stage: int | None = None  # the stage sampling the logits
+        self.vocab: int | None = None  # the logits' last axis (the penalties' counts)
         if self.logits_out is not None:
             if self.position is None:
                 raise RuntimeConfigError(
@@ -278,6 +280,8 @@ class Generator:
                     "the state): the sampler folds each sequence's key with its position; export "
                     "the step with a position argument"
                 )
+            assert self.roles.out_avals is not None  # logits_as_feedback read them
+            self.vocab = int(self.roles.out_avals[self.logits_out][0][-1])
             self.sampler_stage = next(
                 p.stage for p in self.plans if self.logits_out in p.program_out.values()
             )
@@ -326,11 +330,26 @@ class Generator:
 
     def _sample_on(self, stage: int) -> Any:
         """:func:`~hlopipe.generate._sampling.sample` compiled for ``stage``'s devices, its
-        token replicated there, of the token argument's dtype (PyTorch's int64)."""
+        token replicated there, of the token argument's dtype (PyTorch's int64), and beside
+        it the token's log-probabilities (``_sampling.token_logprobs``), read only when
+        asked for."""
         dtype = np.dtype(self.token.dtype)
-        draw = jax.jit(lambda *a: sample(*a).astype(dtype),
-                       out_shardings=self.place.replicated(stage))  # fmt: skip
-        return lambda *args: (draw(*args),)  # an instruction's results are a tuple
+
+        vocab = int(self.vocab or 0)
+        width = 1 + 2 * min(TOP_LOGPROBS, vocab)
+
+        def draw(logits: Any, position: Any, *args: Any) -> tuple[Any, Any]:
+            token = sample(logits, position, *args)  # the penalties applied first
+            wanted = Sampling(*args).logprobs  # by a sequence of the group: else none made
+            lp = jax.lax.cond(
+                jnp.any(wanted),
+                lambda: token_logprobs(logits, token),
+                lambda: jnp.zeros((token.shape[0], width), jnp.float32),
+            )
+            return token.astype(dtype), lp
+
+        where = self.place.replicated(stage)
+        return jax.jit(draw, out_shardings=(where, where))  # an instruction's results: a tuple
 
     def step_programs(self, homes: Mapping[int, Home], steps: int) -> list[StepProgram]:
         """The program of each of ``steps`` decode steps from ``homes`` (the first step
@@ -617,8 +636,8 @@ class _Prefill:
             raise StageError(f"{what} does not split like the decode step ({S} stages): {e}") from e
         for o, arg in state_of_out.items():
             src = self.staged.out_sources[o]
-            if src.kind != "stage" or src.stage != slots[arg].stage:
-                made = f"stage {src.stage}" if src.kind == "stage" else "no stage"
+            if src.kind is not SourceKind.STAGE or src.stage != slots[arg].stage:
+                made = f"stage {src.stage}" if src.kind is SourceKind.STAGE else "no stage"
                 raise StageError(
                     f"{what}: {made} makes the state {slots[arg].path}, which the decode step "
                     f"keeps on stage {slots[arg].stage}: the stage markers of the two programs "

@@ -79,7 +79,9 @@ class Session:
         self._log: list[tuple[Phase, tuple[int, ...], int]] = []  # (phase, microbatches, position)
         self._t0 = t0 = time.perf_counter()
         if gen.logits_out is not None:  # before a prefill, which may sample the first token
-            self.sampling(sampling or Sampling(*(np.stack([v] * G) for v in Sampling.greedy(b))))
+            greedy = Sampling(*(None if v is None else np.stack([v] * G)
+                                for v in Sampling.greedy(b)))  # penalties none  # fmt: skip
+            self.sampling(sampling or greedy)
         elif sampling is not None:
             self.sampling(sampling)  # refused: the step returns tokens
         if prompts is not None:
@@ -175,34 +177,53 @@ class Session:
     def sampling(self, params: Sampling) -> None:
         """How each sequence's next tokens are chosen from the logits (a step returning
         logits): ``params`` holds ``[groups, b]`` arrays (``Sampling``'s fields: seed,
-        temperature, top_p, top_k), put on the stage sampling them. A session starts greedy.
+        temperature, top_p, top_k, the penalties presence, frequency, repetition, and whether
+        log-probabilities are wanted), and
+        ``[groups, b, vocab]`` ones (counts, seen), put on the stage sampling them; a
+        penalty's field left ``None`` is none. A session starts greedy.
 
         Raises:
           RuntimeConfigError: the step returns tokens, or a field's shape is not ``[groups,
-          b]``."""
+          b]`` (``[groups, b, vocab]``)."""
         gen = self.gen
         if gen.sampler_stage is None:
             raise RuntimeConfigError(
                 f"{gen.source} returns tokens, not logits: it decodes greedily, nothing to sample"
             )
-        dtypes = Sampling(np.uint32, np.float32, np.float32, np.int32)
+        dtypes = Sampling(np.uint32, np.float32, np.float32, np.int32, np.float32, np.float32,
+                          np.float32, np.bool_, np.float32, np.bool_)  # fmt: skip
+        none = Sampling(0, 0, 1, 0, 0, 0, 1, False, 0, False)  # a field left None
         values: list[np.ndarray] = []
-        for name, value, dtype in zip(Sampling._fields, params, dtypes, strict=True):
-            arr = np.asarray(value)
-            if arr.shape != (gen.groups, gen.batch):
+        stage, local = gen.sampler_stage, gen.place.local(gen.sampler_stage)
+        zeros: dict[int, Any] = {}  # counts or seen left None: one placed array of zeros
+        for k, (name, value, dtype, default) in enumerate(
+            zip(Sampling._fields, params, dtypes, none, strict=True)
+        ):
+            shape: tuple[int, ...] = (gen.groups, gen.batch)
+            if name in ("counts", "seen"):
+                shape += (int(gen.vocab or 0),)
+                if value is None:  # not put again at every call: [b, vocab] a group
+                    zeros[k] = (
+                        _zeros_on(shape[1:], dtype, gen.place.replicated(stage)) if local else None
+                    )
+                    values.extend([np.zeros(0, dtype)] * gen.groups)  # (a stand-in, not put)
+                    continue
+            arr = np.full(shape, default, dtype) if value is None else np.asarray(value)
+            if arr.shape != shape:
                 raise RuntimeConfigError(
-                    f"sampling {name}: expected shape {[gen.groups, gen.batch]} ([groups, "
-                    f"batch]), got {list(arr.shape)}"
+                    f"sampling {name}: expected shape {list(shape)} ([groups, batch"
+                    f"{', vocab' if len(shape) == 3 else ''}]), got {list(arr.shape)}"
                 )
             values.extend(arr.astype(dtype))
-        stage = gen.sampler_stage
-        placed = [None] * len(values)
-        if gen.place.local(stage):
-            placed = jax.device_put(values, [gen.place.replicated(stage)] * len(values))
         G = gen.groups
+        put = [v for k in range(len(Sampling._fields)) if k not in zeros
+               for v in values[k * G : (k + 1) * G]]  # fmt: skip
+        placed = iter([None] * len(put))
+        if local:
+            placed = iter(jax.device_put(put, [gen.place.replicated(stage)] * len(put)))
         for k, reg in enumerate(gen.registers.layout.sampling):
             for g in range(G):
-                self._regs[g][reg] = placed[k * G + g]
+                self._regs[g][reg] = zeros[k] if k in zeros else next(placed)
 
     def _check_position(self, pos: int) -> None:
         if not 0 <= pos < self.gen.max_len:
@@ -386,11 +407,15 @@ class Session:
         for regs in self._regs:
             regs.extend([None] * (size - len(regs)))
 
-    def _issue(self, steps: int) -> Gen[tuple[list[Any], int], None, None]:
+    def _issue(
+        self, steps: int, logprobs: list[list[Any]] | None = None
+    ) -> Gen[tuple[list[Any], int], None, None]:
         """Issue ``steps`` decode steps of every group in the decode schedule's order (round
         robin: step ``t`` of every group, then step ``t + 1``), yielding each step's tokens
-        (each group's value, and the stage holding them) once it is issued for every group.
-        Closed early, what was issued is accounted for (position, bytes, ``issued``)."""
+        (each group's value, and the stage holding them) once it is issued for every group,
+        and appending each step's log-probabilities (each group's) to ``logprobs`` when given
+        (a step returning logits). Closed early, what was issued is accounted for (position,
+        bytes, ``issued``)."""
         gen, G = self.gen, self.gen.groups
         if not steps:
             return
@@ -415,6 +440,9 @@ class Session:
                         regs[slot] = value
                     prog.run(regs)
                     row.append(regs[tok])
+                if logprobs is not None and prog.logprobs is not None:  # as ``row`` holds
+                    logprobs.append([all_regs[m % G][prog.logprobs]
+                                     for m in order[t * G : (t + 1) * G]])  # fmt: skip
                 done += 1
                 host += time.perf_counter() - h
                 yield row, prog.feedback_home[tok_arg].stage
@@ -529,9 +557,10 @@ class Session:
         before = Counted(c.activations, c.feedback, c.state, c.host_s)
         t0 = time.perf_counter()
         rows, first = self._take_pending()
+        logprobs: list[list[Any]] = []
         if steps:
-            rows += list(self._issue(steps))
-        return Issued(self, IssuedSteps(rows, first, steps, t0, before))
+            rows += list(self._issue(steps, logprobs))
+        return Issued(self, IssuedSteps(rows, first, steps, t0, before, logprobs))
 
     def read_issued(self, issued: IssuedSteps) -> np.ndarray:
         """The tokens of ``issued`` (what :meth:`issue` left on the devices), ``[groups, b,
@@ -693,6 +722,7 @@ class IssuedSteps(NamedTuple):
     steps: int
     t0: float
     before: Counted
+    logprobs: list[list[Any]] | tuple[()] = ()  # each step's log-probabilities, as ``rows``
 
 
 class Issued:
@@ -704,6 +734,30 @@ class Issued:
         self.steps = issued.steps
         self._issued: IssuedSteps | None = issued
         self._result = np.empty(0, np.int32)  # set by the first read
+        self._logprobs = issued.logprobs  # on the sampling stage until :meth:`logprobs`
+
+    def logprobs(self) -> np.ndarray:
+        """The issued steps' log-probabilities, ``[groups, b, steps, 1 + 2k]`` (a step returning
+        logits; per token ``_sampling.token_logprobs``: the sampled token's, then the ``k``
+        largest, then their ids), on the host in one batched copy. Covers the decode steps
+        issued (a prefill's pending token has none). In one process only: the sampling
+        stage's values are not gathered across processes.
+
+        Raises:
+          RuntimeConfigError: the step returns tokens, or the session spans processes."""
+        gen = self.session.gen
+        if gen.sampler is None:
+            raise RuntimeConfigError(
+                f"{gen.source} returns tokens, not logits: there are no log-probabilities"
+            )
+        if gen.place.multi:
+            raise RuntimeConfigError(
+                "log-probabilities are read in one process only; this session spans several"
+            )
+        if not self._logprobs:
+            return np.zeros((gen.groups, gen.batch, 0, 0), np.float32)
+        host = np.stack([np.stack(row) for row in jax.device_get(self._logprobs)])
+        return np.moveaxis(host, 0, 2)  # [steps, groups, b, w] -> [groups, b, steps, w]
 
     def read(self) -> np.ndarray:
         """The tokens, ``[groups, b, n]``, on the host (one batched copy; read once, the same
@@ -712,6 +766,13 @@ class Issued:
             self._result = self.session.read_issued(self._issued)
             self._issued = None  # the device values are no longer held
         return self._result
+
+
+@functools.lru_cache(maxsize=16)
+def _zeros_on(shape: tuple[int, ...], dtype: Any, sharding: Any) -> Any:
+    """Zeros placed once (a sampling field left as none: device arrays are immutable, so
+    every group and session shares it)."""
+    return jax.device_put(np.zeros(shape, dtype), sharding)
 
 
 @functools.lru_cache(maxsize=256)

@@ -118,7 +118,8 @@ class Sampler(NamedTuple):
     """A step returning logits: the program ``output`` they are, sampled by ``compiled(stage)``
     (``_sampling.sample`` for that stage's devices) on the stage making them, from them, the
     step's ``position`` (its aval: the sampler reads it like a stage) and the sampling
-    ``registers``; the token it makes is the feedback of ``output``."""
+    ``registers``; the token it makes is the feedback of ``output`` (its log-probabilities,
+    its second result, stay on that stage)."""
 
     output: int
     registers: tuple[int, ...]
@@ -160,6 +161,8 @@ class StepProgram:
       inputs: ``(stage, register, sharding)`` for each stage reading the step's input.
       sampler_inputs: the registers of ``inputs`` the sampler reads (the position its key is
         folded with; a prefill's other inputs are its prompt).
+      logprobs: the register of the sampled token's log-probabilities after the step
+        (``_sampling.token_logprobs``; ``None``: a step returning tokens).
       feedback_out: ``{feedback register: the register of the new value}``, copied when the
         step ends (a stage later in the step must still read this step's value).
       feedback_home: where each feedback argument lies after the step.
@@ -176,10 +179,12 @@ class StepProgram:
         step_bytes: StepBytes,
         size: int,
         sampler_inputs: frozenset[int] = frozenset(),
+        logprobs: int | None = None,
     ) -> None:
         self._instrs = instrs
         self.inputs = inputs
         self.sampler_inputs = sampler_inputs
+        self.logprobs = logprobs
         self._copies = tuple(feedback_out.items())
         self.feedback_home = feedback_home
         self.bytes = step_bytes
@@ -231,6 +236,7 @@ def build(
     instrs: list[_Instr] = []
     inputs: list[tuple[int, int, Any]] = []
     sampler_inputs: set[int] = set()
+    logprobs: int | None = None  # the register of the sampled token's log-probabilities
     fb_new: dict[int, int] = {}
     fb_after = dict(feedback_home)
     moved = dict.fromkeys(StepBytes._fields, 0)
@@ -302,12 +308,15 @@ def build(
         fn, get, _, _ = instrs[-1]
         instrs[-1] = (fn, get, tuple(outs), ())
         if sampler is not None and logits is not None:  # the token, sampled on this stage
-            position, token = free, free + 1
-            free += 2
+            # (and its log-probabilities, kept in their register until the next step)
+            position, token, logprobs = free, free + 1, free + 2
+            free += 3
             inputs.append((s, position, input_sharding(sp, s, InputKind.INPUT, sampler.position)))
             sampler_inputs.add(position)
-            draw = sampler.compiled(s) if comp is not None else _absent(1)
-            instrs.append((draw, _gather((logits, position, *sampler.registers)), (token,), ()))
+            draw = sampler.compiled(s) if comp is not None else _absent(2)
+            instrs.append(
+                (draw, _gather((logits, position, *sampler.registers)), (token, logprobs), ())
+            )
             last_use[logits] = last_use[position] = len(instrs) - 1
             for fed in feedback_of_output.get(sampler.output, ()):
                 fb_new[layout.feedback[fed]] = token
@@ -319,8 +328,9 @@ def build(
             frees.setdefault(n, []).append(k)
     instrs = [(f, g, o, tuple(frees.get(n, ()))) for n, (f, g, o, _) in enumerate(instrs)]
     return StepProgram(
-        instrs, inputs, fb_new, fb_after, StepBytes(**moved), free, frozenset(sampler_inputs)
-    )
+        instrs, inputs, fb_new, fb_after, StepBytes(**moved), free, frozenset(sampler_inputs),
+        logprobs,
+    )  # fmt: skip
 
 
 def _out_sharding(

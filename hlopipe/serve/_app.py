@@ -18,7 +18,7 @@ import time
 import uuid
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
-from enum import Enum
+from enum import StrEnum
 from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
@@ -28,7 +28,7 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from hlopipe.serve._chat import ChatTemplate, TemplateFailed, TemplateRefused
-from hlopipe.serve._engine import Engine, Request, SamplingParams, Sequence
+from hlopipe.serve._engine import Engine, Request, SamplingParams, Sequence, TokenLogprobs
 from hlopipe.serve._output import FinishReason, Piece, SequenceOutput, detokenizer
 
 _log = logging.getLogger("hlopipe.serve")
@@ -52,15 +52,15 @@ _FIELDS = {  # the fields read, and the JSON types each may have
     "stop_token_ids": (list,),  # vLLM's: more ids to stop at
     "stream_options": (dict,),  # {"include_usage": bool}: a last chunk with the usage
     "user": (str,),  # logged with the request
+    "logprobs": (bool, int),  # completions: how many top ones (an int); chat: whether (a bool)
+    "top_logprobs": (int,),  # chat: how many top ones
+    "presence_penalty": (int, float),  # OpenAI's, in [-2, 2]
+    "frequency_penalty": (int, float),  # OpenAI's, in [-2, 2]
+    "repetition_penalty": (int, float),  # vLLM's (Hugging Face's), above 0
 }
 # OpenAI's (and vLLM's) fields this server does not implement: a 400 naming the field unless
 # the value is the one that changes nothing (never silently ignored)
 _NOT_IMPLEMENTED: dict[str, tuple[Any, ...]] = {
-    "logprobs": (None, False),
-    "top_logprobs": (None, 0),
-    "presence_penalty": (None, 0),
-    "frequency_penalty": (None, 0),
-    "repetition_penalty": (None, 1),
     "logit_bias": (None, {}),
     "echo": (None, False),
     "best_of": (None, 1),
@@ -70,7 +70,7 @@ _NOT_IMPLEMENTED: dict[str, tuple[Any, ...]] = {
 _ROLES = ("system", "user", "assistant")
 
 
-class Endpoint(Enum):
+class Endpoint(StrEnum):
     """The two ways a completion is asked for and answered: the fields each takes (beyond the
     sampling options both share) and ignores, and the objects it answers with."""
 
@@ -80,7 +80,7 @@ class Endpoint(Enum):
     @property
     def fields(self) -> frozenset[str]:
         if self is Endpoint.COMPLETIONS:
-            return frozenset(_FIELDS) - {"messages", "max_completion_tokens"}
+            return frozenset(_FIELDS) - {"messages", "max_completion_tokens", "top_logprobs"}
         return frozenset(_FIELDS) - {"prompt"}
 
     @property
@@ -319,6 +319,8 @@ def _parse(
         "model": asked if asked is not None else model.id,
         "user": body.get("user"),
         "include_usage": _include_usage(body),
+        "logprobs": _logprobs(body, model, endpoint),
+        "penalties": _penalties(body, model),
     }
     if isinstance(opts["stop"], str):
         opts["stop"] = [opts["stop"]]
@@ -357,10 +359,62 @@ def _parse(
 
 
 def _not_implemented(key: str, model: Model) -> str:
-    if key in ("logprobs", "top_logprobs") and not model.engine.samples:
-        return (f"{key} needs a decode step that returns logits; this server's step returns "
-                "tokens (its own argmax), so there are no probabilities to give")  # fmt: skip
     return f"{key} is not implemented by this server; leave it out"
+
+
+def _penalties(body: dict[str, Any], model: Model) -> tuple[float, float, float]:
+    """``presence_penalty``, ``frequency_penalty`` (OpenAI's, -2 to 2; 0: none) and
+    ``repetition_penalty`` (vLLM's, above 0; 1: none), applied to the logits before sampling
+    (``hlopipe.generate.penalize``): a step returning tokens has none to apply."""
+    presence = float(_get(body, "presence_penalty", 0.0))
+    frequency = float(_get(body, "frequency_penalty", 0.0))
+    repetition = float(_get(body, "repetition_penalty", 1.0))
+    for key, value in (("presence_penalty", presence), ("frequency_penalty", frequency)):
+        if not -2 <= value <= 2:
+            raise BadRequest(f"{key} must be between -2 and 2", key)
+    if not repetition > 0:
+        raise BadRequest("repetition_penalty must be above 0 (1: none)", "repetition_penalty")
+    for key, value, none in (("presence_penalty", presence, 0.0),
+                             ("frequency_penalty", frequency, 0.0),
+                             ("repetition_penalty", repetition, 1.0)):  # fmt: skip
+        if value != none and not model.engine.samples:
+            raise BadRequest(f"{key} needs a decode step that returns logits; this server's "
+                             "step returns tokens (its own argmax), so there are no logits to "
+                             "penalize", key)  # fmt: skip
+    return presence, frequency, repetition
+
+
+def _logprobs(body: dict[str, Any], model: Model, endpoint: Endpoint) -> int | None:
+    """How many of the largest log-probabilities each token comes with (``None``: none asked
+    for): completions' ``logprobs`` (an int, OpenAI's up to 5, here up to 20 as vLLM's), or
+    chat's ``logprobs: true`` with ``top_logprobs`` (0 to 20)."""
+    from hlopipe.generate import TOP_LOGPROBS
+
+    asked, top = body.get("logprobs"), body.get("top_logprobs")
+    if endpoint is Endpoint.COMPLETIONS:
+        if asked is not None and (type(asked) is not int or not 0 <= asked <= TOP_LOGPROBS):
+            raise BadRequest(f"logprobs must be an integer in 0..{TOP_LOGPROBS}", "logprobs")
+        key, n = "logprobs", asked
+    else:
+        if asked is not None and type(asked) is not bool:
+            raise BadRequest("logprobs must be true or false", "logprobs")
+        if top is not None and not 0 <= top <= TOP_LOGPROBS:
+            raise BadRequest(f"top_logprobs must be an integer in 0..{TOP_LOGPROBS}",
+                             "top_logprobs")  # fmt: skip
+        if top is not None and not asked:
+            raise BadRequest("top_logprobs needs logprobs: true", "top_logprobs")
+        key, n = ("top_logprobs" if top else "logprobs"), (top or 0) if asked else None
+    if n is None:
+        return None
+    if not model.engine.samples:
+        raise BadRequest(f"{key} needs a decode step that returns logits; this server's step "
+                         "returns tokens (its own argmax), so there are no probabilities to "
+                         "give", key)  # fmt: skip
+    if not model.engine.gives_logprobs:
+        raise BadRequest(f"{key} is not given by a server of several processes (the sampling "
+                         "stage's values are not gathered to process 0); serve from one "
+                         "process for them", key)  # fmt: skip
+    return n
 
 
 def _include_usage(body: dict[str, Any]) -> bool:
@@ -528,10 +582,13 @@ class _Call:
         self.loop = asyncio.get_running_loop()
         self.events_q: asyncio.Queue[tuple[int, int | None, FinishReason | None]] = asyncio.Queue()
         seed = opts["seed"] if opts["seed"] is not None else secrets.randbits(32)
+        presence, frequency, repetition = opts["penalties"]
         seqs = [
             Sequence(p, opts["max_tokens"], opts["stop_ids"],
                      SamplingParams(_seed_of(seed, k), opts["temperature"], opts["top_p"],
-                                    opts["top_k"]))
+                                    opts["top_k"], presence, frequency, repetition,
+                                    opts["logprobs"] is not None),
+                     logprobs=opts["logprobs"])
             for p in prompts for k in range(opts["n"])
         ]  # fmt: skip
         self.outputs = [
@@ -541,6 +598,8 @@ class _Call:
         self.request = Request(
             seqs, lambda *event: self.loop.call_soon_threadsafe(self.events_q.put_nowait, event)
         )
+        self.given = [0] * len(seqs)  # tokens given out of each sequence (their logprobs)
+        self.text_offset = [0] * len(seqs)  # completions' logprobs: where the next token is
         self.t0 = time.perf_counter()
         self.first: float | None = None
         self.last: float | None = None
@@ -575,6 +634,7 @@ class _Call:
             self._timed()
             if piece.finish is not None and finish is None:  # ended here, not in the engine
                 self.request.seqs[i].cancelled = True
+            self.given[i] += 1
             yield i, tok, piece
 
     async def finished(self) -> None:
@@ -603,7 +663,8 @@ class _Call:
                 said: dict[str, Any] = {"message": {"role": "assistant", "content": text}}
             else:
                 said = {"text": text}
-            choices.append({"index": k, **said, "token_ids": out.tokens, "logprobs": None,
+            lps = self._logprobs(k, 0, len(out.tokens), 0)
+            choices.append({"index": k, **said, "token_ids": out.tokens, "logprobs": lps,
                             "finish_reason": _reason(out.finish)})  # fmt: skip
         return {
             "id": self.id,
@@ -615,18 +676,65 @@ class _Call:
             "usage": self._usage(),
         }
 
+    def _token_text(self, token: int) -> str:
+        """A token's own text in ``logprobs`` (its decode alone, special tokens kept; a byte
+        of a longer character is U+FFFD, as vLLM shows it), or ``" ID"`` without a tokenizer."""
+        if self.model.tokenizer is None:
+            return f" {token}"
+        return str(self.model.tokenizer.decode([token], skip_special_tokens=False))
+
+    def _logprobs(self, k: int, start: int, stop: int, offset: int) -> dict[str, Any] | None:
+        """Choice ``k``'s ``logprobs`` of its tokens ``start:stop`` in OpenAI's shape (chat's
+        ``{"content": [...]}``, completions' parallel lists, ``text_offset`` counted from
+        ``offset``), or ``None`` when not asked for."""
+        seq = self.request.seqs[k]
+        if seq.logprobs is None:
+            return None
+        made: list[tuple[str, TokenLogprobs]] = [
+            (self._token_text(t), lp)
+            for t, lp in zip(seq.tokens[start:stop], seq.token_logprobs[start:stop], strict=True)
+        ]
+        if self.endpoint is Endpoint.CHAT:
+
+            def entry(text: str, logprob: float) -> dict[str, Any]:
+                return {"token": text, "logprob": logprob, "bytes": list(text.encode())}
+
+            return {"content": [
+                {**entry(text, lp.logprob),
+                 "top_logprobs": [entry(self._token_text(i), v) for i, v in lp.top]}
+                for text, lp in made
+            ]}  # fmt: skip
+        offsets = []
+        for text, _ in made:
+            offsets.append(offset)
+            offset += len(text)
+        return {
+            "tokens": [text for text, _ in made],
+            "token_logprobs": [lp.logprob for _, lp in made],
+            "top_logprobs": [{self._token_text(i): v for i, v in lp.top} for _, lp in made],
+            "text_offset": offsets,
+        }
+
     def _usage(self) -> dict[str, int]:
         seqs = self.request.seqs
         prompt = sum(len(s.prompt) for s in seqs[:: self.opts["n"]])
         made = sum(len(out.tokens) for out in self.outputs)
         return {"prompt_tokens": prompt, "completion_tokens": made, "total_tokens": prompt + made}
 
-    def _chunk(self, k: int | None, finish: FinishReason | None, said: dict[str, Any]) -> str:
+    def _chunk(
+        self,
+        k: int | None,
+        finish: FinishReason | None,
+        said: dict[str, Any],
+        logprobs: dict[str, Any] | None = None,
+    ) -> str:
         """An event of choice ``k``: ``said`` is its text (``{"text"}``, ``{"token_ids"}``) or
-        its chat delta (``{"delta"}``); ``k`` ``None``: the usage chunk (no choices)."""
+        its chat delta (``{"delta"}``), with its token's ``logprobs``; ``k`` ``None``: the
+        usage chunk (no choices)."""
         choices = []
         if k is not None:
-            choices = [{"index": k, **said, "logprobs": None, "finish_reason": _reason(finish)}]
+            choices = [{"index": k, **said, "logprobs": logprobs,
+                        "finish_reason": _reason(finish)}]  # fmt: skip
         body = {"id": self.id, "object": self.endpoint.chunk_object, "created": self.created,
                 "model": self.opts["model"], "system_fingerprint": self.fingerprint,
                 "choices": choices}  # fmt: skip
@@ -646,13 +754,17 @@ class _Call:
                 for k in range(len(self.request.seqs)):
                     yield self._chunk(k, None, {"delta": {"role": "assistant", "content": ""}})
             async for i, tok, piece in self._pieces():
+                lps = self._logprobs(i, self.given[i] - 1, self.given[i], self.text_offset[i])
+                if lps is not None and not chat:
+                    self.text_offset[i] += len(lps["tokens"][0])
                 if chat:
                     delta = {"delta": {"content": piece.text}, "token_ids": [tok]}
-                    yield self._chunk(i, None, delta)
+                    yield self._chunk(i, None, delta, lps)
                     if piece.finish is not None:
                         yield self._chunk(i, piece.finish, {"delta": {}})
                 else:
-                    yield self._chunk(i, piece.finish, {"text": piece.text, "token_ids": [tok]})
+                    said = {"text": piece.text, "token_ids": [tok]}
+                    yield self._chunk(i, piece.finish, said, lps)
             if self.model.engine.error is not None:  # OpenAI's error body, as a last event
                 status = 500
                 error = {"message": f"the engine stopped: {self.model.engine.error!r}",

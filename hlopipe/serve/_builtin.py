@@ -11,14 +11,14 @@ of batching).
 
 from __future__ import annotations
 
-from enum import Enum
+from enum import StrEnum
 from typing import Any, NamedTuple
 
 PREFILL_LEN = 8
 CUTS = {1: (), 2: (2,), 3: (1, 3), 4: (1, 2, 3)}  # the layers after which each stage begins
 
 
-class Form(str, Enum):  # noqa: UP042 - the house style: a str mixin
+class Form(StrEnum):
     """Which decode step of the tiny GPT is served."""
 
     SLOTS = "slots"  # (params, cache, tokens[b], position[b]) -> (logits[b, vocab], cache)

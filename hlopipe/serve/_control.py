@@ -25,7 +25,7 @@ from __future__ import annotations
 import json
 import math
 from dataclasses import dataclass
-from enum import Enum
+from enum import StrEnum
 
 import numpy as np
 
@@ -40,7 +40,7 @@ _TIMES = "hlopipe/serve/stage-times/"  # each process's stage step times (nan: n
 _KEEP = 4096
 
 
-class OpKind(str, Enum):  # noqa: UP042 - the house style: a str mixin
+class OpKind(StrEnum):
     """A session call of the engine, as process 0 sends it to the others."""
 
     START = "start"  # a slot's new session: prompts [1, b, L] (the prefill) or tokens [1, b]

@@ -66,6 +66,7 @@ class ServedGenerator(Protocol):
     prefills: tuple[Any, ...]
     token: Any
     logits_out: Any
+    vocab: int | None
     plans: Any
 
     def with_groups(self, groups: int) -> Any: ...
@@ -73,15 +74,42 @@ class ServedGenerator(Protocol):
 
 class SamplingParams(NamedTuple):
     """How a sequence's tokens are drawn (a step returning logits): its 32-bit ``seed``,
-    ``temperature`` (0: greedy), ``top_p`` (1: no cut), ``top_k`` (0: no cut)."""
+    ``temperature`` (0: greedy), ``top_p`` (1: no cut), ``top_k`` (0: no cut), and the
+    penalties ``presence``, ``frequency`` (0: none) and ``repetition`` (1: none); whether its
+    ``logprobs`` are wanted (its group's step then makes them)."""
 
     seed: int = 0
     temperature: float = 0.0
     top_p: float = 1.0
     top_k: int = 0
+    presence: float = 0.0
+    frequency: float = 0.0
+    repetition: float = 1.0
+    logprobs: bool = False
+
+    @property
+    def penalized(self) -> bool:
+        return self.presence != 0 or self.frequency != 0 or self.repetition != 1
 
 
-_SAMPLING_DTYPES = (np.uint32, np.float32, np.float32, np.int32)  # SamplingParams' fields
+# SamplingParams' fields
+_SAMPLING_DTYPES = (np.uint32, np.float32, np.float32, np.int32, np.float32, np.float32,
+                    np.float32, np.bool_)  # fmt: skip
+
+
+class TokenLogprobs(NamedTuple):
+    """A token's log-probability under the step's logits and the ``top`` largest ones asked
+    for, ``(token id, log-probability)`` largest first (``_sampling.token_logprobs``)."""
+
+    logprob: float
+    top: tuple[tuple[int, float], ...]
+
+    @classmethod
+    def of(cls, row: np.ndarray, k: int) -> TokenLogprobs:
+        """From one token's ``[1 + 2K]`` row (its own, the ``K`` largest, their ids)."""
+        K = (len(row) - 1) // 2
+        top = tuple((int(row[1 + K + j]), float(row[1 + j])) for j in range(min(k, K)))
+        return cls(float(row[0]), top)
 
 
 @dataclass
@@ -95,6 +123,8 @@ class Sequence:
     tokens: list[int] = field(default_factory=list)
     finish: FinishReason | None = None
     cancelled: bool = False  # ended by its output (a stop string): freed at the next step
+    logprobs: int | None = None  # how many of the largest log-probabilities (None: none)
+    token_logprobs: list[TokenLogprobs] = field(default_factory=list)  # one a token, if asked
 
 
 @dataclass
@@ -150,6 +180,8 @@ class Engine:
         if self.per_sequence and gen.prefill is not None:
             gen.prefill.row_axes()  # a slot prefilled alone: its state's sequence axes, or why not
         self.samples = gen.logits_out is not None  # else greedy only
+        # log-probabilities are read in one process (the sampling stage's, not gathered)
+        self.gives_logprobs = self.samples and leader is None
         self.one = gen.with_groups(1)
         self.batch = gen.batch
         self.max_len = gen.max_len
@@ -173,6 +205,7 @@ class Engine:
         # each slot's session, by slot (a group's, a position per sequence)
         self._live: dict[int, Any] = {}
         self._issued: dict[int, Any] = {}  # each slot's step issued this turn, not yet read
+        self._read: dict[int, Any] = {}  # each slot's step read last (its log-probabilities)
         self._leader = leader  # sends each session call to the other processes first
         self._lanes: list[list[_Lane | None]] = [[None] * gen.batch for _ in range(gen.groups)]
         self._tokens = np.zeros((gen.groups, gen.batch), np.int32)  # what each slot reads next
@@ -313,7 +346,8 @@ class Engine:
             self._issued[op.slot] = session.issue(1)
             return None
         if op.kind is OpKind.READ:
-            return self._issued.pop(op.slot).read()
+            self._read[op.slot] = issued = self._issued.pop(op.slot)
+            return issued.read()
         if op.kind is OpKind.PREFILL:
             prompts, rows = op.values
             return session.prefill_rows(prompts, rows)
@@ -372,7 +406,8 @@ class Engine:
         if self.samples:
             from hlopipe.generate import Sampling
 
-            greedy = Sampling(*(np.zeros((1, b), t) for t in _SAMPLING_DTYPES))
+            none = zip(SamplingParams(), _SAMPLING_DTYPES, strict=True)
+            greedy = Sampling(*(np.full((1, b), v, t) for v, t in none))
         plain = self.one.start(tokens=np.ones((1, b), dtype), position=0)
         if greedy is not None:
             plain.sampling(greedy)
@@ -427,7 +462,10 @@ class Engine:
             self._fill()
             t0 = time.perf_counter()
             live = [(i, slot) for i, slot in enumerate(self._slots) if slot is not None]
-            for i, _ in live:  # every group's step issued before any is read: they overlap
+            for i, slot in live:  # every group's step issued before any is read: they overlap
+                seqs = [r.seqs[j] for r, j in slot.members]
+                if self.samples and slot.fed >= slot.prompts.shape[1] and self._penalized(seqs):
+                    self._do(Op(OpKind.SAMPLING, i, self._slot_sampling(slot.members)))  # counts
                 self._do(Op(OpKind.STEP, i))
             for i, slot in live:
                 self._slots[i] = self._step(i, slot)
@@ -453,15 +491,51 @@ class Engine:
             live = [g for g, row in enumerate(self._lanes) if any(x is not None for x in row)]
             ops = []  # the turn's calls, one broadcast in a job of several processes
             for g in live:  # every group's step issued before any is read: they overlap
+                if self._penalized([x.request.seqs[x.index] for x in self._lanes[g] if x]):
+                    ops.append(Op(OpKind.SAMPLING, g, self._group_sampling(g)))  # new counts
                 tokens, positions = self._tokens[g : g + 1], self._positions[g : g + 1]
                 ops += [Op(OpKind.FEED, g, (tokens.copy(), positions.copy())), Op(OpKind.STEP, g)]
             ops += [Op(OpKind.READ, g) for g in live]
+            lps: dict[int, np.ndarray] = {}  # [b, 1 + 2k] of a group asked for them
             for g, got in zip(live, self._do_all(ops)[-len(live) :], strict=True):
                 made[g] = got[0, :, 0]
                 self.group_steps += 1
-            self._advance(made)
+                if any(
+                    x is not None and _asks_logprobs(x.request, x.index) for x in self._lanes[g]
+                ):
+                    lps[g] = self._read[g].logprobs()[0, :, 0]
+            self._advance(made, lps)
             self.busy_s += time.perf_counter() - t0
             self.steps += 1
+
+    @staticmethod
+    def _penalized(seqs: list[Sequence]) -> bool:
+        return any(s.sampling.penalized and s.finish is None for s in seqs)
+
+    def _penalties(self, rows: list[Sequence | None]) -> tuple[np.ndarray, ...]:
+        """The penalties' ``counts`` and ``seen`` ``[1, b, vocab]`` of a group's rows (a
+        sequence, or ``None``: an idle row), from the sequences' tokens so far: how often
+        each token was generated, and the tokens of the prompt and the output."""
+        vocab = self.gen.vocab
+        assert vocab is not None  # a step returning logits
+        counts = np.zeros((1, len(rows), vocab), np.float32)
+        seen = np.zeros((1, len(rows), vocab), np.bool_)
+        for b, seq in enumerate(rows):
+            if seq is not None:
+                made = np.asarray(seq.tokens, np.int64)
+                counts[0, b] = np.bincount(made, minlength=vocab)[:vocab]
+                seen[0, b, np.asarray(seq.prompt, np.int64)] = True
+                seen[0, b, made] = True
+        return counts, seen
+
+    def _group_sampling(self, g: int) -> tuple[np.ndarray, ...]:
+        """Group ``g``'s sampling (a position per sequence): its rows' fields ``[1, b]``, and
+        the penalties' counts when one of its sequences has a penalty."""
+        values = tuple(f[g : g + 1].copy() for f in self._sampling)
+        seqs = [x.request.seqs[x.index] if x is not None else None for x in self._lanes[g]]
+        if self._penalized([s for s in seqs if s is not None]):
+            values += self._penalties(seqs)
+        return values
 
     def _admit(self) -> None:
         """Each free slot takes the next waiting sequence: a prompt of the prefill's length
@@ -479,15 +553,17 @@ class Engine:
                 row[b] = lane = _Lane(req, i)
                 self._tokens[g, b] = seq.prompt[0]
                 self._positions[g, b] = 0
-                if len(seq.prompt) in self.prefill_lens or (self.pads and len(seq.prompt) > 1):
+                # a prompt of a prefill's length whose log-probabilities are asked for is
+                # padded (its last token's read by the decode step, which gives them) or read
+                whole = len(seq.prompt) in self.prefill_lens and seq.logprobs is None
+                if whole or (self.pads and len(seq.prompt) > 1):
                     prefill.setdefault(g, []).append((b, lane))
                 for field_values, value in zip(self._sampling, seq.sampling, strict=True):
                     field_values[g, b] = value
                 changed.add(g)
         if changed and self.samples:  # before the prefill, which samples the first token
             for g in sorted(changed):
-                values = tuple(f[g : g + 1].copy() for f in self._sampling)
-                self._do(Op(OpKind.SAMPLING, g, values))
+                self._do(Op(OpKind.SAMPLING, g, self._group_sampling(g)))
         for g, slots in prefill.items():
             self._prefill(g, slots)
 
@@ -497,7 +573,12 @@ class Engine:
         and goes on past the prompt; any other (``pads``: a shorter one right-padded, its last
         token left out; a longer one's first ``P`` tokens) goes on from its next prompt token
         at its position, read by the decode step."""
-        heads = [self._head(lane.request.seqs[lane.index].prompt) for _, lane in slots]
+        heads = [
+            self._head(
+                lane.request.seqs[lane.index].prompt, _asks_logprobs(lane.request, lane.index)
+            )
+            for _, lane in slots
+        ]
         by_length: dict[int, list[int]] = {}  # a run of each prefill needed
         for k, (row, _) in enumerate(heads):
             by_length.setdefault(len(row), []).append(k)
@@ -521,23 +602,26 @@ class Engine:
                 self._lanes[g][b] = None
                 self._tokens[g, b], self._positions[g, b] = 0, 0
 
-    def _head(self, prompt: list[int]) -> tuple[list[int], int]:
+    def _head(self, prompt: list[int], padded: bool = False) -> tuple[list[int], int]:
         """The row a prefill reads for ``prompt`` and how many of the prompt's tokens it
-        covers: all of one of a prefill's length; else its first ``len - 1`` through the
+        covers: all of one of a prefill's length (unless ``padded``: its first token's
+        log-probabilities are asked for, which the decode step gives); else its first
+        ``len - 1`` through the
         shortest prefill that holds them, padded with the last of them (positions the decode
         step overwrites before it reads them), or, longer than every prefill, its first ``P``
         through the longest."""
         L = len(prompt)
-        if L in self.prefill_lens:
+        if L in self.prefill_lens and not padded:
             return prompt, L
         fits = [P for P in self.prefill_lens if P >= L - 1]
         P = fits[0] if fits else self.prefill_lens[-1]
         n = min(L - 1, P)
         return prompt[:n] + [prompt[n - 1]] * (P - n), n
 
-    def _advance(self, made: np.ndarray) -> None:
+    def _advance(self, made: np.ndarray, lps: dict[int, np.ndarray]) -> None:
         """After a step: each slot's next token and position (its prompt's next, or what it
-        made), its sequence's token given out, a finished sequence's slot freed."""
+        made), its sequence's token given out (with its log-probabilities when asked: ``lps``
+        has them of its group), a finished sequence's slot freed."""
         for g, row in enumerate(self._lanes):
             for b, lane in enumerate(row):
                 if lane is None:
@@ -553,15 +637,19 @@ class Engine:
                 else:
                     tok = int(made[g, b])
                     self._tokens[g, b] = tok
-                    self._give(req, lane.index, tok)
+                    self._give(req, lane.index, tok, lps[g][b] if g in lps else None)
                 if seq.finish is not None:
                     row[b] = None
                     self._tokens[g, b], self._positions[g, b] = 0, 0
 
-    def _give(self, req: Request, i: int, tok: int) -> None:
-        """Sequence ``i`` of ``req`` made ``tok``: kept, its end told, and handed out."""
+    def _give(self, req: Request, i: int, tok: int, lp: np.ndarray | None = None) -> None:
+        """Sequence ``i`` of ``req`` made ``tok`` (and ``lp``, its log-probabilities row, when
+        they are asked for): kept, its end told, and handed out."""
         seq = req.seqs[i]
         seq.tokens.append(tok)
+        if seq.logprobs is not None:
+            assert lp is not None  # a sequence asking for them takes the routes giving them
+            seq.token_logprobs.append(TokenLogprobs.of(lp, seq.logprobs))
         if tok in seq.stop_ids:
             seq.finish = FinishReason.STOP
         elif len(seq.tokens) >= seq.max_tokens:
@@ -609,15 +697,9 @@ class Engine:
         prompt_rows = [r.seqs[i].prompt for r, i in members]
         prompt_rows += [prompt_rows[0]] * (self.batch - len(prompt_rows))
         prompts = np.asarray(prompt_rows, np.int32)
-        values: tuple[np.ndarray, ...] = ()
-        if self.samples:  # a step returning logits, one position a group: [1, b] per field
-            rows = [r.seqs[i].sampling for r, i in members]
-            rows += [rows[0]] * (self.batch - len(rows))
-            columns = zip(*rows, strict=True)
-            values = tuple(
-                np.asarray([c], t) for c, t in zip(columns, _SAMPLING_DTYPES, strict=True)
-            )
-        if prompts.shape[1] in self.prefill_lens:  # the sampling set before the prefill runs
+        values = self._slot_sampling(members) if self.samples else ()
+        asked = any(_asks_logprobs(r, i) for r, i in members)  # the prefill gives none
+        if prompts.shape[1] in self.prefill_lens and not asked:  # sampling set before it runs
             self._do(Op(OpKind.START, k, (prompts[None], *values)))
             self.prefilled += len(members)
             return _Slot(members, prompts, prompts.shape[1])
@@ -627,12 +709,30 @@ class Engine:
             self._do(Op(OpKind.SAMPLING, k, values))
         return _Slot(members, prompts, 1)
 
+    def _slot_sampling(self, members: list[tuple[Request, int]]) -> tuple[np.ndarray, ...]:
+        """One position a group, a step returning logits: a slot's sampling, ``[1, b]`` per
+        field (its unused rows repeat the first), and the penalties' counts so far when one of
+        its sequences has a penalty."""
+        seqs = [r.seqs[i] for r, i in members]
+        rows = [s.sampling for s in seqs]
+        rows += [rows[0]] * (self.batch - len(rows))
+        columns = zip(*rows, strict=True)
+        values: tuple[np.ndarray, ...] = tuple(
+            np.asarray([c], t) for c, t in zip(columns, _SAMPLING_DTYPES, strict=True)
+        )
+        if self._penalized(seqs):
+            values += self._penalties([*seqs, *[None] * (self.batch - len(seqs))])
+        return values
+
     def _step(self, k: int, slot: _Slot) -> _Slot | None:
         """Slot ``k``'s decode step (issued with the turn's others) read: a prompt token fed
         for the next, or a token given to each sequence. Returns the slot, or ``None`` once
         every sequence in it is finished."""
         row = self._do(Op(OpKind.READ, k))[0, :, 0]
         L = slot.prompts.shape[1]
+        lps = None
+        if slot.fed >= L and any(_asks_logprobs(r, i) for r, i in slot.members):
+            lps = self._read[k].logprobs()[0, :, 0]
         if slot.fed < L:  # still reading the prompt: its next token replaces the made one
             self._do(Op(OpKind.FEED, k, (slot.prompts[None, :, slot.fed].copy(),)))
             slot.fed += 1
@@ -645,9 +745,13 @@ class Engine:
             if _gone(req, i):
                 self._cancel(req, i)
                 continue
-            self._give(req, i, int(row[b]))
+            self._give(req, i, int(row[b]), None if lps is None else lps[b])
             live = live or seq.finish is None
         return slot if live else None
+
+
+def _asks_logprobs(req: Request, i: int) -> bool:
+    return req.seqs[i].logprobs is not None
 
 
 def _gone(req: Request, i: int) -> bool:

@@ -6,7 +6,7 @@ import contextlib
 import heapq
 import re
 from collections.abc import Callable, Iterator, Sequence
-from enum import Enum
+from enum import StrEnum
 from typing import TYPE_CHECKING, Any, TypedDict, Unpack
 
 import jax
@@ -233,7 +233,7 @@ def split_jaxpr(
     return build_staged(closed, [0] + [m + 1 for m in markers], sig, cm, None, None)
 
 
-class Landing(Enum):
+class Landing(StrEnum):
     """Where :func:`move_state_updates` may put an equation computing a state output."""
 
     #: right after its operands exist (the cost model's cuts, which follow program order); an

@@ -293,6 +293,7 @@ def test_groups_a_request_sent_mid_generation_finishes_first_and_greedy_is_said(
             status, headers, body = _post(f"{url}/v1", {"prompt": "4 5 6", "max_tokens": 5,
                                                          "n": 2})  # fmt: skip
             no_logprobs = _post(f"{url}/v1", {"prompt": [4], "max_tokens": 2, "logprobs": 2})
+            no_penalty = _post(f"{url}/v1", {"prompt": [4], "repetition_penalty": 1.2})
         finally:
             engine.stop(60)
     assert status == 200
@@ -301,6 +302,9 @@ def test_groups_a_request_sent_mid_generation_finishes_first_and_greedy_is_said(
     assert (
         no_logprobs[0] == 400 and "returns tokens" in json.loads(no_logprobs[2])["error"]["message"]
     )
+    error = json.loads(no_penalty[2])["error"]  # nor logits to penalize
+    assert no_penalty[0] == 400 and error["param"] == "repetition_penalty"
+    assert "returns tokens" in error["message"]
     r = json.loads(body)
     assert r["system_fingerprint"] == "hlopipe-greedy"
     assert [c["token_ids"] for c in r["choices"]] == [oracle([4, 5, 6], 5)] * 2
@@ -501,6 +505,99 @@ def test_top_k_and_top_p_cut_what_is_sampled(server):
         assert all(t in row for t, row in zip(tokens, top2, strict=True)), (tokens, top2)
         not_top += sum(t != row[0] for t, row in zip(tokens, top2, strict=True))
     assert not_top > 0
+
+
+def log_softmax_after(prompt, tokens):
+    """``log_softmax`` of the unsplit step's logits each of ``tokens`` was chosen from (the
+    prompt, then the tokens before it, fed a token a step), in float64: ``[len(tokens),
+    vocab]``."""
+    x = _logits([*prompt, *tokens[:-1]])[len(prompt) - 1 :].astype(np.float64)
+    x -= x.max(axis=-1, keepdims=True)
+    return x - np.log(np.exp(x).sum(axis=-1, keepdims=True))
+
+
+def test_logprobs_equal_the_log_softmax_of_the_unsplit_steps_logits(server):
+    """``logprobs: 3``, greedy and seeded (a prompt of the prefill's length too): each token's
+    log-probability and the three largest (ids as text, largest first) equal ``log_softmax``
+    of the unsplit step's logits; the stream's chunks carry the same, one token each."""
+    _, url = server
+    client = _client(url)
+    cases = (([9, 3, 33], {"temperature": 0}),
+             (list(range(1, PREFILL_LEN + 1)), {"temperature": 1.5, "seed": 7}))  # fmt: skip
+    for prompt, how in cases:
+        r = client.completions.create(model="m", prompt=prompt, max_tokens=6, logprobs=3, **how)
+        choice = r.choices[0].model_dump()
+        tokens, got = choice["token_ids"], choice["logprobs"]
+        want = log_softmax_after(prompt, tokens)
+        if how["temperature"] == 0:
+            assert tokens == oracle(prompt, 6)
+        else:  # drawn: not every token the argmax
+            assert (np.argmax(want, axis=-1) != tokens).any()
+        assert got["tokens"] == [f" {t}" for t in tokens]
+        np.testing.assert_allclose(got["token_logprobs"], want[range(6), tokens], atol=1e-4)
+        assert len(got["top_logprobs"]) == 6
+        for row, top in zip(want, got["top_logprobs"], strict=True):
+            ids = np.argsort(-row)[:3]
+            assert list(top) == [f" {i}" for i in ids]
+            np.testing.assert_allclose(list(top.values()), row[ids], atol=1e-4)
+        assert got["text_offset"] == [sum(len(f" {t}") for t in tokens[:k]) for k in range(6)]
+        chunks = list(client.completions.create(model="m", prompt=prompt, max_tokens=6,
+                                                logprobs=3, stream=True, **how))  # fmt: skip
+        joined: dict[str, list] = {"tokens": [], "token_logprobs": [], "top_logprobs": [],
+                                   "text_offset": []}  # fmt: skip
+        for c in chunks:
+            lp = c.choices[0].logprobs.model_dump()
+            assert len(lp["tokens"]) == 1
+            for key, values in joined.items():
+                values += lp[key]
+        assert joined == got
+
+
+def penalized_greedy(prompt, n, presence=0.0, frequency=0.0, repetition=1.0):
+    """Greedy tokens after ``prompt`` with the penalties applied in NumPy to the unsplit
+    step's logits (fed a token a step): each logit of a token of the prompt or the output so
+    far divided by ``repetition`` if positive, else multiplied (Hugging Face's), then
+    ``presence * (count > 0) + frequency * count`` over the generated tokens subtracted
+    (OpenAI's)."""
+    cache, out = gd.empty_cache(1, CFG), []
+    for pos in range(len(prompt) + n - 1):
+        feed = prompt[pos] if pos < len(prompt) else out[-1]
+        logits, cache = _step()(_params(), cache, jnp.asarray([feed], jnp.int32),
+                                jnp.asarray([pos], jnp.int32))  # fmt: skip
+        if pos < len(prompt) - 1:
+            continue
+        x = np.asarray(logits[0], np.float64)
+        counts = np.bincount(out, minlength=x.size).astype(np.float64)
+        seen = np.zeros(x.size, bool)
+        seen[[*prompt, *out]] = True
+        x = np.where(seen, np.where(x > 0, x / repetition, x * repetition), x)
+        out.append(int(np.argmax(x - presence * (counts > 0) - frequency * counts)))
+    return out
+
+
+def test_penalties_equal_numpy_on_the_unsplit_steps_logits(server):
+    """presence, frequency and repetition penalties (a prompt of the prefill's length too,
+    whose first token the prefill draws), greedy: the tokens equal the penalties applied in
+    NumPy to the unsplit step's logits, and differ from the unpenalized ones."""
+    _, url = server
+    client = _client(url)
+    short = [9, 3, 33]
+    # of the prefill's length, the model's own greedy continuation: what it says next repeats
+    whole = oracle(list(range(1, PREFILL_LEN + 1)), PREFILL_LEN)
+    cases = ((short, {"frequency_penalty": 1.5}), (short, {"presence_penalty": 2.0}),
+             (whole, {"repetition_penalty": 1.8}),
+             (whole, {"presence_penalty": 0.5, "frequency_penalty": 0.5,
+                      "repetition_penalty": 1.3}))  # fmt: skip
+    for prompt, how in cases:
+        r = client.completions.create(model="m", prompt=prompt, max_tokens=10, temperature=0,
+                                      extra_body=how)  # fmt: skip
+        tokens = r.choices[0].model_dump()["token_ids"]
+        names = ("presence", "frequency", "repetition")
+        args = {n: how[f"{n}_penalty"] for n in names if f"{n}_penalty" in how}
+        assert tokens == penalized_greedy(prompt, 10, **args), how
+        assert tokens != oracle(prompt, 10), how
+    status, _, text = _post(url, {"prompt": short, "presence_penalty": 2.5})
+    assert status == 400 and json.loads(text)["error"]["param"] == "presence_penalty"
 
 
 def test_stop_string_ends_the_text_before_it(server):

@@ -25,9 +25,10 @@ from pathlib import Path
 
 import jinja2
 import jinja2.sandbox
+import numpy as np
 import openai
 import pytest
-from test_serve import _in_thread, _stand_in_generator, oracle
+from test_serve import _in_thread, _stand_in_generator, log_softmax_after, oracle
 
 ROOT = Path(__file__).resolve().parents[2]
 SPECIAL = ["<s>", "</s>", "<|system|>", "<|user|>", "<|assistant|>", "<unk>"]
@@ -196,6 +197,41 @@ def test_greedy_chat_equals_the_unsplit_program_on_the_rendered_prompt(chat_serv
     status, text = _post(url, {"messages": parts, **both, "temperature": 0})
     assert status == 200, text
     assert json.loads(text)["choices"][0]["token_ids"] == oracle(joined, 4)
+
+
+def test_chat_logprobs_equal_the_log_softmax_of_the_unsplit_steps_logits(chat_server):
+    """``logprobs: true, top_logprobs: 2``, greedy, streamed and not: each token (its text,
+    its UTF-8 bytes) with its log-probability and the two largest, as ``log_softmax`` of the
+    unsplit step's logits after the rendered prompt; ``top_logprobs`` without ``logprobs``
+    is a 400."""
+    _, url = chat_server
+    ids = prompt_ids(CHAT)
+    client = _client(url)
+    how = {"model": "m", "messages": CHAT, "max_tokens": 5, "temperature": 0, "logprobs": True,
+           "top_logprobs": 2}  # fmt: skip
+    (choice,) = client.chat.completions.create(**how).choices
+    tokens = choice.model_dump()["token_ids"]
+    assert tokens == oracle(ids, 5)
+    want = log_softmax_after(ids, tokens)
+    content = choice.logprobs.model_dump()["content"]
+    assert [c["token"] for c in content] == [VOCAB[t] for t in tokens]
+    assert [c["bytes"] for c in content] == [list(VOCAB[t].encode()) for t in tokens]
+    np.testing.assert_allclose([c["logprob"] for c in content], want[range(5), tokens],
+                               atol=1e-4)  # fmt: skip
+    for row, c in zip(want, content, strict=True):
+        top = np.argsort(-row)[:2]
+        assert [t["token"] for t in c["top_logprobs"]] == [VOCAB[i] for i in top]
+        np.testing.assert_allclose([t["logprob"] for t in c["top_logprobs"]], row[top],
+                                   atol=1e-4)  # fmt: skip
+    streamed = [
+        entry
+        for chunk in client.chat.completions.create(**how, stream=True)
+        if chunk.choices and chunk.choices[0].logprobs is not None
+        for entry in chunk.choices[0].logprobs.model_dump()["content"]
+    ]
+    assert streamed == content
+    status, text = _post(url, {"messages": CHAT, "top_logprobs": 2})
+    assert status == 400 and json.loads(text)["error"]["param"] == "top_logprobs"
 
 
 def test_sequences_stop_at_the_end_token(chat_server):

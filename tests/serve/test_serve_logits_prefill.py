@@ -161,6 +161,55 @@ def test_served_greedy_and_seeded_requests_through_the_prefill(served):
     assert any(i[0] != ids[0][0] for i in ids[1:]) or ids[0][0] != oracle(prompt, 1)[0]
 
 
+def test_logprobs_one_position_a_group(served):
+    """One position a group, a prompt of the prefill's length (read by the decode step when
+    logprobs are asked for: the prefill gives none): greedy tokens and their log-probabilities
+    equal the unsplit decode step fed the prompt, then each token, a token a step."""
+    _, url = served
+    prompt = [7, 3, 60, 21]
+    r = _post(url, {"prompt": prompt, "max_tokens": 4, "temperature": 0, "logprobs": 2})
+    choice = r["choices"][0]
+    assert choice["token_ids"] == oracle(prompt, 4)
+    decode, cache, rows = _unsplit()[1], gd.empty_cache(B, CFG), []
+    for pos, tok in enumerate(prompt + choice["token_ids"][:-1]):
+        logits, cache = decode(_params(), cache, jnp.asarray([tok] * B, jnp.int32), jnp.int32(pos))
+        rows.append(np.asarray(jax.nn.log_softmax(logits[0].astype(jnp.float32))))
+    want = np.stack(rows[len(prompt) - 1 :])
+    got = choice["logprobs"]
+    np.testing.assert_allclose(got["token_logprobs"], want[range(4), choice["token_ids"]],
+                               atol=1e-4)  # fmt: skip
+    for row, top in zip(want, got["top_logprobs"], strict=True):
+        ids = np.argsort(-row)[:2]
+        assert list(top) == [f" {i}" for i in ids]
+        np.testing.assert_allclose(list(top.values()), row[ids], atol=1e-4)
+
+
+def test_penalties_one_position_a_group_through_the_prefill(served):
+    """One position a group, a prompt of the prefill's length (its first token drawn from the
+    prefill's logits): greedy with a frequency and a repetition penalty equals the unsplit
+    prefill and decode step with the penalties applied to their logits in NumPy (OpenAI's
+    subtraction over the generated tokens' counts, Hugging Face's division or multiplication
+    over the prompt's and output's tokens)."""
+    _, url = served
+    prompt, n, frequency, repetition = [7, 3, 60, 21], 6, 1.0, 1.5
+    r = _post(url, {"prompt": prompt, "max_tokens": n, "temperature": 0,
+                    "frequency_penalty": frequency, "repetition_penalty": repetition})  # fmt: skip
+    prefill, decode = _unsplit()
+    logits, cache = prefill(_params(), jnp.asarray([prompt] * B, jnp.int32))
+    out: list[int] = []
+    for t in range(n):
+        if t:
+            feed = jnp.asarray([out[-1]] * B, jnp.int32)
+            logits, cache = decode(_params(), cache, feed, jnp.int32(len(prompt) + t - 1))
+        x = np.asarray(logits[0], np.float64)
+        seen = np.zeros(x.size, bool)
+        seen[[*prompt, *out]] = True
+        x = np.where(seen, np.where(x > 0, x / repetition, x * repetition), x)
+        out.append(int(np.argmax(x - frequency * np.bincount(out, minlength=x.size))))
+    assert r["choices"][0]["token_ids"] == out
+    assert out != oracle(prompt, n)
+
+
 def test_a_streaming_client_that_disconnects_frees_its_slot(served):
     """One slot (a group of 2). A streaming request of 1000 tokens holds it; a second request
     waits in the queue. The first client reads one chunk and closes its connection: the
