@@ -6,7 +6,8 @@ Public API: :class:`Generator` (``hlopipe.Generator``), its :class:`Session` (an
 :func:`generate_unsplit`, the one-device oracle; :func:`sample` and :class:`Sampling`, how
 a step returning logits has its tokens chosen; :func:`param_specs_from_rules` (with
 :func:`parse_param_rule`), ``param_specs`` from partitioning rules (``--param-spec``);
-:func:`read_export_folder`, a folder of ``hlopipe.torch.export_generation``. See
+:func:`read_export_folder`, a folder of ``hlopipe.torch.export_generation``;
+:func:`widen` (with :class:`Widened`), a batch-1 step vmapped over sequences. See
 ``docs/generation.md``.
 """
 
@@ -19,6 +20,7 @@ from hlopipe.generate._oracle import generate_unsplit
 from hlopipe.generate._rules import ParamRule, param_specs_from_rules, parse_param_rule
 from hlopipe.generate._sampling import Sampling, sample
 from hlopipe.generate._session import Issued, Session
+from hlopipe.generate._widen import Widened, widen
 
 __all__ = [
     "ExportFolder",
@@ -36,4 +38,6 @@ __all__ = [
     "read_export_folder",
     "run_command",
     "sample",
+    "widen",
+    "Widened",
 ]
