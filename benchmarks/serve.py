@@ -24,6 +24,13 @@ the shortest prefill holding it, a longer one's first tokens through the longest
 its padding turned off (only prompts of a prefill's length through it, every other read a
 token a step: the server before), beside the unsplit prefill exported at that very length
 run alone (jitted, one device, no HTTP): what "prefill speed" means for that prompt.
+
+``--batch 8``: batching at serve time. The token-returning step and its prefill, exported at
+batch 1, served three ways to the same load (``--clients`` streaming clients, prompts of 3 to
+12): as before (``--groups`` = the largest client count groups of 1: each sequence a group,
+every step reading all the weights for one token), and with ``--max-batch 8`` on one and on
+two groups (the step vmapped over 8 rows: one step reads the weights once for 8 sequences).
+Rows: tokens/s, TTFT and ITL p50, the server's ms per token, tokens/s over the batch-1 row's.
 """
 
 from __future__ import annotations
@@ -54,10 +61,12 @@ serve(decode, prefill=prefill, groups=int(sys.argv[1]), max_len=max_len, port=0)
 """
 
 
-def _start(groups: int, form: str) -> tuple[subprocess.Popen, str]:
+def _start(groups: int, form: str, max_batch: int | None = None) -> tuple[subprocess.Popen, str]:
     env = dict(os.environ, PYTHONPATH=str(ROOT), PYTHONUNBUFFERED="1")
     cmd = [sys.executable, "-m", "hlopipe", "serve", "--port", "0", "--groups", str(groups)]
-    if form == "tokens":
+    if max_batch is not None:  # the built-in's batch-1 token step, widened
+        cmd += ["--max-batch", str(max_batch)]
+    elif form == "tokens":
         cmd = [sys.executable, "-c", _SERVE_TOKENS, str(groups)]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
                             env=env)  # fmt: skip
@@ -258,6 +267,35 @@ def _ttft_table(repeats: int, buckets: tuple[int, ...]) -> None:
         thread.join(10)
 
 
+def _batch_table(batch: int, clients: list[int], requests: int, tokens: int) -> None:
+    """Batching at serve time (see the module's docstring)."""
+    top = max(clients)
+    setups = [(f"batch 1: {top} groups of 1", top, None),
+              (f"--max-batch {batch}, 1 group", 1, batch),
+              (f"--max-batch {batch}, 2 groups", 2, batch)]  # fmt: skip
+    print(f"hlopipe serve, built-in tiny GPT, token step and prefill exported at batch 1, 2 "
+          f"stages; {requests} requests a client, prompts of 3 to 12, {tokens} tokens each, "
+          "streamed, greedy")  # fmt: skip
+    print("| served as | clients | tokens/s | TTFT p50 ms | ITL p50 ms | server ms/token | "
+          "tokens/s / batch 1's |")  # fmt: skip
+    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: |")
+    base: dict[int, float] = {}
+    for name, groups, max_batch in setups:
+        proc, url = _start(groups, "tokens", max_batch)
+        try:
+            _load(url, 1, 1, tokens)  # warm the client and the server's paths
+            for c in clients:
+                r = _load(url, c, requests, tokens)
+                rate = r["tokens_per_s"]
+                base.setdefault(c, rate)
+                print(f"| {name} | {c} | {rate:.0f} | {r['ttft_p50'] * 1e3:.1f} | "
+                      f"{r['itl_p50'] * 1e3:.1f} | {r['server_per_token'] * 1e3:.2f} | "
+                      f"{rate / base[c]:.2f}x |", flush=True)  # fmt: skip
+        finally:
+            proc.terminate()
+            proc.wait(60)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--clients", default="1,4,8")
@@ -271,7 +309,13 @@ def main() -> None:
                     "length instead (a 16-token prefill)")  # fmt: skip
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--buckets", default="16", help="--ttft: the prefills' prompt lengths")
+    ap.add_argument("--batch", type=int, default=None, help="batching at serve time: a batch-1 "
+                    "export served at this --max-batch beside the server at batch 1")  # fmt: skip
     args = ap.parse_args()
+    if args.batch:
+        clients = [int(x) for x in args.clients.split(",")]
+        _batch_table(args.batch, clients, args.requests, args.tokens)
+        return
     if args.ttft:
         _ttft_table(args.repeats, tuple(int(x) for x in args.buckets.split(",")))
         return
