@@ -38,9 +38,6 @@ def widen(
     decode: Any,
     prefills: Any = (),
     rows: int = 1,
-    *,
-    state: Any = None,
-    feedback: Any = None,
 ) -> Widened:
     """``decode`` (a batch-1 step) and its ``prefills`` vmapped over ``rows`` sequences.
 
@@ -50,7 +47,7 @@ def widen(
     if not isinstance(rows, int) or isinstance(rows, bool) or rows < 1:
         raise RuntimeConfigError(Keyword("max_batch", rows), " must be a positive integer")
     source = getattr(decode, "source", "the decode step")
-    roles = counters_as_position(decode.arg_roles(state=state, feedback=feedback))
+    roles = counters_as_position(decode.arg_roles())
     roles, _ = logits_as_feedback(roles)
     if not roles.feedback or not roles.state:
         raise RuntimeConfigError(
@@ -78,8 +75,8 @@ def widen(
     for p in prefills:
         what = f"the prefill {getattr(p, 'source', '')}".rstrip()
         _, state_of_out = prefill_outputs(p, roles, token.index, what)
-        prompt_like = {i for i, a in enumerate(p.in_avals) if tuple(a.shape[:1]) == (1,)}
-        p_params = set(range(len(p.in_avals))) - prompt_like
+        prompt = _prompt_arg(p, what)
+        p_params = set(range(len(p.in_avals))) - {prompt}
         pres.append(_widened(p, rows, p_params, set(), set(state_of_out)))
     lengths = [int(r.shape[r.axis]) for r in roles.state if r.axis is not None]
     told = len(lengths) == len(roles.state)
@@ -129,6 +126,27 @@ def _widened(program: Any, rows: int, params: set[int], states: set[int], keep: 
     widened = load(exported.serialize())
     widened.source = f"{getattr(program, 'source', 'the program')} (at {rows} rows)"
     return widened
+
+
+def _prompt_arg(prefill: Any, what: str) -> int:
+    """The prefill's prompt: its one integer argument shaped ``[1, length]`` (every other
+    argument is a parameter, not mapped).
+
+    Raises:
+      RuntimeConfigError: none or several such arguments."""
+    found = [
+        i
+        for i, a in enumerate(prefill.in_avals)
+        if len(a.shape) == 2 and a.shape[0] == 1 and np.dtype(a.dtype).kind in "iu"
+    ]
+    if len(found) != 1:
+        shown = ", ".join(f"argument {i}" for i in found) or "none"
+        raise RuntimeConfigError(
+            f"{what}: its prompt (an integer argument shaped [1, length]) cannot be told "
+            f"({shown}), so its rows cannot be widened; export it at batch 1, or serve "
+            "without ", Keyword("max_batch"),
+        )  # fmt: skip
+    return found[0]
 
 
 def _top_donated(tree: Any, states: set[int]) -> list[int]:

@@ -101,3 +101,47 @@ def test_max_batch_must_be_a_positive_integer(rows):
 
     with pytest.raises(RuntimeConfigError, match="max_batch"):
         build_server(port=0, max_batch=rows)
+
+
+def test_the_command_says_a_bad_max_batch_in_one_line(capsys):
+    from hlopipe.cli import main
+
+    assert main(["serve", "--port", "0", "--max-batch", "0"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == ["error: --max-batch 0 must be at least 1"]
+
+
+def _cache_step(emb, cache, tok, pos, counted=False):
+    """A one-layer step: the token's embedding written into the cache at ``pos`` (or at a
+    counter kept beside the cache), the next token read off what is written so far."""
+    x = emb[tok]
+    cache = jax.lax.dynamic_update_slice(cache, x[:, None, :], (0, pos, 0))
+    nxt = jnp.argmax(cache.sum(1) @ emb.T, -1).astype(jnp.int32)
+    return (nxt, cache, pos + 1) if counted else (nxt, cache)
+
+
+@pytest.mark.parametrize("batch, counted", [(2, False), (1, True)])
+def test_widen_refuses_a_step_it_cannot_give_rows(batch, counted):
+    """``widen`` takes a step exported at batch 1 whose position is an argument: one at batch
+    2, or one keeping its position in its state (a counter, as ``StaticCache``), is refused
+    with what to do."""
+    from hlopipe.generate import widen
+    from hlopipe.io import load
+
+    avals = [
+        jax.ShapeDtypeStruct((16, 4), jnp.float32),
+        jax.ShapeDtypeStruct((batch, 8, 4), jnp.float32),
+        jax.ShapeDtypeStruct((batch,), jnp.int32),
+        jax.ShapeDtypeStruct((), jnp.int32),
+    ]
+    if counted:  # the counter after the cache, as a tracer orders a StaticCache's
+        avals = [avals[0], avals[1], avals[3], avals[2]]
+
+        def step(emb, cache, n, tok):
+            return _cache_step(emb, cache, tok, n, counted=True)
+    else:
+        step = _cache_step
+    program = load(jax.jit(step, donate_argnums=(1, 2) if counted else 1).lower(*avals).as_text())
+    want = "lives in its state \\(counters\\)" if counted else "exported at batch 2; max_batch"
+    with pytest.raises(RuntimeConfigError, match=want):
+        widen(program, (), 8)
