@@ -145,3 +145,21 @@ def test_widen_refuses_a_step_it_cannot_give_rows(batch, counted):
     want = "lives in its state \\(counters\\)" if counted else "exported at batch 2; max_batch"
     with pytest.raises(RuntimeConfigError, match=want):
         widen(program, (), 8)
+
+
+def test_rows_are_followed_through_a_vmapped_cache_write():
+    """``row_axes`` through the scatter a vmapped cache write becomes: the rows written whole
+    at a position that does not depend on them stay on the vmapped axis; a position taken
+    from the rows (a row written at a place of its own) loses them, named."""
+    from hlopipe.stages import row_axes
+
+    def write(cache, x, at):
+        return jax.lax.dynamic_update_slice(cache, x[None, :], (at, 0))
+
+    cache, x = jnp.zeros((8, 48, 4)), jnp.zeros((8, 4))
+    fixed = jax.make_jaxpr(jax.vmap(lambda c, v: write(c, v, 3)))(cache, x)
+    assert "scatter" in str(fixed)
+    assert [r.axes for r in row_axes(fixed, 1, 0, [0])] == [{0}]
+    placed = jax.make_jaxpr(jax.vmap(lambda c, v: write(c, v, v[0].astype(jnp.int32))))(cache, x)
+    (lost,) = row_axes(placed, 1, 0, [0])
+    assert lost.lost is not None and lost.lost.startswith("scatter")
