@@ -205,7 +205,7 @@ def build_server(
     names = tuple(dict.fromkeys(served_model_names)) or (name,)
 
     def ready() -> None:
-        summary = _summary(names[0], engine, tokenizer_path, chat_template, eos)
+        summary = _summary(names[0], engine, tokenizer_path, chat_template, eos, max_batch)
         out(f"serving {names[0]} at {url}\n{ends}\n{summary}", flush=True)
 
     engine = Engine(
@@ -221,7 +221,12 @@ def build_server(
 
 
 def _summary(
-    name: str, engine: Any, tokenizer_path: str | None, chat_template: Any, eos: tuple[int, ...]
+    name: str,
+    engine: Any,
+    tokenizer_path: str | None,
+    chat_template: Any,
+    eos: tuple[int, ...],
+    max_batch: int | None = None,
 ) -> str:
     """The startup summary's line: what is served and how."""
     gen = engine.gen
@@ -231,7 +236,8 @@ def _summary(
         prompt = f"{', '.join(map(str, engine.prefill_lens))} tokens ({other})"
     sampled = "logits, sampled" if gen.logits_out is not None else "tokens"
     return (
-        f"model {name}: {len(gen.plans)} stages, {gen.groups} groups of {gen.batch}, cache "
+        f"model {name}: {len(gen.plans)} stages, {gen.groups} groups of {gen.batch}"
+        f"{' (a batch-1 step vmapped, --max-batch)' if max_batch is not None else ''}, cache "
         f"{gen.max_len} positions, prefill {prompt}, step returns {sampled}, tokenizer "
         f"{tokenizer_path or 'none (token ids)'}, chat template "
         f"{'yes' if chat_template is not None else 'none'}, end ids {list(eos)}"

@@ -82,7 +82,9 @@ def test_a_batch_1_export_served_at_batch_8_equals_each_sequence_alone():
     tokens made (a batch-1 server takes a step per token)."""
     from hlopipe.serve import build_server
 
-    server = build_server(stages=1, groups=1, port=0, max_batch=8, out=lambda *a, **k: None)
+    said: list[str] = []
+    server = build_server(stages=1, groups=1, port=0, max_batch=8,
+                          out=lambda *a, **k: said.extend(a))  # fmt: skip
     assert (server.engine.gen.batch, server.engine.gen.per_sequence) == (8, True)
     rng = np.random.default_rng(7)
     n = 6
@@ -90,6 +92,7 @@ def test_a_batch_1_export_served_at_batch_8_equals_each_sequence_alone():
     with _serving(server) as url, ThreadPoolExecutor(len(cases)) as pool:
         got = list(pool.map(lambda p: _complete(url, p, n), cases))
     assert got == [_alone(p, n) for p in cases]
+    assert "1 groups of 8 (a batch-1 step vmapped, --max-batch)" in said[0]
     # a sequence needs at most 1 + (12 - 8) + n steps; two waves of them
     assert server.engine.steps <= 2 * (1 + 4 + n) < len(cases) * n
     assert server.engine.prefilled == sum(len(p) > 1 for p in cases)
