@@ -7,7 +7,8 @@ lands on. It is read from the program, equation by equation: each value carries 
 its axes that hold the rows (none: the value does not depend on them). An equation that only
 moves or combines values position by position (elementwise ops, broadcasts, reshapes that keep
 the axis whole, transposes, slices and updates that leave the axis whole, products and
-reductions over other axes, a gather indexed by the rows) maps the axes; one that mixes rows
+reductions over other axes, a gather indexed by the rows, a scatter whose indices do not
+carry the rows writing whole along them: a vmapped cache write) maps the axes; one that mixes rows
 (a reduction or a product over the axis, a reshape that merges it, an update at a position
 computed from the rows) or an equation this module has no rule for loses them, and the
 outputs that depend on it say where (:class:`RowAxes`): never a guess.
