@@ -24,6 +24,16 @@ the shortest prefill holding it, a longer one's first tokens through the longest
 its padding turned off (only prompts of a prefill's length through it, every other read a
 token a step: the server before), beside the unsplit prefill exported at that very length
 run alone (jitted, one device, no HTTP): what "prefill speed" means for that prompt.
+
+``--batch 8``: batching at serve time. The token-returning step and its prefill, exported at
+batch 1, served three ways to the same load (``--clients`` streaming clients, prompts of 3 to
+12): as before (``--groups`` = the largest client count groups of 1: each sequence a group,
+every step reading all the weights for one token), and with ``--max-batch 8`` on one and on
+two groups (the step vmapped over 8 rows: one step reads the weights once for 8 sequences).
+Rows: tokens/s, TTFT and ITL p50, the server's ms per token, tokens/s over the batch-1 row's.
+With ``--d-model D --layers L``, a wider tiny GPT (``d_ff`` 4D, cache 64, 2 stages) built in
+this process instead, served by the engine and app over HTTP on loopback: a step that reads
+more weights per token than the built-in's 156 kB.
 """
 
 from __future__ import annotations
@@ -54,10 +64,12 @@ serve(decode, prefill=prefill, groups=int(sys.argv[1]), max_len=max_len, port=0)
 """
 
 
-def _start(groups: int, form: str) -> tuple[subprocess.Popen, str]:
+def _start(groups: int, form: str, max_batch: int | None = None) -> tuple[subprocess.Popen, str]:
     env = dict(os.environ, PYTHONPATH=str(ROOT), PYTHONUNBUFFERED="1")
     cmd = [sys.executable, "-m", "hlopipe", "serve", "--port", "0", "--groups", str(groups)]
-    if form == "tokens":
+    if max_batch is not None:  # the built-in's batch-1 token step, widened
+        cmd += ["--max-batch", str(max_batch)]
+    elif form == "tokens":
         cmd = [sys.executable, "-c", _SERVE_TOKENS, str(groups)]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
                             env=env)  # fmt: skip
@@ -258,6 +270,126 @@ def _ttft_table(repeats: int, buckets: tuple[int, ...]) -> None:
         thread.join(10)
 
 
+def _batch_table(batch: int, clients: list[int], requests: int, tokens: int) -> None:
+    """Batching at serve time (see the module's docstring)."""
+    top = max(clients)
+    setups = [(f"batch 1: {top} groups of 1", top, None),
+              (f"--max-batch {batch}, 1 group", 1, batch),
+              (f"--max-batch {batch}, 2 groups", 2, batch)]  # fmt: skip
+    print(f"hlopipe serve, built-in tiny GPT, token step and prefill exported at batch 1, 2 "
+          f"stages; {requests} requests a client, prompts of 3 to 12, {tokens} tokens each, "
+          "streamed, greedy")  # fmt: skip
+    print("| served as | clients | tokens/s | TTFT p50 ms | ITL p50 ms | server ms/token | "
+          "tokens/s / batch 1's |")  # fmt: skip
+    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: |")
+    base: dict[int, float] = {}
+    for name, groups, max_batch in setups:
+        proc, url = _start(groups, "tokens", max_batch)
+        try:
+            _load(url, 1, 1, tokens)  # warm the client and the server's paths
+            for c in clients:
+                r = _load(url, c, requests, tokens)
+                rate = r["tokens_per_s"]
+                base.setdefault(c, rate)
+                print(f"| {name} | {c} | {rate:.0f} | {r['ttft_p50'] * 1e3:.1f} | "
+                      f"{r['itl_p50'] * 1e3:.1f} | {r['server_per_token'] * 1e3:.2f} | "
+                      f"{rate / base[c]:.2f}x |", flush=True)  # fmt: skip
+        finally:
+            proc.terminate()
+            proc.wait(60)
+
+
+def _batch_sized(
+    batch: int, clients: list[int], requests: int, tokens: int, d_model: int, layers: int
+) -> None:
+    """Batching at serve time on a wider tiny GPT built here (see the module's docstring)."""
+    import socket
+
+    import jax
+
+    jax.config.update("jax_num_cpu_devices", 8)
+    import jax.numpy as jnp
+    import uvicorn
+
+    from hlopipe.generate import Generator, widen
+    from hlopipe.io import load
+    from hlopipe.marker import stage_boundary
+    from hlopipe.models import gpt_decode as gd
+    from hlopipe.serve import Engine, Model, make_app
+
+    cfg = gd.DecodeConfig(max_len=64, d_model=d_model, d_ff=4 * d_model, n_layers=layers)
+    params = gd.init(jax.random.key(0), cfg)
+    cuts = (layers // 2,)
+    step = jax.jit(gd.decode_fn(cfg, stage_boundary, cuts=cuts), donate_argnums=1)
+    decode = jax.export.export(step)(params, gd.empty_cache(1, cfg), jnp.zeros(1, jnp.int32),
+                                     jnp.int32(0))  # fmt: skip
+    pre = jax.jit(gd.prefill_fn(cfg, stage_boundary, cuts=cuts))
+    prefill = jax.export.export(pre)(params, jnp.zeros((1, 8), jnp.int32))
+    decode, prefill = load(decode.serialize()), load(prefill.serialize())
+    weights = sum(x.nbytes for x in jax.tree.leaves(params))
+    top = max(clients)
+    wide = widen(decode, (prefill,), batch)
+    setups = [
+        (f"batch 1: {top} groups of 1", decode, prefill, top),
+        (f"--max-batch {batch}, 1 group", wide.decode, wide.prefills[0], 1),
+        (f"--max-batch {batch}, 2 groups", wide.decode, wide.prefills[0], 2),
+    ]
+    print(f"tiny GPT d_model {d_model}, {layers} layers ({weights / 2**20:.1f} MiB of weights), "
+          f"token step and prefill exported at batch 1, 2 stages, in-process engine over "
+          f"HTTP; {requests} requests a client, prompts of 3 to 12, {tokens} tokens each, "
+          "streamed, greedy")  # fmt: skip
+    print("| served as | clients | tokens/s | TTFT p50 ms | ITL p50 ms | server ms/token | "
+          "tokens/s / batch 1's |")  # fmt: skip
+    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: |")
+    base: dict[int, float] = {}
+    for name, dec, pref, groups in setups:
+        gen = Generator(dec, params, prefill=pref, groups=groups, max_len=cfg.max_len)
+        engine = Engine(gen)
+        sock = socket.socket()
+        sock.bind(("127.0.0.1", 0))
+        server = uvicorn.Server(uvicorn.Config(make_app(Model("m", engine)), log_level="warning"))
+        thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+        thread.start()
+        engine.start()
+        engine.ready.wait()
+        while not server.started:
+            time.sleep(0.05)
+        url = f"http://127.0.0.1:{sock.getsockname()[1]}/v1"
+        try:
+            _load(url, 1, 1, tokens)  # warm the client and the server's paths
+            for c in clients:
+                r = _load(url, c, requests, tokens)
+                rate = r["tokens_per_s"]
+                base.setdefault(c, rate)
+                print(f"| {name} | {c} | {rate:.0f} | {r['ttft_p50'] * 1e3:.1f} | "
+                      f"{r['itl_p50'] * 1e3:.1f} | {r['server_per_token'] * 1e3:.2f} | "
+                      f"{rate / base[c]:.2f}x |", flush=True)  # fmt: skip
+        finally:
+            engine.stop(60)
+            server.should_exit = True
+            thread.join(10)
+            sock.close()
+    # the step alone, one device, no pipeline: batch 1, the widened step, a native export
+    one = jax.jit(gd.decode_fn(cfg))
+    widened = jax.jit(wide.decode.as_function())
+    native = jax.jit(gd.decode_slots_fn(cfg))
+    pos = jnp.full(batch, 3, jnp.int32)
+    rows = jax.tree.map(lambda x: x[None].repeat(batch, 0), gd.empty_cache(1, cfg))
+    alone = [("batch 1 (decode_fn)", one, (gd.empty_cache(1, cfg), jnp.zeros(1, jnp.int32),
+                                           jnp.int32(3))),
+             (f"widened to {batch}", widened, (rows, jnp.zeros(batch, jnp.int32), pos)),
+             (f"exported at {batch} (decode_slots_fn)", native,
+              (gd.empty_cache(batch, cfg), jnp.zeros(batch, jnp.int32), pos))]  # fmt: skip
+    for name, fn, args in alone:
+        jax.block_until_ready(fn(params, *args))
+        times = []
+        for _ in range(20):
+            t0 = time.perf_counter()
+            jax.block_until_ready(fn(params, *args))
+            times.append(time.perf_counter() - t0)
+        print(f"the step alone, {name}: {np.median(times) * 1e3:.1f} ms (median of 20)")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--clients", default="1,4,8")
@@ -271,7 +403,20 @@ def main() -> None:
                     "length instead (a 16-token prefill)")  # fmt: skip
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--buckets", default="16", help="--ttft: the prefills' prompt lengths")
+    ap.add_argument("--batch", type=int, default=None, help="batching at serve time: a batch-1 "
+                    "export served at this --max-batch beside the server at batch 1")  # fmt: skip
+    ap.add_argument("--d-model", type=int, default=None, help="--batch: a tiny GPT this wide "
+                    "built here (default: the built-in, served by the command)")  # fmt: skip
+    ap.add_argument("--layers", type=int, default=4, help="--batch --d-model: its layers")
     args = ap.parse_args()
+    if args.batch and args.d_model:
+        clients = [int(x) for x in args.clients.split(",")]
+        _batch_sized(args.batch, clients, args.requests, args.tokens, args.d_model, args.layers)
+        return
+    if args.batch:
+        clients = [int(x) for x in args.clients.split(",")]
+        _batch_table(args.batch, clients, args.requests, args.tokens)
+        return
     if args.ttft:
         _ttft_table(args.repeats, tuple(int(x) for x in args.buckets.split(",")))
         return

@@ -50,6 +50,10 @@ def _add_serve(p: argparse.ArgumentParser) -> None:
                    "slots requests are batched into, a slot per sequence when the decode step "
                    "takes a position per sequence")  # fmt: skip
     p.add_argument("--max-len", type=int, help="the cache length (default: from the program)")
+    p.add_argument("--max-batch", type=int, metavar="N", help="serve a decode step exported at "
+                   "batch 1 at N sequences a step: the step (and its prefills) vmapped over "
+                   "them, each its own cache row and position, a row refilled as a sequence "
+                   "ends (default: the step's own batch)")  # fmt: skip
     p.add_argument("--host", default="127.0.0.1", help="where to listen (default loopback)")
     p.add_argument("--port", type=int, default=8000, help="0 picks a free port (default 8000)")
     p.add_argument("--seed", type=int, default=0, help="seed of the random parameters")
@@ -104,7 +108,7 @@ def _cmd_serve(args: argparse.Namespace) -> int:
                      max_len=max_len, host=args.host, port=args.port,
                      seed=args.seed, stage_mesh_shape=mesh_shape,
                      stage_mesh_axes=mesh_axes, param_rules=rules,
-                     served_model_names=names)  # fmt: skip
+                     served_model_names=names, max_batch=args.max_batch)  # fmt: skip
         if server.follower is not None:
             _ignore_stop_signals()
         else:
@@ -195,4 +199,5 @@ COMMAND = Command(
     stage_mesh_axes="--stage-mesh-axes",
     param_rules="--param-spec",
     served_model_names="--served-model-name",
+    max_batch="--max-batch",
 )

@@ -8,7 +8,8 @@ a step returning logits has its tokens chosen (:func:`penalize` first), and
 :func:`token_logprobs` (up to :data:`TOP_LOGPROBS`) what it gives beside them;
 :func:`param_specs_from_rules` (with :func:`parse_param_rule`), ``param_specs`` from
 partitioning rules (``--param-spec``);
-:func:`read_export_folder`, a folder of ``hlopipe.torch.export_generation``. See
+:func:`read_export_folder`, a folder of ``hlopipe.torch.export_generation``;
+:func:`widen` (with :class:`Widened`), a batch-1 step vmapped over sequences. See
 ``docs/generation.md``.
 """
 
@@ -21,6 +22,7 @@ from hlopipe.generate._oracle import generate_unsplit
 from hlopipe.generate._rules import ParamRule, param_specs_from_rules, parse_param_rule
 from hlopipe.generate._sampling import TOP_LOGPROBS, Sampling, penalize, sample, token_logprobs
 from hlopipe.generate._session import Issued, Session
+from hlopipe.generate._widen import Widened, widen
 
 __all__ = [
     "TOP_LOGPROBS",
@@ -41,4 +43,6 @@ __all__ = [
     "run_command",
     "sample",
     "token_logprobs",
+    "widen",
+    "Widened",
 ]

@@ -76,6 +76,7 @@ def build_server(
     stage_mesh_axes: tuple[str, ...] | None = None,
     param_rules: Sequence[Any] = (),
     served_model_names: Sequence[str] = (),
+    max_batch: int | None = None,
     out: Any = print,
 ) -> Server:
     """Load, split and compile a decode step (and its prefill) for serving, and bind the
@@ -113,6 +114,11 @@ def build_server(
         mesh (``param_specs_from_rules``: the first rule found in a parameter's path gives
         its spec); a parameter no rule matches, or every one without rules, keeps the
         program's own layout (else replicated).
+      max_batch: serve a decode step (and its prefills) exported at batch 1 at ``max_batch``
+        sequences a step (``hlopipe.generate.widen``: the step vmapped over them, each its
+        own cache row and position; every step reads the parameters once for all of them),
+        rows refilled as sequences end (a row per sequence, ``groups`` such steps in
+        flight); the built-in model is then its batch-1 form (``serve._builtin.Form.TOKENS``).
 
     In a job of several processes (``hlopipe launch``, ``jax.distributed``), process 0 serves
     HTTP and every other process follows its engine's calls (``serve._control``), with no
@@ -135,12 +141,14 @@ def build_server(
         param_specs_from_rules,
     )
     from hlopipe.serve._app import Model, make_app
-    from hlopipe.serve._builtin import builtin_model, builtin_vocab
+    from hlopipe.serve._builtin import Form, builtin_model, builtin_vocab
     from hlopipe.serve._chat import load_chat_template
     from hlopipe.serve._tokenizer_files import end_token_ids
 
     if not isinstance(groups, int) or groups < 1:
         raise RuntimeConfigError(Keyword("groups", groups), " must be at least 1")
+    if max_batch is not None and (type(max_batch) is not int or max_batch < 1):
+        raise RuntimeConfigError(Keyword("max_batch", max_batch), " must be at least 1")
     tokenizer = load_tokenizer(tokenizer_path) if tokenizer_path else None
     chat_template = load_chat_template(tokenizer_path, chat_template_path)  # before compiling
     vocab = tokenizer.get_vocab_size() if tokenizer is not None else None
@@ -156,7 +164,8 @@ def build_server(
                 "the built-in model takes no ", Keyword("params_path"), " or ",
                 Keyword("prefill"), "; give the decode step's file to serve your own",
             )  # fmt: skip
-        decode, prefill, params, builtin_len = builtin_model(stages or 2, seed)
+        form = Form.SLOTS if max_batch is None else Form.TOKENS  # widened from batch 1
+        decode, prefill, params, builtin_len = builtin_model(stages or 2, seed, form)
         max_len = max_len or builtin_len
         name, vocab = "hlopipe-tiny-gpt", vocab or builtin_vocab()
     else:
@@ -171,6 +180,15 @@ def build_server(
         specs = param_specs_from_rules(
             param_rules, decode, stage_mesh_shape, stage_mesh_axes, params=params
         )
+    if max_batch is not None:  # the batch-1 step vmapped over max_batch rows
+        from hlopipe.generate import widen
+
+        pres = (
+            () if prefill is None else prefill if isinstance(prefill, list | tuple) else (prefill,)
+        )
+        wide = widen(decode, pres, max_batch)
+        decode, prefill = wide.decode, list(wide.prefills) or None
+        max_len = max_len or wide.max_len
     gen = Generator(decode, params, prefill=prefill, num_stages=stages, groups=groups,
                     max_len=max_len, stage_mesh_shape=stage_mesh_shape,
                     stage_mesh_axes=stage_mesh_axes, param_specs=specs)  # fmt: skip
@@ -187,7 +205,7 @@ def build_server(
     names = tuple(dict.fromkeys(served_model_names)) or (name,)
 
     def ready() -> None:
-        summary = _summary(names[0], engine, tokenizer_path, chat_template, eos)
+        summary = _summary(names[0], engine, tokenizer_path, chat_template, eos, max_batch)
         out(f"serving {names[0]} at {url}\n{ends}\n{summary}", flush=True)
 
     engine = Engine(
@@ -203,7 +221,12 @@ def build_server(
 
 
 def _summary(
-    name: str, engine: Any, tokenizer_path: str | None, chat_template: Any, eos: tuple[int, ...]
+    name: str,
+    engine: Any,
+    tokenizer_path: str | None,
+    chat_template: Any,
+    eos: tuple[int, ...],
+    max_batch: int | None = None,
 ) -> str:
     """The startup summary's line: what is served and how."""
     gen = engine.gen
@@ -213,7 +236,8 @@ def _summary(
         prompt = f"{', '.join(map(str, engine.prefill_lens))} tokens ({other})"
     sampled = "logits, sampled" if gen.logits_out is not None else "tokens"
     return (
-        f"model {name}: {len(gen.plans)} stages, {gen.groups} groups of {gen.batch}, cache "
+        f"model {name}: {len(gen.plans)} stages, {gen.groups} groups of {gen.batch}"
+        f"{' (a batch-1 step vmapped, --max-batch)' if max_batch is not None else ''}, cache "
         f"{gen.max_len} positions, prefill {prompt}, step returns {sampled}, tokenizer "
         f"{tokenizer_path or 'none (token ids)'}, chat template "
         f"{'yes' if chat_template is not None else 'none'}, end ids {list(eos)}"

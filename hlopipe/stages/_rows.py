@@ -7,7 +7,8 @@ lands on. It is read from the program, equation by equation: each value carries 
 its axes that hold the rows (none: the value does not depend on them). An equation that only
 moves or combines values position by position (elementwise ops, broadcasts, reshapes that keep
 the axis whole, transposes, slices and updates that leave the axis whole, products and
-reductions over other axes, a gather indexed by the rows) maps the axes; one that mixes rows
+reductions over other axes, a gather indexed by the rows, a scatter whose indices do not
+carry the rows writing whole along them: a vmapped cache write) maps the axes; one that mixes rows
 (a reduction or a product over the axis, a reshape that merges it, an update at a position
 computed from the rows) or an equation this module has no rule for loses them, and the
 outputs that depend on it say where (:class:`RowAxes`): never a guess.
@@ -171,6 +172,8 @@ def _rule(e: Any, ins: list[frozenset[int]]) -> list[frozenset[int]]:
         return [a | update]
     if name == "gather":
         return [_gather(e, ins)]
+    if name == "scatter":
+        return [_scatter(e, ins)]
     raise _Lost  # no rule: a loop, a scatter, a call kept whole...
 
 
@@ -198,6 +201,31 @@ def _dot(e: Any, ins: list[frozenset[int]]) -> frozenset[int]:
         if i in rc:
             raise _Lost
         out.add(list(rb).index(i) if i in rb else len(lb) + len(lfree) + rfree.index(i))
+    return frozenset(out)
+
+
+def _scatter(e: Any, ins: list[frozenset[int]]) -> frozenset[int]:
+    """A scatter whose indices do not carry the rows, writing whole along the rows' axes (a
+    batch-1 program's cache update, vmapped over sequences): the operand's row axes, and
+    each update window axis holding rows as the operand axis it writes."""
+    operand, indices, updates = ins[0], ins[1], ins[2]
+    dn = e.params["dimension_numbers"]
+    if indices or len(ins) != 3:
+        raise _Lost
+    shape, upd = _shape(e.invars[0]), _shape(e.invars[2])
+    skipped = set(dn.inserted_window_dims) | set(dn.operand_batching_dims)
+    window = [d for d in range(len(shape)) if d not in skipped]
+    scattered = set(dn.scatter_dims_to_operand_dims)
+    out = set(operand)
+    for j in updates:
+        if j not in dn.update_window_dims:
+            raise _Lost
+        out.add(window[list(dn.update_window_dims).index(j)])
+    if any(d in scattered or d in skipped for d in out):
+        raise _Lost  # a position along the rows: a row written at a computed place
+    for j in updates:
+        if upd[j] != shape[window[list(dn.update_window_dims).index(j)]]:
+            raise _Lost  # a part of the rows
     return frozenset(out)
 
 

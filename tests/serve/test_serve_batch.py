@@ -1,0 +1,168 @@
+"""Batching at serve time: the built-in tiny GPT's decode step and prefill exported at batch 1
+(``Form.TOKENS``), served at 8 sequences a step (``build_server(max_batch=8)``: both vmapped
+over the rows), over real HTTP. The oracle is the tiny GPT's decode step run directly in JAX,
+one prompt alone at batch 1, fed the whole prompt a token a step, its argmax fed back."""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import json
+import threading
+import time
+import urllib.request
+from concurrent.futures import ThreadPoolExecutor
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from hlopipe.errors import RuntimeConfigError
+from hlopipe.models import gpt_decode as gd
+
+CFG = gd.DecodeConfig()
+
+
+@functools.cache
+def _step():
+    return jax.jit(gd.decode_slots_fn(CFG))
+
+
+def _alone(prompt, n):
+    """Greedy tokens after ``prompt``, the sequence run alone at batch 1 (seed 0's
+    parameters, as the built-in model's)."""
+    params = gd.init(jax.random.key(0), CFG)
+    cache = gd.empty_cache(1, CFG)
+    out: list[int] = []
+    for pos in range(len(prompt) + n - 1):
+        feed = prompt[pos] if pos < len(prompt) else out[-1]
+        logits, cache = _step()(
+            params, cache, jnp.asarray([feed], jnp.int32), jnp.asarray([pos], jnp.int32)
+        )
+        if pos >= len(prompt) - 1:
+            out.append(int(jnp.argmax(logits[0])))
+    return out
+
+
+@contextlib.contextmanager
+def _serving(server):
+    """``server`` (a :class:`hlopipe.serve.Server`) served by uvicorn in a thread on its
+    bound socket, its engine running: its base URL."""
+    import uvicorn
+
+    http = uvicorn.Server(uvicorn.Config(server.app, log_level="warning"))
+    thread = threading.Thread(target=http.run, kwargs={"sockets": [server.sock]}, daemon=True)
+    server.engine.start()
+    thread.start()
+    try:
+        assert server.engine.ready.wait(120)
+        while not http.started:
+            time.sleep(0.02)
+        yield f"http://127.0.0.1:{server.sock.getsockname()[1]}/v1"
+    finally:
+        http.should_exit = True
+        thread.join(10)
+        server.engine.stop(60)
+        server.sock.close()
+
+
+def _complete(url, prompt, n):
+    body = json.dumps({"prompt": prompt, "max_tokens": n, "temperature": 0}).encode()
+    req = urllib.request.Request(f"{url}/completions", data=body, method="POST")
+    with urllib.request.urlopen(req, timeout=120) as r:
+        return json.loads(r.read())["choices"][0]["token_ids"]
+
+
+def test_a_batch_1_export_served_at_batch_8_equals_each_sequence_alone():
+    """Ten clients at once on 8 rows (one group): prompts of 1 to 12 tokens (of the prefill's
+    8: prefilled into its row; shorter: padded through the prefill; longer: the rest read by
+    the decode step), two admitted into rows freed mid-run. Each gets the tokens of its
+    sequence run alone at batch 1, and the sequences share steps: far fewer steps than the
+    tokens made (a batch-1 server takes a step per token)."""
+    from hlopipe.serve import build_server
+
+    said: list[str] = []
+    server = build_server(stages=1, groups=1, port=0, max_batch=8,
+                          out=lambda *a, **k: said.extend(a))  # fmt: skip
+    assert (server.engine.gen.batch, server.engine.gen.per_sequence) == (8, True)
+    rng = np.random.default_rng(7)
+    n = 6
+    cases = [rng.integers(0, CFG.vocab, L).tolist() for L in (8, 3, 12, 1, 8, 5, 9, 8, 2, 11)]
+    with _serving(server) as url, ThreadPoolExecutor(len(cases)) as pool:
+        got = list(pool.map(lambda p: _complete(url, p, n), cases))
+    assert got == [_alone(p, n) for p in cases]
+    assert "1 groups of 8 (a batch-1 step vmapped, --max-batch)" in said[0]
+    # a sequence needs at most 1 + (12 - 8) + n steps; two waves of them
+    assert server.engine.steps <= 2 * (1 + 4 + n) < len(cases) * n
+    assert server.engine.prefilled == sum(len(p) > 1 for p in cases)
+
+
+@pytest.mark.parametrize("rows", [0, -2, True])
+def test_max_batch_must_be_a_positive_integer(rows):
+    from hlopipe.serve import build_server
+
+    with pytest.raises(RuntimeConfigError, match="max_batch"):
+        build_server(port=0, max_batch=rows)
+
+
+def test_the_command_says_a_bad_max_batch_in_one_line(capsys):
+    from hlopipe.cli import main
+
+    assert main(["serve", "--port", "0", "--max-batch", "0"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == ["error: --max-batch 0 must be at least 1"]
+
+
+def _cache_step(emb, cache, tok, pos, counted=False):
+    """A one-layer step: the token's embedding written into the cache at ``pos`` (or at a
+    counter kept beside the cache), the next token read off what is written so far."""
+    x = emb[tok]
+    cache = jax.lax.dynamic_update_slice(cache, x[:, None, :], (0, pos, 0))
+    nxt = jnp.argmax(cache.sum(1) @ emb.T, -1).astype(jnp.int32)
+    return (nxt, cache, pos + 1) if counted else (nxt, cache)
+
+
+@pytest.mark.parametrize("batch, counted", [(2, False), (1, True)])
+def test_widen_refuses_a_step_it_cannot_give_rows(batch, counted):
+    """``widen`` takes a step exported at batch 1 whose position is an argument: one at batch
+    2, or one keeping its position in its state (a counter, as ``StaticCache``), is refused
+    with what to do."""
+    from hlopipe.generate import widen
+    from hlopipe.io import load
+
+    avals = [
+        jax.ShapeDtypeStruct((16, 4), jnp.float32),
+        jax.ShapeDtypeStruct((batch, 8, 4), jnp.float32),
+        jax.ShapeDtypeStruct((batch,), jnp.int32),
+        jax.ShapeDtypeStruct((), jnp.int32),
+    ]
+    if counted:  # the counter after the cache, as a tracer orders a StaticCache's
+        avals = [avals[0], avals[1], avals[3], avals[2]]
+
+        def step(emb, cache, n, tok):
+            return _cache_step(emb, cache, tok, n, counted=True)
+    else:
+        step = _cache_step
+    program = load(jax.jit(step, donate_argnums=(1, 2) if counted else 1).lower(*avals).as_text())
+    want = "lives in its state \\(counters\\)" if counted else "exported at batch 2; max_batch"
+    with pytest.raises(RuntimeConfigError, match=want):
+        widen(program, (), 8)
+
+
+def test_rows_are_followed_through_a_vmapped_cache_write():
+    """``row_axes`` through the scatter a vmapped cache write becomes: the rows written whole
+    at a position that does not depend on them stay on the vmapped axis; a position taken
+    from the rows (a row written at a place of its own) loses them, named."""
+    from hlopipe.stages import row_axes
+
+    def write(cache, x, at):
+        return jax.lax.dynamic_update_slice(cache, x[None, :], (at, 0))
+
+    cache, x = jnp.zeros((8, 48, 4)), jnp.zeros((8, 4))
+    fixed = jax.make_jaxpr(jax.vmap(lambda c, v: write(c, v, 3)))(cache, x)
+    assert "scatter" in str(fixed)
+    assert [r.axes for r in row_axes(fixed, 1, 0, [0])] == [{0}]
+    placed = jax.make_jaxpr(jax.vmap(lambda c, v: write(c, v, v[0].astype(jnp.int32))))(cache, x)
+    (lost,) = row_axes(placed, 1, 0, [0])
+    assert lost.lost is not None and lost.lost.startswith("scatter")
