@@ -77,8 +77,8 @@ def _table() -> dict[str, Any]:
         "lamb": lambda: optax.lamb(1e-2),
         # factored second moments (every matrix here has both dimensions >= 8)
         "adafactor": lambda: optax.adafactor(1e-2, min_dim_size_to_factor=8),
-        # a learning rate estimated from sums over every parameter
-        "prodigy": lambda: optax.contrib.prodigy(1.0, estim_lr0=1e-2),
+        # a learning rate estimated from sums over every parameter (it grows within 3 steps)
+        "prodigy": lambda: optax.contrib.prodigy(1.0, estim_lr0=1e-3, estim_lr_coef=10.0),
         "clip-lion": lambda: optax.chain(optax.clip_by_global_norm(0.5), optax.lion(1e-3)),
         # a warmup-cosine schedule, weight decay masked by path
         "schedule-masked-decay": lambda: optax.adamw(

@@ -133,7 +133,7 @@ CASES = {
     # the rest of issue 48's table: a learning rate estimated from sums over every parameter,
     # a sign method after a global clip, a warmup-cosine schedule with weight decay masked by
     # path (one row), an average of updates, schedule-free averaging
-    "prodigy": lambda: optax.contrib.prodigy(1.0, estim_lr0=1e-2),
+    "prodigy": lambda: optax.contrib.prodigy(1.0, estim_lr0=1e-3, estim_lr_coef=10.0),
     "clip-then-lion": lambda: optax.chain(optax.clip_by_global_norm(0.05), optax.lion(3e-3)),
     "schedule-masked-decay": lambda: optax.adamw(
         optax.warmup_cosine_decay_schedule(0.0, 3e-2, 2, STEPS), weight_decay=0.1, mask=_is_w
