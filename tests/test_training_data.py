@@ -332,6 +332,8 @@ def test_tensor_parallel_zero_and_recompute_train_like_one_device(files, tmp_pat
     assert "2 ranks x 4 CPU device(s)" in out, out
     layout = re.search(r"^layout +(.*)$", out, re.M).group(1)
     assert "each stage on a 2x2 mesh (data, model)" in layout
+    # the line says where the layout came from: the plan file, or no file at all
+    assert (f"from {tmp_path / 'plan.json'}" in layout) == (how == "plan"), layout
     assert "params__w1__ P(None, 'model')" in layout
     assert "params__out__ P('model',)" in layout
     zero, policy = ("ZeRO-1", "selective") if how == "plan" else ("ZeRO-3", "full")

@@ -33,19 +33,71 @@ M = 4
 
 
 def optimizer(name: str):
+    """The optimizer called ``name`` (``--optimizer``; the tests' one-device reference builds
+    the same one)."""
     import optax
 
-    if name == "adamw":
-        return optax.adamw(1e-2)
-    if name == "adamw-clip":
-        return optax.chain(optax.clip_by_global_norm(0.5), optax.adamw(1e-2))
-    if name == "sgd-clip":
-        return optax.chain(optax.clip_by_global_norm(0.5), optax.sgd(0.05, momentum=0.9))
-    if name == "finite-multisteps":
-        return finite_multisteps()
-    if name == "muon":  # state shaped by the parameters' shapes (Newton-Schulz on matrices)
-        return optax.contrib.muon(1e-2)
-    return optax.sgd(0.05, momentum=0.9)
+    return _table().get(name, lambda: optax.sgd(0.05, momentum=0.9))()
+
+
+def _weight_matrices(params):
+    """By path: the layers' weight matrices (not the norms, the biases or the embeddings)."""
+    import jax
+
+    def is_matrix(path, _):
+        return jax.tree_util.keystr(path).endswith(("['qkv']", "['proj']", "['fc1']", "['fc2']"))
+
+    return jax.tree_util.tree_map_with_path(is_matrix, params)
+
+
+def _by_ndim(params):
+    import jax
+
+    return jax.tree.map(lambda x: "matrix" if x.ndim >= 2 else "rest", params)
+
+
+def _table() -> dict[str, Any]:
+    """Issue 48's optimizer table (and the older rows), each row a factory."""
+    import jax
+    import optax
+
+    def matrices(p):
+        return jax.tree.map(lambda x: x.ndim >= 2, p)
+
+    return {
+        "adamw": lambda: optax.adamw(1e-2),
+        "adamw-clip": lambda: optax.chain(optax.clip_by_global_norm(0.5), optax.adamw(1e-2)),
+        "sgd-clip": lambda: optax.chain(
+            optax.clip_by_global_norm(0.5), optax.sgd(0.05, momentum=0.9)
+        ),
+        "finite-multisteps": finite_multisteps,
+        # state shaped by the parameters' shapes (Newton-Schulz on matrices)
+        "muon": lambda: optax.contrib.muon(1e-2),
+        # trust ratios over whole parameters
+        "lamb": lambda: optax.lamb(1e-2),
+        # factored second moments (every matrix here has both dimensions >= 8)
+        "adafactor": lambda: optax.adafactor(1e-2, min_dim_size_to_factor=8),
+        # a learning rate estimated from sums over every parameter (it grows within 3 steps)
+        "prodigy": lambda: optax.contrib.prodigy(1.0, estim_lr0=1e-3, estim_lr_coef=10.0),
+        "clip-lion": lambda: optax.chain(optax.clip_by_global_norm(0.5), optax.lion(1e-3)),
+        # a warmup-cosine schedule, weight decay masked by path
+        "schedule-masked-decay": lambda: optax.adamw(
+            optax.warmup_cosine_decay_schedule(0.0, 1e-2, 2, 4),
+            weight_decay=0.1,
+            mask=_weight_matrices,
+        ),
+        "ema": lambda: optax.chain(optax.ema(0.5), optax.scale(-0.05)),
+        "schedule-free": lambda: optax.contrib.schedule_free_adamw(1e-2, warmup_steps=1),
+        # weight decay masked by shape, then labels chosen by ndim (momentum, so a state, on
+        # the matrices only; not Adam, whose sign-like steps on near-zero gradients here
+        # amplify the order of the microbatches' sums past 1e-5 in the parameters)
+        "by-ndim": lambda: optax.chain(
+            optax.masked(optax.add_decayed_weights(0.1), matrices),
+            optax.multi_transform(
+                {"matrix": optax.sgd(0.05, momentum=0.9), "rest": optax.sgd(0.05)}, _by_ndim
+            ),
+        ),
+    }
 
 
 def finite_multisteps():

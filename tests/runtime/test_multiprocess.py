@@ -70,10 +70,12 @@ def test_processes_train_and_infer_like_one_device(tmp_path, nproc, stage_device
         args += ["+", "--label", "finite", "--optimizer", "finite-multisteps", "--steps",
                  str(FINITE_STEPS), "--params-out", str(out2)]  # fmt: skip
         checks["finite"] = lambda: _finite_multisteps_like_one_device(job, out2)
-        (out3 := tmp_path / "muon").mkdir()
-        args += ["+", "--label", "muon", "--optimizer", "muon", "--steps", str(FINITE_STEPS),
-                 "--params-out", str(out3)]  # fmt: skip
-        checks["muon"] = lambda: _optimizer_like_one_device(job, out3, "muon")
+        # the rest of issue 48's table, a scenario each on the same pipeline
+        for name in OPTIMIZER_ROWS:
+            (out3 := tmp_path / name).mkdir()
+            args += ["+", "--label", name, "--optimizer", name, "--steps", str(OPT_STEPS),
+                     "--params-out", str(out3)]  # fmt: skip
+            checks[name] = lambda o=out3, n=name: _optimizer_like_one_device(job, o, n)
     job = Job(nproc, args, timeout=400)
     code = job.wait(timeout=500)
     check_scenarios(job, code, checks)
@@ -110,12 +112,23 @@ def _finite_multisteps_like_one_device(job: Job, out) -> None:
     assert not np.isclose(got[-1], reference_losses(FINITE_STEPS)[-1], rtol=1e-5)
 
 
+# Issue 48's optimizer table (tests/runtime/_multiprocess_job.py builds each row; the 1F1B
+# pipeline of "training" swaps its optimizer with with_optimizer, no stage compiled again).
+# apply_if_finite and MultiSteps are the "finite" scenario.
+OPTIMIZER_ROWS = ["muon", "lamb", "adafactor", "prodigy", "clip-lion", "schedule-masked-decay",
+                  "ema", "schedule-free", "by-ndim"]  # fmt: skip
+OPT_STEPS = 3
+
+
 def _optimizer_like_one_device(job: Job, out, optimizer: str) -> None:
-    """Scenario ``optimizer`` (its label): the losses and parameters of optax on one device."""
+    """Scenario ``optimizer`` (its label): the losses and parameters of optax on one device,
+    and not those of plain SGD (the optimizer acted)."""
     losses = job.losses("1f1b", label=optimizer)
-    got = [losses[k] for k in range(1, FINITE_STEPS + 1)]
-    np.testing.assert_allclose(got, reference_losses(FINITE_STEPS, optimizer), rtol=1e-5)
-    _assert_params_like_one_device(out / "params-1f1b.npz", FINITE_STEPS, optimizer)
+    assert sorted(losses) == list(range(1, OPT_STEPS + 1)), job.section(optimizer)
+    got = [losses[k] for k in range(1, OPT_STEPS + 1)]
+    np.testing.assert_allclose(got, reference_losses(OPT_STEPS, optimizer), rtol=1e-5)
+    _assert_params_like_one_device(out / "params-1f1b.npz", OPT_STEPS, optimizer)
+    assert not np.isclose(got[-1], reference_losses(OPT_STEPS)[-1], rtol=1e-4), got
 
 
 def test_2_processes_x_8_devices_of_2x2_stage_meshes_train_like_one_device(tmp_path):

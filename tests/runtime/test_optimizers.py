@@ -130,6 +130,16 @@ CASES = {
     "multi-transform": lambda: optax.multi_transform(
         {"w": optax.adafactor(3e-2, min_dim_size_to_factor=4), "rest": optax.lars(0.3)}, _labels
     ),
+    # the rest of issue 48's table: a learning rate estimated from sums over every parameter,
+    # a sign method after a global clip, a warmup-cosine schedule with weight decay masked by
+    # path (one row), an average of updates, schedule-free averaging
+    "prodigy": lambda: optax.contrib.prodigy(1.0, estim_lr0=1e-3, estim_lr_coef=10.0),
+    "clip-then-lion": lambda: optax.chain(optax.clip_by_global_norm(0.05), optax.lion(3e-3)),
+    "schedule-masked-decay": lambda: optax.adamw(
+        optax.warmup_cosine_decay_schedule(0.0, 3e-2, 2, STEPS), weight_decay=0.1, mask=_is_w
+    ),
+    "ema": lambda: optax.chain(optax.ema(0.5), optax.scale(-0.1)),
+    "schedule-free": lambda: optax.contrib.schedule_free_adamw(3e-2, warmup_steps=1),
     # state whose tree depends on the parameters' shapes: muon's Newton-Schulz for matrices
     # (adam for the rest), labels chosen by ndim
     "muon": lambda: optax.contrib.muon(3e-2),

@@ -4,8 +4,9 @@ x 2 model) CPU devices: the losses and parameters of plain JAX and optax on one 
 ZeRO-1 shards the optimizer state over the data axis (the update's executable all-gathers the
 new parameters); ZeRO-3 the parameters too (the stage executables gather them, FSDP). The
 recompute policies change what a stage's forward keeps for its backward, never the gradients.
-The whole grid (ZeRO 0/1/3 x none/selective/full x 1F1B/interleaved) with the bytes each
-level and policy keeps per device is ``benchmarks/zero_recompute.py``'s table.
+The whole grid (ZeRO 0/1/3 x none/selective/full x 1F1B/interleaved) is tested below for
+equality; the bytes each level and policy keeps per device are
+``benchmarks/zero_recompute.py``'s table.
 """
 
 from __future__ import annotations
@@ -87,12 +88,7 @@ PLAN = {
 def test_zero_and_recompute_equal_one_device(how, tmp_path):
     if how == "zero3-per-stage-recompute":
         zero = 3
-        pipe = Pipeline(
-            functools.partial(_loss, per=2), _params(), _batches()[0], schedule="1f1b",
-            num_microbatches=M, devices=jax.devices()[:8], stage_mesh_shape=(2, 2),
-            stage_mesh_axes=("data", "model"), param_specs=SPECS, optimizer=OPT, zero=3,
-            recompute=["selective", "full"],
-        )  # fmt: skip
+        pipe = _grid_pipe(3, "1f1b", ("selective", "full"))  # the grid's, below
         assert [ex.remat for ex in pipe.execs] == ["selective", "full"]
     else:  # a hand-written plan file: 4 stages, 2 a rank, on 2 ranks of (2 data x 2 model)
         zero = 1
@@ -149,3 +145,52 @@ def test_recompute_policies_keep_less_and_give_the_same_gradients():
         for g, w in zip(jax.tree.leaves(got), jax.tree.leaves(want), strict=True):
             np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-6, err_msg=policy)
     assert kept["none"] > kept["selective"] > kept["full"] > 0, kept
+
+
+# Issue 48's grid: ZeRO 0/1/3 x recompute none/selective/full x (1F1B, interleaved 1F1B) on 2
+# stages x (2 data x 2 model). Recompute is per stage, so one pipeline carries several
+# policies: interleaved 1F1B's 4 stages all three, 1F1B's 2 stages two pipelines' worth.
+GRID = [
+    (zero, schedule, recompute)
+    for zero in (0, 1, 3)
+    for schedule, recompute in (
+        ("1f1b", ("selective", "full")),
+        ("1f1b", ("none", "none")),
+        ("interleaved-1f1b", ("none", "selective", "full", "none")),
+    )
+]
+
+
+@functools.cache
+def _grid_pipe(zero: int, schedule: str, recompute: tuple[str, ...]) -> Pipeline:
+    """One pipeline of the grid (built once: the tests start each from a fresh state)."""
+    return Pipeline(
+        functools.partial(_loss, per=2 if schedule == "1f1b" else 1), _params(), _batches()[0],
+        schedule=schedule, num_microbatches=M, devices=jax.devices()[:8],
+        stage_mesh_shape=(2, 2), stage_mesh_axes=("data", "model"), param_specs=SPECS,
+        optimizer=OPT, zero=zero, recompute=list(recompute),
+    )  # fmt: skip
+
+
+def test_the_zero_and_recompute_grid_equals_one_device():
+    want_losses, want = _one_device()
+    for zero, schedule, recompute in GRID:
+        pipe = _grid_pipe(zero, schedule, recompute)
+        assert [ex.remat for ex in pipe.execs] == list(recompute)
+        assert pipe.schedule.num_ranks == 2
+        state = pipe.init(_params())
+        # the level acted: the matrices' moments split over data from ZeRO-1, the matrices
+        # themselves at ZeRO-3
+        moments = [x for st in state.opt_states for x in jax.tree.leaves(st) if x.ndim == 2]
+        assert moments and all(_data_split(x) == (zero >= 1) for x in moments)
+        held = [x for values in state.values for x in values.values() if x.ndim == 2]
+        assert held and all(_data_split(x) == (zero == 3) for x in held)
+        losses = []
+        for b in _batches():
+            state, metrics = pipe.step(state, b)
+            losses.append(metrics.loss)
+        where = f"zero {zero}, {schedule}, recompute {recompute}"
+        np.testing.assert_allclose(losses, want_losses, rtol=1e-5, err_msg=where)
+        got = jax.device_get(state.params)
+        for a, b in zip(jax.tree.leaves(got), jax.tree.leaves(want), strict=True):
+            np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6, err_msg=where)
