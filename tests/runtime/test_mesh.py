@@ -203,12 +203,6 @@ def _two_stage_pipe():
                     devices=jax.devices()[:2])  # fmt: skip
 
 
-def test_an_optimizer_that_reads_across_parameters_is_refused_naming_it():
-    # all leaves finite, as one flag: a concatenate of every parameter's, not a sum
-    with pytest.raises(RuntimeConfigError, match=r"combines parameters .*'concatenate' at"):
-        _two_stage_pipe().with_optimizer(optax.apply_if_finite(optax.sgd(0.1), 3))
-
-
 @pytest.mark.parametrize("name", ["normalize-then-sgd", "nested-chain"])
 def test_global_norms_anywhere_equal_one_device(name):
     """A global norm wherever it sits (normalize_by_update_norm, a clip in a nested chain) is
