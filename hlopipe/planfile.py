@@ -73,7 +73,8 @@ class Layout:
     """The ``plan`` object: the degrees, policies and cuts of one layout.
 
     ``global_batch == dp * microbatches * microbatch_size``; each of the ``pp`` ranks holds a
-    ``(dp, tp)`` mesh named by ``stage_mesh_axes`` (``cp`` folds into the data axis), and its
+    ``(dp, tp)`` mesh named by ``stage_mesh_axes`` (``cp`` > 1 is priced by the planner and
+    refused by the runtime, which does not run context parallelism yet), and its
     ``virtual_stages`` stages share that mesh. ``stage_layers`` counts the repeated layers of
     each of the ``pp * virtual_stages`` stages in order, or is empty (cut at the program's
     markers, or cost-balanced). ``param_specs`` are ``PATTERN=SPEC`` rules in the syntax of

@@ -415,6 +415,23 @@ def test_plan_command_prints_json_and_refuses_bad_input(tmp_path, capsys):
     assert code == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("error: no layout of 4 devices")
+    # a schedule the planner does not model is refused (it would be costed as another and
+    # planned at virtual stages its runtime refuses); a spelling of one it models is that one
+    code = main(["plan", program, "--device", "cpu", "--devices", "4", "--global-batch", "8",
+                 "--schedule", "ZB_V"])  # fmt: skip
+    assert code == 2
+    assert "error: --schedule zb-v: the planner models 1f1b" in capsys.readouterr().err
+    code = main(["plan", program, "--device", "cpu", "--devices", "4", "--global-batch", "8",
+                 "--pp", "2", "--schedule", "Interleaved_1F1B", "--json"])  # fmt: skip
+    assert code == 0
+    plan = json.loads(capsys.readouterr().out)["plan"]
+    assert plan["schedule"] == "interleaved-1f1b" and plan["virtual_stages"] > 1
+    # a plan with context parallelism says that the runtime does not run it
+    code = main(["plan", program, "--device", "cpu", "--devices", "4", "--global-batch", "8",
+                 "--cp", "2", "--json"])  # fmt: skip
+    assert code == 0
+    notes = json.loads(capsys.readouterr().out)["notes"]
+    assert any(n.startswith("cp 2: context parallelism is costed here") for n in notes), notes
 
 
 def test_inspect_device_counts_bf16_parameters(tmp_path, capsys):

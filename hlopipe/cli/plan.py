@@ -89,8 +89,16 @@ def _cmd_plan(args: argparse.Namespace) -> int:
     )  # fmt: skip
     if args.schedule is not None:
         from hlopipe import schedules
+        from hlopipe.errors import PlanError
 
         schedules.get(args.schedule, 2, 4)  # an unknown name: the schedules' own error
+        args.schedule = schedules.canonical_name(args.schedule)
+        if args.schedule not in planner.SCHEDULES:
+            raise PlanError(
+                f"--schedule {args.schedule}: the planner models {', '.join(planner.SCHEDULES)} "
+                f"(their bubbles, microbatches in flight and virtual stages); plan with one of "
+                f"them, or train with --schedule {args.schedule} directly"
+            )
     fixed = planner.Fixed(
         tp=args.tp, pp=args.pp, dp=args.dp, cp=args.cp, zero=args.zero,
         recompute=None if args.recompute is None else Recompute(args.recompute),

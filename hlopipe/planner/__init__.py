@@ -44,9 +44,18 @@ from hlopipe.planner._model import (
     part_activations as activation_bytes,
 )
 from hlopipe.planner._profile import Profile, profile_program, profile_staged
-from hlopipe.planner._search import Fixed, cluster_spec, explain, layouts, plan_file, search
+from hlopipe.planner._search import (
+    SCHEDULES,
+    Fixed,
+    cluster_spec,
+    explain,
+    layouts,
+    plan_file,
+    search,
+)
 
 __all__ = [
+    "SCHEDULES",
     "EFFICIENCY",
     "Efficiency",
     "activation_bytes",

@@ -9,8 +9,9 @@ streaming efficiency, tensor parallelism's all-reduces of each row matmul's outp
 backward, and the recomputed forward) on the node's links, the send of the stage's output to
 the next stage (and its gradient back) on the node's or the cluster's links, and the extra
 forward recompute runs. A step is the pipeline (:func:`_formulas.pipeline_time`), then the
-data-parallel gradient all-reduce (or ZeRO's reduce-scatter and all-gather) and the optimizer
-step. Nothing overlaps with compute (Megatron-LM 2021 overlaps none of these in the runs the
+data-parallel gradient all-reduce (at every ZeRO level, as hlopipe's runtime all-reduces and
+each device slices its shard; ZeRO-3's all-gathers of the parameters are priced, ZeRO-1's
+all-gather of the updated parameters is not) and the optimizer step. Nothing overlaps with compute (Megatron-LM 2021 overlaps none of these in the runs the
 benchmark compares with; an overlapped run is faster than predicted).
 
 Memory per device: parameters, gradients and optimizer state by :func:`bytes_per_param`, all

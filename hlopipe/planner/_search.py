@@ -42,7 +42,7 @@ def layouts(
     profile: Profile, devices: int, global_batch: int, fixed: Fixed, devices_per_node: int
 ) -> list[Layout]:
     """Every layout of the plan space that uses all ``devices`` and the whole global batch:
-    tp (a divisor of a node's devices and of the attention heads' count is not checked), pp
+    tp (a divisor of a node's devices and of the attention heads' count), pp
     (at most the layers), dp, cp (only where the program has attention over a sequence),
     ZeRO, recompute, schedule, virtual stages and microbatch size."""
     out = []
@@ -189,6 +189,11 @@ def plan_file(
     )
     if not best.fits:
         notes.append("no layout fits in the device's memory; the fastest is shown")
+    if best.layout.cp > 1:
+        notes.append(
+            f"cp {best.layout.cp}: context parallelism is costed here, hlopipe's runtime does "
+            "not run it yet (train --plan refuses it); plan with --cp 1 for a plan it runs"
+        )
     if best.layout.schedule not in SCHEDULES and best.layout.pp > 1:
         notes.append(
             f"schedule {best.layout.schedule} costed as 1F1B (its bubble and microbatches in "
