@@ -11,8 +11,9 @@ the next stage (and its gradient back) on the node's or the cluster's links, and
 forward recompute runs. A step is the pipeline (:func:`_formulas.pipeline_time`), then the
 data-parallel gradient all-reduce (at every ZeRO level, as hlopipe's runtime all-reduces and
 each device slices its shard; ZeRO-3's all-gathers of the parameters are priced, ZeRO-1's
-all-gather of the updated parameters is not) and the optimizer step. Nothing overlaps with compute (Megatron-LM 2021 overlaps none of these in the runs the
-benchmark compares with; an overlapped run is faster than predicted).
+all-gather of the updated parameters is not) and the optimizer step. Nothing overlaps with
+compute (Megatron-LM 2021 overlaps none of these in the runs the benchmark compares with; an
+overlapped run is faster than predicted).
 
 Memory per device: parameters, gradients and optimizer state by :func:`bytes_per_param`, all
 divided by TP (norm gains and biases are replicated in practice: under 0.1% of a layer's), the
