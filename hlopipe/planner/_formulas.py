@@ -40,15 +40,7 @@ def bytes_per_param(itemsize: int, *, zero: int, dp: int) -> float:
       >>> bytes_per_param(2, zero=0, dp=8), bytes_per_param(2, zero=1, dp=4)
       (18.0, 9.0)
     """
-    params = float(itemsize)
-    grads = 4.0
-    optimizer = (4.0 if itemsize < 4 else 0.0) + 8.0
-    if zero >= 1:
-        optimizer /= dp
-    if zero >= 3:
-        params /= dp
-        grads /= dp
-    return params + grads + optimizer
+    return sum(split_bytes_per_param(itemsize, zero=zero, dp=dp))
 
 
 def split_bytes_per_param(itemsize: int, *, zero: int, dp: int) -> tuple[float, float, float]:
