@@ -134,7 +134,7 @@ def counters_as_position(roles: Any) -> Any:
         if r.counter else r
         for r in roles
     )  # fmt: skip
-    new.out_avals, new.unresolved = roles.out_avals, roles.unresolved
+    new.out_avals, new.unresolved, new.indexers = roles.out_avals, roles.unresolved, roles.indexers
     return new
 
 
@@ -168,7 +168,8 @@ def logits_as_feedback(roles: Any) -> tuple[Any, int | None]:
 
     The form: no argument fed back by shape, one output besides the state, a float ``[b,
     vocab]`` (the logits), and integer ``[b]`` plain inputs, the first of which is the token
-    (``(params, state, tokens, position)``, as the generation docs order them); in a flat
+    (``(params, state, tokens, position)``, as the generation docs order them; when several
+    are, the one data flow shows computing no write index of the cache, else refused); in a flat
     program whose position lives in the state (torch_xla's, ``transformers``' counters), where
     every other argument is taken for a parameter, the one integer ``[b]`` among them."""
     if roles.feedback:
@@ -188,6 +189,8 @@ def logits_as_feedback(roles: Any) -> tuple[Any, int | None]:
         ints = [r for r in roles.parameters if tuple(r.shape) == (shape[0],) and _is_int(r.dtype)]
         if len(ints) != 1:
             return roles, None
+    if len(ints) > 1:  # a position per sequence is [b] too: the one indexing the cache's writes
+        ints = _token_among(roles, ints, out)
     token = ints[0].index
     from hlopipe.io import ArgRoles
 
@@ -196,8 +199,26 @@ def logits_as_feedback(roles: Any) -> tuple[Any, int | None]:
         replace(r, role=Use.FEEDBACK, output=out, reason=why) if r.index == token else r
         for r in roles
     )
-    new.out_avals, new.unresolved = roles.out_avals, roles.unresolved
+    new.out_avals, new.unresolved, new.indexers = roles.out_avals, roles.unresolved, roles.indexers
     return new, out
+
+
+def _token_among(roles: Any, ints: list[Any], out: int) -> list[Any]:
+    """The token among several integer ``[b]`` inputs of a step returning logits: data flow
+    shows the position (an index of the cache's in-place writes is computed from it) and the
+    token (it only selects the embedding's rows, no write index); refused, naming the
+    candidates, unless exactly one of them computes no write index."""
+    token = [r for r in ints if r.index not in roles.indexers]
+    if len(token) == 1:
+        return token
+    names = ", ".join(f"argument {r.index} ({r.path} {r.dtype}{list(r.shape)})" for r in ints)
+    shown = ", ".join(str(r.index) for r in ints if r.index in roles.indexers) or "none"
+    raise RuntimeConfigError(
+        f"which integer input is the token fed back from output {out}'s logits is in doubt: "
+        f"{names}; data flow shows the cache's write index computed from {shown}, so it "
+        "does not tell the token from the position; export the step with exactly one "
+        "position argument indexing the cache, ordered (params, state, tokens, position)"
+    )
 
 
 def position_value(role: Any, position: Any) -> Any:

@@ -103,8 +103,12 @@ def _is_scalar_type(t: Any) -> bool:
     return re.fullmatch(r"tensor<[a-z]\w*>", str(t)) is not None
 
 
-def update_chains(program: Any) -> dict[int, tuple[int, list[dict[int, dict[int, int]]]]]:
-    """``{output: (argument, index reads of its update ops)}`` (see the two functions above)."""
+def update_chains(
+    program: Any, indexers: set[int] | None = None
+) -> dict[int, tuple[int, list[dict[int, dict[int, int]]]]]:
+    """``{output: (argument, index reads of its update ops)}`` (see the two functions above);
+    ``indexers``, when given, gets every argument an index of any update op on the way is
+    computed from (a scatter's over several axes too, which the reads leave out)."""
     from jaxlib.mlir import ir
 
     found: dict[int, tuple[int, list[dict[int, dict[int, int]]]]] = {}
@@ -116,6 +120,10 @@ def update_chains(program: Any) -> dict[int, tuple[int, list[dict[int, dict[int,
 
             def on_update(op: Any, frames: tuple[Any, ...], seen: list[Any] = seen) -> None:
                 seen.append({ax: _sources(v, frames, funcs, ir) for ax, v in _indices(op, ir)})
+                if indexers is not None:
+                    n_in = (len(op.operands) - 1) // 2
+                    index = list(op.operands)[2:] if op.name in _UPDATE else [op.operands[n_in]]
+                    indexers.update(a for v in index for a in _sources(v, frames, funcs, ir))
 
             root = _root(value, ((block, None),), funcs, ir, on_update)
             if root is None or not root[1]:

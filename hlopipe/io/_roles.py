@@ -87,10 +87,13 @@ class ArgRole:
 class ArgRoles(tuple):
     """The :class:`ArgRole` of every flat argument, in order; prints as a table.
     ``out_avals``: the program's outputs as ``(shape, dtype)`` (None when not known);
-    ``unresolved``: in words, each role data flow could not tell, naming the candidates."""
+    ``unresolved``: in words, each role data flow could not tell, naming the candidates;
+    ``indexers``: the arguments from which an index of an in-place update is computed."""
 
     out_avals: list[tuple[tuple[int, ...], str]] | None = None
     unresolved: tuple[str, ...] = ()  # roles data flow could not tell, with their candidates
+    # the arguments an index of a state update is computed from (data flow): the position's
+    indexers: frozenset[int] = frozenset()
 
     @property
     def ambiguous(self) -> list[ArgRole]:
@@ -258,7 +261,8 @@ class _Claims:
         self.guessed: set[int] = set()
         self.counters: set[int] = set()  # state arguments claimed as counters
         self.unresolved: list[str] = []  # counters data flow does not tell, in words
-        chains = update_chains(program)
+        self.indexers: set[int] = set()  # arguments an update's index is computed from
+        chains = update_chains(program, self.indexers)
         self.flow = {o: a for o, (a, _) in chains.items()}  # output -> argument updated
         self.reads = {a: r for a, r in chains.values()}  # argument -> what indexes its updates
         self.counter_cands = counter_candidates(program)  # output -> its possible counters
@@ -330,6 +334,7 @@ class _Claims:
         )
         roles.out_avals = [_aval_key(a) for a in self.out_avals]
         roles.unresolved = tuple(self.unresolved)
+        roles.indexers = frozenset(self.indexers)
         return roles
 
 

@@ -209,3 +209,42 @@ def test_row_axes_follows_the_rows_or_says_why_not():
     assert kept.axes == {0} and flipped.lost is not None and flipped.lost.startswith("rev")
     (got,) = of(lambda e, p: jax.lax.fori_loop(0, 2, lambda i, x: x * 2, e[p]), (B, 3))
     assert got.lost is not None
+
+
+def _position_first(emb, cache, position, tokens):
+    """:func:`_slots_step` with its position per sequence (``int32[b]``, as the token) placed
+    before the token."""
+    return _slots_step(emb, cache, tokens, position)
+
+
+def _both_index(emb, cache, position, tokens):
+    """Both ``int32[b]`` inputs compute the write index: data flow cannot tell the token."""
+    return _slots_step(emb, cache, tokens, (position + tokens) % T)
+
+
+def test_a_position_placed_before_the_token_is_not_taken_for_it():
+    """Two integer ``[b]`` inputs beside logits: the token is the one data flow shows writing
+    no cache index (not the first), checked by generating against the step run directly with
+    each argmax fed back as its ``tokens``; where both compute the write index, refused naming
+    both."""
+    from hlopipe.generate import Generator
+    from hlopipe.io import load
+
+    emb = jax.random.normal(jax.random.key(3), (V, D))
+    args = (emb, jnp.zeros((B, T, D)), jnp.zeros(B, jnp.int32), jnp.zeros(B, jnp.int32))
+
+    def program(fn):
+        return load(jax.export.export(jax.jit(fn, donate_argnums=1))(*args).serialize())
+
+    gen = Generator(program(_position_first), [emb], num_stages=1, max_len=T)
+    first = np.asarray([[1, 2]], np.int32)
+    got = np.asarray(gen.start(tokens=first, position=0).generate(T - 1))[0]
+    cache, tok, want = jnp.zeros((B, T, D)), jnp.asarray(first[0]), []
+    for pos in range(T - 1):
+        logits, cache = _slots_step(emb, cache, tok, jnp.full(B, pos, jnp.int32))
+        tok = jnp.argmax(logits, -1).astype(jnp.int32)
+        want.append(np.asarray(tok))
+    np.testing.assert_array_equal(got, np.stack(want, -1))
+    said = r"which integer input is the token .* in doubt: argument 2 .*, argument 3 "
+    with pytest.raises(RuntimeConfigError, match=said):
+        Generator(program(_both_index), [emb], num_stages=1, max_len=T)
