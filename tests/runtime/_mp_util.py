@@ -16,7 +16,7 @@ import jax
 import numpy as np
 import optax
 
-from hlopipe.models import gpt
+from hlopipe.models import gpt, gpt_scan
 from hlopipe.runtime.launch import launch
 
 JOB = str(Path(__file__).with_name("_multiprocess_job.py"))
@@ -117,22 +117,25 @@ def _not_zombie(pid: int) -> bool:
         return False
 
 
-def reference_losses(steps: int, optimizer: str = "sgd") -> list[float]:
-    """Plain JAX on one device: value_and_grad of the full-batch loss, then the optimizer."""
-    return _reference(steps, optimizer)[0]
+def reference_losses(steps: int, optimizer: str = "sgd", model: str = "markers") -> list[float]:
+    """Plain JAX on one device: value_and_grad of the full-batch loss, then the optimizer
+    (``model="scan"``: the GPT with its blocks stacked and scanned, ``gpt_scan``)."""
+    return _reference(steps, optimizer, model)[0]
 
 
-def reference_params(steps: int, optimizer: str = "sgd") -> list[Any]:
+def reference_params(steps: int, optimizer: str = "sgd", model: str = "markers") -> list[Any]:
     """The flat parameters after ``steps`` steps of :func:`reference_losses`' training."""
-    return _reference(steps, optimizer)[1]
+    return _reference(steps, optimizer, model)[1]
 
 
-def assert_params_like_one_device(path: Any, steps: int, optimizer: str = "sgd") -> None:
+def assert_params_like_one_device(
+    path: Any, steps: int, optimizer: str = "sgd", model: str = "markers"
+) -> None:
     """The parameters a job saved (``np.savez`` of the flat leaves) equal one device's after
     ``steps`` steps (relative norm of the difference at most 1e-5, per parameter)."""
     with np.load(path) as z:
         got = [z[f"arr_{n}"] for n in range(len(z.files))]
-    want = reference_params(steps, optimizer)
+    want = reference_params(steps, optimizer, model)
     assert len(got) == len(want)
     for n, (g, w) in enumerate(zip(got, want, strict=True)):
         g, w = np.asarray(g, np.float64), np.asarray(w, np.float64)
@@ -142,13 +145,15 @@ def assert_params_like_one_device(path: Any, steps: int, optimizer: str = "sgd")
 
 def reference_grad_norms(steps: int, optimizer: str = "sgd") -> list[float]:
     """The global gradient norm of each step of :func:`reference_losses`' training."""
-    return _reference(steps, optimizer)[2]
+    return _reference(steps, optimizer, "markers")[2]
 
 
 @functools.cache
-def _reference(steps: int, optimizer: str) -> tuple[list[float], list[Any], list[float]]:
-    opt, step = _reference_step(optimizer)
-    p = gpt.init(jax.random.key(0), CFG)
+def _reference(
+    steps: int, optimizer: str, model: str = "markers"
+) -> tuple[list[float], list[Any], list[float]]:
+    opt, step = _reference_step(optimizer, model)
+    p = (gpt_scan if model == "scan" else gpt).init(jax.random.key(0), CFG)
     s = opt.init(p)
     out, norms = [], []
     for k in range(steps):
@@ -159,10 +164,10 @@ def _reference(steps: int, optimizer: str) -> tuple[list[float], list[Any], list
 
 
 @functools.cache
-def _reference_grad() -> Any:
+def _reference_grad(model: str = "markers") -> Any:
     """The jitted loss, gradient and gradient norm of :func:`_reference`, one for every
     optimizer (each optimizer compiles only its update)."""
-    loss_fn = functools.partial(gpt.loss, cfg=CFG)
+    loss_fn = functools.partial((gpt_scan if model == "scan" else gpt).loss, cfg=CFG)
 
     @jax.jit
     def grad(p, b):
@@ -173,13 +178,13 @@ def _reference_grad() -> Any:
 
 
 @functools.cache
-def _reference_step(optimizer: str) -> tuple[Any, Any]:
+def _reference_step(optimizer: str, model: str = "markers") -> tuple[Any, Any]:
     """The optimizer and the step of :func:`_reference`, one per optimizer: every step count
     of a module (and of a worker) runs the one compiled update."""
     from _multiprocess_job import optimizer as job_optimizer
 
     opt = job_optimizer(optimizer)  # the same optax optimizer, run here by optax alone
-    grad = _reference_grad()
+    grad = _reference_grad(model)
 
     @jax.jit
     def update(p, s, g):

@@ -50,6 +50,20 @@ def _weight_matrices(params):
     return jax.tree_util.tree_map_with_path(is_matrix, params)
 
 
+def _stacked_matrices(params):
+    """Muon's dimension numbers: the stacked weight matrices [layers, in, out] as matrices
+    from axis 1 to axis 2, everything else (None) to adam."""
+    import jax
+    from optax.contrib import MuonDimensionNumbers
+
+    def dims(path, _):
+        if jax.tree_util.keystr(path).endswith(("['qkv']", "['proj']", "['fc1']", "['fc2']")):
+            return MuonDimensionNumbers(reduction_axis=1, output_axis=2)
+        return None
+
+    return jax.tree_util.tree_map_with_path(dims, params)
+
+
 def _by_ndim(params):
     import jax
 
@@ -73,6 +87,12 @@ def _table() -> dict[str, Any]:
         "finite-multisteps": finite_multisteps,
         # state shaped by the parameters' shapes (Newton-Schulz on matrices)
         "muon": lambda: optax.contrib.muon(1e-2),
+        # the same on the scanned GPT's stacked blocks: each layer's weight matrix
+        # orthogonalised alone (the stacked axis a batch axis), adam for the rest (plain muon
+        # would orthogonalise the stacked biases and gains, [layers, d], as matrices)
+        "muon-stacked": lambda: optax.contrib.muon(
+            1e-2, muon_weight_dimension_numbers=_stacked_matrices
+        ),
         # trust ratios over whole parameters
         "lamb": lambda: optax.lamb(1e-2),
         # factored second moments (every matrix here has both dimensions >= 8)
@@ -147,6 +167,10 @@ def parser() -> argparse.ArgumentParser:
     ap.add_argument("--infer-out", default="", help="infer instead of training; save in DIR")
     ap.add_argument("--params-out", default="", help="save the trained parameters in DIR")
     ap.add_argument("--label", default="", help="the scenario's name (several in one job)")
+    ap.add_argument(
+        "--model", default="markers", choices=["markers", "scan"],
+        help="scan: the GPT's blocks stacked and run by one lax.scan, cut by iterations",
+    )  # fmt: skip
     return ap
 
 
@@ -177,14 +201,18 @@ def scenario(args, tagged: bool) -> None:
     """One training (a schedule after the other) or inference, as ``args`` say."""
     import jax
 
-    from hlopipe.models import gpt
+    from hlopipe.models import gpt, gpt_scan
 
     cfg = gpt.GPTConfig(**CFG_KW)
-    loss_fn = functools.partial(
-        gpt.loss, cfg=cfg, boundary=hlopipe.stage_boundary,
-        layers_per_stage=args.layers_per_stage,
-    )  # fmt: skip
-    params = gpt.init(jax.random.key(0), cfg)
+    if args.model == "scan":  # no markers: the stages are ranges of the loop's iterations
+        loss_fn = functools.partial(gpt_scan.loss, cfg=cfg)
+        params = gpt_scan.init(jax.random.key(0), cfg)
+    else:
+        loss_fn = functools.partial(
+            gpt.loss, cfg=cfg, boundary=hlopipe.stage_boundary,
+            layers_per_stage=args.layers_per_stage,
+        )  # fmt: skip
+        params = gpt.init(jax.random.key(0), cfg)
     batches = [gpt.batch(jax.random.key(100 + k), BATCH, cfg) for k in range(args.steps)]
     mesh: dict = {"stage_mesh_shape": (args.stage_devices,)}
     if args.mesh:
@@ -195,7 +223,8 @@ def scenario(args, tagged: bool) -> None:
         train(args, name, loss_fn, params, batches, mesh, tagged)
 
 
-# The pipelines of this job by (schedule, stage devices, layers per stage, mesh, optimizer):
+# The pipelines of this job by (schedule, stage devices, layers per stage, mesh, model,
+# optimizer):
 # a scenario of the same layout as an earlier one (inference after training) uses the earlier
 # one's pipeline, from a fresh state (init or restore), instead of compiling it again.
 _PIPELINES: dict[tuple, Any] = {}
@@ -208,7 +237,7 @@ def train(args, name, loss_fn, params, batches, mesh, tagged=False) -> None:
     import numpy as np
 
     tag = f" schedule {name}" if tagged or "," in args.schedule else ""
-    key = (name, args.stage_devices, args.layers_per_stage, args.mesh, args.optimizer)
+    key = (name, args.stage_devices, args.layers_per_stage, args.mesh, args.model, args.optimizer)
     pipe = _PIPELINES.get(key)
     same_layout = [p for k, p in _PIPELINES.items() if k[:-1] == key[:-1]]
     if pipe is None and same_layout:  # the stages compiled already: another optimizer only
@@ -221,6 +250,13 @@ def train(args, name, loss_fn, params, batches, mesh, tagged=False) -> None:
         )  # fmt: skip
     if jax.process_index() == 0:
         print(pipe, flush=True)
+        if args.model == "scan":  # the stages holding rows of the stacked blocks' qkv
+            w = pipe.plan.caller_names.index("['blocks']['qkv']")
+            pieces = pipe.plan.param_pieces
+            rows_on = sorted({st.index for st in pipe.staged.stages for i in st.params_needed
+                              if i < pipe.num_params and pieces[i].source == w
+                              and pieces[i].start is not None})  # fmt: skip
+            print(f"LOOP ROWS ON STAGES {rows_on}", flush=True)
     if args.restore:
         state = pipe.restore(args.restore)
     else:
