@@ -39,14 +39,17 @@ more weights per token than the built-in's 156 kB.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import subprocess
 import sys
 import threading
 import time
 import urllib.request
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -159,26 +162,50 @@ def _plain_loop(groups: int, tokens: int, form: str) -> float:
     return groups * gen.batch * tokens / float(np.median(times))
 
 
+@contextlib.contextmanager
+def _served(gen: Any) -> Iterator[tuple[Any, str]]:
+    """``gen`` behind the real app on a free loopback port, in this process: the engine and
+    the API's URL; the engine drained and the server stopped on leaving."""
+    import socket
+
+    import uvicorn
+
+    from hlopipe.serve import Engine, Model, make_app
+
+    engine = Engine(gen)
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    server = uvicorn.Server(uvicorn.Config(make_app(Model("m", engine)), log_level="warning"))
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    engine.start()
+    engine.ready.wait()
+    while not server.started:
+        time.sleep(0.05)
+    try:
+        yield engine, f"http://127.0.0.1:{sock.getsockname()[1]}/v1"
+    finally:
+        engine.stop(60)
+        server.should_exit = True
+        thread.join(10)
+        sock.close()
+
+
 TTFT_LENGTHS = (1, 8, 15, 16, 17, 32, 64, 128, 200)
 
 
 def _ttft_table(repeats: int, buckets: tuple[int, ...]) -> None:
     """The time to first token by prompt length (see the module's docstring)."""
-    import contextlib
-    import socket
-
     import jax
 
     jax.config.update("jax_num_cpu_devices", 8)
     import jax.numpy as jnp
-    import uvicorn
     from openai import OpenAI
 
     from hlopipe.generate import Generator
     from hlopipe.io import load
     from hlopipe.marker import stage_boundary
     from hlopipe.models import gpt_decode as gd
-    from hlopipe.serve import Engine, Model, make_app
 
     cfg = gd.DecodeConfig(max_len=256, d_model=128, d_ff=256)
     params = gd.init(jax.random.key(0), cfg)
@@ -191,70 +218,59 @@ def _ttft_table(repeats: int, buckets: tuple[int, ...]) -> None:
                 for P in buckets]  # fmt: skip
     gen = Generator(load(decode.serialize()), params, prefill=prefills, num_stages=2, groups=1,
                     max_len=cfg.max_len)  # fmt: skip
-    engine = Engine(gen)
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    server = uvicorn.Server(uvicorn.Config(make_app(Model("m", engine)), log_level="warning"))
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    engine.start()
-    engine.ready.wait()
-    while not server.started:
-        time.sleep(0.05)
-    client = OpenAI(base_url=f"http://127.0.0.1:{sock.getsockname()[1]}/v1", api_key="none",
-                    max_retries=0, timeout=600)  # fmt: skip
-    rng = np.random.default_rng(0)
+    with _served(gen) as (engine, url):
+        client = OpenAI(base_url=url, api_key="none", max_retries=0, timeout=600)
+        rng = np.random.default_rng(0)
 
-    def ttft(length: int) -> float:
-        times = []
-        for _ in range(repeats):
+        def ttft(length: int) -> float:
+            times = []
+            for _ in range(repeats):
+                prompt = rng.integers(0, cfg.vocab, length).tolist()
+                t0 = time.perf_counter()
+                stream = client.completions.create(model="m", prompt=prompt, max_tokens=1,
+                                                   temperature=0, stream=True)  # fmt: skip
+                next(iter(stream))
+                times.append(time.perf_counter() - t0)
+                with contextlib.suppress(StopIteration):
+                    list(stream)
+            return float(np.median(times))
+
+        plain_step = jax.jit(gd.decode_slots_fn(cfg))
+
+        def equal(length: int, n: int = 4) -> bool:
+            """A greedy answer against the unsplit decode step fed the whole prompt a token a
+            step (one device, no prefill)."""
             prompt = rng.integers(0, cfg.vocab, length).tolist()
-            t0 = time.perf_counter()
-            stream = client.completions.create(model="m", prompt=prompt, max_tokens=1,
-                                               temperature=0, stream=True)  # fmt: skip
-            next(iter(stream))
-            times.append(time.perf_counter() - t0)
-            with contextlib.suppress(StopIteration):
-                list(stream)
-        return float(np.median(times))
+            got = client.completions.create(model="m", prompt=prompt, max_tokens=n, temperature=0)
+            cache, out = gd.empty_cache(1, cfg), []
+            for pos in range(length + n - 1):
+                feed = prompt[pos] if pos < length else out[-1]
+                logits, cache = plain_step(params, cache, jnp.asarray([feed], jnp.int32),
+                                           jnp.asarray([pos], jnp.int32))  # fmt: skip
+                if pos >= length - 1:
+                    out.append(int(jnp.argmax(logits[0])))
+            return got.choices[0].model_dump()["token_ids"] == out
 
-    plain_step = jax.jit(gd.decode_slots_fn(cfg))
-
-    def equal(length: int, n: int = 4) -> bool:
-        """A greedy answer against the unsplit decode step fed the whole prompt a token a
-        step (one device, no prefill)."""
-        prompt = rng.integers(0, cfg.vocab, length).tolist()
-        got = client.completions.create(model="m", prompt=prompt, max_tokens=n, temperature=0)
-        cache, out = gd.empty_cache(1, cfg), []
-        for pos in range(length + n - 1):
-            feed = prompt[pos] if pos < length else out[-1]
-            logits, cache = plain_step(params, cache, jnp.asarray([feed], jnp.int32),
-                                       jnp.asarray([pos], jnp.int32))  # fmt: skip
-            if pos >= length - 1:
-                out.append(int(jnp.argmax(logits[0])))
-        return got.choices[0].model_dump()["token_ids"] == out
-
-    def alone(length: int) -> float:
-        fn = jax.jit(gd.prefill_fn(cfg, logits=True))
-        prompt = jnp.asarray(rng.integers(0, cfg.vocab, (1, length)), jnp.int32)
-        jax.block_until_ready(fn(params, prompt))
-        times = []
-        for _ in range(repeats):
-            t0 = time.perf_counter()
+        def alone(length: int) -> float:
+            fn = jax.jit(gd.prefill_fn(cfg, logits=True))
+            prompt = jnp.asarray(rng.integers(0, cfg.vocab, (1, length)), jnp.int32)
             jax.block_until_ready(fn(params, prompt))
-            times.append(time.perf_counter() - t0)
-        return float(np.median(times))
+            times = []
+            for _ in range(repeats):
+                t0 = time.perf_counter()
+                jax.block_until_ready(fn(params, prompt))
+                times.append(time.perf_counter() - t0)
+            return float(np.median(times))
 
-    print(f"time to first token by prompt length: tiny GPT (d_model 128, 4 layers, cache 256), "
-          f"2 stages, prefills of {', '.join(map(str, buckets))} tokens, one group of 2 slots, "
-          f"one client, median of "
-          f"{repeats}; padding agreed at warm-up: {engine.pads}")  # fmt: skip
-    print("| prompt tokens | TTFT ms (padded / prefix prefilled) | TTFT ms (a token a step "
-          "unless a prefill's length) | ratio | unsplit prefill of that length alone ms | "
-          "TTFT / alone | 4 greedy tokens equal the decode step fed the prompt |")  # fmt: skip
-    print("| ---: | ---: | ---: | ---: | ---: | ---: | :---: |")
-    ttft(3)  # warm the client and the server's paths
-    try:
+        print(f"time to first token by prompt length: tiny GPT (d_model 128, 4 layers, cache 256), "
+              f"2 stages, prefills of {', '.join(map(str, buckets))} tokens, one group of 2 slots, "
+              f"one client, median of "
+              f"{repeats}; padding agreed at warm-up: {engine.pads}")  # fmt: skip
+        print("| prompt tokens | TTFT ms (padded / prefix prefilled) | TTFT ms (a token a step "
+              "unless a prefill's length) | ratio | unsplit prefill of that length alone ms | "
+              "TTFT / alone | 4 greedy tokens equal the decode step fed the prompt |")  # fmt: skip
+        print("| ---: | ---: | ---: | ---: | ---: | ---: | :---: |")
+        ttft(3)  # warm the client and the server's paths
         for length in TTFT_LENGTHS:
             engine.pads = True
             now = ttft(length)
@@ -264,10 +280,6 @@ def _ttft_table(repeats: int, buckets: tuple[int, ...]) -> None:
             base = alone(length)
             print(f"| {length} | {now * 1e3:.1f} | {before * 1e3:.1f} | {before / now:.1f}x | "
                   f"{base * 1e3:.2f} | {now / base:.1f}x | {equal(length)} |")  # fmt: skip
-    finally:
-        engine.stop(60)
-        server.should_exit = True
-        thread.join(10)
 
 
 def _batch_table(batch: int, clients: list[int], requests: int, tokens: int) -> None:
@@ -303,19 +315,16 @@ def _batch_sized(
     batch: int, clients: list[int], requests: int, tokens: int, d_model: int, layers: int
 ) -> None:
     """Batching at serve time on a wider tiny GPT built here (see the module's docstring)."""
-    import socket
 
     import jax
 
     jax.config.update("jax_num_cpu_devices", 8)
     import jax.numpy as jnp
-    import uvicorn
 
     from hlopipe.generate import Generator, widen
     from hlopipe.io import load
     from hlopipe.marker import stage_boundary
     from hlopipe.models import gpt_decode as gd
-    from hlopipe.serve import Engine, Model, make_app
 
     cfg = gd.DecodeConfig(max_len=64, d_model=d_model, d_ff=4 * d_model, n_layers=layers)
     params = gd.init(jax.random.key(0), cfg)
@@ -344,18 +353,7 @@ def _batch_sized(
     base: dict[int, float] = {}
     for name, dec, pref, groups in setups:
         gen = Generator(dec, params, prefill=pref, groups=groups, max_len=cfg.max_len)
-        engine = Engine(gen)
-        sock = socket.socket()
-        sock.bind(("127.0.0.1", 0))
-        server = uvicorn.Server(uvicorn.Config(make_app(Model("m", engine)), log_level="warning"))
-        thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-        thread.start()
-        engine.start()
-        engine.ready.wait()
-        while not server.started:
-            time.sleep(0.05)
-        url = f"http://127.0.0.1:{sock.getsockname()[1]}/v1"
-        try:
+        with _served(gen) as (_, url):
             _load(url, 1, 1, tokens)  # warm the client and the server's paths
             for c in clients:
                 r = _load(url, c, requests, tokens)
@@ -364,11 +362,6 @@ def _batch_sized(
                 print(f"| {name} | {c} | {rate:.0f} | {r['ttft_p50'] * 1e3:.1f} | "
                       f"{r['itl_p50'] * 1e3:.1f} | {r['server_per_token'] * 1e3:.2f} | "
                       f"{rate / base[c]:.2f}x |", flush=True)  # fmt: skip
-        finally:
-            engine.stop(60)
-            server.should_exit = True
-            thread.join(10)
-            sock.close()
     # the step alone, one device, no pipeline: batch 1, the widened step, a native export
     one = jax.jit(gd.decode_fn(cfg))
     widened = jax.jit(wide.decode.as_function())
