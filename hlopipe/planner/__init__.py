@@ -15,7 +15,9 @@ Public API:
 * :func:`search`, :func:`layouts`, :class:`Fixed` — the plan space and the ranked estimates;
   :func:`plan_file` — the best as a :class:`hlopipe.planfile.PlanFile`.
 * The closed forms: :func:`bytes_per_param`, :func:`ring_all_reduce_bytes`,
-  :func:`in_flight`, :func:`pipeline_time`, :func:`bubble_fraction`.
+  :func:`in_flight`, :func:`pipeline_time`, :func:`bubble_fraction`,
+  :func:`grad_accumulation_bytes`; :func:`data_parallel_link` (a data-parallel group's bus
+  bandwidth) and :func:`matmul_time` (a matmul's roofline) of the model.
 
 It imports the stage compiler (to cut and differentiate the program) and never the runtime:
 a plan is made without devices.
@@ -24,6 +26,7 @@ a plan is made without devices.
 from hlopipe.planner._formulas import (
     bubble_fraction,
     bytes_per_param,
+    grad_accumulation_bytes,
     in_flight,
     pipeline_time,
     ring_all_reduce_bytes,
@@ -35,15 +38,23 @@ from hlopipe.planner._model import (
     ClusterSpec,
     Efficiency,
     Estimate,
+    data_parallel_link,
     efficiency,
     estimate,
     fit_stage_layers,
+    matmul_time,
     model_flops,
 )
 from hlopipe.planner._model import (
     part_activations as activation_bytes,
 )
-from hlopipe.planner._profile import Profile, profile_program, profile_staged
+from hlopipe.planner._profile import (
+    Matmul,
+    MatmulRole,
+    Profile,
+    profile_program,
+    profile_staged,
+)
 from hlopipe.planner._search import (
     SCHEDULES,
     Fixed,
@@ -63,9 +74,14 @@ __all__ = [
     "ClusterSpec",
     "Estimate",
     "Fixed",
+    "Matmul",
+    "MatmulRole",
     "Profile",
     "bubble_fraction",
     "bytes_per_param",
+    "data_parallel_link",
+    "grad_accumulation_bytes",
+    "matmul_time",
     "cluster_spec",
     "estimate",
     "explain",

@@ -16,6 +16,9 @@
   ``m * max t + (sum t - max t) / v``; uniform stages give the bubble fraction ``(p - 1) /
   (m + p - 1)`` for ``v = 1`` (Huang et al. 2019; Narayanan et al. 2021, eq. 1) and ``(p - 1) /
   (v m + p - 1)`` interleaved (ibid., section 2.2.2).
+* The gradient accumulator's traffic per microbatch (:func:`grad_accumulation_bytes`): the
+  microbatch's gradient added into the fp32 gradients the ``grads`` of
+  :func:`split_bytes_per_param` hold.
 """
 
 from __future__ import annotations
@@ -54,6 +57,20 @@ def split_bytes_per_param(itemsize: int, *, zero: int, dp: int) -> tuple[float, 
         params /= dp
         grads /= dp
     return params, grads, optimizer
+
+
+def grad_accumulation_bytes(itemsize: int) -> float:
+    """HBM bytes a parameter element's gradient moves when one microbatch's gradient is added
+    into the step's fp32 accumulator: the gradient read (``itemsize``), the accumulator read
+    and written (4 + 4). Megatron-LM does this once per microbatch in a hook after each
+    parameter's backward (``param.main_grad.add_(param.grad.data)``,
+    ``megatron/model/distributed.py``, ``DistributedDataParallel._make_param_hook``).
+
+    Example:
+      >>> grad_accumulation_bytes(2), grad_accumulation_bytes(4)
+      (10.0, 12.0)
+    """
+    return float(itemsize) + 8.0
 
 
 def ring_all_reduce_bytes(nbytes: float, n: int) -> float:

@@ -3,17 +3,23 @@
 What it models, per microbatch on each pipeline rank: every matmul at the device's peak times
 an efficiency (wave quantization of 128x128 output tiles over the device's compute units, as
 NVIDIA's "Matrix Multiplication Background" guide describes, times the device's measured GEMM
-efficiency, :data:`EFFICIENCY`),
+efficiency, :data:`EFFICIENCY`), or its operands' and product's bytes at the memory rate when
+that is longer (the roofline, :func:`matmul_time`: attention's matmuls as written),
 every fused elementwise region at the device's memory bandwidth times its measured
 streaming efficiency, tensor parallelism's all-reduces of each row matmul's output (forward,
 backward, and the recomputed forward) on the node's links, the send of the stage's output to
 the next stage (and its gradient back) on the node's or the cluster's links, and the extra
-forward recompute runs. A step is the pipeline (:func:`_formulas.pipeline_time`), then the
-data-parallel gradient all-reduce (at every ZeRO level, as hlopipe's runtime all-reduces and
+forward recompute runs, and each microbatch's gradients added into the fp32 accumulator
+(:func:`_formulas.grad_accumulation_bytes` over the rank's parameters at the memory rate). A
+step is the pipeline (:func:`_formulas.pipeline_time`), then the
+data-parallel gradient all-reduce (on the NICs of the group's members in a node,
+:func:`data_parallel_link`; at every ZeRO level, as hlopipe's runtime all-reduces and
 each device slices its shard; ZeRO-3's all-gathers of the parameters are priced, ZeRO-1's
 all-gather of the updated parameters is not) and the optimizer step. Nothing overlaps with
-compute (Megatron-LM 2021 overlaps none of these in the runs the benchmark compares with; an
-overlapped run is faster than predicted).
+compute (Megatron-LM 2021 overlaps none of these in the runs the benchmark compares with: its
+``DistributedDataParallel.allreduce_gradients`` all-reduces the accumulated fp32 gradients once
+the last microbatch's backward is done, ``megatron/model/distributed.py``; an overlapped run is
+faster than predicted).
 
 Memory per device: parameters, gradients and optimizer state by :func:`bytes_per_param`, all
 divided by TP (norm gains and biases are replicated in practice: under 0.1% of a layer's), the
@@ -153,9 +159,38 @@ class Estimate:
         return self.memory.total
 
 
-def matmul_time(mm: Matmul, device: Device, tp: int, flops_per_s: float) -> float:
+def data_parallel_link(layout: Layout, cluster: ClusterSpec) -> float:
+    """The achieved bus bandwidth (bytes/s, each way) of one data-parallel group's all-reduce.
+
+    Ranks are laid out tensor-parallel innermost, then data-parallel, then pipeline (Megatron-LM's
+    order, Narayanan et al. 2021, section 3.3: tensor parallelism inside a node). A group inside
+    one node runs on the node's links. A group spanning nodes has ``k = devices_per_node /
+    (tp cp)`` members in each node (at most ``dp``); NCCL's rings cross each node boundary on
+    the NICs of those ``k`` GPUs (one NIC a GPU on a DGX A100), so the group's bus bandwidth is
+    ``k`` ports' worth, at most the node's link: NVIDIA's measurement of eight GPUs a node
+    across DGX A100 nodes is 192 GB/s, 8 x 24 GB/s (NVIDIA/nccl issue 812, the ``inter_node``
+    figure of :data:`EFFICIENCY`). The ``tp cp`` groups of a node run at once, each on its own
+    ``k`` NICs."""
+    eff = efficiency(cluster.device)
+    intra = cluster.intra_node_bytes_per_s * eff.intra_link
+    inter = cluster.inter_node_bytes_per_s * eff.inter_node
+    inner = layout.tp * layout.cp
+    if inner * layout.dp <= cluster.devices_per_node:
+        return intra
+    k = max(1, min(layout.dp, cluster.devices_per_node // inner))
+    return min(intra, k * inter)
+
+
+def matmul_time(
+    mm: Matmul, device: Device, tp: int, flops_per_s: float, itemsize: int = 2
+) -> float:
     """Seconds for ``mm`` (all ``count`` of it) split ``tp`` ways: its largest axis divided
-    (tensor parallelism shards output features, contracted features or heads)."""
+    (tensor parallelism shards output features, contracted features or heads). The roofline
+    (Williams, Waterman & Patterson, "Roofline", CACM 2009): the longer of its FLOPs at the
+    achieved matmul rate and its bytes (both operands read, the product written, ``itemsize``
+    bytes an element) at the achieved memory rate. Attention's matmuls contract the head
+    dimension (64-128) and write or read an ``s x s`` matrix a head: on an A100 (312 TFLOP/s
+    over 2.04 TB/s: 153 FLOPs a byte) they are bound by memory, the weight matmuls by FLOPs."""
     dims = [mm.b, mm.m, mm.n, mm.k]
     if tp > 1:
         i = max(range(4), key=lambda j: dims[j])
@@ -166,32 +201,45 @@ def matmul_time(mm: Matmul, device: Device, tp: int, flops_per_s: float) -> floa
     units = max(device.compute_units, 1)
     waves = math.ceil(tiles / units)
     quantized = tiles / (waves * units)
-    return flops / (flops_per_s * efficiency(device).matmul * quantized)
+    eff = efficiency(device)
+    compute = flops / (flops_per_s * eff.matmul * quantized)
+    moved = float(itemsize) * b * (m * k + k * n + m * n) * mm.count  # 0: FLOPs alone
+    return max(compute, moved / (device.bytes_per_s * eff.memory))
 
 
 def _pass_time(
     matmuls: tuple[Matmul, ...], fused_bytes: float, device: Device, tp: int, cp: int,
-    flops_per_s: float, scale: float,
+    flops_per_s: float, scale: float, itemsize: int, fused_attention: bool,
 ) -> float:  # fmt: skip
-    mm = sum(matmul_time(m, device, tp, flops_per_s) for m in matmuls) / cp
+    # a fused attention kernel keeps its scores on chip: its matmuls move no s x s matrix
+    mm = (
+        sum(
+            matmul_time(
+                m, device, tp, flops_per_s, 0 if fused_attention and m.attention else itemsize
+            )
+            for m in matmuls
+        )
+        / cp
+    )
     mem = fused_bytes / (tp * cp) / (device.bytes_per_s * efficiency(device).memory)
     return scale * (mm + mem)
 
 
 def part_times(
     part: PartCost, layout: Layout, device: Device, flops_per_s: float, scale: float,
-    tp_link: float, fused_attention: bool, cp_link: float = 0.0,
+    tp_link: float, fused_attention: bool, cp_link: float = 0.0, itemsize: int = 2,
 ) -> tuple[float, float]:  # fmt: skip
     """(forward, backward) seconds of one microbatch of ``part``, recompute's extra forward
     in the backward, tensor parallelism's all-reduces included."""
     tp, cp = layout.tp, layout.cp
     fwd_b = part.forward.fused_bytes + (0.0 if fused_attention else part.forward.attention_bytes)
     bwd_b = part.backward.fused_bytes + (0.0 if fused_attention else part.backward.attention_bytes)
-    fwd = _pass_time(part.forward.matmuls, fwd_b, device, tp, cp, flops_per_s, scale)
-    bwd = _pass_time(part.backward.matmuls, bwd_b, device, tp, cp, flops_per_s, scale)
+    args = (device, tp, cp, flops_per_s, scale, itemsize, fused_attention)
+    fwd = _pass_time(part.forward.matmuls, fwd_b, *args)
+    bwd = _pass_time(part.backward.matmuls, bwd_b, *args)
     if fused_attention:  # the fused backward recomputes the scores (FlashAttention's bwd)
         scores = tuple(m for m in part.forward.matmuls if m.attention)
-        bwd += _pass_time(scores, 0.0, device, tp, cp, flops_per_s, scale) / 2
+        bwd += _pass_time(scores, 0.0, *args) / 2
     comm = 0.0
     if tp > 1:
         per = F.ring_all_reduce_bytes(part.row_output_bytes * scale / cp, tp)
@@ -206,7 +254,7 @@ def part_times(
         extra = fwd + comm
     elif layout.recompute is Recompute.SELECTIVE:  # all but the weight matmuls again
         again = tuple(m for m in part.forward.matmuls if m.role is MatmulRole.HEADS)
-        extra = _pass_time(again, fwd_b, device, tp, cp, flops_per_s, scale)
+        extra = _pass_time(again, fwd_b, *args)
     return fwd + comm, bwd + comm + extra
 
 
@@ -253,7 +301,15 @@ def estimate(
     def price(part: PartCost) -> tuple[float, float, float, float, int]:
         if id(part) not in priced:
             pf, pb = part_times(
-                part, layout, dev, flops_per_s, scale, tp_link, fused_attention, tp_link
+                part,
+                layout,
+                dev,
+                flops_per_s,
+                scale,
+                tp_link,
+                fused_attention,
+                tp_link,
+                profile.param_itemsize,
             )
             priced[id(part)] = (
                 pf,
@@ -280,6 +336,7 @@ def estimate(
             temp = max(temp, pt)
         per_stage.append((f, b, act, params, temp))
     p, v = layout.pp, layout.virtual_stages
+    hbm = dev.bytes_per_s * eff.memory
     # the send of each stage's output (and the gradient back), once per microbatch; with
     # Megatron's scatter/gather each TP rank sends 1/tp of it
     pp_link = intra
@@ -297,7 +354,8 @@ def estimate(
             sent = profile.layer if profile.layer is not None else parts[s][1][-1]
             send = 2 * sent.output_bytes * scale / (layout.tp * layout.cp)
             send /= pp_link
-        rank_time[r] += f + b + send
+        accumulate = params * F.grad_accumulation_bytes(profile.param_itemsize) / hbm
+        rank_time[r] += f + b + send + accumulate
         rank_params[r] += params
         rank_temp[r] = max(rank_temp[r], temp)
     for r in range(p):
@@ -309,9 +367,7 @@ def estimate(
     bubble = 1.0 - layout.microbatches * worst / pipeline if pipeline else 0.0
     # data parallel: gradients (fp32) all-reduced, or reduce-scattered + gathered (ZeRO)
     dp = layout.dp * layout.cp
-    dp_link = inter
-    if layout.tp * layout.cp * layout.dp <= cluster.devices_per_node:
-        dp_link = intra
+    dp_link = data_parallel_link(layout, cluster)
     grad_bytes = max(rank_params) * 4.0
     dp_bytes = F.ring_all_reduce_bytes(grad_bytes, dp)
     if layout.zero >= 3:  # parameters gathered for forward and backward of every microbatch
