@@ -34,16 +34,15 @@ QKV matmul's input 2, Q and K 4, V 2, the output projection's input 2, its dropo
 MLP 19 (the first matmul's input 2, the GeLU's input 8, the second matmul's input 8, the dropout
 mask 1), the two norms' inputs 4; selective recompute drops only the attention core's
 ``5 a s^2 b`` (scores, softmax, its dropout and mask). The programs here have no dropout: the
-two residual dropout masks go, **32**. hlopipe's selective policy is JAX's
-``dots_with_no_batch_dims_saveable`` (keep the weight matmuls' outputs the backward needs,
-recompute everything else, norms and GeLU included), which keeps less: the layer's input 2,
-the QKV output 6, the output projection's output 2, the first MLP matmul's output 8: **18**
-(the second MLP matmul's output is only added to the residual stream; the backward never reads
-it). So the planner's figure is 18/32 - 1 = -43.8% against the dropout-free formula by design
-(a different policy: Megatron keeps the matmul *inputs* and the norms' inputs, PyTorch's
-autograd saving), and 18/34 - 1 = -47.1% against the paper's; the test suite checks the 18
-against JAX's own saved residuals of a layer under that policy. Full recompute keeps each
-layer's input, ``2 s b h / t`` in both.
+two residual dropout masks go, **32**. The paper's "selective" rows are planned with hlopipe's
+``attention`` policy, which keeps exactly those (the weight matmuls' inputs and outputs; the
+norms, the GeLU and attention's core recomputed): 2 + 6 + 2 + 2 + 2 + 8 + 8 + 2 = 32 (the layer's
+input, the QKV output, the first norm's output, the attention output, the projection's output
+(with the input, the second norm's input), the second norm's output, the first MLP matmul's
+output and the GeLU's). hlopipe's ``selective`` is JAX's ``dots_with_no_batch_dims_saveable``
+(the weight matmuls' outputs only, 18: -43.8%), another policy. The test suite checks the 32
+by hand against the planner and the runtime's own residuals under ``attention``. Full
+recompute keeps each layer's input, ``2 s b h / t`` in both.
 
 How the figures were checked here: [N21]'s rows were compared with two public transcriptions of
 its Table 1 (found by a search of public repositories while writing this file; every number the
@@ -144,7 +143,7 @@ _K22_TIMES = {  # [K22] Table 5, seconds: (full recompute, sequence parallel + s
 K22 = [
     Run("K22", name, *_K22_SHAPES[name], policy, _K22_TIMES[name][i], i == 1)
     for name in _K22_SHAPES
-    for i, policy in enumerate((Recompute.FULL, Recompute.SELECTIVE))
+    for i, policy in enumerate((Recompute.FULL, Recompute.ATTENTION))
 ]
 
 
@@ -368,8 +367,9 @@ def main(argv: list[str] | None = None) -> int:
         print(
             "\nactivations of one layer, one microbatch, one device, MiB: [K22] section 4's "
             "formula (34 sbh/t selective, 2 sbh/t full), the same without the two residual "
-            "dropout masks (32 sbh/t; no dropout here), and what the planner keeps (JAX's "
-            "dots_with_no_batch_dims_saveable: 2 + 6 + 2 + 8 = 18 sbh/t; see the docstring):"
+            "dropout masks (32 sbh/t; no dropout here), and what the planner keeps (the "
+            "paper's selective rows planned with hlopipe's `attention` policy; see the "
+            "docstring):"
         )
         for x in acts:
             print(

@@ -53,6 +53,9 @@ class Recompute(enum.StrEnum):
     NONE = "none"
     SELECTIVE = "selective"  # keep matmul outputs, recompute the rest (Korthikanti et al. 2022)
     FULL = "full"  # keep each layer's input only, recompute the whole layer
+    # keep every weight matmul's inputs and outputs, recompute the rest (attention's core, the
+    # norms, the activations): Korthikanti et al. 2022's "selective activation recomputation"
+    ATTENTION = "attention"
 
 
 @dataclass(frozen=True)

@@ -10,9 +10,10 @@ from dataclasses import replace
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 import pytest
 
-from hlopipe import planner
+from hlopipe import planner, stages
 from hlopipe.models import gpt
 from hlopipe.planfile import Layout, Recompute
 
@@ -99,3 +100,50 @@ def test_a_matmul_is_the_longer_of_its_flops_and_its_bytes():
     waves = math.ceil(tiles / 108)
     compute = 2 * 2048 * 8192 * 8192 / (flops_rate * tiles / (waves * 108))
     assert planner.matmul_time(weight, dev, 1, 312e12, 2) == pytest.approx(compute)
+
+
+def _closed_form_attention_kept() -> int:
+    """[K22] section 4.1's activations of one layer less its two dropout masks (no dropout
+    here), by hand from the shapes, in elements a token: the QKV matmul's input h, Q and K 2h,
+    V h, the output projection's input h, the MLP's first matmul's input h, the GeLU's input
+    f and the second matmul's input f, the two norms' inputs 2h: 8h + 2f (the paper's 32 sbh
+    at 2 bytes and f = 4h). Here at 4 bytes (the model is fp32); the second norm's input is
+    kept as the projection's output (the layer's input is kept anyway): the same bytes."""
+    h, f = CFG.d_model, CFG.d_ff
+    return 4 * BATCH * CFG.seq * (8 * h + 2 * f)
+
+
+def test_attention_recompute_keeps_the_papers_selective_activations():
+    """The planner's bytes under ``attention`` recompute, the runtime's residuals under the same
+    policy (the stage autodiff's cut, an independent walk), and the hand count agree; the
+    runtime's chained forwards and backwards under it give jax.value_and_grad's gradients."""
+    prof = _profile()
+    want = _closed_form_attention_kept()
+    lay = _layout(recompute=Recompute.ATTENTION)
+    assert planner.activation_bytes(prof.layer, lay, 1.0) == want
+    params = jax.eval_shape(lambda k: gpt.init(k, CFG), jax.random.key(0))
+    tokens = jax.ShapeDtypeStruct((BATCH, CFG.seq), jnp.int32)
+    loss = functools.partial(gpt.loss, cfg=CFG)
+    staged = stages.split(loss, params, (tokens, tokens), stage_layers=[1, 1, 3, 1])
+    fb = staged.stage(1).forward_backward(0, remat="attention")
+    assert sum(a.size * a.dtype.itemsize for a in fb.residual_avals) == want
+    # smaller than keeping everything, more than the matmul outputs alone
+    assert prof.layer.residual_bytes > want > prof.layer.selective_bytes
+    # the stage's backward under the policy gives the gradients jax.vjp of its function gives
+    st = staged.stage(1)
+    keys = iter(jax.random.split(jax.random.key(1), 64))
+    ps = [jax.random.normal(next(keys), a.shape, a.dtype) for a in st.param_avals]
+    xs = [jax.random.normal(next(keys), r.aval.shape, r.aval.dtype) for r in st.receives]
+    fun = jax.extend.core.jaxpr_as_fun(st.jaxpr)
+    outs, vjp = jax.vjp(lambda p, x: fun(*p, *x), ps, xs)
+    cts = [jax.random.normal(next(keys), o.shape, o.dtype) for o in outs]
+    want_p, want_x = vjp(cts)
+    got_outs, res = fb.forward(ps, xs)
+    got_x, got_p = fb.backward(ps, res, [cts[i] for i in fb.diff_outputs])
+    for a, b in zip(got_outs, outs, strict=True):
+        np.testing.assert_allclose(a, b, rtol=1e-6)
+    for i, g in zip(fb.diff_inputs, got_x, strict=True):
+        np.testing.assert_allclose(g, want_x[i], rtol=1e-5, atol=1e-6)
+    for i, g in zip(fb.diff_params, got_p, strict=True):
+        np.testing.assert_allclose(g, want_p[i], rtol=1e-5, atol=1e-6)
+    assert len(fb.diff_params) == len(ps) and fb.diff_inputs

@@ -50,8 +50,9 @@ def _add_plan(p: argparse.ArgumentParser) -> None:
     p.add_argument("--zero", type=int, choices=(0, 1, 3), help="ZeRO stage (searched)")
     p.add_argument(
         "--recompute",
-        choices=("none", "selective", "full"),
-        help="activation recompute policy (searched)",
+        choices=("none", "selective", "attention", "full"),
+        help="activation recompute policy (searched): selective keeps the matmuls' outputs, "
+        "attention their inputs and outputs (Korthikanti et al. 2022's selective)",
     )
     p.add_argument("--schedule", help="pipeline schedule: 1f1b, interleaved-1f1b, gpipe (searched)")
     p.add_argument(

@@ -73,8 +73,9 @@ def _add_train(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--recompute",
         metavar="POLICY[,POLICY...]",
-        help="what each stage's backward recomputes: none, selective (matmul outputs kept) or "
-        "full (the stage's input kept); one policy, or one per stage comma-separated (none)",
+        help="what each stage's backward recomputes: none, selective (matmul outputs kept), "
+        "attention (matmul inputs and outputs kept) or full (the stage's input kept); one "
+        "policy, or one per stage comma-separated (none)",
     )
     p.add_argument("--virtual-stages", type=int, help="stages per rank (schedule default)")
     p.add_argument(

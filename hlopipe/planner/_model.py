@@ -252,7 +252,9 @@ def part_times(
     extra = 0.0
     if layout.recompute is Recompute.FULL:
         extra = fwd + comm
-    elif layout.recompute is Recompute.SELECTIVE:  # all but the weight matmuls again
+    elif layout.recompute is Recompute.SELECTIVE or layout.recompute is Recompute.ATTENTION:
+        # all but the weight matmuls again (ATTENTION keeps the last elementwise op before
+        # each weight matmul too: under a region's bytes, counted as redone)
         again = tuple(m for m in part.forward.matmuls if m.role is MatmulRole.HEADS)
         extra = _pass_time(again, fwd_b, *args)
     return fwd + comm, bwd + comm + extra
@@ -267,6 +269,9 @@ def part_activations(
         kept = part.input_bytes
     elif layout.recompute is Recompute.SELECTIVE:
         kept = part.selective_bytes
+    elif layout.recompute is Recompute.ATTENTION:
+        kept = part.residual_bytes if part.attention_kept_bytes < 0 else part.attention_kept_bytes
+        kept = min(kept, part.residual_bytes)
     elif fused_attention:
         kept = part.residual_bytes - part.attention_residual_bytes
     else:

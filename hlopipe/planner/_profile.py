@@ -108,6 +108,7 @@ class PartCost:
     param_bytes: int
     row_output_bytes: int
     selective_kept_bytes: int = -1  # -1: not read (then every weight output and the input)
+    attention_kept_bytes: int = -1  # Recompute.ATTENTION's (t2, issue 47); -1: not read
 
     @property
     def selective_bytes(self) -> int:
@@ -297,6 +298,7 @@ def _part_cost(stage: Any, param_argnums: Sequence[int], seq: int, fused: bool) 
         param_bytes=pbytes,
         row_output_bytes=row_bytes,
         selective_kept_bytes=_selective_kept(fwd.jaxpr, fwd_roles, res, params),
+        attention_kept_bytes=_attention_kept(fwd.jaxpr, fwd_roles, res, params),
     )
 
 
@@ -317,6 +319,53 @@ def _selective_kept(
         if role is MatmulRole.COLUMN or role is MatmulRole.ROW:
             e, mult = eqns[idx]
             saved[same.find(e.outvars[0])] = _nbytes(e.outvars[0].aval) * mult
+    inputs = {same.find(v): _nbytes(v.aval) for i, v in enumerate(jaxpr.invars) if i not in params}
+    producer = {same.find(o): e for e, _ in eqns for o in e.outvars}
+    kept: dict[Any, int] = {}
+    seen: set[Any] = set()
+    stack = [v for v in residuals if not isinstance(v, lit)]
+    while stack:
+        v = same.find(stack.pop())
+        if v in seen:
+            continue
+        seen.add(v)
+        if v in saved or v in inputs:
+            kept[v] = saved.get(v, 0) or inputs.get(v, 0)
+            continue
+        e = producer.get(v)
+        if e is not None:  # None: a parameter (free) or a constant
+            stack.extend(x for x in e.invars if not isinstance(x, lit))
+    return sum(kept.values())
+
+
+# --- Recompute.ATTENTION's kept bytes (t2, issue 47: a separate function, nothing above reads
+# it but _part_cost) -------------------------------------------------------------------------
+
+
+def _attention_kept(
+    jaxpr: Any, roles: dict[int, MatmulRole], residuals: list[Any], params: set[int]
+) -> int:
+    """Bytes ``Recompute.ATTENTION`` keeps of a forward whose backward reads ``residuals``
+    (Korthikanti et al. 2022's selective recompute, as ``stages``' autodiff cuts it): walking
+    back from each residual through the equations that made it, the first value met on each
+    path that is a weight matmul's (``roles``: COLUMN or ROW) output or activation operand, or
+    an argument that is not a parameter, is kept; everything between (attention's scores,
+    softmax and weighted sum, the norms, the activations) is recomputed."""
+    lit = jax.extend.core.Literal
+    same = _Same()
+    eqns = list(_flatten(jaxpr, 1, same))
+    weights = {same.find(v) for i, v in enumerate(jaxpr.invars) if i in params}
+    for e, _ in eqns:  # values made from parameters alone (a weight's transpose or cast)
+        ins = [same.find(v) for v in e.invars if not isinstance(v, lit)]
+        if ins and all(v in weights for v in ins):
+            weights.update(same.find(o) for o in e.outvars)
+    saved: dict[Any, int] = {}
+    for idx, role in roles.items():
+        if role is MatmulRole.COLUMN or role is MatmulRole.ROW:
+            e, mult = eqns[idx]
+            for v in [*e.invars, *e.outvars]:
+                if not isinstance(v, lit) and same.find(v) not in weights:
+                    saved[same.find(v)] = _nbytes(v.aval) * mult
     inputs = {same.find(v): _nbytes(v.aval) for i, v in enumerate(jaxpr.invars) if i not in params}
     producer = {same.find(o): e for e, _ in eqns for o in e.outvars}
     kept: dict[Any, int] = {}

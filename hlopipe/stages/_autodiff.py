@@ -19,8 +19,12 @@ every residual; ``FULL`` (``remat=True``) keeps the stage's inputs only and reco
 forward; ``SELECTIVE`` keeps the outputs of matrix products (``dot_general``) and recomputes
 everything else, as JAX's ``jax.checkpoint_policies.dots_saveable`` does (the cheap
 elementwise work, the large activations of attention and MLP nonlinearities: Korthikanti et
-al. 2022, "Reducing Activation Recomputation in Large Transformer Models"). Nothing is ever
-recomputed across stages.
+al. 2022, "Reducing Activation Recomputation in Large Transformer Models"); ``ATTENTION``
+keeps the inputs and outputs of the weight matmuls (the products without batch dimensions:
+attention's two batch over heads) and recomputes the rest, attention's scores, softmax and
+weighted sum, the norms and the activations: the activations Korthikanti et al.'s section 5
+"selective activation recomputation" keeps (34 sbh a layer with dropout, 32 without), the
+residual stream (the norms' inputs) among them. Nothing is ever recomputed across stages.
 """
 
 from __future__ import annotations
@@ -154,6 +158,22 @@ def recompute_policy(remat: bool | str) -> Recompute:
 
 # what SELECTIVE keeps (jax.checkpoint_policies.dots_saveable)
 _SAVEABLE = frozenset({"dot_general"})
+
+
+def _weight_matmul(e: Any) -> bool:
+    """A ``dot_general`` with no batch dimensions (a weight matmul; attention's two batch over
+    the heads), as ``jax.checkpoint_policies.dots_with_no_batch_dims_saveable`` tells them."""
+    if e.primitive.name != "dot_general":
+        return False
+    (_, _), (lb, rb) = e.params["dimension_numbers"]
+    return not lb and not rb
+
+
+def _attention_policy_keeps(eqns: Sequence[Any]) -> set[int]:
+    """The equations ``ATTENTION`` keeps in the forward (by ``id``): the weight matmuls and
+    the equations making their operands."""
+    operands = {x for e in eqns if _weight_matmul(e) for x in e.invars}
+    return {id(e) for e in eqns if _weight_matmul(e) or any(o in operands for o in e.outvars)}
 
 
 def build_autodiff(
@@ -303,7 +323,8 @@ def cut_forward_backward(
     """Pass 2: ``(forward equations, backward equations, residuals)``.
 
     The backward is the cotangent work plus recomputable forward work (parameter-only; with
-    ``remat``'s policy FULL everything, SELECTIVE everything but matrix products); the
+    ``remat``'s policy FULL everything, SELECTIVE everything but matrix products, ATTENTION
+    everything but the weight matmuls and their operands); the
     forward is what the outputs need and the rest of what the backward needs, never cotangent work;
     residuals are what the backward reads from it.
     """
@@ -311,8 +332,11 @@ def cut_forward_backward(
     full, selective = policy is Recompute.FULL, policy is Recompute.SELECTIVE
     need_out = J.needed_eqns(eqns, v.outs)
     need_bwd = J.needed_eqns(eqns, [*v.input_cts, *v.param_grads])
+    keeps = _attention_policy_keeps(eqns) if policy is Recompute.ATTENTION else None
 
     def redo(e: Any) -> bool:
+        if keeps is not None:
+            return id(e) not in keeps
         return full or (selective and e.primitive.name not in _SAVEABLE)
 
     in_bwd = [
