@@ -44,6 +44,18 @@ output and the GeLU's). hlopipe's ``selective`` is JAX's ``dots_with_no_batch_di
 by hand against the planner and the runtime's own residuals under ``attention``. Full
 recompute keeps each layer's input, ``2 s b h / t`` in both.
 
+What the published runs did that the cost model prices (``hlopipe/planner/_model.py``), as
+Megatron-LM's code of the time does it (``megatron/model/distributed.py``): each microbatch's
+gradients are added into fp32 ``main_grad`` buffers by a hook after every parameter's backward
+(``param.main_grad.add_(param.grad.data)``: 10 bytes of HBM traffic a bf16 parameter a
+microbatch), and ``allreduce_gradients`` all-reduces those buffers once the last microbatch's
+backward is done (no overlap with compute). The data-parallel all-reduce runs on the NICs of
+the group's members in each node (eight HDR ports for TP1, one for TP8: the ranks are ordered
+TP, then DP, then PP). Attention's batched matmuls, as written (QK^T and the weighted sum over
+an ``s x s`` matrix a head, contracting 64-128), are bound by HBM, not FLOPs (the roofline).
+Before these three, the N21 rows were predicted 10-18% fast for TP8 and the small TP1/TP2 rows
+were right only because their all-reduce ran on one port.
+
 How the figures were checked here: [N21]'s rows were compared with two public transcriptions of
 its Table 1 (found by a search of public repositories while writing this file; every number the
 same), and checked for consistency: each row's parameter count from its shape (``12 l h^2 (1 +

@@ -254,8 +254,14 @@ def part_times(
         extra = fwd + comm
     elif layout.recompute is Recompute.SELECTIVE or layout.recompute is Recompute.ATTENTION:
         # all but the weight matmuls again (ATTENTION keeps the last elementwise op before
-        # each weight matmul too: under a region's bytes, counted as redone)
-        again = tuple(m for m in part.forward.matmuls if m.role is MatmulRole.HEADS)
+        # each weight matmul too: under a region's bytes, counted as redone); a fused
+        # attention kernel's output is a weight matmul's operand, so ATTENTION keeps it
+        again = tuple(
+            m
+            for m in part.forward.matmuls
+            if m.role is MatmulRole.HEADS
+            and not (layout.recompute is Recompute.ATTENTION and fused_attention and m.attention)
+        )
         extra = _pass_time(again, fwd_b, *args)
     return fwd + comm, bwd + comm + extra
 
