@@ -28,8 +28,9 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from hlopipe.serve._chat import ChatTemplate, TemplateFailed, TemplateRefused
-from hlopipe.serve._engine import Engine, Request, SamplingParams, Sequence, TokenLogprobs
+from hlopipe.serve._engine import Engine
 from hlopipe.serve._output import FinishReason, Piece, SequenceOutput, detokenizer
+from hlopipe.serve._scheduler import Request, SamplingParams, Sequence, TokenLogprobs
 
 _log = logging.getLogger("hlopipe.serve")
 
