@@ -25,7 +25,7 @@ from hlopipe import schedules
 from hlopipe.errors import RuntimeConfigError
 from hlopipe.generate._placement import CompiledStage
 from hlopipe.generate._plan import InputKind, StagePlan, position_value
-from hlopipe.generate._sampling import Sampling
+from hlopipe.generate._sampling import TOP_LOGPROBS, Sampling
 from hlopipe.generate._steps import Home, StepProgram
 from hlopipe.runtime import BytesSent, GenerateMetrics
 from hlopipe.schedules import Phase
@@ -735,28 +735,36 @@ class Issued:
         self._issued: IssuedSteps | None = issued
         self._result = np.empty(0, np.int32)  # set by the first read
         self._logprobs = issued.logprobs  # on the sampling stage until :meth:`logprobs`
+        self._logprobs_at = issued.rows[-1][1] if issued.logprobs else 0  # that stage
 
     def logprobs(self) -> np.ndarray:
         """The issued steps' log-probabilities, ``[groups, b, steps, 1 + 2k]`` (a step returning
         logits; per token ``_sampling.token_logprobs``: the sampled token's, then the ``k``
         largest, then their ids), on the host in one batched copy. Covers the decode steps
-        issued (a prefill's pending token has none). In one process only: the sampling
-        stage's values are not gathered across processes.
+        issued (a prefill's pending token has none). In a job of several processes, every
+        process calls it in the same order: the sampling stage's process sends them to each
+        other process (one transfer each, as a read's tokens).
 
         Raises:
-          RuntimeConfigError: the step returns tokens, or the session spans processes."""
+          RuntimeConfigError: the step returns tokens."""
         gen = self.session.gen
         if gen.sampler is None:
             raise RuntimeConfigError(
                 f"{gen.source} returns tokens, not logits: there are no log-probabilities"
             )
-        if gen.place.multi:
-            raise RuntimeConfigError(
-                "log-probabilities are read in one process only; this session spans several"
-            )
         if not self._logprobs:
             return np.zeros((gen.groups, gen.batch, 0, 0), np.float32)
-        host = np.stack([np.stack(row) for row in jax.device_get(self._logprobs)])
+        at, place = self._logprobs_at, gen.place
+        if not place.multi:
+            host = np.stack([np.stack(row) for row in jax.device_get(self._logprobs)])
+        else:
+            held = None
+            if place.local(at):
+                rows = [[place.host(v, at) for v in row] for row in self._logprobs]
+                held = np.stack([np.stack(row) for row in rows])
+            width = 1 + 2 * min(TOP_LOGPROBS, int(gen.vocab or 0))
+            whole = (len(self._logprobs), gen.groups, gen.batch, width)
+            host = place.everywhere(held, at, jax.ShapeDtypeStruct(whole, np.float32))
         return np.moveaxis(host, 0, 2)  # [steps, groups, b, w] -> [groups, b, steps, w]
 
     def read(self) -> np.ndarray:

@@ -1,6 +1,6 @@
 """The serving engine across the processes of a ``jax.distributed`` job (``hlopipe launch``).
 
-Process 0 serves HTTP and decides: which requests take which slots, their prompts, their
+Process 0 serves HTTP and decides: which requests take which rows, their prompts, their
 sampling, when a sequence stops. Every process holds some stages, and every decode step is a
 collective program over all of them, so every process must issue the same session calls in
 the same order. Process 0's runner (``_runner.py``) sends the calls of each plan it is about to
@@ -9,11 +9,12 @@ step issued, its tokens read, its log-probabilities read) through the coordinati
 key-value store before making them, a plan's calls in one key: one broadcast
 (:meth:`Leader.queue` each, then :meth:`Leader.flush`); the end of serving on its own
 (:meth:`Leader.send`). Every other process runs an engine of its own without HTTP
-(:meth:`Engine.follow`) whose runner reads the calls in order and makes them. A turn issues every group's step before it reads any (so the groups
-overlap on the stages), and a follower does the same: it issues on :attr:`OpKind.STEP` and
-reads on :attr:`OpKind.READ`, in process 0's order. The tokens a step makes reach every
-process through the generator itself (``Issued.read`` returns them everywhere), so a follower
-needs nothing else.
+(:meth:`Engine.follow`) whose runner reads the calls in order and makes them. A turn issues
+every group's step before it reads any (so the groups overlap on the stages), and a follower
+does the same: it issues on :attr:`OpKind.STEP` and reads on :attr:`OpKind.READ`, in process
+0's order. The tokens a step makes, and its log-probabilities where read, reach every process
+through the generator itself (``Issued.read`` and ``Issued.logprobs`` return them
+everywhere), so a follower needs nothing else.
 
 Waits are bounded by the runtime's heartbeat: a follower waiting for the next call checks its
 peers every second (:func:`hlopipe.runtime.distributed.kv_get`), so a process 0 that died is

@@ -47,8 +47,6 @@ class Engine:
         self.gen = gen
         self.runner = Runner(gen, leader=leader)
         self.samples = self.runner.samples
-        # log-probabilities are read in one process (the sampling stage's, not gathered)
-        self.gives_logprobs = self.samples and leader is None
         self.batch = gen.batch
         self.max_len = gen.max_len
         self.prefill_lens = self.runner.prefill_lens
