@@ -14,7 +14,7 @@ from __future__ import annotations
 import functools
 import time
 from collections.abc import Generator as Gen
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -766,6 +766,27 @@ class Issued:
             whole = (len(self._logprobs), gen.groups, gen.batch, width)
             host = place.everywhere(held, at, jax.ShapeDtypeStruct(whole, np.float32))
         return np.moveaxis(host, 0, 2)  # [steps, groups, b, w] -> [groups, b, steps, w]
+
+    @staticmethod
+    def read_all(handles: Sequence[Issued]) -> list[np.ndarray]:
+        """Each handle's :meth:`read`, the tokens of all of them copied at once when their
+        sessions share one generator (a server's groups, each a session of
+        ``with_groups(1)``): one batched copy in one process, one transfer to each other
+        process in a job of several (where every process calls it with the same handles in
+        the same order)."""
+        todo = [h for h in handles if h._issued is not None]
+        if len(todo) > 1 and all(h.session.gen is todo[0].session.gen for h in todo):
+            issued = [h._issued for h in todo if h._issued is not None]
+            for h, i in zip(todo, issued, strict=True):
+                h.session._time_first(i.first)
+            tokens = todo[0].session._tokens([row for i in issued for row in i.rows])
+            k = 0
+            for h, i in zip(todo, issued, strict=True):
+                h._result, k = tokens[..., k : k + len(i.rows)], k + len(i.rows)
+                wall = time.perf_counter() - i.t0
+                h.session._metrics(h._result.size, i.steps, wall, i.before)
+                h._issued = None
+        return [h.read() for h in handles]
 
     def read(self) -> np.ndarray:
         """The tokens, ``[groups, b, n]``, on the host (one batched copy; read once, the same

@@ -13,7 +13,7 @@ key-value store before making them, a plan's calls in one key: one broadcast
 every group's step before it reads any (so the groups overlap on the stages), and a follower
 does the same: it issues on :attr:`OpKind.STEP` and reads on :attr:`OpKind.READ`, in process
 0's order. The tokens a step makes, and its log-probabilities where read, reach every process
-through the generator itself (``Issued.read`` and ``Issued.logprobs`` return them
+through the generator itself (``Issued.read_all`` and ``Issued.logprobs`` return them
 everywhere), so a follower needs nothing else.
 
 Waits are bounded by the runtime's heartbeat: a follower waiting for the next call checks its
@@ -48,7 +48,7 @@ class OpKind(StrEnum):
     FEED = "feed"  # tokens [1, b] (and positions [1, b], a position per sequence)
     SAMPLING = "sampling"  # the four Sampling fields, [1, b] each
     STEP = "step"  # one decode step of the slot's session issued (``Session.issue``)
-    READ = "read"  # the slot's issued step read; its tokens come back everywhere
+    READ = "read"  # the issued steps of groups [n] read at once; their tokens reach every process
     LOGPROBS = "logprobs"  # the slot's step read last: its log-probabilities, everywhere
     PREFILL = "prefill"  # prompts [n, L] into rows [n] of a slot's group (prefill_rows)
     STOP = "stop"  # the engine drained and ended: every process stops

@@ -6,8 +6,8 @@ same compiled stages (``Generator.with_groups(1)``): with a position per sequenc
 a group lives as long as the runner (begun at warm-up), else a group's session is begun afresh
 by each :class:`~hlopipe.serve._scheduler.Start`. :meth:`Runner.run` turns a plan into calls
 (:class:`~hlopipe.serve._control.Op`): sessions begun, sampling set, prefills run, tokens fed,
-every stepped group's decode step issued (``Session.issue``), then each read
-(``Issued.read``) in the same order, so the groups overlap on the stages, and the
+every stepped group's decode step issued (``Session.issue``), then all of them read in one
+batched copy (``Issued.read_all``), so the groups overlap on the stages, and the
 log-probabilities read of the groups asking for them.
 
 **Many processes** (``hlopipe launch``): process 0's runner sends a plan's calls to the other
@@ -115,13 +115,13 @@ class Runner:
                 positions = np.asarray([f.positions], np.int64)
                 ops.append(Op(OpKind.FEED, f.group, (tokens, positions)))
         ops += [Op(OpKind.STEP, g) for g in plan.steps]
-        first_read = len(ops)
-        ops += [Op(OpKind.READ, g) for g in plan.steps]
+        if plan.steps:  # every stepped group's tokens in one batched read
+            ops.append(Op(OpKind.READ, values=(np.asarray(plan.steps, np.int64),)))
         ops += [Op(OpKind.LOGPROBS, g) for g in plan.logprobs]
         got = self._do_all(ops)
         prefilled = got[first_prefill : first_prefill + len(plan.prefills)]
-        reads = got[first_read : first_read + len(plan.steps)]
-        lps = got[first_read + len(plan.steps) :]
+        reads = got[-1 - len(plan.logprobs)] if plan.steps else []
+        lps = got[len(got) - len(plan.logprobs) :]
         return StepResult(
             tuple(tuple(int(t) for t in made) for made in prefilled),
             {g: tuple(int(t) for t in r[0, :, 0]) for g, r in zip(plan.steps, reads, strict=True)},
@@ -173,6 +173,13 @@ class Runner:
             else:
                 self._live[op.slot] = self.one.start(tokens=first, position=0)
             return None
+        if op.kind is OpKind.READ:  # the groups' steps issued this turn, read at once
+            from hlopipe.generate import Issued
+
+            groups = op.values[0].tolist()
+            handles = [self._issued.pop(g) for g in groups]
+            self._read.update(zip(groups, handles, strict=True))
+            return Issued.read_all(handles)
         session = self._live[op.slot]
         if op.kind is OpKind.FEED:
             tokens, *position = op.values
@@ -189,9 +196,6 @@ class Runner:
         if op.kind is OpKind.STEP:  # issued only: the turn's other groups are issued next
             self._issued[op.slot] = session.issue(1)
             return None
-        if op.kind is OpKind.READ:
-            self._read[op.slot] = issued = self._issued.pop(op.slot)
-            return issued.read()
         if op.kind is OpKind.LOGPROBS:
             return self._read[op.slot].logprobs()[0, :, 0]
         if op.kind is OpKind.PREFILL:
