@@ -14,7 +14,7 @@ from __future__ import annotations
 import functools
 import time
 from collections.abc import Generator as Gen
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -25,7 +25,7 @@ from hlopipe import schedules
 from hlopipe.errors import RuntimeConfigError
 from hlopipe.generate._placement import CompiledStage
 from hlopipe.generate._plan import InputKind, StagePlan, position_value
-from hlopipe.generate._sampling import Sampling
+from hlopipe.generate._sampling import TOP_LOGPROBS, Sampling
 from hlopipe.generate._steps import Home, StepProgram
 from hlopipe.runtime import BytesSent, GenerateMetrics
 from hlopipe.schedules import Phase
@@ -735,29 +735,58 @@ class Issued:
         self._issued: IssuedSteps | None = issued
         self._result = np.empty(0, np.int32)  # set by the first read
         self._logprobs = issued.logprobs  # on the sampling stage until :meth:`logprobs`
+        self._logprobs_at = issued.rows[-1][1] if issued.logprobs else 0  # that stage
 
     def logprobs(self) -> np.ndarray:
         """The issued steps' log-probabilities, ``[groups, b, steps, 1 + 2k]`` (a step returning
         logits; per token ``_sampling.token_logprobs``: the sampled token's, then the ``k``
         largest, then their ids), on the host in one batched copy. Covers the decode steps
-        issued (a prefill's pending token has none). In one process only: the sampling
-        stage's values are not gathered across processes.
+        issued (a prefill's pending token has none). In a job of several processes, every
+        process calls it in the same order: the sampling stage's process sends them to each
+        other process (one transfer each, as a read's tokens).
 
         Raises:
-          RuntimeConfigError: the step returns tokens, or the session spans processes."""
+          RuntimeConfigError: the step returns tokens."""
         gen = self.session.gen
         if gen.sampler is None:
             raise RuntimeConfigError(
                 f"{gen.source} returns tokens, not logits: there are no log-probabilities"
             )
-        if gen.place.multi:
-            raise RuntimeConfigError(
-                "log-probabilities are read in one process only; this session spans several"
-            )
         if not self._logprobs:
             return np.zeros((gen.groups, gen.batch, 0, 0), np.float32)
-        host = np.stack([np.stack(row) for row in jax.device_get(self._logprobs)])
+        at, place = self._logprobs_at, gen.place
+        if not place.multi:
+            host = np.stack([np.stack(row) for row in jax.device_get(self._logprobs)])
+        else:
+            held = None
+            if place.local(at):
+                rows = [[place.host(v, at) for v in row] for row in self._logprobs]
+                held = np.stack([np.stack(row) for row in rows])
+            width = 1 + 2 * min(TOP_LOGPROBS, int(gen.vocab or 0))
+            whole = (len(self._logprobs), gen.groups, gen.batch, width)
+            host = place.everywhere(held, at, jax.ShapeDtypeStruct(whole, np.float32))
         return np.moveaxis(host, 0, 2)  # [steps, groups, b, w] -> [groups, b, steps, w]
+
+    @staticmethod
+    def read_all(handles: Sequence[Issued]) -> list[np.ndarray]:
+        """Each handle's :meth:`read`, the tokens of all of them copied at once when their
+        sessions share one generator (a server's groups, each a session of
+        ``with_groups(1)``): one batched copy in one process, one transfer to each other
+        process in a job of several (where every process calls it with the same handles in
+        the same order)."""
+        todo = [h for h in handles if h._issued is not None]
+        if len(todo) > 1 and all(h.session.gen is todo[0].session.gen for h in todo):
+            issued = [h._issued for h in todo if h._issued is not None]
+            for h, i in zip(todo, issued, strict=True):
+                h.session._time_first(i.first)
+            tokens = todo[0].session._tokens([row for i in issued for row in i.rows])
+            k = 0
+            for h, i in zip(todo, issued, strict=True):
+                h._result, k = tokens[..., k : k + len(i.rows)], k + len(i.rows)
+                wall = time.perf_counter() - i.t0
+                h.session._metrics(h._result.size, i.steps, wall, i.before)
+                h._issued = None
+        return [h.read() for h in handles]
 
     def read(self) -> np.ndarray:
         """The tokens, ``[groups, b, n]``, on the host (one batched copy; read once, the same

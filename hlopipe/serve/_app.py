@@ -28,8 +28,9 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from hlopipe.serve._chat import ChatTemplate, TemplateFailed, TemplateRefused
-from hlopipe.serve._engine import Engine, Request, SamplingParams, Sequence, TokenLogprobs
+from hlopipe.serve._engine import Engine
 from hlopipe.serve._output import FinishReason, Piece, SequenceOutput, detokenizer
+from hlopipe.serve._scheduler import Request, SamplingParams, Sequence, TokenLogprobs
 
 _log = logging.getLogger("hlopipe.serve")
 
@@ -410,10 +411,6 @@ def _logprobs(body: dict[str, Any], model: Model, endpoint: Endpoint) -> int | N
         raise BadRequest(f"{key} needs a decode step that returns logits; this server's step "
                          "returns tokens (its own argmax), so there are no probabilities to "
                          "give", key)  # fmt: skip
-    if not model.engine.gives_logprobs:
-        raise BadRequest(f"{key} is not given by a server of several processes (the sampling "
-                         "stage's values are not gathered to process 0); serve from one "
-                         "process for them", key)  # fmt: skip
     return n
 
 

@@ -1,19 +1,20 @@
 """The serving engine across the processes of a ``jax.distributed`` job (``hlopipe launch``).
 
-Process 0 serves HTTP and decides: which requests take which slots, their prompts, their
+Process 0 serves HTTP and decides: which requests take which rows, their prompts, their
 sampling, when a sequence stops. Every process holds some stages, and every decode step is a
 collective program over all of them, so every process must issue the same session calls in
-the same order. Process 0's :class:`~hlopipe.serve.Engine` sends each call it is about to make
-(an :class:`Op`: a slot's session started, fed, given its sampling, prefilled, its step
-issued, its tokens read) through the coordination service's key-value store before making
-them: the calls of a turn in one key, one broadcast (:meth:`Leader.queue` each, then
-:meth:`Leader.flush`), any other call on its own (:meth:`Leader.send`); every other
-process runs an engine of its own without HTTP (:meth:`Engine.follow`) that reads the calls in
-order and makes them. A turn issues every group's step before it reads any (so the groups
-overlap on the stages), and a follower does the same: it issues on :attr:`OpKind.STEP` and
-reads on :attr:`OpKind.READ`, in process 0's order. The tokens a step makes reach every
-process through the generator itself (``Issued.read`` returns them everywhere), so a follower
-needs nothing else.
+the same order. Process 0's runner (``_runner.py``) sends the calls of each plan it is about to
+make (an :class:`Op` each: a group's session started, fed, given its sampling, prefilled, its
+step issued, its tokens read, its log-probabilities read) through the coordination service's
+key-value store before making them, a plan's calls in one key: one broadcast
+(:meth:`Leader.queue` each, then :meth:`Leader.flush`); the end of serving on its own
+(:meth:`Leader.send`). Every other process runs an engine of its own without HTTP
+(:meth:`Engine.follow`) whose runner reads the calls in order and makes them. A turn issues
+every group's step before it reads any (so the groups overlap on the stages), and a follower
+does the same: it issues on :attr:`OpKind.STEP` and reads on :attr:`OpKind.READ`, in process
+0's order. The tokens a step makes, and its log-probabilities where read, reach every process
+through the generator itself (``Issued.read_all`` and ``Issued.logprobs`` return them
+everywhere), so a follower needs nothing else.
 
 Waits are bounded by the runtime's heartbeat: a follower waiting for the next call checks its
 peers every second (:func:`hlopipe.runtime.distributed.kv_get`), so a process 0 that died is
@@ -47,7 +48,8 @@ class OpKind(StrEnum):
     FEED = "feed"  # tokens [1, b] (and positions [1, b], a position per sequence)
     SAMPLING = "sampling"  # the four Sampling fields, [1, b] each
     STEP = "step"  # one decode step of the slot's session issued (``Session.issue``)
-    READ = "read"  # the slot's issued step read; its tokens come back everywhere
+    READ = "read"  # the issued steps of groups [n] read at once; their tokens reach every process
+    LOGPROBS = "logprobs"  # the slot's step read last: its log-probabilities, everywhere
     PREFILL = "prefill"  # prompts [n, L] into rows [n] of a slot's group (prefill_rows)
     STOP = "stop"  # the engine drained and ended: every process stops
     FAIL = "fail"  # process 0's engine failed (``message``): every process stops with it

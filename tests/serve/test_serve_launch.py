@@ -42,8 +42,9 @@ def test_two_processes_serve_greedy_completions_equal_the_unsplit_program():
     goes through the prefill into its slot's row, in both processes: the prompt of 8 whole,
     the others right-padded): each equals the
     unsplit program on its prompt alone; /metrics has both stages' busy fractions (one
-    timed in each process). SIGTERM to process 0 drains and stops both."""
-    from test_serve import _metrics, greedy_like_the_oracle
+    timed in each process); a seeded request's log-probabilities equal ``log_softmax`` of the
+    unsplit step's logits. SIGTERM to process 0 drains and stops both."""
+    from test_serve import _metrics, greedy_like_the_oracle, log_softmax_after
 
     out = _Lines()
     procs: list = []
@@ -67,6 +68,19 @@ def test_two_processes_serve_greedy_completions_equal_the_unsplit_program():
         assert all(0 < b < 1 for b in busy), busy  # a few steps in seconds
         # every prompt: of 8 whole, the others right-padded (all but their last token)
         assert after[("hlopipe_prefilled_sequences", ())] == 4
+        # log-probabilities, made on process 1's stage, reach process 0: seeded draws, each
+        # token's and the 3 largest equal log_softmax of the unsplit step's logits
+        prompt = [9, 3, 33]
+        r = client.completions.create(model="hlopipe-tiny-gpt", prompt=prompt, max_tokens=4,
+                                      logprobs=3, temperature=1.5, seed=7)  # fmt: skip
+        choice = r.choices[0].model_dump()
+        tokens, got = choice["token_ids"], choice["logprobs"]
+        want = log_softmax_after(prompt, tokens)
+        np.testing.assert_allclose(got["token_logprobs"], want[range(4), tokens], atol=1e-4)
+        for row, top in zip(want, got["top_logprobs"], strict=True):
+            ids = np.argsort(-row)[:3]
+            assert list(top) == [f" {i}" for i in ids]
+            np.testing.assert_allclose(list(top.values()), row[ids], atol=1e-4)
     finally:
         if procs and procs[0].poll() is None:
             procs[0].send_signal(signal.SIGTERM)  # process 0 only: it stops the others

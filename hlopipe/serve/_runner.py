@@ -1,0 +1,305 @@
+"""The serving engine's runner: a :class:`~hlopipe.serve._scheduler.StepPlan` made into
+session calls on a :class:`ServedGenerator`.
+
+Each of the generator's groups is a :class:`~hlopipe.generate.Session` of one group on the
+same compiled stages (``Generator.with_groups(1)``): with a position per sequence one session
+a group lives as long as the runner (begun at warm-up), else a group's session is begun afresh
+by each :class:`~hlopipe.serve._scheduler.Start`. :meth:`Runner.run` turns a plan into calls
+(:class:`~hlopipe.serve._control.Op`): sessions begun, sampling set, prefills run, tokens fed,
+every stepped group's decode step issued (``Session.issue``), then all of them read in one
+batched copy (``Issued.read_all``), so the groups overlap on the stages, and the
+log-probabilities read of the groups asking for them.
+
+**Many processes** (``hlopipe launch``): process 0's runner sends a plan's calls to the other
+processes in one broadcast (``_control.py``) before making them; every other process's runner
+(:meth:`Runner.follow`, no HTTP) makes the same calls in the same order. The tokens, and the
+log-probabilities where read, reach every process through the generator itself.
+
+The warm-up compiles every path (each prefill, a decode step, a fed token) and decides whether
+prompts shorter than a prefill may go through it right-padded (:meth:`Runner._padding_agrees`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from typing import Any, Protocol
+
+import numpy as np
+
+from hlopipe.errors import DistributedError, RuntimeConfigError
+from hlopipe.serve._control import Follower, Leader, Op, OpKind
+from hlopipe.serve._scheduler import (
+    SamplingParams,
+    Sequence,
+    StepPlan,
+    StepResult,
+)
+
+
+class ServedGenerator(Protocol):
+    """What the engine reads of a generator (:class:`hlopipe.Generator` is one): its groups
+    and their batch, the cache length, whether it takes a position per sequence, its
+    prefills, the fed-back token's role, its logits output (``None``: it returns tokens), its
+    stages' plans, and sessions of one group on the same stages (``with_groups(1)``)."""
+
+    groups: int
+    batch: int
+    max_len: int
+    per_sequence: bool
+    prefill: Any
+    prefills: tuple[Any, ...]
+    token: Any
+    logits_out: Any
+    vocab: int | None
+    plans: Any
+
+    def with_groups(self, groups: int) -> Any: ...
+
+
+# SamplingParams' fields
+_SAMPLING_DTYPES = (np.uint32, np.float32, np.float32, np.int32, np.float32, np.float32,
+                    np.float32, np.bool_)  # fmt: skip
+
+
+class Runner:
+    """Makes plans' session calls on ``gen`` (sent first to the other processes of a job by
+    ``leader``, process 0's)."""
+
+    def __init__(self, gen: ServedGenerator, *, leader: Leader | None = None) -> None:
+        self.gen = gen
+        self.per_sequence = bool(gen.per_sequence)
+        if self.per_sequence and gen.prefill is not None:
+            gen.prefill.row_axes()  # a slot prefilled alone: its state's sequence axes, or why not
+        self.samples = gen.logits_out is not None  # else greedy only
+        self.one = gen.with_groups(1)
+        self.batch = gen.batch
+        self.max_len = gen.max_len
+        # every prefill's prompt length (buckets), shortest first
+        self.prefill_lens = tuple(sorted(int(p.prompt_aval.shape[-1]) for p in gen.prefills))
+        if self.prefill_lens and self.prefill_lens[-1] >= gen.max_len:
+            raise RuntimeConfigError(
+                f"a prefill of {self.prefill_lens[-1]} tokens leaves no position to generate "
+                f"in a cache of {gen.max_len}: export the prefill at fewer tokens"
+            )
+        self.pads = False  # set at warm-up: prompts of other lengths through the prefills too
+        self.leader = leader
+        self._live: dict[int, Any] = {}  # each group's session
+        self._issued: dict[int, Any] = {}  # each group's step issued this turn, not yet read
+        self._read: dict[int, Any] = {}  # each group's step read last (its log-probabilities)
+
+    # -- a plan ------------------------------------------------------------------------------
+    def run(self, plan: StepPlan) -> StepResult:
+        """Make ``plan``'s calls (one broadcast in a job of several processes) and return
+        what they made."""
+        b, ops = self.batch, []
+        for s in plan.starts:
+            values = self._sampling(s.seqs, penalties=True) if self.samples else ()
+            prompts = np.asarray(s.prompts, np.int32)[None]  # [1, b, L]
+            if s.prefill:  # the sampling set before it runs: it draws the first token
+                ops.append(Op(OpKind.START, s.group, (prompts, *values)))
+                continue
+            ops.append(Op(OpKind.START, s.group, (prompts[:, :, 0].astype(self.gen.token.dtype),)))
+            if values:
+                ops.append(Op(OpKind.SAMPLING, s.group, values))
+        for u in plan.sampling:
+            ops.append(Op(OpKind.SAMPLING, u.group, self._sampling(u.seqs, u.penalties)))
+        first_prefill = len(ops)
+        for p in plan.prefills:
+            prompts = np.asarray(p.prompts, np.int32)
+            ops.append(Op(OpKind.PREFILL, p.group, (prompts, np.asarray(p.rows, np.int64))))
+        for f in plan.feeds:
+            tokens = np.asarray([f.tokens], np.int32).reshape(1, b)
+            if f.positions is None:
+                ops.append(Op(OpKind.FEED, f.group, (tokens,)))
+            else:
+                positions = np.asarray([f.positions], np.int64)
+                ops.append(Op(OpKind.FEED, f.group, (tokens, positions)))
+        ops += [Op(OpKind.STEP, g) for g in plan.steps]
+        if plan.steps:  # every stepped group's tokens in one batched read
+            ops.append(Op(OpKind.READ, values=(np.asarray(plan.steps, np.int64),)))
+        ops += [Op(OpKind.LOGPROBS, g) for g in plan.logprobs]
+        got = self._do_all(ops)
+        prefilled = got[first_prefill : first_prefill + len(plan.prefills)]
+        reads = got[-1 - len(plan.logprobs)] if plan.steps else []
+        lps = got[len(got) - len(plan.logprobs) :]
+        return StepResult(
+            tuple(tuple(int(t) for t in made) for made in prefilled),
+            {g: tuple(int(t) for t in r[0, :, 0]) for g, r in zip(plan.steps, reads, strict=True)},
+            dict(zip(plan.logprobs, lps, strict=True)),
+        )
+
+    def _sampling(self, seqs: tuple[Sequence | None, ...], penalties: bool) -> tuple[Any, ...]:
+        """A group's sampling, ``[1, b]`` per field (an idle row greedy), and the penalties'
+        ``counts`` and ``seen`` ``[1, b, vocab]`` when ``penalties`` and one of ``seqs`` has
+        one: how often each token was generated, and the tokens of the prompt and output."""
+        rows = [SamplingParams() if s is None else s.sampling for s in seqs]
+        values: tuple[np.ndarray, ...] = tuple(
+            np.asarray([c], t)
+            for c, t in zip(zip(*rows, strict=True), _SAMPLING_DTYPES, strict=True)
+        )
+        if not (penalties and any(s is not None and s.sampling.penalized for s in seqs)):
+            return values
+        vocab = self.gen.vocab
+        assert vocab is not None  # a step returning logits
+        counts = np.zeros((1, len(seqs), vocab), np.float32)
+        seen = np.zeros((1, len(seqs), vocab), np.bool_)
+        for b, seq in enumerate(seqs):
+            if seq is not None:
+                made = np.asarray(seq.tokens, np.int64)
+                counts[0, b] = np.bincount(made, minlength=vocab)[:vocab]
+                seen[0, b, np.asarray(seq.prompt, np.int64)] = True
+                seen[0, b, made] = True
+        return (*values, counts, seen)
+
+    # -- the calls ---------------------------------------------------------------------------
+    def _do_all(self, ops: list[Op]) -> list[Any]:
+        """Make session calls in order, sent to the other processes first in one broadcast
+        (none depends on another's result)."""
+        if self.leader is not None:
+            for op in ops:
+                self.leader.queue(op)
+            self.leader.flush()
+        return [self.apply(op) for op in ops]
+
+    def apply(self, op: Op) -> Any:
+        """Make one session call (here; :meth:`run` and :meth:`follow` send and receive)."""
+        if op.kind is OpKind.START:
+            first, *sampling = op.values
+            if first.ndim == 3:  # prompts of the prefill's length (and the group's sampling)
+                from hlopipe.generate import Sampling
+
+                how = Sampling(*sampling) if sampling else None
+                self._live[op.slot] = self.one.start(first, sampling=how)
+            else:
+                self._live[op.slot] = self.one.start(tokens=first, position=0)
+            return None
+        if op.kind is OpKind.READ:  # the groups' steps issued this turn, read at once
+            from hlopipe.generate import Issued
+
+            groups = op.values[0].tolist()
+            handles = [self._issued.pop(g) for g in groups]
+            self._read.update(zip(groups, handles, strict=True))
+            return Issued.read_all(handles)
+        session = self._live[op.slot]
+        if op.kind is OpKind.FEED:
+            tokens, *position = op.values
+            if position:
+                session.feed(tokens, position=position[0])
+            else:
+                session.feed(tokens)
+            return None
+        if op.kind is OpKind.SAMPLING:
+            from hlopipe.generate import Sampling
+
+            session.sampling(Sampling(*op.values))
+            return None
+        if op.kind is OpKind.STEP:  # issued only: the turn's other groups are issued next
+            self._issued[op.slot] = session.issue(1)
+            return None
+        if op.kind is OpKind.LOGPROBS:
+            return self._read[op.slot].logprobs()[0, :, 0]
+        if op.kind is OpKind.PREFILL:
+            prompts, rows = op.values
+            return session.prefill_rows(prompts, rows)
+        raise ValueError(f"{op.kind} is not a session call")  # pragma: no cover - a bug
+
+    def follow(self, follower: Follower) -> None:
+        """Another process's runner: make process 0's session calls in its order until it
+        stops.
+
+        Raises:
+          DistributedError: process 0's engine failed (its error is named), or process 0
+            was lost."""
+        while True:
+            op = follower.receive()
+            if op.kind is OpKind.STOP:
+                return
+            if op.kind is OpKind.FAIL:
+                raise DistributedError(f"process 0's serving engine failed: {op.message}")
+            self.apply(op)
+
+    def stop(self) -> None:
+        """Tell the other processes that serving ended."""
+        if self.leader is not None:
+            self.leader.send(Op(OpKind.STOP))
+
+    def tell_failure(self, e: BaseException) -> None:
+        """Stop the other processes with process 0's error (unless the channel is what
+        failed: their heartbeat then names this process)."""
+        if self.leader is None:
+            return
+        with contextlib.suppress(DistributedError):
+            self.leader.send(Op(OpKind.FAIL, message=f"{type(e).__name__}: {e}"))
+
+    # -- warm-up -----------------------------------------------------------------------------
+    def warm(self) -> None:
+        """Compile every path once: the prefill (if any), a decode step, a fed token."""
+        b, token = self.batch, self.gen.token
+        if self.per_sequence:
+            for g in range(self.gen.groups):
+                session = self.one.start(tokens=np.zeros((1, b), token.dtype), position=0)
+                session.generate(1)
+                session.feed(np.zeros((1, b), np.int32), position=np.zeros((1, b), np.int64))
+                session.generate(1)
+                for P in self.prefill_lens:  # each prefill and each state's row writer
+                    session.prefill_rows(np.zeros((1, P), np.int32), [0])
+                self._live[g] = session
+            if self.gen.prefill is not None:
+                self.pads = self._padding_agrees()
+            return
+        for P in self.prefill_lens:
+            s = self.one.start(np.zeros((1, b, P), np.int32))
+            s.generate(2)
+        s = self.one.start(tokens=np.zeros((1, b), token.dtype), position=0)
+        s.generate(1)
+        s.feed(np.zeros((1, b), np.int32))
+        s.generate(1)
+
+    def _padding_agrees(self) -> bool:
+        """Whether a prompt shorter than a prefill may go through it right-padded: for each
+        prefill of ``P`` tokens, the tokens after prompts of two lengths (``P``, or the cache
+        less 2 if shorter, and about ``P / 2``), their first ``len - 1`` tokens prefilled with
+        junk after them and the last fed to the decode step at its position, equal the decode
+        step's own on the whole prompt fed a token a step (greedy, three tokens each). True
+        of a causal prefill whose padded positions the decode step overwrites before it
+        reads them (its attention masked to positions up to its own); a program for which it
+        fails has its prompts read by the decode step instead (but for prompts of a
+        prefill's length)."""
+        top, b = min(max(self.prefill_lens), self.max_len - 2), self.batch
+        if top < 2:
+            return False
+        dtype = self.gen.token.dtype
+        greedy = None
+        if self.samples:
+            from hlopipe.generate import Sampling
+
+            none = zip(SamplingParams(), _SAMPLING_DTYPES, strict=True)
+            greedy = Sampling(*(np.full((1, b), v, t) for v, t in none))
+        plain = self.one.start(tokens=np.ones((1, b), dtype), position=0)
+        if greedy is not None:
+            plain.sampling(greedy)
+        made = plain.generate(top + 2)[0, 0]  # fed 1 then its own tokens: a prompt and after
+        prompt = [1, *made[: top - 1].tolist()]
+        checks = {(P, n) for P in self.prefill_lens for n in (min(P, top), max(2, P // 2))}
+        for P, length in sorted(checks):
+            head = prompt[: length - 1]
+            junk = (prompt[::-1] * 2)[: P - len(head)]  # anything but the prompt's own tokens
+            padded = self.one.start(tokens=np.zeros((1, b), dtype), position=0)
+            if greedy is not None:
+                padded.sampling(greedy)
+            padded.prefill_rows(np.asarray([head + junk], np.int32), [0])
+            tokens = np.zeros((1, b), dtype)
+            positions = np.zeros((1, b), np.int64)
+            tokens[0, 0], positions[0, 0] = prompt[length - 1], length - 1
+            padded.feed(tokens, position=positions)
+            after = padded.generate(3)[0, 0].tolist()
+            if after != made[length - 1 : length + 2].tolist():
+                return False
+        return True
+
+    def profiled(self) -> list[float]:
+        """Each stage's decode step alone, in seconds (on a session of one group)."""
+        if self.per_sequence:
+            return list(self._live[0].profile())
+        zeros = np.zeros((1, self.batch), self.gen.token.dtype)
+        return list(self.one.start(tokens=zeros, position=0).profile())

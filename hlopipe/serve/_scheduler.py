@@ -1,0 +1,435 @@
+"""The serving engine's scheduler: which sequences hold which rows, and what each turn runs.
+
+The generator's ``groups`` sessions have ``batch`` rows each, a sequence a row. The
+scheduler admits waiting sequences into free rows, and each call of :meth:`Scheduler.schedule`
+returns a :class:`StepPlan`: the sessions begun afresh, the sampling set, the rows prefilled
+with which prompts, the tokens (and positions) fed, and the groups whose decode step is
+issued and read. The runner (``_runner.py``) makes the plan's calls and hands back what they
+made (:class:`StepResult`); :meth:`Scheduler.update` then gives each row's token to its
+sequence (or feeds the next prompt token instead), ends the sequences that stopped, frees
+their rows, and returns what to tell the requests (:class:`Emit`). It calls no generator: a
+plan is data, checked on its own by ``tests/serve/test_scheduler.py``.
+
+Two policies (:class:`Policy`) of the one protocol, by the decode step's form:
+
+- :attr:`Policy.ROWS` (a position per sequence): each free row takes the next waiting
+  sequence at the next plan, from position 0 or from the prefill written into its row alone
+  (``Session.prefill_rows``), while the group's other rows carry on. Every running group is
+  fed its rows' tokens and positions each turn; an idle row of a busy group runs at
+  position 0 and its token is dropped.
+- :attr:`Policy.GROUPS` (one position for a group): a group is the unit. A group whose rows
+  are all free takes up to ``batch`` waiting sequences whose prompts have one length (the
+  first waiting one's) in a session begun afresh (:class:`Start`): through the prefill when
+  the length is a prefill's, else from the prompts' first tokens at position 0, the rest fed
+  a turn each. Unused rows repeat the first prompt and their tokens are dropped.
+
+In both, a group with a sequence in flight is stepped every turn (every group's step issued
+before any is read, so the groups overlap on the stages), a sequence whose client left or
+whose output ended it is freed at the next update, and a plan that prefills (whose tokens
+decide the next feed) holds no decode step: the turn is the next plan.
+"""
+
+from __future__ import annotations
+
+import enum
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import NamedTuple
+
+import numpy as np
+
+from hlopipe.serve._output import FinishReason
+
+
+class SamplingParams(NamedTuple):
+    """How a sequence's tokens are drawn (a step returning logits): its 32-bit ``seed``,
+    ``temperature`` (0: greedy), ``top_p`` (1: no cut), ``top_k`` (0: no cut), and the
+    penalties ``presence``, ``frequency`` (0: none) and ``repetition`` (1: none); whether its
+    ``logprobs`` are wanted (its group's step then makes them)."""
+
+    seed: int = 0
+    temperature: float = 0.0
+    top_p: float = 1.0
+    top_k: int = 0
+    presence: float = 0.0
+    frequency: float = 0.0
+    repetition: float = 1.0
+    logprobs: bool = False
+
+    @property
+    def penalized(self) -> bool:
+        return self.presence != 0 or self.frequency != 0 or self.repetition != 1
+
+
+class TokenLogprobs(NamedTuple):
+    """A token's log-probability under the step's logits and the ``top`` largest ones asked
+    for, ``(token id, log-probability)`` largest first (``_sampling.token_logprobs``)."""
+
+    logprob: float
+    top: tuple[tuple[int, float], ...]
+
+    @classmethod
+    def of(cls, row: np.ndarray, k: int) -> TokenLogprobs:
+        """From one token's ``[1 + 2K]`` row (its own, the ``K`` largest, their ids)."""
+        K = (len(row) - 1) // 2
+        top = tuple((int(row[1 + K + j]), float(row[1 + j])) for j in range(min(k, K)))
+        return cls(float(row[0]), top)
+
+
+@dataclass
+class Sequence:
+    """One sequence a request asked for: its prompt, how many tokens, and what came of it."""
+
+    prompt: list[int]
+    max_tokens: int
+    stop_ids: frozenset[int] = frozenset()
+    sampling: SamplingParams = field(default_factory=SamplingParams)
+    tokens: list[int] = field(default_factory=list)
+    finish: FinishReason | None = None
+    cancelled: bool = False  # ended by its output (a stop string): freed at the next step
+    logprobs: int | None = None  # how many of the largest log-probabilities (None: none)
+    token_logprobs: list[TokenLogprobs] = field(default_factory=list)  # one a token, if asked
+
+
+@dataclass
+class Request:
+    """A request's sequences. The engine thread calls ``emit(index, token, finish)`` for each
+    token made (``finish``: ``None``, or why the sequence ended on this token) and
+    ``emit(-1, None, None)`` once every sequence is finished or cancelled; the web side hands
+    them over to its event loop. ``cancelled`` frees its slots at the next step (a client
+    that went away); a sequence's own ``cancelled`` frees its slot alone."""
+
+    seqs: list[Sequence]
+    emit: Callable[[int, int | None, FinishReason | None], object]
+    cancelled: bool = False
+    queued_at: float = field(default_factory=time.perf_counter)
+
+
+class Policy(enum.StrEnum):
+    """How rows are admitted (see the module's docstring)."""
+
+    ROWS = "rows"  # a position per sequence: each row on its own
+    GROUPS = "groups"  # one position a group: a group begun afresh, prompts of one length
+
+
+@dataclass(frozen=True)
+class Start:
+    """Group ``group``'s session begun afresh with ``prompts`` (one a row, of one length):
+    through the prefill (``prefill``), else from their first tokens at position 0. ``seqs``:
+    each row's sequence (``None``: unused), whose sampling the session starts with."""
+
+    group: int
+    prompts: tuple[tuple[int, ...], ...]
+    prefill: bool
+    seqs: tuple[Sequence | None, ...]
+
+
+@dataclass(frozen=True)
+class SetSampling:
+    """Group ``group``'s sampling set from its rows' sequences (``None``: an idle row, drawn
+    greedy), with the penalties' counts of their tokens so far when ``penalties``."""
+
+    group: int
+    seqs: tuple[Sequence | None, ...]
+    penalties: bool
+
+
+@dataclass(frozen=True)
+class Prefill:
+    """``prompts`` (each of one prefill's length) written into rows ``rows`` of group
+    ``group``'s cache; the prefill's token of each row comes back."""
+
+    group: int
+    rows: tuple[int, ...]
+    prompts: tuple[tuple[int, ...], ...]
+
+
+@dataclass(frozen=True)
+class Feed:
+    """The tokens group ``group`` reads at its next step, one a row, at ``positions`` (one a
+    row: :attr:`Policy.ROWS`) or at the group's own position (``None``)."""
+
+    group: int
+    tokens: tuple[int, ...]
+    positions: tuple[int, ...] | None = None
+
+
+@dataclass(frozen=True)
+class StepPlan:
+    """One call of the runner, its parts made in this order: sessions begun, sampling set,
+    prefills run, tokens fed, then each of ``steps``' decode step issued before any is read,
+    and the log-probabilities of the groups ``logprobs`` read."""
+
+    starts: tuple[Start, ...] = ()
+    sampling: tuple[SetSampling, ...] = ()
+    prefills: tuple[Prefill, ...] = ()
+    feeds: tuple[Feed, ...] = ()
+    steps: tuple[int, ...] = ()
+    logprobs: tuple[int, ...] = ()
+
+    @property
+    def empty(self) -> bool:
+        return not (self.starts or self.sampling or self.prefills or self.feeds or self.steps)
+
+
+class StepResult(NamedTuple):
+    """What a plan's calls made: each prefill's token of each of its rows, each stepped
+    group's tokens (one a row), and the log-probability rows ``[b, 1 + 2k]`` of the groups
+    whose log-probabilities were read."""
+
+    prefilled: tuple[tuple[int, ...], ...] = ()
+    tokens: dict[int, tuple[int, ...]] = {}
+    logprobs: dict[int, np.ndarray] = {}
+
+
+class Emit(NamedTuple):
+    """What to tell a request: ``request.emit(seq, token, finish)`` (``seq``: the sequence's
+    index, -1 once all of them ended)."""
+
+    request: Request
+    seq: int
+    token: int | None
+    finish: FinishReason | None
+
+
+@dataclass
+class _Row:
+    """A row's sequence: its request and index, the prompt tokens fed so far, and what the
+    row reads next (its token and position)."""
+
+    request: Request
+    index: int
+    fed: int = 1
+    token: int = 0
+    position: int = 0
+    prompted: bool = False  # ``token`` is the prompt's, not the one the row made
+
+    @property
+    def seq(self) -> Sequence:
+        return self.request.seqs[self.index]
+
+
+class Scheduler:
+    """Admission, rows and groups as one protocol (see the module's docstring): :meth:`add`
+    queues a request's sequences, :meth:`schedule` returns the next :class:`StepPlan`,
+    :meth:`update` takes what the runner made of it.
+
+    ``prefill_lens``: each prefill's prompt length, shortest first; ``samples``: the step
+    returns logits (sampling is set; else greedy tokens); ``pads``: a prompt of another
+    length may go through a prefill right-padded (the runner's warm-up check says)."""
+
+    def __init__(
+        self,
+        policy: Policy,
+        groups: int,
+        batch: int,
+        *,
+        prefill_lens: tuple[int, ...] = (),
+        samples: bool = False,
+        pads: bool = False,
+    ) -> None:
+        self.policy = policy
+        self.batch = batch
+        self.prefill_lens = tuple(sorted(prefill_lens))
+        self.samples = samples
+        self.pads = pads
+        self.waiting: list[tuple[Request, int]] = []
+        self.rows: list[list[_Row | None]] = [[None] * batch for _ in range(groups)]
+        self.prefilled = 0  # sequences whose prompt went through a prefill
+
+    # -- state -------------------------------------------------------------------------------
+    def add(self, request: Request) -> None:
+        self.waiting.extend((request, i) for i in range(len(request.seqs)))
+
+    def live(self) -> list[int]:
+        """The groups with a sequence in flight."""
+        return [g for g, row in enumerate(self.rows) if any(r is not None for r in row)]
+
+    def running(self) -> int:
+        """The sequences holding a row (reading their prompts or generating)."""
+        return sum(r is not None for row in self.rows for r in row)
+
+    def requests(self) -> list[Request]:
+        """Every request waiting or in flight."""
+        held = [r.request for row in self.rows for r in row if r is not None]
+        return held + [r for r, _ in self.waiting]
+
+    # -- plans -------------------------------------------------------------------------------
+    def schedule(self) -> StepPlan:
+        """The next plan: waiting sequences admitted into free rows; a plan of prefills if
+        any was admitted through one, else the turn of every group in flight."""
+        self.waiting = [(r, i) for r, i in self.waiting if not _gone(r, i)]
+        if self.policy is Policy.ROWS:
+            changed, prefills = self._admit_rows()
+            starts: list[Start] = []
+        else:
+            changed, prefills, starts = set(), [], self._admit_groups()
+        live = self.live()
+        penalized = {g for g in live if any(r.seq.sampling.penalized for r in self._held(g))}
+        begun = {s.group for s in starts}  # their sampling comes with the start
+        sampling = tuple(
+            SetSampling(g, self._seqs(g), g in penalized)
+            for g in sorted(changed | (penalized - begun))
+            if self.samples
+        )
+        if prefills:
+            return StepPlan(sampling=sampling, prefills=tuple(prefills))
+        feeds = tuple(f for g in live if (f := self._feed(g)) is not None)
+        logprobs = tuple(
+            g for g in live if any(_gives(r) and r.seq.logprobs is not None for r in self._held(g))
+        )
+        return StepPlan(tuple(starts), sampling, (), feeds, tuple(live), logprobs)
+
+    def _held(self, g: int) -> list[_Row]:
+        return [r for r in self.rows[g] if r is not None]
+
+    def _seqs(self, g: int) -> tuple[Sequence | None, ...]:
+        return tuple(None if r is None else r.seq for r in self.rows[g])
+
+    def _feed(self, g: int) -> Feed | None:
+        """Group ``g``'s tokens for its next step: every row's and its position (ROWS), or a
+        prompt's next tokens (GROUPS, while its rows read their prompts; else the session
+        feeds back what it made)."""
+        rows = self.rows[g]
+        if self.policy is Policy.ROWS:
+            tokens = tuple(0 if r is None else r.token for r in rows)
+            return Feed(g, tokens, tuple(0 if r is None else r.position for r in rows))
+        if not any(r is not None and r.prompted for r in rows):
+            return None  # the session feeds back what it made
+        return Feed(g, tuple(0 if r is None else r.token for r in rows))
+
+    def _admit_rows(self) -> tuple[set[int], list[Prefill]]:
+        """Each free row takes the next waiting sequence: through a prefill when its prompt
+        has a prefill's length (and its log-probabilities are not asked for: the decode step
+        gives those, so it reads the last prompt token) or, ``pads``, any prompt of 2 tokens
+        or more; else from its first token at position 0. Returns the groups whose rows
+        changed (their sampling is set) and the prefills, one a group and length."""
+        changed: set[int] = set()
+        heads: dict[tuple[int, int], list[tuple[int, list[int]]]] = {}  # (group, P): rows
+        for g, row in enumerate(self.rows):
+            for b, held in enumerate(row):
+                if held is not None or not self.waiting:
+                    continue
+                req, i = self.waiting.pop(0)
+                seq = req.seqs[i]
+                row[b] = new = _Row(req, i, token=seq.prompt[0])
+                changed.add(g)
+                whole = len(seq.prompt) in self.prefill_lens and seq.logprobs is None
+                if whole or (self.pads and len(seq.prompt) > 1 and self.prefill_lens):
+                    head, new.fed = self._head(seq.prompt, seq.logprobs is not None)
+                    heads.setdefault((g, len(head)), []).append((b, head))
+        prefills = [
+            Prefill(g, tuple(b for b, _ in got), tuple(tuple(h) for _, h in got))
+            for (g, _), got in heads.items()
+        ]
+        self.prefilled += sum(len(p.rows) for p in prefills)
+        return changed, prefills
+
+    def _head(self, prompt: list[int], padded: bool) -> tuple[list[int], int]:
+        """The row a prefill reads for ``prompt`` and how many of the prompt's tokens it
+        covers: all of one of a prefill's length (unless ``padded``: its first token's
+        log-probabilities are asked for, which the decode step gives); else its first
+        ``len - 1`` through the shortest prefill that holds them, padded with the last of
+        them (positions the decode step overwrites before it reads them), or, longer than
+        every prefill, its first ``P`` through the longest."""
+        L = len(prompt)
+        if L in self.prefill_lens and not padded:
+            return prompt, L
+        fits = [P for P in self.prefill_lens if P >= L - 1]
+        P = fits[0] if fits else self.prefill_lens[-1]
+        n = min(L - 1, P)
+        return prompt[:n] + [prompt[n - 1]] * (P - n), n
+
+    def _admit_groups(self) -> list[Start]:
+        """Each group whose rows are all free takes up to ``batch`` waiting sequences whose
+        prompts have the first waiting one's length, begun through the prefill when it is a
+        prefill's length and none asks for log-probabilities (the prefill gives none)."""
+        starts = []
+        for g, row in enumerate(self.rows):
+            if any(r is not None for r in row) or not self.waiting:
+                continue
+            length = len(self.waiting[0][0].seqs[self.waiting[0][1]].prompt)
+            members = [m for m in self.waiting if len(m[0].seqs[m[1]].prompt) == length]
+            members = members[: self.batch]
+            self.waiting = [m for m in self.waiting if not any(m is t for t in members)]
+            prompts = [tuple(r.seqs[i].prompt) for r, i in members]
+            prompts += [prompts[0]] * (self.batch - len(prompts))
+            asked = any(r.seqs[i].logprobs is not None for r, i in members)
+            whole = length in self.prefill_lens and not asked
+            for b, (req, i) in enumerate(members):
+                row[b] = _Row(req, i, fed=length if whole else 1, token=prompts[b][0])
+            self.prefilled += len(members) if whole else 0
+            starts.append(Start(g, tuple(prompts), whole, self._seqs(g)))
+        return starts
+
+    # -- results -----------------------------------------------------------------------------
+    def update(self, plan: StepPlan, result: StepResult) -> list[Emit]:
+        """Take what ``plan``'s calls made: each prefilled row goes on from its prompt's end
+        (its first token given) or from its next prompt token; each stepped row's token is
+        given to its sequence, or its next prompt token is fed instead; a sequence that
+        ended frees its row. Returns what to tell the requests, in order."""
+        out: list[Emit] = []
+        for p, made in zip(plan.prefills, result.prefilled, strict=True):
+            for b, tok in zip(p.rows, made, strict=True):
+                r = self.rows[p.group][b]
+                assert r is not None  # admitted by the plan
+                prompt = r.seq.prompt
+                if r.fed < len(prompt):  # the prefill's token is not the prompt's next
+                    r.token, r.position, r.fed = prompt[r.fed], r.fed, r.fed + 1
+                    continue
+                r.token, r.position = tok, r.fed
+                self._give(r, tok, None, out)
+                if r.seq.finish is not None:  # one token asked: done
+                    self.rows[p.group][b] = None
+        for g in plan.steps:
+            lps = result.logprobs.get(g)
+            for b, r in enumerate(self.rows[g]):
+                if r is None:
+                    continue
+                r.position += 1
+                if _gone(r.request, r.index):
+                    r.seq.finish = FinishReason.CANCELLED
+                    _ended(r.request, out)
+                elif r.fed < len(r.seq.prompt):  # still reading the prompt
+                    r.token, r.prompted = r.seq.prompt[r.fed], True
+                    r.fed += 1
+                    continue
+                else:
+                    r.token, r.prompted = result.tokens[g][b], False
+                    self._give(r, r.token, None if lps is None else lps[b], out)
+                if r.seq.finish is not None:
+                    self.rows[g][b] = None
+        return out
+
+    @staticmethod
+    def _give(r: _Row, tok: int, lp: np.ndarray | None, out: list[Emit]) -> None:
+        """Row ``r``'s sequence made ``tok`` (and ``lp``, its log-probabilities row, when
+        they are asked for): kept, its end told."""
+        seq = r.seq
+        seq.tokens.append(tok)
+        if seq.logprobs is not None:
+            assert lp is not None  # a sequence asking for them is in ``plan.logprobs``
+            seq.token_logprobs.append(TokenLogprobs.of(lp, seq.logprobs))
+        if tok in seq.stop_ids:
+            seq.finish = FinishReason.STOP
+        elif len(seq.tokens) >= seq.max_tokens:
+            seq.finish = FinishReason.LENGTH
+        out.append(Emit(r.request, r.index, tok, seq.finish))
+        _ended(r.request, out)
+
+
+def _gives(r: _Row) -> bool:
+    """Whether the row's next step's token is given to its sequence (its prompt read)."""
+    return r.fed >= len(r.seq.prompt)
+
+
+def _ended(req: Request, out: list[Emit]) -> None:
+    if all(s.finish is not None for s in req.seqs):
+        out.append(Emit(req, -1, None, None))
+
+
+def _gone(req: Request, i: int) -> bool:
+    """Whether sequence ``i`` of ``req`` was cancelled (its client left, or its output ended
+    it)."""
+    return req.cancelled or req.seqs[i].cancelled

@@ -1,0 +1,137 @@
+"""The serving scheduler on its own (no generator, no thread): requests arrive and leave, and
+each plan it returns and what it tells the requests are checked against expectations worked
+by hand from the policies' definitions (``hlopipe/serve/_scheduler.py``'s docstring): a row
+admits the next waiting sequence (a position per sequence), a group whose rows are all free
+admits up to ``batch`` sequences of the first waiting one's prompt length (one position a
+group), a prompt of a prefill's length goes through it, a sequence whose client left is freed
+at the next update without a token."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from hlopipe.serve._output import FinishReason
+from hlopipe.serve._scheduler import (
+    Emit,
+    Feed,
+    Policy,
+    Prefill,
+    Request,
+    SamplingParams,
+    Scheduler,
+    Sequence,
+    SetSampling,
+    Start,
+    StepPlan,
+    StepResult,
+)
+
+LENGTH, CANCELLED = FinishReason.LENGTH, FinishReason.CANCELLED
+
+
+def _request(prompt, max_tokens, **kw) -> Request:
+    return Request([Sequence(prompt, max_tokens, **kw)], lambda *a: None)
+
+
+def _end(r: Request) -> Emit:
+    return Emit(r, -1, None, None)
+
+
+def test_rows_each_row_admits_the_next_sequence_and_frees_on_its_end():
+    """One group of 2 rows, a prefill of 4 tokens, no padding (a step returning tokens)."""
+    s = Scheduler(Policy.ROWS, groups=1, batch=2, prefill_lens=(4,))
+    a, b = _request([1, 2, 3, 4], 2), _request([5, 6], 1)
+    s.add(a)
+    s.add(b)
+    # a's prompt has the prefill's length: prefilled into row 0 alone; b from its first token
+    plan = s.schedule()
+    assert plan == StepPlan(prefills=(Prefill(0, (0,), ((1, 2, 3, 4),)),))
+    assert s.update(plan, StepResult(prefilled=((10,),))) == [Emit(a, 0, 10, None)]
+    # the turn: row 0 reads the prefill's token at the prompt's end, row 1 b's first token
+    plan = s.schedule()
+    assert plan == StepPlan(feeds=(Feed(0, (10, 5), (4, 0)),), steps=(0,))
+    told = s.update(plan, StepResult(tokens={0: (11, 99)}))  # b's 99: made on its prompt
+    assert told == [Emit(a, 0, 11, LENGTH), _end(a)]
+    assert (a.seqs[0].tokens, b.seqs[0].tokens) == ([10, 11], [])
+    # row 0 is free: c takes it at once, while b (row 1) reads its second prompt token
+    c, d = _request([7], 3), _request([8, 9], 2)
+    s.add(c)
+    s.add(d)
+    plan = s.schedule()
+    assert plan == StepPlan(feeds=(Feed(0, (7, 6), (0, 1)),), steps=(0,))
+    told = s.update(plan, StepResult(tokens={0: (20, 21)}))
+    assert told == [Emit(c, 0, 20, None), Emit(b, 0, 21, LENGTH), _end(b)]
+    # d's client left while it waited: it is dropped, so row 1 idles (token 0 at position 0)
+    d.cancelled = True
+    plan = s.schedule()
+    assert plan == StepPlan(feeds=(Feed(0, (20, 0), (1, 0)),), steps=(0,))
+    assert s.waiting == [] and s.running() == 1
+    # c's client leaves during the step: no token given, its row freed
+    c.cancelled = True
+    assert s.update(plan, StepResult(tokens={0: (30, 31)})) == [_end(c)]
+    assert c.seqs[0].tokens == [20] and c.seqs[0].finish is CANCELLED
+    assert s.schedule().empty and s.live() == [] and s.prefilled == 1
+
+
+def test_rows_prompts_of_other_lengths_through_the_buckets_padded():
+    """Padding on, prefills of 4 and 8 tokens, one group of 4 rows: a prompt of 3 tokens
+    has its first 2 through the prefill of 4 (padded with its second); one of 4 asking for
+    log-probabilities its first 3 (the decode step reads the last, giving them); one of 11
+    its first 8 through the longest; one of 1 token none. Each then reads its next prompt
+    token at its position, and the step's log-probabilities are read once a row asking for
+    them makes a token."""
+    s = Scheduler(Policy.ROWS, groups=1, batch=4, prefill_lens=(8, 4), pads=True)
+    long = list(range(10, 21))
+    reqs = [_request([1, 2, 3], 2), _request([4, 5, 6, 7], 2, logprobs=1),
+            _request(long, 2), _request([9], 2)]  # fmt: skip
+    for r in reqs:
+        s.add(r)
+    plan = s.schedule()
+    want = (Prefill(0, (0, 1), ((1, 2, 2, 2), (4, 5, 6, 6))), Prefill(0, (2,), (tuple(long[:8]),)))
+    assert plan == StepPlan(prefills=want)
+    assert s.update(plan, StepResult(prefilled=((90, 91), (92,)))) == []  # not the prompts' next
+    plan = s.schedule()
+    assert plan == StepPlan(feeds=(Feed(0, (3, 7, 18, 9), (2, 3, 8, 0)),), steps=(0,),
+                            logprobs=(0,))  # fmt: skip
+    lps = np.zeros((4, 5), np.float32)
+    lps[1] = [-0.5, -0.25, -1.0, 42, 43]  # its own, the 2 largest, their ids
+    told = s.update(plan, StepResult(tokens={0: (30, 31, 32, 33)}, logprobs={0: lps}))
+    assert told == [Emit(reqs[0], 0, 30, None), Emit(reqs[1], 0, 31, None),
+                    Emit(reqs[3], 0, 33, None)]  # fmt: skip
+    assert reqs[1].seqs[0].token_logprobs[0] == (-0.5, ((42, -0.25),))
+    assert s.prefilled == 3
+
+
+def test_groups_a_group_admits_whole_with_prompts_of_one_length():
+    """Two groups of 2 rows, one position a group, a prefill of 3 tokens, a step returning
+    logits (sampling set): e and g (prompts of 2) begin group 0 from their first tokens;
+    f (a prompt of 3, with a penalty) begins group 1 through the prefill; h waits for a
+    group whose rows are all free, not for a row."""
+    s = Scheduler(Policy.GROUPS, groups=2, batch=2, prefill_lens=(3,), samples=True)
+    e, f = _request([1, 2], 2), _request([3, 4, 5], 2, sampling=SamplingParams(presence=0.5))
+    g, h = _request([6, 7], 1), _request([8], 1)
+    for r in (e, f, g, h):
+        s.add(r)
+    plan = s.schedule()
+    starts = (Start(0, ((1, 2), (6, 7)), False, (e.seqs[0], g.seqs[0])),
+              Start(1, ((3, 4, 5), (3, 4, 5)), True, (f.seqs[0], None)))  # fmt: skip
+    assert plan == StepPlan(starts=starts, steps=(0, 1))  # sampling comes with the starts
+    assert s.waiting == [(h, 0)] and s.prefilled == 1
+    # group 0 made tokens on its first prompt tokens (dropped); group 1's is the prefill's
+    told = s.update(plan, StepResult(tokens={0: (50, 51), 1: (60, 61)}))
+    assert told == [Emit(f, 0, 60, None)]
+    # group 0 is fed its prompts' second tokens; group 1 feeds back its own, its penalty's
+    # counts set again; h still waits (group 1's row 1 is free, the group is not)
+    plan = s.schedule()
+    assert plan == StepPlan(sampling=(SetSampling(1, (f.seqs[0], None), True),),
+                            feeds=(Feed(0, (2, 7)),), steps=(0, 1))  # fmt: skip
+    told = s.update(plan, StepResult(tokens={0: (70, 71), 1: (62, 63)}))
+    assert told == [Emit(e, 0, 70, None), Emit(g, 0, 71, LENGTH), _end(g),
+                    Emit(f, 0, 62, LENGTH), _end(f)]  # fmt: skip
+    # group 1 is free: h begins it, while e goes on alone in group 0 (g's row not reused)
+    plan = s.schedule()
+    assert plan == StepPlan(starts=(Start(1, ((8,), (8,)), False, (h.seqs[0], None)),),
+                            steps=(0, 1))  # fmt: skip
+    told = s.update(plan, StepResult(tokens={0: (80, 81), 1: (90, 91)}))
+    assert told == [Emit(e, 0, 80, LENGTH), _end(e), Emit(h, 0, 90, LENGTH), _end(h)]
+    assert s.schedule().empty and s.running() == 0
