@@ -96,7 +96,7 @@ class StatefulSplit:
         new value is computed from. A layer's K and V caches are written from the same
         residual stream, which the caches of every layer before it feed and no later one
         does, so they share a key and two layers never do, whatever the caches are named."""
-        if not self._layer_keys:
+        if self.slots and not self._layer_keys:
             jaxpr = J.inline(self.staged.jaxpr, lambda e: True).jaxpr
             args = [x.arg for x in self.slots]
             bit = {jaxpr.invars[a]: 1 << n for n, a in enumerate(args)}
