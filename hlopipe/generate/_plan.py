@@ -9,7 +9,6 @@ later stages, and/or a program output (the feedback, the token).
 from __future__ import annotations
 
 import enum
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, NamedTuple
@@ -615,9 +614,11 @@ def cache_length(roles: Any, split: Any, position: Any, batch: int, source: str)
 
 def stage_layers(split: Any, stacked: Any) -> list[int]:
     """How many layers' state each stage of ``split`` keeps: the layers of a cache stacked
-    over them (its pieces' ranges), else the distinct state paths once a trailing key is
-    dropped (``[1][3]['k']`` and ``[1][3]['v']`` are layer ``[1][3]``)."""
+    over them (its pieces' ranges), else the layers of its state by data flow
+    (``StatefulSplit.layer_keys``: a layer's K and V caches are one layer, whether named
+    ``[1][3]['k']`` and ``[1][3]['v']`` or ``cache.3.keys`` and ``cache.3.values``)."""
     out = []
+    keys = split.layer_keys() if stacked is None else {}
     for s in range(split.num_stages):
         slots = split.state_of(s)
         if stacked is not None:
@@ -625,7 +626,7 @@ def stage_layers(split: Any, stacked: Any) -> list[int]:
                     for (lo, hi), a in zip(st.ranges, st.args, strict=True)}  # fmt: skip
             out.append(max((size.get(x.arg, 1) for x in slots), default=0))
         else:
-            out.append(len({re.sub(r"\[['\"][^\]]*['\"]\]$", "", x.path) for x in slots}))
+            out.append(len({keys[x.arg] for x in slots}))
     return out
 
 

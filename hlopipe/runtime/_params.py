@@ -469,7 +469,12 @@ def _phase(
             new_st = [x if y is None else y for x, y in zip(st_leaves, outs[n_u:], strict=True)]
             u_own = [outs[q] for q in rows.leaves]
             new = optax.apply_updates(rows.join(p), u_own)
-            out = [rows.split(new), jax.tree.unflatten(jax.tree.structure(st), new_st)]
+            # another stage's parameters' state leaves stay the placeholders init gave them
+            # (one that depends on no parameter, adafactor's unused [1] statistic, is computed
+            # here too): the state's shapes never change, so no step compiles this again
+            new_tree = view.stage_state(jax.tree.unflatten(jax.tree.structure(st), new_st),
+                                        rows.leaves)  # fmt: skip
+            out = [rows.split(new), new_tree]
         else:
             out = [part]
         if k == 0:

@@ -74,6 +74,7 @@ class StatefulSplit:
     feedback: list[tuple[int, int]]
     state_sent: tuple[StateSend, ...] = ()
     _by_stage: dict[int, list[StateSlot]] = field(default_factory=dict, repr=False)
+    _layer_keys: dict[int, frozenset[int]] = field(default_factory=dict, repr=False)
 
     @property
     def num_stages(self) -> int:
@@ -89,6 +90,29 @@ class StatefulSplit:
     def layers_of(self, stage: int) -> list[str]:
         """The paths of the state a stage keeps (a layer's cache names its layer)."""
         return [x.path for x in self.state_of(stage)]
+
+    def layer_keys(self) -> dict[int, frozenset[int]]:
+        """Per state argument, its layer told by data flow: the other state arguments its
+        new value is computed from. A layer's K and V caches are written from the same
+        residual stream, which the caches of every layer before it feed and no later one
+        does, so they share a key and two layers never do, whatever the caches are named."""
+        if self.slots and not self._layer_keys:
+            jaxpr = J.inline(self.staged.jaxpr, lambda e: True).jaxpr
+            args = [x.arg for x in self.slots]
+            bit = {jaxpr.invars[a]: 1 << n for n, a in enumerate(args)}
+            fed: dict[Any, int] = dict(bit)  # var -> the state arguments it is computed from
+            for e in jaxpr.eqns:
+                m = 0
+                for v in e.invars:
+                    if not isinstance(v, J.Literal):
+                        m |= fed.get(v, 0)
+                for v in e.outvars:
+                    fed[v] = m
+            for n, x in enumerate(self.slots):
+                out = jaxpr.outvars[x.output]
+                m = 0 if isinstance(out, J.Literal) else fed.get(out, 0) & ~(1 << n)
+                self._layer_keys[x.arg] = frozenset(a for k, a in enumerate(args) if m >> k & 1)
+        return self._layer_keys
 
 
 def split_stateful(

@@ -7,10 +7,12 @@ activations), and ``print(gen)`` warns."""
 from __future__ import annotations
 
 import functools
+from pathlib import Path
 
 import jax
 import jax.numpy as jnp
 import numpy as np
+import pytest
 from jax import lax
 
 import hlopipe
@@ -126,3 +128,58 @@ def test_print_warns_of_a_stage_with_more_than_its_share_of_layers_or_none():
     assert split_warnings([2, 2], ()) == []
     (none,) = split_warnings([2, 0, 2], ())
     assert none.startswith("warning: stage 1 keeps no layer's state")
+
+
+def _flat_cache_program(n_layers: int, cut: int):
+    """gd's decode step taking its caches as one flat list ``[k0, v0, k1, v1, ...]`` (paths
+    ``[1][0]``, ``[1][1]``, ...: nothing in a name tells a layer), a marker after layer
+    ``cut - 1``."""
+    from hlopipe.models import gpt_decode as gd
+
+    cfg = gd.DecodeConfig(n_layers=n_layers, max_len=8)
+    step = gd.decode_fn(cfg, stage_boundary, cuts=(cut,))
+
+    def flat(params, caches, tokens, pos):
+        cache = [{"k": caches[2 * i], "v": caches[2 * i + 1]} for i in range(n_layers)]
+        nxt, cache = step(params, cache, tokens, pos)
+        return nxt, [a for c in cache for a in (c["k"], c["v"])]
+
+    caches = [a for c in gd.empty_cache(B, cfg) for a in (c["k"], c["v"])]
+    ex = (gd.init(jax.random.key(0), cfg), caches, jnp.zeros(B, jnp.int32), jnp.int32(0))
+    return hlopipe.load(jax.export.export(jax.jit(flat, donate_argnums=1))(*ex).serialize())
+
+
+def test_the_balance_warning_counts_layers_not_k_and_v_arrays():
+    """Issue 49: a K and a V cache of one layer are one layer (by data flow), however they
+    are named. 3 layers cut 2 | 1 are balanced (share 2 of 3); 4 cut 3 | 1 are not."""
+    from hlopipe.generate._plan import split_warnings, stage_layers
+    from hlopipe.stages import split_stateful
+
+    prog = _flat_cache_program(3, 2)
+    split = split_stateful(prog, prog.arg_roles())
+    assert [len(split.state_of(s)) for s in range(2)] == [4, 2]  # K and V arrays per stage
+    assert stage_layers(split, None) == [2, 1]
+    assert split_warnings(stage_layers(split, None), ()) == []
+    prog = _flat_cache_program(4, 3)
+    split = split_stateful(prog, prog.arg_roles())
+    assert stage_layers(split, None) == [3, 1]
+    (warning,) = split_warnings(stage_layers(split, None), ())
+    assert warning.startswith("warning: stage 0 keeps the state of 3 layers, more than its "
+                              "share (2 of 4 over 2 stages)")  # fmt: skip
+
+
+@pytest.mark.x64
+def test_a_torch_exports_layers_are_counted_once_for_k_and_v():
+    """The caches of a transformers StaticCache exported by torch_xla (``cache.0.keys``,
+    ``cache.0.values``, ...): a 2-layer Llama in 2 stages keeps one layer on each."""
+    from hlopipe.generate._plan import counters_as_position, stage_layers
+    from hlopipe.stages import split_stateful
+
+    prog = hlopipe.load(
+        str(Path(__file__).parents[1] / "data/frameworks/torch_xla/export_llama/decode.mlir")
+    )
+    split = split_stateful(prog, counters_as_position(prog.arg_roles()), num_stages=2)
+    assert sorted((x.stage, x.path) for x in split.slots) == [
+        (0, "cache.0.keys"), (0, "cache.0.values"), (1, "cache.1.keys"), (1, "cache.1.values")
+    ]  # fmt: skip
+    assert stage_layers(split, None) == [1, 1]

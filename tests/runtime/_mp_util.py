@@ -148,6 +148,17 @@ def reference_grad_norms(steps: int, optimizer: str = "sgd") -> list[float]:
     return _reference(steps, optimizer, "markers")[2]
 
 
+def references_meanwhile(wanted: list[tuple[int, str, str]]) -> threading.Thread:
+    """Compute the one-device references ``(steps, optimizer, model)`` of
+    :func:`reference_losses` in a thread, while a job runs (the test's process only waits for
+    the job, and compiling the references is a good part of a job test's time): join it
+    before checking, and the checks read them from the cache. One that fails here fails
+    again where it is checked."""
+    thread = threading.Thread(target=lambda: [_reference(*w) for w in wanted], daemon=True)
+    thread.start()
+    return thread
+
+
 @functools.cache
 def _reference(
     steps: int, optimizer: str, model: str = "markers"

@@ -16,6 +16,7 @@ from _mp_util import (
     reference_logits,
     reference_losses,
     reference_params,
+    references_meanwhile,
 )
 from _mp_util import assert_params_like_one_device as _assert_params_like_one_device
 
@@ -89,9 +90,25 @@ def test_processes_train_and_infer_like_one_device(tmp_path, nproc, stage_device
                 job, o, n, steps=k, model="scan"
             )
     job = Job(nproc, args, timeout=400)
+    refs = references_meanwhile(_references(nproc))
     code = job.wait(timeout=500)
+    refs.join()
     check_scenarios(job, code, checks)
     assert no_process_left([p.pid for p in job.procs])
+
+
+def _references(nproc: int) -> list[tuple[int, str, str]]:
+    """The one-device references the checks of the job with ``nproc`` processes read."""
+    out = [(STEPS, "sgd", "markers"), (1, "sgd", "markers")]
+    if nproc == 2:
+        out += [(INTERLEAVED_STEPS, "sgd", "markers"), (FINITE_STEPS, "sgd", "markers"),
+                (FINITE_STEPS, "finite-multisteps", "markers"),
+                (OPT_STEPS, "sgd", "markers")]  # fmt: skip
+        out += [(OPT_STEPS, name, "markers") for name in OPTIMIZER_ROWS]
+        out += [(OPT_STEPS, "sgd", "scan"), (FINITE_STEPS, "sgd", "scan")]
+        out += [(FINITE_STEPS if n == "finite-multisteps" else OPT_STEPS, n, "scan")
+                for n in SCAN_ROWS]  # fmt: skip
+    return out
 
 
 def _trained_like_one_device(job: Job, out) -> None:
@@ -130,16 +147,16 @@ def _finite_multisteps_like_one_device(job: Job, out) -> None:
 OPTIMIZER_ROWS = ["muon", "lamb", "adafactor", "prodigy", "clip-lion", "schedule-masked-decay",
                   "ema", "schedule-free", "by-ndim"]  # fmt: skip
 OPT_STEPS = 3
-# The table on the scanned GPT: the rows whose exactness crosses the processes in another
-# way on a loop cut by iterations (all ten rows added 32 s to this job, these four 18 s, on
-# a loaded machine). apply_if_finite over MultiSteps (a global all-finite flag and a
-# counter), a clip before lion (a global norm summed over the processes), LAMB (a trust
-# ratio over each stacked parameter whole, its rows' gradients from both processes), and
-# muon (state shaped by the full shapes) with the stacked axis a batch axis: plain muon
-# orthogonalises each stacked [layers, d] bias as a matrix (not what one would train with),
-# and it came 1.25e-5 off in one run of two here (the stacked fc1 bias; the job's losses
-# differ between runs in the 8th digit).
-SCAN_ROWS = ["finite-multisteps", "clip-lion", "lamb", "muon-stacked"]
+# The whole table again on the scanned GPT (the loop cut into 2 stages, one per process): one
+# pipeline, compiled for the first row, its optimizer swapped for the others, each row's
+# one-device reference computed while the job runs (``references_meanwhile``). The six rows
+# after the first four add about 6 s of this job's wall time (their updates compiled; 3
+# steps each) and 11 s of CPU time with their references. Muon treats the stacked axis as a
+# batch axis: plain muon orthogonalises each stacked [layers, d] bias as a matrix (not what
+# one would train with), and it came 1.25e-5 off in one run of two here (the stacked fc1
+# bias; the job's losses differ between runs in the 8th digit).
+SCAN_ROWS = ["finite-multisteps", "clip-lion", "lamb", "muon-stacked", "prodigy", "adafactor",
+             "schedule-masked-decay", "ema", "schedule-free", "by-ndim"]  # fmt: skip
 
 
 def _optimizer_like_one_device(

@@ -192,10 +192,13 @@ def test_optimizer_on_two_stages_equals_one_device(name, kind):
                    and pieces[i].start is not None}  # fmt: skip
         assert rows_on == {0, 1}
     state = pipe.init(_params(kind))
+    shapes = jax.tree.map(np.shape, state.opt_states)
     losses = []
     for b in _batches():
         state, m = pipe.step(state, b)
         losses.append(m.loss)
+    # each step gives back the state's shapes init gave (else every update compiles again)
+    assert jax.tree.map(np.shape, state.opt_states) == shapes
     ref_losses, ref_params = _reference(kind, opt)
     np.testing.assert_allclose(losses, ref_losses, rtol=1e-5)
     got = jax.device_get(state.params)

@@ -10,6 +10,7 @@ import re
 import signal
 import sys
 import threading
+import time
 
 import numpy as np
 import openai
@@ -27,10 +28,12 @@ class _Lines(io.StringIO):
         super().__init__()
         self.url: str | None = None
         self.ready = threading.Event()
+        self.ready_seen = 0.0  # this process's clock when the URL line was read
 
     def write(self, text: str) -> int:
         m = re.search(r"^\[rank 0\] serving \S+ at (\S+)$", text, re.M)
         if m:
+            self.ready_seen = time.perf_counter()
             self.url = m.group(1)
             self.ready.set()
         return super().write(text)
@@ -56,6 +59,7 @@ def test_two_processes_serve_greedy_completions_equal_the_unsplit_program():
                            grace=20, timeout=240, out=out, on_start=procs.extend))  # fmt: skip
 
     job = threading.Thread(target=run, daemon=True)
+    spawned = time.perf_counter()
     job.start()
     try:
         assert out.ready.wait(200), out.getvalue()[-4000:]
@@ -63,9 +67,30 @@ def test_two_processes_serve_greedy_completions_equal_the_unsplit_program():
         rng = np.random.default_rng(5)
         cases = [(rng.integers(0, 64, L).tolist(), n) for L, n in ((3, 4), (8, 3), (5, 3), (2, 5))]
         greedy_like_the_oracle(client, cases, "hlopipe-tiny-gpt", lambda: out.getvalue()[-3000:])
+        scraped = time.perf_counter()
         after = _metrics(out.url.removesuffix("/v1"))
+        done = time.perf_counter()
+        # each stage's busy fraction (stage 1's step timed in process 1): its step's time x
+        # the group steps over the time since process 0's engine was ready, which this test's
+        # own clock brackets (ready after the job was spawned, before its URL line was read)
+        steps = after[("hlopipe_group_steps", ())]
+        work = [after[("hlopipe_stage_step_seconds", (("stage", str(s)),))] * steps for s in (0, 1)]
         busy = [after[("hlopipe_stage_busy_fraction", (("stage", str(s)),))] for s in (0, 1)]
-        assert all(0 < b < 1 for b in busy), busy  # a few steps in seconds
+        for s in (0, 1):
+            low = min(1.0, work[s] / (done - spawned))
+            high = min(1.0, work[s] / (scraped - out.ready_seen))
+            assert work[s] > 0 and low <= busy[s] <= high and busy[s] < 1, (s, busy[s], low, high)
+        # and the wall time under it runs on as this clock does: scraped again (the engine
+        # idle), work / busy has grown by the time between the two scrapes
+        time.sleep(0.3)
+        scraped2 = time.perf_counter()
+        again = _metrics(out.url.removesuffix("/v1"))
+        done2 = time.perf_counter()
+        assert again[("hlopipe_group_steps", ())] == steps
+        for s in (0, 1):
+            later = again[("hlopipe_stage_busy_fraction", (("stage", str(s)),))]
+            gap = work[s] / later - work[s] / busy[s]
+            assert scraped2 - done <= gap <= done2 - scraped, (s, gap, scraped2 - done)
         # every prompt: of 8 whole, the others right-padded (all but their last token)
         assert after[("hlopipe_prefilled_sequences", ())] == 4
         # log-probabilities, made on process 1's stage, reach process 0: seeded draws, each
