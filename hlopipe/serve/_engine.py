@@ -556,7 +556,7 @@ class Engine:
                 # a prompt of a prefill's length whose log-probabilities are asked for is
                 # padded (its last token's read by the decode step, which gives them) or read
                 whole = len(seq.prompt) in self.prefill_lens and seq.logprobs is None
-                if whole or (self.pads and len(seq.prompt) > 1):
+                if whole or (self.pads and len(seq.prompt) > 1) or self._chunked(seq.prompt):
                     prefill.setdefault(g, []).append((b, lane))
                 for field_values, value in zip(self._sampling, seq.sampling, strict=True):
                     field_values[g, b] = value
@@ -613,10 +613,20 @@ class Engine:
         L = len(prompt)
         if L in self.prefill_lens and not padded:
             return prompt, L
+        if self._chunked(prompt):  # a prefill and chunks (``generate/_chunk.py``)
+            chunk = getattr(self.gen, "chunk", None)
+            assert chunk is not None  # _chunked
+            return chunk.row(prompt, self.prefill_lens, self.max_len, exact=not padded)
         fits = [P for P in self.prefill_lens if P >= L - 1]
         P = fits[0] if fits else self.prefill_lens[-1]
         n = min(L - 1, P)
         return prompt[:n] + [prompt[n - 1]] * (P - n), n
+
+    def _chunked(self, prompt: list[int]) -> bool:
+        """Whether ``prompt`` is longer than every prefill and a chunk step continues it."""
+        return getattr(self.gen, "chunk", None) is not None and len(prompt) - 1 > max(
+            self.prefill_lens
+        )
 
     def _advance(self, made: np.ndarray, lps: dict[int, np.ndarray]) -> None:
         """After a step: each slot's next token and position (its prompt's next, or what it
