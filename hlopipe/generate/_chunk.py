@@ -80,6 +80,7 @@ class ChunkStep:
         read by the decode step).
       program: its step program (``_steps.StepProgram``, after :meth:`place`), run on a
         group's scratch registers; ``program.input_args`` tells its tokens from its position.
+      inner: the program of a chunk before the last (logits not sampled: nothing reads them).
     """
 
     @property
@@ -137,8 +138,12 @@ class ChunkStep:
         if self.samples:
             assert gen.sampler is not None  # a float token output: the step returns logits
             sampler = gen.sampler._replace(output=self.token_out)
-        self.program = build(self, sp, regs.layout, {}, {self.token_out: (gen.token.index,)},
-                             param_slots, regs.size, sampler)  # fmt: skip
+        fed: dict[int, tuple[int, ...]] = {self.token_out: (gen.token.index,)}
+        self.program = build(self, sp, regs.layout, {}, fed, param_slots, regs.size, sampler)
+        # a chunk before the last: its token is not wanted, so its logits are not sampled
+        self.inner = self.program
+        if sampler is not None:
+            self.inner = build(self, sp, regs.layout, {}, fed, param_slots, regs.size, None)
 
     # -- the form --------------------------------------------------------------------------
     @staticmethod

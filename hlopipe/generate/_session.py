@@ -431,17 +431,25 @@ class Session:
         takes the registers of its parameters for its own values."""
         gen, prog, C = self.gen, chunk.program, chunk.length
         layout = gen.registers.layout
+        size = max(prog.size, chunk.inner.size)
         scratch = gen.registers.template
-        scratch.extend([None] * (prog.size - len(scratch)))
+        scratch.extend([None] * (size - len(scratch)))
         for reg in [*layout.state.values(), *layout.sampling]:
             scratch[reg] = made[reg]
         dtype = chunk.tokens_dtype()
         for at in range(start, end, C):
+            prog = chunk.program if at + C >= end else chunk.inner  # the last samples
             values = {None: position_value(gen.position, at + C - 1),  # the sampler's key
                       chunk.position_arg: chunk.position_value(at),
                       chunk.tokens_arg: batch[:, at : at + C].astype(dtype)}  # fmt: skip
-            for (s, slot, sh), arg in zip(prog.inputs, prog.input_args, strict=True):
-                scratch[slot] = jax.device_put(values[arg], sh) if gen.place.local(s) else None
+            local = [(slot, values[arg], sh)
+                     for (s, slot, sh), arg in zip(prog.inputs, prog.input_args, strict=True)
+                     if gen.place.local(s)]  # fmt: skip
+            placed = jax.device_put([v for _, v, _ in local], [sh for *_, sh in local])
+            for _, slot, _ in prog.inputs:
+                scratch[slot] = None  # a stage another process computes
+            for (slot, _, _), v in zip(local, placed, strict=True):
+                scratch[slot] = v
             prog.run(scratch)
             self._count(prog, 1)
         return prog, scratch
