@@ -283,14 +283,15 @@ class _Probe:
                 out.append(int(jnp.argmax(logits[0])))
         return got.choices[0].model_dump()["token_ids"] == out
 
-    def alone(self, length: int) -> float:
+    def alone(self, length: int, batch: int = 1) -> float:
         import jax
         import jax.numpy as jnp
 
         from hlopipe.models import gpt_decode as gd
 
         fn = jax.jit(gd.prefill_fn(self.cfg, logits=True))
-        prompt = jnp.asarray(self.rng.integers(0, self.cfg.vocab, (1, length)), jnp.int32)
+        shape = (batch, length)
+        prompt = jnp.asarray(self.rng.integers(0, self.cfg.vocab, shape), jnp.int32)
         jax.block_until_ready(fn(self.params, prompt))
         times = []
         for _ in range(self.repeats):
@@ -339,9 +340,10 @@ def _chunk_table(repeats: int, chunk: int, d_model: int = 128, layers: int = 4) 
               f"{chunk} (padding agreed: prefill {engine.pads}, chunk {gen.chunk.pads}), one "
               f"group of 2 slots, one client, median of {repeats}")  # fmt: skip
         print("| prompt tokens | TTFT ms (chunks) | TTFT ms (no chunk step: the rest a token a "
-              "step) | ratio | unsplit prefill of that length alone ms | TTFT / alone | 4 "
-              "greedy tokens equal the decode step fed the prompt |")  # fmt: skip
-        print("| ---: | ---: | ---: | ---: | ---: | ---: | :---: |")
+              "step) | ratio | unsplit prefill of that length alone ms, batch 1 | TTFT / alone "
+              "| alone at the export's batch 2 ms | TTFT / that | 4 greedy tokens equal the "
+              "decode step fed the prompt |")  # fmt: skip
+        print("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | :---: |")
         probe.ttft(3)
         probe.ttft(200)  # warm the chunk path
         kept = gen.chunk
@@ -350,9 +352,10 @@ def _chunk_table(repeats: int, chunk: int, d_model: int = 128, layers: int = 4) 
             gen.chunk = None  # the engine's routing only: what the server did before
             before = probe.ttft(length)
             gen.chunk = kept
-            base = probe.alone(length)
+            base, wide = probe.alone(length), probe.alone(length, gen.batch)
             print(f"| {length} | {now * 1e3:.1f} | {before * 1e3:.1f} | {before / now:.1f}x | "
-                  f"{base * 1e3:.2f} | {now / base:.1f}x | {probe.equal(length)} |")  # fmt: skip
+                  f"{base * 1e3:.2f} | {now / base:.1f}x | {wide * 1e3:.2f} | {now / wide:.1f}x "
+                  f"| {probe.equal(length)} |")  # fmt: skip
 
 
 def _batch_table(batch: int, clients: list[int], requests: int, tokens: int) -> None:
