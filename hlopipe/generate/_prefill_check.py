@@ -10,6 +10,10 @@ leaves, and its first token the loop's next. The parameters are the caller's own
 traced by torch_xla takes the constants it lifted (a mask's -inf, an attention scale, GELU's
 0.7978) among its parameters, and random values there make the prefill and the loop differ
 however they are matched; two weights equal in the caller's values are interchangeable.
+
+A chunk step (``_chunk.py``) is run the same way (:func:`chunk_difference`): a prefill and a
+chunk against the decode loop, its state and next token; then a right-padded chunk, whose
+tokens after decide whether a last chunk may be padded.
 """
 
 from __future__ import annotations

@@ -27,13 +27,11 @@ from hlopipe.generate._placement import CompiledStage
 from hlopipe.generate._plan import InputKind, StagePlan, position_value
 from hlopipe.generate._sampling import Sampling
 from hlopipe.generate._steps import Home, StepProgram
-
-if TYPE_CHECKING:
-    from hlopipe.generate._chunk import ChunkStep
 from hlopipe.runtime import BytesSent, GenerateMetrics
 from hlopipe.schedules import Phase
 
 if TYPE_CHECKING:
+    from hlopipe.generate._chunk import ChunkStep
     from hlopipe.generate._generator import Generator
 
 
@@ -385,10 +383,8 @@ class Session:
         scratch.extend([None] * (prog.size - len(scratch)))
         for reg in layout.sampling:
             scratch[reg] = self._regs[group][reg]
-        last = position_value(gen.position, L - 1)
+        last = position_value(gen.position, P - 1)  # the prefill's last (before any chunk)
         dtype = pre.prompt_aval.dtype
-        if L > P:
-            last = position_value(gen.position, P - 1)
         for s, slot, sh in prog.inputs:
             value = last if slot in prog.sampler_inputs else batch[:, :P].astype(dtype)
             scratch[slot] = jax.device_put(value, sh) if gen.place.local(s) else None
