@@ -1,20 +1,23 @@
 """A chunk step: a prompt longer than every prefill prefilled ``C`` tokens at a time.
 
 A chunk step is ``(params, cache, tokens[b, C], position) -> (token or logits, cache)``: the
-decode step's own arguments with ``C`` tokens in place of one, ``position`` the first of
-them (``[]``, or ``[b]`` all alike), the cache donated and written at ``position ..
-position + C - 1``, the token (or the logits it is sampled from) the next after the chunk's
-last. It is what vLLM's chunked prefill runs (a prefill that reads the cache it is given) and
-the fixed shapes JAX serving engines bucket by. A prompt of ``L`` tokens then goes through a
-prefill of its first ``P`` and ``ceil((L - P) / C)`` chunks (``Session.prefill_rows``), in
+decode step's own arguments with ``C`` tokens in place of one, ``position`` the first
+token's (``[]``, or ``[b]`` all alike) or each token's (``[C]``, a ``cache_position``), the
+cache donated and written at ``position .. position + C - 1``, the token (or the logits it is
+sampled from) the next after the chunk's last. It is what vLLM's chunked prefill runs (a
+prefill that reads the cache it is given) and the fixed shapes JAX serving engines bucket by.
+A prompt of ``L`` tokens then goes through a prefill of its first ``P`` and about
+``(L - P) / C`` chunks (``Session.prefill_rows``; the split: :meth:`ChunkStep.row`), in
 place of ``L - P`` decode steps.
 
 Which programs qualify, and why: the cache must be an argument (aliased to its output, as the
 decode step's), the position must be an argument (the chunk is run from a position the
 prefill did not end at; a position kept in state counters, transformers' ``StaticCache`` of
 5.x, advances by what the program says, not by what the server asks), and the parameters and
-caches must be the decode step's, in its order and shapes (one model exported twice). Each
-is refused by name otherwise. That the position is the chunk's first and that the token is
+caches must be the decode step's, in its order and shapes (one model exported twice), and a
+cache stacked over the layers (sliced by stage) is not taken. Each is refused by name
+otherwise, and a chunk step that keeps a cache on another stage than the decode step when
+split. That the position is the chunk's first and that the token is
 the next after its last is an inference from shapes, so it is run once, unsplit on one
 device, against the decode step fed the same prompt token by token
 (``_prefill_check.chunk_difference``): a chunk that differs is refused. Whether its last chunk
