@@ -25,6 +25,11 @@ its padding turned off (only prompts of a prefill's length through it, every oth
 token a step: the server before), beside the unsplit prefill exported at that very length
 run alone (jitted, one device, no HTTP): what "prefill speed" means for that prompt.
 
+``--ttft --chunk C``: issue 49's prompt lengths (1, 15, 17, 64, 200) with a prefill of 16
+tokens and a chunk step of ``C`` (``generate/_chunk.py``), the time to first token with the
+chunk step and with it put aside (the rest of a prompt past the prefill read a token a step),
+beside the unsplit prefill of that length alone, side by side in one run.
+
 ``--batch 8``: batching at serve time. The token-returning step and its prefill, exported at
 batch 1, served three ways to the same load (``--clients`` streaming clients, prompts of 3 to
 12): as before (``--groups`` = the largest client count groups of 1: each sequence a group,
@@ -192,22 +197,26 @@ def _served(gen: Any) -> Iterator[tuple[Any, str]]:
 
 
 TTFT_LENGTHS = (1, 8, 15, 16, 17, 32, 64, 128, 200)
+CHUNK_LENGTHS = (1, 15, 17, 64, 200)  # issue 49's: a 16-token prefill and a chunk step
 
 
-def _ttft_table(repeats: int, buckets: tuple[int, ...]) -> None:
-    """The time to first token by prompt length (see the module's docstring)."""
+def _ttft_model(
+    buckets: tuple[int, ...], chunk: int | None = None, d_model: int = 128, layers: int = 4
+) -> tuple[Any, Any, Any]:
+    """The ``--ttft`` model (``d_model`` wide, ``d_ff`` twice that, ``layers`` blocks, a
+    cache of 256): its config, parameters and generator (2 stages, one group of 2 slots,
+    prefills at ``buckets`` and, given ``chunk``, a chunk step of that many tokens)."""
     import jax
 
     jax.config.update("jax_num_cpu_devices", 8)
     import jax.numpy as jnp
-    from openai import OpenAI
 
     from hlopipe.generate import Generator
     from hlopipe.io import load
     from hlopipe.marker import stage_boundary
     from hlopipe.models import gpt_decode as gd
 
-    cfg = gd.DecodeConfig(max_len=256, d_model=128, d_ff=256)
+    cfg = gd.DecodeConfig(max_len=256, d_model=d_model, d_ff=2 * d_model, n_layers=layers)
     params = gd.init(jax.random.key(0), cfg)
     b = 2
     step = jax.jit(gd.decode_slots_fn(cfg, stage_boundary, cuts=(2,)), donate_argnums=1)
@@ -216,52 +225,87 @@ def _ttft_table(repeats: int, buckets: tuple[int, ...]) -> None:
     pre = jax.jit(gd.prefill_fn(cfg, stage_boundary, cuts=(2,), logits=True))
     prefills = [load(jax.export.export(pre)(params, jnp.zeros((b, P), jnp.int32)).serialize())
                 for P in buckets]  # fmt: skip
+    if chunk is not None:
+        fn = jax.jit(gd.chunk_fn(cfg, stage_boundary, cuts=(2,), logits=True), donate_argnums=1)
+        exported = jax.export.export(fn)(params, gd.empty_cache(b, cfg),
+                                         jnp.zeros((b, chunk), jnp.int32),
+                                         jnp.zeros((), jnp.int32))  # fmt: skip
+        prefills.append(load(exported.serialize()))
     gen = Generator(load(decode.serialize()), params, prefill=prefills, num_stages=2, groups=1,
                     max_len=cfg.max_len)  # fmt: skip
+    return cfg, params, gen
+
+
+class _Probe:
+    """What the ``--ttft`` tables measure against a served model: the time to first token
+    (streamed, ``max_tokens`` 1, greedy, the median of ``repeats`` requests), a greedy answer
+    against the unsplit decode step fed the whole prompt a token a step, and the unsplit
+    prefill of a prompt's length alone (jitted, one device, no HTTP)."""
+
+    def __init__(self, url: str, cfg: Any, params: Any, repeats: int) -> None:
+        import jax
+        from openai import OpenAI
+
+        from hlopipe.models import gpt_decode as gd
+
+        self.client = OpenAI(base_url=url, api_key="none", max_retries=0, timeout=600)
+        self.cfg, self.params, self.repeats = cfg, params, repeats
+        self.rng = np.random.default_rng(0)
+        self.step = jax.jit(gd.decode_slots_fn(cfg))
+
+    def ttft(self, length: int) -> float:
+        times = []
+        for _ in range(self.repeats):
+            prompt = self.rng.integers(0, self.cfg.vocab, length).tolist()
+            t0 = time.perf_counter()
+            stream = self.client.completions.create(model="m", prompt=prompt, max_tokens=1,
+                                                    temperature=0, stream=True)  # fmt: skip
+            next(iter(stream))
+            times.append(time.perf_counter() - t0)
+            with contextlib.suppress(StopIteration):
+                list(stream)
+        return float(np.median(times))
+
+    def equal(self, length: int, n: int = 4) -> bool:
+        import jax.numpy as jnp
+
+        from hlopipe.models import gpt_decode as gd
+
+        prompt = self.rng.integers(0, self.cfg.vocab, length).tolist()
+        got = self.client.completions.create(model="m", prompt=prompt, max_tokens=n,
+                                             temperature=0)  # fmt: skip
+        cache, out = gd.empty_cache(1, self.cfg), []
+        for pos in range(length + n - 1):
+            feed = prompt[pos] if pos < length else out[-1]
+            logits, cache = self.step(self.params, cache, jnp.asarray([feed], jnp.int32),
+                                      jnp.asarray([pos], jnp.int32))  # fmt: skip
+            if pos >= length - 1:
+                out.append(int(jnp.argmax(logits[0])))
+        return got.choices[0].model_dump()["token_ids"] == out
+
+    def alone(self, length: int, batch: int = 1) -> float:
+        import jax
+        import jax.numpy as jnp
+
+        from hlopipe.models import gpt_decode as gd
+
+        fn = jax.jit(gd.prefill_fn(self.cfg, logits=True))
+        shape = (batch, length)
+        prompt = jnp.asarray(self.rng.integers(0, self.cfg.vocab, shape), jnp.int32)
+        jax.block_until_ready(fn(self.params, prompt))
+        times = []
+        for _ in range(self.repeats):
+            t0 = time.perf_counter()
+            jax.block_until_ready(fn(self.params, prompt))
+            times.append(time.perf_counter() - t0)
+        return float(np.median(times))
+
+
+def _ttft_table(repeats: int, buckets: tuple[int, ...]) -> None:
+    """The time to first token by prompt length (see the module's docstring)."""
+    cfg, params, gen = _ttft_model(buckets)
     with _served(gen) as (engine, url):
-        client = OpenAI(base_url=url, api_key="none", max_retries=0, timeout=600)
-        rng = np.random.default_rng(0)
-
-        def ttft(length: int) -> float:
-            times = []
-            for _ in range(repeats):
-                prompt = rng.integers(0, cfg.vocab, length).tolist()
-                t0 = time.perf_counter()
-                stream = client.completions.create(model="m", prompt=prompt, max_tokens=1,
-                                                   temperature=0, stream=True)  # fmt: skip
-                next(iter(stream))
-                times.append(time.perf_counter() - t0)
-                with contextlib.suppress(StopIteration):
-                    list(stream)
-            return float(np.median(times))
-
-        plain_step = jax.jit(gd.decode_slots_fn(cfg))
-
-        def equal(length: int, n: int = 4) -> bool:
-            """A greedy answer against the unsplit decode step fed the whole prompt a token a
-            step (one device, no prefill)."""
-            prompt = rng.integers(0, cfg.vocab, length).tolist()
-            got = client.completions.create(model="m", prompt=prompt, max_tokens=n, temperature=0)
-            cache, out = gd.empty_cache(1, cfg), []
-            for pos in range(length + n - 1):
-                feed = prompt[pos] if pos < length else out[-1]
-                logits, cache = plain_step(params, cache, jnp.asarray([feed], jnp.int32),
-                                           jnp.asarray([pos], jnp.int32))  # fmt: skip
-                if pos >= length - 1:
-                    out.append(int(jnp.argmax(logits[0])))
-            return got.choices[0].model_dump()["token_ids"] == out
-
-        def alone(length: int) -> float:
-            fn = jax.jit(gd.prefill_fn(cfg, logits=True))
-            prompt = jnp.asarray(rng.integers(0, cfg.vocab, (1, length)), jnp.int32)
-            jax.block_until_ready(fn(params, prompt))
-            times = []
-            for _ in range(repeats):
-                t0 = time.perf_counter()
-                jax.block_until_ready(fn(params, prompt))
-                times.append(time.perf_counter() - t0)
-            return float(np.median(times))
-
+        probe = _Probe(url, cfg, params, repeats)
         print(f"time to first token by prompt length: tiny GPT (d_model 128, 4 layers, cache 256), "
               f"2 stages, prefills of {', '.join(map(str, buckets))} tokens, one group of 2 slots, "
               f"one client, median of "
@@ -270,16 +314,48 @@ def _ttft_table(repeats: int, buckets: tuple[int, ...]) -> None:
               "unless a prefill's length) | ratio | unsplit prefill of that length alone ms | "
               "TTFT / alone | 4 greedy tokens equal the decode step fed the prompt |")  # fmt: skip
         print("| ---: | ---: | ---: | ---: | ---: | ---: | :---: |")
-        ttft(3)  # warm the client and the server's paths
+        probe.ttft(3)  # warm the client and the server's paths
         for length in TTFT_LENGTHS:
             engine.pads = True
-            now = ttft(length)
+            now = probe.ttft(length)
             engine.pads = False
-            before = ttft(length)
+            before = probe.ttft(length)
             engine.pads = True
-            base = alone(length)
+            base = probe.alone(length)
             print(f"| {length} | {now * 1e3:.1f} | {before * 1e3:.1f} | {before / now:.1f}x | "
-                  f"{base * 1e3:.2f} | {now / base:.1f}x | {equal(length)} |")  # fmt: skip
+                  f"{base * 1e3:.2f} | {now / base:.1f}x | {probe.equal(length)} |")  # fmt: skip
+
+
+def _chunk_table(repeats: int, chunk: int, d_model: int = 128, layers: int = 4) -> None:
+    """``--ttft --chunk C``: the time to first token by prompt length with a 16-token prefill
+    and a chunk step of ``C`` tokens, against the same server with its chunk step put aside
+    (the prefix through the prefill, the rest a token a step) and the unsplit prefill of
+    that length alone, measured side by side in one run."""
+    cfg, params, gen = _ttft_model((16,), chunk, d_model, layers)
+    assert gen.chunk is not None
+    with _served(gen) as (engine, url):
+        probe = _Probe(url, cfg, params, repeats)
+        print(f"time to first token by prompt length: tiny GPT (d_model {d_model}, {layers} "
+              f"layers, cache 256), 2 stages, a prefill of 16 tokens and a chunk step of "
+              f"{chunk} (padding agreed: prefill {engine.pads}, chunk {gen.chunk.pads}), one "
+              f"group of 2 slots, one client, median of {repeats}")  # fmt: skip
+        print("| prompt tokens | TTFT ms (chunks) | TTFT ms (no chunk step: the rest a token a "
+              "step) | ratio | unsplit prefill of that length alone ms, batch 1 | TTFT / alone "
+              "| alone at the export's batch 2 ms | TTFT / that | 4 greedy tokens equal the "
+              "decode step fed the prompt |")  # fmt: skip
+        print("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | :---: |")
+        probe.ttft(3)
+        probe.ttft(200)  # warm the chunk path
+        kept = gen.chunk
+        for length in CHUNK_LENGTHS:
+            now = probe.ttft(length)
+            gen.chunk = None  # the engine's routing only: what the server did before
+            before = probe.ttft(length)
+            gen.chunk = kept
+            base, wide = probe.alone(length), probe.alone(length, gen.batch)
+            print(f"| {length} | {now * 1e3:.1f} | {before * 1e3:.1f} | {before / now:.1f}x | "
+                  f"{base * 1e3:.2f} | {now / base:.1f}x | {wide * 1e3:.2f} | {now / wide:.1f}x "
+                  f"| {probe.equal(length)} |")  # fmt: skip
 
 
 def _batch_table(batch: int, clients: list[int], requests: int, tokens: int) -> None:
@@ -396,10 +472,13 @@ def main() -> None:
                     "length instead (a 16-token prefill)")  # fmt: skip
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--buckets", default="16", help="--ttft: the prefills' prompt lengths")
+    ap.add_argument("--chunk", type=int, default=None, help="--ttft: a 16-token prefill and a "
+                    "chunk step of this many tokens (issue 49's lengths)")  # fmt: skip
     ap.add_argument("--batch", type=int, default=None, help="batching at serve time: a batch-1 "
                     "export served at this --max-batch beside the server at batch 1")  # fmt: skip
-    ap.add_argument("--d-model", type=int, default=None, help="--batch: a tiny GPT this wide "
-                    "built here (default: the built-in, served by the command)")  # fmt: skip
+    ap.add_argument("--d-model", type=int, default=None, help="--batch (--ttft --chunk): a tiny "
+                    "GPT this wide built here (default: the built-in, served by the command; "
+                    "128)")  # fmt: skip
     ap.add_argument("--layers", type=int, default=4, help="--batch --d-model: its layers")
     args = ap.parse_args()
     if args.batch and args.d_model:
@@ -409,6 +488,9 @@ def main() -> None:
     if args.batch:
         clients = [int(x) for x in args.clients.split(",")]
         _batch_table(args.batch, clients, args.requests, args.tokens)
+        return
+    if args.ttft and args.chunk:
+        _chunk_table(args.repeats, args.chunk, args.d_model or 128, args.layers)
         return
     if args.ttft:
         _ttft_table(args.repeats, tuple(int(x) for x in args.buckets.split(",")))

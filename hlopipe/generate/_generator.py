@@ -23,6 +23,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from hlopipe.errors import ApiOnly, Keyword, RuntimeConfigError, StageError
+from hlopipe.generate._chunk import ChunkStep, takes_cache
 from hlopipe.generate._match import _traced
 from hlopipe.generate._oracle import generate_unsplit as generate_unsplit
 from hlopipe.generate._placement import (
@@ -53,6 +54,7 @@ from hlopipe.generate._plan import (
     split_warnings,
     stage_layers,
 )
+from hlopipe.generate._prefill_check import chunk_difference
 from hlopipe.generate._sampling import TOP_LOGPROBS, Sampling, sample, token_logprobs
 from hlopipe.generate._session import Session
 from hlopipe.generate._steps import (
@@ -163,6 +165,10 @@ class Generator:
         self.stacked: StackedSplit | None = None
         self._layout_notes: list[str] = []  # state that looks stacked but is kept whole
         programs = [] if prefill is None else list(_as_programs(prefill))
+        # a program taking a cache in is a chunk step (``_chunk.py``), the others prefills
+        takes = [takes_cache(p) for p in programs]
+        chunks = [p for p, t in zip(programs, takes, strict=True) if t]
+        programs = [p for p, t in zip(programs, takes, strict=True) if not t]
         try:
             self.split: StatefulSplit = split_stateful(
                 decode, roles, num_stages=num_stages, what=self.source
@@ -213,6 +219,42 @@ class Generator:
                 Keyword("prefill"), f": the prefills' prompt lengths {lengths} repeat; give one "
                 "program a length"
             )  # fmt: skip
+        self.chunk: ChunkStep | None = self._chunk_step(chunks, S, decode)
+
+    def _chunk_step(self, programs: list[Any], S: int, decode: Any) -> ChunkStep | None:
+        """The chunk step among the prefills (``_chunk.py``), split and compiled like the
+        decode step, and checked against the decode loop (unsplit, on one device): refused
+        where its first chunk differs; its padding taken where the padded one agrees."""
+        if not programs:
+            return None
+        if len(programs) > 1 or self.prefill is None:
+            raise RuntimeConfigError(
+                Keyword("prefill"), f": {len(programs)} programs take a cache in (chunk steps) "
+                f"beside {len(self.prefills)} prefill(s); give one chunk step and at least one "
+                "prefill (a chunk continues a prompt a prefill started)"
+            )  # fmt: skip
+        chunk = ChunkStep(programs[0], self)
+        shortest = min(self.prefills, key=lambda p: int(p.prompt_aval.shape[-1]))
+        if int(shortest.prompt_aval.shape[-1]) + chunk.length > self.max_len:
+            raise RuntimeConfigError(
+                f"{chunk.what}: a chunk of {chunk.length} tokens after the prefill of "
+                f"{int(shortest.prompt_aval.shape[-1])} goes beyond the cache ({self.max_len})"
+            )
+        verdict = chunk_difference(chunk, shortest, decode, self.roles,
+                                   self.placed.host_params, self.max_len)  # fmt: skip
+        if verdict.difference is not None:
+            d = verdict.difference
+            raise RuntimeConfigError(
+                f"{chunk.what}: run on a random prompt after {shortest.what} (its tokens as "
+                f"argument {chunk.tokens_arg}, the position of the first as argument "
+                f"{chunk.position_arg}), {d.what} differs from the decode loop's fed the same "
+                f"prompt token by token (largest difference {d.relative:.3g} of its largest "
+                "value): export it as the decode step with C tokens, the position of the first "
+                "as its position, returning the token after the last"
+            )
+        chunk.pads = verdict.pads
+        chunk.place(self, S)
+        return chunk
 
     def prefill_for(self, length: int) -> _Prefill:
         """The prefill whose prompt has ``length`` tokens.
@@ -614,6 +656,7 @@ class _Prefill:
         const_key = {i: len(gen.roles) + i for i in constants}
         param_of = {**param_of, **const_key}
         self.prompt_aval = program.in_avals[self.prompt_arg]
+        self.unsplit, self.what = program, what  # (the chunk step's check runs it)
         self.token_out, state_of_out = prefill_outputs(program, gen.roles, gen.token.index, what)
         # a prefill returning logits: its first token sampled from them as the decode step's
         # are (its last stage, the session's sampling, the key folded with the prompt's last

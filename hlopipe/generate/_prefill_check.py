@@ -10,6 +10,10 @@ leaves, and its first token the loop's next. The parameters are the caller's own
 traced by torch_xla takes the constants it lifted (a mask's -inf, an attention scale, GELU's
 0.7978) among its parameters, and random values there make the prefill and the loop differ
 however they are matched; two weights equal in the caller's values are interchangeable.
+
+A chunk step (``_chunk.py``) is run the same way (:func:`chunk_difference`): a prefill and a
+chunk against the decode loop, its state and next token; then a right-padded chunk, whose
+tokens after decide whether a last chunk may be padded.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ import numpy as np
 from jax import numpy as jnp
 
 from hlopipe.errors import Keyword, RuntimeConfigError
+from hlopipe.io import Use
 
 # the largest difference between the prefill's values and the decode loop's, relative to the
 # loop's largest magnitude: the two compute the same function in other orders (a prompt's
@@ -249,3 +254,124 @@ def _first_token_relative(prefill_tok: Any, step_tok: Any) -> float | None:
         )
         return None if np.array_equal(x.reshape(-1), y.reshape(-1)) else math.inf
     return _relative(x.reshape(y.shape), y)
+
+
+class ChunkVerdict(NamedTuple):
+    """What :func:`chunk_difference` found: where a chunk run as matched differs from the
+    decode loop (``None``: nowhere), and whether a right-padded last chunk gives the loop's
+    tokens after it."""
+
+    difference: Difference | None
+    pads: bool
+
+
+def chunk_difference(
+    chunk: Any, prefill: Any, decode: Any, roles: Any, params: Mapping[int, Any], max_len: int
+) -> ChunkVerdict:
+    """A prefill of ``P`` tokens and two chunks of ``C`` (the second right-padded), unsplit on
+    one device, against the decode loop fed the same random prompt token by token (seed 0)
+    with ``params`` (``{decode argument: value}``), in a cache of ``max_len`` (without room
+    for the padded chunk, ``pads`` is False). ``chunk`` is a ``_chunk.ChunkStep``,
+    ``prefill`` a ``_generator._Prefill`` (their programs and matched arguments).
+
+    The first chunk (positions ``P .. P + C - 1``) must leave the loop's state after as many
+    tokens and give its next token; else the difference. The padded one (``r < C`` tokens
+    and junk after) then runs, the prompt's next token is fed to the decode step at its
+    position and two more greedily: ``pads`` is whether those three tokens are the loop's
+    (a causal chunk's padded positions are overwritten before they are read)."""
+    import jax
+
+    from hlopipe.generate._oracle import _jitted
+    from hlopipe.generate._plan import logits_as_feedback, position_value, prefill_outputs
+
+    if not roles.feedback:
+        roles, _ = logits_as_feedback(roles)
+    token = roles.feedback[0]
+    P, C = int(prefill.prompt_aval.shape[-1]), chunk.length
+    r = max(1, C // 2)
+    n = P + C + r + 1  # the prompt: a prefill, a whole chunk, a padded one, a token
+    padded = max(P + 2 * C, n + 2) <= max_len  # room for the padded chunk's check
+    if not padded:
+        n = P + C
+    rng = np.random.default_rng(0)
+    vocab = _vocab(roles, token)
+    b = int(prefill.prompt_aval.shape[0])
+    prompt = rng.integers(0, vocab, (b, n)).astype(np.int32)
+    dev = jax.local_devices()[0]
+    order = [x.index for x in roles.parameters]
+    on_dev = dict(zip(order, jax.device_put([params[a] for a in order], dev), strict=True))
+    step = _jitted(decode)
+
+    def greedy(out: Any) -> np.ndarray:
+        x = np.asarray(out)
+        if jnp.issubdtype(x.dtype, jnp.inexact):
+            x = np.argmax(x, axis=-1)
+        return x.reshape(token.shape).astype(np.dtype(token.dtype))
+
+    def loop(state: dict[int, Any], feeds: list[Any], start: int) -> tuple[list[Any], list[Any]]:
+        """The decode step from ``state`` at ``start``: each of ``feeds`` (a token, or None:
+        the last output's greedy token) fed in turn; each step's output and state."""
+        step_in: list[Any] = [None] * len(roles)
+        for a, v in on_dev.items():
+            step_in[a] = v
+        for x in roles.state:
+            step_in[x.index] = state.get(x.index, np.zeros(x.shape, x.dtype))
+        outs: list[Any] = []
+        states: list[Any] = []
+        for t, feed in enumerate(feeds):
+            tok = greedy(outs[-1]) if feed is None else feed
+            step_in[token.index] = np.asarray(tok).reshape(token.shape).astype(token.dtype)
+            for x in roles.inputs:
+                step_in[x.index] = position_value(x, start + t)
+            got = step(*step_in)
+            for x in roles.state:
+                step_in[x.index] = got[x.output]
+            outs.append(got[token.output])
+            states.append({x.index: got[x.output] for x in roles.state})
+        return outs, states
+
+    after = [None, None] if padded else []  # two tokens the loop makes after the prompt
+    want_out, want_state = loop({}, [prompt[:, t] for t in range(n)] + after, 0)
+    # the prefill of the first P
+    pre_in: list[Any] = [None] * len(prefill.unsplit.in_avals)
+    for i, a in prefill.args.param_of.items():
+        pre_in[i] = on_dev[a]
+    for i, v in prefill.args.constants.items():
+        pre_in[i] = v
+    pre_in[prefill.args.prompt] = prompt[:, :P].astype(np.dtype(prefill.prompt_aval.dtype))
+    pre_out = _jitted(prefill.unsplit)(*pre_in)
+    _, state_of = prefill_outputs(prefill.unsplit, roles, token.index)
+    state = {a: pre_out[o] for o, a in state_of.items()}
+
+    def run_chunk(state: dict[int, Any], tokens: np.ndarray, position: int) -> tuple[Any, Any]:
+        args: list[Any] = [None] * len(chunk.roles)
+        for x in chunk.roles:
+            a = chunk.decode_arg.get(x.index)
+            if x.role is Use.PARAMETER:
+                args[x.index] = on_dev[a]
+            elif x.role is Use.STATE:
+                args[x.index] = state[a]
+        args[chunk.tokens_arg] = tokens.astype(chunk.tokens_dtype())
+        args[chunk.position_arg] = chunk.position_value(position)
+        got = _jitted(chunk.unsplit)(*args)
+        return got[chunk.token_out], {
+            chunk.decode_arg[x.index]: got[x.output] for x in chunk.roles.state
+        }
+
+    tok, state = run_chunk(state, prompt[:, P : P + C], P)
+    path = {x.index: x.path for x in roles.state}
+    for a, v in state.items():
+        rel = _relative(v, want_state[P + C - 1][a])
+        if rel is not None:
+            return ChunkVerdict(Difference(f"the cache {path[a]} after a chunk at {P}", rel), False)
+    rel = _first_token_relative(tok, want_out[P + C - 1])
+    if rel is not None:
+        return ChunkVerdict(Difference(f"the token after a chunk at {P}", rel), False)
+    if not padded:
+        return ChunkVerdict(None, False)
+    junk = np.concatenate([prompt[:, P + C : P + C + r], prompt[:, : C - r][:, ::-1]], axis=1)
+    _, state = run_chunk(state, junk, P + C)
+    got, _ = loop(state, [prompt[:, n - 1], None, None], n - 1)
+    pads = all(np.array_equal(greedy(x), greedy(y))
+               for x, y in zip(got, want_out[n - 1 :], strict=True))  # fmt: skip
+    return ChunkVerdict(None, pads)

@@ -31,6 +31,7 @@ from hlopipe.runtime import BytesSent, GenerateMetrics
 from hlopipe.schedules import Phase
 
 if TYPE_CHECKING:
+    from hlopipe.generate._chunk import ChunkStep
     from hlopipe.generate._generator import Generator
 
 
@@ -313,7 +314,11 @@ class Session:
         taking a position per sequence): ``prompts [n, L]`` (the prefill's length) go through
         the prefill, and only their rows ``rows [n]`` of group ``group``'s state are written,
         each from the prefill's row of its prompt, on the stages keeping the state (the other
-        rows stay bit for bit as they were). Their positions become ``L``.
+        rows stay bit for bit as they were). Their positions become ``L``. With a chunk step
+        (``Generator.chunk``), ``L`` may also be a prefill's length ``P`` plus whole chunks:
+        the first ``P`` tokens go through that prefill and the rest through the chunk step,
+        ``C`` at a time, each on the state the last left (all on scratch state before the
+        rows are written).
 
         Returns the first token of each, ``[n]`` (the prefill's, sampled from its logits with
         the rows' sampling when it returns logits): feed it at those rows
@@ -341,14 +346,20 @@ class Session:
         arr = np.asarray(prompts)
         where = np.asarray(rows).reshape(-1)
         lengths = sorted(int(p.prompt_aval.shape[-1]) for p in gen.prefills)
-        shaped = arr.ndim == 2 and arr.shape[1] in lengths and len(arr) > 0
-        if not shaped or arr.dtype.kind not in "iu":
+        chunk = gen.chunk
+        P: int | None = None
+        if arr.ndim == 2 and len(arr) > 0:
+            P = int(arr.shape[1]) if arr.shape[1] in lengths else None
+            if P is None and chunk is not None:  # a prefill's length and whole chunks
+                P = chunk.splits(int(arr.shape[1]), tuple(lengths))
+        if P is None or arr.dtype.kind not in "iu":
             form = " or ".join(f"[n, {n}]" for n in lengths)
+            more = "" if chunk is None else f", or one of those plus a multiple of {chunk.length}"
             raise RuntimeConfigError(
-                f"prefill_rows: prompts must be integers shaped {form} (a prefill's length), "
-                f"got {arr.dtype}{list(arr.shape)}"
+                f"prefill_rows: prompts must be integers shaped {form} (a prefill's length"
+                f"{more}: whole chunks), got {arr.dtype}{list(arr.shape)}"
             )
-        pre = gen.prefill_for(arr.shape[1])
+        pre = gen.prefill_for(P)
         pre.row_axes()  # refused here when a state's sequence axis cannot be told
         b, L = gen.batch, int(arr.shape[1])
         if (
@@ -372,13 +383,16 @@ class Session:
         scratch.extend([None] * (prog.size - len(scratch)))
         for reg in layout.sampling:
             scratch[reg] = self._regs[group][reg]
-        last = position_value(gen.position, L - 1)
+        last = position_value(gen.position, P - 1)  # the prefill's last (before any chunk)
         dtype = pre.prompt_aval.dtype
         for s, slot, sh in prog.inputs:
-            value = last if slot in prog.sampler_inputs else batch.astype(dtype)
+            value = last if slot in prog.sampler_inputs else batch[:, :P].astype(dtype)
             scratch[slot] = jax.device_put(value, sh) if gen.place.local(s) else None
         prog.run(scratch)
         self._count(prog, 1)
+        if L > P:  # 1b. the chunks, each on the state the last left (``_chunk.py``)
+            assert chunk is not None
+            prog, scratch = self._run_chunks(chunk, scratch, batch, P, L)
         # 2. only the asked rows of each state written into the group's, on its stage
         mask = np.zeros(b, bool)
         mask[where] = True
@@ -402,6 +416,39 @@ class Session:
         if gen.place.multi:
             made = gen.place.everywhere(made, at, jax.ShapeDtypeStruct(tuple(tok.shape), tok.dtype))
         return np.asarray(made).reshape(b)[where]
+
+    def _run_chunks(
+        self, chunk: ChunkStep, made: list[Any], batch: np.ndarray, start: int, end: int
+    ) -> tuple[StepProgram, list[Any]]:
+        """The chunk step over ``batch``'s tokens ``start .. end - 1`` (whole chunks), in
+        turn on the state in ``made`` (a prefill's scratch registers), donated from chunk to
+        chunk; returns its program (where it left the token) and its registers. They are
+        fresh ones with ``made``'s state and sampling: a prefill built before the chunk step
+        takes the registers of its parameters for its own values."""
+        gen, prog, C = self.gen, chunk.program, chunk.length
+        layout = gen.registers.layout
+        size = max(prog.size, chunk.inner.size)
+        scratch = gen.registers.template
+        scratch.extend([None] * (size - len(scratch)))
+        for reg in [*layout.state.values(), *layout.sampling]:
+            scratch[reg] = made[reg]
+        dtype = chunk.tokens_dtype()
+        for at in range(start, end, C):
+            prog = chunk.program if at + C >= end else chunk.inner  # the last samples
+            values = {None: position_value(gen.position, at + C - 1),  # the sampler's key
+                      chunk.position_arg: chunk.position_value(at),
+                      chunk.tokens_arg: batch[:, at : at + C].astype(dtype)}  # fmt: skip
+            local = [(slot, values[arg], sh)
+                     for (s, slot, sh), arg in zip(prog.inputs, prog.input_args, strict=True)
+                     if gen.place.local(s)]  # fmt: skip
+            placed = jax.device_put([v for _, v, _ in local], [sh for *_, sh in local])
+            for _, slot, _ in prog.inputs:
+                scratch[slot] = None  # a stage another process computes
+            for (slot, _, _), v in zip(local, placed, strict=True):
+                scratch[slot] = v
+            prog.run(scratch)
+            self._count(prog, 1)
+        return prog, scratch
 
     def _fit(self, size: int) -> None:
         for regs in self._regs:

@@ -159,6 +159,8 @@ class StepProgram:
 
     Attributes:
       inputs: ``(stage, register, sharding)`` for each stage reading the step's input.
+      input_args: the program's argument each of ``inputs`` takes (``None``: the sampler's
+        position).
       sampler_inputs: the registers of ``inputs`` the sampler reads (the position its key is
         folded with; a prefill's other inputs are its prompt).
       logprobs: the register of the sampled token's log-probabilities after the step
@@ -180,9 +182,11 @@ class StepProgram:
         size: int,
         sampler_inputs: frozenset[int] = frozenset(),
         logprobs: int | None = None,
+        input_args: tuple[Any, ...] = (),
     ) -> None:
         self._instrs = instrs
         self.inputs = inputs
+        self.input_args = input_args
         self.sampler_inputs = sampler_inputs
         self.logprobs = logprobs
         self._copies = tuple(feedback_out.items())
@@ -235,6 +239,7 @@ def build(
     free = first_free  # the next unused register
     instrs: list[_Instr] = []
     inputs: list[tuple[int, int, Any]] = []
+    input_args: list[Any] = []  # the argument each of ``inputs`` takes
     sampler_inputs: set[int] = set()
     logprobs: int | None = None  # the register of the sampled token's log-probabilities
     fb_new: dict[int, int] = {}
@@ -259,6 +264,7 @@ def build(
             want = comp.in_shardings[i] if comp is not None else input_sharding(sp, s, kind, aval)
             if kind is InputKind.INPUT:
                 inputs.append((s, free, want))
+                input_args.append(key)
                 reads.append(free)
                 free += 1
                 continue
@@ -312,6 +318,7 @@ def build(
             position, token, logprobs = free, free + 1, free + 2
             free += 3
             inputs.append((s, position, input_sharding(sp, s, InputKind.INPUT, sampler.position)))
+            input_args.append(None)
             sampler_inputs.add(position)
             draw = sampler.compiled(s) if comp is not None else _absent(2)
             instrs.append(
@@ -329,7 +336,7 @@ def build(
     instrs = [(f, g, o, tuple(frees.get(n, ()))) for n, (f, g, o, _) in enumerate(instrs)]
     return StepProgram(
         instrs, inputs, fb_new, fb_after, StepBytes(**moved), free, frozenset(sampler_inputs),
-        logprobs,
+        logprobs, tuple(input_args),
     )  # fmt: skip
 
 

@@ -294,3 +294,32 @@ def prompts(
 ):
     """Random prompts ``int32[groups, batch, length]``."""
     return jax.random.randint(key, (groups, batch, length), 0, cfg.vocab, jnp.int32)
+
+
+def chunk_fn(
+    cfg: DecodeConfig = DecodeConfig(),
+    boundary: Callable[[Any], Any] | None = None,
+    layers_per_stage: int | None = None,
+    cuts: Sequence[int] = (),
+    *,
+    logits: bool = False,
+) -> Callable[..., tuple[jax.Array, Any]]:
+    """``chunk(params, cache, tokens int32[b, C], position int32[]) -> (next int32[b],
+    cache)``: a prefill of the next ``C`` tokens of every sequence into the cache it is given,
+    from ``position`` on (the prompt's tokens ``position .. position + C - 1``); the token is
+    the last position's next (with ``logits``, ``-> (logits float32[b, vocab], cache)``). A
+    prompt longer than a prefill goes through it in chunks: ``prefill`` of its first tokens,
+    then ``chunk`` at each next position."""
+    cut = _cut_after(cfg, layers_per_stage, cuts)
+
+    def chunk(params: Params, cache: Any, tokens: jax.Array, position: jax.Array):
+        t = tokens.shape[1]
+        pos = jax.lax.dynamic_slice_in_dim(params["pos"], position, t)
+        x = params["embed"][tokens] + pos[None]
+        x, cache = _run(params, cache, x, position, cfg, boundary, cut)
+        out = _head(params, x)
+        if logits:
+            return out, cache
+        return jnp.argmax(out, axis=-1).astype(jnp.int32), cache
+
+    return chunk

@@ -52,7 +52,12 @@ class Engine:
         self.prefill_lens = self.runner.prefill_lens
         policy = Policy.ROWS if self.runner.per_sequence else Policy.GROUPS
         self.scheduler = Scheduler(
-            policy, gen.groups, gen.batch, prefill_lens=self.prefill_lens, samples=self.samples
+            policy,
+            gen.groups,
+            gen.batch,
+            prefill_lens=self.prefill_lens,
+            samples=self.samples,
+            chunk_row=self._chunk_row if gen.chunk is not None else None,
         )
         self.ready = threading.Event()
         self._on_ready = on_ready
@@ -166,6 +171,13 @@ class Engine:
                 self.busy_s += time.perf_counter() - t0
                 self.group_steps += len(plan.steps)
                 self.steps += 1
+
+    def _chunk_row(self, prompt: list[int], padded: bool) -> tuple[list[int], int]:
+        """``prompt`` as the longest prefill it holds and the chunk step read it
+        (``generate/_chunk.py``); ``padded``: its first token's log-probabilities are asked
+        for, which the decode step gives."""
+        row = self.gen.chunk.row(prompt, self.prefill_lens, self.max_len, exact=not padded)
+        return row.row, row.covered
 
     def _take(self, block: bool) -> None:
         """Move what was submitted into the scheduler (waiting for one when idle)."""

@@ -48,6 +48,7 @@ class ServedGenerator(Protocol):
     per_sequence: bool
     prefill: Any
     prefills: tuple[Any, ...]
+    chunk: Any  # a chunk step continuing prompts longer than every prefill, or None
     token: Any
     logits_out: Any
     vocab: int | None

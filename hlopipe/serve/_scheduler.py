@@ -217,7 +217,10 @@ class Scheduler:
 
     ``prefill_lens``: each prefill's prompt length, shortest first; ``samples``: the step
     returns logits (sampling is set; else greedy tokens); ``pads``: a prompt of another
-    length may go through a prefill right-padded (the runner's warm-up check says)."""
+    length may go through a prefill right-padded (the runner's warm-up check says);
+    ``chunk_row``: a prompt longer than every prefill, as the prefill and a chunk step read it
+    (``generate/_chunk.py``: ``(prompt, padded) -> (row, covered)``), ``None`` without a chunk
+    step."""
 
     def __init__(
         self,
@@ -228,12 +231,14 @@ class Scheduler:
         prefill_lens: tuple[int, ...] = (),
         samples: bool = False,
         pads: bool = False,
+        chunk_row: Callable[[list[int], bool], tuple[list[int], int]] | None = None,
     ) -> None:
         self.policy = policy
         self.batch = batch
         self.prefill_lens = tuple(sorted(prefill_lens))
         self.samples = samples
         self.pads = pads
+        self.chunk_row = chunk_row
         self.waiting: list[tuple[Request, int]] = []
         self.rows: list[list[_Row | None]] = [[None] * batch for _ in range(groups)]
         self.prefilled = 0  # sequences whose prompt went through a prefill
@@ -316,7 +321,8 @@ class Scheduler:
                 row[b] = new = _Row(req, i, token=seq.prompt[0])
                 changed.add(g)
                 whole = len(seq.prompt) in self.prefill_lens and seq.logprobs is None
-                if whole or (self.pads and len(seq.prompt) > 1 and self.prefill_lens):
+                padded = self.pads and len(seq.prompt) > 1 and self.prefill_lens
+                if whole or padded or self._chunked(seq.prompt):
                     head, new.fed = self._head(seq.prompt, seq.logprobs is not None)
                     heads.setdefault((g, len(head)), []).append((b, head))
         prefills = [
@@ -336,10 +342,16 @@ class Scheduler:
         L = len(prompt)
         if L in self.prefill_lens and not padded:
             return prompt, L
+        if self.chunk_row is not None and self._chunked(prompt):
+            return self.chunk_row(prompt, padded)
         fits = [P for P in self.prefill_lens if P >= L - 1]
         P = fits[0] if fits else self.prefill_lens[-1]
         n = min(L - 1, P)
         return prompt[:n] + [prompt[n - 1]] * (P - n), n
+
+    def _chunked(self, prompt: list[int]) -> bool:
+        """Whether ``prompt`` is longer than every prefill and a chunk step continues it."""
+        return self.chunk_row is not None and len(prompt) - 1 > max(self.prefill_lens)
 
     def _admit_groups(self) -> list[Start]:
         """Each group whose rows are all free takes up to ``batch`` waiting sequences whose

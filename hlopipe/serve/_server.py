@@ -234,6 +234,10 @@ def _summary(
     if engine.prefill_lens:
         other = "other lengths padded" if engine.pads else "those lengths only"
         prompt = f"{', '.join(map(str, engine.prefill_lens))} tokens ({other})"
+        chunk = getattr(gen, "chunk", None)  # longer prompts in chunks (generate/_chunk.py)
+        if chunk is not None:
+            last = "the last padded" if chunk.pads else "whole chunks, the rest a token a step"
+            prompt += f", chunk step of {chunk.length} tokens ({last})"
     sampled = "logits, sampled" if gen.logits_out is not None else "tokens"
     return (
         f"model {name}: {len(gen.plans)} stages, {gen.groups} groups of {gen.batch}"

@@ -1,0 +1,119 @@
+"""Chunked prefill (issue 49, part 1): a prompt longer than every prefill goes through a
+prefill and a chunk step ``(params, cache, tokens[C], position) -> (logits, cache)`` exported
+by the user beside it (``generate/_chunk.py``), served by the engine."""
+
+from __future__ import annotations
+
+import os
+import re
+import threading
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from hlopipe.errors import RuntimeConfigError
+from hlopipe.models import gpt_decode as gd
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def recipe(tmp_path_factory):
+    """docs/serving.md's JAX recipe run as written (in a tmp dir): its namespace (``cfg``,
+    ``params``, ``b``, ``C``), and the decode step, the prefill and the chunk step it wrote,
+    loaded."""
+    from hlopipe.io import load
+
+    page = (ROOT / "docs" / "serving.md").read_text()
+    (code,) = [b for b in re.findall(r"^```python\n(.*?)^```", page, re.M | re.S)
+               if "chunk_fn" in b]  # fmt: skip
+    where = tmp_path_factory.mktemp("recipe")
+    cwd = os.getcwd()
+    os.chdir(where)
+    try:
+        ns: dict = {}
+        exec(compile(code, "docs/serving.md", "exec"), ns)
+    finally:
+        os.chdir(cwd)
+    programs = [load((where / f).read_bytes()) for f in ("decode.bin", "prefill16.bin",
+                                                         "chunk16.bin")]  # fmt: skip
+    return ns, programs
+
+
+def _oracle(ns, prompt, n):
+    """Greedy tokens after ``prompt``: the unsplit decode step fed the whole prompt a token a
+    step (no prefill, no chunk), then each argmax fed back."""
+    cfg, params = ns["cfg"], ns["params"]
+    step = jax.jit(gd.decode_slots_fn(cfg))
+    cache, out = gd.empty_cache(1, cfg), []
+    for pos in range(len(prompt) + n - 1):
+        feed = prompt[pos] if pos < len(prompt) else out[-1]
+        logits, cache = step(params, cache, jnp.asarray([feed]), jnp.asarray([pos]))
+        if pos >= len(prompt) - 1:
+            out.append(int(jnp.argmax(logits[0])))
+    return out
+
+
+def test_prompts_longer_than_the_prefill_through_chunks_equal_the_unsplit_program(recipe):
+    """In-process engine, one stage, one group of 2 slots, a prefill of 16 tokens and a chunk
+    step of 16: prompts of 1, 15, 17, 64 and 200 tokens, two at a time. 64 and 200 go
+    through the prefill and chunks (64: whole chunks, the chunk's token the first; 200: the
+    last chunk right-padded, its last token read by the decode step); each gets the tokens
+    the unsplit decode step gives when fed the whole prompt a token a step."""
+    from hlopipe.generate import Generator
+    from hlopipe.serve import Engine, Request, Sequence
+
+    ns, (decode, prefill, chunk) = recipe
+    cfg = ns["cfg"]
+    gen = Generator(decode, ns["params"], prefill=[prefill, chunk], num_stages=1, groups=1,
+                    max_len=cfg.max_len)  # fmt: skip
+    assert gen.chunk is not None and gen.chunk.length == ns["C"] == 16 and gen.chunk.pads
+    engine = Engine(gen)
+    rng = np.random.default_rng(7)
+    cases = [(rng.integers(0, cfg.vocab, L).tolist(), 4) for L in (1, 15, 17, 64, 200)]
+    finished = threading.Semaphore(0)
+    requests = [Request([Sequence(p, n)], lambda i, t, f: i < 0 and finished.release())
+                for p, n in cases]  # fmt: skip
+    engine.start()
+    try:
+        for r in requests:
+            engine.submit(r)
+        for _ in requests:
+            assert finished.acquire(timeout=120)
+    finally:
+        engine.stop(60)
+    assert [r.seqs[0].tokens for r in requests] == [_oracle(ns, p, n) for p, n in cases]
+    # every prompt of more than one token prefilled; 64 and 200 by 3 and 12 chunks
+    assert engine.prefilled == 4
+    # and the chunks read the long prompts, not the decode step a token a turn: each sequence
+    # needs at most its last prompt token and 4 made ones of decode turns (5 x 5, even one
+    # at a time), where the 200-token prompt alone fed after the prefill takes 184
+    assert engine.steps <= 25
+
+
+def _chunk_one_late(cfg, logits=False):
+    """A chunk step that writes its tokens one position later than it is told (a wrong
+    offset, the way an export that adds the prefill's length twice would)."""
+    right = gd.chunk_fn(cfg, logits=logits)
+    return lambda params, cache, tokens, position: right(params, cache, tokens, position + 1)
+
+
+def test_a_chunk_step_at_the_wrong_position_is_refused(recipe):
+    """The chunk step's check (the prefill and a chunk, unsplit, against the decode loop fed
+    the same prompt token by token) refuses a chunk whose position is off by one, naming the
+    chunk step and the cache that differs."""
+    from hlopipe.generate import Generator
+    from hlopipe.io import load
+
+    ns, (decode, prefill, _) = recipe
+    cfg, params, b, C = ns["cfg"], ns["params"], ns["b"], ns["C"]
+    late = jax.jit(_chunk_one_late(cfg, logits=True), donate_argnums=1)
+    exported = jax.export.export(late)(
+        params, gd.empty_cache(b, cfg), jnp.zeros((b, C), jnp.int32), jnp.zeros((), jnp.int32)
+    )
+    with pytest.raises(RuntimeConfigError, match=r"the chunk step.*the cache .* differs"):
+        Generator(decode, params, prefill=[prefill, load(exported.serialize())], num_stages=1,
+                  max_len=cfg.max_len)  # fmt: skip
