@@ -242,24 +242,112 @@ def test_a_gpu_dumps_fused_attention_is_attention_to_the_planner():
     """A loss dumped after XLA's GPU passes (tests/data/gpu: attention as
     ``__cudnn$fmhaSoftmax``, its dots as cuBLAS calls, an MLP matmul whose ``[b s, f]`` output
     is square) profiles, on attention, as the JAX program it was made from: the same sequence
-    length and heads, attention matmuls and FLOPs forward and backward, attention-internal
-    residuals and selective recompute's bytes (the rehydrated call is attention's einsums)."""
+    length and heads, attention matmuls and FLOPs forward and backward, selective recompute's
+    bytes, and what the backward keeps outside attention's core (all a fused kernel keeps).
+    The core residuals differ as the two are written (by hand, ``b h s s`` f32 values: the
+    plain softmax keeps exp, its broadcast sum's powers, the quotient and its cast, 5; the
+    rehydrated call ``exp(s - max)`` inside its log-sum-exp and ``exp(s - lse)``, 2). The
+    head size equals the sequence here (8): a rule by shape takes the call's Q, K and V for
+    scores."""
     import hlopipe
 
     data = Path(__file__).resolve().parent / "data" / "gpu"
-    got = {}
+    b, h, s, dh = 4, 2, 8, 8
+    scores = b * h * s * s * 4
+    got, core = {}, {}
     for name in ("tiny_transformer.hlo", "tiny_transformer.gpu.hlo"):
         prog = hlopipe.load((data / name).read_text())
         prof = planner.profile_program(prog, attention_fused=False)
         parts = prof.marked or (prof.whole,)
         got[name] = (prof.seq, prof.heads, [
             (sum(m.attention for m in p.forward.matmuls), p.forward.attention_flops,
-             p.backward.attention_flops, p.attention_residual_bytes, p.selective_bytes)
+             p.backward.attention_flops, p.residual_bytes - p.attention_residual_bytes,
+             p.selective_bytes)
             for p in parts
         ])  # fmt: skip
+        core[name] = [p.attention_residual_bytes for p in parts]
     want = got["tiny_transformer.hlo"]
-    assert want[0] == 8 and want[1] == 2 and all(n == 2 for n, *_ in want[2])
+    assert want[0] == s and want[1] == h
+    for n, fwd, bwd, *_ in want[2]:  # QK^T and PV forward, four matmuls back
+        assert (n, fwd, bwd) == (2, 2 * 2 * b * h * s * s * dh, 4 * 2 * b * h * s * s * dh)
     assert got["tiny_transformer.gpu.hlo"] == want
+    assert core == {"tiny_transformer.hlo": [5 * scores] * 2,
+                    "tiny_transformer.gpu.hlo": [2 * scores] * 2}  # fmt: skip
+
+
+# A Llama-shaped layer (RMSNorm, rotary q and k, causal attention, SwiGLU) whose width equals
+# its sequence, at batch 1: every activation [1, s, d] is square, as a 7B Llama's at 4096.
+LLAMA_D, LLAMA_S, LLAMA_H, LLAMA_F, LLAMA_L = 64, 64, 4, 128, 4
+
+
+def _rms(x, g):
+    return x * jax.lax.rsqrt(jnp.mean(x * x, -1, keepdims=True) + 1e-6) * g
+
+
+def _rotary(x):
+    s, dh = x.shape[1], x.shape[-1]
+    angle = jnp.arange(s)[:, None] / 10000.0 ** (jnp.arange(0, dh, 2) / dh)[None, :]
+    cos, sin = jnp.cos(angle)[None, :, None], jnp.sin(angle)[None, :, None]
+    x1, x2 = x[..., ::2], x[..., 1::2]
+    return jnp.concatenate([x1 * cos - x2 * sin, x1 * sin + x2 * cos], -1)
+
+
+def _llama_block(p, x, written):
+    b, s, d = x.shape
+    h = _rms(x, p["g1"])
+    q, k, v = ((h @ p[n]).reshape(b, s, LLAMA_H, d // LLAMA_H) for n in ("wq", "wk", "wv"))
+    q, k = _rotary(q), _rotary(k)
+    if written == "dot_product_attention":
+        a = jax.nn.dot_product_attention(q, k, v, is_causal=True)
+    else:
+        scores = jnp.einsum("bqhd,bkhd->bhqk", q, k) / jnp.sqrt(d // LLAMA_H)
+        scores = jnp.where(jnp.tril(jnp.ones((s, s), bool)), scores, -1e9)
+        a = jnp.einsum("bhqk,bkhd->bqhd", jax.nn.softmax(scores, axis=-1), v)
+    x = x + a.reshape(b, s, d) @ p["wo"]
+    h = _rms(x, p["g2"])
+    return x + (jax.nn.silu(h @ p["w1"]) * (h @ p["w3"])) @ p["w2"]
+
+
+def _llama_loss(params, x, written):
+    if written == "scan":
+        x, _ = jax.lax.scan(lambda c, p: (_llama_block(p, c, "einsum"), None), x, params)
+    else:
+        for p in params:
+            x = _llama_block(p, x, written)
+    return jnp.mean(x**2)
+
+
+@pytest.mark.parametrize("written", ["einsum", "dot_product_attention", "scan"])
+def test_attention_is_found_by_data_flow_when_the_width_equals_the_sequence(written):
+    """Attention's core (scores to probabilities) is what lies between the two matmuls of
+    two activations, not every square value: at d_model == seq and batch 1 the planner finds
+    the heads (so tensor parallelism is searched), and attention's FLOPs and bytes equal the
+    closed forms from the shapes. Attention written with einsums, with
+    ``jax.nn.dot_product_attention`` and inside a scan over stacked layers."""
+    d, s, h, f, n = LLAMA_D, LLAMA_S, LLAMA_H, LLAMA_F, LLAMA_L
+    f32 = jnp.float32
+    shapes = {"g1": (d,), "g2": (d,), "wq": (d, d), "wk": (d, d), "wv": (d, d), "wo": (d, d),
+              "w1": (d, f), "w3": (d, f), "w2": (f, d)}  # fmt: skip
+    if written == "scan":
+        params = {k: jax.ShapeDtypeStruct((n, *v), f32) for k, v in shapes.items()}
+    else:
+        params = [{k: jax.ShapeDtypeStruct(v, f32) for k, v in shapes.items()} for _ in range(n)]
+    x = jax.ShapeDtypeStruct((1, s, d), f32)
+    prof = planner.profile_program(functools.partial(_llama_loss, written=written), params, x)
+    assert (prof.seq, prof.heads, prof.batch) == (s, h, 1)
+    layer = prof.layer
+    assert layer is not None
+    # QK^T and PV: 2 b s s d each forward; dP, dS K, dS^T Q and P^T dO back
+    assert [m.b for m in layer.forward.matmuls if m.attention] == [h, h]
+    assert layer.forward.attention_flops == 2 * 2 * s * s * d
+    assert layer.backward.attention_flops == 4 * 2 * s * s * d
+    # the backward of exp(x - max) / sum keeps exp's output and the quotient, h s s f32 each
+    # (JAX's print_saved_residuals lists these two; the mask and the where's fill it lists too
+    # are constants, made again); a fused kernel keeps neither
+    assert layer.attention_residual_bytes == 2 * h * s * s * 4
+    assert layer.forward.kv_bytes == 2 * s * d * 4  # V, and K its size: context parallelism's
+    tps = {lay.tp for lay in planner.layouts(prof, 8, 8, planner.Fixed(), 8)}
+    assert tps == {1, 2, 4}  # whole heads: 4 of them
 
 
 def test_search_equals_a_brute_force_over_the_space():
