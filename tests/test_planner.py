@@ -11,6 +11,7 @@ import itertools
 import json
 import math
 import re
+from dataclasses import replace
 from pathlib import Path
 
 import jax
@@ -223,6 +224,31 @@ def test_attention_written_either_way_is_found_and_costed_alike():
         attention = [m for m in prof.layer.forward.matmuls if m.attention]
         assert len(attention) == 2 and all(m.role == "heads" for m in attention)
     assert profs[0].layer.forward.flops == profs[1].layer.forward.flops
+
+
+@pytest.mark.parametrize("tp, dp", [(1, 8), (2, 4), (4, 2)])
+def test_zero1_all_gathers_the_updated_parameter_shards(tp, dp):
+    """ZeRO-1 (Rajbhandari et al. 2020, section 5.1: each data-parallel rank updates its
+    shard of the parameters, then the shards are all-gathered) moves, on each device, the
+    parameters it holds (all of them over tp, one stage here) times (dp - 1) / dp over the
+    data-parallel links, after the step (nothing overlaps it): the closed form from a program
+    of 4 layers of four d x d fp32 weights and no other parameter."""
+    d, layers = 32, 4
+    w = jax.ShapeDtypeStruct((d, d), jnp.float32)
+    params = [{n: w for n in ("q", "k", "v", "o")} for _ in range(layers)]
+    x = jax.ShapeDtypeStruct((2, 16, d), jnp.float32)
+    prof = planner.profile_program(
+        functools.partial(_attention_layer_loss, fused_call=False), params, x
+    )
+    gbps = 100.0  # the node's links; the nominal cpu device applies no efficiency to them
+    cluster = planner.cluster_spec("cpu", 8, devices_per_node=8, intra_node_gbps=gbps)
+    plain = Layout(tp=tp, pp=1, dp=dp, cp=1, zero=0, recompute=Recompute.NONE, schedule="1f1b",
+                   virtual_stages=1, microbatch_size=2, microbatches=1)  # fmt: skip
+    zero0 = planner.estimate(prof, plain, cluster)
+    zero1 = planner.estimate(prof, replace(plain, zero=1), cluster)
+    held = layers * 4 * d * d / tp * 4  # bytes of the parameters on one device
+    gathered = held * (dp - 1) / dp
+    assert zero1.data_parallel_s - zero0.data_parallel_s == pytest.approx(gathered / (gbps * 1e9))
 
 
 # --- the search --------------------------------------------------------------------------------

@@ -10,8 +10,8 @@ backward, and the recomputed forward) on the node's links, the send of the stage
 the next stage (and its gradient back) on the node's or the cluster's links, and the extra
 forward recompute runs. A step is the pipeline (:func:`_formulas.pipeline_time`), then the
 data-parallel gradient all-reduce (at every ZeRO level, as hlopipe's runtime all-reduces and
-each device slices its shard; ZeRO-3's all-gathers of the parameters are priced, ZeRO-1's
-all-gather of the updated parameters is not) and the optimizer step. Nothing overlaps with
+each device slices its shard; ZeRO-3's all-gathers of the parameters are priced, and so is
+ZeRO-1's all-gather of the updated parameter shards) and the optimizer step. Nothing overlaps with
 compute (Megatron-LM 2021 overlaps none of these in the runs the benchmark compares with; an
 overlapped run is faster than predicted).
 
@@ -320,6 +320,8 @@ def estimate(
             * layout.microbatches
             * F.ring_gather_bytes(max(rank_params) * profile.param_itemsize, dp)
         )
+    if layout.zero == 1:  # each rank's updated shard gathered after the step: not overlapped
+        dp_bytes += F.ring_gather_bytes(max(rank_params) * profile.param_itemsize, dp)
     data_parallel = dp_bytes / dp_link
     # the optimizer: Adam reads and writes parameters, gradients, master weights, moments
     opt_elems = max(rank_params) / (dp if layout.zero >= 1 else 1)
