@@ -53,7 +53,11 @@ def _add_plan(p: argparse.ArgumentParser) -> None:
         choices=("none", "selective", "full"),
         help="activation recompute policy (searched)",
     )
-    p.add_argument("--schedule", help="pipeline schedule: 1f1b, interleaved-1f1b, gpipe (searched)")
+    p.add_argument(
+        "--schedule",
+        help="pipeline schedule, any the runtime trains with (1f1b, interleaved-1f1b, gpipe, "
+        "looped-bfs, zb-h1, zb-h2, interleaved-zb, zb-v, dualpipev; searched)",
+    )
     p.add_argument(
         "--virtual-stages",
         type=int,

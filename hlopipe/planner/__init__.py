@@ -16,6 +16,9 @@ Public API:
   :func:`plan_file` — the best as a :class:`hlopipe.planfile.PlanFile`.
 * The closed forms: :func:`bytes_per_param`, :func:`ring_all_reduce_bytes`,
   :func:`in_flight`, :func:`pipeline_time`, :func:`bubble_fraction`.
+* Every schedule the runtime trains with (:data:`SCHEDULES`), priced by those closed forms or
+  by the runtime's own generator and simulator: :func:`schedule_pipeline_time`,
+  :func:`schedule_in_flight`, :func:`schedule_stage_ranks`.
 
 It imports the stage compiler (to cut and differentiate the program) and never the runtime:
 a plan is made without devices.
@@ -44,6 +47,9 @@ from hlopipe.planner._model import (
     part_activations as activation_bytes,
 )
 from hlopipe.planner._profile import Profile, profile_program, profile_staged
+from hlopipe.planner._schedules import in_flight as schedule_in_flight
+from hlopipe.planner._schedules import pipeline_time as schedule_pipeline_time
+from hlopipe.planner._schedules import stage_ranks as schedule_stage_ranks
 from hlopipe.planner._search import (
     SCHEDULES,
     Fixed,
@@ -79,6 +85,9 @@ __all__ = [
     "profile_staged",
     "ring_all_reduce_bytes",
     "ring_gather_bytes",
+    "schedule_in_flight",
+    "schedule_pipeline_time",
+    "schedule_stage_ranks",
     "search",
     "split_bytes_per_param",
 ]

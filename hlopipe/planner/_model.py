@@ -41,6 +41,7 @@ from typing import NamedTuple
 from hlopipe.errors import PlanError
 from hlopipe.planfile import Layout, Memory, Recompute
 from hlopipe.planner import _formulas as F
+from hlopipe.planner import _schedules as SCH
 from hlopipe.planner._profile import Matmul, MatmulRole, PartCost, Profile
 from hlopipe.stages import Device
 
@@ -289,9 +290,10 @@ def estimate(
     rank_act = [0.0] * p
     rank_params = [0.0] * p
     rank_temp = [0] * p
-    flight = F.in_flight(_schedule_family(layout.schedule), p, layout.microbatches, v)
+    flight = SCH.in_flight(layout.schedule, p, layout.microbatches, v)
+    rank_of = SCH.stage_ranks(layout.schedule, p, v)
     for s, (f, b, _act, params, temp) in enumerate(per_stage):
-        r = s % p
+        r = rank_of[s]
         send = 0.0
         if p > 1 and s < S - 1:
             sent = profile.layer if profile.layer is not None else parts[s][1][-1]
@@ -301,10 +303,15 @@ def estimate(
         rank_params[r] += params
         rank_temp[r] = max(rank_temp[r], temp)
     for r in range(p):
-        stages_of_r = [per_stage[r + k * p] for k in range(v)]
+        stages_of_r = [x for x, q in zip(per_stage, rank_of, strict=True) if q == r]
         per_mb = sum(x[2] for x in stages_of_r) / v
         rank_act[r] = per_mb * flight[r]
-    pipeline = F.pipeline_time(rank_time, layout.microbatches, v)
+    busy = sum(x[0] + x[1] for x in per_stage) or 1.0
+    weights = _weight_grad_share(profile) * sum(x[1] for x in per_stage) / busy
+    forwards = sum(x[0] for x in per_stage) / busy
+    pipeline = SCH.pipeline_time(
+        layout.schedule, rank_time, layout.microbatches, v, forwards, weights
+    )
     worst = max(rank_time)
     bubble = 1.0 - layout.microbatches * worst / pipeline if pipeline else 0.0
     # data parallel: gradients (fp32) all-reduced, or reduce-scattered + gathered (ZeRO)
@@ -434,11 +441,13 @@ def _params_per_device(part: PartCost, tp: int) -> float:
     return part.param_elements / tp
 
 
-def _schedule_family(name: str) -> str:
-    key = "".join(c for c in name.lower() if c.isalnum())
-    if key == "gpipe":
-        return "gpipe"
-    return "1f1b"
+def _weight_grad_share(profile: Profile) -> float:
+    """The share of a layer's backward FLOPs that make the weights' gradients (a zero-bubble
+    schedule's W; the rest is its I)."""
+    part = profile.layer if profile.layer is not None else profile.whole
+    if part is None or not part.backward.flops:
+        return 0.5
+    return part.backward.weight_grad_flops / part.backward.flops
 
 
 def _stage_parts(

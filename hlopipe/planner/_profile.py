@@ -27,6 +27,7 @@ through the loop; the sequence length and the heads are read off the scores' mat
 from __future__ import annotations
 
 import enum
+import functools
 import math
 import re
 from collections.abc import Iterator, Sequence
@@ -63,7 +64,7 @@ class Matmul:
     count: int = 1
     attention: bool = False  # makes or reads an attention-internal value
 
-    @property
+    @functools.cached_property
     def flops(self) -> float:
         return 2.0 * self.b * self.m * self.n * self.k * self.count
 
@@ -81,12 +82,13 @@ class PassCost:
     kv_bytes: int = 0  # attention's keys and values (context parallelism passes them around)
     weight_output_bytes: int = 0  # outputs of the weight matmuls (selective recompute keeps)
     seq: int = 0  # the keys' length of the attention found (0: none)
+    weight_grad_flops: float = 0.0  # of the matmuls making the weights' gradients (W)
 
-    @property
+    @functools.cached_property  # read for every layout a search prices
     def flops(self) -> float:
         return sum(m.flops for m in self.matmuls)
 
-    @property
+    @functools.cached_property
     def attention_flops(self) -> float:
         return sum(m.flops for m in self.matmuls if m.attention)
 
@@ -522,6 +524,7 @@ def _pass_cost(
     row_bytes = 0
     kv_bytes = 0
     weight_out = 0
+    wgrad = 0.0
     for idx, (e, mult, _) in enumerate(eqns):
         ins = [same.find(v) for v in e.invars if not isinstance(v, jax.extend.core.Literal)]
         outs = [same.find(v) for v in e.outvars]
@@ -534,6 +537,8 @@ def _pass_cost(
                 kv_bytes += 2 * _nbytes(kept.aval) * mult
             matmuls.append(mm)
             roles[idx] = role
+            if outs[0] in flow.grads:
+                wgrad += mm.flops
             row_bytes += row
             if role is MatmulRole.COLUMN or role is MatmulRole.ROW:
                 weight_out += _nbytes(e.outvars[0].aval) * mult
@@ -545,7 +550,9 @@ def _pass_cost(
         if any(v in open_ for v in ins):
             open_.update(outs)
     fused_bytes, att_bytes, largest = _region_bytes(eqns, jaxpr, core, fused, same)
-    cost = PassCost(tuple(matmuls), fused_bytes, att_bytes, largest, kv_bytes, weight_out, flow.seq)
+    cost = PassCost(
+        tuple(matmuls), fused_bytes, att_bytes, largest, kv_bytes, weight_out, flow.seq, wgrad
+    )
     lit = jax.extend.core.Literal
 
     def at(group: set[Any]) -> frozenset[int]:
@@ -564,6 +571,7 @@ class _Flows(NamedTuple):
     weights: set[Any]  # made from parameters alone
     varying: set[Any]  # made from an argument (a value made from none is a constant)
     core: set[Any]  # attention-internal
+    grads: set[Any]  # outputs of the matmuls making the weights' gradients (x^T dY)
     seq: int  # the keys' length of the attention found (0: none)
 
 
@@ -616,14 +624,20 @@ def _flow(
             acts.update(outs)
         if any(v in varying for v in ins):
             varying.update(outs)
-    grads = _reaching([jaxpr.outvars[i] for i in grads_out], producer, same)
+    grads = set()
+    if grads_out:  # a weight's gradient: a matmul whose output reaches those results alone
+        to_grads = _reaching([jaxpr.outvars[i] for i in grads_out], producer, same)
+        others = [v for i, v in enumerate(jaxpr.outvars) if i not in grads_out]
+        dots = [e for e, _ in eqns if e.primitive.name == "dot_general"]
+        elsewhere = _reaching([*others, *(v for e in dots for v in e.invars)], producer, same)
+        grads = {same.find(e.outvars[0]) for e in dots} & to_grads - elsewhere
     activation_mms = [e for e in activation_mms if same.find(e.outvars[0]) not in grads]
     feeds = _reaching([v for e in activation_mms for v in e.invars], producer, same)
     scores = [e for e in activation_mms if same.find(e.outvars[0]) in feeds]
     seeds = [v for i, v in enumerate(jaxpr.invars) if i in core_in]
     sizes = [_numel(e.outvars[0].aval) for e in scores] + [_numel(v.aval) for v in seeds]
     if not sizes:
-        return _Flows(weights, varying, set(), 0)
+        return _Flows(weights, varying, set(), grads, 0)
     least = min(sizes)
     reach = {same.find(e.outvars[0]) for e in scores} | {same.find(v) for v in seeds}
     core = set(reach)
@@ -636,7 +650,7 @@ def _flow(
                 if _numel(o.aval) >= least:  # the eqn's own value (a loop stacks its results)
                     core.add(same.find(o))
     seq = max((_free(e, 1) for e in scores), default=0)
-    return _Flows(weights, varying, core, seq)
+    return _Flows(weights, varying, core, grads, seq)
 
 
 def _reaching(values: list[Any], producer: dict[Any, Any], same: _Same) -> set[Any]:
