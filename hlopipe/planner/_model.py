@@ -8,7 +8,7 @@ every fused elementwise region at the device's memory bandwidth times its measur
 streaming efficiency, tensor parallelism's all-reduces of each row matmul's output (forward,
 backward, and the recomputed forward) on the node's links, the send of the stage's output to
 the next stage (and its gradient back) on the node's or the cluster's links, and the extra
-forward recompute runs. A step is the pipeline (:func:`_formulas.pipeline_time`), then the
+forward recompute runs. A step is the pipeline (:func:`_schedules.pipeline_time`), then the
 data-parallel gradient all-reduce (at every ZeRO level, as hlopipe's runtime all-reduces and
 each device slices its shard; ZeRO-3's all-gathers of the parameters are priced, and so is
 ZeRO-1's all-gather of the updated parameter shards) and the optimizer step. Nothing overlaps with
