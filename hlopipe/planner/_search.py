@@ -169,7 +169,7 @@ def search(
 EXACT = 8
 #: The largest pipeline (ranks x microbatches x virtual stages) whose simulated schedules a
 #: free search prices (see search).
-SIMULATED_LIMIT = 4096
+SIMULATED_LIMIT = 2048
 
 
 def _shape(layout: Layout) -> tuple[int | str, ...]:
