@@ -11,6 +11,7 @@ import itertools
 import json
 import math
 import re
+from dataclasses import replace
 from pathlib import Path
 
 import jax
@@ -20,7 +21,7 @@ import pytest
 
 from hlopipe import planner, schedules, stages
 from hlopipe.cli import main
-from hlopipe.errors import PlanError, RuntimeConfigError
+from hlopipe.errors import PlanError, RuntimeConfigError, ScheduleError
 from hlopipe.models import gpt, gpt_scan
 from hlopipe.planfile import Layout, PlanFile, Recompute
 from hlopipe.runtime import Pipeline, check_plan_devices
@@ -108,6 +109,97 @@ def test_pipeline_time_and_bubble_match_the_simulator(p, m, v):
     assert planner.bubble_fraction(p, m, v) == pytest.approx(timeline.bubble_fraction)
     if v == 1:
         assert planner.bubble_fraction(p, m) == pytest.approx((p - 1) / (m + p - 1))
+
+
+def _brute_force_step(sched, f: float, i: float, w: float):
+    """The makespan of ``sched`` with every stage's F, I and W costing ``f``, ``i``, ``w`` (a B
+    ``i + w``; an F and a B run together cost both), and each stage's most microbatches held
+    at once: each rank runs its list in order, an action as soon as its rank is free and
+    what it needs has ended (F after the previous stage's F; B or I after this stage's F and
+    the next stage's B or I; W after this stage's I), until every action has run; held
+    activations counted walking each list (an F takes one in, the last backward that reads
+    it, W where there is one, lets it go). Written here, apart from hlopipe's simulator."""
+    cost = {"F": f, "B": i + w, "I": i, "W": w}
+    lists = {r: [a for a in acts if a is not None and a.kind.value in (*cost, "OVERLAP_F_B")]
+             for r, acts in sched.actions.items()}  # fmt: skip
+    last = sched.num_stages - 1
+    end: dict[tuple[str, int, int], float] = {}
+
+    def needs(a):
+        k, st, mb = a.kind.value, a.stage, a.microbatch
+        if k == "F":
+            return [("F", st - 1, mb)] if st > 0 else []
+        if k in ("B", "I"):
+            later = [("B", st + 1, mb)] if st < last else []
+            return [("F", st, mb), *later]
+        return [("B", st, mb)]  # W after this stage's I (an I ends as a B would)
+
+    pos = dict.fromkeys(lists, 0)
+    free = dict.fromkeys(lists, 0.0)
+    while any(pos[r] < len(lists[r]) for r in lists):
+        moved = False
+        for r, acts in lists.items():
+            while pos[r] < len(acts):
+                a = acts[pos[r]]
+                deps = [d for part in a.parts for d in needs(part)]
+                if any(d not in end for d in deps):
+                    break
+                start = max([free[r], *(end[d] for d in deps)])
+                free[r] = start + sum(cost[part.kind.value] for part in a.parts)
+                for part in a.parts:
+                    kind = "B" if part.kind.value == "I" else part.kind.value
+                    end[(kind, part.stage, part.microbatch)] = free[r]
+                pos[r] += 1
+                moved = True
+        assert moved, "the schedule deadlocks"
+    release = "W" if any(a.kind.value == "W" for acts in lists.values() for a in acts) else "B"
+    held = [0] * sched.num_stages
+    peak = [0] * sched.num_stages
+    for acts in lists.values():
+        for a in acts:
+            for part in a.parts:
+                if part.kind.value == "F":
+                    held[part.stage] += 1
+                    peak[part.stage] = max(peak[part.stage], held[part.stage])
+                elif part.kind.value == release:
+                    held[part.stage] -= 1
+    ranks = {a.stage: r for r, acts in lists.items() for a in acts for a in a.parts}
+    return max(free.values()), peak, [ranks[st] for st in range(sched.num_stages)]
+
+
+SIMULATED = ["looped-bfs", "zb-h1", "zb-h2", "interleaved-zb", "zb-v", "dualpipev"]
+
+
+@pytest.mark.parametrize("name", SIMULATED)
+@pytest.mark.parametrize("p, m", [(4, 8), (3, 6), (4, 12)])
+def test_every_schedule_the_runtime_runs_is_priced_as_a_brute_force_runs_it(name, p, m):
+    """The bubble and microbatches in flight of each schedule beyond the closed forms, for
+    uniform stages, against a brute-force run of the runtime's own action lists (the planner
+    prices F, I and W as shares of a rank's microbatch; here 1/4, 1/2, 1/4 and 1/2, 1/8, 3/8)."""
+    v = 2 if name in ("looped-bfs", "interleaved-zb", "zb-v", "dualpipev") else 1
+    sched = schedules.get(name, p, m, v if v > 1 else None)
+    for f, i, w in ((16, 32, 16), (32, 8, 24)):
+        makespan, peak, ranks = _brute_force_step(sched, f / 64 / v, i / 64 / v, w / 64 / v)
+        got = planner.schedule_pipeline_time(name, [1.0] * p, m, v, f / 64, w / 64)
+        assert got == pytest.approx(makespan, rel=1e-12)
+    assert planner.schedule_stage_ranks(name, p, v) == tuple(ranks)
+    per_rank = [0] * p
+    for st, n in enumerate(peak):
+        per_rank[ranks[st]] += n
+    assert planner.schedule_in_flight(name, p, m, v) == per_rank
+
+
+@pytest.mark.parametrize("p, m", [(4, 8), (3, 6), (8, 16)])
+def test_zb_h1s_bubble_is_qi_et_als(p, m):
+    """ZB-H1 (Qi et al. 2023, "Zero Bubble Pipeline Parallelism", section 3.1): a bubble of
+    (p - 1)(T_F + T_B - T_W) (their B is our I) where each W fits a gap (T_W at most T_F and
+    T_B, as their derivation has it), and p microbatches in flight on every stage (their
+    p M_B, 1F1B's peak)."""
+    for f, i, w in ((1, 2, 1), (2, 1, 1), (3, 3, 2), (6, 6, 4)):  # shares in 1/64ths
+        t = f + i + w
+        got = planner.schedule_pipeline_time("zb-h1", [float(t)] * p, m, 1, f / t, w / t)
+        assert got == pytest.approx(m * t + (p - 1) * (f + i - w))
+    assert planner.schedule_in_flight("zb-h1", p, m, 1) == [p] * p
 
 
 # --- what the program says ---------------------------------------------------------------------
@@ -225,6 +317,31 @@ def test_attention_written_either_way_is_found_and_costed_alike():
     assert profs[0].layer.forward.flops == profs[1].layer.forward.flops
 
 
+@pytest.mark.parametrize("tp, dp", [(1, 8), (2, 4), (4, 2)])
+def test_zero1_all_gathers_the_updated_parameter_shards(tp, dp):
+    """ZeRO-1 (Rajbhandari et al. 2020, section 5.1: each data-parallel rank updates its
+    shard of the parameters, then the shards are all-gathered) moves, on each device, the
+    parameters it holds (all of them over tp, one stage here) times (dp - 1) / dp over the
+    data-parallel links, after the step (nothing overlaps it): the closed form from a program
+    of 4 layers of four d x d fp32 weights and no other parameter."""
+    d, layers = 32, 4
+    w = jax.ShapeDtypeStruct((d, d), jnp.float32)
+    params = [{n: w for n in ("q", "k", "v", "o")} for _ in range(layers)]
+    x = jax.ShapeDtypeStruct((2, 16, d), jnp.float32)
+    prof = planner.profile_program(
+        functools.partial(_attention_layer_loss, fused_call=False), params, x
+    )
+    gbps = 100.0  # the node's links; the nominal cpu device applies no efficiency to them
+    cluster = planner.cluster_spec("cpu", 8, devices_per_node=8, intra_node_gbps=gbps)
+    plain = Layout(tp=tp, pp=1, dp=dp, cp=1, zero=0, recompute=Recompute.NONE, schedule="1f1b",
+                   virtual_stages=1, microbatch_size=2, microbatches=1)  # fmt: skip
+    zero0 = planner.estimate(prof, plain, cluster)
+    zero1 = planner.estimate(prof, replace(plain, zero=1), cluster)
+    held = layers * 4 * d * d / tp * 4  # bytes of the parameters on one device
+    gathered = held * (dp - 1) / dp
+    assert zero1.data_parallel_s - zero0.data_parallel_s == pytest.approx(gathered / (gbps * 1e9))
+
+
 # --- the search --------------------------------------------------------------------------------
 
 
@@ -242,30 +359,118 @@ def test_a_gpu_dumps_fused_attention_is_attention_to_the_planner():
     """A loss dumped after XLA's GPU passes (tests/data/gpu: attention as
     ``__cudnn$fmhaSoftmax``, its dots as cuBLAS calls, an MLP matmul whose ``[b s, f]`` output
     is square) profiles, on attention, as the JAX program it was made from: the same sequence
-    length and heads, attention matmuls and FLOPs forward and backward, attention-internal
-    residuals and selective recompute's bytes (the rehydrated call is attention's einsums)."""
+    length and heads, attention matmuls and FLOPs forward and backward, selective recompute's
+    bytes, and what the backward keeps outside attention's core (all a fused kernel keeps).
+    The core residuals differ as the two are written (by hand, ``b h s s`` f32 values: the
+    plain softmax keeps exp, its broadcast sum's powers, the quotient and its cast, 5; the
+    rehydrated call ``exp(s - max)`` inside its log-sum-exp and ``exp(s - lse)``, 2). The
+    head size equals the sequence here (8): a rule by shape takes the call's Q, K and V for
+    scores."""
     import hlopipe
 
     data = Path(__file__).resolve().parent / "data" / "gpu"
-    got = {}
+    b, h, s, dh = 4, 2, 8, 8
+    scores = b * h * s * s * 4
+    got, core = {}, {}
     for name in ("tiny_transformer.hlo", "tiny_transformer.gpu.hlo"):
         prog = hlopipe.load((data / name).read_text())
         prof = planner.profile_program(prog, attention_fused=False)
         parts = prof.marked or (prof.whole,)
         got[name] = (prof.seq, prof.heads, [
             (sum(m.attention for m in p.forward.matmuls), p.forward.attention_flops,
-             p.backward.attention_flops, p.attention_residual_bytes, p.selective_bytes)
+             p.backward.attention_flops, p.residual_bytes - p.attention_residual_bytes,
+             p.selective_bytes)
             for p in parts
         ])  # fmt: skip
+        core[name] = [p.attention_residual_bytes for p in parts]
     want = got["tiny_transformer.hlo"]
-    assert want[0] == 8 and want[1] == 2 and all(n == 2 for n, *_ in want[2])
+    assert want[0] == s and want[1] == h
+    for n, fwd, bwd, *_ in want[2]:  # QK^T and PV forward, four matmuls back
+        assert (n, fwd, bwd) == (2, 2 * 2 * b * h * s * s * dh, 4 * 2 * b * h * s * s * dh)
     assert got["tiny_transformer.gpu.hlo"] == want
+    assert core == {"tiny_transformer.hlo": [5 * scores] * 2,
+                    "tiny_transformer.gpu.hlo": [2 * scores] * 2}  # fmt: skip
+
+
+# A Llama-shaped layer (RMSNorm, rotary q and k, causal attention, SwiGLU) whose width equals
+# its sequence, at batch 1: every activation [1, s, d] is square, as a 7B Llama's at 4096.
+LLAMA_D, LLAMA_S, LLAMA_H, LLAMA_F, LLAMA_L = 64, 64, 4, 128, 4
+
+
+def _rms(x, g):
+    return x * jax.lax.rsqrt(jnp.mean(x * x, -1, keepdims=True) + 1e-6) * g
+
+
+def _rotary(x):
+    s, dh = x.shape[1], x.shape[-1]
+    angle = jnp.arange(s)[:, None] / 10000.0 ** (jnp.arange(0, dh, 2) / dh)[None, :]
+    cos, sin = jnp.cos(angle)[None, :, None], jnp.sin(angle)[None, :, None]
+    x1, x2 = x[..., ::2], x[..., 1::2]
+    return jnp.concatenate([x1 * cos - x2 * sin, x1 * sin + x2 * cos], -1)
+
+
+def _llama_block(p, x, written):
+    b, s, d = x.shape
+    h = _rms(x, p["g1"])
+    q, k, v = ((h @ p[n]).reshape(b, s, LLAMA_H, d // LLAMA_H) for n in ("wq", "wk", "wv"))
+    q, k = _rotary(q), _rotary(k)
+    if written == "dot_product_attention":
+        a = jax.nn.dot_product_attention(q, k, v, is_causal=True)
+    else:
+        scores = jnp.einsum("bqhd,bkhd->bhqk", q, k) / jnp.sqrt(d // LLAMA_H)
+        scores = jnp.where(jnp.tril(jnp.ones((s, s), bool)), scores, -1e9)
+        a = jnp.einsum("bhqk,bkhd->bqhd", jax.nn.softmax(scores, axis=-1), v)
+    x = x + a.reshape(b, s, d) @ p["wo"]
+    h = _rms(x, p["g2"])
+    return x + (jax.nn.silu(h @ p["w1"]) * (h @ p["w3"])) @ p["w2"]
+
+
+def _llama_loss(params, x, written):
+    if written == "scan":
+        x, _ = jax.lax.scan(lambda c, p: (_llama_block(p, c, "einsum"), None), x, params)
+    else:
+        for p in params:
+            x = _llama_block(p, x, written)
+    return jnp.mean(x**2)
+
+
+@pytest.mark.parametrize("written", ["einsum", "dot_product_attention", "scan"])
+def test_attention_is_found_by_data_flow_when_the_width_equals_the_sequence(written):
+    """Attention's core (scores to probabilities) is what lies between the two matmuls of
+    two activations, not every square value: at d_model == seq and batch 1 the planner finds
+    the heads (so tensor parallelism is searched), and attention's FLOPs and bytes equal the
+    closed forms from the shapes. Attention written with einsums, with
+    ``jax.nn.dot_product_attention`` and inside a scan over stacked layers."""
+    d, s, h, f, n = LLAMA_D, LLAMA_S, LLAMA_H, LLAMA_F, LLAMA_L
+    f32 = jnp.float32
+    shapes = {"g1": (d,), "g2": (d,), "wq": (d, d), "wk": (d, d), "wv": (d, d), "wo": (d, d),
+              "w1": (d, f), "w3": (d, f), "w2": (f, d)}  # fmt: skip
+    if written == "scan":
+        params = {k: jax.ShapeDtypeStruct((n, *v), f32) for k, v in shapes.items()}
+    else:
+        params = [{k: jax.ShapeDtypeStruct(v, f32) for k, v in shapes.items()} for _ in range(n)]
+    x = jax.ShapeDtypeStruct((1, s, d), f32)
+    prof = planner.profile_program(functools.partial(_llama_loss, written=written), params, x)
+    assert (prof.seq, prof.heads, prof.batch) == (s, h, 1)
+    layer = prof.layer
+    assert layer is not None
+    # QK^T and PV: 2 b s s d each forward; dP, dS K, dS^T Q and P^T dO back
+    assert [m.b for m in layer.forward.matmuls if m.attention] == [h, h]
+    assert layer.forward.attention_flops == 2 * 2 * s * s * d
+    assert layer.backward.attention_flops == 4 * 2 * s * s * d
+    # the backward of exp(x - max) / sum keeps exp's output and the quotient, h s s f32 each
+    # (JAX's print_saved_residuals lists these two; the mask and the where's fill it lists too
+    # are constants, made again); a fused kernel keeps neither
+    assert layer.attention_residual_bytes == 2 * h * s * s * 4
+    assert layer.forward.kv_bytes == 2 * s * d * 4  # V, and K its size: context parallelism's
+    tps = {lay.tp for lay in planner.layouts(prof, 8, 8, planner.Fixed(), 8)}
+    assert tps == {1, 2, 4}  # whole heads: 4 of them
 
 
 def test_search_equals_a_brute_force_over_the_space():
     prof = _profile()
     cluster = planner.cluster_spec("a100-40gb", 8, devices_per_node=4)
-    batch = 16
+    batch = 8
     best = None
     for tp, pp, cp in itertools.product((1, 2, 4, 8), repeat=3):
         if 8 % (tp * pp * cp) or tp * cp > 4 or pp > CFG.n_layers or CFG.seq % cp:
@@ -273,14 +478,20 @@ def test_search_equals_a_brute_force_over_the_space():
         if CFG.n_heads % tp:
             continue
         dp = 8 // (tp * pp * cp)
-        scheds = ("1f1b", "interleaved-1f1b", "gpipe") if pp > 1 else ("1f1b",)
+        scheds = ("1f1b", "interleaved-1f1b", "gpipe", *SIMULATED) if pp > 1 else ("1f1b",)
         for sched, zero, rc, mb in itertools.product(scheds, (0, 1, 3), list(Recompute),
                                                      (1, 2, 4, 8, 16)):  # fmt: skip
             if batch % (dp * mb) or (zero and dp * cp == 1):
                 continue
             m = batch // (dp * mb)
-            for v in (2, 4) if "interleaved" in sched else (1,):
-                if ("interleaved" in sched and m % pp) or pp * v > CFG.n_layers:
+            vs = {"interleaved-1f1b": (2, 4), "looped-bfs": (2, 4), "interleaved-zb": (2, 4),
+                  "zb-v": (2,), "dualpipev": (2,)}.get(sched, (1,))  # fmt: skip
+            for v in vs:
+                if (sched == "interleaved-1f1b" and m % pp) or pp * v > CFG.n_layers:
+                    continue
+                try:  # a shape the runtime's generator refuses is no layout
+                    schedules.get(sched, pp, m, v)
+                except ScheduleError:
                     continue
                 lay = Layout(tp=tp, pp=pp, dp=dp, cp=cp, zero=zero, recompute=rc,
                              schedule=sched, virtual_stages=v, microbatch_size=mb,
@@ -415,12 +626,17 @@ def test_plan_command_prints_json_and_refuses_bad_input(tmp_path, capsys):
     assert code == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("error: no layout of 4 devices")
-    # a schedule the planner does not model is refused (it would be costed as another and
-    # planned at virtual stages its runtime refuses); a spelling of one it models is that one
+    # a schedule no training runs is refused; a spelling of one the runtime trains with is that
+    # one, planned at the virtual stages its generator makes (ZB-V: 2)
     code = main(["plan", program, "--device", "cpu", "--devices", "4", "--global-batch", "8",
-                 "--schedule", "ZB_V"])  # fmt: skip
+                 "--schedule", "inference"])  # fmt: skip
     assert code == 2
-    assert "error: --schedule zb-v: the planner models 1f1b" in capsys.readouterr().err
+    assert "error: --schedule inference: the planner models 1f1b" in capsys.readouterr().err
+    code = main(["plan", program, "--device", "cpu", "--devices", "4", "--global-batch", "8",
+                 "--pp", "2", "--schedule", "ZB_V", "--json"])  # fmt: skip
+    assert code == 0
+    plan = json.loads(capsys.readouterr().out)["plan"]
+    assert plan["schedule"] == "zb-v" and plan["virtual_stages"] == 2
     code = main(["plan", program, "--device", "cpu", "--devices", "4", "--global-batch", "8",
                  "--pp", "2", "--schedule", "Interleaved_1F1B", "--json"])  # fmt: skip
     assert code == 0

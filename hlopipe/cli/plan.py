@@ -54,7 +54,11 @@ def _add_plan(p: argparse.ArgumentParser) -> None:
         help="activation recompute policy (searched): selective keeps the matmuls' outputs, "
         "attention their inputs and outputs (Korthikanti et al. 2022's selective)",
     )
-    p.add_argument("--schedule", help="pipeline schedule: 1f1b, interleaved-1f1b, gpipe (searched)")
+    p.add_argument(
+        "--schedule",
+        help="pipeline schedule, any the runtime trains with (1f1b, interleaved-1f1b, gpipe, "
+        "looped-bfs, zb-h1, zb-h2, interleaved-zb, zb-v, dualpipev; searched)",
+    )
     p.add_argument(
         "--virtual-stages",
         type=int,

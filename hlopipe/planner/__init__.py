@@ -18,6 +18,9 @@ Public API:
   :func:`in_flight`, :func:`pipeline_time`, :func:`bubble_fraction`,
   :func:`grad_accumulation_bytes`; :func:`data_parallel_link` (a data-parallel group's bus
   bandwidth) and :func:`matmul_time` (a matmul's roofline) of the model.
+* Every schedule the runtime trains with (:data:`SCHEDULES`), priced by those closed forms or
+  by the runtime's own generator and simulator: :func:`schedule_pipeline_time`,
+  :func:`schedule_in_flight`, :func:`schedule_stage_ranks`.
 
 It imports the stage compiler (to cut and differentiate the program) and never the runtime:
 a plan is made without devices.
@@ -55,6 +58,9 @@ from hlopipe.planner._profile import (
     profile_program,
     profile_staged,
 )
+from hlopipe.planner._schedules import in_flight as schedule_in_flight
+from hlopipe.planner._schedules import pipeline_time as schedule_pipeline_time
+from hlopipe.planner._schedules import stage_ranks as schedule_stage_ranks
 from hlopipe.planner._search import (
     SCHEDULES,
     Fixed,
@@ -95,6 +101,9 @@ __all__ = [
     "profile_staged",
     "ring_all_reduce_bytes",
     "ring_gather_bytes",
+    "schedule_in_flight",
+    "schedule_pipeline_time",
+    "schedule_stage_ranks",
     "search",
     "split_bytes_per_param",
 ]

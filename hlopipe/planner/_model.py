@@ -11,15 +11,15 @@ backward, and the recomputed forward) on the node's links, the send of the stage
 the next stage (and its gradient back) on the node's or the cluster's links, and the extra
 forward recompute runs, and each microbatch's gradients added into the fp32 accumulator
 (:func:`_formulas.grad_accumulation_bytes` over the rank's parameters at the memory rate). A
-step is the pipeline (:func:`_formulas.pipeline_time`), then the
+step is the pipeline (:func:`_schedules.pipeline_time`), then the
 data-parallel gradient all-reduce (on the NICs of the group's members in a node,
 :func:`data_parallel_link`; at every ZeRO level, as hlopipe's runtime all-reduces and
-each device slices its shard; ZeRO-3's all-gathers of the parameters are priced, ZeRO-1's
-all-gather of the updated parameters is not) and the optimizer step. Nothing overlaps with
-compute (Megatron-LM 2021 overlaps none of these in the runs the benchmark compares with: its
-``DistributedDataParallel.allreduce_gradients`` all-reduces the accumulated fp32 gradients once
-the last microbatch's backward is done, ``megatron/model/distributed.py``; an overlapped run is
-faster than predicted).
+each device slices its shard; ZeRO-3's all-gathers of the parameters are priced, and so is
+ZeRO-1's all-gather of the updated parameter shards) and the optimizer step. Nothing overlaps
+with compute (Megatron-LM 2021 overlaps none of these in the runs the benchmark compares with:
+its ``DistributedDataParallel.allreduce_gradients`` all-reduces the accumulated fp32 gradients
+once the last microbatch's backward is done, ``megatron/model/distributed.py``; an overlapped
+run is faster than predicted).
 
 Memory per device: parameters, gradients and optimizer state by :func:`bytes_per_param`, all
 divided by TP (norm gains and biases are replicated in practice: under 0.1% of a layer's), the
@@ -47,6 +47,7 @@ from typing import NamedTuple
 from hlopipe.errors import PlanError
 from hlopipe.planfile import Layout, Memory, Recompute
 from hlopipe.planner import _formulas as F
+from hlopipe.planner import _schedules as SCH
 from hlopipe.planner._profile import Matmul, MatmulRole, PartCost, Profile
 from hlopipe.stages import Device
 
@@ -357,9 +358,10 @@ def estimate(
     rank_act = [0.0] * p
     rank_params = [0.0] * p
     rank_temp = [0] * p
-    flight = F.in_flight(_schedule_family(layout.schedule), p, layout.microbatches, v)
+    flight = SCH.in_flight(layout.schedule, p, layout.microbatches, v)
+    rank_of = SCH.stage_ranks(layout.schedule, p, v)
     for s, (f, b, _act, params, temp) in enumerate(per_stage):
-        r = s % p
+        r = rank_of[s]
         send = 0.0
         if p > 1 and s < S - 1:
             sent = profile.layer if profile.layer is not None else parts[s][1][-1]
@@ -370,10 +372,15 @@ def estimate(
         rank_params[r] += params
         rank_temp[r] = max(rank_temp[r], temp)
     for r in range(p):
-        stages_of_r = [per_stage[r + k * p] for k in range(v)]
+        stages_of_r = [x for x, q in zip(per_stage, rank_of, strict=True) if q == r]
         per_mb = sum(x[2] for x in stages_of_r) / v
         rank_act[r] = per_mb * flight[r]
-    pipeline = F.pipeline_time(rank_time, layout.microbatches, v)
+    busy = sum(x[0] + x[1] for x in per_stage) or 1.0
+    weights = _weight_grad_share(profile) * sum(x[1] for x in per_stage) / busy
+    forwards = sum(x[0] for x in per_stage) / busy
+    pipeline = SCH.pipeline_time(
+        layout.schedule, rank_time, layout.microbatches, v, forwards, weights
+    )
     worst = max(rank_time)
     bubble = 1.0 - layout.microbatches * worst / pipeline if pipeline else 0.0
     # data parallel: gradients (fp32) all-reduced, or reduce-scattered + gathered (ZeRO)
@@ -387,6 +394,8 @@ def estimate(
             * layout.microbatches
             * F.ring_gather_bytes(max(rank_params) * profile.param_itemsize, dp)
         )
+    if layout.zero == 1:  # each rank's updated shard gathered after the step: not overlapped
+        dp_bytes += F.ring_gather_bytes(max(rank_params) * profile.param_itemsize, dp)
     data_parallel = dp_bytes / dp_link
     # the optimizer: Adam reads and writes parameters, gradients, master weights, moments
     opt_elems = max(rank_params) / (dp if layout.zero >= 1 else 1)
@@ -499,11 +508,13 @@ def _params_per_device(part: PartCost, tp: int) -> float:
     return part.param_elements / tp
 
 
-def _schedule_family(name: str) -> str:
-    key = "".join(c for c in name.lower() if c.isalnum())
-    if key == "gpipe":
-        return "gpipe"
-    return "1f1b"
+def _weight_grad_share(profile: Profile) -> float:
+    """The share of a layer's backward FLOPs that make the weights' gradients (a zero-bubble
+    schedule's W; the rest is its I)."""
+    part = profile.layer if profile.layer is not None else profile.whole
+    if part is None or not part.backward.flops:
+        return 0.5
+    return part.backward.weight_grad_flops / part.backward.flops
 
 
 def _stage_parts(

@@ -12,23 +12,27 @@ Tensor parallelism follows Megatron-LM (Shoeybi et al. 2019, section 3): a weigh
 activation input comes (through any non-weight-matmul equations) from another weight matmul's
 output is the *row* half of a pair and its output is all-reduced; the others are *column*
 matmuls, sharded on their output features. A matmul of two activations (attention's scores and
-its weighted sum) splits by heads. Values whose two trailing axes are both the sequence length
-(attention scores and probabilities) are *attention-internal*: a fused attention kernel
-(FlashAttention, Dao et al. 2022) keeps them on chip, and selective recompute (Korthikanti et
-al. 2022, section 5) recomputes them instead of keeping them. A GPU dump's cuDNN fused attention
-(``__cudnn$fmha*``) reaches the planner as the einsums ``rehydrate`` writes for it, and is found
-the same way; the sequence length is read from batched matmuls (batch and heads) first, as a
-GPU dump's cuBLAS GEMM of ``[b s, f]`` by ``[f, n]`` can be square too.
+its weighted sum) splits by heads. Attention's *core* is found by data flow, not by shape
+(:func:`_flow`): what the scores (a matmul of two activations whose output reaches another
+one through non-matmul equations) reach until the next matmul, as large as the scores: the
+masked scores and the probabilities. A fused attention kernel (FlashAttention, Dao et al. 2022)
+keeps them on chip, and selective recompute (Korthikanti et al. 2022, section 5) recomputes
+them instead of keeping them. The forward finds them and the backward starts from the
+residuals the forward found so (and finds its own ``dO V^T`` the same way). A GPU dump's cuDNN
+fused attention (``__cudnn$fmha*``) reaches the planner as the einsums ``rehydrate`` writes
+for it, ``jax.nn.dot_product_attention`` as its einsums, and attention in a layer loop's body
+through the loop; the sequence length and the heads are read off the scores' matmul.
 """
 
 from __future__ import annotations
 
 import enum
+import functools
 import math
 import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import jax
 import numpy as np
@@ -60,7 +64,7 @@ class Matmul:
     count: int = 1
     attention: bool = False  # makes or reads an attention-internal value
 
-    @property
+    @functools.cached_property
     def flops(self) -> float:
         return 2.0 * self.b * self.m * self.n * self.k * self.count
 
@@ -77,12 +81,14 @@ class PassCost:
     largest_value: int
     kv_bytes: int = 0  # attention's keys and values (context parallelism passes them around)
     weight_output_bytes: int = 0  # outputs of the weight matmuls (selective recompute keeps)
+    seq: int = 0  # the keys' length of the attention found (0: none)
+    weight_grad_flops: float = 0.0  # of the matmuls making the weights' gradients (W)
 
-    @property
+    @functools.cached_property  # read for every layout a search prices
     def flops(self) -> float:
         return sum(m.flops for m in self.matmuls)
 
-    @property
+    @functools.cached_property
     def attention_flops(self) -> float:
         return sum(m.flops for m in self.matmuls if m.attention)
 
@@ -210,8 +216,8 @@ def profile_program(
         staged = stages.split(fn_or_program, *example_args, stage_layers=counts)
         parts = [staged.stage(0), staged.stage(1), staged.stage(staged.num_stages - 1)]
         layer_index = 1
-    seq = _seq_length(staged.stage(layer_index or 0).jaxpr.jaxpr)
-    costs = [_part_cost(st, param_argnums, seq, attention_fused) for st in parts]
+    costs = [_part_cost(st, param_argnums, attention_fused) for st in parts]
+    seq = max(c.forward.seq for c in costs)
     layer = staged.stage(layer_index) if layer_index is not None else parts[0]
     specs, pairs = _param_specs(layer, staged)
     floats = [a for a in staged.in_avals if jax.numpy.issubdtype(a.dtype, jax.numpy.inexact)]
@@ -248,8 +254,8 @@ def profile_staged(
             if flat
             else (0,)
         )
-    seq = max(_seq_length(st.jaxpr.jaxpr) for st in staged.stages)
-    costs = tuple(_part_cost(st, param_argnums, seq, attention_fused) for st in staged.stages)
+    costs = tuple(_part_cost(st, param_argnums, attention_fused) for st in staged.stages)
+    seq = max(c.forward.seq for c in costs)
     floats = [a for a in staged.in_avals if jax.numpy.issubdtype(a.dtype, jax.numpy.inexact)]
     itemsize = max((jax.numpy.dtype(a.dtype).itemsize for a in floats), default=4)
     return Profile(
@@ -270,35 +276,47 @@ def _split_whole(fn_or_program: Any, example_args: tuple[Any, ...]) -> Any:
 # --- one stage ---------------------------------------------------------------------------------
 
 
-def _part_cost(stage: Any, param_argnums: Sequence[int], seq: int, fused: bool) -> PartCost:
+def _part_cost(stage: Any, param_argnums: Sequence[int], fused: bool) -> PartCost:
     fb = stage.forward_backward(tuple(param_argnums))
     fwd = fb.forward_jaxpr
     bwd = fb.backward_jaxpr
     params = set(fb.diff_params)
-    fwd_cost, fwd_roles, row_bytes = _pass_cost(fwd.jaxpr, params, seq, fused)
-    bwd_cost, _, _ = _pass_cost(bwd.jaxpr, params, seq, fused)
+    fwd_pass = _pass_cost(fwd.jaxpr, params, fused)
+    # the backward reads the parameters, the residuals and the outputs' cotangents: a residual
+    # is a weight, a constant or attention-internal in the backward as the forward made it
+    first = fb.num_params  # the backward's argument holding the first residual
+    out_kinds = fwd_pass.out_kinds
+    bwd_pass = _pass_cost(
+        bwd.jaxpr,
+        params,
+        fused,
+        weights_in={first + i - fb.num_outputs for i in out_kinds.weights},
+        core_in={first + i - fb.num_outputs for i in out_kinds.core},
+        const_in={first + i - fb.num_outputs for i in out_kinds.const},
+        grads_out=set(range(len(fb.diff_inputs), len(bwd.jaxpr.outvars))),
+    )
     # a residual made from constants alone (a causal mask broadcast over the heads) is made
     # again by the backward for free, as a stage makes such values instead of receiving them
-    varying = _varying(fwd.jaxpr)
-    res = [v for v in fwd.jaxpr.outvars[fb.num_outputs :] if v in varying]
+    res_at = [i for i in range(fb.num_outputs, len(fwd.jaxpr.outvars)) if i not in out_kinds.const]
+    res = [fwd.jaxpr.outvars[i] for i in res_at]
     res_bytes = sum(_nbytes(v.aval) for v in res)
-    att_bytes = sum(_nbytes(v.aval) for v in res if _attention_internal(v.aval, seq))
+    att_bytes = sum(_nbytes(fwd.jaxpr.outvars[i].aval) for i in res_at if i in out_kinds.core)
     pavals = stage.param_avals
     diff = [i for i, a in enumerate(stage.param_argnums) if a in set(param_argnums)]
     elements = sum(int(math.prod(pavals[i].shape)) for i in diff)
     pbytes = sum(_nbytes(pavals[i]) for i in diff)
     return PartCost(
-        forward=fwd_cost,
-        backward=bwd_cost,
+        forward=fwd_pass.cost,
+        backward=bwd_pass.cost,
         residual_bytes=res_bytes,
         attention_residual_bytes=att_bytes,
         input_bytes=sum(_nbytes(r.aval) for r in stage.receives),
         output_bytes=sum(_nbytes(o) for o in stage.outputs),
         param_elements=elements,
         param_bytes=pbytes,
-        row_output_bytes=row_bytes,
-        selective_kept_bytes=_selective_kept(fwd.jaxpr, fwd_roles, res, params),
-        attention_kept_bytes=_attention_kept(fwd.jaxpr, fwd_roles, res, params),
+        row_output_bytes=fwd_pass.row_bytes,
+        selective_kept_bytes=_selective_kept(fwd.jaxpr, fwd_pass.roles, res, params),
+        attention_kept_bytes=_attention_kept(fwd.jaxpr, fwd_pass.roles, res, params),
     )
 
 
@@ -399,29 +417,68 @@ def _varying(jaxpr: Any) -> set[Any]:
     return {v for v in jaxpr.outvars if not isinstance(v, lit) and same.find(v) in out}
 
 
-def _leaves(jaxpr: Any, mult: int = 1) -> Iterator[tuple[Any, int, Any]]:
+def _flatten(
+    jaxpr: Any,
+    mult: int,
+    same: _Same | None,
+    seen: set[int] | None = None,
+    names: dict[Any, Any] | None = None,
+) -> Iterator[tuple[Any, int]]:
     """Every equation that is no call or loop (those are opened: a scan's body times its
-    length), with its multiplicity and the jaxpr it sits in."""
-    for e, m in _flatten(jaxpr, mult, None):
-        yield e, m, jaxpr
-
-
-def _flatten(jaxpr: Any, mult: int, same: _Same | None) -> Iterator[tuple[Any, int]]:
-    """:func:`_leaves` without the jaxpr; with ``same``, each body's arguments and results
-    are made the same values as the equation's operands and results they stand for (so data
-    flow crosses calls and loops)."""
+    length), with its multiplicity; with ``same``, each body's arguments and results are made
+    the same values as the equation's operands and results they stand for (so data flow
+    crosses calls and loops). A body opened a second time (JAX traces a function called twice
+    with the same shapes once, and both calls hold that one body) is opened under fresh names
+    (``names``: its variables' :class:`_Alias` at this call site), so that its two calls stay
+    two values each."""
+    seen = set() if seen is None else seen
     for e in jaxpr.eqns:
+        if names is not None:
+            e = _Eqn(e.primitive, e.params, _named(e.invars, names), _named(e.outvars, names))
         body, ins, outs = _body(e)
         if body is None:
             yield e, mult
             continue
+        inner: dict[Any, Any] | None = {} if id(body) in seen else None
+        seen.add(id(body))
         if same is not None:
-            for inner, outer in zip(body.invars, ins, strict=False):
-                same.join(inner, outer)
-            for inner, outer in zip(body.outvars, outs, strict=False):
-                same.join(inner, outer)
+            body_ins, body_outs = list(body.invars), list(body.outvars)
+            if inner is not None:
+                body_ins, body_outs = _named(body_ins, inner), _named(body_outs, inner)
+            for b_in, outer in zip(body_ins, ins, strict=False):
+                same.join(b_in, outer)
+            for b_out, outer in zip(body_outs, outs, strict=False):
+                same.join(b_out, outer)
         times = int(e.params["length"]) if e.primitive.name == "scan" else 1
-        yield from _flatten(body, mult * times, same)
+        yield from _flatten(body, mult * times, same, seen, inner)
+
+
+class _Alias:
+    """A body's variable at one call site of a body that has several (see :func:`_flatten`)."""
+
+    __slots__ = ("var",)
+
+    def __init__(self, var: Any) -> None:
+        self.var = var
+
+    @property
+    def aval(self) -> Any:
+        return self.var.aval
+
+
+@dataclass(frozen=True)
+class _Eqn:
+    """An equation of a body opened under fresh names."""
+
+    primitive: Any
+    params: Any
+    invars: list[Any]
+    outvars: list[Any]
+
+
+def _named(values: Sequence[Any], names: dict[Any, Any]) -> list[Any]:
+    lit = jax.extend.core.Literal
+    return [v if isinstance(v, lit) else names.setdefault(v, _Alias(v)) for v in values]
 
 
 def _body(e: Any) -> tuple[Any, list[Any], list[Any]]:
@@ -469,34 +526,68 @@ class _Same:
             self.parent[ra] = rb
 
 
+class _OutKinds(NamedTuple):
+    """Which results of a pass (positions) are weights (made from parameters alone),
+    constants (made from no argument) and attention-internal values."""
+
+    weights: frozenset[int]
+    const: frozenset[int]
+    core: frozenset[int]
+
+
+class _Pass(NamedTuple):
+    cost: PassCost
+    roles: dict[int, MatmulRole]
+    row_bytes: int
+    out_kinds: _OutKinds
+
+
 def _pass_cost(
-    jaxpr: Any, param_positions: set[int], seq: int, fused: bool
-) -> tuple[PassCost, dict[int, MatmulRole], int]:
+    jaxpr: Any,
+    param_positions: set[int],
+    fused: bool,
+    *,
+    weights_in: set[int] | frozenset[int] = frozenset(),
+    core_in: set[int] | frozenset[int] = frozenset(),
+    const_in: set[int] | frozenset[int] = frozenset(),
+    grads_out: set[int] | frozenset[int] = frozenset(),
+) -> _Pass:
     """The matmuls and fused-region bytes of one pass. Data flow gives the roles: values made
     from parameters alone (a weight, its transpose or cast) are *weights*; a weight matmul
-    reading a value derived from a column matmul's output is a row matmul. Data flow crosses
-    calls and loops (a layer loop's body reads its layer's weights)."""
+    reading a value derived from a column matmul's output is a row matmul; the attention core
+    is :func:`_flow`'s. Data flow crosses calls and loops (a layer loop's body reads its
+    layer's weights). ``weights_in``, ``core_in`` and ``const_in`` name arguments (beyond
+    ``param_positions``) that are weights, attention-internal or constants: the backward's
+    residuals, as the forward made them; ``grads_out`` the results that are the weights'
+    gradients."""
     same = _Same()
     eqns = [(e, m, jaxpr) for e, m in _flatten(jaxpr, 1, same)]
-    weights: set[Any] = {same.find(v) for i, v in enumerate(jaxpr.invars) if i in param_positions}
+    flow = _flow(
+        jaxpr, [(e, m) for e, m, _ in eqns], same, {*param_positions, *weights_in}, core_in,
+        const_in, grads_out,
+    )  # fmt: skip
+    weights, core = flow.weights, flow.core
     open_: set[Any] = set()  # derived from a column matmul's output, no row matmul since
     matmuls: list[Matmul] = []
     roles: dict[int, MatmulRole] = {}
     row_bytes = 0
     kv_bytes = 0
     weight_out = 0
+    wgrad = 0.0
     for idx, (e, mult, _) in enumerate(eqns):
         ins = [same.find(v) for v in e.invars if not isinstance(v, jax.extend.core.Literal)]
         outs = [same.find(v) for v in e.outvars]
         if e.primitive.name == "dot_general":
-            mm, role, row = _matmul(e, weights, open_, seq, mult, same)
-            internal = [_attention_internal(v.aval, seq) for v in e.invars[:2]]
+            mm, role, row = _matmul(e, weights, open_, core, mult, same)
+            internal = [same.find(v) in core for v in e.invars[:2]]
             if mm.attention and any(internal) and not all(internal):
                 # the probabilities times V, in either operand order: V, and K its size
                 kept = e.invars[internal.index(False)]
                 kv_bytes += 2 * _nbytes(kept.aval) * mult
             matmuls.append(mm)
             roles[idx] = role
+            if outs[0] in flow.grads:
+                wgrad += mm.flops
             row_bytes += row
             if role is MatmulRole.COLUMN or role is MatmulRole.ROW:
                 weight_out += _nbytes(e.outvars[0].aval) * mult
@@ -505,29 +596,151 @@ def _pass_cost(
             ):
                 open_.update(outs)
             continue
-        if ins and all(v in weights for v in ins):
-            weights.update(outs)
         if any(v in open_ for v in ins):
             open_.update(outs)
-    fused_bytes, att_bytes, largest = _region_bytes(eqns, jaxpr, seq, fused, same)
-    cost = PassCost(tuple(matmuls), fused_bytes, att_bytes, largest, kv_bytes, weight_out)
-    return cost, roles, row_bytes
+    fused_bytes, att_bytes, largest = _region_bytes(eqns, jaxpr, core, fused, same)
+    cost = PassCost(
+        tuple(matmuls), fused_bytes, att_bytes, largest, kv_bytes, weight_out, flow.seq, wgrad
+    )
+    lit = jax.extend.core.Literal
+
+    def at(group: set[Any]) -> frozenset[int]:
+        return frozenset(
+            i
+            for i, v in enumerate(jaxpr.outvars)
+            if not isinstance(v, lit) and same.find(v) in group
+        )
+
+    consts = {same.find(v) for v in jaxpr.outvars if not isinstance(v, lit)} - flow.varying
+    kinds = _OutKinds(at(weights), at(consts), at(core))
+    return _Pass(cost, roles, row_bytes, kinds)
+
+
+class _Flows(NamedTuple):
+    weights: set[Any]  # made from parameters alone
+    varying: set[Any]  # made from an argument (a value made from none is a constant)
+    core: set[Any]  # attention-internal
+    grads: set[Any]  # outputs of the matmuls making the weights' gradients (x^T dY)
+    seq: int  # the keys' length of the attention found (0: none)
+
+
+def _flow(
+    jaxpr: Any,
+    eqns: list[tuple[Any, int]],
+    same: _Same,
+    weights_in: set[int],
+    core_in: set[int] | frozenset[int],
+    const_in: set[int] | frozenset[int],
+    grads_out: set[int] | frozenset[int],
+) -> _Flows:
+    """The attention core of a pass, found by data flow, not by shape.
+
+    An *activation* matmul multiplies two activations (values made from an argument that is no
+    weight or constant; neither operand a weight) and makes no weight's gradient (the
+    backward's ``x^T dY``, found as what reaches the ``grads_out`` results). Its output is
+    attention's *scores* when it reaches an activation matmul's operand through non-matmul
+    equations (the masked, scaled softmax feeding the probabilities-times-values matmul); the
+    backward's ``dO V^T`` is found the same way (its softmax gradient feeds ``dS K`` and
+    ``dS^T Q``), and a fused attention custom call reaches the planner as the same two
+    einsums. The *core* is what the scores (and the ``core_in`` arguments: the backward's
+    attention-internal residuals) reach through non-matmul equations, as large as the scores:
+    the probabilities, the masked scores, a mask of where the maximum is; not the row
+    statistics (a fused kernel keeps its log-sum-exp in memory too) and nothing past the next
+    matmul. A fused attention kernel keeps the core on chip (FlashAttention, Dao et al. 2022)
+    and selective recompute recomputes it (Korthikanti et al. 2022, section 5).
+    """
+    lit = jax.extend.core.Literal
+    weights = {same.find(v) for i, v in enumerate(jaxpr.invars) if i in weights_in}
+    acts = {
+        same.find(v)
+        for i, v in enumerate(jaxpr.invars)
+        if i not in weights_in and i not in const_in
+    }
+    varying = {same.find(v) for i, v in enumerate(jaxpr.invars) if i not in const_in}
+    producer: dict[Any, Any] = {}
+    activation_mms = []
+    for e, _ in eqns:
+        ins = [same.find(v) for v in e.invars if not isinstance(v, lit)]
+        outs = [same.find(v) for v in e.outvars]
+        for o in outs:
+            producer[o] = e
+        dot = e.primitive.name == "dot_general"
+        if dot and len(ins) == 2 and all(v in acts and v not in weights for v in ins):
+            activation_mms.append(e)
+        if not dot and ins and all(v in weights for v in ins):
+            weights.update(outs)
+        if any(v in acts for v in ins):
+            acts.update(outs)
+        if any(v in varying for v in ins):
+            varying.update(outs)
+    grads = set()
+    if grads_out:  # a weight's gradient: a matmul whose output reaches those results alone
+        to_grads = _reaching([jaxpr.outvars[i] for i in grads_out], producer, same)
+        others = [v for i, v in enumerate(jaxpr.outvars) if i not in grads_out]
+        dots = [e for e, _ in eqns if e.primitive.name == "dot_general"]
+        elsewhere = _reaching([*others, *(v for e in dots for v in e.invars)], producer, same)
+        grads = {same.find(e.outvars[0]) for e in dots} & to_grads - elsewhere
+    activation_mms = [e for e in activation_mms if same.find(e.outvars[0]) not in grads]
+    feeds = _reaching([v for e in activation_mms for v in e.invars], producer, same)
+    scores = [e for e in activation_mms if same.find(e.outvars[0]) in feeds]
+    seeds = [v for i, v in enumerate(jaxpr.invars) if i in core_in]
+    sizes = [_numel(e.outvars[0].aval) for e in scores] + [_numel(v.aval) for v in seeds]
+    if not sizes:
+        return _Flows(weights, varying, set(), grads, 0)
+    least = min(sizes)
+    reach = {same.find(e.outvars[0]) for e in scores} | {same.find(v) for v in seeds}
+    core = set(reach)
+    for e, _ in eqns:
+        if e.primitive.name == "dot_general":
+            continue
+        if any(not isinstance(v, lit) and same.find(v) in reach for v in e.invars):
+            for o in e.outvars:
+                reach.add(same.find(o))
+                if _numel(o.aval) >= least:  # the eqn's own value (a loop stacks its results)
+                    core.add(same.find(o))
+    seq = max((_free(e, 1) for e in scores), default=0)
+    return _Flows(weights, varying, core, grads, seq)
+
+
+def _reaching(values: list[Any], producer: dict[Any, Any], same: _Same) -> set[Any]:
+    """``values`` and what reaches them through non-matmul equations (canonical)."""
+    lit = jax.extend.core.Literal
+    found: set[Any] = set()
+    stack = [same.find(v) for v in values if not isinstance(v, lit)]
+    while stack:
+        v = stack.pop()
+        if v in found:
+            continue
+        found.add(v)
+        e = producer.get(v)
+        if e is not None and e.primitive.name != "dot_general":
+            stack.extend(same.find(x) for x in e.invars if not isinstance(x, lit))
+    return found
+
+
+def _free(e: Any, operand: int) -> int:
+    """The product of a ``dot_general`` operand's free axes (neither batch nor contracted)."""
+    (lc, rc), (lb, rb) = e.params["dimension_numbers"]
+    contracted, batch = (lc, lb) if operand == 0 else (rc, rb)
+    shape = e.invars[operand].aval.shape
+    return int(math.prod(shape[d] for d in range(len(shape)) if d not in contracted + batch))
 
 
 def _matmul(
-    e: Any, weights: set[Any], open_: set[Any], seq: int, mult: int, same: _Same
+    e: Any, weights: set[Any], open_: set[Any], core: set[Any], mult: int, same: _Same
 ) -> tuple[Matmul, MatmulRole, int]:
-    (lc, rc), (lb, rb) = e.params["dimension_numbers"]
+    (lc, _), (lb, _) = e.params["dimension_numbers"]
     lhs, rhs = e.invars[0], e.invars[1]
-    ls, rs = lhs.aval.shape, rhs.aval.shape
+    ls = lhs.aval.shape
     b = int(math.prod(ls[d] for d in lb))
     k = int(math.prod(ls[d] for d in lc))
-    m = int(math.prod(ls[d] for d in range(len(ls)) if d not in lc and d not in lb))
-    n = int(math.prod(rs[d] for d in range(len(rs)) if d not in rc and d not in rb))
+    m, n = _free(e, 0), _free(e, 1)
     lw = not isinstance(lhs, jax.extend.core.Literal) and same.find(lhs) in weights
     rw = not isinstance(rhs, jax.extend.core.Literal) and same.find(rhs) in weights
     attention = any(
-        _attention_internal(v.aval, seq) for v in [*e.invars, *e.outvars] if hasattr(v, "aval")
+        same.find(v) in core
+        for v in [*e.invars, *e.outvars]
+        if not isinstance(v, jax.extend.core.Literal)
     )
     row = 0
     if lw == rw:
@@ -543,7 +756,7 @@ def _matmul(
 
 
 def _region_bytes(
-    eqns: list[tuple[Any, int, Any]], jaxpr: Any, seq: int, fused: bool, same: _Same
+    eqns: list[tuple[Any, int, Any]], jaxpr: Any, core: set[Any], fused: bool, same: _Same
 ) -> tuple[float, float, int]:
     """Bytes the pass's elementwise equations move when every connected run of them is one
     fused kernel (as XLA fuses): each region reads each of its inputs and writes each of its
@@ -593,47 +806,19 @@ def _region_bytes(
             if v in outs or any(not elementwise[j] or find(j) != r for j in rs):
                 seen[v] = max(seen.get(v, 0.0), _nbytes(var.aval) * mult)
         touches[r] = touches.get(r, False) or any(
-            _attention_internal(x.aval, seq)
-            for x in [*e.invars, *e.outvars]
-            if not isinstance(x, lit)
+            same.find(x) in core for x in [*e.invars, *e.outvars] if not isinstance(x, lit)
         )
     plain = sum(sum(m.values()) for r, m in moved.items() if not touches[r])
     attn = sum(sum(m.values()) for r, m in moved.items() if touches[r])
     return plain, 0.0 if fused else attn, largest
 
 
-def _attention_internal(aval: Any, seq: int) -> bool:
-    shape = _squeezed(aval)
-    return seq > 1 and len(shape) >= 2 and shape[-1] == seq and shape[-2] == seq
-
-
-def _squeezed(aval: Any) -> tuple[int, ...]:
-    """A shape without its axes of size 1 (``jax.nn.dot_product_attention`` writes its
-    scores ``[B, N, T, 1, S]``: a group axis of grouped-query attention)."""
-    return tuple(int(d) for d in getattr(aval, "shape", ()) if d != 1)
-
-
 def _nbytes(aval: Any) -> int:
-    return int(math.prod(aval.shape)) * int(np.dtype(aval.dtype).itemsize)
+    return _numel(aval) * int(np.dtype(aval.dtype).itemsize)
 
 
-def _seq_length(jaxpr: Any) -> int:
-    """The sequence length attention runs over: the trailing size of a batched matmul (batch
-    and heads its batch axes) whose output's two trailing axes are equal (scores ``[..., s,
-    s]``). Only when no batched matmul has such an output, any matmul's (a weight matmul of
-    ``[b s, f]`` by ``[f, b s]`` is square too: a cuBLAS GEMM of a GPU dump of a small MLP)."""
-    batched: list[int] = []
-    found: list[int] = []
-    for e, _, _ in _leaves(jaxpr):
-        if e.primitive.name != "dot_general":
-            continue
-        shape = _squeezed(e.outvars[0].aval)
-        if len(shape) >= 2 and shape[-1] == shape[-2]:
-            found.append(shape[-1])
-            (_, _), (lb, _) = e.params["dimension_numbers"]
-            if lb:
-                batched.append(shape[-1])
-    return max(batched or found, default=0)
+def _numel(aval: Any) -> int:
+    return int(math.prod(aval.shape))
 
 
 def _batch_size(staged: Any, param_argnums: Sequence[int]) -> int:
@@ -654,7 +839,7 @@ def _param_specs(layer: Any, staged: Any) -> tuple[tuple[str, ...], int]:
     indices written as ``*``; and the number of row matmuls (column/row pairs) in a layer."""
     fb = layer.forward_backward(tuple(sorted(set(layer.param_argnums))))
     jaxpr = fb.forward_jaxpr.jaxpr
-    _, roles, _ = _pass_cost(jaxpr, set(fb.diff_params), 0, True)
+    roles = _pass_cost(jaxpr, set(fb.diff_params), True).roles
     same = _Same()
     eqns = [e for e, _ in _flatten(jaxpr, 1, same)]
     position = {same.find(v): i for i, v in enumerate(jaxpr.invars)}

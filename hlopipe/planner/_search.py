@@ -4,6 +4,7 @@ step time."""
 
 from __future__ import annotations
 
+import bisect
 import hashlib
 import itertools
 import os
@@ -12,11 +13,13 @@ from typing import Any
 
 from hlopipe.errors import Keyword, PlanError
 from hlopipe.planfile import ZERO_LEVELS, Alternative, Cluster, Layout, PlanFile, Recompute
+from hlopipe.planner import _schedules as SCH
 from hlopipe.planner._model import ClusterSpec, Estimate, estimate, model_flops
 from hlopipe.planner._profile import Profile
 from hlopipe.stages import device as named_device
 
-SCHEDULES = ("1f1b", "interleaved-1f1b", "gpipe")
+#: The schedules a plan may choose: every training schedule the runtime runs.
+SCHEDULES = SCH.ALL
 
 
 @dataclass(frozen=True)
@@ -44,7 +47,9 @@ def layouts(
     """Every layout of the plan space that uses all ``devices`` and the whole global batch:
     tp (a divisor of a node's devices and of the attention heads' count), pp
     (at most the layers), dp, cp (only where the program has attention over a sequence),
-    ZeRO, recompute, schedule, virtual stages and microbatch size."""
+    ZeRO, recompute, schedule, virtual stages and microbatch size (a simulated schedule's
+    layouts whether or not the runtime's generator makes it for that shape: :func:`search`
+    asks it)."""
     out = []
     tps = [fixed.tp] if fixed.tp else [t for t in _divisors(devices) if t <= devices_per_node]
     pps = [fixed.pp] if fixed.pp else _divisors(devices)
@@ -78,16 +83,15 @@ def layouts(
             if global_batch % (dp * mb):
                 continue
             m = global_batch // (dp * mb)
-            interleaved = "interleaved" in schedule
-            vs = (
-                [fixed.virtual_stages] if fixed.virtual_stages else ([2, 4] if interleaved else [1])
-            )
+            name = SCH.canonical(schedule)
+            looped = SCH.SEARCHED_VIRTUAL[name][0] > 1  # stages a rank holds: 2 or more
+            vs = [fixed.virtual_stages] if fixed.virtual_stages else SCH.SEARCHED_VIRTUAL[name]
             if fixed_stages is not None and not fixed.virtual_stages:
-                vs = [fixed_stages // pp]
+                vs = (fixed_stages // pp,)
             for v in vs:
-                if interleaved and (v < 2 or m % pp):
+                if looped and (v < 2 or (name == "interleaved-1f1b" and m % pp)):
                     continue
-                if not interleaved and v != 1:
+                if not looped and v != 1:
                     continue
                 if fixed_stages is not None and pp * v != fixed_stages:
                     continue
@@ -113,7 +117,17 @@ def search(
     *,
     fused_attention: bool = True,
 ) -> list[Estimate]:
-    """Every layout's estimate, those that fit first, each group by step time."""
+    """Every layout's estimate, those that fit first, each group by step time.
+
+    The layouts of the closed-form schedules are all priced. Those of a simulated schedule
+    (:mod:`._schedules`) are priced in the order of their bound (:func:`_bound`: the same
+    layout under 1F1B with no bubble at all, its ranks' work spread evenly, its data-parallel
+    and optimizer time for an even share of the parameters), until the bound reaches the
+    :data:`EXACT`-th fastest fitting time found so far: the rest could not be among those, so
+    the first :data:`EXACT` are exact. A free search simulates pipelines of at most
+    :data:`SIMULATED_LIMIT` ranks x microbatches x virtual stages (a named ``--schedule`` any):
+    beyond that a 405B-wide search's simulations would cost minutes.
+    """
     found = layouts(profile, cluster.devices, global_batch, fixed, cluster.devices_per_node)
     if not found:
         raise PlanError(
@@ -124,8 +138,57 @@ def search(
             Keyword("global_batch"),
             " a multiple of dp * microbatch_size",
         )
-    estimates = [estimate(profile, lay, cluster, fused_attention=fused_attention) for lay in found]
+    simulated = [lay for lay in found if SCH.canonical(lay.schedule) in SCH.SIMULATED]
+    estimates = [
+        estimate(profile, lay, cluster, fused_attention=fused_attention)
+        for lay in found
+        if SCH.canonical(lay.schedule) not in SCH.SIMULATED
+    ]
+    fitting = sorted(e.step_time_s for e in estimates if e.fits)[:EXACT]
+    plain = {_shape(e.layout): e for e in estimates if e.layout.schedule == "1f1b"}
+    bounded = []
+    for lay in simulated:
+        if lay.pp * lay.microbatches * lay.virtual_stages > SIMULATED_LIMIT and not fixed.schedule:
+            continue
+        base = plain.get(_shape(lay))
+        bounded.append((0.0 if base is None else _bound(base), id(lay), lay))
+    for bound, _, lay in sorted(bounded, key=lambda x: x[:2]):  # the most promising first
+        if len(fitting) >= EXACT and bound >= fitting[-1]:
+            break  # the rest are bounded above the EXACT-th fastest fitting time too
+        if not SCH.runs(lay.schedule, lay.pp, lay.microbatches, lay.virtual_stages):
+            continue
+        est = estimate(profile, lay, cluster, fused_attention=fused_attention)
+        estimates.append(est)
+        if est.fits:
+            bisect.insort(fitting, est.step_time_s)
+            del fitting[EXACT:]
     return sorted(estimates, key=lambda e: (not e.fits, e.step_time_s, _simplicity(e.layout)))
+
+
+#: The fastest fitting layouts a search prices exactly whatever their schedule (see search).
+EXACT = 8
+#: The largest pipeline (ranks x microbatches x virtual stages) whose simulated schedules a
+#: free search prices (see search).
+SIMULATED_LIMIT = 2048
+
+
+def _shape(layout: Layout) -> tuple[int | str, ...]:
+    """A layout without its schedule and virtual stages."""
+    return (layout.tp, layout.pp, layout.dp, layout.cp, layout.zero, layout.recompute.value,
+            layout.microbatch_size)  # fmt: skip
+
+
+def _bound(plain: Estimate) -> float:
+    """A lower bound on the step time of ``plain``'s layout under any schedule and virtual
+    stages, from its 1F1B estimate: the microbatches' work with no bubble, spread evenly over
+    the ranks (more stages only add sends), and the data-parallel and optimizer time (both in
+    proportion to the parameters of the rank holding the most) for an even share of the
+    parameters (a V schedule puts the first and last stages on one rank)."""
+    lay = plain.layout
+    params = [m.params for m in plain.rank_memory]
+    even = sum(params) / len(params) / max(max(params), 1)
+    work = lay.microbatches * sum(plain.rank_time_s) / lay.pp
+    return (work + (plain.data_parallel_s + plain.optimizer_s) * even) * (1 - 1e-9)
 
 
 def _simplicity(layout: Layout) -> tuple[int, ...]:
@@ -193,11 +256,6 @@ def plan_file(
         notes.append(
             f"cp {best.layout.cp}: context parallelism is costed here, hlopipe's runtime does "
             "not run it yet (train --plan refuses it); plan with --cp 1 for a plan it runs"
-        )
-    if best.layout.schedule not in SCHEDULES and best.layout.pp > 1:
-        notes.append(
-            f"schedule {best.layout.schedule} costed as 1F1B (its bubble and microbatches in "
-            "flight; the planner models 1f1b, interleaved-1f1b and gpipe)"
         )
     if best.layout.tp > 1 and not profile.param_specs:
         notes.append(
