@@ -334,9 +334,11 @@ def row(r: Run, scanned: bool, search: bool) -> dict[str, Any]:
 # batch per DP group is the number of microbatches, 32 and 16); the schedule is interleaved
 # (section 3.3.2: Meta's tuned version of Narayanan et al.'s interleaved 1F1B), its virtual
 # stages, the recompute policy and the ZeRO level are the planner's best fitting choice at the
-# published degrees (the paper shards gradients and optimizer state, ZeRO-2, a level the plan
-# space lacks: ZeRO-1 and ZeRO-3 are searched); the cut is the planner's (the paper's drops one
-# layer from the first and last stages; the planner's balance puts the head's stage one short).
+# published degrees (the paper's data parallelism is FSDP sharding optimizer state and
+# gradients, and, as recalled from section 3.3.2 (not re-checked here), not resharding the
+# parameters after the forward: ZeRO-2, a level the plan space lacks; ZeRO-1 and ZeRO-3 are
+# searched); the cut is the planner's (the paper's drops one layer from the first and last
+# stages; the planner's balance puts the head's stage one short).
 # Attention is costed as a fused kernel (Meta's runs use one; the program writes it out, as a
 # user does). What the runs overlap (the gradient reduce-scatter with the backward) is priced
 # without overlap (the model's stated assumption).
