@@ -88,8 +88,7 @@ def test_ring_all_reduce_moves_two_n_minus_one_over_n(n):
 
 @pytest.mark.parametrize(
     "name, p, m, v",
-    [("1f1b", 4, 8, 1), ("1f1b", 4, 2, 1), ("gpipe", 3, 5, 1), ("interleaved-1f1b", 4, 8, 2),
-     ("interleaved-1f1b", 2, 3, 3)],
+    [("1f1b", 4, 8, 1), ("1f1b", 4, 2, 1), ("gpipe", 3, 5, 1), ("interleaved-1f1b", 2, 3, 3)],
 )  # fmt: skip
 def test_in_flight_is_what_the_schedule_keeps(name, p, m, v):
     sched = schedules.get(name, p, m, v if v > 1 else None)
@@ -98,6 +97,27 @@ def test_in_flight_is_what_the_schedule_keeps(name, p, m, v):
     for s, n in enumerate(per_stage):
         per_rank[sched.stage_to_rank[s]] += n
     assert planner.in_flight(name if name == "gpipe" else "1f1b", p, m, v) == per_rank
+
+
+def _rank_peak(sched: schedules.Schedule, p: int) -> list[int]:
+    """Stage-microbatches each rank holds at once, walking its actions in order."""
+    held, peak = [0] * p, [0] * p
+    for rank, row in sched.actions.items():
+        for action in (a for step in row if step is not None for a in step.parts):
+            held[rank] += {schedules.Kind.F: 1, schedules.Kind.B: -1}.get(action.kind, 0)
+            peak[rank] = max(peak[rank], held[rank])
+    return peak
+
+
+def test_interleaved_in_flight_is_the_warm_up_and_bounds_the_generator():
+    # by hand, rank r of p = 4, v = 2, m = 8: (v - 1) p + 2 (p - r - 1) + 1 = 11 - 2 r
+    assert planner.in_flight("1f1b", 4, 8, 2) == [11, 9, 7, 5]
+    # Korthikanti et al. 2022, 4.2.3: the first rank holds p (1 + (p - 1) / (p v)) microbatches
+    # of its layers; p = 16, v = 4: 19.75, 79 stages' worth (each 1/4 of the rank's layers)
+    assert planner.in_flight("1f1b", 16, 32, 4)[0] == 16 * (1 + 15 / 64) * 4
+    for p, m, v in [(4, 8, 2), (4, 16, 2), (2, 8, 4), (3, 6, 3)]:
+        walked = _rank_peak(schedules.get("interleaved-1f1b", p, m, v), p)
+        assert all(w <= f for w, f in zip(walked, planner.in_flight("1f1b", p, m, v), strict=True))
 
 
 @pytest.mark.parametrize("p, m, v", [(4, 8, 1), (3, 6, 1), (4, 8, 2), (2, 8, 4)])

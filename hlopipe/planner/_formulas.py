@@ -11,7 +11,12 @@
   each link, all-gather and reduce-scatter ``(n - 1) / n``.
 * Microbatches in flight on a pipeline stage (read off hlopipe's own generators,
   ``schedules.peak_in_flight``, and checked against it in the tests): 1F1B and interleaved 1F1B
-  hold ``min(S - s, m)`` on stage ``s`` of ``S``; GPipe holds all ``m``.
+  hold ``min(S - s, m)`` on stage ``s`` of ``S``; GPipe holds all ``m``. What a rank holds at
+  once under interleaved 1F1B with ``m`` a multiple of ``p`` is its warm-up's forwards and one:
+  ``min(v m, (v - 1) p + 2 (p - r - 1) + 1)`` stage-microbatches on rank ``r`` (Narayanan et
+  al. 2021, section 2.2.2; Megatron-LM's ``get_num_warmup_microbatches``; Korthikanti et al.
+  2022, section 4.2.3: ``p (1 + (p - 1) / (p v))`` microbatches of the rank's layers on the
+  first), not the sum of its stages' peaks, which come at different times.
 * The pipeline's time with per-rank times ``t_r`` (forward and backward of one microbatch):
   ``m * max t + (sum t - max t) / v``; uniform stages give the bubble fraction ``(p - 1) /
   (m + p - 1)`` for ``v = 1`` (Huang et al. 2019; Narayanan et al. 2021, eq. 1) and ``(p - 1) /
@@ -84,9 +89,17 @@ def ring_gather_bytes(nbytes: float, n: int) -> float:
 
 
 def in_flight(schedule: str, num_ranks: int, num_microbatches: int, virtual: int) -> list[int]:
-    """Microbatches each rank keeps activations of, summed over its stages, under hlopipe's
-    generator of ``schedule`` (``1f1b``, ``gpipe``, ``interleaved-1f1b``); each of a rank's
-    ``virtual`` stages holds ``1 / virtual`` of its layers."""
+    """Microbatches each rank keeps activations of at once, counted over its stages (each of
+    a rank's ``virtual`` stages holds ``1 / virtual`` of its layers), under hlopipe's generator
+    of ``schedule`` (``1f1b``, ``gpipe``, ``interleaved-1f1b``).
+
+    Interleaved (``virtual > 1``) with ``num_microbatches`` a multiple of ``num_ranks``: the
+    warm-up's forwards and one, ``(v - 1) p + 2 (p - r - 1) + 1`` on rank ``r`` (Megatron's
+    interleaved schedule; hlopipe's generator warms up by that or by ``(v - 1) p + (p - r - 1)``,
+    chosen by simulation, so this is its bound). Otherwise each stage's peak, summed."""
+    p, m, v = num_ranks, num_microbatches, virtual
+    if schedule != "gpipe" and v > 1 and m % p == 0:
+        return [min(v * m, (v - 1) * p + 2 * (p - r - 1) + 1) for r in range(p)]
     stages = num_ranks * virtual
     per_stage = [
         num_microbatches if schedule == "gpipe" else min(stages - s, num_microbatches)
