@@ -16,6 +16,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+import hlopipe
 from hlopipe import stages
 from hlopipe.models import gpt, gpt_scan
 
@@ -102,3 +103,22 @@ def test_policies_act_inside_a_scanned_layer_loop():
         assert jax.tree.structure(joined) == jax.tree.structure(want)
         for g, w in zip(jax.tree.leaves(joined), jax.tree.leaves(want), strict=True):
             np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-7, err_msg=policy)
+
+
+def test_policies_act_inside_a_rehydrated_while_loop(tmp_path):
+    """The same program as an HLO text file: its layer loop is a ``while`` rehydrated as a
+    scan, and each policy keeps the same hand-counted bytes."""
+    params = gpt_scan.init(jax.random.key(0), CFG)
+    batch = gpt.batch(jax.random.key(1), B, CFG)
+    (tmp_path / "m.hlo").write_text(jax.jit(loss_fn).lower(params, batch).as_text(dialect="hlo"))
+    staged = stages.split(hlopipe.load(str(tmp_path / "m.hlo")), num_stages=2)
+    trained = tuple(range(len(jax.tree.leaves(params))))
+    kept = {
+        policy: sum(
+            a.size * a.dtype.itemsize
+            for st in staged.stages
+            for a in st.forward_backward(trained, remat=policy).residual_avals
+        )
+        for policy in ("selective", "attention")
+    }
+    assert kept == {p: _kept_by_hand(p) for p in kept}
