@@ -12,6 +12,10 @@ compiled optimizer update's argument bytes per device (gradients, state, paramet
 the collectives XLA put in the compiled executables: all-gathers in the forward, all-gathers,
 all-reduces and reduce-scatters in the backward, all-gathers in the update.
 
+A second table: the policies on a scanned GPT (its blocks stacked and run by one ``lax.scan``,
+the loop cut into 2 stages), where each policy acts inside the loop's body: ``F out`` of each
+stage's compiled forward per policy.
+
 Run: ``.venv/bin/python benchmarks/zero_recompute.py``
 """
 
@@ -30,6 +34,7 @@ import optax  # noqa: E402
 from jax.sharding import PartitionSpec as P  # noqa: E402
 
 import hlopipe  # noqa: E402
+from hlopipe.models import gpt, gpt_scan  # noqa: E402
 from hlopipe.runtime import Pipeline  # noqa: E402
 from hlopipe.runtime._compile import ExecKind  # noqa: E402
 
@@ -127,5 +132,45 @@ def main() -> None:
                 )
 
 
+def scanned() -> None:
+    """The recompute policies on a scanned GPT cut into 2 stages (1F1B on 2 devices), trained
+    3 steps with SGD against one device: each stage's compiled forward's output bytes."""
+    cfg = gpt.GPTConfig(vocab=16, seq=32, d_model=16, n_heads=4, n_layers=4, d_ff=32)
+    fn = functools.partial(gpt_scan.loss, cfg=cfg)
+    params = gpt_scan.init(jax.random.key(0), cfg)
+    batches = [gpt.batch(jax.random.key(100 + s), 4, cfg) for s in range(STEPS)]
+    opt = optax.sgd(0.05)
+    p, ref = params, []
+    for b in batches:
+        v, g = jax.value_and_grad(fn)(p, b)
+        p = optax.apply_updates(p, opt.update(g, opt.init(p), p)[0])
+        ref.append(float(v))
+    print("\nscanned GPT (4 blocks, one lax.scan) on 2 stages, 1F1B, M=2")
+    print(f"{'recompute':<11}{'|dloss|':>10}{'|dparam|':>10}{'F0 out':>9}{'F1 out':>9}{'s':>6}")
+    for recompute in ("none", "selective", "attention", "full"):
+        t0 = time.perf_counter()
+        pipe = Pipeline(
+            fn, params, batches[0], schedule="1f1b", num_microbatches=M,
+            devices=jax.devices()[:2], optimizer=opt, recompute=recompute,
+        )  # fmt: skip
+        state = pipe.init(params)
+        losses = []
+        for b in batches:
+            state, m = pipe.step(state, b)
+            losses.append(m.loss)
+        got = jax.tree.leaves(jax.device_get(state.params))
+        dp = max(float(np.max(np.abs(a - b))) for a, b in zip(got, jax.tree.leaves(p), strict=True))
+        outs = [ex.get(ExecKind.F).memory_analysis().output_size_in_bytes for ex in pipe.plan.execs]
+        print(
+            f"{recompute:<11}{np.max(np.abs(np.array(losses) - ref)):>10.1e}{dp:>10.1e}"
+            f"{outs[0]:>9}{outs[1]:>9}{time.perf_counter() - t0:>6.1f}",
+            flush=True,
+        )
+
+
 if __name__ == "__main__":
-    main()
+    import sys
+
+    if sys.argv[1:] != ["--scanned"]:
+        main()
+    scanned()

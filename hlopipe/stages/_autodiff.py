@@ -25,6 +25,19 @@ attention's two batch over heads) and recomputes the rest, attention's scores, s
 weighted sum, the norms and the activations: the activations Korthikanti et al.'s section 5
 "selective activation recomputation" keeps (34 sbh a layer with dropout, 32 without), the
 residual stream (the norms' inputs) among them. Nothing is ever recomputed across stages.
+
+A layer loop (a ``scan``: ``lax.scan``, a cut loop's ranges, a rehydrated ``while``) is one
+equation at the top level, so the cut cannot reach into it. Under ``SELECTIVE`` and
+``ATTENTION`` each top-level ``scan``'s body is traced under ``jax.checkpoint`` instead, with
+the values the policy keeps at the top level tagged by :func:`jax.ad_checkpoint.checkpoint_name`
+and the policy ``save_only_these_names`` (:func:`_loops_under_policy`): JAX's own partial
+evaluation of the scan then stacks, per iteration, exactly those values (and the body's inputs
+the backward needs: the carry, as a stage keeps its inputs), and the cut keeps the scan in the
+forward. A tag, not ``dots_saveable``, because the policies keep only values that depend on
+per-microbatch data (never a product of parameters: the backward recomputes those), and
+``ATTENTION`` keeps the matmuls' operands too, which a policy over primitives cannot tell.
+``NONE`` leaves the scan to JAX (every residual its partial evaluation stacks); ``FULL``
+recomputes the whole scan in the backward, as the rest of the forward.
 """
 
 from __future__ import annotations
@@ -35,6 +48,8 @@ from typing import TYPE_CHECKING, Any
 
 import jax
 import jax.numpy as jnp
+from jax import lax
+from jax.ad_checkpoint import checkpoint_name
 from jax.extend.core import jaxpr_as_fun
 
 from hlopipe.errors import StageError
@@ -176,6 +191,114 @@ def _attention_policy_keeps(eqns: Sequence[Any]) -> set[int]:
     return {id(e) for e in eqns if _weight_matmul(e) or any(o in operands for o in e.outvars)}
 
 
+def _policy_keeps(eqns: Sequence[Any], policy: Recompute) -> set[int]:
+    """The equations (by ``id``) whose outputs ``policy`` keeps when they depend on
+    per-microbatch data: SELECTIVE's matrix products, ATTENTION's weight matmuls and their
+    operands' makers; nothing for the other two."""
+    if policy is Recompute.SELECTIVE:
+        return {id(e) for e in eqns if e.primitive.name in _SAVEABLE}
+    if policy is Recompute.ATTENTION:
+        return _attention_policy_keeps(eqns)
+    return set()
+
+
+# the name a scan body's kept values are tagged with (see the module docstring)
+_KEPT = "hlopipe_recompute_kept"
+
+
+def _x_dependent(eqns: Sequence[Any], x_vars: set[Any]) -> set[Any]:
+    """``x_vars`` and every variable ``eqns`` compute from them."""
+    dep = set(x_vars)
+    for e in eqns:
+        if any(not isinstance(v, J.Literal) and v in dep for v in e.invars):
+            dep.update(e.outvars)
+    return dep
+
+
+def _body_tags(body: Any, in_dep: Sequence[bool], policy: Recompute) -> tuple[set[Any], list[bool]]:
+    """A scan body's values ``policy`` keeps, given which of its inputs depend on
+    per-microbatch data (``in_dep``), and which of its outputs do."""
+    bj = body.jaxpr
+    dep = _x_dependent(bj.eqns, {v for v, d in zip(bj.invars, in_dep, strict=True) if d})
+    keeps = _policy_keeps(bj.eqns, policy)
+    tags = {
+        o
+        for e in bj.eqns
+        if id(e) in keeps and any(not isinstance(v, J.Literal) and v in dep for v in e.invars)
+        for o in e.outvars
+    }
+    return tags, [not isinstance(v, J.Literal) and v in dep for v in bj.outvars]
+
+
+def _scan_under_policy(
+    e: Any, vals: Sequence[Any], dep: Sequence[bool], policy: Recompute
+) -> list[Any]:
+    """The ``scan`` equation ``e`` on ``vals``, its body under ``jax.checkpoint`` keeping what
+    ``policy`` keeps (``dep``: which operands depend on per-microbatch data)."""
+    p = e.params
+    body, C, K = p["jaxpr"], int(p["num_consts"]), int(p["num_carry"])
+    dep = list(dep)
+    while True:  # a carry depends on the data if its start or any iteration's update does
+        tags, out_dep = _body_tags(body, dep, policy)
+        carry = [dep[C + j] or out_dep[j] for j in range(K)]
+        if carry == dep[C : C + K]:
+            break
+        dep[C : C + K] = carry
+    bj = body.jaxpr
+    consts = list(vals[:C])
+
+    def step(c: list[Any], x: list[Any]) -> tuple[list[Any], list[Any]]:
+        env = dict(zip(bj.constvars, body.consts, strict=True))
+        env.update(zip(bj.invars, [*consts, *c, *x], strict=True))
+        read = lambda v: v.val if isinstance(v, J.Literal) else env[v]  # noqa: E731
+        for q in bj.eqns:
+            out = q.primitive.bind(*map(read, q.invars), **q.primitive.get_bind_params(q.params))
+            outs = out if q.primitive.multiple_results else [out]
+            env.update(
+                (v, checkpoint_name(y, _KEPT) if v in tags else y)
+                for v, y in zip(q.outvars, outs, strict=True)
+            )
+        res = [read(v) for v in bj.outvars]
+        return res[:K], res[K:]
+
+    kept = jax.checkpoint(
+        step, policy=jax.checkpoint_policies.save_only_these_names(_KEPT), prevent_cse=False
+    )
+    c, ys = lax.scan(
+        kept, list(vals[C : C + K]), list(vals[C + K :]), length=int(p["length"]),
+        reverse=bool(p["reverse"]), unroll=p["unroll"],
+    )  # fmt: skip
+    return [*c, *ys]
+
+
+def _loops_under_policy(closed: Any, x_args: Sequence[int], policy: Recompute) -> Any:
+    """``jaxpr_as_fun(closed)``, each top-level ``scan`` run with its body under the policy
+    (:func:`_scan_under_policy`); ``x_args``: the arguments holding per-microbatch data."""
+    jaxpr = closed.jaxpr
+    if policy not in (Recompute.SELECTIVE, Recompute.ATTENTION) or not any(
+        e.primitive.name == "scan" for e in jaxpr.eqns
+    ):
+        return jaxpr_as_fun(closed)
+    dep = _x_dependent(jaxpr.eqns, {jaxpr.invars[i] for i in x_args})
+
+    def run(*args: Any) -> list[Any]:
+        env = dict(zip(jaxpr.constvars, closed.consts, strict=True))
+        env.update(zip(jaxpr.invars, args, strict=True))
+        read = lambda v: v.val if isinstance(v, J.Literal) else env[v]  # noqa: E731
+        for e in jaxpr.eqns:
+            vals = [read(v) for v in e.invars]
+            if e.primitive.name == "scan":
+                d = [not isinstance(v, J.Literal) and v in dep for v in e.invars]
+                outs = _scan_under_policy(e, vals, d, policy)
+            else:
+                out = e.primitive.bind(*vals, **e.primitive.get_bind_params(e.params))
+                outs = out if e.primitive.multiple_results else [out]
+            env.update(zip(e.outvars, outs, strict=True))
+        return [read(v) for v in jaxpr.outvars]
+
+    return run
+
+
 def build_autodiff(
     stage: Stage, diff_mask: Sequence[bool], *, remat: bool | str = False
 ) -> StageAutodiff:
@@ -185,13 +308,13 @@ def build_autodiff(
     (which equations read cotangents / per-microbatch data), :func:`cut_forward_backward`
     and :func:`cut_input_weight`.
     """
-    mj, diff_params, diff_inputs, diff_outputs = _trace_merged(stage, diff_mask)
+    policy = recompute_policy(remat)
+    mj, diff_params, diff_inputs, diff_outputs = _trace_merged(stage, diff_mask, policy)
     P, X = len(stage.params_needed), len(stage.receives)
     O, GI = len(stage.jaxpr.out_avals), len(diff_inputs)
     v = MergedVars.of(mj.jaxpr, P, X, O, GI)
     undiff = [p for i, p in enumerate(v.params) if i not in diff_params]
     eqn_ct, eqn_x = taint(mj.jaxpr.eqns, v.cts, [*v.inputs, *undiff])
-    policy = recompute_policy(remat)
     fwd_eqns, bwd_eqns, residuals = cut_forward_backward(mj.jaxpr.eqns, v, eqn_ct, eqn_x, policy)
     i_eqns, w_eqns, w_res = cut_input_weight(bwd_eqns, v, residuals, set(mj.jaxpr.constvars))
     bwd_ins = [*v.params, *residuals, *v.cts]
@@ -214,10 +337,11 @@ def build_autodiff(
 
 
 def _trace_merged(
-    stage: Stage, diff_mask: Sequence[bool]
+    stage: Stage, diff_mask: Sequence[bool], policy: Recompute = Recompute.NONE
 ) -> tuple[Any, tuple[int, ...], tuple[int, ...], tuple[int, ...]]:
     """The merged step's jaxpr ``(params, inputs, cts) -> (outputs, input_cts, param_grads)``
-    and which parameters, inputs and outputs are differentiated."""
+    and which parameters, inputs and outputs are differentiated; the stage's scans run with
+    ``policy`` inside their bodies (:func:`_loops_under_policy`)."""
     sj = stage.jaxpr
     P, X = len(stage.params_needed), len(stage.receives)
     in_avals = sj.in_avals
@@ -225,7 +349,8 @@ def _trace_merged(
     diff_params = tuple(i for i in range(P) if diff_mask[i] and J.is_inexact(in_avals[i]))
     diff_inputs = tuple(i for i in range(X) if J.is_inexact(in_avals[P + i]))
     diff_outputs = tuple(i for i, a in enumerate(out_avals) if J.is_inexact(a))
-    fun = jaxpr_as_fun(sj)
+    x_args = [i for i in range(P + X) if i >= P or i not in diff_params]
+    fun = _loops_under_policy(sj, x_args, policy)
 
     def merged(params, inputs, cts):
         def f(dp, di):
@@ -324,7 +449,8 @@ def cut_forward_backward(
 
     The backward is the cotangent work plus recomputable forward work (parameter-only; with
     ``remat``'s policy FULL everything, SELECTIVE everything but matrix products, ATTENTION
-    everything but the weight matmuls and their operands); the
+    everything but the weight matmuls and their operands; under these two a ``scan`` is kept,
+    its body traced under the policy: see the module docstring); the
     forward is what the outputs need and the rest of what the backward needs, never cotangent work;
     residuals are what the backward reads from it.
     """
@@ -332,12 +458,13 @@ def cut_forward_backward(
     full, selective = policy is Recompute.FULL, policy is Recompute.SELECTIVE
     need_out = J.needed_eqns(eqns, v.outs)
     need_bwd = J.needed_eqns(eqns, [*v.input_cts, *v.param_grads])
-    keeps = _attention_policy_keeps(eqns) if policy is Recompute.ATTENTION else None
+    keeps = _policy_keeps(eqns, policy)
 
     def redo(e: Any) -> bool:
-        if keeps is not None:
-            return id(e) not in keeps
-        return full or (selective and e.primitive.name not in _SAVEABLE)
+        if full:
+            return True
+        partial = selective or policy is Recompute.ATTENTION
+        return partial and id(e) not in keeps and e.primitive.name != "scan"
 
     in_bwd = [
         need_bwd[i] and (eqn_ct[i] or redo(eqns[i]) or not eqn_x[i]) for i in range(len(eqns))

@@ -1,0 +1,124 @@
+"""Recompute policies inside a layer loop: a scanned GPT (4 blocks stacked ``[4, ...]``, one
+``lax.scan``) cut into 2 stages of 2 iterations each, differentiated under each policy.
+
+The policies act inside the scan's body as they act on a stage's top-level equations: the
+bytes each stage's forward keeps for its backward equal a hand count from the model's shapes,
+fall from none to full, and the chained forwards and backwards give ``jax.value_and_grad`` of
+the program run directly on one device. (Before, a scan was one equation to the cut: under
+``selective`` and ``attention`` it was recomputed whole, so both kept what ``full`` keeps.)
+"""
+
+from __future__ import annotations
+
+import functools
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+import hlopipe
+from hlopipe import stages
+from hlopipe.models import gpt, gpt_scan
+
+# h * s (attention's scores a token) above 2d + f, so that selective keeps more than attention
+CFG = gpt.GPTConfig(vocab=16, seq=32, d_model=16, n_heads=4, n_layers=4, d_ff=32)
+B = 2
+POLICIES = ("none", "selective", "attention", "full")
+loss_fn = functools.partial(gpt_scan.loss, cfg=CFG)
+
+
+def _kept_by_hand(policy: str) -> int:
+    """Bytes (fp32) the two stages' forwards keep, counted from the shapes, in elements a
+    token (``B * seq`` tokens):
+
+    * selective, a layer: the carry entering it ``d`` (the scan keeps each iteration's input,
+      as a stage keeps its own) and the matrix products the backward reads: ``qkv`` 3d,
+      attention's scores ``h * s`` and weighted sum ``d``, the projection ``d`` (the second
+      norm's input is the carry plus it), ``fc1`` ``f`` (the GELU's input); ``fc2``'s output
+      no backward reads. After the loop, on stage 1: the loop's last carry ``d`` (the final
+      norm's input) and the logits ``V``;
+    * attention, a layer: the carry ``d``, and the weight matmuls' inputs and outputs: the
+      first norm ``d``, ``qkv`` 3d, attention's output ``d``, the projection ``d``, the second
+      norm ``d``, ``fc1`` ``f``, the GELU ``f``: 8d + 2f in all, Korthikanti et al. 2022's
+      32 sbh a layer at 2 bytes and f = 4d (section 4.1, no dropout). After the loop: the
+      last carry ``d``, the final norm ``d``, the logits ``V``;
+    * full: stage 1's received activation ``d`` (stage 0 receives nothing: the tokens are an
+      argument its backward takes)."""
+    d, f, h, s, V, L = CFG.d_model, CFG.d_ff, CFG.n_heads, CFG.seq, CFG.vocab, CFG.n_layers
+    per_token = {
+        "selective": L * (d + 3 * d + h * s + d + d + f) + d + V,
+        "attention": L * (d + d + 3 * d + d + d + d + 2 * f) + 2 * d + V,
+        "full": d,
+    }[policy]
+    return 4 * B * s * per_token
+
+
+def test_policies_act_inside_a_scanned_layer_loop():
+    params = gpt_scan.init(jax.random.key(0), CFG)
+    batch = gpt.batch(jax.random.key(1), B, CFG)
+    staged = stages.split(loss_fn, params, batch, num_stages=2)
+    assert staged.num_stages == 2
+    s0, s1 = staged.stages
+    scans = [e for st in staged.stages for e in st.jaxpr.eqns if e.primitive.name == "scan"]
+    assert [int(e.params["length"]) for e in scans] == [2, 2]  # the loop, cut in two
+    kept, chains, grads_of = {}, [], []
+    for policy in POLICIES:
+        f0, f1 = (st.forward_backward(0, remat=policy) for st in staged.stages)
+        kept[policy] = sum(a.size * a.dtype.itemsize for fb in (f0, f1) for a in fb.residual_avals)
+
+        def chain(flat, f0=f0, f1=f1):
+            p0 = [flat[i] for i in s0.params_needed]
+            p1 = [flat[i] for i in s1.params_needed]
+            y0, r0 = f0.forward(p0, [])
+            y1, r1 = f1.forward(p1, [y0[r.output] for r in s1.receives])
+            gx1, gp1 = f1.backward(p1, r1, [jnp.ones(())])
+            _, gp0 = f0.backward(p0, r0, gx1)
+            return y1[0], [*gp0, *gp1]
+
+        chains.append(chain)
+        # the flat argument each gradient is of
+        grads_of.append([st.params_needed[k] for st, fb in ((s0, f0), (s1, f1))
+                         for k in fb.diff_params])  # fmt: skip
+    for policy in ("selective", "attention", "full"):
+        assert kept[policy] == _kept_by_hand(policy), (policy, kept)
+    assert kept["none"] > kept["selective"] >= kept["attention"] > kept["full"], kept
+
+    # every chain and the program's own gradient in one executable (one compile, unoptimised:
+    # the values are what is checked)
+    def everything(params, batch, flat):
+        return jax.value_and_grad(loss_fn)(params, batch), [c(flat) for c in chains]
+
+    flat = staged.flatten((params, batch))
+    fast = {"xla_backend_optimization_level": 0, "xla_llvm_disable_expensive_passes": True}
+    run = jax.jit(everything).lower(params, batch, flat).compile(fast)
+    (want_loss, want), got = run(params, batch, flat)
+    for policy, (loss, grads), of in zip(POLICIES, got, grads_of, strict=True):
+        np.testing.assert_allclose(loss, want_loss, rtol=1e-6, err_msg=policy)
+        total: dict[int, jax.Array] = {}
+        for i, g in zip(of, grads, strict=True):
+            total[i] = total[i] + g if i in total else g
+        # the stages' pieces (a stacked parameter's rows per stage) joined into the caller's
+        pieces = [total.get(i, jnp.zeros(a.shape, a.dtype)) for i, a in enumerate(staged.in_avals)]
+        joined = jax.tree.unflatten(staged.in_tree, staged.gather_flat(pieces))[0]
+        assert jax.tree.structure(joined) == jax.tree.structure(want)
+        for g, w in zip(jax.tree.leaves(joined), jax.tree.leaves(want), strict=True):
+            np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-7, err_msg=policy)
+
+
+def test_policies_act_inside_a_rehydrated_while_loop(tmp_path):
+    """The same program as an HLO text file: its layer loop is a ``while`` rehydrated as a
+    scan, and each policy keeps the same hand-counted bytes."""
+    params = gpt_scan.init(jax.random.key(0), CFG)
+    batch = gpt.batch(jax.random.key(1), B, CFG)
+    (tmp_path / "m.hlo").write_text(jax.jit(loss_fn).lower(params, batch).as_text(dialect="hlo"))
+    staged = stages.split(hlopipe.load(str(tmp_path / "m.hlo")), num_stages=2)
+    trained = tuple(range(len(jax.tree.leaves(params))))
+    kept = {
+        policy: sum(
+            a.size * a.dtype.itemsize
+            for st in staged.stages
+            for a in st.forward_backward(trained, remat=policy).residual_avals
+        )
+        for policy in ("selective", "attention")
+    }
+    assert kept == {p: _kept_by_hand(p) for p in kept}
