@@ -201,7 +201,8 @@ def find_repeated_run(
 
     Periods are proposed from the distances between equal equations (same primitive, avals and
     simple parameters), verified in one vectorised pass each; the phase (where a layer starts)
-    is the one whose boundaries carry the fewest crossing bytes. On ties (after attention and
+    is, among those tiling the most whole periods, the one whose boundaries carry the fewest
+    crossing bytes. On ties (after attention and
     after the MLP only the residual stream crosses) it is the phase at which each layer reads
     one contiguous run of the program's arguments (``invars``: a layer's parameters are one
     subtree of the caller's, flattened together), then the earliest.
@@ -300,12 +301,16 @@ def _repeated_run(
         return None
     _, _, s, p, length = best
     region_end = min(s + length + p, n)  # equations [s, region_end) are periodic
-    # phase: among offsets within one period, fewest bytes across its layer boundaries
+    # phase: among the offsets within one period that tile the most whole periods of the
+    # region (an offset past the first layer's start drops a layer: its first boundary,
+    # inside layer 0, reads the residual stream as a program argument, which crosses free,
+    # and can score lower than the real boundaries), the fewest bytes across its boundaries
+    whole = (region_end - s - np.arange(p)) // p
     scores = []
     for off in range(p):
         bs = np.arange(s + off, region_end + 1, p)
         scores.append(crossing[bs].sum() / max(len(bs), 1))
-    score = np.asarray(scores)
+    score = np.where(whole == whole.max(), np.asarray(scores), np.inf)
     tied = np.flatnonzero(score <= score.min() * (1 + 1e-9))
     if reads is not None and len(tied) > 1:
         gaps = [_gaps(reads, np.arange(s + int(o), region_end + 1, p)) for o in tied]
