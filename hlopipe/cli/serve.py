@@ -50,10 +50,12 @@ def _add_serve(p: argparse.ArgumentParser) -> None:
                    "slots requests are batched into, a slot per sequence when the decode step "
                    "takes a position per sequence")  # fmt: skip
     p.add_argument("--max-len", type=int, help="the cache length (default: from the program)")
-    p.add_argument("--max-batch", type=int, metavar="N", help="serve a decode step exported at "
-                   "batch 1 at N sequences a step: the step (and its prefills) vmapped over "
-                   "them, each its own cache row and position, a row refilled as a sequence "
-                   "ends (default: the step's own batch)")  # fmt: skip
+    p.add_argument("--max-batch", type=int, metavar="N", help="serve a decode step at N "
+                   "sequences a step: the step (and its prefills) vmapped over them, each its "
+                   "own cache row and position, a row refilled as a sequence ends; exported at "
+                   "batch b with a position per sequence, N a multiple of b; with one position "
+                   "a batch (StaticCache counters), a sequence a call (default: the step's own "
+                   "batch)")  # fmt: skip
     p.add_argument("--host", default="127.0.0.1", help="where to listen (default loopback)")
     p.add_argument("--port", type=int, default=8000, help="0 picks a free port (default 8000)")
     p.add_argument("--seed", type=int, default=0, help="seed of the random parameters")
