@@ -563,6 +563,25 @@ def _serve_files(folder: Path, buckets: tuple[int, ...], max_batch: int,
     return proc, line.split(" at ")[1].strip()
 
 
+def _runtime_rss(max_batch: int) -> int:
+    """The resident memory of the same server command on a Llama of 2 layers of width 64 (a
+    megabyte of weights) after one request: what Python, JAX, the compiled stages and the
+    HTTP server hold whatever the model's size."""
+    import tempfile
+
+    tiny = LlamaShape(layers=2, d=64, ff=128, heads=4, kv_heads=2, vocab=500, max_len=128)
+    with tempfile.TemporaryDirectory(prefix="hlopipe-serve-bench-") as tmp:
+        folder = Path(tmp)
+        _llama_files(folder, tiny, (16,))
+        proc, url = _serve_files(folder, (16,), max_batch, tiny.max_len)
+        try:
+            _load(url, 1, 1, 2, lengths=(16, 16), vocab=tiny.vocab)
+            return _memory(proc.pid)["VmRSS"]
+        finally:
+            proc.terminate()
+            proc.wait(60)
+
+
 def _plain_loop_files(folder: Path, buckets: tuple[int, ...], rows: int, tokens: int,
                       max_len: int, repeats: int) -> dict[str, float]:  # fmt: skip
     """The same files in a plain loop: widened to ``rows``, 2 stages, one group,
@@ -626,6 +645,7 @@ def _llama_table(
         )
         print("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
         served: dict[int, dict[int, float]] = {}
+        last_rss: dict[int, int] = {}
         for n in batches:
             proc, url = _serve_files(folder, buckets, n, s.max_len)
             need = param_bytes + n * s.cache_bytes_per_row()
@@ -634,6 +654,7 @@ def _llama_table(
                 for c in clients:
                     r = _load(url, c, requests, tokens, lengths=lengths, vocab=s.vocab)
                     m = _memory(proc.pid)
+                    last_rss[n] = m["VmRSS"]
                     served.setdefault(n, {})[c] = r["tokens_per_s"]
                     print(f"| {n} | {c} | {r['tokens_per_s']:.1f} | {r['ttft_p50'] * 1e3:.0f} | "
                           f"{r['ttft_p99'] * 1e3:.0f} | {r['itl_p50'] * 1e3:.0f} | "
@@ -647,6 +668,12 @@ def _llama_table(
             f"params + caches: {param_bytes / 2**20:.0f} MiB + N x "
             f"{s.cache_bytes_per_row() / 2**20:.1f} MiB"
         )
+        for n in batches:
+            base = _runtime_rss(n)
+            need = param_bytes + n * s.cache_bytes_per_row()
+            print(f"--max-batch {n}: the same server on a 1 MiB Llama holds {base / 2**20:.0f} "
+                  f"MiB (the runtime); the last VmRSS above less that: "
+                  f"{(last_rss[n] - base) / need:.2f}x params + caches")  # fmt: skip
         print()
         print(
             "| --max-batch | plain loop tokens/s | server tokens/s at 8 clients | server / "
