@@ -43,7 +43,9 @@ exported at batch 1 into files with its parameters (.npz), and those files serve
 ``--max-batches`` (8,16), to 1, 4, 8 and 16 streaming clients, prompts of mixed lengths
 (log-uniform), greedy. Rows: tokens/s, TTFT and ITL p50/p99, the server's ms a token, and the
 server process's resident memory (``VmRSS``, peak ``VmHWM``, from ``/proc/<pid>/status``)
-against the parameters plus the caches of N rows. Then the plain loop on the same files:
+against the parameters plus the caches of N rows, and that less the same server's on a Llama
+of a megabyte (the runtime's own); then N clients with 1-token prompts (no prefill: the
+decode-bound rate the plain loop is compared with). Then the plain loop on the same files:
 ``Session.generate`` of the widened step at N rows, 2 stages, from a token (no prefill, no
 HTTP), its tokens/s beside the server's at 8 clients, and the generator's host time per action
 (``GenerateMetrics.host_per_action_s``) against its time per step. The default run is quick
@@ -646,6 +648,7 @@ def _llama_table(
         print("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
         served: dict[int, dict[int, float]] = {}
         last_rss: dict[int, int] = {}
+        decode_bound: dict[int, float] = {}
         for n in batches:
             proc, url = _serve_files(folder, buckets, n, s.max_len)
             need = param_bytes + n * s.cache_bytes_per_row()
@@ -661,6 +664,14 @@ def _llama_table(
                           f"{r['itl_p99'] * 1e3:.0f} | {r['server_per_token'] * 1e3:.1f} | "
                           f"{m['VmRSS'] / 2**20:.0f} | {m['VmHWM'] / 2**20:.0f} | "
                           f"{m['VmRSS'] / need:.2f}x |", flush=True)  # fmt: skip
+                # decode-bound: one 1-token prompt a row (no prefill), 4x the tokens
+                r = _load(url, n, 1, 4 * tokens, prompt_len=1, vocab=s.vocab)
+                decode_bound[n] = r["tokens_per_s"]
+                print(f"| {n} | {n} (1-token prompts, {4 * tokens} tokens) | "
+                      f"{r['tokens_per_s']:.1f} | {r['ttft_p50'] * 1e3:.0f} | "
+                      f"{r['ttft_p99'] * 1e3:.0f} | {r['itl_p50'] * 1e3:.0f} | "
+                      f"{r['itl_p99'] * 1e3:.0f} | {r['server_per_token'] * 1e3:.1f} | | | |",
+                      flush=True)  # fmt: skip
             finally:
                 proc.terminate()
                 proc.wait(60)
@@ -675,19 +686,18 @@ def _llama_table(
                   f"MiB (the runtime); the last VmRSS above less that: "
                   f"{(last_rss[n] - base) / need:.2f}x params + caches")  # fmt: skip
         print()
-        print(
-            "| --max-batch | plain loop tokens/s | server tokens/s at 8 clients | server / "
-            "plain | step ms | host us per action | host per action / step |"
-        )
-        print("| ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+        print("| --max-batch | plain loop tokens/s | server, 8 clients, mixed prompts | / plain "
+              "| server, N clients, 1-token prompts | / plain | step ms | host us per action | "
+              "host per action / step |")  # fmt: skip
+        print("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
         for n in batches:
-            plain = _plain_loop_files(folder, buckets, n, tokens, s.max_len, 3)
-            at8 = served.get(n, {}).get(8)
-            ratio = f"{at8 / plain['tokens_per_s']:.2f}x" if at8 else "n/a"
+            plain = _plain_loop_files(folder, buckets, n, 4 * tokens, s.max_len, 3)
+            rate = plain["tokens_per_s"]
+            at8, bound = served.get(n, {}).get(8, float("nan")), decode_bound[n]
             share = plain["host_per_action"] / plain["step"] * 100
-            print(f"| {n} | {plain['tokens_per_s']:.1f} | {at8 or float('nan'):.1f} | {ratio} | "
-                  f"{plain['step'] * 1e3:.1f} | {plain['host_per_action'] * 1e6:.0f} | "
-                  f"{share:.2f}% |", flush=True)  # fmt: skip
+            print(f"| {n} | {rate:.1f} | {at8:.1f} | {at8 / rate:.2f}x | {bound:.1f} | "
+                  f"{bound / rate:.2f}x | {plain['step'] * 1e3:.1f} | "
+                  f"{plain['host_per_action'] * 1e6:.0f} | {share:.2f}% |", flush=True)  # fmt: skip
 
 
 def main() -> None:
