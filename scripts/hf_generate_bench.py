@@ -41,7 +41,8 @@ def main() -> None:
     print("| ---: | ---: | ---: |")
     for batch in (int(b) for b in args.batches.split(",")):
         ids = torch.randint(0, cfg.vocab_size, (batch, args.prompt_len))
-        kwargs = dict(max_new_tokens=args.tokens, min_new_tokens=args.tokens, do_sample=False)
+        kwargs = dict(max_new_tokens=args.tokens, min_new_tokens=args.tokens, do_sample=False,
+                      attention_mask=torch.ones_like(ids), pad_token_id=0)  # fmt: skip
         with torch.inference_mode():
             model.generate(ids, **kwargs)  # warm
             times = []
