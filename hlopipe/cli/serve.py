@@ -79,7 +79,7 @@ def _cmd_serve(args: argparse.Namespace) -> int:
 
     eos = _eos_ids(args.eos_token_id)
     _log_requests()
-    _free_large_blocks_to_the_system()
+    _few_malloc_arenas()
     mesh_shape, mesh_axes = stage_mesh(args)
     rules = param_rules(args, mesh_shape, mesh_axes)
     join_job_or_ask_cpu_devices(args.cpu_devices)
@@ -119,15 +119,16 @@ def _cmd_serve(args: argparse.Namespace) -> int:
         return server.run()
 
 
-def _free_large_blocks_to_the_system() -> None:
+def _few_malloc_arenas() -> None:
     """A served step's temporaries (a prefill of every row, attention scores) are freed after
-    each call, but glibc's malloc keeps blocks under its mmap threshold in its arenas, and
-    raises that threshold up to 32 MiB as large blocks are freed: a server held about twice
-    its parameters and caches in freed memory (a 125M-parameter Llama at --max-batch 8, 2.2
-    GiB resident for 0.6 GiB of live arrays, 1.2 GiB after ``malloc_trim``). A fixed threshold
-    of 64 KiB puts every larger block in a mapping of its own, given back when freed (measured:
-    2.2 -> 1.5 GiB on that server). Process-wide, so set by the command, not the library; a
-    no-op where the C library is not glibc."""
+    each call, but glibc's malloc keeps freed blocks in the arena of the thread that freed
+    them, and XLA's threads each get one: a server held about twice its parameters and caches
+    in freed memory (a 125M-parameter Llama at --max-batch 8: 2.2 GiB resident for 0.6 GiB of
+    live arrays, 1.2 GiB after ``malloc_trim``). Two arenas keep the reuse (a prefill as fast:
+    2.2-2.4 s either way) and hold less (1.6 GiB on that server); a fixed mmap threshold held
+    less still (1.5 GiB) but made that prefill 30% slower (its temporaries mapped afresh each
+    call). Process-wide, so set by the command, not the library; a no-op where the C library
+    is not glibc."""
     import ctypes
     import ctypes.util
 
@@ -138,7 +139,7 @@ def _free_large_blocks_to_the_system() -> None:
         return
     mallopt = getattr(libc, "mallopt", None)
     if mallopt is not None:
-        mallopt(-3, 64 * 1024)  # M_MMAP_THRESHOLD (malloc.h)
+        mallopt(-8, 2)  # M_ARENA_MAX (malloc.h)
 
 
 def _sigterm_as_ctrl_c() -> None:
