@@ -39,6 +39,23 @@ Rows: tokens/s, TTFT and ITL p50, the server's ms per token, tokens/s over the b
 With ``--d-model D --layers L``, a wider tiny GPT (``d_ff`` 4D, cache 64, 2 stages) built in
 this process instead, served by the engine and app over HTTP on loopback: a step that reads
 more weights per token than the built-in's 156 kB.
+
+``--llama``: a model of real size. A Llama (d 768, 12 layers, 12 heads over 4 K/V heads, MLP
+2048, vocabulary 32000, an untied head: about 125M parameters, float32, random weights) is
+built in JAX here, its token-returning decode step (a position argument) and prefills
+exported at batch 1 into files with its parameters (.npz), and those files served by
+``hlopipe serve --stages 2 --groups 1 --max-batch N`` in a process of its own for each N of
+``--max-batches`` (8,16), to 1, 4, 8 and 16 streaming clients, prompts of mixed lengths
+(log-uniform), greedy. Rows: tokens/s, TTFT and ITL p50/p99, the server's ms a token, and the
+server process's resident memory (``VmRSS``, peak ``VmHWM``, from ``/proc/<pid>/status``)
+against the parameters plus the caches of N rows, and that less the same server's on a Llama
+of a megabyte (the runtime's own); then N clients with 1-token prompts (no prefill: the
+decode-bound rate the plain loop is compared with). Then the plain loop on the same files:
+``Session.generate`` of the widened step at N rows, 2 stages, from a token (no prefill, no
+HTTP), its tokens/s beside the server's at 8 clients, and the generator's host time per action
+(``GenerateMetrics.host_per_action_s``) against its time per step. The default run is quick
+(1 request a client, 8 tokens, prompts of 16 to 64, prefills of 16 and 64 tokens); ``--full``:
+2 requests, 32 tokens, prompts of 16 to 512, prefills of 16, 64, 128 and 512 tokens.
 """
 
 from __future__ import annotations
@@ -54,7 +71,7 @@ import urllib.request
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -99,8 +116,17 @@ def _busy_and_tokens(url: str) -> tuple[float, float]:
 
 
 def _load(
-    url: str, clients: int, requests: int, tokens: int, prompt_len: int | None = None
+    url: str,
+    clients: int,
+    requests: int,
+    tokens: int,
+    prompt_len: int | None = None,
+    lengths: tuple[int, int] = (3, 12),
+    vocab: int = 64,
 ) -> dict[str, float]:
+    """``clients`` streaming clients, ``requests`` each, one after the other: prompts of
+    ``prompt_len`` or of ``lengths`` (low, high; log-uniform when high is over 4 times low)
+    random ids below ``vocab``."""
     from openai import OpenAI
 
     client = OpenAI(base_url=url, api_key="none", max_retries=0, timeout=600)
@@ -113,8 +139,11 @@ def _load(
     def one(k: int) -> None:
         rng = np.random.default_rng(k)
         for _ in range(requests):
-            length = prompt_len or int(rng.integers(3, 13))
-            prompt = rng.integers(0, 64, length).tolist()
+            lo, hi = lengths
+            drawn = (np.exp(rng.uniform(np.log(lo), np.log(hi + 1))) if hi > 4 * lo
+                     else rng.integers(lo, hi + 1))  # fmt: skip
+            length = prompt_len or int(drawn)
+            prompt = rng.integers(0, vocab, length).tolist()
             t0 = last = time.perf_counter()
             first, gaps, n = None, [], 0
             for _chunk in client.completions.create(
@@ -459,6 +488,294 @@ def _batch_sized(
         print(f"the step alone, {name}: {np.median(times) * 1e3:.1f} ms (median of 20)")
 
 
+class LlamaShape(NamedTuple):
+    """A Llama decoder's sizes: RMSNorm, rotary attention with grouped K/V heads, SwiGLU, an
+    untied head."""
+
+    layers: int = 12
+    d: int = 768
+    ff: int = 2048
+    heads: int = 12
+    kv_heads: int = 4
+    vocab: int = 32000
+    max_len: int = 640
+
+    @property
+    def head_dim(self) -> int:
+        return self.d // self.heads
+
+    def num_params(self) -> int:
+        kv = self.kv_heads * self.head_dim
+        per_layer = 2 * self.d * self.d + 2 * self.d * kv + 3 * self.d * self.ff + 2 * self.d
+        return self.layers * per_layer + 2 * self.vocab * self.d + self.d
+
+    def cache_bytes_per_row(self, itemsize: int = 4) -> int:
+        return 2 * self.layers * self.max_len * self.kv_heads * self.head_dim * itemsize
+
+
+def _llama_init(key: Any, s: LlamaShape) -> dict[str, Any]:
+    import jax
+    import jax.numpy as jnp
+
+    kv = s.kv_heads * s.head_dim
+    shapes = {"wq": (s.d, s.d), "wk": (s.d, kv), "wv": (s.d, kv), "wo": (s.d, s.d),
+              "w_gate": (s.d, s.ff), "w_up": (s.d, s.ff), "w_down": (s.ff, s.d)}  # fmt: skip
+    keys = iter(jax.random.split(key, s.layers * len(shapes) + 2))
+
+    def dense(shape: tuple[int, int], gain: float = 1.0) -> Any:  # clear top-1 margins
+        return jax.random.normal(next(keys), shape) * (gain / np.sqrt(shape[0]))
+
+    layers = [{"attn_norm": jnp.ones(s.d), "mlp_norm": jnp.ones(s.d),
+               **{name: dense(shape) for name, shape in shapes.items()}}
+              for _ in range(s.layers)]  # fmt: skip
+    return {"embed": jax.random.normal(next(keys), (s.vocab, s.d)), "layers": layers,
+            "norm": jnp.ones(s.d), "head": dense((s.d, s.vocab), 4.0)}  # fmt: skip
+
+
+def _llama_cache(batch: int, s: LlamaShape) -> list[dict[str, Any]]:
+    import jax.numpy as jnp
+
+    shape = (batch, s.max_len, s.kv_heads, s.head_dim)
+    return [{"k": jnp.zeros(shape), "v": jnp.zeros(shape)} for _ in range(s.layers)]
+
+
+def _llama_forward(s: LlamaShape, params: Any, cache: Any, tokens: Any, start: Any) -> Any:
+    """``tokens [b, T]`` written into ``cache`` at ``start``.. and attended causally: the next
+    greedy token ``[b]`` after the last, and the cache."""
+    import jax
+    import jax.numpy as jnp
+
+    b, T = tokens.shape
+    hd, group = s.head_dim, s.heads // s.kv_heads
+    x = params["embed"][tokens]
+    pos = start + jnp.arange(T)
+    inv = 1.0 / (10000.0 ** (jnp.arange(0, hd // 2, dtype=jnp.float32) * 2.0 / hd))
+    angle = pos[:, None].astype(jnp.float32) * inv
+    cos, sin = jnp.cos(angle)[None, :, None, :], jnp.sin(angle)[None, :, None, :]
+
+    def rotate(t: Any) -> Any:
+        a, c = jnp.split(t, 2, axis=-1)
+        return jnp.concatenate([a * cos - c * sin, a * sin + c * cos], axis=-1)
+
+    def rms(v: Any, scale: Any) -> Any:
+        return v * jax.lax.rsqrt(jnp.mean(v * v, axis=-1, keepdims=True) + 1e-6) * scale
+
+    visible = jnp.arange(s.max_len)[None, :] <= pos[:, None]
+    zero = jnp.zeros((), jnp.int32)
+    where = (zero, jnp.asarray(start, jnp.int32), zero, zero)
+    new = []
+    for p, c in zip(params["layers"], cache, strict=True):
+        h = rms(x, p["attn_norm"])
+        q = rotate((h @ p["wq"]).reshape(b, T, s.heads, hd)).reshape(b, T, s.kv_heads, group, hd)
+        k = rotate((h @ p["wk"]).reshape(b, T, s.kv_heads, hd))
+        k_all = jax.lax.dynamic_update_slice(c["k"], k, where)
+        v_all = jax.lax.dynamic_update_slice(c["v"], (h @ p["wv"]).reshape(b, T, s.kv_heads, hd),
+                                             where)  # fmt: skip
+        new.append({"k": k_all, "v": v_all})
+        scores = jnp.einsum("btgrd,bsgd->bgrts", q, k_all) / np.sqrt(hd)
+        att = jax.nn.softmax(jnp.where(visible, scores, -1e30), axis=-1)
+        x = x + jnp.einsum("bgrts,bsgd->btgrd", att, v_all).reshape(b, T, s.d) @ p["wo"]
+        h = rms(x, p["mlp_norm"])
+        x = x + (jax.nn.silu(h @ p["w_gate"]) * (h @ p["w_up"])) @ p["w_down"]
+    logits = rms(x[:, -1], params["norm"]) @ params["head"]
+    return jnp.argmax(logits, axis=-1).astype(jnp.int32), new
+
+
+def _llama_files(folder: Path, s: LlamaShape, buckets: tuple[int, ...]) -> tuple[int, int]:
+    """The decode step (batch 1, a position argument, the next token returned) and a prefill
+    at each of ``buckets`` exported into ``folder``, with the parameters in argument order:
+    ``(parameter bytes, count)``."""
+    import jax
+    import jax.numpy as jnp
+
+    params = jax.jit(_llama_init, static_argnums=1)(jax.random.key(0), s)
+    avals = jax.tree.map(lambda x: jax.ShapeDtypeStruct(x.shape, x.dtype), params)
+    cache = jax.tree.map(lambda x: jax.ShapeDtypeStruct(x.shape, x.dtype), _llama_cache(1, s))
+
+    def decode(params: Any, cache: Any, tokens: Any, position: Any) -> Any:
+        return _llama_forward(s, params, cache, tokens[:, None], position)
+
+    def prefill(params: Any, prompt: Any) -> Any:
+        return _llama_forward(s, params, _llama_cache(prompt.shape[0], s), prompt, 0)
+
+    i32 = jnp.int32
+    step = jax.export.export(jax.jit(decode, donate_argnums=1))(
+        avals, cache, jax.ShapeDtypeStruct((1,), i32), jax.ShapeDtypeStruct((), i32)
+    )
+    (folder / "decode.jax_export").write_bytes(step.serialize())
+    for P in buckets:
+        pre = jax.export.export(jax.jit(prefill))(avals, jax.ShapeDtypeStruct((1, P), i32))
+        (folder / f"prefill_{P}.jax_export").write_bytes(pre.serialize())
+    leaves = [np.asarray(x) for x in jax.tree.leaves(params)]
+    np.savez(folder / "params.npz", *leaves)
+    return sum(x.nbytes for x in leaves), sum(x.size for x in leaves)
+
+
+def _memory(pid: int) -> dict[str, int]:
+    """The process's resident memory now and at its peak (``/proc/<pid>/status``), bytes."""
+    got = {}
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        key, _, value = line.partition(":")
+        if key in ("VmRSS", "VmHWM"):
+            got[key] = int(value.split()[0]) * 1024
+    return got
+
+
+def _serve_files(folder: Path, buckets: tuple[int, ...], max_batch: int,
+                 max_len: int) -> tuple[subprocess.Popen, str]:  # fmt: skip
+    """``hlopipe serve`` on the exported files in a process of its own, 2 stages, one group
+    of ``max_batch`` rows: the process and its URL."""
+    env = dict(os.environ, PYTHONPATH=str(ROOT), PYTHONUNBUFFERED="1", JAX_PLATFORMS="cpu")
+    cmd = [sys.executable, "-m", "hlopipe", "serve", str(folder / "decode.jax_export"),
+           *(a for P in buckets for a in ("--prefill", str(folder / f"prefill_{P}.jax_export"))),
+           "--params", str(folder / "params.npz"), "--stages", "2", "--groups", "1",
+           "--max-batch", str(max_batch), "--max-len", str(max_len), "--port", "0",
+           "--cpu-devices", "2"]  # fmt: skip
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+                            env=env)  # fmt: skip
+    assert proc.stdout is not None
+    line = proc.stdout.readline()
+    if not line.startswith("serving "):
+        proc.kill()
+        raise SystemExit(f"the server did not start: {line!r}")
+    return proc, line.split(" at ")[1].strip()
+
+
+def _runtime_rss(max_batch: int) -> int:
+    """The resident memory of the same server command on a Llama of 2 layers of width 64 (a
+    megabyte of weights) after one request: what Python, JAX, the compiled stages and the
+    HTTP server hold whatever the model's size."""
+    import tempfile
+
+    tiny = LlamaShape(layers=2, d=64, ff=128, heads=4, kv_heads=2, vocab=500, max_len=128)
+    with tempfile.TemporaryDirectory(prefix="hlopipe-serve-bench-") as tmp:
+        folder = Path(tmp)
+        _llama_files(folder, tiny, (16,))
+        proc, url = _serve_files(folder, (16,), max_batch, tiny.max_len)
+        try:
+            _load(url, 1, 1, 2, lengths=(16, 16), vocab=tiny.vocab)
+            return _memory(proc.pid)["VmRSS"]
+        finally:
+            proc.terminate()
+            proc.wait(60)
+
+
+def _plain_loop_files(folder: Path, buckets: tuple[int, ...], rows: int, tokens: int,
+                      max_len: int, repeats: int) -> dict[str, float]:  # fmt: skip
+    """The same files in a plain loop: widened to ``rows``, 2 stages, one group,
+    ``Session.generate(tokens)`` from a token at position 0 (the decode steps alone, no
+    prefill, no HTTP): tokens/s, and the generator's host time per action against its time
+    per step."""
+    from hlopipe.generate import Generator, load_params, widen
+    from hlopipe.io import load
+
+    decode = load(str(folder / "decode.jax_export"))
+    prefills = [load(str(folder / f"prefill_{P}.jax_export")) for P in buckets]
+    params = load_params(str(folder / "params.npz"), decode.arg_roles(), 0)
+    wide = widen(decode, prefills, rows)
+    gen = Generator(wide.decode, params, prefill=list(wide.prefills), num_stages=2, groups=1,
+                    max_len=max_len)  # fmt: skip
+    del params
+    first = np.random.default_rng(0).integers(0, 1000, (1, rows)).astype(np.int32)
+    gen.start(tokens=first, position=0).generate(tokens)  # compiles
+    times, host, step = [], [], []
+    for _ in range(repeats):
+        session = gen.start(tokens=first, position=0)
+        t0 = time.perf_counter()
+        session.generate(tokens)
+        times.append(time.perf_counter() - t0)
+        host.append(session.metrics.host_per_action_s)
+        step.append(session.metrics.inter_token_s)
+    return {"tokens_per_s": rows * tokens / float(np.median(times)),
+            "host_per_action": float(np.median(host)), "step": float(np.median(step))}  # fmt: skip
+
+
+def _llama_table(
+    clients: list[int],
+    batches: list[int],
+    requests: int,
+    tokens: int,
+    buckets: tuple[int, ...],
+    lengths: tuple[int, int],
+    s: LlamaShape,
+) -> None:
+    """``hlopipe serve`` on a Llama of real size (see the module's docstring)."""
+    import tempfile
+
+    import jax
+
+    jax.config.update("jax_num_cpu_devices", 2)  # the plain loop's 2 stages
+
+    with tempfile.TemporaryDirectory(prefix="hlopipe-serve-bench-") as tmp:
+        folder = Path(tmp)
+        param_bytes, count = _llama_files(folder, s, buckets)
+        print(f"Llama d {s.d}, {s.layers} layers, {s.heads} heads over {s.kv_heads} K/V heads, "
+              f"MLP {s.ff}, vocabulary {s.vocab} ({count / 1e6:.0f}M parameters, "
+              f"{param_bytes / 2**20:.0f} MiB float32), cache {s.max_len}; decode step "
+              f"(token-returning) and prefills of {', '.join(map(str, buckets))} tokens exported "
+              f"at batch 1, served by `hlopipe serve --stages 2 --groups 1 --max-batch N` in a "
+              f"process of its own; {requests} request(s) a client, prompts of {lengths[0]} to "
+              f"{lengths[1]} tokens (log-uniform), {tokens} tokens each, streamed, greedy",
+              flush=True)  # fmt: skip
+        print(
+            "| --max-batch | clients | tokens/s | TTFT p50 ms | TTFT p99 ms | ITL p50 ms | "
+            "ITL p99 ms | server ms/token | VmRSS MiB | VmHWM MiB | RSS / (params + caches) |"
+        )
+        print("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+        served: dict[int, dict[int, float]] = {}
+        last_rss: dict[int, int] = {}
+        decode_bound: dict[int, float] = {}
+        for n in batches:
+            proc, url = _serve_files(folder, buckets, n, s.max_len)
+            need = param_bytes + n * s.cache_bytes_per_row()
+            try:
+                _load(url, 1, 1, 2, lengths=(16, 16), vocab=s.vocab)  # warm the paths
+                for c in clients:
+                    r = _load(url, c, requests, tokens, lengths=lengths, vocab=s.vocab)
+                    m = _memory(proc.pid)
+                    last_rss[n] = m["VmRSS"]
+                    served.setdefault(n, {})[c] = r["tokens_per_s"]
+                    print(f"| {n} | {c} | {r['tokens_per_s']:.1f} | {r['ttft_p50'] * 1e3:.0f} | "
+                          f"{r['ttft_p99'] * 1e3:.0f} | {r['itl_p50'] * 1e3:.0f} | "
+                          f"{r['itl_p99'] * 1e3:.0f} | {r['server_per_token'] * 1e3:.1f} | "
+                          f"{m['VmRSS'] / 2**20:.0f} | {m['VmHWM'] / 2**20:.0f} | "
+                          f"{m['VmRSS'] / need:.2f}x |", flush=True)  # fmt: skip
+                # decode-bound: one 1-token prompt a row (no prefill), 4x the tokens
+                r = _load(url, n, 1, 4 * tokens, prompt_len=1, vocab=s.vocab)
+                decode_bound[n] = r["tokens_per_s"]
+                print(f"| {n} | {n} (1-token prompts, {4 * tokens} tokens) | "
+                      f"{r['tokens_per_s']:.1f} | {r['ttft_p50'] * 1e3:.0f} | "
+                      f"{r['ttft_p99'] * 1e3:.0f} | {r['itl_p50'] * 1e3:.0f} | "
+                      f"{r['itl_p99'] * 1e3:.0f} | {r['server_per_token'] * 1e3:.1f} | | | |",
+                      flush=True)  # fmt: skip
+            finally:
+                proc.terminate()
+                proc.wait(60)
+        print(
+            f"params + caches: {param_bytes / 2**20:.0f} MiB + N x "
+            f"{s.cache_bytes_per_row() / 2**20:.1f} MiB"
+        )
+        for n in batches:
+            base = _runtime_rss(n)
+            need = param_bytes + n * s.cache_bytes_per_row()
+            print(f"--max-batch {n}: the same server on a 1 MiB Llama holds {base / 2**20:.0f} "
+                  f"MiB (the runtime); the last VmRSS above less that: "
+                  f"{(last_rss[n] - base) / need:.2f}x params + caches")  # fmt: skip
+        print()
+        print("| --max-batch | plain loop tokens/s | server, 8 clients, mixed prompts | / plain "
+              "| server, N clients, 1-token prompts | / plain | step ms | host us per action | "
+              "host per action / step |")  # fmt: skip
+        print("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+        for n in batches:
+            plain = _plain_loop_files(folder, buckets, n, 4 * tokens, s.max_len, 3)
+            rate = plain["tokens_per_s"]
+            at8, bound = served.get(n, {}).get(8, float("nan")), decode_bound[n]
+            share = plain["host_per_action"] / plain["step"] * 100
+            print(f"| {n} | {rate:.1f} | {at8:.1f} | {at8 / rate:.2f}x | {bound:.1f} | "
+                  f"{bound / rate:.2f}x | {plain['step'] * 1e3:.1f} | "
+                  f"{plain['host_per_action'] * 1e6:.0f} | {share:.2f}% |", flush=True)  # fmt: skip
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--clients", default="1,4,8")
@@ -480,7 +797,24 @@ def main() -> None:
                     "GPT this wide built here (default: the built-in, served by the command; "
                     "128)")  # fmt: skip
     ap.add_argument("--layers", type=int, default=4, help="--batch --d-model: its layers")
+    ap.add_argument("--llama", action="store_true", help="a Llama of real size (about 125M "
+                    "parameters) exported to files and served at --max-batch 8 and 16 in a "
+                    "process of its own, beside the plain loop on the same files")  # fmt: skip
+    ap.add_argument("--max-batches", default="8,16", help="--llama: the --max-batch values")
+    ap.add_argument("--full", action="store_true", help="--llama: 2 requests a client, 32 "
+                    "tokens, prompts of 16 to 512, prefills of 16,64,128,512 (default: quick, "
+                    "1 request a client, 8 tokens, prompts of 16 to 64, prefills of 16,64)",
+                    )  # fmt: skip
     args = ap.parse_args()
+    if args.llama:
+        clients = [int(x) for x in (args.clients if args.clients != "1,4,8" else "1,4,8,16")
+                   .split(",")]  # fmt: skip
+        batches = [int(x) for x in args.max_batches.split(",")]
+        if args.full:
+            _llama_table(clients, batches, 2, 32, (16, 64, 128, 512), (16, 512), LlamaShape())
+        else:
+            _llama_table(clients, batches, 1, 8, (16, 64), (16, 64), LlamaShape())
+        return
     if args.batch and args.d_model:
         clients = [int(x) for x in args.clients.split(",")]
         _batch_sized(args.batch, clients, args.requests, args.tokens, args.d_model, args.layers)

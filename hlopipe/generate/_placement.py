@@ -22,7 +22,7 @@ from __future__ import annotations
 import math
 import warnings
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import jax
@@ -253,12 +253,17 @@ class PlacedStages:
     """What a generator compiled and put on the devices, shared with its prefill and its
     sessions: per stage its executable (``None``: a stage another process computes), its
     placed parameters ``{argument: array}`` and the shardings its state arguments take; and
-    the parameters on the host ``{argument: value}`` (a prefill places its own from them)."""
+    the parameters on the host ``{argument: value}`` while the generator is built (a prefill
+    places its own from them; emptied once every prefill is placed)."""
 
     compiled: tuple[CompiledStage | None, ...]
     params: tuple[dict[int, Any], ...]
     state_shardings: tuple[dict[int, Any], ...]
     host_params: Mapping[int, Any]
+
+    def without_host_params(self) -> PlacedStages:
+        """The same placement with the host copy of the parameters let go."""
+        return replace(self, host_params={})
 
 
 def input_sharding(sp: StagePlacement, stage: int, kind: InputKind, aval: Any) -> Any:

@@ -1,17 +1,35 @@
-"""A decode step (and its prefills) exported at batch 1, served at a batch of ``rows``: the
-rehydrated program vmapped over sequences (:func:`widen`).
+"""A decode step (and its prefills) served at a batch of ``rows``: the rehydrated program
+vmapped over sequences (:func:`widen`).
 
-Each sequence is a row of its own: its cache a row of every state argument (a new leading
-axis of ``rows``), its token, its position. The parameters are not mapped, so one step
-reads the weights once for every row. The widened step takes a position per row, so the
-generator serves it as it serves a step exported with one (``Generator.per_sequence``: a
-row refilled while the others carry on, a prompt prefilled into its row alone). The
-prefill is widened alike: its prompt ``[rows, P]``, its state outputs in the step's layout.
+Each sequence is a row of its own: its cache a row of every state argument, its token, its
+position. The parameters are not mapped, so one step reads the weights once for every row.
+The widened step takes a position per row, so the generator serves it as it serves a step
+exported with one (``Generator.per_sequence``: a row refilled while the others carry on, a
+prompt prefilled into its row alone). The prefill is widened alike: its prompt ``[rows, P]``,
+its state outputs in the step's layout.
 
-An argument or output of the batch-1 program led by its batch axis (a token ``[1]``, logits
-``[1, vocab]``, a prompt ``[1, P]``, a position ``[1]``) has that axis taken by the rows; a
-state argument keeps its own shape under the new axis (wherever its batch axis lies); a
-scalar position becomes one per row.
+Three forms, by what the exported step takes:
+
+* **batch 1, a position argument**: vmapped over ``rows``. An argument or output led by its
+  batch axis of 1 (a token ``[1]``, logits ``[1, vocab]``, a prompt ``[1, P]``, a position
+  ``[1]``) has that axis taken by the rows; a state argument keeps its own shape under a new
+  leading axis (wherever its batch axis lies); a scalar position becomes one per row.
+* **batch b, a position per sequence** ``[b]``: vmapped over ``rows / b`` groups of ``b``
+  rows, each group one call of the step with its own cache rows and positions. The caches
+  must hold the batch on their first axis (the widened state is that axis of ``rows``, so
+  that one sequence's rows lie along one axis); ``rows`` a multiple of ``b``.
+* **one position for the whole batch** (a scalar or ``[1]`` at ``b > 1``, or ``StaticCache``
+  counters, the torch_xla form of ``hlopipe.torch.export_generation``, at any ``b``): the
+  rows of a group share their position, so each row is a group of its own, its sequence in
+  each of the ``b`` rows and row 0 read back; the counters are fed the row's position and no
+  longer carried (the widened step takes ``(params, state, tokens [rows], position [rows])``).
+  This costs ``b`` times the compute and cache of a batch-1 export: export at batch 1 to
+  serve at ``--max-batch`` without it.
+
+The prefill of the last two forms runs each row's prompt in all ``b`` rows of a call, so that
+the prompt's rows lie whole along the state's leading axis (its data flow shows where a row
+lands, and a row is prefilled alone); its lifted constants (a counter's start) are given the
+values :func:`hlopipe.generate._plan.prefill_args` solves.
 """
 
 from __future__ import annotations
@@ -39,11 +57,14 @@ def widen(
     prefills: Any = (),
     rows: int = 1,
 ) -> Widened:
-    """``decode`` (a batch-1 step) and its ``prefills`` vmapped over ``rows`` sequences.
+    """``decode`` and its ``prefills`` vmapped over ``rows`` sequences (the module docstring
+    says how, by the form of the step).
 
     Raises:
-      RuntimeConfigError: ``rows`` is not a positive integer; the step's batch is not 1; its
-        position lives in its state (counters) rather than in an argument."""
+      RuntimeConfigError: ``rows`` is not a positive integer, or not a multiple of a batch
+        ``b`` step's batch when it takes a position per sequence; such a step's caches not
+        told to hold the batch on their first axis; outputs besides the token, state and
+        counters; state and token not told apart."""
     if not isinstance(rows, int) or isinstance(rows, bool) or rows < 1:
         raise RuntimeConfigError(Keyword("max_batch", rows), " must be a positive integer")
     source = getattr(decode, "source", "the decode step")
@@ -56,17 +77,8 @@ def widen(
         )  # fmt: skip
     token = roles.feedback[0]
     b = token.shape[0] if token.shape else 1
-    if b != 1:
-        raise RuntimeConfigError(
-            f"{source}: exported at batch {b}; ", Keyword("max_batch"), " widens a step "
-            "exported at batch 1 (export it at batch 1, or serve it at its own batch)"
-        )  # fmt: skip
-    if any(r.counter for r in roles):
-        raise RuntimeConfigError(
-            f"{source}: its position lives in its state (counters), which a batch of rows "
-            "would share; export it with the position as an argument to serve it at ",
-            Keyword("max_batch"),
-        )  # fmt: skip
+    if b != 1 or any(r.counter for r in roles):
+        return _grouped(decode, tuple(prefills), rows, roles, b)
     params = {r.index for r in roles.parameters}
     states = {r.index for r in roles.state}
     state_outs = {r.output for r in roles.state}
@@ -153,3 +165,229 @@ def _top_donated(tree: Any, states: set[int]) -> list[int]:
     """The top-level positional arguments holding a flat argument of ``states``."""
     args, _ = jax.tree.unflatten(tree, list(range(tree.num_leaves)))
     return [k for k, a in enumerate(args) if set(jax.tree.leaves(a)) & states]
+
+
+class _Layout(NamedTuple):
+    """How the rows of a widened step meet the exported batch ``b``: ``packed``, ``b`` rows a
+    group (each its own position: a position per sequence ``[b]``), ``rows // b`` groups, the
+    state's rows along its leading batch axis; else one row a group (the group's rows share a
+    position: a scalar position, or counters), its sequence in each of the ``b`` rows (the
+    state a new leading axis of rows over the exported shape) and row 0 read back."""
+
+    b: int
+    groups: int
+    packed: bool
+
+    @property
+    def rows(self) -> int:
+        return self.groups * self.b if self.packed else self.groups
+
+
+def _grouped(decode: Any, prefills: tuple[Any, ...], rows: int, roles: Any, b: int) -> Widened:
+    """``widen`` for a step exported at batch ``b > 1`` or keeping its position in counters:
+    the step vmapped over groups of its own batch (:class:`_Layout`), each group its own cache
+    rows and position, taking ``(params, state, tokens [rows], position [rows])``; the
+    counters fed each group's position, not carried (the widened step has none)."""
+    from hlopipe.generate._plan import position_of
+
+    source = getattr(decode, "source", "the decode step")
+    token = roles.feedback[0]
+    position = position_of(roles, source, b)
+    counters = [r for r in roles if r.counter]
+    if position is None:
+        raise RuntimeConfigError(f"{source}: no position argument or counter to give each row")
+    packed = not counters and b > 1 and tuple(position.shape) == (b,)
+    if packed and rows % b:
+        raise RuntimeConfigError(
+            Keyword("max_batch", rows), f" is not a multiple of {b}, the batch {source} was "
+            f"exported at (each group of {b} rows is one call of the step); give a multiple of "
+            f"{b}, or export the step at batch 1",
+        )  # fmt: skip
+    states = list(roles.state)
+    counter_outs = {r.output for r in decode.arg_roles() if r.counter}
+    known = {token.output} | {r.output for r in states} | counter_outs
+    other = [o for o in range(len(decode.out_avals)) if o not in known]
+    if other:
+        raise RuntimeConfigError(
+            f"{source}: outputs {other} are neither the token (or logits), state nor a "
+            "counter, so its rows cannot be widened; serve it at its own batch (no ",
+            Keyword("max_batch"), ")",
+        )  # fmt: skip
+    if packed:
+        _check_batch_first(decode, prefills, roles, b, source)
+    layout = _Layout(b, rows // b if packed else rows, packed)
+    wide = _grouped_decode(decode, roles, position, counters, layout)
+    pres = tuple(_grouped_prefill(p, decode, roles, layout) for p in prefills)
+    lengths = [int(r.shape[r.axis]) for r in states if r.axis is not None]
+    told = len(lengths) == len(states)
+    return Widened(wide, pres, min(lengths) if told and lengths else None)
+
+
+def _check_batch_first(
+    decode: Any, prefills: tuple[Any, ...], roles: Any, b: int, source: str
+) -> None:
+    """That each state argument's batch axis is its first (the rows of groups of ``b`` then
+    lie whole along it): axis 0 of size ``b``, the only such axis besides the cache length,
+    or, where several are, the one along which the first prefill's state rolls when its
+    prompt's rows are rolled (the prefill run twice on random weights: rows are computed
+    alike whatever the weights).
+
+    Raises:
+      RuntimeConfigError naming a state argument whose batch axis is not told to be its
+      first."""
+    fits = {r.index: [k for k, n in enumerate(r.shape) if n == b and k != r.axis]
+            for r in roles.state}  # fmt: skip
+    rolled: dict[int, set[int]] = {}
+    if prefills and any(len(f) > 1 for f in fits.values()):
+        rolled = _rolled_axes(decode, prefills[0], roles, b)
+    for r in roles.state:
+        f = fits[r.index]
+        if f[:1] == [0] and (len(f) == 1 or rolled.get(r.index) == {0}):
+            continue
+        seen = f"; the prefill rolls it along {sorted(rolled[r.index])}" if rolled else ""
+        raise RuntimeConfigError(
+            f"{source}: its state {r.path} ({r.dtype}{list(r.shape)}) is not told to hold its "
+            f"batch of {b} along axis 0 (axes {f} fit{seen}), so groups of its rows cannot be "
+            "widened; export the step with its caches batch-first, or at batch 1 for ",
+            Keyword("max_batch"),
+        )  # fmt: skip
+
+
+def _rolled_axes(decode: Any, prefill: Any, roles: Any, b: int) -> dict[int, set[int]]:
+    """``{state argument: the axes of size b along which the prefill's state output rolls by
+    one when the prompt's rows do}``, the prefill run on random weights and prompts."""
+    from hlopipe.generate._plan import prefill_args, prefill_outputs
+
+    what = f"the prefill {getattr(prefill, 'source', '')}".rstrip()
+    pa = prefill_args(prefill, roles, what, decode=decode)
+    _, state_of_out = prefill_outputs(prefill, roles, roles.feedback[0].index, what)
+    rng = np.random.default_rng(0)
+    args: list[Any] = []
+    for i, a in enumerate(prefill.in_avals):
+        dtype, shape = np.dtype(a.dtype), tuple(a.shape)
+        if i in pa.constants:
+            args.append(np.asarray(pa.constants[i], dtype).reshape(shape))
+        elif dtype.kind in "iu":  # small ids: inside any vocabulary
+            args.append(rng.integers(0, 4, shape).astype(dtype))
+        else:  # positive: an epsilon or a mask value stays one a square root takes
+            args.append(rng.uniform(0.5, 1.5, shape).astype(dtype))
+    fn = jax.jit(prefill.as_function(flat=True))
+    base = fn(*args)
+    args[pa.prompt] = np.roll(args[pa.prompt], 1, axis=0)
+    moved = fn(*args)
+    found: dict[int, set[int]] = {}
+    for o, arg in state_of_out.items():
+        x, y = np.asarray(base[o]), np.asarray(moved[o])
+        found[arg] = {k for k, n in enumerate(x.shape) if n == b
+                      and np.allclose(np.roll(x, 1, axis=k), y, equal_nan=True)
+                      and not np.allclose(x, y, equal_nan=True)}  # fmt: skip
+    return found
+
+
+def _grouped_decode(
+    decode: Any, roles: Any, position: Any, counters: list[Any], layout: _Layout
+) -> Any:
+    """The decode step vmapped over ``layout``'s groups: ``(params, state, tokens, position)
+    -> (token or logits, *state)``, the state donated. The state is only reshaped on the way
+    (no transpose, broadcast or slice), so that data flow still shows each state output
+    updating its argument in place, indexed by the position."""
+    import jax.numpy as jnp
+
+    fn = decode.as_function(flat=True)
+    n_in, single = len(decode.in_avals), len(decode.out_avals) == 1
+    token = roles.feedback[0]
+    params, states = list(roles.parameters), list(roles.state)
+    tok_rest, G, b = tuple(token.shape[1:]), layout.groups, layout.b
+
+    def group(ps: Any, st: Any, tok: Any, pos: Any) -> tuple[Any, ...]:
+        args: list[Any] = [None] * n_in
+        for r, v in zip(params, ps, strict=True):
+            args[r.index] = v
+        for r, v in zip(states, st, strict=True):
+            args[r.index] = v
+        if not layout.packed:  # one sequence in each of the b rows, at one position
+            tok = jnp.broadcast_to(tok, (b, *tok_rest))
+        args[token.index] = tok.astype(token.dtype)
+        for r in counters or [position]:
+            args[r.index] = jnp.broadcast_to(pos, tuple(r.shape)).astype(r.dtype)
+        got = fn(*args)
+        got = (got,) if single else tuple(got)
+        first = got[token.output]
+        return (first if layout.packed else first[0], *(got[r.output] for r in states))
+
+    def step(ps: Any, st: Any, tokens: Any, pos: Any) -> tuple[Any, ...]:
+        if layout.packed:
+            st = tuple(v.reshape(G, b, *v.shape[1:]) for v in st)
+            tokens = tokens.reshape(G, b, *tok_rest)
+            pos = pos.reshape(G, b)
+        first, *outs = jax.vmap(group, in_axes=(None, 0, 0, 0))(ps, st, tokens, pos)
+        if layout.packed:
+            first = first.reshape(G * b, *first.shape[2:])
+            outs = [v.reshape(G * b, *v.shape[2:]) for v in outs]
+        return (first, *outs)
+
+    ins = decode.in_avals
+    p_avals = tuple(jax.ShapeDtypeStruct(tuple(ins[r.index].shape), ins[r.index].dtype)
+                    for r in params)  # fmt: skip
+    s_avals = tuple(jax.ShapeDtypeStruct(_wide_shape(tuple(r.shape), layout), r.dtype)
+                    for r in states)  # fmt: skip
+    pos_dtype = (counters or [position])[0].dtype
+    avals = (p_avals, s_avals, jax.ShapeDtypeStruct((layout.rows, *tok_rest), token.dtype),
+             jax.ShapeDtypeStruct((layout.rows,), pos_dtype))  # fmt: skip
+    return _exported(step, avals, (1,), decode, layout.rows)
+
+
+def _wide_shape(shape: tuple[int, ...], layout: _Layout) -> tuple[int, ...]:
+    """A state's shape widened: the batch axis (first) of ``rows``, or a new leading axis."""
+    return (layout.rows, *shape[1:]) if layout.packed else (layout.rows, *shape)
+
+
+def _grouped_prefill(prefill: Any, decode: Any, roles: Any, layout: _Layout) -> Any:
+    """The prefill widened for the grouped step: ``(params, prompt [rows, P]) -> (first, *state)``
+    in the widened step's parameters' order and state layout. Each row's prompt is prefilled
+    in every one of the exported ``b`` rows (packed: row 0 kept), so that the prompt's rows
+    lie whole along the state's leading axis (a row is prefilled alone); the prefill's own
+    lifted constants (a counter's start) given their solved values."""
+    import jax.numpy as jnp
+
+    from hlopipe.generate._plan import prefill_args, prefill_outputs
+
+    what = f"the prefill {getattr(prefill, 'source', '')}".rstrip()
+    pa = prefill_args(prefill, roles, what, decode=decode)
+    first_out, state_of_out = prefill_outputs(prefill, roles, roles.feedback[0].index, what)
+    out_of_state = {a: o for o, a in state_of_out.items()}
+    fn = prefill.as_function(flat=True)
+    ins, b = prefill.in_avals, layout.b
+    params, states = list(roles.parameters), list(roles.state)
+    slot = {r.index: k for k, r in enumerate(params)}
+    prompt_aval = ins[pa.prompt]
+
+    def one(ps: Any, prompt: Any) -> tuple[Any, ...]:
+        args: list[Any] = [None] * len(ins)
+        for i, d in pa.param_of.items():
+            args[i] = ps[slot[d]]
+        for i, v in pa.constants.items():
+            args[i] = jnp.asarray(v, ins[i].dtype).reshape(ins[i].shape)
+        args[pa.prompt] = jnp.broadcast_to(prompt, (b, *prompt.shape)).astype(prompt_aval.dtype)
+        got = fn(*args)
+        got = (got,) if len(prefill.out_avals) == 1 else tuple(got)
+        outs = (got[out_of_state[r.index]] for r in states)
+        return (got[first_out][0], *(v[0] if layout.packed else v for v in outs))
+
+    def pre(ps: Any, prompts: Any) -> tuple[Any, ...]:
+        return tuple(jax.vmap(one, in_axes=(None, 0))(ps, prompts))
+
+    p_avals = tuple(jax.ShapeDtypeStruct(tuple(r.shape), r.dtype) for r in params)
+    prompt = jax.ShapeDtypeStruct((layout.rows, int(prompt_aval.shape[-1])), prompt_aval.dtype)
+    return _exported(pre, (p_avals, prompt), (), prefill, layout.rows)
+
+
+def _exported(fn: Any, avals: tuple[Any, ...], donate: tuple[int, ...], program: Any,
+              rows: int) -> Any:  # fmt: skip
+    """``fn`` exported at ``avals`` (``donate``: its donated arguments) and loaded back."""
+    from hlopipe.io import load
+
+    exported = jax.export.export(jax.jit(fn, donate_argnums=donate))(*avals)
+    widened = load(exported.serialize())
+    widened.source = f"{getattr(program, 'source', 'the program')} (at {rows} rows)"
+    return widened

@@ -133,6 +133,12 @@ def _rule(e: Any, ins: list[frozenset[int]]) -> list[frozenset[int]]:
         if a & dims:
             raise _Lost
         return [frozenset(i - sum(d < i for d in dims) for i in a)] * len(e.outvars)
+    if name == "reduce":  # a reduce with a region (operands, then as many inits)
+        n = len(e.outvars)
+        a, dims = frozenset().union(*ins[:n]), set(p["dimensions"])
+        if a & dims or any(ins[n:]):
+            raise _Lost
+        return [frozenset(i - sum(d < i for d in dims) for i in a)] * n
     if name in _CUMULATIVE:
         if p["axis"] in a:
             raise _Lost

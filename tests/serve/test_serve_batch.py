@@ -114,42 +114,6 @@ def test_the_command_says_a_bad_max_batch_in_one_line(capsys):
     assert err == ["error: --max-batch 0 must be at least 1"]
 
 
-def _cache_step(emb, cache, tok, pos, counted=False):
-    """A one-layer step: the token's embedding written into the cache at ``pos`` (or at a
-    counter kept beside the cache), the next token read off what is written so far."""
-    x = emb[tok]
-    cache = jax.lax.dynamic_update_slice(cache, x[:, None, :], (0, pos, 0))
-    nxt = jnp.argmax(cache.sum(1) @ emb.T, -1).astype(jnp.int32)
-    return (nxt, cache, pos + 1) if counted else (nxt, cache)
-
-
-@pytest.mark.parametrize("batch, counted", [(2, False), (1, True)])
-def test_widen_refuses_a_step_it_cannot_give_rows(batch, counted):
-    """``widen`` takes a step exported at batch 1 whose position is an argument: one at batch
-    2, or one keeping its position in its state (a counter, as ``StaticCache``), is refused
-    with what to do."""
-    from hlopipe.generate import widen
-    from hlopipe.io import load
-
-    avals = [
-        jax.ShapeDtypeStruct((16, 4), jnp.float32),
-        jax.ShapeDtypeStruct((batch, 8, 4), jnp.float32),
-        jax.ShapeDtypeStruct((batch,), jnp.int32),
-        jax.ShapeDtypeStruct((), jnp.int32),
-    ]
-    if counted:  # the counter after the cache, as a tracer orders a StaticCache's
-        avals = [avals[0], avals[1], avals[3], avals[2]]
-
-        def step(emb, cache, n, tok):
-            return _cache_step(emb, cache, tok, n, counted=True)
-    else:
-        step = _cache_step
-    program = load(jax.jit(step, donate_argnums=(1, 2) if counted else 1).lower(*avals).as_text())
-    want = "lives in its state \\(counters\\)" if counted else "exported at batch 2; max_batch"
-    with pytest.raises(RuntimeConfigError, match=want):
-        widen(program, (), 8)
-
-
 def test_rows_are_followed_through_a_vmapped_cache_write():
     """``row_axes`` through the scatter a vmapped cache write becomes: the rows written whole
     at a position that does not depend on them stay on the vmapped axis; a position taken
