@@ -213,14 +213,14 @@ class Generator:
             _Prefill(p, self, S, prefill_params, match_with) for p in programs
         )
         self.prefill = self.prefills[0] if self.prefills else None
-        self._let_go_of_host_params()
         lengths = [int(p.prompt_aval.shape[-1]) for p in self.prefills]
         if len(set(lengths)) < len(lengths):
             raise RuntimeConfigError(
                 Keyword("prefill"), f": the prefills' prompt lengths {lengths} repeat; give one "
                 "program a length"
             )  # fmt: skip
-        self.chunk: ChunkStep | None = self._chunk_step(chunks, S, decode)
+        self.chunk: ChunkStep | None = self._chunk_step(chunks, S, decode)  # checked on host
+        self._let_go_of_host_params()
 
     def _chunk_step(self, programs: list[Any], S: int, decode: Any) -> ChunkStep | None:
         """The chunk step among the prefills (``_chunk.py``), split and compiled like the

@@ -40,6 +40,7 @@ import jax
 import numpy as np
 
 from hlopipe.errors import Keyword, RuntimeConfigError
+from hlopipe.generate._chunk import takes_cache
 from hlopipe.generate._plan import counters_as_position, logits_as_feedback, prefill_outputs
 
 
@@ -75,6 +76,13 @@ def widen(
             f"{source}: its state and fed-back token cannot be told, so it cannot be served "
             "at another batch; serve it at its own (no ", Keyword("max_batch"), ")"
         )  # fmt: skip
+    for p in prefills:  # a chunk step (``_chunk.py``) is not vmapped over rows yet
+        if takes_cache(p):
+            raise RuntimeConfigError(
+                f"{getattr(p, 'source', 'a prefill')}: takes a cache in (a chunk step), which "
+                "is not served at another batch yet; drop ", Keyword("max_batch"), " or the "
+                "chunk step (prompts past the longest prefill are then read a token a step)"
+            )  # fmt: skip
     token = roles.feedback[0]
     b = token.shape[0] if token.shape else 1
     if b != 1 or any(r.counter for r in roles):

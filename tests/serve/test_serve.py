@@ -685,6 +685,7 @@ def _stand_in_generator(session):
         max_len=8,
         prefill=None,
         prefills=(),
+        chunk=None,
         token=token,
         per_sequence=False,
         logits_out=None,

@@ -117,3 +117,14 @@ def test_a_chunk_step_at_the_wrong_position_is_refused(recipe):
     with pytest.raises(RuntimeConfigError, match=r"the chunk step.*the cache .* differs"):
         Generator(decode, params, prefill=[prefill, load(exported.serialize())], num_stages=1,
                   max_len=cfg.max_len)  # fmt: skip
+
+
+def test_a_chunk_step_under_max_batch_is_refused_by_name(recipe):
+    """``--max-batch`` vmaps the prefills over rows; a chunk step among them (it takes the
+    cache in) would be vmapped as a prefill, with its cache taken for parameters: refused,
+    naming the chunk step, before anything is built."""
+    from hlopipe.generate import widen
+
+    _, (decode, prefill, chunk) = recipe
+    with pytest.raises(RuntimeConfigError, match=r"takes a cache in \(a chunk step\)"):
+        widen(decode, [prefill, chunk], rows=2)
