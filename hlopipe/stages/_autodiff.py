@@ -14,6 +14,11 @@ input_cts, param_grads)`` (``jax.vjp`` of the stage), and then cut by dataflow:
   needed for the parameter gradients, form **W** (``backward_weight``); the values W reads from
   I's world (intermediate cotangents, forward residuals, output cotangents) are W's residuals.
 
+The stage's ``jit`` calls are opened into its top level before tracing
+(:func:`_inline_calls`), so that the cut sees their equations one by one: a call is one
+equation to it, and a value a call's derivative makes from constants alone (a causal mask
+broadcast by ``jnp.where``) was kept as a residual instead of being made again.
+
 What the backward recomputes is a :class:`~hlopipe.planfile.Recompute` policy: ``NONE`` keeps
 every residual; ``FULL`` (``remat=True``) keeps the stage's inputs only and recomputes the
 forward; ``SELECTIVE`` keeps the outputs of the weight matmuls (the ``dot_general`` equations
@@ -269,6 +274,33 @@ def _scan_under_policy(
     return [*c, *ys]
 
 
+def _inline_calls(closed: Any) -> Any:
+    """``closed`` with its ``jit`` calls opened (recursively) into the top level: a call is
+    one equation to the cut, so a value its derivative makes from constants alone (the mask
+    a ``jnp.where`` broadcasts) was kept as a residual of the call instead of being made
+    again by the backward, as a constant at the top level is. Loops stay as they are."""
+    if not any(e.primitive.name == "jit" for e in closed.jaxpr.eqns):
+        return closed
+
+    def run(jaxpr: Any, consts: Sequence[Any], args: Sequence[Any]) -> list[Any]:
+        env = dict(zip(jaxpr.constvars, consts, strict=True))
+        env.update(zip(jaxpr.invars, args, strict=True))
+        read = lambda v: v.val if isinstance(v, J.Literal) else env[v]  # noqa: E731
+        for e in jaxpr.eqns:
+            vals = [read(v) for v in e.invars]
+            if e.primitive.name == "jit":
+                inner = e.params["jaxpr"]
+                outs = run(inner.jaxpr, inner.consts, vals)
+            else:
+                out = e.primitive.bind(*vals, **e.primitive.get_bind_params(e.params))
+                outs = out if e.primitive.multiple_results else [out]
+            env.update(zip(e.outvars, outs, strict=True))
+        return [read(v) for v in jaxpr.outvars]
+
+    avals = [J.sds(a) for a in closed.in_avals]
+    return jax.make_jaxpr(lambda *a: run(closed.jaxpr, closed.consts, a))(*avals)
+
+
 def _loops_under_policy(closed: Any, x_args: Sequence[int], policy: Recompute) -> Any:
     """``jaxpr_as_fun(closed)``, each top-level ``scan`` run with its body under the policy
     (:func:`_scan_under_policy`); ``x_args``: the arguments holding per-microbatch data."""
@@ -348,7 +380,7 @@ def _trace_merged(
     diff_inputs = tuple(i for i in range(X) if J.is_inexact(in_avals[P + i]))
     diff_outputs = tuple(i for i, a in enumerate(out_avals) if J.is_inexact(a))
     x_args = [i for i in range(P + X) if i >= P or i not in diff_params]
-    fun = _loops_under_policy(sj, x_args, policy)
+    fun = _loops_under_policy(_inline_calls(sj), x_args, policy)
 
     def merged(params, inputs, cts):
         def f(dp, di):
