@@ -348,7 +348,11 @@ def row(r: Run, scanned: bool, search: bool) -> dict[str, Any]:
 # at p 16, v 4, m 32, Korthikanti et al. 2022 section 4.2.3) rather than the sum of its four
 # stages' peaks (112): with 32 microbatches selective recompute did not fit and full was
 # chosen. It now fits with 0.2 GiB to spare (74.3 of 74.5 GiB), so that row's plan is on the
-# edge of the memory model's allowance (5% for the allocator, a stated figure).
+# edge of the memory model's allowance (5% for the allocator, a stated figure). The scanned form
+# does not fit under selective at ZeRO-1 and plans full recompute (+15.9%): its loop keeps each
+# iteration's input, the first one (the embedding, 256 MiB a microbatch before TP) included,
+# which the unrolled form redoes from the tokens; the planner prices what the runtime keeps
+# (tests/runtime/test_recompute_in_loops.py), and the walk it used before missed that input.
 
 L3_SEQ = 8192
 L3_VOCAB = 128256

@@ -51,7 +51,9 @@ class Recompute(enum.StrEnum):
     """What a stage's backward recomputes instead of keeping from its forward."""
 
     NONE = "none"
-    SELECTIVE = "selective"  # keep matmul outputs, recompute the rest (Korthikanti et al. 2022)
+    # keep the weight matmuls' outputs (no batch dimensions: dots_with_no_batch_dims_saveable),
+    # recompute the rest, attention's batched products included (Korthikanti et al. 2022)
+    SELECTIVE = "selective"
     FULL = "full"  # keep each layer's input only, recompute the whole layer
     # keep every weight matmul's inputs and outputs, recompute the rest (attention's core, the
     # norms, the activations): Korthikanti et al. 2022's "selective activation recomputation"

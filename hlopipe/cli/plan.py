@@ -51,7 +51,7 @@ def _add_plan(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--recompute",
         choices=("none", "selective", "attention", "full"),
-        help="activation recompute policy (searched): selective keeps the matmuls' outputs, "
+        help="activation recompute policy (searched): selective keeps the weight matmuls' outputs, "
         "attention their inputs and outputs (Korthikanti et al. 2022's selective)",
     )
     p.add_argument(

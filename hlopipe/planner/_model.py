@@ -24,9 +24,9 @@ run is faster than predicted).
 Memory per device: parameters, gradients and optimizer state by :func:`bytes_per_param`, all
 divided by TP (norm gains and biases are replicated in practice: under 0.1% of a layer's), the
 activations the backward
-reads (the per-stage autodiff's residuals; with selective recompute the weight matmuls'
-outputs and the part's input, the rest recomputed; with full recompute only each layer's
-input), divided by TP and CP (sequence
+reads (the per-stage autodiff's residuals; with selective or attention recompute those of
+the autodiff cut under that policy, as the runtime keeps them; with full recompute only each
+layer's input), divided by TP and CP (sequence
 parallelism with TP, as Korthikanti et al. 2022), times the microbatches in flight on the
 rank, the largest single value of the backward as a temporary, and ``ALLOCATOR_ALLOWANCE`` of
 the rest for the allocator.
@@ -278,7 +278,6 @@ def part_activations(
         kept = part.selective_bytes
     elif layout.recompute is Recompute.ATTENTION:
         kept = part.residual_bytes if part.attention_kept_bytes < 0 else part.attention_kept_bytes
-        kept = min(kept, part.residual_bytes)
     elif fused_attention:
         kept = part.residual_bytes - part.attention_residual_bytes
     else:

@@ -39,6 +39,7 @@ import numpy as np
 
 from hlopipe import stages
 from hlopipe.errors import StageError
+from hlopipe.planfile import Recompute
 
 _CALLS = ("jaxpr", "call_jaxpr", "fun_jaxpr")
 
@@ -113,18 +114,19 @@ class PartCost:
     param_elements: int
     param_bytes: int
     row_output_bytes: int
-    selective_kept_bytes: int = -1  # -1: not read (then every weight output and the input)
-    attention_kept_bytes: int = -1  # Recompute.ATTENTION's (t2, issue 47); -1: not read
+    # the residual bytes of the runtime's cut under SELECTIVE / ATTENTION; -1: not read
+    selective_kept_bytes: int = -1
+    attention_kept_bytes: int = -1
 
     @property
     def selective_bytes(self) -> int:
-        """What selective recompute keeps: the weight matmuls' outputs and the part's inputs
-        its backward needs, directly or to recompute a residual from (never more than every
+        """What selective recompute keeps: the runtime's residuals under that policy (the
+        weight matmuls' outputs and the values its backward reads that it cannot redo from
+        them); not read, every weight output and the input (never more than every
         residual)."""
-        kept = self.selective_kept_bytes
-        if kept < 0:
-            kept = self.forward.weight_output_bytes + self.input_bytes
-        return min(self.residual_bytes, kept)
+        if self.selective_kept_bytes >= 0:
+            return self.selective_kept_bytes
+        return min(self.residual_bytes, self.forward.weight_output_bytes + self.input_bytes)
 
 
 @dataclass(frozen=True)
@@ -315,92 +317,19 @@ def _part_cost(stage: Any, param_argnums: Sequence[int], fused: bool) -> PartCos
         param_elements=elements,
         param_bytes=pbytes,
         row_output_bytes=fwd_pass.row_bytes,
-        selective_kept_bytes=_selective_kept(fwd.jaxpr, fwd_pass.roles, res, params),
-        attention_kept_bytes=_attention_kept(fwd.jaxpr, fwd_pass.roles, res, params),
+        selective_kept_bytes=_kept_under(stage, param_argnums, Recompute.SELECTIVE),
+        attention_kept_bytes=_kept_under(stage, param_argnums, Recompute.ATTENTION),
     )
 
 
-def _selective_kept(
-    jaxpr: Any, roles: dict[int, MatmulRole], residuals: list[Any], params: set[int]
-) -> int:
-    """Bytes selective recompute keeps of a forward whose backward reads ``residuals``: walking
-    back from each residual through the equations that made it, the first weight matmul output
-    (``roles``: COLUMN or ROW) or argument that is not a parameter met on each path is kept;
-    everything between is recomputed (attention's batched matmuls included), as JAX's
-    ``dots_with_no_batch_dims_saveable`` policy saves. A weight matmul output the backward never
-    needs (the last one of a layer, only added to the residual stream) is not kept."""
-    lit = jax.extend.core.Literal
-    same = _Same()
-    eqns = list(_flatten(jaxpr, 1, same))
-    saved: dict[Any, int] = {}
-    for idx, role in roles.items():
-        if role is MatmulRole.COLUMN or role is MatmulRole.ROW:
-            e, mult = eqns[idx]
-            saved[same.find(e.outvars[0])] = _nbytes(e.outvars[0].aval) * mult
-    inputs = {same.find(v): _nbytes(v.aval) for i, v in enumerate(jaxpr.invars) if i not in params}
-    producer = {same.find(o): e for e, _ in eqns for o in e.outvars}
-    kept: dict[Any, int] = {}
-    seen: set[Any] = set()
-    stack = [v for v in residuals if not isinstance(v, lit)]
-    while stack:
-        v = same.find(stack.pop())
-        if v in seen:
-            continue
-        seen.add(v)
-        if v in saved or v in inputs:
-            kept[v] = saved.get(v, 0) or inputs.get(v, 0)
-            continue
-        e = producer.get(v)
-        if e is not None:  # None: a parameter (free) or a constant
-            stack.extend(x for x in e.invars if not isinstance(x, lit))
-    return sum(kept.values())
-
-
-# --- Recompute.ATTENTION's kept bytes (t2, issue 47: a separate function, nothing above reads
-# it but _part_cost) -------------------------------------------------------------------------
-
-
-def _attention_kept(
-    jaxpr: Any, roles: dict[int, MatmulRole], residuals: list[Any], params: set[int]
-) -> int:
-    """Bytes ``Recompute.ATTENTION`` keeps of a forward whose backward reads ``residuals``
-    (Korthikanti et al. 2022's selective recompute, as ``stages``' autodiff cuts it): walking
-    back from each residual through the equations that made it, the first value met on each
-    path that is a weight matmul's (``roles``: COLUMN or ROW) output or activation operand, or
-    an argument that is not a parameter, is kept; everything between (attention's scores,
-    softmax and weighted sum, the norms, the activations) is recomputed."""
-    lit = jax.extend.core.Literal
-    same = _Same()
-    eqns = list(_flatten(jaxpr, 1, same))
-    weights = {same.find(v) for i, v in enumerate(jaxpr.invars) if i in params}
-    for e, _ in eqns:  # values made from parameters alone (a weight's transpose or cast)
-        ins = [same.find(v) for v in e.invars if not isinstance(v, lit)]
-        if ins and all(v in weights for v in ins):
-            weights.update(same.find(o) for o in e.outvars)
-    saved: dict[Any, int] = {}
-    for idx, role in roles.items():
-        if role is MatmulRole.COLUMN or role is MatmulRole.ROW:
-            e, mult = eqns[idx]
-            for v in [*e.invars, *e.outvars]:
-                if not isinstance(v, lit) and same.find(v) not in weights:
-                    saved[same.find(v)] = _nbytes(v.aval) * mult
-    inputs = {same.find(v): _nbytes(v.aval) for i, v in enumerate(jaxpr.invars) if i not in params}
-    producer = {same.find(o): e for e, _ in eqns for o in e.outvars}
-    kept: dict[Any, int] = {}
-    seen: set[Any] = set()
-    stack = [v for v in residuals if not isinstance(v, lit)]
-    while stack:
-        v = same.find(stack.pop())
-        if v in seen:
-            continue
-        seen.add(v)
-        if v in saved or v in inputs:
-            kept[v] = saved.get(v, 0) or inputs.get(v, 0)
-            continue
-        e = producer.get(v)
-        if e is not None:  # None: a parameter (free) or a constant
-            stack.extend(x for x in e.invars if not isinstance(x, lit))
-    return sum(kept.values())
+def _kept_under(stage: Any, param_argnums: Sequence[int], policy: Recompute) -> int:
+    """Bytes the stage's forward keeps for its backward under ``policy``: the residuals of
+    the runtime's own cut (``Stage.forward_backward(remat=policy)``, traced, not compiled),
+    so that the plan prices what ``Pipeline(recompute=policy)`` runs: one meaning of each
+    policy, in one place (a walk back of its own here disagreed: it missed each scanned
+    layer's input the loop keeps, and counted token arrays the backward takes as arguments)."""
+    fb = stage.forward_backward(tuple(param_argnums), remat=policy.value)
+    return sum(_nbytes(a) for a in fb.residual_avals)
 
 
 def _varying(jaxpr: Any) -> set[Any]:

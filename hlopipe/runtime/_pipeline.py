@@ -143,9 +143,10 @@ class Pipeline:
       remat: recompute each stage's forward in its backward instead of keeping residuals
         (``recompute="full"``).
       recompute: what each stage's backward recomputes instead of keeping from its forward:
-        ``"none"``, ``"selective"`` (the outputs of matrix products kept, everything else
-        recomputed, as ``jax.checkpoint_policies.dots_saveable``) or ``"full"`` (the stage's
-        inputs kept, its forward recomputed); one policy, or a list of one per stage
+        ``"none"``, ``"selective"`` (the weight matmuls' outputs kept, everything else
+        recomputed, as ``jax.checkpoint_policies.dots_with_no_batch_dims_saveable``),
+        ``"attention"`` or ``"full"`` (the stage's inputs kept, its forward recomputed); one
+        policy, or a list of one per stage
         (:class:`hlopipe.planfile.Recompute`). Default: ``remat``'s.
       zero: ZeRO's level over each stage mesh's ``"data"`` axis: ``0`` every data replica
         holds its stage's whole parameters and optimizer state; ``1`` the optimizer state is

@@ -14,11 +14,18 @@ input_cts, param_grads)`` (``jax.vjp`` of the stage), and then cut by dataflow:
   needed for the parameter gradients, form **W** (``backward_weight``); the values W reads from
   I's world (intermediate cotangents, forward residuals, output cotangents) are W's residuals.
 
+The stage's ``jit`` calls are opened into its top level before tracing
+(:func:`_inline_calls`), so that the cut sees their equations one by one: a call is one
+equation to it, and a value a call's derivative makes from constants alone (a causal mask
+broadcast by ``jnp.where``) was kept as a residual instead of being made again.
+
 What the backward recomputes is a :class:`~hlopipe.planfile.Recompute` policy: ``NONE`` keeps
 every residual; ``FULL`` (``remat=True``) keeps the stage's inputs only and recomputes the
-forward; ``SELECTIVE`` keeps the outputs of matrix products (``dot_general``) and recomputes
-everything else, as JAX's ``jax.checkpoint_policies.dots_saveable`` does (the cheap
-elementwise work, the large activations of attention and MLP nonlinearities: Korthikanti et
+forward; ``SELECTIVE`` keeps the outputs of the weight matmuls (the ``dot_general`` equations
+with no batch dimensions) and recomputes everything else, as JAX's
+``jax.checkpoint_policies.dots_with_no_batch_dims_saveable`` and MaxText's
+``minimal`` policy do: attention's batched products (the scores, ``b h s^2`` a layer, and
+the weighted sum), the softmax, the norms and the activations are recomputed (Korthikanti et
 al. 2022, "Reducing Activation Recomputation in Large Transformer Models"); ``ATTENTION``
 keeps the inputs and outputs of the weight matmuls (the products without batch dimensions:
 attention's two batch over heads) and recomputes the rest, attention's scores, softmax and
@@ -33,8 +40,8 @@ the values the policy keeps at the top level tagged by :func:`jax.ad_checkpoint.
 and the policy ``save_only_these_names`` (:func:`_loops_under_policy`): JAX's own partial
 evaluation of the scan then stacks, per iteration, exactly those values (and the body's inputs
 the backward needs: the carry, as a stage keeps its inputs), and the cut keeps the scan in the
-forward. A tag, not ``dots_saveable``, because the policies keep only values that depend on
-per-microbatch data (never a product of parameters: the backward recomputes those), and
+forward. A tag, not a policy over primitives, because the policies keep only values that
+depend on per-microbatch data (never a product of parameters: the backward recomputes those), and
 ``ATTENTION`` keeps the matmuls' operands too, which a policy over primitives cannot tell.
 ``NONE`` leaves the scan to JAX (every residual its partial evaluation stacks); ``FULL``
 recomputes the whole scan in the backward, as the rest of the forward.
@@ -171,10 +178,6 @@ def recompute_policy(remat: bool | str) -> Recompute:
         raise StageError(f"recompute {remat!r} is not a policy; use one of {valid}") from None
 
 
-# what SELECTIVE keeps (jax.checkpoint_policies.dots_saveable)
-_SAVEABLE = frozenset({"dot_general"})
-
-
 def _weight_matmul(e: Any) -> bool:
     """A ``dot_general`` with no batch dimensions (a weight matmul; attention's two batch over
     the heads), as ``jax.checkpoint_policies.dots_with_no_batch_dims_saveable`` tells them."""
@@ -193,10 +196,10 @@ def _attention_policy_keeps(eqns: Sequence[Any]) -> set[int]:
 
 def _policy_keeps(eqns: Sequence[Any], policy: Recompute) -> set[int]:
     """The equations (by ``id``) whose outputs ``policy`` keeps when they depend on
-    per-microbatch data: SELECTIVE's matrix products, ATTENTION's weight matmuls and their
+    per-microbatch data: SELECTIVE's weight matmuls, ATTENTION's weight matmuls and their
     operands' makers; nothing for the other two."""
     if policy is Recompute.SELECTIVE:
-        return {id(e) for e in eqns if e.primitive.name in _SAVEABLE}
+        return {id(e) for e in eqns if _weight_matmul(e)}
     if policy is Recompute.ATTENTION:
         return _attention_policy_keeps(eqns)
     return set()
@@ -269,6 +272,33 @@ def _scan_under_policy(
         reverse=bool(p["reverse"]), unroll=p["unroll"],
     )  # fmt: skip
     return [*c, *ys]
+
+
+def _inline_calls(closed: Any) -> Any:
+    """``closed`` with its ``jit`` calls opened (recursively) into the top level: a call is
+    one equation to the cut, so a value its derivative makes from constants alone (the mask
+    a ``jnp.where`` broadcasts) was kept as a residual of the call instead of being made
+    again by the backward, as a constant at the top level is. Loops stay as they are."""
+    if not any(e.primitive.name == "jit" for e in closed.jaxpr.eqns):
+        return closed
+
+    def run(jaxpr: Any, consts: Sequence[Any], args: Sequence[Any]) -> list[Any]:
+        env = dict(zip(jaxpr.constvars, consts, strict=True))
+        env.update(zip(jaxpr.invars, args, strict=True))
+        read = lambda v: v.val if isinstance(v, J.Literal) else env[v]  # noqa: E731
+        for e in jaxpr.eqns:
+            vals = [read(v) for v in e.invars]
+            if e.primitive.name == "jit":
+                inner = e.params["jaxpr"]
+                outs = run(inner.jaxpr, inner.consts, vals)
+            else:
+                out = e.primitive.bind(*vals, **e.primitive.get_bind_params(e.params))
+                outs = out if e.primitive.multiple_results else [out]
+            env.update(zip(e.outvars, outs, strict=True))
+        return [read(v) for v in jaxpr.outvars]
+
+    avals = [J.sds(a) for a in closed.in_avals]
+    return jax.make_jaxpr(lambda *a: run(closed.jaxpr, closed.consts, a))(*avals)
 
 
 def _loops_under_policy(closed: Any, x_args: Sequence[int], policy: Recompute) -> Any:
@@ -350,7 +380,7 @@ def _trace_merged(
     diff_inputs = tuple(i for i in range(X) if J.is_inexact(in_avals[P + i]))
     diff_outputs = tuple(i for i, a in enumerate(out_avals) if J.is_inexact(a))
     x_args = [i for i in range(P + X) if i >= P or i not in diff_params]
-    fun = _loops_under_policy(sj, x_args, policy)
+    fun = _loops_under_policy(_inline_calls(sj), x_args, policy)
 
     def merged(params, inputs, cts):
         def f(dp, di):
@@ -448,7 +478,7 @@ def cut_forward_backward(
     """Pass 2: ``(forward equations, backward equations, residuals)``.
 
     The backward is the cotangent work plus recomputable forward work (parameter-only; with
-    ``remat``'s policy FULL everything, SELECTIVE everything but matrix products, ATTENTION
+    ``remat``'s policy FULL everything, SELECTIVE everything but weight matmuls, ATTENTION
     everything but the weight matmuls and their operands; under these two a ``scan`` is kept,
     its body traced under the policy: see the module docstring); the
     forward is what the outputs need and the rest of what the backward needs, never cotangent work;

@@ -187,7 +187,7 @@ class Stage:
             (as in ``jax.grad``); only this stage's inexact parameters among them get gradients.
           remat: what the backward recomputes: ``True`` (or ``"full"``) saves only the stage's
             inputs and recomputes its forward inside backward; ``"selective"`` keeps the
-            matrix products' outputs and recomputes the rest; ``False`` (``"none"``)
+            weight matmuls' outputs and recomputes the rest; ``False`` (``"none"``)
             recomputes nothing (a :class:`~hlopipe.planfile.Recompute`).
 
         Returns:

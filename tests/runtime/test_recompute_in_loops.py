@@ -20,37 +20,50 @@ import hlopipe
 from hlopipe import stages
 from hlopipe.models import gpt, gpt_scan
 
-# h * s (attention's scores a token) above 2d + f, so that selective keeps more than attention
+# h * s (attention's scores a token) above 2d + f: a selective that kept the scores (every
+# dot_general, as dots_saveable) would keep more than attention
 CFG = gpt.GPTConfig(vocab=16, seq=32, d_model=16, n_heads=4, n_layers=4, d_ff=32)
 B = 2
 POLICIES = ("none", "selective", "attention", "full")
 loss_fn = functools.partial(gpt_scan.loss, cfg=CFG)
 
 
-def _kept_by_hand(policy: str) -> int:
-    """Bytes (fp32) the two stages' forwards keep, counted from the shapes, in elements a
-    token (``B * seq`` tokens):
+def _kept_by_hand(policy: str, unrolled: bool = False) -> list[int]:
+    """Bytes (fp32) each of the two stages' forwards keeps (2 layers each), counted from the
+    shapes, in elements a token (``B * seq`` tokens):
 
     * selective, a layer: the carry entering it ``d`` (the scan keeps each iteration's input,
-      as a stage keeps its own) and the matrix products the backward reads: ``qkv`` 3d,
-      attention's scores ``h * s`` and weighted sum ``d``, the projection ``d`` (the second
-      norm's input is the carry plus it), ``fc1`` ``f`` (the GELU's input); ``fc2``'s output
-      no backward reads. After the loop, on stage 1: the loop's last carry ``d`` (the final
-      norm's input) and the logits ``V``;
+      as a stage keeps its own) and the weight matmuls' outputs the backward reads: ``qkv``
+      3d, the projection ``d`` (the second norm's input is the carry plus it), ``fc1`` ``f``
+      (the GELU's input); ``fc2``'s output no backward reads, and attention's batched
+      products (the scores ``h * s``, the weighted sum ``d``) are recomputed. After the loop,
+      on stage 1: the loop's last carry ``d`` (the final norm's input) and the logits ``V``;
     * attention, a layer: the carry ``d``, and the weight matmuls' inputs and outputs: the
       first norm ``d``, ``qkv`` 3d, attention's output ``d``, the projection ``d``, the second
       norm ``d``, ``fc1`` ``f``, the GELU ``f``: 8d + 2f in all, Korthikanti et al. 2022's
       32 sbh a layer at 2 bytes and f = 4d (section 4.1, no dropout). After the loop: the
       last carry ``d``, the final norm ``d``, the logits ``V``;
     * full: stage 1's received activation ``d`` (stage 0 receives nothing: the tokens are an
-      argument its backward takes)."""
-    d, f, h, s, V, L = CFG.d_model, CFG.d_ff, CFG.n_heads, CFG.seq, CFG.vocab, CFG.n_layers
-    per_token = {
-        "selective": L * (d + 3 * d + h * s + d + d + f) + d + V,
-        "attention": L * (d + d + 3 * d + d + d + d + 2 * f) + 2 * d + V,
-        "full": d,
-    }[policy]
-    return 4 * B * s * per_token
+      argument its backward takes).
+
+    ``unrolled`` (the blocks written out, no loop): the same less stage 0's first layer input
+    ``d`` under selective and attention: the embedding, which the unrolled stage redoes from
+    the tokens (a gather, no matmul) where the scan stacks it as its first iteration's carry
+    (a later layer's input is the previous one's plus its ``fc2``, kept instead: as many
+    bytes)."""
+    d, f, s, V = CFG.d_model, CFG.d_ff, CFG.seq, CFG.vocab
+    layer = {"selective": d + 3 * d + d + f, "attention": d + d + 3 * d + d + d + d + 2 * f}
+    after = {"selective": d + V, "attention": 2 * d + V}
+    if policy == "full":
+        per_token = [0, d]
+    else:
+        first = 2 * layer[policy] - (d if unrolled else 0)
+        per_token = [first, 2 * layer[policy] + after[policy]]
+    return [4 * B * s * n for n in per_token]
+
+
+def _nbytes(a) -> int:
+    return a.size * a.dtype.itemsize
 
 
 def test_policies_act_inside_a_scanned_layer_loop():
@@ -80,8 +93,8 @@ def test_policies_act_inside_a_scanned_layer_loop():
         grads_of.append([st.params_needed[k] for st, fb in ((s0, f0), (s1, f1))
                          for k in fb.diff_params])  # fmt: skip
     for policy in ("selective", "attention", "full"):
-        assert kept[policy] == _kept_by_hand(policy), (policy, kept)
-    assert kept["none"] > kept["selective"] >= kept["attention"] > kept["full"], kept
+        assert kept[policy] == sum(_kept_by_hand(policy)), (policy, kept)
+    assert kept["none"] > kept["attention"] > kept["selective"] > kept["full"], kept
 
     # every chain and the program's own gradient in one executable (one compile, unoptimised:
     # the values are what is checked)
@@ -121,4 +134,55 @@ def test_policies_act_inside_a_rehydrated_while_loop(tmp_path):
         )
         for policy in ("selective", "attention")
     }
-    assert kept == {p: _kept_by_hand(p) for p in kept}
+    assert kept == {p: sum(_kept_by_hand(p)) for p in kept}
+
+
+def test_the_planner_prices_what_each_policy_keeps():
+    """One meaning of each policy in the planner and the runtime: for the scanned GPT and its
+    unrolled form, the residual bytes a stage keeps as ``hlopipe.planner`` prices them
+    (``profile_staged`` + ``activation_bytes``, per stage) equal what the runtime's stage
+    forwards return, the hand count, and (all the forwards of a form in one executable) the
+    output bytes of the compiled executable's memory analysis."""
+    from hlopipe import planner
+    from hlopipe.planfile import Layout, Recompute
+
+    batch = gpt.batch(jax.random.key(1), B, CFG)
+    forms = {
+        "scanned": (loss_fn, gpt_scan.init(jax.random.key(0), CFG)),
+        "unrolled": (functools.partial(gpt.loss, cfg=CFG), gpt.init(jax.random.key(0), CFG)),
+    }
+    fast = {"xla_backend_optimization_level": 0, "xla_llvm_disable_expensive_passes": True}
+    for form, (fn, params) in forms.items():
+        staged = stages.split(fn, params, batch, num_stages=2)
+        prof = planner.profile_staged(staged, (0,))
+        fbs, kept, outputs = [], {}, 0
+        for policy in POLICIES:
+            lay = Layout(tp=1, pp=2, dp=1, cp=1, zero=0, recompute=Recompute(policy),
+                         schedule="1f1b", virtual_stages=1, microbatch_size=B,
+                         microbatches=1)  # fmt: skip
+            # unfused attention: the runtime keeps attention's values as the program writes it
+            planned = [planner.activation_bytes(c, lay, 1.0, False) for c in prof.marked]
+            runs = [st.forward_backward(0, remat=policy) for st in staged.stages]
+            kept[policy] = [sum(_nbytes(a) for a in fb.residual_avals) for fb in runs]
+            assert planned == kept[policy], (form, policy, planned, kept[policy])
+            if policy != "none":
+                assert kept[policy] == _kept_by_hand(policy, form == "unrolled"), (form, policy)
+            fbs += runs
+            outputs += sum(_nbytes(o) for st in staged.stages for o in st.outputs)
+        total = {policy: sum(k) for policy, k in kept.items()}
+        assert total["none"] > total["attention"] > total["selective"] > total["full"], total
+
+        # every stage forward of every policy in one executable: its output bytes are their
+        # residuals and outputs (and the output tuple's table, 8 bytes a buffer on CPU)
+        def forwards(*args, fbs=fbs):
+            return [fb.forward(args[2 * i], args[2 * i + 1]) for i, fb in enumerate(fbs)]
+
+        args = []
+        for i in range(len(fbs)):
+            st = staged.stages[i % 2]
+            args += [list(st.param_avals), [jax.ShapeDtypeStruct(r.aval.shape, r.aval.dtype)
+                                            for r in st.receives]]  # fmt: skip
+        exe = jax.jit(forwards).lower(*args).compile(fast)
+        n = sum(len(fb.forward_jaxpr.out_avals) for fb in fbs)
+        measured = exe.memory_analysis().output_size_in_bytes - 8 * n - outputs
+        assert measured == sum(total.values()), (form, measured, total)
