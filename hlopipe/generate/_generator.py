@@ -684,6 +684,7 @@ class _Prefill:
     :class:`PlannedStages`, as the generator is)."""
 
     state_of_out: dict[int, int]  # {prefill output: decode state argument}
+    params: list[dict[int, Any]]  # each stage's placed parameters {argument: array}
 
     @property
     def stages(self) -> tuple[Stage, ...]:
@@ -774,7 +775,9 @@ class _Prefill:
             for st, p in zip(self.staged.stages, self.plans, strict=True)
         ]  # fmt: skip
         host = {**placed.host_params, **{const_key[i]: v for i, v in constants.items()}}
-        params = place_params(host, self.plans, self.compiled, placed.params)
+        # the decode step's placed parameters used again, and ``like``'s (its own placed)
+        reuse = (*placed.params, *(() if like is None else like.params))
+        self.params = params = place_params(host, self.plans, self.compiled, reuse)
         param_slots = regs.add_params(self.plans, params)
         self.program = build(self, sp, regs.layout, {},
                              {self.token_out: (gen.token.index,)}, param_slots,
