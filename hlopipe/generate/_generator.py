@@ -130,6 +130,10 @@ class Generator:
       state / feedback: overrides of the argument roles (see ``Program.arg_roles``).
       max_len: the cache length (default: the size of the axis the position indexes in the
         state's update chain; an error names the candidate axes when that cannot be told).
+      row_prefills: ``{n: the prefills at n rows}`` (``Widened.narrow``: a batch-1 prefill
+        vmapped over ``n < batch`` rows, its state in the step's layout with ``n`` rows):
+        ``Session.prefill_rows`` runs the one at the fewest rows holding its prompts instead
+        of computing the whole batch (one-device stages in one process; else not used).
 
     Example:
       >>> gen = hlopipe.Generator(dec, params, prefill=pre, groups=8)   # doctest: +SKIP
@@ -152,6 +156,7 @@ class Generator:
         stage_mesh_shape: Any = None,
         stage_mesh_axes: Sequence[str] | None = None,
         param_specs: Any = None,
+        row_prefills: Mapping[int, Sequence[Any]] | None = None,
     ) -> None:
         self.source = getattr(decode, "source", "the decode step")
         roles = counters_as_position(decode.arg_roles(state=state, feedback=feedback))
@@ -219,6 +224,30 @@ class Generator:
                 Keyword("prefill"), f": the prefills' prompt lengths {lengths} repeat; give one "
                 "program a length"
             )  # fmt: skip
+        self.narrow: dict[tuple[int, int], _Prefill] = {}  # (length, rows) -> at those rows
+        one_device = not self.place.multi and all(
+            len(self.place.devices(s)) == 1 for s in range(S)
+        )  # a stage splitting the batch over devices: its prefills run at the full batch
+        for n, progs in (row_prefills or {}).items() if one_device else ():
+            if len(progs) != len(self.prefills):
+                raise RuntimeConfigError(
+                    Keyword("row_prefills"), f": {len(progs)} prefills at {n} rows, not one "
+                    f"for each of the {len(self.prefills)} prefills, in their order"
+                )  # fmt: skip
+            for p, like in zip(progs, self.prefills, strict=True):
+                q = (
+                    p
+                    if self.stacked is None
+                    else _sliced_prefill(p, self.stacked, self.token.index)
+                )
+                shape = tuple(q.in_avals[like.prompt_arg].shape)
+                want = (n, int(like.prompt_aval.shape[-1]))
+                if shape != want or len(q.in_avals) != len(like.unsplit.in_avals):
+                    raise RuntimeConfigError(
+                        Keyword("row_prefills"), f": the prefill at {n} rows takes a prompt "
+                        f"{list(shape)}, not {list(want)} as {like.what} does at {n} rows"
+                    )  # fmt: skip
+                self.narrow[(want[1], n)] = _Prefill(q, self, S, like=like)
         self.chunk: ChunkStep | None = self._chunk_step(chunks, S, decode)  # checked on host
         self._let_go_of_host_params()
 
@@ -271,6 +300,12 @@ class Generator:
         raise RuntimeConfigError(
             f"a prompt of {length} tokens: the prefills take prompts of {lengths} tokens"
         )
+
+    def narrow_for(self, length: int, rows: int) -> _Prefill | None:
+        """The prefill of ``length`` tokens at the fewest rows (``row_prefills``) holding
+        ``rows`` prompts, fewer than the batch; ``None``: none, the prefill at the batch."""
+        fits = [n for (m, n) in self.narrow if m == length and rows <= n < self.batch]
+        return self.narrow[(length, min(fits))] if fits else None
 
     def _place(
         self, decode: Any, params: Any, devices: Any, shape: Any, axes: Any, specs: Any
@@ -648,22 +683,43 @@ class _Prefill:
     """The prefill split like the decode step: the same stages keep the same state (a
     :class:`PlannedStages`, as the generator is)."""
 
+    state_of_out: dict[int, int]  # {prefill output: decode state argument}
+    params: list[dict[int, Any]]  # each stage's placed parameters {argument: array}
+
     @property
     def stages(self) -> tuple[Stage, ...]:
         return self.staged.stages
 
     def __init__(
-        self, program: Any, gen: Generator, S: int, own: Any = None, match_with: Any = None
+        self,
+        program: Any,
+        gen: Generator,
+        S: int,
+        own: Any = None,
+        match_with: Any = None,
+        like: _Prefill | None = None,
     ) -> None:
+        """``like``: the prefill ``program`` is at fewer rows (``row_prefills``), its arguments
+        and outputs in the same order: its matching and check taken, not made again."""
         what = f"the prefill {getattr(program, 'source', '')}".rstrip()
-        self.args = prefill_args(program, gen.roles, what, own, match_with, gen.placed.host_params)
+        if like is None:
+            host = gen.placed.host_params
+            self.args = prefill_args(program, gen.roles, what, own, match_with, host)
+        else:
+            self.args = like.args
         self.prompt_arg, param_of, constants = self.args[:3]
         # its own lifted constants are parameters of keys beyond the decode step's arguments
         const_key = {i: len(gen.roles) + i for i in constants}
         param_of = {**param_of, **const_key}
         self.prompt_aval = program.in_avals[self.prompt_arg]
         self.unsplit, self.what = program, what  # (the chunk step's check runs it)
-        self.token_out, state_of_out = prefill_outputs(program, gen.roles, gen.token.index, what)
+        state_of_out: dict[int, int]
+        if like is None:
+            self.token_out, state_of_out = prefill_outputs(
+                program, gen.roles, gen.token.index, what
+            )
+        else:
+            self.token_out, state_of_out = like.token_out, like.state_of_out
         # a prefill returning logits: its first token sampled from them as the decode step's
         # are (its last stage, the session's sampling, the key folded with the prompt's last
         # position); else its token, fed back as it is
@@ -675,6 +731,7 @@ class _Prefill:
         self._program, self._what, self._roles, self._batch = program, what, gen.roles, gen.batch
         self._rows: dict[int, int] | None = None  # each state argument's sequence axis
         self._writers: dict[int, Any] = {}  # each state argument's row writer, compiled once
+        self._placers: dict[int, Any] = {}  # each one's writer of fewer rows (``placer``)
         slots = {x.arg: x for x in gen.split.slots}
         stage_of = {o: slots[arg].stage for o, arg in state_of_out.items()}
         try:  # cut where the decode step keeps each cache
@@ -718,7 +775,9 @@ class _Prefill:
             for st, p in zip(self.staged.stages, self.plans, strict=True)
         ]  # fmt: skip
         host = {**placed.host_params, **{const_key[i]: v for i, v in constants.items()}}
-        params = place_params(host, self.plans, self.compiled, placed.params)
+        # the decode step's placed parameters used again, and ``like``'s (its own placed)
+        reuse = (*placed.params, *(() if like is None else like.params))
+        self.params = params = place_params(host, self.plans, self.compiled, reuse)
         param_slots = regs.add_params(self.plans, params)
         self.program = build(self, sp, regs.layout, {},
                              {self.token_out: (gen.token.index,)}, param_slots,
@@ -778,6 +837,28 @@ class _Prefill:
                          out_shardings=sharding)  # fmt: skip
             self._writers[arg] = fn
         return fn
+
+    def placer(self, arg: int, sharding: Any) -> Any:
+        """State argument ``arg``'s writer of fewer rows: ``(state, prefilled, rows [k]) ->
+        state`` with ``rows`` along its sequence axis the first ``k`` of ``prefilled``'s
+        (a prefill at fewer rows, ``Generator.narrow_for``), compiled for its stage
+        (``sharding``) once, the state donated."""
+        fn = self._placers.get(arg)
+        if fn is None:
+            axis = self.row_axes()[arg]
+            fn = jax.jit(functools.partial(_write_at, axis=axis), donate_argnums=0,
+                         out_shardings=sharding)  # fmt: skip
+            self._placers[arg] = fn
+        return fn
+
+
+def _write_at(state: Any, prefilled: Any, rows: Any, *, axis: int) -> Any:
+    """``state`` with its rows ``rows`` (along ``axis``) the first ``len(rows)`` of
+    ``prefilled``'s."""
+    taken = jax.lax.slice_in_dim(prefilled, 0, rows.shape[0], axis=axis)
+    at = [slice(None)] * state.ndim
+    at[axis] = rows
+    return state.at[tuple(at)].set(taken)
 
 
 def _write_rows(state: Any, prefilled: Any, mask: Any, *, axis: int) -> Any:

@@ -70,6 +70,8 @@ class Session:
         self.counters = _Counters()
         self.metrics: GenerateMetrics | None = None  # set by the first generate
         self._prefill_dispatch_s: float | None = None
+        # the rows the last ``prefill_rows``'s prefill computed (its prompt's, as run)
+        self.prefill_rows_run: int | None = None
         self._time_to_first_token_s: float | None = None
         self._regs: list[list[Any]] = [gen.registers.template for _ in range(G)]
         self._home: dict[int, Home] = {}  # where each feedback argument lies
@@ -375,36 +377,51 @@ class Session:
         if not isinstance(group, int) or not 0 <= group < gen.groups:
             raise RuntimeConfigError(f"prefill_rows: group {group!r} is not in range({gen.groups})")
         self._check_position(L)
-        batch = np.repeat(arr[:1], b, axis=0)  # the rows not asked for: any prompt
-        batch[where] = arr
-        # 1. the prefill on scratch registers, with this group's sampling
-        prog, layout = pre.program, gen.registers.layout
+        # the prefill at the fewest rows holding the prompts (``Generator.narrow_for``), its
+        # row i standing for the group's row ``took[i]``; else at the batch, row for row
+        narrow = gen.narrow_for(P, len(arr)) if L == P else None
+        n, k = b if narrow is None else int(narrow.prompt_aval.shape[0]), len(arr)
+        batch = np.repeat(arr[:1], n, axis=0)  # the rows not asked for: any prompt
+        took = np.repeat(where[:1], n) if narrow is not None else np.arange(b)
+        if narrow is None:
+            batch[where] = arr
+        else:
+            batch[:k], took[:k] = arr, where
+        # 1. the prefill on scratch registers, with this group's sampling (its rows')
+        prog, layout = (pre if narrow is None else narrow).program, gen.registers.layout
         scratch = gen.registers.template
         scratch.extend([None] * (prog.size - len(scratch)))
         for reg in layout.sampling:
-            scratch[reg] = self._regs[group][reg]
-        last = position_value(gen.position, P - 1)  # the prefill's last (before any chunk)
+            held = self._regs[group][reg]
+            scratch[reg] = held if narrow is None or held is None else held[took]
+        # the prefill's last position (before any chunk), for each of its rows
+        last = (position_value(gen.position, P - 1) if narrow is None
+                else np.full(n, P - 1, np.dtype(gen.position.dtype)))  # fmt: skip
         dtype = pre.prompt_aval.dtype
         for s, slot, sh in prog.inputs:
             value = last if slot in prog.sampler_inputs else batch[:, :P].astype(dtype)
             scratch[slot] = jax.device_put(value, sh) if gen.place.local(s) else None
         prog.run(scratch)
         self._count(prog, 1)
+        self.prefill_rows_run = n
         if L > P:  # 1b. the chunks, each on the state the last left (``_chunk.py``)
             assert chunk is not None
             prog, scratch = self._run_chunks(chunk, scratch, batch, P, L)
-        # 2. only the asked rows of each state written into the group's, on its stage
+        # 2. only the asked rows of each state written into the group's, on its stage: by a
+        # mask from the prefill's row of each (at the batch), else its first k at ``where``
         mask = np.zeros(b, bool)
         mask[where] = True
+        which = mask if narrow is None else where.astype(np.int32)
         masks: dict[int, Any] = {}
         regs = self._regs[group]
         for x in gen.split.slots:
             if not gen.place.local(x.stage):
                 continue
             if x.stage not in masks:
-                masks[x.stage] = jax.device_put(mask, gen.place.replicated(x.stage))
+                masks[x.stage] = jax.device_put(which, gen.place.replicated(x.stage))
             reg = layout.state[x.arg]
-            write = pre.writer(x.arg, gen.placed.state_shardings[x.stage][x.arg])
+            sharding = gen.placed.state_shardings[x.stage][x.arg]
+            write = pre.writer(x.arg, sharding) if narrow is None else pre.placer(x.arg, sharding)
             regs[reg] = write(regs[reg], scratch[reg], masks[x.stage])
         self.positions[group, where] = L
         self.position = int(self.positions.max())
@@ -415,7 +432,7 @@ class Session:
         made = gen.place.host(value, at) if gen.place.local(at) else None
         if gen.place.multi:
             made = gen.place.everywhere(made, at, jax.ShapeDtypeStruct(tuple(tok.shape), tok.dtype))
-        return np.asarray(made).reshape(b)[where]
+        return np.asarray(made).reshape(n)[where if narrow is None else slice(k)]
 
     def _run_chunks(
         self, chunk: ChunkStep, made: list[Any], batch: np.ndarray, start: int, end: int

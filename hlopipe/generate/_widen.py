@@ -46,11 +46,15 @@ from hlopipe.generate._plan import counters_as_position, logits_as_feedback, pre
 
 class Widened(NamedTuple):
     """The widened programs (loaded ``Program``s) and the cache length of the batch-1 step
-    when its roles tell it (``None``: the generator works it out, or ``max_len`` is given)."""
+    when its roles tell it (``None``: the generator works it out, or ``max_len`` is given).
+    ``narrow``: ``{n: the prefills at n rows, in their order}`` for the powers of two ``n``
+    below ``rows`` (batch-1 form only; ``Generator(row_prefills=...)``), so that a prompt
+    admitted into a few rows is prefilled at the fewest rows holding it, not at ``rows``."""
 
     decode: Any
     prefills: tuple[Any, ...]
     max_len: int | None
+    narrow: dict[int, tuple[Any, ...]] = {}
 
 
 def widen(
@@ -91,16 +95,19 @@ def widen(
     states = {r.index for r in roles.state}
     state_outs = {r.output for r in roles.state}
     wide = _widened(decode, rows, params, states, state_outs)
-    pres = []
+    pres: list[tuple[Any, set[int], set[int], set[int]]] = []
     for p in prefills:
         what = f"the prefill {getattr(p, 'source', '')}".rstrip()
         _, state_of_out = prefill_outputs(p, roles, token.index, what)
         prompt = _prompt_arg(p, what)
         p_params = set(range(len(p.in_avals))) - {prompt}
-        pres.append(_widened(p, rows, p_params, set(), set(state_of_out)))
+        pres.append((p, p_params, set(), set(state_of_out)))
+    counts = [n for n in (1 << k for k in range(rows.bit_length())) if n < rows]
+    narrow = {n: tuple(_widened(p, n, *how) for p, *how in pres) for n in counts if pres}
     lengths = [int(r.shape[r.axis]) for r in roles.state if r.axis is not None]
     told = len(lengths) == len(roles.state)
-    return Widened(wide, tuple(pres), min(lengths) if told and lengths else None)
+    return Widened(wide, tuple(_widened(p, rows, *how) for p, *how in pres),
+                   min(lengths) if told and lengths else None, narrow)  # fmt: skip
 
 
 def _widened(program: Any, rows: int, params: set[int], states: set[int], keep: set[int]) -> Any:

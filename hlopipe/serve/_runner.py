@@ -22,6 +22,7 @@ prompts shorter than a prefill may go through it right-padded (:meth:`Runner._pa
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Mapping
 from typing import Any, Protocol
 
 import numpy as np
@@ -53,6 +54,9 @@ class ServedGenerator(Protocol):
     logits_out: Any
     vocab: int | None
     plans: Any
+
+    @property
+    def narrow(self) -> Mapping[tuple[int, int], Any]: ...  # (length, rows): prefills at fewer
 
     def with_groups(self, groups: int) -> Any: ...
 
@@ -242,8 +246,12 @@ class Runner:
                 session.generate(1)
                 session.feed(np.zeros((1, b), np.int32), position=np.zeros((1, b), np.int64))
                 session.generate(1)
-                for P in self.prefill_lens:  # each prefill and each state's row writer
-                    session.prefill_rows(np.zeros((1, P), np.int32), [0])
+                # each prefill and each state's row writer, at each row count it runs at
+                # (``Generator.narrow_for``: the fewest rows holding the admitted, or all)
+                counts = sorted({n for _, n in self.gen.narrow} | {b})
+                for P in self.prefill_lens:
+                    for n in counts:
+                        session.prefill_rows(np.zeros((n, P), np.int32), list(range(n)))
                 self._live[g] = session
             if self.gen.prefill is not None:
                 self.pads = self._padding_agrees()

@@ -180,6 +180,7 @@ def build_server(
         specs = param_specs_from_rules(
             param_rules, decode, stage_mesh_shape, stage_mesh_axes, params=params
         )
+    narrow: dict[int, tuple[Any, ...]] = {}  # the prefills at fewer rows (widened)
     if max_batch is not None:  # the batch-1 step vmapped over max_batch rows
         from hlopipe.generate import widen
 
@@ -188,10 +189,11 @@ def build_server(
         )
         wide = widen(decode, pres, max_batch)
         decode, prefill = wide.decode, list(wide.prefills) or None
-        max_len = max_len or wide.max_len
+        max_len, narrow = max_len or wide.max_len, wide.narrow
     gen = Generator(decode, params, prefill=prefill, num_stages=stages, groups=groups,
                     max_len=max_len, stage_mesh_shape=stage_mesh_shape,
-                    stage_mesh_axes=stage_mesh_axes, param_specs=specs)  # fmt: skip
+                    stage_mesh_axes=stage_mesh_axes, param_specs=specs,
+                    row_prefills=narrow)  # fmt: skip
     leader = None
     if jax.process_count() > 1:
         from hlopipe.serve._control import Follower, Leader

@@ -686,6 +686,7 @@ def _stand_in_generator(session):
         prefill=None,
         prefills=(),
         chunk=None,
+        narrow={},
         token=token,
         per_sequence=False,
         logits_out=None,

@@ -74,17 +74,24 @@ def _complete(url, prompt, n):
         return json.loads(r.read())["choices"][0]["token_ids"]
 
 
-def test_a_batch_1_export_served_at_batch_8_equals_each_sequence_alone():
-    """Ten clients at once on 8 rows (one group): prompts of 1 to 12 tokens (of the prefill's
-    8: prefilled into its row; shorter: padded through the prefill; longer: the rest read by
-    the decode step), two admitted into rows freed mid-run. Each gets the tokens of its
-    sequence run alone at batch 1, and the sequences share steps: far fewer steps than the
-    tokens made (a batch-1 server takes a step per token)."""
+@pytest.fixture(scope="module")
+def served8():
+    """The built-in tiny GPT served at 8 rows (a batch-1 step vmapped), and what it said."""
     from hlopipe.serve import build_server
 
     said: list[str] = []
     server = build_server(stages=1, groups=1, port=0, max_batch=8,
                           out=lambda *a, **k: said.extend(a))  # fmt: skip
+    return server, said
+
+
+def test_a_batch_1_export_served_at_batch_8_equals_each_sequence_alone(served8):
+    """Ten clients at once on 8 rows (one group): prompts of 1 to 12 tokens (of the prefill's
+    8: prefilled into its row; shorter: padded through the prefill; longer: the rest read by
+    the decode step), two admitted into rows freed mid-run. Each gets the tokens of its
+    sequence run alone at batch 1, and the sequences share steps: far fewer steps than the
+    tokens made (a batch-1 server takes a step per token)."""
+    server, said = served8
     assert (server.engine.gen.batch, server.engine.gen.per_sequence) == (8, True)
     rng = np.random.default_rng(7)
     n = 6
@@ -96,6 +103,37 @@ def test_a_batch_1_export_served_at_batch_8_equals_each_sequence_alone():
     # a sequence needs at most 1 + (12 - 8) + n steps; two waves of them
     assert server.engine.steps <= 2 * (1 + 4 + n) < len(cases) * n
     assert server.engine.prefilled == sum(len(p) > 1 for p in cases)
+
+
+def test_prompts_admitted_into_few_rows_are_prefilled_at_that_many_rows(served8):
+    """The served generator's own session (8 rows): one prompt admitted alone, then two at
+    once, then three (into rows other sequences are decoding beside). The prefill computes
+    1, 2, then 4 rows (the fewest of 1, 2, 4, 8 holding them: the prompt rows it ran), not
+    8, and every sequence gets the tokens of it run alone at batch 1."""
+    gen = served8[0].engine.gen
+    session = gen.start(tokens=np.zeros((1, 8), np.int32), position=0)
+    rng = np.random.default_rng(11)
+    prompts = [rng.integers(0, CFG.vocab, 8) for _ in range(6)]
+    waves = [[5], [2, 7], [0, 3, 6]]  # the rows of prompts 0; 1, 2; 3, 4, 5
+    tokens, positions = np.zeros((1, 8), np.int32), np.zeros((1, 8), np.int64)
+    out: dict[int, list[int]] = {}
+    ran, first = [], 0
+    for rows in waves:
+        made = session.prefill_rows(np.stack(prompts[first : first + len(rows)]), rows)
+        ran.append(session.prefill_rows_run)
+        for r, t in zip(rows, made, strict=True):
+            out[r], tokens[0, r], positions[0, r] = [int(t)], t, 8
+        first += len(rows)
+        for _ in range(2):  # two steps of every row before the next wave
+            session.feed(tokens, position=positions)
+            tokens[0] = session.generate(1)[0, :, 0]
+            positions += 1
+            for r in out:
+                out[r].append(int(tokens[0, r]))
+    assert ran == [1, 2, 4]
+    rows = [r for wave in waves for r in wave]
+    assert [out[r] for r in rows] == [_alone(p.tolist(), len(out[r]))
+                                      for r, p in zip(rows, prompts, strict=True)]  # fmt: skip
 
 
 @pytest.mark.parametrize("rows", [0, -2, True])
