@@ -128,10 +128,14 @@ class ThreadedRun:
             self._guarded(self.ranks[0])
         else:
             threads = self._rank_threads(self.ranks)
-            for t in threads:
-                t.start()
-            for t in threads:
-                t.join()
+            try:
+                for t in threads:
+                    t.start()
+                for t in threads:
+                    t.join()
+            except BaseException as e:  # Ctrl-C while waiting: every rank stops at its next
+                self.mailbox.fail(e)  # wait or action (else one waiting for data that never
+                raise  # comes holds the interpreter's exit forever)
         return self._result()
 
     def _rank_threads(self, ranks: Sequence[int], daemon: bool = False) -> list[threading.Thread]:

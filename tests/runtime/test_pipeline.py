@@ -260,3 +260,34 @@ def test_activations_held_match_the_simulated_peak(schedule):
     peak = runner.stream.run_counting(regs)
     assert peak == schedules.simulate(pipe.schedule).peak_activations
     assert runner.stream.held_slots(regs) == []
+
+
+def test_ctrl_c_during_a_threaded_step_stops_every_rank_thread(monkeypatch):
+    """Ctrl-C reaching the caller's thread while it starts a profiled step's rank threads (a
+    thread's start waits for it to run: under load, long enough to be interrupted): the
+    interrupt propagates, and the ranks already started stop, rather than wait for data from
+    ranks that never start (they are not daemons: the interpreter's exit would wait on them
+    forever, as a `hlopipe train` interrupted under load once did)."""
+    import threading
+    import time
+
+    batch = _batches(1)[0]
+    pipe = _pipe("1f1b", 4)
+    state, _ = pipe.step(pipe.init(_params()), batch)  # compiled
+    start, started = threading.Thread.start, []
+
+    def interrupted_start(self):
+        if self.name.startswith("hlopipe-rank-") and started:
+            raise KeyboardInterrupt
+        start(self)
+        started.append(self)
+
+    monkeypatch.setattr(threading.Thread, "start", interrupted_start)
+    with pytest.raises(KeyboardInterrupt):
+        pipe.step(state, batch, profile=True)
+    monkeypatch.undo()
+    assert started
+    deadline = time.monotonic() + 10
+    while any(t.is_alive() for t in started) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert not any(t.is_alive() for t in started)
