@@ -336,8 +336,8 @@ def row(r: Run, scanned: bool, search: bool) -> dict[str, Any]:
 # stages, the recompute policy and the ZeRO level are the planner's best fitting choice at the
 # published degrees (the paper's data parallelism is FSDP sharding optimizer state and
 # gradients, and, as recalled from section 3.3.2 (not re-checked here), not resharding the
-# parameters after the forward: ZeRO-2, a level the plan space lacks; ZeRO-1 and ZeRO-3 are
-# searched); the cut is the planner's (the paper's drops one layer from the first and last
+# parameters after the forward: ZeRO-2; ZeRO 0 to 3 are searched); the cut is the planner's
+# (the paper's drops one layer from the first and last
 # stages; the planner's balance puts the head's stage one short).
 # Attention is costed as a fused kernel (Meta's runs use one; the program writes it out, as a
 # user does). What the runs overlap (the gradient reduce-scatter with the backward) is priced
@@ -353,6 +353,10 @@ def row(r: Run, scanned: bool, search: bool) -> dict[str, Any]:
 # iteration's input, the first one (the embedding, 256 MiB a microbatch before TP) included,
 # which the unrolled form redoes from the tokens; the planner prices what the runtime keeps
 # (tests/runtime/test_recompute_in_loops.py), and the walk it used before missed that input.
+# At ZeRO-2 selective fits the scanned form (61.7 GiB) but is priced at 20.1 s: hlopipe's
+# ZeRO-2 reduce-scatters each microbatch's fp32 gradient into the sharded accumulator, 32
+# reduce-scatters of 13.8 GB a device on the DP NICs (9.4 s, priced without overlap); the
+# published run overlaps that with the backward, which the model does not price.
 
 L3_SEQ = 8192
 L3_VOCAB = 128256

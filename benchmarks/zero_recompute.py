@@ -1,5 +1,5 @@
 """ZeRO levels and recompute policies on 2 stages x (2 data x 2 model) CPU devices: the grid
-of issue 48 (ZeRO 0/1/3 x recompute none/selective/full x 1F1B/interleaved 1F1B) trained 3
+of issue 48 (ZeRO 0/1/2/3 x recompute none/selective/full x 1F1B/interleaved 1F1B) trained 3
 steps with adam, each against plain JAX and optax on one device, with what each keeps per
 device, measured from the compiled stage-0 executables and the arrays a device holds.
 
@@ -9,7 +9,9 @@ Columns: ``|dloss|``/``|dparam|`` the largest difference from one device; ``F ar
 temporary bytes (ZeRO-3's gathered parameters live there); ``params`` and ``opt state`` the
 bytes of stage 0's parameters and optimizer state on one of its devices; ``upd args`` the
 compiled optimizer update's argument bytes per device (gradients, state, parameters);
-the collectives XLA put in the compiled executables: all-gathers in the forward, all-gathers,
+``B out`` the compiled backward's output bytes per device (the input cotangents and the
+gradient accumulators: ZeRO-2 and 3 halve the accumulators); the collectives XLA put in the
+compiled executables: all-gathers in the forward, all-gathers,
 all-reduces and reduce-scatters in the backward, all-gathers in the update.
 
 A second table: the policies on a scanned GPT (its blocks stacked and run by one ``lax.scan``,
@@ -52,13 +54,19 @@ def loss(params, batch, per):
 
 
 def _update_executable(pipe: Pipeline, state: object) -> object:
-    """Stage 0's compiled optimizer update (its last phase), for the state it updates."""
+    """Stage 0's compiled optimizer update (its last phase), for the state it updates and the
+    gradients as its backward leaves them (stage 0's accumulators, in their sharding)."""
     import jax as _jax
 
     ps = pipe.param_store
     fn = ps.optimizer_fns(0)[1][-1]
+    ex = pipe.plan.execs[0]  # type: ignore[attr-defined]
+    acc = dict(
+        zip((ex.stage.params_needed[k] for k in ex.autodiff.diff_params), ex.zeros(), strict=True)
+    )
     own = [state.values[pipe.owner_rank[p]][p] for p in pipe.plan.owned[0]]  # type: ignore[attr-defined]
-    return _jax.jit(fn).lower(own, state.opt_states[0], own, ()).compile()  # type: ignore[attr-defined]
+    grads = [acc[p] for p in pipe.plan.owned[0]]  # type: ignore[attr-defined]
+    return _jax.jit(fn).lower(grads, state.opt_states[0], own, ()).compile()  # type: ignore[attr-defined]
 
 
 def _count(hlo: str, op: str) -> int:
@@ -88,11 +96,11 @@ def main() -> None:
     head = (
         f"{'schedule':<17}{'zero':>5}{'recompute':>11}{'|dloss|':>10}{'|dparam|':>10}"
         f"{'F args':>8}{'F out':>7}{'F temp':>8}{'params':>8}{'opt state':>10}"
-        f"{'upd args':>9}{'F AG/B AG/AR/RS/upd AG':>24}{'s':>6}"
+        f"{'upd args':>9}{'B out':>7}{'F AG/B AG/AR/RS/upd AG':>24}{'s':>6}"
     )
     print(head)
     for schedule, per in (("1f1b", 2), ("interleaved-1f1b", 1)):
-        for zero in (0, 1, 3):
+        for zero in (0, 1, 2, 3):
             for recompute in ("none", "selective", "full"):
                 t0 = time.perf_counter()
                 pipe = Pipeline(
@@ -126,7 +134,8 @@ def main() -> None:
                     f"{np.max(np.abs(np.array(losses) - ref)):>10.1e}{dp:>10.1e}"
                     f"{fm.argument_size_in_bytes:>8}{fm.output_size_in_bytes:>7}"
                     f"{fm.temp_size_in_bytes:>8}{held:>8}{opt0:>10}"
-                    f"{um.argument_size_in_bytes:>9}{colls:>24}"
+                    f"{um.argument_size_in_bytes:>9}"
+                    f"{ex.get(ExecKind.B).memory_analysis().output_size_in_bytes:>7}{colls:>24}"
                     f"{time.perf_counter() - t0:>6.1f}",
                     flush=True,
                 )

@@ -44,7 +44,7 @@ from hlopipe.errors import PlanFileError
 
 FORMAT = "hlopipe-plan"
 VERSION = 1
-ZERO_LEVELS = (0, 1, 3)
+ZERO_LEVELS = (0, 1, 2, 3)
 
 
 class Recompute(enum.StrEnum):
@@ -472,7 +472,7 @@ def _read_layout(r: _Reader, v: object, where: str) -> Layout:
     r.keys(m, where, _LAYOUT_KEYS, required=_LAYOUT_REQUIRED)
     zero = m["zero"]
     if isinstance(zero, bool) or zero not in ZERO_LEVELS:
-        raise r.error(f"{where}.zero", f"is {_kind(zero)}; expected 0, 1 or 3")
+        raise r.error(f"{where}.zero", f"is {_kind(zero)}; expected 0, 1, 2 or 3")
     try:
         recompute = Recompute(m["recompute"])
     except ValueError:
@@ -526,7 +526,7 @@ def _check_across(layout: Layout, global_batch: int, cluster: Cluster, source: s
     if not isinstance(layout.recompute, Recompute):
         raise PlanFileError(f"{source}: field plan.recompute is not a Recompute")
     if layout.zero not in ZERO_LEVELS:
-        raise PlanFileError(f"{source}: field plan.zero is {layout.zero}; expected 0, 1 or 3")
+        raise PlanFileError(f"{source}: field plan.zero is {layout.zero}; expected 0, 1, 2 or 3")
     batch = layout.dp * layout.microbatches * layout.microbatch_size
     if batch != global_batch:
         raise PlanFileError(

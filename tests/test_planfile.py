@@ -89,7 +89,7 @@ def _edit(path: tuple[str, ...], value: object) -> str:
 @pytest.mark.parametrize(
     "path, value, named",
     [
-        (("plan", "zero"), 2, "plan.zero"),
+        (("plan", "zero"), 4, "plan.zero"),
         (("plan", "recompute"), "some", "plan.recompute"),
         (("plan", "tp"), 0, "plan.tp"),
         (("plan", "tp"), True, "plan.tp"),

@@ -45,6 +45,8 @@ def _profile() -> planner.Profile:
     [
         (2, 0, 8, 2 + 4 + 4 + 8),  # bf16 weights, fp32 grads, fp32 master + Adam's m and v
         (2, 1, 4, 2 + 4 + (4 + 8) / 4),  # ZeRO-1: the optimizer's 12 bytes over dp
+        (2, 2, 4, 2 + (4 + 4 + 8) / 4),  # ZeRO-2: the gradients' 4 bytes too
+        (4, 2, 2, 4 + (4 + 8) / 2),
         (2, 3, 4, (2 + 4 + 4 + 8) / 4),  # ZeRO-3 (FSDP): everything over dp
         (4, 0, 2, 4 + 4 + 8),  # fp32: no master copy
         (4, 1, 2, 4 + 4 + 8 / 2),
@@ -343,7 +345,9 @@ def test_zero1_all_gathers_the_updated_parameter_shards(tp, dp):
     shard of the parameters, then the shards are all-gathered) moves, on each device, the
     parameters it holds (all of them over tp, one stage here) times (dp - 1) / dp over the
     data-parallel links, after the step (nothing overlaps it): the closed form from a program
-    of 4 layers of four d x d fp32 weights and no other parameter."""
+    of 4 layers of four d x d fp32 weights and no other parameter. ZeRO-2 reduce-scatters each
+    of the m microbatches' fp32 gradients into the sharded accumulator instead of one
+    all-reduce, then gathers as ZeRO-1: (m + 1) (dp - 1) / dp of those bytes."""
     d, layers = 32, 4
     w = jax.ShapeDtypeStruct((d, d), jnp.float32)
     params = [{n: w for n in ("q", "k", "v", "o")} for _ in range(layers)]
@@ -360,6 +364,9 @@ def test_zero1_all_gathers_the_updated_parameter_shards(tp, dp):
     held = layers * 4 * d * d / tp * 4  # bytes of the parameters on one device
     gathered = held * (dp - 1) / dp
     assert zero1.data_parallel_s - zero0.data_parallel_s == pytest.approx(gathered / (gbps * 1e9))
+    for m in (1, 3):
+        zero2 = planner.estimate(prof, replace(plain, zero=2, microbatches=m), cluster)
+        assert zero2.data_parallel_s == pytest.approx((m + 1) * gathered / (gbps * 1e9))
 
 
 # --- the search --------------------------------------------------------------------------------
@@ -499,7 +506,7 @@ def test_search_equals_a_brute_force_over_the_space():
             continue
         dp = 8 // (tp * pp * cp)
         scheds = ("1f1b", "interleaved-1f1b", "gpipe", *SIMULATED) if pp > 1 else ("1f1b",)
-        for sched, zero, rc, mb in itertools.product(scheds, (0, 1, 3), list(Recompute),
+        for sched, zero, rc, mb in itertools.product(scheds, (0, 1, 2, 3), list(Recompute),
                                                      (1, 2, 4, 8, 16)):  # fmt: skip
             if batch % (dp * mb) or (zero and dp * cp == 1):
                 continue

@@ -47,7 +47,7 @@ def _add_plan(p: argparse.ArgumentParser) -> None:
     for flag, what in (("--tp", "tensor"), ("--pp", "pipeline"), ("--dp", "data"),
                        ("--cp", "context")):  # fmt: skip
         p.add_argument(flag, type=int, metavar="N", help=f"the {what}-parallel degree (searched)")
-    p.add_argument("--zero", type=int, choices=(0, 1, 3), help="ZeRO stage (searched)")
+    p.add_argument("--zero", type=int, choices=(0, 1, 2, 3), help="ZeRO stage (searched)")
     p.add_argument(
         "--recompute",
         choices=("none", "selective", "attention", "full"),

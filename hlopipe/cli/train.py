@@ -66,9 +66,9 @@ def _add_train(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--zero",
         type=int,
-        choices=(0, 1, 3),
-        help="ZeRO over each stage mesh's data axis: 1 shards the optimizer state, 3 the "
-        "parameters and gradients too (FSDP) (0)",
+        choices=(0, 1, 2, 3),
+        help="ZeRO over each stage mesh's data axis: 1 shards the optimizer state, 2 the "
+        "gradients too, 3 the parameters too (FSDP) (0)",
     )
     p.add_argument(
         "--recompute",
@@ -491,7 +491,11 @@ def _layout_words(args: argparse.Namespace, plan: Any) -> str:
         split = [f"{a.label} {s}" for a, s in zip(roles, found, strict=True) if s is not None]
         words.append(f"{len(split)} parameters laid out by --param-spec ({'; '.join(split)})")
     if args.zero:
-        what = "optimizer state" if args.zero == 1 else "parameters, gradients, optimizer state"
+        what = {
+            1: "optimizer state",
+            2: "gradients, optimizer state",
+            3: "parameters, gradients, optimizer state",
+        }[args.zero]
         words.append(f"ZeRO-{args.zero} (the {what} split over the data axis)")
     if args.recompute:
         words.append(f"recompute {args.recompute}")

@@ -4,7 +4,8 @@
   "ZeRO", SC'20, section 3: mixed-precision Adam keeps 2 + 2 + 12 bytes a parameter, 16-bit
   parameters and gradients and fp32 master weights, momentum and variance; Megatron-LM keeps
   its gradients in fp32 for accumulation over microbatches, Narayanan et al. 2021, so 2 + 4 +
-  12 = 18). ZeRO-1 divides the 12 optimizer bytes over the data-parallel ranks, ZeRO-3 (FSDP)
+  12 = 18). ZeRO-1 divides the 12 optimizer bytes over the data-parallel ranks, ZeRO-2 the 4
+  gradient bytes too (DeepSpeed's stage 2, PyTorch FSDP's ``SHARD_GRAD_OP``), ZeRO-3 (FSDP)
   all 18.
 * Collectives on a ring of ``n`` devices (Patarasuk & Yuan 2009; NCCL's "bus bandwidth"
   definition, nccl-tests PERFORMANCE.md): all-reduce moves ``2 (n - 1) / n`` of the buffer over
@@ -37,7 +38,7 @@ def bytes_per_param(itemsize: int, *, zero: int, dp: int) -> float:
     Args:
       itemsize: the parameters' bytes per element (2: bf16/fp16 with fp32 master weights; 4:
         fp32, no master copy).
-      zero: ZeRO stage 0, 1 or 3.
+      zero: ZeRO stage 0, 1, 2 or 3.
       dp: data-parallel ranks the ZeRO stage shards over.
 
     Returns:
@@ -47,6 +48,8 @@ def bytes_per_param(itemsize: int, *, zero: int, dp: int) -> float:
     Example:
       >>> bytes_per_param(2, zero=0, dp=8), bytes_per_param(2, zero=1, dp=4)
       (18.0, 9.0)
+      >>> bytes_per_param(2, zero=2, dp=4), bytes_per_param(2, zero=3, dp=4)
+      (6.0, 4.5)
     """
     return sum(split_bytes_per_param(itemsize, zero=zero, dp=dp))
 
@@ -58,9 +61,10 @@ def split_bytes_per_param(itemsize: int, *, zero: int, dp: int) -> tuple[float, 
     optimizer = (4.0 if itemsize < 4 else 0.0) + 8.0
     if zero >= 1:
         optimizer /= dp
+    if zero >= 2:
+        grads /= dp
     if zero >= 3:
         params /= dp
-        grads /= dp
     return params, grads, optimizer
 
 

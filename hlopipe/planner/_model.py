@@ -13,10 +13,14 @@ forward recompute runs, and each microbatch's gradients added into the fp32 accu
 (:func:`_formulas.grad_accumulation_bytes` over the rank's parameters at the memory rate). A
 step is the pipeline (:func:`_schedules.pipeline_time`), then the
 data-parallel gradient all-reduce (on the NICs of the group's members in a node,
-:func:`data_parallel_link`; at every ZeRO level, as hlopipe's runtime all-reduces and
+:func:`data_parallel_link`; at ZeRO 0, 1 and 3, as hlopipe's runtime all-reduces and
 each device slices its shard; ZeRO-3's all-gathers of the parameters are priced, and so is
-ZeRO-1's all-gather of the updated parameter shards) and the optimizer step. Nothing overlaps
-with compute (Megatron-LM 2021 overlaps none of these in the runs the benchmark compares with:
+ZeRO-1's all-gather of the updated parameter shards; ZeRO-2 instead reduce-scatters each
+microbatch's fp32 gradient into the sharded accumulator, ``m (n - 1) / n`` of the gradient
+bytes, and all-gathers the updated parameters once, ``(n - 1) / n`` of their bytes: at
+``m = 2`` the bus bytes of ZeRO-1's all-reduce and gather, more above) and the optimizer
+step. Nothing overlaps with compute (Megatron-LM 2021 overlaps none of these in the runs the
+benchmark compares with:
 its ``DistributedDataParallel.allreduce_gradients`` all-reduces the accumulated fp32 gradients
 once the last microbatch's backward is done, ``megatron/model/distributed.py``; an overlapped
 run is faster than predicted).
@@ -393,7 +397,9 @@ def estimate(
             * layout.microbatches
             * F.ring_gather_bytes(max(rank_params) * profile.param_itemsize, dp)
         )
-    if layout.zero == 1:  # each rank's updated shard gathered after the step: not overlapped
+    if layout.zero == 2:  # each microbatch's gradient reduce-scattered into the accumulator
+        dp_bytes = layout.microbatches * F.ring_gather_bytes(grad_bytes, dp)
+    if layout.zero in (1, 2):  # each rank's updated shard gathered after the step
         dp_bytes += F.ring_gather_bytes(max(rank_params) * profile.param_itemsize, dp)
     data_parallel = dp_bytes / dp_link
     # the optimizer: Adam reads and writes parameters, gradients, master weights, moments

@@ -153,6 +153,8 @@ class StageExecutables:
     slices); ``acc`` holds the gradients of ``autodiff.diff_params``. ``requested_shardings``
     is what the pipeline asked for each parameter (``None``: propagation decides);
     :attr:`param_shardings` what the stage actually uses (read from the merged program).
+    ``grad_shardings``, where given, is asked of each parameter's gradient (accumulator)
+    instead of its parameter's (ZeRO-2: split over the data axis, the parameter not).
     """
 
     stage: Stage
@@ -165,6 +167,7 @@ class StageExecutables:
     remat: bool | Recompute  # what the backward recomputes (True: everything)
     device_ids: tuple[int, ...]
     train: bool = True
+    grad_shardings: list[Any] | None = None
     _lock: threading.RLock = field(default_factory=threading.RLock, repr=False)
     _layout: dict[str, list[Any]] | None = field(default=None, repr=False)
 
@@ -200,7 +203,12 @@ class StageExecutables:
     def _key(self, kind: ExecKind) -> Any:
         specs = tuple(
             "-" if s is None else str(s.spec)
-            for s in (*self.requested_shardings, *self.input_shardings, *self.output_shardings)
+            for s in (
+                *self.requested_shardings,
+                *self.input_shardings,
+                *self.output_shardings,
+                *(self.grad_shardings or ()),
+            )
         )
         mesh = (tuple(self.mesh.axis_names), tuple(self.mesh.devices.shape))
         return (kind, self.argnums, self.remat, self.device_ids, mesh, specs)
@@ -235,7 +243,8 @@ class StageExecutables:
     # -- merged programs -----------------------------------------------------------------------
 
     def _grad_pins(self) -> list[Any]:
-        return [self.requested_shardings[k] for k in self.autodiff.diff_params]
+        asked = self.requested_shardings if self.grad_shardings is None else self.grad_shardings
+        return [asked[k] for k in self.autodiff.diff_params]
 
     def _compile_merged_layout(self) -> dict[str, list[Any]]:
         if not self.train:
@@ -438,12 +447,14 @@ def build_executables(
     argnums: tuple[int, ...],
     remat: bool | Recompute,
     param_sharding: Any = None,
+    grad_sharding: Any = None,
     train: bool = True,
 ) -> StageExecutables:
     """The executables of ``stage`` on its rank under ``placement`` (nothing compiled yet).
 
     ``param_sharding(rank, p)``: the sharding asked for parameter leaf ``p`` on ``rank``
-    (``None``: propagation decides); default replicated."""
+    (``None``: propagation decides); default replicated. ``grad_sharding(rank, p)``, where
+    given: the one asked for its gradient accumulator (default: the parameter's)."""
     rank = placement.rank_of(stage.index)
     rep = placement.replicated(rank)
     param_sh = [
@@ -452,6 +463,12 @@ def build_executables(
         else placement.data(rank, a)
         for i, a in zip(stage.params_needed, stage.param_avals, strict=True)
     ]
+    grad_sh = None
+    if grad_sharding is not None:
+        grad_sh = [
+            grad_sharding(rank, i) if i < num_param_leaves else sh
+            for i, sh in zip(stage.params_needed, param_sh, strict=True)
+        ]
     return StageExecutables(
         stage=stage,
         rank=rank,
@@ -463,4 +480,5 @@ def build_executables(
         remat=remat,
         device_ids=placement.device_ids(rank),
         train=train,
+        grad_shardings=grad_sh,
     )

@@ -170,11 +170,11 @@ class Params:
             return view.stage_state(opt.init(full), rows.leaves)
 
         # Optimizer state leaves of a parameter live like it; the rest (counts) replicated.
-        # ZeRO-1 (and 3): sharded over the data axis besides. The update's executable then
-        # slices the gradient (replicated over data: the stage's backward summed it over
-        # the microbatches' data shards), updates each device's shard of the state and
-        # all-gathers the new parameters into their own (replicated) layout; no
-        # reduce-scatter is needed since the gradient arrives whole on every replica.
+        # ZeRO-1 (and 2, 3): sharded over the data axis besides. The update's executable
+        # then slices the gradient (ZeRO-1: replicated over data, the stage's backward summed
+        # it over the microbatches' data shards; ZeRO-2: the accumulator already holds only
+        # the device's shard), updates each device's shard of the state and all-gathers the
+        # new parameters into their own (replicated) layout.
         leaf_sh = [p_sh[group[0]] for group in rows.groups]
         if pl.zero:
             mesh = pl.placement.meshes[rank]

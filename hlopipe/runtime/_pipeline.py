@@ -151,7 +151,10 @@ class Pipeline:
       zero: ZeRO's level over each stage mesh's ``"data"`` axis: ``0`` every data replica
         holds its stage's whole parameters and optimizer state; ``1`` the optimizer state is
         sharded over the data axis (each device updates its shard; the updated parameters
-        are all-gathered by the update's executable); ``3`` the parameters too, and so their
+        are all-gathered by the update's executable); ``2`` the gradient accumulators too
+        (each backward sums its gradients over the data axis into each device's shard, a
+        reduce-scatter; the parameters stay replicated, DeepSpeed's stage 2, FSDP's
+        ``SHARD_GRAD_OP``); ``3`` the parameters too, and so their
         gradients (FSDP: the stage executables take them sharded and XLA's SPMD partitioner
         all-gathers them where the forward and backward use them and sums the gradients
         over the data axis into each device's shard). A dimension the data axis divides is

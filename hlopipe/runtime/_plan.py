@@ -98,8 +98,9 @@ class PipelinePlan:
     remat: bool
     # per stage: what its backward recomputes (``remat=True``: FULL everywhere)
     recompute: tuple[Recompute, ...]
-    # ZeRO: 0 nothing sharded over the data axis; 1 the optimizer state; 3 the parameters
-    # too (their gradients follow them), gathered by XLA where the stage computes
+    # ZeRO: 0 nothing sharded over the data axis; 1 the optimizer state; 2 the gradient
+    # accumulators too (the parameters replicated); 3 the parameters too (their gradients
+    # follow them), gathered by XLA where the stage computes
     zero: int
     # ownership: the first stage using a parameter owns it; others hold replicas
     users: tuple[tuple[int, ...], ...]
@@ -433,10 +434,10 @@ def build_plan(
     placement = _place(sched, devs, stage_mesh_shape, stage_mesh_axes, mb_size)
     if pieces:  # specs (given or annotated) are the caller's: each piece takes its leaf's
         param_specs = piece_specs(param_specs, caller[0], param_treedef, pieces)
-    if zero not in (0, 1, 3):
+    if zero not in (0, 1, 2, 3):
         raise RuntimeConfigError(
             Keyword("zero", zero), " is not a ZeRO level: 0 (nothing sharded over the data "
-            "axis), 1 (the optimizer state) or 3 (the parameters and gradients too)"
+            "axis), 1 (the optimizer state), 2 (the gradients too) or 3 (the parameters too)"
         )  # fmt: skip
     policies = _policies(recompute, remat, staged.num_stages)
     specs, execs = _executables(
@@ -628,7 +629,9 @@ def _executables(
     """The parameters' partition specs (given, or the program's own annotations) and every
     stage's executables on its rank. ZeRO-3 adds the data axis to each parameter's spec
     (:func:`over_data`): the stages' executables take their parameters sharded over it and
-    XLA's SPMD partitioner gathers them where they are used (FSDP)."""
+    XLA's SPMD partitioner gathers them where they are used (FSDP). ZeRO-2 adds it to the
+    gradient accumulators' only: each backward's gradient is reduced over the data axis into
+    the device's shard (a reduce-scatter, or on XLA:CPU an all-reduce and a slice)."""
     num_params = len(param_avals)
     flat = None
     if param_specs is None:
@@ -644,6 +647,10 @@ def _executables(
             return NamedSharding(mesh, over_data(spec, param_avals[p].shape, mesh))
         return None if spec is None else NamedSharding(mesh, spec)
 
+    def grad_requested(rank: int, p: int) -> Any:
+        mesh = placement.meshes[rank]
+        return NamedSharding(mesh, over_data(specs[p], param_avals[p].shape, mesh))
+
     execs = tuple(
         build_executables(
             st,
@@ -652,6 +659,7 @@ def _executables(
             argnums=argnums,
             remat=policies[st.index],
             param_sharding=requested,
+            grad_sharding=grad_requested if zero == 2 else None,
             train=train,
         )
         for st in staged.stages

@@ -2,11 +2,11 @@
 x 2 model) CPU devices: the losses and parameters of plain JAX and optax on one device.
 
 ZeRO-1 shards the optimizer state over the data axis (the update's executable all-gathers the
-new parameters); ZeRO-3 the parameters too (the stage executables gather them, FSDP). The
-recompute policies change what a stage's forward keeps for its backward, never the gradients.
-The whole grid (ZeRO 0/1/3 x none/selective/full x 1F1B/interleaved) is tested below for
-equality; the bytes each level and policy keeps per device are
-``benchmarks/zero_recompute.py``'s table.
+new parameters); ZeRO-2 the gradient accumulators too; ZeRO-3 the parameters too (the stage
+executables gather them, FSDP). The recompute policies change what a stage's forward keeps
+for its backward, never the gradients. The whole grid (ZeRO 0/1/3 x none/selective/full x
+1F1B/interleaved, and one ZeRO-2 cell) is tested below for equality; the bytes each level
+and policy keeps per device are ``benchmarks/zero_recompute.py``'s table.
 """
 
 from __future__ import annotations
@@ -150,6 +150,8 @@ def test_recompute_policies_keep_less_and_give_the_same_gradients():
 # Issue 48's grid: ZeRO 0/1/3 x recompute none/selective/full x (1F1B, interleaved 1F1B) on 2
 # stages x (2 data x 2 model). Recompute is per stage, so one pipeline carries several
 # policies: interleaved 1F1B's 4 stages all three, 1F1B's 2 stages two pipelines' worth.
+# ZeRO-2 (the gradient accumulators sharded too, the parameters not) differs from ZeRO-1 in
+# the accumulators only: one cell.
 GRID = [
     (zero, schedule, recompute)
     for zero in (0, 1, 3)
@@ -158,7 +160,7 @@ GRID = [
         ("1f1b", ("none", "none")),
         ("interleaved-1f1b", ("none", "selective", "full", "none")),
     )
-]
+] + [(2, "1f1b", ("none", "none"))]
 
 
 @functools.cache
@@ -190,6 +192,13 @@ def test_the_zero_and_recompute_grid_equals_one_device():
             state, metrics = pipe.step(state, b)
             losses.append(metrics.loss)
         where = f"zero {zero}, {schedule}, recompute {recompute}"
+        # the gradient accumulators a step starts from (and its backwards return): a
+        # (D, H) or (H, D) matrix split over "model" by SPECS, over "data" besides from
+        # ZeRO-2 (its own sharding) or ZeRO-3 (its parameter's), so a quarter on a device
+        for ex in pipe.execs:
+            accs = [a for a in ex.zeros() if a.ndim == 2]
+            per_device = {a.addressable_shards[0].data.nbytes for a in accs}
+            assert accs and per_device == {D * H * 4 // (2 * (2 if zero >= 2 else 1))}, where
         np.testing.assert_allclose(losses, want_losses, rtol=1e-5, err_msg=where)
         got = jax.device_get(state.params)
         for a, b in zip(jax.tree.leaves(got), jax.tree.leaves(want), strict=True):
