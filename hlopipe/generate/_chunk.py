@@ -35,10 +35,8 @@ import numpy as np
 
 from hlopipe.errors import RuntimeConfigError, StageError
 from hlopipe.generate._placement import (
-    CompiledStage,
-    compile_stage,
+    compile_stages,
     place_params,
-    requested_shardings,
 )
 from hlopipe.generate._plan import InputKind, StagePlan, plan_stages
 from hlopipe.generate._steps import build
@@ -130,11 +128,8 @@ class ChunkStep:
                             split.state_sent)  # fmt: skip
         self.plans: list[StagePlan] = [self._as_decode(p) for p in plans]
         sp, placed, regs = gen.place, gen.placed, gen.registers
-        self.compiled: list[CompiledStage | None] = [
-            compile_stage(st, p, sp, requested_shardings(gen.roles, gen.param_specs, sp, p.stage),
-                          placed.state_shardings[p.stage]) if sp.local(p.stage) else None
-            for st, p in zip(self.staged.stages, self.plans, strict=True)
-        ]  # fmt: skip
+        self.compiled = compile_stages(self.staged.stages, self.plans, sp, gen.roles,
+                                       gen.param_specs, placed.state_shardings)  # fmt: skip
         params = place_params(dict(placed.host_params), self.plans, self.compiled, placed.params)
         param_slots = regs.add_params(self.plans, params)
         sampler = None

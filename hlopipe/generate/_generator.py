@@ -30,13 +30,12 @@ from hlopipe.generate._placement import (
     CompiledStage,
     PlacedStages,
     check_params,
-    compile_stage,
+    compile_stages,
     input_sharding,
     nbytes,
     parameter_specs,
     place_params,
     place_stages,
-    requested_shardings,
     state_shardings,
 )
 from hlopipe.generate._plan import (
@@ -318,11 +317,8 @@ class Generator:
             params, specs, decode, self.split.staged, self.place, len(self.roles.parameters)
         )
         by_arg = check_params(params, self.roles, self.source)
-        compiled = [
-            compile_stage(st, p, self.place, requested_shardings(self.roles, self.param_specs,
-                          self.place, p.stage)) if self.place.local(p.stage) else None
-            for st, p in zip(self.split.staged.stages, self.plans, strict=True)
-        ]  # fmt: skip
+        compiled = compile_stages(self.split.staged.stages, self.plans, self.place, self.roles,
+                                  self.param_specs)  # fmt: skip
         self.placed = PlacedStages(
             compiled=tuple(compiled),
             params=tuple(place_params(by_arg, self.plans, compiled)),
@@ -769,11 +765,8 @@ class _Prefill:
             for p in params_as(plan_stages(self.staged, kinds, {}), param_of)
         ]  # fmt: skip
         sp, placed, regs = gen.place, gen.placed, gen.registers
-        self.compiled: list[CompiledStage | None] = [
-            compile_stage(st, p, sp, requested_shardings(gen.roles, gen.param_specs, sp, p.stage),
-                          placed.state_shardings[p.stage]) if sp.local(p.stage) else None
-            for st, p in zip(self.staged.stages, self.plans, strict=True)
-        ]  # fmt: skip
+        self.compiled = compile_stages(self.staged.stages, self.plans, sp, gen.roles,
+                                       gen.param_specs, placed.state_shardings)  # fmt: skip
         host = {**placed.host_params, **{const_key[i]: v for i, v in constants.items()}}
         # the decode step's placed parameters used again, and ``like``'s (its own placed)
         reuse = (*placed.params, *(() if like is None else like.params))

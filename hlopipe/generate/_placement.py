@@ -266,6 +266,25 @@ class PlacedStages:
         return replace(self, host_params={})
 
 
+def compile_stages(
+    stages: Sequence[Any],
+    plans: list[StagePlan],
+    sp: StagePlacement,
+    roles: Any,
+    specs: list[Any],
+    state_sh: Sequence[dict[int, Any]] | None = None,
+) -> list[CompiledStage | None]:
+    """Each stage of ``stages`` this process computes compiled on its mesh by
+    :func:`compile_stage` (``None``: another process's), its parameters asked for as
+    ``specs`` say and its state as ``state_sh[stage]`` when given."""
+    return [
+        compile_stage(st, p, sp, requested_shardings(roles, specs, sp, p.stage),
+                      None if state_sh is None else state_sh[p.stage])
+        if sp.local(p.stage) else None
+        for st, p in zip(stages, plans, strict=True)
+    ]  # fmt: skip
+
+
 def input_sharding(sp: StagePlacement, stage: int, kind: InputKind, aval: Any) -> Any:
     """What a stage's executable takes for an input that may come from elsewhere (feedback,
     a received value, the position, a prompt): fixed by the placement alone, so every process
