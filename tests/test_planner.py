@@ -14,6 +14,7 @@ import re
 from dataclasses import replace
 from pathlib import Path
 
+import _square_llama as square_llama
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -419,46 +420,7 @@ def test_a_gpu_dumps_fused_attention_is_attention_to_the_planner():
                     "tiny_transformer.gpu.hlo": [2 * scores] * 2}  # fmt: skip
 
 
-# A Llama-shaped layer (RMSNorm, rotary q and k, causal attention, SwiGLU) whose width equals
-# its sequence, at batch 1: every activation [1, s, d] is square, as a 7B Llama's at 4096.
-LLAMA_D, LLAMA_S, LLAMA_H, LLAMA_F, LLAMA_L = 64, 64, 4, 128, 4
-
-
-def _rms(x, g):
-    return x * jax.lax.rsqrt(jnp.mean(x * x, -1, keepdims=True) + 1e-6) * g
-
-
-def _rotary(x):
-    s, dh = x.shape[1], x.shape[-1]
-    angle = jnp.arange(s)[:, None] / 10000.0 ** (jnp.arange(0, dh, 2) / dh)[None, :]
-    cos, sin = jnp.cos(angle)[None, :, None], jnp.sin(angle)[None, :, None]
-    x1, x2 = x[..., ::2], x[..., 1::2]
-    return jnp.concatenate([x1 * cos - x2 * sin, x1 * sin + x2 * cos], -1)
-
-
-def _llama_block(p, x, written):
-    b, s, d = x.shape
-    h = _rms(x, p["g1"])
-    q, k, v = ((h @ p[n]).reshape(b, s, LLAMA_H, d // LLAMA_H) for n in ("wq", "wk", "wv"))
-    q, k = _rotary(q), _rotary(k)
-    if written == "dot_product_attention":
-        a = jax.nn.dot_product_attention(q, k, v, is_causal=True)
-    else:
-        scores = jnp.einsum("bqhd,bkhd->bhqk", q, k) / jnp.sqrt(d // LLAMA_H)
-        scores = jnp.where(jnp.tril(jnp.ones((s, s), bool)), scores, -1e9)
-        a = jnp.einsum("bhqk,bkhd->bqhd", jax.nn.softmax(scores, axis=-1), v)
-    x = x + a.reshape(b, s, d) @ p["wo"]
-    h = _rms(x, p["g2"])
-    return x + (jax.nn.silu(h @ p["w1"]) * (h @ p["w3"])) @ p["w2"]
-
-
-def _llama_loss(params, x, written):
-    if written == "scan":
-        x, _ = jax.lax.scan(lambda c, p: (_llama_block(p, c, "einsum"), None), x, params)
-    else:
-        for p in params:
-            x = _llama_block(p, x, written)
-    return jnp.mean(x**2)
+LLAMA_S, LLAMA_L = 64, 4  # the sequence equals the width (_square_llama.D)
 
 
 @pytest.mark.parametrize("written", ["einsum", "dot_product_attention", "scan"])
@@ -468,16 +430,16 @@ def test_attention_is_found_by_data_flow_when_the_width_equals_the_sequence(writ
     the heads (so tensor parallelism is searched), and attention's FLOPs and bytes equal the
     closed forms from the shapes. Attention written with einsums, with
     ``jax.nn.dot_product_attention`` and inside a scan over stacked layers."""
-    d, s, h, f, n = LLAMA_D, LLAMA_S, LLAMA_H, LLAMA_F, LLAMA_L
+    d, s, h, n = square_llama.D, LLAMA_S, square_llama.H, LLAMA_L
     f32 = jnp.float32
-    shapes = {"g1": (d,), "g2": (d,), "wq": (d, d), "wk": (d, d), "wv": (d, d), "wo": (d, d),
-              "w1": (d, f), "w3": (d, f), "w2": (f, d)}  # fmt: skip
+    shapes = square_llama.SHAPES
     if written == "scan":
         params = {k: jax.ShapeDtypeStruct((n, *v), f32) for k, v in shapes.items()}
     else:
         params = [{k: jax.ShapeDtypeStruct(v, f32) for k, v in shapes.items()} for _ in range(n)]
     x = jax.ShapeDtypeStruct((1, s, d), f32)
-    prof = planner.profile_program(functools.partial(_llama_loss, written=written), params, x)
+    prof = planner.profile_program(functools.partial(square_llama.loss, written=written), params,
+                                   x)  # fmt: skip
     assert (prof.seq, prof.heads, prof.batch) == (s, h, 1)
     layer = prof.layer
     assert layer is not None

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import functools
 
+import _square_llama as square_llama
 import jax
 import jax.numpy as jnp
 import pytest
@@ -90,49 +91,15 @@ def test_no_repeated_layers_is_refused():
         hlopipe.split(f, w1, w2, x, stage_layers=[1, 1])
 
 
-# A Llama-shaped layer (RMSNorm, rotary q and k, causal attention, SwiGLU) over a residual
-# stream that is the program's own argument: layer 0 reads it directly, as a pipeline stage
-# or an embedding computed elsewhere hands it in. Square activations (d == seq, batch 1).
-LLAMA_D, LLAMA_H, LLAMA_F = 64, 4, 128
-
-
-def _rms(x, g):
-    return x * jax.lax.rsqrt(jnp.mean(x * x, -1, keepdims=True) + 1e-6) * g
-
-
-def _rotary(x):
-    s, dh = x.shape[1], x.shape[-1]
-    angle = jnp.arange(s)[:, None] / 10000.0 ** (jnp.arange(0, dh, 2) / dh)[None, :]
-    cos, sin = jnp.cos(angle)[None, :, None], jnp.sin(angle)[None, :, None]
-    x1, x2 = x[..., ::2], x[..., 1::2]
-    return jnp.concatenate([x1 * cos - x2 * sin, x1 * sin + x2 * cos], -1)
-
-
-def _llama_loss(params, x):
-    b, s, d = x.shape
-    for p in params:
-        h = _rms(x, p["g1"])
-        q, k, v = ((h @ p[n]).reshape(b, s, LLAMA_H, d // LLAMA_H) for n in ("wq", "wk", "wv"))
-        q, k = _rotary(q), _rotary(k)
-        scores = jnp.einsum("bqhd,bkhd->bhqk", q, k) / jnp.sqrt(d // LLAMA_H)
-        scores = jnp.where(jnp.tril(jnp.ones((s, s), bool)), scores, -1e9)
-        a = jnp.einsum("bhqk,bkhd->bqhd", jax.nn.softmax(scores, axis=-1), v)
-        x = x + a.reshape(b, s, d) @ p["wo"]
-        h = _rms(x, p["g2"])
-        x = x + (jax.nn.silu(h @ p["w1"]) * (h @ p["w3"])) @ p["w2"]
-    return jnp.mean(x**2)
-
-
 def _llama_args(n_layers):
-    d, f = LLAMA_D, LLAMA_F
-    shapes = {"g1": (d,), "g2": (d,), "wq": (d, d), "wk": (d, d), "wv": (d, d), "wo": (d, d),
-              "w1": (d, f), "w3": (d, f), "w2": (f, d)}  # fmt: skip
+    shapes = square_llama.SHAPES
     keys = iter(jax.random.split(jax.random.key(2), n_layers * len(shapes) + 1))
     params = [
         {n: 1.0 + 0.1 * jax.random.normal(next(keys), s) if len(s) == 1
             else jax.random.normal(next(keys), s) / jnp.sqrt(s[0]) for n, s in shapes.items()}
         for _ in range(n_layers)
     ]  # fmt: skip
+    d = square_llama.D  # a sequence of d tokens: square activations
     return params, jax.random.normal(next(keys), (1, d, d))
 
 
@@ -152,8 +119,8 @@ def test_unrolled_llama_counts_the_layers_it_was_built_with(n_layers):
     this width), and a split with one detected layer per stage cuts at the layers' starts: it
     puts layer ``k``'s weights, and only those, on stage ``k``."""
     params, x = _llama_args(n_layers)
-    assert hlopipe.stages.count_layers(_llama_loss, params, x) == n_layers
-    staged = hlopipe.split(_llama_loss, params, x, stage_layers=[1] * n_layers)
+    assert hlopipe.stages.count_layers(square_llama.loss, params, x) == n_layers
+    staged = hlopipe.split(square_llama.loss, params, x, stage_layers=[1] * n_layers)
     assert _layers_held(staged) == [[k] for k in range(n_layers)]
     # cut at a layer's start, a stage receives the residual stream alone (a few equations in,
     # it would also receive what the layer's first equations made)
@@ -164,8 +131,8 @@ def test_a_split_at_the_detected_llama_layers_runs_to_the_program_s_loss():
     """The layers found are the program's: stages cut one detected layer each, run in turn,
     give the loss of the unsplit program run directly."""
     params, x = _llama_args(3)
-    layers = hlopipe.stages.count_layers(_llama_loss, params, x)
+    layers = hlopipe.stages.count_layers(square_llama.loss, params, x)
     assert layers is not None
-    staged = hlopipe.split(_llama_loss, params, x, stage_layers=[1] * layers)
-    want = float(_llama_loss(params, x))
+    staged = hlopipe.split(square_llama.loss, params, x, stage_layers=[1] * layers)
+    want = float(square_llama.loss(params, x))
     assert abs(float(staged(params, x)) - want) <= 1e-5 * abs(want)
