@@ -27,6 +27,7 @@ import jax.numpy as jnp
 import numpy as np
 import openai  # the test extra's
 import pytest
+from _engine_run import run_all
 
 from hlopipe.models import gpt_decode as gd
 from hlopipe.serve._builtin import PREFILL_LEN
@@ -420,7 +421,7 @@ def test_each_turn_issues_every_group_before_reading_any(monkeypatch, form):
     stages), reads each group once, and that both groups ran in one turn; the tokens equal the
     unsplit program's."""
     from hlopipe.generate import Generator, Issued, Session
-    from hlopipe.serve import Engine, Request, Sequence, builtin_model
+    from hlopipe.serve import Engine, builtin_model
     from hlopipe.serve._builtin import Form
 
     decode, _, params, max_len = builtin_model(1, form=Form(form))
@@ -441,17 +442,7 @@ def test_each_turn_issues_every_group_before_reading_any(monkeypatch, form):
     monkeypatch.setattr(Session, "issue", issue_spy)
     monkeypatch.setattr(Issued, "read", read_spy)
     prompts = [[1, 2], [3, 4], [5, 6], [7, 8]][: 2 * engine.batch]  # every slot of both groups
-    finished = threading.Semaphore(0)
-    requests = [Request([Sequence(p, 4)], lambda i, t, f: i < 0 and finished.release())
-                for p in prompts]  # fmt: skip
-    engine.start()
-    try:
-        for r in requests:
-            engine.submit(r)
-        for _ in requests:
-            assert finished.acquire(timeout=120)
-    finally:
-        engine.stop(60)
+    requests = run_all(engine, [(p, 4) for p in prompts])
     assert [r.seqs[0].tokens for r in requests] == [oracle(p, 4) for p in prompts]
     turns: dict[int, list[tuple[str, int]]] = {}
     for turn, kind, session in calls:
@@ -814,7 +805,7 @@ def test_prompts_of_any_length_through_prefills_of_two_lengths_equal_the_unsplit
     token was prefilled (the warm-up's check let padding on)."""
     from hlopipe.generate import Generator
     from hlopipe.io import load
-    from hlopipe.serve import Engine, Request, Sequence, builtin_model
+    from hlopipe.serve import Engine, builtin_model
 
     decode, _, params, max_len = builtin_model(1)
     prefills = []
@@ -827,17 +818,7 @@ def test_prompts_of_any_length_through_prefills_of_two_lengths_equal_the_unsplit
     rng = np.random.default_rng(5)
     lengths = (1, 3, 4, 5, 7, 8, 9, 16, 30)
     cases = [(rng.integers(0, CFG.vocab, L).tolist(), 5) for L in lengths]
-    finished = threading.Semaphore(0)
-    requests = [Request([Sequence(p, n)], lambda i, t, f: i < 0 and finished.release())
-                for p, n in cases]  # fmt: skip
-    engine.start()
-    try:
-        for r in requests:
-            engine.submit(r)
-        for _ in requests:
-            assert finished.acquire(timeout=120)
-    finally:
-        engine.stop(60)
+    requests = run_all(engine, cases)
     assert engine.pads and engine.prefill_lens == (4, 8)
     assert [r.seqs[0].tokens for r in requests] == [_oracle_fed(p, n) for p, n in cases]
     assert engine.prefilled == sum(len(p) > 1 for p, _ in cases)

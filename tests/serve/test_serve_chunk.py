@@ -6,13 +6,13 @@ from __future__ import annotations
 
 import os
 import re
-import threading
 from pathlib import Path
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from _engine_run import run_all
 
 from hlopipe.errors import RuntimeConfigError
 from hlopipe.models import gpt_decode as gd
@@ -64,7 +64,7 @@ def test_prompts_longer_than_the_prefill_through_chunks_equal_the_unsplit_progra
     last chunk right-padded, its last token read by the decode step); each gets the tokens
     the unsplit decode step gives when fed the whole prompt a token a step."""
     from hlopipe.generate import Generator
-    from hlopipe.serve import Engine, Request, Sequence
+    from hlopipe.serve import Engine
 
     ns, (decode, prefill, chunk) = recipe
     cfg = ns["cfg"]
@@ -74,17 +74,7 @@ def test_prompts_longer_than_the_prefill_through_chunks_equal_the_unsplit_progra
     engine = Engine(gen)
     rng = np.random.default_rng(7)
     cases = [(rng.integers(0, cfg.vocab, L).tolist(), 4) for L in (1, 15, 17, 64, 200)]
-    finished = threading.Semaphore(0)
-    requests = [Request([Sequence(p, n)], lambda i, t, f: i < 0 and finished.release())
-                for p, n in cases]  # fmt: skip
-    engine.start()
-    try:
-        for r in requests:
-            engine.submit(r)
-        for _ in requests:
-            assert finished.acquire(timeout=120)
-    finally:
-        engine.stop(60)
+    requests = run_all(engine, cases)
     assert [r.seqs[0].tokens for r in requests] == [_oracle(ns, p, n) for p, n in cases]
     # every prompt of more than one token prefilled; 64 and 200 by 3 and 12 chunks
     assert engine.prefilled == 4
