@@ -17,6 +17,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import optax
+from _greedy_oracle import greedy_fed
 
 from hlopipe.cli import main
 from hlopipe.marker import stage_boundary
@@ -65,14 +66,7 @@ def _trained_on_one_device(params: dict, batch: tuple) -> dict:
 
 
 def _greedy(params: dict, prompt: list[int], n: int) -> list[int]:
-    step = jax.jit(gd.decode_slots_fn(CFG))
-    cache, out = gd.empty_cache(1, CFG), []
-    for pos in range(len(prompt) + n - 1):
-        feed = prompt[pos] if pos < len(prompt) else out[-1]
-        logits, cache = step(params, cache, jnp.asarray([feed]), jnp.asarray([pos]))
-        if pos >= len(prompt) - 1:
-            out.append(int(jnp.argmax(logits[0])))
-    return out
+    return greedy_fed(CFG, params, prompt, n)
 
 
 def test_a_trained_checkpoint_is_served_with_the_trained_parameters(tmp_path, capsys):

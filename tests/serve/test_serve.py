@@ -28,6 +28,7 @@ import numpy as np
 import openai  # the test extra's
 import pytest
 from _engine_run import run_all
+from _greedy_oracle import greedy_fed
 
 from hlopipe.models import gpt_decode as gd
 from hlopipe.serve._builtin import PREFILL_LEN
@@ -827,13 +828,4 @@ def test_prompts_of_any_length_through_prefills_of_two_lengths_equal_the_unsplit
 def _oracle_fed(prompt, n):
     """Greedy tokens after ``prompt``: the unsplit decode step fed the whole prompt a token a
     step (no prefill at all), then each argmax fed back."""
-    cache = gd.empty_cache(1, CFG)
-    out: list[int] = []
-    for pos in range(len(prompt) + n - 1):
-        feed = prompt[pos] if pos < len(prompt) else out[-1]
-        logits, cache = _step()(
-            _params(), cache, jnp.asarray([feed], jnp.int32), jnp.asarray([pos], jnp.int32)
-        )
-        if pos >= len(prompt) - 1:
-            out.append(int(jnp.argmax(logits[0])))
-    return out
+    return greedy_fed(CFG, _params(), prompt, n)

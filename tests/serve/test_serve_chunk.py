@@ -13,6 +13,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 from _engine_run import run_all
+from _greedy_oracle import greedy_fed
 
 from hlopipe.errors import RuntimeConfigError
 from hlopipe.models import gpt_decode as gd
@@ -46,15 +47,7 @@ def recipe(tmp_path_factory):
 def _oracle(ns, prompt, n):
     """Greedy tokens after ``prompt``: the unsplit decode step fed the whole prompt a token a
     step (no prefill, no chunk), then each argmax fed back."""
-    cfg, params = ns["cfg"], ns["params"]
-    step = jax.jit(gd.decode_slots_fn(cfg))
-    cache, out = gd.empty_cache(1, cfg), []
-    for pos in range(len(prompt) + n - 1):
-        feed = prompt[pos] if pos < len(prompt) else out[-1]
-        logits, cache = step(params, cache, jnp.asarray([feed]), jnp.asarray([pos]))
-        if pos >= len(prompt) - 1:
-            out.append(int(jnp.argmax(logits[0])))
-    return out
+    return greedy_fed(ns["cfg"], ns["params"], prompt, n)
 
 
 def test_prompts_longer_than_the_prefill_through_chunks_equal_the_unsplit_program(recipe):
