@@ -115,6 +115,20 @@ def _busy_and_tokens(url: str) -> tuple[float, float]:
     return values["hlopipe_engine_busy_seconds"], values["hlopipe_generated_tokens_total"]
 
 
+def _client_rows(url, name, clients, requests, tokens, base: dict[int, float]) -> None:
+    """After a warm-up request, one table row per client count: tokens/s, TTFT and ITL
+    medians, the server's time per token, and tokens/s over ``base`` (the first setup's at
+    that count, filled in by the first call)."""
+    _load(url, 1, 1, tokens)  # warm the client and the server's paths
+    for c in clients:
+        r = _load(url, c, requests, tokens)
+        rate = r["tokens_per_s"]
+        base.setdefault(c, rate)
+        print(f"| {name} | {c} | {rate:.0f} | {r['ttft_p50'] * 1e3:.1f} | "
+              f"{r['itl_p50'] * 1e3:.1f} | {r['server_per_token'] * 1e3:.2f} | "
+              f"{rate / base[c]:.2f}x |", flush=True)  # fmt: skip
+
+
 def _load(
     url: str,
     clients: int,
@@ -403,14 +417,7 @@ def _batch_table(batch: int, clients: list[int], requests: int, tokens: int) -> 
     for name, groups, max_batch in setups:
         proc, url = _start(groups, "tokens", max_batch)
         try:
-            _load(url, 1, 1, tokens)  # warm the client and the server's paths
-            for c in clients:
-                r = _load(url, c, requests, tokens)
-                rate = r["tokens_per_s"]
-                base.setdefault(c, rate)
-                print(f"| {name} | {c} | {rate:.0f} | {r['ttft_p50'] * 1e3:.1f} | "
-                      f"{r['itl_p50'] * 1e3:.1f} | {r['server_per_token'] * 1e3:.2f} | "
-                      f"{rate / base[c]:.2f}x |", flush=True)  # fmt: skip
+            _client_rows(url, name, clients, requests, tokens, base)
         finally:
             proc.terminate()
             proc.wait(60)
@@ -459,14 +466,7 @@ def _batch_sized(
     for name, dec, pref, groups in setups:
         gen = Generator(dec, params, prefill=pref, groups=groups, max_len=cfg.max_len)
         with _served(gen) as (_, url):
-            _load(url, 1, 1, tokens)  # warm the client and the server's paths
-            for c in clients:
-                r = _load(url, c, requests, tokens)
-                rate = r["tokens_per_s"]
-                base.setdefault(c, rate)
-                print(f"| {name} | {c} | {rate:.0f} | {r['ttft_p50'] * 1e3:.1f} | "
-                      f"{r['itl_p50'] * 1e3:.1f} | {r['server_per_token'] * 1e3:.2f} | "
-                      f"{rate / base[c]:.2f}x |", flush=True)  # fmt: skip
+            _client_rows(url, name, clients, requests, tokens, base)
     # the step alone, one device, no pipeline: batch 1, the widened step, a native export
     one = jax.jit(gd.decode_fn(cfg))
     widened = jax.jit(wide.decode.as_function())
