@@ -69,6 +69,19 @@ def _update_executable(pipe: Pipeline, state: object) -> object:
     return _jax.jit(fn).lower(grads, state.opt_states[0], own, ()).compile()  # type: ignore[attr-defined]
 
 
+def _trained(pipe: Pipeline, params: object, batches: list, want: object) -> tuple:
+    """``pipe`` from ``params``, a step a batch: its state, losses, and the largest
+    difference of its parameters from ``want`` (one device's)."""
+    state = pipe.init(params)
+    losses = []
+    for b in batches:
+        state, m = pipe.step(state, b)
+        losses.append(m.loss)
+    got = jax.tree.leaves(jax.device_get(state.params))
+    dp = max(float(np.max(np.abs(x - y))) for x, y in zip(got, jax.tree.leaves(want), strict=True))
+    return state, losses, dp
+
+
 def _count(hlo: str, op: str) -> int:
     return hlo.count(f" {op}(") + hlo.count(f" {op}-start(")
 
@@ -109,14 +122,7 @@ def main() -> None:
                     stage_mesh_axes=("data", "model"), param_specs=specs, optimizer=opt,
                     zero=zero, recompute=recompute,
                 )  # fmt: skip
-                state = pipe.init(params)
-                losses = []
-                for b in batches:
-                    state, m = pipe.step(state, b)
-                    losses.append(m.loss)
-                got = jax.tree.leaves(jax.device_get(state.params))
-                pairs = zip(got, jax.tree.leaves(p), strict=True)
-                dp = max(float(np.max(np.abs(a - b))) for a, b in pairs)
+                state, losses, dp = _trained(pipe, params, batches, p)
                 ex = pipe.plan.execs[0]
                 fm = ex.get(ExecKind.F).memory_analysis()
                 update = _update_executable(pipe, state)
@@ -162,13 +168,7 @@ def scanned() -> None:
             fn, params, batches[0], schedule="1f1b", num_microbatches=M,
             devices=jax.devices()[:2], optimizer=opt, recompute=recompute,
         )  # fmt: skip
-        state = pipe.init(params)
-        losses = []
-        for b in batches:
-            state, m = pipe.step(state, b)
-            losses.append(m.loss)
-        got = jax.tree.leaves(jax.device_get(state.params))
-        dp = max(float(np.max(np.abs(a - b))) for a, b in zip(got, jax.tree.leaves(p), strict=True))
+        _, losses, dp = _trained(pipe, params, batches, p)
         outs = [ex.get(ExecKind.F).memory_analysis().output_size_in_bytes for ex in pipe.plan.execs]
         print(
             f"{recompute:<11}{np.max(np.abs(np.array(losses) - ref)):>10.1e}{dp:>10.1e}"
