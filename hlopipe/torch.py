@@ -391,13 +391,15 @@ def _positioned_programs(
     argument: ``{which: (file, text, args)}``, every program taking the same weights in the
     same order, then the cache, the tokens and the position (see :func:`export_generation`).
 
-    One forward over ``C`` tokens at ``cache_position`` (``int64[C]``) serves all three: the
-    model's own ``StaticCache`` layers write the keys and values with their ``index_copy_``
-    along the sequence axis at ``arange(C) + cumulative_length``, their counter set to
-    ``cache_position[0]`` (so at ``cache_position``, a range); the positions embedded are
-    ``cache_position``; attention is masked to the keys at positions up to each query's (a 4D
-    mask the model takes as it is). The counters are not returned: nothing carries the
-    position but the argument."""
+    One forward serves all three. Over ``C`` tokens at ``cache_position`` (``int64[C]``: the
+    prefill's ``arange(prompt_len)``, the chunk's argument) the model's own ``StaticCache``
+    layers write the keys and values with their ``index_copy_`` along the sequence axis at
+    ``arange(C) + cumulative_length``, their counter set to ``cache_position[0]`` (so at
+    ``cache_position``, a range); the decode step's one token a row is written at that row's
+    position (``index_put_``, :func:`_row_writer`). The positions embedded are the same ones,
+    and attention is masked to the keys at positions up to each query's (a 4D mask the model
+    takes as it is). The counters are not returned: nothing carries the position but the
+    argument."""
     import numpy as np
     import torch
     import torch_xla
@@ -434,12 +436,12 @@ def _positioned_programs(
             )
         return [first, *[t for ly in layers for t in (ly.keys, ly.values)]]
 
-    got: dict[str, tuple[str, list[dict[str, Any]], list[Any]]] = {}
+    got: dict[str, tuple[str, list[dict[str, Any]]]] = {}
     # the prefill: its cache made inside (zeros), the positions 0 .. prompt_len - 1
     prompt = torch.from_numpy(np.zeros((batch, prompt_len), np.int64)).to(dev)
     outs = step(prompt, torch.arange(prompt_len, device=dev), False, None)
-    got["prefill"] = (*_program(outs, named, buffers, {xla.tensor_id(prompt): ("prompt",
-                                "prompt")}, values, xla), [prompt])  # fmt: skip
+    got["prefill"] = _program(outs, named, buffers, {xla.tensor_id(prompt): ("prompt", "prompt")},
+                              values, xla)  # fmt: skip
     shapes = [(tuple(t.shape), t.dtype) for t in outs[1:]]
     torch_xla.sync()
     for which, C in (("decode", 1), ("chunk", chunk)):
@@ -455,8 +457,7 @@ def _positioned_programs(
         inputs[xla.tensor_id(tokens)] = ("tokens", "tokens")
         inputs[xla.tensor_id(position)] = ("position" if rows else "cache_position", "position")
         outs = step(tokens.reshape(batch, C), position, rows, caches)
-        got[which] = (*_program(outs, named, buffers, inputs, values, xla),
-                      [*caches, tokens, position])  # fmt: skip
+        got[which] = _program(outs, named, buffers, inputs, values, xla)
         torch_xla.sync()
     # one order for all three: the weights as the decode step reads them (then any only the
     # others read, each program taking every one: chunk and prefill are matched to the
@@ -467,11 +468,11 @@ def _positioned_programs(
             if a["kind"] not in ("state", "tokens", "prompt", "position"):
                 weights.setdefault(a["name"], a)
     types = {w: _argument_types(text, [a["name"] for a in args])
-             for w, (text, args, _) in got.items()}  # fmt: skip
+             for w, (text, args) in got.items()}  # fmt: skip
     weight_types = {n: t[n] for t in types.values() for n in t if n in weights}
     files = {"prefill": "prefill.mlir", "decode": "decode.mlir", "chunk": f"chunk{chunk}.mlir"}
     programs = {}
-    for which, (text, args, _) in got.items():
+    for which, (text, args) in got.items():
         rest = [a for a in args if a["name"] not in weights]
         order = [*weights.values(), *sorted(rest, key=_argument_rank)]
         typed = {**weight_types, **types[which]}
