@@ -86,6 +86,7 @@ fixtures: $(STAMP)
 	$(PY) scripts/fixtures/torch_xla_loops.py || python3 scripts/fixtures/torch_xla_loops.py
 	$(PY) scripts/fixtures/torch_xla_hf_static.py || python3 scripts/fixtures/torch_xla_hf_static.py
 	$(PY) scripts/fixtures/hf_export_generation.py || python3 scripts/fixtures/hf_export_generation.py
+	$(PY) scripts/fixtures/hf_export_chunk.py || python3 scripts/fixtures/hf_export_chunk.py
 	$(PY) scripts/fixtures/keras_hub_generate.py || python3 scripts/fixtures/keras_hub_generate.py
 	$(BIN)/python scripts/fixtures/check_with_xla.py
 

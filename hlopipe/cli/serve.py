@@ -93,6 +93,8 @@ def _cmd_serve(args: argparse.Namespace) -> int:
             )
         folder = read_export_folder(args.file)
         decode, prefills = load(folder.decode, None), [load(folder.prefill, None)]
+        if folder.chunk is not None:  # export_generation(chunk=C): one more prefill file
+            prefills.append(load(folder.chunk, None))
         params, tokenizer = params or folder.params, tokenizer or folder.tokenizer
         max_len = max_len or folder.max_len
         if eos is None and folder.eos_token_ids:

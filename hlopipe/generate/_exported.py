@@ -17,8 +17,8 @@ FORMAT = "hlopipe.generation/1"
 class ExportFolder(NamedTuple):
     """What an export folder holds, as paths and values: ``decode`` and ``prefill`` (program
     files), ``params`` (the .npz, arrays by name), ``max_len`` (the cache length),
-    ``eos_token_ids``, ``tokenizer`` (a ``tokenizer.json`` or None), ``batch`` and
-    ``prompt_len``."""
+    ``eos_token_ids``, ``tokenizer`` (a ``tokenizer.json`` or None), ``batch``,
+    ``prompt_len`` and ``chunk`` (the chunk step's file, written with ``chunk=``, or None)."""
 
     decode: str
     prefill: str
@@ -28,6 +28,7 @@ class ExportFolder(NamedTuple):
     tokenizer: str | None
     batch: int
     prompt_len: int
+    chunk: str | None = None
 
 
 def is_export_folder(path: str) -> bool:
@@ -63,6 +64,8 @@ def read_export_folder(path: str) -> ExportFolder:
         )
     try:
         files = {k: folder / m[k]["file"] for k in ("decode", "prefill")}
+        if "chunk" in m:  # export_generation(chunk=C)
+            files["chunk"] = folder / m["chunk"]["file"]
         files["params"] = folder / m["params"]
         sizes = {k: int(m[k]) for k in ("max_len", "batch", "prompt_len")}
     except (KeyError, TypeError, ValueError) as e:
@@ -83,5 +86,5 @@ def read_export_folder(path: str) -> ExportFolder:
     return ExportFolder(
         str(files["decode"]), str(files["prefill"]), str(files["params"]), sizes["max_len"],
         tuple(int(i) for i in m.get("eos_token_ids", ())), tokenizer, sizes["batch"],
-        sizes["prompt_len"],
+        sizes["prompt_len"], str(files["chunk"]) if "chunk" in files else None,
     )  # fmt: skip

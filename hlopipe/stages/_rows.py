@@ -4,14 +4,16 @@ output holds the argument's rows (:func:`row_axes`).
 A prefill's prompt is ``[b, L]``: row ``i`` is sequence ``i``. Writing one sequence's cache
 row into a decode state needs the axis of each state output that row ``i`` of the prompt
 lands on. It is read from the program, equation by equation: each value carries the set of
-its axes that hold the rows (none: the value does not depend on them). An equation that only
+its axes that hold the rows (none: the value does not depend on them; an axis of ``n * b``
+elements for ``b`` rows holds row ``i`` at ``i * n .. i * n + n - 1``). An equation that only
 moves or combines values position by position (elementwise ops, broadcasts, reshapes that keep
-the axis whole, transposes, slices and updates that leave the axis whole, products and
-reductions over other axes, a gather indexed by the rows, a scatter whose indices do not
-carry the rows writing whole along them: a vmapped cache write) maps the axes; one that mixes rows
-(a reduction or a product over the axis, a reshape that merges it, an update at a position
-computed from the rows) or an equation this module has no rule for loses them, and the
-outputs that depend on it say where (:class:`RowAxes`): never a guess.
+the axis whole or merge it with the axes after it or split those again, transposes, slices
+and updates that leave the axis whole, products and reductions over other axes, a gather
+indexed by the rows, a scatter whose indices do not carry the rows writing whole along them:
+a vmapped cache write) maps the axes; one that mixes rows (a reduction or a product over the
+axis, a reshape that merges it with an axis before it or splits it across two, an update at a
+position computed from the rows) or an equation this module has no rule for loses them, and
+the outputs that depend on it say where (:class:`RowAxes`): never a guess.
 """
 
 from __future__ import annotations
@@ -72,6 +74,7 @@ def row_axes(closed: Any, arg: int, axis: int, outputs: Sequence[int]) -> list[R
       A :class:`RowAxes` per output of ``outputs``, in order."""
     closed = J.inline(closed, lambda e: True)
     jaxpr = closed.jaxpr
+    rows = int(jaxpr.invars[arg].aval.shape[axis])
     env: dict[Any, RowAxes] = {jaxpr.invars[arg]: RowAxes(frozenset({axis}))}
 
     def get(v: Any) -> RowAxes:
@@ -84,7 +87,7 @@ def row_axes(closed: Any, arg: int, axis: int, outputs: Sequence[int]) -> list[R
             continue  # nothing of the rows reaches this equation
         if lost is None:
             try:
-                outs = _rule(e, [x.axes for x in ins])
+                outs = _rule(e, [x.axes for x in ins], rows)
             except _Lost:
                 lost = f"{e.primitive.name} at {J.where(e)}"
         for k, o in enumerate(e.outvars):
@@ -96,8 +99,9 @@ def _shape(v: Any) -> tuple[int, ...]:
     return tuple(v.aval.shape)
 
 
-def _rule(e: Any, ins: list[frozenset[int]]) -> list[frozenset[int]]:
-    """The rows' axes of ``e``'s outputs from its operands' (raises ``_Lost``)."""
+def _rule(e: Any, ins: list[frozenset[int]], rows: int) -> list[frozenset[int]]:
+    """The rows' axes of ``e``'s outputs from its operands' (raises ``_Lost``); ``rows``: how
+    many rows there are (an axis holding them is a multiple of it long)."""
     name, p = e.primitive.name, e.params
     if name in _PASS:
         return ins
@@ -119,7 +123,9 @@ def _rule(e: Any, ins: list[frozenset[int]]) -> list[frozenset[int]]:
             raise _Lost
         return [frozenset(dims[i] for i in a)]
     if name == "reshape":
-        return [frozenset(_reshaped(_shape(e.invars[0]), out, i) for i in a)]
+        if p.get("dimensions") is not None:
+            raise _Lost  # a transpose first
+        return [frozenset(_reshaped(_shape(e.invars[0]), out, i, rows) for i in a)]
     if name == "transpose":
         perm = list(p["permutation"])
         return [frozenset(perm.index(i) for i in a)]
@@ -183,12 +189,15 @@ def _rule(e: Any, ins: list[frozenset[int]]) -> list[frozenset[int]]:
     raise _Lost  # no rule: a loop, a scatter, a call kept whole...
 
 
-def _reshaped(shape: tuple[int, ...], out: tuple[int, ...], i: int) -> int:
-    """The axis of ``out`` that axis ``i`` of ``shape`` stays whole as (the same size after
-    the same number of elements' worth of axes before it)."""
+def _reshaped(shape: tuple[int, ...], out: tuple[int, ...], i: int, rows: int) -> int:
+    """The axis of ``out`` that holds the ``rows`` of axis ``i`` of ``shape``: the one after
+    the same number of elements' worth of axes before it, its size a multiple of ``rows``
+    (the axis kept whole, or merged with the axes after it, as a ``[b, L, d] -> [b * L, d]``
+    before a matrix product, or split from them again: a row-major reshape keeps each row's
+    elements one block of ``size / rows`` along it)."""
     before = math.prod(shape[:i])
     for k in range(len(out)):
-        if math.prod(out[:k]) == before and out[k] == shape[i]:
+        if math.prod(out[:k]) == before and out[k] % rows == 0 and out[k] >= rows:
             return k
     raise _Lost
 

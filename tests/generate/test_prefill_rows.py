@@ -186,7 +186,8 @@ def test_a_prefill_that_mixes_its_rows_is_refused_naming_the_cache():
 def test_row_axes_follows_the_rows_or_says_why_not():
     """The data-flow answer alone, on traced functions: the rows' axis through an embedding,
     a transpose and an update, through a split of another axis; two axes; mixed by a
-    reduction; reversed; no rule (a loop)."""
+    reduction; reversed; no rule (a loop); through a reshape merging it with the axes after it
+    and back; mixed by one merging it with an axis before it."""
     from hlopipe.stages import row_axes
 
     emb = jnp.zeros((V, D))
@@ -209,6 +210,14 @@ def test_row_axes_follows_the_rows_or_says_why_not():
     assert kept.axes == {0} and flipped.lost is not None and flipped.lost.startswith("rev")
     (got,) = of(lambda e, p: jax.lax.fori_loop(0, 2, lambda i, x: x * 2, e[p]), (B, 3))
     assert got.lost is not None
+    # merged with the axes after it for a matrix product and split again (PyTorch's linear
+    # layer on [b, L, D], as torch_xla lowers it): the rows stay on axis 0; merged with an
+    # axis before it, they are mixed
+    merged, back = of(lambda e, p: (e[p].reshape(B * 3, D), (e[p].reshape(B * 3, D) @ e.T)
+                                    .reshape(B, 3, V)), (B, 3))  # fmt: skip
+    assert merged.axes == {0} and back.axes == {0} and back.lost is None
+    (got,) = of(lambda e, p: e[p].transpose(1, 0, 2).reshape(3 * B, D), (B, 3))
+    assert got.lost is not None and got.lost.startswith("reshape")
 
 
 def _position_first(emb, cache, position, tokens):

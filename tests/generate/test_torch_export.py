@@ -190,6 +190,8 @@ def test_a_broken_folder_is_one_error_line(tmp_path, capsys):
         "format": ({**manifest, "format": "other/2"}, "is of format 'other/2', this hlopipe"),
         "key": ({k: v for k, v in manifest.items() if k != "max_len"}, "lacks or garbles"),
         "file": ({**manifest, "params": "gone.npz"}, "the params file gone.npz the manifest"),
+        # a chunk step (export_generation(chunk=C)) is checked like the others
+        "chunk": ({**manifest, "chunk": {"file": "gone.mlir"}}, "the chunk file gone.mlir"),
     }
     for name, (m, says) in cases.items():
         shutil.copytree(folder, tmp_path / name)
