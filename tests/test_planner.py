@@ -653,7 +653,7 @@ def test_inspect_device_counts_bf16_parameters(tmp_path, capsys):
     assert info["training_bytes"] == 64 * 32 * 18  # bf16 + fp32 grads, master weights, m, v
 
 
-def test_a_plan_for_8_cpu_devices_trains_as_one_device(tmp_path, capsys):
+def test_a_plan_for_8_cpu_devices_trains_as_one_device(tmp_path, capsys, monkeypatch):
     """`hlopipe plan` on a marker-free 6-layer program file (pp 2, dp 2 and cp 1 given; tp,
     ZeRO, recompute, schedule, virtual stages and the layers per stage chosen by the planner),
     then `hlopipe train --plan` on the 8 simulated CPU devices: the stages hold the plan's
@@ -670,12 +670,20 @@ def test_a_plan_for_8_cpu_devices_trains_as_one_device(tmp_path, capsys):
     capsys.readouterr()
     lay = PlanFile.from_json(path.read_text(), source=str(path)).layout
     assert lay.devices_needed == 8 and sum(lay.stage_layers) == CFG.n_layers
-    # the runtime cuts where the plan says (the layers each stage holds, read off its split)
-    batch = gpt.batch(jax.random.key(1), 16, CFG)
-    pipe = Pipeline.from_plan(str(program), jax.tree.leaves(params), batch, str(path))
-    assert [st.layers for st in pipe.staged.stages] == list(lay.stage_layers)
+    # the pipeline `train` builds from the plan (seen, not replaced: the one that trains below)
+    built: list[Pipeline] = []
+    from_plan = Pipeline.from_plan
+
+    def seen(cls, *args, **kwargs):
+        built.append(from_plan(*args, **kwargs))
+        return built[-1]
+
+    monkeypatch.setattr(Pipeline, "from_plan", classmethod(seen))
     assert main(["train", str(program), "--plan", str(path), "--steps", "2", "--check"]) == 0
     out = capsys.readouterr().out
+    # the runtime cuts where the plan says (the layers each stage holds, read off its split)
+    (pipe,) = built
+    assert [st.layers for st in pipe.staged.stages] == list(lay.stage_layers)
     assert re.search(rf"^stages +{lay.num_stages}, holding the plan's", out, re.M), out
     assert f"each stage on a {lay.dp}x{lay.tp} mesh (data, model)" in out
     steps = [float(x) for x in re.findall(r"^step +\d+ +loss ([\d.]+)", out, re.M)]
