@@ -91,7 +91,7 @@ def test_ring_all_reduce_moves_two_n_minus_one_over_n(n):
 
 @pytest.mark.parametrize(
     "name, p, m, v",
-    [("1f1b", 4, 8, 1), ("1f1b", 4, 2, 1), ("gpipe", 3, 5, 1), ("interleaved-1f1b", 2, 3, 3)],
+    [("1f1b", 4, 8, 1), ("1f1b", 4, 2, 1), ("gpipe", 3, 5, 1), ("1f1b", 3, 2, 1)],
 )  # fmt: skip
 def test_in_flight_is_what_the_schedule_keeps(name, p, m, v):
     sched = schedules.get(name, p, m, v if v > 1 else None)
@@ -118,9 +118,45 @@ def test_interleaved_in_flight_is_the_warm_up_and_bounds_the_generator():
     # Korthikanti et al. 2022, 4.2.3: the first rank holds p (1 + (p - 1) / (p v)) microbatches
     # of its layers; p = 16, v = 4: 19.75, 79 stages' worth (each 1/4 of the rank's layers)
     assert planner.in_flight("1f1b", 16, 32, 4)[0] == 16 * (1 + 15 / 64) * 4
-    for p, m, v in [(4, 8, 2), (4, 16, 2), (2, 8, 4), (3, 6, 3)]:
-        walked = _rank_peak(schedules.get("interleaved-1f1b", p, m, v), p)
-        assert all(w <= f for w, f in zip(walked, planner.in_flight("1f1b", p, m, v), strict=True))
+    # p dividing m: a bound on the order the runtime's generator keeps (it may warm up less)
+    for p, v, k in itertools.product((2, 3, 4), (2, 3, 4), (1, 2, 4)):
+        walked = _rank_peak(schedules.get("interleaved-1f1b", p, k * p, v), p)
+        got = planner.in_flight("1f1b", p, k * p, v)
+        assert all(w <= f for w, f in zip(walked, got, strict=True)), (p, k * p, v)
+
+
+def test_interleaved_in_flight_where_p_does_not_divide_m_is_what_the_runtime_holds():
+    """Interleaved 1F1B with m not a multiple of p: the stage-microbatches each rank holds at
+    once (forwards run, backwards not yet), walking the runtime's own action lists, are the
+    planner's count on a grid of p, v and m; and the model's activations per rank follow it."""
+    for p, v in itertools.product((2, 3, 4), (2, 3, 4)):
+        for m in (m for m in range(1, 2 * p + 2) if m % p):
+            walked = _rank_peak(schedules.get("interleaved-1f1b", p, m, v), p)
+            assert planner.schedule_in_flight("interleaved-1f1b", p, m, v) == walked, (p, m, v)
+    # By hand, Megatron's warm-up and one, (v - 1) k + 2 (p - r - 1) + 1 with rounds of k
+    # microbatches, where the runtime keeps the textbook order (p v m beyond its generator's
+    # search): p 4, m 514 (128 rounds do not divide it: rounds of p = 4) and p 16, m 255 (15
+    # even rounds of 17)
+    hand = [
+        ((4, 514, 2), [11, 9, 7, 5]),
+        ((16, 255, 2), [17 + 2 * (15 - r) + 1 for r in range(16)]),
+    ]
+    for (p, m, v), want in hand:
+        assert _rank_peak(schedules.get("interleaved-1f1b", p, m, v), p) == want
+        assert planner.in_flight("1f1b", p, m, v) == want
+        assert planner.schedule_in_flight("interleaved-1f1b", p, m, v) == want
+    # the model: each rank's activations are one microbatch's times that count, whatever m
+    prof, cluster = _profile(), planner.cluster_spec("a100-80gb", 2)
+    per_mb = None
+    for m in (3, 5, 7):
+        lay = Layout(tp=1, pp=2, dp=1, cp=1, zero=0, recompute=Recompute.NONE,
+                     schedule="interleaved-1f1b", virtual_stages=3, microbatch_size=BATCH,
+                     microbatches=m)  # fmt: skip
+        held = _rank_peak(schedules.get("interleaved-1f1b", 2, m, 3), 2)
+        est = planner.estimate(prof, lay, cluster)
+        got = [mem.activations / n for mem, n in zip(est.rank_memory, held, strict=True)]
+        per_mb = per_mb or got
+        assert got == pytest.approx(per_mb, rel=1e-4), m
 
 
 @pytest.mark.parametrize("p, m, v", [(4, 8, 1), (3, 6, 1), (4, 8, 2), (2, 8, 4)])
