@@ -66,7 +66,6 @@ def dump_dir(tmp_path_factory) -> Path:
 
 def hlopipe_cmd(*args: str, timeout: float = 300) -> subprocess.CompletedProcess:
     env = dict(os.environ, JAX_PLATFORMS="cpu")
-    env.pop("XLA_FLAGS", None)
     return subprocess.run(
         [sys.executable, "-m", "hlopipe", *args],
         capture_output=True,

@@ -21,7 +21,6 @@ def python_blocks(path: Path) -> list[str]:
 
 def run_example(code: str, cwd: Path) -> str:
     env = dict(os.environ, JAX_PLATFORMS="cpu", PYTHONPATH=str(ROOT))
-    env.pop("XLA_FLAGS", None)
     proc = subprocess.run(
         [sys.executable, "-c", code], cwd=cwd, capture_output=True, text=True, env=env,
         timeout=300,
@@ -86,7 +85,6 @@ def test_training_page_end_to_end(tmp_path) -> None:
     make, read = python_blocks(page)
     assert "wrote loss.hlo" in run_example(make, tmp_path)
     env = dict(os.environ, JAX_PLATFORMS="cpu", PYTHONPATH=str(ROOT))
-    env.pop("XLA_FLAGS", None)
     outs = []
     for command in shell_commands(page):
         argv = shlex.split(command)
@@ -135,7 +133,6 @@ def test_generation_page_opens_with_a_jax_decode_step(tmp_path, monkeypatch, cap
     assert want[0] != want[1] and len(set(want[0])) > 2  # tokens that vary
     generate, serve = (shlex.split(c) for c in shell_commands(page)[:2])
     env = dict(os.environ, JAX_PLATFORMS="cpu", PYTHONPATH=str(ROOT), PYTHONUNBUFFERED="1")
-    env.pop("XLA_FLAGS", None)
     from hlopipe.cli import main  # in this process (its CPU devices): no second JAX start
 
     monkeypatch.chdir(tmp_path)

@@ -11,13 +11,15 @@
   definition, nccl-tests PERFORMANCE.md): all-reduce moves ``2 (n - 1) / n`` of the buffer over
   each link, all-gather and reduce-scatter ``(n - 1) / n``.
 * Microbatches in flight on a pipeline stage (read off hlopipe's own generators,
-  ``schedules.peak_in_flight``, and checked against it in the tests): 1F1B and interleaved 1F1B
-  hold ``min(S - s, m)`` on stage ``s`` of ``S``; GPipe holds all ``m``. What a rank holds at
-  once under interleaved 1F1B with ``m`` a multiple of ``p`` is its warm-up's forwards and one:
-  ``min(v m, (v - 1) p + 2 (p - r - 1) + 1)`` stage-microbatches on rank ``r`` (Narayanan et
-  al. 2021, section 2.2.2; Megatron-LM's ``get_num_warmup_microbatches``; Korthikanti et al.
-  2022, section 4.2.3: ``p (1 + (p - 1) / (p v))`` microbatches of the rank's layers on the
-  first), not the sum of its stages' peaks, which come at different times.
+  ``schedules.peak_in_flight``, and checked against it in the tests): 1F1B holds
+  ``min(p - s, m)`` on stage ``s`` of ``p``; GPipe holds all ``m``. What a rank holds at
+  once under interleaved 1F1B is its warm-up's forwards and one (a rank runs its list in
+  order: after the warm-up each forward is followed by a backward), not the sum of its stages'
+  peaks, which come at different times: ``min(v m, (v - 1) k + 2 (p - r - 1) + 1)``
+  stage-microbatches on rank ``r``, ``k`` the size of the first round of microbatches (``p``
+  when ``p`` divides ``m``: Narayanan et al. 2021, section 2.2.2; Megatron-LM's
+  ``get_num_warmup_microbatches``; Korthikanti et al. 2022, section 4.2.3: ``p (1 + (p - 1) /
+  (p v))`` microbatches of the rank's layers on the first).
 * The pipeline's time with per-rank times ``t_r`` (forward and backward of one microbatch):
   ``m * max t + (sum t - max t) / v``; uniform stages give the bubble fraction ``(p - 1) /
   (m + p - 1)`` for ``v = 1`` (Huang et al. 2019; Narayanan et al. 2021, eq. 1) and ``(p - 1) /
@@ -97,13 +99,26 @@ def in_flight(schedule: str, num_ranks: int, num_microbatches: int, virtual: int
     a rank's ``virtual`` stages holds ``1 / virtual`` of its layers), under hlopipe's generator
     of ``schedule`` (``1f1b``, ``gpipe``, ``interleaved-1f1b``).
 
-    Interleaved (``virtual > 1``) with ``num_microbatches`` a multiple of ``num_ranks``: the
-    warm-up's forwards and one, ``(v - 1) p + 2 (p - r - 1) + 1`` on rank ``r`` (Megatron's
-    interleaved schedule; hlopipe's generator warms up by that or by ``(v - 1) p + (p - r - 1)``,
-    chosen by simulation, so this is its bound). Otherwise each stage's peak, summed."""
+    Interleaved (``virtual > 1``): the warm-up's forwards and one, ``(v - 1) k + 2 (p - r -
+    1) + 1`` on rank ``r`` (at most ``v m``), in rounds of microbatches as Megatron-LM and
+    hlopipe's generator form them: ``max(1, m // p)`` rounds of ``k = m / max(1, m // p)`` where
+    that divides ``m`` (``k = p`` when ``p`` divides ``m``), else rounds of ``k = p`` with a
+    shorter last. This is the textbook order, which hlopipe's generator runs when ``p v m``
+    is beyond its search. Below that it simulates other round sizes and a warm-up of ``(v - 1)
+    k + (p - r - 1)`` and may keep one of them: where ``p`` divides ``m`` this count bounds
+    what it keeps (the tests check a grid), where it does not the kept order can hold more on
+    the last ranks, so the planner walks it (``_schedules.in_flight``). Otherwise each stage's
+    peak, summed.
+
+    Example:
+      >>> in_flight("1f1b", 4, 8, 2), in_flight("1f1b", 4, 6, 2)
+      ([11, 9, 7, 5], [12, 11, 9, 7])
+    """
     p, m, v = num_ranks, num_microbatches, virtual
-    if schedule != "gpipe" and v > 1 and m % p == 0:
-        return [min(v * m, (v - 1) * p + 2 * (p - r - 1) + 1) for r in range(p)]
+    if schedule != "gpipe" and v > 1:
+        rounds = max(1, m // p)
+        k = m // rounds if m % rounds == 0 else p
+        return [min(v * m, (v - 1) * k + 2 * (p - r - 1) + 1) for r in range(p)]
     stages = num_ranks * virtual
     per_stage = [
         num_microbatches if schedule == "gpipe" else min(stages - s, num_microbatches)

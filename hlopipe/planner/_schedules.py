@@ -61,10 +61,20 @@ def in_flight(name: str, num_ranks: int, num_microbatches: int, virtual: int) ->
     """Microbatches each rank keeps activations of, summed over its stages (each of a rank's
     stages holding ``1 / virtual`` of its layers).
 
+    Interleaved 1F1B with ``num_microbatches`` not a multiple of ``num_ranks``: what the rank
+    holds at once (:func:`_rank_peaks`) under the order the runtime's generator makes. Its
+    rounds (even ones of ``m // p`` or more microbatches, or of ``p`` with a shorter last) and
+    warm-up (``(v - 1)`` first rounds and one or two forwards a rank below) are chosen by
+    simulating candidates, so no closed form follows them. A free search never prices such a
+    layout (:func:`._search.layouts`); ``split --device`` does, once.
+
     Raises:
       ScheduleError: the runtime's generator makes no such schedule.
     """
     key = canonical(name)
+    p, m, v = num_ranks, num_microbatches, virtual
+    if key == "interleaved-1f1b" and v > 1 and m % p:
+        return list(_rank_peaks(key, p, m, v))
     if key in CLOSED_FORM:
         return F.in_flight(key, num_ranks, num_microbatches, virtual)
     sched = _required(key, num_ranks, num_microbatches, virtual)
@@ -133,6 +143,27 @@ def _schedule(name: str, p: int, m: int, v: int) -> schedules.Schedule | Schedul
 @functools.lru_cache(maxsize=1024)
 def _peaks(name: str, p: int, m: int, v: int) -> tuple[int, ...]:
     return schedules.peak_in_flight(_required(name, p, m, v))
+
+
+@functools.lru_cache(maxsize=256)
+def _rank_peaks(name: str, p: int, m: int, v: int) -> tuple[int, ...]:
+    """Per rank, the most stage-microbatches whose forward has run and whose backward has not,
+    at any point of its action list (a rank runs its list in order, so this is what it holds
+    at once, whatever the stages' times): the peak over time of the sum over its stages, not
+    the sum of each stage's peak (they come at different times)."""
+    sched = _required(name, p, m, v)
+    out = []
+    for r in range(p):
+        held = peak = 0
+        for step in sched.actions[r]:
+            for a in () if step is None else step.parts:
+                if a.kind is schedules.Kind.F:
+                    held += 1
+                elif a.kind is schedules.Kind.B:
+                    held -= 1
+                peak = max(peak, held)
+        out.append(peak)
+    return tuple(out)
 
 
 def _required(name: str, p: int, m: int, v: int) -> schedules.Schedule:

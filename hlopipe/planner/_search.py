@@ -89,6 +89,8 @@ def layouts(
             if fixed_stages is not None and not fixed.virtual_stages:
                 vs = (fixed_stages // pp,)
             for v in vs:
+                # interleaved 1F1B where pp does not divide m: the runtime runs it, but its
+                # closed-form time assumes rounds of pp (the memory would be right, walked)
                 if looped and (v < 2 or (name == "interleaved-1f1b" and m % pp)):
                     continue
                 if not looped and v != 1:
