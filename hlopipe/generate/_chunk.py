@@ -102,6 +102,9 @@ class ChunkStep:
         self.roles = roles
         self.decode_arg = self._match(roles, gen, what)
         self.tokens_arg, self.position_arg, self.length = self._inputs(roles, gen, what)
+        pos, C = tuple(roles[self.position_arg].shape), self.length
+        # a position for each token (a ``cache_position``: ``[C]``, or ``[b, C]`` widened)
+        self.per_token = C > 1 and (pos == (C,) or pos == (gen.batch, C))
         self.token_out, self.samples = self._token_out(program, roles, gen, what)
         self.pads = False  # set by the check (Generator)
         self.unsplit = program
@@ -142,6 +145,31 @@ class ChunkStep:
         self.inner = self.program
         if sampler is not None:
             self.inner = build(self, sp, regs.layout, {}, fed, param_slots, regs.size, None)
+
+    def at_rows(self, program: Any, gen: Generator, rows: int, num_stages: int) -> ChunkStep:
+        """This chunk step vmapped over ``rows`` (fewer than the batch: ``Widened.narrow``),
+        its arguments and outputs in this one's order (its form and check taken, not made
+        again), split, compiled and placed like it.
+
+        Raises:
+          RuntimeConfigError: ``program``'s arguments are not this one's with ``rows`` in
+            place of the batch (named)."""
+        from copy import copy
+
+        roles, b = program.arg_roles(), gen.batch
+        want = [(r.role, tuple(r.shape)) if r.role is Use.PARAMETER
+                else (r.role, (rows, *tuple(r.shape)[1:])) for r in self.roles]  # fmt: skip
+        got = [(r.role, tuple(r.shape)) for r in roles]
+        if got != want:
+            raise RuntimeConfigError(
+                f"the chunk step {getattr(program, 'source', '')} at {rows} rows: its arguments "
+                f"are not those of {self.what} (at {b}) with {rows} rows in place of {b}"
+            )
+        other = copy(self)
+        other.what = f"the chunk step {getattr(program, 'source', '')}".rstrip()
+        other.unsplit, other.roles = program, roles
+        other.place(gen, num_stages)
+        return other
 
     # -- the form --------------------------------------------------------------------------
     @staticmethod
@@ -184,7 +212,8 @@ class ChunkStep:
         ints = [r for r in rest if np.dtype(r.dtype).kind in "iu"]
         tokens = [r for r in ints if len(r.shape) == 2 and r.shape[0] == b]
         C = int(tokens[0].shape[1]) if len(tokens) == 1 else -1
-        position = [r for r in ints if r not in tokens and tuple(r.shape) in ((), (1,), (b,), (C,))]
+        forms = ((), (1,), (b,), (C,), (b, C))  # (b, C): a cache_position widened over rows
+        position = [r for r in ints if r not in tokens and tuple(r.shape) in forms]
         if len(rest) != 2 or len(tokens) != 1 or len(position) != 1:
             found = ", ".join(f"{r.index} {r.path} {r.dtype}{list(r.shape)}" for r in rest)
             raise RuntimeConfigError(
@@ -237,10 +266,16 @@ class ChunkStep:
         """The position argument for a chunk starting at ``position``: that position (for
         every sequence), or each token's (a ``cache_position`` of ``C``)."""
         r = self.roles[self.position_arg]
-        dtype = np.dtype(r.dtype)
-        if tuple(r.shape) == (self.length,) and self.length > 1:
-            return np.arange(position, position + self.length, dtype=dtype)
-        return np.full(tuple(r.shape), position, dtype)
+        dtype, shape = np.dtype(r.dtype), tuple(r.shape)
+        if self.per_token:
+            each = np.arange(position, position + self.length, dtype=dtype)
+            return np.ascontiguousarray(np.broadcast_to(each, shape))
+        return np.full(shape, position, dtype)
+
+    @property
+    def rows(self) -> int:
+        """The rows a call computes (its tokens' leading axis)."""
+        return int(self.roles[self.tokens_arg].shape[0])
 
     def tokens_dtype(self) -> Any:
         return np.dtype(self.roles[self.tokens_arg].dtype)

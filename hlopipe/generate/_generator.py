@@ -132,7 +132,8 @@ class Generator:
       row_prefills: ``{n: the prefills at n rows}`` (``Widened.narrow``: a batch-1 prefill
         vmapped over ``n < batch`` rows, its state in the step's layout with ``n`` rows):
         ``Session.prefill_rows`` runs the one at the fewest rows holding its prompts instead
-        of computing the whole batch (one-device stages in one process; else not used).
+        of computing the whole batch (one-device stages in one process; else not used); a
+        chunk step among them (it takes the cache in) continues those prompts at ``n`` rows.
 
     Example:
       >>> gen = hlopipe.Generator(dec, params, prefill=pre, groups=8)   # doctest: +SKIP
@@ -227,7 +228,10 @@ class Generator:
         one_device = not self.place.multi and all(
             len(self.place.devices(s)) == 1 for s in range(S)
         )  # a stage splitting the batch over devices: its prefills run at the full batch
+        narrow_chunks: dict[int, list[Any]] = {}  # a chunk step among them: at n rows too
         for n, progs in (row_prefills or {}).items() if one_device else ():
+            narrow_chunks[n] = [p for p in progs if takes_cache(p)]
+            progs = [p for p in progs if not takes_cache(p)]
             if len(progs) != len(self.prefills):
                 raise RuntimeConfigError(
                     Keyword("row_prefills"), f": {len(progs)} prefills at {n} rows, not one "
@@ -248,6 +252,15 @@ class Generator:
                     )  # fmt: skip
                 self.narrow[(want[1], n)] = _Prefill(q, self, S, like=like)
         self.chunk: ChunkStep | None = self._chunk_step(chunks, S, decode)  # checked on host
+        self.narrow_chunks: dict[int, ChunkStep] = {}  # rows -> the chunk step at those rows
+        for n, progs in narrow_chunks.items():
+            if len(progs) != (self.chunk is not None):
+                raise RuntimeConfigError(
+                    Keyword("row_prefills"), f": {len(progs)} chunk steps at {n} rows beside "
+                    f"{int(self.chunk is not None)} among the prefills"
+                )  # fmt: skip
+            if self.chunk is not None:
+                self.narrow_chunks[n] = self.chunk.at_rows(progs[0], self, n, S)
         self._let_go_of_host_params()
 
     def _chunk_step(self, programs: list[Any], S: int, decode: Any) -> ChunkStep | None:
@@ -305,6 +318,12 @@ class Generator:
         ``rows`` prompts, fewer than the batch; ``None``: none, the prefill at the batch."""
         fits = [n for (m, n) in self.narrow if m == length and rows <= n < self.batch]
         return self.narrow[(length, min(fits))] if fits else None
+
+    def narrow_chunk_for(self, rows: int) -> ChunkStep | None:
+        """The chunk step at the fewest rows (``row_prefills``) holding ``rows`` prompts,
+        fewer than the batch; ``None``: none, the chunk step at the batch."""
+        fits = [n for n in self.narrow_chunks if rows <= n < self.batch]
+        return self.narrow_chunks[min(fits)] if fits else None
 
     def _place(
         self, decode: Any, params: Any, devices: Any, shape: Any, axes: Any, specs: Any

@@ -379,7 +379,12 @@ class Session:
         self._check_position(L)
         # the prefill at the fewest rows holding the prompts (``Generator.narrow_for``), its
         # row i standing for the group's row ``took[i]``; else at the batch, row for row
-        narrow = gen.narrow_for(P, len(arr)) if L == P else None
+        # (and the chunks at as many rows, when the prompts go on past the prefill)
+        narrow, chunks = gen.narrow_for(P, len(arr)), chunk
+        if narrow is not None and L > P:
+            chunks = gen.narrow_chunk_for(len(arr))
+            if chunks is None or chunks.rows != int(narrow.prompt_aval.shape[0]):
+                narrow, chunks = None, chunk
         n, k = b if narrow is None else int(narrow.prompt_aval.shape[0]), len(arr)
         batch = np.repeat(arr[:1], n, axis=0)  # the rows not asked for: any prompt
         took = np.repeat(where[:1], n) if narrow is not None else np.arange(b)
@@ -405,8 +410,8 @@ class Session:
         self._count(prog, 1)
         self.prefill_rows_run = n
         if L > P:  # 1b. the chunks, each on the state the last left (``_chunk.py``)
-            assert chunk is not None
-            prog, scratch = self._run_chunks(chunk, scratch, batch, P, L)
+            assert chunks is not None
+            prog, scratch = self._run_chunks(chunks, scratch, batch, P, L, narrow is not None)
         # 2. only the asked rows of each state written into the group's, on its stage: by a
         # mask from the prefill's row of each (at the batch), else its first k at ``where``
         mask = np.zeros(b, bool)
@@ -435,13 +440,20 @@ class Session:
         return np.asarray(made).reshape(n)[where if narrow is None else slice(k)]
 
     def _run_chunks(
-        self, chunk: ChunkStep, made: list[Any], batch: np.ndarray, start: int, end: int
+        self,
+        chunk: ChunkStep,
+        made: list[Any],
+        batch: np.ndarray,
+        start: int,
+        end: int,
+        narrow: bool = False,
     ) -> tuple[StepProgram, list[Any]]:
         """The chunk step over ``batch``'s tokens ``start .. end - 1`` (whole chunks), in
         turn on the state in ``made`` (a prefill's scratch registers), donated from chunk to
         chunk; returns its program (where it left the token) and its registers. They are
         fresh ones with ``made``'s state and sampling: a prefill built before the chunk step
-        takes the registers of its parameters for its own values."""
+        takes the registers of its parameters for its own values. ``narrow``: ``chunk`` is
+        at fewer rows than the batch (``Generator.narrow_chunk_for``), a key a row."""
         gen, prog, C = self.gen, chunk.program, chunk.length
         layout = gen.registers.layout
         size = max(prog.size, chunk.inner.size)
@@ -452,7 +464,9 @@ class Session:
         dtype = chunk.tokens_dtype()
         for at in range(start, end, C):
             prog = chunk.program if at + C >= end else chunk.inner  # the last samples
-            values = {None: position_value(gen.position, at + C - 1),  # the sampler's key
+            key = (np.full(chunk.rows, at + C - 1, np.dtype(gen.position.dtype)) if narrow
+                   else position_value(gen.position, at + C - 1))  # fmt: skip
+            values = {None: key,  # the sampler's key
                       chunk.position_arg: chunk.position_value(at),
                       chunk.tokens_arg: batch[:, at : at + C].astype(dtype)}  # fmt: skip
             local = [(slot, values[arg], sh)

@@ -6,7 +6,10 @@ position. The parameters are not mapped, so one step reads the weights once for 
 The widened step takes a position per row, so the generator serves it as it serves a step
 exported with one (``Generator.per_sequence``: a row refilled while the others carry on, a
 prompt prefilled into its row alone). The prefill is widened alike: its prompt ``[rows, P]``,
-its state outputs in the step's layout.
+its state outputs in the step's layout. A chunk step among the prefills (``_chunk.py``: it
+takes the cache in) is widened as the step is: its caches under the rows, its tokens
+``[rows, C]``, its position one a row (``[rows]``, or ``[rows, C]`` from a ``cache_position``),
+so that chunks of several rows run in one call, each row at its own position.
 
 Three forms, by what the exported step takes:
 
@@ -49,7 +52,8 @@ class Widened(NamedTuple):
     when its roles tell it (``None``: the generator works it out, or ``max_len`` is given).
     ``narrow``: ``{n: the prefills at n rows, in their order}`` for the powers of two ``n``
     below ``rows`` (batch-1 form only; ``Generator(row_prefills=...)``), so that a prompt
-    admitted into a few rows is prefilled at the fewest rows holding it, not at ``rows``."""
+    admitted into a few rows is prefilled at the fewest rows holding it, not at ``rows``; a
+    chunk step among the prefills is widened alike, in its place."""
 
     decode: Any
     prefills: tuple[Any, ...]
@@ -80,16 +84,18 @@ def widen(
             f"{source}: its state and fed-back token cannot be told, so it cannot be served "
             "at another batch; serve it at its own (no ", Keyword("max_batch"), ")"
         )  # fmt: skip
-    for p in prefills:  # a chunk step (``_chunk.py``) is not vmapped over rows yet
-        if takes_cache(p):
-            raise RuntimeConfigError(
-                f"{getattr(p, 'source', 'a prefill')}: takes a cache in (a chunk step), which "
-                "is not served at another batch yet; drop ", Keyword("max_batch"), " or the "
-                "chunk step (prompts past the longest prefill are then read a token a step)"
-            )  # fmt: skip
     token = roles.feedback[0]
     b = token.shape[0] if token.shape else 1
     if b != 1 or any(r.counter for r in roles):
+        for p in prefills:  # a chunk step (``_chunk.py``) is widened from batch 1 only
+            if takes_cache(p):
+                raise RuntimeConfigError(
+                    f"{getattr(p, 'source', 'a prefill')}: takes a cache in (a chunk step), "
+                    f"which is served at another batch only beside a decode step exported at "
+                    f"batch 1 with a position argument ({source} is not); drop ",
+                    Keyword("max_batch"), " or the chunk step (prompts past the longest "
+                    "prefill are then read a token a step)",
+                )  # fmt: skip
         return _grouped(decode, tuple(prefills), rows, roles, b)
     params = {r.index for r in roles.parameters}
     states = {r.index for r in roles.state}
@@ -97,6 +103,11 @@ def widen(
     wide = _widened(decode, rows, params, states, state_outs)
     pres: list[tuple[Any, set[int], set[int], set[int]]] = []
     for p in prefills:
+        if takes_cache(p):  # a chunk step: its caches under the rows as the step's, a
+            own = p.arg_roles()  # position per row, its tokens [rows, C]
+            pres.append((p, {r.index for r in own.parameters}, {r.index for r in own.state},
+                         {r.output for r in own.state}))  # fmt: skip
+            continue
         what = f"the prefill {getattr(p, 'source', '')}".rstrip()
         _, state_of_out = prefill_outputs(p, roles, token.index, what)
         prompt = _prompt_arg(p, what)
