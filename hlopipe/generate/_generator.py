@@ -13,7 +13,6 @@ a cache is updated in place and never leaves its device; only activations and fe
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
@@ -384,6 +383,7 @@ class Generator:
                 p.stage for p in self.plans if self.logits_out in p.program_out.values()
             )
             position = jax.ShapeDtypeStruct(tuple(self.position.shape), self.position.dtype)
+            self._draws: dict[int, Any] = {}  # each stage's sampler, compiled once a shape
             self.sampler = Sampler(self.logits_out, layout.sampling, position,
                                     self._sample_on)  # fmt: skip
         self._param_slots = self.registers.add_params(self.plans, self.placed.params)
@@ -431,6 +431,8 @@ class Generator:
         token replicated there, of the token argument's dtype (PyTorch's int64), and beside
         it the token's log-probabilities (``_sampling.token_logprobs``), read only when
         asked for."""
+        if stage in self._draws:
+            return self._draws[stage]
         dtype = np.dtype(self.token.dtype)
 
         vocab = int(self.vocab or 0)
@@ -447,7 +449,9 @@ class Generator:
             return token.astype(dtype), lp
 
         where = self.place.replicated(stage)
-        return jax.jit(draw, out_shardings=(where, where))  # an instruction's results: a tuple
+        fn = jax.jit(draw, out_shardings=(where, where))  # an instruction's results: a tuple
+        self._draws[stage] = fn  # one a stage: the programs at each row count share it
+        return fn
 
     def step_programs(self, homes: Mapping[int, Home], steps: int) -> list[StepProgram]:
         """The program of each of ``steps`` decode steps from ``homes`` (the first step
@@ -745,8 +749,7 @@ class _Prefill:
         self.samples = sampler is not None
         self._program, self._what, self._roles, self._batch = program, what, gen.roles, gen.batch
         self._rows: dict[int, int] | None = None  # each state argument's sequence axis
-        self._writers: dict[int, Any] = {}  # each state argument's row writer, compiled once
-        self._placers: dict[int, Any] = {}  # each one's writer of fewer rows (``placer``)
+        self._writers: dict[tuple[tuple[int, ...], bool], Any] = {}  # a stage's (``writer``)
         slots = {x.arg: x for x in gen.split.slots}
         stage_of = {o: slots[arg].stage for o, arg in state_of_out.items()}
         try:  # cut where the decode step keeps each cache
@@ -838,39 +841,34 @@ class _Prefill:
         self._rows = rows
         return rows
 
-    def writer(self, arg: int, sharding: Any) -> Any:
-        """State argument ``arg``'s row writer: ``(state, prefilled, mask [b]) -> state`` with
-        the rows ``mask`` selects along its sequence axis taken from ``prefilled``, compiled
-        for its stage (``sharding``) once, the state donated."""
-        fn = self._writers.get(arg)
+    def writer(self, args: tuple[int, ...], shardings: tuple[Any, ...], narrow: bool) -> Any:
+        """The row writer of one stage's state arguments ``args`` (laid out as
+        ``shardings``), all in one call: ``(states, prefilled, which) -> states``, ``which``
+        a mask ``[b]`` of the rows taken from ``prefilled`` along each one's sequence axis,
+        or (``narrow``: a prefill at fewer rows, ``Generator.narrow_for``) the rows ``[n]``
+        its ``n`` rows are written at, one out of range dropped (so that any ``k <= n``
+        prompts take the one compile of ``n``). Compiled once a stage and row count (at
+        warm-up), the states donated."""
+        fn = self._writers.get((args, narrow))
         if fn is None:
-            axis = self.row_axes()[arg]
-            fn = jax.jit(functools.partial(_write_rows, axis=axis), donate_argnums=0,
-                         out_shardings=sharding)  # fmt: skip
-            self._writers[arg] = fn
-        return fn
+            axes = tuple(self.row_axes()[a] for a in args)
+            one = _write_at if narrow else _write_rows
 
-    def placer(self, arg: int, sharding: Any) -> Any:
-        """State argument ``arg``'s writer of fewer rows: ``(state, prefilled, rows [k]) ->
-        state`` with ``rows`` along its sequence axis the first ``k`` of ``prefilled``'s
-        (a prefill at fewer rows, ``Generator.narrow_for``), compiled for its stage
-        (``sharding``) once, the state donated."""
-        fn = self._placers.get(arg)
-        if fn is None:
-            axis = self.row_axes()[arg]
-            fn = jax.jit(functools.partial(_write_at, axis=axis), donate_argnums=0,
-                         out_shardings=sharding)  # fmt: skip
-            self._placers[arg] = fn
+            def write(states: Any, prefilled: Any, which: Any) -> tuple[Any, ...]:
+                return tuple(one(s, v, which, axis=ax)
+                             for s, v, ax in zip(states, prefilled, axes, strict=True))  # fmt: skip
+
+            fn = jax.jit(write, donate_argnums=0, out_shardings=shardings)
+            self._writers[(args, narrow)] = fn
         return fn
 
 
 def _write_at(state: Any, prefilled: Any, rows: Any, *, axis: int) -> Any:
-    """``state`` with its rows ``rows`` (along ``axis``) the first ``len(rows)`` of
-    ``prefilled``'s."""
-    taken = jax.lax.slice_in_dim(prefilled, 0, rows.shape[0], axis=axis)
+    """``state`` with its rows ``rows`` (along ``axis``) ``prefilled``'s, in order; a row out
+    of range is dropped."""
     at = [slice(None)] * state.ndim
     at[axis] = rows
-    return state.at[tuple(at)].set(taken)
+    return state.at[tuple(at)].set(prefilled, mode="drop")
 
 
 def _write_rows(state: Any, prefilled: Any, mask: Any, *, axis: int) -> Any:

@@ -44,6 +44,12 @@ class _Counters:
     host_s: float = 0.0
 
 
+@jax.jit
+def _take_rows(held: tuple[Any, ...], rows: Any) -> tuple[Any, ...]:
+    """Rows ``rows`` of each of ``held`` (a group's sampling registers), in one call."""
+    return tuple(h[rows] for h in held)
+
+
 class Session:
     """Groups of sequences being generated: state on its stages, tokens fed back on device.
 
@@ -396,9 +402,12 @@ class Session:
         prog, layout = (pre if narrow is None else narrow).program, gen.registers.layout
         scratch = gen.registers.template
         scratch.extend([None] * (prog.size - len(scratch)))
-        for reg in layout.sampling:
-            held = self._regs[group][reg]
-            scratch[reg] = held if narrow is None or held is None else held[took]
+        held = {reg: self._regs[group][reg] for reg in layout.sampling}
+        if narrow is not None:  # the rows ``took`` of each, in one call
+            have = [reg for reg, v in held.items() if v is not None]
+            held.update(zip(have, _take_rows(tuple(held[r] for r in have), took), strict=True))
+        for reg, v in held.items():
+            scratch[reg] = v
         # the prefill's last position (before any chunk), for each of its rows
         last = (position_value(gen.position, P - 1) if narrow is None
                 else np.full(n, P - 1, np.dtype(gen.position.dtype)))  # fmt: skip
@@ -412,22 +421,28 @@ class Session:
         if L > P:  # 1b. the chunks, each on the state the last left (``_chunk.py``)
             assert chunks is not None
             prog, scratch = self._run_chunks(chunks, scratch, batch, P, L, narrow is not None)
-        # 2. only the asked rows of each state written into the group's, on its stage: by a
-        # mask from the prefill's row of each (at the batch), else its first k at ``where``
-        mask = np.zeros(b, bool)
-        mask[where] = True
-        which = mask if narrow is None else where.astype(np.int32)
-        masks: dict[int, Any] = {}
+        # 2. only the asked rows of each state written into the group's, each stage's in one
+        # call: by a mask from the prefill's row of each (at the batch), else its first k at
+        # ``where`` (its other rows at ``b``, out of range: dropped)
+        if narrow is None:
+            which = np.zeros(b, bool)
+            which[where] = True
+        else:
+            which = np.full(n, b, np.int32)
+            which[:k] = where
         regs = self._regs[group]
+        on: dict[int, list[int]] = {}  # each local stage's state arguments
         for x in gen.split.slots:
-            if not gen.place.local(x.stage):
-                continue
-            if x.stage not in masks:
-                masks[x.stage] = jax.device_put(which, gen.place.replicated(x.stage))
-            reg = layout.state[x.arg]
-            sharding = gen.placed.state_shardings[x.stage][x.arg]
-            write = pre.writer(x.arg, sharding) if narrow is None else pre.placer(x.arg, sharding)
-            regs[reg] = write(regs[reg], scratch[reg], masks[x.stage])
+            if gen.place.local(x.stage):
+                on.setdefault(x.stage, []).append(x.arg)
+        for stage, args in on.items():
+            shardings = tuple(gen.placed.state_shardings[stage][a] for a in args)
+            write = pre.writer(tuple(args), shardings, narrow is not None)
+            rs = [layout.state[a] for a in args]
+            mask = jax.device_put(which, gen.place.replicated(stage))
+            made = write(tuple(regs[r] for r in rs), tuple(scratch[r] for r in rs), mask)
+            for r, v in zip(rs, made, strict=True):
+                regs[r] = v
         self.positions[group, where] = L
         self.position = int(self.positions.max())
         # 3. their first tokens, in every process
