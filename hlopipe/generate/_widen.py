@@ -37,6 +37,7 @@ values :func:`hlopipe.generate._plan.prefill_args` solves.
 
 from __future__ import annotations
 
+import enum
 from typing import Any, NamedTuple
 
 import jax
@@ -47,18 +48,37 @@ from hlopipe.generate._chunk import takes_cache
 from hlopipe.generate._plan import counters_as_position, logits_as_feedback, prefill_outputs
 
 
+class WidenForm(enum.StrEnum):
+    """Which of the module docstring's three forms a step was widened as."""
+
+    BATCH_1 = "batch-1"  # vmapped over the rows
+    PACKED = "packed"  # batch b, a position per sequence: groups of b rows a call
+    SHARED = "shared"  # one position for the batch (a scalar, or counters): a row a call
+
+    def says(self, b: int, counters: bool) -> str:
+        """What the startup summary says of a step exported at batch ``b`` served so."""
+        if self is WidenForm.BATCH_1:
+            return "a batch-1 step vmapped"
+        if self is WidenForm.PACKED:
+            return f"a batch-{b} step vmapped over groups of {b} rows"
+        kept = "in StaticCache counters" if counters else "for its whole batch"
+        return f"a batch-{b} step (one position {kept}) vmapped, each row a call of its own"
+
+
 class Widened(NamedTuple):
     """The widened programs (loaded ``Program``s) and the cache length of the batch-1 step
     when its roles tell it (``None``: the generator works it out, or ``max_len`` is given).
     ``narrow``: ``{n: the prefills at n rows, in their order}`` for the powers of two ``n``
     below ``rows`` (batch-1 form only; ``Generator(row_prefills=...)``), so that a prompt
     admitted into a few rows is prefilled at the fewest rows holding it, not at ``rows``; a
-    chunk step among the prefills is widened alike, in its place."""
+    chunk step among the prefills is widened alike, in its place. ``says``: the form served,
+    as the startup summary names it (:meth:`WidenForm.says`)."""
 
     decode: Any
     prefills: tuple[Any, ...]
     max_len: int | None
     narrow: dict[int, tuple[Any, ...]] = {}
+    says: str = WidenForm.BATCH_1.says(1, False)
 
 
 def widen(
@@ -246,7 +266,9 @@ def _grouped(decode: Any, prefills: tuple[Any, ...], rows: int, roles: Any, b: i
     pres = tuple(_grouped_prefill(p, decode, roles, layout) for p in prefills)
     lengths = [int(r.shape[r.axis]) for r in states if r.axis is not None]
     told = len(lengths) == len(states)
-    return Widened(wide, pres, min(lengths) if told and lengths else None)
+    form = WidenForm.PACKED if packed else WidenForm.SHARED
+    return Widened(wide, pres, min(lengths) if told and lengths else None,
+                   says=form.says(b, bool(counters)))  # fmt: skip
 
 
 def _check_batch_first(
