@@ -79,6 +79,10 @@ class ChunkStep:
       length: ``C``, the tokens a chunk reads.
       pads: whether a last chunk may be right-padded (set by the check; else the remainder is
         read by the decode step).
+      overlaps: whether the last chunk may end at the prompt's end, started inside the chunk
+        before it (its first tokens written again: set by the check); the prompt is then
+        read whole by the prefill and chunks, the last chunk's token the first, with no
+        decode step for its last token.
       program: its step program (``_steps.StepProgram``, after :meth:`place`), run on a
         group's scratch registers; ``program.input_args`` tells its tokens from its position.
       inner: the program of a chunk before the last (logits not sampled: nothing reads them).
@@ -107,6 +111,7 @@ class ChunkStep:
         self.per_token = C > 1 and (pos == (C,) or pos == (gen.batch, C))
         self.token_out, self.samples = self._token_out(program, roles, gen, what)
         self.pads = False  # set by the check (Generator)
+        self.overlaps = False  # likewise: a last chunk may start inside the one before
         self.unsplit = program
 
     def place(self, gen: Generator, num_stages: int) -> None:
@@ -288,7 +293,8 @@ class ChunkStep:
         by the decode step, which gives the first token), the last chunk right-padded when
         :attr:`pads` (and the padded chunk ends inside the cache), else the whole chunks only
         (the rest read by the decode step); the whole prompt when it is a prefill and whole
-        chunks exactly (the chunk's token is then the first), unless not ``exact`` (the
+        chunks exactly, or a prefill and at least a chunk when :attr:`overlaps` (the chunk's
+        token is then the first), unless not ``exact`` (the
         first token's log-probabilities asked for: the decode step gives them)."""
         L, C = len(prompt), self.length
         P = max((p for p in prefill_lens if p <= L), default=0)
@@ -297,7 +303,7 @@ class ChunkStep:
                 f"{self.what}: a prompt of {L} tokens is shorter than every prefill "
                 f"({', '.join(map(str, prefill_lens))}); it starts in a prefill"
             )
-        if exact and (L - P) % C == 0:
+        if exact and self.splits(L, prefill_lens) is not None:  # whole, or the last overlapping
             return ChunkRow(list(prompt), L)
         n = L - 1
         P = max(p for p in prefill_lens if p <= n)
@@ -308,7 +314,18 @@ class ChunkStep:
         return ChunkRow(list(prompt[:whole]), whole)
 
     def splits(self, length: int, prefill_lens: tuple[int, ...]) -> int | None:
-        """The prefill length ``P`` for a row of ``length`` tokens (``P`` + whole chunks), or
-        ``None``."""
-        fits = [p for p in prefill_lens if p < length and (length - p) % self.length == 0]
+        """The prefill length ``P`` for a row of ``length`` tokens (``P`` + whole chunks, or
+        when :attr:`overlaps`, ``P`` + at least one chunk: :meth:`starts`), or ``None``."""
+        C = self.length
+        fits = [p for p in prefill_lens if p < length and (length - p) % C == 0]
+        if not fits and self.overlaps:
+            fits = [p for p in prefill_lens if length - p >= C]
         return max(fits) if fits else None
+
+    def starts(self, start: int, end: int) -> list[int]:
+        """Where each chunk of tokens ``start .. end - 1`` starts: every ``C`` tokens, the last
+        at ``end - C`` (inside the one before when ``end - start`` is not whole chunks)."""
+        at = list(range(start, end - self.length + 1, self.length))
+        if at[-1] + self.length < end:
+            at.append(end - self.length)
+        return at

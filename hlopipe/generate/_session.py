@@ -323,10 +323,11 @@ class Session:
         the prefill, and only their rows ``rows [n]`` of group ``group``'s state are written,
         each from the prefill's row of its prompt, on the stages keeping the state (the other
         rows stay bit for bit as they were). Their positions become ``L``. With a chunk step
-        (``Generator.chunk``), ``L`` may also be a prefill's length ``P`` plus whole chunks:
-        the first ``P`` tokens go through that prefill and the rest through the chunk step,
-        ``C`` at a time, each on the state the last left (all on scratch state before the
-        rows are written).
+        (``Generator.chunk``), ``L`` may also be a prefill's length ``P`` plus whole chunks
+        (or any ``L >= P + C`` when ``chunk.overlaps``: the last chunk ends at ``L``, inside
+        the one before): the first ``P`` tokens go through that prefill and the rest through
+        the chunk step, ``C`` at a time, each on the state the last left (all on scratch
+        state before the rows are written).
 
         Returns the first token of each, ``[n]`` (the prefill's, sampled from its logits with
         the rows' sampling when it returns logits): feed it at those rows
@@ -477,7 +478,7 @@ class Session:
         for reg in [*layout.state.values(), *layout.sampling]:
             scratch[reg] = made[reg]
         dtype = chunk.tokens_dtype()
-        for at in range(start, end, C):
+        for at in chunk.starts(start, end):  # (the last inside the one before: ``overlaps``)
             prog = chunk.program if at + C >= end else chunk.inner  # the last samples
             key = (np.full(chunk.rows, at + C - 1, np.dtype(gen.position.dtype)) if narrow
                    else position_value(gen.position, at + C - 1))  # fmt: skip

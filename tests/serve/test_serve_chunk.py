@@ -54,8 +54,8 @@ def test_prompts_longer_than_the_prefill_through_chunks_equal_the_unsplit_progra
     """In-process engine, one stage, one group of 2 slots, a prefill of 16 tokens and a chunk
     step of 16: prompts of 1, 15, 17, 64 and 200 tokens, two at a time. 64 and 200 go
     through the prefill and chunks (64: whole chunks, the chunk's token the first; 200: the
-    last chunk right-padded, its last token read by the decode step); each gets the tokens
-    the unsplit decode step gives when fed the whole prompt a token a step."""
+    last chunk ending at its end, from inside the one before: ``overlaps``); each gets the
+    tokens the unsplit decode step gives when fed the whole prompt a token a step."""
     from hlopipe.generate import Generator
     from hlopipe.serve import Engine
 
@@ -128,9 +128,12 @@ def test_a_batch_1_chunk_step_at_max_batch_4_equals_the_unsplit_program(recipe):
     turn while the 1-token and 64-token rows are still generating. Every sequence gets the
     tokens of the unsplit decode step fed its whole prompt, and the chunks ran at the fewest
     rows holding the prompts chunked in a turn: the 64-token prompt's 3 chunks at 1 row, the
-    two 200-token prompts' 12 chunks at 2 rows in one run each (never at 4)."""
+    two 200-token prompts' 12 chunks at 2 rows in one run each (never at 4). The 64-token
+    one asks for log-probabilities (which the decode step gives), so its chunks read its
+    first 63 tokens, the last chunk right-padded, and the decode step its last."""
     from hlopipe.generate import Generator, widen
     from hlopipe.serve import Engine
+    from hlopipe.serve._scheduler import SamplingParams
 
     ns = recipe[0]
     cfg = ns["cfg"]
@@ -138,7 +141,8 @@ def test_a_batch_1_chunk_step_at_max_batch_4_equals_the_unsplit_program(recipe):
     wide = widen(decode, [prefill, chunk], rows=4)
     gen = Generator(wide.decode, ns["params"], prefill=list(wide.prefills), num_stages=1,
                     groups=1, max_len=cfg.max_len, row_prefills=wide.narrow)  # fmt: skip
-    assert gen.chunk is not None and gen.chunk.pads and sorted(gen.narrow_chunks) == [1, 2]
+    chunk_ok = gen.chunk is not None and gen.chunk.pads and gen.chunk.overlaps
+    assert chunk_ok and sorted(gen.narrow_chunks) == [1, 2]
     ran: dict[int, int] = {1: 0, 2: 0, 4: 0}  # chunks run, by the rows each computed
     for step in (gen.chunk, *gen.narrow_chunks.values()):
         for prog in {id(step.program): step.program, id(step.inner): step.inner}.values():
@@ -147,10 +151,12 @@ def test_a_batch_1_chunk_step_at_max_batch_4_equals_the_unsplit_program(recipe):
     rng = np.random.default_rng(3)
     cases = [(rng.integers(0, cfg.vocab, L).tolist(), n)
              for L, n in ((1, 12), (15, 2), (17, 2), (64, 4), (200, 4), (200, 3))]  # fmt: skip
-    requests = run_all(engine, cases)
+    asks = (*cases[3], frozenset(), SamplingParams(logprobs=True), [], None, False, 1)
+    requests = run_all(engine, [*cases[:3], asks, *cases[4:]])
     assert [r.seqs[0].tokens for r in requests] == [_oracle(ns, p, n) for p, n in cases]
-    # warm-up: one chunk at each row count; then 64 = 16 + 3 x 16 at 1 row, and both 200s
-    # (their first 199 tokens: 16 + 12 x 16, the last chunk padded) together at 2 rows
+    assert len(requests[3].seqs[0].token_logprobs) == 4
+    # warm-up: one chunk at each row count; then 64 (its first 63: 16 + 3 x 16, padded) at
+    # 1 row, and both 200s (16 + 11 x 16 and one from 184) together at 2 rows
     assert ran == {1: 1 + 3, 2: 1 + 12, 4: 1}
 
 
