@@ -472,10 +472,10 @@ def _chunk_table_rows(repeats: int, chunk: int, d_model: int, layers: int, max_b
         print("| ---: | ---: | ---: | ---: | :---: |")
         probe.ttft(3)
         probe.ttft(200)  # warm the chunk path
+        alone = {n: probe.alone(n) for n in CHUNK_LENGTHS}  # before the other clients start
         with _busy(url, cfg.vocab, busy):
             for length in CHUNK_LENGTHS:
-                now = probe.ttft(length)
-                base = probe.alone(length)
+                now, base = probe.ttft(length), alone[length]
                 print(f"| {length} | {now * 1e3:.1f} | {base * 1e3:.2f} | {now / base:.1f}x | "
                       f"{probe.equal(length)} |")  # fmt: skip
 
