@@ -363,10 +363,14 @@ class Session:
                 P = chunk.splits(int(arr.shape[1]), tuple(lengths))
         if P is None or arr.dtype.kind not in "iu":
             form = " or ".join(f"[n, {n}]" for n in lengths)
-            more = "" if chunk is None else f", or one of those plus a multiple of {chunk.length}"
+            more = ""
+            if chunk is not None:  # whole chunks, or the last one inside the one before
+                more = f" plus {chunk.length} or more" if chunk.overlaps else (
+                    f" plus a multiple of {chunk.length}")  # fmt: skip
+                more = f", or one of those{more}: chunks"
             raise RuntimeConfigError(
                 f"prefill_rows: prompts must be integers shaped {form} (a prefill's length"
-                f"{more}: whole chunks), got {arr.dtype}{list(arr.shape)}"
+                f"{more}), got {arr.dtype}{list(arr.shape)}"
             )
         pre = gen.prefill_for(P)
         pre.row_axes()  # refused here when a state's sequence axis cannot be told
