@@ -28,7 +28,10 @@ run alone (jitted, one device, no HTTP): what "prefill speed" means for that pro
 ``--ttft --chunk C``: issue 49's prompt lengths (1, 15, 17, 64, 200) with a prefill of 16
 tokens and a chunk step of ``C`` (``generate/_chunk.py``), the time to first token with the
 chunk step and with it put aside (the rest of a prompt past the prefill read a token a step),
-beside the unsplit prefill of that length alone, side by side in one run.
+beside the unsplit prefill of that length alone, side by side in one run. With
+``--max-batch N`` (``--busy K``): the programs exported at batch 1 and served at ``N`` rows,
+as users serve them, ``K`` other clients generating all the while, against the prefill of that
+length alone at batch 1.
 
 ``--batch 8``: batching at serve time. The token-returning step and its prefill, exported at
 batch 1, served three ways to the same load (``--clients`` streaming clients, prompts of 3 to
@@ -244,11 +247,17 @@ CHUNK_LENGTHS = (1, 15, 17, 64, 200)  # issue 49's: a 16-token prefill and a chu
 
 
 def _ttft_model(
-    buckets: tuple[int, ...], chunk: int | None = None, d_model: int = 128, layers: int = 4
+    buckets: tuple[int, ...],
+    chunk: int | None = None,
+    d_model: int = 128,
+    layers: int = 4,
+    max_batch: int | None = None,
 ) -> tuple[Any, Any, Any]:
     """The ``--ttft`` model (``d_model`` wide, ``d_ff`` twice that, ``layers`` blocks, a
     cache of 256): its config, parameters and generator (2 stages, one group of 2 slots,
-    prefills at ``buckets`` and, given ``chunk``, a chunk step of that many tokens)."""
+    prefills at ``buckets`` and, given ``chunk``, a chunk step of that many tokens; given
+    ``max_batch``, every program exported at batch 1 and widened to that many rows, as
+    ``hlopipe serve --max-batch`` serves them)."""
     import jax
 
     jax.config.update("jax_num_cpu_devices", 8)
@@ -261,7 +270,7 @@ def _ttft_model(
 
     cfg = gd.DecodeConfig(max_len=256, d_model=d_model, d_ff=2 * d_model, n_layers=layers)
     params = gd.init(jax.random.key(0), cfg)
-    b = 2
+    b = 2 if max_batch is None else 1
     step = jax.jit(gd.decode_slots_fn(cfg, stage_boundary, cuts=(2,)), donate_argnums=1)
     zeros = jnp.zeros(b, jnp.int32)
     decode = jax.export.export(step)(params, gd.empty_cache(b, cfg), zeros, zeros)
@@ -274,8 +283,14 @@ def _ttft_model(
                                          jnp.zeros((b, chunk), jnp.int32),
                                          jnp.zeros((), jnp.int32))  # fmt: skip
         prefills.append(load(exported.serialize()))
-    gen = Generator(load(decode.serialize()), params, prefill=prefills, num_stages=2, groups=1,
-                    max_len=cfg.max_len)  # fmt: skip
+    program, narrow = load(decode.serialize()), {}
+    if max_batch is not None:
+        from hlopipe.generate import widen
+
+        wide = widen(program, prefills, max_batch)
+        program, prefills, narrow = wide.decode, list(wide.prefills), wide.narrow
+    gen = Generator(program, params, prefill=prefills, num_stages=2, groups=1,
+                    max_len=cfg.max_len, row_prefills=narrow)  # fmt: skip
     return cfg, params, gen
 
 
@@ -369,11 +384,17 @@ def _ttft_table(repeats: int, buckets: tuple[int, ...]) -> None:
                   f"{base * 1e3:.2f} | {now / base:.1f}x | {probe.equal(length)} |")  # fmt: skip
 
 
-def _chunk_table(repeats: int, chunk: int, d_model: int = 128, layers: int = 4) -> None:
+def _chunk_table(repeats: int, chunk: int, d_model: int = 128, layers: int = 4,
+                 max_batch: int | None = None, busy: int = 0) -> None:  # fmt: skip
     """``--ttft --chunk C``: the time to first token by prompt length with a 16-token prefill
     and a chunk step of ``C`` tokens, against the same server with its chunk step put aside
     (the prefix through the prefill, the rest a token a step) and the unsplit prefill of
-    that length alone, measured side by side in one run."""
+    that length alone, measured side by side in one run. ``max_batch``: the programs
+    exported at batch 1 and served at that many rows (``--max-batch``); ``busy``: that many
+    other clients generating all the while (rows decoding beside the measured one)."""
+    if max_batch is not None:
+        _chunk_table_rows(repeats, chunk, d_model, layers, max_batch, busy)
+        return
     cfg, params, gen = _ttft_model((16,), chunk, d_model, layers)
     assert gen.chunk is not None
     with _served(gen) as (engine, url):
@@ -399,6 +420,64 @@ def _chunk_table(repeats: int, chunk: int, d_model: int = 128, layers: int = 4) 
             print(f"| {length} | {now * 1e3:.1f} | {before * 1e3:.1f} | {before / now:.1f}x | "
                   f"{base * 1e3:.2f} | {now / base:.1f}x | {wide * 1e3:.2f} | {now / wide:.1f}x "
                   f"| {probe.equal(length)} |")  # fmt: skip
+
+
+@contextlib.contextmanager
+def _busy(url: str, vocab: int, clients: int) -> Iterator[None]:
+    """``clients`` streaming clients sending 16-token prompts for 48 tokens each, one after
+    the other, until the block ends: rows decoding beside what the block measures."""
+    from openai import OpenAI
+
+    stop = threading.Event()
+
+    def one(k: int) -> None:
+        client = OpenAI(base_url=url, api_key="none", max_retries=0, timeout=600)
+        rng = np.random.default_rng(100 + k)
+        while not stop.is_set():
+            prompt = rng.integers(0, vocab, 16).tolist()
+            for _ in client.completions.create(model="m", prompt=prompt, max_tokens=48,
+                                               temperature=0, stream=True):  # fmt: skip
+                pass
+
+    threads = [threading.Thread(target=one, args=(k,), daemon=True) for k in range(clients)]
+    for t in threads:
+        t.start()
+    time.sleep(0.5 if clients else 0)
+    try:
+        yield
+    finally:
+        stop.set()
+        for t in threads:
+            t.join(60)
+
+
+def _chunk_table_rows(repeats: int, chunk: int, d_model: int, layers: int, max_batch: int,
+                      busy: int) -> None:  # fmt: skip
+    """``--ttft --chunk C --max-batch N``: the decode step, prefill and chunk step exported at
+    batch 1 and served at ``N`` rows (the prefill and chunks of a prompt at the fewest rows
+    holding it: 1), ``busy`` other clients generating all the while; the time to first token
+    against the unsplit prefill of that length alone at batch 1."""
+    cfg, params, gen = _ttft_model((16,), chunk, d_model, layers, max_batch)
+    assert gen.chunk is not None
+    with _served(gen) as (engine, url):
+        probe = _Probe(url, cfg, params, repeats)
+        print(f"time to first token by prompt length: tiny GPT (d_model {d_model}, {layers} "
+              f"layers, cache 256), exported at batch 1, served at --max-batch {max_batch} "
+              f"(one group), 2 stages, a prefill of 16 tokens and a chunk step of {chunk} "
+              f"(padding agreed: prefill {engine.pads}, chunk {gen.chunk.pads}), {busy} other "
+              f"clients generating, one measured client, median of {repeats}")  # fmt: skip
+        print("| prompt tokens | TTFT ms (chunks) | unsplit prefill of that length alone ms, "
+              "batch 1 | TTFT / alone | 4 greedy tokens equal the decode step fed the prompt "
+              "|")  # fmt: skip
+        print("| ---: | ---: | ---: | ---: | :---: |")
+        probe.ttft(3)
+        probe.ttft(200)  # warm the chunk path
+        alone = {n: probe.alone(n) for n in CHUNK_LENGTHS}  # before the other clients start
+        with _busy(url, cfg.vocab, busy):
+            for length in CHUNK_LENGTHS:
+                now, base = probe.ttft(length), alone[length]
+                print(f"| {length} | {now * 1e3:.1f} | {base * 1e3:.2f} | {now / base:.1f}x | "
+                      f"{probe.equal(length)} |")  # fmt: skip
 
 
 def _batch_table(batch: int, clients: list[int], requests: int, tokens: int) -> None:
@@ -791,6 +870,10 @@ def main() -> None:
     ap.add_argument("--buckets", default="16", help="--ttft: the prefills' prompt lengths")
     ap.add_argument("--chunk", type=int, default=None, help="--ttft: a 16-token prefill and a "
                     "chunk step of this many tokens (issue 49's lengths)")  # fmt: skip
+    ap.add_argument("--max-batch", type=int, default=None, help="--ttft --chunk: exported at "
+                    "batch 1 and served at this many rows")  # fmt: skip
+    ap.add_argument("--busy", type=int, default=0, help="--ttft --chunk --max-batch: other "
+                    "clients generating while the time to first token is measured")  # fmt: skip
     ap.add_argument("--batch", type=int, default=None, help="batching at serve time: a batch-1 "
                     "export served at this --max-batch beside the server at batch 1")  # fmt: skip
     ap.add_argument("--d-model", type=int, default=None, help="--batch (--ttft --chunk): a tiny "
@@ -824,7 +907,8 @@ def main() -> None:
         _batch_table(args.batch, clients, args.requests, args.tokens)
         return
     if args.ttft and args.chunk:
-        _chunk_table(args.repeats, args.chunk, args.d_model or 128, args.layers)
+        _chunk_table(args.repeats, args.chunk, args.d_model or 128, args.layers,
+                     args.max_batch, args.busy)  # fmt: skip
         return
     if args.ttft:
         _ttft_table(args.repeats, tuple(int(x) for x in args.buckets.split(",")))

@@ -79,6 +79,10 @@ class ChunkStep:
       length: ``C``, the tokens a chunk reads.
       pads: whether a last chunk may be right-padded (set by the check; else the remainder is
         read by the decode step).
+      overlaps: whether the last chunk may end at the prompt's end, started inside the chunk
+        before it (its first tokens written again: set by the check); the prompt is then
+        read whole by the prefill and chunks, the last chunk's token the first, with no
+        decode step for its last token.
       program: its step program (``_steps.StepProgram``, after :meth:`place`), run on a
         group's scratch registers; ``program.input_args`` tells its tokens from its position.
       inner: the program of a chunk before the last (logits not sampled: nothing reads them).
@@ -102,8 +106,12 @@ class ChunkStep:
         self.roles = roles
         self.decode_arg = self._match(roles, gen, what)
         self.tokens_arg, self.position_arg, self.length = self._inputs(roles, gen, what)
+        pos, C = tuple(roles[self.position_arg].shape), self.length
+        # a position for each token (a ``cache_position``: ``[C]``, or ``[b, C]`` widened)
+        self.per_token = C > 1 and (pos == (C,) or pos == (gen.batch, C))
         self.token_out, self.samples = self._token_out(program, roles, gen, what)
         self.pads = False  # set by the check (Generator)
+        self.overlaps = False  # likewise: a last chunk may start inside the one before
         self.unsplit = program
 
     def place(self, gen: Generator, num_stages: int) -> None:
@@ -142,6 +150,31 @@ class ChunkStep:
         self.inner = self.program
         if sampler is not None:
             self.inner = build(self, sp, regs.layout, {}, fed, param_slots, regs.size, None)
+
+    def at_rows(self, program: Any, gen: Generator, rows: int, num_stages: int) -> ChunkStep:
+        """This chunk step vmapped over ``rows`` (fewer than the batch: ``Widened.narrow``),
+        its arguments and outputs in this one's order (its form and check taken, not made
+        again), split, compiled and placed like it.
+
+        Raises:
+          RuntimeConfigError: ``program``'s arguments are not this one's with ``rows`` in
+            place of the batch (named)."""
+        from copy import copy
+
+        roles, b = program.arg_roles(), gen.batch
+        want = [(r.role, tuple(r.shape)) if r.role is Use.PARAMETER
+                else (r.role, (rows, *tuple(r.shape)[1:])) for r in self.roles]  # fmt: skip
+        got = [(r.role, tuple(r.shape)) for r in roles]
+        if got != want:
+            raise RuntimeConfigError(
+                f"the chunk step {getattr(program, 'source', '')} at {rows} rows: its arguments "
+                f"are not those of {self.what} (at {b}) with {rows} rows in place of {b}"
+            )
+        other = copy(self)
+        other.what = f"the chunk step {getattr(program, 'source', '')}".rstrip()
+        other.unsplit, other.roles = program, roles
+        other.place(gen, num_stages)
+        return other
 
     # -- the form --------------------------------------------------------------------------
     @staticmethod
@@ -184,7 +217,8 @@ class ChunkStep:
         ints = [r for r in rest if np.dtype(r.dtype).kind in "iu"]
         tokens = [r for r in ints if len(r.shape) == 2 and r.shape[0] == b]
         C = int(tokens[0].shape[1]) if len(tokens) == 1 else -1
-        position = [r for r in ints if r not in tokens and tuple(r.shape) in ((), (1,), (b,), (C,))]
+        forms = ((), (1,), (b,), (C,), (b, C))  # (b, C): a cache_position widened over rows
+        position = [r for r in ints if r not in tokens and tuple(r.shape) in forms]
         if len(rest) != 2 or len(tokens) != 1 or len(position) != 1:
             found = ", ".join(f"{r.index} {r.path} {r.dtype}{list(r.shape)}" for r in rest)
             raise RuntimeConfigError(
@@ -237,10 +271,16 @@ class ChunkStep:
         """The position argument for a chunk starting at ``position``: that position (for
         every sequence), or each token's (a ``cache_position`` of ``C``)."""
         r = self.roles[self.position_arg]
-        dtype = np.dtype(r.dtype)
-        if tuple(r.shape) == (self.length,) and self.length > 1:
-            return np.arange(position, position + self.length, dtype=dtype)
-        return np.full(tuple(r.shape), position, dtype)
+        dtype, shape = np.dtype(r.dtype), tuple(r.shape)
+        if self.per_token:
+            each = np.arange(position, position + self.length, dtype=dtype)
+            return np.ascontiguousarray(np.broadcast_to(each, shape))
+        return np.full(shape, position, dtype)
+
+    @property
+    def rows(self) -> int:
+        """The rows a call computes (its tokens' leading axis)."""
+        return int(self.roles[self.tokens_arg].shape[0])
 
     def tokens_dtype(self) -> Any:
         return np.dtype(self.roles[self.tokens_arg].dtype)
@@ -253,7 +293,8 @@ class ChunkStep:
         by the decode step, which gives the first token), the last chunk right-padded when
         :attr:`pads` (and the padded chunk ends inside the cache), else the whole chunks only
         (the rest read by the decode step); the whole prompt when it is a prefill and whole
-        chunks exactly (the chunk's token is then the first), unless not ``exact`` (the
+        chunks exactly, or a prefill and at least a chunk when :attr:`overlaps` (the chunk's
+        token is then the first), unless not ``exact`` (the
         first token's log-probabilities asked for: the decode step gives them)."""
         L, C = len(prompt), self.length
         P = max((p for p in prefill_lens if p <= L), default=0)
@@ -262,7 +303,7 @@ class ChunkStep:
                 f"{self.what}: a prompt of {L} tokens is shorter than every prefill "
                 f"({', '.join(map(str, prefill_lens))}); it starts in a prefill"
             )
-        if exact and (L - P) % C == 0:
+        if exact and self.splits(L, prefill_lens) is not None:  # whole, or the last overlapping
             return ChunkRow(list(prompt), L)
         n = L - 1
         P = max(p for p in prefill_lens if p <= n)
@@ -273,7 +314,18 @@ class ChunkStep:
         return ChunkRow(list(prompt[:whole]), whole)
 
     def splits(self, length: int, prefill_lens: tuple[int, ...]) -> int | None:
-        """The prefill length ``P`` for a row of ``length`` tokens (``P`` + whole chunks), or
-        ``None``."""
-        fits = [p for p in prefill_lens if p < length and (length - p) % self.length == 0]
+        """The prefill length ``P`` for a row of ``length`` tokens (``P`` + whole chunks, or
+        when :attr:`overlaps`, ``P`` + at least one chunk: :meth:`starts`), or ``None``."""
+        C = self.length
+        fits = [p for p in prefill_lens if p < length and (length - p) % C == 0]
+        if not fits and self.overlaps:
+            fits = [p for p in prefill_lens if length - p >= C]
         return max(fits) if fits else None
+
+    def starts(self, start: int, end: int) -> list[int]:
+        """Where each chunk of tokens ``start .. end - 1`` starts: every ``C`` tokens, the last
+        at ``end - C`` (inside the one before when ``end - start`` is not whole chunks)."""
+        at = list(range(start, end - self.length + 1, self.length))
+        if at[-1] + self.length < end:
+            at.append(end - self.length)
+        return at

@@ -13,7 +13,6 @@ a cache is updated in place and never leaves its device; only activations and fe
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
@@ -132,7 +131,8 @@ class Generator:
       row_prefills: ``{n: the prefills at n rows}`` (``Widened.narrow``: a batch-1 prefill
         vmapped over ``n < batch`` rows, its state in the step's layout with ``n`` rows):
         ``Session.prefill_rows`` runs the one at the fewest rows holding its prompts instead
-        of computing the whole batch (one-device stages in one process; else not used).
+        of computing the whole batch (one-device stages in one process; else not used); a
+        chunk step among them (it takes the cache in) continues those prompts at ``n`` rows.
 
     Example:
       >>> gen = hlopipe.Generator(dec, params, prefill=pre, groups=8)   # doctest: +SKIP
@@ -227,7 +227,10 @@ class Generator:
         one_device = not self.place.multi and all(
             len(self.place.devices(s)) == 1 for s in range(S)
         )  # a stage splitting the batch over devices: its prefills run at the full batch
+        narrow_chunks: dict[int, list[Any]] = {}  # a chunk step among them: at n rows too
         for n, progs in (row_prefills or {}).items() if one_device else ():
+            narrow_chunks[n] = [p for p in progs if takes_cache(p)]
+            progs = [p for p in progs if not takes_cache(p)]
             if len(progs) != len(self.prefills):
                 raise RuntimeConfigError(
                     Keyword("row_prefills"), f": {len(progs)} prefills at {n} rows, not one "
@@ -248,6 +251,15 @@ class Generator:
                     )  # fmt: skip
                 self.narrow[(want[1], n)] = _Prefill(q, self, S, like=like)
         self.chunk: ChunkStep | None = self._chunk_step(chunks, S, decode)  # checked on host
+        self.narrow_chunks: dict[int, ChunkStep] = {}  # rows -> the chunk step at those rows
+        for n, progs in narrow_chunks.items():
+            if len(progs) != (self.chunk is not None):
+                raise RuntimeConfigError(
+                    Keyword("row_prefills"), f": {len(progs)} chunk steps at {n} rows beside "
+                    f"{int(self.chunk is not None)} among the prefills"
+                )  # fmt: skip
+            if self.chunk is not None:
+                self.narrow_chunks[n] = self.chunk.at_rows(progs[0], self, n, S)
         self._let_go_of_host_params()
 
     def _chunk_step(self, programs: list[Any], S: int, decode: Any) -> ChunkStep | None:
@@ -281,7 +293,7 @@ class Generator:
                 "value): export it as the decode step with C tokens, the position of the first "
                 "as its position, returning the token after the last"
             )
-        chunk.pads = verdict.pads
+        chunk.pads, chunk.overlaps = verdict.pads, verdict.overlaps
         chunk.place(self, S)
         return chunk
 
@@ -305,6 +317,12 @@ class Generator:
         ``rows`` prompts, fewer than the batch; ``None``: none, the prefill at the batch."""
         fits = [n for (m, n) in self.narrow if m == length and rows <= n < self.batch]
         return self.narrow[(length, min(fits))] if fits else None
+
+    def narrow_chunk_for(self, rows: int) -> ChunkStep | None:
+        """The chunk step at the fewest rows (``row_prefills``) holding ``rows`` prompts,
+        fewer than the batch; ``None``: none, the chunk step at the batch."""
+        fits = [n for n in self.narrow_chunks if rows <= n < self.batch]
+        return self.narrow_chunks[min(fits)] if fits else None
 
     def _place(
         self, decode: Any, params: Any, devices: Any, shape: Any, axes: Any, specs: Any
@@ -365,6 +383,7 @@ class Generator:
                 p.stage for p in self.plans if self.logits_out in p.program_out.values()
             )
             position = jax.ShapeDtypeStruct(tuple(self.position.shape), self.position.dtype)
+            self._draws: dict[int, Any] = {}  # each stage's sampler, compiled once a shape
             self.sampler = Sampler(self.logits_out, layout.sampling, position,
                                     self._sample_on)  # fmt: skip
         self._param_slots = self.registers.add_params(self.plans, self.placed.params)
@@ -412,6 +431,8 @@ class Generator:
         token replicated there, of the token argument's dtype (PyTorch's int64), and beside
         it the token's log-probabilities (``_sampling.token_logprobs``), read only when
         asked for."""
+        if stage in self._draws:
+            return self._draws[stage]
         dtype = np.dtype(self.token.dtype)
 
         vocab = int(self.vocab or 0)
@@ -428,7 +449,9 @@ class Generator:
             return token.astype(dtype), lp
 
         where = self.place.replicated(stage)
-        return jax.jit(draw, out_shardings=(where, where))  # an instruction's results: a tuple
+        fn = jax.jit(draw, out_shardings=(where, where))  # an instruction's results: a tuple
+        self._draws[stage] = fn  # one a stage: the programs at each row count share it
+        return fn
 
     def step_programs(self, homes: Mapping[int, Home], steps: int) -> list[StepProgram]:
         """The program of each of ``steps`` decode steps from ``homes`` (the first step
@@ -726,8 +749,7 @@ class _Prefill:
         self.samples = sampler is not None
         self._program, self._what, self._roles, self._batch = program, what, gen.roles, gen.batch
         self._rows: dict[int, int] | None = None  # each state argument's sequence axis
-        self._writers: dict[int, Any] = {}  # each state argument's row writer, compiled once
-        self._placers: dict[int, Any] = {}  # each one's writer of fewer rows (``placer``)
+        self._writers: dict[tuple[tuple[int, ...], bool], Any] = {}  # a stage's (``writer``)
         slots = {x.arg: x for x in gen.split.slots}
         stage_of = {o: slots[arg].stage for o, arg in state_of_out.items()}
         try:  # cut where the decode step keeps each cache
@@ -819,39 +841,34 @@ class _Prefill:
         self._rows = rows
         return rows
 
-    def writer(self, arg: int, sharding: Any) -> Any:
-        """State argument ``arg``'s row writer: ``(state, prefilled, mask [b]) -> state`` with
-        the rows ``mask`` selects along its sequence axis taken from ``prefilled``, compiled
-        for its stage (``sharding``) once, the state donated."""
-        fn = self._writers.get(arg)
+    def writer(self, args: tuple[int, ...], shardings: tuple[Any, ...], narrow: bool) -> Any:
+        """The row writer of one stage's state arguments ``args`` (laid out as
+        ``shardings``), all in one call: ``(states, prefilled, which) -> states``, ``which``
+        a mask ``[b]`` of the rows taken from ``prefilled`` along each one's sequence axis,
+        or (``narrow``: a prefill at fewer rows, ``Generator.narrow_for``) the rows ``[n]``
+        its ``n`` rows are written at, one out of range dropped (so that any ``k <= n``
+        prompts take the one compile of ``n``). Compiled once a stage and row count (at
+        warm-up), the states donated."""
+        fn = self._writers.get((args, narrow))
         if fn is None:
-            axis = self.row_axes()[arg]
-            fn = jax.jit(functools.partial(_write_rows, axis=axis), donate_argnums=0,
-                         out_shardings=sharding)  # fmt: skip
-            self._writers[arg] = fn
-        return fn
+            axes = tuple(self.row_axes()[a] for a in args)
+            one = _write_at if narrow else _write_rows
 
-    def placer(self, arg: int, sharding: Any) -> Any:
-        """State argument ``arg``'s writer of fewer rows: ``(state, prefilled, rows [k]) ->
-        state`` with ``rows`` along its sequence axis the first ``k`` of ``prefilled``'s
-        (a prefill at fewer rows, ``Generator.narrow_for``), compiled for its stage
-        (``sharding``) once, the state donated."""
-        fn = self._placers.get(arg)
-        if fn is None:
-            axis = self.row_axes()[arg]
-            fn = jax.jit(functools.partial(_write_at, axis=axis), donate_argnums=0,
-                         out_shardings=sharding)  # fmt: skip
-            self._placers[arg] = fn
+            def write(states: Any, prefilled: Any, which: Any) -> tuple[Any, ...]:
+                return tuple(one(s, v, which, axis=ax)
+                             for s, v, ax in zip(states, prefilled, axes, strict=True))  # fmt: skip
+
+            fn = jax.jit(write, donate_argnums=0, out_shardings=shardings)
+            self._writers[(args, narrow)] = fn
         return fn
 
 
 def _write_at(state: Any, prefilled: Any, rows: Any, *, axis: int) -> Any:
-    """``state`` with its rows ``rows`` (along ``axis``) the first ``len(rows)`` of
-    ``prefilled``'s."""
-    taken = jax.lax.slice_in_dim(prefilled, 0, rows.shape[0], axis=axis)
+    """``state`` with its rows ``rows`` (along ``axis``) ``prefilled``'s, in order; a row out
+    of range is dropped."""
     at = [slice(None)] * state.ndim
     at[axis] = rows
-    return state.at[tuple(at)].set(taken)
+    return state.at[tuple(at)].set(prefilled, mode="drop")
 
 
 def _write_rows(state: Any, prefilled: Any, mask: Any, *, axis: int) -> Any:

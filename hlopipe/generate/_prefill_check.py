@@ -259,10 +259,13 @@ def _first_token_relative(prefill_tok: Any, step_tok: Any) -> float | None:
 class ChunkVerdict(NamedTuple):
     """What :func:`chunk_difference` found: where a chunk run as matched differs from the
     decode loop (``None``: nowhere), and whether a right-padded last chunk gives the loop's
-    tokens after it."""
+    tokens after it; ``overlaps``: whether a last chunk ending at the prompt's end, started
+    inside the chunk before (its first positions written again with the same tokens), leaves
+    the loop's cache and gives its token."""
 
     difference: Difference | None
     pads: bool
+    overlaps: bool = False
 
 
 def chunk_difference(
@@ -278,7 +281,10 @@ def chunk_difference(
     tokens and give its next token; else the difference. The padded one (``r < C`` tokens
     and junk after) then runs, the prompt's next token is fed to the decode step at its
     position and two more greedily: ``pads`` is whether those three tokens are the loop's
-    (a causal chunk's padded positions are overwritten before they are read)."""
+    (a causal chunk's padded positions are overwritten before they are read). Before it, a
+    chunk of the prompt's last ``C`` tokens runs after the first (its first positions that
+    chunk's again): ``overlaps`` is whether it leaves the loop's state after the whole prompt
+    and gives its next token (a causal chunk writes the same keys and values again)."""
     import jax
 
     from hlopipe.generate._oracle import _jitted
@@ -369,9 +375,16 @@ def chunk_difference(
         return ChunkVerdict(Difference(f"the token after a chunk at {P}", rel), False)
     if not padded:
         return ChunkVerdict(None, False)
+    # a last chunk ending at the prompt's end (n - C .. n - 1), over part of the one before
+    overlaps = False
+    if r + 1 < C:
+        tok, again = run_chunk(state, prompt[:, n - C : n], n - C)
+        overlaps = _first_token_relative(tok, want_out[n - 1]) is None and all(
+            _relative(v, want_state[n - 1][a]) is None for a, v in again.items()
+        )
     junk = np.concatenate([prompt[:, P + C : P + C + r], prompt[:, : C - r][:, ::-1]], axis=1)
     _, state = run_chunk(state, junk, P + C)
     got, _ = loop(state, [prompt[:, n - 1], None, None], n - 1)
     pads = all(np.array_equal(greedy(x), greedy(y))
                for x, y in zip(got, want_out[n - 1 :], strict=True))  # fmt: skip
-    return ChunkVerdict(None, pads)
+    return ChunkVerdict(None, pads, overlaps)

@@ -44,6 +44,12 @@ class _Counters:
     host_s: float = 0.0
 
 
+@jax.jit
+def _take_rows(held: tuple[Any, ...], rows: Any) -> tuple[Any, ...]:
+    """Rows ``rows`` of each of ``held`` (a group's sampling registers), in one call."""
+    return tuple(h[rows] for h in held)
+
+
 class Session:
     """Groups of sequences being generated: state on its stages, tokens fed back on device.
 
@@ -317,10 +323,11 @@ class Session:
         the prefill, and only their rows ``rows [n]`` of group ``group``'s state are written,
         each from the prefill's row of its prompt, on the stages keeping the state (the other
         rows stay bit for bit as they were). Their positions become ``L``. With a chunk step
-        (``Generator.chunk``), ``L`` may also be a prefill's length ``P`` plus whole chunks:
-        the first ``P`` tokens go through that prefill and the rest through the chunk step,
-        ``C`` at a time, each on the state the last left (all on scratch state before the
-        rows are written).
+        (``Generator.chunk``), ``L`` may also be a prefill's length ``P`` plus whole chunks
+        (or any ``L >= P + C`` when ``chunk.overlaps``: the last chunk ends at ``L``, inside
+        the one before): the first ``P`` tokens go through that prefill and the rest through
+        the chunk step, ``C`` at a time, each on the state the last left (all on scratch
+        state before the rows are written).
 
         Returns the first token of each, ``[n]`` (the prefill's, sampled from its logits with
         the rows' sampling when it returns logits): feed it at those rows
@@ -356,10 +363,14 @@ class Session:
                 P = chunk.splits(int(arr.shape[1]), tuple(lengths))
         if P is None or arr.dtype.kind not in "iu":
             form = " or ".join(f"[n, {n}]" for n in lengths)
-            more = "" if chunk is None else f", or one of those plus a multiple of {chunk.length}"
+            more = ""
+            if chunk is not None:  # whole chunks, or the last one inside the one before
+                more = f" plus {chunk.length} or more" if chunk.overlaps else (
+                    f" plus a multiple of {chunk.length}")  # fmt: skip
+                more = f", or one of those{more}: chunks"
             raise RuntimeConfigError(
                 f"prefill_rows: prompts must be integers shaped {form} (a prefill's length"
-                f"{more}: whole chunks), got {arr.dtype}{list(arr.shape)}"
+                f"{more}), got {arr.dtype}{list(arr.shape)}"
             )
         pre = gen.prefill_for(P)
         pre.row_axes()  # refused here when a state's sequence axis cannot be told
@@ -379,7 +390,12 @@ class Session:
         self._check_position(L)
         # the prefill at the fewest rows holding the prompts (``Generator.narrow_for``), its
         # row i standing for the group's row ``took[i]``; else at the batch, row for row
-        narrow = gen.narrow_for(P, len(arr)) if L == P else None
+        # (and the chunks at as many rows, when the prompts go on past the prefill)
+        narrow, chunks = gen.narrow_for(P, len(arr)), chunk
+        if narrow is not None and L > P:
+            chunks = gen.narrow_chunk_for(len(arr))
+            if chunks is None or chunks.rows != int(narrow.prompt_aval.shape[0]):
+                narrow, chunks = None, chunk
         n, k = b if narrow is None else int(narrow.prompt_aval.shape[0]), len(arr)
         batch = np.repeat(arr[:1], n, axis=0)  # the rows not asked for: any prompt
         took = np.repeat(where[:1], n) if narrow is not None else np.arange(b)
@@ -391,9 +407,12 @@ class Session:
         prog, layout = (pre if narrow is None else narrow).program, gen.registers.layout
         scratch = gen.registers.template
         scratch.extend([None] * (prog.size - len(scratch)))
-        for reg in layout.sampling:
-            held = self._regs[group][reg]
-            scratch[reg] = held if narrow is None or held is None else held[took]
+        held = {reg: self._regs[group][reg] for reg in layout.sampling}
+        if narrow is not None:  # the rows ``took`` of each, in one call
+            have = [reg for reg, v in held.items() if v is not None]
+            held.update(zip(have, _take_rows(tuple(held[r] for r in have), took), strict=True))
+        for reg, v in held.items():
+            scratch[reg] = v
         # the prefill's last position (before any chunk), for each of its rows
         last = (position_value(gen.position, P - 1) if narrow is None
                 else np.full(n, P - 1, np.dtype(gen.position.dtype)))  # fmt: skip
@@ -405,24 +424,30 @@ class Session:
         self._count(prog, 1)
         self.prefill_rows_run = n
         if L > P:  # 1b. the chunks, each on the state the last left (``_chunk.py``)
-            assert chunk is not None
-            prog, scratch = self._run_chunks(chunk, scratch, batch, P, L)
-        # 2. only the asked rows of each state written into the group's, on its stage: by a
-        # mask from the prefill's row of each (at the batch), else its first k at ``where``
-        mask = np.zeros(b, bool)
-        mask[where] = True
-        which = mask if narrow is None else where.astype(np.int32)
-        masks: dict[int, Any] = {}
+            assert chunks is not None
+            prog, scratch = self._run_chunks(chunks, scratch, batch, P, L, narrow is not None)
+        # 2. only the asked rows of each state written into the group's, each stage's in one
+        # call: by a mask from the prefill's row of each (at the batch), else its first k at
+        # ``where`` (its other rows at ``b``, out of range: dropped)
+        if narrow is None:
+            which = np.zeros(b, bool)
+            which[where] = True
+        else:
+            which = np.full(n, b, np.int32)
+            which[:k] = where
         regs = self._regs[group]
+        on: dict[int, list[int]] = {}  # each local stage's state arguments
         for x in gen.split.slots:
-            if not gen.place.local(x.stage):
-                continue
-            if x.stage not in masks:
-                masks[x.stage] = jax.device_put(which, gen.place.replicated(x.stage))
-            reg = layout.state[x.arg]
-            sharding = gen.placed.state_shardings[x.stage][x.arg]
-            write = pre.writer(x.arg, sharding) if narrow is None else pre.placer(x.arg, sharding)
-            regs[reg] = write(regs[reg], scratch[reg], masks[x.stage])
+            if gen.place.local(x.stage):
+                on.setdefault(x.stage, []).append(x.arg)
+        for stage, args in on.items():
+            shardings = tuple(gen.placed.state_shardings[stage][a] for a in args)
+            write = pre.writer(tuple(args), shardings, narrow is not None)
+            rs = [layout.state[a] for a in args]
+            mask = jax.device_put(which, gen.place.replicated(stage))
+            made = write(tuple(regs[r] for r in rs), tuple(scratch[r] for r in rs), mask)
+            for r, v in zip(rs, made, strict=True):
+                regs[r] = v
         self.positions[group, where] = L
         self.position = int(self.positions.max())
         # 3. their first tokens, in every process
@@ -435,13 +460,20 @@ class Session:
         return np.asarray(made).reshape(n)[where if narrow is None else slice(k)]
 
     def _run_chunks(
-        self, chunk: ChunkStep, made: list[Any], batch: np.ndarray, start: int, end: int
+        self,
+        chunk: ChunkStep,
+        made: list[Any],
+        batch: np.ndarray,
+        start: int,
+        end: int,
+        narrow: bool = False,
     ) -> tuple[StepProgram, list[Any]]:
         """The chunk step over ``batch``'s tokens ``start .. end - 1`` (whole chunks), in
         turn on the state in ``made`` (a prefill's scratch registers), donated from chunk to
         chunk; returns its program (where it left the token) and its registers. They are
         fresh ones with ``made``'s state and sampling: a prefill built before the chunk step
-        takes the registers of its parameters for its own values."""
+        takes the registers of its parameters for its own values. ``narrow``: ``chunk`` is
+        at fewer rows than the batch (``Generator.narrow_chunk_for``), a key a row."""
         gen, prog, C = self.gen, chunk.program, chunk.length
         layout = gen.registers.layout
         size = max(prog.size, chunk.inner.size)
@@ -450,9 +482,11 @@ class Session:
         for reg in [*layout.state.values(), *layout.sampling]:
             scratch[reg] = made[reg]
         dtype = chunk.tokens_dtype()
-        for at in range(start, end, C):
+        for at in chunk.starts(start, end):  # (the last inside the one before: ``overlaps``)
             prog = chunk.program if at + C >= end else chunk.inner  # the last samples
-            values = {None: position_value(gen.position, at + C - 1),  # the sampler's key
+            key = (np.full(chunk.rows, at + C - 1, np.dtype(gen.position.dtype)) if narrow
+                   else position_value(gen.position, at + C - 1))  # fmt: skip
+            values = {None: key,  # the sampler's key
                       chunk.position_arg: chunk.position_value(at),
                       chunk.tokens_arg: batch[:, at : at + C].astype(dtype)}  # fmt: skip
             local = [(slot, values[arg], sh)

@@ -6,7 +6,10 @@ position. The parameters are not mapped, so one step reads the weights once for 
 The widened step takes a position per row, so the generator serves it as it serves a step
 exported with one (``Generator.per_sequence``: a row refilled while the others carry on, a
 prompt prefilled into its row alone). The prefill is widened alike: its prompt ``[rows, P]``,
-its state outputs in the step's layout.
+its state outputs in the step's layout. A chunk step among the prefills (``_chunk.py``: it
+takes the cache in) is widened as the step is: its caches under the rows, its tokens
+``[rows, C]``, its position one a row (``[rows]``, or ``[rows, C]`` from a ``cache_position``),
+so that chunks of several rows run in one call, each row at its own position.
 
 Three forms, by what the exported step takes:
 
@@ -34,6 +37,7 @@ values :func:`hlopipe.generate._plan.prefill_args` solves.
 
 from __future__ import annotations
 
+import enum
 from typing import Any, NamedTuple
 
 import jax
@@ -44,17 +48,37 @@ from hlopipe.generate._chunk import takes_cache
 from hlopipe.generate._plan import counters_as_position, logits_as_feedback, prefill_outputs
 
 
+class WidenForm(enum.StrEnum):
+    """Which of the module docstring's three forms a step was widened as."""
+
+    BATCH_1 = "batch-1"  # vmapped over the rows
+    PACKED = "packed"  # batch b, a position per sequence: groups of b rows a call
+    SHARED = "shared"  # one position for the batch (a scalar, or counters): a row a call
+
+    def says(self, b: int, counters: bool) -> str:
+        """What the startup summary says of a step exported at batch ``b`` served so."""
+        if self is WidenForm.BATCH_1:
+            return "a batch-1 step vmapped"
+        if self is WidenForm.PACKED:
+            return f"a batch-{b} step vmapped over groups of {b} rows"
+        kept = "in StaticCache counters" if counters else "for its whole batch"
+        return f"a batch-{b} step (one position {kept}) vmapped, each row a call of its own"
+
+
 class Widened(NamedTuple):
     """The widened programs (loaded ``Program``s) and the cache length of the batch-1 step
     when its roles tell it (``None``: the generator works it out, or ``max_len`` is given).
     ``narrow``: ``{n: the prefills at n rows, in their order}`` for the powers of two ``n``
     below ``rows`` (batch-1 form only; ``Generator(row_prefills=...)``), so that a prompt
-    admitted into a few rows is prefilled at the fewest rows holding it, not at ``rows``."""
+    admitted into a few rows is prefilled at the fewest rows holding it, not at ``rows``; a
+    chunk step among the prefills is widened alike, in its place. ``says``: the form served,
+    as the startup summary names it (:meth:`WidenForm.says`)."""
 
     decode: Any
     prefills: tuple[Any, ...]
     max_len: int | None
     narrow: dict[int, tuple[Any, ...]] = {}
+    says: str = WidenForm.BATCH_1.says(1, False)
 
 
 def widen(
@@ -80,16 +104,18 @@ def widen(
             f"{source}: its state and fed-back token cannot be told, so it cannot be served "
             "at another batch; serve it at its own (no ", Keyword("max_batch"), ")"
         )  # fmt: skip
-    for p in prefills:  # a chunk step (``_chunk.py``) is not vmapped over rows yet
-        if takes_cache(p):
-            raise RuntimeConfigError(
-                f"{getattr(p, 'source', 'a prefill')}: takes a cache in (a chunk step), which "
-                "is not served at another batch yet; drop ", Keyword("max_batch"), " or the "
-                "chunk step (prompts past the longest prefill are then read a token a step)"
-            )  # fmt: skip
     token = roles.feedback[0]
     b = token.shape[0] if token.shape else 1
     if b != 1 or any(r.counter for r in roles):
+        for p in prefills:  # a chunk step (``_chunk.py``) is widened from batch 1 only
+            if takes_cache(p):
+                raise RuntimeConfigError(
+                    f"{getattr(p, 'source', 'a prefill')}: takes a cache in (a chunk step), "
+                    f"which is served at another batch only beside a decode step exported at "
+                    f"batch 1 with a position argument ({source} is not); drop ",
+                    Keyword("max_batch"), " or the chunk step (prompts past the longest "
+                    "prefill are then read a token a step)",
+                )  # fmt: skip
         return _grouped(decode, tuple(prefills), rows, roles, b)
     params = {r.index for r in roles.parameters}
     states = {r.index for r in roles.state}
@@ -97,6 +123,11 @@ def widen(
     wide = _widened(decode, rows, params, states, state_outs)
     pres: list[tuple[Any, set[int], set[int], set[int]]] = []
     for p in prefills:
+        if takes_cache(p):  # a chunk step: its caches under the rows as the step's, a
+            own = p.arg_roles()  # position per row, its tokens [rows, C]
+            pres.append((p, {r.index for r in own.parameters}, {r.index for r in own.state},
+                         {r.output for r in own.state}))  # fmt: skip
+            continue
         what = f"the prefill {getattr(p, 'source', '')}".rstrip()
         _, state_of_out = prefill_outputs(p, roles, token.index, what)
         prompt = _prompt_arg(p, what)
@@ -235,7 +266,9 @@ def _grouped(decode: Any, prefills: tuple[Any, ...], rows: int, roles: Any, b: i
     pres = tuple(_grouped_prefill(p, decode, roles, layout) for p in prefills)
     lengths = [int(r.shape[r.axis]) for r in states if r.axis is not None]
     told = len(lengths) == len(states)
-    return Widened(wide, pres, min(lengths) if told and lengths else None)
+    form = WidenForm.PACKED if packed else WidenForm.SHARED
+    return Widened(wide, pres, min(lengths) if told and lengths else None,
+                   says=form.says(b, bool(counters)))  # fmt: skip
 
 
 def _check_batch_first(

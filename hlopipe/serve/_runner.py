@@ -252,6 +252,11 @@ class Runner:
                 for P in self.prefill_lens:
                     for n in counts:
                         session.prefill_rows(np.zeros((n, P), np.int32), list(range(n)))
+                chunk = self.gen.chunk  # and a chunk after the shortest, at each row count
+                if chunk is not None and self.prefill_lens[0] + chunk.length < self.max_len:
+                    L = self.prefill_lens[0] + chunk.length
+                    for n in counts:
+                        session.prefill_rows(np.zeros((n, L), np.int32), list(range(n)))
                 self._live[g] = session
             if self.gen.prefill is not None:
                 self.pads = self._padding_agrees()

@@ -181,6 +181,7 @@ def build_server(
             param_rules, decode, stage_mesh_shape, stage_mesh_axes, params=params
         )
     narrow: dict[int, tuple[Any, ...]] = {}  # the prefills at fewer rows (widened)
+    widened = None  # the form served at max_batch, as the summary says it
     if max_batch is not None:  # the batch-1 step vmapped over max_batch rows
         from hlopipe.generate import widen
 
@@ -189,7 +190,7 @@ def build_server(
         )
         wide = widen(decode, pres, max_batch)
         decode, prefill = wide.decode, list(wide.prefills) or None
-        max_len, narrow = max_len or wide.max_len, wide.narrow
+        max_len, narrow, widened = max_len or wide.max_len, wide.narrow, wide.says
     gen = Generator(decode, params, prefill=prefill, num_stages=stages, groups=groups,
                     max_len=max_len, stage_mesh_shape=stage_mesh_shape,
                     stage_mesh_axes=stage_mesh_axes, param_specs=specs,
@@ -207,7 +208,7 @@ def build_server(
     names = tuple(dict.fromkeys(served_model_names)) or (name,)
 
     def ready() -> None:
-        summary = _summary(names[0], engine, tokenizer_path, chat_template, eos, max_batch)
+        summary = _summary(names[0], engine, tokenizer_path, chat_template, eos, widened)
         out(f"serving {names[0]} at {url}\n{ends}\n{summary}", flush=True)
 
     engine = Engine(
@@ -228,9 +229,10 @@ def _summary(
     tokenizer_path: str | None,
     chat_template: Any,
     eos: tuple[int, ...],
-    max_batch: int | None = None,
+    widened: str | None = None,
 ) -> str:
-    """The startup summary's line: what is served and how."""
+    """The startup summary's line: what is served and how (``widened``: the form served at
+    ``--max-batch``, ``Widened.says``)."""
     gen = engine.gen
     prompt = "none"
     if engine.prefill_lens:
@@ -243,7 +245,7 @@ def _summary(
     sampled = "logits, sampled" if gen.logits_out is not None else "tokens"
     return (
         f"model {name}: {len(gen.plans)} stages, {gen.groups} groups of {gen.batch}"
-        f"{' (a batch-1 step vmapped, --max-batch)' if max_batch is not None else ''}, cache "
+        f"{f' ({widened}, --max-batch)' if widened is not None else ''}, cache "
         f"{gen.max_len} positions, prefill {prompt}, step returns {sampled}, tokenizer "
         f"{tokenizer_path or 'none (token ids)'}, chat template "
         f"{'yes' if chat_template is not None else 'none'}, end ids {list(eos)}"

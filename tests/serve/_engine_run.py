@@ -8,12 +8,13 @@ from hlopipe.serve import Request, Sequence
 
 
 def run_all(engine, cases) -> list[Request]:
-    """Each ``(prompt, max_tokens)`` of ``cases`` a request of one sequence, all submitted
+    """Each ``(prompt, max_tokens, ...)`` of ``cases`` (``Sequence``'s fields in order) a
+    request of one sequence, all submitted
     to ``engine`` (started here) at once; returns the requests once each has ended, the
     engine stopped."""
     finished = threading.Semaphore(0)
-    requests = [Request([Sequence(p, n)], lambda i, t, f: i < 0 and finished.release())
-                for p, n in cases]  # fmt: skip
+    requests = [Request([Sequence(*c)], lambda i, t, f: i < 0 and finished.release())
+                for c in cases]  # fmt: skip
     engine.start()
     try:
         for r in requests:

@@ -95,9 +95,10 @@ def test_a_batch_2_export_widened_to_4_rows_equals_each_sequence_alone(tmp_path)
 
     decode, prefill = _programs()
     np.savez(tmp_path / "p.npz", *_weights())
+    said: list[str] = []
     server = build_server(decode, prefill=prefill, params_path=str(tmp_path / "p.npz"),
                           stages=1, groups=1, port=0, max_batch=4, max_len=LEN,
-                          out=lambda *a, **k: None)  # fmt: skip
+                          out=lambda *a, **k: said.extend(a))  # fmt: skip
     assert (server.engine.gen.batch, server.engine.gen.per_sequence) == (4, True)
     rng = np.random.default_rng(5)
     cases = [rng.integers(0, VOCAB, n).tolist() for n in (4, 2, 7, 1, 4, 5)]
@@ -105,6 +106,7 @@ def test_a_batch_2_export_widened_to_4_rows_equals_each_sequence_alone(tmp_path)
         got = list(pool.map(lambda p: _complete(url, p, 6), cases))
     assert got == [_alone(p, 6) for p in cases]
     assert server.engine.prefilled >= 2  # the two prompts of the prefill's length
+    assert "1 groups of 4 (a batch-2 step vmapped over groups of 2 rows, --max-batch)" in said[0]
 
 
 def test_max_batch_not_a_multiple_of_the_exported_batch_is_refused():
@@ -167,9 +169,10 @@ def test_a_torch_xla_export_with_counters_served_at_4_rows_in_2_stages():
         load(str(LLAMA / "decode.mlir"), None),
         load(str(LLAMA / "prefill.mlir"), None),
     )
+    said: list[str] = []
     server = build_server(decode, prefill=prefill, params_path=str(LLAMA / "params.npz"),
                           stages=2, groups=1, port=0, max_batch=4, max_len=12,
-                          out=lambda *a, **k: None)  # fmt: skip
+                          out=lambda *a, **k: said.extend(a))  # fmt: skip
     assert (server.engine.gen.batch, server.engine.gen.per_sequence) == (4, True)
     p0, p1 = oracle["prompts"]
     cases = [(p0, 6), (p1, 6), ([11, 40, 3], 4), ([5, 9, 21, 30, 2, 7, 44], 4), (p1[:2], 4)]
@@ -178,3 +181,5 @@ def test_a_torch_xla_export_with_counters_served_at_4_rows_in_2_stages():
     assert got[:2] == oracle["torch_tokens"]
     assert got[2:] == [_llama_alone(p, n) for p, n in cases[2:]]
     assert server.engine.prefilled >= 2  # the fixture's prompts, each prefilled into its row
+    assert ("1 groups of 4 (a batch-2 step (one position in StaticCache counters) vmapped, "
+            "each row a call of its own, --max-batch)") in said[0]  # fmt: skip
