@@ -48,15 +48,16 @@ recomputes the whole scan in the backward, as the rest of the forward.
 
 The carry a loop stacks includes its first iteration's, which in stage 0 is a value the
 stage made itself (the embedding, gathered from the tokens): the unrolled form redoes it in
-the backward, as it redoes every value the policy does not keep. So, under these two
-policies, a loop whose carry the data reaches starts from a value the stage computed (not
-from an argument or a received activation) has its first iteration *peeled* out of it
-(:func:`_scan_under_policy`): run at the top level, where the cut treats it as the unrolled
-form's first layer, and the loop runs the rest from its result. The stage then keeps what its
-unrolled form keeps (one carry a microbatch less: 256 MiB a microbatch at Llama 3 405B's
-width and 8,192 tokens, before tensor parallelism). The backward is what its results read
-back to the values the forward keeps (:func:`cut_forward_backward`): a value only a forward
-equation reads (the peeled iteration's output, the loop's start) is not redone for it.
+the backward, as it redoes every value the policy does not keep. So the split gives a cut
+loop's first iteration a range of its own, with its own rows (``_cuts._first_apart``), and
+under these two policies a one-iteration loop whose carry the data reaches starts from a
+value the stage computed (not an argument or a received activation) runs at the top level
+(:func:`_scan_under_policy`; its rows reshaped, not copied), where the cut treats it as the
+unrolled form's layer. The stage then keeps what its unrolled form keeps (one carry a
+microbatch less: 256 MiB a microbatch at Llama 3 405B's width and 8,192 tokens, before tensor
+parallelism). The backward is what its results read back to the values the forward keeps
+(:func:`cut_forward_backward`): a value only a forward equation reads (the start of a loop
+the forward runs) is not redone for it.
 """
 
 from __future__ import annotations
@@ -252,12 +253,14 @@ def _scan_under_policy(
     ``policy`` keeps (``dep``: which operands depend on per-microbatch data; ``args``: the
     stage's arguments, its parameters and received inputs).
 
-    The loop keeps each iteration's carry for its backward, the first one included. When a
-    carry the data reaches starts from a value the stage computed (stage 0's embedding, not
-    a received activation), the first iteration is *peeled*: run at the top level, where the
-    cut treats it as the unrolled form's first layer (its input redone from the stage's own
-    arguments under the policy where that needs no kept value: a gather from the tokens),
-    and the rest of the loop starts from its result."""
+    The loop keeps each iteration's carry for its backward, the first one included. A loop
+    of one iteration (the split gives a cut loop's first iteration a range of its own:
+    ``_cuts._first_apart``) whose carry the data reaches starts from a value the stage
+    computed (stage 0's embedding, not a received activation) is run at the top level
+    instead, where the cut treats it as the unrolled form's layer (its input redone from the
+    stage's own arguments where the policy keeps nothing it is made from: a gather from the
+    tokens). A longer loop is left whole: running its first iteration apart would copy the
+    rest of its rows."""
     p = e.params
     body, C, K = p["jaxpr"], int(p["num_consts"]), int(p["num_carry"])
     length, reverse = int(p["length"]), bool(p["reverse"])
@@ -293,24 +296,12 @@ def _scan_under_policy(
         step, policy=jax.checkpoint_policies.save_only_these_names(_KEPT), prevent_cse=False
     )
     c0, xs = list(vals[C : C + K]), list(vals[C + K :])
-    if not peel or length < 1:
+    if not peel or length != 1:
         c, ys = lax.scan(kept, c0, xs, length=length, reverse=reverse, unroll=p["unroll"])
         return [*c, *ys]
-    # the peeled iteration reads the first slice in the loop's order, the rest the others
-    first = length - 1 if reverse else 0
-    c1, y1 = step(c0, [lax.index_in_dim(x, first, keepdims=False) for x in xs], tag=False)
-    if length == 1:
-        return [*c1, *(y[None] for y in y1)]
-    lo, hi = (0, length - 1) if reverse else (1, length)
-    c, ys = lax.scan(
-        kept, c1, [lax.slice_in_dim(x, lo, hi) for x in xs], length=length - 1,
-        reverse=reverse, unroll=p["unroll"],
-    )  # fmt: skip
-    joined = [
-        jnp.concatenate([y, a[None]] if reverse else [a[None], y])
-        for a, y in zip(y1, ys, strict=True)
-    ]
-    return [*c, *joined]
+    # the one iteration, at the top level: its rows and outputs reshaped, never copied
+    c1, y1 = step(c0, [x.reshape(x.shape[1:]) for x in xs], tag=False)
+    return [*c1, *(lax.expand_dims(y, (0,)) for y in y1)]
 
 
 def _inline_calls(closed: Any) -> Any:

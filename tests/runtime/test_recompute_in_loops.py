@@ -73,7 +73,8 @@ def test_policies_act_inside_a_scanned_layer_loop():
     assert staged.num_stages == 2
     s0, s1 = staged.stages
     scans = [e for st in staged.stages for e in st.jaxpr.eqns if e.primitive.name == "scan"]
-    assert [int(e.params["length"]) for e in scans] == [2, 2]  # the loop, cut in two
+    # the loop cut in two, stage 0's first iteration a range of its own
+    assert [int(e.params["length"]) for e in scans] == [1, 1, 2]
     kept, chains, grads_of = {}, [], []
     for policy in POLICIES:
         f0, f1 = (st.forward_backward(0, remat=policy) for st in staged.stages)
@@ -191,11 +192,13 @@ def test_the_planner_prices_what_each_policy_keeps():
 def test_a_loops_first_carry_made_by_the_stage_is_redone_not_kept():
     """A loop whose first carry the stage makes from its input without a matmul (``tanh(2x)``,
     as stage 0 makes the embedding from the tokens), forwards and in reverse, with per-
-    iteration outputs: under selective the stage keeps each iteration's matmul output (the
-    ``tanh``'s input) and the carries entering the iterations after the first, not the first
-    carry, which the backward makes again from ``x``; value and gradients equal
+    iteration outputs, cut into 2 stages of 2 iterations. Under selective, stage 0 runs its
+    first iteration apart (a range of its own) and keeps each iteration's matmul output (the
+    ``tanh``'s input) only: the first carry and the second (the first plus its ``tanh``) are
+    redone from ``x`` in the backward. Stage 1's loop starts from the activation it receives
+    and keeps its two carries and two matmul outputs. Value and gradients equal
     ``jax.value_and_grad`` of the program run directly."""
-    L, b, d = 3, 4, 8
+    L, b, d = 4, 4, 8
     k1, k2 = jax.random.split(jax.random.key(3))
     ws = jax.random.normal(k1, (L, d, d)) / d**0.5
     x = jax.random.normal(k2, (b, d))
@@ -211,9 +214,13 @@ def test_a_loops_first_carry_made_by_the_stage_is_redone_not_kept():
             # (the last carry summed: no backward reads it)
             return jnp.sum(h) + jnp.sum(ys * jnp.arange(1.0, L + 1)[:, None])
 
-        staged = stages.split(loss, ws, x, num_stages=1)
-        fb = staged.stage(0).forward_backward(0, remat="selective")
-        assert sum(_nbytes(a) for a in fb.residual_avals) == 4 * b * d * (L + L - 1), reverse
+        staged = stages.split(loss, ws, x, num_stages=2)
+        assert [st.layers for st in staged.stages] == [2, 2]
+        kept = [
+            sum(_nbytes(a) for a in st.forward_backward(0, remat="selective").residual_avals)
+            for st in staged.stages
+        ]
+        assert kept == [4 * b * d * 2, 4 * b * d * 4], reverse
         got = staged.value_and_grad(ws, x, remat="selective")
         want = jax.value_and_grad(loss)(ws, x)
         np.testing.assert_allclose(got[0], want[0], rtol=1e-6, err_msg=str(reverse))
