@@ -348,15 +348,22 @@ def row(r: Run, scanned: bool, search: bool) -> dict[str, Any]:
 # at p 16, v 4, m 32, Korthikanti et al. 2022 section 4.2.3) rather than the sum of its four
 # stages' peaks (112): with 32 microbatches selective recompute did not fit and full was
 # chosen. It now fits with 0.2 GiB to spare (74.3 of 74.5 GiB), so that row's plan is on the
-# edge of the memory model's allowance (5% for the allocator, a stated figure). The scanned form
-# does not fit under selective at ZeRO-1 and plans full recompute (+15.9%): its loop keeps each
-# iteration's input, the first one (the embedding, 256 MiB a microbatch before TP) included,
-# which the unrolled form redoes from the tokens; the planner prices what the runtime keeps
-# (tests/runtime/test_recompute_in_loops.py), and the walk it used before missed that input.
-# At ZeRO-2 selective fits the scanned form (61.7 GiB) but is priced at 20.1 s: hlopipe's
-# ZeRO-2 reduce-scatters each microbatch's fp32 gradient into the sharded accumulator, 32
-# reduce-scatters of 13.8 GB a device on the DP NICs (9.4 s, priced without overlap); the
-# published run overlaps that with the backward, which the model does not price.
+# edge of the memory model's allowance (5% for the allocator, a stated figure), in both forms.
+# The scanned form plans as the unrolled one (selective, ZeRO-1, 74.3 GiB, -8.3%). It was +15.9%
+# while its scanned layer loop kept each iteration's input under selective, the first one (the
+# embedding, 256 MiB a microbatch before TP) included, which the unrolled form redoes from the
+# tokens: the scanned form did not fit under selective at ZeRO-1 and planned full recompute.
+# Now the split gives a cut loop that starts from a value the program makes (the embedding) a
+# first iteration with a range and rows of its own (hlopipe/stages/_cuts.py), and under
+# selective and attention the stage's autodiff runs that one-iteration loop at its top level,
+# no rows copied, where the backward redoes the embedding from the tokens as the unrolled form
+# does (hlopipe/stages/_autodiff.py). The planner prices what the runtime keeps:
+# tests/runtime/test_recompute_in_loops.py checks, for both forms, the runtime's residuals, the
+# compiled forwards' output bytes and the planner's count against one hand count, and the
+# gradients against one device. ZeRO-2 is not chosen: hlopipe's ZeRO-2 reduce-scatters each
+# microbatch's fp32 gradient into the sharded accumulator, 32 reduce-scatters of 13.8 GB a
+# device on the DP NICs (9.4 s, priced without overlap, as the runtime runs it); the published
+# run overlaps that with the backward.
 
 L3_SEQ = 8192
 L3_VOCAB = 128256

@@ -340,6 +340,13 @@ def test_a_scanned_program_profiles_as_its_unrolled_form():
     assert scanned.layer.forward.flops == unrolled.layer.forward.flops
     assert scanned.layer.backward.flops == unrolled.layer.backward.flops
     assert planner.model_flops(scanned) == planner.model_flops(unrolled)
+    # what each part keeps under the two partial policies: the same, the first part too (the
+    # scanned stage 0 peels its loop's first iteration, so the embedding is redone from the
+    # tokens in the backward, as the unrolled stage does, not stacked as the loop's first carry)
+    for part in ("first", "layer", "last"):
+        a, b = getattr(scanned, part), getattr(unrolled, part)
+        assert (a.selective_kept_bytes, a.attention_kept_bytes) == (
+            b.selective_kept_bytes, b.attention_kept_bytes), part  # fmt: skip
     # the pairs found through the scan: the stacked weights split on their last two axes
     by_name = {r.split("'")[-2]: r.rsplit("=", 1)[1] for r in scanned.param_specs}
     assert by_name == {"qkv": "None,None,model", "fc1": "None,None,model",

@@ -45,6 +45,19 @@ depend on per-microbatch data (never a product of parameters: the backward recom
 ``ATTENTION`` keeps the matmuls' operands too, which a policy over primitives cannot tell.
 ``NONE`` leaves the scan to JAX (every residual its partial evaluation stacks); ``FULL``
 recomputes the whole scan in the backward, as the rest of the forward.
+
+The carry a loop stacks includes its first iteration's, which in stage 0 is a value the
+stage made itself (the embedding, gathered from the tokens): the unrolled form redoes it in
+the backward, as it redoes every value the policy does not keep. So the split gives a cut
+loop's first iteration a range of its own, with its own rows (``_cuts._first_apart``), and
+under these two policies a one-iteration loop whose carry the data reaches starts from a
+value the stage computed (not an argument or a received activation) runs at the top level
+(:func:`_scan_under_policy`; its rows reshaped, not copied), where the cut treats it as the
+unrolled form's layer. The stage then keeps what its unrolled form keeps (one carry a
+microbatch less: 256 MiB a microbatch at Llama 3 405B's width and 8,192 tokens, before tensor
+parallelism). The backward is what its results read back to the values the forward keeps
+(:func:`cut_forward_backward`): a value only a forward equation reads (the start of a loop
+the forward runs) is not redone for it.
 """
 
 from __future__ import annotations
@@ -234,12 +247,23 @@ def _body_tags(body: Any, in_dep: Sequence[bool], policy: Recompute) -> tuple[se
 
 
 def _scan_under_policy(
-    e: Any, vals: Sequence[Any], dep: Sequence[bool], policy: Recompute
+    e: Any, vals: Sequence[Any], dep: Sequence[bool], policy: Recompute, args: set[Any]
 ) -> list[Any]:
     """The ``scan`` equation ``e`` on ``vals``, its body under ``jax.checkpoint`` keeping what
-    ``policy`` keeps (``dep``: which operands depend on per-microbatch data)."""
+    ``policy`` keeps (``dep``: which operands depend on per-microbatch data; ``args``: the
+    stage's arguments, its parameters and received inputs).
+
+    The loop keeps each iteration's carry for its backward, the first one included. A loop
+    of one iteration (the split gives a cut loop's first iteration a range of its own:
+    ``_cuts._first_apart``) whose carry the data reaches starts from a value the stage
+    computed (stage 0's embedding, not a received activation) is run at the top level
+    instead, where the cut treats it as the unrolled form's layer (its input redone from the
+    stage's own arguments where the policy keeps nothing it is made from: a gather from the
+    tokens). A longer loop is left whole: running its first iteration apart would copy the
+    rest of its rows."""
     p = e.params
     body, C, K = p["jaxpr"], int(p["num_consts"]), int(p["num_carry"])
+    length, reverse = int(p["length"]), bool(p["reverse"])
     dep = list(dep)
     while True:  # a carry depends on the data if its start or any iteration's update does
         tags, out_dep = _body_tags(body, dep, policy)
@@ -249,8 +273,12 @@ def _scan_under_policy(
         dep[C : C + K] = carry
     bj = body.jaxpr
     consts = list(vals[:C])
+    starts = e.invars[C : C + K]
+    peel = any(
+        dep[C + j] and (isinstance(v, J.Literal) or v not in args) for j, v in enumerate(starts)
+    )
 
-    def step(c: list[Any], x: list[Any]) -> tuple[list[Any], list[Any]]:
+    def step(c: list[Any], x: list[Any], tag: bool = True) -> tuple[list[Any], list[Any]]:
         env = dict(zip(bj.constvars, body.consts, strict=True))
         env.update(zip(bj.invars, [*consts, *c, *x], strict=True))
         read = lambda v: v.val if isinstance(v, J.Literal) else env[v]  # noqa: E731
@@ -258,7 +286,7 @@ def _scan_under_policy(
             out = q.primitive.bind(*map(read, q.invars), **q.primitive.get_bind_params(q.params))
             outs = out if q.primitive.multiple_results else [out]
             env.update(
-                (v, checkpoint_name(y, _KEPT) if v in tags else y)
+                (v, checkpoint_name(y, _KEPT) if tag and v in tags else y)
                 for v, y in zip(q.outvars, outs, strict=True)
             )
         res = [read(v) for v in bj.outvars]
@@ -267,11 +295,13 @@ def _scan_under_policy(
     kept = jax.checkpoint(
         step, policy=jax.checkpoint_policies.save_only_these_names(_KEPT), prevent_cse=False
     )
-    c, ys = lax.scan(
-        kept, list(vals[C : C + K]), list(vals[C + K :]), length=int(p["length"]),
-        reverse=bool(p["reverse"]), unroll=p["unroll"],
-    )  # fmt: skip
-    return [*c, *ys]
+    c0, xs = list(vals[C : C + K]), list(vals[C + K :])
+    if not peel or length != 1:
+        c, ys = lax.scan(kept, c0, xs, length=length, reverse=reverse, unroll=p["unroll"])
+        return [*c, *ys]
+    # the one iteration, at the top level: its rows and outputs reshaped, never copied
+    c1, y1 = step(c0, [x.reshape(x.shape[1:]) for x in xs], tag=False)
+    return [*c1, *(lax.expand_dims(y, (0,)) for y in y1)]
 
 
 def _inline_calls(closed: Any) -> Any:
@@ -310,6 +340,7 @@ def _loops_under_policy(closed: Any, x_args: Sequence[int], policy: Recompute) -
     ):
         return jaxpr_as_fun(closed)
     dep = _x_dependent(jaxpr.eqns, {jaxpr.invars[i] for i in x_args})
+    stage_args = set(jaxpr.invars)
 
     def run(*args: Any) -> list[Any]:
         env = dict(zip(jaxpr.constvars, closed.consts, strict=True))
@@ -319,7 +350,7 @@ def _loops_under_policy(closed: Any, x_args: Sequence[int], policy: Recompute) -
             vals = [read(v) for v in e.invars]
             if e.primitive.name == "scan":
                 d = [not isinstance(v, J.Literal) and v in dep for v in e.invars]
-                outs = _scan_under_policy(e, vals, d, policy)
+                outs = _scan_under_policy(e, vals, d, policy, stage_args)
             else:
                 out = e.primitive.bind(*vals, **e.primitive.get_bind_params(e.params))
                 outs = out if e.primitive.multiple_results else [out]
@@ -496,9 +527,18 @@ def cut_forward_backward(
         partial = selective or policy is Recompute.ATTENTION
         return partial and id(e) not in keeps and e.primitive.name != "scan"
 
-    in_bwd = [
-        need_bwd[i] and (eqn_ct[i] or redo(eqns[i]) or not eqn_x[i]) for i in range(len(eqns))
-    ]
+    # The backward is what its results read, back to the values the forward keeps: a value
+    # only a forward equation reads (a peeled iteration's output, the start of a loop the
+    # forward runs) is not redone in the backward, and what it is made from is not kept for it.
+    in_bwd = [False] * len(eqns)
+    live = {x for x in [*v.input_cts, *v.param_grads] if not isinstance(x, J.Literal)}
+    for i in range(len(eqns) - 1, -1, -1):
+        e = eqns[i]
+        if not need_bwd[i] or not (e.effects or any(x in live for x in e.outvars)):
+            continue
+        if eqn_ct[i] or redo(e) or not eqn_x[i]:
+            in_bwd[i] = True
+            live.update(x for x in e.invars if not isinstance(x, J.Literal))
     in_fwd = [
         (need_out[i] or (need_bwd[i] and not in_bwd[i])) and not eqn_ct[i] for i in range(len(eqns))
     ]

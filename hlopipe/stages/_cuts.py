@@ -12,13 +12,14 @@ candidates, and the time to send what crosses each candidate.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from hlopipe.errors import Keyword, StageError
+from hlopipe.stages import _jaxpr as J
 from hlopipe.stages._cost import CostModel, eqn_costs, eqn_memory, roofline_times
 from hlopipe.stages._local import find_remade
 from hlopipe.stages._partition import (
@@ -220,12 +221,33 @@ def choose_cuts(
         cut_at = [(k, c) for c in at]
         index = {w: j for j, w in enumerate(atoms.where)}
         bounds = [0, *(index[w] for w in cut_at), len(atoms.where)]
-        return _loop_cuts(loops, cut_at, fixed_partition(bounds, atoms.times, atoms.cross, cm))
+        fixed = fixed_partition(bounds, atoms.times, atoms.cross, cm)
+        return _loop_cuts(loops, cut_at, fixed, _first_apart(closed.jaxpr, loops))
     cands = _atom_candidates(atoms, spans, num_stages, max_candidates)
     part = partition_between(
         cands, atoms.times, atoms.cross, atoms.memory, num_stages, cm, memory_cap
     )
-    return _loop_cuts(loops, [atoms.where[int(cands[b])] for b in part.bounds[1:-1]], part)
+    cut_at = [atoms.where[int(cands[b])] for b in part.bounds[1:-1]]
+    return _loop_cuts(loops, cut_at, part, _first_apart(closed.jaxpr, loops))
+
+
+def _first_apart(jaxpr: Any, loops: dict[int, LoopReport]) -> set[int]:
+    """The layer loops whose first iteration runs as a range of its own when the loop is
+    cut: those whose carried floating-point state starts from a value the program makes (the
+    embedding), not an argument. That iteration's rows are then an argument of their own, so
+    the stage's autodiff can run it outside the loop without copying any rows, and redo that
+    value in the backward, as the unrolled form does, where the loop would keep it as its
+    first carry (``_autodiff._scan_under_policy``)."""
+    args = set(jaxpr.invars)
+    apart: set[int] = set()
+    for k, report in loops.items():
+        e = jaxpr.eqns[k]
+        C, K = int(e.params["num_consts"]), int(e.params["num_carry"])
+        for j, v in enumerate(e.invars[C : C + K]):
+            made = isinstance(v, J.Literal) or v not in args
+            if j not in report.invariant and made and J.is_inexact(v.aval):
+                apart.add(k)
+    return apart
 
 
 def _atoms(jaxpr: Any, loops: dict[int, LoopReport], cm: CostModel) -> _Atoms:
@@ -266,11 +288,15 @@ def _atom_candidates(
 
 
 def _loop_cuts(
-    loops: dict[int, LoopReport], cut_at: list[tuple[int, int]], part: Partition
+    loops: dict[int, LoopReport],
+    cut_at: list[tuple[int, int]],
+    part: Partition,
+    first_apart: Collection[int] = (),
 ) -> LoopCuts:
     """The :class:`LoopCuts` of cuts before the atoms ``cut_at`` (equation, iteration): at a
     first iteration, before the equation; at a later one, inside the loop, which then runs
-    as ranges of iterations."""
+    as ranges of iterations (a loop in ``first_apart`` with its first iteration a range of its
+    own, no cut after it: :func:`_first_apart`)."""
     iters: dict[int, list[int]] = {}
     before: set[int] = set()
     for k, it in cut_at:
@@ -280,7 +306,8 @@ def _loop_cuts(
             before.add(k)
     ranges, cuts_in = {}, {}
     for k, its in iters.items():
-        pts = [0, *sorted(its), int(loops[k].length or 0)]
+        length = int(loops[k].length or 0)
+        pts = sorted({0, *its, length} | ({1} if k in first_apart and length > 1 else set()))
         ranges[k] = [(a, b) for a, b in itertools.pairwise(pts)]
-        cuts_in[k] = set(range(len(ranges[k]) - 1))
+        cuts_in[k] = {r for r, (_, b) in enumerate(ranges[k]) if b in its}
     return LoopCuts(ranges, before, cuts_in, part, tuple(sorted(cut_at)))

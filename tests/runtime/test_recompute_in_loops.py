@@ -28,17 +28,17 @@ POLICIES = ("none", "selective", "attention", "full")
 loss_fn = functools.partial(gpt_scan.loss, cfg=CFG)
 
 
-def _kept_by_hand(policy: str, unrolled: bool = False) -> list[int]:
+def _kept_by_hand(policy: str) -> list[int]:
     """Bytes (fp32) each of the two stages' forwards keeps (2 layers each), counted from the
-    shapes, in elements a token (``B * seq`` tokens):
+    shapes, in elements a token (``B * seq`` tokens), the same for the scanned and the
+    unrolled form:
 
-    * selective, a layer: the carry entering it ``d`` (the scan keeps each iteration's input,
-      as a stage keeps its own) and the weight matmuls' outputs the backward reads: ``qkv``
-      3d, the projection ``d`` (the second norm's input is the carry plus it), ``fc1`` ``f``
-      (the GELU's input); ``fc2``'s output no backward reads, and attention's batched
+    * selective, a layer: its input ``d`` and the weight matmuls' outputs the backward reads:
+      ``qkv`` 3d, the projection ``d`` (the second norm's input is the input plus it), ``fc1``
+      ``f`` (the GELU's input); ``fc2``'s output no backward reads, and attention's batched
       products (the scores ``h * s``, the weighted sum ``d``) are recomputed. After the loop,
       on stage 1: the loop's last carry ``d`` (the final norm's input) and the logits ``V``;
-    * attention, a layer: the carry ``d``, and the weight matmuls' inputs and outputs: the
+    * attention, a layer: its input ``d``, and the weight matmuls' inputs and outputs: the
       first norm ``d``, ``qkv`` 3d, attention's output ``d``, the projection ``d``, the second
       norm ``d``, ``fc1`` ``f``, the GELU ``f``: 8d + 2f in all, Korthikanti et al. 2022's
       32 sbh a layer at 2 bytes and f = 4d (section 4.1, no dropout). After the loop: the
@@ -46,19 +46,19 @@ def _kept_by_hand(policy: str, unrolled: bool = False) -> list[int]:
     * full: stage 1's received activation ``d`` (stage 0 receives nothing: the tokens are an
       argument its backward takes).
 
-    ``unrolled`` (the blocks written out, no loop): the same less stage 0's first layer input
-    ``d`` under selective and attention: the embedding, which the unrolled stage redoes from
-    the tokens (a gather, no matmul) where the scan stacks it as its first iteration's carry
-    (a later layer's input is the previous one's plus its ``fc2``, kept instead: as many
-    bytes)."""
+    Stage 0's first layer input is not kept under selective and attention: the embedding,
+    redone in the backward from the tokens (a gather and the positions added, no matmul). The
+    unrolled form redoes it as it redoes every non-matmul value; the scanned form peels the
+    loop's first iteration out of the loop, which otherwise stacks each iteration's carry,
+    the first one included. A later layer's input is the loop's carry (scanned), or the
+    previous one's plus its ``fc2`` (unrolled, the ``fc2`` output kept): as many bytes."""
     d, f, s, V = CFG.d_model, CFG.d_ff, CFG.seq, CFG.vocab
     layer = {"selective": d + 3 * d + d + f, "attention": d + d + 3 * d + d + d + d + 2 * f}
     after = {"selective": d + V, "attention": 2 * d + V}
     if policy == "full":
         per_token = [0, d]
     else:
-        first = 2 * layer[policy] - (d if unrolled else 0)
-        per_token = [first, 2 * layer[policy] + after[policy]]
+        per_token = [2 * layer[policy] - d, 2 * layer[policy] + after[policy]]
     return [4 * B * s * n for n in per_token]
 
 
@@ -73,7 +73,8 @@ def test_policies_act_inside_a_scanned_layer_loop():
     assert staged.num_stages == 2
     s0, s1 = staged.stages
     scans = [e for st in staged.stages for e in st.jaxpr.eqns if e.primitive.name == "scan"]
-    assert [int(e.params["length"]) for e in scans] == [2, 2]  # the loop, cut in two
+    # the loop cut in two, stage 0's first iteration a range of its own
+    assert [int(e.params["length"]) for e in scans] == [1, 1, 2]
     kept, chains, grads_of = {}, [], []
     for policy in POLICIES:
         f0, f1 = (st.forward_backward(0, remat=policy) for st in staged.stages)
@@ -166,7 +167,7 @@ def test_the_planner_prices_what_each_policy_keeps():
             kept[policy] = [sum(_nbytes(a) for a in fb.residual_avals) for fb in runs]
             assert planned == kept[policy], (form, policy, planned, kept[policy])
             if policy != "none":
-                assert kept[policy] == _kept_by_hand(policy, form == "unrolled"), (form, policy)
+                assert kept[policy] == _kept_by_hand(policy), (form, policy)
             fbs += runs
             outputs += sum(_nbytes(o) for st in staged.stages for o in st.outputs)
         total = {policy: sum(k) for policy, k in kept.items()}
@@ -186,3 +187,41 @@ def test_the_planner_prices_what_each_policy_keeps():
         n = sum(len(fb.forward_jaxpr.out_avals) for fb in fbs)
         measured = exe.memory_analysis().output_size_in_bytes - 8 * n - outputs
         assert measured == sum(total.values()), (form, measured, total)
+
+
+def test_a_loops_first_carry_made_by_the_stage_is_redone_not_kept():
+    """A loop whose first carry the stage makes from its input without a matmul (``tanh(2x)``,
+    as stage 0 makes the embedding from the tokens), forwards and in reverse, with per-
+    iteration outputs, cut into 2 stages of 2 iterations. Under selective, stage 0 runs its
+    first iteration apart (a range of its own) and keeps each iteration's matmul output (the
+    ``tanh``'s input) only: the first carry and the second (the first plus its ``tanh``) are
+    redone from ``x`` in the backward. Stage 1's loop starts from the activation it receives
+    and keeps its two carries and two matmul outputs. Value and gradients equal
+    ``jax.value_and_grad`` of the program run directly."""
+    L, b, d = 4, 4, 8
+    k1, k2 = jax.random.split(jax.random.key(3))
+    ws = jax.random.normal(k1, (L, d, d)) / d**0.5
+    x = jax.random.normal(k2, (b, d))
+    for reverse in (False, True):
+
+        def loss(ws, x, reverse=reverse):
+            def body(h, w):
+                y = jnp.tanh(h @ w)
+                return h + y, jnp.sum(y * y, -1)
+
+            h, ys = jax.lax.scan(body, jnp.tanh(2.0 * x), ws, reverse=reverse)
+            # each iteration's output weighted by its place: a misplaced one changes the loss
+            # (the last carry summed: no backward reads it)
+            return jnp.sum(h) + jnp.sum(ys * jnp.arange(1.0, L + 1)[:, None])
+
+        staged = stages.split(loss, ws, x, num_stages=2)
+        assert [st.layers for st in staged.stages] == [2, 2]
+        kept = [
+            sum(_nbytes(a) for a in st.forward_backward(0, remat="selective").residual_avals)
+            for st in staged.stages
+        ]
+        assert kept == [4 * b * d * 2, 4 * b * d * 4], reverse
+        got = staged.value_and_grad(ws, x, remat="selective")
+        want = jax.value_and_grad(loss)(ws, x)
+        np.testing.assert_allclose(got[0], want[0], rtol=1e-6, err_msg=str(reverse))
+        np.testing.assert_allclose(got[1], want[1], rtol=1e-5, atol=1e-7, err_msg=str(reverse))

@@ -8,6 +8,7 @@ with the reason. JAX is the oracle.
 from __future__ import annotations
 
 import functools
+import re
 
 import jax
 import jax.numpy as jnp
@@ -44,11 +45,27 @@ def _split(fori: bool, S: int):
 
 
 def _stacked_rows(staged, s: int) -> list[int]:
-    """Leading axes of stage ``s``'s block parameters (the stacked ones)."""
+    """Rows of each block parameter (the stacked ones) stage ``s`` holds, its pieces summed
+    (a cut loop's first iteration is a range of its own, with its own rows)."""
     st = staged.stage(s)
-    return [
-        a.shape[0] for a, p in zip(st.param_avals, st.param_paths, strict=True) if "blocks" in p
-    ]
+    rows: dict[str, int] = {}
+    for a, p in zip(st.param_avals, st.param_paths, strict=True):
+        if "blocks" in p:
+            leaf = re.sub(r"\[\d+:\d+\]$", "", p)
+            rows[leaf] = rows.get(leaf, 0) + a.shape[0]
+    return list(rows.values())
+
+
+def _held_rows(staged, s: int) -> list[tuple[int, int]]:
+    """The rows ``[start, stop)`` of each caller argument stage ``s`` holds pieces of, its
+    pieces joined (they are contiguous)."""
+    held: dict[int, tuple[int, int]] = {}
+    for pc in (staged.arg_pieces[i] for i in staged.stage(s).params_needed):
+        if pc.start is not None:
+            lo, hi = held.get(pc.source, (pc.start, pc.start))
+            assert hi == pc.start, (held, pc)
+            held[pc.source] = (lo, pc.stop)
+    return list(held.values())
 
 
 def _flops(fn, *args) -> float:
@@ -198,11 +215,9 @@ def test_scanned_gpt_program_file_splits_into_ranges(program_files, kind):
         staged = splits[S] = hlopipe.split(prog, num_stages=S)
         held = []
         for s in range(S):
-            st = staged.stage(s)
-            rows = [staged.arg_pieces[i] for i in st.params_needed]
-            assert [pc.stop - pc.start for pc in rows if pc.start is not None] == [L // S] * 10
-            assert all(pc.start is None or pc.start == s * L // S for pc in rows)
-            held.append(next(pc.stop - pc.start for pc in rows if pc.start is not None))
+            rows = _held_rows(staged, s)
+            assert rows == [(s * L // S, (s + 1) * L // S)] * 10
+            held.append(rows[0][1] - rows[0][0])
         _assert_balanced(held)
     out = staged(*flat)
     assert abs(float(out) - want) <= 1e-5
