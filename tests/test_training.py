@@ -213,10 +213,14 @@ def test_top_level_args_count_keywords_after_the_positional_ones() -> None:
     assert training.program_roles(prog).batch == (8, 9)
 
 
-def test_the_reference_calls_the_program_as_exported(layers_export) -> None:
-    """--check's reference: the oracle is optax on the Python loss itself, on one device."""
+@pytest.mark.parametrize("make_opt", [lambda: optax.adam(0.05), lambda: optax.sgd(0.5)],
+                         ids=["adam", "sgd"])  # fmt: skip
+def test_the_reference_calls_the_program_as_exported(layers_export, make_opt) -> None:
+    """--check's reference: the oracle is optax on the Python loss itself, on one device.
+    sgd as well as adam: adam's step hardly changes when the gradients are summed over the
+    microbatches instead of averaged (it divides by their scale), sgd's is m times larger."""
     plan = training.plan_training(hlopipe.load(layers_export), num_microbatches=2)
-    opt = optax.adam(0.05)
+    opt = make_opt()
     run = training.train_reference(plan, opt, steps=3)
     assert run.differences == () and run.roles.evidence is training.Evidence.TREE
     leaves = {a.name: v for a, v in zip(plan.roles.parameters, plan.params, strict=True)}

@@ -149,14 +149,21 @@ def _run(
         return jax.tree_util.tree_leaves(out)[0]
 
     def loss(weights: list[Any], fixed: dict[int, Any], batch: list[Any]) -> Any:
-        total = 0.0
-        for k in range(m):
+        # the microbatches stacked on a new leading axis, scanned: the program is traced and
+        # compiled once whatever m is (a loop of m calls inlined it m times), and the carry
+        # sums the losses in microbatch order, as that loop did
+        stacked = [b[: m * mb].reshape(m, mb, *b.shape[1:]) for b in batch]
+
+        def add(total: Any, micro: list[Any]) -> tuple[Any, None]:
             leaves = [fixed.get(i) for i in range(n)]
             for i, w in zip(trained, weights, strict=True):
                 leaves[i] = w
-            for i, b in zip(roles.batch, batch, strict=True):
-                leaves[i] = b[k * mb : (k + 1) * mb]
-            total = total + loss_of(leaves)
+            for i, b in zip(roles.batch, micro, strict=True):
+                leaves[i] = b
+            return total + loss_of(leaves), None
+
+        first = program.out_avals[0]  # the loss: the first output, as loss_of takes it
+        total, _ = jax.lax.scan(add, jnp.zeros(first.shape, first.dtype), stacked)
         return total / m
 
     @jax.jit
