@@ -23,7 +23,7 @@ from collections.abc import Callable
 
 from hlopipe.serve._control import Follower, Leader
 from hlopipe.serve._runner import Runner, ServedGenerator
-from hlopipe.serve._scheduler import Policy, Request, Scheduler
+from hlopipe.serve._scheduler import Emit, Policy, Request, Scheduler, StepPlan
 
 
 class Engine:
@@ -80,6 +80,12 @@ class Engine:
         """Whether prompts of other lengths go through the prefills right-padded (known
         once warm)."""
         return self.runner.pads
+
+    @property
+    def broadcasts(self) -> int:
+        """The plans sent to the job's other processes (0 in one process): one a turn."""
+        leader = self.runner.leader
+        return 0 if leader is None else leader.sent
 
     @property
     def prefilled(self) -> int:
@@ -163,10 +169,12 @@ class Engine:
             if plan.empty:
                 continue
             t0 = time.perf_counter()
-            result = self.runner.run(plan)
-            told = scheduler.update(plan, result)
-            for e in told:
-                e.request.emit(e.seq, e.token, e.finish)
+
+            def first_tokens(made: tuple[tuple[int, ...], ...], plan: StepPlan = plan) -> None:
+                _tell(scheduler.give_prefilled(plan, made))
+
+            result = self.runner.run(plan, first_tokens)
+            _tell(scheduler.update_steps(plan, result))
             if plan.steps:
                 self.busy_s += time.perf_counter() - t0
                 self.group_steps += len(plan.steps)
@@ -215,3 +223,8 @@ class Engine:
         wall = time.perf_counter() - self._ready_at
         busy = self.stage_step_s[stage] * self.group_steps / wall if wall else 0.0
         return busy if math.isnan(busy) else min(1.0, busy)  # nan: a stage not timed here
+
+
+def _tell(told: list[Emit]) -> None:
+    for e in told:
+        e.request.emit(e.seq, e.token, e.finish)
