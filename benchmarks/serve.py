@@ -720,6 +720,35 @@ def _serve_files(folder: Path, buckets: tuple[int, ...], max_batch: int,
     return proc, line.split(" at ")[1].strip()
 
 
+def _idle_memory(pid: int) -> dict[str, int]:
+    """``_memory`` once the server has been idle a while (longer than the engine waits before
+    it gives back the memory malloc holds free)."""
+    time.sleep(1.5)
+    return _memory(pid)
+
+
+class _Peak:
+    """The largest ``VmRSS`` of a process while a load runs (sampled every 20 ms)."""
+
+    def __init__(self, pid: int) -> None:
+        self.pid, self.peak = pid, 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._sample, daemon=True)
+
+    def _sample(self) -> None:
+        while not self._stop.is_set():
+            self.peak = max(self.peak, _memory(self.pid)["VmRSS"])
+            time.sleep(0.02)
+
+    def __enter__(self) -> _Peak:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
 def _runtime_rss(max_batch: int) -> int:
     """The resident memory of the same server command on a Llama of 2 layers of width 64 (a
     megabyte of weights) after one request: what Python, JAX, the compiled stages and the
@@ -733,7 +762,7 @@ def _runtime_rss(max_batch: int) -> int:
         proc, url = _serve_files(folder, (16,), max_batch, tiny.max_len)
         try:
             _load(url, 1, 1, 2, lengths=(16, 16), vocab=tiny.vocab)
-            return _memory(proc.pid)["VmRSS"]
+            return _idle_memory(proc.pid)["VmRSS"]
         finally:
             proc.terminate()
             proc.wait(60)
@@ -798,9 +827,10 @@ def _llama_table(
               flush=True)  # fmt: skip
         print(
             "| --max-batch | clients | tokens/s | TTFT p50 ms | TTFT p99 ms | ITL p50 ms | "
-            "ITL p99 ms | server ms/token | VmRSS MiB | VmHWM MiB | RSS / (params + caches) |"
+            "ITL p99 ms | server ms/token | VmRSS under load MiB | VmRSS idle MiB | VmHWM MiB | "
+            "RSS idle / (params + caches) |"
         )
-        print("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+        print("|" + " ---: |" * 12)
         served: dict[int, dict[int, float]] = {}
         last_rss: dict[int, int] = {}
         decode_bound: dict[int, float] = {}
@@ -810,14 +840,16 @@ def _llama_table(
             try:
                 _load(url, 1, 1, 2, lengths=(16, 16), vocab=s.vocab)  # warm the paths
                 for c in clients:
-                    r = _load(url, c, requests, tokens, lengths=lengths, vocab=s.vocab)
-                    m = _memory(proc.pid)
+                    with _Peak(proc.pid) as peak:
+                        r = _load(url, c, requests, tokens, lengths=lengths, vocab=s.vocab)
+                    m = _idle_memory(proc.pid)
                     last_rss[n] = m["VmRSS"]
                     served.setdefault(n, {})[c] = r["tokens_per_s"]
                     print(f"| {n} | {c} | {r['tokens_per_s']:.1f} | {r['ttft_p50'] * 1e3:.0f} | "
                           f"{r['ttft_p99'] * 1e3:.0f} | {r['itl_p50'] * 1e3:.0f} | "
                           f"{r['itl_p99'] * 1e3:.0f} | {r['server_per_token'] * 1e3:.1f} | "
-                          f"{m['VmRSS'] / 2**20:.0f} | {m['VmHWM'] / 2**20:.0f} | "
+                          f"{peak.peak / 2**20:.0f} | {m['VmRSS'] / 2**20:.0f} | "
+                          f"{m['VmHWM'] / 2**20:.0f} | "
                           f"{m['VmRSS'] / need:.2f}x |", flush=True)  # fmt: skip
                 # decode-bound: one 1-token prompt a row (no prefill), 4x the tokens
                 r = _load(url, n, 1, 4 * tokens, prompt_len=1, vocab=s.vocab)
@@ -825,7 +857,7 @@ def _llama_table(
                 print(f"| {n} | {n} (1-token prompts, {4 * tokens} tokens) | "
                       f"{r['tokens_per_s']:.1f} | {r['ttft_p50'] * 1e3:.0f} | "
                       f"{r['ttft_p99'] * 1e3:.0f} | {r['itl_p50'] * 1e3:.0f} | "
-                      f"{r['itl_p99'] * 1e3:.0f} | {r['server_per_token'] * 1e3:.1f} | | | |",
+                      f"{r['itl_p99'] * 1e3:.0f} | {r['server_per_token'] * 1e3:.1f} | | | | |",
                       flush=True)  # fmt: skip
             finally:
                 proc.terminate()

@@ -154,6 +154,9 @@ class _Metrics:
         steps = Gauge("hlopipe_engine_steps", "decode turns run since ready (every group with "
                       "a sequence in flight stepped once)", registry=reg)  # fmt: skip
         steps.set_function(lambda: model.engine.steps)
+        sent = Gauge("hlopipe_engine_broadcasts", "plans sent to the other processes of a job "
+                     "since ready (one a turn; 0 in one process)", registry=reg)  # fmt: skip
+        sent.set_function(lambda: model.engine.broadcasts)
         prefilled = Gauge("hlopipe_prefilled_sequences", "sequences whose prompt went through "
                           "the prefill since ready", registry=reg)  # fmt: skip
         prefilled.set_function(lambda: model.engine.prefilled)

@@ -35,9 +35,8 @@ from hlopipe.runtime import distributed
 _PREFIX = "hlopipe/serve/op/"
 _TIMES = "hlopipe/serve/stage-times/"  # each process's stage step times (nan: not its stage)
 # keys older than this many broadcasts are deleted: every read is a collective over every
-# process and returns the tokens to each, so a follower is never more than a turn's
-# broadcasts behind (at most a start, a sampling and a prefill a group, then the turn's one),
-# which this bounds for up to a thousand groups
+# process and returns the tokens to each, so a follower is never more than a turn (one
+# broadcast) behind
 _KEEP = 4096
 
 

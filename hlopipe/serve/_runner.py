@@ -5,14 +5,16 @@ Each of the generator's groups is a :class:`~hlopipe.generate.Session` of one gr
 same compiled stages (``Generator.with_groups(1)``): with a position per sequence one session
 a group lives as long as the runner (begun at warm-up), else a group's session is begun afresh
 by each :class:`~hlopipe.serve._scheduler.Start`. :meth:`Runner.run` turns a plan into calls
-(:class:`~hlopipe.serve._control.Op`): sessions begun, sampling set, prefills run, tokens fed,
-every stepped group's decode step issued (``Session.issue``), then all of them read in one
-batched copy (``Issued.read_all``), so the groups overlap on the stages, and the
-log-probabilities read of the groups asking for them.
+(:class:`~hlopipe.serve._control.Op`): sessions begun, sampling set, prefills run, tokens fed
+(a row prefilled this turn its prefill's token, taken from the prefill's result), every
+stepped group's decode step issued (``Session.issue``), then all of them read in one batched
+copy (``Issued.read_all``), so the groups overlap on the stages, and the log-probabilities
+read of the groups asking for them.
 
-**Many processes** (``hlopipe launch``): process 0's runner sends a plan's calls to the other
-processes in one broadcast (``_control.py``) before making them; every other process's runner
-(:meth:`Runner.follow`, no HTTP) makes the same calls in the same order. The tokens, and the
+**Many processes** (``hlopipe launch``): process 0's runner sends a plan's calls (a turn's,
+its prefills included) to the other processes in one broadcast (``_control.py``) before making
+them; every other process's runner (:meth:`Runner.follow`, no HTTP) makes the same calls in
+the same order. The tokens, and the
 log-probabilities where read, reach every process through the generator itself.
 
 The warm-up compiles every path (each prefill, a decode step, a fed token) and decides whether
@@ -22,7 +24,7 @@ prompts shorter than a prefill may go through it right-padded (:meth:`Runner._pa
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
 import numpy as np
@@ -30,6 +32,7 @@ import numpy as np
 from hlopipe.errors import DistributedError, RuntimeConfigError
 from hlopipe.serve._control import Follower, Leader, Op, OpKind
 from hlopipe.serve._scheduler import (
+    PREFILLED,
     SamplingParams,
     Sequence,
     StepPlan,
@@ -91,11 +94,17 @@ class Runner:
         self._live: dict[int, Any] = {}  # each group's session
         self._issued: dict[int, Any] = {}  # each group's step issued this turn, not yet read
         self._read: dict[int, Any] = {}  # each group's step read last (its log-probabilities)
+        self._prefilled: dict[int, dict[int, int]] = {}  # group: {row: its prefill's token}
 
     # -- a plan ------------------------------------------------------------------------------
-    def run(self, plan: StepPlan) -> StepResult:
+    def run(
+        self,
+        plan: StepPlan,
+        on_prefilled: Callable[[tuple[tuple[int, ...], ...]], None] | None = None,
+    ) -> StepResult:
         """Make ``plan``'s calls (one broadcast in a job of several processes) and return
-        what they made."""
+        what they made; ``on_prefilled`` is given the prefills' tokens as soon as they are
+        made, before the decode steps are issued."""
         b, ops = self.batch, []
         for s in plan.starts:
             values = self._sampling(s.seqs, penalties=True) if self.samples else ()
@@ -123,12 +132,18 @@ class Runner:
         if plan.steps:  # every stepped group's tokens in one batched read
             ops.append(Op(OpKind.READ, values=(np.asarray(plan.steps, np.int64),)))
         ops += [Op(OpKind.LOGPROBS, g) for g in plan.logprobs]
-        got = self._do_all(ops)
-        prefilled = got[first_prefill : first_prefill + len(plan.prefills)]
+
+        def made(got: list[Any]) -> tuple[tuple[int, ...], ...]:  # the prefills' tokens
+            rows = got[first_prefill : first_prefill + len(plan.prefills)]
+            return tuple(tuple(int(t) for t in m) for m in rows)
+
+        after = first_prefill + len(plan.prefills)
+        tell = None if on_prefilled is None or not plan.prefills else (after, on_prefilled)
+        got = self._do_all(ops, tell, made)
         reads = got[-1 - len(plan.logprobs)] if plan.steps else []
         lps = got[len(got) - len(plan.logprobs) :]
         return StepResult(
-            tuple(tuple(int(t) for t in made) for made in prefilled),
+            made(got),
             {g: tuple(int(t) for t in r[0, :, 0]) for g, r in zip(plan.steps, reads, strict=True)},
             dict(zip(plan.logprobs, lps, strict=True)),
         )
@@ -157,14 +172,22 @@ class Runner:
         return (*values, counts, seen)
 
     # -- the calls ---------------------------------------------------------------------------
-    def _do_all(self, ops: list[Op]) -> list[Any]:
+    def _do_all(self, ops: list[Op], tell: tuple[int, Callable[[Any], None]] | None = None,
+                made: Callable[[list[Any]], Any] = list) -> list[Any]:  # fmt: skip
         """Make session calls in order, sent to the other processes first in one broadcast
-        (none depends on another's result)."""
+        (none depends on another's result but a fed prefill's token, which every process
+        has); ``tell``: ``(i, f)``, ``f(made(results))`` once the first ``i`` calls are
+        made."""
         if self.leader is not None:
             for op in ops:
                 self.leader.queue(op)
             self.leader.flush()
-        return [self.apply(op) for op in ops]
+        got: list[Any] = []
+        for op in ops:
+            got.append(self.apply(op))
+            if tell is not None and len(got) == tell[0]:
+                tell[1](made(got))
+        return got
 
     def apply(self, op: Op) -> Any:
         """Make one session call (here; :meth:`run` and :meth:`follow` send and receive)."""
@@ -188,6 +211,11 @@ class Runner:
         session = self._live[op.slot]
         if op.kind is OpKind.FEED:
             tokens, *position = op.values
+            made = self._prefilled.pop(op.slot, {})  # this plan's prefills of the group
+            if (tokens == PREFILLED).any():  # their tokens, made in every process
+                tokens = tokens.copy()
+                for b in np.flatnonzero(tokens[0] == PREFILLED).tolist():
+                    tokens[0, b] = made[b]
             if position:
                 session.feed(tokens, position=position[0])
             else:
@@ -205,7 +233,10 @@ class Runner:
             return self._read[op.slot].logprobs()[0, :, 0]
         if op.kind is OpKind.PREFILL:
             prompts, rows = op.values
-            return session.prefill_rows(prompts, rows)
+            made = session.prefill_rows(prompts, rows)
+            got = self._prefilled.setdefault(op.slot, {})
+            got.update(zip(rows.tolist(), made.tolist(), strict=True))
+            return made
         raise ValueError(f"{op.kind} is not a session call")  # pragma: no cover - a bug
 
     def follow(self, follower: Follower) -> None:

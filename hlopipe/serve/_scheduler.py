@@ -25,8 +25,10 @@ Two policies (:class:`Policy`) of the one protocol, by the decode step's form:
 
 In both, a group with a sequence in flight is stepped every turn (every group's step issued
 before any is read, so the groups overlap on the stages), a sequence whose client left or
-whose output ended it is freed at the next update, and a plan that prefills (whose tokens
-decide the next feed) holds no decode step: the turn is the next plan.
+whose output ended it is freed at the next update. A plan that prefills rows is a turn too:
+the rows prefilled are fed in the same plan, a row whose prompt the prefill read whole its
+prefill's token (:data:`PREFILLED`, which the runner takes from the prefill's result), so a
+turn is one plan (under ``launch``, one broadcast).
 """
 
 from __future__ import annotations
@@ -145,10 +147,15 @@ class Prefill:
     prompts: tuple[tuple[int, ...], ...]
 
 
+# a fed token that is the token a prefill of the same plan made for that row
+PREFILLED = -1
+
+
 @dataclass(frozen=True)
 class Feed:
     """The tokens group ``group`` reads at its next step, one a row, at ``positions`` (one a
-    row: :attr:`Policy.ROWS`) or at the group's own position (``None``)."""
+    row: :attr:`Policy.ROWS`) or at the group's own position (``None``); a token
+    :data:`PREFILLED` is the one the plan's prefill made for that row."""
 
     group: int
     tokens: tuple[int, ...]
@@ -157,9 +164,10 @@ class Feed:
 
 @dataclass(frozen=True)
 class StepPlan:
-    """One call of the runner, its parts made in this order: sessions begun, sampling set,
-    prefills run, tokens fed, then each of ``steps``' decode step issued before any is read,
-    and the log-probabilities of the groups ``logprobs`` read."""
+    """One call of the runner (a turn), its parts made in this order: sessions begun, sampling
+    set, prefills run, tokens fed (a :data:`PREFILLED` token from the prefill's), then each of
+    ``steps``' decode step issued before any is read, and the log-probabilities of the groups
+    ``logprobs`` read."""
 
     starts: tuple[Start, ...] = ()
     sampling: tuple[SetSampling, ...] = ()
@@ -262,8 +270,8 @@ class Scheduler:
 
     # -- plans -------------------------------------------------------------------------------
     def schedule(self) -> StepPlan:
-        """The next plan: waiting sequences admitted into free rows; a plan of prefills if
-        any was admitted through one, else the turn of every group in flight."""
+        """The next plan: waiting sequences admitted into free rows (prefilled, when through a
+        prefill), then the turn of every group in flight."""
         self.waiting = [(r, i) for r, i in self.waiting if not _gone(r, i)]
         if self.policy is Policy.ROWS:
             changed, prefills = self._admit_rows()
@@ -278,13 +286,11 @@ class Scheduler:
             for g in sorted(changed | (penalized - begun))
             if self.samples
         )
-        if prefills:
-            return StepPlan(sampling=sampling, prefills=tuple(prefills))
         feeds = tuple(f for g in live if (f := self._feed(g)) is not None)
         logprobs = tuple(
             g for g in live if any(_gives(r) and r.seq.logprobs is not None for r in self._held(g))
         )
-        return StepPlan(tuple(starts), sampling, (), feeds, tuple(live), logprobs)
+        return StepPlan(tuple(starts), sampling, tuple(prefills), feeds, tuple(live), logprobs)
 
     def _held(self, g: int) -> list[_Row]:
         return [r for r in self.rows[g] if r is not None]
@@ -323,8 +329,15 @@ class Scheduler:
                 whole = len(seq.prompt) in self.prefill_lens and seq.logprobs is None
                 padded = self.pads and len(seq.prompt) > 1 and self.prefill_lens
                 if whole or padded or self._chunked(seq.prompt):
-                    head, new.fed = self._head(seq.prompt, seq.logprobs is not None)
+                    head, covered = self._head(seq.prompt, seq.logprobs is not None)
                     heads.setdefault((g, len(head)), []).append((b, head))
+                    # what the row reads at this turn's step: the prompt's next token, or,
+                    # the prompt read whole, the prefill's (in the plan's result)
+                    new.position = covered
+                    if covered < len(seq.prompt):
+                        new.token, new.fed = seq.prompt[covered], covered + 1
+                    else:
+                        new.token, new.fed = PREFILLED, covered
         prefills = [
             Prefill(g, tuple(b for b, _ in got), tuple(tuple(h) for _, h in got))
             for (g, _), got in heads.items()
@@ -377,23 +390,33 @@ class Scheduler:
 
     # -- results -----------------------------------------------------------------------------
     def update(self, plan: StepPlan, result: StepResult) -> list[Emit]:
-        """Take what ``plan``'s calls made: each prefilled row goes on from its prompt's end
-        (its first token given) or from its next prompt token; each stepped row's token is
-        given to its sequence, or its next prompt token is fed instead; a sequence that
-        ended frees its row. Returns what to tell the requests, in order."""
+        """Take what ``plan``'s calls made: a row whose prompt a prefill read whole is given
+        the prefill's token (a row prefilled in part read its next prompt token at the step);
+        each stepped row's token is given to its sequence, or its next prompt token is fed
+        instead; a sequence that ended frees its row (a row ended by its prefill's token was
+        stepped too, its step's token dropped). Returns what to tell the requests, in
+        order."""
+        return self.give_prefilled(plan, result.prefilled) + self.update_steps(plan, result)
+
+    def give_prefilled(self, plan: StepPlan, prefilled: tuple[tuple[int, ...], ...]) -> list[Emit]:
+        """The first part of :meth:`update`, as soon as ``plan``'s prefills made ``prefilled``
+        (before its decode steps are read: a first token told a step sooner)."""
         out: list[Emit] = []
-        for p, made in zip(plan.prefills, result.prefilled, strict=True):
+        for p, made in zip(plan.prefills, prefilled, strict=True):
             for b, tok in zip(p.rows, made, strict=True):
                 r = self.rows[p.group][b]
                 assert r is not None  # admitted by the plan
-                prompt = r.seq.prompt
-                if r.fed < len(prompt):  # the prefill's token is not the prompt's next
-                    r.token, r.position, r.fed = prompt[r.fed], r.fed, r.fed + 1
+                if r.token != PREFILLED:  # the prefill's token is not the prompt's next
                     continue
-                r.token, r.position = tok, r.fed
+                r.token = tok
                 self._give(r, tok, None, out)
                 if r.seq.finish is not None:  # one token asked: done
                     self.rows[p.group][b] = None
+        return out
+
+    def update_steps(self, plan: StepPlan, result: StepResult) -> list[Emit]:
+        """The rest of :meth:`update`, once :meth:`give_prefilled` took the prefills'."""
+        out: list[Emit] = []
         for g in plan.steps:
             lps = result.logprobs.get(g)
             for b, r in enumerate(self.rows[g]):

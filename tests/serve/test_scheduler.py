@@ -12,6 +12,7 @@ import numpy as np
 
 from hlopipe.serve._output import FinishReason
 from hlopipe.serve._scheduler import (
+    PREFILLED,
     Emit,
     Feed,
     Policy,
@@ -43,15 +44,14 @@ def test_rows_each_row_admits_the_next_sequence_and_frees_on_its_end():
     a, b = _request([1, 2, 3, 4], 2), _request([5, 6], 1)
     s.add(a)
     s.add(b)
-    # a's prompt has the prefill's length: prefilled into row 0 alone; b from its first token
+    # a's prompt has the prefill's length: prefilled into row 0 alone, and in the same turn
+    # row 0 reads the prefill's token at the prompt's end, row 1 b's first token
     plan = s.schedule()
-    assert plan == StepPlan(prefills=(Prefill(0, (0,), ((1, 2, 3, 4),)),))
-    assert s.update(plan, StepResult(prefilled=((10,),))) == [Emit(a, 0, 10, None)]
-    # the turn: row 0 reads the prefill's token at the prompt's end, row 1 b's first token
-    plan = s.schedule()
-    assert plan == StepPlan(feeds=(Feed(0, (10, 5), (4, 0)),), steps=(0,))
-    told = s.update(plan, StepResult(tokens={0: (11, 99)}))  # b's 99: made on its prompt
-    assert told == [Emit(a, 0, 11, LENGTH), _end(a)]
+    want = Feed(0, (PREFILLED, 5), (4, 0))
+    assert plan == StepPlan(prefills=(Prefill(0, (0,), ((1, 2, 3, 4),)),), feeds=(want,),
+                            steps=(0,))  # fmt: skip
+    told = s.update(plan, StepResult(prefilled=((10,),), tokens={0: (11, 99)}))  # b's 99: on
+    assert told == [Emit(a, 0, 10, None), Emit(a, 0, 11, LENGTH), _end(a)]  # its prompt
     assert (a.seqs[0].tokens, b.seqs[0].tokens) == ([10, 11], [])
     # row 0 is free: c takes it at once, while b (row 1) reads its second prompt token
     c, d = _request([7], 3), _request([8, 9], 2)
@@ -71,6 +71,14 @@ def test_rows_each_row_admits_the_next_sequence_and_frees_on_its_end():
     assert s.update(plan, StepResult(tokens={0: (30, 31)})) == [_end(c)]
     assert c.seqs[0].tokens == [20] and c.seqs[0].finish is CANCELLED
     assert s.schedule().empty and s.live() == [] and s.prefilled == 1
+    # a sequence ended by its prefill's token: stepped in its turn, that step's token dropped
+    e = _request([1, 2, 3, 4], 1)
+    s.add(e)
+    plan = s.schedule()
+    assert plan.feeds == (Feed(0, (PREFILLED, 0), (4, 0)),) and plan.steps == (0,)
+    told = s.update(plan, StepResult(prefilled=((40,),), tokens={0: (41, 42)}))
+    assert told == [Emit(e, 0, 40, LENGTH), _end(e)] and e.seqs[0].tokens == [40]
+    assert s.live() == [] and s.schedule().empty
 
 
 def test_rows_prompts_of_other_lengths_through_the_buckets_padded():
@@ -88,14 +96,13 @@ def test_rows_prompts_of_other_lengths_through_the_buckets_padded():
         s.add(r)
     plan = s.schedule()
     want = (Prefill(0, (0, 1), ((1, 2, 2, 2), (4, 5, 6, 6))), Prefill(0, (2,), (tuple(long[:8]),)))
-    assert plan == StepPlan(prefills=want)
-    assert s.update(plan, StepResult(prefilled=((90, 91), (92,)))) == []  # not the prompts' next
-    plan = s.schedule()
-    assert plan == StepPlan(feeds=(Feed(0, (3, 7, 18, 9), (2, 3, 8, 0)),), steps=(0,),
-                            logprobs=(0,))  # fmt: skip
+    # in the same turn each reads its next prompt token (the prefills' tokens not the next)
+    assert plan == StepPlan(prefills=want, feeds=(Feed(0, (3, 7, 18, 9), (2, 3, 8, 0)),),
+                            steps=(0,), logprobs=(0,))  # fmt: skip
     lps = np.zeros((4, 5), np.float32)
     lps[1] = [-0.5, -0.25, -1.0, 42, 43]  # its own, the 2 largest, their ids
-    told = s.update(plan, StepResult(tokens={0: (30, 31, 32, 33)}, logprobs={0: lps}))
+    made = StepResult(prefilled=((90, 91), (92,)), tokens={0: (30, 31, 32, 33)}, logprobs={0: lps})
+    told = s.update(plan, made)
     assert told == [Emit(reqs[0], 0, 30, None), Emit(reqs[1], 0, 31, None),
                     Emit(reqs[3], 0, 33, None)]  # fmt: skip
     assert reqs[1].seqs[0].token_logprobs[0] == (-0.5, ((42, -0.25),))

@@ -45,8 +45,8 @@ def test_two_processes_serve_greedy_completions_equal_the_unsplit_program():
     goes through the prefill into its slot's row, in both processes: the prompt of 8 whole,
     the others right-padded): each equals the
     unsplit program on its prompt alone; /metrics has both stages' busy fractions (one
-    timed in each process); a seeded request's log-probabilities equal ``log_softmax`` of the
-    unsplit step's logits. SIGTERM to process 0 drains and stops both."""
+    timed in each process); one broadcast a turn; a seeded request's log-probabilities equal
+    ``log_softmax`` of the unsplit step's logits. SIGTERM to process 0 drains and stops both."""
     from test_serve import _metrics, greedy_like_the_oracle, log_softmax_after
 
     out = _Lines()
@@ -93,6 +93,10 @@ def test_two_processes_serve_greedy_completions_equal_the_unsplit_program():
             assert scraped2 - done <= gap <= done2 - scraped, (s, gap, scraped2 - done)
         # every prompt: of 8 whole, the others right-padded (all but their last token)
         assert after[("hlopipe_prefilled_sequences", ())] == 4
+        # one broadcast a turn, those admitting through a prefill too: the plans process 0's
+        # leader wrote to the coordination service, against the turns its engine ran
+        turns = after[("hlopipe_engine_steps", ())]
+        assert turns > 0 and after[("hlopipe_engine_broadcasts", ())] == turns, after
         # log-probabilities, made on process 1's stage, reach process 0: seeded draws, each
         # token's and the 3 largest equal log_softmax of the unsplit step's logits
         prompt = [9, 3, 33]
