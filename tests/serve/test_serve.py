@@ -757,8 +757,9 @@ def test_the_docs_examples_run_as_written(server, tmp_path):
         out = subprocess.run(argv, capture_output=True, text=True, check=True, timeout=60).stdout
         assert json.loads(out)["choices"][0]["token_ids"] == oracle([17, 4, 9], 8)
     blocks = re.findall(r"^```python\n(.*?)^```", page, re.M | re.S)
-    # the chat ones: test_serve_chat.py; the chunk step's recipe: test_serve_chunk.py
-    (code,) = [b for b in blocks if ".chat." not in b and "chunk_fn" not in b]
+    # the openai completions one (the chat ones: test_serve_chat.py; the chunk step's JAX
+    # recipe: test_serve_chunk.py; the PyTorch one runs in scripts/fixtures/hf_export_chunk.py)
+    (code,) = [b for b in blocks if "OpenAI(" in b and ".chat." not in b]
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     proc = subprocess.run(
         [sys.executable, "-c", code.replace("127.0.0.1:8000", hostport)],
