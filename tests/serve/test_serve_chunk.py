@@ -12,7 +12,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from _engine_run import run_all
+from _engine_run import run_all, run_all_counting_compiles
 from _greedy_oracle import greedy_fed
 
 from hlopipe.errors import RuntimeConfigError
@@ -130,7 +130,8 @@ def test_a_batch_1_chunk_step_at_max_batch_4_equals_the_unsplit_program(recipe):
     rows holding the prompts chunked in a turn: the 64-token prompt's 3 chunks at 1 row, the
     two 200-token prompts' 12 chunks at 2 rows in one run each (never at 4). The 64-token
     one asks for log-probabilities (which the decode step gives), so its chunks read its
-    first 63 tokens, the last chunk right-padded, and the decode step its last."""
+    first 63 tokens, the last chunk right-padded, and the decode step its last. Nothing is
+    compiled once the engine is warm (jax's own compile events)."""
     from hlopipe.generate import Generator, widen
     from hlopipe.serve import Engine
     from hlopipe.serve._scheduler import SamplingParams
@@ -155,7 +156,8 @@ def test_a_batch_1_chunk_step_at_max_batch_4_equals_the_unsplit_program(recipe):
     # (random weights attend almost evenly, so two random prompts' caches read alike)
     cases[2], cases[5] = ([9] * 17, 2), ([5] * 200, 4)
     asks = (*cases[3], frozenset(), SamplingParams(logprobs=True), [], None, False, 1)
-    requests = run_all(engine, [*cases[:3], asks, *cases[4:]])
+    requests, compiled = run_all_counting_compiles(engine, [*cases[:3], asks, *cases[4:]])
+    assert compiled == []  # every program, row count and writer it ran compiled at warm-up
     assert [r.seqs[0].tokens for r in requests] == [_oracle(ns, p, n) for p, n in cases]
     assert len(requests[3].seqs[0].token_logprobs) == 4
     # warm-up: one chunk at each row count; then 64 (its first 63: 16 + 3 x 16, padded) at
