@@ -53,12 +53,18 @@ exported at batch 1 into files with its parameters (.npz), and those files serve
 server process's resident memory (``VmRSS``, peak ``VmHWM``, from ``/proc/<pid>/status``)
 against the parameters plus the caches of N rows, and that less the same server's on a Llama
 of a megabyte (the runtime's own); then N clients with 1-token prompts (no prefill: the
-decode-bound rate the plain loop is compared with). Then the plain loop on the same files:
-``Session.generate`` of the widened step at N rows, 2 stages, from a token (no prefill, no
-HTTP), its tokens/s beside the server's at 8 clients, and the generator's host time per action
-(``GenerateMetrics.host_per_action_s``) against its time per step. The default run is quick
-(1 request a client, 8 tokens, prompts of 16 to 64, prefills of 16 and 64 tokens); ``--full``:
-2 requests, 32 tokens, prompts of 16 to 512, prefills of 16, 64, 128 and 512 tokens.
+decode-bound rate). Then, side by side on the same files, alternated ``--repeats`` times
+(medians; the server idle while a loop runs, the load average printed): the server at 8
+clients; the plain loop of the same workload (the same 8 prompts in ``Session`` calls, one
+process, no HTTP, no scheduler: ``_plain_workload``: a batch's prompts of one bucket
+prefilled together by ``prefill_rows`` through the same prefills, at the fewest rows holding
+them, the last prompt token of each fed at its position, then the same number of tokens by
+``generate``, its prefills in its time); the plain loop of the decode steps alone
+(``Session.generate`` at N rows from a token at position 0, no prefill), with the
+generator's host time per action (``GenerateMetrics.host_per_action_s``) against its time
+per step. The default run is quick (8 tokens a request, prompts of 16 to 64, prefills of 16
+and 64 tokens); ``--full``: 96 tokens, prompts of 16 to 512, prefills of 16, 64, 128 and
+512 tokens; one request a client. ``--files DIR`` keeps the exported files for a later run.
 """
 
 from __future__ import annotations
@@ -132,6 +138,30 @@ def _client_rows(url, name, clients, requests, tokens, base: dict[int, float]) -
               f"{rate / base[c]:.2f}x |", flush=True)  # fmt: skip
 
 
+def _prompts(
+    clients: int,
+    requests: int,
+    prompt_len: int | None = None,
+    lengths: tuple[int, int] = (3, 12),
+    vocab: int = 64,
+) -> list[list[list[int]]]:
+    """Each client's ``requests`` prompts, in order (client ``k`` draws from seed ``k``): of
+    ``prompt_len`` tokens, or of ``lengths`` (low, high; log-uniform when high is over 4
+    times low), random ids below ``vocab``. The load and the plain loop of the same workload
+    read the same prompts."""
+    out = []
+    for k in range(clients):
+        rng, mine = np.random.default_rng(k), []
+        for _ in range(requests):
+            lo, hi = lengths
+            drawn = (np.exp(rng.uniform(np.log(lo), np.log(hi + 1))) if hi > 4 * lo
+                     else rng.integers(lo, hi + 1))  # fmt: skip
+            length = prompt_len or int(drawn)
+            mine.append(rng.integers(0, vocab, length).tolist())
+        out.append(mine)
+    return out
+
+
 def _load(
     url: str,
     clients: int,
@@ -152,15 +182,10 @@ def _load(
     itl: list[float] = []
     made = [0]
     lock = threading.Lock()
+    drawn = _prompts(clients, requests, prompt_len, lengths, vocab)
 
     def one(k: int) -> None:
-        rng = np.random.default_rng(k)
-        for _ in range(requests):
-            lo, hi = lengths
-            drawn = (np.exp(rng.uniform(np.log(lo), np.log(hi + 1))) if hi > 4 * lo
-                     else rng.integers(lo, hi + 1))  # fmt: skip
-            length = prompt_len or int(drawn)
-            prompt = rng.integers(0, vocab, length).tolist()
+        for prompt in drawn[k]:
             t0 = last = time.perf_counter()
             first, gaps, n = None, [], 0
             for _chunk in client.completions.create(
@@ -768,12 +793,9 @@ def _runtime_rss(max_batch: int) -> int:
             proc.wait(60)
 
 
-def _plain_loop_files(folder: Path, buckets: tuple[int, ...], rows: int, tokens: int,
-                      max_len: int, repeats: int) -> dict[str, float]:  # fmt: skip
-    """The same files in a plain loop: widened to ``rows``, 2 stages, one group,
-    ``Session.generate(tokens)`` from a token at position 0 (the decode steps alone, no
-    prefill, no HTTP): tokens/s, and the generator's host time per action against its time
-    per step."""
+def _plain_generator(folder: Path, buckets: tuple[int, ...], rows: int, max_len: int) -> Any:
+    """The files as a user loads them for a plain loop: widened to ``rows`` (with the
+    prefills at fewer rows, as ``hlopipe serve --max-batch`` does), 2 stages, one group."""
     from hlopipe.generate import Generator, load_params, widen
     from hlopipe.io import load
 
@@ -781,9 +803,15 @@ def _plain_loop_files(folder: Path, buckets: tuple[int, ...], rows: int, tokens:
     prefills = [load(str(folder / f"prefill_{P}.jax_export")) for P in buckets]
     params = load_params(str(folder / "params.npz"), decode.arg_roles(), 0)
     wide = widen(decode, prefills, rows)
-    gen = Generator(wide.decode, params, prefill=list(wide.prefills), num_stages=2, groups=1,
-                    max_len=max_len)  # fmt: skip
-    del params
+    return Generator(wide.decode, params, prefill=list(wide.prefills), num_stages=2, groups=1,
+                     max_len=max_len, row_prefills=wide.narrow)  # fmt: skip
+
+
+def _plain_loop_files(gen: Any, tokens: int, repeats: int) -> dict[str, float]:
+    """The decode steps alone in a plain loop: ``Session.generate(tokens)`` from a token at
+    position 0 at every row (no prefill, no HTTP): tokens/s, and the generator's host time
+    per action against its time per step."""
+    rows = gen.batch
     first = np.random.default_rng(0).integers(0, 1000, (1, rows)).astype(np.int32)
     gen.start(tokens=first, position=0).generate(tokens)  # compiles
     times, host, step = [], [], []
@@ -798,6 +826,54 @@ def _plain_loop_files(folder: Path, buckets: tuple[int, ...], rows: int, tokens:
             "host_per_action": float(np.median(host)), "step": float(np.median(step))}  # fmt: skip
 
 
+def _heads(prompt: list[int], buckets: tuple[int, ...]) -> tuple[list[int], int]:
+    """What a prefill of ``buckets`` reads for ``prompt`` and where the decode step goes on:
+    the whole prompt when it has a bucket's length (the prefill's token is the first
+    generated), else its first ``len - 1`` tokens right-padded to the shortest bucket
+    holding them (the last prompt token then fed to the decode step at its position)."""
+    L = len(prompt)
+    if L in buckets:
+        return prompt, L
+    P = min((b for b in buckets if b >= L - 1), default=max(buckets))
+    n = min(L - 1, P)
+    return prompt[:n] + [prompt[n - 1]] * (P - n), n
+
+
+def _plain_workload(gen: Any, prompts: list[list[int]], tokens: int,
+                    buckets: tuple[int, ...]) -> float:  # fmt: skip
+    """The server's workload as a user's loop of ``Session`` calls (one process, no HTTP,
+    no scheduler): the prompts taken ``gen.batch`` at a time, in order; each batch's prompts
+    of one bucket prefilled together into their rows (``Session.prefill_rows``: the same
+    prefill files, at the fewest rows holding them), the last prompt token of each fed at
+    its position (``Session.feed``), then ``tokens`` decode steps (``Session.generate``).
+    Returns the generated tokens a second (``tokens`` a prompt) over the wall time of the
+    whole loop, prefills included."""
+    rows = gen.batch
+    session = gen.start(tokens=np.zeros((1, rows), np.int32), position=0)
+    made, t0 = 0, time.perf_counter()
+    for at in range(0, len(prompts), rows):
+        batch = prompts[at : at + rows]
+        by_bucket: dict[int, list[tuple[int, list[int]]]] = {}
+        covered = []
+        for i, prompt in enumerate(batch):
+            head, n = _heads(prompt, buckets)
+            by_bucket.setdefault(len(head), []).append((i, head))
+            covered.append(n)
+        feed = np.zeros((1, rows), np.int32)
+        position = np.zeros((1, rows), np.int64)
+        for got in by_bucket.values():
+            where = [i for i, _ in got]
+            first = session.prefill_rows(np.asarray([h for _, h in got], np.int32), where)
+            for i, tok in zip(where, first, strict=True):
+                n, prompt = covered[i], batch[i]
+                whole = n == len(prompt)
+                feed[0, i], position[0, i] = (tok, n) if whole else (prompt[n], n)
+        session.feed(feed, position=position)
+        session.generate(tokens)
+        made += len(batch) * tokens
+    return made / (time.perf_counter() - t0)
+
+
 def _llama_table(
     clients: list[int],
     batches: list[int],
@@ -806,6 +882,8 @@ def _llama_table(
     buckets: tuple[int, ...],
     lengths: tuple[int, int],
     s: LlamaShape,
+    repeats: int = 3,
+    files: Path | None = None,
 ) -> None:
     """``hlopipe serve`` on a Llama of real size (see the module's docstring)."""
     import tempfile
@@ -815,15 +893,21 @@ def _llama_table(
     jax.config.update("jax_num_cpu_devices", 2)  # the plain loop's 2 stages
 
     with tempfile.TemporaryDirectory(prefix="hlopipe-serve-bench-") as tmp:
-        folder = Path(tmp)
-        param_bytes, count = _llama_files(folder, s, buckets)
+        folder = files or Path(tmp)
+        if files is not None and (files / "params.npz").exists():  # exported by an earlier run
+            leaves = list(np.load(files / "params.npz").values())
+            param_bytes, count = sum(x.nbytes for x in leaves), sum(x.size for x in leaves)
+        else:
+            folder.mkdir(parents=True, exist_ok=True)
+            param_bytes, count = _llama_files(folder, s, buckets)
         print(f"Llama d {s.d}, {s.layers} layers, {s.heads} heads over {s.kv_heads} K/V heads, "
               f"MLP {s.ff}, vocabulary {s.vocab} ({count / 1e6:.0f}M parameters, "
               f"{param_bytes / 2**20:.0f} MiB float32), cache {s.max_len}; decode step "
               f"(token-returning) and prefills of {', '.join(map(str, buckets))} tokens exported "
               f"at batch 1, served by `hlopipe serve --stages 2 --groups 1 --max-batch N` in a "
               f"process of its own; {requests} request(s) a client, prompts of {lengths[0]} to "
-              f"{lengths[1]} tokens (log-uniform), {tokens} tokens each, streamed, greedy",
+              f"{lengths[1]} tokens (log-uniform), {tokens} tokens each, streamed, greedy; "
+              f"load average at the start {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs",
               flush=True)  # fmt: skip
         print(
             "| --max-batch | clients | tokens/s | TTFT p50 ms | TTFT p99 ms | ITL p50 ms | "
@@ -831,9 +915,10 @@ def _llama_table(
             "RSS idle / (params + caches) |"
         )
         print("|" + " ---: |" * 12)
-        served: dict[int, dict[int, float]] = {}
         last_rss: dict[int, int] = {}
-        decode_bound: dict[int, float] = {}
+        side: dict[int, dict[str, Any]] = {}
+        at = 8  # the client count compared with the plain loops
+        prompts = [p for c in _prompts(at, requests, None, lengths, s.vocab) for p in c]
         for n in batches:
             proc, url = _serve_files(folder, buckets, n, s.max_len)
             need = param_bytes + n * s.cache_bytes_per_row()
@@ -844,21 +929,35 @@ def _llama_table(
                         r = _load(url, c, requests, tokens, lengths=lengths, vocab=s.vocab)
                     m = _idle_memory(proc.pid)
                     last_rss[n] = m["VmRSS"]
-                    served.setdefault(n, {})[c] = r["tokens_per_s"]
                     print(f"| {n} | {c} | {r['tokens_per_s']:.1f} | {r['ttft_p50'] * 1e3:.0f} | "
                           f"{r['ttft_p99'] * 1e3:.0f} | {r['itl_p50'] * 1e3:.0f} | "
                           f"{r['itl_p99'] * 1e3:.0f} | {r['server_per_token'] * 1e3:.1f} | "
                           f"{peak.peak / 2**20:.0f} | {m['VmRSS'] / 2**20:.0f} | "
                           f"{m['VmHWM'] / 2**20:.0f} | "
                           f"{m['VmRSS'] / need:.2f}x |", flush=True)  # fmt: skip
-                # decode-bound: one 1-token prompt a row (no prefill), 4x the tokens
-                r = _load(url, n, 1, 4 * tokens, prompt_len=1, vocab=s.vocab)
-                decode_bound[n] = r["tokens_per_s"]
-                print(f"| {n} | {n} (1-token prompts, {4 * tokens} tokens) | "
+                # decode-bound: one 1-token prompt a row (no prefill)
+                r = _load(url, n, 1, max(32, tokens), prompt_len=1, vocab=s.vocab)
+                bound = r["tokens_per_s"]
+                print(f"| {n} | {n} (1-token prompts, {max(32, tokens)} tokens) | "
                       f"{r['tokens_per_s']:.1f} | {r['ttft_p50'] * 1e3:.0f} | "
                       f"{r['ttft_p99'] * 1e3:.0f} | {r['itl_p50'] * 1e3:.0f} | "
                       f"{r['itl_p99'] * 1e3:.0f} | {r['server_per_token'] * 1e3:.1f} | | | | |",
                       flush=True)  # fmt: skip
+                # side by side, alternated (the server idle while the loop runs): the server
+                # at 8 clients, the same workload in a plain loop, the decode steps alone
+                gen = _plain_generator(folder, buckets, n, s.max_len)
+                _plain_workload(gen, prompts, tokens, buckets)  # compiles its paths
+                runs: dict[str, list[float]] = {"server": [], "workload": [], "load": []}
+                for _ in range(repeats):
+                    runs["load"].append(os.getloadavg()[0])
+                    runs["server"].append(_load(url, at, requests, tokens, lengths=lengths,
+                                                vocab=s.vocab)["tokens_per_s"])  # fmt: skip
+                    runs["workload"].append(_plain_workload(gen, prompts, tokens, buckets))
+                decode = _plain_loop_files(gen, max(32, tokens), repeats)
+                del gen
+                side[n] = {**{k: float(np.median(v)) for k, v in runs.items()},
+                           "bound": bound, "decode": decode,
+                           "load_range": (min(runs["load"]), max(runs["load"]))}  # fmt: skip
             finally:
                 proc.terminate()
                 proc.wait(60)
@@ -873,18 +972,30 @@ def _llama_table(
                   f"MiB (the runtime); the last VmRSS above less that: "
                   f"{(last_rss[n] - base) / need:.2f}x params + caches")  # fmt: skip
         print()
-        print("| --max-batch | plain loop tokens/s | server, 8 clients, mixed prompts | / plain "
-              "| server, N clients, 1-token prompts | / plain | step ms | host us per action | "
-              "host per action / step |")  # fmt: skip
-        print("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
-        for n in batches:
-            plain = _plain_loop_files(folder, buckets, n, 4 * tokens, s.max_len, 3)
-            rate = plain["tokens_per_s"]
-            at8, bound = served.get(n, {}).get(8, float("nan")), decode_bound[n]
-            share = plain["host_per_action"] / plain["step"] * 100
-            print(f"| {n} | {rate:.1f} | {at8:.1f} | {at8 / rate:.2f}x | {bound:.1f} | "
-                  f"{bound / rate:.2f}x | {plain['step'] * 1e3:.1f} | "
-                  f"{plain['host_per_action'] * 1e6:.0f} | {share:.2f}% |", flush=True)  # fmt: skip
+        print(f"Side by side, alternated {repeats} times (medians): the server at {at} clients "
+              f"(the rows above' workload); the plain loop of the same workload (the same "
+              f"{at} prompts in `Session` calls, one process, no HTTP: each "
+              f"batch of N prompts' heads prefilled a bucket at a time by `prefill_rows` "
+              f"through the same prefill files, their last prompt tokens fed, then {tokens} "
+              f"decode steps by `generate`, prefills included in its time); the plain loop of "
+              f"decode steps alone (`generate({max(32, tokens)})` from a token at position 0 at "
+              f"every row, no prefill).")  # fmt: skip
+        print(
+            "| --max-batch | load | server, 8 clients | plain loop, same workload | / it | "
+            "plain loop, decode alone | / it | server, N 1-token prompts (decode-bound) | "
+            "/ decode alone | step ms | host us per action | host per action / step |"
+        )
+        print("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: "
+              "| ---: |")  # fmt: skip
+        for n, r in side.items():
+            d = r["decode"]
+            share = d["host_per_action"] / d["step"] * 100
+            lo, hi = r["load_range"]
+            print(f"| {n} | {lo:.1f}-{hi:.1f} | {r['server']:.1f} | {r['workload']:.1f} | "
+                  f"{r['server'] / r['workload']:.2f}x | {d['tokens_per_s']:.1f} | "
+                  f"{r['server'] / d['tokens_per_s']:.2f}x | {r['bound']:.1f} | "
+                  f"{r['bound'] / d['tokens_per_s']:.2f}x | {d['step'] * 1e3:.1f} | "
+                  f"{d['host_per_action'] * 1e6:.0f} | {share:.2f}% |", flush=True)  # fmt: skip
 
 
 def main() -> None:
@@ -916,19 +1027,23 @@ def main() -> None:
                     "parameters) exported to files and served at --max-batch 8 and 16 in a "
                     "process of its own, beside the plain loop on the same files")  # fmt: skip
     ap.add_argument("--max-batches", default="8,16", help="--llama: the --max-batch values")
-    ap.add_argument("--full", action="store_true", help="--llama: 2 requests a client, 32 "
-                    "tokens, prompts of 16 to 512, prefills of 16,64,128,512 (default: quick, "
-                    "1 request a client, 8 tokens, prompts of 16 to 64, prefills of 16,64)",
-                    )  # fmt: skip
+    ap.add_argument("--full", action="store_true", help="--llama: 96 tokens a request, "
+                    "prompts of 16 to 512, prefills of 16,64,128,512 (default: quick, 8 tokens, "
+                    "prompts of 16 to 64, prefills of 16,64); 1 request a client")  # fmt: skip
+    ap.add_argument("--files", default=None, help="--llama: a folder for the exported files, "
+                    "reused when it holds them (default: a temporary one)")  # fmt: skip
     args = ap.parse_args()
     if args.llama:
         clients = [int(x) for x in (args.clients if args.clients != "1,4,8" else "1,4,8,16")
                    .split(",")]  # fmt: skip
         batches = [int(x) for x in args.max_batches.split(",")]
+        files = Path(args.files) if args.files else None
         if args.full:
-            _llama_table(clients, batches, 2, 32, (16, 64, 128, 512), (16, 512), LlamaShape())
+            _llama_table(clients, batches, 1, 96, (16, 64, 128, 512), (16, 512), LlamaShape(),
+                         args.repeats, files)  # fmt: skip
         else:
-            _llama_table(clients, batches, 1, 8, (16, 64), (16, 64), LlamaShape())
+            _llama_table(clients, batches, 1, 8, (16, 64), (16, 64), LlamaShape(), args.repeats,
+                         files)  # fmt: skip
         return
     if args.batch and args.d_model:
         clients = [int(x) for x in args.clients.split(",")]

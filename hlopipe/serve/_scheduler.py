@@ -37,11 +37,19 @@ import enum
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import NamedTuple
+from typing import NamedTuple, TypeVar
 
 import numpy as np
 
 from hlopipe.serve._output import FinishReason
+
+# A prefill run's least cost in prompt tokens (``Scheduler._parts``): a run reads every weight
+# and writes its rows back whatever its rows, about the time of 20 to 30 prompt tokens of
+# compute on a CPU (benchmarks/serve.py's 125M Llama: a 16-token prefill at 1, 2, 4, 8 rows
+# took 0.41, 0.55, 1.11, 2.48 s on a loaded machine)
+RUN_TOKENS = 32
+
+_T = TypeVar("_T")
 
 
 class SamplingParams(NamedTuple):
@@ -228,7 +236,9 @@ class Scheduler:
     length may go through a prefill right-padded (the runner's warm-up check says);
     ``chunk_row``: a prompt longer than every prefill, as the prefill and a chunk step read it
     (``generate/_chunk.py``: ``(prompt, padded) -> (row, covered)``), ``None`` without a chunk
-    step."""
+    step; ``row_counts``: the row counts below the batch at which a prefill runs as they
+    are (``Generator.narrow``; any other runs at the next one up, its extra rows computed
+    for nothing)."""
 
     def __init__(
         self,
@@ -240,9 +250,11 @@ class Scheduler:
         samples: bool = False,
         pads: bool = False,
         chunk_row: Callable[[list[int], bool], tuple[list[int], int]] | None = None,
+        row_counts: tuple[int, ...] = (),
     ) -> None:
         self.policy = policy
         self.batch = batch
+        self.row_counts = tuple(sorted({n for n in row_counts if 0 < n < batch} | {batch}))
         self.prefill_lens = tuple(sorted(prefill_lens))
         self.samples = samples
         self.pads = pads
@@ -339,11 +351,36 @@ class Scheduler:
                     else:
                         new.token, new.fed = PREFILLED, covered
         prefills = [
-            Prefill(g, tuple(b for b, _ in got), tuple(tuple(h) for _, h in got))
-            for (g, _), got in heads.items()
+            Prefill(g, tuple(b for b, _ in part), tuple(tuple(h) for _, h in part))
+            for (g, P), got in heads.items()
+            for part in self._parts(got, P)
         ]
         self.prefilled += sum(len(p.rows) for p in prefills)
         return changed, prefills
+
+    def _parts(self, got: list[_T], length: int) -> list[list[_T]]:
+        """The rows admitted into one group at one prefill length, as the prefills that run
+        them: one, at the fewest of ``row_counts`` holding them, unless runs of exactly
+        those counts (largest first: 3 rows as 2 + 1) compute fewer token rows, a run
+        counted as at least :data:`RUN_TOKENS` tokens (a prefill reads every weight
+        whatever its rows: below that many tokens a run costs about one read). A prompt
+        continued by a chunk step (longer than every prefill) runs at the batch: not split."""
+        n = len(got)
+        if length not in self.prefill_lens or n in self.row_counts or 1 not in self.row_counts:
+            return [got]
+        whole = next(c for c in self.row_counts if c >= n)
+        sizes, left = [], n
+        while left:
+            sizes.append(max(c for c in self.row_counts if c <= left))
+            left -= sizes[-1]
+        split = sum(max(RUN_TOKENS, k * length) for k in sizes)
+        if split >= max(RUN_TOKENS, whole * length):
+            return [got]
+        out, at = [], 0
+        for k in sizes:
+            out.append(got[at : at + k])
+            at += k
+        return out
 
     def _head(self, prompt: list[int], padded: bool) -> tuple[list[int], int]:
         """The row a prefill reads for ``prompt`` and how many of the prompt's tokens it

@@ -142,3 +142,28 @@ def test_groups_a_group_admits_whole_with_prompts_of_one_length():
     told = s.update(plan, StepResult(tokens={0: (80, 81), 1: (90, 91)}))
     assert told == [Emit(e, 0, 80, LENGTH), _end(e), Emit(h, 0, 90, LENGTH), _end(h)]
     assert s.schedule().empty and s.running() == 0
+
+
+def test_rows_admitted_at_a_long_prefill_run_at_row_counts_it_has():
+    """Prefills at 1, 2, 4 and 8 rows (``row_counts``), one group of 8: three prompts of a
+    64-token prefill run as 2 + 1 rows (192 token rows, not the 256 of a run at 4); three of
+    a 4-token one as one run (at 4 rows, 16 tokens: under a run's least cost, 32, either
+    way); seven of 64 as 4 + 2 + 1. Without row counts below the batch, one run each."""
+    long = [list(range(k, k + 64)) for k in range(7)]
+    short = [[k, k + 1, k + 2, k + 3] for k in range(3)]
+    s = Scheduler(Policy.ROWS, groups=1, batch=8, prefill_lens=(4, 64), row_counts=(1, 2, 4))
+    for p in long[:3] + short:
+        s.add(_request(p, 2))
+    assert s.schedule().prefills == (
+        Prefill(0, (0, 1), (tuple(long[0]), tuple(long[1]))),
+        Prefill(0, (2,), (tuple(long[2]),)),
+        Prefill(0, (3, 4, 5), tuple(tuple(p) for p in short)),
+    )
+    s = Scheduler(Policy.ROWS, groups=1, batch=8, prefill_lens=(64,), row_counts=(1, 2, 4))
+    for p in long:
+        s.add(_request(p, 2))
+    assert [p.rows for p in s.schedule().prefills] == [(0, 1, 2, 3), (4, 5), (6,)]
+    s = Scheduler(Policy.ROWS, groups=1, batch=8, prefill_lens=(64,))
+    for p in long:
+        s.add(_request(p, 2))
+    assert [p.rows for p in s.schedule().prefills] == [tuple(range(7))]

@@ -17,6 +17,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from _engine_run import run_all
 
 from hlopipe.errors import RuntimeConfigError
 from hlopipe.models import gpt_decode as gd
@@ -134,6 +135,25 @@ def test_prompts_admitted_into_few_rows_are_prefilled_at_that_many_rows(served8)
     rows = [r for wave in waves for r in wave]
     assert [out[r] for r in rows] == [_alone(p.tolist(), len(out[r]))
                                       for r, p in zip(rows, prompts, strict=True)]  # fmt: skip
+
+
+def test_prompts_admitted_at_once_split_across_row_counts_equal_each_alone(served8, monkeypatch):
+    """An engine on the served generator (8 rows, prefills at 1, 2, 4 rows), a run's least
+    cost set to 1 token so that three prompts of the prefill's length admitted at once run
+    as prefills of 2 and 1 rows (not one of 4): each gets the tokens of its sequence alone."""
+    from hlopipe.serve import Engine
+    from hlopipe.serve import _scheduler as sched
+
+    monkeypatch.setattr(sched, "RUN_TOKENS", 1)
+    engine = Engine(served8[0].engine.gen)
+    plans: list = []
+    schedule = engine.scheduler.schedule
+    engine.scheduler.schedule = lambda: plans.append(schedule()) or plans[-1]
+    rng = np.random.default_rng(5)
+    cases = [(rng.integers(0, CFG.vocab, 8).tolist(), 3) for _ in range(3)]
+    requests = run_all(engine, cases)
+    assert [p.rows for plan in plans for p in plan.prefills] == [(0, 1), (2,)]
+    assert [r.seqs[0].tokens for r in requests] == [_alone(p, n) for p, n in cases]
 
 
 @pytest.mark.parametrize("rows", [0, -2, True])
