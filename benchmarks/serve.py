@@ -98,13 +98,9 @@ serve(decode, prefill=prefill, groups=int(sys.argv[1]), max_len=max_len, port=0)
 """
 
 
-def _start(groups: int, form: str, max_batch: int | None = None) -> tuple[subprocess.Popen, str]:
-    env = dict(os.environ, PYTHONPATH=str(ROOT), PYTHONUNBUFFERED="1")
-    cmd = [sys.executable, "-m", "hlopipe", "serve", "--port", "0", "--groups", str(groups)]
-    if max_batch is not None:  # the built-in's batch-1 token step, widened
-        cmd += ["--max-batch", str(max_batch)]
-    elif form == "tokens":
-        cmd = [sys.executable, "-c", _SERVE_TOKENS, str(groups)]
+def _spawn(cmd: list[str], env: dict[str, str]) -> tuple[subprocess.Popen, str]:
+    """Start a server command and wait for its ``serving ... at URL`` line: the process and
+    its URL."""
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
                             env=env)  # fmt: skip
     assert proc.stdout is not None
@@ -113,6 +109,16 @@ def _start(groups: int, form: str, max_batch: int | None = None) -> tuple[subpro
         proc.kill()
         raise SystemExit(f"the server did not start: {line!r}")
     return proc, line.split(" at ")[1].strip()
+
+
+def _start(groups: int, form: str, max_batch: int | None = None) -> tuple[subprocess.Popen, str]:
+    env = dict(os.environ, PYTHONPATH=str(ROOT), PYTHONUNBUFFERED="1")
+    cmd = [sys.executable, "-m", "hlopipe", "serve", "--port", "0", "--groups", str(groups)]
+    if max_batch is not None:  # the built-in's batch-1 token step, widened
+        cmd += ["--max-batch", str(max_batch)]
+    elif form == "tokens":
+        cmd = [sys.executable, "-c", _SERVE_TOKENS, str(groups)]
+    return _spawn(cmd, env)
 
 
 def _busy_and_tokens(url: str) -> tuple[float, float]:
@@ -735,14 +741,7 @@ def _serve_files(folder: Path, buckets: tuple[int, ...], max_batch: int,
            "--params", str(folder / "params.npz"), "--stages", "2", "--groups", "1",
            "--max-batch", str(max_batch), "--max-len", str(max_len), "--port", "0",
            "--cpu-devices", "2"]  # fmt: skip
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
-                            env=env)  # fmt: skip
-    assert proc.stdout is not None
-    line = proc.stdout.readline()
-    if not line.startswith("serving "):
-        proc.kill()
-        raise SystemExit(f"the server did not start: {line!r}")
-    return proc, line.split(" at ")[1].strip()
+    return _spawn(cmd, env)
 
 
 def _idle_memory(pid: int) -> dict[str, int]:
