@@ -224,4 +224,8 @@ def test_a_loops_first_carry_made_by_the_stage_is_redone_not_kept():
         got = staged.value_and_grad(ws, x, remat="selective")
         want = jax.value_and_grad(loss)(ws, x)
         np.testing.assert_allclose(got[0], want[0], rtol=1e-6, err_msg=str(reverse))
-        np.testing.assert_allclose(got[1], want[1], rtol=1e-5, atol=1e-7, err_msg=str(reverse))
+        # near-zero entries are sums of terms of the gradients' size: bounded by that size
+        scale = float(np.abs(want[1]).max())
+        np.testing.assert_allclose(
+            got[1], want[1], rtol=1e-5, atol=1e-5 * scale, err_msg=str(reverse)
+        )
