@@ -126,11 +126,14 @@ class Follower:
         """This process's stage step times, for process 0's ``/metrics``."""
         distributed.kv_set(f"{_TIMES}{distributed.process_index()}", json.dumps(mine))
 
-    def receive(self) -> Op:
+    def receive(self, timeout: float = math.inf) -> Op | None:
         """The next call, in process 0's order (waiting for its next broadcast when this
-        one's calls are used up)."""
+        one's calls are used up); ``None`` when no broadcast came within ``timeout`` seconds
+        (process 0 idle)."""
         if not self._pending:
-            text = distributed.kv_get(f"{_PREFIX}{self.received}", math.inf, who=0)
+            text = distributed.kv_wait(f"{_PREFIX}{self.received}", timeout)
+            if text is None:
+                return None
             self.received += 1
             self._pending = [Op.decode(item) for item in json.loads(text)]
         return self._pending.pop(0)

@@ -24,6 +24,7 @@ prompts shorter than a prefill may go through it right-padded (:meth:`Runner._pa
 from __future__ import annotations
 
 import contextlib
+import math
 from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
@@ -239,15 +240,29 @@ class Runner:
             return made
         raise ValueError(f"{op.kind} is not a session call")  # pragma: no cover - a bug
 
-    def follow(self, follower: Follower) -> None:
+    def follow(
+        self,
+        follower: Follower,
+        on_idle: Callable[[], None] | None = None,
+        idle_s: float = math.inf,
+    ) -> None:
         """Another process's runner: make process 0's session calls in its order until it
-        stops.
+        stops; ``on_idle()`` once no call came for ``idle_s`` seconds after one was made
+        (process 0 idle: its next plan would have come within a turn), again only after
+        the next call.
 
         Raises:
           DistributedError: process 0's engine failed (its error is named), or process 0
             was lost."""
+        made = False  # a call made since ``on_idle`` last ran
         while True:
-            op = follower.receive()
+            op = follower.receive(idle_s if made and on_idle is not None else math.inf)
+            if op is None:  # waited ``idle_s`` for process 0's next plan
+                assert on_idle is not None  # the only wait that ends without a call
+                on_idle()
+                made = False
+                continue
+            made = True
             if op.kind is OpKind.STOP:
                 return
             if op.kind is OpKind.FAIL:
