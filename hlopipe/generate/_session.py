@@ -50,12 +50,10 @@ def _take_rows(held: tuple[Any, ...], rows: Any) -> tuple[Any, ...]:
     return tuple(h[rows] for h in held)
 
 
-# the penalties' counts updated on their stage: in place where the session made the arrays
-# (donated), else into new ones (arrays another holds: shared zeros, a caller's)
-_count_in_place = jax.jit(count_tokens, donate_argnums=(0, 1))
-_count_copy = jax.jit(count_tokens)
-_set_in_place = jax.jit(set_count_row, donate_argnums=(0, 1))
-_set_copy = jax.jit(set_count_row)
+# the penalties' counts updated in place on their stage (donated: never the zeros shared by
+# every session, ``_zeros_on``, which a group's first update replaces by its own)
+_count = jax.jit(count_tokens, donate_argnums=(0, 1))
+_set_row = jax.jit(set_count_row, donate_argnums=(0, 1))
 
 
 class Session:
@@ -88,8 +86,7 @@ class Session:
         self.prefill_rows_run: int | None = None
         self._time_to_first_token_s: float | None = None
         self._regs: list[list[Any]] = [gen.registers.template for _ in range(G)]
-        # the groups whose penalties' counts and seen arrays this session made (donatable)
-        self._own_counts: set[int] = set()
+        self._shared: list[Any] = []  # the shared zeros placed as counts or seen (not donated)
         self._masks: dict[tuple[bool, ...], Any] = {}  # rows counted: placed once each
         self._home: dict[int, Home] = {}  # where each feedback argument lies
         # tokens issued and not yet returned: each group's value, and the stage holding it
@@ -254,8 +251,9 @@ class Session:
                     self._regs[g][reg] = keep[k][g]
                 else:
                     self._regs[g][reg] = zeros[k] if k in zeros else next(placed)
-        if len(keep) < 2:  # counts or seen of another's: not to be updated in place
-            self._own_counts.clear()
+        for v in zeros.values():  # (at most two arrays, cached: ``_zeros_on``)
+            if v is not None and not any(v is z for z in self._shared):
+                self._shared.append(v)
 
     def set_counts(self, rows: Any, counts: Any, seen: Any, group: int = 0) -> None:
         """Rows ``rows [n]`` of group ``group``'s penalties' ``counts`` (how often each token
@@ -278,18 +276,22 @@ class Session:
             )
         if not gen.place.local(stage):  # another process samples
             return
-        kc, ks = self._count_registers()
+        kc, ks = self._count_registers(group)
         regs, sh = self._regs[group], gen.place.replicated(stage)
         for i, row in enumerate(where.tolist()):
             placed = jax.device_put([np.int32(row), c[i : i + 1], s[i : i + 1]], [sh] * 3)
-            fn = _set_in_place if group in self._own_counts else _set_copy
-            regs[kc], regs[ks] = fn(regs[kc], regs[ks], *placed)
-            self._own_counts.add(group)
+            regs[kc], regs[ks] = _set_row(regs[kc], regs[ks], *placed)
 
-    def _count_registers(self) -> tuple[int, int]:
-        """The registers of the penalties' counts and seen."""
-        sampling = self.gen.registers.layout.sampling
-        return sampling[Sampling._fields.index("counts")], sampling[Sampling._fields.index("seen")]
+    def _count_registers(self, group: int) -> tuple[int, int]:
+        """The registers of the penalties' counts and seen, group ``group``'s own (a shared
+        zeros array replaced by a copy of its own, which updates may donate)."""
+        sampling, regs = self.gen.registers.layout.sampling, self._regs[group]
+        pair = sampling[Sampling._fields.index("counts")], sampling[Sampling._fields.index("seen")]
+        for k in pair:
+            if any(regs[k] is z for z in self._shared):
+                held = regs[k]
+                regs[k] = jax.device_put(np.zeros(held.shape, held.dtype), held.sharding)
+        return pair
 
     def count(self, rows: Any, tokens: Any = None, group: int = 0) -> None:
         """Count tokens into group ``group``'s penalties' counts and seen (:meth:`set_counts`)
@@ -321,10 +323,8 @@ class Session:
         mask = self._masks.get(key)
         if mask is None:
             mask = self._masks[key] = jax.device_put(np.asarray(key, np.bool_), sh)
-        kc, ks = self._count_registers()
-        fn = _count_in_place if group in self._own_counts else _count_copy
-        regs[kc], regs[ks] = fn(regs[kc], regs[ks], drawn, mask)
-        self._own_counts.add(group)
+        kc, ks = self._count_registers(group)
+        regs[kc], regs[ks] = _count(regs[kc], regs[ks], drawn, mask)
 
     def _sampler_stage(self, what: str) -> int:
         if self.gen.sampler_stage is None:

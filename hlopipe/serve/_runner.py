@@ -356,26 +356,17 @@ class Runner:
         s.generate(1)
 
     def _warm_counts(self, session: Any, fed: bool) -> None:
-        """Compile the penalties' count updates (``Counts``) on ``session`` after a step:
-        rows set afresh (a position per sequence), else counts put as a session begun
-        afresh puts them; then a step's tokens counted, and ``fed`` ones."""
+        """Compile the penalties' count updates (``Counts``) on ``session`` after a step: a
+        row set afresh (a position per sequence), a step's tokens counted, and ``fed``
+        ones."""
         if not self.samples:
             return
-        from hlopipe.generate import Sampling
-
         b, vocab = self.batch, int(self.gen.vocab or 0)
         rows = np.ones(b, np.bool_)
-        if fed:  # set twice: into the shared zeros, then in place
-            for _ in range(2):
-                session.set_counts([0], np.zeros((1, vocab), np.float32),
-                                   np.zeros((1, vocab), np.bool_))  # fmt: skip
-        else:
-            none = zip(SamplingParams(), _SAMPLING_DTYPES, strict=True)
-            how = Sampling(*(np.full((1, b), v, t) for v, t in none))
-            session.sampling(how._replace(counts=np.zeros((1, b, vocab), np.float32),
-                                          seen=np.zeros((1, b, vocab), np.bool_)))  # fmt: skip
-            session.count(rows)  # into the arrays put
-        session.count(rows)  # in place
+        if fed:
+            session.set_counts([0], np.zeros((1, vocab), np.float32),
+                               np.zeros((1, vocab), np.bool_))  # fmt: skip
+        session.count(rows)
         if fed:
             session.count(rows, tokens=np.zeros(b, np.int32))
 
