@@ -151,8 +151,9 @@ class Counts:
     prompt (seen; nothing generated yet) before the prefills, so that a prefill's token is
     drawn with them; rows ``prefilled`` counting the token a prefill of this plan made them
     (fed, :data:`PREFILLED`) before the step; rows ``drawn`` counting the token the step
-    draws (their sequence's next) after it. A sequence's row then counts exactly the tokens
-    given to it, as OpenAI's penalties count them."""
+    hands back (their sequence's next: the step's draw, or, a session begun through its
+    prefill, at its first turn the prefill's) after it. A sequence's row then counts exactly
+    the tokens given to it, as OpenAI's penalties count them."""
 
     group: int
     admitted: tuple[int, ...] = ()
