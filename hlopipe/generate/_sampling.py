@@ -155,3 +155,26 @@ def penalize(
     r = repetition[:, None]
     x = jnp.where(seen, jnp.where(x > 0, x / r, x * r), x)
     return x - presence[:, None] * (counts > 0) - frequency[:, None] * counts
+
+
+def count_tokens(
+    counts: jax.Array, seen: jax.Array, tokens: jax.Array, rows: jax.Array
+) -> tuple[jax.Array, jax.Array]:
+    """The penalties' ``counts`` and ``seen`` (``[b, vocab]``) with ``tokens [k]`` (``k <=
+    b``: a step of the first ``k`` rows) counted in at the rows where ``rows [b]`` (bool) is
+    set: ``counts[r, tokens[r]] += 1`` and ``seen[r, tokens[r]] = True`` (a scatter on the
+    device: no ``[b, vocab]`` array crosses from the host)."""
+    k = tokens.shape[0]
+    at = (jnp.arange(k), tokens.astype(jnp.int32))
+    counts = counts.at[at].add(rows[:k].astype(counts.dtype))
+    return counts, seen.at[at].max(rows[:k])
+
+
+def set_count_row(
+    counts: jax.Array, seen: jax.Array, row: jax.Array, new_counts: jax.Array, new_seen: jax.Array
+) -> tuple[jax.Array, jax.Array]:
+    """``counts`` and ``seen`` with row ``row`` (``[]``) replaced by ``new_counts``,
+    ``new_seen`` (``[1, vocab]``): a sequence admitted into that row."""
+    start = (row, jnp.int32(0))
+    return (jax.lax.dynamic_update_slice(counts, new_counts, start),
+            jax.lax.dynamic_update_slice(seen, new_seen, start))  # fmt: skip

@@ -25,7 +25,7 @@ from hlopipe import schedules
 from hlopipe.errors import RuntimeConfigError
 from hlopipe.generate._placement import CompiledStage
 from hlopipe.generate._plan import InputKind, StagePlan, position_value
-from hlopipe.generate._sampling import TOP_LOGPROBS, Sampling
+from hlopipe.generate._sampling import TOP_LOGPROBS, Sampling, count_tokens, set_count_row
 from hlopipe.generate._steps import Home, StepProgram
 from hlopipe.runtime import BytesSent, GenerateMetrics
 from hlopipe.schedules import Phase
@@ -48,6 +48,12 @@ class _Counters:
 def _take_rows(held: tuple[Any, ...], rows: Any) -> tuple[Any, ...]:
     """Rows ``rows`` of each of ``held`` (a group's sampling registers), in one call."""
     return tuple(h[rows] for h in held)
+
+
+# the penalties' counts updated in place on their stage (donated: never the zeros shared by
+# every session, ``_zeros_on``, which a group's first update replaces by its own)
+_count = jax.jit(count_tokens, donate_argnums=(0, 1))
+_set_row = jax.jit(set_count_row, donate_argnums=(0, 1))
 
 
 class Session:
@@ -80,6 +86,8 @@ class Session:
         self.prefill_rows_run: int | None = None
         self._time_to_first_token_s: float | None = None
         self._regs: list[list[Any]] = [gen.registers.template for _ in range(G)]
+        self._shared: list[Any] = []  # the shared zeros placed as counts or seen (not donated)
+        self._masks: dict[tuple[bool, ...], Any] = {}  # rows counted: placed once each
         self._home: dict[int, Home] = {}  # where each feedback argument lies
         # tokens issued and not yet returned: each group's value, and the stage holding it
         self._pending: list[Any] | None = None
@@ -189,7 +197,9 @@ class Session:
         temperature, top_p, top_k, the penalties presence, frequency, repetition, and whether
         log-probabilities are wanted), and
         ``[groups, b, vocab]`` ones (counts, seen), put on the stage sampling them; a
-        penalty's field left ``None`` is none. A session starts greedy.
+        penalty's field left ``None`` is none, but counts and seen left ``None`` are kept
+        as they are (zeros when the session starts; :meth:`set_counts` and :meth:`count`
+        change them on the device). A session starts greedy.
 
         Raises:
           RuntimeConfigError: the step returns tokens, or a field's shape is not ``[groups,
@@ -205,12 +215,17 @@ class Session:
         values: list[np.ndarray] = []
         stage, local = gen.sampler_stage, gen.place.local(gen.sampler_stage)
         zeros: dict[int, Any] = {}  # counts or seen left None: one placed array of zeros
+        keep: dict[int, list[Any]] = {}  # counts or seen left None once set: each group's
         for k, (name, value, dtype, default) in enumerate(
             zip(Sampling._fields, params, dtypes, none, strict=True)
         ):
             shape: tuple[int, ...] = (gen.groups, gen.batch)
             if name in ("counts", "seen"):
                 shape += (int(gen.vocab or 0),)
+                if value is None and self._regs[0][gen.registers.layout.sampling[k]] is not None:
+                    keep[k] = [regs[gen.registers.layout.sampling[k]] for regs in self._regs]
+                    values.extend([np.zeros(0, dtype)] * gen.groups)  # (a stand-in, not put)
+                    continue
                 if value is None:  # not put again at every call: [b, vocab] a group
                     zeros[k] = (
                         _zeros_on(shape[1:], dtype, gen.place.replicated(stage)) if local else None
@@ -225,14 +240,98 @@ class Session:
                 )
             values.extend(arr.astype(dtype))
         G = gen.groups
-        put = [v for k in range(len(Sampling._fields)) if k not in zeros
+        put = [v for k in range(len(Sampling._fields)) if k not in zeros and k not in keep
                for v in values[k * G : (k + 1) * G]]  # fmt: skip
         placed = iter([None] * len(put))
         if local:
             placed = iter(jax.device_put(put, [gen.place.replicated(stage)] * len(put)))
         for k, reg in enumerate(gen.registers.layout.sampling):
             for g in range(G):
-                self._regs[g][reg] = zeros[k] if k in zeros else next(placed)
+                if k in keep:
+                    self._regs[g][reg] = keep[k][g]
+                else:
+                    self._regs[g][reg] = zeros[k] if k in zeros else next(placed)
+        for v in zeros.values():  # (at most two arrays, cached: ``_zeros_on``)
+            if v is not None and not any(v is z for z in self._shared):
+                self._shared.append(v)
+
+    def set_counts(self, rows: Any, counts: Any, seen: Any, group: int = 0) -> None:
+        """Rows ``rows [n]`` of group ``group``'s penalties' ``counts`` (how often each token
+        was generated) and ``seen`` (the tokens of the prompt and the output) replaced by
+        ``counts``, ``seen [n, vocab]`` (sequences admitted into those rows: a put of their
+        rows, a row a call, one shape to compile; the others' kept on the device).
+        :meth:`count` then counts their tokens in as they are made.
+
+        Raises:
+          RuntimeConfigError: the step returns tokens, or the shapes are not ``[n, vocab]``."""
+        gen = self.gen
+        stage = self._sampler_stage("set_counts")
+        where = np.asarray(rows, np.int32).reshape(-1)
+        shape = (len(where), int(gen.vocab or 0))
+        c, s = np.asarray(counts, np.float32), np.asarray(seen, np.bool_)
+        if c.shape != shape or s.shape != shape:
+            raise RuntimeConfigError(
+                f"set_counts: counts and seen must be {list(shape)} ([rows, vocab]), got "
+                f"{list(c.shape)} and {list(s.shape)}"
+            )
+        if not gen.place.local(stage):  # another process samples
+            return
+        kc, ks = self._count_registers(group)
+        regs, sh = self._regs[group], gen.place.replicated(stage)
+        for i, row in enumerate(where.tolist()):
+            placed = jax.device_put([np.int32(row), c[i : i + 1], s[i : i + 1]], [sh] * 3)
+            regs[kc], regs[ks] = _set_row(regs[kc], regs[ks], *placed)
+
+    def _count_registers(self, group: int) -> tuple[int, int]:
+        """The registers of the penalties' counts and seen, group ``group``'s own (a shared
+        zeros array replaced by a copy of its own, which updates may donate)."""
+        sampling, regs = self.gen.registers.layout.sampling, self._regs[group]
+        pair = sampling[Sampling._fields.index("counts")], sampling[Sampling._fields.index("seen")]
+        for k in pair:
+            if any(regs[k] is z for z in self._shared):
+                held = regs[k]
+                regs[k] = jax.device_put(np.zeros(held.shape, held.dtype), held.sharding)
+        return pair
+
+    def count(self, rows: Any, tokens: Any = None, group: int = 0) -> None:
+        """Count tokens into group ``group``'s penalties' counts and seen (:meth:`set_counts`)
+        at the rows where ``rows [b]`` (bool) is set, on the device: the tokens its last
+        decode step drew (``tokens`` ``None``; the step's own, before anything is fed), or
+        ``tokens [b]`` (fed: a prefill's, known here). Call it once a token is a
+        sequence's: the step after reads counts with it.
+
+        Raises:
+          RuntimeConfigError: the step returns tokens, or ``tokens`` is ``None`` after a
+            feed (the tokens then lie where the step reads them, not where it samples)."""
+        gen = self.gen
+        stage = self._sampler_stage("count")
+        if not gen.place.local(stage):  # another process samples
+            return
+        tok, layout, regs = gen.token.index, gen.registers.layout, self._regs[group]
+        sh = gen.place.replicated(stage)
+        if tokens is None:
+            home = self._home.get(tok)
+            if home is None or home.stage != stage:
+                raise RuntimeConfigError(
+                    "count: the group's tokens were fed since its last step; give them "
+                    "(count(rows, tokens=...))"
+                )
+            drawn = regs[layout.feedback[tok]]
+        else:
+            drawn = jax.device_put(np.asarray(tokens, gen.token.dtype).reshape(-1), sh)
+        key = tuple(bool(x) for x in np.asarray(rows).reshape(-1))
+        mask = self._masks.get(key)
+        if mask is None:
+            mask = self._masks[key] = jax.device_put(np.asarray(key, np.bool_), sh)
+        kc, ks = self._count_registers(group)
+        regs[kc], regs[ks] = _count(regs[kc], regs[ks], drawn, mask)
+
+    def _sampler_stage(self, what: str) -> int:
+        if self.gen.sampler_stage is None:
+            raise RuntimeConfigError(
+                f"{what}: {self.gen.source} returns tokens, not logits: no penalties to count"
+            )
+        return self.gen.sampler_stage
 
     def _check_position(self, pos: int) -> None:
         if not 0 <= pos < self.gen.max_len:

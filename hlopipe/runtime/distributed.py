@@ -408,6 +408,18 @@ def kv_get(key: str, timeout: float, *, who: int | None = None) -> str:
     """Wait for ``key`` (set by process ``who``), checking the peers every second, so a dead
     peer fails with :class:`DistributedError` instead of a timeout (``math.inf``: as long as
     the peers live)."""
+    value = kv_wait(key, timeout)
+    if value is None:
+        raise DistributedError(
+            f"waited {timeout:g} s for {key!r}"
+            + (f" from process {who}" if who is not None else "")
+        )
+    return value
+
+
+def kv_wait(key: str, timeout: float) -> str | None:
+    """:func:`kv_get`, but ``None`` once ``timeout`` seconds passed with ``key`` unset (a dead
+    peer still raises :class:`DistributedError`)."""
     client = _client()
     deadline = time.monotonic() + timeout
     while True:
@@ -420,10 +432,7 @@ def kv_get(key: str, timeout: float, *, who: int | None = None) -> str:
                 raise DistributedError(f"reading {key!r} from the coordinator failed: {e}") from e
         check_peers()
         if left <= 0:
-            raise DistributedError(
-                f"waited {timeout:g} s for {key!r}"
-                + (f" from process {who}" if who is not None else "")
-            )
+            return None
 
 
 def barrier(name: str, timeout: float) -> None:

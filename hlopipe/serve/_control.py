@@ -50,6 +50,9 @@ class OpKind(StrEnum):
     READ = "read"  # the issued steps of groups [n] read at once; their tokens reach every process
     LOGPROBS = "logprobs"  # the slot's step read last: its log-probabilities, everywhere
     PREFILL = "prefill"  # prompts [n, L] into rows [n] of a slot's group (prefill_rows)
+    COUNTS = "counts"  # rows [n], their prompts [n, L] (-1 after the end): penalties' counts set
+    COUNT = "count"  # rows [b] (bool): the tokens the slot's last step drew, counted
+    COUNT_FED = "count-fed"  # rows [b] (bool): the tokens last fed to the slot, counted
     STOP = "stop"  # the engine drained and ended: every process stops
     FAIL = "fail"  # process 0's engine failed (``message``): every process stops with it
 
@@ -126,11 +129,14 @@ class Follower:
         """This process's stage step times, for process 0's ``/metrics``."""
         distributed.kv_set(f"{_TIMES}{distributed.process_index()}", json.dumps(mine))
 
-    def receive(self) -> Op:
+    def receive(self, timeout: float = math.inf) -> Op | None:
         """The next call, in process 0's order (waiting for its next broadcast when this
-        one's calls are used up)."""
+        one's calls are used up); ``None`` when no broadcast came within ``timeout`` seconds
+        (process 0 idle)."""
         if not self._pending:
-            text = distributed.kv_get(f"{_PREFIX}{self.received}", math.inf, who=0)
+            text = distributed.kv_wait(f"{_PREFIX}{self.received}", timeout)
+            if text is None:
+                return None
             self.received += 1
             self._pending = [Op.decode(item) for item in json.loads(text)]
         return self._pending.pop(0)

@@ -164,7 +164,9 @@ class Engine:
         if self._profile:
             follower.share_times(self.stage_step_s)
         self.ready.set()
-        self.runner.follow(follower)
+        # process 0 gives back malloc's free memory once idle for ``_IDLE_S``; so does this
+        # process, once it has waited as long for process 0's next plan (no broadcast more)
+        self.runner.follow(follower, lambda: release_freed(), _IDLE_S)
 
     def _loop(self) -> None:
         """Plan, run, update, tell, until stopped with nothing queued or in flight."""
@@ -267,8 +269,9 @@ def release_freed() -> None:
     temporaries after each call, but malloc keeps them for reuse: a 125M-parameter Llama at
     --max-batch 8 held 480 MiB of them after its warm-up and 140-160 MiB after 8 requests
     (``docs/serving.md``). Called once warm and when the engine has been idle for
-    ``_IDLE_S``, never between the turns of a busy engine (the next prefill faults the pages
-    in again): 20-85 ms on that server. A no-op where the C library is not glibc (no
-    ``malloc_trim``: macOS, musl)."""
+    ``_IDLE_S`` (under ``launch``, the other processes once they have waited as long for
+    process 0's next plan), never between the turns of a busy engine (the next prefill
+    faults the pages in again): 20-85 ms on that server. A no-op where the C library is not
+    glibc (no ``malloc_trim``: macOS, musl)."""
     if _TRIM is not None:
         _TRIM(0)

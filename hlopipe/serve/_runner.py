@@ -24,6 +24,7 @@ prompts shorter than a prefill may go through it right-padded (:meth:`Runner._pa
 from __future__ import annotations
 
 import contextlib
+import math
 from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
@@ -95,6 +96,7 @@ class Runner:
         self._issued: dict[int, Any] = {}  # each group's step issued this turn, not yet read
         self._read: dict[int, Any] = {}  # each group's step read last (its log-probabilities)
         self._prefilled: dict[int, dict[int, int]] = {}  # group: {row: its prefill's token}
+        self._fed: dict[int, np.ndarray] = {}  # group: the tokens fed it last ([b])
 
     # -- a plan ------------------------------------------------------------------------------
     def run(
@@ -116,7 +118,14 @@ class Runner:
             if values:
                 ops.append(Op(OpKind.SAMPLING, s.group, values))
         for u in plan.sampling:
-            ops.append(Op(OpKind.SAMPLING, u.group, self._sampling(u.seqs, u.penalties)))
+            ops.append(Op(OpKind.SAMPLING, u.group, self._sampling(u.seqs, penalties=False)))
+        counts = [c for c in plan.counts if c.admitted]  # set from their prompts: one put a row
+        for c in counts:
+            heads = [self._seq(plan, c.group, b).prompt for b in c.admitted]
+            held = np.full((len(heads), max(map(len, heads))), -1, np.int64)
+            for i, head in enumerate(heads):
+                held[i, : len(head)] = head
+            ops.append(Op(OpKind.COUNTS, c.group, (np.asarray(c.admitted, np.int64), held)))
         first_prefill = len(ops)
         for p in plan.prefills:
             prompts = np.asarray(p.prompts, np.int32)
@@ -128,7 +137,10 @@ class Runner:
             else:
                 positions = np.asarray([f.positions], np.int64)
                 ops.append(Op(OpKind.FEED, f.group, (tokens, positions)))
+        ops += [Op(OpKind.COUNT_FED, c.group, (self._mask(c.prefilled),))
+                for c in plan.counts if c.prefilled]  # fmt: skip
         ops += [Op(OpKind.STEP, g) for g in plan.steps]
+        ops += [Op(OpKind.COUNT, c.group, (self._mask(c.drawn),)) for c in plan.counts if c.drawn]
         if plan.steps:  # every stepped group's tokens in one batched read
             ops.append(Op(OpKind.READ, values=(np.asarray(plan.steps, np.int64),)))
         ops += [Op(OpKind.LOGPROBS, g) for g in plan.logprobs]
@@ -148,10 +160,23 @@ class Runner:
             dict(zip(plan.logprobs, lps, strict=True)),
         )
 
+    def _mask(self, rows: tuple[int, ...]) -> np.ndarray:
+        mask = np.zeros(self.batch, np.bool_)
+        mask[list(rows)] = True
+        return mask
+
+    @staticmethod
+    def _seq(plan: StepPlan, g: int, b: int) -> Sequence:
+        """The sequence of group ``g``'s row ``b`` (admitted: its group's sampling is set)."""
+        seq = next(u.seqs[b] for u in plan.sampling if u.group == g)
+        assert seq is not None  # a row the scheduler counts holds a sequence
+        return seq
+
     def _sampling(self, seqs: tuple[Sequence | None, ...], penalties: bool) -> tuple[Any, ...]:
         """A group's sampling, ``[1, b]`` per field (an idle row greedy), and the penalties'
         ``counts`` and ``seen`` ``[1, b, vocab]`` when ``penalties`` and one of ``seqs`` has
-        one: how often each token was generated, and the tokens of the prompt and output."""
+        one: how often each token was generated, and the tokens of the prompt and output (a
+        session begun afresh; else they are kept on the device, ``Counts``)."""
         rows = [SamplingParams() if s is None else s.sampling for s in seqs]
         values: tuple[np.ndarray, ...] = tuple(
             np.asarray([c], t)
@@ -216,6 +241,7 @@ class Runner:
                 tokens = tokens.copy()
                 for b in np.flatnonzero(tokens[0] == PREFILLED).tolist():
                     tokens[0, b] = made[b]
+            self._fed[op.slot] = tokens[0]
             if position:
                 session.feed(tokens, position=position[0])
             else:
@@ -225,6 +251,19 @@ class Runner:
             from hlopipe.generate import Sampling
 
             session.sampling(Sampling(*op.values))
+            return None
+        if op.kind is OpKind.COUNTS:  # rows admitted: their prompts seen, nothing counted
+            rows, prompts = op.values
+            seen = np.zeros((len(rows), int(self.gen.vocab or 0)), np.bool_)
+            for i, p in enumerate(prompts):
+                seen[i, p[p >= 0]] = True
+            session.set_counts(rows, np.zeros(seen.shape, np.float32), seen)
+            return None
+        if op.kind is OpKind.COUNT:  # what the step just issued draws
+            session.count(op.values[0])
+            return None
+        if op.kind is OpKind.COUNT_FED:  # a prefill's tokens, fed
+            session.count(op.values[0], tokens=self._fed[op.slot])
             return None
         if op.kind is OpKind.STEP:  # issued only: the turn's other groups are issued next
             self._issued[op.slot] = session.issue(1)
@@ -239,15 +278,29 @@ class Runner:
             return made
         raise ValueError(f"{op.kind} is not a session call")  # pragma: no cover - a bug
 
-    def follow(self, follower: Follower) -> None:
+    def follow(
+        self,
+        follower: Follower,
+        on_idle: Callable[[], None] | None = None,
+        idle_s: float = math.inf,
+    ) -> None:
         """Another process's runner: make process 0's session calls in its order until it
-        stops.
+        stops; ``on_idle()`` once no call came for ``idle_s`` seconds after one was made
+        (process 0 idle: its next plan would have come within a turn), again only after
+        the next call.
 
         Raises:
           DistributedError: process 0's engine failed (its error is named), or process 0
             was lost."""
+        made = False  # a call made since ``on_idle`` last ran
         while True:
-            op = follower.receive()
+            op = follower.receive(idle_s if made and on_idle is not None else math.inf)
+            if op is None:  # waited ``idle_s`` for process 0's next plan
+                assert on_idle is not None  # the only wait that ends without a call
+                on_idle()
+                made = False
+                continue
+            made = True
             if op.kind is OpKind.STOP:
                 return
             if op.kind is OpKind.FAIL:
@@ -275,6 +328,7 @@ class Runner:
             for g in range(self.gen.groups):
                 session = self.one.start(tokens=np.zeros((1, b), token.dtype), position=0)
                 session.generate(1)
+                self._warm_counts(session, fed=True)
                 session.feed(np.zeros((1, b), np.int32), position=np.zeros((1, b), np.int64))
                 session.generate(1)
                 # each prefill and each state's row writer, at each row count it runs at
@@ -297,8 +351,24 @@ class Runner:
             s.generate(2)
         s = self.one.start(tokens=np.zeros((1, b), token.dtype), position=0)
         s.generate(1)
+        self._warm_counts(s, fed=False)
         s.feed(np.zeros((1, b), np.int32))
         s.generate(1)
+
+    def _warm_counts(self, session: Any, fed: bool) -> None:
+        """Compile the penalties' count updates (``Counts``) on ``session`` after a step: a
+        row set afresh (a position per sequence), a step's tokens counted, and ``fed``
+        ones."""
+        if not self.samples:
+            return
+        b, vocab = self.batch, int(self.gen.vocab or 0)
+        rows = np.ones(b, np.bool_)
+        if fed:
+            session.set_counts([0], np.zeros((1, vocab), np.float32),
+                               np.zeros((1, vocab), np.bool_))  # fmt: skip
+        session.count(rows)
+        if fed:
+            session.count(rows, tokens=np.zeros(b, np.int32))
 
     def _padding_agrees(self) -> bool:
         """Whether a prompt shorter than a prefill may go through it right-padded: for each

@@ -138,11 +138,27 @@ class Start:
 @dataclass(frozen=True)
 class SetSampling:
     """Group ``group``'s sampling set from its rows' sequences (``None``: an idle row, drawn
-    greedy), with the penalties' counts of their tokens so far when ``penalties``."""
+    greedy); the penalties' counts are kept (:class:`Counts`)."""
 
     group: int
     seqs: tuple[Sequence | None, ...]
-    penalties: bool
+
+
+@dataclass(frozen=True)
+class Counts:
+    """Group ``group``'s penalties' counts this turn (kept on the device, a row each, for
+    the rows of penalized sequences): rows ``admitted`` set afresh from their sequence's
+    prompt (seen; nothing generated yet) before the prefills, so that a prefill's token is
+    drawn with them; rows ``prefilled`` counting the token a prefill of this plan made them
+    (fed, :data:`PREFILLED`) before the step; rows ``drawn`` counting the token the step
+    hands back (their sequence's next: the step's draw, or, a session begun through its
+    prefill, at its first turn the prefill's) after it. A sequence's row then counts exactly
+    the tokens given to it, as OpenAI's penalties count them."""
+
+    group: int
+    admitted: tuple[int, ...] = ()
+    prefilled: tuple[int, ...] = ()
+    drawn: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -175,7 +191,7 @@ class StepPlan:
     """One call of the runner (a turn), its parts made in this order: sessions begun, sampling
     set, prefills run, tokens fed (a :data:`PREFILLED` token from the prefill's), then each of
     ``steps``' decode step issued before any is read, and the log-probabilities of the groups
-    ``logprobs`` read."""
+    ``logprobs`` read; the penalties' ``counts`` updated where :class:`Counts` says."""
 
     starts: tuple[Start, ...] = ()
     sampling: tuple[SetSampling, ...] = ()
@@ -183,6 +199,7 @@ class StepPlan:
     feeds: tuple[Feed, ...] = ()
     steps: tuple[int, ...] = ()
     logprobs: tuple[int, ...] = ()
+    counts: tuple[Counts, ...] = ()
 
     @property
     def empty(self) -> bool:
@@ -220,6 +237,7 @@ class _Row:
     token: int = 0
     position: int = 0
     prompted: bool = False  # ``token`` is the prompt's, not the one the row made
+    counted: bool = False  # its penalties' counts were set (:class:`Counts`)
 
     @property
     def seq(self) -> Sequence:
@@ -291,18 +309,32 @@ class Scheduler:
         else:
             changed, prefills, starts = set(), [], self._admit_groups()
         live = self.live()
-        penalized = {g for g in live if any(r.seq.sampling.penalized for r in self._held(g))}
-        begun = {s.group for s in starts}  # their sampling comes with the start
-        sampling = tuple(
-            SetSampling(g, self._seqs(g), g in penalized)
-            for g in sorted(changed | (penalized - begun))
-            if self.samples
-        )
+        sampling = tuple(SetSampling(g, self._seqs(g)) for g in sorted(changed) if self.samples)
         feeds = tuple(f for g in live if (f := self._feed(g)) is not None)
         logprobs = tuple(
             g for g in live if any(_gives(r) and r.seq.logprobs is not None for r in self._held(g))
         )
-        return StepPlan(tuple(starts), sampling, tuple(prefills), feeds, tuple(live), logprobs)
+        begun = {s.group for s in starts}  # their counts set by the start (its sampling)
+        counts = tuple(c for g in live if (c := self._counts(g, g in begun)) is not None)
+        return StepPlan(tuple(starts), sampling, tuple(prefills), feeds, tuple(live), logprobs,
+                        counts if self.samples else ())  # fmt: skip
+
+    def _counts(self, g: int, begun: bool) -> Counts | None:
+        """Group ``g``'s :class:`Counts` this turn (``None``: no penalized sequence);
+        ``begun``: its session is begun afresh this turn, with its rows' counts."""
+        rows = [(b, r) for b, r in enumerate(self.rows[g]) if r is not None]
+        held = [(b, r) for b, r in rows if r.seq.sampling.penalized]
+        if not held:
+            return None
+        admitted = tuple(b for b, r in held if not r.counted and not begun)
+        for _, r in held:
+            r.counted = True
+        return Counts(
+            g,
+            admitted,
+            tuple(b for b, r in held if r.token == PREFILLED),
+            tuple(b for b, r in held if _gives(r)),
+        )
 
     def _held(self, g: int) -> list[_Row]:
         return [r for r in self.rows[g] if r is not None]

@@ -78,3 +78,53 @@ def test_the_engine_releases_once_warm_and_when_idle_not_between_requests(monkey
         assert calls == [0, ended]
     finally:
         engine.stop(60)
+
+
+# One process of a real job (its own coordination service) holding both ends: process 0's
+# leader writes plans (reads of no group: nothing to compute), a follower engine on the built-in
+# model makes them in a thread (its warm-up, and the release after it, skipped), its releases
+# recorded with the broadcasts it had received.
+FOLLOW_JOB = """
+import socket, threading, time
+import jax
+import numpy as np
+s = socket.socket(); s.bind(("127.0.0.1", 0)); port = s.getsockname()[1]; s.close()
+jax.distributed.initialize(f"127.0.0.1:{port}", num_processes=1, process_id=0)
+from hlopipe.generate import Generator
+from hlopipe.serve import Engine, _engine, builtin_model
+from hlopipe.serve._control import Follower, Leader, Op, OpKind
+decode, _, params, max_len = builtin_model(1)
+engine = Engine(Generator(decode, params, num_stages=1, groups=1, max_len=max_len))
+engine._prepare = lambda: None  # no warm-up: these plans compute nothing
+follower, trims, real = Follower(), [], _engine.release_freed
+_engine.release_freed = lambda: (trims.append(follower.received), real())
+job = threading.Thread(target=engine.follow, args=(follower,))
+job.start()
+assert engine.ready.wait(120)
+leader = Leader()
+for gap in GAPS:
+    leader.send(Op(OpKind.READ, values=(np.zeros(0, np.int64),)))
+    time.sleep(gap)
+leader.send(Op(OpKind.STOP))
+job.join(60)
+print("TRIMS", trims, "IDLE", _engine._IDLE_S, flush=True)
+jax.distributed.shutdown()
+"""
+
+
+def test_a_follower_releases_once_process_0_is_idle_not_between_its_plans():
+    """Under ``launch`` the other processes do not know when process 0 is idle: a follower
+    gives back malloc's free memory once it has waited ``_IDLE_S`` for the next plan, not
+    between plans sent back to back (and no broadcast more is sent for it)."""
+    import subprocess
+    import sys
+
+    gaps = (0.05, 0.05, 1.5, 0.05)  # after broadcasts 1 .. 4 (the third: process 0 idle)
+    root = Path(__file__).resolve().parents[2]
+    got = subprocess.run([sys.executable, "-c", FOLLOW_JOB.replace("GAPS", repr(gaps))],
+                         capture_output=True, text=True, timeout=240, cwd=root)  # fmt: skip
+    line = next((x for x in got.stdout.splitlines() if x.startswith("TRIMS")), None)
+    assert got.returncode == 0 and line is not None, got.stdout + got.stderr[-3000:]
+    assert float(line.split("IDLE")[1]) < 1.5
+    # once, after the third broadcast (the 1.5 s wait), and not after the last (stopped)
+    assert line.split("IDLE")[0].strip() == "TRIMS [3]", line

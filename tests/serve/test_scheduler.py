@@ -13,6 +13,7 @@ import numpy as np
 from hlopipe.serve._output import FinishReason
 from hlopipe.serve._scheduler import (
     PREFILLED,
+    Counts,
     Emit,
     Feed,
     Policy,
@@ -21,7 +22,6 @@ from hlopipe.serve._scheduler import (
     SamplingParams,
     Scheduler,
     Sequence,
-    SetSampling,
     Start,
     StepPlan,
     StepResult,
@@ -122,16 +122,19 @@ def test_groups_a_group_admits_whole_with_prompts_of_one_length():
     plan = s.schedule()
     starts = (Start(0, ((1, 2), (6, 7)), False, (e.seqs[0], g.seqs[0])),
               Start(1, ((3, 4, 5), (3, 4, 5)), True, (f.seqs[0], None)))  # fmt: skip
-    assert plan == StepPlan(starts=starts, steps=(0, 1))  # sampling comes with the starts
+    # sampling comes with the starts (f's counts too); the token group 1 reads at its first
+    # step (its prefill's) is f's, counted (Counts.drawn: what the session hands back)
+    assert plan == StepPlan(starts=starts, steps=(0, 1), counts=(Counts(1, drawn=(0,)),))
     assert s.waiting == [(h, 0)] and s.prefilled == 1
     # group 0 made tokens on its first prompt tokens (dropped); group 1's is the prefill's
     told = s.update(plan, StepResult(tokens={0: (50, 51), 1: (60, 61)}))
     assert told == [Emit(f, 0, 60, None)]
     # group 0 is fed its prompts' second tokens; group 1 feeds back its own, its penalty's
-    # counts set again; h still waits (group 1's row 1 is free, the group is not)
+    # counts (set by its start) counting the token its step draws; h still waits (group 1's
+    # row 1 is free, the group is not)
     plan = s.schedule()
-    assert plan == StepPlan(sampling=(SetSampling(1, (f.seqs[0], None), True),),
-                            feeds=(Feed(0, (2, 7)),), steps=(0, 1))  # fmt: skip
+    assert plan == StepPlan(feeds=(Feed(0, (2, 7)),), steps=(0, 1),
+                            counts=(Counts(1, drawn=(0,)),))  # fmt: skip
     told = s.update(plan, StepResult(tokens={0: (70, 71), 1: (62, 63)}))
     assert told == [Emit(e, 0, 70, None), Emit(g, 0, 71, LENGTH), _end(g),
                     Emit(f, 0, 62, LENGTH), _end(f)]  # fmt: skip

@@ -592,6 +592,38 @@ def test_penalties_equal_numpy_on_the_unsplit_steps_logits(server):
     assert status == 400 and json.loads(text)["error"]["param"] == "presence_penalty"
 
 
+def test_penalized_rows_admitted_at_different_turns_count_their_own_tokens(server):
+    """Eight requests at once on 4 rows (2 groups of 2), seven penalized and one not, of
+    different lengths: rows are refilled as sequences end, so later sequences are admitted
+    into rows a penalized sequence held, beside rows mid-generation. The penalties' counts
+    live on the device (set from a row's prompt at admission, the prefill's token counted
+    when the prompt was read whole, then each step's token): every sequence's tokens equal
+    the penalties applied in NumPy to the unsplit step's logits over its own tokens only."""
+    _, url = server
+    client = _client(url)
+    whole = oracle(list(range(1, PREFILL_LEN + 1)), PREFILL_LEN)  # repeats itself
+    cases = [(whole, 12, {"frequency_penalty": 1.5}), ([5], 9, {"presence_penalty": 1.0}),
+             ([9, 3, 33], 4, {"frequency_penalty": 0.8, "repetition_penalty": 1.4}),
+             (whole[::-1], 7, {"repetition_penalty": 1.8}), ([2, 4, 8], 10, {}),
+             (whole, 11, {"presence_penalty": 0.5, "frequency_penalty": 0.5}),
+             ([7, 7, 1, 60, 3], 8, {"frequency_penalty": 1.2}),
+             # read whole by the prefill, whose token (53) comes back at the 7th
+             ([54, 40, 32, 17, 19, 2, 4, 1], 8, {"frequency_penalty": 1.5})]  # fmt: skip
+
+    def ask(case):
+        prompt, n, how = case
+        r = client.completions.create(model="m", prompt=prompt, max_tokens=n, temperature=0,
+                                      extra_body=how)  # fmt: skip
+        return r.choices[0].model_dump()["token_ids"]
+
+    with ThreadPoolExecutor(len(cases)) as pool:
+        got = list(pool.map(ask, cases))
+    names = ("presence", "frequency", "repetition")
+    for (prompt, n, how), tokens in zip(cases, got, strict=True):
+        args = {k: how[f"{k}_penalty"] for k in names if f"{k}_penalty" in how}
+        assert tokens == penalized_greedy(prompt, n, **args), how
+
+
 def test_stop_string_ends_the_text_before_it(server):
     _, url = server
     want = oracle([2, 4, 8], 12)

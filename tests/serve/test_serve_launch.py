@@ -47,7 +47,7 @@ def test_two_processes_serve_greedy_completions_equal_the_unsplit_program():
     unsplit program on its prompt alone; /metrics has both stages' busy fractions (one
     timed in each process); one broadcast a turn; a seeded request's log-probabilities equal
     ``log_softmax`` of the unsplit step's logits. SIGTERM to process 0 drains and stops both."""
-    from test_serve import _metrics, greedy_like_the_oracle, log_softmax_after
+    from test_serve import _metrics, greedy_like_the_oracle, log_softmax_after, penalized_greedy
 
     out = _Lines()
     procs: list = []
@@ -110,6 +110,13 @@ def test_two_processes_serve_greedy_completions_equal_the_unsplit_program():
             ids = np.argsort(-row)[:3]
             assert list(top) == [f" {i}" for i in ids]
             np.testing.assert_allclose(list(top.values()), row[ids], atol=1e-4)
+        # a frequency penalty, its counts kept on process 1's stage (which samples): set from
+        # the prompt (read whole by the prefill), the prefill's token and each step's counted
+        prompt = [54, 40, 32, 17, 19, 2, 4, 1]
+        how = {"frequency_penalty": 1.5}
+        r = client.completions.create(model="hlopipe-tiny-gpt", prompt=prompt, max_tokens=8,
+                                      temperature=0, extra_body=how)  # fmt: skip
+        assert r.choices[0].model_dump()["token_ids"] == penalized_greedy(prompt, 8, frequency=1.5)
     finally:
         if procs and procs[0].poll() is None:
             procs[0].send_signal(signal.SIGTERM)  # process 0 only: it stops the others

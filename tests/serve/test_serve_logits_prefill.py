@@ -189,25 +189,28 @@ def test_penalties_one_position_a_group_through_the_prefill(served):
     prefill's logits): greedy with a frequency and a repetition penalty equals the unsplit
     prefill and decode step with the penalties applied to their logits in NumPy (OpenAI's
     subtraction over the generated tokens' counts, Hugging Face's division or multiplication
-    over the prompt's and output's tokens)."""
+    over the prompt's and output's tokens). The counts of the tokens made so far are kept
+    on the device, each counted as it is made: both prompts' tokens differ from the same
+    penalties over the prompt alone (no token counted)."""
     _, url = served
-    prompt, n, frequency, repetition = [7, 3, 60, 21], 6, 1.0, 1.5
-    r = _post(url, {"prompt": prompt, "max_tokens": n, "temperature": 0,
-                    "frequency_penalty": frequency, "repetition_penalty": repetition})  # fmt: skip
-    prefill, decode = _unsplit()
-    logits, cache = prefill(_params(), jnp.asarray([prompt] * B, jnp.int32))
-    out: list[int] = []
-    for t in range(n):
-        if t:
-            feed = jnp.asarray([out[-1]] * B, jnp.int32)
-            logits, cache = decode(_params(), cache, feed, jnp.int32(len(prompt) + t - 1))
-        x = np.asarray(logits[0], np.float64)
-        seen = np.zeros(x.size, bool)
-        seen[[*prompt, *out]] = True
-        x = np.where(seen, np.where(x > 0, x / repetition, x * repetition), x)
-        out.append(int(np.argmax(x - frequency * np.bincount(out, minlength=x.size))))
-    assert r["choices"][0]["token_ids"] == out
-    assert out != oracle(prompt, n)
+    frequency, repetition = 1.0, 1.5
+    for prompt, n in (([7, 3, 60, 21], 10), ([30, 32, 48, 60], 8)):
+        how = {"frequency_penalty": frequency, "repetition_penalty": repetition}
+        r = _post(url, {"prompt": prompt, "max_tokens": n, "temperature": 0, **how})
+        prefill, decode = _unsplit()
+        logits, cache = prefill(_params(), jnp.asarray([prompt] * B, jnp.int32))
+        out: list[int] = []
+        for t in range(n):
+            if t:
+                feed = jnp.asarray([out[-1]] * B, jnp.int32)
+                logits, cache = decode(_params(), cache, feed, jnp.int32(len(prompt) + t - 1))
+            x = np.asarray(logits[0], np.float64)
+            seen = np.zeros(x.size, bool)
+            seen[[*prompt, *out]] = True
+            x = np.where(seen, np.where(x > 0, x / repetition, x * repetition), x)
+            out.append(int(np.argmax(x - frequency * np.bincount(out, minlength=x.size))))
+        assert r["choices"][0]["token_ids"] == out
+        assert out != oracle(prompt, n)
 
 
 def test_a_streaming_client_that_disconnects_frees_its_slot(served):
