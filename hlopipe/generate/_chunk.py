@@ -86,6 +86,10 @@ class ChunkStep:
       program: its step program (``_steps.StepProgram``, after :meth:`place`), run on a
         group's scratch registers; ``program.input_args`` tells its tokens from its position.
       inner: the program of a chunk before the last (logits not sampled: nothing reads them).
+      apart: whether each row of a call may start at its own position (set by the generator
+        for a chunk step vmapped over rows by ``widen``: its position one a row, ``[rows]`` or
+        ``[rows, C]``); a chunk step exported at ``b > 1`` is checked with its rows alike
+        only, so its rows run at one position.
     """
 
     @property
@@ -112,6 +116,7 @@ class ChunkStep:
         self.token_out, self.samples = self._token_out(program, roles, gen, what)
         self.pads = False  # set by the check (Generator)
         self.overlaps = False  # likewise: a last chunk may start inside the one before
+        self.apart = False  # set by the generator: a position a row (widened)
         self.unsplit = program
 
     def place(self, gen: Generator, num_stages: int) -> None:
@@ -276,6 +281,20 @@ class ChunkStep:
             each = np.arange(position, position + self.length, dtype=dtype)
             return np.ascontiguousarray(np.broadcast_to(each, shape))
         return np.full(shape, position, dtype)
+
+    def position_values(self, starts: np.ndarray) -> np.ndarray:
+        """The position argument for chunks starting at ``starts`` (one a row): as
+        :meth:`position_value` when they are alike, else each row's (:attr:`apart`: the
+        position's leading axis is the rows)."""
+        if (starts == starts[0]).all():
+            return self.position_value(int(starts[0]))
+        r = self.roles[self.position_arg]
+        dtype, shape = np.dtype(r.dtype), tuple(r.shape)
+        assert self.apart and shape[:1] == (len(starts),), "rows at one position only"
+        each = starts.astype(dtype)
+        if self.per_token:
+            return np.ascontiguousarray(each[:, None] + np.arange(self.length, dtype=dtype))
+        return each.reshape(shape)
 
     @property
     def rows(self) -> int:

@@ -49,7 +49,7 @@ class OpKind(StrEnum):
     STEP = "step"  # one decode step of the slot's session issued (``Session.issue``)
     READ = "read"  # the issued steps of groups [n] read at once; their tokens reach every process
     LOGPROBS = "logprobs"  # the slot's step read last: its log-probabilities, everywhere
-    PREFILL = "prefill"  # prompts [n, L] into rows [n] of a slot's group (prefill_rows)
+    PREFILL = "prefill"  # prompts [n, L] into rows [n], their lengths [n] (prefill_rows)
     STOP = "stop"  # the engine drained and ended: every process stops
     FAIL = "fail"  # process 0's engine failed (``message``): every process stops with it
 

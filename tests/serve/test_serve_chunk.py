@@ -124,11 +124,12 @@ def _batch_1(ns):
 def test_a_batch_1_chunk_step_at_max_batch_4_equals_the_unsplit_program(recipe):
     """A batch-1 export (decode step, 16-token prefill, 16-token chunk step) widened to 4 rows
     (``--max-batch 4``), served by the engine, one stage: prompts of 1, 15, 17 and 64 fill the
-    rows; 15 and 17 end first and both 200-token prompts are admitted into their rows in one
+    rows; 15 and 17 end first and prompts of 200 and 120 tokens are admitted into their rows in one
     turn while the 1-token and 64-token rows are still generating. Every sequence gets the
     tokens of the unsplit decode step fed its whole prompt, and the chunks ran at the fewest
     rows holding the prompts chunked in a turn: the 64-token prompt's 3 chunks at 1 row, the
-    two 200-token prompts' 12 chunks at 2 rows in one run each (never at 4). The 64-token
+    200-token and 120-token prompts' 12 and 7 chunks at 2 rows in 12 runs, each row at its
+    own position (never at 4, nor a length at a time). The 64-token
     one asks for log-probabilities (which the decode step gives), so its chunks read its
     first 63 tokens, the last chunk right-padded, and the decode step its last. Nothing is
     compiled once the engine is warm (jax's own compile events)."""
@@ -151,18 +152,38 @@ def test_a_batch_1_chunk_step_at_max_batch_4_equals_the_unsplit_program(recipe):
     engine = Engine(gen)
     rng = np.random.default_rng(3)
     cases = [(rng.integers(0, cfg.vocab, L).tolist(), n)
-             for L, n in ((1, 12), (15, 2), (17, 2), (64, 4), (200, 4), (200, 4))]  # fmt: skip
+             for L, n in ((1, 12), (15, 2), (17, 2), (64, 4), (200, 4), (120, 4))]  # fmt: skip
     # the second of each pair run together one token repeated: its cache unlike the other's
     # (random weights attend almost evenly, so two random prompts' caches read alike)
-    cases[2], cases[5] = ([9] * 17, 2), ([5] * 200, 4)
+    cases[2], cases[5] = ([9] * 17, 2), ([5] * 120, 4)
     asks = (*cases[3], frozenset(), SamplingParams(logprobs=True), [], None, False, 1)
     requests, compiled = run_all_counting_compiles(engine, [*cases[:3], asks, *cases[4:]])
     assert compiled == []  # every program, row count and writer it ran compiled at warm-up
-    assert [r.seqs[0].tokens for r in requests] == [_oracle(ns, p, n) for p, n in cases]
+    want = [_oracle(ns, p, n) for p, n in cases]
+    assert [r.seqs[0].tokens for r in requests] == want
     assert len(requests[3].seqs[0].token_logprobs) == 4
     # warm-up: one chunk at each row count; then 64 (its first 63: 16 + 3 x 16, padded) at
-    # 1 row, and both 200s (16 + 11 x 16 and one from 184) together at 2 rows
+    # 1 row, and 200 (16 + 11 x 16 and one from 184) and 120 (16 + 6 x 16 and one from 104)
+    # together at 2 rows, each at its own position, 120's last chunk run again 5 times (a
+    # run a length: 12 + 7 at 1 row)
     assert ran == {1: 1 + 3, 2: 1 + 12, 4: 1}
+    # three prompts (200, 120, 64) into rows 0, 1, 3 of a session: no run of 3 rows, so at 4
+    # (rows 2 computed for nothing), the 12 chunk runs of the longest, a position a row
+    session = gen.start(tokens=np.zeros((1, 4), np.int32), position=0)
+    which, rows = (4, 5, 3), [0, 1, 3]
+    ends = np.asarray([len(cases[i][0]) for i in which])
+    padded = np.zeros((3, 200), np.int32)
+    for j, i in enumerate(which):
+        padded[j, : ends[j]] = cases[i][0]
+    got = [[int(t)] for t in session.prefill_rows(padded, rows, lengths=ends)]
+    assert session.prefill_rows_run == 4 and ran == {1: 1 + 3, 2: 1 + 12, 4: 1 + 12}
+    tokens, positions = np.zeros((1, 4), np.int32), np.zeros((1, 4), np.int64)
+    for _ in range(3):
+        tokens[0, rows], positions[0, rows] = [g[-1] for g in got], ends + len(got[0]) - 1
+        session.feed(tokens, position=positions)
+        for g, t in zip(got, session.generate(1)[0, rows, 0], strict=True):
+            g.append(int(t))
+    assert got == [want[i] for i in which]
 
 
 def _counted(run, ran, rows):
