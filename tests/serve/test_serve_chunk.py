@@ -194,12 +194,35 @@ def _counted(run, ran, rows):
     return counted
 
 
-def test_a_chunk_step_beside_a_batch_2_step_under_max_batch_is_refused_by_name(recipe):
-    """``--max-batch`` widens a chunk step only beside a batch-1 step with a position
-    argument; beside the recipe's batch-2 export it is refused, naming the chunk step, before
-    anything is built."""
-    from hlopipe.generate import widen
+def test_a_batch_2_chunk_step_at_max_batch_4_equals_the_unsplit_program(recipe):
+    """The recipe's batch-2 export (a position a sequence, its chunk step's one a call)
+    widened to 4 rows, two groups of 2 (``--max-batch 4``), served by the engine, one stage:
+    prompts of 1, 64 and 200 tokens admitted at once. Each row's chunks are a call of the
+    batch-2 chunk step of its own (its sequence in both rows, row 0 kept), all 4 rows a run:
+    the 64- and 200-token prompts run 3 and 12 chunks (the rows of one call share its
+    position, so the two lengths run apart), and every sequence gets the tokens of the
+    unsplit decode step fed its whole prompt."""
+    from hlopipe.generate import Generator, widen
+    from hlopipe.serve import Engine
 
-    _, (decode, prefill, chunk) = recipe
-    with pytest.raises(RuntimeConfigError, match=r"takes a cache in \(a chunk step\).*batch 1"):
-        widen(decode, [prefill, chunk], rows=2)
+    ns, (decode, prefill, chunk) = recipe
+    cfg = ns["cfg"]
+    wide = widen(decode, [prefill, chunk], rows=4)
+    assert wide.says == "a batch-2 step vmapped over groups of 2 rows" and not wide.narrow
+    gen = Generator(wide.decode, ns["params"], prefill=list(wide.prefills), num_stages=1,
+                    groups=1, max_len=cfg.max_len)  # fmt: skip
+    assert gen.chunk is not None and gen.chunk.rows == 4 and gen.chunk.overlaps
+    ran = {4: 0}
+    for prog in {
+        id(gen.chunk.program): gen.chunk.program,
+        id(gen.chunk.inner): gen.chunk.inner,
+    }.values():
+        prog.run = _counted(prog.run, ran, 4)
+    engine = Engine(gen)
+    rng = np.random.default_rng(5)
+    cases = [(rng.integers(0, cfg.vocab, L).tolist(), n) for L, n in ((1, 6), (64, 3))]
+    cases.append(([7] * 200, 3))  # one token repeated: a cache unlike a random prompt's
+    requests = run_all(engine, cases)
+    assert [r.seqs[0].tokens for r in requests] == [_oracle(ns, p, n) for p, n in cases]
+    assert ran == {4: 1 + 3 + 12}  # warm-up's one, then 64's and 200's
+    assert engine.steps <= 6  # the prompts read by chunks, not a token a turn
