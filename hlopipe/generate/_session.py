@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import functools
 import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from collections.abc import Generator as Gen
-from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -419,17 +419,20 @@ class Session:
             assert P_i is not None
             runs.setdefault((P_i, -1 if apart and e > P_i else e), []).append(i)
         made = np.zeros(len(arr), np.int64)
-        for (P_i, _), idx in runs.items():
-            part = arr[idx, : int(ends[idx].max())]
-            made[idx] = self._prefill_run(part, where[idx], group, P_i, ends[idx])
+        # each run issued, then their tokens read: no host sync between runs
+        issued = [(idx, self._prefill_run(arr[idx, : int(ends[idx].max())], where[idx], group,
+                                          P_i, ends[idx]))
+                  for (P_i, _), idx in runs.items()]  # fmt: skip
+        for idx, read in issued:
+            made[idx] = read()
         return made
 
     def _prefill_run(
         self, arr: np.ndarray, where: np.ndarray, group: int, P: int, ends: np.ndarray
-    ) -> np.ndarray:
-        """One run of :meth:`prefill_rows`: ``arr [k, L]`` (each row's prompt its first
-        ``ends`` tokens, all past the prefill of ``P`` by chunks, or all ``P``) into rows
-        ``where`` of group ``group``; their first tokens ``[k]``."""
+    ) -> Callable[[], np.ndarray]:
+        """One run of :meth:`prefill_rows`, issued: ``arr [k, L]`` (each row's prompt its
+        first ``ends`` tokens, all past the prefill of ``P`` by chunks, or all ``P``) into
+        rows ``where`` of group ``group``; returns what reads their first tokens ``[k]``."""
         gen, chunk = self.gen, self.gen.chunk
         pre = gen.prefill_for(P)
         pre.row_axes()  # refused here when a state's sequence axis cannot be told
@@ -498,14 +501,19 @@ class Session:
                 regs[r] = v
         self.positions[group, where] = ends
         self.position = int(self.positions.max())
-        # 3. their first tokens, in every process
+        # 3. their first tokens, in every process (read when asked)
         tok = gen.token
         at = prog.feedback_home[tok.index].stage
         value = scratch[layout.feedback[tok.index]]
-        got = gen.place.host(value, at) if gen.place.local(at) else None
-        if gen.place.multi:
-            got = gen.place.everywhere(got, at, jax.ShapeDtypeStruct(tuple(tok.shape), tok.dtype))
-        return np.asarray(got).reshape(n)[where if narrow is None else slice(k)]
+
+        def read() -> np.ndarray:
+            got = gen.place.host(value, at) if gen.place.local(at) else None
+            if gen.place.multi:
+                shape = jax.ShapeDtypeStruct(tuple(tok.shape), tok.dtype)
+                got = gen.place.everywhere(got, at, shape)
+            return np.asarray(got).reshape(n)[where if narrow is None else slice(k)]
+
+        return read
 
     def _run_chunks(
         self,
