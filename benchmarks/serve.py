@@ -606,6 +606,24 @@ def _chunk_parts(repeats: int, chunk: int, d_model: int, layers: int, max_batch:
     )  # fmt: skip
     for what, ms, per in rows_:
         print(f"| {what} | {ms:.1f} | {'' if per is None else f'{per:.2f}'} |")
+    # what a run costs by its rows: k 200-token prompts in one prefill_rows (the prefill and
+    # the chunk runs at k rows; at the batch, the widened step's own)
+    counts = [k for k in (1, 2, 4, 8, 16) if k <= max_batch]
+    for k in counts:
+        session.prefill_rows(np.repeat(prompt, k, 0), list(range(k)))
+    by: dict[int, list[float]] = {k: [] for k in counts}
+    for _ in range(repeats):
+        for k in counts:
+            t0 = time.perf_counter()
+            session.prefill_rows(np.repeat(prompt, k, 0), list(range(k)))
+            by[k].append(time.perf_counter() - t0)
+    one_row = float(np.median(by[1]))
+    print("| 200-token prompts at once | rows computed | prefill_rows ms | over 1 row |")
+    print("| ---: | ---: | ---: | ---: |")
+    for k in counts:
+        t = float(np.median(by[k]))
+        print(f"| {k} | {session.prefill_rows_run if k == counts[-1] else k} | {t * 1e3:.1f} | "
+              f"{t / one_row:.2f}x |")  # fmt: skip
 
 
 def _batch_table(batch: int, clients: list[int], requests: int, tokens: int) -> None:
