@@ -87,9 +87,10 @@ class ChunkStep:
         group's scratch registers; ``program.input_args`` tells its tokens from its position.
       inner: the program of a chunk before the last (logits not sampled: nothing reads them).
       apart: whether each row of a call may start at its own position (set by the generator
-        for a chunk step vmapped over rows by ``widen``: its position one a row, ``[rows]`` or
-        ``[rows, C]``); a chunk step exported at ``b > 1`` is checked with its rows alike
-        only, so its rows run at one position.
+        when given ``row_prefills``: a batch-1 chunk step vmapped over rows by ``widen``, its
+        position one a row, ``[rows]`` or ``[rows, C]``). A chunk step exported at ``b > 1``
+        is checked with its rows alike only, so its rows run at one position (and so, not
+        told apart, do those of one widened from it).
     """
 
     @property
