@@ -133,8 +133,6 @@ class Generator:
         ``Session.prefill_rows`` runs the one at the fewest rows holding its prompts instead
         of computing the whole batch (one-device stages in one process; else not used); a
         chunk step among them (it takes the cache in) continues those prompts at ``n`` rows.
-        Given, the chunk step is taken as vmapped over rows (``ChunkStep.apart``: each row of
-        a call at its own position, prompts of several lengths in one run).
 
     Example:
       >>> gen = hlopipe.Generator(dec, params, prefill=pre, groups=8)   # doctest: +SKIP
@@ -253,9 +251,6 @@ class Generator:
                     )  # fmt: skip
                 self.narrow[(want[1], n)] = _Prefill(q, self, S, like=like)
         self.chunk: ChunkStep | None = self._chunk_step(chunks, S, decode)  # checked on host
-        if self.chunk is not None and row_prefills:  # widened: its rows apart, a position each
-            pos = tuple(self.chunk.roles[self.chunk.position_arg].shape)
-            self.chunk.apart = pos[:1] == (self.batch,)
         self.narrow_chunks: dict[int, ChunkStep] = {}  # rows -> the chunk step at those rows
         for n, progs in narrow_chunks.items():
             if len(progs) != (self.chunk is not None):
@@ -298,7 +293,7 @@ class Generator:
                 "value): export it as the decode step with C tokens, the position of the first "
                 "as its position, returning the token after the last"
             )
-        chunk.pads, chunk.overlaps = verdict.pads, verdict.overlaps
+        chunk.pads, chunk.overlaps, chunk.apart = verdict.pads, verdict.overlaps, verdict.apart
         chunk.place(self, S)
         return chunk
 

@@ -333,7 +333,7 @@ class Session:
 
         ``lengths [n]``: each prompt's own length, the prompts right-padded to the longest
         (default: all ``L``). Prompts past the same prefill ``P`` by chunks share each run
-        when the chunk step takes a position a row (``ChunkStep.apart``): the prefill and
+        when the chunk step's rows may start apart (``ChunkStep.apart``): the prefill and
         each chunk one call for all of them, each row at its own position, a row whose
         prompt is read running its last chunk again (the same tokens at the same positions:
         the same keys and values written, the same token made); other lengths run one after

@@ -64,6 +64,7 @@ def test_prompts_longer_than_the_prefill_through_chunks_equal_the_unsplit_progra
     gen = Generator(decode, ns["params"], prefill=[prefill, chunk], num_stages=1, groups=1,
                     max_len=cfg.max_len)  # fmt: skip
     assert gen.chunk is not None and gen.chunk.length == ns["C"] == 16 and gen.chunk.pads
+    assert not gen.chunk.apart  # a position for the call (int[]): its rows at one position
     engine = Engine(gen)
     rng = np.random.default_rng(7)
     cases = [(rng.integers(0, cfg.vocab, L).tolist(), 4) for L in (1, 15, 17, 64, 200)]
@@ -198,10 +199,10 @@ def test_a_batch_2_chunk_step_at_max_batch_4_equals_the_unsplit_program(recipe):
     """The recipe's batch-2 export (a position a sequence, its chunk step's one a call)
     widened to 4 rows, two groups of 2 (``--max-batch 4``), served by the engine, one stage:
     prompts of 1, 64 and 200 tokens admitted at once. Each row's chunks are a call of the
-    batch-2 chunk step of its own (its sequence in both rows, row 0 kept), all 4 rows a run:
-    the 64- and 200-token prompts run 3 and 12 chunks (the rows of one call share its
-    position, so the two lengths run apart), and every sequence gets the tokens of the
-    unsplit decode step fed its whole prompt."""
+    batch-2 chunk step of its own (its sequence in both rows, row 0 kept), all 4 rows a run,
+    each row at its own position (the check finds them apart): the 64- and 200-token
+    prompts share 12 runs, and every sequence gets the tokens of the unsplit decode step fed
+    its whole prompt."""
     from hlopipe.generate import Generator, widen
     from hlopipe.serve import Engine
 
@@ -224,5 +225,26 @@ def test_a_batch_2_chunk_step_at_max_batch_4_equals_the_unsplit_program(recipe):
     cases.append(([7] * 200, 3))  # one token repeated: a cache unlike a random prompt's
     requests = run_all(engine, cases)
     assert [r.seqs[0].tokens for r in requests] == [_oracle(ns, p, n) for p, n in cases]
-    assert ran == {4: 1 + 3 + 12}  # warm-up's one, then 64's and 200's
+    assert gen.chunk.apart  # its rows checked to start at their own positions
+    assert ran == {4: 1 + 12}  # warm-up's one, then 64's and 200's together
     assert engine.steps <= 6  # the prompts read by chunks, not a token a turn
+
+
+def test_a_chunk_step_whose_rows_share_a_position_is_not_run_apart(recipe):
+    """A batch-2 chunk step taking a position int[2] but reading only its first (its rows
+    at one position) passes the chunk check, which runs its rows alike, and is not taken as
+    running its rows apart: the check with rows at different positions finds a row that
+    differs from the decode loop's."""
+    from hlopipe.generate import Generator
+    from hlopipe.io import load
+
+    ns, (decode, prefill, _) = recipe
+    cfg, params, b, C = ns["cfg"], ns["params"], ns["b"], ns["C"]
+    right = gd.chunk_fn(cfg, logits=True)
+    first = jax.jit(lambda p, c, t, pos: right(p, c, t, pos[0]), donate_argnums=1)
+    exported = jax.export.export(first)(
+        params, gd.empty_cache(b, cfg), jnp.zeros((b, C), jnp.int32), jnp.zeros(b, jnp.int32)
+    )
+    gen = Generator(decode, params, prefill=[prefill, load(exported.serialize())],
+                    num_stages=1, max_len=cfg.max_len)  # fmt: skip
+    assert gen.chunk is not None and gen.chunk.overlaps and not gen.chunk.apart
