@@ -511,6 +511,121 @@ def _chunk_table_rows(repeats: int, chunk: int, d_model: int, layers: int, max_b
                       f"{probe.equal(length)} |")  # fmt: skip
 
 
+def _chunk_parts(repeats: int, chunk: int, d_model: int, layers: int, max_batch: int) -> None:
+    """``--ttft --chunk C --max-batch N --parts``: where a 200-token prompt's time goes, in
+    this process, no HTTP, on the served generator's own session (2 stages, ``N`` rows): its
+    ``prefill_rows`` (the 16-token prefill and the chunk runs at 1 row, back to back), the
+    host time of the chunk runs' dispatch loop, the same with every run waited for (a host
+    sync a run), one chunk run alone, the prefill alone; beside the unsplit prefill of 200
+    tokens and the unsplit chunk step run as many times (jitted, one device, batch 1).
+    Medians of ``repeats``, alternated."""
+    import jax
+    import jax.numpy as jnp
+
+    from hlopipe.models import gpt_decode as gd
+
+    cfg, params, gen = _ttft_model((16,), chunk, d_model, layers, max_batch)
+    step = gen.narrow_chunk_for(1)
+    assert step is not None
+    session = gen.start(tokens=np.zeros((1, max_batch), np.int32), position=0)
+    rng = np.random.default_rng(0)
+    prompt = rng.integers(0, cfg.vocab, (1, 200)).astype(np.int32)
+    runs = len(step.starts(16, 200))
+    dispatch: list[float] = []  # each chunk run's host time inside its dispatch
+    wait = [False]
+
+    def timed(run: Any) -> Any:
+        def go(regs: list[Any]) -> None:
+            t0 = time.perf_counter()
+            run(regs)
+            dispatch.append(time.perf_counter() - t0)
+            if wait[0]:
+                jax.block_until_ready([r for r in regs if isinstance(r, jax.Array)])
+
+        return go
+
+    for prog in {id(step.program): step.program, id(step.inner): step.inner}.values():
+        prog.run = timed(prog.run)
+
+    def rows(p: np.ndarray) -> float:
+        t0 = time.perf_counter()
+        session.prefill_rows(p, [0])
+        return time.perf_counter() - t0
+
+    rows(prompt)
+    rows(prompt[:, :16])
+    pre = jax.jit(gd.prefill_fn(cfg, logits=True))
+    one = jax.jit(gd.chunk_fn(cfg, logits=True), donate_argnums=1)
+    cache0 = gd.empty_cache(1, cfg)
+
+    def unsplit_chunks() -> float:
+        cache = jax.block_until_ready(jax.tree.map(jnp.copy, cache0))
+        t0 = time.perf_counter()
+        for at in step.starts(16, 200):
+            out, cache = one(params, cache, jnp.asarray(prompt[:, at : at + chunk]),
+                             jnp.asarray(at, jnp.int32))  # fmt: skip
+        jax.block_until_ready(out)
+        return time.perf_counter() - t0
+
+    def unsplit_prefill() -> float:
+        t0 = time.perf_counter()
+        jax.block_until_ready(pre(params, jnp.asarray(prompt)))
+        return time.perf_counter() - t0
+
+    unsplit_chunks(), unsplit_prefill()
+    got: dict[str, list[float]] = {k: [] for k in ("async", "loop", "synced", "prefill",
+                                                   "chunks", "alone")}  # fmt: skip
+    for _ in range(repeats):
+        dispatch.clear()
+        wait[0] = False
+        got["async"].append(rows(prompt))
+        got["loop"].append(sum(dispatch))
+        dispatch.clear()
+        wait[0] = True
+        got["synced"].append(rows(prompt))
+        wait[0] = False
+        got["prefill"].append(rows(prompt[:, :16]))
+        got["chunks"].append(unsplit_chunks())
+        got["alone"].append(unsplit_prefill())
+    m = {k: float(np.median(v)) * 1e3 for k, v in got.items()}
+    print(f"a 200-token prompt's prefill and {runs} chunk runs of {chunk} at 1 row: d_model "
+          f"{d_model}, {layers} layers, exported at batch 1, --max-batch {max_batch}, 2 stages, "
+          f"median of {repeats}, alternated")  # fmt: skip
+    print("| what | ms | per chunk run ms |")
+    print("| --- | ---: | ---: |")
+    rows_ = (
+        ("prefill_rows: the 16-token prefill and the chunk runs back to back", m["async"], None),
+        ("  of which the chunk runs' dispatch (host)", m["loop"], m["loop"] / runs),
+        ("prefill_rows, every chunk run waited for", m["synced"], None),
+        ("prefill_rows of the 16-token prefill alone", m["prefill"], None),
+        ("  the chunk runs (back to back less the prefill)", m["async"] - m["prefill"],
+         (m["async"] - m["prefill"]) / runs),
+        (f"unsplit chunk step, batch 1, one device, {runs} runs", m["chunks"],
+         m["chunks"] / runs),
+        ("unsplit prefill of 200 tokens, batch 1, one device", m["alone"], None),
+    )  # fmt: skip
+    for what, ms, per in rows_:
+        print(f"| {what} | {ms:.1f} | {'' if per is None else f'{per:.2f}'} |")
+    # what a run costs by its rows: k 200-token prompts in one prefill_rows (the prefill and
+    # the chunk runs at k rows; at the batch, the widened step's own)
+    counts = [k for k in (1, 2, 4, 8, 16) if k <= max_batch]
+    for k in counts:
+        session.prefill_rows(np.repeat(prompt, k, 0), list(range(k)))
+    by: dict[int, list[float]] = {k: [] for k in counts}
+    for _ in range(repeats):
+        for k in counts:
+            t0 = time.perf_counter()
+            session.prefill_rows(np.repeat(prompt, k, 0), list(range(k)))
+            by[k].append(time.perf_counter() - t0)
+    one_row = float(np.median(by[1]))
+    print("| 200-token prompts at once | rows computed | prefill_rows ms | over 1 row |")
+    print("| ---: | ---: | ---: | ---: |")
+    for k in counts:
+        t = float(np.median(by[k]))
+        print(f"| {k} | {session.prefill_rows_run if k == counts[-1] else k} | {t * 1e3:.1f} | "
+              f"{t / one_row:.2f}x |")  # fmt: skip
+
+
 def _batch_table(batch: int, clients: list[int], requests: int, tokens: int) -> None:
     """Batching at serve time (see the module's docstring)."""
     top = max(clients)
@@ -1016,6 +1131,8 @@ def main() -> None:
                     "batch 1 and served at this many rows")  # fmt: skip
     ap.add_argument("--busy", type=int, default=0, help="--ttft --chunk --max-batch: other "
                     "clients generating while the time to first token is measured")  # fmt: skip
+    ap.add_argument("--parts", action="store_true", help="--ttft --chunk --max-batch: where "
+                    "a 200-token prompt's time goes (in process)")  # fmt: skip
     ap.add_argument("--batch", type=int, default=None, help="batching at serve time: a batch-1 "
                     "export served at this --max-batch beside the server at batch 1")  # fmt: skip
     ap.add_argument("--d-model", type=int, default=None, help="--batch (--ttft --chunk): a tiny "
@@ -1051,6 +1168,10 @@ def main() -> None:
     if args.batch:
         clients = [int(x) for x in args.clients.split(",")]
         _batch_table(args.batch, clients, args.requests, args.tokens)
+        return
+    if args.ttft and args.chunk and args.parts:
+        _chunk_parts(args.repeats, args.chunk, args.d_model or 128, args.layers,
+                     args.max_batch or 8)  # fmt: skip
         return
     if args.ttft and args.chunk:
         _chunk_table(args.repeats, args.chunk, args.d_model or 128, args.layers,

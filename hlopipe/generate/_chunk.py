@@ -23,7 +23,9 @@ device, against the decode step fed the same prompt token by token
 (``_prefill_check.chunk_difference``): a chunk that differs is refused. Whether its last chunk
 may be right-padded (its padded positions written with junk the decode step overwrites
 before it reads them: true of a causal chunk) is run the same way; when it is not, the
-remainder of a prompt is read by the decode step a token a step.
+remainder of a prompt is read by the decode step a token a step. So is whether a call's rows
+may start at their own positions (a position with a row axis that each row reads as its
+own): prompts of several lengths then share each chunk run.
 """
 
 from __future__ import annotations
@@ -86,6 +88,10 @@ class ChunkStep:
       program: its step program (``_steps.StepProgram``, after :meth:`place`), run on a
         group's scratch registers; ``program.input_args`` tells its tokens from its position.
       inner: the program of a chunk before the last (logits not sampled: nothing reads them).
+      apart: whether each row of a call may start at its own position (set by the check:
+        a position with a row axis, ``[rows]`` or ``[rows, C]``, whose rows run at different
+        positions leave each row's cache and token as the decode loop does); else a call's
+        rows run at one position.
     """
 
     @property
@@ -112,6 +118,7 @@ class ChunkStep:
         self.token_out, self.samples = self._token_out(program, roles, gen, what)
         self.pads = False  # set by the check (Generator)
         self.overlaps = False  # likewise: a last chunk may start inside the one before
+        self.apart = False  # likewise: a call's rows may start at their own positions
         self.unsplit = program
 
     def place(self, gen: Generator, num_stages: int) -> None:
@@ -276,6 +283,20 @@ class ChunkStep:
             each = np.arange(position, position + self.length, dtype=dtype)
             return np.ascontiguousarray(np.broadcast_to(each, shape))
         return np.full(shape, position, dtype)
+
+    def position_values(self, starts: np.ndarray) -> np.ndarray:
+        """The position argument for chunks starting at ``starts`` (one a row): as
+        :meth:`position_value` when they are alike, else each row's (:attr:`apart`: the
+        position's leading axis is the rows)."""
+        if (starts == starts[0]).all():
+            return self.position_value(int(starts[0]))
+        r = self.roles[self.position_arg]
+        dtype, shape = np.dtype(r.dtype), tuple(r.shape)
+        assert self.apart and shape[:1] == (len(starts),), "rows at one position only"
+        each = starts.astype(dtype)
+        if self.per_token:
+            return np.ascontiguousarray(each[:, None] + np.arange(self.length, dtype=dtype))
+        return each.reshape(shape)
 
     @property
     def rows(self) -> int:

@@ -293,7 +293,7 @@ class Generator:
                 "value): export it as the decode step with C tokens, the position of the first "
                 "as its position, returning the token after the last"
             )
-        chunk.pads, chunk.overlaps = verdict.pads, verdict.overlaps
+        chunk.pads, chunk.overlaps, chunk.apart = verdict.pads, verdict.overlaps, verdict.apart
         chunk.place(self, S)
         return chunk
 

@@ -261,11 +261,14 @@ class ChunkVerdict(NamedTuple):
     decode loop (``None``: nowhere), and whether a right-padded last chunk gives the loop's
     tokens after it; ``overlaps``: whether a last chunk ending at the prompt's end, started
     inside the chunk before (its first positions written again with the same tokens), leaves
-    the loop's cache and gives its token."""
+    the loop's cache and gives its token; ``apart``: whether a chunk whose rows start at
+    different positions (a position a row) leaves each row's cache and token as the loop
+    left them at that row's end."""
 
     difference: Difference | None
     pads: bool
     overlaps: bool = False
+    apart: bool = False  # the rows of a call may each start at its own position
 
 
 def chunk_difference(
@@ -349,7 +352,7 @@ def chunk_difference(
     _, state_of = prefill_outputs(prefill.unsplit, roles, token.index)
     state = {a: pre_out[o] for o, a in state_of.items()}
 
-    def run_chunk(state: dict[int, Any], tokens: np.ndarray, position: int) -> tuple[Any, Any]:
+    def run_chunk(state: dict[int, Any], tokens: np.ndarray, position: Any) -> tuple[Any, Any]:
         args: list[Any] = [None] * len(chunk.roles)
         for x in chunk.roles:
             a = chunk.decode_arg.get(x.index)
@@ -358,12 +361,14 @@ def chunk_difference(
             elif x.role is Use.STATE:
                 args[x.index] = state[a]
         args[chunk.tokens_arg] = tokens.astype(chunk.tokens_dtype())
-        args[chunk.position_arg] = chunk.position_value(position)
+        args[chunk.position_arg] = (chunk.position_value(position) if np.ndim(position) == 0
+                                    else position)  # fmt: skip
         got = _jitted(chunk.unsplit)(*args)
         return got[chunk.token_out], {
             chunk.decode_arg[x.index]: got[x.output] for x in chunk.roles.state
         }
 
+    made = state  # the prefill's
     tok, state = run_chunk(state, prompt[:, P : P + C], P)
     path = {x.index: x.path for x in roles.state}
     for a, v in state.items():
@@ -373,8 +378,9 @@ def chunk_difference(
     rel = _first_token_relative(tok, want_out[P + C - 1])
     if rel is not None:
         return ChunkVerdict(Difference(f"the token after a chunk at {P}", rel), False)
+    apart = _rows_apart(chunk, prefill, made, prompt, run_chunk, want_out, want_state)
     if not padded:
-        return ChunkVerdict(None, False)
+        return ChunkVerdict(None, False, apart=apart)
     # a last chunk ending at the prompt's end (n - C .. n - 1), over part of the one before
     overlaps = False
     if r + 1 < C:
@@ -387,4 +393,54 @@ def chunk_difference(
     got, _ = loop(state, [prompt[:, n - 1], None, None], n - 1)
     pads = all(np.array_equal(greedy(x), greedy(y))
                for x, y in zip(got, want_out[n - 1 :], strict=True))  # fmt: skip
-    return ChunkVerdict(None, pads, overlaps)
+    return ChunkVerdict(None, pads, overlaps, apart)
+
+
+def _rows_apart(
+    chunk: Any,
+    prefill: Any,
+    made: dict[int, Any],
+    prompt: np.ndarray,
+    run_chunk: Any,
+    want_out: list[Any],
+    want_state: list[Any],
+) -> bool:
+    """Whether ``chunk``'s rows may each start at its own position: for a position with a
+    row axis (``[b]``, or ``[b, C]``) at ``b > 1``, a chunk from the prefill's state
+    ``made`` with the even rows at ``P`` and the odd ones at ``P - 1`` (their position
+    ``P - 1`` written again with its token) must leave each row's cache (along the axis the
+    prefill's rows land on) and its token as the decode loop left them after that row's
+    last token. A position one for the call, or a state whose row axis cannot be told:
+    ``False`` (rows run at one position)."""
+    from hlopipe.errors import RuntimeConfigError
+
+    role = chunk.roles[chunk.position_arg]
+    shape, dtype = tuple(role.shape), np.dtype(role.dtype)
+    b, C = int(prompt.shape[0]), chunk.length
+    P = int(prefill.prompt_aval.shape[-1])
+    if b < 2 or P < 1 or shape[:1] != (b,) or (shape == (C,) and b == C):
+        return False
+    try:
+        axes = prefill.row_axes()
+    except RuntimeConfigError:  # rows not followed to one axis of each cache: not told apart
+        return False
+    starts = np.asarray([P - (r % 2) for r in range(b)])
+    tokens = np.stack([prompt[r, s : s + C] for r, s in enumerate(starts.tolist())])
+    position = starts.astype(dtype)
+    if len(shape) == 2:  # a cache_position a row
+        position = position[:, None] + np.arange(C, dtype=dtype)
+    values = dict(made)
+    got_tok, got_state = run_chunk(values, tokens, position)
+    for r, s in enumerate(starts.tolist()):
+        end = s + C - 1
+        if _first_token_relative(np.asarray(got_tok)[r : r + 1],
+                                 np.asarray(want_out[end])[r : r + 1]) is not None:  # fmt: skip
+            return False
+        for a, v in got_state.items():
+            ax = axes.get(a)
+            if ax is None:
+                return False
+            want = np.take(np.asarray(want_state[end][a]), r, axis=ax)
+            if _relative(np.take(np.asarray(v), r, axis=ax), want) is not None:
+                return False
+    return True

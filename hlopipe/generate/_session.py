@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import functools
 import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from collections.abc import Generator as Gen
-from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -416,7 +416,9 @@ class Session:
         self._pending_at = prog.feedback_home[gen.token.index].stage
         self._first_token = True
 
-    def prefill_rows(self, prompts: Any, rows: Any, group: int = 0) -> np.ndarray:
+    def prefill_rows(
+        self, prompts: Any, rows: Any, group: int = 0, lengths: Any = None
+    ) -> np.ndarray:
         """Start new sequences in some rows of a group while the others carry on (a step
         taking a position per sequence): ``prompts [n, L]`` (the prefill's length) go through
         the prefill, and only their rows ``rows [n]`` of group ``group``'s state are written,
@@ -428,6 +430,14 @@ class Session:
         the chunk step, ``C`` at a time, each on the state the last left (all on scratch
         state before the rows are written).
 
+        ``lengths [n]``: each prompt's own length, the prompts right-padded to the longest
+        (default: all ``L``). Prompts past the same prefill ``P`` by chunks share each run
+        when the chunk step's rows may start apart (``ChunkStep.apart``): the prefill and
+        each chunk one call for all of them, each row at its own position, a row whose
+        prompt is read running its last chunk again (the same tokens at the same positions:
+        the same keys and values written, the same token made); other lengths run one after
+        the other.
+
         Returns the first token of each, ``[n]`` (the prefill's, sampled from its logits with
         the rows' sampling when it returns logits): feed it at those rows
         (:meth:`feed` with ``position``) before the next step, as the decode step's own tokens
@@ -435,8 +445,9 @@ class Session:
 
         Raises:
           RuntimeConfigError: no prefill, a step taking one position for a group, prompts not
-          ``[n, L]`` integers, rows out of ``range(batch)`` or repeated, or a state whose
-          sequence axis the prefill's data flow does not tell (named).
+          ``[n, L]`` integers, lengths not one a prompt, rows out of ``range(batch)`` or
+          repeated, or a state whose sequence axis the prefill's data flow does not tell
+          (named).
 
         Example:
           >>> first = session.prefill_rows(prompts[None, 0], [1])     # doctest: +SKIP
@@ -453,27 +464,40 @@ class Session:
             )
         arr = np.asarray(prompts)
         where = np.asarray(rows).reshape(-1)
-        lengths = sorted(int(p.prompt_aval.shape[-1]) for p in gen.prefills)
+        ends = None if lengths is None else np.asarray(lengths).reshape(-1)
+        if arr.ndim == 2 and ends is None:
+            ends = np.full(len(arr), arr.shape[1], np.int64)
+        lens = sorted(int(p.prompt_aval.shape[-1]) for p in gen.prefills)
         chunk = gen.chunk
-        P: int | None = None
-        if arr.ndim == 2 and len(arr) > 0:
-            P = int(arr.shape[1]) if arr.shape[1] in lengths else None
-            if P is None and chunk is not None:  # a prefill's length and whole chunks
-                P = chunk.splits(int(arr.shape[1]), tuple(lengths))
-        if P is None or arr.dtype.kind not in "iu":
-            form = " or ".join(f"[n, {n}]" for n in lengths)
+        starts: list[int | None] = []  # each prompt's prefill length (None: none fits)
+        if (
+            arr.ndim == 2
+            and len(arr) > 0
+            and ends is not None
+            and ends.dtype.kind in "iu"
+            and len(ends) == len(arr)
+            and all(0 < e <= arr.shape[1] for e in ends.tolist())
+        ):
+            for e in ends.tolist():
+                P_e = e if e in lens else None
+                if P_e is None and chunk is not None:  # a prefill's length and whole chunks
+                    P_e = chunk.splits(e, tuple(lens))
+                starts.append(P_e)
+        if not starts or None in starts or arr.dtype.kind not in "iu":
+            form = " or ".join(f"[n, {n}]" for n in lens)
             more = ""
             if chunk is not None:  # whole chunks, or the last one inside the one before
                 more = f" plus {chunk.length} or more" if chunk.overlaps else (
                     f" plus a multiple of {chunk.length}")  # fmt: skip
                 more = f", or one of those{more}: chunks"
+            given = "" if lengths is None else f", lengths {np.asarray(lengths).tolist()}"
             raise RuntimeConfigError(
                 f"prefill_rows: prompts must be integers shaped {form} (a prefill's length"
-                f"{more}), got {arr.dtype}{list(arr.shape)}"
+                f"{more}), or right-padded to the longest with each one's length given, got "
+                f"{arr.dtype}{list(arr.shape)}{given}"
             )
-        pre = gen.prefill_for(P)
-        pre.row_axes()  # refused here when a state's sequence axis cannot be told
-        b, L = gen.batch, int(arr.shape[1])
+        assert ends is not None
+        b = gen.batch
         if (
             where.dtype.kind not in "iu"
             or len(where) != len(arr)
@@ -486,6 +510,32 @@ class Session:
             )
         if not isinstance(group, int) or not 0 <= group < gen.groups:
             raise RuntimeConfigError(f"prefill_rows: group {group!r} is not in range({gen.groups})")
+        # the runs: prompts of one length each, but those past one prefill by chunks together
+        # when the chunk step takes a position a row
+        runs: dict[tuple[int, int], list[int]] = {}
+        apart = chunk is not None and chunk.apart
+        for i, (P_i, e) in enumerate(zip(starts, ends.tolist(), strict=True)):
+            assert P_i is not None
+            runs.setdefault((P_i, -1 if apart and e > P_i else e), []).append(i)
+        made = np.zeros(len(arr), np.int64)
+        # each run issued, then their tokens read: no host sync between runs
+        issued = [(idx, self._prefill_run(arr[idx, : int(ends[idx].max())], where[idx], group,
+                                          P_i, ends[idx]))
+                  for (P_i, _), idx in runs.items()]  # fmt: skip
+        for idx, read in issued:
+            made[idx] = read()
+        return made
+
+    def _prefill_run(
+        self, arr: np.ndarray, where: np.ndarray, group: int, P: int, ends: np.ndarray
+    ) -> Callable[[], np.ndarray]:
+        """One run of :meth:`prefill_rows`, issued: ``arr [k, L]`` (each row's prompt its
+        first ``ends`` tokens, all past the prefill of ``P`` by chunks, or all ``P``) into
+        rows ``where`` of group ``group``; returns what reads their first tokens ``[k]``."""
+        gen, chunk = self.gen, self.gen.chunk
+        pre = gen.prefill_for(P)
+        pre.row_axes()  # refused here when a state's sequence axis cannot be told
+        b, L = gen.batch, int(arr.shape[1])
         self._check_position(L)
         # the prefill at the fewest rows holding the prompts (``Generator.narrow_for``), its
         # row i standing for the group's row ``took[i]``; else at the batch, row for row
@@ -497,11 +547,12 @@ class Session:
                 narrow, chunks = None, chunk
         n, k = b if narrow is None else int(narrow.prompt_aval.shape[0]), len(arr)
         batch = np.repeat(arr[:1], n, axis=0)  # the rows not asked for: any prompt
+        to = np.repeat(ends[:1], n)  # each row's end
         took = np.repeat(where[:1], n) if narrow is not None else np.arange(b)
         if narrow is None:
-            batch[where] = arr
+            batch[where], to[where] = arr, ends
         else:
-            batch[:k], took[:k] = arr, where
+            batch[:k], to[:k], took[:k] = arr, ends, where
         # 1. the prefill on scratch registers, with this group's sampling (its rows')
         prog, layout = (pre if narrow is None else narrow).program, gen.registers.layout
         scratch = gen.registers.template
@@ -524,7 +575,7 @@ class Session:
         self.prefill_rows_run = n
         if L > P:  # 1b. the chunks, each on the state the last left (``_chunk.py``)
             assert chunks is not None
-            prog, scratch = self._run_chunks(chunks, scratch, batch, P, L, narrow is not None)
+            prog, scratch = self._run_chunks(chunks, scratch, batch, P, to, narrow is not None)
         # 2. only the asked rows of each state written into the group's, each stage's in one
         # call: by a mask from the prefill's row of each (at the batch), else its first k at
         # ``where`` (its other rows at ``b``, out of range: dropped)
@@ -547,16 +598,21 @@ class Session:
             made = write(tuple(regs[r] for r in rs), tuple(scratch[r] for r in rs), mask)
             for r, v in zip(rs, made, strict=True):
                 regs[r] = v
-        self.positions[group, where] = L
+        self.positions[group, where] = ends
         self.position = int(self.positions.max())
-        # 3. their first tokens, in every process
+        # 3. their first tokens, in every process (read when asked)
         tok = gen.token
         at = prog.feedback_home[tok.index].stage
         value = scratch[layout.feedback[tok.index]]
-        made = gen.place.host(value, at) if gen.place.local(at) else None
-        if gen.place.multi:
-            made = gen.place.everywhere(made, at, jax.ShapeDtypeStruct(tuple(tok.shape), tok.dtype))
-        return np.asarray(made).reshape(n)[where if narrow is None else slice(k)]
+
+        def read() -> np.ndarray:
+            got = gen.place.host(value, at) if gen.place.local(at) else None
+            if gen.place.multi:
+                shape = jax.ShapeDtypeStruct(tuple(tok.shape), tok.dtype)
+                got = gen.place.everywhere(got, at, shape)
+            return np.asarray(got).reshape(n)[where if narrow is None else slice(k)]
+
+        return read
 
     def _run_chunks(
         self,
@@ -564,30 +620,45 @@ class Session:
         made: list[Any],
         batch: np.ndarray,
         start: int,
-        end: int,
+        ends: np.ndarray,
         narrow: bool = False,
     ) -> tuple[StepProgram, list[Any]]:
-        """The chunk step over ``batch``'s tokens ``start .. end - 1`` (whole chunks), in
-        turn on the state in ``made`` (a prefill's scratch registers), donated from chunk to
-        chunk; returns its program (where it left the token) and its registers. They are
-        fresh ones with ``made``'s state and sampling: a prefill built before the chunk step
-        takes the registers of its parameters for its own values. ``narrow``: ``chunk`` is
-        at fewer rows than the batch (``Generator.narrow_chunk_for``), a key a row."""
-        gen, prog, C = self.gen, chunk.program, chunk.length
+        """The chunk step over each row of ``batch`` from ``start`` to its end ``ends``
+        (whole chunks), in turn on the state in ``made`` (a prefill's scratch registers),
+        donated from chunk to chunk; returns its program (where it left the token) and its
+        registers. They are fresh ones with ``made``'s state and sampling: a prefill built
+        before the chunk step takes the registers of its parameters for its own values.
+        ``narrow``: ``chunk`` is at fewer rows than the batch (``Generator.narrow_chunk_for``),
+        a key a row. Rows of different ends (``chunk.apart``) each run at their own position;
+        a row whose chunks are all run runs its last again until the longest is read, and
+        the last run (sampled) gives every row its token."""
+        gen, C = self.gen, chunk.length
         layout = gen.registers.layout
-        size = max(prog.size, chunk.inner.size)
+        size = max(chunk.program.size, chunk.inner.size)
         scratch = gen.registers.template
         scratch.extend([None] * (size - len(scratch)))
         for reg in [*layout.state.values(), *layout.sampling]:
             scratch[reg] = made[reg]
         dtype = chunk.tokens_dtype()
-        for at in chunk.starts(start, end):  # (the last inside the one before: ``overlaps``)
-            prog = chunk.program if at + C >= end else chunk.inner  # the last samples
-            key = (np.full(chunk.rows, at + C - 1, np.dtype(gen.position.dtype)) if narrow
-                   else position_value(gen.position, at + C - 1))  # fmt: skip
+        # each row's chunk starts (the last inside the one before: ``overlaps``)
+        each = [chunk.starts(start, e) for e in ends.tolist()]
+        runs = max(len(s) for s in each)
+        rows = np.arange(len(batch))[:, None]
+        prog = chunk.program
+        for j in range(runs):
+            ats = np.asarray([s[min(j, len(s) - 1)] for s in each])
+            prog = chunk.program if j == runs - 1 else chunk.inner  # the last samples
+            pos = np.dtype(gen.position.dtype)
+            if narrow:
+                key = (ats + C - 1).astype(pos)
+            elif (ats == ats[0]).all():
+                key = position_value(gen.position, int(ats[0]) + C - 1)
+            else:  # a position a row (``apart``)
+                key = (ats + C - 1).astype(pos).reshape(tuple(gen.position.shape))
+            tokens = batch[rows, ats[:, None] + np.arange(C)].astype(dtype)  # each row's
             values = {None: key,  # the sampler's key
-                      chunk.position_arg: chunk.position_value(at),
-                      chunk.tokens_arg: batch[:, at : at + C].astype(dtype)}  # fmt: skip
+                      chunk.position_arg: chunk.position_values(ats),
+                      chunk.tokens_arg: tokens}  # fmt: skip
             local = [(slot, values[arg], sh)
                      for (s, slot, sh), arg in zip(prog.inputs, prog.input_args, strict=True)
                      if gen.place.local(s)]  # fmt: skip

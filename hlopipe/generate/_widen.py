@@ -32,7 +32,8 @@ Three forms, by what the exported step takes:
 The prefill of the last two forms runs each row's prompt in all ``b`` rows of a call, so that
 the prompt's rows lie whole along the state's leading axis (its data flow shows where a row
 lands, and a row is prefilled alone); its lifted constants (a counter's start) are given the
-values :func:`hlopipe.generate._plan.prefill_args` solves.
+values :func:`hlopipe.generate._plan.prefill_args` solves. A chunk step beside them is
+widened alike (:func:`_grouped_chunk`): each row a call of its own, at its own position.
 """
 
 from __future__ import annotations
@@ -46,6 +47,7 @@ import numpy as np
 from hlopipe.errors import Keyword, RuntimeConfigError
 from hlopipe.generate._chunk import takes_cache
 from hlopipe.generate._plan import counters_as_position, logits_as_feedback, prefill_outputs
+from hlopipe.io import Use
 
 
 class WidenForm(enum.StrEnum):
@@ -107,15 +109,6 @@ def widen(
     token = roles.feedback[0]
     b = token.shape[0] if token.shape else 1
     if b != 1 or any(r.counter for r in roles):
-        for p in prefills:  # a chunk step (``_chunk.py``) is widened from batch 1 only
-            if takes_cache(p):
-                raise RuntimeConfigError(
-                    f"{getattr(p, 'source', 'a prefill')}: takes a cache in (a chunk step), "
-                    f"which is served at another batch only beside a decode step exported at "
-                    f"batch 1 with a position argument ({source} is not); drop ",
-                    Keyword("max_batch"), " or the chunk step (prompts past the longest "
-                    "prefill are then read a token a step)",
-                )  # fmt: skip
         return _grouped(decode, tuple(prefills), rows, roles, b)
     params = {r.index for r in roles.parameters}
     states = {r.index for r in roles.state}
@@ -259,11 +252,13 @@ def _grouped(decode: Any, prefills: tuple[Any, ...], rows: int, roles: Any, b: i
             "counter, so its rows cannot be widened; serve it at its own batch (no ",
             Keyword("max_batch"), ")",
         )  # fmt: skip
-    if packed:
-        _check_batch_first(decode, prefills, roles, b, source)
+    if packed:  # (a chunk step among the prefills takes the cache in: not a prefill)
+        plain = tuple(p for p in prefills if not takes_cache(p))
+        _check_batch_first(decode, plain, roles, b, source)
     layout = _Layout(b, rows // b if packed else rows, packed)
     wide = _grouped_decode(decode, roles, position, counters, layout)
-    pres = tuple(_grouped_prefill(p, decode, roles, layout) for p in prefills)
+    pres = tuple(_grouped_chunk(p, layout) if takes_cache(p)
+                 else _grouped_prefill(p, decode, roles, layout) for p in prefills)  # fmt: skip
     lengths = [int(r.shape[r.axis]) for r in states if r.axis is not None]
     told = len(lengths) == len(states)
     form = WidenForm.PACKED if packed else WidenForm.SHARED
@@ -428,6 +423,87 @@ def _grouped_prefill(prefill: Any, decode: Any, roles: Any, layout: _Layout) -> 
     p_avals = tuple(jax.ShapeDtypeStruct(tuple(r.shape), r.dtype) for r in params)
     prompt = jax.ShapeDtypeStruct((layout.rows, int(prompt_aval.shape[-1])), prompt_aval.dtype)
     return _exported(pre, (p_avals, prompt), (), prefill, layout.rows)
+
+
+def _grouped_chunk(chunk: Any, layout: _Layout) -> Any:
+    """A chunk step (``_chunk.py``) widened for the grouped step: ``(params, state, tokens
+    [rows, C], position [rows] or [rows, C]) -> (token or logits, *state)``, its parameters
+    in its own order, its state in the widened step's layout. Each row is a call of its own,
+    its sequence in every one of the exported ``b`` rows (packed: its row of the group's
+    cache given to each, row 0's kept; else the row's whole cache), at its own position;
+    row 0's token kept. The ``b`` rows of one call share a position (the chunk step is
+    checked with its rows alike), and a group's rows are admitted apart, so a group's rows
+    are not chunked in one call: a chunk computes ``b`` rows a sequence, as the grouped
+    prefill and (one position a batch) the grouped decode step do.
+
+    Raises:
+      RuntimeConfigError: its position lives in counters, or its tokens and position are not
+        told apart (named)."""
+    import jax.numpy as jnp
+
+    what = f"the chunk step {getattr(chunk, 'source', '')}".rstrip()
+    own = chunk.arg_roles()
+    if own.counters:
+        raise RuntimeConfigError(
+            f"{what}: its position lives in the state counter {own.counters[0].path}, which "
+            "advances by what the program says, not from the position a chunk starts at; "
+            "export it with the position as an argument (cache_position)"
+        )
+    b = layout.b
+    params, states = list(own.parameters), list(own.state)
+    rest = [r for r in own if r.role is not Use.PARAMETER and r.role is not Use.STATE]
+    tokens = [r for r in rest if len(r.shape) == 2 and r.shape[0] == b]
+    C = int(tokens[0].shape[1]) if len(tokens) == 1 else -1
+    position = [r for r in rest if r not in tokens and tuple(r.shape) in ((), (1,), (b,), (C,))]
+    if len(rest) != 2 or len(tokens) != 1 or len(position) != 1:
+        raise RuntimeConfigError(
+            f"{what}: besides its parameters and caches it must take the tokens int[{b}, C] "
+            f"and the position (int[], int[{b}] or int[C]); it takes "
+            + (", ".join(f"{r.index} {r.dtype}{list(r.shape)}" for r in rest) or "none")
+        )
+    tok, pos = tokens[0], position[0]
+    if b == C and tuple(pos.shape) == (b,):
+        raise RuntimeConfigError(
+            f"{what}: its position int[{b}] could be one a sequence or one a token (the chunk "
+            f"of {C} tokens is as long as the batch); export it at another length"
+        )
+    per_token = tuple(pos.shape) == (C,) and C > 1
+    state_outs = {r.output for r in states}
+    others = [o for o in range(len(chunk.out_avals)) if o not in state_outs]
+    if len(others) != 1:
+        raise RuntimeConfigError(
+            f"{what}: besides its caches it must return one output (the token or logits after "
+            f"its last token); it returns {len(others)}"
+        )
+    first = others[0]
+    fn = chunk.as_function(flat=True)
+    n_in, single = len(chunk.in_avals), len(chunk.out_avals) == 1
+
+    def one(ps: Any, st: Any, t: Any, at: Any) -> tuple[Any, ...]:
+        args: list[Any] = [None] * n_in
+        for r, v in zip(params, ps, strict=True):
+            args[r.index] = v
+        for r, v in zip(states, st, strict=True):
+            args[r.index] = jnp.broadcast_to(v, (b, *v.shape)) if layout.packed else v
+        args[tok.index] = jnp.broadcast_to(t, (b, C)).astype(tok.dtype)
+        args[pos.index] = jnp.broadcast_to(at, tuple(pos.shape)).astype(pos.dtype)
+        got = fn(*args)
+        got = (got,) if single else tuple(got)
+        kept = (got[r.output][0] if layout.packed else got[r.output] for r in states)
+        return (got[first][0], *kept)
+
+    def step(ps: Any, st: Any, t: Any, at: Any) -> tuple[Any, ...]:
+        return tuple(jax.vmap(one, in_axes=(None, 0, 0, 0))(ps, st, t, at))
+
+    ins = chunk.in_avals
+    p_avals = tuple(jax.ShapeDtypeStruct(tuple(ins[r.index].shape), ins[r.index].dtype)
+                    for r in params)  # fmt: skip
+    s_avals = tuple(jax.ShapeDtypeStruct(_wide_shape(tuple(r.shape), layout), r.dtype)
+                    for r in states)  # fmt: skip
+    at = (layout.rows, C) if per_token else (layout.rows,)
+    avals = (p_avals, s_avals, jax.ShapeDtypeStruct((layout.rows, C), tok.dtype),
+             jax.ShapeDtypeStruct(at, pos.dtype))  # fmt: skip
+    return _exported(step, avals, (1,), chunk, layout.rows)
 
 
 def _exported(fn: Any, avals: tuple[Any, ...], donate: tuple[int, ...], program: Any,

@@ -49,7 +49,7 @@ class OpKind(StrEnum):
     STEP = "step"  # one decode step of the slot's session issued (``Session.issue``)
     READ = "read"  # the issued steps of groups [n] read at once; their tokens reach every process
     LOGPROBS = "logprobs"  # the slot's step read last: its log-probabilities, everywhere
-    PREFILL = "prefill"  # prompts [n, L] into rows [n] of a slot's group (prefill_rows)
+    PREFILL = "prefill"  # prompts [n, L] into rows [n], their lengths [n] (prefill_rows)
     COUNTS = "counts"  # rows [n], their prompts [n, L] (-1 after the end): penalties' counts set
     COUNT = "count"  # rows [b] (bool): the tokens the slot's last step drew, counted
     COUNT_FED = "count-fed"  # rows [b] (bool): the tokens last fed to the slot, counted

@@ -127,9 +127,12 @@ class Runner:
                 held[i, : len(head)] = head
             ops.append(Op(OpKind.COUNTS, c.group, (np.asarray(c.admitted, np.int64), held)))
         first_prefill = len(ops)
-        for p in plan.prefills:
-            prompts = np.asarray(p.prompts, np.int32)
-            ops.append(Op(OpKind.PREFILL, p.group, (prompts, np.asarray(p.rows, np.int64))))
+        for p in plan.prefills:  # prompts of several lengths right-padded, with their lengths
+            ends = np.asarray([len(q) for q in p.prompts], np.int64)
+            prompts = np.zeros((len(ends), int(ends.max())), np.int32)
+            for i, q in enumerate(p.prompts):
+                prompts[i, : len(q)] = q
+            ops.append(Op(OpKind.PREFILL, p.group, (prompts, np.asarray(p.rows, np.int64), ends)))
         for f in plan.feeds:
             tokens = np.asarray([f.tokens], np.int32).reshape(1, b)
             if f.positions is None:
@@ -271,8 +274,8 @@ class Runner:
         if op.kind is OpKind.LOGPROBS:
             return self._read[op.slot].logprobs()[0, :, 0]
         if op.kind is OpKind.PREFILL:
-            prompts, rows = op.values
-            made = session.prefill_rows(prompts, rows)
+            prompts, rows, ends = op.values
+            made = session.prefill_rows(prompts, rows, lengths=ends)
             got = self._prefilled.setdefault(op.slot, {})
             got.update(zip(rows.tolist(), made.tolist(), strict=True))
             return made

@@ -163,8 +163,9 @@ class Counts:
 
 @dataclass(frozen=True)
 class Prefill:
-    """``prompts`` (each of one prefill's length) written into rows ``rows`` of group
-    ``group``'s cache; the prefill's token of each row comes back."""
+    """``prompts`` (each of one prefill's length, or past one by chunks: of any lengths)
+    written into rows ``rows`` of group ``group``'s cache; the prefill's (or last chunk's)
+    token of each row comes back."""
 
     group: int
     rows: tuple[int, ...]
@@ -359,9 +360,13 @@ class Scheduler:
         has a prefill's length (and its log-probabilities are not asked for: the decode step
         gives those, so it reads the last prompt token) or, ``pads``, any prompt of 2 tokens
         or more; else from its first token at position 0. Returns the groups whose rows
-        changed (their sampling is set) and the prefills, one a group and length."""
+        changed (their sampling is set) and the prefills: a group's rows of one prefill
+        length (split across row counts: :meth:`_parts`), and its rows continued by chunks
+        in one, whatever their lengths."""
         changed: set[int] = set()
-        heads: dict[tuple[int, int], list[tuple[int, list[int]]]] = {}  # (group, P): rows
+        # (group, P): rows; (group, None): the rows past every prefill by chunks, of any
+        # lengths (the session runs them together where the chunk step takes a position a row)
+        heads: dict[tuple[int, int | None], list[tuple[int, list[int]]]] = {}
         for g, row in enumerate(self.rows):
             for b, held in enumerate(row):
                 if held is not None or not self.waiting:
@@ -374,7 +379,8 @@ class Scheduler:
                 padded = self.pads and len(seq.prompt) > 1 and self.prefill_lens
                 if whole or padded or self._chunked(seq.prompt):
                     head, covered = self._head(seq.prompt, seq.logprobs is not None)
-                    heads.setdefault((g, len(head)), []).append((b, head))
+                    P = len(head) if len(head) in self.prefill_lens else None
+                    heads.setdefault((g, P), []).append((b, head))
                     # what the row reads at this turn's step: the prompt's next token, or,
                     # the prompt read whole, the prefill's (in the plan's result)
                     new.position = covered
@@ -390,13 +396,13 @@ class Scheduler:
         self.prefilled += sum(len(p.rows) for p in prefills)
         return changed, prefills
 
-    def _parts(self, got: list[_T], length: int) -> list[list[_T]]:
+    def _parts(self, got: list[_T], length: int | None) -> list[list[_T]]:
         """The rows admitted into one group at one prefill length, as the prefills that run
         them: one, at the fewest of ``row_counts`` holding them, unless runs of exactly
         those counts (largest first: 3 rows as 2 + 1) compute fewer token rows, a run
         counted as at least :data:`RUN_TOKENS` tokens (a prefill reads every weight
-        whatever its rows: below that many tokens a run costs about one read). A prompt
-        continued by a chunk step (longer than every prefill) runs at the batch: not split."""
+        whatever its rows: below that many tokens a run costs about one read). Prompts
+        continued by a chunk step (``length`` ``None``) share one run: not split."""
         n = len(got)
         if length not in self.prefill_lens or n in self.row_counts or 1 not in self.row_counts:
             return [got]

@@ -170,3 +170,21 @@ def test_rows_admitted_at_a_long_prefill_run_at_row_counts_it_has():
     for p in long:
         s.add(_request(p, 2))
     assert [p.rows for p in s.schedule().prefills] == [tuple(range(7))]
+
+
+def test_rows_continued_by_chunks_of_any_lengths_are_one_prefill():
+    """A 16-token prefill and a chunk step (``chunk_row``: the prompt read whole), one group
+    of 4 rows: prompts of 200, 16, 120 and 40 tokens admitted in one turn. The 16-token one
+    is the prefill's alone; 200, 120 and 40, past it by chunks, are one prefill whatever
+    their lengths (the session runs them together), each row fed the prefill's token."""
+    prompts = [list(range(200)), list(range(16)), list(range(120)), list(range(40))]
+    s = Scheduler(Policy.ROWS, groups=1, batch=4, prefill_lens=(16,),
+                  chunk_row=lambda p, padded: (p, len(p)), row_counts=(1, 2))  # fmt: skip
+    for p in prompts:
+        s.add(_request(p, 2))
+    plan = s.schedule()
+    assert plan.prefills == (
+        Prefill(0, (0, 2, 3), (tuple(prompts[0]), tuple(prompts[2]), tuple(prompts[3]))),
+        Prefill(0, (1,), (tuple(prompts[1]),)),
+    )
+    assert plan.feeds == (Feed(0, (PREFILLED,) * 4, (200, 16, 120, 40)),)

@@ -64,6 +64,7 @@ def test_prompts_longer_than_the_prefill_through_chunks_equal_the_unsplit_progra
     gen = Generator(decode, ns["params"], prefill=[prefill, chunk], num_stages=1, groups=1,
                     max_len=cfg.max_len)  # fmt: skip
     assert gen.chunk is not None and gen.chunk.length == ns["C"] == 16 and gen.chunk.pads
+    assert not gen.chunk.apart  # a position for the call (int[]): its rows at one position
     engine = Engine(gen)
     rng = np.random.default_rng(7)
     cases = [(rng.integers(0, cfg.vocab, L).tolist(), 4) for L in (1, 15, 17, 64, 200)]
@@ -124,11 +125,12 @@ def _batch_1(ns):
 def test_a_batch_1_chunk_step_at_max_batch_4_equals_the_unsplit_program(recipe):
     """A batch-1 export (decode step, 16-token prefill, 16-token chunk step) widened to 4 rows
     (``--max-batch 4``), served by the engine, one stage: prompts of 1, 15, 17 and 64 fill the
-    rows; 15 and 17 end first and both 200-token prompts are admitted into their rows in one
+    rows; 15 and 17 end first and prompts of 200 and 120 tokens are admitted into their rows in one
     turn while the 1-token and 64-token rows are still generating. Every sequence gets the
     tokens of the unsplit decode step fed its whole prompt, and the chunks ran at the fewest
     rows holding the prompts chunked in a turn: the 64-token prompt's 3 chunks at 1 row, the
-    two 200-token prompts' 12 chunks at 2 rows in one run each (never at 4). The 64-token
+    200-token and 120-token prompts' 12 and 7 chunks at 2 rows in 12 runs, each row at its
+    own position (never at 4, nor a length at a time). The 64-token
     one asks for log-probabilities (which the decode step gives), so its chunks read its
     first 63 tokens, the last chunk right-padded, and the decode step its last. Nothing is
     compiled once the engine is warm (jax's own compile events)."""
@@ -151,18 +153,38 @@ def test_a_batch_1_chunk_step_at_max_batch_4_equals_the_unsplit_program(recipe):
     engine = Engine(gen)
     rng = np.random.default_rng(3)
     cases = [(rng.integers(0, cfg.vocab, L).tolist(), n)
-             for L, n in ((1, 12), (15, 2), (17, 2), (64, 4), (200, 4), (200, 4))]  # fmt: skip
+             for L, n in ((1, 12), (15, 2), (17, 2), (64, 4), (200, 4), (120, 4))]  # fmt: skip
     # the second of each pair run together one token repeated: its cache unlike the other's
     # (random weights attend almost evenly, so two random prompts' caches read alike)
-    cases[2], cases[5] = ([9] * 17, 2), ([5] * 200, 4)
+    cases[2], cases[5] = ([9] * 17, 2), ([5] * 120, 4)
     asks = (*cases[3], frozenset(), SamplingParams(logprobs=True), [], None, False, 1)
     requests, compiled = run_all_counting_compiles(engine, [*cases[:3], asks, *cases[4:]])
     assert compiled == []  # every program, row count and writer it ran compiled at warm-up
-    assert [r.seqs[0].tokens for r in requests] == [_oracle(ns, p, n) for p, n in cases]
+    want = [_oracle(ns, p, n) for p, n in cases]
+    assert [r.seqs[0].tokens for r in requests] == want
     assert len(requests[3].seqs[0].token_logprobs) == 4
     # warm-up: one chunk at each row count; then 64 (its first 63: 16 + 3 x 16, padded) at
-    # 1 row, and both 200s (16 + 11 x 16 and one from 184) together at 2 rows
+    # 1 row, and 200 (16 + 11 x 16 and one from 184) and 120 (16 + 6 x 16 and one from 104)
+    # together at 2 rows, each at its own position, 120's last chunk run again 5 times (a
+    # run a length: 12 + 7 at 1 row)
     assert ran == {1: 1 + 3, 2: 1 + 12, 4: 1}
+    # three prompts (200, 120, 64) into rows 0, 1, 3 of a session: no run of 3 rows, so at 4
+    # (rows 2 computed for nothing), the 12 chunk runs of the longest, a position a row
+    session = gen.start(tokens=np.zeros((1, 4), np.int32), position=0)
+    which, rows = (4, 5, 3), [0, 1, 3]
+    ends = np.asarray([len(cases[i][0]) for i in which])
+    padded = np.zeros((3, 200), np.int32)
+    for j, i in enumerate(which):
+        padded[j, : ends[j]] = cases[i][0]
+    got = [[int(t)] for t in session.prefill_rows(padded, rows, lengths=ends)]
+    assert session.prefill_rows_run == 4 and ran == {1: 1 + 3, 2: 1 + 12, 4: 1 + 12}
+    tokens, positions = np.zeros((1, 4), np.int32), np.zeros((1, 4), np.int64)
+    for _ in range(3):
+        tokens[0, rows], positions[0, rows] = [g[-1] for g in got], ends + len(got[0]) - 1
+        session.feed(tokens, position=positions)
+        for g, t in zip(got, session.generate(1)[0, rows, 0], strict=True):
+            g.append(int(t))
+    assert got == [want[i] for i in which]
 
 
 def _counted(run, ran, rows):
@@ -173,12 +195,56 @@ def _counted(run, ran, rows):
     return counted
 
 
-def test_a_chunk_step_beside_a_batch_2_step_under_max_batch_is_refused_by_name(recipe):
-    """``--max-batch`` widens a chunk step only beside a batch-1 step with a position
-    argument; beside the recipe's batch-2 export it is refused, naming the chunk step, before
-    anything is built."""
-    from hlopipe.generate import widen
+def test_a_batch_2_chunk_step_at_max_batch_4_equals_the_unsplit_program(recipe):
+    """The recipe's batch-2 export (a position a sequence, its chunk step's one a call)
+    widened to 4 rows, two groups of 2 (``--max-batch 4``), served by the engine, one stage:
+    prompts of 1, 64 and 200 tokens admitted at once. Each row's chunks are a call of the
+    batch-2 chunk step of its own (its sequence in both rows, row 0 kept), all 4 rows a run,
+    each row at its own position (the check finds them apart): the 64- and 200-token
+    prompts share 12 runs, and every sequence gets the tokens of the unsplit decode step fed
+    its whole prompt."""
+    from hlopipe.generate import Generator, widen
+    from hlopipe.serve import Engine
 
-    _, (decode, prefill, chunk) = recipe
-    with pytest.raises(RuntimeConfigError, match=r"takes a cache in \(a chunk step\).*batch 1"):
-        widen(decode, [prefill, chunk], rows=2)
+    ns, (decode, prefill, chunk) = recipe
+    cfg = ns["cfg"]
+    wide = widen(decode, [prefill, chunk], rows=4)
+    assert wide.says == "a batch-2 step vmapped over groups of 2 rows" and not wide.narrow
+    gen = Generator(wide.decode, ns["params"], prefill=list(wide.prefills), num_stages=1,
+                    groups=1, max_len=cfg.max_len)  # fmt: skip
+    assert gen.chunk is not None and gen.chunk.rows == 4 and gen.chunk.overlaps
+    ran = {4: 0}
+    for prog in {
+        id(gen.chunk.program): gen.chunk.program,
+        id(gen.chunk.inner): gen.chunk.inner,
+    }.values():
+        prog.run = _counted(prog.run, ran, 4)
+    engine = Engine(gen)
+    rng = np.random.default_rng(5)
+    cases = [(rng.integers(0, cfg.vocab, L).tolist(), n) for L, n in ((1, 6), (64, 3))]
+    cases.append(([7] * 200, 3))  # one token repeated: a cache unlike a random prompt's
+    requests = run_all(engine, cases)
+    assert [r.seqs[0].tokens for r in requests] == [_oracle(ns, p, n) for p, n in cases]
+    assert gen.chunk.apart  # its rows checked to start at their own positions
+    assert ran == {4: 1 + 12}  # warm-up's one, then 64's and 200's together
+    assert engine.steps <= 6  # the prompts read by chunks, not a token a turn
+
+
+def test_a_chunk_step_whose_rows_share_a_position_is_not_run_apart(recipe):
+    """A batch-2 chunk step taking a position int[2] but reading only its first (its rows
+    at one position) passes the chunk check, which runs its rows alike, and is not taken as
+    running its rows apart: the check with rows at different positions finds a row that
+    differs from the decode loop's."""
+    from hlopipe.generate import Generator
+    from hlopipe.io import load
+
+    ns, (decode, prefill, _) = recipe
+    cfg, params, b, C = ns["cfg"], ns["params"], ns["b"], ns["C"]
+    right = gd.chunk_fn(cfg, logits=True)
+    first = jax.jit(lambda p, c, t, pos: right(p, c, t, pos[0]), donate_argnums=1)
+    exported = jax.export.export(first)(
+        params, gd.empty_cache(b, cfg), jnp.zeros((b, C), jnp.int32), jnp.zeros(b, jnp.int32)
+    )
+    gen = Generator(decode, params, prefill=[prefill, load(exported.serialize())],
+                    num_stages=1, max_len=cfg.max_len)  # fmt: skip
+    assert gen.chunk is not None and gen.chunk.overlaps and not gen.chunk.apart
