@@ -51,7 +51,8 @@ import optax
 
 import hlopipe
 from hlopipe import planner
-from hlopipe.models import llama
+from hlopipe.models import llama, llama_decode
+from hlopipe.models.llama_decode import LlamaShape
 from hlopipe.planfile import Layout, Recompute
 
 
@@ -62,37 +63,16 @@ class Sizes(NamedTuple):
     mlp_width: int  # the pipeline ratio's MLP
     mlp_batch0: int  # its batch before calibration
     step_targets_ms: tuple[float, ...]  # the plain steps the batch is calibrated to
-    decode: DecodeShape  # the generation ratio's model
+    decode: LlamaShape  # the generation ratio's model
     decode_batches: tuple[int, ...]
     decode_tokens: int
     reps: int
     dtype: Any
 
 
-class DecodeShape(NamedTuple):
-    """A Llama decoder's sizes: RMSNorm, rotary attention with grouped K/V heads, SwiGLU."""
-
-    layers: int
-    d: int
-    ff: int
-    heads: int
-    kv_heads: int
-    vocab: int
-    max_len: int
-
-    @property
-    def head_dim(self) -> int:
-        return self.d // self.heads
-
-    def num_params(self) -> int:
-        kv = self.kv_heads * self.head_dim
-        per_layer = 2 * self.d * self.d + 2 * self.d * kv + 3 * self.d * self.ff + 2 * self.d
-        return self.layers * per_layer + 2 * self.vocab * self.d + self.d
-
-
 # Llama 3.2 1B's shape (Meta's model card: 16 layers, width 2048, 32 query and 8 K/V heads,
 # MLP 8192, vocabulary 128256; 1.24B parameters with an untied head)
-LLAMA_1B = DecodeShape(layers=16, d=2048, ff=8192, heads=32, kv_heads=8, vocab=128256, max_len=256)
+LLAMA_1B = LlamaShape(layers=16, d=2048, ff=8192, heads=32, kv_heads=8, vocab=128256, max_len=256)
 FULL = Sizes(
     loss=llama.LlamaConfig(
         layers=16,
@@ -119,7 +99,7 @@ SMALL = Sizes(
     mlp_width=64,
     mlp_batch0=64,
     step_targets_ms=(1.0, 10.0),
-    decode=DecodeShape(layers=1, d=32, ff=64, heads=2, kv_heads=1, vocab=64, max_len=8),
+    decode=LlamaShape(layers=1, d=32, ff=64, heads=2, kv_heads=1, vocab=64, max_len=8),
     decode_batches=(1, 16),
     decode_tokens=6,
     reps=3,
@@ -449,95 +429,10 @@ def _pipeline_rows_at(sizes: Sizes, target: float, batch: int) -> list[Row]:
 # ---- 3. 1-stage Generator / plain decode loop -------------------------------------------------
 
 
-def decode_init(key: jax.Array, s: DecodeShape, dtype: Any) -> dict[str, Any]:
-    """Random weights scaled so that greedy decoding has clear top-1 margins."""
-    kv = s.kv_heads * s.head_dim
-    shapes = {
-        "wq": (s.d, s.d),
-        "wk": (s.d, kv),
-        "wv": (s.d, kv),
-        "wo": (s.d, s.d),
-        "w_gate": (s.d, s.ff),
-        "w_up": (s.d, s.ff),
-        "w_down": (s.ff, s.d),
-    }
-    keys = iter(jax.random.split(key, s.layers * len(shapes) + 2))
-
-    def dense(shape: tuple[int, int], gain: float = 1.0) -> jax.Array:
-        w = jax.random.normal(next(keys), shape, jnp.float32) * (gain / math.sqrt(shape[0]))
-        return w.astype(dtype)
-
-    layers = [
-        {
-            "attn_norm": jnp.ones(s.d, dtype),
-            "mlp_norm": jnp.ones(s.d, dtype),
-            **{name: dense(shape) for name, shape in shapes.items()},
-        }
-        for _ in range(s.layers)
-    ]
-    return {
-        "embed": jax.random.normal(next(keys), (s.vocab, s.d), jnp.float32).astype(dtype),
-        "layers": layers,
-        "norm": jnp.ones(s.d, dtype),
-        "head": dense((s.d, s.vocab), 4.0),
-    }
-
-
-def empty_cache(batch: int, s: DecodeShape, dtype: Any) -> list[dict[str, jax.Array]]:
-    shape = (batch, s.max_len, s.kv_heads, s.head_dim)
-    return [{"k": jnp.zeros(shape, dtype), "v": jnp.zeros(shape, dtype)} for _ in range(s.layers)]
-
-
-def _rms(x: jax.Array, scale: jax.Array) -> jax.Array:
-    x32 = x.astype(jnp.float32)
-    y = x32 * jax.lax.rsqrt(jnp.mean(x32 * x32, axis=-1, keepdims=True) + 1e-6)
-    return y.astype(x.dtype) * scale
-
-
-def decode_fn(s: DecodeShape) -> Callable[..., Any]:
-    """``decode(params, cache, tokens[b], position) -> (next_tokens[b], cache)``: one greedy
-    step of a Llama decoder (hlopipe's generation conventions, docs/generation.md)."""
-    hd, group = s.head_dim, s.heads // s.kv_heads
-
-    def decode(params: Any, cache: Any, tokens: jax.Array, position: jax.Array) -> Any:
-        b = tokens.shape[0]
-        x = params["embed"][tokens]
-        inv = 1.0 / (10000.0 ** (jnp.arange(0, hd // 2, dtype=jnp.float32) * 2.0 / hd))
-        angle = position.astype(jnp.float32) * inv
-        cos, sin = jnp.cos(angle).astype(x.dtype), jnp.sin(angle).astype(x.dtype)
-
-        def rotate(t: jax.Array) -> jax.Array:
-            a, c = jnp.split(t, 2, axis=-1)
-            return jnp.concatenate([a * cos - c * sin, a * sin + c * cos], axis=-1)
-
-        visible = jnp.arange(s.max_len) <= position
-        new_cache = []
-        zero = jnp.zeros((), jnp.int32)
-        for p, layer_cache in zip(params["layers"], cache, strict=True):
-            h = _rms(x, p["attn_norm"])
-            q = rotate((h @ p["wq"]).reshape(b, s.kv_heads, group, hd))
-            k = rotate((h @ p["wk"]).reshape(b, 1, s.kv_heads, hd))
-            v = (h @ p["wv"]).reshape(b, 1, s.kv_heads, hd)
-            where = (zero, position, zero, zero)
-            k_all = jax.lax.dynamic_update_slice(layer_cache["k"], k, where)
-            v_all = jax.lax.dynamic_update_slice(layer_cache["v"], v, where)
-            new_cache.append({"k": k_all, "v": v_all})
-            scores = jnp.einsum("bgrd,bsgd->bgrs", q, k_all).astype(jnp.float32) / math.sqrt(hd)
-            scores = jnp.where(visible, scores, -1e30)
-            att = jax.nn.softmax(scores, axis=-1).astype(x.dtype)
-            x = x + jnp.einsum("bgrs,bsgd->bgrd", att, v_all).reshape(b, s.d) @ p["wo"]
-            h = _rms(x, p["mlp_norm"])
-            x = x + (jax.nn.silu(h @ p["w_gate"]) * (h @ p["w_up"])) @ p["w_down"]
-        logits = (_rms(x, params["norm"]) @ params["head"]).astype(jnp.float32)
-        return jnp.argmax(logits, axis=-1).astype(jnp.int32), new_cache
-
-    return decode
-
-
 def generation_rows(sizes: Sizes) -> tuple[list[Row], dict[int, bool]]:
     s, dtype = sizes.decode, sizes.dtype
-    params = jax.jit(decode_init, static_argnums=(1, 2))(jax.random.key(0), s, dtype)
-    step = jax.jit(decode_fn(s), donate_argnums=1)
+    params = jax.jit(llama_decode.init, static_argnums=(1, 2))(jax.random.key(0), s, dtype)
+    step = jax.jit(llama_decode.decode_fn(s), donate_argnums=1)
     rows, equal = [], {}
     for batch in sizes.decode_batches:
         batch_rows, equal[batch] = _generation_rows_at(sizes, params, step, batch)
@@ -549,7 +444,8 @@ def _generation_rows_at(sizes: Sizes, params: Any, step: Any, batch: int) -> tup
     s, dtype, n = sizes.decode, sizes.dtype, sizes.decode_tokens
     placed = jax.device_put(params)
     avals = jax.tree.map(
-        lambda x: jax.ShapeDtypeStruct(x.shape, x.dtype), (params, empty_cache(batch, s, dtype))
+        lambda x: jax.ShapeDtypeStruct(x.shape, x.dtype),
+        (params, llama_decode.empty_cache(batch, s, dtype)),
     )
     exported = jax.export.export(step)(
         *avals, jax.ShapeDtypeStruct((batch,), jnp.int32), jax.ShapeDtypeStruct((), jnp.int32)
@@ -565,7 +461,7 @@ def _generation_rows_at(sizes: Sizes, params: Any, step: Any, batch: int) -> tup
         return out
 
     def loop() -> np.ndarray:
-        cache = empty_cache(batch, s, dtype)
+        cache = llama_decode.empty_cache(batch, s, dtype)
         tok = jax.device_put(first[0])
         out = []
         for t in range(n):

@@ -44,27 +44,27 @@ this process instead, served by the engine and app over HTTP on loopback: a step
 more weights per token than the built-in's 156 kB.
 
 ``--llama``: a model of real size. A Llama (d 768, 12 layers, 12 heads over 4 K/V heads, MLP
-2048, vocabulary 32000, an untied head: about 125M parameters, float32, random weights) is
-built in JAX here, its token-returning decode step (a position argument) and prefills
-exported at batch 1 into files with its parameters (.npz), and those files served by
-``hlopipe serve --stages 2 --groups 1 --max-batch N`` in a process of its own for each N of
-``--max-batches`` (8,16), to 1, 4, 8 and 16 streaming clients, prompts of mixed lengths
-(log-uniform), greedy. Rows: tokens/s, TTFT and ITL p50/p99, the server's ms a token, and the
-server process's resident memory (``VmRSS``, peak ``VmHWM``, from ``/proc/<pid>/status``)
-against the parameters plus the caches of N rows, and that less the same server's on a Llama
-of a megabyte (the runtime's own); then N clients with 1-token prompts (no prefill: the
-decode-bound rate). Then, side by side on the same files, alternated ``--repeats`` times
-(medians; the server idle while a loop runs, the load average printed): the server at 8
+2048, vocabulary 32000, an untied head: about 125M parameters, float32, random weights;
+``hlopipe.models.llama_decode``) is built here, its token-returning decode step (a position
+argument) and prefills exported at batch 1 into files with its parameters (.npz), and those
+files served by ``hlopipe serve --stages 2 --groups 1 --max-batch N`` in a process of its own
+for each N of ``--max-batches`` (8,16), to 1, 4, 8 and 16 streaming clients, prompts of mixed
+lengths (log-uniform), greedy. Rows: tokens/s, TTFT and ITL p50/p99, the server's ms a token,
+and the server process's resident memory (``VmRSS``, peak ``VmHWM``, from
+``/proc/<pid>/status``) against the parameters plus the caches of N rows, and that less the same
+server's on a Llama of a megabyte (the runtime's own); then N clients with 1-token prompts (no
+prefill: the decode-bound rate). Then, side by side on the same files, alternated ``--repeats``
+times (medians; the server idle while a loop runs, the load average printed): the server at 8
 clients; the plain loop of the same workload (the same 8 prompts in ``Session`` calls, one
-process, no HTTP, no scheduler: ``_plain_workload``: a batch's prompts of one bucket
-prefilled together by ``prefill_rows`` through the same prefills, at the fewest rows holding
-them, the last prompt token of each fed at its position, then the same number of tokens by
-``generate``, its prefills in its time); the plain loop of the decode steps alone
-(``Session.generate`` at N rows from a token at position 0, no prefill), with the
-generator's host time per action (``GenerateMetrics.host_per_action_s``) against its time
-per step. The default run is quick (8 tokens a request, prompts of 16 to 64, prefills of 16
-and 64 tokens); ``--full``: 96 tokens, prompts of 16 to 512, prefills of 16, 64, 128 and
-512 tokens; one request a client. ``--files DIR`` keeps the exported files for a later run.
+process, no HTTP, no scheduler: ``_plain_workload``: a batch's prompts of one bucket prefilled
+together by ``prefill_rows`` through the same prefills, at the fewest rows holding them, the
+last prompt token of each fed at its position, then the same number of tokens by ``generate``,
+its prefills in its time); the plain loop of the decode steps alone (``Session.generate`` at N
+rows from a token at position 0, no prefill), with the generator's host time per action
+(``GenerateMetrics.host_per_action_s``) against its time per step. The default run is quick (8
+tokens a request, prompts of 16 to 64, prefills of 16 and 64 tokens); ``--full``: 96 tokens,
+prompts of 16 to 512, prefills of 16, 64, 128 and 512 tokens; one request a client.
+``--files DIR`` keeps the exported files for a later run.
 """
 
 from __future__ import annotations
@@ -80,7 +80,10 @@ import urllib.request
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from hlopipe.models.llama_decode import LlamaShape
 
 import numpy as np
 
@@ -713,99 +716,6 @@ def _batch_sized(
         print(f"the step alone, {name}: {np.median(times) * 1e3:.1f} ms (median of 20)")
 
 
-class LlamaShape(NamedTuple):
-    """A Llama decoder's sizes: RMSNorm, rotary attention with grouped K/V heads, SwiGLU, an
-    untied head."""
-
-    layers: int = 12
-    d: int = 768
-    ff: int = 2048
-    heads: int = 12
-    kv_heads: int = 4
-    vocab: int = 32000
-    max_len: int = 640
-
-    @property
-    def head_dim(self) -> int:
-        return self.d // self.heads
-
-    def num_params(self) -> int:
-        kv = self.kv_heads * self.head_dim
-        per_layer = 2 * self.d * self.d + 2 * self.d * kv + 3 * self.d * self.ff + 2 * self.d
-        return self.layers * per_layer + 2 * self.vocab * self.d + self.d
-
-    def cache_bytes_per_row(self, itemsize: int = 4) -> int:
-        return 2 * self.layers * self.max_len * self.kv_heads * self.head_dim * itemsize
-
-
-def _llama_init(key: Any, s: LlamaShape) -> dict[str, Any]:
-    import jax
-    import jax.numpy as jnp
-
-    kv = s.kv_heads * s.head_dim
-    shapes = {"wq": (s.d, s.d), "wk": (s.d, kv), "wv": (s.d, kv), "wo": (s.d, s.d),
-              "w_gate": (s.d, s.ff), "w_up": (s.d, s.ff), "w_down": (s.ff, s.d)}  # fmt: skip
-    keys = iter(jax.random.split(key, s.layers * len(shapes) + 2))
-
-    def dense(shape: tuple[int, int], gain: float = 1.0) -> Any:  # clear top-1 margins
-        return jax.random.normal(next(keys), shape) * (gain / np.sqrt(shape[0]))
-
-    layers = [{"attn_norm": jnp.ones(s.d), "mlp_norm": jnp.ones(s.d),
-               **{name: dense(shape) for name, shape in shapes.items()}}
-              for _ in range(s.layers)]  # fmt: skip
-    return {"embed": jax.random.normal(next(keys), (s.vocab, s.d)), "layers": layers,
-            "norm": jnp.ones(s.d), "head": dense((s.d, s.vocab), 4.0)}  # fmt: skip
-
-
-def _llama_cache(batch: int, s: LlamaShape) -> list[dict[str, Any]]:
-    import jax.numpy as jnp
-
-    shape = (batch, s.max_len, s.kv_heads, s.head_dim)
-    return [{"k": jnp.zeros(shape), "v": jnp.zeros(shape)} for _ in range(s.layers)]
-
-
-def _llama_forward(s: LlamaShape, params: Any, cache: Any, tokens: Any, start: Any) -> Any:
-    """``tokens [b, T]`` written into ``cache`` at ``start``.. and attended causally: the next
-    greedy token ``[b]`` after the last, and the cache."""
-    import jax
-    import jax.numpy as jnp
-
-    b, T = tokens.shape
-    hd, group = s.head_dim, s.heads // s.kv_heads
-    x = params["embed"][tokens]
-    pos = start + jnp.arange(T)
-    inv = 1.0 / (10000.0 ** (jnp.arange(0, hd // 2, dtype=jnp.float32) * 2.0 / hd))
-    angle = pos[:, None].astype(jnp.float32) * inv
-    cos, sin = jnp.cos(angle)[None, :, None, :], jnp.sin(angle)[None, :, None, :]
-
-    def rotate(t: Any) -> Any:
-        a, c = jnp.split(t, 2, axis=-1)
-        return jnp.concatenate([a * cos - c * sin, a * sin + c * cos], axis=-1)
-
-    def rms(v: Any, scale: Any) -> Any:
-        return v * jax.lax.rsqrt(jnp.mean(v * v, axis=-1, keepdims=True) + 1e-6) * scale
-
-    visible = jnp.arange(s.max_len)[None, :] <= pos[:, None]
-    zero = jnp.zeros((), jnp.int32)
-    where = (zero, jnp.asarray(start, jnp.int32), zero, zero)
-    new = []
-    for p, c in zip(params["layers"], cache, strict=True):
-        h = rms(x, p["attn_norm"])
-        q = rotate((h @ p["wq"]).reshape(b, T, s.heads, hd)).reshape(b, T, s.kv_heads, group, hd)
-        k = rotate((h @ p["wk"]).reshape(b, T, s.kv_heads, hd))
-        k_all = jax.lax.dynamic_update_slice(c["k"], k, where)
-        v_all = jax.lax.dynamic_update_slice(c["v"], (h @ p["wv"]).reshape(b, T, s.kv_heads, hd),
-                                             where)  # fmt: skip
-        new.append({"k": k_all, "v": v_all})
-        scores = jnp.einsum("btgrd,bsgd->bgrts", q, k_all) / np.sqrt(hd)
-        att = jax.nn.softmax(jnp.where(visible, scores, -1e30), axis=-1)
-        x = x + jnp.einsum("bgrts,bsgd->btgrd", att, v_all).reshape(b, T, s.d) @ p["wo"]
-        h = rms(x, p["mlp_norm"])
-        x = x + (jax.nn.silu(h @ p["w_gate"]) * (h @ p["w_up"])) @ p["w_down"]
-    logits = rms(x[:, -1], params["norm"]) @ params["head"]
-    return jnp.argmax(logits, axis=-1).astype(jnp.int32), new
-
-
 def _llama_files(folder: Path, s: LlamaShape, buckets: tuple[int, ...]) -> tuple[int, int]:
     """The decode step (batch 1, a position argument, the next token returned) and a prefill
     at each of ``buckets`` exported into ``folder``, with the parameters in argument order:
@@ -813,15 +723,13 @@ def _llama_files(folder: Path, s: LlamaShape, buckets: tuple[int, ...]) -> tuple
     import jax
     import jax.numpy as jnp
 
-    params = jax.jit(_llama_init, static_argnums=1)(jax.random.key(0), s)
+    from hlopipe.models import llama_decode
+
+    params = jax.jit(llama_decode.init, static_argnums=1)(jax.random.key(0), s)
     avals = jax.tree.map(lambda x: jax.ShapeDtypeStruct(x.shape, x.dtype), params)
-    cache = jax.tree.map(lambda x: jax.ShapeDtypeStruct(x.shape, x.dtype), _llama_cache(1, s))
-
-    def decode(params: Any, cache: Any, tokens: Any, position: Any) -> Any:
-        return _llama_forward(s, params, cache, tokens[:, None], position)
-
-    def prefill(params: Any, prompt: Any) -> Any:
-        return _llama_forward(s, params, _llama_cache(prompt.shape[0], s), prompt, 0)
+    cache = jax.tree.map(lambda x: jax.ShapeDtypeStruct(x.shape, x.dtype),
+                         llama_decode.empty_cache(1, s))  # fmt: skip
+    decode, prefill = llama_decode.decode_fn(s), llama_decode.prefill_fn(s)
 
     i32 = jnp.int32
     step = jax.export.export(jax.jit(decode, donate_argnums=1))(
@@ -893,6 +801,8 @@ def _runtime_rss(max_batch: int) -> int:
     megabyte of weights) after one request: what Python, JAX, the compiled stages and the
     HTTP server hold whatever the model's size."""
     import tempfile
+
+    from hlopipe.models.llama_decode import LlamaShape
 
     tiny = LlamaShape(layers=2, d=64, ff=128, heads=4, kv_heads=2, vocab=500, max_len=128)
     with tempfile.TemporaryDirectory(prefix="hlopipe-serve-bench-") as tmp:
@@ -1154,11 +1064,15 @@ def main() -> None:
                    .split(",")]  # fmt: skip
         batches = [int(x) for x in args.max_batches.split(",")]
         files = Path(args.files) if args.files else None
+        from hlopipe.models.llama_decode import LlamaShape
+
+        shape = LlamaShape(layers=12, d=768, ff=2048, heads=12, kv_heads=4, vocab=32000,
+                           max_len=640)  # fmt: skip
         if args.full:
-            _llama_table(clients, batches, 1, 96, (16, 64, 128, 512), (16, 512), LlamaShape(),
+            _llama_table(clients, batches, 1, 96, (16, 64, 128, 512), (16, 512), shape,
                          args.repeats, files)  # fmt: skip
         else:
-            _llama_table(clients, batches, 1, 8, (16, 64), (16, 64), LlamaShape(), args.repeats,
+            _llama_table(clients, batches, 1, 8, (16, 64), (16, 64), shape, args.repeats,
                          files)  # fmt: skip
         return
     if args.batch and args.d_model:

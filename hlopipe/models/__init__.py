@@ -1,5 +1,5 @@
 """Small built-in models for the demo, the tests and the benchmarks (pure JAX)."""
 
-from hlopipe.models import cnn, gpt, gpt_scan, llama, mlp
+from hlopipe.models import cnn, gpt, gpt_scan, llama, llama_decode, mlp
 
-__all__ = ["cnn", "gpt", "gpt_scan", "llama", "mlp"]
+__all__ = ["cnn", "gpt", "gpt_scan", "llama", "llama_decode", "mlp"]

@@ -88,13 +88,17 @@ def init(key: jax.Array, cfg: LlamaConfig = SMALL) -> Params:
     return jax.tree_util.tree_unflatten(tree, vals)
 
 
-def _rms_norm(x: jax.Array, scale: jax.Array) -> jax.Array:
+def rms_norm(x: jax.Array, scale: jax.Array) -> jax.Array:
+    """``x`` over the root mean square of its last axis (in float32, plus 1e-6), times
+    ``scale``."""
     x32 = x.astype(jnp.float32)
     y = x32 * jax.lax.rsqrt(jnp.mean(x32 * x32, axis=-1, keepdims=True) + 1e-6)
     return y.astype(x.dtype) * scale
 
 
-def _rotate(x: jax.Array, cos: jax.Array, sin: jax.Array) -> jax.Array:
+def rotate(x: jax.Array, cos: jax.Array, sin: jax.Array) -> jax.Array:
+    """Rotary position embedding: the two halves of ``x``'s last axis rotated by the angles
+    whose ``cos`` and ``sin`` are given."""
     a, b = jnp.split(x, 2, axis=-1)
     return jnp.concatenate([a * cos - b * sin, a * sin + b * cos], axis=-1)
 
@@ -104,17 +108,17 @@ def _block(
 ) -> jax.Array:
     b, s, d = h.shape
     nh, hd, kvh = cfg.heads, cfg.head_dim, cfg.num_kv_heads
-    x = _rms_norm(h, p["attn_norm"])
+    x = rms_norm(h, p["attn_norm"])
     q = (x @ p["wq"]).reshape(b, s, nh, hd)
     k = (x @ p["wk"]).reshape(b, s, kvh, hd)
     v = (x @ p["wv"]).reshape(b, s, kvh, hd)
-    q, k = _rotate(q, cos, sin), _rotate(k, cos, sin)
+    q, k = rotate(q, cos, sin), rotate(k, cos, sin)
     if kvh != nh:  # each K/V head serves nh // kvh query heads
         k, v = jnp.repeat(k, nh // kvh, axis=2), jnp.repeat(v, nh // kvh, axis=2)
     scores = jnp.einsum("bqhd,bkhd->bhqk", q, k) / jnp.sqrt(hd).astype(h.dtype)
     att = jax.nn.softmax((scores + bias).astype(jnp.float32), axis=-1).astype(h.dtype)
     h = h + jnp.einsum("bhqk,bkhd->bqhd", att, v).reshape(b, s, d) @ p["wo"]
-    x = _rms_norm(h, p["mlp_norm"])
+    x = rms_norm(h, p["mlp_norm"])
     return h + (jax.nn.silu(x @ p["w_gate"]) * (x @ p["w_up"])) @ p["w_down"]
 
 
@@ -141,7 +145,7 @@ def loss_fn(
             h = _block(p, h, bias, cos, sin, cfg)
             if boundary is not None and i < n - 1:
                 h = boundary(h)
-        logits = (_rms_norm(h, params["norm"]) @ params["head"]).astype(jnp.float32)
+        logits = (rms_norm(h, params["norm"]) @ params["head"]).astype(jnp.float32)
         logp = jax.nn.log_softmax(logits, axis=-1)
         return -jnp.mean(jnp.take_along_axis(logp, labels[..., None], axis=-1))
 

@@ -32,10 +32,17 @@ def train_one_device(
         full = list(fixed)
         for k, v in zip(train, trained, strict=True):
             full[k] = v
-        total = 0.0
-        for i in range(m):
-            out = f(*full, *[b[i * mb : (i + 1) * mb] for b in batch])
-            total = total + (out[0] if isinstance(out, tuple) else out)
+        # the microbatches stacked on a new leading axis, scanned: the program is traced and
+        # compiled once whatever m is (a loop of m calls inlined it m times); the carry sums
+        # the losses in microbatch order, the mean over m taken after
+        stacked = [b[: m * mb].reshape(m, mb, *b.shape[1:]) for b in batch]
+
+        def add(total: Any, micro: list[Any]) -> tuple[Any, None]:
+            out = f(*full, *micro)
+            return total + (out[0] if isinstance(out, tuple) else out), None
+
+        first = plan.program.out_avals[0]  # the loss: the program's first output
+        total, _ = jax.lax.scan(add, jnp.zeros(first.shape, first.dtype), stacked)
         return total / m
 
     @jax.jit

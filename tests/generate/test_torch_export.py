@@ -249,7 +249,7 @@ def test_a_tokenizer_given_by_a_relative_path_is_copied_into_the_folder(tmp_path
     """The manifest names the tokenizer relative to the export folder, so a path given
     relative to the caller's directory is copied in (a repo folder's JSON files, or one
     tokenizer.json), never recorded as given."""
-    from hlopipe.torch import _save_tokenizer
+    from hlopipe.torch._generation import _save_tokenizer
 
     repo = tmp_path / "repo"
     repo.mkdir()

@@ -1,167 +1,24 @@
-"""Stage markers from PyTorch: ``hlopipe::stage_boundary`` and :func:`mark_stages`.
-
-PyTorch has no way to emit what :func:`hlopipe.stage_boundary` emits in JAX (an
-``optimization_barrier`` carrying the frontend attribute ``hlopipe.stage_boundary``):
-torch_xla's ``optimization_barrier_`` carries no attribute, and the one op of torch_xla that
-carries frontend attributes is a custom call. So the torch op lowers, on an XLA device, to
-an optimisation barrier followed by a ``LayoutConstraint`` custom call that carries the
-attribute. ``LayoutConstraint`` is an XLA target every backend removes at compile time (an
-identity on values), so the program still runs; hlopipe's loaders read a custom call
-carrying the attribute as a marker (:func:`hlopipe.marker.is_stage_boundary_attrs`).
-
-Where the marker survives (each form torch_xla users export):
-
-* lazy-tensor HLO text and proto (``_get_xla_tensors_hlo`` / ``_proto``), ``xm.get_stablehlo``
-  (``_get_stablehlo``), ``torch.export`` + ``exported_program_to_stablehlo`` (the op has a
-  fake implementation, so ``torch.export`` keeps it as ``hlopipe.stage_boundary``), and the
-  HLO XLA dumps at a sync before its passes: the attributed custom call;
-* the HLO dumped after XLA's passes, only with
-  ``XLA_FLAGS=--xla_disable_hlo_passes=cse_barrier_expander`` (what
-  :data:`hlopipe.marker.KEEP_MARKERS` sets for JAX): XLA drops the custom call and moves its
-  attribute onto the barrier's ``get-tuple-element``, which the HLO text loader reads as the
-  marker. Without the flag XLA removes the barrier too and the markers are gone.
-
-On a CPU tensor (eager PyTorch, ``model.generate``) the op is the identity. Gradients pass
-through unchanged.
-
-:func:`export_generation` writes a ``transformers`` causal LM's prefill and decode step (around
-its own ``StaticCache``; with ``chunk=C`` a chunk step of ``C`` tokens too, the position an
-argument of all three) with its parameters by ``state_dict`` name and a manifest, a folder
-that ``hlopipe generate DIR`` and ``hlopipe serve DIR`` read (docs/torch.md).
-
-This module imports torch only inside its functions (``hlopipe`` never needs torch) and no
-JAX, so it runs in a PyTorch environment without JAX: install with the ``torch`` extra.
-"""
+"""A ``transformers`` causal LM exported for generation: :func:`export_generation` (its
+prefill, decode step and, with ``chunk=C``, chunk step around its own ``StaticCache``, its
+parameters by ``state_dict`` name and a manifest). No torch at import, no JAX."""
 
 from __future__ import annotations
 
 import enum
 import json
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-__all__ = [
-    "ATTRIBUTE",
-    "CUSTOM_CALL_TARGET",
-    "KEEP_MARKERS_XLA_FLAGS",
-    "Returns",
-    "export_generation",
-    "export_training",
-    "mark_stages",
-    "op",
-]
-
-#: The frontend attribute that marks a stage boundary; equal to
-#: :data:`hlopipe.marker.ATTRIBUTE` (repeated here so that this module needs no JAX).
-ATTRIBUTE = "hlopipe.stage_boundary"
-
-#: The custom call the torch op lowers to after its barrier: an identity XLA removes.
-CUSTOM_CALL_TARGET = "LayoutConstraint"
-
-#: The ``XLA_FLAGS`` option that keeps the markers in HLO dumped after XLA's passes.
-KEEP_MARKERS_XLA_FLAGS = "--xla_disable_hlo_passes=cse_barrier_expander"
-
-_OP: Any = None
-
-
-def op() -> Any:
-    """The registered torch op ``torch.ops.hlopipe.stage_boundary`` (registered on first use).
-
-    ``op()(x, name)`` returns ``x`` unchanged in value; on an XLA device it is traced as a
-    stage marker. ``name`` (a string, ``""`` for none) becomes the attribute's value.
-
-    Example:
-      >>> import hlopipe.torch
-      >>> h = hlopipe.torch.op()(h, "")  # doctest: +SKIP
-    """
-    global _OP
-    if _OP is None:
-        _OP = _register()
-    return _OP
-
-
-def _register() -> Any:
-    import torch
-
-    # the schema is given: this module's annotations are strings (no torch at import)
-    @torch.library.custom_op(
-        "hlopipe::stage_boundary", mutates_args=(), schema="(Tensor x, str name) -> Tensor"
-    )
-    def stage_boundary(x: torch.Tensor, name: str) -> torch.Tensor:
-        if x.device.type != "xla":
-            return x.clone()
-        from hlopipe import _torch_xla_compat as xla
-
-        y = x.clone()
-        xla.optimization_barrier_([y])
-        return xla.custom_call_with_attributes(y, CUSTOM_CALL_TARGET, {ATTRIBUTE: name or "true"})
-
-    @stage_boundary.register_fake
-    def _(x: torch.Tensor, name: str) -> torch.Tensor:
-        return torch.empty_like(x)
-
-    def backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor, None]:
-        return grad, None
-
-    stage_boundary.register_autograd(backward)
-    return stage_boundary
-
-
-def mark_stages(model: Any, modules: Iterable[Any], name: str = "") -> list[Any]:
-    """Place a stage marker after each of ``modules`` (submodules of ``model``) with forward
-    hooks, without editing the model's code.
-
-    Everything computed up to a marked module's output belongs to the earlier stage. The hook
-    marks the module's output tensor, or the first tensor of a tuple / list output (the hidden
-    states of a transformer layer); other outputs pass unmarked.
-
-    Args:
-      model: the ``torch.nn.Module`` the modules belong to (checked, so that a module of
-        another model is not marked by mistake).
-      modules: the submodules after which a stage ends, e.g. ``[model.model.layers[0]]``.
-      name: optional label, the attribute's value.
-
-    Returns:
-      The hooks' handles, one a module; ``handle.remove()`` takes a marker away.
-
-    Raises:
-      ValueError: a module that is not a submodule of ``model``, or given twice; a hooked
-        module whose output holds no tensor (raised when it runs).
-
-    Example:
-      >>> handles = hlopipe.torch.mark_stages(model, [model.model.layers[0]])  # doctest: +SKIP
-    """
-    mark = op()
-    owned = {id(m): n for n, m in model.named_modules()}
-    chosen: list[Any] = []
-    for k, module in enumerate(modules):
-        if id(module) not in owned:
-            raise ValueError(
-                f"mark_stages: module {k} ({type(module).__name__}) is not a submodule of the "
-                "model; pass modules reached from the model, e.g. model.model.layers[0]"
-            )
-        if any(module is c for c in chosen):
-            raise ValueError(f"mark_stages: module {owned[id(module)]!r} is given twice")
-        chosen.append(module)
-
-    def hook(module: Any, args: Any, output: Any) -> Any:
-        import torch
-
-        if isinstance(output, torch.Tensor):
-            return mark(output, name)
-        if isinstance(output, tuple | list):
-            for i, x in enumerate(output):
-                if isinstance(x, torch.Tensor):
-                    marked = [*output[:i], mark(x, name), *output[i + 1 :]]
-                    return type(output)(marked)
-        raise ValueError(
-            f"mark_stages: the output of {owned[id(module)]!r} ({type(output).__name__}) holds "
-            "no tensor to mark; mark a module whose output is a tensor or a tuple of them"
-        )
-
-    return [m.register_forward_hook(hook) for m in chosen]
+from hlopipe.torch._trace import (
+    MANIFEST,
+    _mark_layers,
+    _on_device,
+    _program,
+    _signature,
+    _tensor_names,
+)
 
 
 class Returns(enum.StrEnum):
@@ -172,8 +29,7 @@ class Returns(enum.StrEnum):
     LOGITS = "logits"
 
 
-#: The manifest's name in an export folder, and its format tag.
-MANIFEST = "manifest.json"
+#: The manifest's format tag of an export folder for generation.
 FORMAT = "hlopipe.generation/1"
 
 
@@ -561,180 +417,6 @@ def _reordered(
     return text[:start] + sig + body
 
 
-def _signature(text: str) -> tuple[list[str], int, int]:
-    """``@main``'s arguments as written (split at top-level commas), where they start, and
-    where the closing parenthesis is."""
-    head = re.search(r"func\.func (?:public )?@main\(", text)
-    if head is None:
-        raise ValueError("hlopipe.torch: torch_xla's StableHLO has no @main")
-    start = head.end()
-    depth, k, pieces, begin = 0, start, [], start
-    while True:  # the signature's arguments, split at top-level commas
-        c = text[k]
-        if c in "<({[":
-            depth += 1
-        elif c in ">)}]" and depth:
-            depth -= 1
-        elif c == '"':
-            k = text.index('"', k + 1)
-        elif c in ",)" and depth == 0:
-            pieces.append(text[begin:k])
-            begin = k + 1
-            if c == ")":
-                break
-        k += 1
-    return [p for p in pieces if p.strip()], start, k
-
-
-#: A training export's manifest format tag.
-TRAINING_FORMAT = "hlopipe.training/1"
-
-
-def export_training(
-    model: Any,
-    loss: Any,
-    batch: Mapping[str, Any],
-    out_dir: str | Path,
-    *,
-    stages: int = 1,
-) -> Path:
-    """Export a model's training loss for ``hlopipe train``: ``loss(model, **batch)`` (a
-    scalar, the mean over the batch) traced with torch_xla; hlopipe differentiates it.
-
-    Writes into ``out_dir``: ``loss.mlir`` (StableHLO, every argument carrying its name: the
-    ``state_dict`` names, buffers the ``state_dict`` leaves out, ``lifted.<dtype>[<value>]``
-    scalars, ``batch.<key>``); ``params.npz``: every argument but the batch, in the program's
-    argument order, each under its name (``hlopipe train --params`` reads them in order; a
-    tied weight once); ``batch.npz``: ``batch`` as one microbatch (``--data``); and
-    ``manifest.json`` with the batch arguments' indices and the command that trains it.
-
-    Args:
-      model: a ``torch.nn.Module`` (moved to the XLA device); dropout, if any, is traced as it
-        is (put the model in the mode to train in).
-      loss: ``loss(model, **batch) -> scalar tensor``, e.g. ``lambda m, **b: m(**b).loss``.
-      batch: one microbatch, by name (``{"input_ids": ..., "labels": ...}``): CPU tensors or
-        arrays; their shapes are the program's.
-      out_dir: the folder to write (made if missing).
-      stages: as :func:`export_generation`'s (markers after the decoder layers).
-
-    Returns:
-      ``out_dir`` as a ``Path``.
-
-    Raises:
-      ValueError: an empty batch, a loss that is not a scalar, stages that do not divide the
-        layers.
-
-    Example:
-      >>> hlopipe.torch.export_training(model, lambda m, **b: m(**b).loss,
-      ...     {"input_ids": ids, "labels": ids}, "train", stages=2)   # doctest: +SKIP
-    """
-
-    if not batch:
-        raise ValueError("export_training: an empty batch; give its arrays by name")
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    hooks = _mark_layers(model, stages)
-    try:
-        return _export_training(model, loss, batch, out, stages)
-    finally:
-        for h in hooks:
-            h.remove()
-
-
-def _export_training(
-    model: Any, loss: Any, batch: Mapping[str, Any], out: Path, stages: int
-) -> Path:
-    import numpy as np
-    import torch
-    import torch_xla
-
-    from hlopipe import _torch_xla_compat as xla
-
-    dev = torch_xla.device()
-    model = _on_device(model, dev, "export_training")
-    named, tied, buffers, state = _tensor_names(model, xla)
-    tensors = {**state, **dict(model.named_buffers())}
-    inputs, on_device = {}, {}
-    for key, value in batch.items():
-        x = torch.as_tensor(np.asarray(value.cpu() if hasattr(value, "cpu") else value))
-        on_device[key] = x.to(dev)
-        inputs[xla.tensor_id(on_device[key])] = (f"batch.{key}", "batch")
-    with torch.no_grad():
-        value = loss(model, **on_device)
-        if not isinstance(value, torch.Tensor) or value.dim() != 0:
-            raise ValueError(
-                f"export_training: the loss is {type(value).__name__}"
-                f"{list(getattr(value, 'shape', []))}; return a scalar tensor (a mean)"
-            )
-        lifted: dict[str, Any] = {}
-        text, args = _program([value], named, buffers, inputs, lifted, xla)
-    (out / "loss.mlir").write_text(text)
-    params = {}
-    for a in args:
-        if a["kind"] != "batch" and a["name"] not in params:
-            t = tensors.get(a["name"])
-            params[a["name"]] = lifted[a["name"]] if t is None else t.detach().cpu().numpy()
-    np.savez(out / "params.npz", **params)
-    np.savez(out / "batch.npz", **{
-        a["name"]: on_device[a["name"].removeprefix("batch.")].cpu().numpy()
-        for a in args if a["kind"] == "batch"
-    })  # fmt: skip
-    batch_args = [i for i, a in enumerate(args) if a["kind"] == "batch"]
-    manifest = {
-        "format": TRAINING_FORMAT,
-        "program": "loss.mlir",
-        "params": "params.npz",
-        "batch": "batch.npz",
-        "args": args,
-        "batch_args": batch_args,
-        "tied": tied,
-        "command": "hlopipe train loss.mlir --params params.npz --data batch.npz "
-        f"--microbatches 1 --batch-args {','.join(map(str, batch_args))}"
-        + (f" --stages {stages}" if stages > 1 else ""),
-        "versions": {"torch": torch.__version__, "torch_xla": torch_xla.__version__},
-        "model": type(model).__name__,
-    }
-    (out / MANIFEST).write_text(json.dumps(manifest, indent=1) + "\n")
-    return out
-
-
-def _on_device(model: Any, dev: Any, what: str) -> Any:
-    """``model`` moved to ``dev``, its shared weights shared still (moving a ``transformers``
-    model to the XLA device unties them: tied again with ``tie_weights``)."""
-    shared = len({id(t) for t in model.state_dict(keep_vars=True).values()})
-    model = model.to(dev)
-    if len({id(t) for t in model.state_dict(keep_vars=True).values()}) != shared:
-        model.tie_weights()
-        if len({id(t) for t in model.state_dict(keep_vars=True).values()}) != shared:
-            raise ValueError(
-                f"{what}: the model's shared weights are no longer shared on the XLA device and "
-                "tie_weights() did not tie them again; tie them after moving it"
-            )
-    return model
-
-
-def _tensor_names(model: Any, xla: Any) -> tuple[dict[int, str], dict[str, str], set[str], dict]:
-    """Every device tensor a step may read, by torch_xla's id: ``(named, tied, buffers,
-    state)``: state_dict names first (a tied weight under its first name; ``tied``: the other
-    name -> it), then the buffers the state_dict leaves out (``buffers``, non-persistent:
-    rotary tables), and the state_dict without the tied names."""
-    named: dict[int, str] = {}
-    tied: dict[str, str] = {}
-    for name, t in model.state_dict(keep_vars=True).items():
-        i = xla.tensor_id(t)
-        if i in named:
-            tied[name] = named[i]
-        else:
-            named[i] = name
-    buffers = set()
-    for name, t in model.named_buffers():
-        if named.setdefault(xla.tensor_id(t), name) == name and name not in tied:
-            buffers.add(name)
-    buffers -= set(model.state_dict())
-    state = {name: t for name, t in model.state_dict(keep_vars=True).items() if name not in tied}
-    return named, tied, buffers, state
-
-
 def _forward_parameters(model: Any) -> list[str]:
     import inspect
 
@@ -753,89 +435,6 @@ def _cache_layers(cache: Any) -> list[Any]:
             f"{', '.join(need)}) is supported: a sliding-window or hybrid cache is not"
         )
     return layers
-
-
-def _decoder_layers(model: Any) -> Any:
-    """The model's decoder layers: its largest ``ModuleList`` of ``num_hidden_layers``."""
-    import torch
-
-    n = getattr(model.config, "num_hidden_layers", None)
-    lists = [m for m in model.modules() if isinstance(m, torch.nn.ModuleList) and len(m) == n]
-    if not lists:
-        raise ValueError(
-            f"export_generation: no ModuleList of the config's {n} decoder layers found in "
-            f"{type(model).__name__}; mark the stages yourself (mark_stages) and give stages=1"
-        )
-    return lists[0]
-
-
-def _mark_layers(model: Any, stages: int) -> list[Any]:
-    """Stage markers after every ``layers / stages`` decoder layers: the hooks' handles."""
-    if stages <= 1:
-        return []
-    layers = _decoder_layers(model)
-    if len(layers) % stages:
-        raise ValueError(
-            f"export_generation: stages={stages} does not divide the {len(layers)} decoder "
-            "layers; give a divisor"
-        )
-    per = len(layers) // stages
-    return mark_stages(model, [layers[per * s - 1] for s in range(1, stages)])
-
-
-def _program(
-    outs: list[Any], named: dict[int, str], buffers: set[str],
-    inputs: dict[int, tuple[str, str]], values: dict[str, Any], xla: Any,
-) -> tuple[str, list[dict[str, Any]]]:  # fmt: skip
-    """The StableHLO text of the lazy graph of ``outs`` (torch_xla's public
-    ``get_stablehlo``), each argument named after the tensor it reads (``named``: weights and
-    buffers, ``inputs``: the prompt, token and cache), a lifted scalar after its value (added to
-    ``values`` with the weights read)."""
-    import torch_xla.core.xla_model as xm
-
-    text = xm.get_stablehlo(outs)
-    if "__elided__" in text:  # MLIR printed a large constant without its values
-        raise ValueError(
-            "hlopipe.torch: torch_xla's StableHLO elides a large constant's values; "
-            "make the tensor a buffer of the model (it is then an argument)"
-        )
-    ids, datas = xla.device_data(outs)
-    args = []
-    for i, data in zip(ids, datas, strict=True):
-        if i in inputs:
-            name, kind = inputs[i]
-        elif i in named:
-            name = named[i]
-            kind = "buffer" if name in buffers else "parameter"
-            values[name] = None  # read back with the weights
-        else:  # a scalar torch_xla lifted into an argument
-            value = data.detach().cpu().numpy()
-            if value.size != 1:
-                raise ValueError(
-                    f"hlopipe.torch: the graph reads a device tensor {value.dtype}"
-                    f"{list(value.shape)} that is no weight, buffer, prompt or cache; make it a "
-                    "buffer of the model"
-                )
-            # the value in brackets: a name ending in ".<digits>" reads as an HLO suffix
-            name, kind = f"lifted.{value.dtype}[{value.item()!r}]", "constant"
-            values[name] = value
-            args.append({"name": name, "kind": kind, "value": value.item()})
-            continue
-        args.append({"name": name, "kind": kind})
-    return _name_arguments(text, [a["name"] for a in args]), args
-
-
-def _name_arguments(text: str, names: list[str]) -> str:
-    """StableHLO text with each argument of ``@main`` carrying its name as its location."""
-    pieces, start, k = _signature(text)
-    if len(pieces) != len(names):
-        raise ValueError(
-            f"hlopipe.torch: @main takes {len(pieces)} arguments, torch_xla named {len(names)}"
-        )
-    named = ", ".join(
-        f"{p.strip()} loc({json.dumps(n)})" for p, n in zip(pieces, names, strict=True)
-    )
-    return text[:start] + named + text[k:]
 
 
 def _eos_ids(model: Any, given: Sequence[int] | None) -> list[int]:
