@@ -10,11 +10,11 @@ by the tokenizer's chat template, ``serve._chat``; then the same way through),
 from __future__ import annotations
 
 import asyncio
+import collections
 import functools
 import json
 import logging
 import secrets
-import threading
 import time
 import uuid
 from collections.abc import AsyncIterator
@@ -567,30 +567,32 @@ def _checked(ids: list[int], model: Model, where: str = "prompt") -> list[int]:
 
 class _Outbox:
     """What the engine thread tells the requests of one event loop, handed over in batches:
-    an event is queued here and the loop woken only when none is already waiting to be
-    delivered, so a turn's tokens for every request in flight cost the engine one wake-up of
-    the loop, not one per token (each ``call_soon_threadsafe`` writes to the loop's self-pipe,
-    a system call that also hands the GIL to the web side mid-turn)."""
+    an event is queued here and the loop woken only when no delivery is already due, so a
+    turn's tokens for every request in flight cost the engine one wake-up of the loop, not
+    one per token (each ``call_soon_threadsafe`` signals the loop, which then competes with
+    the engine thread for the GIL mid-turn). No lock: a ``deque``'s append and popleft are
+    atomic, and a delivery clears ``_due`` before it drains, so an event queued meanwhile is
+    either drained by it or schedules the next."""
 
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
         self._loop = loop
-        self._lock = threading.Lock()
-        self._events: list[tuple[asyncio.Queue[Any], tuple[Any, ...]]] = []
-        self._due = False  # a delivery is scheduled and has not run yet
+        self._events: collections.deque[tuple[asyncio.Queue[Any], tuple[Any, ...]]] = (
+            collections.deque()
+        )
+        self._due = False  # a delivery is scheduled and has not started yet
 
     def put(self, queue: asyncio.Queue[Any], event: tuple[Any, ...]) -> None:
         """Queue ``event`` for ``queue`` (any thread)."""
-        with self._lock:
-            self._events.append((queue, event))
-            if self._due:
-                return
+        self._events.append((queue, event))
+        if not self._due:
             self._due = True
-        self._loop.call_soon_threadsafe(self._deliver)
+            self._loop.call_soon_threadsafe(self._deliver)
 
     def _deliver(self) -> None:  # on the loop
-        with self._lock:
-            events, self._events, self._due = self._events, [], False
-        for queue, event in events:
+        self._due = False
+        events = self._events
+        while events:
+            queue, event = events.popleft()
             queue.put_nowait(event)
 
 
