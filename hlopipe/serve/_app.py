@@ -10,6 +10,7 @@ by the tokenizer's chat template, ``serve._chat``; then the same way through),
 from __future__ import annotations
 
 import asyncio
+import collections
 import functools
 import json
 import logging
@@ -180,6 +181,7 @@ def make_app(model: Model) -> Starlette:
     """The Starlette application serving ``model``."""
     metrics = _Metrics(model)
     greedy_only = not model.engine.samples  # a step returning tokens (see docs/serving.md)
+    outboxes: dict[asyncio.AbstractEventLoop, _Outbox] = {}  # the one loop uvicorn runs
 
     async def health(_: HttpRequest) -> Response:
         if model.engine.error is not None:
@@ -212,7 +214,9 @@ def make_app(model: Model) -> Starlette:
         headers = {}
         if greedy_only and opts["temperature"] != 0:
             headers["x-hlopipe-warning"] = "greedy: the decode step returns tokens, not logits"
-        call = _Call(model, metrics, prompts, opts, greedy_only, endpoint)
+        loop = asyncio.get_running_loop()
+        outbox = outboxes.get(loop) or outboxes.setdefault(loop, _Outbox(loop))
+        call = _Call(model, metrics, prompts, opts, greedy_only, endpoint, outbox)
         call.submit()
         if opts["stream"]:
             return StreamingResponse(call.events(), media_type="text/event-stream", headers=headers)
@@ -561,6 +565,37 @@ def _checked(ids: list[int], model: Model, where: str = "prompt") -> list[int]:
     return ids
 
 
+class _Outbox:
+    """What the engine thread tells the requests of one event loop, handed over in batches:
+    an event is queued here and the loop woken only when no delivery is already due, so a
+    turn's tokens for every request in flight cost the engine one wake-up of the loop, not
+    one per token (each ``call_soon_threadsafe`` signals the loop, which then competes with
+    the engine thread for the GIL mid-turn). No lock: a ``deque``'s append and popleft are
+    atomic, and a delivery clears ``_due`` before it drains, so an event queued meanwhile is
+    either drained by it or schedules the next."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self._loop = loop
+        self._events: collections.deque[tuple[asyncio.Queue[Any], tuple[Any, ...]]] = (
+            collections.deque()
+        )
+        self._due = False  # a delivery is scheduled and has not started yet
+
+    def put(self, queue: asyncio.Queue[Any], event: tuple[Any, ...]) -> None:
+        """Queue ``event`` for ``queue`` (any thread)."""
+        self._events.append((queue, event))
+        if not self._due:
+            self._due = True
+            self._loop.call_soon_threadsafe(self._deliver)
+
+    def _deliver(self) -> None:  # on the loop
+        self._due = False
+        events = self._events
+        while events:
+            queue, event = events.popleft()
+            queue.put_nowait(event)
+
+
 class _Call:
     """One completion request in flight: the engine's tokens handed to the event loop, turned
     into text there by each sequence's output processor (``serve._output``), and answered as
@@ -574,12 +609,12 @@ class _Call:
         opts: dict,
         greedy_only: bool,
         endpoint: Endpoint,
+        outbox: _Outbox,
     ) -> None:
         self.model, self.metrics, self.opts, self.endpoint = model, metrics, opts, endpoint
         self.fingerprint = FINGERPRINT_GREEDY if greedy_only else FINGERPRINT_SAMPLED
         self.id = f"{endpoint.id_prefix}-{uuid.uuid4().hex}"
         self.created = int(time.time())
-        self.loop = asyncio.get_running_loop()
         self.events_q: asyncio.Queue[tuple[int, int | None, FinishReason | None]] = asyncio.Queue()
         seed = opts["seed"] if opts["seed"] is not None else secrets.randbits(32)
         presence, frequency, repetition = opts["penalties"]
@@ -595,9 +630,7 @@ class _Call:
             SequenceOutput(detokenizer(model.tokenizer), tuple(opts["stop"]), opts["stop_ids"])
             for _ in seqs
         ]
-        self.request = Request(
-            seqs, lambda *event: self.loop.call_soon_threadsafe(self.events_q.put_nowait, event)
-        )
+        self.request = Request(seqs, lambda *event: outbox.put(self.events_q, event))
         self.given = [0] * len(seqs)  # tokens given out of each sequence (their logprobs)
         self.text_offset = [0] * len(seqs)  # completions' logprobs: where the next token is
         self.t0 = time.perf_counter()
@@ -620,22 +653,34 @@ class _Call:
         self.last = now
         self.metrics.generated.inc()
 
-    async def _pieces(self) -> AsyncIterator[tuple[int, int, Piece]]:
-        """Each token's piece of text (sequence index, token, piece) until every sequence has
-        ended here or the engine is done with the request (finished, or stopped on an
-        error). A sequence its output ended (a stop string) is cancelled in the engine."""
+    async def _pieces(self) -> AsyncIterator[list[tuple[int, int, Piece]]]:
+        """Each token's piece of text (sequence index, token, piece), a list for every
+        hand-off from the engine (the events waiting when the request's turn comes: one a
+        turn, more when the loop fell behind), until every sequence has ended here or the
+        engine is done with the request (finished, or stopped on an error). A sequence its
+        output ended (a stop string) is cancelled in the engine."""
+        events_q = self.events_q
         while not all(out.finish is not None for out in self.outputs):
-            i, tok, finish = await self.events_q.get()
-            if i < 0 or tok is None:
+            events = [await events_q.get()]
+            while not events_q.empty():
+                events.append(events_q.get_nowait())
+            got, done = [], False
+            for i, tok, finish in events:
+                if i < 0 or tok is None:
+                    done = True
+                    break
+                piece = self.outputs[i].push(tok, finish)
+                if piece is None:  # made after its stop string: dropped
+                    continue
+                self._timed()
+                if piece.finish is not None and finish is None:  # ended here, not in the engine
+                    self.request.seqs[i].cancelled = True
+                self.given[i] += 1
+                got.append((i, tok, piece))
+            if got:
+                yield got
+            if done:
                 return
-            piece = self.outputs[i].push(tok, finish)
-            if piece is None:  # made after its stop string: dropped
-                continue
-            self._timed()
-            if piece.finish is not None and finish is None:  # ended here, not in the engine
-                self.request.seqs[i].cancelled = True
-            self.given[i] += 1
-            yield i, tok, piece
 
     async def finished(self) -> None:
         async for _ in self._pieces():
@@ -743,7 +788,8 @@ class _Call:
         return f"data: {json.dumps(body)}\n\n"
 
     async def events(self) -> AsyncIterator[str]:
-        """Server-sent events: a chunk per token and sequence, then ``[DONE]``; a chat stream
+        """Server-sent events: a chunk per token and sequence (the chunks of one hand-off from
+        the engine written at once), then ``[DONE]``; a chat stream
         starts with each choice's role and ends each with a chunk of its ``finish_reason``, as
         OpenAI's does; ``stream_options.include_usage`` adds a last chunk of the usage.
         Closed early (the client went away), the request is cancelled and its slots freed."""
@@ -753,18 +799,23 @@ class _Call:
             if chat:
                 for k in range(len(self.request.seqs)):
                     yield self._chunk(k, None, {"delta": {"role": "assistant", "content": ""}})
-            async for i, tok, piece in self._pieces():
-                lps = self._logprobs(i, self.given[i] - 1, self.given[i], self.text_offset[i])
-                if lps is not None and not chat:
-                    self.text_offset[i] += len(lps["tokens"][0])
-                if chat:
-                    delta = {"delta": {"content": piece.text}, "token_ids": [tok]}
-                    yield self._chunk(i, None, delta, lps)
-                    if piece.finish is not None:
-                        yield self._chunk(i, piece.finish, {"delta": {}})
-                else:
-                    said = {"text": piece.text, "token_ids": [tok]}
-                    yield self._chunk(i, piece.finish, said, lps)
+            given = list(self.given)  # tokens written out of each sequence
+            async for pieces in self._pieces():  # one write for the events of a hand-off
+                out = []
+                for i, tok, piece in pieces:
+                    given[i] += 1
+                    lps = self._logprobs(i, given[i] - 1, given[i], self.text_offset[i])
+                    if lps is not None and not chat:
+                        self.text_offset[i] += len(lps["tokens"][0])
+                    if chat:
+                        delta = {"delta": {"content": piece.text}, "token_ids": [tok]}
+                        out.append(self._chunk(i, None, delta, lps))
+                        if piece.finish is not None:
+                            out.append(self._chunk(i, piece.finish, {"delta": {}}))
+                    else:
+                        said = {"text": piece.text, "token_ids": [tok]}
+                        out.append(self._chunk(i, piece.finish, said, lps))
+                yield "".join(out)
             if self.model.engine.error is not None:  # OpenAI's error body, as a last event
                 status = 500
                 error = {"message": f"the engine stopped: {self.model.engine.error!r}",
