@@ -61,6 +61,9 @@ class ServedGenerator(Protocol):
     @property
     def narrow(self) -> Mapping[tuple[int, int], Any]: ...  # (length, rows): prefills at fewer
 
+    @property
+    def narrow_steps(self) -> Mapping[int, Any]: ...  # rows: the decode step at its first rows
+
     def with_groups(self, groups: int) -> Any: ...
 
 
@@ -128,7 +131,10 @@ class Runner:
             else:
                 positions = np.asarray([f.positions], np.int64)
                 ops.append(Op(OpKind.FEED, f.group, (tokens, positions)))
-        ops += [Op(OpKind.STEP, g) for g in plan.steps]
+        at = dict(zip(plan.steps, plan.step_rows, strict=True)) if plan.step_rows else {}
+        ops += [Op(OpKind.STEP, g) if at.get(g, b) >= b
+                else Op(OpKind.STEP, g, (np.asarray(at[g], np.int64),))
+                for g in plan.steps]  # fmt: skip
         if plan.steps:  # every stepped group's tokens in one batched read
             ops.append(Op(OpKind.READ, values=(np.asarray(plan.steps, np.int64),)))
         ops += [Op(OpKind.LOGPROBS, g) for g in plan.logprobs]
@@ -227,7 +233,8 @@ class Runner:
             session.sampling(Sampling(*op.values))
             return None
         if op.kind is OpKind.STEP:  # issued only: the turn's other groups are issued next
-            self._issued[op.slot] = session.issue(1)
+            at_rows = int(op.values[0]) if op.values else None  # its first rows only
+            self._issued[op.slot] = session.issue(1, rows=at_rows)
             return None
         if op.kind is OpKind.LOGPROBS:
             return self._read[op.slot].logprobs()[0, :, 0]
@@ -277,6 +284,10 @@ class Runner:
                 session.generate(1)
                 session.feed(np.zeros((1, b), np.int32), position=np.zeros((1, b), np.int64))
                 session.generate(1)
+                for n in sorted(self.gen.narrow_steps):  # the step at its first n rows, fed
+                    session.feed(np.zeros((1, b), np.int32), position=np.zeros((1, b), np.int64))
+                    session.issue(1, rows=n).read()
+                    session.issue(1, rows=n).read()  # and from where a step left its token
                 # each prefill and each state's row writer, at each row count it runs at
                 # (``Generator.narrow_for``: the fewest rows holding the admitted, or all)
                 counts = sorted({n for _, n in self.gen.narrow} | {b})
