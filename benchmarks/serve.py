@@ -610,25 +610,41 @@ def _batch_sized(
                     f"| {name} | {c} | {med['tokens_per_s']:.0f} | {med['ttft_p50'] * 1e3:.1f} | "
                     f"{med['itl_p50'] * 1e3:.1f} | {med['tokens_per_s'] / one:.2f}x |"
                 )
-    # the step alone, one device, no pipeline: batch 1, the widened step, a native export
-    one = jax.jit(gd.decode_fn(cfg))
-    widened = jax.jit(wide.decode.as_function())
-    native = jax.jit(gd.decode_slots_fn(cfg))
+    _steps_alone(cfg, params, wide, batch)
+
+
+def _steps_alone(cfg: Any, params: Any, wide: Any, batch: int) -> None:
+    """The step alone, one device, no pipeline: batch 1, the widened step, the widened step
+    computing its first rows (``Widened.steps``), a native export; each cache donated and the
+    next call given the cache the last returned, as the server runs them."""
+    import jax
+    import jax.numpy as jnp
+
+    from hlopipe.models import gpt_decode as gd
+
+    steps = wide.steps
     pos = jnp.full(batch, 3, jnp.int32)
     rows = jax.tree.map(lambda x: x[None].repeat(batch, 0), gd.empty_cache(1, cfg))
-    alone = [("batch 1 (decode_fn)", one, (gd.empty_cache(1, cfg), jnp.zeros(1, jnp.int32),
-                                           jnp.int32(3))),
-             (f"widened to {batch}", widened, (rows, jnp.zeros(batch, jnp.int32), pos)),
-             (f"exported at {batch} (decode_slots_fn)", native,
+    wide_args = (rows, jnp.zeros(batch, jnp.int32), pos)
+    alone = [("batch 1 (decode_fn)", gd.decode_fn(cfg), (gd.empty_cache(1, cfg),
+                                                         jnp.zeros(1, jnp.int32), jnp.int32(3))),
+             (f"widened to {batch}", wide.decode.as_function(), wide_args),
+             *((f"widened to {batch}, its first {n} computed", steps[n].as_function(), wide_args)
+               for n in sorted(steps)),
+             (f"exported at {batch} (decode_slots_fn)", gd.decode_slots_fn(cfg),
               (gd.empty_cache(batch, cfg), jnp.zeros(batch, jnp.int32), pos))]  # fmt: skip
-    for name, fn, args in alone:
-        jax.block_until_ready(fn(params, *args))
+    for name, fn, (cache, *rest) in alone:
+        fn = jax.jit(lambda p, c, *r, f=fn: f(p, c, *r), donate_argnums=1)
+        tree = jax.tree.structure(cache)
+        cache = jax.tree.map(jnp.copy, cache)  # (donated: each its own)
         times = []
-        for _ in range(20):
+        for _ in range(21):
             t0 = time.perf_counter()
-            jax.block_until_ready(fn(params, *args))
+            out = jax.block_until_ready(fn(params, cache, *rest))
             times.append(time.perf_counter() - t0)
-        print(f"the step alone, {name}: {np.median(times) * 1e3:.1f} ms (median of 20)")
+            cache = jax.tree.unflatten(tree, jax.tree.leaves(out[1:]))  # (its caches, flat)
+        times = times[1:]  # (the first compiles)
+        print(f"the step alone, {name}: {np.median(times) * 1e3:.2f} ms (median of 20)")
 
 
 class LlamaShape(NamedTuple):

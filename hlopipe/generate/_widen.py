@@ -193,7 +193,7 @@ def _widened(
             shape = (rows, *shape[1:]) if squeezed[i] else (rows, *shape)
         avals.append(jax.ShapeDtypeStruct(shape, np.dtype(a.dtype)))
     if first is not None:
-        mapped = _first_rows(mapped, avals, rows, params, states, *first)
+        mapped = _first_rows(row, in_axes, avals, rows, params, states, *first)
     exp = program.exported
     tree = getattr(exp, "in_tree", None)
     if tree is not None and tree.num_leaves == len(ins):  # its paths kept (names matched)
@@ -212,8 +212,13 @@ def _widened(
     return widened
 
 
+# what taking a cache's rows traces to (``a[:n]``, ``a[0]``)
+_TAKE_ROWS = frozenset({"slice", "dynamic_slice", "squeeze", "reshape"})
+
+
 def _first_rows(
-    mapped: Any,
+    row: Any,
+    in_axes: list[int | None],
     avals: list[Any],
     rows: int,
     params: set[int],
@@ -221,17 +226,27 @@ def _first_rows(
     n: int,
     arg_of_out: dict[int, int],
 ) -> Any:
-    """``mapped`` (vmapped over ``rows``, taking ``avals``) computing its first ``n`` rows
-    (see ``_widened``), as a function of its flat arguments. Each state's slice is traced
-    right before the first equation reading it, not at the program's start: a split cuts in
-    program order, and a cache sliced before the first stage's marker would be read by the
-    first stage and written by its own."""
+    """``row`` (one row's step, vmapped over ``rows`` as ``in_axes`` say, taking ``avals``)
+    computing the first ``n`` rows (see ``_widened``), as a function of its flat arguments:
+    vmapped over ``n``, or at ``n = 1`` called on row 0 alone (XLA copies every cache twice
+    a step to write back one row computed by a vmap of one: measured on its compiled
+    program, none without the vmap).
+
+    Each state's slice is traced right before the first equation reading it, not at the
+    program's start: a split cuts in program order, and a cache sliced before the first
+    stage's marker would be read by the first stage and written by its own."""
     import jax.numpy as jnp
     from jax import lax
     from jax.extend import core as jcore
 
+    mapped = jax.vmap(row, in_axes=in_axes)
+
     def first(*args: Any) -> tuple[Any, ...]:
-        got = mapped(*(a if i in params else a[:n] for i, a in enumerate(args)))
+        if n == 1:
+            got = tuple(v[None] for v in row(*(a if i in params else a[0]
+                                               for i, a in enumerate(args))))  # fmt: skip
+        else:
+            got = mapped(*(a if i in params else a[:n] for i, a in enumerate(args)))
         return tuple(
             lax.dynamic_update_slice(args[arg_of_out[o]], v, (0,) * v.ndim)
             if o in arg_of_out
@@ -243,25 +258,35 @@ def _first_rows(
     jaxpr = closed.jaxpr
     cached = {v for i, v in enumerate(jaxpr.invars) if i in states}
     eqns = list(jaxpr.eqns)
-    late = {
-        k
-        for k, e in enumerate(eqns)
-        if not e.effects
-        and e.invars
-        and all(not isinstance(v, jcore.Literal) and v in cached for v in e.invars)
-    }
-    reader: dict[int, int] = {}  # a slice -> the first equation reading what it made
+    # a cache's row taken (a slice, an index: its shape ops, in a chain), moved to right
+    # before the first equation reading what it made (later than it was: its operands exist)
+    late: set[int] = set()
+    taken = set(cached)
+    for k, e in enumerate(eqns):
+        if e.primitive.name in _TAKE_ROWS and any(
+            not isinstance(v, jcore.Literal) and v in taken for v in e.invars
+        ):
+            late.add(k)
+            taken.update(e.outvars)
     made = {v: k for k in late for v in eqns[k].outvars}
+    reader: dict[int, int] = {}
     for k, e in enumerate(eqns):
         for v in e.invars:
             if not isinstance(v, jcore.Literal) and v in made:
                 reader.setdefault(made[v], k)
+    before: dict[int, list[int]] = {}
+    for j in sorted(reader):
+        before.setdefault(reader[j], []).append(j)
     order: list[Any] = []
-    for k, e in enumerate(eqns):
-        if k in late and k in reader:
-            continue
-        order += [eqns[j] for j in sorted(late) if reader.get(j) == k]
-        order.append(e)
+
+    def emit(k: int) -> None:
+        for j in before.get(k, ()):
+            emit(j)
+        order.append(eqns[k])
+
+    for k in range(len(eqns)):
+        if k not in reader:
+            emit(k)
     return jcore.jaxpr_as_fun(jcore.ClosedJaxpr(jaxpr.replace(eqns=order), closed.consts))
 
 

@@ -17,8 +17,9 @@ them; every other process's runner (:meth:`Runner.follow`, no HTTP) makes the sa
 the same order. The tokens, and the
 log-probabilities where read, reach every process through the generator itself.
 
-The warm-up compiles every path (each prefill, a decode step, a fed token) and decides whether
-prompts shorter than a prefill may go through it right-padded (:meth:`Runner._padding_agrees`).
+The warm-up compiles every path (each prefill, a decode step at each row count it runs at, a
+fed token) and decides whether prompts shorter than a prefill may go through it right-padded
+(:meth:`Runner._padding_agrees`).
 """
 
 from __future__ import annotations
@@ -276,7 +277,9 @@ class Runner:
 
     # -- warm-up -----------------------------------------------------------------------------
     def warm(self) -> None:
-        """Compile every path once: the prefill (if any), a decode step, a fed token."""
+        """Compile every path once: the prefill (if any), a decode step (and the step at
+        each row count below the batch it runs at: ``Generator.narrow_steps``), a fed
+        token."""
         b, token = self.batch, self.gen.token
         if self.per_sequence:
             for g in range(self.gen.groups):
