@@ -906,11 +906,14 @@ class _RowStep:
         from hlopipe.stages import split_stateful
 
         what = f"the decode step at {rows} rows {getattr(program, 'source', '')}".rstrip()
-        roles = counters_as_position(program.arg_roles())
-        roles, logits_out = logits_as_feedback(roles)
-        want = [(r.index, r.role, tuple(r.shape), str(r.dtype)) for r in gen.roles]
-        got = [(r.index, r.role, tuple(r.shape), str(r.dtype)) for r in roles]
-        if got != want or logits_out != gen.logits_out or not 0 < rows < gen.batch:
+        # its roles are the decode step's (its token and position not told apart again: the
+        # data flow of its rows' write-back hides which one indexes the cache)
+        roles = gen.roles
+        want = [(tuple(r.shape), str(r.dtype)) for r in sorted(roles, key=lambda r: r.index)]
+        got = [(tuple(a.shape), str(np.dtype(a.dtype))) for a in program.in_avals]
+        state = {(r.index, r.output) for r in program.arg_roles().state}
+        same = got == want and state == {(r.index, r.output) for r in roles.state}
+        if not same or not 0 < rows < gen.batch:
             raise RuntimeConfigError(
                 Keyword("row_steps"), f": {what} does not take and give the arguments and "
                 f"outputs of {gen.source} (the whole state, its tokens and positions at "

@@ -234,8 +234,10 @@ class Runner:
             session.sampling(Sampling(*op.values))
             return None
         if op.kind is OpKind.STEP:  # issued only: the turn's other groups are issued next
-            at_rows = int(op.values[0]) if op.values else None  # its first rows only
-            self._issued[op.slot] = session.issue(1, rows=at_rows)
+            if op.values:  # its first rows only
+                self._issued[op.slot] = session.issue(1, rows=int(op.values[0]))
+            else:
+                self._issued[op.slot] = session.issue(1)
             return None
         if op.kind is OpKind.LOGPROBS:
             return self._read[op.slot].logprobs()[0, :, 0]
