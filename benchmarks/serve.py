@@ -133,11 +133,12 @@ def _busy_and_tokens(url: str) -> tuple[float, float]:
     return values["hlopipe_engine_busy_seconds"], values["hlopipe_generated_tokens_total"]
 
 
-def _client_rows(url, name, clients, requests, tokens, base: dict[int, float]) -> None:
+def _client_rows(url, name, clients, requests, tokens, base: dict[int, float]) -> list[dict]:
     """After a warm-up request, one table row per client count: tokens/s, TTFT and ITL
     medians, the server's time per token, and tokens/s over ``base`` (the first setup's at
-    that count, filled in by the first call)."""
+    that count, filled in by the first call). Returns each count's measures."""
     _load(url, 1, 1, tokens)  # warm the client and the server's paths
+    out = []
     for c in clients:
         r = _load(url, c, requests, tokens)
         rate = r["tokens_per_s"]
@@ -145,6 +146,8 @@ def _client_rows(url, name, clients, requests, tokens, base: dict[int, float]) -
         print(f"| {name} | {c} | {rate:.0f} | {r['ttft_p50'] * 1e3:.1f} | "
               f"{r['itl_p50'] * 1e3:.1f} | {r['server_per_token'] * 1e3:.2f} | "
               f"{rate / base[c]:.2f}x |", flush=True)  # fmt: skip
+        out.append(r)
+    return out
 
 
 def _prompts(
@@ -652,9 +655,16 @@ def _batch_table(batch: int, clients: list[int], requests: int, tokens: int) -> 
 
 
 def _batch_sized(
-    batch: int, clients: list[int], requests: int, tokens: int, d_model: int, layers: int
+    batch: int,
+    clients: list[int],
+    requests: int,
+    tokens: int,
+    d_model: int,
+    layers: int,
+    rounds: int = 1,
 ) -> None:
-    """Batching at serve time on a wider tiny GPT built here (see the module's docstring)."""
+    """Batching at serve time on a wider tiny GPT built here (see the module's docstring):
+    ``rounds`` rounds of every setup in turn (alternated), then the medians."""
 
     import jax
 
@@ -678,11 +688,15 @@ def _batch_sized(
     weights = sum(x.nbytes for x in jax.tree.leaves(params))
     top = max(clients)
     wide = widen(decode, (prefill,), batch)
+    # (its prefills at the fewest rows in every --max-batch row, as ``hlopipe serve`` has them)
+    steps, narrow = wide.steps, wide.narrow
     setups = [
-        (f"batch 1: {top} groups of 1", decode, prefill, top),
-        (f"--max-batch {batch}, 1 group", wide.decode, wide.prefills[0], 1),
-        (f"--max-batch {batch}, 2 groups", wide.decode, wide.prefills[0], 2),
-    ]
+        (f"batch 1: {top} groups of 1", decode, prefill, top, {}, {}),
+        (f"--max-batch {batch}, 1 group, every step at {batch} rows", wide.decode,
+         wide.prefills[0], 1, narrow, {}),
+        (f"--max-batch {batch}, 1 group", wide.decode, wide.prefills[0], 1, narrow, steps),
+        (f"--max-batch {batch}, 2 groups", wide.decode, wide.prefills[0], 2, narrow, steps),
+    ]  # fmt: skip
     print(f"tiny GPT d_model {d_model}, {layers} layers ({weights / 2**20:.1f} MiB of weights), "
           f"token step and prefill exported at batch 1, 2 stages, in-process engine over "
           f"HTTP; {requests} requests a client, prompts of 3 to 12, {tokens} tokens each, "
@@ -691,29 +705,64 @@ def _batch_sized(
           "tokens/s / batch 1's |")  # fmt: skip
     print("| --- | ---: | ---: | ---: | ---: | ---: | ---: |")
     base: dict[int, float] = {}
-    for name, dec, pref, groups in setups:
-        gen = Generator(dec, params, prefill=pref, groups=groups, max_len=cfg.max_len)
-        with _served(gen) as (_, url):
-            _client_rows(url, name, clients, requests, tokens, base)
-    # the step alone, one device, no pipeline: batch 1, the widened step, a native export
-    one = jax.jit(gd.decode_fn(cfg))
-    widened = jax.jit(wide.decode.as_function())
-    native = jax.jit(gd.decode_slots_fn(cfg))
+    gens = [(name, Generator(dec, params, prefill=pref, groups=groups, max_len=cfg.max_len,
+                             row_prefills=narrow, row_steps=steps))
+            for name, dec, pref, groups, narrow, steps in setups]  # fmt: skip
+    got: dict[str, list[list[dict]]] = {name: [] for name, _ in gens}
+    for _ in range(rounds):  # alternated: every setup once a round
+        for name, gen in gens:
+            with _served(gen) as (_, url):
+                got[name].append(_client_rows(url, name, clients, requests, tokens, base))
+    if rounds > 1:
+        print(f"\nmedians of {rounds} rounds (load average now {os.getloadavg()[0]:.1f})")
+        print("| served as | clients | tokens/s | TTFT p50 ms | ITL p50 ms | "
+              "tokens/s / batch 1's |")  # fmt: skip
+        print("| --- | ---: | ---: | ---: | ---: | ---: |")
+        first = gens[0][0]
+        for name, _ in gens:
+            for k, c in enumerate(clients):
+                med = {m: float(np.median([r[k][m] for r in got[name]]))
+                       for m in ("tokens_per_s", "ttft_p50", "itl_p50")}  # fmt: skip
+                one = float(np.median([r[k]["tokens_per_s"] for r in got[first]]))
+                print(
+                    f"| {name} | {c} | {med['tokens_per_s']:.0f} | {med['ttft_p50'] * 1e3:.1f} | "
+                    f"{med['itl_p50'] * 1e3:.1f} | {med['tokens_per_s'] / one:.2f}x |"
+                )
+    _steps_alone(cfg, params, wide, batch)
+
+
+def _steps_alone(cfg: Any, params: Any, wide: Any, batch: int) -> None:
+    """The step alone, one device, no pipeline: batch 1, the widened step, the widened step
+    computing its first rows (``Widened.steps``), a native export; each cache donated and the
+    next call given the cache the last returned, as the server runs them."""
+    import jax
+    import jax.numpy as jnp
+
+    from hlopipe.models import gpt_decode as gd
+
+    steps = wide.steps
     pos = jnp.full(batch, 3, jnp.int32)
     rows = jax.tree.map(lambda x: x[None].repeat(batch, 0), gd.empty_cache(1, cfg))
-    alone = [("batch 1 (decode_fn)", one, (gd.empty_cache(1, cfg), jnp.zeros(1, jnp.int32),
-                                           jnp.int32(3))),
-             (f"widened to {batch}", widened, (rows, jnp.zeros(batch, jnp.int32), pos)),
-             (f"exported at {batch} (decode_slots_fn)", native,
+    wide_args = (rows, jnp.zeros(batch, jnp.int32), pos)
+    alone = [("batch 1 (decode_fn)", gd.decode_fn(cfg), (gd.empty_cache(1, cfg),
+                                                         jnp.zeros(1, jnp.int32), jnp.int32(3))),
+             (f"widened to {batch}", wide.decode.as_function(), wide_args),
+             *((f"widened to {batch}, its first {n} computed", steps[n].as_function(), wide_args)
+               for n in sorted(steps)),
+             (f"exported at {batch} (decode_slots_fn)", gd.decode_slots_fn(cfg),
               (gd.empty_cache(batch, cfg), jnp.zeros(batch, jnp.int32), pos))]  # fmt: skip
-    for name, fn, args in alone:
-        jax.block_until_ready(fn(params, *args))
+    for name, fn, (cache, *rest) in alone:
+        fn = jax.jit(lambda p, c, *r, f=fn: f(p, c, *r), donate_argnums=1)
+        tree = jax.tree.structure(cache)
+        cache = jax.tree.map(jnp.copy, cache)  # (donated: each its own)
         times = []
-        for _ in range(20):
+        for _ in range(21):
             t0 = time.perf_counter()
-            jax.block_until_ready(fn(params, *args))
+            out = jax.block_until_ready(fn(params, cache, *rest))
             times.append(time.perf_counter() - t0)
-        print(f"the step alone, {name}: {np.median(times) * 1e3:.1f} ms (median of 20)")
+            cache = jax.tree.unflatten(tree, jax.tree.leaves(out[1:]))  # (its caches, flat)
+        times = times[1:]  # (the first compiles)
+        print(f"the step alone, {name}: {np.median(times) * 1e3:.2f} ms (median of 20)")
 
 
 def _llama_files(folder: Path, s: LlamaShape, buckets: tuple[int, ...]) -> tuple[int, int]:
@@ -1049,6 +1098,12 @@ def main() -> None:
                     "GPT this wide built here (default: the built-in, served by the command; "
                     "128)")  # fmt: skip
     ap.add_argument("--layers", type=int, default=4, help="--batch --d-model: its layers")
+    ap.add_argument(
+        "--rounds",
+        type=int,
+        default=1,
+        help="--batch --d-model: rounds of every setup in turn, then their medians",
+    )
     ap.add_argument("--llama", action="store_true", help="a Llama of real size (about 125M "
                     "parameters) exported to files and served at --max-batch 8 and 16 in a "
                     "process of its own, beside the plain loop on the same files")  # fmt: skip
@@ -1077,7 +1132,8 @@ def main() -> None:
         return
     if args.batch and args.d_model:
         clients = [int(x) for x in args.clients.split(",")]
-        _batch_sized(args.batch, clients, args.requests, args.tokens, args.d_model, args.layers)
+        _batch_sized(args.batch, clients, args.requests, args.tokens, args.d_model, args.layers,
+                     args.rounds)  # fmt: skip
         return
     if args.batch:
         clients = [int(x) for x in args.clients.split(",")]

@@ -133,6 +133,10 @@ class Generator:
         ``Session.prefill_rows`` runs the one at the fewest rows holding its prompts instead
         of computing the whole batch (one-device stages in one process; else not used); a
         chunk step among them (it takes the cache in) continues those prompts at ``n`` rows.
+      row_steps: ``{n: the decode step computing its first n rows}`` (``Widened.steps``: the
+        decode step's arguments and outputs, its caches written back at those rows only):
+        ``Session.issue(rows=n)`` runs it when no sequence runs beyond row ``n`` (one-device
+        stages in one process, a position per sequence; else not used).
 
     Example:
       >>> gen = hlopipe.Generator(dec, params, prefill=pre, groups=8)   # doctest: +SKIP
@@ -156,6 +160,7 @@ class Generator:
         stage_mesh_axes: Sequence[str] | None = None,
         param_specs: Any = None,
         row_prefills: Mapping[int, Sequence[Any]] | None = None,
+        row_steps: Mapping[int, Any] | None = None,
     ) -> None:
         self.source = getattr(decode, "source", "the decode step")
         roles = counters_as_position(decode.arg_roles(state=state, feedback=feedback))
@@ -260,6 +265,10 @@ class Generator:
                 )  # fmt: skip
             if self.chunk is not None:
                 self.narrow_chunks[n] = self.chunk.at_rows(progs[0], self, n, S)
+        self.narrow_steps: dict[int, _RowStep] = {}  # rows -> the step at its first rows
+        if one_device and self.per_sequence and self.stacked is None:
+            for n, program in sorted((row_steps or {}).items()):
+                self.narrow_steps[n] = _RowStep(program, self, n, S)
         self._let_go_of_host_params()
 
     def _chunk_step(self, programs: list[Any], S: int, decode: Any) -> ChunkStep | None:
@@ -877,3 +886,75 @@ def _write_rows(state: Any, prefilled: Any, mask: Any, *, axis: int) -> Any:
     shape = [1] * state.ndim
     shape[axis] = state.shape[axis]
     return jnp.where(mask.reshape(shape), prefilled, state)
+
+
+class _RowStep:
+    """The decode step computing only its first ``rows`` rows (``row_steps``: its arguments
+    and outputs the decode step's, its caches written back at those rows in place), split,
+    compiled and placed like the decode step, on the same registers: its step programs run
+    on a group's registers as the decode step's do (``Session.issue(rows=...)``), the
+    decode step's sampler drawing from its logits (the same shapes: nothing more compiled
+    for it)."""
+
+    @property
+    def stages(self) -> tuple[Stage, ...]:
+        return self.staged.stages
+
+    def __init__(self, program: Any, gen: Generator, rows: int, S: int) -> None:
+        """Refused by name where ``program``'s arguments are not the decode step's, or it
+        keeps a cache on another stage."""
+        from hlopipe.stages import split_stateful
+
+        what = f"the decode step at {rows} rows {getattr(program, 'source', '')}".rstrip()
+        # its roles are the decode step's (its token and position not told apart again: the
+        # data flow of its rows' write-back hides which one indexes the cache)
+        roles = gen.roles
+        want = [(tuple(r.shape), str(r.dtype)) for r in sorted(roles, key=lambda r: r.index)]
+        got = [(tuple(a.shape), str(np.dtype(a.dtype))) for a in program.in_avals]
+        state = {(r.index, r.output) for r in program.arg_roles().state}
+        same = got == want and state == {(r.index, r.output) for r in roles.state}
+        if not same or not 0 < rows < gen.batch:
+            raise RuntimeConfigError(
+                Keyword("row_steps"), f": {what} does not take and give the arguments and "
+                f"outputs of {gen.source} (the whole state, its tokens and positions at "
+                f"{gen.batch} rows), or {rows} is not fewer rows than {gen.batch}"
+            )  # fmt: skip
+        split = split_stateful(program, roles, num_stages=S, what=what)
+        decode_stage = {x.arg: x.stage for x in gen.split.slots}
+        for x in split.slots:
+            if x.stage != decode_stage[x.arg]:
+                raise StageError(
+                    f"{what}: keeps the cache {x.path} on stage {x.stage}, the decode step on "
+                    f"stage {decode_stage[x.arg]}"
+                )
+        self.rows, self.staged, self._gen = rows, split.staged, gen
+        kinds = {r.index: _KIND[r.role] for r in roles}
+        self.plans = plan_stages(split.staged, kinds, {x.arg: x for x in split.slots},
+                                 split.state_sent)  # fmt: skip
+        placed = gen.placed
+        self.compiled = compile_stages(self.staged.stages, self.plans, gen.place, gen.roles,
+                                       gen.param_specs, placed.state_shardings)  # fmt: skip
+        params = place_params(dict(placed.host_params), self.plans, self.compiled, placed.params)
+        self._param_slots = gen.registers.add_params(self.plans, params)
+        self._programs: dict[tuple[Any, ...], StepProgram] = {}
+
+    def _program(self, homes: Mapping[int, Home]) -> StepProgram:
+        """Its step program with the feedback lying at ``homes`` (built once)."""
+        gen = self._gen
+        key = tuple(homes.get(r.index) for r in gen.roles.feedback)
+        prog = self._programs.get(key)
+        if prog is None:
+            prog = build(self, gen.place, gen.registers.layout, dict(homes), gen._fed_by,
+                         self._param_slots, gen.registers.size, gen.sampler)  # fmt: skip
+            self._programs[key] = prog
+        return prog
+
+    def step_programs(self, homes: Mapping[int, Home], steps: int) -> list[StepProgram]:
+        """As ``Generator.step_programs``, of this step."""
+        prog, out = self._program(homes), []
+        for _ in range(steps):
+            out.append(prog)
+            if prog.successor is None:
+                prog.successor = self._program(prog.feedback_home)
+            prog = prog.successor
+        return out

@@ -676,19 +676,21 @@ class Session:
             regs.extend([None] * (size - len(regs)))
 
     def _issue(
-        self, steps: int, logprobs: list[list[Any]] | None = None
+        self, steps: int, logprobs: list[list[Any]] | None = None, rows: int | None = None
     ) -> Gen[tuple[list[Any], int], None, None]:
         """Issue ``steps`` decode steps of every group in the decode schedule's order (round
         robin: step ``t`` of every group, then step ``t + 1``), yielding each step's tokens
         (each group's value, and the stage holding them) once it is issued for every group,
         and appending each step's log-probabilities (each group's) to ``logprobs`` when given
         (a step returning logits). Closed early, what was issued is accounted for (position,
-        bytes, ``issued``)."""
+        bytes, ``issued``). ``rows``: the decode step computing its first ``rows`` rows
+        (``Generator.narrow_steps``), else the whole batch."""
         gen, G = self.gen, self.gen.groups
         if not steps:
             return
         order = decode_order(len(gen.plans), G, steps)
-        progs = gen.step_programs(self._home, steps)
+        step = gen if rows is None else gen.narrow_steps[rows]
+        progs = step.step_programs(self._home, steps)
         if gen.per_sequence:
             inputs = gen.placed_sequence_positions(progs, self.positions, steps)
         else:
@@ -797,7 +799,7 @@ class Session:
         the tokens are read once, at the end: ``issue(n).read()``."""
         return self._issue_steps(n, "generate").read()
 
-    def issue(self, n: int = 1) -> Issued:
+    def issue(self, n: int = 1, rows: int | None = None) -> Issued:
         """Issue the decode steps of the next ``n`` tokens of every sequence and return at
         once, without reading anything: :meth:`Issued.read` reads them later, ``[groups, b,
         n]``, the tokens :meth:`generate` would have returned (``generate(n)`` is
@@ -811,24 +813,36 @@ class Session:
         read (its wall time from the issue). In a job of several processes, every process
         issues and reads in the same order (a read gathers the tokens with collectives).
 
+        ``rows`` (one of ``Generator.narrow_steps``): the steps compute the first ``rows``
+        rows only, their cache rows written back in place and every other row's left as it
+        was (its token read back is junk): for a server whose running sequences all lie in
+        those rows.
+
         Example:
           >>> issued = [s.issue() for s in sessions]   # doctest: +SKIP
           >>> tokens = [h.read() for h in issued]     # every stage busy meanwhile
 
         Raises:
-          RuntimeConfigError: ``n`` is not positive, or its steps go beyond the cache."""
-        return self._issue_steps(n, "issue")
+          RuntimeConfigError: ``n`` is not positive, its steps go beyond the cache, or
+          ``rows`` is not a row count the generator has a step for."""
+        if rows is not None and rows not in self.gen.narrow_steps:
+            raise RuntimeConfigError(
+                f"issue(rows={rows!r}): the decode step is at "
+                f"{sorted(self.gen.narrow_steps) or 'no'} rows besides the batch "
+                f"({self.gen.batch}); give one of those or none"
+            )
+        return self._issue_steps(n, "issue", rows)
 
-    def _issue_steps(self, n: int, what: str) -> Issued:
+    def _issue_steps(self, n: int, what: str, rows: int | None = None) -> Issued:
         steps = self._begin(n, what)
         c = self.counters
         before = Counted(c.activations, c.feedback, c.state, c.host_s)
         t0 = time.perf_counter()
-        rows, first = self._take_pending()
+        made, first = self._take_pending()
         logprobs: list[list[Any]] = []
         if steps:
-            rows += list(self._issue(steps, logprobs))
-        return Issued(self, IssuedSteps(rows, first, steps, t0, before, logprobs))
+            made += list(self._issue(steps, logprobs, rows))
+        return Issued(self, IssuedSteps(made, first, steps, t0, before, logprobs))
 
     def read_issued(self, issued: IssuedSteps) -> np.ndarray:
         """The tokens of ``issued`` (what :meth:`issue` left on the devices), ``[groups, b,

@@ -74,13 +74,20 @@ class Widened(NamedTuple):
     below ``rows`` (batch-1 form only; ``Generator(row_prefills=...)``), so that a prompt
     admitted into a few rows is prefilled at the fewest rows holding it, not at ``rows``; a
     chunk step among the prefills is widened alike, in its place. ``says``: the form served,
-    as the startup summary names it (:meth:`WidenForm.says`)."""
+    as the startup summary names it (:meth:`WidenForm.says`). ``steps``: ``{n: the decode
+    step computing its first n rows}`` for the same ``n`` (batch-1 form only;
+    ``Generator(row_steps=...)``): it takes and gives the whole state at ``rows`` (donated),
+    its tokens and positions at ``rows``, computes the step vmapped over the first ``n`` of
+    them and writes only their cache rows back in place; its token or logits are padded with
+    zeros to ``rows``. A turn whose running rows are the first ``n`` then costs ``n`` rows'
+    compute, not ``rows``'."""
 
     decode: Any
     prefills: tuple[Any, ...]
     max_len: int | None
     narrow: dict[int, tuple[Any, ...]] = {}
     says: str = WidenForm.BATCH_1.says(1, False)
+    steps: dict[int, Any] = {}
 
 
 def widen(
@@ -114,6 +121,10 @@ def widen(
     states = {r.index for r in roles.state}
     state_outs = {r.output for r in roles.state}
     wide = _widened(decode, rows, params, states, state_outs)
+    counts = [n for n in (1 << k for k in range(rows.bit_length())) if n < rows]
+    arg_of_out = {r.output: r.index for r in roles.state}
+    steps = {n: _widened(decode, rows, params, states, state_outs, (n, arg_of_out))
+             for n in counts}  # fmt: skip
     pres: list[tuple[Any, set[int], set[int], set[int]]] = []
     for p in prefills:
         if takes_cache(p):  # a chunk step: its caches under the rows as the step's, a
@@ -126,19 +137,31 @@ def widen(
         prompt = _prompt_arg(p, what)
         p_params = set(range(len(p.in_avals))) - {prompt}
         pres.append((p, p_params, set(), set(state_of_out)))
-    counts = [n for n in (1 << k for k in range(rows.bit_length())) if n < rows]
-    narrow = {n: tuple(_widened(p, n, *how) for p, *how in pres) for n in counts if pres}
+    narrow = {n: tuple(_widened(p, n, ps, ss, ks) for p, ps, ss, ks in pres)
+              for n in counts if pres}  # fmt: skip
     lengths = [int(r.shape[r.axis]) for r in roles.state if r.axis is not None]
     told = len(lengths) == len(roles.state)
-    return Widened(wide, tuple(_widened(p, rows, *how) for p, *how in pres),
-                   min(lengths) if told and lengths else None, narrow)  # fmt: skip
+    return Widened(wide, tuple(_widened(p, rows, ps, ss, ks) for p, ps, ss, ks in pres),
+                   min(lengths) if told and lengths else None, narrow,
+                   steps=steps)  # fmt: skip
 
 
-def _widened(program: Any, rows: int, params: set[int], states: set[int], keep: set[int]) -> Any:
+def _widened(
+    program: Any,
+    rows: int,
+    params: set[int],
+    states: set[int],
+    keep: set[int],
+    first: tuple[int, dict[int, int]] | None = None,
+) -> Any:
     """``program`` vmapped over ``rows``: arguments in ``params`` not mapped, those in
     ``states`` and outputs in ``keep`` under a new leading axis, every other argument and
     output led by a batch axis of 1 has it taken by the rows (a scalar gets one per row);
-    the state donated, so that the widened program's roles are the program's."""
+    the state donated, so that the widened program's roles are the program's. ``first``:
+    ``(n, {state output: its argument})``, the program computing its first ``n`` rows only
+    (``Widened.steps``): its arguments sliced to them, each state output written over its
+    argument's first ``n`` rows (a dynamic update slice of the donated buffer, in place),
+    every other output padded with zeros to ``rows``."""
     from hlopipe.io import load
 
     fn = program.as_function(flat=True)
@@ -162,6 +185,8 @@ def _widened(program: Any, rows: int, params: set[int], states: set[int], keep: 
         if i not in params:
             shape = (rows, *shape[1:]) if squeezed[i] else (rows, *shape)
         avals.append(jax.ShapeDtypeStruct(shape, np.dtype(a.dtype)))
+    if first is not None:
+        mapped = _first_rows(row, in_axes, avals, rows, params, states, *first)
     exp = program.exported
     tree = getattr(exp, "in_tree", None)
     if tree is not None and tree.num_leaves == len(ins):  # its paths kept (names matched)
@@ -175,8 +200,87 @@ def _widened(program: Any, rows: int, params: set[int], states: set[int], keep: 
     else:
         exported = jax.export.export(jax.jit(mapped, donate_argnums=tuple(sorted(states))))(*avals)
     widened = load(exported.serialize())
-    widened.source = f"{getattr(program, 'source', 'the program')} (at {rows} rows)"
+    at = f"{rows} rows" if first is None else f"the first {first[0]} of {rows} rows"
+    widened.source = f"{getattr(program, 'source', 'the program')} (at {at})"
     return widened
+
+
+# what taking a cache's rows traces to (``a[:n]``, ``a[0]``)
+_TAKE_ROWS = frozenset({"slice", "dynamic_slice", "squeeze", "reshape"})
+
+
+def _first_rows(
+    row: Any,
+    in_axes: list[int | None],
+    avals: list[Any],
+    rows: int,
+    params: set[int],
+    states: set[int],
+    n: int,
+    arg_of_out: dict[int, int],
+) -> Any:
+    """``row`` (one row's step, vmapped over ``rows`` as ``in_axes`` say, taking ``avals``)
+    computing the first ``n`` rows (see ``_widened``), as a function of its flat arguments:
+    vmapped over ``n``, or at ``n = 1`` called on row 0 alone (XLA copies every cache twice
+    a step to write back one row computed by a vmap of one: measured on its compiled
+    program, none without the vmap).
+
+    Each state's slice is traced right before the first equation reading it, not at the
+    program's start: a split cuts in program order, and a cache sliced before the first
+    stage's marker would be read by the first stage and written by its own."""
+    import jax.numpy as jnp
+    from jax import lax
+    from jax.extend import core as jcore
+
+    mapped = jax.vmap(row, in_axes=in_axes)
+
+    def first(*args: Any) -> tuple[Any, ...]:
+        if n == 1:
+            got = tuple(v[None] for v in row(*(a if i in params else a[0]
+                                               for i, a in enumerate(args))))  # fmt: skip
+        else:
+            got = mapped(*(a if i in params else a[:n] for i, a in enumerate(args)))
+        return tuple(
+            lax.dynamic_update_slice(args[arg_of_out[o]], v, (0,) * v.ndim)
+            if o in arg_of_out
+            else jnp.pad(v, [(0, rows - n)] + [(0, 0)] * (v.ndim - 1))
+            for o, v in enumerate(got)
+        )
+
+    closed = jax.make_jaxpr(first)(*avals)
+    jaxpr = closed.jaxpr
+    cached = {v for i, v in enumerate(jaxpr.invars) if i in states}
+    eqns = list(jaxpr.eqns)
+    # a cache's row taken (a slice, an index: its shape ops, in a chain), moved to right
+    # before the first equation reading what it made (later than it was: its operands exist)
+    late: set[int] = set()
+    taken = set(cached)
+    for k, e in enumerate(eqns):
+        if e.primitive.name in _TAKE_ROWS and any(
+            not isinstance(v, jcore.Literal) and v in taken for v in e.invars
+        ):
+            late.add(k)
+            taken.update(e.outvars)
+    made = {v: k for k in late for v in eqns[k].outvars}
+    reader: dict[int, int] = {}
+    for k, e in enumerate(eqns):
+        for v in e.invars:
+            if not isinstance(v, jcore.Literal) and v in made:
+                reader.setdefault(made[v], k)
+    before: dict[int, list[int]] = {}
+    for j in sorted(reader):
+        before.setdefault(reader[j], []).append(j)
+    order: list[Any] = []
+
+    def emit(k: int) -> None:
+        for j in before.get(k, ()):
+            emit(j)
+        order.append(eqns[k])
+
+    for k in range(len(eqns)):
+        if k not in reader:
+            emit(k)
+    return jcore.jaxpr_as_fun(jcore.ClosedJaxpr(jaxpr.replace(eqns=order), closed.consts))
 
 
 def _prompt_arg(prefill: Any, what: str) -> int:

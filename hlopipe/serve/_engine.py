@@ -65,6 +65,7 @@ class Engine:
             samples=self.samples,
             chunk_row=self._chunk_row if gen.chunk is not None else None,
             row_counts=tuple(n for _, n in gen.narrow) if self.runner.per_sequence else (),
+            step_counts=tuple(gen.narrow_steps) if self.runner.per_sequence else (),
         )
         self.ready = threading.Event()
         self._on_ready = on_ready

@@ -17,8 +17,9 @@ them; every other process's runner (:meth:`Runner.follow`, no HTTP) makes the sa
 the same order. The tokens, and the
 log-probabilities where read, reach every process through the generator itself.
 
-The warm-up compiles every path (each prefill, a decode step, a fed token) and decides whether
-prompts shorter than a prefill may go through it right-padded (:meth:`Runner._padding_agrees`).
+The warm-up compiles every path (each prefill, a decode step at each row count it runs at, a
+fed token) and decides whether prompts shorter than a prefill may go through it right-padded
+(:meth:`Runner._padding_agrees`).
 """
 
 from __future__ import annotations
@@ -61,6 +62,9 @@ class ServedGenerator(Protocol):
 
     @property
     def narrow(self) -> Mapping[tuple[int, int], Any]: ...  # (length, rows): prefills at fewer
+
+    @property
+    def narrow_steps(self) -> Mapping[int, Any]: ...  # rows: the decode step at its first rows
 
     def with_groups(self, groups: int) -> Any: ...
 
@@ -142,7 +146,10 @@ class Runner:
                 ops.append(Op(OpKind.FEED, f.group, (tokens, positions)))
         ops += [Op(OpKind.COUNT_FED, c.group, (self._mask(c.prefilled),))
                 for c in plan.counts if c.prefilled]  # fmt: skip
-        ops += [Op(OpKind.STEP, g) for g in plan.steps]
+        at = dict(zip(plan.steps, plan.step_rows, strict=True)) if plan.step_rows else {}
+        ops += [Op(OpKind.STEP, g) if at.get(g, b) >= b
+                else Op(OpKind.STEP, g, (np.asarray(at[g], np.int64),))
+                for g in plan.steps]  # fmt: skip
         ops += [Op(OpKind.COUNT, c.group, (self._mask(c.drawn),)) for c in plan.counts if c.drawn]
         if plan.steps:  # every stepped group's tokens in one batched read
             ops.append(Op(OpKind.READ, values=(np.asarray(plan.steps, np.int64),)))
@@ -269,7 +276,10 @@ class Runner:
             session.count(op.values[0], tokens=self._fed[op.slot])
             return None
         if op.kind is OpKind.STEP:  # issued only: the turn's other groups are issued next
-            self._issued[op.slot] = session.issue(1)
+            if op.values:  # its first rows only
+                self._issued[op.slot] = session.issue(1, rows=int(op.values[0]))
+            else:
+                self._issued[op.slot] = session.issue(1)
             return None
         if op.kind is OpKind.LOGPROBS:
             return self._read[op.slot].logprobs()[0, :, 0]
@@ -325,7 +335,9 @@ class Runner:
 
     # -- warm-up -----------------------------------------------------------------------------
     def warm(self) -> None:
-        """Compile every path once: the prefill (if any), a decode step, a fed token."""
+        """Compile every path once: the prefill (if any), a decode step (and the step at
+        each row count below the batch it runs at: ``Generator.narrow_steps``), a fed
+        token."""
         b, token = self.batch, self.gen.token
         if self.per_sequence:
             for g in range(self.gen.groups):
@@ -334,6 +346,10 @@ class Runner:
                 self._warm_counts(session, fed=True)
                 session.feed(np.zeros((1, b), np.int32), position=np.zeros((1, b), np.int64))
                 session.generate(1)
+                for n in sorted(self.gen.narrow_steps):  # the step at its first n rows, fed
+                    session.feed(np.zeros((1, b), np.int32), position=np.zeros((1, b), np.int64))
+                    session.issue(1, rows=n).read()
+                    session.issue(1, rows=n).read()  # and from where a step left its token
                 # each prefill and each state's row writer, at each row count it runs at
                 # (``Generator.narrow_for``: the fewest rows holding the admitted, or all)
                 counts = sorted({n for _, n in self.gen.narrow} | {b})

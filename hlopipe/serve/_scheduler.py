@@ -192,7 +192,9 @@ class StepPlan:
     """One call of the runner (a turn), its parts made in this order: sessions begun, sampling
     set, prefills run, tokens fed (a :data:`PREFILLED` token from the prefill's), then each of
     ``steps``' decode step issued before any is read, and the log-probabilities of the groups
-    ``logprobs`` read; the penalties' ``counts`` updated where :class:`Counts` says."""
+    ``logprobs`` read; the penalties' ``counts`` updated where :class:`Counts` says.
+    ``step_rows``: the rows each of ``steps``' decode step computes, its first (its sequences
+    all lie there: ``Scheduler``'s ``step_counts``); empty: all."""
 
     starts: tuple[Start, ...] = ()
     sampling: tuple[SetSampling, ...] = ()
@@ -201,6 +203,7 @@ class StepPlan:
     steps: tuple[int, ...] = ()
     logprobs: tuple[int, ...] = ()
     counts: tuple[Counts, ...] = ()
+    step_rows: tuple[int, ...] = ()
 
     @property
     def empty(self) -> bool:
@@ -257,7 +260,10 @@ class Scheduler:
     (``generate/_chunk.py``: ``(prompt, padded) -> (row, covered)``), ``None`` without a chunk
     step; ``row_counts``: the row counts below the batch at which a prefill runs as they
     are (``Generator.narrow``; any other runs at the next one up, its extra rows computed
-    for nothing)."""
+    for nothing); ``step_counts``: likewise, the row counts below the batch at which a
+    decode step runs (``Generator.narrow_steps``): a group's step runs at the fewest of them
+    holding its last running row (a new sequence takes the lowest free row, so the running
+    rows pack at the bottom)."""
 
     def __init__(
         self,
@@ -270,10 +276,12 @@ class Scheduler:
         pads: bool = False,
         chunk_row: Callable[[list[int], bool], tuple[list[int], int]] | None = None,
         row_counts: tuple[int, ...] = (),
+        step_counts: tuple[int, ...] = (),
     ) -> None:
         self.policy = policy
         self.batch = batch
         self.row_counts = tuple(sorted({n for n in row_counts if 0 < n < batch} | {batch}))
+        self.step_counts = tuple(sorted({n for n in step_counts if 0 < n < batch} | {batch}))
         self.prefill_lens = tuple(sorted(prefill_lens))
         self.samples = samples
         self.pads = pads
@@ -317,8 +325,9 @@ class Scheduler:
         )
         begun = {s.group for s in starts}  # their counts set by the start (its sampling)
         counts = tuple(c for g in live if (c := self._counts(g, g in begun)) is not None)
+        step_rows = tuple(self._step_rows(g) for g in live) if len(self.step_counts) > 1 else ()
         return StepPlan(tuple(starts), sampling, tuple(prefills), feeds, tuple(live), logprobs,
-                        counts if self.samples else ())  # fmt: skip
+                        counts if self.samples else (), step_rows)  # fmt: skip
 
     def _counts(self, g: int, begun: bool) -> Counts | None:
         """Group ``g``'s :class:`Counts` this turn (``None``: no penalized sequence);
@@ -336,6 +345,12 @@ class Scheduler:
             tuple(b for b, r in held if r.token == PREFILLED),
             tuple(b for b, r in held if _gives(r)),
         )
+
+    def _step_rows(self, g: int) -> int:
+        """The rows group ``g``'s decode step computes: the fewest of ``step_counts`` holding
+        its last running row."""
+        top = 1 + max(b for b, r in enumerate(self.rows[g]) if r is not None)
+        return next(c for c in self.step_counts if c >= top)
 
     def _held(self, g: int) -> list[_Row]:
         return [r for r in self.rows[g] if r is not None]

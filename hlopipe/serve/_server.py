@@ -181,6 +181,7 @@ def build_server(
             param_rules, decode, stage_mesh_shape, stage_mesh_axes, params=params
         )
     narrow: dict[int, tuple[Any, ...]] = {}  # the prefills at fewer rows (widened)
+    steps: dict[int, Any] = {}  # the decode step at its first rows (widened)
     widened = None  # the form served at max_batch, as the summary says it
     if max_batch is not None:  # the batch-1 step vmapped over max_batch rows
         from hlopipe.generate import widen
@@ -191,10 +192,11 @@ def build_server(
         wide = widen(decode, pres, max_batch)
         decode, prefill = wide.decode, list(wide.prefills) or None
         max_len, narrow, widened = max_len or wide.max_len, wide.narrow, wide.says
+        steps = wide.steps
     gen = Generator(decode, params, prefill=prefill, num_stages=stages, groups=groups,
                     max_len=max_len, stage_mesh_shape=stage_mesh_shape,
                     stage_mesh_axes=stage_mesh_axes, param_specs=specs,
-                    row_prefills=narrow)  # fmt: skip
+                    row_prefills=narrow, row_steps=steps)  # fmt: skip
     leader = None
     if jax.process_count() > 1:
         from hlopipe.serve._control import Follower, Leader

@@ -188,3 +188,27 @@ def test_rows_continued_by_chunks_of_any_lengths_are_one_prefill():
         Prefill(0, (1,), (tuple(prompts[1]),)),
     )
     assert plan.feeds == (Feed(0, (PREFILLED,) * 4, (200, 16, 120, 40)),)
+
+
+def test_rows_a_decode_step_computes_the_fewest_rows_holding_the_last_running_one():
+    """One group of 8 rows, decode steps at its first 1, 2 and 4 rows too (``step_counts``),
+    prompts of 1 token (no prefill): a sequence takes the lowest free row, and each plan's
+    step computes the fewest of 1, 2, 4, 8 rows holding its highest running row, not as many
+    as are running. Without ``step_counts`` a plan names none (the whole batch)."""
+    s = Scheduler(Policy.ROWS, groups=1, batch=8, step_counts=(1, 2, 4))
+    s.add(_request([7], 1))
+    plan = s.schedule()
+    assert (plan.steps, plan.step_rows) == ((0,), (1,))
+    s.update(plan, StepResult(tokens={0: (9,) * 8}))  # row 0's sequence ends
+    for k, n in ((1, 1), (2, 2), (3, 3)):  # rows 0, 1, 2, ending one a turn
+        s.add(_request([k], n))
+    runs = []  # rows held, and the rows the step computed
+    while s.running() or s.waiting:
+        plan = s.schedule()
+        runs.append((tuple(b for b, r in enumerate(s.rows[0]) if r is not None), plan.step_rows))
+        s.update(plan, StepResult(tokens={0: (9,) * 8}))
+    # rows 0-2 (4 rows), then row 0 free: rows 1-2 still need 4; then row 2 alone: still 4
+    assert runs == [((0, 1, 2), (4,)), ((1, 2), (4,)), ((2,), (4,))]
+    s = Scheduler(Policy.ROWS, groups=1, batch=8)
+    s.add(_request([1], 1))
+    assert s.schedule().step_rows == ()

@@ -156,6 +156,68 @@ def test_prompts_admitted_at_once_split_across_row_counts_equal_each_alone(serve
     assert [r.seqs[0].tokens for r in requests] == [_alone(p, n) for p, n in cases]
 
 
+def test_decode_steps_run_at_the_fewest_rows_holding_the_running_sequences(served8):
+    """An engine on the served generator (8 rows; decode steps at its first 1, 2 and 4 rows
+    too): one sequence alone, two more admitted beside it (asked for as its third token is
+    made) that end while it goes on alone: 1, then 3, then 1 running. Each gets the tokens of
+    its sequence run alone at batch 1. The decode steps run once the engine is warm, counted
+    by the rows each computed, are 1 row a turn while one sequence runs and 4 while three do
+    (rows 0 to 2), never 8; and nothing is compiled (jax's own compile events)."""
+    from _engine_run import _COMPILE_EVENT
+
+    from hlopipe.generate._steps import Home
+    from hlopipe.serve import Engine, Request, Sequence
+
+    gen = served8[0].engine.gen
+    assert sorted(gen.narrow_steps) == [1, 2, 4]
+    engine = Engine(gen)
+    rng = np.random.default_rng(13)
+    prompts = [rng.integers(0, CFG.vocab, 1).tolist() for _ in range(3)]
+    done = threading.Semaphore(0)
+
+    def emit_lone(i, token, finish):
+        if i < 0:
+            done.release()
+        elif len(lone.seqs[0].tokens) == 3 and finish is None:  # its third: two more asked
+            engine.submit(pair)
+
+    lone = Request([Sequence(prompts[0], 24)], emit_lone)
+    pair = Request([Sequence(prompts[1], 4), Sequence(prompts[2], 4)],
+                   lambda i, t, f: i < 0 and done.release())  # fmt: skip
+    ran: dict[int, int] = {1: 0, 2: 0, 4: 0, 8: 0}  # decode steps run, by the rows computed
+    compiled: list[str] = []
+
+    def listen(event: str, _secs: float, **kw) -> None:
+        if event == _COMPILE_EVENT:
+            compiled.append(str(kw.get("fun_name")))
+
+    engine.start()
+    try:
+        assert engine.ready.wait(120) and engine.error is None
+        fed = {gen.token.index: Home(*gen.first_feedback[gen.token.index])}  # where feed puts
+        for rows, step in [(8, gen), *gen.narrow_steps.items()]:
+            for prog in {id(p): p for p in step.step_programs(fed, 2)}.values():
+                prog.run = _counted(prog.run, ran, rows)
+        jax.monitoring.register_event_duration_secs_listener(listen)
+        engine.submit(lone)
+        assert done.acquire(timeout=120) and done.acquire(timeout=120)
+    finally:
+        jax.monitoring.unregister_event_duration_listener(listen)
+        engine.stop(60)
+    got = [lone.seqs[0].tokens, *(s.tokens for s in pair.seqs)]
+    assert got == [_alone(p, n) for p, n in zip(prompts, (24, 4, 4), strict=True)]
+    assert ran == {1: 24 - 4, 2: 0, 4: 4, 8: 0}
+    assert compiled == []
+
+
+def _counted(run, ran, rows):
+    def counted(*args, **kwargs):
+        ran[rows] += 1
+        return run(*args, **kwargs)
+
+    return counted
+
+
 @pytest.mark.parametrize("rows", [0, -2, True])
 def test_max_batch_must_be_a_positive_integer(rows):
     from hlopipe.serve import build_server

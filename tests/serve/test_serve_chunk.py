@@ -132,8 +132,9 @@ def test_a_batch_1_chunk_step_at_max_batch_4_equals_the_unsplit_program(recipe):
     200-token and 120-token prompts' 12 and 7 chunks at 2 rows in 12 runs, each row at its
     own position (never at 4, nor a length at a time). The 64-token
     one asks for log-probabilities (which the decode step gives), so its chunks read its
-    first 63 tokens, the last chunk right-padded, and the decode step its last. Nothing is
-    compiled once the engine is warm (jax's own compile events)."""
+    first 63 tokens, the last chunk right-padded, and the decode step its last. Decode steps
+    run at the fewest rows holding the running ones (``row_steps``). Nothing is compiled
+    once the engine is warm (jax's own compile events)."""
     from hlopipe.generate import Generator, widen
     from hlopipe.serve import Engine
     from hlopipe.serve._scheduler import SamplingParams
@@ -143,7 +144,9 @@ def test_a_batch_1_chunk_step_at_max_batch_4_equals_the_unsplit_program(recipe):
     decode, prefill, chunk = _batch_1(ns)
     wide = widen(decode, [prefill, chunk], rows=4)
     gen = Generator(wide.decode, ns["params"], prefill=list(wide.prefills), num_stages=1,
-                    groups=1, max_len=cfg.max_len, row_prefills=wide.narrow)  # fmt: skip
+                    groups=1, max_len=cfg.max_len, row_prefills=wide.narrow,
+                    row_steps=wide.steps)  # fmt: skip
+    assert sorted(gen.narrow_steps) == [1, 2]  # decode steps at the fewest rows too
     chunk_ok = gen.chunk is not None and gen.chunk.pads and gen.chunk.overlaps
     assert chunk_ok and sorted(gen.narrow_chunks) == [1, 2]
     ran: dict[int, int] = {1: 0, 2: 0, 4: 0}  # chunks run, by the rows each computed
