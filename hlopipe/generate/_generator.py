@@ -762,7 +762,7 @@ class _Prefill:
         slots = {x.arg: x for x in gen.split.slots}
         stage_of = {o: slots[arg].stage for o, arg in state_of_out.items()}
         try:  # cut where the decode step keeps each cache
-            self.staged = split_prefill(program, stage_of, S, what)
+            self.staged = split_prefill(program, stage_of, S, what, _held_on(gen, param_of))
         except StageError as e:
             if str(e).startswith(what):  # split_prefill's own: it names the prefill
                 raise
@@ -958,3 +958,14 @@ class _RowStep:
                 prog.successor = self._program(prog.feedback_home)
             prog = prog.successor
         return out
+
+
+def _held_on(gen: Generator, param_of: Mapping[int, int]) -> dict[int, frozenset[int]]:
+    """For each prefill argument that is a decode step's parameter (``param_of``), the stages
+    whose decode program reads it: a prefill cut elsewhere would place it twice."""
+    stages: dict[int, set[int]] = {}
+    for p in gen.plans:
+        for kind, key in p.inputs:
+            if kind is InputKind.PARAM:
+                stages.setdefault(key, set()).add(p.stage)
+    return {i: frozenset(stages[a]) for i, a in param_of.items() if a in stages}

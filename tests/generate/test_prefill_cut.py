@@ -143,3 +143,30 @@ def test_values_from_constants_alone_are_made_where_they_are_read():
     x = jnp.arange(8.0)[None]
     for got, want in zip(jaxpr_as_fun(sunk)(x), f(x), strict=True):
         np.testing.assert_array_equal(got, want)
+
+
+def test_a_layer_between_two_caches_goes_where_the_decode_step_reads_its_weights():
+    """Layer 1's MLP lies between layer 1's cache (stage 0) and layer 2's (stage 1): either
+    cut crosses the residual stream alone. It is cut to the stage the decode step reads its
+    weights on (``held_on``), whichever that is, so no weight is placed on both stages (36 MiB
+    of a 125M Llama at ``--max-batch 8``, docs/serving.md)."""
+    _, pre = _programs("plain")
+    stage_of = {1: 0, 2: 0, 3: 0, 4: 0, 5: 1, 6: 1, 7: 1, 8: 1}  # layers 0-1 | 2-3, K and V
+    paths = [jax.tree_util.keystr(p) for p, _ in jax.tree_util.tree_flatten_with_path(
+        (_params(), 0))[0]]  # fmt: skip
+    mlp = {i for i, p in enumerate(paths) if p.startswith("[0]['layers'][1]['")
+           and any(k in p for k in ("fc1", "fc2", "ln2"))}  # fmt: skip
+    assert len(mlp) == 4
+    for there in (0, 1):
+        held = {i: frozenset({there if i in mlp else int("[2]" in p or "[3]" in p or "head" in p
+                                                         or "ln_f" in p)})
+                for i, p in enumerate(paths[:-1])}  # fmt: skip
+        staged = split_prefill(pre, stage_of, 2, "the prefill", held)
+        reads = [set(st.params_needed) for st in staged.stages]
+        assert mlp <= reads[there] and not mlp & reads[1 - there], there
+        for i in held:  # every other weight where the decode step reads it
+            if i not in mlp:
+                assert i in reads[next(iter(held[i]))]
+        for o, s in stage_of.items():
+            assert (staged.out_sources[o].kind, staged.out_sources[o].stage) == ("stage", s)
+        assert [r.aval.shape for st in staged.stages for r in st.receives] == [RESIDUAL]
