@@ -13,7 +13,7 @@ a cache is updated in place and never leaves its device; only activations and fe
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -465,13 +465,7 @@ class Generator:
     def step_programs(self, homes: Mapping[int, Home], steps: int) -> list[StepProgram]:
         """The program of each of ``steps`` decode steps from ``homes`` (the first step
         reads the feedback where ``start`` put it, the next ones where a step left it)."""
-        prog, out = self._program(homes), []
-        for _ in range(steps):
-            out.append(prog)
-            if prog.successor is None:
-                prog.successor = self._program(prog.feedback_home)
-            prog = prog.successor
-        return out
+        return _chained(self._program, homes, steps)
 
     def placed_positions(
         self, progs: list[StepProgram], first: int, steps: int
@@ -951,13 +945,22 @@ class _RowStep:
 
     def step_programs(self, homes: Mapping[int, Home], steps: int) -> list[StepProgram]:
         """As ``Generator.step_programs``, of this step."""
-        prog, out = self._program(homes), []
-        for _ in range(steps):
-            out.append(prog)
-            if prog.successor is None:
-                prog.successor = self._program(prog.feedback_home)
-            prog = prog.successor
-        return out
+        return _chained(self._program, homes, steps)
+
+
+def _chained(
+    program: Callable[[Mapping[int, Home]], StepProgram], homes: Mapping[int, Home], steps: int
+) -> list[StepProgram]:
+    """``steps`` step programs from ``homes``, each the one reading the feedback where the
+    step before left it (``program``: the step program for feedback at given homes, built
+    once; each remembers its successor)."""
+    prog, out = program(homes), []
+    for _ in range(steps):
+        out.append(prog)
+        if prog.successor is None:
+            prog.successor = program(prog.feedback_home)
+        prog = prog.successor
+    return out
 
 
 def _held_on(gen: Generator, param_of: Mapping[int, int]) -> dict[int, frozenset[int]]:
