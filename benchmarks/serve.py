@@ -320,14 +320,15 @@ def _ttft_model(
                                          jnp.zeros((b, chunk), jnp.int32),
                                          jnp.zeros((), jnp.int32))  # fmt: skip
         prefills.append(load(exported.serialize()))
-    program, narrow = load(decode.serialize()), {}
+    program, narrow, steps = load(decode.serialize()), {}, {}
     if max_batch is not None:
         from hlopipe.generate import widen
 
         wide = widen(program, prefills, max_batch)
-        program, prefills, narrow = wide.decode, list(wide.prefills), wide.narrow
+        program, prefills = wide.decode, list(wide.prefills)
+        narrow, steps = wide.narrow, wide.steps  # as `hlopipe serve --max-batch` builds it
     gen = Generator(program, params, prefill=prefills, num_stages=2, groups=1,
-                    max_len=cfg.max_len, row_prefills=narrow)  # fmt: skip
+                    max_len=cfg.max_len, row_prefills=narrow, row_steps=steps)  # fmt: skip
     return cfg, params, gen
 
 
