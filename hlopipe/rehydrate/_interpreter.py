@@ -48,6 +48,14 @@ class _Env(dict):
         return self.parent[key]
 
 
+def _captured(env: _Env, vids: tuple[int, ...]) -> _Env:
+    """The values ``vids`` of ``env`` (or its enclosing environments), alone."""
+    out = _Env()
+    for v in vids:
+        out[v] = env[v]
+    return out
+
+
 class Interpreter:
     """Runs the functions of a :class:`ModuleIR` with one ``jax.lax`` rule per op.
 
@@ -105,7 +113,11 @@ class Interpreter:
         rule = find_rule(op.name)
         if rule is None:
             raise UnsupportedOpError(missing_rule_message(op.name, 1, op.loc))
-        regions = tuple(Region(self, b, env) for b in op.regions)
+        # a region sees only the values it reads from outside (``op.captures``), not the
+        # whole enclosing environment: a rule may keep its region callable past the trace
+        # (``lax.reduce`` keeps ``computation`` in its equation), and the environment's
+        # tracers, the whole trace before the op, would live as long as that equation
+        regions = tuple(Region(self, b, _captured(env, op.captures)) for b in op.regions)
         quantized = op.cache.get("quantized")
         if quantized is None:
             quantized = op.cache["quantized"] = _quant.wrapped(op)
