@@ -459,8 +459,17 @@ def _parse(
     return prompts, opts
 
 
+_WHY_NOT = {  # why each field in _NOT_IMPLEMENTED is not
+    "logit_bias": "the sampler on the device keeps no bias a sequence",
+    "min_tokens": "the end-of-sequence ids are not masked before a count",
+    "suffix": "the model is not asked to fill in between a prefix and a suffix",
+    "echo": "chat does not give back its last message (vLLM's echo)",
+    "best_of": "chat does not draw more answers than it returns",
+}
+
+
 def _not_implemented(key: str, model: Model) -> str:
-    return f"{key} is not implemented by this server; leave it out"
+    return f"{key} is not implemented by this server ({_WHY_NOT[key]}); leave it out"
 
 
 def _prompt_text(ids: list[int], model: Model) -> str:

@@ -316,9 +316,10 @@ WEATHER = {"type": "function", "function": {"name": "get_weather", "parameters":
 def test_what_openai_clients_send_to_chat(chat_server):
     """A ``developer`` message (rendered as ``system``), a user message of two text parts
     (joined by a newline) with a ``name``, ``max_completion_tokens``, ``tools`` with
-    ``tool_choice: "none"`` and ``parallel_tool_calls``, ``response_format`` text, ``user``:
-    greedy tokens equal the oracle's on the prompt rendered here, ``usage`` counts that
-    prompt, the stream with ``include_usage`` joins to the answer and ends with that usage.
+    ``tool_choice: "none"`` and ``parallel_tool_calls``, ``response_format`` text, ``user``,
+    ``n`` 2: each choice's greedy tokens equal the oracle's on the prompt rendered here,
+    ``usage`` counts that prompt once and both answers; each choice's stream (with
+    ``include_usage``) joins to its answer, and the last chunk has that usage.
     Tool calls and the json modes, which the server cannot make, are a 400 naming the field."""
     _, url = chat_server
     client = _client(url)
@@ -330,18 +331,19 @@ def test_what_openai_clients_send_to_chat(chat_server):
     prompt = prompt_ids(rendered)
     how = {"model": "m", "messages": messages, "max_completion_tokens": 4, "temperature": 0,
            "tools": [WEATHER], "tool_choice": "none", "parallel_tool_calls": False,
-           "response_format": {"type": "text"}, "user": "bob"}  # fmt: skip
+           "response_format": {"type": "text"}, "user": "bob", "n": 2}  # fmt: skip
     r = client.chat.completions.create(**how)
-    assert r.choices[0].model_dump()["token_ids"] == oracle(prompt, 4)
-    assert r.choices[0].message.tool_calls is None
-    assert r.usage.prompt_tokens == len(prompt) and r.usage.completion_tokens == 4
-    assert r.usage.total_tokens == len(prompt) + 4
+    assert [c.model_dump()["token_ids"] for c in r.choices] == [oracle(prompt, 4)] * 2
+    assert [c.message.tool_calls for c in r.choices] == [None, None]
+    assert r.usage.prompt_tokens == len(prompt) and r.usage.completion_tokens == 8
+    assert r.usage.total_tokens == len(prompt) + 8
     usage = {"include_usage": True}
     chunks = list(client.chat.completions.create(**how, stream=True, stream_options=usage))
-    assert (
-        "".join(c.choices[0].delta.content or "" for c in chunks[:-1])
-        == r.choices[0].message.content
-    )
+    joined = ["", ""]
+    for c in chunks[:-1]:
+        (choice,) = c.choices
+        joined[choice.index] += choice.delta.content or ""
+    assert joined == [c.message.content for c in r.choices]
     assert chunks[-1].choices == [] and chunks[-1].usage.model_dump() == r.usage.model_dump()
     call = {"model": "m", "messages": CHAT, "max_tokens": 2}
     for body, param, says in (
