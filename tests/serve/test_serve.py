@@ -760,6 +760,13 @@ def test_echo_best_of_response_format_and_prompt_lists_as_openai_clients_send_th
         joined[choice["index"]] += choice["text"]
     assert joined == texts
     assert events[-1]["choices"] == [] and events[-1]["usage"] == usage
+    # what LangChain's completions LLM sends by default: every no-op value accepted
+    langchain = {"model": "m", "prompt": ["2 4 8"], "temperature": 0, "top_p": 1,
+                 "frequency_penalty": 0, "presence_penalty": 0, "n": 1, "logit_bias": {},
+                 "max_tokens": n, "seed": None, "logprobs": None, "best_of": 1, "stop": None,
+                 "stream": False}  # fmt: skip
+    status, _, text = _post(url, langchain)
+    assert status == 200 and json.loads(text)["choices"][0]["token_ids"] == want[0]
     one = {"model": "m", "prompt": [2, 4], "max_tokens": 2}
     for body, param, says in (
         ({"best_of": 3}, "best_of", "not implemented"),
