@@ -63,7 +63,7 @@ _FIELDS = {  # the fields read, and the JSON types each may have
     "repetition_penalty": (int, float),  # vLLM's (Hugging Face's), above 0
     "response_format": (dict,),  # {"type": "text"}; the json modes are a 400 saying why
     "echo": (bool,),  # completions: the prompt's text before the answer's
-    "best_of": (int,),  # completions: accepted equal to n (nothing more drawn than returned)
+    "best_of": (int,),  # completions: draws of which the n most likely are returned
     "tools": (list,),  # chat, with tool_choice "none": given to the chat template
     "tool_choice": (str, dict),  # chat: "none" only (no tool-call parser)
     "parallel_tool_calls": (bool,),  # chat: no tool call is ever made, so either value
@@ -280,7 +280,7 @@ def make_app(model: Model) -> Starlette:
         if not model.engine.ready.is_set():
             return _error("the server is compiling its stages; retry when /health answers 200", 503)
         metrics.requests.labels("200").inc()
-        metrics.prompt_tokens.inc(sum(len(p) for p in prompts) * opts["n"])
+        metrics.prompt_tokens.inc(sum(len(p) for p in prompts) * opts["best_of"])
         headers = {}
         if greedy_only and opts["temperature"] != 0:
             headers["x-hlopipe-warning"] = "greedy: the decode step returns tokens, not logits"
@@ -424,11 +424,7 @@ def _parse(
     if opts["top_k"] < -1:
         raise BadRequest("top_k must be -1 or 0 (no cut) or a positive count", "top_k")
     opts["top_k"] = max(opts["top_k"], 0)
-    best_of = body.get("best_of")
-    if best_of is not None and best_of != opts["n"]:
-        raise BadRequest(f"best_of {best_of} with n {opts['n']}: drawing more completions than "
-                         "are returned, to keep the most likely, is not implemented by this "
-                         "server; leave best_of out (or equal to n)", "best_of")  # fmt: skip
+    opts["best_of"] = _best_of(body, opts, model)
     if opts["echo"] and opts["logprobs"] is not None:
         raise BadRequest("echo with logprobs would need the prompt's log-probabilities, "
                          "which this server does not compute; ask for one or the other",
@@ -470,6 +466,25 @@ _WHY_NOT = {  # why each field in _NOT_IMPLEMENTED is not
 
 def _not_implemented(key: str, model: Model) -> str:
     return f"{key} is not implemented by this server ({_WHY_NOT[key]}); leave it out"
+
+
+def _best_of(body: dict[str, Any], opts: dict[str, Any], model: Model) -> int:
+    """How many completions are drawn a prompt (``best_of``, at least ``n``; by default ``n``):
+    above ``n``, the ``n`` with the highest log-probability per token are returned (OpenAI's
+    definition), so the step must return logits, and the answer cannot be streamed."""
+    n, best_of = opts["n"], body.get("best_of")
+    if best_of is None or best_of == n:
+        return n
+    if not n <= best_of <= 16:
+        raise BadRequest(f"best_of must be between n ({n}) and 16", "best_of")
+    if opts["stream"]:
+        raise BadRequest("best_of above n cannot be streamed: which draws are the best is known "
+                         "only once all have ended", "best_of")  # fmt: skip
+    if not model.engine.samples:
+        raise BadRequest("best_of above n ranks draws by their log-probabilities; this server's "
+                         "step returns tokens (its own argmax), so there are none (and every "
+                         "draw is the same)", "best_of")  # fmt: skip
+    return best_of
 
 
 def _prompt_text(ids: list[int], model: Model) -> str:
@@ -779,13 +794,17 @@ class _Call:
         self.events_q: asyncio.Queue[tuple[int, int | None, FinishReason | None]] = asyncio.Queue()
         seed = opts["seed"] if opts["seed"] is not None else secrets.randbits(32)
         presence, frequency, repetition = opts["penalties"]
+        self.draws = opts["best_of"]  # sequences a prompt: n, or best_of to rank
+        logprobs = opts["logprobs"]
+        if logprobs is None and self.draws > opts["n"]:
+            logprobs = 0  # ranking reads each token's log-probability
         seqs = [
             Sequence(p, opts["max_tokens"], opts["stop_ids"],
                      SamplingParams(_seed_of(seed, k), opts["temperature"], opts["top_p"],
                                     opts["top_k"], presence, frequency, repetition,
-                                    opts["logprobs"] is not None),
-                     logprobs=opts["logprobs"])
-            for p in prompts for k in range(opts["n"])
+                                    logprobs is not None),
+                     logprobs=logprobs)
+            for p in prompts for k in range(self.draws)
         ]  # fmt: skip
         self.outputs = [
             SequenceOutput(detokenizer(model.tokenizer), tuple(opts["stop"]), opts["stop_ids"])
@@ -856,21 +875,41 @@ class _Call:
             "%s %s %d model=%s prompt_tokens=%d completion_tokens=%d finish=%s ttft_ms=%s "
             "total_ms=%.1f%s",
             self.id, self.endpoint.path, status, self.opts["model"],
-            sum(len(s.prompt) for s in self.request.seqs[:: self.opts["n"]]),
+            sum(len(s.prompt) for s in self.request.seqs[:: self.draws]),
             sum(len(out.tokens) for out in self.outputs), finishes, ttft, total,
             f" user={self.opts['user']}" if self.opts.get("user") else "",
         )  # fmt: skip
 
+    def _returned(self) -> list[int]:
+        """The sequences answered, in choice order: every one, or of each prompt's
+        ``best_of`` draws the ``n`` with the highest mean log-probability a token, best
+        first (ties: the earlier draw)."""
+        n, draws = self.opts["n"], self.draws
+        if draws == n:
+            return list(range(len(self.outputs)))
+
+        def mean_logprob(k: int) -> float:
+            kept = len(self.outputs[k].tokens)  # a stop string's later tokens are dropped
+            made = self.request.seqs[k].token_logprobs[:kept]
+            return sum(lp.logprob for lp in made) / max(kept, 1)
+
+        chosen = []
+        for first in range(0, len(self.outputs), draws):
+            ranked = sorted(range(first, first + draws), key=lambda k: -mean_logprob(k))
+            chosen += ranked[:n]
+        return chosen
+
     def body(self) -> dict[str, Any]:
         choices = []
-        for k, out in enumerate(self.outputs):
+        for index, k in enumerate(self._returned()):
+            out = self.outputs[k]
             text = out.joined
             if self.endpoint is Endpoint.CHAT:
                 said: dict[str, Any] = {"message": {"role": "assistant", "content": text}}
             else:
                 said = {"text": self._echoed(k) + text}
             lps = self._logprobs(k, 0, len(out.tokens), 0)
-            choices.append({"index": k, **said, "token_ids": out.tokens, "logprobs": lps,
+            choices.append({"index": index, **said, "token_ids": out.tokens, "logprobs": lps,
                             "finish_reason": _reason(out.finish)})  # fmt: skip
         return {
             "id": self.id,
@@ -885,7 +924,7 @@ class _Call:
     def _echoed(self, k: int) -> str:
         """Choice ``k``'s prompt text when the request asked for ``echo`` (else ``""``)."""
         echo = self.opts["echo"]
-        return echo[k // self.opts["n"]] if echo else ""
+        return echo[k // self.draws] if echo else ""
 
     def _token_text(self, token: int) -> str:
         """A token's own text in ``logprobs`` (its decode alone, special tokens kept; a byte
@@ -899,7 +938,7 @@ class _Call:
         ``{"content": [...]}``, completions' parallel lists, ``text_offset`` counted from
         ``offset``), or ``None`` when not asked for."""
         seq = self.request.seqs[k]
-        if seq.logprobs is None:
+        if self.opts["logprobs"] is None:  # not asked for (best_of may have made them)
             return None
         made: list[tuple[str, TokenLogprobs]] = [
             (self._token_text(t), lp)
@@ -928,8 +967,8 @@ class _Call:
 
     def _usage(self) -> dict[str, int]:
         seqs = self.request.seqs
-        prompt = sum(len(s.prompt) for s in seqs[:: self.opts["n"]])
-        made = sum(len(out.tokens) for out in self.outputs)
+        prompt = sum(len(s.prompt) for s in seqs[:: self.draws])
+        made = sum(len(out.tokens) for out in self.outputs)  # every draw, best_of's too
         return {"prompt_tokens": prompt, "completion_tokens": made, "total_tokens": prompt + made}
 
     def _chunk(

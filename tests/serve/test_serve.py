@@ -508,6 +508,36 @@ def log_softmax_after(prompt, tokens):
     return x - np.log(np.exp(x).sum(axis=-1, keepdims=True))
 
 
+def test_best_of_returns_the_draws_most_likely_a_token(server):
+    """``best_of`` 4 with ``n`` 2 on two prompts, sampled with a seed: each prompt's choices
+    are, of the four draws the same request makes with ``n`` 4 (the same seeds), the two
+    with the highest mean log-probability a token, computed here with ``log_softmax`` of the
+    unsplit step's logits, best first; ``usage`` counts every draw. Streamed, below ``n``
+    or above 16: a 400 naming it."""
+    _, url = server
+    client = _client(url)
+    prompts = [[3, 9, 1], [7, 7]]
+    how = {"model": "m", "prompt": prompts, "max_tokens": 5, "temperature": 1.8, "seed": 21}
+    drawn = client.completions.create(**how, n=4).model_dump()["choices"]
+    best = client.completions.create(**how, n=2, best_of=4).model_dump()
+    for i, prompt in enumerate(prompts):
+        draws = [c["token_ids"] for c in drawn[4 * i : 4 * i + 4]]
+        assert len({tuple(d) for d in draws}) > 2, draws  # the choice means something
+        means = [float(np.mean(log_softmax_after(prompt, d)[np.arange(5), d])) for d in draws]
+        order = sorted(range(4), key=lambda k: -means[k])
+        got = [c["token_ids"] for c in best["choices"][2 * i : 2 * i + 2]]
+        assert got == [draws[order[0]], draws[order[1]]], (means, draws, got)
+    assert [c["index"] for c in best["choices"]] == [0, 1, 2, 3]
+    assert all(c["logprobs"] is None for c in best["choices"])  # made to rank, not asked for
+    assert best["usage"]["completion_tokens"] == 2 * 4 * 5 and best["usage"]["prompt_tokens"] == 5
+    for extra, says in (({"best_of": 4, "stream": True}, "cannot be streamed"),
+                        ({"best_of": 1, "n": 2}, "between n"),
+                        ({"best_of": 17}, "between n")):  # fmt: skip
+        with pytest.raises(openai.BadRequestError, match=says) as e:
+            client.completions.create(**how, extra_body=extra)
+        assert e.value.param == "best_of"
+
+
 def test_logprobs_equal_the_log_softmax_of_the_unsplit_steps_logits(server):
     """``logprobs: 3``, greedy and seeded (a prompt of the prefill's length too): each token's
     log-probability and the three largest (ids as text, largest first) equal ``log_softmax``
@@ -769,7 +799,6 @@ def test_echo_best_of_response_format_and_prompt_lists_as_openai_clients_send_th
     assert status == 200 and json.loads(text)["choices"][0]["token_ids"] == want[0]
     one = {"model": "m", "prompt": [2, 4], "max_tokens": 2}
     for body, param, says in (
-        ({"best_of": 3}, "best_of", "not implemented"),
         ({"echo": True, "logprobs": 1}, "echo", "prompt's log-probabilities"),
         ({"response_format": {"type": "json_object"}}, "response_format", "guided"),
         ({"response_format": {"type": "json_schema", "json_schema": {}}}, "response_format",
