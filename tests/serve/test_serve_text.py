@@ -280,8 +280,7 @@ def test_another_model_name_is_a_404_and_unimplemented_fields_a_400(text_server)
     client = _client(url)
     with pytest.raises(openai.NotFoundError, match="'other' does not exist"):
         client.completions.create(model="other", prompt="Café", max_tokens=2)
-    for field, value in (("logit_bias", {"5": 1}), ("suffix", "x"), ("best_of", 2),
-                         ("min_tokens", 2)):  # fmt: skip
+    for field, value in (("logit_bias", {"5": 1}), ("suffix", "x"), ("min_tokens", 2)):
         with pytest.raises(openai.BadRequestError, match=field):
             client.completions.create(model="bpe", prompt="Café", max_tokens=2,
                                       extra_body={field: value})  # fmt: skip
