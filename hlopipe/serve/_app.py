@@ -24,6 +24,8 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.middleware import Middleware
 from starlette.requests import Request as HttpRequest
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
@@ -59,6 +61,12 @@ _FIELDS = {  # the fields read, and the JSON types each may have
     "presence_penalty": (int, float),  # OpenAI's, in [-2, 2]
     "frequency_penalty": (int, float),  # OpenAI's, in [-2, 2]
     "repetition_penalty": (int, float),  # vLLM's (Hugging Face's), above 0
+    "response_format": (dict,),  # {"type": "text"}; the json modes are a 400 saying why
+    "echo": (bool,),  # completions: the prompt's text before the answer's
+    "best_of": (int,),  # completions: draws of which the n most likely are returned
+    "tools": (list,),  # chat, with tool_choice "none": given to the chat template
+    "tool_choice": (str, dict),  # chat: "none" only (no tool-call parser)
+    "parallel_tool_calls": (bool,),  # chat: no tool call is ever made, so either value
 }
 # OpenAI's (and vLLM's) fields this server does not implement: a 400 naming the field unless
 # the value is the one that changes nothing (never silently ignored)
@@ -69,7 +77,10 @@ _NOT_IMPLEMENTED: dict[str, tuple[Any, ...]] = {
     "suffix": (None, ""),
     "min_tokens": (None, 0),
 }
-_ROLES = ("system", "user", "assistant")
+_ROLES = ("system", "developer", "user", "assistant")  # developer: OpenAI's newer system
+_CHAT_ONLY = frozenset({"messages", "max_completion_tokens", "top_logprobs", "tools",
+                        "tool_choice", "parallel_tool_calls"})  # fmt: skip
+_COMPLETIONS_ONLY = frozenset({"prompt", "echo", "best_of"})
 
 
 class Endpoint(StrEnum):
@@ -82,8 +93,8 @@ class Endpoint(StrEnum):
     @property
     def fields(self) -> frozenset[str]:
         if self is Endpoint.COMPLETIONS:
-            return frozenset(_FIELDS) - {"messages", "max_completion_tokens", "top_logprobs"}
-        return frozenset(_FIELDS) - {"prompt"}
+            return frozenset(_FIELDS) - _CHAT_ONLY
+        return frozenset(_FIELDS) - _COMPLETIONS_ONLY
 
     @property
     def path(self) -> str:
@@ -130,11 +141,60 @@ class Model:
         return (self.id, *self.aliases)
 
 
-def _error(message: str, status: int = 400, param: str | None = None) -> JSONResponse:
-    kind = "invalid_request_error" if status in (400, 404) else "server_error"
-    code = "model_not_found" if status == 404 else None
+def _error(
+    message: str,
+    status: int = 400,
+    param: str | None = None,
+    code: str | None = None,
+    headers: dict[str, str] | None = None,
+) -> JSONResponse:
+    """OpenAI's error body, ``{"error": {"message", "type", "param", "code"}}``; a 404 of a
+    model not served has the code ``model_not_found`` (``param`` ``"model"``)."""
+    kind = "invalid_request_error" if 400 <= status < 500 else "server_error"
+    if code is None and status == 404 and param == "model":
+        code = "model_not_found"
     body = {"error": {"message": message, "type": kind, "param": param, "code": code}}
-    return JSONResponse(body, status_code=status)
+    return JSONResponse(body, status_code=status, headers=headers)
+
+
+async def _http_error(http: HttpRequest, exc: Exception) -> Response:
+    """A route or method not served (Starlette's 404 and 405) in OpenAI's error body, as
+    OpenAI's API answers an unknown URL."""
+    assert isinstance(exc, HTTPException)
+    where = f"{http.method} {http.url.path}"
+    headers = dict(exc.headers or {})
+    if exc.status_code == 404:
+        message = f"no route {where}: this server serves {', '.join(_ROUTES)}"
+    elif exc.status_code == 405:
+        message = f"{where}: the method is not allowed here (allowed: {headers.get('Allow')})"
+    else:
+        message = f"{where}: {exc.detail}"
+    return _error(message, exc.status_code, headers=headers)
+
+
+class _RequestId:
+    """ASGI middleware: a request's ``x-request-id`` header, when sent, is echoed on its
+    answer (as OpenAI's and vLLM's servers echo it), whatever the route and status."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        sent = [v for k, v in scope["headers"] if k == b"x-request-id"][:1]
+        if not sent:
+            await self.app(scope, receive, send)
+            return
+
+        async def send_with_id(message: Any) -> None:
+            if message["type"] == "http.response.start":
+                message = {**message, "headers": [*message.get("headers", ()),
+                                                   (b"x-request-id", sent[0])]}  # fmt: skip
+            await send(message)
+
+        await self.app(scope, receive, send_with_id)
 
 
 class _Metrics:
@@ -190,10 +250,20 @@ def make_app(model: Model) -> Starlette:
             return _error("compiling the stages", 503)
         return JSONResponse({"status": "ok"})
 
+    def card(name: str) -> dict[str, Any]:
+        return {"id": name, "object": "model", "created": 0, "owned_by": "hlopipe",
+                "max_model_len": model.engine.max_len}  # fmt: skip
+
     async def models(_: HttpRequest) -> Response:
-        cards = [{"id": name, "object": "model", "created": 0, "owned_by": "hlopipe"}
-                 for name in model.names]  # fmt: skip
-        return JSONResponse({"object": "list", "data": cards})
+        return JSONResponse({"object": "list", "data": [card(name) for name in model.names]})
+
+    async def one_model(http: HttpRequest) -> Response:
+        name = http.path_params["name"]
+        if name not in model.names:
+            served = ", ".join(repr(n) for n in model.names)
+            return _error(f"the model {name!r} does not exist: this server serves {served}",
+                          404, "model")  # fmt: skip
+        return JSONResponse(card(name))
 
     async def prometheus(_: HttpRequest) -> Response:
         return Response(generate_latest(metrics.registry), media_type="text/plain; version=0.0.4")
@@ -210,7 +280,7 @@ def make_app(model: Model) -> Starlette:
         if not model.engine.ready.is_set():
             return _error("the server is compiling its stages; retry when /health answers 200", 503)
         metrics.requests.labels("200").inc()
-        metrics.prompt_tokens.inc(sum(len(p) for p in prompts) * opts["n"])
+        metrics.prompt_tokens.inc(sum(len(p) for p in prompts) * opts["best_of"])
         headers = {}
         if greedy_only and opts["temperature"] != 0:
             headers["x-hlopipe-warning"] = "greedy: the decode step returns tokens, not logits"
@@ -243,11 +313,18 @@ def make_app(model: Model) -> Starlette:
         routes=[
             Route("/health", health),
             Route("/v1/models", models),
+            Route("/v1/models/{name:path}", one_model),
             Route("/metrics", prometheus),
             Route("/v1/completions", completions, methods=["POST"]),
             Route("/v1/chat/completions", chat, methods=["POST"]),
-        ]
+        ],
+        middleware=[Middleware(_RequestId)],
+        exception_handlers={HTTPException: _http_error},
     )
+
+
+_ROUTES = ("GET /health", "GET /metrics", "GET /v1/models", "GET /v1/models/{model}",
+           "POST /v1/completions", "POST /v1/chat/completions")  # fmt: skip
 
 
 async def _until_finished_or_gone(finished: Any, http: HttpRequest) -> bool:
@@ -329,7 +406,9 @@ def _parse(
         "include_usage": _include_usage(body),
         "logprobs": _logprobs(body, model, endpoint),
         "penalties": _penalties(body, model),
+        "echo": _get(body, "echo", False),
     }
+    _response_format(body)
     if isinstance(opts["stop"], str):
         opts["stop"] = [opts["stop"]]
     if not all(isinstance(s, str) and s for s in opts["stop"]) or len(opts["stop"]) > 4:
@@ -345,13 +424,23 @@ def _parse(
     if opts["top_k"] < -1:
         raise BadRequest("top_k must be -1 or 0 (no cut) or a positive count", "top_k")
     opts["top_k"] = max(opts["top_k"], 0)
+    opts["best_of"] = _best_of(body, opts, model)
+    if opts["echo"] and opts["logprobs"] is not None:
+        raise BadRequest("echo with logprobs would need the prompt's log-probabilities, "
+                         "which this server does not compute; ask for one or the other",
+                         "echo")  # fmt: skip
     if endpoint is Endpoint.COMPLETIONS:
         if "prompt" not in body:
             raise BadRequest("prompt is required", "prompt")
-        prompts = [_ids(p, model) for p in _prompt_list(body["prompt"])]
+        asked_prompts = _prompt_list(body["prompt"])
+        prompts = [_ids(p, model) for p in asked_prompts]
+        if opts["echo"]:  # each prompt's text as the client sent it, or its ids' decode
+            opts["echo"] = [p if isinstance(p, str) else _prompt_text(ids, model)
+                            for p, ids in zip(asked_prompts, prompts, strict=True)]  # fmt: skip
         where = "prompt"
     else:
-        prompts = [_chat_ids(body.get("messages"), model, _template(model))]
+        tools = _tools(body)
+        prompts = [_chat_ids(body.get("messages"), model, _template(model), tools)]
         where = "messages"
     limit = model.engine.max_len
     if opts["max_tokens"] is None:  # as many as the cache holds after the longest prompt
@@ -366,8 +455,91 @@ def _parse(
     return prompts, opts
 
 
+_WHY_NOT = {  # why each field in _NOT_IMPLEMENTED is not
+    "logit_bias": "the sampler on the device keeps no bias a sequence",
+    "min_tokens": "the end-of-sequence ids are not masked before a count",
+    "suffix": "the model is not asked to fill in between a prefix and a suffix",
+    "echo": "chat does not give back its last message (vLLM's echo)",
+    "best_of": "chat does not draw more answers than it returns",
+}
+
+
 def _not_implemented(key: str, model: Model) -> str:
-    return f"{key} is not implemented by this server; leave it out"
+    return f"{key} is not implemented by this server ({_WHY_NOT[key]}); leave it out"
+
+
+def _best_of(body: dict[str, Any], opts: dict[str, Any], model: Model) -> int:
+    """How many completions are drawn a prompt (``best_of``, at least ``n``; by default ``n``):
+    above ``n``, the ``n`` with the highest log-probability per token are returned (OpenAI's
+    definition), so the step must return logits, and the answer cannot be streamed."""
+    n, best_of = opts["n"], body.get("best_of")
+    if best_of is None or best_of == n:
+        return n
+    if not n <= best_of <= 16:
+        raise BadRequest(f"best_of must be between n ({n}) and 16", "best_of")
+    if opts["stream"]:
+        raise BadRequest("best_of above n cannot be streamed: which draws are the best is known "
+                         "only once all have ended", "best_of")  # fmt: skip
+    if not model.engine.samples:
+        raise BadRequest("best_of above n ranks draws by their log-probabilities; this server's "
+                         "step returns tokens (its own argmax), so there are none (and every "
+                         "draw is the same)", "best_of")  # fmt: skip
+    return best_of
+
+
+def _prompt_text(ids: list[int], model: Model) -> str:
+    """What ``echo`` gives back of a prompt sent as token ids: their decode with special tokens
+    kept (the prompt as the model read it), or the ids, each after a space, without a
+    tokenizer (as answers' text is then)."""
+    if model.tokenizer is None:
+        return "".join(f" {x}" for x in ids)
+    return str(model.tokenizer.decode(ids, skip_special_tokens=False))
+
+
+def _response_format(body: dict[str, Any]) -> None:
+    """``response_format``: ``{"type": "text"}`` (what is made anyway) is accepted; the json
+    modes need constrained decoding, which this server does not do."""
+    fmt = body.get("response_format")
+    if fmt is None or fmt == {"type": "text"}:
+        return
+    kind = fmt.get("type")
+    if kind in ("json_object", "json_schema"):
+        raise BadRequest(f"response_format {kind!r} needs constrained (guided) decoding, which "
+                         "this server does not do; leave response_format out or send "
+                         '{"type": "text"}', "response_format")  # fmt: skip
+    raise BadRequest('response_format must be {"type": "text"} (the json modes are not '
+                     f"implemented); got {json.dumps(fmt)[:100]}", "response_format")  # fmt: skip
+
+
+def _tools(body: dict[str, Any]) -> list[dict[str, Any]] | None:
+    """A chat request's ``tools``, checked, for the chat template (``None``: none). Without a
+    tool-call parser the only choice served is ``tool_choice: "none"``, as vLLM's server
+    without ``--enable-auto-tool-choice``: the tools are shown to the model through the
+    template (vLLM's default) and the answer is text. OpenAI's default choice with tools is
+    ``"auto"``, so tools without ``tool_choice: "none"`` are a 400."""
+    tools, choice = body.get("tools"), body.get("tool_choice")
+    for k, tool in enumerate(tools or ()):
+        function = tool.get("function") if isinstance(tool, dict) else None
+        if not (
+            isinstance(function, dict)
+            and tool.get("type") == "function"
+            and set(tool) <= {"type", "function"}
+            and isinstance(function.get("name"), str)
+            and function["name"]
+        ):
+            raise BadRequest(f'tools[{k}] must be {{"type": "function", "function": {{"name", '
+                             f'...}}}}; got {json.dumps(tool)[:100]}', "tools")  # fmt: skip
+    if choice is None and tools:
+        raise BadRequest('tools ask for tool calls (OpenAI\'s default tool_choice is "auto"), '
+                         "and this server has no tool-call parser: send tool_choice: \"none\" "
+                         "for the tools to be shown to the model through the chat template "
+                         "and the answer given as text, or leave tools out", "tools")  # fmt: skip
+    if choice is not None and choice != "none":
+        shown = choice if isinstance(choice, str) else json.dumps(choice)[:100]
+        raise BadRequest(f"tool_choice {shown!r}: this server has no tool-call parser, so it "
+                         'makes no tool calls; tool_choice must be "none"',
+                         "tool_choice")  # fmt: skip
+    return tools or None
 
 
 def _penalties(body: dict[str, Any], model: Model) -> tuple[float, float, float]:
@@ -453,10 +625,13 @@ def _template(model: Model) -> ChatTemplate:
     return model.chat_template
 
 
-def _chat_ids(messages: Any, model: Model, template: ChatTemplate) -> list[int]:
+def _chat_ids(
+    messages: Any, model: Model, template: ChatTemplate, tools: list[dict[str, Any]] | None = None
+) -> list[int]:
     """The prompt of a chat request: its messages checked, rendered by the chat template (with
-    the generation prompt) and tokenized without adding special tokens (the template has
-    them)."""
+    the generation prompt and ``tools``) and tokenized without adding special tokens (the
+    template has them). A ``developer`` message (OpenAI's name for a system message to newer
+    models) is rendered as ``system``, the role open models' templates know."""
     if not isinstance(messages, list) or not messages:
         raise BadRequest("messages is required: a non-empty list of messages", "messages")
     plain = []
@@ -467,7 +642,7 @@ def _chat_ids(messages: Any, model: Model, template: ChatTemplate) -> list[int]:
         extra = sorted(set(message) - {"role", "content", "name"})
         if extra:
             raise BadRequest(f"{at} has {extra[0]!r}: a message has role, content and name "
-                             "(tools are not supported)", "messages")  # fmt: skip
+                             "(tool calls are not supported)", "messages")  # fmt: skip
         role = message.get("role")
         if role not in _ROLES:
             raise BadRequest(f"{at}.role is {role!r}: it must be one of {', '.join(_ROLES)}",
@@ -476,9 +651,10 @@ def _chat_ids(messages: Any, model: Model, template: ChatTemplate) -> list[int]:
         if name is not None and not isinstance(name, str):
             raise BadRequest(f"{at}.name must be a string", "messages")
         content = _content_text(message.get("content"), at)
+        role = "system" if role == "developer" else role
         plain.append({"role": role, "content": content, **({"name": name} if name else {})})
     try:
-        text = template.render(plain)
+        text = template.render(plain, tools=tools)
     except TemplateRefused as e:
         raise BadRequest(f"the chat template refused the messages: {e}", "messages") from None
     except TemplateFailed as e:
@@ -618,13 +794,17 @@ class _Call:
         self.events_q: asyncio.Queue[tuple[int, int | None, FinishReason | None]] = asyncio.Queue()
         seed = opts["seed"] if opts["seed"] is not None else secrets.randbits(32)
         presence, frequency, repetition = opts["penalties"]
+        self.draws = opts["best_of"]  # sequences a prompt: n, or best_of to rank
+        logprobs = opts["logprobs"]
+        if logprobs is None and self.draws > opts["n"]:
+            logprobs = 0  # ranking reads each token's log-probability
         seqs = [
             Sequence(p, opts["max_tokens"], opts["stop_ids"],
                      SamplingParams(_seed_of(seed, k), opts["temperature"], opts["top_p"],
                                     opts["top_k"], presence, frequency, repetition,
-                                    opts["logprobs"] is not None),
-                     logprobs=opts["logprobs"])
-            for p in prompts for k in range(opts["n"])
+                                    logprobs is not None),
+                     logprobs=logprobs)
+            for p in prompts for k in range(self.draws)
         ]  # fmt: skip
         self.outputs = [
             SequenceOutput(detokenizer(model.tokenizer), tuple(opts["stop"]), opts["stop_ids"])
@@ -695,21 +875,41 @@ class _Call:
             "%s %s %d model=%s prompt_tokens=%d completion_tokens=%d finish=%s ttft_ms=%s "
             "total_ms=%.1f%s",
             self.id, self.endpoint.path, status, self.opts["model"],
-            sum(len(s.prompt) for s in self.request.seqs[:: self.opts["n"]]),
+            sum(len(s.prompt) for s in self.request.seqs[:: self.draws]),
             sum(len(out.tokens) for out in self.outputs), finishes, ttft, total,
             f" user={self.opts['user']}" if self.opts.get("user") else "",
         )  # fmt: skip
 
+    def _returned(self) -> list[int]:
+        """The sequences answered, in choice order: every one, or of each prompt's
+        ``best_of`` draws the ``n`` with the highest mean log-probability a token, best
+        first (ties: the earlier draw)."""
+        n, draws = self.opts["n"], self.draws
+        if draws == n:
+            return list(range(len(self.outputs)))
+
+        def mean_logprob(k: int) -> float:
+            kept = len(self.outputs[k].tokens)  # a stop string's later tokens are dropped
+            made = self.request.seqs[k].token_logprobs[:kept]
+            return sum(lp.logprob for lp in made) / max(kept, 1)
+
+        chosen = []
+        for first in range(0, len(self.outputs), draws):
+            ranked = sorted(range(first, first + draws), key=lambda k: -mean_logprob(k))
+            chosen += ranked[:n]
+        return chosen
+
     def body(self) -> dict[str, Any]:
         choices = []
-        for k, out in enumerate(self.outputs):
+        for index, k in enumerate(self._returned()):
+            out = self.outputs[k]
             text = out.joined
             if self.endpoint is Endpoint.CHAT:
                 said: dict[str, Any] = {"message": {"role": "assistant", "content": text}}
             else:
-                said = {"text": text}
+                said = {"text": self._echoed(k) + text}
             lps = self._logprobs(k, 0, len(out.tokens), 0)
-            choices.append({"index": k, **said, "token_ids": out.tokens, "logprobs": lps,
+            choices.append({"index": index, **said, "token_ids": out.tokens, "logprobs": lps,
                             "finish_reason": _reason(out.finish)})  # fmt: skip
         return {
             "id": self.id,
@@ -720,6 +920,11 @@ class _Call:
             "choices": choices,
             "usage": self._usage(),
         }
+
+    def _echoed(self, k: int) -> str:
+        """Choice ``k``'s prompt text when the request asked for ``echo`` (else ``""``)."""
+        echo = self.opts["echo"]
+        return echo[k // self.draws] if echo else ""
 
     def _token_text(self, token: int) -> str:
         """A token's own text in ``logprobs`` (its decode alone, special tokens kept; a byte
@@ -733,7 +938,7 @@ class _Call:
         ``{"content": [...]}``, completions' parallel lists, ``text_offset`` counted from
         ``offset``), or ``None`` when not asked for."""
         seq = self.request.seqs[k]
-        if seq.logprobs is None:
+        if self.opts["logprobs"] is None:  # not asked for (best_of may have made them)
             return None
         made: list[tuple[str, TokenLogprobs]] = [
             (self._token_text(t), lp)
@@ -762,8 +967,8 @@ class _Call:
 
     def _usage(self) -> dict[str, int]:
         seqs = self.request.seqs
-        prompt = sum(len(s.prompt) for s in seqs[:: self.opts["n"]])
-        made = sum(len(out.tokens) for out in self.outputs)
+        prompt = sum(len(s.prompt) for s in seqs[:: self.draws])
+        made = sum(len(out.tokens) for out in self.outputs)  # every draw, best_of's too
         return {"prompt_tokens": prompt, "completion_tokens": made, "total_tokens": prompt + made}
 
     def _chunk(
@@ -785,6 +990,8 @@ class _Call:
                 "choices": choices}  # fmt: skip
         if k is None:
             body["usage"] = said["usage"]
+        elif self.opts["include_usage"]:
+            body["usage"] = None  # OpenAI's: every other chunk has the field, null
         return f"data: {json.dumps(body)}\n\n"
 
     async def events(self) -> AsyncIterator[str]:
@@ -799,6 +1006,9 @@ class _Call:
             if chat:
                 for k in range(len(self.request.seqs)):
                     yield self._chunk(k, None, {"delta": {"role": "assistant", "content": ""}})
+            elif self.opts["echo"]:  # each choice's prompt first, a chunk of no token
+                for k in range(len(self.request.seqs)):
+                    yield self._chunk(k, None, {"text": self._echoed(k), "token_ids": []})
             given = list(self.given)  # tokens written out of each sequence
             async for pieces in self._pieces():  # one write for the events of a hand-off
                 out = []

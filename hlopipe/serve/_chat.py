@@ -75,8 +75,15 @@ class ChatTemplate:
             ) from e
         return cls(source, origin, dict(special_tokens or {}), compiled)
 
-    def render(self, messages: list[dict[str, Any]], add_generation_prompt: bool = True) -> str:
-        """The prompt text of ``messages`` (``{"role", "content"}`` records, content a string).
+    def render(
+        self,
+        messages: list[dict[str, Any]],
+        add_generation_prompt: bool = True,
+        tools: list[dict[str, Any]] | None = None,
+    ) -> str:
+        """The prompt text of ``messages`` (``{"role", "content"}`` records, content a string)
+        and ``tools`` (OpenAI's ``{"type": "function", "function"}`` records, as Hugging Face's
+        ``apply_chat_template`` passes JSON-schema tools; ``None``: none).
 
         Raises:
           TemplateRefused: the template called ``raise_exception`` (its message).
@@ -86,7 +93,7 @@ class ChatTemplate:
             return str(
                 self._compiled.render(
                     messages=messages,
-                    tools=None,  # none given, as Hugging Face says it: templates test `is none`
+                    tools=tools,  # None when none given: templates test `is none`
                     documents=None,
                     add_generation_prompt=add_generation_prompt,
                     **self.special_tokens,

@@ -309,6 +309,82 @@ def test_stream_starts_with_the_role_and_joins_to_the_answer(chat_server):
     assert events[-1] == "data: [DONE]" and len(events) == 1 + 2 + 1 + 1
 
 
+CITY = {"type": "object", "properties": {"city": {"type": "string"}}}
+WEATHER = {"type": "function", "function": {"name": "get_weather", "parameters": CITY}}
+
+
+def test_what_openai_clients_send_to_chat(chat_server):
+    """A ``developer`` message (rendered as ``system``), a user message of two text parts
+    (joined by a newline) with a ``name``, ``max_completion_tokens``, ``tools`` with
+    ``tool_choice: "none"`` and ``parallel_tool_calls``, ``response_format`` text, ``user``,
+    ``n`` 2: each choice's greedy tokens equal the oracle's on the prompt rendered here,
+    ``usage`` counts that prompt once and both answers; each choice's stream (with
+    ``include_usage``) joins to its answer, and the last chunk has that usage.
+    Tool calls and the json modes, which the server cannot make, are a 400 naming the field."""
+    _, url = chat_server
+    client = _client(url)
+    parts = [{"type": "text", "text": "tell me"}, {"type": "text", "text": "a story"}]
+    messages = [{"role": "developer", "content": "you are a cat"},
+                {"role": "user", "name": "bob", "content": parts}]  # fmt: skip
+    rendered = [{"role": "system", "content": "you are a cat"},
+                {"role": "user", "content": "tell me\na story"}]  # fmt: skip
+    prompt = prompt_ids(rendered)
+    how = {"model": "m", "messages": messages, "max_completion_tokens": 4, "temperature": 0,
+           "tools": [WEATHER], "tool_choice": "none", "parallel_tool_calls": False,
+           "response_format": {"type": "text"}, "user": "bob", "n": 2}  # fmt: skip
+    r = client.chat.completions.create(**how)
+    assert [c.model_dump()["token_ids"] for c in r.choices] == [oracle(prompt, 4)] * 2
+    assert [c.message.tool_calls for c in r.choices] == [None, None]
+    assert r.usage.prompt_tokens == len(prompt) and r.usage.completion_tokens == 8
+    assert r.usage.total_tokens == len(prompt) + 8
+    usage = {"include_usage": True}
+    chunks = list(client.chat.completions.create(**how, stream=True, stream_options=usage))
+    joined = ["", ""]
+    for c in chunks[:-1]:
+        (choice,) = c.choices
+        joined[choice.index] += choice.delta.content or ""
+    assert joined == [c.message.content for c in r.choices]
+    assert chunks[-1].choices == [] and chunks[-1].usage.model_dump() == r.usage.model_dump()
+    call = {"model": "m", "messages": CHAT, "max_tokens": 2}
+    for body, param, says in (
+        ({"tools": [WEATHER]}, "tools", 'default tool_choice is "auto"'),
+        ({"tools": [WEATHER], "tool_choice": "auto"}, "tool_choice", "no tool-call parser"),
+        ({"tool_choice": "required"}, "tool_choice", "no tool-call parser"),
+        ({"tools": [WEATHER], "tool_choice": {"type": "function",
+                                              "function": {"name": "get_weather"}}},
+         "tool_choice", "no tool-call parser"),
+        ({"tools": [{"name": "get_weather"}], "tool_choice": "none"}, "tools",
+         r"tools\[0\] must be"),
+        ({"response_format": {"type": "json_object"}}, "response_format", "guided"),
+        ({"echo": True}, "echo", "not implemented"),  # vLLM's chat echo
+        ({"best_of": 2}, "best_of", "not implemented"),  # completions' only
+    ):  # fmt: skip
+        with pytest.raises(openai.BadRequestError, match=says) as e:
+            client.chat.completions.create(**call, extra_body=body)
+        assert e.value.param == param, body
+
+
+def test_tools_reach_the_chat_template():
+    """With ``tool_choice: "none"`` the tools are given to the chat template (as vLLM gives
+    them by default); without tools it sees ``None``. In process, on an engine that never
+    compiles: the template refuses what it is given, so its message shows what it saw (a
+    request it accepts gets the 503 of a server still compiling)."""
+    from hlopipe.serve import Engine, Model
+    from hlopipe.serve._chat import ChatTemplate
+
+    source = ("{% if tools is not none %}{{ raise_exception('tools: ' ~ (tools | "
+              "map(attribute='function') | map(attribute='name') | join(','))) }}{% endif %}"
+              "{% for m in messages %}{{ m.content }}{% endfor %}")  # fmt: skip
+    template = ChatTemplate.from_source(source, "tools.jinja")
+    other = {"type": "function", "function": {"name": "f2"}}
+    with _in_thread(Model("m", Engine(_stand_in_generator(None)), tokenizer(), 64,
+                          template)) as url:  # fmt: skip
+        status, text = _post(f"{url}/v1", {"messages": CHAT, "tools": [WEATHER, other],
+                                           "tool_choice": "none"})  # fmt: skip
+        assert status == 400 and "tools: get_weather,f2" in json.loads(text)["error"]["message"]
+        assert _post(f"{url}/v1", {"messages": CHAT, "tool_choice": "none"})[0] == 503
+
+
 BAD = [
     ({"max_tokens": 2}, "required"),
     ({"messages": []}, "required"),

@@ -280,8 +280,7 @@ def test_another_model_name_is_a_404_and_unimplemented_fields_a_400(text_server)
     client = _client(url)
     with pytest.raises(openai.NotFoundError, match="'other' does not exist"):
         client.completions.create(model="other", prompt="Café", max_tokens=2)
-    for field, value in (("logit_bias", {"5": 1}), ("echo", True), ("best_of", 2),
-                         ("min_tokens", 2)):  # fmt: skip
+    for field, value in (("logit_bias", {"5": 1}), ("suffix", "x"), ("min_tokens", 2)):
         with pytest.raises(openai.BadRequestError, match=field):
             client.completions.create(model="bpe", prompt="Café", max_tokens=2,
                                       extra_body={field: value})  # fmt: skip
@@ -289,3 +288,22 @@ def test_another_model_name_is_a_404_and_unimplemented_fields_a_400(text_server)
     chunks = list(client.completions.create(model="bpe", prompt="Café", max_tokens=3, stream=True,
                                             stream_options={"include_usage": True}))  # fmt: skip
     assert chunks[-1].choices == [] and chunks[-1].usage.completion_tokens == 3
+
+
+def test_echo_gives_the_prompt_then_the_answer(text_server):
+    """``echo``: a string prompt comes back as sent, a prompt of ids as their decode with its
+    special tokens kept, then the answer (the tokenizer's decode of its ids), streamed (the
+    prompt in a chunk of its own first) and not."""
+    url, _ = text_server
+    client = _client(url)
+    ids = [tokenizer().token_to_id("<|user|>"), *text_ids()[:4]]
+    shown = tokenizer().decode(ids, skip_special_tokens=False)
+    assert shown.startswith("<|user|>") and shown.endswith(tokenizer().decode(text_ids()[:4]))
+    for prompt, echoed in ((TEXT[:5], TEXT[:5]), (ids, shown)):
+        how = {"model": "bpe", "prompt": prompt, "max_tokens": 3, "temperature": 0, "echo": True}
+        r = client.completions.create(**how)
+        answer = tokenizer().decode(r.choices[0].model_dump()["token_ids"])
+        assert r.choices[0].text == echoed + answer and len(answer) > 0
+        chunks = list(client.completions.create(**how, stream=True))
+        assert chunks[0].choices[0].text == echoed
+        assert "".join(c.choices[0].text for c in chunks) == r.choices[0].text
