@@ -6,10 +6,11 @@ requests into groups), :func:`make_app` and :class:`Model` (the Starlette applic
 ``docs/serving.md``. Needs the ``serve`` extra (``pip install 'hlopipe[serve]'``).
 """
 
-from hlopipe.serve._app import Model, make_app
+from hlopipe.serve._app import make_app
 from hlopipe.serve._builtin import builtin_model
 from hlopipe.serve._engine import Engine
 from hlopipe.serve._output import FinishReason
+from hlopipe.serve._request import Model
 from hlopipe.serve._scheduler import Request, Sequence
 from hlopipe.serve._server import Server, build_server, serve
 

@@ -140,9 +140,10 @@ def build_server(
         load_tokenizer,
         param_specs_from_rules,
     )
-    from hlopipe.serve._app import Model, make_app
+    from hlopipe.serve._app import make_app
     from hlopipe.serve._builtin import Form, builtin_model, builtin_vocab
     from hlopipe.serve._chat import load_chat_template
+    from hlopipe.serve._request import Model
     from hlopipe.serve._tokenizer_files import end_token_ids
 
     if not isinstance(groups, int) or groups < 1:
