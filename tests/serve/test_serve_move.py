@@ -122,6 +122,44 @@ def test_a_sequence_left_in_a_high_row_moves_down_and_its_tokens_stay_its_own(ge
     assert compiled == []
 
 
+def test_session_move_rows_carries_a_sequence_on_without_a_feed(gen):
+    """``Session.move_rows`` alone, no server: a seeded, penalized sequence prefilled into
+    row 3 of the 4, its counts kept on the device (``set_counts``, ``count``), takes three
+    steps at 4 rows, is moved to row 0 and takes four more at 1 row, fed nothing after the
+    move (its token, position, sampling, counts and cache rows are the moved ones). Its tokens
+    equal it run alone."""
+    from hlopipe.generate import Sampling
+
+    prompt = np.random.default_rng(9).integers(0, CFG.vocab, P)
+    how = dict(seed=5, temperature=1.3, presence=0.8, frequency=0.6, repetition=1.5)
+    fields = {"seed": np.uint32, "temperature": np.float32, "top_p": np.float32,
+              "top_k": np.int32, "presence": np.float32, "frequency": np.float32,
+              "repetition": np.float32, "logprobs": np.bool_}  # fmt: skip
+    greedy = {"top_p": 1, "repetition": 1}
+    values = {f: np.full((1, ROWS), greedy.get(f, 0), t) for f, t in fields.items()}
+    for f, v in how.items():
+        values[f][0, 3] = v
+    session = gen.start(tokens=np.zeros((1, ROWS), np.int32), position=0)
+    session.sampling(Sampling(**values))
+    seen = np.zeros((1, CFG.vocab), bool)
+    seen[0, prompt] = True
+    session.set_counts([3], np.zeros(seen.shape, np.float32), seen)
+    out = [int(session.prefill_rows(prompt[None], [3])[0])]
+    tokens, positions = np.zeros((1, ROWS), np.int32), np.zeros((1, ROWS), np.int64)
+    tokens[0, 3], positions[0, 3] = out[0], P
+    session.feed(tokens, position=positions)
+    row = np.arange(ROWS) == 3
+    session.count(row, tokens=tokens[0])
+    for _ in range(3):
+        out.append(int(session.generate(1)[0, 3, 0]))
+        session.count(row)
+    session.move_rows([3], [0])
+    for _ in range(4):
+        out.append(int(session.issue(1, rows=1).read()[0, 0, 0]))
+        session.count(row[::-1])
+    assert out == _alone(prompt.tolist(), len(out), **how)
+
+
 def _counted(run, ran, rows, plans):
     def counted(*args, **kwargs):
         ran[rows] += bool(plans)  # serving (the warm-up schedules nothing)
