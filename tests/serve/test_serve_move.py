@@ -160,6 +160,16 @@ def test_session_move_rows_carries_a_sequence_on_without_a_feed(gen):
     assert out == _alone(prompt.tolist(), len(out), **how)
 
 
+@pytest.mark.parametrize("src, dst", [([3], [4]), ([3, 2], [0, 0]), ([3], [0, 1]),
+                                      ([1.0], [0])])  # fmt: skip
+def test_bad_rows_to_move_are_refused_by_name(gen, src, dst):
+    from hlopipe.errors import RuntimeConfigError
+
+    session = gen.start(tokens=np.zeros((1, ROWS), np.int32), position=0)
+    with pytest.raises(RuntimeConfigError, match=r"move_rows: src and dst must be as many rows"):
+        session.move_rows(src, dst)
+
+
 def _counted(run, ran, rows, plans):
     def counted(*args, **kwargs):
         ran[rows] += bool(plans)  # serving (the warm-up schedules nothing)
