@@ -10,12 +10,13 @@ logits over the temperature with the key ``fold_in(key(seed), position)``."""
 from __future__ import annotations
 
 import functools
+import threading
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from _engine_run import run_all_counting_compiles
+from _engine_run import _COMPILE_EVENT
 
 from hlopipe.models import gpt_decode as gd
 
@@ -84,7 +85,7 @@ def test_a_sequence_left_in_a_high_row_moves_down_and_its_tokens_stay_its_own(ge
     computed as they ran, run at 2 and then 1 row, at 4 only while four sequences run;
     nothing is compiled once the engine is warm."""
     from hlopipe.generate._steps import Home
-    from hlopipe.serve import Engine
+    from hlopipe.serve import Engine, Request, Sequence
     from hlopipe.serve._scheduler import SamplingParams
 
     assert sorted(gen.narrow_steps) == [1, 2]
@@ -104,9 +105,27 @@ def test_a_sequence_left_in_a_high_row_moves_down_and_its_tokens_stay_its_own(ge
            SamplingParams(seed=11, temperature=1.5, presence=1.0, repetition=1.4),
            SamplingParams(seed=7, temperature=1.2, frequency=1.5, repetition=1.3)]  # fmt: skip
     lengths = (3, 3, 8, 14)
-    cases = [(p, n, frozenset(), s) for p, n, s in zip(prompt, lengths, how, strict=True)]
-    requests, compiled = run_all_counting_compiles(engine, cases)
-    got = [r.seqs[0].tokens for r in requests]
+    # one request of four sequences: admitted in one turn, rows 0 to 3 in order
+    done = threading.Event()
+    request = Request([Sequence(p, n, sampling=s) for p, n, s in zip(prompt, lengths, how,
+                                                                     strict=True)],
+                      lambda i, t, f: i < 0 and done.set())  # fmt: skip
+    compiled: list[str] = []
+
+    def listen(event: str, _secs: float, **kw) -> None:
+        if event == _COMPILE_EVENT:
+            compiled.append(str(kw.get("fun_name")))
+
+    engine.start()
+    try:
+        assert engine.ready.wait(120) and engine.error is None
+        jax.monitoring.register_event_duration_secs_listener(listen)
+        engine.submit(request)
+        assert done.wait(120)
+    finally:
+        jax.monitoring.unregister_event_duration_listener(listen)
+        engine.stop(60)
+    got = [seq.tokens for seq in request.seqs]
     want = [_alone(p, n, s.seed, s.temperature, s.presence, s.frequency, s.repetition)
             for p, n, s in zip(prompt, lengths, how, strict=True)]  # fmt: skip
     assert got == want
