@@ -78,8 +78,9 @@ def gen():
 
 def test_a_sequence_left_in_a_high_row_moves_down_and_its_tokens_stay_its_own(gen):
     """Four sequences fill the 4 rows at once; rows 0 and 1 end first (3 tokens), then row 2
-    (8), while row 3 goes on (14): seeded draws and greedy, with penalties, prompts through
-    the prefill and a token a step. Once rows 0 and 1 are free, rows 2 and 3 move to 0 and 1
+    (8), while row 3 goes on (14): seeded draws and greedy, with penalties, prompts of the
+    prefill's length (8) and shorter (3, 2: padded through it, their last token read by the
+    decode step). Once rows 0 and 1 are free, rows 2 and 3 move to 0 and 1
     (the step at 2 rows, not 4); once row 0's ends, row 1's moves to 0 (1 row). Every
     sequence's tokens equal it run alone, and the decode steps, counted by the rows each
     computed as they ran, run at 2 and then 1 row, at 4 only while four sequences run;
