@@ -43,6 +43,14 @@ With ``--d-model D --layers L``, a wider tiny GPT (``d_ff`` 4D, cache 64, 2 stag
 this process instead, served by the engine and app over HTTP on loopback: a step that reads
 more weights per token than the built-in's 156 kB.
 
+``--move``: a sequence left alone in a high row. ``--clients``' last count (8) of streaming
+clients at once on a ``--d-model`` GPT (768 wide, ``--layers`` 4, 2 stages) exported at batch
+1 and served at ``--batch`` rows (8) in one group, prompts of 8 tokens, greedy: every client
+asks for ``--tokens`` but the last, admitted last (the top row), for 10 times as many, so that
+it runs on alone once the others end. The engine moving it down to row 0 (``Move``) against
+it left in its row (the scheduler's ``moves`` off), ``--rounds`` rounds alternated: the long
+one's ITL and tokens/s, all tokens/s, and the decode steps by the rows each computed.
+
 ``--llama``: a model of real size. A Llama (d 768, 12 layers, 12 heads over 4 K/V heads, MLP
 2048, vocabulary 32000, an untied head: about 125M parameters, float32, random weights;
 ``hlopipe.models.llama_decode``) is built here, its token-returning decode step (a position
@@ -732,6 +740,101 @@ def _batch_sized(
     _steps_alone(cfg, params, wide, batch)
 
 
+def _move_table(batch: int, clients: int, rounds: int, tokens: int, d_model: int,
+                layers: int) -> None:  # fmt: skip
+    """A sequence left alone in a high row moved down or left in place (see the module's
+    docstring): ``rounds`` rounds, the two setups alternated, then the medians."""
+    import jax
+
+    jax.config.update("jax_num_cpu_devices", 8)
+    import jax.numpy as jnp
+    from openai import OpenAI
+
+    from hlopipe.generate import Generator, widen
+    from hlopipe.io import load
+    from hlopipe.marker import stage_boundary
+    from hlopipe.models import gpt_decode as gd
+
+    long = 10 * tokens
+    cfg = gd.DecodeConfig(max_len=1 << (8 + long).bit_length(), d_model=d_model,
+                          d_ff=4 * d_model, n_layers=layers)  # fmt: skip
+    params = gd.init(jax.random.key(0), cfg)
+    cuts = (layers // 2,)
+    step = jax.jit(gd.decode_fn(cfg, stage_boundary, cuts=cuts), donate_argnums=1)
+    decode = jax.export.export(step)(params, gd.empty_cache(1, cfg), jnp.zeros(1, jnp.int32),
+                                     jnp.int32(0))  # fmt: skip
+    pre = jax.jit(gd.prefill_fn(cfg, stage_boundary, cuts=cuts))
+    prefill = jax.export.export(pre)(params, jnp.zeros((1, 8), jnp.int32))
+    wide = widen(load(decode.serialize()), (load(prefill.serialize()),), batch)
+    gen = Generator(wide.decode, params, prefill=list(wide.prefills), max_len=cfg.max_len,
+                    row_prefills=wide.narrow, row_steps=wide.steps)  # fmt: skip
+    rng = np.random.default_rng(0)
+    prompts = [rng.integers(0, cfg.vocab, 8).tolist() for _ in range(clients)]
+    wants = [tokens] * (clients - 1) + [long]  # the long one asked for last: the top row
+
+    def round_(url: str) -> dict[str, Any]:
+        client = OpenAI(base_url=url, api_key="none", max_retries=0, timeout=600)
+        got: dict[int, tuple[list[float], list[int]]] = {}
+        started = threading.Semaphore(0)  # a short one's first token came: it holds a row
+
+        def one(k: int) -> None:
+            if k == clients - 1:  # admitted once the others hold their rows: the top row
+                for _ in range(clients - 1):
+                    assert started.acquire(timeout=60)
+            stamps, ids = [], []
+            for c in client.completions.create(model="m", prompt=prompts[k], max_tokens=wants[k],
+                                               temperature=0, stream=True):  # fmt: skip
+                if not stamps and k < clients - 1:
+                    started.release()
+                stamps.append(time.perf_counter())
+                ids += c.choices[0].model_dump().get("token_ids") or []
+            got[k] = (stamps, ids)
+
+        t0 = time.perf_counter()
+        with ThreadPoolExecutor(clients) as pool:
+            list(pool.map(one, range(clients)))
+        wall = time.perf_counter() - t0
+        stamps, ids = got[clients - 1]
+        gaps = np.diff(stamps)
+        return {"itl_p50": float(np.median(gaps)), "itl_p99": float(np.percentile(gaps, 99)),
+                "long_per_s": len(gaps) / (stamps[-1] - stamps[0]),
+                "all_per_s": sum(wants) / wall, "ids": ids}  # fmt: skip
+
+    setups = (("left in its row", False), ("moved down", True))
+    got: dict[str, list[dict[str, Any]]] = {name: [] for name, _ in setups}
+    steps: dict[str, list[tuple[int, ...]]] = {}
+    with _served(gen) as (engine, url):
+        schedule = engine.scheduler.schedule
+        for r in range(rounds + 1):  # the first warms the client and the server's paths
+            for name, moves in setups:
+                engine.scheduler.moves = moves
+                plans: list[Any] = []
+                engine.scheduler.schedule = lambda p=plans: p.append(schedule()) or p[-1]
+                out = round_(url)
+                if r:
+                    got[name].append(out)
+                steps[name] = [p.step_rows for p in plans if p.steps]
+    weights = sum(x.nbytes for x in jax.tree.leaves(params))
+    print(f"tiny GPT d_model {d_model}, {layers} layers ({weights / 2**20:.1f} MiB of weights), "
+          f"token step and prefill exported at batch 1, --max-batch {batch}, 1 group, 2 stages, "
+          f"in-process engine over HTTP; {clients} streaming clients at once, prompts of 8 "
+          f"(the prefill's), greedy: {clients - 1} of {tokens} tokens, the last admitted of "
+          f"{long}; medians of {rounds} rounds, the setups alternated; load average "
+          f"{os.getloadavg()[0]:.1f}")  # fmt: skip
+    print("| the long one's row once alone | its ITL p50 ms | its ITL p99 ms | its tokens/s | "
+          "all tokens/s | decode steps by rows computed (last round) |")  # fmt: skip
+    print("| --- | ---: | ---: | ---: | ---: | --- |")
+    for name, _ in setups:
+        med = {m: float(np.median([r[m] for r in got[name]]))
+               for m in ("itl_p50", "itl_p99", "long_per_s", "all_per_s")}  # fmt: skip
+        by = {n: sum(1 for s in steps[name] if s == (n,)) for n in sorted({*wide.steps, batch})}
+        print(f"| {name} | {med['itl_p50'] * 1e3:.2f} | {med['itl_p99'] * 1e3:.2f} | "
+              f"{med['long_per_s']:.0f} | {med['all_per_s']:.0f} | "
+              f"{', '.join(f'{n}: {k}' for n, k in by.items())} |")  # fmt: skip
+    same = all(r["ids"] == got[setups[0][0]][0]["ids"] for name, _ in setups for r in got[name])
+    print(f"the long one's tokens the same in every round and setup: {same}")
+
+
 def _steps_alone(cfg: Any, params: Any, wide: Any, batch: int) -> None:
     """The step alone, one device, no pipeline: batch 1, the widened step, the widened step
     computing its first rows (``Widened.steps``), a native export; each cache donated and the
@@ -1105,6 +1208,9 @@ def main() -> None:
         default=1,
         help="--batch --d-model: rounds of every setup in turn, then their medians",
     )
+    ap.add_argument("--move", action="store_true", help="a sequence left alone in a high "
+                    "row moved down or left: --clients' last count at once, one of 10x "
+                    "--tokens, on a --d-model (768) GPT at --batch (8) rows")  # fmt: skip
     ap.add_argument("--llama", action="store_true", help="a Llama of real size (about 125M "
                     "parameters) exported to files and served at --max-batch 8 and 16 in a "
                     "process of its own, beside the plain loop on the same files")  # fmt: skip
@@ -1130,6 +1236,10 @@ def main() -> None:
         else:
             _llama_table(clients, batches, 1, 8, (16, 64), (16, 64), shape, args.repeats,
                          files)  # fmt: skip
+        return
+    if args.move:
+        _move_table(args.batch or 8, int(args.clients.split(",")[-1]), args.rounds,
+                    args.tokens, args.d_model or 768, args.layers)  # fmt: skip
         return
     if args.batch and args.d_model:
         clients = [int(x) for x in args.clients.split(",")]

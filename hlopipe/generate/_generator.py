@@ -753,6 +753,7 @@ class _Prefill:
         self._program, self._what, self._roles, self._batch = program, what, gen.roles, gen.batch
         self._rows: dict[int, int] | None = None  # each state argument's sequence axis
         self._writers: dict[tuple[tuple[int, ...], bool], Any] = {}  # a stage's (``writer``)
+        self._movers: dict[tuple[Any, ...], Any] = {}  # a stage's (``mover``)
         slots = {x.arg: x for x in gen.split.slots}
         stage_of = {o: slots[arg].stage for o, arg in state_of_out.items()}
         try:  # cut where the decode step keeps each cache
@@ -863,6 +864,35 @@ class _Prefill:
 
             fn = jax.jit(write, donate_argnums=0, out_shardings=shardings)
             self._writers[(args, narrow)] = fn
+        return fn
+
+    def mover(
+        self, args: tuple[int, ...], shardings: tuple[Any, ...], rest: tuple[tuple[Any, bool], ...]
+    ) -> Any:
+        """The row mover of one stage (``Session.move_rows``), all in one call: ``(states,
+        donated, kept, src, dst) -> (states, donated, kept)``, rows ``src [b]`` copied to rows
+        ``dst [b]`` (read before any is written; a ``dst`` out of range dropped, so that any
+        number of rows takes the one compile) along each state argument's sequence axis (the
+        stage's ``args``, laid out as ``shardings``) and along the first axis of each other
+        per-row register (``rest``: each one's sharding and whether it is donated, in order;
+        ``donated`` and ``kept`` hold them so split). Compiled once a stage and register set
+        (at warm-up), the states donated."""
+        key = (args, rest)
+        fn = self._movers.get(key)
+        if fn is None:
+            axes = tuple(self.row_axes()[a] for a in args)
+
+            def one(x: Any, src: Any, dst: Any, axis: int) -> Any:
+                return _write_at(x, x.take(src, axis=axis), dst, axis=axis)
+
+            def move(states: Any, donated: Any, kept: Any, src: Any, dst: Any) -> Any:
+                return (tuple(one(s, src, dst, ax) for s, ax in zip(states, axes, strict=True)),
+                        tuple(one(x, src, dst, 0) for x in donated),
+                        tuple(one(x, src, dst, 0) for x in kept))  # fmt: skip
+
+            out = (shardings, *(tuple(sh for sh, d in rest if d is flag) for flag in (True, False)))
+            fn = jax.jit(move, donate_argnums=(0, 1), out_shardings=out)
+            self._movers[key] = fn
         return fn
 
 

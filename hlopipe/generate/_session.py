@@ -191,6 +191,82 @@ class Session:
             self.position = int(pos.max())
         self._put_feedback(gen.token.index, arr.astype(gen.token.dtype))
 
+    def move_rows(self, src: Any, dst: Any, group: int = 0) -> None:
+        """Move group ``group``'s sequences in rows ``src [m]`` to rows ``dst [m]`` (a step
+        taking a position per sequence, with a prefill telling each cache's sequence axis):
+        everything kept per row is copied, on the device, in one call a stage (the caches
+        donated): each state's cache row, and on the sampling stage the row's sampling (its
+        seed: a drawn token's key is its seed folded with its position, so its draws go on
+        as they would have), its penalties' counts and seen (:meth:`count`), and the token it
+        reads next, wherever it lies; its position on the host. The rows left behind hold
+        what they held (free rows: a sequence admitted there writes its own). A server moves
+        a sequence left alone in a high row down, so that its group's step runs at fewer rows
+        (``issue(rows=...)``).
+
+        Raises:
+          RuntimeConfigError: a step taking one position for a group, no prefill (the
+            caches' sequence axes are read from its data flow), tokens issued and not yet
+            read (a prefill's pending token), or rows not two equally long lists of rows
+            in ``range(batch)``, ``dst`` repeated."""
+        gen = self.gen
+        if not gen.per_sequence or gen.prefill is None:
+            raise RuntimeConfigError(
+                f"move_rows: {gen.source} "
+                + ("takes one position for a whole group" if not gen.per_sequence
+                   else "has no prefill, whose data flow tells each cache's sequence axis")
+            )  # fmt: skip
+        if self._pending is not None:
+            raise RuntimeConfigError("move_rows: tokens are pending; read them first (generate)")
+        b = gen.batch
+        frm, to = np.asarray(src).reshape(-1), np.asarray(dst).reshape(-1)
+        if (
+            frm.dtype.kind not in "iu"
+            or to.dtype.kind not in "iu"
+            or len(frm) != len(to)
+            or len(set(to.tolist())) != len(to)
+            or not all(0 <= r < b for r in [*frm.tolist(), *to.tolist()])
+        ):
+            raise RuntimeConfigError(
+                f"move_rows: src and dst must be as many rows in range({b}), dst distinct, got "
+                f"{np.asarray(src).tolist()} and {np.asarray(dst).tolist()}"
+            )
+        if not isinstance(group, int) or not 0 <= group < gen.groups:
+            raise RuntimeConfigError(f"move_rows: group {group!r} is not in range({gen.groups})")
+        # one compile whatever the rows: padded to b, a padded row's dst out of range (dropped)
+        at_src, at_dst = np.zeros(b, np.int32), np.full(b, b, np.int32)
+        at_src[: len(frm)], at_dst[: len(to)] = frm, to
+        regs, layout = self._regs[group], gen.registers.layout
+        tok = self._home.get(gen.token.index)
+        counts = {layout.sampling[Sampling._fields.index(f)] for f in ("counts", "seen")
+                  if layout.sampling}  # fmt: skip
+        on: dict[int, list[int]] = {}  # each local stage's state arguments
+        for x in gen.split.slots:
+            if gen.place.local(x.stage):
+                on.setdefault(x.stage, []).append(x.arg)
+        stages = set(on) | {s for s in (gen.sampler_stage, None if tok is None else tok.stage)
+                            if s is not None and gen.place.local(s)}  # fmt: skip
+        for stage in sorted(stages):
+            args = tuple(on.get(stage, ()))
+            rest: list[tuple[int, Any, bool]] = []  # (register, sharding, donated)
+            if stage == gen.sampler_stage:  # counts and seen donated (never the shared zeros)
+                sh = gen.place.replicated(stage)
+                rest += [(k, sh, k in counts) for k in layout.sampling if regs[k] is not None
+                         and not any(regs[k] is z for z in self._shared)]  # fmt: skip
+            k_tok = layout.feedback[gen.token.index]
+            if tok is not None and tok.stage == stage and regs[k_tok] is not None:
+                rest.append((k_tok, tok.sharding, False))  # read by issued steps: kept
+            shardings = tuple(gen.placed.state_shardings[stage][a] for a in args)
+            move = gen.prefill.mover(args, shardings, tuple((sh, d) for _, sh, d in rest))
+            rs = [layout.state[a] for a in args]
+            moved = move(tuple(regs[r] for r in rs), tuple(regs[k] for k, _, d in rest if d),
+                         tuple(regs[k] for k, _, d in rest if not d), at_src, at_dst)  # fmt: skip
+            for r, v in zip(rs, moved[0], strict=True):
+                regs[r] = v
+            donated, kept = [k for k, _, d in rest if d], [k for k, _, d in rest if not d]
+            for r, v in zip([*donated, *kept], [*moved[1], *moved[2]], strict=True):
+                regs[r] = v
+        self.positions[group, to] = self.positions[group, frm].copy()
+
     def sampling(self, params: Sampling) -> None:
         """How each sequence's next tokens are chosen from the logits (a step returning
         logits): ``params`` holds ``[groups, b]`` arrays (``Sampling``'s fields: seed,

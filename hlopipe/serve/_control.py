@@ -5,8 +5,8 @@ sampling, when a sequence stops. Every process holds some stages, and every deco
 collective program over all of them, so every process must issue the same session calls in
 the same order. Process 0's runner (``_runner.py``) sends the calls of each plan it is about to
 make (an :class:`Op` each: a group's session started, fed, given its sampling, prefilled, its
-step issued, its tokens read, its log-probabilities read) through the coordination service's
-key-value store before making them, a plan's calls in one key: one broadcast
+rows moved, its step issued, its tokens read, its log-probabilities read) through the
+coordination service's key-value store before making them, a plan's calls in one key: one broadcast
 (:meth:`Leader.queue` each, then :meth:`Leader.flush`); the end of serving on its own
 (:meth:`Leader.send`). Every other process runs an engine of its own without HTTP
 (:meth:`Engine.follow`) whose runner reads the calls in order and makes them. A turn issues
@@ -53,6 +53,7 @@ class OpKind(StrEnum):
     COUNTS = "counts"  # rows [n], their prompts [n, L] (-1 after the end): penalties' counts set
     COUNT = "count"  # rows [b] (bool): the tokens the slot's last step drew, counted
     COUNT_FED = "count-fed"  # rows [b] (bool): the tokens last fed to the slot, counted
+    MOVE = "move"  # rows src [m] moved to rows dst [m], all they hold (``Session.move_rows``)
     STOP = "stop"  # the engine drained and ended: every process stops
     FAIL = "fail"  # process 0's engine failed (``message``): every process stops with it
 

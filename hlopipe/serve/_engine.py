@@ -66,6 +66,7 @@ class Engine:
             chunk_row=self._chunk_row if gen.chunk is not None else None,
             row_counts=tuple(n for _, n in gen.narrow) if self.runner.per_sequence else (),
             step_counts=tuple(gen.narrow_steps) if self.runner.per_sequence else (),
+            moves=self.runner.moves,
         )
         self.ready = threading.Event()
         self._on_ready = on_ready

@@ -5,8 +5,9 @@ Each of the generator's groups is a :class:`~hlopipe.generate.Session` of one gr
 same compiled stages (``Generator.with_groups(1)``): with a position per sequence one session
 a group lives as long as the runner (begun at warm-up), else a group's session is begun afresh
 by each :class:`~hlopipe.serve._scheduler.Start`. :meth:`Runner.run` turns a plan into calls
-(:class:`~hlopipe.serve._control.Op`): sessions begun, sampling set, prefills run, tokens fed
-(a row prefilled this turn its prefill's token, taken from the prefill's result), every
+(:class:`~hlopipe.serve._control.Op`): rows moved, sessions begun, sampling set, prefills
+run, tokens fed (a row prefilled this turn its prefill's token, taken from the prefill's
+result), every
 stepped group's decode step issued (``Session.issue``), then all of them read in one batched
 copy (``Issued.read_all``), so the groups overlap on the stages, and the log-probabilities
 read of the groups asking for them.
@@ -83,6 +84,9 @@ class Runner:
         self.per_sequence = bool(gen.per_sequence)
         if self.per_sequence and gen.prefill is not None:
             gen.prefill.row_axes()  # a slot prefilled alone: its state's sequence axes, or why not
+        # sequences left above free rows moved down (``Session.move_rows``: the prefill tells
+        # the caches' sequence axes), where the decode step runs at fewer rows
+        self.moves = self.per_sequence and gen.prefill is not None and bool(gen.narrow_steps)
         self.samples = gen.logits_out is not None  # else greedy only
         self.one = gen.with_groups(1)
         self.batch = gen.batch
@@ -111,7 +115,9 @@ class Runner:
         """Make ``plan``'s calls (one broadcast in a job of several processes) and return
         what they made; ``on_prefilled`` is given the prefills' tokens as soon as they are
         made, before the decode steps are issued."""
-        b, ops = self.batch, []
+        b = self.batch
+        ops = [Op(OpKind.MOVE, m.group, (np.asarray(m.src, np.int64), np.asarray(m.dst, np.int64)))
+               for m in plan.moves]  # fmt: skip
         for s in plan.starts:
             values = self._sampling(s.seqs, penalties=True) if self.samples else ()
             prompts = np.asarray(s.prompts, np.int32)[None]  # [1, b, L]
@@ -269,6 +275,9 @@ class Runner:
                 seen[i, p[p >= 0]] = True
             session.set_counts(rows, np.zeros(seen.shape, np.float32), seen)
             return None
+        if op.kind is OpKind.MOVE:  # rows' sequences moved down, all their rows hold
+            session.move_rows(*op.values)
+            return None
         if op.kind is OpKind.COUNT:  # what the step just issued draws
             session.count(op.values[0])
             return None
@@ -336,14 +345,18 @@ class Runner:
     # -- warm-up -----------------------------------------------------------------------------
     def warm(self) -> None:
         """Compile every path once: the prefill (if any), a decode step (and the step at
-        each row count below the batch it runs at: ``Generator.narrow_steps``), a fed
-        token."""
+        each row count below the batch it runs at: ``Generator.narrow_steps``, and the rows'
+        move down), a fed token."""
         b, token = self.batch, self.gen.token
         if self.per_sequence:
             for g in range(self.gen.groups):
                 session = self.one.start(tokens=np.zeros((1, b), token.dtype), position=0)
                 session.generate(1)
+                if self.moves:  # a move after a step (the counts none, then kept)
+                    session.move_rows([1], [0])
                 self._warm_counts(session, fed=True)
+                if self.moves:
+                    session.move_rows([1], [0])
                 session.feed(np.zeros((1, b), np.int32), position=np.zeros((1, b), np.int64))
                 session.generate(1)
                 for n in sorted(self.gen.narrow_steps):  # the step at its first n rows, fed

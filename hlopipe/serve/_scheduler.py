@@ -49,6 +49,15 @@ from hlopipe.serve._output import FinishReason
 # took 0.41, 0.55, 1.11, 2.48 s on a loaded machine)
 RUN_TOKENS = 32
 
+# A move's least steps left (``Scheduler._move``): a move is one call a stage copying a row of
+# each cache, and each step after it at fewer rows saves the rows it no longer computes.
+# Measured in process (benchmarks/serve.py --move's programs, a batch-1 export at 8 rows, 2
+# stages, medians of 30 on a loaded 2-core CPU): the built-in tiny GPT (host-bound) moves in
+# 0.24-0.32 ms where its step at 1 row saves 0.15 ms on its step at 8; at d_model 768 a move
+# takes 0.9-1.7 ms and saves 10.8 ms a step (8.9 against 19.7). So a move pays within 2 steps
+# on both, and within 1 where the step's compute is what costs
+MOVE_STEPS = 2
+
 _T = TypeVar("_T")
 
 
@@ -172,6 +181,18 @@ class Prefill:
     prompts: tuple[tuple[int, ...], ...]
 
 
+@dataclass(frozen=True)
+class Move:
+    """Group ``group``'s sequences in rows ``src`` moved to the free rows ``dst``, with all
+    their rows hold (``Session.move_rows``: cache rows, sampling, counts, token, position),
+    first in the turn: the sequences left above free rows move down so that the group's
+    decode step runs at fewer rows (``Scheduler._move``)."""
+
+    group: int
+    src: tuple[int, ...]
+    dst: tuple[int, ...]
+
+
 # a fed token that is the token a prefill of the same plan made for that row
 PREFILLED = -1
 
@@ -189,10 +210,11 @@ class Feed:
 
 @dataclass(frozen=True)
 class StepPlan:
-    """One call of the runner (a turn), its parts made in this order: sessions begun, sampling
-    set, prefills run, tokens fed (a :data:`PREFILLED` token from the prefill's), then each of
-    ``steps``' decode step issued before any is read, and the log-probabilities of the groups
-    ``logprobs`` read; the penalties' ``counts`` updated where :class:`Counts` says.
+    """One call of the runner (a turn), its parts made in this order: rows ``moves``,
+    sessions begun, sampling set, prefills run, tokens fed (a :data:`PREFILLED` token from
+    the prefill's), then each of ``steps``' decode step issued before any is read, and the
+    log-probabilities of the groups ``logprobs`` read; the penalties' ``counts`` updated
+    where :class:`Counts` says.
     ``step_rows``: the rows each of ``steps``' decode step computes, its first (its sequences
     all lie there: ``Scheduler``'s ``step_counts``); empty: all."""
 
@@ -204,10 +226,12 @@ class StepPlan:
     logprobs: tuple[int, ...] = ()
     counts: tuple[Counts, ...] = ()
     step_rows: tuple[int, ...] = ()
+    moves: tuple[Move, ...] = ()
 
     @property
     def empty(self) -> bool:
-        return not (self.starts or self.sampling or self.prefills or self.feeds or self.steps)
+        return not (self.starts or self.sampling or self.prefills or self.feeds or self.steps
+                    or self.moves)  # fmt: skip
 
 
 class StepResult(NamedTuple):
@@ -263,7 +287,9 @@ class Scheduler:
     for nothing); ``step_counts``: likewise, the row counts below the batch at which a
     decode step runs (``Generator.narrow_steps``): a group's step runs at the fewest of them
     holding its last running row (a new sequence takes the lowest free row, so the running
-    rows pack at the bottom)."""
+    rows pack at the bottom); ``moves``: sequences left above free rows may be moved down
+    (``Session.move_rows``), when that lets the step run at fewer of ``step_counts``
+    (:meth:`_move` says when it pays)."""
 
     def __init__(
         self,
@@ -277,6 +303,7 @@ class Scheduler:
         chunk_row: Callable[[list[int], bool], tuple[list[int], int]] | None = None,
         row_counts: tuple[int, ...] = (),
         step_counts: tuple[int, ...] = (),
+        moves: bool = False,
     ) -> None:
         self.policy = policy
         self.batch = batch
@@ -286,6 +313,7 @@ class Scheduler:
         self.samples = samples
         self.pads = pads
         self.chunk_row = chunk_row
+        self.moves = moves and len(self.step_counts) > 1
         self.waiting: list[tuple[Request, int]] = []
         self.rows: list[list[_Row | None]] = [[None] * batch for _ in range(groups)]
         self.prefilled = 0  # sequences whose prompt went through a prefill
@@ -318,6 +346,9 @@ class Scheduler:
         else:
             changed, prefills, starts = set(), [], self._admit_groups()
         live = self.live()
+        # after admission (which fills the lowest free rows first): no row admitted this turn
+        # lies above a free row, so none is moved and none is moved into
+        moves = tuple(m for g in live if (m := self._move(g)) is not None) if self.moves else ()
         sampling = tuple(SetSampling(g, self._seqs(g)) for g in sorted(changed) if self.samples)
         feeds = tuple(f for g in live if (f := self._feed(g)) is not None)
         logprobs = tuple(
@@ -327,7 +358,7 @@ class Scheduler:
         counts = tuple(c for g in live if (c := self._counts(g, g in begun)) is not None)
         step_rows = tuple(self._step_rows(g) for g in live) if len(self.step_counts) > 1 else ()
         return StepPlan(tuple(starts), sampling, tuple(prefills), feeds, tuple(live), logprobs,
-                        counts if self.samples else (), step_rows)  # fmt: skip
+                        counts if self.samples else (), step_rows, moves)  # fmt: skip
 
     def _counts(self, g: int, begun: bool) -> Counts | None:
         """Group ``g``'s :class:`Counts` this turn (``None``: no penalized sequence);
@@ -345,6 +376,29 @@ class Scheduler:
             tuple(b for b, r in held if r.token == PREFILLED),
             tuple(b for b, r in held if _gives(r)),
         )
+
+    def _move(self, g: int) -> Move | None:
+        """Group ``g``'s sequences above the fewest of ``step_counts`` holding as many rows
+        as it runs, moved into its free rows below, when that lowers the rows its step
+        computes and one of them has at least :data:`MOVE_STEPS` steps left (at most: its
+        prompt's tokens still to read and its ``max_tokens`` still to make; a stop may end
+        it sooner), the steps its group runs at fewer rows for it. ``None``: no move."""
+        rows = self.rows[g]
+        held = [b for b, r in enumerate(rows) if r is not None]
+        fewer = next(c for c in self.step_counts if c >= len(held))
+        if fewer >= self._step_rows(g):
+            return None
+        src = [b for b in held if b >= fewer]
+        left = max(len(r.seq.prompt) - r.fed + r.seq.max_tokens - len(r.seq.tokens)
+                   for b in src if (r := rows[b]) is not None)  # fmt: skip
+        if left < MOVE_STEPS:
+            return None
+        dst = [b for b in range(fewer) if rows[b] is None][: len(src)]
+        for s, d in zip(src, dst, strict=True):
+            moved = rows[s]
+            assert moved is not None and moved.token != PREFILLED  # none admitted this turn
+            rows[d], rows[s] = moved, None
+        return Move(g, tuple(src), tuple(dst))
 
     def _step_rows(self, g: int) -> int:
         """The rows group ``g``'s decode step computes: the fewest of ``step_counts`` holding

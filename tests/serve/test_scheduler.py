@@ -16,6 +16,7 @@ from hlopipe.serve._scheduler import (
     Counts,
     Emit,
     Feed,
+    Move,
     Policy,
     Prefill,
     Request,
@@ -212,3 +213,36 @@ def test_rows_a_decode_step_computes_the_fewest_rows_holding_the_last_running_on
     s = Scheduler(Policy.ROWS, groups=1, batch=8)
     s.add(_request([1], 1))
     assert s.schedule().step_rows == ()
+
+
+def test_a_sequence_left_above_free_rows_moves_down_when_its_step_then_computes_fewer():
+    """One group of 8 rows, decode steps at 1, 2 and 4 rows too, moves on: sequences of 1
+    token's prompt in rows 0 to 4 asking for 1, 1, 1, 5 and 3 tokens. Once rows 0 to 2 end,
+    rows 3 and 4 (the step at 8 rows) move into rows 0 and 1 (2 rows), first in the plan,
+    their tokens and positions fed there; once row 1's (3 tokens) ends, row 0's runs at 1
+    row, nothing to move. A sequence with one token left is not moved (the move would save
+    one step); with requests waiting the free rows are filled instead."""
+    s = Scheduler(Policy.ROWS, groups=1, batch=8, step_counts=(1, 2, 4), moves=True)
+    for k, n in enumerate((1, 1, 1, 5, 3)):
+        s.add(_request([k], n))
+    runs = []  # moves, and the rows each step computed
+    while s.running() or s.waiting:
+        plan = s.schedule()
+        runs.append((plan.moves, plan.step_rows))
+        if plan.moves:  # rows 3 and 4's tokens (the step gave row b 10 + b) at 0 and 1
+            assert plan.feeds == (Feed(0, (13, 14, 0, 0, 0, 0, 0, 0), (1, 1, 0, 0, 0, 0, 0, 0)),)
+        s.update(plan, StepResult(tokens={0: tuple(range(10, 18))}))
+    assert runs == [((), (8,)), ((Move(0, (3, 4), (0, 1)),), (2,)), ((), (2,)), ((), (1,)),
+                    ((), (1,))]  # fmt: skip
+    s = Scheduler(Policy.ROWS, groups=1, batch=8, step_counts=(1, 2, 4), moves=True)
+    for k, n in enumerate((1, 2)):
+        s.add(_request([k], n))
+    s.update(s.schedule(), StepResult(tokens={0: (7,) * 8}))
+    assert s.schedule().moves == ()  # row 1: one token left
+    s = Scheduler(Policy.ROWS, groups=1, batch=8, step_counts=(1, 2, 4), moves=True)
+    for k, n in enumerate((1, 5)):
+        s.add(_request([k], n))
+    s.update(s.schedule(), StepResult(tokens={0: (7,) * 8}))
+    s.add(_request([3], 4))
+    plan = s.schedule()
+    assert plan.moves == () and plan.prefills == () and plan.feeds[0].tokens[:2] == (3, 7)
