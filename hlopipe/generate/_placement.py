@@ -358,21 +358,27 @@ def _compile(st: Any, avals: list[Any], ins: list[Any], outs: list[Any], donate:
 
 class Held:
     """``fn`` compiled ahead of time (``jax.jit(fn, **jit).lower(...).compile()``) once for
-    each signature it is called at (the arguments' tree, shapes, dtypes, shardings and weak
-    types), each executable held here and called directly: never through ``jax.jit``'s
-    caches, so that ``jax.clear_caches()`` (the engine's, once warm) leaves every executable
-    a server calls in place and makes nothing compile again. A signature first met later
-    compiles then, into this object."""
+    each signature it is called at, each executable held here and called directly: never
+    through ``jax.jit``'s caches, so that ``jax.clear_caches()`` (the engine's, once warm)
+    leaves every executable a server calls in place and makes nothing compile again. A
+    signature first met later compiles then, into this object.
 
-    def __init__(self, fn: Callable[..., Any], **jit: Any) -> None:
+    A signature is the arguments' tree and shapes, and (``by_sharding``: a function shared
+    by generators on other devices) their shardings; the executable itself refuses arguments
+    of another dtype or sharding (an error, never a silent compile). The key is built on
+    every call (a few microseconds for a sampler's dozen arguments), which is why it holds
+    no more than that."""
+
+    def __init__(self, fn: Callable[..., Any], *, by_sharding: bool = False, **jit: Any) -> None:
         self._jit = jax.jit(fn, **jit)
+        self._by_sharding = by_sharding
         self._compiled: dict[Any, Any] = {}
 
     def __call__(self, *args: Any) -> Any:
         leaves, tree = jax.tree_util.tree_flatten(args)
-        key = (tree, *((getattr(x, "shape", None), getattr(x, "dtype", type(x)),
-                        getattr(x, "sharding", None), getattr(x, "weak_type", False))
-                       for x in leaves))  # fmt: skip
+        key: tuple[Any, ...] = (tree, *(getattr(x, "shape", None) for x in leaves))
+        if self._by_sharding:
+            key += tuple(getattr(x, "sharding", None) for x in leaves)  # None: a host array
         fn = self._compiled.get(key)
         if fn is None:
             fn = self._compiled[key] = self._jit.lower(*args).compile()

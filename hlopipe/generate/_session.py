@@ -50,12 +50,12 @@ def _rows_of(held: tuple[Any, ...], rows: Any) -> tuple[Any, ...]:
 
 
 # compiled once a signature and held (``Held``: none through jax.jit's caches, which the
-# engine clears once warm)
-_take_rows = Held(_rows_of)
+# engine clears once warm), for every generator of the process (so keyed by sharding too)
+_take_rows = Held(_rows_of, by_sharding=True)
 # the penalties' counts updated in place on their stage (donated: never the zeros shared by
 # every session, ``_zeros_on``, which a group's first update replaces by its own)
-_count = Held(count_tokens, donate_argnums=(0, 1))
-_set_row = Held(set_count_row, donate_argnums=(0, 1))
+_count = Held(count_tokens, by_sharding=True, donate_argnums=(0, 1))
+_set_row = Held(set_count_row, by_sharding=True, donate_argnums=(0, 1))
 
 
 class Session:
