@@ -27,6 +27,7 @@ from hlopipe.generate._match import _traced
 from hlopipe.generate._oracle import generate_unsplit as generate_unsplit
 from hlopipe.generate._placement import (
     CompiledStage,
+    Held,
     PlacedStages,
     check_params,
     compile_stages,
@@ -458,7 +459,7 @@ class Generator:
             return token.astype(dtype), lp
 
         where = self.place.replicated(stage)
-        fn = jax.jit(draw, out_shardings=(where, where))  # an instruction's results: a tuple
+        fn = Held(draw, out_shardings=(where, where))  # an instruction's results: a tuple
         self._draws[stage] = fn  # one a stage: the programs at each row count share it
         return fn
 
@@ -862,7 +863,7 @@ class _Prefill:
                 return tuple(one(s, v, which, axis=ax)
                              for s, v, ax in zip(states, prefilled, axes, strict=True))  # fmt: skip
 
-            fn = jax.jit(write, donate_argnums=0, out_shardings=shardings)
+            fn = Held(write, donate_argnums=0, out_shardings=shardings)
             self._writers[(args, narrow)] = fn
         return fn
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import math
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -354,6 +354,35 @@ def _compile(st: Any, avals: list[Any], ins: list[Any], outs: list[Any], donate:
             keep_unused=True,
         )
         return jitted.lower(*args).compile()
+
+
+class Held:
+    """``fn`` compiled ahead of time (``jax.jit(fn, **jit).lower(...).compile()``) once for
+    each signature it is called at, each executable held here and called directly: never
+    through ``jax.jit``'s caches, so that ``jax.clear_caches()`` (the engine's, once warm)
+    leaves every executable a server calls in place and makes nothing compile again. A
+    signature first met later compiles then, into this object.
+
+    A signature is the arguments' tree and shapes, and (``by_sharding``: a function shared
+    by generators on other devices) their shardings; the executable itself refuses arguments
+    of another dtype or sharding (an error, never a silent compile). The key is built on
+    every call (a few microseconds for a sampler's dozen arguments), which is why it holds
+    no more than that."""
+
+    def __init__(self, fn: Callable[..., Any], *, by_sharding: bool = False, **jit: Any) -> None:
+        self._jit = jax.jit(fn, **jit)
+        self._by_sharding = by_sharding
+        self._compiled: dict[Any, Any] = {}
+
+    def __call__(self, *args: Any) -> Any:
+        leaves, tree = jax.tree_util.tree_flatten(args)
+        key: tuple[Any, ...] = (tree, *(getattr(x, "shape", None) for x in leaves))
+        if self._by_sharding:
+            key += tuple(getattr(x, "sharding", None) for x in leaves)  # None: a host array
+        fn = self._compiled.get(key)
+        if fn is None:
+            fn = self._compiled[key] = self._jit.lower(*args).compile()
+        return fn(*args)
 
 
 def _flat(x: Any) -> list[Any]:

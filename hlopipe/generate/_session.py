@@ -23,7 +23,7 @@ import numpy as np
 
 from hlopipe import schedules
 from hlopipe.errors import RuntimeConfigError
-from hlopipe.generate._placement import CompiledStage
+from hlopipe.generate._placement import CompiledStage, Held
 from hlopipe.generate._plan import InputKind, StagePlan, position_value
 from hlopipe.generate._sampling import TOP_LOGPROBS, Sampling, count_tokens, set_count_row
 from hlopipe.generate._steps import Home, StepProgram
@@ -44,16 +44,18 @@ class _Counters:
     host_s: float = 0.0
 
 
-@jax.jit
-def _take_rows(held: tuple[Any, ...], rows: Any) -> tuple[Any, ...]:
+def _rows_of(held: tuple[Any, ...], rows: Any) -> tuple[Any, ...]:
     """Rows ``rows`` of each of ``held`` (a group's sampling registers), in one call."""
     return tuple(h[rows] for h in held)
 
 
+# compiled once a signature and held (``Held``: none through jax.jit's caches, which the
+# engine clears once warm), for every generator of the process (so keyed by sharding too)
+_take_rows = Held(_rows_of, by_sharding=True)
 # the penalties' counts updated in place on their stage (donated: never the zeros shared by
 # every session, ``_zeros_on``, which a group's first update replaces by its own)
-_count = jax.jit(count_tokens, donate_argnums=(0, 1))
-_set_row = jax.jit(set_count_row, donate_argnums=(0, 1))
+_count = Held(count_tokens, by_sharding=True, donate_argnums=(0, 1))
+_set_row = Held(set_count_row, by_sharding=True, donate_argnums=(0, 1))
 
 
 class Session:

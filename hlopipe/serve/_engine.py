@@ -23,6 +23,8 @@ import threading
 import time
 from collections.abc import Callable
 
+import jax
+
 from hlopipe.serve._control import Follower, Leader
 from hlopipe.serve._runner import Runner, ServedGenerator
 from hlopipe.serve._scheduler import Emit, Policy, Request, Scheduler, StepPlan
@@ -134,6 +136,10 @@ class Engine:
         self.scheduler.pads = self.runner.pads
         if self._profile:
             self.stage_step_s = self.runner.profiled()
+        # every executable served is held by its owner (a stage's ``Compiled``, ``Held``):
+        # JAX's tracing, lowering and dispatch caches are only the warm-up's (36-42 MiB on
+        # the 125M Llama, ``docs/serving.md``)
+        jax.clear_caches()
         release_freed()  # the compilers' and the warm-up's temporaries
         self._ready_at = time.perf_counter()
 

@@ -6,13 +6,14 @@ from __future__ import annotations
 
 import os
 import re
+import threading
 from pathlib import Path
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from _engine_run import run_all, run_all_counting_compiles
+from _engine_run import _COMPILE_EVENT, run_all, run_all_counting_compiles
 from _greedy_oracle import greedy_fed
 
 from hlopipe.errors import RuntimeConfigError
@@ -122,30 +123,38 @@ def _batch_1(ns):
     return [load(e.serialize()) for e in exported]
 
 
-def test_a_batch_1_chunk_step_at_max_batch_4_equals_the_unsplit_program(recipe):
-    """A batch-1 export (decode step, 16-token prefill, 16-token chunk step) widened to 4 rows
-    (``--max-batch 4``), served by the engine, one stage: prompts of 1, 15, 17 and 64 fill the
-    rows; 15 and 17 end first and prompts of 200 and 120 tokens are admitted into their rows in one
-    turn while the 1-token and 64-token rows are still generating. Every sequence gets the
-    tokens of the unsplit decode step fed its whole prompt, and the chunks ran at the fewest
-    rows holding the prompts chunked in a turn: the 64-token prompt's 3 chunks at 1 row, the
-    200-token and 120-token prompts' 12 and 7 chunks at 2 rows in 12 runs, each row at its
-    own position (never at 4, nor a length at a time). The 64-token
-    one asks for log-probabilities (which the decode step gives), so its chunks read its
-    first 63 tokens, the last chunk right-padded, and the decode step its last. Decode steps
-    run at the fewest rows holding the running ones (``row_steps``). Nothing is compiled
-    once the engine is warm (jax's own compile events)."""
+@pytest.fixture(scope="module")
+def wide4(recipe):
+    """The recipe's batch-1 export (``_batch_1``) widened to 4 rows (``--max-batch 4``),
+    served at 2 stages: its generator (shared: it compiles once for the tests below)."""
     from hlopipe.generate import Generator, widen
+
+    ns = recipe[0]
+    decode, prefill, chunk = _batch_1(ns)
+    wide = widen(decode, [prefill, chunk], rows=4)
+    return Generator(wide.decode, ns["params"], prefill=list(wide.prefills), num_stages=2,
+                     groups=1, max_len=ns["cfg"].max_len, row_prefills=wide.narrow,
+                     row_steps=wide.steps)  # fmt: skip
+
+
+def test_a_batch_1_chunk_step_at_max_batch_4_equals_the_unsplit_program(recipe, wide4):
+    """A batch-1 export (decode step, 16-token prefill, 16-token chunk step) widened to 4 rows
+    (``--max-batch 4``), served by the engine at 2 stages (``wide4``): prompts of 1, 15, 17 and
+    64 fill the rows; 15 and 17 end first and prompts of 200 and 120 tokens are admitted into
+    their rows in one turn while the 1-token and 64-token rows are still generating. Every
+    sequence gets the tokens of the unsplit decode step fed its whole prompt, and the chunks ran
+    at the fewest rows holding the prompts chunked in a turn: the 64-token prompt's 3 chunks at
+    1 row, the 200-token and 120-token prompts' 12 and 7 chunks at 2 rows in 12 runs, each row
+    at its own position (never at 4, nor a length at a time). The 64-token one asks for
+    log-probabilities (which the decode step gives), so its chunks read its first 63 tokens, the
+    last chunk right-padded, and the decode step its last. Decode steps run at the fewest rows
+    holding the running ones (``row_steps``). Nothing is compiled once the engine is warm (jax's
+    own compile events)."""
     from hlopipe.serve import Engine
     from hlopipe.serve._scheduler import SamplingParams
 
-    ns = recipe[0]
+    ns, gen = recipe[0], wide4
     cfg = ns["cfg"]
-    decode, prefill, chunk = _batch_1(ns)
-    wide = widen(decode, [prefill, chunk], rows=4)
-    gen = Generator(wide.decode, ns["params"], prefill=list(wide.prefills), num_stages=1,
-                    groups=1, max_len=cfg.max_len, row_prefills=wide.narrow,
-                    row_steps=wide.steps)  # fmt: skip
     assert sorted(gen.narrow_steps) == [1, 2]  # decode steps at the fewest rows too
     chunk_ok = gen.chunk is not None and gen.chunk.pads and gen.chunk.overlaps
     assert chunk_ok and sorted(gen.narrow_chunks) == [1, 2]
@@ -251,3 +260,70 @@ def test_a_chunk_step_whose_rows_share_a_position_is_not_run_apart(recipe):
     gen = Generator(decode, params, prefill=[prefill, load(exported.serialize())],
                     num_stages=1, max_len=cfg.max_len)  # fmt: skip
     assert gen.chunk is not None and gen.chunk.overlaps and not gen.chunk.apart
+
+
+def test_nothing_compiles_once_warm_after_jax_caches_are_cleared(recipe, wide4, monkeypatch):
+    """The engine clears JAX's caches once warm (``jax.clear_caches``; a function jitted
+    before compiles again after): every executable it serves with afterwards is held by its
+    owner (the stages' ``Compiled``; the row writers, the samplers, the penalties' counts and
+    ``_take_rows``: ``Held``). The batch-1 export widened to 4 rows at 2 stages (``wide4``):
+    prompts of 1, 15, 17, 64 and 200 tokens (a prefill, chunks), greedy, penalized, with
+    log-probabilities, seeded with a top-p and top-k cut, and two seeded sequences in one
+    request (``n`` 2). Once warm, nothing is compiled (jax's own compile events); the greedy
+    tokens equal the unsplit decode step fed the whole prompt, and every sequence's tokens
+    equal those of the same requests served by another engine on the same generator that
+    kept JAX's caches."""
+    from hlopipe.serve import Engine, Request, Sequence
+    from hlopipe.serve._scheduler import SamplingParams as SP
+
+    ns, gen = recipe[0], wide4
+    cfg = ns["cfg"]
+    rng = np.random.default_rng(11)
+    prompts = [rng.integers(0, cfg.vocab, L).tolist() for L in (1, 15, 17, 64, 200, 9)]
+    hows = [SP(), SP(presence=0.5, frequency=0.4, repetition=1.3), SP(logprobs=True),
+            SP(seed=5, temperature=0.9, top_p=0.8, top_k=6), SP()]  # fmt: skip
+
+    def requests(done):
+        made = [Request([Sequence(p, 4, frozenset(), how, logprobs=2 if how.logprobs else None)],
+                        lambda i, t, f: i < 0 and done.release())
+                for p, how in zip(prompts, hows, strict=False)]  # fmt: skip
+        pair = [Sequence(prompts[-1], 4, frozenset(), SP(seed=s, temperature=1.0)) for s in (9, 10)]
+        return [*made, Request(pair, lambda i, t, f: i < 0 and done.release())]
+
+    def serve(counting):
+        done, compiled = threading.Semaphore(0), []
+
+        def listen(event, _secs, **kw):
+            if event == _COMPILE_EVENT:
+                compiled.append(str(kw.get("fun_name")))
+
+        engine, made = Engine(gen), requests(done)
+        probe = jax.jit(lambda x: x + 1)
+        probe(1)  # compiled now, through jax.jit's caches
+        engine.start()
+        try:
+            assert engine.ready.wait(120) and engine.error is None
+            if counting:
+                jax.monitoring.register_event_duration_secs_listener(listen)
+                probe(1)  # compiled again: the caches were cleared
+                assert compiled == ["jit(<lambda>)"]
+                compiled.clear()
+            for r in made:
+                engine.submit(r)
+            for _ in made:
+                assert done.acquire(timeout=120)
+        finally:
+            if counting:
+                jax.monitoring.unregister_event_duration_listener(listen)
+            engine.stop(60)
+        return [[s.tokens for s in r.seqs] for r in made], compiled
+
+    cleared, compiled = serve(counting=True)
+    assert compiled == []  # every executable called once warm was held through the clear
+    with monkeypatch.context() as m:
+        m.setattr(jax, "clear_caches", lambda: None)  # this engine keeps JAX's caches
+        kept, _ = serve(counting=False)
+    assert cleared == kept
+    greedy = [0, 4]
+    assert [cleared[i][0] for i in greedy] == [_oracle(ns, prompts[i], 4) for i in greedy]
+    assert cleared[-1][0] != cleared[-1][1]  # two seeds: two draws
