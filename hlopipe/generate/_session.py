@@ -89,6 +89,9 @@ class Session:
         self._shared: list[Any] = []  # the shared zeros placed as counts or seen (not donated)
         self._masks: dict[tuple[bool, ...], Any] = {}  # rows counted: placed once each
         self._home: dict[int, Home] = {}  # where each feedback argument lies
+        # feedback registers holding the host arrays ``feed`` gave (one process): their
+        # sharding, for a move that must read a placed array (``_issue``)
+        self._on_host: dict[int, Any] = {}
         # tokens issued and not yet returned: each group's value, and the stage holding it
         self._pending: list[Any] | None = None
         self._pending_at = 0
@@ -153,15 +156,23 @@ class Session:
                 )
             self._put_feedback(r.index, arr)
 
-    def _put_feedback(self, arg: int, values: np.ndarray) -> None:
+    def _put_feedback(self, arg: int, values: np.ndarray, host: bool = False) -> None:
         """Each group's first value of feedback argument ``arg`` onto the stage reading it
-        (one batched ``device_put`` for the groups)."""
+        (one batched ``device_put`` for the groups). ``host`` (in one process): each kept as
+        the host array it is, which the reading executable transfers with its call, about a
+        tenth of ``device_put``'s host time (a move reading it puts it first: ``_issue``)."""
         gen = self.gen
         if arg not in gen.first_feedback:  # read by no stage
             return
         reader, sh = gen.first_feedback[arg]
         G, slot = gen.groups, gen.registers.layout.feedback[arg]
-        placed = jax.device_put(list(values), [sh] * G) if gen.place.local(reader) else [None] * G
+        if host and not gen.place.multi:
+            placed = list(values.astype(jax.dtypes.canonicalize_dtype(values.dtype), copy=False))
+            self._on_host[slot] = sh
+        else:
+            placed = (jax.device_put(list(values), [sh] * G) if gen.place.local(reader)
+                      else [None] * G)  # fmt: skip
+            self._on_host.pop(slot, None)
         for g in range(G):
             self._regs[g][slot] = placed[g]
         self._home[arg] = Home(reader, sh)
@@ -189,7 +200,7 @@ class Session:
             self._check_position(int(pos.min()))
             self.positions = pos.astype(np.int64)
             self.position = int(pos.max())
-        self._put_feedback(gen.token.index, arr.astype(gen.token.dtype))
+        self._put_feedback(gen.token.index, arr.astype(gen.token.dtype), host=True)
 
     def sampling(self, params: Sampling) -> None:
         """How each sequence's next tokens are chosen from the logits (a step returning
@@ -317,6 +328,8 @@ class Session:
                     "(count(rows, tokens=...))"
                 )
             drawn = regs[layout.feedback[tok]]
+            if isinstance(drawn, np.ndarray):  # fed (one stage samples and reads it)
+                drawn = jax.device_put(drawn, sh)
         else:
             drawn = jax.device_put(np.asarray(tokens, gen.token.dtype).reshape(-1), sh)
         key = tuple(bool(x) for x in np.asarray(rows).reshape(-1))
@@ -567,9 +580,13 @@ class Session:
         last = (position_value(gen.position, P - 1) if narrow is None
                 else np.full(n, P - 1, np.dtype(gen.position.dtype)))  # fmt: skip
         dtype = pre.prompt_aval.dtype
+        host = not gen.place.multi  # the executables take the host arrays (``feed``'s reason)
         for s, slot, sh in prog.inputs:
             value = last if slot in prog.sampler_inputs else batch[:, :P].astype(dtype)
-            scratch[slot] = jax.device_put(value, sh) if gen.place.local(s) else None
+            if host:
+                scratch[slot] = value.astype(jax.dtypes.canonicalize_dtype(value.dtype))
+            else:
+                scratch[slot] = jax.device_put(value, sh) if gen.place.local(s) else None
         prog.run(scratch)
         self._count(prog, 1)
         self.prefill_rows_run = n
@@ -594,7 +611,7 @@ class Session:
             shardings = tuple(gen.placed.state_shardings[stage][a] for a in args)
             write = pre.writer(tuple(args), shardings, narrow is not None)
             rs = [layout.state[a] for a in args]
-            mask = jax.device_put(which, gen.place.replicated(stage))
+            mask = which if host else jax.device_put(which, gen.place.replicated(stage))
             made = write(tuple(regs[r] for r in rs), tuple(scratch[r] for r in rs), mask)
             for r, v in zip(rs, made, strict=True):
                 regs[r] = v
@@ -696,6 +713,14 @@ class Session:
         else:
             inputs = [[row] * G for row in gen.placed_positions(progs, self.position, steps)]
         self._fit(max(p.size for p in progs))
+        lift = [k for k in self._on_host if k in progs[0].moved]  # fed, then moved: put first
+        if lift:
+            for regs in self._regs:
+                for k, v in zip(lift, jax.device_put([regs[k] for k in lift],
+                                                     [self._on_host[k] for k in lift]),
+                                strict=True):  # fmt: skip
+                    regs[k] = v
+        self._on_host.clear()  # the first step reads them; its results replace them
         tok_arg = gen.token.index
         tok = gen.registers.layout.feedback[tok_arg]
         all_regs, done, host, start = self._regs, 0, 0.0, self.position
@@ -734,7 +759,10 @@ class Session:
         processes that lack them."""
         place, tok = self.gen.place, self.gen.token
         if not place.multi:
-            host = jax.device_get([v for row, _ in rows for v in row])
+            values = [v for row, _ in rows for v in row]
+            if len(values) == 1:  # a server's turn of one group: no tree walk, no moveaxis
+                return np.array(values[0]).reshape(1, *tok.shape, 1)
+            host = jax.device_get(values)
             flat = np.stack(host).reshape(len(rows), self.gen.groups, *tok.shape)
             return np.moveaxis(flat, 0, -1)
         at = rows[-1][1]
