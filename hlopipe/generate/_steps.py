@@ -251,6 +251,7 @@ def build(
     fb_after = dict(feedback_home)
     moved = dict.fromkeys(StepBytes._fields, 0)
     move_reads: set[int] = set()  # the registers the moves read
+    feedback_regs = set(layout.feedback.values())
     last_use: dict[int, int] = {}  # a temporary register -> the instruction reading it last
     made: dict[tuple[int, int], int] = {}  # (stage, output) -> its register
     for p, st in zip(plans, stages, strict=True):
@@ -294,8 +295,9 @@ def build(
             move = _mover(sp, src_stage, s, avals, wants, haves)
             instrs.append((move, _gather(regs_in), regs_out, ()))
             move_reads.update(regs_in)
-            for k in regs_in:
-                last_use[k] = len(instrs) - 1
+            for k in regs_in:  # (a feedback register is not freed: a later stage may read it)
+                if k not in feedback_regs:
+                    last_use[k] = len(instrs) - 1
         instrs.append(
             (comp.fn if comp is not None else _absent(len(st.outputs)), _gather(reads), (), ())
         )
