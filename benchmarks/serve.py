@@ -159,6 +159,41 @@ def _engine_steps(url: str) -> float:
     return values["hlopipe_engine_steps"]
 
 
+def _turn_alone(batch: int, turns: int = 200, repeats: int = 7) -> dict[int, tuple[float, float]]:
+    """A server's decode turn alone, in this process, on the built-in token step widened to
+    ``batch`` (one group, 2 stages, as ``hlopipe serve --max-batch`` builds it): the tokens
+    and positions fed (``Session.feed``), the step issued at all rows and at its first row
+    (``Session.issue``), its tokens read. Per row count: the median over ``repeats`` of
+    ``turns`` turns of this thread's CPU time and the wall time, each a turn, in seconds."""
+    import jax
+
+    jax.config.update("jax_num_cpu_devices", 8)
+    from hlopipe.generate import Generator, widen
+    from hlopipe.serve._builtin import Form, builtin_model
+
+    decode, prefill, params, max_len = builtin_model(2, form=Form.TOKENS)
+    wide = widen(decode, (prefill,), batch)
+    gen = Generator(wide.decode, params, prefill=list(wide.prefills), groups=1, max_len=max_len,
+                    row_prefills=wide.narrow, row_steps=wide.steps)  # fmt: skip
+    session = gen.start(tokens=np.zeros((1, batch), np.int32), position=0)
+    tokens = np.zeros((1, batch), np.int32)
+    positions = np.zeros((1, batch), np.int64)  # (fed again each turn: the cache's first)
+    out = {}
+    for rows in (batch, 1):
+        at = None if rows == batch else rows
+        cpu, wall = [], []
+        for k in range(repeats + 1):  # (the first warms)
+            c0, w0 = time.thread_time(), time.perf_counter()
+            for _ in range(turns):
+                session.feed(tokens, position=positions)
+                session.issue(1, rows=at).read()
+            if k:
+                cpu.append((time.thread_time() - c0) / turns)
+                wall.append((time.perf_counter() - w0) / turns)
+        out[rows] = (float(np.median(cpu)), float(np.median(wall)))
+    return out
+
+
 def _host_table(batch: int, clients: list[int], requests: int, tokens: int, rounds: int) -> None:
     """``--batch N --host``: the host's cost of a turn on the built-in model served at
     ``--max-batch N`` (one group) in a process of its own: per decode turn, the CPU time of
@@ -194,6 +229,13 @@ def _host_table(batch: int, clients: list[int], requests: int, tokens: int, roun
     finally:
         proc.terminate()
         proc.wait(60)
+    alone = _turn_alone(batch)
+    print(f"a decode turn alone (feed, issue, read; one thread, in process; load average "
+          f"{os.getloadavg()[0]:.1f})")  # fmt: skip
+    print("| rows computed | CPU us/turn | wall us/turn |")
+    print("| ---: | ---: | ---: |")
+    for rows, (cpu, wall) in alone.items():
+        print(f"| {rows} | {cpu * 1e6:.0f} | {wall * 1e6:.0f} |", flush=True)
     print(f"built-in tiny GPT at --max-batch {batch}, 1 group, 2 stages; {requests} requests a "
           f"client, prompts of 3 to 12, {tokens} tokens each, streamed, greedy; medians of "
           f"{rounds} (load average {os.getloadavg()[0]:.1f})")  # fmt: skip
