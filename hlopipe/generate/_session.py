@@ -92,6 +92,9 @@ class Session:
         # feedback registers holding the host arrays ``feed`` gave (one process): their
         # sharding, for a move that must read a placed array (``_issue``)
         self._on_host: dict[int, Any] = {}
+        # each sampling field but counts and seen as last put (``[groups, b]``): one given
+        # again unchanged is kept where it lies, not put again
+        self._sampled: dict[int, np.ndarray] = {}
         # tokens issued and not yet returned: each group's value, and the stage holding it
         self._pending: list[Any] | None = None
         self._pending_at = 0
@@ -210,7 +213,9 @@ class Session:
         ``[groups, b, vocab]`` ones (counts, seen), put on the stage sampling them; a
         penalty's field left ``None`` is none, but counts and seen left ``None`` are kept
         as they are (zeros when the session starts; :meth:`set_counts` and :meth:`count`
-        change them on the device). A session starts greedy.
+        change them on the device). A session starts greedy. A field equal to the one set
+        last stays where it lies, not put again (a server's admission changes a row's seed,
+        rarely its other fields).
 
         Raises:
           RuntimeConfigError: the step returns tokens, or a field's shape is not ``[groups,
@@ -227,6 +232,8 @@ class Session:
         stage, local = gen.sampler_stage, gen.place.local(gen.sampler_stage)
         zeros: dict[int, Any] = {}  # counts or seen left None: one placed array of zeros
         keep: dict[int, list[Any]] = {}  # counts or seen left None once set: each group's
+        # (or a field given as it was set last)
+        put_now: dict[int, np.ndarray] = {}  # the fields put, as the host has them
         for k, (name, value, dtype, default) in enumerate(
             zip(Sampling._fields, params, dtypes, none, strict=True)
         ):
@@ -249,12 +256,20 @@ class Session:
                     f"sampling {name}: expected shape {list(shape)} ([groups, batch"
                     f"{', vocab' if len(shape) == 3 else ''}]), got {list(arr.shape)}"
                 )
-            values.extend(arr.astype(dtype))
+            arr = arr.astype(dtype)
+            if name not in ("counts", "seen"):
+                last = self._sampled.get(k)
+                if last is not None and np.array_equal(last, arr):  # (its dtype, as put)
+                    keep[k] = [regs[gen.registers.layout.sampling[k]] for regs in self._regs]
+                    values.extend([np.zeros(0, dtype)] * gen.groups)  # (a stand-in, not put)
+                    continue
+                put_now[k] = arr
+            values.extend(arr)
         G = gen.groups
         put = [v for k in range(len(Sampling._fields)) if k not in zeros and k not in keep
                for v in values[k * G : (k + 1) * G]]  # fmt: skip
         placed = iter([None] * len(put))
-        if local:
+        if local and put:
             placed = iter(jax.device_put(put, [gen.place.replicated(stage)] * len(put)))
         for k, reg in enumerate(gen.registers.layout.sampling):
             for g in range(G):
@@ -262,6 +277,7 @@ class Session:
                     self._regs[g][reg] = keep[k][g]
                 else:
                     self._regs[g][reg] = zeros[k] if k in zeros else next(placed)
+        self._sampled.update(put_now)
         for v in zeros.values():  # (at most two arrays, cached: ``_zeros_on``)
             if v is not None and not any(v is z for z in self._shared):
                 self._shared.append(v)
