@@ -74,6 +74,7 @@ import contextlib
 import os
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 import urllib.request
@@ -202,9 +203,11 @@ def _host_table(batch: int, clients: list[int], requests: int, tokens: int, roun
     CPU time excludes XLA's own threads (the steps' compute)."""
     env = dict(os.environ, PYTHONUNBUFFERED="1")
     env.setdefault("PYTHONPATH", str(ROOT))
+    # (run outside any checkout: ``-c`` puts the working folder first on the path, before
+    # PYTHONPATH, which names the tree measured)
     proc = subprocess.Popen([sys.executable, "-c", _SERVE_HOST, str(batch)],
                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
-                            env=env)  # fmt: skip
+                            env=env, cwd=tempfile.gettempdir())  # fmt: skip
     assert proc.stdout is not None
     tid, url = 0, ""
     while not url:
