@@ -82,6 +82,7 @@ import contextlib
 import os
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 import urllib.request
@@ -130,6 +131,130 @@ def _start(groups: int, form: str, max_batch: int | None = None) -> tuple[subpro
     elif form == "tokens":
         cmd = [sys.executable, "-c", _SERVE_TOKENS, str(groups)]
     return _spawn(cmd, env)
+
+
+# ``--batch N --host``: the built-in token step widened to N, one group, as ``hlopipe serve
+# --max-batch N`` builds it, with the engine thread's OS thread id told on stdout
+_SERVE_HOST = """
+import sys, threading, time, jax
+jax.config.update("jax_num_cpu_devices", 8)
+from hlopipe.serve import build_server
+
+def tell():
+    while True:
+        for t in threading.enumerate():
+            if t.name == "hlopipe-engine":
+                print("engine thread", t.native_id, flush=True)
+                return
+        time.sleep(0.01)
+
+threading.Thread(target=tell, daemon=True).start()
+build_server(groups=1, max_batch=int(sys.argv[1]), port=0).run()
+"""
+
+
+def _cpu_s(pid: int, tid: int) -> float:
+    """Thread ``tid`` of process ``pid``'s CPU time so far, in seconds (the kernel's
+    ``schedstat``: nanoseconds on the CPU)."""
+    return int(Path(f"/proc/{pid}/task/{tid}/schedstat").read_text().split()[0]) / 1e9
+
+
+def _engine_steps(url: str) -> float:
+    from prometheus_client.parser import text_string_to_metric_families
+
+    with urllib.request.urlopen(url.removesuffix("/v1") + "/metrics") as r:
+        text = r.read().decode()
+    values = {s.name: s.value for f in text_string_to_metric_families(text) for s in f.samples}
+    return values["hlopipe_engine_steps"]
+
+
+def _turn_alone(batch: int, turns: int = 200, repeats: int = 7) -> dict[int, tuple[float, float]]:
+    """A server's decode turn alone, in this process, on the built-in token step widened to
+    ``batch`` (one group, 2 stages, as ``hlopipe serve --max-batch`` builds it): the tokens
+    and positions fed (``Session.feed``), the step issued at all rows and at its first row
+    (``Session.issue``), its tokens read. Per row count: the median over ``repeats`` of
+    ``turns`` turns of this thread's CPU time and the wall time, each a turn, in seconds."""
+    import jax
+
+    jax.config.update("jax_num_cpu_devices", 8)
+    from hlopipe.generate import Generator, widen
+    from hlopipe.serve._builtin import Form, builtin_model
+
+    decode, prefill, params, max_len = builtin_model(2, form=Form.TOKENS)
+    wide = widen(decode, (prefill,), batch)
+    gen = Generator(wide.decode, params, prefill=list(wide.prefills), groups=1, max_len=max_len,
+                    row_prefills=wide.narrow, row_steps=wide.steps)  # fmt: skip
+    session = gen.start(tokens=np.zeros((1, batch), np.int32), position=0)
+    tokens = np.zeros((1, batch), np.int32)
+    positions = np.zeros((1, batch), np.int64)  # (fed again each turn: the cache's first)
+    out = {}
+    for rows in (batch, 1):
+        at = None if rows == batch else rows
+        cpu, wall = [], []
+        for k in range(repeats + 1):  # (the first warms)
+            c0, w0 = time.thread_time(), time.perf_counter()
+            for _ in range(turns):
+                session.feed(tokens, position=positions)
+                session.issue(1, rows=at).read()
+            if k:
+                cpu.append((time.thread_time() - c0) / turns)
+                wall.append((time.perf_counter() - w0) / turns)
+        out[rows] = (float(np.median(cpu)), float(np.median(wall)))
+    return out
+
+
+def _host_table(batch: int, clients: list[int], requests: int, tokens: int, rounds: int) -> None:
+    """``--batch N --host``: the host's cost of a turn on the built-in model served at
+    ``--max-batch N`` (one group) in a process of its own: per decode turn, the CPU time of
+    the engine thread and of the event loop (the main thread: HTTP and streamed chunks),
+    read from ``/proc`` around each load, and the tokens/s; ``rounds`` rounds, medians. The
+    CPU time excludes XLA's own threads (the steps' compute)."""
+    env = dict(os.environ, PYTHONUNBUFFERED="1")
+    env.setdefault("PYTHONPATH", str(ROOT))
+    # (run outside any checkout: ``-c`` puts the working folder first on the path, before
+    # PYTHONPATH, which names the tree measured)
+    proc = subprocess.Popen([sys.executable, "-c", _SERVE_HOST, str(batch)],
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+                            env=env, cwd=tempfile.gettempdir())  # fmt: skip
+    assert proc.stdout is not None
+    tid, url = 0, ""
+    while not url:
+        line = proc.stdout.readline()
+        if line.startswith("engine thread "):
+            tid = int(line.split()[-1])
+        elif line.startswith("serving "):
+            url = line.split(" at ")[1].strip()
+        elif not line:
+            raise SystemExit("the server did not start")
+    got: dict[int, list[tuple[float, float, float]]] = {c: [] for c in clients}
+    try:
+        _load(url, 1, 1, tokens)  # warm the client and the server's paths
+        for _ in range(rounds):
+            for c in clients:
+                e0, l0, s0 = _cpu_s(proc.pid, tid), _cpu_s(proc.pid, proc.pid), _engine_steps(url)
+                r = _load(url, c, requests, tokens)
+                turns = _engine_steps(url) - s0
+                engine = (_cpu_s(proc.pid, tid) - e0) / turns
+                loop = (_cpu_s(proc.pid, proc.pid) - l0) / turns
+                got[c].append((engine, loop, r["tokens_per_s"]))
+    finally:
+        proc.terminate()
+        proc.wait(60)
+    alone = _turn_alone(batch)
+    print(f"a decode turn alone (feed, issue, read; one thread, in process; load average "
+          f"{os.getloadavg()[0]:.1f})")  # fmt: skip
+    print("| rows computed | CPU us/turn | wall us/turn |")
+    print("| ---: | ---: | ---: |")
+    for rows, (cpu, wall) in alone.items():
+        print(f"| {rows} | {cpu * 1e6:.0f} | {wall * 1e6:.0f} |", flush=True)
+    print(f"built-in tiny GPT at --max-batch {batch}, 1 group, 2 stages; {requests} requests a "
+          f"client, prompts of 3 to 12, {tokens} tokens each, streamed, greedy; medians of "
+          f"{rounds} (load average {os.getloadavg()[0]:.1f})")  # fmt: skip
+    print("| clients | engine thread us/turn | event loop us/turn | tokens/s |")
+    print("| ---: | ---: | ---: | ---: |")
+    for c in clients:
+        med = np.median(np.asarray(got[c]), axis=0)
+        print(f"| {c} | {med[0] * 1e6:.0f} | {med[1] * 1e6:.0f} | {med[2]:.0f} |", flush=True)
 
 
 def _busy_and_tokens(url: str) -> tuple[float, float]:
@@ -1206,11 +1331,15 @@ def main() -> None:
         "--rounds",
         type=int,
         default=1,
-        help="--batch --d-model: rounds of every setup in turn, then their medians",
+        help="--batch --d-model: rounds of every setup in turn, then their medians (--batch "
+        "--host: rounds of every client count)",
     )
     ap.add_argument("--move", action="store_true", help="a sequence left alone in a high "
                     "row moved down or left: --clients' last count at once, one of 10x "
                     "--tokens, on a --d-model (768) GPT at --batch (8) rows")  # fmt: skip
+    ap.add_argument("--host", action="store_true", help="--batch: the engine thread's and "
+                    "the event loop's CPU time a turn on the built-in model (--rounds: "
+                    "medians)")  # fmt: skip
     ap.add_argument("--llama", action="store_true", help="a Llama of real size (about 125M "
                     "parameters) exported to files and served at --max-batch 8 and 16 in a "
                     "process of its own, beside the plain loop on the same files")  # fmt: skip
@@ -1245,6 +1374,10 @@ def main() -> None:
         clients = [int(x) for x in args.clients.split(",")]
         _batch_sized(args.batch, clients, args.requests, args.tokens, args.d_model, args.layers,
                      args.rounds)  # fmt: skip
+        return
+    if args.batch and args.host:
+        clients = [int(x) for x in args.clients.split(",")]
+        _host_table(args.batch, clients, args.requests, args.tokens, args.rounds)
         return
     if args.batch:
         clients = [int(x) for x in args.clients.split(",")]

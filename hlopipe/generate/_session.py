@@ -91,6 +91,12 @@ class Session:
         self._shared: list[Any] = []  # the shared zeros placed as counts or seen (not donated)
         self._masks: dict[tuple[bool, ...], Any] = {}  # rows counted: placed once each
         self._home: dict[int, Home] = {}  # where each feedback argument lies
+        # feedback registers holding the host arrays ``feed`` gave (one process): their
+        # sharding, for a move that must read a placed array (``_issue``)
+        self._on_host: dict[int, Any] = {}
+        # each sampling field but counts and seen as last put (``[groups, b]``): one given
+        # again unchanged is kept where it lies, not put again
+        self._sampled: dict[int, np.ndarray] = {}
         # tokens issued and not yet returned: each group's value, and the stage holding it
         self._pending: list[Any] | None = None
         self._pending_at = 0
@@ -155,15 +161,23 @@ class Session:
                 )
             self._put_feedback(r.index, arr)
 
-    def _put_feedback(self, arg: int, values: np.ndarray) -> None:
+    def _put_feedback(self, arg: int, values: np.ndarray, host: bool = False) -> None:
         """Each group's first value of feedback argument ``arg`` onto the stage reading it
-        (one batched ``device_put`` for the groups)."""
+        (one batched ``device_put`` for the groups). ``host`` (in one process): each kept as
+        the host array it is, which the reading executable transfers with its call, about a
+        tenth of ``device_put``'s host time (a move reading it puts it first: ``_issue``)."""
         gen = self.gen
         if arg not in gen.first_feedback:  # read by no stage
             return
         reader, sh = gen.first_feedback[arg]
         G, slot = gen.groups, gen.registers.layout.feedback[arg]
-        placed = jax.device_put(list(values), [sh] * G) if gen.place.local(reader) else [None] * G
+        if host and not gen.place.multi:
+            placed = list(values.astype(jax.dtypes.canonicalize_dtype(values.dtype), copy=False))
+            self._on_host[slot] = sh
+        else:
+            placed = (jax.device_put(list(values), [sh] * G) if gen.place.local(reader)
+                      else [None] * G)  # fmt: skip
+            self._on_host.pop(slot, None)
         for g in range(G):
             self._regs[g][slot] = placed[g]
         self._home[arg] = Home(reader, sh)
@@ -191,7 +205,7 @@ class Session:
             self._check_position(int(pos.min()))
             self.positions = pos.astype(np.int64)
             self.position = int(pos.max())
-        self._put_feedback(gen.token.index, arr.astype(gen.token.dtype))
+        self._put_feedback(gen.token.index, arr.astype(gen.token.dtype), host=True)
 
     def move_rows(self, src: Any, dst: Any, group: int = 0) -> None:
         """Move group ``group``'s sequences in rows ``src [m]`` to rows ``dst [m]`` (a step
@@ -277,7 +291,9 @@ class Session:
         ``[groups, b, vocab]`` ones (counts, seen), put on the stage sampling them; a
         penalty's field left ``None`` is none, but counts and seen left ``None`` are kept
         as they are (zeros when the session starts; :meth:`set_counts` and :meth:`count`
-        change them on the device). A session starts greedy.
+        change them on the device). A session starts greedy. A field equal to the one set
+        last stays where it lies, not put again (a server's admission changes a row's seed,
+        rarely its other fields).
 
         Raises:
           RuntimeConfigError: the step returns tokens, or a field's shape is not ``[groups,
@@ -294,6 +310,8 @@ class Session:
         stage, local = gen.sampler_stage, gen.place.local(gen.sampler_stage)
         zeros: dict[int, Any] = {}  # counts or seen left None: one placed array of zeros
         keep: dict[int, list[Any]] = {}  # counts or seen left None once set: each group's
+        # (or a field given as it was set last)
+        put_now: dict[int, np.ndarray] = {}  # the fields put, as the host has them
         for k, (name, value, dtype, default) in enumerate(
             zip(Sampling._fields, params, dtypes, none, strict=True)
         ):
@@ -316,12 +334,20 @@ class Session:
                     f"sampling {name}: expected shape {list(shape)} ([groups, batch"
                     f"{', vocab' if len(shape) == 3 else ''}]), got {list(arr.shape)}"
                 )
-            values.extend(arr.astype(dtype))
+            arr = arr.astype(dtype)
+            if name not in ("counts", "seen"):
+                last = self._sampled.get(k)
+                if last is not None and np.array_equal(last, arr):  # (its dtype, as put)
+                    keep[k] = [regs[gen.registers.layout.sampling[k]] for regs in self._regs]
+                    values.extend([np.zeros(0, dtype)] * gen.groups)  # (a stand-in, not put)
+                    continue
+                put_now[k] = arr
+            values.extend(arr)
         G = gen.groups
         put = [v for k in range(len(Sampling._fields)) if k not in zeros and k not in keep
                for v in values[k * G : (k + 1) * G]]  # fmt: skip
         placed = iter([None] * len(put))
-        if local:
+        if local and put:
             placed = iter(jax.device_put(put, [gen.place.replicated(stage)] * len(put)))
         for k, reg in enumerate(gen.registers.layout.sampling):
             for g in range(G):
@@ -329,6 +355,7 @@ class Session:
                     self._regs[g][reg] = keep[k][g]
                 else:
                     self._regs[g][reg] = zeros[k] if k in zeros else next(placed)
+        self._sampled.update(put_now)
         for v in zeros.values():  # (at most two arrays, cached: ``_zeros_on``)
             if v is not None and not any(v is z for z in self._shared):
                 self._shared.append(v)
@@ -395,6 +422,8 @@ class Session:
                     "(count(rows, tokens=...))"
                 )
             drawn = regs[layout.feedback[tok]]
+            if isinstance(drawn, np.ndarray):  # fed (one stage samples and reads it)
+                drawn = jax.device_put(drawn, sh)
         else:
             drawn = jax.device_put(np.asarray(tokens, gen.token.dtype).reshape(-1), sh)
         key = tuple(bool(x) for x in np.asarray(rows).reshape(-1))
@@ -645,9 +674,13 @@ class Session:
         last = (position_value(gen.position, P - 1) if narrow is None
                 else np.full(n, P - 1, np.dtype(gen.position.dtype)))  # fmt: skip
         dtype = pre.prompt_aval.dtype
+        host = not gen.place.multi  # the executables take the host arrays (``feed``'s reason)
         for s, slot, sh in prog.inputs:
             value = last if slot in prog.sampler_inputs else batch[:, :P].astype(dtype)
-            scratch[slot] = jax.device_put(value, sh) if gen.place.local(s) else None
+            if host:
+                scratch[slot] = value.astype(jax.dtypes.canonicalize_dtype(value.dtype))
+            else:
+                scratch[slot] = jax.device_put(value, sh) if gen.place.local(s) else None
         prog.run(scratch)
         self._count(prog, 1)
         self.prefill_rows_run = n
@@ -672,7 +705,7 @@ class Session:
             shardings = tuple(gen.placed.state_shardings[stage][a] for a in args)
             write = pre.writer(tuple(args), shardings, narrow is not None)
             rs = [layout.state[a] for a in args]
-            mask = jax.device_put(which, gen.place.replicated(stage))
+            mask = which if host else jax.device_put(which, gen.place.replicated(stage))
             made = write(tuple(regs[r] for r in rs), tuple(scratch[r] for r in rs), mask)
             for r, v in zip(rs, made, strict=True):
                 regs[r] = v
@@ -774,6 +807,14 @@ class Session:
         else:
             inputs = [[row] * G for row in gen.placed_positions(progs, self.position, steps)]
         self._fit(max(p.size for p in progs))
+        lift = [k for k in self._on_host if k in progs[0].moved]  # fed, then moved: put first
+        if lift:
+            for regs in self._regs:
+                for k, v in zip(lift, jax.device_put([regs[k] for k in lift],
+                                                     [self._on_host[k] for k in lift]),
+                                strict=True):  # fmt: skip
+                    regs[k] = v
+        self._on_host.clear()  # the first step reads them; its results replace them
         tok_arg = gen.token.index
         tok = gen.registers.layout.feedback[tok_arg]
         all_regs, done, host, start = self._regs, 0, 0.0, self.position
@@ -812,7 +853,10 @@ class Session:
         processes that lack them."""
         place, tok = self.gen.place, self.gen.token
         if not place.multi:
-            host = jax.device_get([v for row, _ in rows for v in row])
+            values = [v for row, _ in rows for v in row]
+            if len(values) == 1:  # a server's turn of one group: no tree walk, no moveaxis
+                return np.array(values[0]).reshape(1, *tok.shape, 1)
+            host = jax.device_get(values)
             flat = np.stack(host).reshape(len(rows), self.gen.groups, *tok.shape)
             return np.moveaxis(flat, 0, -1)
         at = rows[-1][1]

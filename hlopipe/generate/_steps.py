@@ -170,6 +170,9 @@ class StepProgram:
       feedback_home: where each feedback argument lies after the step.
       bytes: what one step moves between stages, by kind.
       size: how many registers it uses (its own come after the layout's).
+      moved: the registers a move between or within stages reads (a value there must be a
+        placed array; every other input register is read by an executable or a jitted
+        function alone, which takes a host array as well and transfers it with its call).
     """
 
     def __init__(
@@ -183,8 +186,10 @@ class StepProgram:
         sampler_inputs: frozenset[int] = frozenset(),
         logprobs: int | None = None,
         input_args: tuple[Any, ...] = (),
+        moved: frozenset[int] = frozenset(),
     ) -> None:
         self._instrs = instrs
+        self.moved = moved
         self.inputs = inputs
         self.input_args = input_args
         self.sampler_inputs = sampler_inputs
@@ -245,6 +250,8 @@ def build(
     fb_new: dict[int, int] = {}
     fb_after = dict(feedback_home)
     moved = dict.fromkeys(StepBytes._fields, 0)
+    move_reads: set[int] = set()  # the registers the moves read
+    feedback_regs = set(layout.feedback.values())
     last_use: dict[int, int] = {}  # a temporary register -> the instruction reading it last
     made: dict[tuple[int, int], int] = {}  # (stage, output) -> its register
     for p, st in zip(plans, stages, strict=True):
@@ -287,8 +294,10 @@ def build(
             regs_in, regs_out, avals, wants, haves = zip(*group, strict=True)
             move = _mover(sp, src_stage, s, avals, wants, haves)
             instrs.append((move, _gather(regs_in), regs_out, ()))
-            for k in regs_in:
-                last_use[k] = len(instrs) - 1
+            move_reads.update(regs_in)
+            for k in regs_in:  # (a feedback register is not freed: a later stage may read it)
+                if k not in feedback_regs:
+                    last_use[k] = len(instrs) - 1
         instrs.append(
             (comp.fn if comp is not None else _absent(len(st.outputs)), _gather(reads), (), ())
         )
@@ -336,7 +345,7 @@ def build(
     instrs = [(f, g, o, tuple(frees.get(n, ()))) for n, (f, g, o, _) in enumerate(instrs)]
     return StepProgram(
         instrs, inputs, fb_new, fb_after, StepBytes(**moved), free, frozenset(sampler_inputs),
-        logprobs, tuple(input_args),
+        logprobs, tuple(input_args), frozenset(move_reads),
     )  # fmt: skip
 
 

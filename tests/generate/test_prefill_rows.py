@@ -257,3 +257,32 @@ def test_a_position_placed_before_the_token_is_not_taken_for_it():
     said = r"which integer input is the token .* in doubt: argument 2 .*, argument 3 "
     with pytest.raises(RuntimeConfigError, match=said):
         Generator(program(_both_index), [emb], num_stages=1, max_len=T)
+
+
+def test_sampling_given_again_puts_what_changed_and_samples_as_a_fresh_session(gen, monkeypatch):
+    """``Session.sampling`` given fields equal to those set last keeps them where they lie:
+    from one sampling to another differing in one row's seed and another's temperature, only
+    those two fields are put (one array a group each). Its seeded tokens then equal those of
+    a fresh session started with the second sampling."""
+    from hlopipe.generate import Sampling
+
+    def how(seeds, temperature):
+        return Sampling(np.asarray(seeds, np.uint32), np.asarray(temperature, np.float32),
+                        np.ones((2, 2), np.float32), np.zeros((2, 2), np.int32))  # fmt: skip
+
+    first = how([[1, 2], [3, 4]], [[1.0, 1.0], [0.0, 1.0]])
+    second = how([[1, 9], [3, 4]], [[1.0, 1.0], [1.0, 1.0]])
+    start = np.array([[3, 5], [7, 11]])
+    session = gen.start(tokens=start, position=0)
+    session.sampling(first)
+    put, arrays = jax.device_put, []
+    monkeypatch.setattr(
+        jax, "device_put", lambda x, *a, **k: (arrays.append(len(x)), put(x, *a, **k))[1]
+    )
+    session.sampling(second)
+    monkeypatch.undo()
+    assert arrays == [2 * 2]  # seed and temperature, each group's
+    fresh = gen.start(tokens=start, position=0, sampling=second)  # (its first: all put)
+    got, want = session.generate(6), fresh.generate(6)
+    np.testing.assert_array_equal(got, want)
+    assert len({tuple(r) for r in want.reshape(4, 6).tolist()}) == 4  # rows sampled apart
