@@ -901,7 +901,7 @@ class _Prefill:
                         tuple(one(x, src, dst, 0) for x in kept))  # fmt: skip
 
             out = (shardings, *(tuple(sh for sh, d in rest if d is flag) for flag in (True, False)))
-            fn = jax.jit(move, donate_argnums=(0, 1), out_shardings=out)
+            fn = Held(move, donate_argnums=(0, 1), out_shardings=out)
             self._movers[key] = fn
         return fn
 
