@@ -788,6 +788,26 @@ def _batch_table(batch: int, clients: list[int], requests: int, tokens: int) -> 
             proc.wait(60)
 
 
+def _gpt_exports(cfg: Any) -> tuple[Any, Any, Any]:
+    """A tiny GPT of ``cfg`` (``hlopipe.models.gpt_decode``) cut into 2 stages by markers:
+    its parameters, its token step and its 8-token prefill exported at batch 1 and loaded."""
+    import jax
+    import jax.numpy as jnp
+
+    from hlopipe.io import load
+    from hlopipe.marker import stage_boundary
+    from hlopipe.models import gpt_decode as gd
+
+    params = gd.init(jax.random.key(0), cfg)
+    cuts = (cfg.n_layers // 2,)
+    step = jax.jit(gd.decode_fn(cfg, stage_boundary, cuts=cuts), donate_argnums=1)
+    decode = jax.export.export(step)(params, gd.empty_cache(1, cfg), jnp.zeros(1, jnp.int32),
+                                     jnp.int32(0))  # fmt: skip
+    pre = jax.jit(gd.prefill_fn(cfg, stage_boundary, cuts=cuts))
+    prefill = jax.export.export(pre)(params, jnp.zeros((1, 8), jnp.int32))
+    return params, load(decode.serialize()), load(prefill.serialize())
+
+
 def _batch_sized(
     batch: int,
     clients: list[int],
@@ -803,22 +823,12 @@ def _batch_sized(
     import jax
 
     jax.config.update("jax_num_cpu_devices", 8)
-    import jax.numpy as jnp
 
     from hlopipe.generate import Generator, widen
-    from hlopipe.io import load
-    from hlopipe.marker import stage_boundary
     from hlopipe.models import gpt_decode as gd
 
     cfg = gd.DecodeConfig(max_len=64, d_model=d_model, d_ff=4 * d_model, n_layers=layers)
-    params = gd.init(jax.random.key(0), cfg)
-    cuts = (layers // 2,)
-    step = jax.jit(gd.decode_fn(cfg, stage_boundary, cuts=cuts), donate_argnums=1)
-    decode = jax.export.export(step)(params, gd.empty_cache(1, cfg), jnp.zeros(1, jnp.int32),
-                                     jnp.int32(0))  # fmt: skip
-    pre = jax.jit(gd.prefill_fn(cfg, stage_boundary, cuts=cuts))
-    prefill = jax.export.export(pre)(params, jnp.zeros((1, 8), jnp.int32))
-    decode, prefill = load(decode.serialize()), load(prefill.serialize())
+    params, decode, prefill = _gpt_exports(cfg)
     weights = sum(x.nbytes for x in jax.tree.leaves(params))
     top = max(clients)
     wide = widen(decode, (prefill,), batch)
@@ -872,25 +882,16 @@ def _move_table(batch: int, clients: int, rounds: int, tokens: int, d_model: int
     import jax
 
     jax.config.update("jax_num_cpu_devices", 8)
-    import jax.numpy as jnp
     from openai import OpenAI
 
     from hlopipe.generate import Generator, widen
-    from hlopipe.io import load
-    from hlopipe.marker import stage_boundary
     from hlopipe.models import gpt_decode as gd
 
     long = 10 * tokens
     cfg = gd.DecodeConfig(max_len=1 << (8 + long).bit_length(), d_model=d_model,
                           d_ff=4 * d_model, n_layers=layers)  # fmt: skip
-    params = gd.init(jax.random.key(0), cfg)
-    cuts = (layers // 2,)
-    step = jax.jit(gd.decode_fn(cfg, stage_boundary, cuts=cuts), donate_argnums=1)
-    decode = jax.export.export(step)(params, gd.empty_cache(1, cfg), jnp.zeros(1, jnp.int32),
-                                     jnp.int32(0))  # fmt: skip
-    pre = jax.jit(gd.prefill_fn(cfg, stage_boundary, cuts=cuts))
-    prefill = jax.export.export(pre)(params, jnp.zeros((1, 8), jnp.int32))
-    wide = widen(load(decode.serialize()), (load(prefill.serialize()),), batch)
+    params, decode, prefill = _gpt_exports(cfg)
+    wide = widen(decode, (prefill,), batch)
     gen = Generator(wide.decode, params, prefill=list(wide.prefills), max_len=cfg.max_len,
                     row_prefills=wide.narrow, row_steps=wide.steps)  # fmt: skip
     rng = np.random.default_rng(0)
